@@ -1,0 +1,35 @@
+"""modelwire: plug real LLM providers into agents.
+
+``import modelwire`` is cheap: names are loaded on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Msg": "modelwire.message",
+    "UserMsg": "modelwire.message",
+    "AssistantMsg": "modelwire.message",
+    "SystemMsg": "modelwire.message",
+    "check_stream": "modelwire.event",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .event import check_stream
+    from .message import AssistantMsg, Msg, SystemMsg, UserMsg
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'modelwire' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,37 @@
+"""Identifiers and timestamps for messages, blocks and events.
+
+Ids are 32 lowercase hex digits, like AgentScope's ``uuid4().hex``. Making one per
+streamed event must be cheap, so an id is a random per-process prefix plus a counter
+(the prefix is drawn again in a forked child); ids stay unique across processes
+without paying for ``os.urandom`` on every event. Timestamps are local ISO 8601.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from datetime import datetime
+
+_now = datetime.now
+_state: list = []
+
+
+def _reseed() -> None:
+    _state[:] = [uuid.uuid4().hex[:20], itertools.count(1).__next__]
+
+
+_reseed()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reseed)
+
+
+def new_id() -> str:
+    """A fresh unique id (32 lowercase hex digits)."""
+    prefix, nxt = _state
+    return f"{prefix}{nxt():012x}"
+
+
+def now_iso() -> str:
+    """The current local time as an ISO 8601 string."""
+    return _now().isoformat()

@@ -1,0 +1,399 @@
+"""The 28 event types an agent streams while it builds one reply.
+
+Field names, ``type`` strings and enum values follow AgentScope 2.x. modelwire's
+additions are new optional fields, so AgentScope loads modelwire's JSON (it ignores
+fields it does not know) and modelwire loads AgentScope's:
+
+- ``MODEL_CALL_END``: ``reasoning_tokens``, ``stop_reason`` (normalized, see
+  :class:`StopReason`) and ``provider_stop_reason`` (the provider's own word);
+- ``TEXT_BLOCK_END``, ``THINKING_BLOCK_END``, ``DATA_BLOCK_END``, ``TOOL_CALL_END``:
+  ``extras``, provider data that belongs on the block (a thinking ``signature``,
+  ``redacted_thinking_data``, a Responses ``reasoning_item_id``, text ``citations``
+  ...). Folding the END event sets each key on the block.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal, TypeAlias, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .._ids import new_id, now_iso
+from ..message._blocks import (
+    DataBlock,
+    PermissionRule,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolResultState,
+    validate_base64,
+    validate_media_type,
+)
+from ..message._msg import ErrorInfo, ReplyFinishedReason
+
+__all__ = [
+    "EventType",
+    "StopReason",
+    "EventBase",
+    "ReplyStartEvent",
+    "ReplyEndEvent",
+    "ModelCallStartEvent",
+    "ModelCallEndEvent",
+    "TextBlockStartEvent",
+    "TextBlockDeltaEvent",
+    "TextBlockEndEvent",
+    "ThinkingBlockStartEvent",
+    "ThinkingBlockDeltaEvent",
+    "ThinkingBlockEndEvent",
+    "DataBlockStartEvent",
+    "DataBlockDeltaEvent",
+    "DataBlockEndEvent",
+    "HintBlockEvent",
+    "ToolCallStartEvent",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "ToolResultStartEvent",
+    "ToolResultTextDeltaEvent",
+    "ToolResultDataDeltaEvent",
+    "ToolResultEndEvent",
+    "RequireUserConfirmEvent",
+    "ConfirmResult",
+    "UserConfirmResultEvent",
+    "RequireExternalExecutionEvent",
+    "ExternalExecutionResultEvent",
+    "UserInterruptEvent",
+    "ExceedMaxItersEvent",
+    "CustomEvent",
+    "AgentEvent",
+    "EVENT_CLASSES",
+]
+
+
+class EventType(StrEnum):
+    REPLY_START = "REPLY_START"
+    REPLY_END = "REPLY_END"
+    MODEL_CALL_START = "MODEL_CALL_START"
+    MODEL_CALL_END = "MODEL_CALL_END"
+    TEXT_BLOCK_START = "TEXT_BLOCK_START"
+    TEXT_BLOCK_DELTA = "TEXT_BLOCK_DELTA"
+    TEXT_BLOCK_END = "TEXT_BLOCK_END"
+    DATA_BLOCK_START = "DATA_BLOCK_START"
+    DATA_BLOCK_DELTA = "DATA_BLOCK_DELTA"
+    DATA_BLOCK_END = "DATA_BLOCK_END"
+    THINKING_BLOCK_START = "THINKING_BLOCK_START"
+    THINKING_BLOCK_DELTA = "THINKING_BLOCK_DELTA"
+    THINKING_BLOCK_END = "THINKING_BLOCK_END"
+    HINT_BLOCK = "HINT_BLOCK"
+    TOOL_CALL_START = "TOOL_CALL_START"
+    TOOL_CALL_DELTA = "TOOL_CALL_DELTA"
+    TOOL_CALL_END = "TOOL_CALL_END"
+    TOOL_RESULT_START = "TOOL_RESULT_START"
+    TOOL_RESULT_TEXT_DELTA = "TOOL_RESULT_TEXT_DELTA"
+    TOOL_RESULT_DATA_DELTA = "TOOL_RESULT_DATA_DELTA"
+    TOOL_RESULT_END = "TOOL_RESULT_END"
+    EXCEED_MAX_ITERS = "EXCEED_MAX_ITERS"
+    REQUIRE_USER_CONFIRM = "REQUIRE_USER_CONFIRM"
+    REQUIRE_EXTERNAL_EXECUTION = "REQUIRE_EXTERNAL_EXECUTION"
+    USER_CONFIRM_RESULT = "USER_CONFIRM_RESULT"
+    USER_INTERRUPT = "USER_INTERRUPT"
+    EXTERNAL_EXECUTION_RESULT = "EXTERNAL_EXECUTION_RESULT"
+    CUSTOM = "CUSTOM"
+
+
+class StopReason(StrEnum):
+    """Why one model call stopped, normalized across providers.
+
+    The provider's own word travels beside it in ``provider_stop_reason``.
+    """
+
+    END_TURN = "end_turn"  # anthropic end_turn, openai stop, responses completed
+    MAX_TOKENS = "max_tokens"  # anthropic max_tokens, openai length, responses max_output_tokens
+    STOP_SEQUENCE = "stop_sequence"
+    TOOL_USE = "tool_use"  # anthropic tool_use, openai tool_calls / function_call
+    PAUSE_TURN = "pause_turn"  # anthropic: a long server-tool turn paused; send it back to continue
+    REFUSAL = "refusal"
+    CONTENT_FILTER = "content_filter"
+    ERROR = "error"
+    INTERRUPTED = "interrupted"
+    OTHER = "other"
+
+
+class EventBase(BaseModel):
+    model_config = ConfigDict(use_enum_values=True)
+
+    id: str = Field(default_factory=new_id)
+    created_at: str = Field(default_factory=now_iso)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ReplyStartEvent(EventBase):
+    type: Literal["REPLY_START"] = "REPLY_START"
+    session_id: str
+    reply_id: str
+    name: str
+    role: Literal["user", "assistant", "system"] = "assistant"
+
+
+class ReplyEndEvent(EventBase):
+    type: Literal["REPLY_END"] = "REPLY_END"
+    session_id: str
+    reply_id: str
+    finished_reason: ReplyFinishedReason = ReplyFinishedReason.COMPLETED
+    error: ErrorInfo | None = None
+
+
+class ModelCallStartEvent(EventBase):
+    type: Literal["MODEL_CALL_START"] = "MODEL_CALL_START"
+    reply_id: str
+    model_name: str
+
+
+class ModelCallEndEvent(EventBase):
+    type: Literal["MODEL_CALL_END"] = "MODEL_CALL_END"
+    reply_id: str
+    input_tokens: int
+    output_tokens: int
+    cache_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    finished_reason: Literal["completed", "interrupted"] = "completed"
+    reasoning_tokens: int = 0
+    stop_reason: StopReason | None = None
+    provider_stop_reason: str | None = None
+
+
+class _BlockEvent(EventBase):
+    reply_id: str
+    block_id: str
+
+
+class TextBlockStartEvent(_BlockEvent):
+    type: Literal["TEXT_BLOCK_START"] = "TEXT_BLOCK_START"
+
+
+class TextBlockDeltaEvent(_BlockEvent):
+    type: Literal["TEXT_BLOCK_DELTA"] = "TEXT_BLOCK_DELTA"
+    delta: str
+
+
+class TextBlockEndEvent(_BlockEvent):
+    type: Literal["TEXT_BLOCK_END"] = "TEXT_BLOCK_END"
+    text: str | None = None
+    """When set, replaces the text gathered from the deltas."""
+    extras: dict[str, Any] | None = None
+
+
+class ThinkingBlockStartEvent(_BlockEvent):
+    type: Literal["THINKING_BLOCK_START"] = "THINKING_BLOCK_START"
+
+
+class ThinkingBlockDeltaEvent(_BlockEvent):
+    type: Literal["THINKING_BLOCK_DELTA"] = "THINKING_BLOCK_DELTA"
+    delta: str
+
+
+class ThinkingBlockEndEvent(_BlockEvent):
+    type: Literal["THINKING_BLOCK_END"] = "THINKING_BLOCK_END"
+    extras: dict[str, Any] | None = None
+
+
+def _one_source(data: str | None, url: str | None) -> None:
+    if (data is None) == (url is None):
+        raise ValueError("exactly one of `data` or `url` must be given")
+
+
+class DataBlockStartEvent(_BlockEvent):
+    type: Literal["DATA_BLOCK_START"] = "DATA_BLOCK_START"
+    media_type: str
+    name: str | None = None
+
+    @field_validator("media_type")
+    @classmethod
+    def _media(cls, v: str) -> str:
+        return validate_media_type(v)
+
+
+class DataBlockDeltaEvent(_BlockEvent):
+    type: Literal["DATA_BLOCK_DELTA"] = "DATA_BLOCK_DELTA"
+    media_type: str
+    data: str | None = None
+    """A piece of base64, itself validly padded base64."""
+    url: str | None = None
+
+    @field_validator("media_type")
+    @classmethod
+    def _media(cls, v: str) -> str:
+        return validate_media_type(v)
+
+    @field_validator("data")
+    @classmethod
+    def _data(cls, v: str | None) -> str | None:
+        return v if v is None else validate_base64(v)
+
+    @model_validator(mode="after")
+    def _source(self) -> "DataBlockDeltaEvent":
+        _one_source(self.data, self.url)
+        return self
+
+
+class DataBlockEndEvent(_BlockEvent):
+    type: Literal["DATA_BLOCK_END"] = "DATA_BLOCK_END"
+    extras: dict[str, Any] | None = None
+
+
+_HintItem = Annotated[Union[TextBlock, DataBlock], Field(discriminator="type")]
+
+
+class HintBlockEvent(_BlockEvent):
+    type: Literal["HINT_BLOCK"] = "HINT_BLOCK"
+    source: str | None = None
+    hint: str | list[_HintItem]
+
+
+class _ToolEvent(EventBase):
+    reply_id: str
+    tool_call_id: str
+
+
+class ToolCallStartEvent(_ToolEvent):
+    type: Literal["TOOL_CALL_START"] = "TOOL_CALL_START"
+    tool_call_name: str
+
+
+class ToolCallDeltaEvent(_ToolEvent):
+    type: Literal["TOOL_CALL_DELTA"] = "TOOL_CALL_DELTA"
+    delta: str
+
+
+class ToolCallEndEvent(_ToolEvent):
+    type: Literal["TOOL_CALL_END"] = "TOOL_CALL_END"
+    extras: dict[str, Any] | None = None
+
+
+class ToolResultStartEvent(_ToolEvent):
+    type: Literal["TOOL_RESULT_START"] = "TOOL_RESULT_START"
+    tool_call_name: str
+
+
+class ToolResultTextDeltaEvent(_ToolEvent):
+    type: Literal["TOOL_RESULT_TEXT_DELTA"] = "TOOL_RESULT_TEXT_DELTA"
+    delta: str
+
+
+class ToolResultDataDeltaEvent(_ToolEvent):
+    type: Literal["TOOL_RESULT_DATA_DELTA"] = "TOOL_RESULT_DATA_DELTA"
+    block_id: str = Field(default_factory=new_id)
+    media_type: str
+    data: str | None = None
+    url: str | None = None
+
+    @field_validator("media_type")
+    @classmethod
+    def _media(cls, v: str) -> str:
+        return validate_media_type(v)
+
+    @field_validator("data")
+    @classmethod
+    def _data(cls, v: str | None) -> str | None:
+        return v if v is None else validate_base64(v)
+
+    @model_validator(mode="after")
+    def _source(self) -> "ToolResultDataDeltaEvent":
+        _one_source(self.data, self.url)
+        return self
+
+
+class ToolResultEndEvent(_ToolEvent):
+    """``metadata`` becomes the tool result block's ``metadata`` when folded."""
+
+    type: Literal["TOOL_RESULT_END"] = "TOOL_RESULT_END"
+    state: ToolResultState
+
+
+class ExceedMaxItersEvent(EventBase):
+    type: Literal["EXCEED_MAX_ITERS"] = "EXCEED_MAX_ITERS"
+    reply_id: str
+    name: str
+
+
+class RequireUserConfirmEvent(EventBase):
+    type: Literal["REQUIRE_USER_CONFIRM"] = "REQUIRE_USER_CONFIRM"
+    reply_id: str
+    tool_calls: list[ToolCallBlock]
+
+
+class RequireExternalExecutionEvent(EventBase):
+    type: Literal["REQUIRE_EXTERNAL_EXECUTION"] = "REQUIRE_EXTERNAL_EXECUTION"
+    reply_id: str
+    tool_calls: list[ToolCallBlock]
+
+
+class ConfirmResult(BaseModel):
+    confirmed: bool
+    tool_call: ToolCallBlock
+    rules: list[PermissionRule] | None = None
+
+
+class UserConfirmResultEvent(EventBase):
+    type: Literal["USER_CONFIRM_RESULT"] = "USER_CONFIRM_RESULT"
+    reply_id: str
+    confirm_results: list[ConfirmResult]
+
+
+class UserInterruptEvent(EventBase):
+    type: Literal["USER_INTERRUPT"] = "USER_INTERRUPT"
+    reply_id: str
+
+
+class ExternalExecutionResultEvent(EventBase):
+    type: Literal["EXTERNAL_EXECUTION_RESULT"] = "EXTERNAL_EXECUTION_RESULT"
+    reply_id: str
+    execution_results: list[ToolResultBlock]
+
+
+class CustomEvent(EventBase):
+    """An application signal (``name`` + JSON ``value``); carries no ``reply_id``."""
+
+    type: Literal["CUSTOM"] = "CUSTOM"
+    name: str
+    value: dict = Field(default_factory=dict)
+
+
+AgentEvent: TypeAlias = Annotated[
+    Union[
+        ReplyStartEvent,
+        ReplyEndEvent,
+        ExceedMaxItersEvent,
+        RequireUserConfirmEvent,
+        RequireExternalExecutionEvent,
+        ModelCallStartEvent,
+        ModelCallEndEvent,
+        TextBlockStartEvent,
+        TextBlockDeltaEvent,
+        TextBlockEndEvent,
+        DataBlockStartEvent,
+        DataBlockDeltaEvent,
+        DataBlockEndEvent,
+        ThinkingBlockStartEvent,
+        ThinkingBlockDeltaEvent,
+        ThinkingBlockEndEvent,
+        HintBlockEvent,
+        ToolCallStartEvent,
+        ToolCallDeltaEvent,
+        ToolCallEndEvent,
+        ToolResultStartEvent,
+        ToolResultTextDeltaEvent,
+        ToolResultDataDeltaEvent,
+        ToolResultEndEvent,
+        UserConfirmResultEvent,
+        UserInterruptEvent,
+        ExternalExecutionResultEvent,
+        CustomEvent,
+    ],
+    Field(discriminator="type"),
+]
+
+EVENT_CLASSES: dict[str, type[EventBase]] = {
+    cls.model_fields["type"].default: cls
+    for cls in AgentEvent.__origin__.__args__  # type: ignore[attr-defined]
+}

@@ -1,0 +1,228 @@
+"""Content blocks: the typed pieces a message is made of.
+
+Field names, ``type`` strings and enum values follow AgentScope 2.x, so the JSON of a
+block loads unchanged on either side. The blocks a model produces (text, thinking,
+data, tool call) accept provider extras as additional fields (for example a thinking
+block's Anthropic ``signature``); those travel in the JSON and in the END events.
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal, TypeAlias, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .._ids import new_id, now_iso
+
+__all__ = [
+    "TextBlock",
+    "ThinkingBlock",
+    "DataBlock",
+    "HintBlock",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "Base64Source",
+    "URLSource",
+    "ToolCallState",
+    "ToolResultState",
+    "PermissionRule",
+    "ContentBlock",
+    "ContentBlockTypes",
+    "BLOCK_TYPES",
+    "validate_base64",
+    "validate_media_type",
+]
+
+# RFC 6838 type/subtype, optional parameters after ';'.
+_MEDIA_TYPE_RE = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;.*)?$"
+)
+_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
+
+
+def validate_media_type(value: str) -> str:
+    """Return ``value`` if it is a ``type/subtype`` media type, else raise ``ValueError``."""
+    if not _MEDIA_TYPE_RE.match(value):
+        raise ValueError(f"{value!r} is not a media type of the form 'type/subtype'")
+    return value
+
+
+def validate_base64(value: str) -> str:
+    """Return ``value`` if it is standard, padded base64 (empty allowed), else raise ``ValueError``."""
+    if value:
+        try:
+            binascii.a2b_base64(value, strict_mode=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ValueError(f"data is not valid padded base64: {exc}") from None
+    return value
+
+
+class Base64Source(BaseModel):
+    """Inline data, base64 encoded."""
+
+    type: Literal["base64"] = "base64"
+    data: str
+    media_type: str
+
+    @field_validator("data")
+    @classmethod
+    def _check_data(cls, v: str) -> str:
+        return validate_base64(v)
+
+    @field_validator("media_type")
+    @classmethod
+    def _check_media(cls, v: str) -> str:
+        return validate_media_type(v)
+
+
+class URLSource(BaseModel):
+    """Data found at a URL (``https:``, ``file:``, ``data:``, ...). The string is kept as given."""
+
+    type: Literal["url"] = "url"
+    url: str
+    media_type: str
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, v: str) -> str:
+        if not _URL_RE.match(v):
+            raise ValueError(f"{v[:80]!r} is not an absolute URL (it needs a scheme such as https:)")
+        return v
+
+    @field_validator("media_type")
+    @classmethod
+    def _check_media(cls, v: str) -> str:
+        return validate_media_type(v)
+
+
+Source: TypeAlias = Annotated[Union[Base64Source, URLSource], Field(discriminator="type")]
+
+
+class TextBlock(BaseModel):
+    """Plain text. Provider extras (citations, a refusal flag) are kept as extra fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["text"] = "text"
+    text: str
+    id: str = Field(default_factory=new_id)
+    created_at: str = Field(default_factory=now_iso)
+    finished_at: str | None = None
+
+
+class ThinkingBlock(BaseModel):
+    """Model reasoning.
+
+    Provider extras needed to send the thinking back are extra fields, with the names
+    AgentScope uses: ``signature`` and ``redacted_thinking_data`` (Anthropic),
+    ``reasoning_item_id`` / ``reasoning_item_raw`` (OpenAI Responses).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    id: str = Field(default_factory=new_id)
+    created_at: str = Field(default_factory=now_iso)
+    finished_at: str | None = None
+
+
+class DataBlock(BaseModel):
+    """Binary content (image, audio, video, PDF ...) given inline or by URL."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["data"] = "data"
+    id: str = Field(default_factory=new_id)
+    source: Source
+    name: str | None = None
+    created_at: str = Field(default_factory=now_iso)
+    finished_at: str | None = None
+
+
+class HintBlock(BaseModel):
+    """An out-of-band instruction injected into the loop; sent to a model as user content."""
+
+    type: Literal["hint"] = "hint"
+    hint: str | list[Annotated[Union[TextBlock, DataBlock], Field(discriminator="type")]]
+    id: str = Field(default_factory=new_id)
+    source: str | None = None
+    created_at: str = Field(default_factory=now_iso)
+    finished_at: str | None = Field(default_factory=now_iso)
+
+
+class ToolCallState(StrEnum):
+    """pending -> asking -> allowed | finished; pending -> allowed -> finished | submitted -> finished."""
+
+    PENDING = "pending"
+    ASKING = "asking"
+    ALLOWED = "allowed"
+    SUBMITTED = "submitted"
+    FINISHED = "finished"
+
+
+class ToolResultState(StrEnum):
+    SUCCESS = "success"
+    ERROR = "error"
+    INTERRUPTED = "interrupted"
+    DENIED = "denied"
+    RUNNING = "running"
+
+
+class PermissionRule(BaseModel):
+    """A permission rule suggested to the user when a call asks for confirmation."""
+
+    tool_name: str
+    rule_content: str | None
+    behavior: Literal["allow", "deny", "ask", "passthrough"]
+    source: str
+
+
+class ToolCallBlock(BaseModel):
+    """A call of a tool by the model. ``input`` is the raw JSON string of the arguments."""
+
+    model_config = ConfigDict(extra="allow", use_enum_values=True)
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    input: str
+    state: ToolCallState = ToolCallState.PENDING
+    suggested_rules: list[PermissionRule] = Field(default_factory=list)
+    created_at: str = Field(default_factory=now_iso)
+    finished_at: str | None = None
+
+
+class ToolResultBlock(BaseModel):
+    """The result of a tool call; ``id`` equals the call's id."""
+
+    model_config = ConfigDict(use_enum_values=True)
+
+    type: Literal["tool_result"] = "tool_result"
+    id: str
+    name: str
+    output: str | list[Annotated[Union[TextBlock, DataBlock], Field(discriminator="type")]]
+    state: ToolResultState = ToolResultState.RUNNING
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: str = Field(default_factory=now_iso)
+    finished_at: str | None = None
+
+
+ContentBlock: TypeAlias = Annotated[
+    Union[TextBlock, ThinkingBlock, HintBlock, ToolCallBlock, ToolResultBlock, DataBlock],
+    Field(discriminator="type"),
+]
+
+ContentBlockTypes: TypeAlias = Literal["text", "thinking", "hint", "tool_call", "tool_result", "data"]
+
+BLOCK_TYPES: dict[str, type[BaseModel]] = {
+    "text": TextBlock,
+    "thinking": ThinkingBlock,
+    "hint": HintBlock,
+    "tool_call": ToolCallBlock,
+    "tool_result": ToolResultBlock,
+    "data": DataBlock,
+}

@@ -1,0 +1,451 @@
+"""Folding events into a message: the semantics of ``Msg.append_event``.
+
+Cost is linear in the total size of the deltas. Blocks are found through an id index
+(built once per message, kept up to date), and streamed pieces are gathered in
+buffers and joined once, when the block ends or when someone reads the message,
+instead of re-copying a growing string on every delta. Base64 data pieces, each
+independently padded, are joined as strings while their boundaries line up (the
+usual case) and decoded and re-encoded once otherwise.
+
+Every handler checks what it needs before it changes anything, so an event that
+cannot be applied raises :class:`~modelwire.errors.EventApplyError` and leaves the
+message exactly as it was.
+"""
+
+from __future__ import annotations
+
+import binascii
+from typing import Any, Callable
+
+from ..errors import EventApplyError
+from ._blocks import (
+    Base64Source,
+    DataBlock,
+    HintBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    URLSource,
+)
+from ._msg import Msg, ReplyFinishedReason, Usage
+
+_a2b = binascii.a2b_base64
+_b2a = binascii.b2a_base64
+
+
+class _Buffer:
+    """Pieces of one string field of one block, joined on flush."""
+
+    __slots__ = ("target", "attr", "parts", "b64", "aligned")
+
+    def __init__(self, target: Any, attr: str, b64: bool = False) -> None:
+        self.target = target
+        self.attr = attr
+        first = target.__dict__[attr]
+        self.parts = [first] if first else []
+        self.b64 = b64
+        # base64 pieces can be joined as text while no piece but the last is padded
+        self.aligned = not (b64 and first.endswith("="))
+
+    def add_b64(self, piece: str) -> None:
+        parts = self.parts
+        if parts and parts[-1].endswith("="):
+            self.aligned = False
+        parts.append(piece)
+
+    def value(self) -> str:
+        parts = self.parts
+        if len(parts) == 1:
+            return parts[0]
+        if self.b64 and not self.aligned:
+            raw = b"".join([_a2b(p) for p in parts])
+            return _b2a(raw, newline=False).decode("ascii")
+        return "".join(parts)
+
+
+class FoldState:
+    """Per-message index of blocks by id, and the buffers of blocks still streaming."""
+
+    __slots__ = ("text", "thinking", "data", "tool_call", "tool_result", "result_data", "buffers")
+
+    def __init__(self, msg: Msg) -> None:
+        self.text: dict[str, TextBlock] = {}
+        self.thinking: dict[str, ThinkingBlock] = {}
+        self.data: dict[str, DataBlock] = {}
+        self.tool_call: dict[str, ToolCallBlock] = {}
+        self.tool_result: dict[str, ToolResultBlock] = {}
+        self.result_data: dict[tuple[str, str], DataBlock] = {}
+        self.buffers: dict[int, _Buffer] = {}
+        for block in msg.__dict__["content"]:
+            self.add(block)
+
+    def add(self, block: Any) -> None:
+        table = getattr(self, block.type, None)
+        if table is not None:
+            table.setdefault(block.id, block)  # the first block with an id wins, as in a scan
+        if block.type == "tool_result" and isinstance(block.output, list):
+            for out in block.output:
+                if out.type == "data" and out.source.type == "base64":
+                    self.result_data.setdefault((block.id, out.id), out)
+
+    def buffer(self, target: Any, attr: str, b64: bool = False) -> _Buffer:
+        buf = self.buffers.get(id(target))
+        if buf is None:
+            buf = self.buffers[id(target)] = _Buffer(target, attr, b64)
+        return buf
+
+    def drop(self, target: Any) -> None:
+        self.buffers.pop(id(target), None)
+
+    def flush(self) -> None:
+        for buf in self.buffers.values():
+            buf.target.__dict__[buf.attr] = buf.value()
+        self.buffers.clear()
+
+    def flush_one(self, target: Any) -> None:
+        buf = self.buffers.pop(id(target), None)
+        if buf is not None:
+            target.__dict__[buf.attr] = buf.value()
+
+
+def _state(msg: Msg) -> FoldState:
+    priv = msg.__pydantic_private__
+    fold = priv.get("_fold")
+    if fold is None:
+        fold = priv["_fold"] = FoldState(msg)
+    return fold
+
+
+def _missing(event: Any, kind: str, key: str, msg: Msg) -> EventApplyError:
+    return EventApplyError(event, f"no {kind} with id {key!r} in message {msg.id!r} (was its START folded?)")
+
+
+def _set_extras(block: Any, extras: dict[str, Any] | None) -> None:
+    if not extras:
+        return
+    fields = type(block).model_fields
+    extra = block.__pydantic_extra__
+    for key, value in extras.items():
+        if key in fields:
+            block.__dict__[key] = value
+        elif extra is not None:
+            extra[key] = value
+
+
+def _append_block(msg: Msg, fold: FoldState, block: Any) -> None:
+    content = msg.__dict__["content"]
+    # Role check through the checked list, without dropping the fold state.
+    from ._msg import check_role
+
+    check_role(msg.__dict__["role"], (block,), len(content))
+    list.append(content, block)
+    fold.add(block)
+
+
+# -- handlers ------------------------------------------------------------------------------
+
+
+def _reply_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+    fold.flush()
+    d = msg.__dict__
+    d["finished_at"] = ev.created_at
+    d["finished_reason"] = ReplyFinishedReason(ev.finished_reason)
+    d["error"] = ev.error.model_copy() if ev.error is not None else None
+
+
+def _model_call_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+    msg.append_usage(
+        Usage(
+            input_tokens=ev.input_tokens,
+            output_tokens=ev.output_tokens,
+            cache_input_tokens=ev.cache_input_tokens,
+            cache_creation_input_tokens=ev.cache_creation_input_tokens,
+            reasoning_tokens=ev.reasoning_tokens,
+        )
+    )
+
+
+def _text_start(msg: Msg, fold: FoldState, ev: Any) -> None:
+    _append_block(msg, fold, TextBlock(id=ev.block_id, text="", created_at=ev.created_at))
+
+
+def _text_delta(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = fold.text.get(ev.block_id)
+    if block is None:
+        raise _missing(ev, "text block", ev.block_id, msg)
+    buf = fold.buffers.get(id(block))
+    if buf is None:
+        buf = fold.buffer(block, "text")
+    buf.parts.append(ev.delta)
+
+
+def _text_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = fold.text.get(ev.block_id)
+    if block is None:
+        raise _missing(ev, "text block", ev.block_id, msg)
+    if ev.text is not None:
+        fold.drop(block)
+        block.__dict__["text"] = ev.text
+    else:
+        fold.flush_one(block)
+    block.__dict__["finished_at"] = ev.created_at
+    _set_extras(block, ev.extras)
+
+
+def _thinking_start(msg: Msg, fold: FoldState, ev: Any) -> None:
+    _append_block(msg, fold, ThinkingBlock(id=ev.block_id, thinking="", created_at=ev.created_at))
+
+
+def _thinking_delta(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = fold.thinking.get(ev.block_id)
+    if block is None:
+        raise _missing(ev, "thinking block", ev.block_id, msg)
+    buf = fold.buffers.get(id(block))
+    if buf is None:
+        buf = fold.buffer(block, "thinking")
+    buf.parts.append(ev.delta)
+
+
+def _thinking_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = fold.thinking.get(ev.block_id)
+    if block is None:
+        raise _missing(ev, "thinking block", ev.block_id, msg)
+    fold.flush_one(block)
+    block.__dict__["finished_at"] = ev.created_at
+    _set_extras(block, ev.extras)
+
+
+def _data_start(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = DataBlock(
+        id=ev.block_id,
+        source=Base64Source(data="", media_type=ev.media_type),
+        name=ev.name,
+        created_at=ev.created_at,
+    )
+    _append_block(msg, fold, block)
+
+
+def _data_delta(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = fold.data.get(ev.block_id)
+    if block is None:
+        raise _missing(ev, "data block", ev.block_id, msg)
+    if ev.url:
+        # A URL is the whole content: it replaces the (empty) inline source.
+        fold.drop(block.source)
+        block.__dict__["source"] = URLSource(url=ev.url, media_type=ev.media_type)
+        return
+    source = block.source
+    if source.type != "base64":
+        raise EventApplyError(ev, f"data block {ev.block_id!r} already holds a URL; base64 data cannot follow it")
+    buf = fold.buffers.get(id(source))
+    if buf is None:
+        buf = fold.buffer(source, "data", b64=True)
+    buf.add_b64(ev.data)
+    if ev.media_type and ev.media_type != source.media_type:
+        source.__dict__["media_type"] = ev.media_type
+
+
+def _data_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = fold.data.get(ev.block_id)
+    if block is None:
+        raise _missing(ev, "data block", ev.block_id, msg)
+    fold.flush_one(block.source)
+    block.__dict__["finished_at"] = ev.created_at
+    _set_extras(block, ev.extras)
+
+
+def _hint(msg: Msg, fold: FoldState, ev: Any) -> None:
+    hint = ev.hint if isinstance(ev.hint, str) else [b.model_copy(deep=True) for b in ev.hint]
+    block = HintBlock(
+        id=ev.block_id, hint=hint, source=ev.source, created_at=ev.created_at, finished_at=ev.created_at
+    )
+    _append_block(msg, fold, block)
+
+
+def _tool_call_start(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = ToolCallBlock(id=ev.tool_call_id, name=ev.tool_call_name, input="", created_at=ev.created_at)
+    _append_block(msg, fold, block)
+
+
+def _tool_call_delta(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = fold.tool_call.get(ev.tool_call_id)
+    if block is None:
+        raise _missing(ev, "tool call", ev.tool_call_id, msg)
+    buf = fold.buffers.get(id(block))
+    if buf is None:
+        buf = fold.buffer(block, "input")
+    buf.parts.append(ev.delta)
+
+
+def _tool_call_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = fold.tool_call.get(ev.tool_call_id)
+    if block is None:
+        raise _missing(ev, "tool call", ev.tool_call_id, msg)
+    fold.flush_one(block)
+    block.__dict__["finished_at"] = ev.created_at
+    _set_extras(block, ev.extras)
+
+
+def _tool_result_start(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = ToolResultBlock(
+        id=ev.tool_call_id, name=ev.tool_call_name, output=[], state="running", created_at=ev.created_at
+    )
+    _append_block(msg, fold, block)
+
+
+def _result(msg: Msg, fold: FoldState, ev: Any) -> ToolResultBlock:
+    block = fold.tool_result.get(ev.tool_call_id)
+    if block is None:
+        raise _missing(ev, "tool result", ev.tool_call_id, msg)
+    if isinstance(block.output, str):
+        block.__dict__["output"] = [TextBlock(text=block.output, created_at=block.created_at)] if block.output else []
+    return block
+
+
+def _tool_result_text(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = _result(msg, fold, ev)
+    output = block.output
+    if output and output[-1].type == "text":
+        last = output[-1]
+    else:
+        # The new piece takes the event's id and time, so every fold of the same
+        # events builds the same block.
+        last = TextBlock(text="", id=ev.id, created_at=ev.created_at)
+        output.append(last)
+    buf = fold.buffers.get(id(last))
+    if buf is None:
+        buf = fold.buffer(last, "text")
+    buf.parts.append(ev.delta)
+
+
+def _tool_result_data(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = _result(msg, fold, ev)
+    key = (ev.tool_call_id, ev.block_id)
+    if ev.data is not None:
+        target = fold.result_data.get(key)
+        if target is not None:
+            buf = fold.buffers.get(id(target.source))
+            if buf is None:
+                buf = fold.buffer(target.source, "data", b64=True)
+            buf.add_b64(ev.data)
+            if ev.media_type:
+                target.source.__dict__["media_type"] = ev.media_type
+            return
+        out = DataBlock(id=ev.block_id, source=Base64Source(data=ev.data, media_type=ev.media_type), created_at=ev.created_at)
+        fold.result_data[key] = out
+    else:
+        out = DataBlock(id=ev.block_id, source=URLSource(url=ev.url, media_type=ev.media_type), created_at=ev.created_at)
+    block.output.append(out)
+
+
+def _tool_result_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+    block = fold.tool_result.get(ev.tool_call_id)
+    if block is None:
+        raise _missing(ev, "tool result", ev.tool_call_id, msg)
+    if isinstance(block.output, list):
+        for out in block.output:
+            fold.flush_one(out.source if out.type == "data" else out)
+    d = block.__dict__
+    d["state"] = str(ev.state)
+    d["metadata"] = dict(ev.metadata)
+    d["finished_at"] = ev.created_at
+    call = fold.tool_call.get(ev.tool_call_id)
+    if call is not None:
+        call.__dict__["state"] = "finished"
+
+
+def _calls(msg: Msg, fold: FoldState, ev: Any, ids: list[str]) -> list[ToolCallBlock]:
+    found = []
+    for cid in ids:
+        call = fold.tool_call.get(cid)
+        if call is None:
+            raise _missing(ev, "tool call", cid, msg)
+        found.append(call)
+    return found
+
+
+def _require_confirm(msg: Msg, fold: FoldState, ev: Any) -> None:
+    calls = _calls(msg, fold, ev, [tc.id for tc in ev.tool_calls])
+    for call, asked in zip(calls, ev.tool_calls):
+        call.__dict__["state"] = "asking"
+        call.__dict__["suggested_rules"] = [r.model_copy() for r in asked.suggested_rules]
+
+
+def _confirm_result(msg: Msg, fold: FoldState, ev: Any) -> None:
+    calls = _calls(msg, fold, ev, [r.tool_call.id for r in ev.confirm_results])
+    for call, result in zip(calls, ev.confirm_results):
+        # Only calls still asking move; a late answer (after an interrupt) is stale.
+        if call.state == "asking":
+            call.__dict__["state"] = "allowed" if result.confirmed else "finished"
+
+
+def _require_external(msg: Msg, fold: FoldState, ev: Any) -> None:
+    calls = _calls(msg, fold, ev, [tc.id for tc in ev.tool_calls])
+    for call in calls:
+        call.__dict__["state"] = "submitted"
+
+
+def _external_result(msg: Msg, fold: FoldState, ev: Any) -> None:
+    for result in ev.execution_results:
+        if result.id in fold.tool_result:
+            continue  # already answered (for example interrupted before the result came)
+        block = result.model_copy(deep=True)
+        if block.finished_at is None:
+            block.__dict__["finished_at"] = ev.created_at
+        _append_block(msg, fold, block)
+        call = fold.tool_call.get(result.id)
+        if call is not None:
+            call.__dict__["state"] = "finished"
+
+
+def _ignore(msg: Msg, fold: FoldState, ev: Any) -> None:
+    return None
+
+
+HANDLERS: dict[str, Callable[[Msg, FoldState, Any], None]] = {
+    "REPLY_START": _ignore,
+    "REPLY_END": _reply_end,
+    "MODEL_CALL_START": _ignore,
+    "MODEL_CALL_END": _model_call_end,
+    "TEXT_BLOCK_START": _text_start,
+    "TEXT_BLOCK_DELTA": _text_delta,
+    "TEXT_BLOCK_END": _text_end,
+    "THINKING_BLOCK_START": _thinking_start,
+    "THINKING_BLOCK_DELTA": _thinking_delta,
+    "THINKING_BLOCK_END": _thinking_end,
+    "DATA_BLOCK_START": _data_start,
+    "DATA_BLOCK_DELTA": _data_delta,
+    "DATA_BLOCK_END": _data_end,
+    "HINT_BLOCK": _hint,
+    "TOOL_CALL_START": _tool_call_start,
+    "TOOL_CALL_DELTA": _tool_call_delta,
+    "TOOL_CALL_END": _tool_call_end,
+    "TOOL_RESULT_START": _tool_result_start,
+    "TOOL_RESULT_TEXT_DELTA": _tool_result_text,
+    "TOOL_RESULT_DATA_DELTA": _tool_result_data,
+    "TOOL_RESULT_END": _tool_result_end,
+    "REQUIRE_USER_CONFIRM": _require_confirm,
+    "USER_CONFIRM_RESULT": _confirm_result,
+    "REQUIRE_EXTERNAL_EXECUTION": _require_external,
+    "EXTERNAL_EXECUTION_RESULT": _external_result,
+    "USER_INTERRUPT": _ignore,
+    "EXCEED_MAX_ITERS": _ignore,
+}
+
+
+def apply_event(msg: Msg, event: Any) -> None:
+    """Fold ``event`` into ``msg``. See the module docstring for the guarantees."""
+    if isinstance(event, dict):
+        from ..event import parse_event
+
+        event = parse_event(event)
+    etype = event.type
+    if etype == "CUSTOM":
+        return
+    handler = HANDLERS.get(etype)
+    if handler is None:
+        raise EventApplyError(event, f"unknown event type {etype!r}")
+    if event.reply_id != msg.id:
+        raise EventApplyError(event, f"its reply_id {event.reply_id!r} is not this message's id {msg.id!r}")
+    handler(msg, _state(msg), event)

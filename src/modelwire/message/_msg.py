@@ -1,0 +1,448 @@
+"""``Msg``: one turn of a conversation, an ordered list of typed blocks.
+
+The role rules (user: text and data; system: text; assistant: anything) hold when a
+message is built and on every later change: assigning ``role`` or ``content`` and
+mutating ``content`` in place (``append``, ``insert``, ``extend``, item assignment)
+are all checked, and a failed change leaves the message as it was.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Iterable, Literal, Sequence, SupportsIndex
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from .._ids import new_id, now_iso
+from ..errors import RoleError
+from ._blocks import ContentBlock, TextBlock
+
+__all__ = [
+    "Msg",
+    "Usage",
+    "ErrorInfo",
+    "ErrorType",
+    "ReplyFinishedReason",
+    "UserMsg",
+    "AssistantMsg",
+    "SystemMsg",
+    "BlockList",
+]
+
+_ALLOWED: dict[str, frozenset[str] | None] = {
+    "user": frozenset({"text", "data"}),
+    "system": frozenset({"text"}),
+    "assistant": None,  # every block type
+}
+
+
+class ReplyFinishedReason(StrEnum):
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    EXCEED_MAX_ITERS = "exceed_max_iters"
+    ERROR = "error"
+
+
+class ErrorType(StrEnum):
+    AUTHENTICATION = "authentication"
+    PERMISSION = "permission"
+    RATE_LIMIT = "rate_limit"
+    INVALID_REQUEST = "invalid_request"
+    UPSTREAM = "upstream"
+    CONNECTION = "connection"
+    INTERNAL = "internal"
+    SETUP = "setup"
+    UNKNOWN = "unknown"
+
+
+class ErrorInfo(BaseModel):
+    """A short, UI-facing description of the error that ended a reply."""
+
+    model_config = ConfigDict(use_enum_values=True)
+
+    type: ErrorType = ErrorType.UNKNOWN
+    message: str
+
+
+class Usage(BaseModel):
+    """Token usage of an assistant message, summed over its model calls.
+
+    ``reasoning_tokens`` is a modelwire addition (part of ``output_tokens`` where the
+    provider reports it).
+    """
+
+    input_tokens: int
+    output_tokens: int
+    cache_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+def check_role(role: str, blocks: Iterable[Any], start: int = 0) -> None:
+    """Raise :class:`RoleError` if a block in ``blocks`` is not allowed for ``role``."""
+    allowed = _ALLOWED.get(role)
+    if allowed is None:
+        return
+    for i, block in enumerate(blocks, start):
+        btype = getattr(block, "type", None)
+        if btype not in allowed:
+            raise RoleError(role, str(btype if btype is not None else type(block).__name__), f"content[{i}]")
+
+
+class BlockList(list):
+    """The ``content`` list of a :class:`Msg`: a list that enforces the role rules.
+
+    Every in-place change is checked against the owning message's role before it is
+    made. Pydantic, JSON and equality treat it as a plain list.
+    """
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, blocks: Iterable[Any] = (), owner: "Msg | None" = None) -> None:
+        super().__init__(blocks)
+        self._owner = owner
+
+    def _check(self, blocks: Sequence[Any], start: int) -> None:
+        owner = self._owner
+        if owner is not None:
+            check_role(owner.__dict__["role"], blocks, start)
+            owner._content_changed()
+
+    def append(self, block: Any) -> None:
+        self._check((block,), len(self))
+        super().append(block)
+
+    def insert(self, index: SupportsIndex, block: Any) -> None:
+        self._check((block,), int(index))
+        super().insert(index, block)
+
+    def extend(self, blocks: Iterable[Any]) -> None:
+        blocks = list(blocks)
+        self._check(blocks, len(self))
+        super().extend(blocks)
+
+    def __iadd__(self, blocks: Iterable[Any]) -> "BlockList":  # type: ignore[override]
+        self.extend(blocks)
+        return self
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if isinstance(index, slice):
+            value = list(value)
+            self._check(value, index.start or 0)
+        else:
+            self._check((value,), int(index))
+        super().__setitem__(index, value)
+
+    def __delitem__(self, index: Any) -> None:
+        if self._owner is not None:
+            self._owner._content_changed()
+        super().__delitem__(index)
+
+    def pop(self, index: SupportsIndex = -1) -> Any:
+        if self._owner is not None:
+            self._owner._content_changed()
+        return super().pop(index)
+
+    def remove(self, value: Any) -> None:
+        if self._owner is not None:
+            self._owner._content_changed()
+        super().remove(value)
+
+    def clear(self) -> None:
+        if self._owner is not None:
+            self._owner._content_changed()
+        super().clear()
+
+    def __reduce__(self) -> Any:
+        # Pickle as a plain list; the owning Msg re-wraps it on unpickling.
+        return (list, (list(self),))
+
+    def __copy__(self) -> list:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict) -> list:
+        import copy
+
+        return [copy.deepcopy(b, memo) for b in self]
+
+
+class Msg(BaseModel):
+    """One message: who sent it, in which role, and its ordered content blocks."""
+
+    model_config = ConfigDict(validate_assignment=True)
+
+    name: str
+    content: list[ContentBlock]
+    role: Literal["user", "assistant", "system"]
+    id: str = Field(default_factory=new_id)
+    metadata: dict = Field(default_factory=dict)
+    created_at: str = Field(default_factory=now_iso)
+    usage: Usage | None = None
+    finished_at: str | None = None
+    finished_reason: ReplyFinishedReason | None = None
+    structured_output: dict | None = None
+    error: ErrorInfo | None = None
+
+    _fold: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _str_content(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("content"), str):
+            data = {**data, "content": [TextBlock(text=data["content"])]}
+        return data
+
+    @model_validator(mode="after")
+    def _own_content(self) -> "Msg":
+        d = self.__dict__
+        content = d["content"]
+        check_role(d["role"], content)
+        if not isinstance(content, BlockList) or content._owner is not self:
+            d["content"] = BlockList(content, self)
+        self._content_changed()
+        return self
+
+    # -- change tracking ---------------------------------------------------------------
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "role":
+            # Check first, so that a refused change leaves the message as it was.
+            if value in _ALLOWED:
+                check_role(value, self.__dict__["content"])
+        elif name == "content":
+            if isinstance(value, str):
+                value = [TextBlock(text=value)]
+            blocks = _validate_blocks(value)
+            check_role(self.__dict__["role"], blocks)
+            self._sync()
+            self.__dict__["content"] = BlockList(blocks, self)
+            self.__pydantic_fields_set__.add("content")
+            self._content_changed()
+            return
+        super().__setattr__(name, value)
+
+    def _content_changed(self) -> None:
+        fold = self.__pydantic_private__.get("_fold") if self.__pydantic_private__ else None
+        if fold is not None:
+            fold.flush()
+            self.__pydantic_private__["_fold"] = None
+
+    def _sync(self) -> None:
+        """Write streamed pieces still held in buffers into their blocks."""
+        priv = self.__pydantic_private__
+        if priv:
+            fold = priv.get("_fold")
+            if fold is not None and fold.buffers:
+                fold.flush()
+
+    # -- accessors ---------------------------------------------------------------------
+
+    def get_text_content(self, separator: str = "\n") -> str | None:
+        """The text blocks joined by ``separator``, or ``None`` when there is none."""
+        texts = [b.text for b in self.content if b.type == "text"]
+        return separator.join(texts) if texts else None
+
+    def get_content_blocks(self, block_type: str | list[str] | None = None) -> list[Any]:
+        """The blocks of one type, of a list of types, or all of them."""
+        if block_type is None:
+            return list(self.content)
+        if isinstance(block_type, str):
+            return [b for b in self.content if b.type == block_type]
+        types = set(block_type)
+        return [b for b in self.content if b.type in types]
+
+    def has_content_blocks(self, block_type: str | list[str] | None = None) -> bool:
+        """Whether the message holds a block of the given type(s) (any block for ``None``)."""
+        if block_type is None:
+            return len(self.content) > 0
+        types = {block_type} if isinstance(block_type, str) else set(block_type)
+        return any(b.type in types for b in self.content)
+
+    # -- events ------------------------------------------------------------------------
+
+    def append_event(self, event: Any) -> "Msg":
+        """Fold one streamed event into this message (see ``modelwire.message._fold``)."""
+        from ._fold import apply_event
+
+        apply_event(self, event)
+        return self
+
+    def append_usage(self, usage: Usage) -> "Msg":
+        """Add the token usage of one model call to this message's usage."""
+        if self.usage is None:
+            self.__dict__["usage"] = usage.model_copy()
+        else:
+            u = self.usage
+            u.input_tokens += usage.input_tokens
+            u.output_tokens += usage.output_tokens
+            u.cache_input_tokens += usage.cache_input_tokens
+            u.cache_creation_input_tokens += usage.cache_creation_input_tokens
+            u.reasoning_tokens += usage.reasoning_tokens
+        return self
+
+    # -- serialization -----------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict of this message (``model_dump(mode="json")``)."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Msg":
+        """Build a message from :meth:`to_dict` output (or AgentScope 2.x JSON)."""
+        return cls.model_validate(data)
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        self._sync()
+        return super().model_dump(**kwargs)
+
+    def model_dump_json(self, **kwargs: Any) -> str:  # type: ignore[override]
+        self._sync()
+        return super().model_dump_json(**kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        self._sync()
+        if isinstance(other, Msg):
+            other._sync()
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __iter__(self):  # type: ignore[override]
+        self._sync()
+        return super().__iter__()
+
+    def __repr_args__(self):  # type: ignore[override]
+        self._sync()
+        return super().__repr_args__()
+
+    def __copy__(self) -> "Msg":
+        self._sync()
+        new = super().__copy__()
+        new.__pydantic_private__ = {"_fold": None}
+        new.__dict__["content"] = BlockList(self.__dict__["content"], new)
+        return new
+
+    def __deepcopy__(self, memo: dict | None = None) -> "Msg":
+        self._sync()
+        new = super().__deepcopy__(memo)
+        new.__pydantic_private__ = {"_fold": None}
+        new.__dict__["content"] = BlockList(new.__dict__["content"], new)
+        return new
+
+    def __getstate__(self) -> dict[Any, Any]:
+        self._sync()
+        state = super().__getstate__()
+        state["__pydantic_private__"] = {"_fold": None}
+        return state
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        super().__setstate__(state)
+        self.__dict__["content"] = BlockList(self.__dict__["content"], self)
+
+
+class _ContentDescriptor:
+    """Reading ``msg.content`` first writes any buffered stream pieces into the blocks,
+    so a reader always sees the message as folded so far."""
+
+    def __get__(self, obj: Any, cls: Any = None) -> Any:
+        if obj is None:
+            return self
+        priv = obj.__pydantic_private__
+        if priv:
+            fold = priv.get("_fold")
+            if fold is not None and fold.buffers:
+                fold.flush()
+        return obj.__dict__["content"]
+
+    def __set__(self, obj: Any, value: Any) -> None:  # pragma: no cover - Msg.__setattr__ handles it
+        obj.__setattr__("content", value)
+
+
+type.__setattr__(Msg, "content", _ContentDescriptor())
+
+_BLOCKS_ADAPTER: Any = None
+
+
+def _validate_blocks(value: Any) -> list[Any]:
+    global _BLOCKS_ADAPTER
+    if _BLOCKS_ADAPTER is None:
+        from pydantic import TypeAdapter
+
+        _BLOCKS_ADAPTER = TypeAdapter(list[ContentBlock])
+    return _BLOCKS_ADAPTER.validate_python(value)
+
+
+def _to_blocks(content: str | list[Any]) -> list[Any]:
+    return [TextBlock(text=content)] if isinstance(content, str) else content
+
+
+def UserMsg(
+    name: str,
+    content: str | list[Any],
+    metadata: dict | None = None,
+    created_at: str | None = None,
+    finished_at: str | None = None,
+    finished_reason: ReplyFinishedReason | str | None = None,
+    id: str | None = None,  # noqa: A002
+) -> Msg:
+    """A ``user`` message; a plain string becomes one text block. ``finished_at`` defaults to ``created_at``."""
+    created_at = created_at or now_iso()
+    return Msg(
+        name=name,
+        content=_to_blocks(content),
+        role="user",
+        metadata=metadata or {},
+        created_at=created_at,
+        finished_at=created_at if finished_at is None else finished_at,
+        finished_reason=finished_reason,
+        id=id or new_id(),
+    )
+
+
+def AssistantMsg(
+    name: str,
+    content: str | list[Any],
+    metadata: dict | None = None,
+    created_at: str | None = None,
+    finished_at: str | None = None,
+    finished_reason: ReplyFinishedReason | str | None = None,
+    structured_output: dict | None = None,
+    id: str | None = None,  # noqa: A002
+    usage: Usage | None = None,
+) -> Msg:
+    """An ``assistant`` message; it may hold every block type."""
+    return Msg(
+        name=name,
+        content=_to_blocks(content),
+        role="assistant",
+        metadata=metadata or {},
+        created_at=created_at or now_iso(),
+        finished_at=finished_at,
+        finished_reason=finished_reason,
+        structured_output=structured_output,
+        id=id or new_id(),
+        usage=usage,
+    )
+
+
+def SystemMsg(
+    name: str,
+    content: str | list[Any],
+    metadata: dict | None = None,
+    created_at: str | None = None,
+    finished_at: str | None = None,
+    finished_reason: ReplyFinishedReason | str | None = None,
+    id: str | None = None,  # noqa: A002
+) -> Msg:
+    """A ``system`` message (text blocks only). ``finished_at`` defaults to ``created_at``."""
+    created_at = created_at or now_iso()
+    return Msg(
+        name=name,
+        content=_to_blocks(content),
+        role="system",
+        metadata=metadata or {},
+        created_at=created_at,
+        finished_at=created_at if finished_at is None else finished_at,
+        finished_reason=finished_reason,
+        id=id or new_id(),
+    )
