@@ -53,6 +53,8 @@ def validate_media_type(value: str) -> str:
 def validate_base64(value: str) -> str:
     """Return ``value`` if it is standard, padded base64 (empty allowed), else raise ``ValueError``."""
     if value:
+        if len(value) % 4:
+            raise ValueError(f"data is not valid padded base64: its length {len(value)} is not a multiple of 4")
         try:
             binascii.a2b_base64(value, strict_mode=True)
         except (binascii.Error, ValueError) as exc:

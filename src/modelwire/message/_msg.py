@@ -300,10 +300,12 @@ class Msg(BaseModel):
         return super().model_dump_json(**kwargs)
 
     def __eq__(self, other: object) -> bool:
+        # Field by field; the private fold index is a cache and takes no part.
+        if not isinstance(other, Msg):
+            return NotImplemented
         self._sync()
-        if isinstance(other, Msg):
-            other._sync()
-        return super().__eq__(other)
+        other._sync()
+        return type(self) is type(other) and self.__dict__ == other.__dict__
 
     __hash__ = None  # type: ignore[assignment]
 
