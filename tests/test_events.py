@@ -138,3 +138,10 @@ def test_agentscope_shaped_json_loads():
         }
     )
     assert isinstance(hint.hint[0], DataBlock) and isinstance(hint.hint[0].source, URLSource)
+
+
+def test_json_lines_split_only_on_newline():
+    # JSON leaves U+0085 / U+2028 / U+2029 unescaped inside strings; they are not line ends.
+    events = [E.TextBlockDeltaEvent(reply_id="r", block_id="b", delta=f"a{c}b") for c in "\x85\u2028\u2029\x0b\x0c\x1c"]
+    assert E.loads_jsonl(E.dumps_jsonl(events)) == events
+    assert E.loads_jsonl(E.dumps_jsonl(events).encode()) == events

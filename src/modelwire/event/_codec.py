@@ -61,7 +61,9 @@ def iter_jsonl(lines: Iterable[str | bytes]) -> Iterator[EventBase]:
 
 def loads_jsonl(text: str | bytes) -> list[EventBase]:
     """Decode a whole JSON-lines document."""
-    return list(iter_jsonl(text.splitlines()))
+    # Split on "\n" only: str.splitlines() also splits on U+0085, U+2028 ..., which
+    # JSON writes unescaped inside strings.
+    return list(iter_jsonl(text.split(b"\n" if isinstance(text, bytes) else "\n")))
 
 
 def _describe(exc: ValidationError, data: Any) -> str:

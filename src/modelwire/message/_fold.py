@@ -305,13 +305,15 @@ def _result(msg: Msg, fold: FoldState, ev: Any) -> ToolResultBlock:
 
 def _tool_result_text(msg: Msg, fold: FoldState, ev: Any) -> None:
     block = _result(msg, fold, ev)
+    if not ev.delta:
+        return  # an empty piece adds nothing, not even an empty text block
     output = block.output
     if output and output[-1].type == "text":
         last = output[-1]
     else:
-        # The new piece takes the event's id and time, so every fold of the same
-        # events builds the same block.
-        last = TextBlock(text="", id=ev.id, created_at=ev.created_at)
+        # Id and time come from the result block, so the same events build the same
+        # block however their deltas were split.
+        last = TextBlock(text="", id=f"{block.id}.{len(output)}", created_at=block.created_at)
         output.append(last)
     buf = fold.buffers.get(id(last))
     if buf is None:
@@ -332,10 +334,12 @@ def _tool_result_data(msg: Msg, fold: FoldState, ev: Any) -> None:
             if ev.media_type:
                 target.source.__dict__["media_type"] = ev.media_type
             return
-        out = DataBlock(id=ev.block_id, source=Base64Source(data=ev.data, media_type=ev.media_type), created_at=ev.created_at)
+        source: Any = Base64Source(data=ev.data, media_type=ev.media_type)
+        out = DataBlock(id=ev.block_id, source=source, created_at=block.created_at)
         fold.result_data[key] = out
     else:
-        out = DataBlock(id=ev.block_id, source=URLSource(url=ev.url, media_type=ev.media_type), created_at=ev.created_at)
+        source = URLSource(url=ev.url, media_type=ev.media_type)
+        out = DataBlock(id=ev.block_id, source=source, created_at=block.created_at)
     block.output.append(out)
 
 

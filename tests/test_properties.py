@@ -1,0 +1,193 @@
+"""Property tests: random valid reply streams.
+
+For every generated stream: ``check_stream`` accepts it; folding it equals folding
+its JSON round trip; folding does not depend on how the deltas were split; and the
+folded message holds exactly the content the stream carried.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from modelwire import event as E
+from modelwire.message import AssistantMsg, Msg
+
+TS = "2026-01-01T00:00:00"
+text_st = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=60
+) | st.sampled_from(["", "漢字かな🙂👍🏽", '{"a": "\\"quoted\\"", "b": [1, 2]}', "line\nbreak\r\n\ttab"])
+
+
+@dataclass
+class BlockSpec:
+    kind: str  # text | thinking | data | tool_call
+    id: str
+    content: Any  # str, or bytes for data
+    extras: dict | None = None
+    name: str = "tool"
+
+
+@dataclass
+class CallSpec:
+    blocks: list[BlockSpec]
+    results: list[tuple[str, str, str]] = field(default_factory=list)  # (call id, output, state)
+
+
+@st.composite
+def reply_specs(draw) -> list[CallSpec]:
+    calls = []
+    n = 0
+    for _ in range(draw(st.integers(1, 3))):
+        blocks = []
+        for _ in range(draw(st.integers(0, 4))):
+            n += 1
+            kind = draw(st.sampled_from(["text", "thinking", "data", "tool_call"]))
+            if kind == "data":
+                content: Any = draw(st.binary(max_size=200))
+            else:
+                content = draw(text_st)
+            extras = None
+            if kind == "thinking" and draw(st.booleans()):
+                extras = {"signature": draw(st.text(max_size=10)), "reasoning_item_id": f"rs_{n}"}
+            blocks.append(BlockSpec(kind, f"{kind}-{n}", content, extras, name=draw(st.sampled_from(["f", "g"]))))
+        results = [
+            (b.id, draw(text_st), draw(st.sampled_from(["success", "error", "denied", "interrupted"])))
+            for b in blocks
+            if b.kind == "tool_call" and draw(st.booleans())
+        ]
+        calls.append(CallSpec(blocks, results))
+    return calls
+
+
+def _cut(content: Any, rnd: random.Random) -> list[Any]:
+    """Split content into pieces at random places; empty pieces included now and then."""
+    if not content:
+        return [content] if rnd.random() < 0.5 else []
+    cuts = sorted(rnd.sample(range(len(content) + 1), k=min(len(content) + 1, rnd.randint(0, 6))))
+    edges = [0, *cuts, len(content)]
+    return [content[a:b] for a, b in zip(edges, edges[1:])]
+
+
+def render(spec: list[CallSpec], split_seed: int, order_seed: int, reply_id: str = "r") -> list[E.EventBase]:
+    """The events of the reply described by ``spec``. Only the delta splits depend on
+    ``split_seed``; START/END events (ids and times) are the same for any split."""
+    split = random.Random(split_seed)
+    order = random.Random(order_seed)
+    counter = iter(range(10**9))
+
+    def ev(cls: type, **kw: Any) -> E.EventBase:
+        return cls(id=f"e{next(counter)}", created_at=TS, reply_id=reply_id, **kw)
+
+    out = [E.ReplyStartEvent(id="start", created_at=TS, session_id="s", reply_id=reply_id, name="agent")]
+    for call in spec:
+        out.append(ev(E.ModelCallStartEvent, model_name="m"))
+        lanes = []
+        for b in call.blocks:
+            pieces = _cut(b.content, split)
+            if b.kind == "text":
+                lane = [(E.TextBlockStartEvent, {"block_id": b.id})]
+                lane += [(E.TextBlockDeltaEvent, {"block_id": b.id, "delta": p}) for p in pieces]
+                lane.append((E.TextBlockEndEvent, {"block_id": b.id}))
+            elif b.kind == "thinking":
+                lane = [(E.ThinkingBlockStartEvent, {"block_id": b.id})]
+                lane += [(E.ThinkingBlockDeltaEvent, {"block_id": b.id, "delta": p}) for p in pieces]
+                lane.append((E.ThinkingBlockEndEvent, {"block_id": b.id, "extras": b.extras}))
+            elif b.kind == "data":
+                lane = [(E.DataBlockStartEvent, {"block_id": b.id, "media_type": "image/png"})]
+                lane += [
+                    (E.DataBlockDeltaEvent, {"block_id": b.id, "media_type": "image/png", "data": base64.b64encode(p).decode()})
+                    for p in pieces
+                ]
+                lane.append((E.DataBlockEndEvent, {"block_id": b.id}))
+            else:
+                lane = [(E.ToolCallStartEvent, {"tool_call_id": b.id, "tool_call_name": b.name})]
+                lane += [(E.ToolCallDeltaEvent, {"tool_call_id": b.id, "delta": p}) for p in pieces]
+                lane.append((E.ToolCallEndEvent, {"tool_call_id": b.id}))
+            lanes.append(lane)
+        # Interleave the blocks' events: each block keeps its own order and blocks start
+        # in spec order (so the content order does not depend on the split). START/END
+        # ids do not depend on the split either.
+        started = 0
+        while any(lanes):
+            eligible = [k for k, lane in enumerate(lanes[:started]) if lane]
+            if started < len(lanes):
+                eligible.append(started)
+            i = order.choice(eligible)
+            if i == started:
+                started += 1
+            cls, kw = lanes[i].pop(0)
+            if cls.__name__.endswith(("StartEvent", "EndEvent")):
+                eid = f"{kw.get('block_id') or kw.get('tool_call_id')}-{cls.__name__}"
+                out.append(cls(id=eid, created_at=TS, reply_id=reply_id, **kw))
+            else:
+                out.append(ev(cls, **kw))
+        out.append(ev(E.ModelCallEndEvent, input_tokens=len(call.blocks), output_tokens=1, cache_input_tokens=1))
+        for call_id, output, state in call.results:
+            out.append(E.ToolResultStartEvent(id=f"{call_id}-rs", created_at=TS, reply_id=reply_id, tool_call_id=call_id, tool_call_name="f"))
+            for p in _cut(output, split):
+                out.append(ev(E.ToolResultTextDeltaEvent, tool_call_id=call_id, delta=p))
+            out.append(E.ToolResultEndEvent(id=f"{call_id}-re", created_at=TS, reply_id=reply_id, tool_call_id=call_id, state=state))
+    out.append(E.ReplyEndEvent(id="end", created_at=TS, session_id="s", reply_id=reply_id))
+    return out
+
+
+def fold(events: list[E.EventBase]) -> Msg:
+    msg = AssistantMsg("agent", [], id="r", created_at=TS)
+    for e in events:
+        msg.append_event(e)
+    return msg
+
+
+PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPS
+@given(reply_specs(), st.integers(0, 2**32), st.integers(0, 2**32))
+def test_generated_streams_are_valid_and_fold_to_their_content(spec, split_seed, order_seed):
+    events = render(spec, split_seed, order_seed)
+    assert E.check_stream(events) == len(events)
+    msg = fold(events)
+    blocks = {b.id: b for b in msg.content if b.type != "tool_result"}
+    for call in spec:
+        for b in call.blocks:
+            got = blocks[b.id]
+            if b.kind == "text":
+                assert got.text == b.content
+            elif b.kind == "thinking":
+                assert got.thinking == b.content
+                for k, v in (b.extras or {}).items():
+                    assert getattr(got, k) == v
+            elif b.kind == "data":
+                assert base64.b64decode(got.source.data) == b.content
+            else:
+                assert got.input == b.content
+        for call_id, output, state in call.results:
+            result = next(x for x in msg.content if x.type == "tool_result" and x.id == call_id)
+            assert "".join(o.text for o in result.output) == output and result.state == state
+            assert blocks[call_id].state == "finished"
+    assert msg.usage.input_tokens == sum(len(c.blocks) for c in spec)
+
+
+@PROPS
+@given(reply_specs(), st.integers(0, 2**32), st.integers(0, 2**32))
+def test_folding_equals_folding_the_json_round_trip(spec, split_seed, order_seed):
+    events = render(spec, split_seed, order_seed)
+    direct = fold(events)
+    again = fold(E.loads_jsonl(E.dumps_jsonl(events)))
+    assert again == direct
+    assert Msg.model_validate_json(direct.model_dump_json()) == direct
+
+
+@PROPS
+@given(reply_specs(), st.integers(0, 2**32), st.integers(0, 2**32), st.integers(0, 2**32))
+def test_folding_does_not_depend_on_how_deltas_were_split(spec, seed_a, seed_b, order_seed):
+    a = fold(render(spec, seed_a, order_seed))
+    b = fold(render(spec, seed_b, order_seed))
+    assert a == b
+    assert a.model_dump_json() == b.model_dump_json()
