@@ -15,7 +15,7 @@ message exactly as it was.
 from __future__ import annotations
 
 import binascii
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import EventApplyError
 from ._blocks import (
@@ -28,7 +28,10 @@ from ._blocks import (
     ToolResultBlock,
     URLSource,
 )
-from ._msg import Msg, ReplyFinishedReason, Usage
+from ._types import ReplyFinishedReason, Usage, check_role
+
+if TYPE_CHECKING:
+    from ._msg import Msg
 
 _a2b = binascii.a2b_base64
 _b2a = binascii.b2a_base64
@@ -65,11 +68,15 @@ class _Buffer:
 
 
 class FoldState:
-    """Per-message index of blocks by id, and the buffers of blocks still streaming."""
+    """Per-message index of blocks by id, and the buffers of blocks still streaming.
 
-    __slots__ = ("text", "thinking", "data", "tool_call", "tool_result", "result_data", "buffers")
+    ``parts`` maps (kind, block id) to the list of pieces of a block that is being
+    streamed, so that a delta costs one dict lookup and one list append.
+    """
 
-    def __init__(self, msg: Msg) -> None:
+    __slots__ = ("text", "thinking", "data", "tool_call", "tool_result", "result_data", "buffers", "parts")
+
+    def __init__(self, msg: "Msg") -> None:
         self.text: dict[str, TextBlock] = {}
         self.thinking: dict[str, ThinkingBlock] = {}
         self.data: dict[str, DataBlock] = {}
@@ -77,6 +84,7 @@ class FoldState:
         self.tool_result: dict[str, ToolResultBlock] = {}
         self.result_data: dict[tuple[str, str], DataBlock] = {}
         self.buffers: dict[int, _Buffer] = {}
+        self.parts: dict[Any, list[str]] = {}
         for block in msg.__dict__["content"]:
             self.add(block)
 
@@ -89,32 +97,29 @@ class FoldState:
                 if out.type == "data" and out.source.type == "base64":
                     self.result_data.setdefault((block.id, out.id), out)
 
-    def buffer(self, target: Any, attr: str, b64: bool = False) -> _Buffer:
+    def buffer(self, target: Any, attr: str, b64: bool = False, key: Any = None) -> _Buffer:
         buf = self.buffers.get(id(target))
         if buf is None:
             buf = self.buffers[id(target)] = _Buffer(target, attr, b64)
+        if key is not None:
+            self.parts[key] = buf.parts
         return buf
 
     def drop(self, target: Any) -> None:
         self.buffers.pop(id(target), None)
+        self.parts.clear()  # cheap to rebuild: the next delta of each block re-registers
 
     def flush(self) -> None:
         for buf in self.buffers.values():
             buf.target.__dict__[buf.attr] = buf.value()
         self.buffers.clear()
+        self.parts.clear()
 
     def flush_one(self, target: Any) -> None:
         buf = self.buffers.pop(id(target), None)
         if buf is not None:
             target.__dict__[buf.attr] = buf.value()
-
-
-def _state(msg: Msg) -> FoldState:
-    priv = msg.__pydantic_private__
-    fold = priv.get("_fold")
-    if fold is None:
-        fold = priv["_fold"] = FoldState(msg)
-    return fold
+            self.parts.clear()
 
 
 def _missing(event: Any, kind: str, key: str, msg: Msg) -> EventApplyError:
@@ -133,11 +138,9 @@ def _set_extras(block: Any, extras: dict[str, Any] | None) -> None:
             extra[key] = value
 
 
-def _append_block(msg: Msg, fold: FoldState, block: Any) -> None:
+def _append_block(msg: "Msg", fold: FoldState, block: Any) -> None:
     content = msg.__dict__["content"]
-    # Role check through the checked list, without dropping the fold state.
-    from ._msg import check_role
-
+    # Role check as the checked list would, without dropping the fold state.
     check_role(msg.__dict__["role"], (block,), len(content))
     list.append(content, block)
     fold.add(block)
@@ -146,7 +149,7 @@ def _append_block(msg: Msg, fold: FoldState, block: Any) -> None:
 # -- handlers ------------------------------------------------------------------------------
 
 
-def _reply_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _reply_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     fold.flush()
     d = msg.__dict__
     d["finished_at"] = ev.created_at
@@ -154,7 +157,7 @@ def _reply_end(msg: Msg, fold: FoldState, ev: Any) -> None:
     d["error"] = ev.error.model_copy() if ev.error is not None else None
 
 
-def _model_call_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _model_call_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     msg.append_usage(
         Usage(
             input_tokens=ev.input_tokens,
@@ -166,21 +169,21 @@ def _model_call_end(msg: Msg, fold: FoldState, ev: Any) -> None:
     )
 
 
-def _text_start(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _text_start(msg: "Msg", fold: FoldState, ev: Any) -> None:
     _append_block(msg, fold, TextBlock(id=ev.block_id, text="", created_at=ev.created_at))
 
 
-def _text_delta(msg: Msg, fold: FoldState, ev: Any) -> None:
-    block = fold.text.get(ev.block_id)
-    if block is None:
-        raise _missing(ev, "text block", ev.block_id, msg)
-    buf = fold.buffers.get(id(block))
-    if buf is None:
-        buf = fold.buffer(block, "text")
-    buf.parts.append(ev.delta)
+def _text_delta(msg: "Msg", fold: FoldState, ev: Any) -> None:
+    parts = fold.parts.get(("text", ev.block_id))
+    if parts is None:
+        block = fold.text.get(ev.block_id)
+        if block is None:
+            raise _missing(ev, "text block", ev.block_id, msg)
+        parts = fold.buffer(block, "text", key=("text", ev.block_id)).parts
+    parts.append(ev.delta)
 
 
-def _text_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _text_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = fold.text.get(ev.block_id)
     if block is None:
         raise _missing(ev, "text block", ev.block_id, msg)
@@ -193,21 +196,21 @@ def _text_end(msg: Msg, fold: FoldState, ev: Any) -> None:
     _set_extras(block, ev.extras)
 
 
-def _thinking_start(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _thinking_start(msg: "Msg", fold: FoldState, ev: Any) -> None:
     _append_block(msg, fold, ThinkingBlock(id=ev.block_id, thinking="", created_at=ev.created_at))
 
 
-def _thinking_delta(msg: Msg, fold: FoldState, ev: Any) -> None:
-    block = fold.thinking.get(ev.block_id)
-    if block is None:
-        raise _missing(ev, "thinking block", ev.block_id, msg)
-    buf = fold.buffers.get(id(block))
-    if buf is None:
-        buf = fold.buffer(block, "thinking")
-    buf.parts.append(ev.delta)
+def _thinking_delta(msg: "Msg", fold: FoldState, ev: Any) -> None:
+    parts = fold.parts.get(("thinking", ev.block_id))
+    if parts is None:
+        block = fold.thinking.get(ev.block_id)
+        if block is None:
+            raise _missing(ev, "thinking block", ev.block_id, msg)
+        parts = fold.buffer(block, "thinking", key=("thinking", ev.block_id)).parts
+    parts.append(ev.delta)
 
 
-def _thinking_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _thinking_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = fold.thinking.get(ev.block_id)
     if block is None:
         raise _missing(ev, "thinking block", ev.block_id, msg)
@@ -216,7 +219,7 @@ def _thinking_end(msg: Msg, fold: FoldState, ev: Any) -> None:
     _set_extras(block, ev.extras)
 
 
-def _data_start(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _data_start(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = DataBlock(
         id=ev.block_id,
         source=Base64Source(data="", media_type=ev.media_type),
@@ -226,7 +229,7 @@ def _data_start(msg: Msg, fold: FoldState, ev: Any) -> None:
     _append_block(msg, fold, block)
 
 
-def _data_delta(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _data_delta(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = fold.data.get(ev.block_id)
     if block is None:
         raise _missing(ev, "data block", ev.block_id, msg)
@@ -246,7 +249,7 @@ def _data_delta(msg: Msg, fold: FoldState, ev: Any) -> None:
         source.__dict__["media_type"] = ev.media_type
 
 
-def _data_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _data_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = fold.data.get(ev.block_id)
     if block is None:
         raise _missing(ev, "data block", ev.block_id, msg)
@@ -255,7 +258,7 @@ def _data_end(msg: Msg, fold: FoldState, ev: Any) -> None:
     _set_extras(block, ev.extras)
 
 
-def _hint(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _hint(msg: "Msg", fold: FoldState, ev: Any) -> None:
     hint = ev.hint if isinstance(ev.hint, str) else [b.model_copy(deep=True) for b in ev.hint]
     block = HintBlock(
         id=ev.block_id, hint=hint, source=ev.source, created_at=ev.created_at, finished_at=ev.created_at
@@ -263,22 +266,22 @@ def _hint(msg: Msg, fold: FoldState, ev: Any) -> None:
     _append_block(msg, fold, block)
 
 
-def _tool_call_start(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _tool_call_start(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = ToolCallBlock(id=ev.tool_call_id, name=ev.tool_call_name, input="", created_at=ev.created_at)
     _append_block(msg, fold, block)
 
 
-def _tool_call_delta(msg: Msg, fold: FoldState, ev: Any) -> None:
-    block = fold.tool_call.get(ev.tool_call_id)
-    if block is None:
-        raise _missing(ev, "tool call", ev.tool_call_id, msg)
-    buf = fold.buffers.get(id(block))
-    if buf is None:
-        buf = fold.buffer(block, "input")
-    buf.parts.append(ev.delta)
+def _tool_call_delta(msg: "Msg", fold: FoldState, ev: Any) -> None:
+    parts = fold.parts.get(("tool_call", ev.tool_call_id))
+    if parts is None:
+        block = fold.tool_call.get(ev.tool_call_id)
+        if block is None:
+            raise _missing(ev, "tool call", ev.tool_call_id, msg)
+        parts = fold.buffer(block, "input", key=("tool_call", ev.tool_call_id)).parts
+    parts.append(ev.delta)
 
 
-def _tool_call_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _tool_call_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = fold.tool_call.get(ev.tool_call_id)
     if block is None:
         raise _missing(ev, "tool call", ev.tool_call_id, msg)
@@ -287,14 +290,14 @@ def _tool_call_end(msg: Msg, fold: FoldState, ev: Any) -> None:
     _set_extras(block, ev.extras)
 
 
-def _tool_result_start(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _tool_result_start(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = ToolResultBlock(
         id=ev.tool_call_id, name=ev.tool_call_name, output=[], state="running", created_at=ev.created_at
     )
     _append_block(msg, fold, block)
 
 
-def _result(msg: Msg, fold: FoldState, ev: Any) -> ToolResultBlock:
+def _result(msg: "Msg", fold: FoldState, ev: Any) -> ToolResultBlock:
     block = fold.tool_result.get(ev.tool_call_id)
     if block is None:
         raise _missing(ev, "tool result", ev.tool_call_id, msg)
@@ -303,7 +306,7 @@ def _result(msg: Msg, fold: FoldState, ev: Any) -> ToolResultBlock:
     return block
 
 
-def _tool_result_text(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _tool_result_text(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = _result(msg, fold, ev)
     if not ev.delta:
         return  # an empty piece adds nothing, not even an empty text block
@@ -321,7 +324,7 @@ def _tool_result_text(msg: Msg, fold: FoldState, ev: Any) -> None:
     buf.parts.append(ev.delta)
 
 
-def _tool_result_data(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _tool_result_data(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = _result(msg, fold, ev)
     key = (ev.tool_call_id, ev.block_id)
     if ev.data is not None:
@@ -343,7 +346,7 @@ def _tool_result_data(msg: Msg, fold: FoldState, ev: Any) -> None:
     block.output.append(out)
 
 
-def _tool_result_end(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _tool_result_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = fold.tool_result.get(ev.tool_call_id)
     if block is None:
         raise _missing(ev, "tool result", ev.tool_call_id, msg)
@@ -359,7 +362,7 @@ def _tool_result_end(msg: Msg, fold: FoldState, ev: Any) -> None:
         call.__dict__["state"] = "finished"
 
 
-def _calls(msg: Msg, fold: FoldState, ev: Any, ids: list[str]) -> list[ToolCallBlock]:
+def _calls(msg: "Msg", fold: FoldState, ev: Any, ids: list[str]) -> list[ToolCallBlock]:
     found = []
     for cid in ids:
         call = fold.tool_call.get(cid)
@@ -369,14 +372,14 @@ def _calls(msg: Msg, fold: FoldState, ev: Any, ids: list[str]) -> list[ToolCallB
     return found
 
 
-def _require_confirm(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _require_confirm(msg: "Msg", fold: FoldState, ev: Any) -> None:
     calls = _calls(msg, fold, ev, [tc.id for tc in ev.tool_calls])
     for call, asked in zip(calls, ev.tool_calls):
         call.__dict__["state"] = "asking"
         call.__dict__["suggested_rules"] = [r.model_copy() for r in asked.suggested_rules]
 
 
-def _confirm_result(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _confirm_result(msg: "Msg", fold: FoldState, ev: Any) -> None:
     calls = _calls(msg, fold, ev, [r.tool_call.id for r in ev.confirm_results])
     for call, result in zip(calls, ev.confirm_results):
         # Only calls still asking move; a late answer (after an interrupt) is stale.
@@ -384,13 +387,13 @@ def _confirm_result(msg: Msg, fold: FoldState, ev: Any) -> None:
             call.__dict__["state"] = "allowed" if result.confirmed else "finished"
 
 
-def _require_external(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _require_external(msg: "Msg", fold: FoldState, ev: Any) -> None:
     calls = _calls(msg, fold, ev, [tc.id for tc in ev.tool_calls])
     for call in calls:
         call.__dict__["state"] = "submitted"
 
 
-def _external_result(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _external_result(msg: "Msg", fold: FoldState, ev: Any) -> None:
     for result in ev.execution_results:
         if result.id in fold.tool_result:
             continue  # already answered (for example interrupted before the result came)
@@ -403,11 +406,11 @@ def _external_result(msg: Msg, fold: FoldState, ev: Any) -> None:
             call.__dict__["state"] = "finished"
 
 
-def _ignore(msg: Msg, fold: FoldState, ev: Any) -> None:
+def _ignore(msg: "Msg", fold: FoldState, ev: Any) -> None:
     return None
 
 
-HANDLERS: dict[str, Callable[[Msg, FoldState, Any], None]] = {
+HANDLERS: dict[str, Callable[["Msg", FoldState, Any], None]] = {
     "REPLY_START": _ignore,
     "REPLY_END": _reply_end,
     "MODEL_CALL_START": _ignore,
@@ -438,18 +441,25 @@ HANDLERS: dict[str, Callable[[Msg, FoldState, Any], None]] = {
 }
 
 
-def apply_event(msg: Msg, event: Any) -> None:
+def apply_event(msg: "Msg", event: Any) -> None:
     """Fold ``event`` into ``msg``. See the module docstring for the guarantees."""
-    if isinstance(event, dict):
+    try:
+        handler = HANDLERS.get(event.type)
+    except AttributeError:
+        if not isinstance(event, dict):
+            raise EventApplyError(event, "not an event") from None
         from ..event import parse_event
 
         event = parse_event(event)
-    etype = event.type
-    if etype == "CUSTOM":
-        return
-    handler = HANDLERS.get(etype)
+        handler = HANDLERS.get(event.type)
     if handler is None:
-        raise EventApplyError(event, f"unknown event type {etype!r}")
-    if event.reply_id != msg.id:
+        if event.type == "CUSTOM":
+            return
+        raise EventApplyError(event, f"unknown event type {event.type!r}")
+    if event.reply_id != msg.__dict__["id"]:
         raise EventApplyError(event, f"its reply_id {event.reply_id!r} is not this message's id {msg.id!r}")
-    handler(msg, _state(msg), event)
+    priv = msg.__pydantic_private__
+    fold = priv.get("_fold")
+    if fold is None:
+        fold = priv["_fold"] = FoldState(msg)
+    handler(msg, fold, event)

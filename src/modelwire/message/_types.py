@@ -1,0 +1,71 @@
+"""Small types shared by messages and the fold: usage, errors, reasons, role rules."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Iterable
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import RoleError
+
+_ALLOWED: dict[str, frozenset[str] | None] = {
+    "user": frozenset({"text", "data"}),
+    "system": frozenset({"text"}),
+    "assistant": None,  # every block type
+}
+
+
+class ReplyFinishedReason(StrEnum):
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    EXCEED_MAX_ITERS = "exceed_max_iters"
+    ERROR = "error"
+
+
+class ErrorType(StrEnum):
+    AUTHENTICATION = "authentication"
+    PERMISSION = "permission"
+    RATE_LIMIT = "rate_limit"
+    INVALID_REQUEST = "invalid_request"
+    UPSTREAM = "upstream"
+    CONNECTION = "connection"
+    INTERNAL = "internal"
+    SETUP = "setup"
+    UNKNOWN = "unknown"
+
+
+class ErrorInfo(BaseModel):
+    """A short, UI-facing description of the error that ended a reply."""
+
+    model_config = ConfigDict(use_enum_values=True)
+
+    type: ErrorType = ErrorType.UNKNOWN
+    message: str
+
+
+class Usage(BaseModel):
+    """Token usage of an assistant message, summed over its model calls.
+
+    ``reasoning_tokens`` is a modelwire addition (part of ``output_tokens`` where the
+    provider reports it).
+    """
+
+    input_tokens: int
+    output_tokens: int
+    cache_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+def check_role(role: str, blocks: Iterable[Any], start: int = 0) -> None:
+    """Raise :class:`RoleError` if a block in ``blocks`` is not allowed for ``role``."""
+    allowed = _ALLOWED.get(role)
+    if allowed is None:
+        return
+    for i, block in enumerate(blocks, start):
+        btype = getattr(block, "type", None)
+        if btype not in allowed:
+            raise RoleError(role, str(btype if btype is not None else type(block).__name__), f"content[{i}]")
+
+
