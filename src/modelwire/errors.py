@@ -15,6 +15,18 @@ __all__ = [
     "EventApplyError",
     "StreamGrammarError",
     "EventDecodeError",
+    "ProviderError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "InvalidRequestError",
+    "ContextTooLongError",
+    "UpstreamError",
+    "OverloadedError",
+    "StreamProtocolError",
+    "IncompleteStreamError",
+    "ConnectionError",
+    "TimeoutError",
 ]
 
 
@@ -76,3 +88,105 @@ class EventDecodeError(ModelwireError, ValueError):
         self.line = line
         prefix = f"line {line}: " if line is not None else ""
         super().__init__(prefix + message)
+
+
+# -- provider errors ---------------------------------------------------------------------------
+#
+# ``error_type`` is one of the SPEC's error types (authentication, permission, rate_limit,
+# invalid_request, upstream, connection, internal, setup, unknown), so an agent can put
+# it straight into ``REPLY_END.error``.
+
+
+class ProviderError(ModelwireError):
+    """A provider reported an error, or its response could not be used.
+
+    Attributes:
+        error_type: the SPEC's error type for this error.
+        provider_type: the provider's own error type or code (``overloaded_error``,
+            ``tool_use_failed``, ``context_length_exceeded`` ...), when it gave one.
+        message: the provider's message (or ours, when the provider gave none).
+        status_code / request_id: from the HTTP response, when known.
+        events: modelwire events that close what the stream had opened (block ENDs and
+            ``MODEL_CALL_END``). A consumer should pass them on before handling the
+            error, so that what was already received stays a valid, foldable stream.
+    """
+
+    error_type = "unknown"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider_type: str | None = None,
+        status_code: int | None = None,
+        request_id: str | None = None,
+        body: Any = None,
+        events: list | None = None,
+    ) -> None:
+        self.message = message
+        self.provider_type = provider_type
+        self.status_code = status_code
+        self.request_id = request_id
+        self.body = body
+        self.events: list = events or []
+        bits = [message]
+        if provider_type:
+            bits.insert(0, f"[{provider_type}]")
+        if status_code is not None:
+            bits.insert(0, f"HTTP {status_code}")
+        if request_id:
+            bits.append(f"(request id {request_id})")
+        super().__init__(" ".join(bits))
+
+    def to_error_info(self) -> dict[str, str]:
+        """The ``{type, message}`` pair for ``Msg.error`` / ``REPLY_END.error``."""
+        return {"type": self.error_type, "message": self.message}
+
+
+class AuthenticationError(ProviderError):
+    error_type = "authentication"
+
+
+class PermissionDeniedError(ProviderError):
+    error_type = "permission"
+
+
+class RateLimitError(ProviderError):
+    error_type = "rate_limit"
+
+
+class InvalidRequestError(ProviderError):
+    error_type = "invalid_request"
+
+
+class ContextTooLongError(InvalidRequestError):
+    """The prompt (plus requested output) does not fit the model's context window."""
+
+
+class UpstreamError(ProviderError):
+    """The provider failed (5xx, overloaded, an error event in the stream)."""
+
+    error_type = "upstream"
+
+
+class OverloadedError(UpstreamError):
+    """The provider is overloaded (Anthropic ``overloaded_error``, HTTP 529); worth retrying."""
+
+
+class StreamProtocolError(UpstreamError):
+    """The provider's stream broke its own protocol (invalid JSON, a delta for a block
+    that never started, an event out of place)."""
+
+
+class IncompleteStreamError(ProviderError):
+    """The stream ended before the provider's terminal marker (a dropped connection)."""
+
+    error_type = "connection"
+
+
+class ConnectionError(ProviderError):  # noqa: A001 - the name users expect, namespaced
+    error_type = "connection"
+
+
+class TimeoutError(ConnectionError):  # noqa: A001
+    error_type = "connection"

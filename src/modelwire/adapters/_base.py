@@ -1,0 +1,325 @@
+"""What every streaming adapter shares.
+
+An adapter is a sans-I/O state machine for one model call: feed it the provider's
+decoded stream events (plain dicts) with :meth:`BaseAdapter.feed`, tell it about the
+``[DONE]`` marker with :meth:`BaseAdapter.done`, and call :meth:`BaseAdapter.close` at
+end of input. Each call returns the modelwire events it produced, in order.
+
+The first provider event opens the model call (``MODEL_CALL_START``); the provider's
+terminal event closes it (open blocks get their END, then ``MODEL_CALL_END`` with usage
+and stop reasons). When the provider reports an error, or the stream breaks (invalid
+JSON, a delta for a block that never started, input ending before the terminal marker),
+the adapter closes what is open and raises a :class:`~modelwire.errors.ProviderError`
+whose ``events`` hold those closing events: pass them on, and everything received so
+far still folds into a valid message.
+
+:class:`StreamDecoder` puts the SSE decoder, JSON decoding and an adapter together:
+bytes in, events out.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Callable
+
+from pydantic_core import from_json
+
+from .._ids import new_id, now_iso
+from ..errors import (
+    IncompleteStreamError,
+    ProviderError,
+    StreamProtocolError,
+)
+from ..event import _events as E
+from ._sse import SSEDecoder
+
+__all__ = ["BaseAdapter", "StreamDecoder", "Block"]
+
+_TEXT_KINDS = {
+    "text": (E.TextBlockStartEvent, E.TextBlockDeltaEvent, E.TextBlockEndEvent),
+    "thinking": (E.ThinkingBlockStartEvent, E.ThinkingBlockDeltaEvent, E.ThinkingBlockEndEvent),
+}
+
+
+class Block:
+    """An open block: its kind, modelwire id, and what its END will carry."""
+
+    __slots__ = ("kind", "id", "extras", "has_delta", "name", "parts")
+
+    def __init__(self, kind: str, block_id: str, name: str = "") -> None:
+        self.kind = kind  # text | thinking | tool_call | data | tool_result
+        self.id = block_id
+        self.extras: dict[str, Any] = {}
+        self.has_delta = False
+        self.name = name
+        self.parts: list[str] | None = None  # for blocks emitted whole at their end
+
+
+class BaseAdapter:
+    """Shared state machine; subclasses implement :meth:`_handle`."""
+
+    protocol = ""
+
+    def __init__(
+        self,
+        reply_id: str,
+        *,
+        model_name: str | None = None,
+        new_id: Callable[[], str] = new_id,
+        clock: Callable[[], str] = now_iso,
+    ) -> None:
+        self.reply_id = reply_id
+        self.model_name = model_name
+        self._new_id = new_id
+        self._clock = clock
+        self._now = ""
+        self._out: list[E.EventBase] = []
+        self.blocks: dict[Any, Block] = {}  # provider key -> open block, in opening order
+        self.started = False
+        self.finished = False
+        self.failed: ProviderError | None = None
+        # usage, raw values as the provider reports them
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cache_input_tokens = 0
+        self.cache_creation_input_tokens = 0
+        self.reasoning_tokens = 0
+        self.stop_reason: str | None = None
+        self.provider_stop_reason: str | None = None
+        self.call_metadata: dict[str, Any] = {"provider": self.protocol}
+
+    # -- public API ---------------------------------------------------------------------
+
+    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.EventBase]:
+        """Process one decoded provider event (``event`` is the SSE event name, if any)."""
+        if self.finished:
+            return self._after_end(data)
+        self._now = self._clock()
+        out = self._out = []
+        if not self.started:
+            self._start(data)
+        try:
+            self._handle(data, event)
+        except ProviderError as err:
+            self._fail(err)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+            self._fail(StreamProtocolError(f"unexpected {self.protocol} stream event: {exc!r}", body=data))
+        return out
+
+    def done(self) -> list[E.EventBase]:
+        """The ``data: [DONE]`` marker."""
+        if self.finished:
+            return []
+        self._now = self._clock()
+        self._out = []
+        return self._on_done()
+
+    def close(self) -> list[E.EventBase]:
+        """End of input. Raises :class:`IncompleteStreamError` if the call never ended."""
+        if self.finished:
+            return []
+        self._now = self._clock()
+        self._out = []
+        if not self.started:
+            self._start({})
+        self._on_close()
+        return self._out
+
+    def fail(self, err: ProviderError) -> list[E.EventBase]:
+        """Close what is open because of an error found outside the adapter (for example
+        invalid JSON in a data line), and raise ``err`` with the closing events."""
+        self._now = self._clock()
+        self._out = []
+        if not self.started:
+            self._start({})
+        self._fail(err)
+        return []  # not reached
+
+    # -- for subclasses -------------------------------------------------------------------
+
+    def _handle(self, data: dict[str, Any], event: str | None) -> None:
+        raise NotImplementedError
+
+    def _model_from(self, data: dict[str, Any]) -> str | None:
+        return None
+
+    def _on_done(self) -> list[E.EventBase]:
+        self._finish()
+        return self._out
+
+    def _on_close(self) -> None:
+        self._fail(IncompleteStreamError(f"the {self.protocol} stream ended before its terminal event"))
+
+    def _after_end(self, data: dict[str, Any]) -> list[E.EventBase]:
+        return []
+
+    def _emit(self, cls: type, **fields: Any) -> None:
+        self._out.append(cls(id=self._new_id(), created_at=self._now, reply_id=self.reply_id, **fields))
+
+    def _start(self, data: dict[str, Any]) -> None:
+        self.started = True
+        model = self._model_from(data) or self.model_name or ""
+        self.call_metadata["model"] = model
+        self._emit(E.ModelCallStartEvent, model_name=model)
+
+    # text-like blocks ------------------------------------------------------------------
+
+    def open_block(self, key: Any, kind: str, name: str = "", **start: Any) -> Block:
+        block = Block(kind, start.pop("block_id", None) or self._new_id(), name)
+        self.blocks[key] = block
+        if kind in _TEXT_KINDS:
+            self._emit(_TEXT_KINDS[kind][0], block_id=block.id)
+        elif kind == "tool_call":
+            self._emit(E.ToolCallStartEvent, tool_call_id=block.id, tool_call_name=name)
+        elif kind == "tool_result":
+            self._emit(E.ToolResultStartEvent, tool_call_id=block.id, tool_call_name=name)
+        elif kind == "data":
+            block.parts = []
+            self._emit(E.DataBlockStartEvent, block_id=block.id, media_type=start["media_type"], name=name or None)
+        return block
+
+    def delta(self, block: Block, text: str) -> None:
+        if not text:
+            return
+        block.has_delta = True
+        kind = block.kind
+        if kind == "text":
+            self._out.append(
+                E.TextBlockDeltaEvent(id=self._new_id(), created_at=self._now, reply_id=self.reply_id, block_id=block.id, delta=text)
+            )
+        elif kind == "thinking":
+            self._emit(E.ThinkingBlockDeltaEvent, block_id=block.id, delta=text)
+        elif kind == "tool_call":
+            self._emit(E.ToolCallDeltaEvent, tool_call_id=block.id, delta=text)
+        elif kind == "tool_result":
+            self._emit(E.ToolResultTextDeltaEvent, tool_call_id=block.id, delta=text)
+        elif kind == "data":
+            assert block.parts is not None
+            block.parts.append(text)
+
+    def close_block(self, key: Any, *, state: str = "success", metadata: dict | None = None) -> None:
+        block = self.blocks.pop(key, None)
+        if block is None:
+            return
+        extras = block.extras or None
+        kind = block.kind
+        if kind in _TEXT_KINDS:
+            self._emit(_TEXT_KINDS[kind][2], block_id=block.id, extras=extras)
+        elif kind == "tool_call":
+            self._emit(E.ToolCallEndEvent, tool_call_id=block.id, extras=extras)
+        elif kind == "tool_result":
+            self._emit(E.ToolResultEndEvent, tool_call_id=block.id, state=state, metadata=metadata or {})
+        elif kind == "data":
+            raw = "".join(block.parts or ()).encode()
+            media_type = block.extras.pop("media_type", "application/json")
+            if raw:
+                data = base64.b64encode(raw).decode("ascii")
+                self._emit(E.DataBlockDeltaEvent, block_id=block.id, media_type=media_type, data=data)
+            self._emit(E.DataBlockEndEvent, block_id=block.id, extras=block.extras or None)
+
+    def close_all(self) -> None:
+        for key in list(self.blocks):
+            self.close_block(key, state="interrupted" if self.blocks[key].kind == "tool_result" else "success")
+
+    def provider_block(self, raw: dict[str, Any], name: str) -> None:
+        """Keep a provider item modelwire does not model, whole, as a JSON data block, so
+        that a formatter for the same provider can send it back."""
+        key = ("raw", len(self._out), id(raw))
+        block = self.open_block(key, "data", name=name, media_type="application/json")
+        block.extras = {"provider": self.protocol, "provider_block_type": raw.get("type")}
+        block.parts = [json.dumps(raw, ensure_ascii=False, separators=(",", ":"))]
+        self.close_block(key)
+
+    # the end ---------------------------------------------------------------------------
+
+    def _finish(self, finished_reason: str = "completed") -> None:
+        self.close_all()
+        self._emit(
+            E.ModelCallEndEvent,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_input_tokens=self.cache_input_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens,
+            reasoning_tokens=self.reasoning_tokens,
+            finished_reason=finished_reason,
+            stop_reason=self.stop_reason,
+            provider_stop_reason=self.provider_stop_reason,
+            metadata=self.call_metadata,
+        )
+        self.finished = True
+
+    def _fail(self, err: ProviderError) -> None:
+        self.failed = err
+        self.stop_reason = "error"
+        if err.provider_type:
+            self.call_metadata["error_type"] = err.provider_type
+        self.call_metadata["error"] = err.message
+        self._finish()
+        err.events = list(self._out)
+        self._out = []
+        raise err
+
+
+class StreamDecoder:
+    """Bytes of one SSE response in, modelwire events out.
+
+    ``feed(bytes)`` and ``close()`` return events; on an error they raise a
+    :class:`~modelwire.errors.ProviderError` whose ``events`` close the call (see
+    :class:`BaseAdapter`). ``events`` collects everything produced, closing events
+    included.
+    """
+
+    def __init__(self, adapter: BaseAdapter, *, keep: bool = False) -> None:
+        self.adapter = adapter
+        self.sse = SSEDecoder()
+        self.keep = keep
+        self.events: list[E.EventBase] = []
+
+    def feed(self, chunk: bytes) -> list[E.EventBase]:
+        adapter = self.adapter
+        out: list[E.EventBase] = []
+        try:
+            for sse in self.sse.feed(chunk):
+                data = sse.data
+                if data == "[DONE]":
+                    out += adapter.done()
+                    continue
+                try:
+                    obj = from_json(data)
+                except ValueError as exc:
+                    adapter.fail(StreamProtocolError(f"invalid JSON in a data line: {exc}", body=data[:200]))
+                if not isinstance(obj, dict):
+                    adapter.fail(StreamProtocolError(f"a data line holds {type(obj).__name__}, not an object", body=data[:200]))
+                out += adapter.feed(obj, sse.event)
+        except ProviderError as err:
+            err.events = out + err.events
+            if self.keep:
+                self.events += err.events
+            raise
+        if self.keep:
+            self.events += out
+        return out
+
+    def close(self) -> list[E.EventBase]:
+        adapter = self.adapter
+        out: list[E.EventBase] = []
+        try:
+            for sse in self.sse.close():
+                if sse.data == "[DONE]":
+                    out += adapter.done()
+                else:
+                    try:
+                        obj = from_json(sse.data)
+                    except ValueError as exc:
+                        adapter.fail(StreamProtocolError(f"invalid JSON in a data line: {exc}", body=sse.data[:200]))
+                    out += adapter.feed(obj, sse.event)
+            out += adapter.close()
+        except ProviderError as err:
+            err.events = out + err.events
+            if self.keep:
+                self.events += err.events
+            raise
+        if self.keep:
+            self.events += out
+        return out

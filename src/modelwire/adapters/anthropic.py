@@ -1,0 +1,223 @@
+"""Anthropic Messages streaming (``POST /v1/messages`` with ``stream: true``) -> events.
+
+What maps to what:
+
+- ``text`` blocks -> text blocks; ``citations_delta`` citations -> ``citations`` on the block.
+- ``thinking`` -> thinking blocks with ``signature`` (from ``signature_delta``);
+  ``redacted_thinking`` -> an empty thinking block with ``redacted_thinking_data``.
+  Both carry ``provider="anthropic"``, which the Anthropic formatter checks before it
+  replays thinking.
+- ``tool_use`` -> tool calls (``input_json_delta`` pieces; a call with no argument
+  pieces gets ``{}``, or the ``input`` its start carried). Extra fields of the block
+  (such as ``caller``) ride along as extras.
+- ``server_tool_use`` / ``mcp_tool_use`` -> tool calls marked ``server_side=True``;
+  their ``*_tool_result`` blocks -> tool results whose ``metadata.provider_block`` is the
+  block exactly as received (the formatter replays it), with a readable text output.
+- any other block (``compaction``, ``container_upload``, types added later) -> a JSON
+  data block holding the block as received, deltas merged in.
+- usage: ``message_start`` then ``message_delta`` (cumulative: later values replace
+  earlier ones); the raw usage is kept in ``MODEL_CALL_END.metadata["usage"]``.
+  ``input_tokens`` is Anthropic's own count, which excludes cache reads and writes.
+- stop reasons: ``end_turn``, ``max_tokens``, ``stop_sequence``, ``tool_use``,
+  ``pause_turn``, ``refusal`` (with ``stop_details`` in the metadata),
+  ``model_context_window_exceeded``.
+- ``event: error`` -> a typed error (``overloaded_error`` -> OverloadedError ...).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import StreamProtocolError
+from ._base import BaseAdapter, Block
+from ._errors import error_from_body
+
+__all__ = ["AnthropicAdapter", "STOP_REASONS"]
+
+STOP_REASONS = {
+    "end_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "tool_use": "tool_use",
+    "pause_turn": "pause_turn",
+    "refusal": "refusal",
+    "model_context_window_exceeded": "max_tokens",
+}
+
+_SERVER_CALLS = {"server_tool_use", "mcp_tool_use"}
+_CALL_FIELDS = {"type", "id", "name", "input"}
+
+
+class AnthropicAdapter(BaseAdapter):
+    protocol = "anthropic"
+
+    def __init__(self, reply_id: str, **kwargs: Any) -> None:
+        super().__init__(reply_id, **kwargs)
+        self._raw: dict[int, dict[str, Any]] = {}  # index -> raw block (results, unknown blocks)
+        self._start_input: dict[int, Any] = {}
+        self._call_names: dict[str, str] = {}
+        self._usage: dict[str, Any] = {}
+
+    def _model_from(self, data: dict[str, Any]) -> str | None:
+        return (data.get("message") or {}).get("model")
+
+    def _handle(self, data: dict[str, Any], event: str | None) -> None:
+        etype = data.get("type")
+        if etype == "content_block_delta":
+            self._on_delta(data)
+        elif etype == "content_block_start":
+            self._on_start(data["index"], data["content_block"])
+        elif etype == "content_block_stop":
+            self._on_stop(data["index"])
+        elif etype == "ping":
+            pass
+        elif etype == "message_start":
+            message = data["message"]
+            self.call_metadata["response_id"] = message.get("id")
+            self._set_usage(message.get("usage") or {})
+            for i, block in enumerate(message.get("content") or ()):
+                # A message that starts with content (rare): each block is complete.
+                self._on_start(-1 - i, block)
+                self._on_stop(-1 - i)
+        elif etype == "message_delta":
+            delta = data.get("delta") or {}
+            if delta.get("stop_reason"):
+                self.provider_stop_reason = delta["stop_reason"]
+                self.stop_reason = STOP_REASONS.get(delta["stop_reason"], "other")
+            for key in ("stop_sequence", "stop_details", "container"):
+                if delta.get(key) is not None:
+                    self.call_metadata[key] = delta[key]
+            self._set_usage(data.get("usage") or {})
+        elif etype == "message_stop":
+            for key, block in list(self.blocks.items()):
+                # Cut off (for example by max_tokens) before its content_block_stop.
+                block.extras["truncated"] = True
+                self._on_stop(key)
+            self._finish()
+        elif etype == "error":
+            raise error_from_body(data, self.protocol)
+        else:
+            self.call_metadata.setdefault("unhandled_events", []).append(data)
+
+    def _on_close(self) -> None:
+        if self.provider_stop_reason is not None:
+            # message_delta gave the stop reason and the usage; only message_stop is
+            # missing (the official SDK accepts such a stream too). Note it and finish.
+            self.call_metadata["terminal_event_missing"] = True
+            self._handle({"type": "message_stop"}, None)
+        else:
+            super()._on_close()
+
+    def _set_usage(self, usage: dict[str, Any]) -> None:
+        self._usage.update(usage)
+        self.call_metadata["usage"] = self._usage
+        u = self._usage
+        self.input_tokens = u.get("input_tokens") or 0
+        self.output_tokens = u.get("output_tokens") or 0
+        self.cache_input_tokens = u.get("cache_read_input_tokens") or 0
+        self.cache_creation_input_tokens = u.get("cache_creation_input_tokens") or 0
+
+    def _on_start(self, index: int, cb: dict[str, Any]) -> None:
+        btype = cb.get("type")
+        if index in self.blocks:
+            raise StreamProtocolError(f"content block {index} started twice", body=cb)
+        if btype == "text":
+            block = self.open_block(index, "text")
+            if cb.get("citations"):
+                block.extras["citations"] = list(cb["citations"])
+            self.delta(block, cb.get("text") or "")
+        elif btype == "thinking":
+            block = self.open_block(index, "thinking")
+            block.extras["provider"] = self.protocol
+            if cb.get("signature"):
+                block.extras["signature"] = cb["signature"]
+            self.delta(block, cb.get("thinking") or "")
+        elif btype == "redacted_thinking":
+            block = self.open_block(index, "thinking")
+            block.extras.update(provider=self.protocol, redacted_thinking_data=cb.get("data", ""))
+        elif btype == "tool_use" or btype in _SERVER_CALLS:
+            block = self.open_block(index, "tool_call", name=cb.get("name", ""), block_id=cb.get("id"))
+            block.extras.update({k: v for k, v in cb.items() if k not in _CALL_FIELDS})
+            if btype != "tool_use":
+                block.extras.update(server_side=True, provider=self.protocol, provider_block_type=btype)
+            self._call_names[block.id] = block.name
+            self._start_input[index] = cb.get("input")
+        elif isinstance(btype, str) and btype.endswith("_tool_result") and cb.get("tool_use_id"):
+            call_id = cb["tool_use_id"]
+            self.open_block(index, "tool_result", name=self._call_names.get(call_id, btype), block_id=call_id)
+            self._raw[index] = dict(cb)
+        else:
+            self._raw[index] = dict(cb)
+
+    def _on_delta(self, data: dict[str, Any]) -> None:
+        index = data["index"]
+        delta = data["delta"]
+        dtype = delta.get("type")
+        block = self.blocks.get(index)
+        if block is None:
+            if index in self._raw:
+                _merge(self._raw[index], delta)
+                return
+            raise StreamProtocolError(f"{dtype} for content block {index}, which was never started", body=data)
+        if dtype == "text_delta":
+            self.delta(block, delta["text"])
+        elif dtype == "input_json_delta":
+            self.delta(block, delta["partial_json"])
+        elif dtype == "thinking_delta":
+            self.delta(block, delta["thinking"])
+        elif dtype == "signature_delta":
+            block.extras["signature"] = block.extras.get("signature", "") + delta["signature"]
+        elif dtype == "citations_delta":
+            block.extras.setdefault("citations", []).append(delta["citation"])
+        elif index in self._raw:
+            _merge(self._raw[index], delta)
+        else:
+            block.extras.setdefault("provider_deltas", []).append(delta)
+
+    def _on_stop(self, index: int) -> None:
+        block = self.blocks.get(index)
+        raw = self._raw.pop(index, None)
+        if block is None:
+            if raw is None:
+                raise StreamProtocolError(f"content_block_stop for content block {index}, which was never started")
+            self.provider_block(raw, name=f"anthropic.{raw.get('type')}")
+            return
+        if block.kind == "tool_call" and not block.has_delta:
+            start_input = self._start_input.get(index)
+            self.delta(block, json.dumps(start_input, ensure_ascii=False) if start_input else "{}")
+        if block.kind == "tool_result":
+            assert raw is not None
+            self.delta(block, _result_text(raw.get("content")))
+            state = "error" if _is_error(raw) else "success"
+            self.close_block(index, state=state, metadata={"provider": self.protocol, "provider_block": raw})
+            return
+        self.close_block(index)
+
+
+def _merge(raw: dict[str, Any], delta: dict[str, Any]) -> None:
+    for key, value in delta.items():
+        if key == "type":
+            continue
+        if isinstance(value, str) and isinstance(raw.get(key), str):
+            raw[key] += value
+        else:
+            raw[key] = value
+
+
+def _is_error(raw: dict[str, Any]) -> bool:
+    content = raw.get("content")
+    if raw.get("is_error"):
+        return True
+    return isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
+
+
+def _result_text(content: Any) -> str:
+    """A readable rendering of a server tool's result (the raw block is kept beside it)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content and all(isinstance(c, dict) and "url" in c for c in content):
+        return "\n".join(f"{c.get('title') or c['url']} <{c['url']}>" for c in content)
+    if isinstance(content, list) and all(isinstance(c, dict) and c.get("type") == "text" for c in content):
+        return "".join(c.get("text", "") for c in content)
+    return json.dumps(content, ensure_ascii=False)

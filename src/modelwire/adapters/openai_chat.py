@@ -1,0 +1,241 @@
+"""OpenAI Chat Completions streaming (and OpenAI-compatible servers) -> events.
+
+- ``delta.content`` -> one text block; ``delta.refusal`` -> a text block with
+  ``refusal=True`` (and the normalized stop reason ``refusal``).
+- reasoning -> one thinking block, wherever the server puts it: ``reasoning_content``
+  (DeepSeek, Qwen, vLLM), ``reasoning`` (OpenRouter, Groq, newer vLLM). The block
+  records ``reasoning_field`` so a formatter can send it back in the same field, and
+  OpenRouter's structured ``reasoning_details`` (pieces merged by index).
+- ``delta.tool_calls`` -> tool calls. Fragments are matched to their call by ``id``
+  first, then by ``index``; a fragment with neither continues the last call. A call
+  whose ``id`` is missing gets ``call_<index>``. Parallel calls may interleave freely.
+- usage: the usage chunk (``choices: []``) or Groq's ``x_groq.usage``; ``input_tokens``
+  is ``prompt_tokens`` (which includes cached tokens), ``cache_input_tokens`` is
+  ``prompt_tokens_details.cached_tokens`` (or DeepSeek's ``prompt_cache_hit_tokens``).
+- a chunk with an ``error`` object (OpenRouter, Groq's ``event: error``) -> typed error.
+- ``n > 1``: choice 0 is decoded; the other choices' indexes are listed in
+  ``MODEL_CALL_END.metadata["ignored_choices"]``.
+- the call ends at ``data: [DONE]``; a stream that ends after a ``finish_reason`` but
+  without ``[DONE]`` is accepted (noted in the metadata), one without either is an
+  :class:`~modelwire.errors.IncompleteStreamError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._base import BaseAdapter, Block
+from ._errors import error_from_body
+
+__all__ = ["OpenAIChatAdapter", "STOP_REASONS"]
+
+STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "content_filter",
+}
+
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+_KNOWN_DELTA = {"role", "content", "refusal", "tool_calls", "function_call", "reasoning_content", "reasoning", "reasoning_details", "channel"}
+
+
+class _Call:
+    __slots__ = ("block", "id", "name", "pending", "index", "extras")
+
+    def __init__(self, call_id: str, index: int | None) -> None:
+        self.block: Block | None = None
+        self.id = call_id
+        self.name = ""
+        self.pending: list[str] = []  # argument pieces that came before the name
+        self.index = index
+        self.extras: dict[str, Any] = {}
+
+
+class OpenAIChatAdapter(BaseAdapter):
+    protocol = "openai-chat"
+
+    def __init__(self, reply_id: str, *, choice_index: int = 0, **kwargs: Any) -> None:
+        super().__init__(reply_id, **kwargs)
+        self.choice_index = choice_index
+        self._calls_by_id: dict[str, _Call] = {}
+        self._calls_by_index: dict[int, _Call] = {}
+        self._calls: list[_Call] = []
+        self._finish_reason: str | None = None
+        self._refused = False
+        self._details: dict[Any, dict[str, Any]] = {}
+
+    def _model_from(self, data: dict[str, Any]) -> str | None:
+        return data.get("model")
+
+    def _handle(self, data: dict[str, Any], event: str | None) -> None:
+        meta = self.call_metadata
+        if "response_id" not in meta and data.get("id"):
+            meta["response_id"] = data["id"]
+            for key in ("system_fingerprint", "service_tier", "provider"):
+                if data.get(key) is not None:
+                    meta[key] = data[key]
+        for choice in data.get("choices") or ():
+            if choice.get("index", 0) != self.choice_index:
+                ignored = meta.setdefault("ignored_choices", [])
+                if choice.get("index") not in ignored:
+                    ignored.append(choice.get("index"))
+                continue
+            delta = choice.get("delta")
+            if delta:
+                self._on_delta(delta)
+            if choice.get("logprobs"):
+                meta.setdefault("logprobs", []).append(choice["logprobs"])
+            reason = choice.get("finish_reason")
+            if reason:
+                self._finish_reason = reason
+                self.provider_stop_reason = reason
+                self.stop_reason = "refusal" if self._refused else STOP_REASONS.get(reason, "other")
+                self._close_calls()
+                self.close_all()
+        usage = data.get("usage") or (data.get("x_groq") or {}).get("usage")
+        if usage:
+            self._set_usage(usage)
+        if data.get("error") or event == "error":
+            raise error_from_body(data, self.protocol)
+
+    def _set_usage(self, usage: dict[str, Any]) -> None:
+        self.call_metadata["usage"] = usage
+        self.input_tokens = usage.get("prompt_tokens") or 0
+        self.output_tokens = usage.get("completion_tokens") or 0
+        prompt_details = usage.get("prompt_tokens_details") or {}
+        self.cache_input_tokens = prompt_details.get("cached_tokens") or usage.get("prompt_cache_hit_tokens") or 0
+        completion_details = usage.get("completion_tokens_details") or {}
+        self.reasoning_tokens = completion_details.get("reasoning_tokens") or 0
+
+    def _on_delta(self, delta: dict[str, Any]) -> None:
+        for field in _REASONING_FIELDS:
+            piece = delta.get(field)
+            if isinstance(piece, str) and piece:
+                self.delta(self._thinking(field), piece)
+        details = delta.get("reasoning_details")
+        if details:
+            self._merge_details(details)
+        content = delta.get("content")
+        if content:
+            block = self.blocks.get("text") or self.open_block("text", "text")
+            self.delta(block, content)
+        refusal = delta.get("refusal")
+        if refusal:
+            self._refused = True
+            block = self.blocks.get("refusal")
+            if block is None:
+                block = self.open_block("refusal", "text")
+                block.extras["refusal"] = True
+            self.delta(block, refusal)
+        for tc in delta.get("tool_calls") or ():
+            self._tool_call(tc)
+        if delta.get("function_call"):
+            # The legacy single function call: one call, id "call_0".
+            self._tool_call({"index": 0, "function": delta["function_call"]})
+        unknown = [k for k, v in delta.items() if k not in _KNOWN_DELTA and v is not None]
+        if unknown:
+            seen = self.call_metadata.setdefault("unhandled_delta_fields", {})
+            for key in unknown:
+                value = delta[key]
+                previous = seen.get(key)
+                if isinstance(value, str) and isinstance(previous, str):
+                    seen[key] = previous + value
+                elif isinstance(value, dict) and isinstance(previous, list):
+                    previous.append(value)
+                else:
+                    seen[key] = [value] if isinstance(value, dict) else value
+
+    def _thinking(self, field: str | None) -> Block:
+        block = self.blocks.get("reasoning")
+        if block is None:
+            block = self.open_block("reasoning", "thinking")
+            block.extras["provider"] = self.protocol
+        if field and "reasoning_field" not in block.extras:
+            block.extras["reasoning_field"] = field
+        return block
+
+    def _merge_details(self, details: list[dict[str, Any]]) -> None:
+        block = self._thinking(None)
+        for detail in details:
+            key = (detail.get("index", len(self._details)), detail.get("type"))
+            have = self._details.get(key)
+            if have is None:
+                self._details[key] = dict(detail)
+                continue
+            for k, v in detail.items():
+                if isinstance(v, str) and isinstance(have.get(k), str) and k in ("text", "summary", "data", "signature"):
+                    have[k] += v
+                elif v is not None:
+                    have[k] = v
+        block.extras["reasoning_details"] = list(self._details.values())
+
+    def _tool_call(self, tc: dict[str, Any]) -> None:
+        call_id = tc.get("id")
+        index = tc.get("index")
+        call = None
+        if call_id and call_id in self._calls_by_id:
+            call = self._calls_by_id[call_id]
+        elif not call_id and index is not None:
+            call = self._calls_by_index.get(index)
+        elif not call_id and index is None and self._calls:
+            call = self._calls[-1]
+        if call is None:
+            if not call_id:
+                n = index if index is not None else len(self._calls)
+                call_id = f"call_{n}"
+                while call_id in self._calls_by_id:
+                    call_id += "_"
+            call = _Call(call_id, index)
+            self._calls_by_id[call_id] = call
+            self._calls.append(call)
+        if index is not None:
+            self._calls_by_index[index] = call
+        fn = tc.get("function") or tc.get("custom") or {}
+        if tc.get("type") and tc["type"] != "function":
+            call.extras["tool_type"] = tc["type"]
+        name = fn.get("name")
+        if name and not call.name:
+            call.name = name
+        piece = fn.get("arguments")
+        if piece is None:
+            piece = fn.get("input")
+        if call.block is None and call.name:
+            call.block = self.open_block(("call", call.id), "tool_call", name=call.name, block_id=call.id)
+            call.block.extras.update(call.extras)
+            for early in call.pending:
+                self.delta(call.block, early)
+            call.pending = []
+        if piece:
+            if call.block is None:
+                call.pending.append(piece)
+            else:
+                self.delta(call.block, piece)
+
+    def _close_calls(self) -> None:
+        for call in self._calls:
+            if call.block is None:
+                # Never named: open it now so its arguments are not lost.
+                call.block = self.open_block(("call", call.id), "tool_call", name="", block_id=call.id)
+                for early in call.pending:
+                    self.delta(call.block, early)
+            if not call.block.has_delta and ("call", call.id) in self.blocks:
+                self.delta(call.block, "{}")
+
+    def _on_done(self) -> list:
+        self._close_calls()
+        self._finish()
+        return self._out
+
+    def _on_close(self) -> None:
+        if self._finish_reason is not None:
+            self.call_metadata["terminal_event_missing"] = True
+            self._close_calls()
+            self._finish()
+        else:
+            super()._on_close()
+
+    def _fail(self, err: Any) -> None:
+        self._close_calls()
+        super()._fail(err)

@@ -1,0 +1,323 @@
+"""OpenAI Responses streaming (``POST /v1/responses`` with ``stream: true``) -> events.
+
+- ``message`` items: each ``output_text`` content part -> a text block (``item_id`` and
+  the part's ``annotations`` kept on it); ``refusal`` parts -> text blocks with
+  ``refusal=True``.
+- ``reasoning`` items: each summary part -> a thinking block, and each raw
+  ``reasoning_text`` content part -> a thinking block (``reasoning_part`` says which, with
+  its index). Every block carries ``reasoning_item_id``; the first one also carries the
+  item's ``encrypted_content``. A reasoning item with no text still gives one (empty)
+  thinking block, because the API wants the item sent back. Blocks of an item end when
+  the item is done, when all of this is known.
+- ``function_call`` / ``custom_tool_call`` items -> tool calls with ``id = call_id`` and the
+  item id in ``item_id``; arguments from ``function_call_arguments.delta``, or from
+  ``.done`` when no delta came.
+- other ``*_call`` items (``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
+  ``image_generation_call``, ``mcp_call`` ...) run on OpenAI's side: a tool call marked
+  ``server_side=True`` plus its tool result, whose ``metadata.provider_block`` is the
+  finished item as received (the formatter replays it).
+- any other item type -> a JSON data block holding the item as received.
+- usage from ``response.completed`` / ``response.incomplete``; stop reason ``end_turn``
+  (``tool_use`` when the response holds function calls), ``max_tokens`` /
+  ``content_filter`` from ``incomplete_details.reason``.
+- ``error`` and ``response.failed`` -> typed errors; a stream that ends before
+  ``response.completed`` / ``.incomplete`` -> :class:`~modelwire.errors.IncompleteStreamError`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import IncompleteStreamError, StreamProtocolError
+from ._base import BaseAdapter
+from ._errors import error_from_body
+
+__all__ = ["OpenAIResponsesAdapter"]
+
+_CALL_ITEMS = {"function_call", "custom_tool_call"}
+_INCOMPLETE = {"max_output_tokens": "max_tokens", "content_filter": "content_filter"}
+
+
+class _Item:
+    __slots__ = ("id", "type", "raw", "keys", "call_key", "args_seen")
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.id = raw.get("id") or ""
+        self.type = raw.get("type") or ""
+        self.raw = raw
+        self.keys: list[Any] = []  # block keys, in order
+        self.call_key: Any = None
+        self.args_seen = False
+
+
+class OpenAIResponsesAdapter(BaseAdapter):
+    protocol = "openai-responses"
+
+    def __init__(self, reply_id: str, **kwargs: Any) -> None:
+        super().__init__(reply_id, **kwargs)
+        self._items: dict[str, _Item] = {}
+        self._by_output: dict[int, _Item] = {}
+        self._has_calls = False
+
+    def _model_from(self, data: dict[str, Any]) -> str | None:
+        return (data.get("response") or {}).get("model")
+
+    # -- dispatch ---------------------------------------------------------------------
+
+    def _handle(self, data: dict[str, Any], event: str | None) -> None:
+        etype = data.get("type") or event or ""
+        handler = _HANDLERS.get(etype)
+        if handler is not None:
+            handler(self, data)
+        elif etype.endswith((".in_progress", ".searching", ".interpreting", ".generating", ".partial_image", ".completed")):
+            pass  # progress of a server-side call; its finished item carries the result
+        else:
+            counts = self.call_metadata.setdefault("unhandled_events", {})
+            counts[etype] = counts.get(etype, 0) + 1
+
+    def _item(self, data: dict[str, Any]) -> _Item:
+        item = self._items.get(data.get("item_id") or "")
+        if item is None:
+            item = self._by_output.get(data.get("output_index", -1))
+        if item is None:
+            raise StreamProtocolError(f"{data.get('type')} for an output item that was never added", body=data)
+        return item
+
+    def _response(self, data: dict[str, Any]) -> None:
+        response = data.get("response") or {}
+        meta = self.call_metadata
+        if response.get("id"):
+            meta["response_id"] = response["id"]
+        for key in ("status", "service_tier"):
+            if response.get(key) is not None:
+                meta[key] = response[key]
+
+    # -- items ------------------------------------------------------------------------
+
+    def _item_added(self, data: dict[str, Any]) -> None:
+        raw = data["item"]
+        item = _Item(raw)
+        self._items[item.id] = item
+        if "output_index" in data:
+            self._by_output[data["output_index"]] = item
+        if item.type in _CALL_ITEMS:
+            self._has_calls = True
+            call_id = raw.get("call_id") or item.id
+            key = ("call", item.id)
+            block = self.open_block(key, "tool_call", name=raw.get("name", ""), block_id=call_id)
+            block.extras["item_id"] = item.id
+            if item.type != "function_call":
+                block.extras["tool_type"] = item.type
+            item.call_key = key
+            initial = raw.get("arguments") if item.type == "function_call" else raw.get("input")
+            if initial:
+                item.args_seen = True
+                self.delta(block, initial)
+
+    def _part_block(self, item: _Item, kind: str, index: int, refusal: bool = False) -> Any:
+        key = (item.id, kind, index)
+        block = self.blocks.get(key)
+        if block is None:
+            if item.type == "reasoning":
+                block = self.open_block(key, "thinking")
+                block.extras.update(
+                    provider=self.protocol,
+                    reasoning_part="summary" if kind == "summary" else "content",
+                    **({"summary_index": index} if kind == "summary" else {"content_index": index}),
+                )
+            else:
+                block = self.open_block(key, "text")
+                if item.id:
+                    block.extras["item_id"] = item.id
+                if refusal:
+                    block.extras["refusal"] = True
+            item.keys.append(key)
+        return block
+
+    def _part_added(self, data: dict[str, Any]) -> None:
+        item = self._item(data)
+        part = data.get("part") or {}
+        ptype = part.get("type")
+        block = self._part_block(item, "content", data.get("content_index", 0), refusal=ptype == "refusal")
+        self.delta(block, part.get("text") or part.get("refusal") or "")
+
+    def _text_delta(self, data: dict[str, Any]) -> None:
+        item = self._item(data)
+        kind = "summary" if "summary_index" in data else "content"
+        index = data.get("summary_index", data.get("content_index", 0))
+        self.delta(self._part_block(item, kind, index, refusal=data["type"].startswith("response.refusal")), data["delta"])
+
+    def _text_done(self, data: dict[str, Any]) -> None:
+        item = self._item(data)
+        kind = "summary" if "summary_index" in data else "content"
+        index = data.get("summary_index", data.get("content_index", 0))
+        block = self._part_block(item, kind, index, refusal=data["type"].startswith("response.refusal"))
+        if not block.has_delta:
+            self.delta(block, data.get("text") or data.get("refusal") or "")
+
+    def _summary_part_added(self, data: dict[str, Any]) -> None:
+        item = self._item(data)
+        block = self._part_block(item, "summary", data.get("summary_index", 0))
+        self.delta(block, (data.get("part") or {}).get("text") or "")
+
+    def _annotation(self, data: dict[str, Any]) -> None:
+        item = self._item(data)
+        block = self._part_block(item, "content", data.get("content_index", 0))
+        block.extras.setdefault("annotations", []).append(data["annotation"])
+
+    def _part_done(self, data: dict[str, Any]) -> None:
+        part = data.get("part") or {}
+        if part.get("annotations"):
+            item = self._item(data)
+            block = self._part_block(item, "content", data.get("content_index", 0))
+            block.extras["annotations"] = list(part["annotations"])
+
+    def _args_delta(self, data: dict[str, Any]) -> None:
+        item = self._item(data)
+        if item.call_key is None or item.call_key not in self.blocks:
+            raise StreamProtocolError(f"{data.get('type')} for an item that is not an open call", body=data)
+        item.args_seen = True
+        self.delta(self.blocks[item.call_key], data["delta"])
+
+    def _args_done(self, data: dict[str, Any]) -> None:
+        item = self._item(data)
+        if item.call_key in self.blocks and not item.args_seen:
+            item.args_seen = True
+            self.delta(self.blocks[item.call_key], data.get("arguments") or data.get("input") or "")
+
+    def _item_done(self, data: dict[str, Any]) -> None:
+        raw = data["item"]
+        item = self._items.get(raw.get("id") or "") or self._by_output.get(data.get("output_index", -1))
+        if item is None:
+            item = _Item(raw)
+        item.raw = raw
+        if item.type in _CALL_ITEMS:
+            block = self.blocks.get(item.call_key)
+            if block is not None:
+                if not item.args_seen:
+                    self.delta(block, raw.get("arguments") or raw.get("input") or "{}")
+                if raw.get("status"):
+                    block.extras["status"] = raw["status"]
+                self.close_block(item.call_key)
+        elif item.type == "reasoning":
+            self._reasoning_done(item, raw)
+        elif item.type == "message":
+            for key in item.keys:
+                self.close_block(key)
+        elif item.type.endswith("_call"):
+            self._server_call(raw)
+        else:
+            for key in item.keys:
+                self.close_block(key)
+            self.provider_block(raw, name=f"openai-responses.{item.type}")
+
+    def _reasoning_done(self, item: _Item, raw: dict[str, Any]) -> None:
+        if not item.keys:
+            # No summary and no raw text: keep the item anyway, it must be sent back.
+            self._part_block(item, "summary", 0)
+        for i, key in enumerate(item.keys):
+            block = self.blocks.get(key)
+            if block is None:
+                continue
+            block.extras["reasoning_item_id"] = raw.get("id") or item.id
+            if i == 0 and raw.get("encrypted_content"):
+                block.extras["encrypted_content"] = raw["encrypted_content"]
+            self.close_block(key)
+
+    def _server_call(self, raw: dict[str, Any]) -> None:
+        call_id = raw.get("id") or self._new_id()
+        name = raw["type"][: -len("_call")]
+        key = ("server", call_id)
+        block = self.open_block(key, "tool_call", name=name, block_id=call_id)
+        block.extras.update(server_side=True, provider=self.protocol, provider_block_type=raw["type"])
+        action = raw.get("action") or raw.get("arguments") or raw.get("code") or {}
+        self.delta(block, action if isinstance(action, str) else json.dumps(action, ensure_ascii=False))
+        self.close_block(key)
+        result = self.open_block(key, "tool_result", name=name, block_id=call_id)
+        self.delta(result, _describe(raw))
+        state = "success" if raw.get("status") in (None, "completed") else "error"
+        self.close_block(key, state=state, metadata={"provider": self.protocol, "provider_block": raw})
+
+    # -- the end ----------------------------------------------------------------------
+
+    def _usage(self, response: dict[str, Any]) -> None:
+        usage = response.get("usage") or {}
+        if usage:
+            self.call_metadata["usage"] = usage
+            self.input_tokens = usage.get("input_tokens") or 0
+            self.output_tokens = usage.get("output_tokens") or 0
+            self.cache_input_tokens = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
+            self.reasoning_tokens = (usage.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
+
+    def _completed(self, data: dict[str, Any]) -> None:
+        response = data.get("response") or {}
+        self._response(data)
+        self._usage(response)
+        status = response.get("status") or data["type"].rsplit(".", 1)[-1]
+        if status == "incomplete":
+            reason = (response.get("incomplete_details") or {}).get("reason") or "incomplete"
+            self.provider_stop_reason = reason
+            self.stop_reason = _INCOMPLETE.get(reason, "other")
+        else:
+            self.provider_stop_reason = status
+            self.stop_reason = "tool_use" if self._has_calls else "end_turn"
+        self._finish()
+
+    def _failed(self, data: dict[str, Any]) -> None:
+        response = data.get("response") or {}
+        self._response(data)
+        self._usage(response)
+        raise error_from_body(response.get("error") or {"message": "the response failed"}, self.protocol)
+
+    def _error(self, data: dict[str, Any]) -> None:
+        raise error_from_body(data, self.protocol)
+
+    def _on_done(self) -> list:
+        # [DONE] (sent by some compatible servers) is not the end of a Responses stream.
+        self._fail(IncompleteStreamError("data: [DONE] before response.completed"))
+        return []
+
+
+def _describe(raw: dict[str, Any]) -> str:
+    action = raw.get("action") or {}
+    if isinstance(action, dict) and action.get("query"):
+        sources = action.get("sources") or []
+        lines = [f"searched: {action['query']}"]
+        lines += [f"{s.get('url') or s.get('name')}" for s in sources if isinstance(s, dict)]
+        return "\n".join(lines)
+    for key in ("output", "result", "outputs"):
+        if raw.get(key):
+            value = raw[key]
+            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return raw.get("status") or ""
+
+
+_HANDLERS = {
+    "response.created": OpenAIResponsesAdapter._response,
+    "response.in_progress": OpenAIResponsesAdapter._response,
+    "response.queued": OpenAIResponsesAdapter._response,
+    "response.output_item.added": OpenAIResponsesAdapter._item_added,
+    "response.output_item.done": OpenAIResponsesAdapter._item_done,
+    "response.content_part.added": OpenAIResponsesAdapter._part_added,
+    "response.content_part.done": OpenAIResponsesAdapter._part_done,
+    "response.output_text.delta": OpenAIResponsesAdapter._text_delta,
+    "response.output_text.done": OpenAIResponsesAdapter._text_done,
+    "response.output_text.annotation.added": OpenAIResponsesAdapter._annotation,
+    "response.refusal.delta": OpenAIResponsesAdapter._text_delta,
+    "response.refusal.done": OpenAIResponsesAdapter._text_done,
+    "response.reasoning_summary_part.added": OpenAIResponsesAdapter._summary_part_added,
+    "response.reasoning_summary_part.done": lambda self, data: None,
+    "response.reasoning_summary_text.delta": OpenAIResponsesAdapter._text_delta,
+    "response.reasoning_summary_text.done": OpenAIResponsesAdapter._text_done,
+    "response.reasoning_text.delta": OpenAIResponsesAdapter._text_delta,
+    "response.reasoning_text.done": OpenAIResponsesAdapter._text_done,
+    "response.function_call_arguments.delta": OpenAIResponsesAdapter._args_delta,
+    "response.function_call_arguments.done": OpenAIResponsesAdapter._args_done,
+    "response.custom_tool_call_input.delta": OpenAIResponsesAdapter._args_delta,
+    "response.custom_tool_call_input.done": OpenAIResponsesAdapter._args_done,
+    "response.completed": OpenAIResponsesAdapter._completed,
+    "response.incomplete": OpenAIResponsesAdapter._completed,
+    "response.failed": OpenAIResponsesAdapter._failed,
+    "error": OpenAIResponsesAdapter._error,
+}
