@@ -40,9 +40,10 @@ _INCOMPLETE = {"max_output_tokens": "max_tokens", "content_filter": "content_fil
 
 
 class _Item:
-    __slots__ = ("id", "type", "raw", "keys", "call_key", "args_seen")
+    __slots__ = ("id", "type", "raw", "keys", "call_key", "args_seen", "output_index")
 
-    def __init__(self, raw: dict[str, Any]) -> None:
+    def __init__(self, raw: dict[str, Any], output_index: int = -1) -> None:
+        self.output_index = output_index
         self.id = raw.get("id") or ""
         self.type = raw.get("type") or ""
         self.raw = raw
@@ -59,6 +60,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
         self._items: dict[str, _Item] = {}
         self._by_output: dict[int, _Item] = {}
         self._has_calls = False
+        self._reasoning: list[_Item] = []  # reasoning items done, blocks still open
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         return (data.get("response") or {}).get("model")
@@ -97,7 +99,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
 
     def _item_added(self, data: dict[str, Any]) -> None:
         raw = data["item"]
-        item = _Item(raw)
+        item = _Item(raw, data.get("output_index", -1))
         self._items[item.id] = item
         if "output_index" in data:
             self._by_output[data["output_index"]] = item
@@ -216,14 +218,25 @@ class OpenAIResponsesAdapter(BaseAdapter):
         if not item.keys:
             # No summary and no raw text: keep the item anyway, it must be sent back.
             self._part_block(item, "summary", 0)
-        for i, key in enumerate(item.keys):
-            block = self.blocks.get(key)
-            if block is None:
-                continue
-            block.extras["reasoning_item_id"] = raw.get("id") or item.id
-            if i == 0 and raw.get("encrypted_content"):
-                block.extras["encrypted_content"] = raw["encrypted_content"]
-            self.close_block(key)
+        # The blocks end with the response: its final output may carry a newer
+        # encrypted_content, or (some compatible servers) the item's final id.
+        self._reasoning.append(item)
+
+    def _close_reasoning(self, output: list[Any]) -> None:
+        for item in self._reasoning:
+            raw = item.raw
+            final = output[item.output_index] if 0 <= item.output_index < len(output) else None
+            if isinstance(final, dict) and final.get("type") == "reasoning":
+                raw = final
+            for i, key in enumerate(item.keys):
+                block = self.blocks.get(key)
+                if block is None:
+                    continue
+                block.extras["reasoning_item_id"] = raw.get("id") or item.id
+                if i == 0 and raw.get("encrypted_content"):
+                    block.extras["encrypted_content"] = raw["encrypted_content"]
+                self.close_block(key)
+        self._reasoning = []
 
     def _server_call(self, raw: dict[str, Any]) -> None:
         call_id = raw.get("id") or self._new_id()
@@ -254,6 +267,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
         response = data.get("response") or {}
         self._response(data)
         self._usage(response)
+        self._close_reasoning(response.get("output") or [])
         status = response.get("status") or data["type"].rsplit(".", 1)[-1]
         if status == "incomplete":
             reason = (response.get("incomplete_details") or {}).get("reason") or "incomplete"
@@ -263,6 +277,10 @@ class OpenAIResponsesAdapter(BaseAdapter):
             self.provider_stop_reason = status
             self.stop_reason = "tool_use" if self._has_calls else "end_turn"
         self._finish()
+
+    def _fail(self, err: Any) -> None:
+        self._close_reasoning([])
+        super()._fail(err)
 
     def _failed(self, data: dict[str, Any]) -> None:
         response = data.get("response") or {}
