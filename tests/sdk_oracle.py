@@ -37,13 +37,18 @@ def chat_final(body: bytes) -> Any:
     with client.chat.completions.stream(model="m", messages=[{"role": "user", "content": "x"}]) as stream:
         try:
             return stream.get_final_completion()
-        except openai.LengthFinishReasonError as exc:
-            # The helper refuses to "parse" a reply cut by max_tokens, but hands over
-            # what it accumulated.
+        except (openai.LengthFinishReasonError, openai.ContentFilterFinishReasonError) as exc:
+            # The helper refuses to "parse" a reply cut by max_tokens or the content
+            # filter, but hands over what it accumulated.
             return exc.completion
 
 
 def responses_final(body: bytes) -> Any:
+    # The SDK's stream helper only accepts response.completed as the end of a stream
+    # (it raises on response.incomplete). Its final object is the terminal event's
+    # response either way, so it is fed the same bytes with that one event renamed.
+    body = body.replace(b"event: response.incomplete\n", b"event: response.completed\n")
+    body = body.replace(b'"type": "response.incomplete"', b'"type": "response.completed"')
     client = _client(openai.OpenAI, body)
     with client.responses.stream(model="m", input="x") as stream:
         return stream.get_final_response()
@@ -179,7 +184,13 @@ def compare_responses(msg: Msg, final: Any, end: Any) -> list[str]:
     assert (end.input_tokens, end.output_tokens) == (u.input_tokens, u.output_tokens)
     assert end.cache_input_tokens == (u.input_tokens_details.cached_tokens or 0)
     assert end.reasoning_tokens == (u.output_tokens_details.reasoning_tokens or 0)
-    assert end.provider_stop_reason == final.status
+    if final.status == "incomplete":
+        assert end.provider_stop_reason == final.incomplete_details.reason
+        assert end.stop_reason in ("max_tokens", "content_filter")
+    else:
+        assert end.provider_stop_reason == final.status
+        has_calls = any(item.type == "function_call" for item in final.output)
+        assert end.stop_reason == ("tool_use" if has_calls else "end_turn")
     return notes
 
 

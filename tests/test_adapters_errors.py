@@ -1,0 +1,230 @@
+"""Broken streams: each gives a typed error, and what arrived before it still folds.
+
+Bodies here are written by hand from the documented wire formats.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from modelwire import event as E
+from modelwire.adapters import decode_sse
+from modelwire.adapters._sse import SSEDecoder
+from modelwire.errors import (
+    IncompleteStreamError,
+    InvalidRequestError,
+    OverloadedError,
+    ProviderError,
+    RateLimitError,
+    StreamProtocolError,
+    UpstreamError,
+)
+from modelwire.message import AssistantMsg
+
+
+def sse(*events: dict | str, named: bool = False) -> bytes:
+    out = []
+    for ev in events:
+        if isinstance(ev, str):
+            out.append(f"data: {ev}\n\n")
+        elif named:
+            out.append(f"event: {ev['type']}\ndata: {json.dumps(ev)}\n\n")
+        else:
+            out.append(f"data: {json.dumps(ev)}\n\n")
+    return "".join(out).encode()
+
+
+def fold_error(protocol: str, body: bytes) -> tuple[ProviderError, AssistantMsg]:
+    with pytest.raises(ProviderError) as info:
+        decode_sse(protocol, body, "r")
+    err = info.value
+    events = [E.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *err.events]
+    events.append(E.ReplyEndEvent(session_id="s", reply_id="r", finished_reason="error", error=err.to_error_info()))
+    E.check_stream(events)
+    msg = AssistantMsg("a", [], id="r")
+    for ev in events:
+        msg.append_event(ev)
+    assert msg.error.type == err.error_type and msg.finished_reason == "error"
+    end = [e for e in events if e.type == "MODEL_CALL_END"][-1]
+    assert end.stop_reason == "error"
+    return err, msg
+
+
+# -- Anthropic -------------------------------------------------------------------------------
+
+A_START = {"type": "message_start", "message": {"id": "msg_1", "model": "claude-x", "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}}
+A_TEXT = [
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Partial ans"}},
+]
+
+
+def test_anthropic_error_event_is_typed_and_keeps_the_text():
+    body = sse(A_START, *A_TEXT, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, named=True)
+    err, msg = fold_error("anthropic", body)
+    assert isinstance(err, OverloadedError) and err.provider_type == "overloaded_error" and err.message == "Overloaded"
+    assert err.error_type == "upstream"
+    assert msg.get_text_content() == "Partial ans" and msg.content[0].finished_at
+
+
+@pytest.mark.parametrize(
+    "etype,cls",
+    [("rate_limit_error", RateLimitError), ("invalid_request_error", InvalidRequestError), ("api_error", UpstreamError)],
+)
+def test_anthropic_error_types(etype, cls):
+    err, _ = fold_error("anthropic", sse(A_START, {"type": "error", "error": {"type": etype, "message": "m"}}, named=True))
+    assert type(err) is cls
+
+
+def test_anthropic_stream_cut_off_is_incomplete():
+    err, msg = fold_error("anthropic", sse(A_START, *A_TEXT) + b'event: content_block_delta\ndata: {"type":"content_blo')
+    assert isinstance(err, IncompleteStreamError) and err.error_type == "connection"
+    assert msg.get_text_content() == "Partial ans"
+
+
+def test_anthropic_delta_for_a_block_never_started():
+    body = sse(A_START, {"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "x"}})
+    err, msg = fold_error("anthropic", body)
+    assert isinstance(err, StreamProtocolError) and "never started" in err.message
+
+
+def test_invalid_json_in_a_data_line():
+    body = sse(A_START, *A_TEXT) + b"data: {not json}\n\n"
+    err, msg = fold_error("anthropic", body)
+    assert isinstance(err, StreamProtocolError) and "invalid JSON" in err.message
+    assert msg.get_text_content() == "Partial ans"
+
+
+def test_a_data_line_that_is_not_an_object():
+    err, _ = fold_error("openai-chat", b"data: [1, 2]\n\n")
+    assert isinstance(err, StreamProtocolError)
+
+
+def test_malformed_event_fields_give_a_typed_error_not_a_key_error():
+    body = sse(A_START, {"type": "content_block_start", "index": 0})  # no content_block
+    err, _ = fold_error("anthropic", body)
+    assert isinstance(err, StreamProtocolError) and "content_block" in err.message
+
+
+# -- Chat Completions ------------------------------------------------------------------------
+
+
+def chunk(delta: dict | None = None, finish: str | None = None, **extra) -> dict:
+    choices = [] if delta is None and finish is None else [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
+    return {"id": "c1", "object": "chat.completion.chunk", "model": "gpt-x", "choices": choices, **extra}
+
+
+def test_chat_error_object_in_a_chunk():
+    body = sse(
+        chunk({"role": "assistant", "content": "Hi"}),
+        chunk(error={"message": "Rate limit reached", "type": "rate_limit_exceeded", "code": "rate_limit_exceeded"}),
+    )
+    err, msg = fold_error("openai-chat", body)
+    assert isinstance(err, RateLimitError) and err.message == "Rate limit reached"
+    assert msg.get_text_content() == "Hi"
+
+
+def test_chat_stream_without_finish_or_done_is_incomplete():
+    body = sse(chunk({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "f", "arguments": '{"a"'}}]}))
+    err, msg = fold_error("openai-chat", body)
+    assert isinstance(err, IncompleteStreamError)
+    (call,) = msg.content
+    assert (call.id, call.input) == ("call_1", '{"a"')  # what arrived is kept, raw
+
+
+def test_chat_stream_with_finish_but_no_done_is_accepted_and_noted():
+    events = decode_sse("openai-chat", sse(chunk({"content": "ok"}), chunk(finish="stop")), "r")
+    end = events[-1]
+    assert end.type == "MODEL_CALL_END" and end.stop_reason == "end_turn" and end.metadata["terminal_event_missing"]
+
+
+# -- Responses -------------------------------------------------------------------------------
+
+R_HEAD = [
+    {"type": "response.created", "response": {"id": "resp_1", "model": "gpt-x", "status": "in_progress", "output": []}},
+    {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "msg_1", "content": [], "role": "assistant"}},
+    {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": ""}},
+    {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "Half"},
+]
+
+
+def test_responses_error_event():
+    body = sse(*R_HEAD, {"type": "error", "code": "server_error", "message": "The server had an error", "param": None})
+    err, msg = fold_error("openai-responses", body)
+    assert isinstance(err, UpstreamError) and err.provider_type == "server_error"
+    assert msg.get_text_content() == "Half"
+
+
+def test_responses_failed():
+    failed = {
+        "type": "response.failed",
+        "response": {"id": "resp_1", "status": "failed", "error": {"code": "rate_limit_exceeded", "message": "slow down"}, "usage": None},
+    }
+    err, msg = fold_error("openai-responses", sse(*R_HEAD, failed))
+    assert isinstance(err, RateLimitError) and err.message == "slow down"
+
+
+def test_responses_incomplete_is_a_stop_reason_not_an_error():
+    incomplete = {
+        "type": "response.incomplete",
+        "response": {
+            "id": "resp_1",
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "usage": {"input_tokens": 3, "output_tokens": 7, "input_tokens_details": {"cached_tokens": 1}, "output_tokens_details": {"reasoning_tokens": 2}},
+            "output": [],
+        },
+    }
+    events = decode_sse("openai-responses", sse(*R_HEAD, incomplete), "r")
+    end = events[-1]
+    assert (end.stop_reason, end.provider_stop_reason) == ("max_tokens", "max_output_tokens")
+    assert (end.input_tokens, end.output_tokens, end.cache_input_tokens, end.reasoning_tokens) == (3, 7, 1, 2)
+
+
+def test_responses_done_marker_before_completion_is_incomplete():
+    err, msg = fold_error("openai-responses", sse(*R_HEAD, "[DONE]"))
+    assert isinstance(err, IncompleteStreamError)
+
+
+def test_responses_delta_for_an_item_never_added():
+    body = sse(R_HEAD[0], {"type": "response.output_text.delta", "item_id": "ghost", "output_index": 5, "content_index": 0, "delta": "x"})
+    err, _ = fold_error("openai-responses", body)
+    assert isinstance(err, StreamProtocolError) and "never added" in err.message
+
+
+# -- SSE decoder -----------------------------------------------------------------------------
+
+
+def test_sse_decoder_rules():
+    body = (
+        b"\xef\xbb\xbf: a comment\r\n"
+        b"retry: 1500\r\nid: 42\r\nevent: update\r\ndata:no-space\r\ndata: second line\r\n\r\n"
+        b"data\n\n"  # a field name alone: empty data, still an event
+        b"id\n\n"  # an id line alone resets nothing visible and dispatches nothing
+        b"event: lonely\n\n"  # no data: not dispatched
+        b"data: \xe2\x82\xac\rdata: x\r\r"
+    )
+    dec = SSEDecoder()
+    events = dec.feed(body) + dec.close()
+    assert [(e.event, e.data, e.id, e.retry) for e in events] == [
+        ("update", "no-space\nsecond line", "42", 1500),
+        ("message", "", "42", 1500),
+        ("message", "€\nx", "", 1500),
+    ]
+    assert dec.comments == 1 and not dec.pending
+
+
+def test_sse_decoder_splits_anywhere_including_inside_utf8_and_crlf():
+    body = "data: 漢字🙂\r\n\r\ndata: b\r\n\r\n".encode()
+    expected = SSEDecoder().feed(body)
+    for cut in range(1, len(body)):
+        dec = SSEDecoder()
+        assert dec.feed(body[:cut]) + dec.feed(body[cut:]) + dec.close() == expected, cut
+
+
+def test_sse_cut_mid_line_is_pending():
+    dec = SSEDecoder()
+    assert dec.feed(b"data: {\"a\": 1}\n\ndata: {\"b\"") != []
+    assert dec.close() == [] and dec.pending
