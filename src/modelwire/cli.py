@@ -14,12 +14,63 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(out=sys.stdout)
 
 
+def _cmd_decode(args: argparse.Namespace) -> int:
+    """Raw SSE body -> the rebuilt assistant message (or the events)."""
+    from .adapters import PROTOCOLS, StreamDecoder, get_adapter
+    from .errors import ProviderError
+    from .event import ReplyEndEvent, ReplyStartEvent, dumps_jsonl
+    from .message import AssistantMsg
+
+    if args.protocol not in PROTOCOLS:  # argparse choices already checks; kept for direct calls
+        print(f"modelwire decode: unknown protocol {args.protocol!r}", file=sys.stderr)
+        return 2
+    try:
+        body = sys.stdin.buffer.read() if args.file == "-" else open(args.file, "rb").read()
+    except OSError as exc:
+        print(f"modelwire decode: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        return 2
+    reply = AssistantMsg(args.name, [])
+    start = ReplyStartEvent(session_id="decode", reply_id=reply.id, name=args.name)
+    decoder = StreamDecoder(get_adapter(args.protocol)(reply.id), keep=True)
+    error: ProviderError | None = None
+    try:
+        decoder.feed(body)
+        decoder.close()
+    except ProviderError as exc:
+        error = exc
+    events = [start, *decoder.events]
+    events.append(
+        ReplyEndEvent(
+            session_id="decode",
+            reply_id=reply.id,
+            finished_reason="error" if error else "completed",
+            error=error.to_error_info() if error else None,
+        )
+    )
+    for event in events:
+        reply.append_event(event)
+    if args.events:
+        sys.stdout.write(dumps_jsonl(events))
+    else:
+        sys.stdout.write(reply.model_dump_json(indent=2) + "\n")
+    if error is not None:
+        print(f"modelwire decode: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="modelwire", description="Plug real LLM providers into agents.")
     parser.add_argument("--version", action="version", version=f"modelwire {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = sub.add_parser("demo", help="replay a built-in reply stream and fold it into a message (no API key)")
     demo.set_defaults(func=_cmd_demo)
+    decode = sub.add_parser("decode", help="decode a raw SSE response body into the assistant message it carries")
+    decode.add_argument("--protocol", required=True, choices=["anthropic", "openai-chat", "openai-responses"])
+    decode.add_argument("--events", action="store_true", help="print the events as JSON lines instead of the message")
+    decode.add_argument("--name", default="assistant", help="the name to give the rebuilt message")
+    decode.add_argument("file", help="the SSE body, or - for standard input")
+    decode.set_defaults(func=_cmd_decode)
     return parser
 
 

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from pydantic_core import from_json
 
-from .._ids import new_id, now_iso
+from .._ids import coarse_now_iso, new_id
 from ..errors import (
     IncompleteStreamError,
     ProviderError,
@@ -39,6 +39,14 @@ __all__ = ["BaseAdapter", "StreamDecoder", "Block"]
 _TEXT_KINDS = {
     "text": (E.TextBlockStartEvent, E.TextBlockDeltaEvent, E.TextBlockEndEvent),
     "thinking": (E.ThinkingBlockStartEvent, E.ThinkingBlockDeltaEvent, E.ThinkingBlockEndEvent),
+}
+
+
+_DELTAS = {
+    "text": (E.TextBlockDeltaEvent.__pydantic_validator__.validate_python, "block_id"),
+    "thinking": (E.ThinkingBlockDeltaEvent.__pydantic_validator__.validate_python, "block_id"),
+    "tool_call": (E.ToolCallDeltaEvent.__pydantic_validator__.validate_python, "tool_call_id"),
+    "tool_result": (E.ToolResultTextDeltaEvent.__pydantic_validator__.validate_python, "tool_call_id"),
 }
 
 
@@ -67,7 +75,7 @@ class BaseAdapter:
         *,
         model_name: str | None = None,
         new_id: Callable[[], str] = new_id,
-        clock: Callable[[], str] = now_iso,
+        clock: Callable[[], str] = coarse_now_iso,
     ) -> None:
         self.reply_id = reply_id
         self.model_name = model_name
@@ -155,7 +163,11 @@ class BaseAdapter:
         return []
 
     def _emit(self, cls: type, **fields: Any) -> None:
-        self._out.append(cls(id=self._new_id(), created_at=self._now, reply_id=self.reply_id, **fields))
+        fields["id"] = self._new_id()
+        fields["created_at"] = self._now
+        fields["reply_id"] = self.reply_id
+        # The validator directly: still validated, without BaseModel.__init__'s frame.
+        self._out.append(cls.__pydantic_validator__.validate_python(fields))
 
     def _start(self, data: dict[str, Any]) -> None:
         self.started = True
@@ -183,18 +195,15 @@ class BaseAdapter:
         if not text:
             return
         block.has_delta = True
-        kind = block.kind
-        if kind == "text":
+        make = _DELTAS.get(block.kind)
+        if make is not None:
+            validate, key = make
             self._out.append(
-                E.TextBlockDeltaEvent(id=self._new_id(), created_at=self._now, reply_id=self.reply_id, block_id=block.id, delta=text)
+                validate(
+                    {"id": self._new_id(), "created_at": self._now, "reply_id": self.reply_id, key: block.id, "delta": text}
+                )
             )
-        elif kind == "thinking":
-            self._emit(E.ThinkingBlockDeltaEvent, block_id=block.id, delta=text)
-        elif kind == "tool_call":
-            self._emit(E.ToolCallDeltaEvent, tool_call_id=block.id, delta=text)
-        elif kind == "tool_result":
-            self._emit(E.ToolResultTextDeltaEvent, tool_call_id=block.id, delta=text)
-        elif kind == "data":
+        elif block.kind == "data":
             assert block.parts is not None
             block.parts.append(text)
 

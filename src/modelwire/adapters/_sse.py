@@ -55,7 +55,6 @@ class SSEDecoder:
         self._first = True  # the BOM may only appear at the very start
         self._event = ""
         self._data: list[str] = []
-        self._has_fields = False
         self.last_id: str | None = None
         self.retry: int | None = None
         self.comments = 0
@@ -93,17 +92,22 @@ class SSEDecoder:
         out: list[SSEEvent] = []
         data = self._data
         for line in lines:
+            if line[:6] == "data: ":  # by far the most common line
+                data.append(line[6:])
+                continue
             if not line:
                 if data:
-                    out.append(SSEEvent(self._event or "message", "\n".join(data), self.last_id, self.retry))
+                    payload = data[0] if len(data) == 1 else "\n".join(data)
+                    out.append(SSEEvent(self._event or "message", payload, self.last_id, self.retry))
                     self._data = data = []
                 self._event = ""
-                self._has_fields = False
+                continue
+            if line[:7] == "event: ":
+                self._event = line[7:]
                 continue
             if line[0] == ":":
                 self.comments += 1
                 continue
-            self._has_fields = True
             colon = line.find(":")
             if colon < 0:
                 field, value = line, ""
@@ -142,5 +146,4 @@ class SSEDecoder:
             out.append(SSEEvent(self._event or "message", "\n".join(self._data), self.last_id, self.retry))
             self._data = []
         self._event = ""
-        self._has_fields = False
         return out

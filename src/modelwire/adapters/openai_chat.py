@@ -38,7 +38,6 @@ STOP_REASONS = {
 }
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
-_KNOWN_DELTA = {"role", "content", "refusal", "tool_calls", "function_call", "reasoning_content", "reasoning", "reasoning_details", "channel"}
 
 
 class _Call:
@@ -110,42 +109,44 @@ class OpenAIChatAdapter(BaseAdapter):
         self.reasoning_tokens = completion_details.get("reasoning_tokens") or 0
 
     def _on_delta(self, delta: dict[str, Any]) -> None:
-        for field in _REASONING_FIELDS:
-            piece = delta.get(field)
-            if isinstance(piece, str) and piece:
-                self.delta(self._thinking(field), piece)
-        details = delta.get("reasoning_details")
-        if details:
-            self._merge_details(details)
-        content = delta.get("content")
-        if content:
-            block = self.blocks.get("text") or self.open_block("text", "text")
-            self.delta(block, content)
-        refusal = delta.get("refusal")
-        if refusal:
-            self._refused = True
-            block = self.blocks.get("refusal")
-            if block is None:
-                block = self.open_block("refusal", "text")
-                block.extras["refusal"] = True
-            self.delta(block, refusal)
-        for tc in delta.get("tool_calls") or ():
-            self._tool_call(tc)
-        if delta.get("function_call"):
-            # The legacy single function call: one call, id "call_0".
-            self._tool_call({"index": 0, "function": delta["function_call"]})
-        unknown = [k for k, v in delta.items() if k not in _KNOWN_DELTA and v is not None]
-        if unknown:
-            seen = self.call_metadata.setdefault("unhandled_delta_fields", {})
-            for key in unknown:
-                value = delta[key]
-                previous = seen.get(key)
-                if isinstance(value, str) and isinstance(previous, str):
-                    seen[key] = previous + value
-                elif isinstance(value, dict) and isinstance(previous, list):
-                    previous.append(value)
-                else:
-                    seen[key] = [value] if isinstance(value, dict) else value
+        # One pass over the fields the delta has (usually one or two).
+        for key, value in delta.items():
+            if not value:
+                continue
+            if key == "content":
+                block = self.blocks.get("text") or self.open_block("text", "text")
+                self.delta(block, value)
+            elif key == "tool_calls":
+                for tc in value:
+                    self._tool_call(tc)
+            elif key in _REASONING_FIELDS:
+                if isinstance(value, str):
+                    self.delta(self._thinking(key), value)
+            elif key == "reasoning_details":
+                self._merge_details(value)
+            elif key == "refusal":
+                self._refused = True
+                block = self.blocks.get("refusal")
+                if block is None:
+                    block = self.open_block("refusal", "text")
+                    block.extras["refusal"] = True
+                self.delta(block, value)
+            elif key == "function_call":
+                # The legacy single function call: one call, id "call_0".
+                self._tool_call({"index": 0, "function": value})
+            elif key != "role":
+                self._unhandled(key, value)
+
+    def _unhandled(self, key: str, value: Any) -> None:
+        """Keep delta fields modelwire does not model (strings joined, objects listed)."""
+        seen = self.call_metadata.setdefault("unhandled_delta_fields", {})
+        previous = seen.get(key)
+        if isinstance(value, str) and isinstance(previous, str):
+            seen[key] = previous + value
+        elif isinstance(previous, list):
+            previous.append(value)
+        else:
+            seen[key] = value if isinstance(value, str) else [value]
 
     def _thinking(self, field: str | None) -> Block:
         block = self.blocks.get("reasoning")
