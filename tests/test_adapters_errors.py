@@ -228,3 +228,60 @@ def test_sse_cut_mid_line_is_pending():
     dec = SSEDecoder()
     assert dec.feed(b"data: {\"a\": 1}\n\ndata: {\"b\"") != []
     assert dec.close() == [] and dec.pending
+
+
+# -- Chat tool-call tracking (hand-written from the documented format) --------------------------
+
+
+def fold_ok(protocol: str, body: bytes) -> AssistantMsg:
+    events = [E.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *decode_sse(protocol, body, "r")]
+    events.append(E.ReplyEndEvent(session_id="s", reply_id="r"))
+    E.check_stream(events)
+    msg = AssistantMsg("a", [], id="r")
+    for ev in events:
+        msg.append_event(ev)
+    return msg
+
+
+def test_chat_tool_fragments_are_matched_by_id_then_index_and_tolerate_missing_index():
+    body = sse(
+        chunk({"tool_calls": [{"index": 0, "id": "call_a", "function": {"name": "f", "arguments": ""}}]}),
+        chunk({"tool_calls": [{"index": 1, "id": "call_b", "function": {"name": "g", "arguments": '{"y":'}}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"x":'}}]}),
+        # Some servers repeat the id on every fragment (and may drop the index).
+        chunk({"tool_calls": [{"id": "call_b", "function": {"arguments": " 2}"}}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": " 1}"}}]}),
+        # No id and no index: continues the last call that was named.
+        chunk({"tool_calls": [{"function": {"arguments": ""}}]}),
+        chunk({}, "tool_calls"),
+        "[DONE]",
+    )
+    msg = fold_ok("openai-chat", body)
+    assert [(c.id, c.name, c.input) for c in msg.content] == [("call_a", "f", '{"x": 1}'), ("call_b", "g", '{"y": 2}')]
+
+
+def test_chat_tool_call_without_id_gets_one_and_a_name_that_comes_late_is_used():
+    body = sse(
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": '}}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"name": "search", "arguments": '"x"}'}}]}),
+        chunk({"tool_calls": [{"index": 1, "function": {"name": "noargs"}}]}),
+        chunk({}, "tool_calls"),
+        "[DONE]",
+    )
+    msg = fold_ok("openai-chat", body)
+    assert [(c.id, c.name, c.input) for c in msg.content] == [("call_0", "search", '{"q": "x"}'), ("call_1", "noargs", "{}")]
+
+
+def test_anthropic_tool_without_argument_pieces_gets_its_start_input_or_empty_object():
+    body = sse(
+        A_START,
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t0", "name": "now", "input": {}}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": ""}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}},
+        {"type": "message_stop"},
+    )
+    msg = fold_ok("anthropic", body)
+    assert [(c.id, c.input) for c in msg.content] == [("t0", "{}"), ("t1", '{"a": 1}')]
