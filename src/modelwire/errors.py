@@ -27,6 +27,7 @@ __all__ = [
     "IncompleteStreamError",
     "ConnectionError",
     "TimeoutError",
+    "FormatError",
 ]
 
 
@@ -190,3 +191,19 @@ class ConnectionError(ProviderError):  # noqa: A001 - the name users expect, nam
 
 class TimeoutError(ConnectionError):  # noqa: A001
     error_type = "connection"
+
+
+class FormatError(ModelwireError, ValueError):
+    """A conversation cannot be expressed in a provider's request format.
+
+    Names the index of the offending message (in the list given to the formatter) and
+    the rule, so the problem can be fixed before anything is sent.
+    """
+
+    def __init__(self, index: int | None, rule: str, protocol: str = "") -> None:
+        self.index = index
+        self.rule = rule
+        self.protocol = protocol
+        where = f"message [{index}]" if index is not None else "request"
+        prefix = f"{protocol}: " if protocol else ""
+        super().__init__(f"{prefix}{where}: {rule}")

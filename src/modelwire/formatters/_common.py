@@ -1,0 +1,281 @@
+"""What every formatter shares: tool specs, tool choice, and splitting messages into turns.
+
+A conversation is a list of ``Msg``. One assistant message is one whole reply: its
+thinking, text, tool calls and the results of those calls, in order. Providers want
+that split into turns; :func:`segments` does the split once, in a provider-neutral way,
+and checks the rules every provider shares:
+
+- a tool result answers a tool call made earlier in the conversation;
+- a client-side tool call is answered before the model speaks again (server-side calls
+  are answered by the provider itself);
+- the results that answer one assistant turn are put in the order of its calls.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Sequence
+
+from pydantic_core import from_json
+
+from ..errors import FormatError
+from ..message import DataBlock, Msg, TextBlock, ToolCallBlock, ToolResultBlock
+
+__all__ = ["ToolSpec", "Segment", "segments", "tool_specs", "tool_choice_name", "parse_arguments", "data_parts", "FormatError"]
+
+
+@dataclass
+class ToolSpec:
+    """A tool the model may call: its name, a description and a JSON schema for its arguments."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    strict: bool | None = None
+
+    @classmethod
+    def coerce(cls, tool: Any) -> "ToolSpec":
+        """Accept a ToolSpec, or a tool definition in OpenAI Chat, OpenAI Responses or
+        Anthropic shape, or a plain ``{name, description, parameters}`` dict."""
+        if isinstance(tool, ToolSpec):
+            return tool
+        if hasattr(tool, "tool_spec"):  # agent tools describe themselves
+            return tool.tool_spec()
+        if not isinstance(tool, dict):
+            raise TypeError(f"a tool must be a ToolSpec or a dict, not {type(tool).__name__}")
+        if isinstance(tool.get("function"), dict):
+            tool = tool["function"]
+        schema = tool.get("parameters", tool.get("input_schema"))
+        if "name" not in tool:
+            raise ValueError(f"tool definition without a name: {json.dumps(tool)[:120]}")
+        return cls(
+            name=tool["name"],
+            description=tool.get("description") or "",
+            parameters=schema if schema is not None else {"type": "object", "properties": {}},
+            strict=tool.get("strict"),
+        )
+
+
+def tool_specs(tools: Iterable[Any] | None) -> list[ToolSpec]:
+    specs = [ToolSpec.coerce(t) for t in tools or ()]
+    names = [s.name for s in specs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise FormatError(None, f"tool names must be unique; repeated: {dupes}")
+    return specs
+
+
+ToolChoice = Literal["auto", "none", "required"] | str | dict | None
+
+
+def tool_choice_name(choice: Any, specs: Sequence[ToolSpec]) -> tuple[str | None, str | None]:
+    """Normalize a tool choice to (mode, tool name): mode is auto | none | required | tool."""
+    if choice is None:
+        return None, None
+    if isinstance(choice, dict):
+        name = choice.get("name") or (choice.get("function") or {}).get("name")
+        if not name:
+            raise FormatError(None, f"tool_choice {choice!r} names no tool")
+        choice = name
+    elif choice in ("auto", "none", "required", "any"):
+        return ("required" if choice == "any" else choice), None
+    if choice not in {s.name for s in specs}:
+        raise FormatError(None, f"tool_choice names {choice!r}, which is not among the tools given")
+    return "tool", choice
+
+
+def parse_arguments(call: ToolCallBlock) -> dict[str, Any]:
+    """The arguments of a call as a dict. Arguments cut off mid-JSON (a call truncated by
+    max_tokens) give their longest valid prefix; an empty string gives ``{}``."""
+    text = call.input.strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        try:
+            value = from_json(text, allow_partial=True)
+        except ValueError:
+            value = {}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+_NAME_RE = re.compile(r"[^a-zA-Z0-9_-]+")
+
+
+def sanitize_name(name: str) -> str:
+    """A speaker name as OpenAI accepts it (``^[a-zA-Z0-9_-]{1,64}$``)."""
+    clean = _NAME_RE.sub("_", name).strip("_")[:64]
+    return clean or "user"
+
+
+@dataclass
+class Segment:
+    """One turn-to-be. ``kind``: system | user | assistant | results."""
+
+    kind: str
+    index: int  # the message it starts in
+    blocks: list[Any]
+    name: str = ""
+
+
+def _is_server_call(block: Any) -> bool:
+    return block.type == "tool_call" and bool(getattr(block, "server_side", False))
+
+
+def segments(
+    messages: Sequence[Msg],
+    protocol: str,
+    *,
+    speaker_names: bool = False,
+    assistant_name: str | None = None,
+    split_users: bool = False,
+) -> list[Segment]:
+    """Split messages into neutral turns and check the shared tool rules (see module doc).
+
+    ``speaker_names`` prefixes user text with the speaker's name and turns assistant
+    messages of other agents (``name != assistant_name``) into user content.
+    ``split_users`` keeps user messages of different speakers in separate segments.
+    """
+    split_users = split_users or speaker_names
+    out: list[Segment] = []
+    calls: dict[str, tuple[int, ToolCallBlock]] = {}  # client call id -> (segment position, block)
+    server_calls: set[str] = set()
+    open_calls: dict[str, int] = {}  # calls not answered yet -> message index
+    held: list[tuple[int, Any]] = []  # hint pieces waiting for open calls to be answered
+
+    def add(kind: str, index: int, block: Any, name: str = "") -> None:
+        if out and out[-1].kind == kind and (kind != "user" or out[-1].name == name or not split_users):
+            out[-1].blocks.append(block)
+        else:
+            out.append(Segment(kind, index, [block], name))
+
+    for index, msg in enumerate(messages):
+        if not isinstance(msg, Msg):
+            raise FormatError(index, f"expected a Msg, got {type(msg).__name__}", protocol)
+        role = msg.role
+        as_user = role == "user" or (
+            speaker_names and role == "assistant" and assistant_name is not None and msg.name != assistant_name
+        )
+        for block in msg.content:
+            btype = block.type
+            if btype == "hint":
+                pieces = [TextBlock(text=block.hint)] if isinstance(block.hint, str) else list(block.hint)
+                if open_calls:
+                    # Calls and their results must stay together: the hint follows the results.
+                    held.extend((index, p) for p in pieces)
+                else:
+                    for piece in pieces:
+                        add("user", index, piece, "")
+                continue
+            if role == "system":
+                add("system", index, block, msg.name)
+                continue
+            if as_user:
+                if btype not in ("text", "data"):
+                    if btype == "thinking":
+                        continue  # another agent's thinking is not shown to this one
+                    if btype in ("tool_call", "tool_result"):
+                        continue  # another agent's tool use: its text carries what it found
+                add("user", index, _speaker(block, msg.name) if speaker_names else block, msg.name)
+                continue
+            if btype == "tool_result":
+                if block.id in server_calls:
+                    add("assistant", index, block)
+                    continue
+                if block.id not in calls:
+                    raise FormatError(index, f"tool result {block.id!r} answers no tool call made before it", protocol)
+                if block.state == "running":
+                    raise FormatError(index, f"tool result {block.id!r} is still running; only finished results can be sent", protocol)
+                open_calls.pop(block.id, None)
+                add("results", index, block)
+                if not open_calls and held:
+                    for hint_index, piece in held:
+                        add("user", hint_index, piece, "")
+                    held.clear()
+                continue
+            if btype == "tool_call":
+                if _is_server_call(block):
+                    server_calls.add(block.id)
+                else:
+                    if block.id in calls:
+                        raise FormatError(index, f"tool call id {block.id!r} is used twice", protocol)
+                    if open_calls and out and out[-1].kind != "assistant":
+                        _unanswered(open_calls, protocol)
+                    calls[block.id] = (len(out), block)
+                    open_calls[block.id] = index
+                add("assistant", index, block)
+                continue
+            # text, thinking, data in an assistant message
+            if open_calls and out and out[-1].kind == "results":
+                _unanswered(open_calls, protocol)
+            add("assistant", index, block)
+        if role == "user" and open_calls:
+            _unanswered(open_calls, protocol)
+
+    for hint_index, piece in held:
+        add("user", hint_index, piece, "")
+
+    # Results answering one assistant turn, in the order of its calls.
+    for seg in out:
+        if seg.kind == "results":
+            order = {cid: n for n, cid in enumerate(calls)}
+            seg.blocks.sort(key=lambda r: order.get(r.id, 0))
+    return out
+
+
+def _unanswered(open_calls: dict[str, int], protocol: str) -> None:
+    cid, index = next(iter(open_calls.items()))
+    raise FormatError(
+        index,
+        f"tool call {cid!r} has no result before the conversation goes on; every tool call needs a tool result",
+        protocol,
+    )
+
+
+def _speaker(block: Any, name: str) -> Any:
+    if block.type == "text":
+        return TextBlock(text=f"{name}: {block.text}", id=block.id)
+    return block
+
+
+# -- data blocks -----------------------------------------------------------------------------
+
+
+def data_parts(block: DataBlock) -> tuple[str, str, str]:
+    """(kind, payload, media_type): kind is base64 (payload = data) or url (payload = url)."""
+    src = block.source
+    if src.type == "base64":
+        return "base64", src.data, src.media_type
+    return "url", src.url, src.media_type
+
+
+def data_uri(block: DataBlock) -> str:
+    kind, payload, media_type = data_parts(block)
+    return payload if kind == "url" else f"data:{media_type.split(';')[0]};base64,{payload}"
+
+
+def raw_provider_block(block: DataBlock, protocol: str) -> dict[str, Any] | None:
+    """The provider item a data block carries whole (see the adapters), if it came from ``protocol``."""
+    if getattr(block, "provider", None) != protocol or block.source.type != "base64":
+        return None
+    return json.loads(base64.b64decode(block.source.data))
+
+
+def is_raw_provider_block(block: Any) -> bool:
+    return block.type == "data" and getattr(block, "provider_block_type", None) is not None
+
+
+def result_blocks(result: ToolResultBlock) -> list[Any]:
+    """A tool result's output as blocks (a plain string becomes one text block)."""
+    if isinstance(result.output, str):
+        return [TextBlock(text=result.output)] if result.output else []
+    return list(result.output)
+
+
+def result_text(result: ToolResultBlock) -> str:
+    """The text of a tool result; data pieces are sent separately by the formatters."""
+    return "".join(b.text for b in result_blocks(result) if b.type == "text")

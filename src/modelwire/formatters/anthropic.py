@@ -1,0 +1,251 @@
+"""Messages -> an Anthropic Messages request (``POST /v1/messages``), without ``model`` /
+``max_tokens`` / sampling options, which the models layer adds.
+
+Rules:
+
+- system messages go to the top-level ``system`` (a list of text blocks);
+- user and assistant turns alternate: consecutive content of one role is merged, in order;
+- an assistant message's tool calls become ``tool_use`` blocks (``input`` parsed), and their
+  results become ``tool_result`` blocks at the start of the very next user turn, all the
+  results of one turn together, in call order, ``is_error`` for error / denied /
+  interrupted results;
+- thinking is replayed (``thinking`` + ``signature``, or ``redacted_thinking``) only when it
+  came from Anthropic; other thinking is dropped, or sent as text with
+  ``thinking_as_text=True``;
+- server tool blocks (``server_tool_use`` and their ``*_tool_result``) and other Anthropic
+  blocks kept whole by the adapter are replayed as they came;
+- empty text blocks are never sent;
+- images (jpeg, png, gif, webp), PDFs and plain-text documents, as base64 or URL sources,
+  also inside tool results. ``file://`` sources must be resolved to base64 first (the
+  models layer does it); other media types are an error;
+- prompt caching: ``cache_control`` on the system prompt, the tools and the last N user
+  turns, as asked, within Anthropic's limit of four breakpoints.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Sequence
+from urllib.parse import unquote_to_bytes
+
+from ..errors import FormatError
+from ..message import Msg
+from ._common import (
+    ToolSpec,
+    data_parts,
+    parse_arguments,
+    raw_provider_block,
+    result_blocks,
+    segments,
+    tool_choice_name,
+    tool_specs,
+)
+
+__all__ = ["AnthropicFormatter", "format_anthropic", "MAX_CACHE_BREAKPOINTS"]
+
+PROTOCOL = "anthropic"
+MAX_CACHE_BREAKPOINTS = 4
+IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+class AnthropicFormatter:
+    protocol = PROTOCOL
+
+    def __init__(
+        self,
+        *,
+        thinking_as_text: bool = False,
+        speaker_names: bool = False,
+        assistant_name: str | None = None,
+        cache_system: bool = False,
+        cache_tools: bool = False,
+        cache_last_turns: int = 0,
+    ) -> None:
+        self.thinking_as_text = thinking_as_text
+        self.speaker_names = speaker_names
+        self.assistant_name = assistant_name
+        self.cache_system = cache_system
+        self.cache_tools = cache_tools
+        self.cache_last_turns = cache_last_turns
+
+    def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+        specs = tool_specs(tools)
+        system: list[dict[str, Any]] = []
+        turns: list[dict[str, Any]] = []  # {"role", "content"}
+        segs = segments(messages, PROTOCOL, speaker_names=self.speaker_names, assistant_name=self.assistant_name)
+        for seg in segs:
+            if seg.kind == "system":
+                system += [{"type": "text", "text": b.text} for b in seg.blocks if b.text]
+                continue
+            if seg.kind == "assistant":
+                content = [c for b in seg.blocks for c in self._assistant_block(b, seg.index)]
+                role = "assistant"
+            elif seg.kind == "results":
+                content = [self._result(b, seg.index) for b in seg.blocks]
+                role = "user"
+            else:
+                content = [c for b in seg.blocks for c in self._user_block(b, seg.index)]
+                role = "user"
+            if not content:
+                continue
+            if turns and turns[-1]["role"] == role:
+                turns[-1]["content"] += content
+            else:
+                turns.append({"role": role, "content": content})
+        for turn in turns:
+            if turn["role"] == "user":
+                # tool_result blocks must open the user turn.
+                turn["content"].sort(key=lambda c: c.get("type") != "tool_result")
+
+        payload: dict[str, Any] = {}
+        if system:
+            payload["system"] = system
+        payload["messages"] = turns
+        if specs:
+            payload["tools"] = [_tool(s) for s in specs]
+        mode, name = tool_choice_name(tool_choice, specs)
+        if mode is not None:
+            payload["tool_choice"] = {"type": "any"} if mode == "required" else ({"type": "tool", "name": name} if mode == "tool" else {"type": mode})
+        self._cache(payload)
+        return payload
+
+    # -- blocks -----------------------------------------------------------------------------
+
+    def _user_block(self, block: Any, index: int) -> list[dict[str, Any]]:
+        if block.type == "text":
+            return [{"type": "text", "text": block.text}] if block.text else []
+        if block.type == "data":
+            return [media_block(block, index)]
+        raise FormatError(index, f"a {block.type!r} block cannot be sent in a user turn", PROTOCOL)
+
+    def _assistant_block(self, block: Any, index: int) -> list[dict[str, Any]]:
+        btype = block.type
+        if btype == "text":
+            if not block.text:
+                return []
+            out: dict[str, Any] = {"type": "text", "text": block.text}
+            if getattr(block, "citations", None):
+                out["citations"] = block.citations
+            return [out]
+        if btype == "thinking":
+            if getattr(block, "provider", None) == PROTOCOL:
+                if getattr(block, "redacted_thinking_data", None):
+                    return [{"type": "redacted_thinking", "data": block.redacted_thinking_data}]
+                if getattr(block, "signature", None):
+                    return [{"type": "thinking", "thinking": block.thinking, "signature": block.signature}]
+            if self.thinking_as_text and block.thinking:
+                return [{"type": "text", "text": f"<thinking>\n{block.thinking}\n</thinking>"}]
+            return []
+        if btype == "tool_call":
+            if getattr(block, "server_side", False):
+                if getattr(block, "provider", None) != PROTOCOL:
+                    return []  # another provider's server tool: nothing Anthropic can replay
+                out = {"type": getattr(block, "provider_block_type", "server_tool_use"), "id": block.id, "name": block.name}
+                if getattr(block, "server_name", None):
+                    out["server_name"] = block.server_name
+                out["input"] = parse_arguments(block)
+                return [out]
+            return [{"type": "tool_use", "id": block.id, "name": block.name, "input": parse_arguments(block)}]
+        if btype == "tool_result":  # a server tool's result, kept whole by the adapter
+            raw = block.metadata.get("provider_block") if block.metadata.get("provider") == PROTOCOL else None
+            return [raw] if raw else []
+        if btype == "data":
+            if getattr(block, "provider_block_type", None) is not None:
+                raw = raw_provider_block(block, PROTOCOL)
+                return [raw] if raw else []
+            raise FormatError(index, f"an assistant turn cannot carry {block.source.media_type} data for Anthropic", PROTOCOL)
+        raise FormatError(index, f"a {btype!r} block cannot be sent in an assistant turn", PROTOCOL)
+
+    def _result(self, block: Any, index: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.id}
+        if isinstance(block.output, str):
+            if block.output:
+                out["content"] = block.output
+        else:
+            content = []
+            for piece in result_blocks(block):
+                if piece.type == "text":
+                    if piece.text:
+                        content.append({"type": "text", "text": piece.text})
+                else:
+                    content.append(media_block(piece, index))
+            if content:
+                out["content"] = content
+        if block.state in ("error", "denied", "interrupted"):
+            out["is_error"] = True
+        return out
+
+    # -- prompt caching -----------------------------------------------------------------------
+
+    def _cache(self, payload: dict[str, Any]) -> None:
+        wanted = int(self.cache_system and bool(payload.get("system"))) + int(self.cache_tools and bool(payload.get("tools")))
+        user_turns = [t for t in payload["messages"] if t["role"] == "user"]
+        last = min(self.cache_last_turns, len(user_turns))
+        if wanted + last > MAX_CACHE_BREAKPOINTS:
+            raise FormatError(
+                None,
+                f"{wanted + last} cache breakpoints asked for (system, tools, last {self.cache_last_turns} user turns);"
+                f" Anthropic allows {MAX_CACHE_BREAKPOINTS}",
+                PROTOCOL,
+            )
+        if self.cache_system and payload.get("system"):
+            payload["system"][-1]["cache_control"] = dict(_EPHEMERAL)
+        if self.cache_tools and payload.get("tools"):
+            payload["tools"][-1]["cache_control"] = dict(_EPHEMERAL)
+        for turn in user_turns[len(user_turns) - last :] if last else ():
+            turn["content"][-1]["cache_control"] = dict(_EPHEMERAL)
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        out["description"] = spec.description
+    out["input_schema"] = spec.parameters
+    return out
+
+
+def media_block(block: Any, index: int) -> dict[str, Any]:
+    """An image or document block for a data block."""
+    kind, payload, media_type = data_parts(block)
+    base = media_type.split(";")[0].strip().lower()
+    if kind == "url" and payload.startswith("data:"):
+        kind, payload = "base64", _data_uri_payload(payload, index)
+    if kind == "url" and not payload.startswith(("http://", "https://")):
+        raise FormatError(
+            index,
+            f"Anthropic needs {payload.split(':', 1)[0]}: sources as base64; resolve them before formatting"
+            " (the models layer does)",
+            PROTOCOL,
+        )
+    if base in IMAGE_TYPES:
+        source = {"type": "base64", "media_type": base, "data": payload} if kind == "base64" else {"type": "url", "url": payload}
+        return {"type": "image", "source": source}
+    if base == "application/pdf":
+        source = {"type": "base64", "media_type": base, "data": payload} if kind == "base64" else {"type": "url", "url": payload}
+        doc: dict[str, Any] = {"type": "document", "source": source}
+    elif base == "text/plain" and kind == "base64":
+        text = base64.b64decode(payload).decode("utf-8", "replace")
+        doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": text}}
+    else:
+        raise FormatError(
+            index,
+            f"Anthropic takes images ({', '.join(sorted(IMAGE_TYPES))}), PDFs and plain-text documents;"
+            f" {media_type!r} cannot be sent",
+            PROTOCOL,
+        )
+    if getattr(block, "name", None):
+        doc["title"] = block.name
+    return doc
+
+
+def _data_uri_payload(uri: str, index: int) -> str:
+    head, _, data = uri.partition(",")
+    if head.endswith(";base64"):
+        return data
+    return base64.b64encode(unquote_to_bytes(data)).decode("ascii")
+
+
+def format_anthropic(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
+    """Shortcut for ``AnthropicFormatter(**options).format(messages, tools, tool_choice)``."""
+    return AnthropicFormatter(**options).format(messages, tools, tool_choice)

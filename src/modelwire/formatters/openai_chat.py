@@ -1,0 +1,214 @@
+"""Messages -> an OpenAI Chat Completions request (and OpenAI-compatible servers), without
+``model`` and sampling options, which the models layer adds.
+
+Rules:
+
+- system messages as ``system`` (or ``developer``) messages;
+- user content parts: ``text``, ``image_url`` (data URI or URL), ``input_audio`` (wav or
+  mp3, base64 only), ``file`` (PDF and other documents, base64 only); a user message of one
+  text part is sent as a plain string;
+- an assistant turn carries its text and ``tool_calls``; it is followed at once by one
+  ``tool`` message per call, in call order; media returned by tools, which a ``tool``
+  message cannot carry, goes in one user message after all the tool messages of that turn;
+- ``name`` is sent only with ``include_names=True``, sanitized to what the API accepts;
+- reasoning is replayed in the server's own field (``reasoning_field="reasoning_content"``
+  for DeepSeek-style servers, which want it on tool-call turns, or ``"reasoning"``) when
+  the dialect asks for it, and never otherwise: OpenAI itself takes no reasoning back.
+  Only reasoning that came from an OpenAI-compatible server is replayed there;
+- hints become user content; thinking and server-tool blocks of other providers are not
+  sent (or thinking as text, with ``thinking_as_text=True``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..errors import FormatError
+from ..message import Msg
+from ._common import (
+    ToolSpec,
+    data_parts,
+    data_uri,
+    result_blocks,
+    sanitize_name,
+    segments,
+    tool_choice_name,
+    tool_specs,
+)
+
+__all__ = ["OpenAIChatFormatter", "format_openai_chat"]
+
+PROTOCOL = "openai-chat"
+_AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+
+
+class OpenAIChatFormatter:
+    protocol = PROTOCOL
+
+    def __init__(
+        self,
+        *,
+        system_role: str = "system",
+        reasoning_field: str | None = None,
+        reasoning_on_tool_calls: bool = False,
+        replay_reasoning_details: bool = False,
+        include_names: bool = False,
+        thinking_as_text: bool = False,
+        speaker_names: bool = False,
+        assistant_name: str | None = None,
+    ) -> None:
+        if system_role not in ("system", "developer"):
+            raise ValueError("system_role is 'system' or 'developer'")
+        if reasoning_field not in (None, "reasoning_content", "reasoning"):
+            raise ValueError("reasoning_field is None, 'reasoning_content' or 'reasoning'")
+        self.system_role = system_role
+        self.reasoning_field = reasoning_field
+        self.reasoning_on_tool_calls = reasoning_on_tool_calls
+        self.replay_reasoning_details = replay_reasoning_details
+        self.include_names = include_names
+        self.thinking_as_text = thinking_as_text
+        self.speaker_names = speaker_names
+        self.assistant_name = assistant_name
+
+    def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+        specs = tool_specs(tools)
+        out: list[dict[str, Any]] = []
+        segs = segments(
+            messages,
+            PROTOCOL,
+            speaker_names=self.speaker_names,
+            assistant_name=self.assistant_name,
+            split_users=self.include_names,
+        )
+        for seg in segs:
+            if seg.kind == "system":
+                text = "\n\n".join(b.text for b in seg.blocks if b.text)
+                if text:
+                    out.append({"role": self.system_role, "content": text})
+            elif seg.kind == "user":
+                content = self._user_content(seg.blocks, seg.index)
+                if content:
+                    msg: dict[str, Any] = {"role": "user", "content": content}
+                    if self.include_names and seg.name:
+                        msg["name"] = sanitize_name(seg.name)
+                    out.append(msg)
+            elif seg.kind == "assistant":
+                msg = self._assistant(seg.blocks, seg.index)
+                if msg is not None:
+                    out.append(msg)
+            else:
+                out += self._results(seg.blocks, seg.index)
+        payload: dict[str, Any] = {"messages": out}
+        if specs:
+            payload["tools"] = [_tool(s) for s in specs]
+        mode, name = tool_choice_name(tool_choice, specs)
+        if mode is not None:
+            payload["tool_choice"] = {"type": "function", "function": {"name": name}} if mode == "tool" else mode
+        return payload
+
+    def _user_content(self, blocks: list[Any], index: int) -> str | list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = []
+        for block in blocks:
+            if block.type == "text":
+                if block.text:
+                    parts.append({"type": "text", "text": block.text})
+            elif block.type == "data":
+                parts.append(media_part(block, index))
+            else:
+                raise FormatError(index, f"a {block.type!r} block cannot be sent in a user message", PROTOCOL)
+        if len(parts) == 1 and parts[0]["type"] == "text":
+            return parts[0]["text"]
+        return parts
+
+    def _assistant(self, blocks: list[Any], index: int) -> dict[str, Any] | None:
+        texts: list[str] = []
+        refusals: list[str] = []
+        reasoning: list[str] = []
+        details: list[Any] = []
+        calls: list[dict[str, Any]] = []
+        for block in blocks:
+            btype = block.type
+            if btype == "text":
+                if block.text:
+                    (refusals if getattr(block, "refusal", False) else texts).append(block.text)
+            elif btype == "thinking":
+                if self.reasoning_field and getattr(block, "provider", None) == PROTOCOL:
+                    if block.thinking:
+                        reasoning.append(block.thinking)
+                    details += getattr(block, "reasoning_details", None) or []
+                elif self.thinking_as_text and block.thinking:
+                    texts.append(f"<think>\n{block.thinking}\n</think>")
+            elif btype == "tool_call":
+                if getattr(block, "server_side", False):
+                    continue  # run by another provider; its text answer carries what it found
+                calls.append({"id": block.id, "type": "function", "function": {"name": block.name, "arguments": block.input or "{}"}})
+            elif btype == "tool_result":
+                continue  # a server tool's result (another provider's); see above
+            elif btype == "data":
+                if getattr(block, "provider_block_type", None) is not None:
+                    continue  # another provider's item, kept for that provider only
+                raise FormatError(index, f"an assistant message cannot carry {block.source.media_type} data", PROTOCOL)
+        if not (texts or refusals or calls or reasoning):
+            return None
+        msg: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
+        if refusals:
+            msg["refusal"] = "".join(refusals)
+        if self.reasoning_field and (reasoning or (calls and self.reasoning_on_tool_calls)):
+            msg[self.reasoning_field] = "\n\n".join(reasoning)
+        if self.replay_reasoning_details and details:
+            msg["reasoning_details"] = details
+        if calls:
+            msg["tool_calls"] = calls
+        return msg
+
+    def _results(self, results: list[Any], index: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        media: list[dict[str, Any]] = []
+        for result in results:
+            pieces = result_blocks(result)
+            text = "".join(p.text for p in pieces if p.type == "text")
+            data = [p for p in pieces if p.type == "data"]
+            if data:
+                media.append({"type": "text", "text": f"Media returned by tool call {result.id} ({result.name}):"})
+                media += [media_part(d, index) for d in data]
+                if not text:
+                    text = f"[{len(data)} media item(s); sent in the next user message]"
+            if result.state in ("denied", "interrupted") and not text:
+                text = f"The tool call was {result.state}."
+            out.append({"role": "tool", "tool_call_id": result.id, "content": text})
+        if media:
+            out.append({"role": "user", "content": media})
+        return out
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    fn: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        fn["description"] = spec.description
+    fn["parameters"] = spec.parameters
+    if spec.strict is not None:
+        fn["strict"] = spec.strict
+    return {"type": "function", "function": fn}
+
+
+def media_part(block: Any, index: int) -> dict[str, Any]:
+    kind, payload, media_type = data_parts(block)
+    base = media_type.split(";")[0].strip().lower()
+    if kind == "url" and not payload.startswith(("http://", "https://", "data:")):
+        raise FormatError(index, f"{payload.split(':', 1)[0]}: sources must be resolved to base64 before formatting", PROTOCOL)
+    if base.startswith("image/"):
+        return {"type": "image_url", "image_url": {"url": data_uri(block)}}
+    if base in _AUDIO:
+        if kind != "base64":
+            raise FormatError(index, "OpenAI takes audio as base64 only; resolve the URL first (the models layer does)", PROTOCOL)
+        return {"type": "input_audio", "input_audio": {"data": payload, "format": _AUDIO[base]}}
+    if base == "application/pdf" or base.startswith("text/"):
+        if kind != "base64":
+            raise FormatError(index, "OpenAI takes files as base64 only; resolve the URL first (the models layer does)", PROTOCOL)
+        return {"type": "file", "file": {"filename": block.name or ("document.pdf" if base == "application/pdf" else "document.txt"), "file_data": data_uri(block)}}
+    raise FormatError(index, f"OpenAI Chat Completions takes images, wav/mp3 audio and files; {media_type!r} cannot be sent", PROTOCOL)
+
+
+def format_openai_chat(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
+    """Shortcut for ``OpenAIChatFormatter(**options).format(messages, tools, tool_choice)``."""
+    return OpenAIChatFormatter(**options).format(messages, tools, tool_choice)

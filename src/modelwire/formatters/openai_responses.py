@@ -1,0 +1,217 @@
+"""Messages -> an OpenAI Responses request (``input`` items), without ``model`` and
+sampling options, which the models layer adds.
+
+Rules:
+
+- system messages as ``system`` / ``developer`` message items, or, with
+  ``instructions=True``, the leading ones as the top-level ``instructions``;
+- user messages as ``message`` items with ``input_text``, ``input_image`` (data URI or
+  URL) and ``input_file`` (base64 ``file_data`` or ``file_url``) parts;
+- prior assistant output as ``message`` items with ``output_text`` (and ``refusal``) parts;
+- tool calls as ``function_call`` items (``custom_tool_call`` for custom tools) and their
+  results as ``function_call_output`` items, whose output may be text or a list of
+  ``input_text`` / ``input_image`` / ``input_file`` parts;
+- reasoning from the Responses API is replayed as ``reasoning`` items, with their id, summary
+  (or raw ``reasoning_text``) and ``encrypted_content``, in their original position; other
+  thinking is dropped, or sent as text with ``thinking_as_text=True``;
+- server-side items (``web_search_call`` ...) and other items kept whole by the adapter
+  are replayed as they came. Item ids of replayed output are sent unless
+  ``item_ids=False``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..errors import FormatError
+from ..message import Msg
+from ._common import (
+    ToolSpec,
+    data_parts,
+    data_uri,
+    raw_provider_block,
+    result_blocks,
+    segments,
+    tool_choice_name,
+    tool_specs,
+)
+
+__all__ = ["OpenAIResponsesFormatter", "format_openai_responses"]
+
+PROTOCOL = "openai-responses"
+
+
+class OpenAIResponsesFormatter:
+    protocol = PROTOCOL
+
+    def __init__(
+        self,
+        *,
+        system_role: str = "system",
+        instructions: bool = False,
+        item_ids: bool = True,
+        thinking_as_text: bool = False,
+        speaker_names: bool = False,
+        assistant_name: str | None = None,
+    ) -> None:
+        if system_role not in ("system", "developer"):
+            raise ValueError("system_role is 'system' or 'developer'")
+        self.system_role = system_role
+        self.instructions = instructions
+        self.item_ids = item_ids
+        self.thinking_as_text = thinking_as_text
+        self.speaker_names = speaker_names
+        self.assistant_name = assistant_name
+
+    def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+        specs = tool_specs(tools)
+        items: list[dict[str, Any]] = []
+        instructions: list[str] = []
+        segs = segments(messages, PROTOCOL, speaker_names=self.speaker_names, assistant_name=self.assistant_name)
+        for seg in segs:
+            if seg.kind == "system":
+                text = "\n\n".join(b.text for b in seg.blocks if b.text)
+                if not text:
+                    continue
+                if self.instructions and not items:
+                    instructions.append(text)
+                else:
+                    items.append({"type": "message", "role": self.system_role, "content": text})
+            elif seg.kind == "user":
+                content = [p for b in seg.blocks for p in self._input_part(b, seg.index)]
+                if content:
+                    items.append({"type": "message", "role": "user", "content": content})
+            elif seg.kind == "assistant":
+                items += self._assistant(seg.blocks, seg.index)
+            else:
+                items += [self._result(r, seg.index) for r in seg.blocks]
+        payload: dict[str, Any] = {}
+        if instructions:
+            payload["instructions"] = "\n\n".join(instructions)
+        payload["input"] = items
+        if specs:
+            payload["tools"] = [_tool(s) for s in specs]
+        mode, name = tool_choice_name(tool_choice, specs)
+        if mode is not None:
+            payload["tool_choice"] = {"type": "function", "name": name} if mode == "tool" else mode
+        return payload
+
+    def _input_part(self, block: Any, index: int) -> list[dict[str, Any]]:
+        if block.type == "text":
+            return [{"type": "input_text", "text": block.text}] if block.text else []
+        if block.type == "data":
+            return [input_media(block, index)]
+        raise FormatError(index, f"a {block.type!r} block cannot be sent as user input", PROTOCOL)
+
+    def _assistant(self, blocks: list[Any], index: int) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        message: dict[str, Any] | None = None  # the output message being filled
+        reasoning: dict[str, Any] | None = None  # the reasoning item being filled
+
+        for block in blocks:
+            btype = block.type
+            if btype == "thinking":
+                rid = getattr(block, "reasoning_item_id", None)
+                if getattr(block, "provider", None) == PROTOCOL and rid:
+                    if reasoning is None or reasoning["id"] != rid:
+                        reasoning = {"type": "reasoning", "id": rid, "summary": []}
+                        items.append(reasoning)
+                        message = None
+                    if getattr(block, "encrypted_content", None):
+                        reasoning["encrypted_content"] = block.encrypted_content
+                    if getattr(block, "reasoning_part", "summary") == "content":
+                        reasoning.setdefault("content", []).append({"type": "reasoning_text", "text": block.thinking})
+                    elif block.thinking:  # an item with no summary came as one empty block
+                        reasoning["summary"].append({"type": "summary_text", "text": block.thinking})
+                    continue
+                if self.thinking_as_text and block.thinking:
+                    block_text = f"<thinking>\n{block.thinking}\n</thinking>"
+                    message = self._output_text(items, message, block_text, None, False, [])
+                continue
+            reasoning = None
+            if btype == "text":
+                if block.text:
+                    item_id = getattr(block, "item_id", None) if self.item_ids else None
+                    annotations = getattr(block, "annotations", None) or []
+                    message = self._output_text(items, message, block.text, item_id, bool(getattr(block, "refusal", False)), annotations)
+                continue
+            message = None
+            if btype == "tool_call":
+                if getattr(block, "server_side", False):
+                    continue  # replayed through its result, which holds the whole item
+                if getattr(block, "tool_type", None) == "custom_tool_call":
+                    item = {"type": "custom_tool_call", "call_id": block.id, "name": block.name, "input": block.input}
+                else:
+                    item = {"type": "function_call", "call_id": block.id, "name": block.name, "arguments": block.input or "{}"}
+                if self.item_ids and getattr(block, "item_id", None):
+                    item["id"] = block.item_id
+                items.append(item)
+            elif btype == "tool_result":
+                raw = block.metadata.get("provider_block") if block.metadata.get("provider") == PROTOCOL else None
+                if raw:
+                    items.append(raw)
+            elif btype == "data":
+                if getattr(block, "provider_block_type", None) is not None:
+                    raw = raw_provider_block(block, PROTOCOL)
+                    if raw:
+                        items.append(raw)
+                    continue
+                raise FormatError(index, f"assistant output cannot carry {block.source.media_type} data", PROTOCOL)
+        return items
+
+    @staticmethod
+    def _output_text(items: list, message: dict | None, text: str, item_id: str | None, refusal: bool, annotations: list) -> dict:
+        if message is None or (item_id and message.get("id") not in (None, item_id)):
+            message = {"type": "message", "role": "assistant", "content": [], "status": "completed"}
+            if item_id:
+                message["id"] = item_id
+            items.append(message)
+        part = {"type": "refusal", "refusal": text} if refusal else {"type": "output_text", "text": text, "annotations": list(annotations)}
+        message["content"].append(part)
+        return message
+
+    def _result(self, result: Any, index: int) -> dict[str, Any]:
+        pieces = result_blocks(result)
+        if isinstance(result.output, str) or all(p.type == "text" for p in pieces):
+            output: Any = "".join(p.text for p in pieces)
+        else:
+            output = []
+            for p in pieces:
+                if p.type == "text":
+                    if p.text:
+                        output.append({"type": "input_text", "text": p.text})
+                else:
+                    output.append(input_media(p, index))
+        if result.state in ("denied", "interrupted") and not output:
+            output = f"The tool call was {result.state}."
+        return {"type": "function_call_output", "call_id": result.id, "output": output}
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "function", "name": spec.name}
+    if spec.description:
+        out["description"] = spec.description
+    out["parameters"] = spec.parameters
+    if spec.strict is not None:
+        out["strict"] = spec.strict
+    return out
+
+
+def input_media(block: Any, index: int) -> dict[str, Any]:
+    kind, payload, media_type = data_parts(block)
+    base = media_type.split(";")[0].strip().lower()
+    if kind == "url" and not payload.startswith(("http://", "https://", "data:")):
+        raise FormatError(index, f"{payload.split(':', 1)[0]}: sources must be resolved to base64 before formatting", PROTOCOL)
+    if base.startswith("image/"):
+        return {"type": "input_image", "image_url": data_uri(block), "detail": "auto"}
+    if base == "application/pdf" or base.startswith("text/"):
+        name = block.name or ("document.pdf" if base == "application/pdf" else "document.txt")
+        if kind == "url" and not payload.startswith("data:"):
+            return {"type": "input_file", "file_url": payload}
+        return {"type": "input_file", "filename": name, "file_data": data_uri(block)}
+    raise FormatError(index, f"OpenAI Responses takes images and files (PDF, text); {media_type!r} cannot be sent", PROTOCOL)
+
+
+def format_openai_responses(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
+    """Shortcut for ``OpenAIResponsesFormatter(**options).format(messages, tools, tool_choice)``."""
+    return OpenAIResponsesFormatter(**options).format(messages, tools, tool_choice)
