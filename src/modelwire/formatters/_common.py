@@ -120,6 +120,11 @@ class Segment:
     index: int  # the message it starts in
     blocks: list[Any]
     name: str = ""
+    origin: dict[int, int] = field(default_factory=dict)  # id(block) -> index of its message
+
+    def index_of(self, block: Any) -> int:
+        """The index of the message a block came from (for error messages)."""
+        return self.origin.get(id(block), self.index)
 
 
 def _is_server_call(block: Any) -> bool:
@@ -152,6 +157,7 @@ def segments(
             out[-1].blocks.append(block)
         else:
             out.append(Segment(kind, index, [block], name))
+        out[-1].origin[id(block)] = index
 
     for index, msg in enumerate(messages):
         if not isinstance(msg, Msg):

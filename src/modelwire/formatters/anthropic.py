@@ -79,13 +79,13 @@ class AnthropicFormatter:
                 system += [{"type": "text", "text": b.text} for b in seg.blocks if b.text]
                 continue
             if seg.kind == "assistant":
-                content = [c for b in seg.blocks for c in self._assistant_block(b, seg.index)]
+                content = [c for b in seg.blocks for c in self._assistant_block(b, seg.index_of(b))]
                 role = "assistant"
             elif seg.kind == "results":
-                content = [self._result(b, seg.index) for b in seg.blocks]
+                content = [self._result(b, seg.index_of(b)) for b in seg.blocks]
                 role = "user"
             else:
-                content = [c for b in seg.blocks for c in self._user_block(b, seg.index)]
+                content = [c for b in seg.blocks for c in self._user_block(b, seg.index_of(b))]
                 role = "user"
             if not content:
                 continue

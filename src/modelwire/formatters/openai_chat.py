@@ -86,18 +86,18 @@ class OpenAIChatFormatter:
                 if text:
                     out.append({"role": self.system_role, "content": text})
             elif seg.kind == "user":
-                content = self._user_content(seg.blocks, seg.index)
+                content = self._user_content(seg)
                 if content:
                     msg: dict[str, Any] = {"role": "user", "content": content}
                     if self.include_names and seg.name:
                         msg["name"] = sanitize_name(seg.name)
                     out.append(msg)
             elif seg.kind == "assistant":
-                msg = self._assistant(seg.blocks, seg.index)
+                msg = self._assistant(seg)
                 if msg is not None:
                     out.append(msg)
             else:
-                out += self._results(seg.blocks, seg.index)
+                out += self._results(seg)
         payload: dict[str, Any] = {"messages": out}
         if specs:
             payload["tools"] = [_tool(s) for s in specs]
@@ -106,9 +106,10 @@ class OpenAIChatFormatter:
             payload["tool_choice"] = {"type": "function", "function": {"name": name}} if mode == "tool" else mode
         return payload
 
-    def _user_content(self, blocks: list[Any], index: int) -> str | list[dict[str, Any]]:
+    def _user_content(self, seg: Any) -> str | list[dict[str, Any]]:
         parts: list[dict[str, Any]] = []
-        for block in blocks:
+        for block in seg.blocks:
+            index = seg.index_of(block)
             if block.type == "text":
                 if block.text:
                     parts.append({"type": "text", "text": block.text})
@@ -120,13 +121,13 @@ class OpenAIChatFormatter:
             return parts[0]["text"]
         return parts
 
-    def _assistant(self, blocks: list[Any], index: int) -> dict[str, Any] | None:
+    def _assistant(self, seg: Any) -> dict[str, Any] | None:
         texts: list[str] = []
         refusals: list[str] = []
         reasoning: list[str] = []
         details: list[Any] = []
         calls: list[dict[str, Any]] = []
-        for block in blocks:
+        for block in seg.blocks:
             btype = block.type
             if btype == "text":
                 if block.text:
@@ -147,7 +148,7 @@ class OpenAIChatFormatter:
             elif btype == "data":
                 if getattr(block, "provider_block_type", None) is not None:
                     continue  # another provider's item, kept for that provider only
-                raise FormatError(index, f"an assistant message cannot carry {block.source.media_type} data", PROTOCOL)
+                raise FormatError(seg.index_of(block), f"an assistant message cannot carry {block.source.media_type} data", PROTOCOL)
         if not (texts or refusals or calls or reasoning):
             return None
         msg: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
@@ -161,10 +162,11 @@ class OpenAIChatFormatter:
             msg["tool_calls"] = calls
         return msg
 
-    def _results(self, results: list[Any], index: int) -> list[dict[str, Any]]:
+    def _results(self, seg: Any) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         media: list[dict[str, Any]] = []
-        for result in results:
+        for result in seg.blocks:
+            index = seg.index_of(result)
             pieces = result_blocks(result)
             text = "".join(p.text for p in pieces if p.type == "text")
             data = [p for p in pieces if p.type == "data"]

@@ -78,13 +78,13 @@ class OpenAIResponsesFormatter:
                 else:
                     items.append({"type": "message", "role": self.system_role, "content": text})
             elif seg.kind == "user":
-                content = [p for b in seg.blocks for p in self._input_part(b, seg.index)]
+                content = [p for b in seg.blocks for p in self._input_part(b, seg.index_of(b))]
                 if content:
                     items.append({"type": "message", "role": "user", "content": content})
             elif seg.kind == "assistant":
-                items += self._assistant(seg.blocks, seg.index)
+                items += self._assistant(seg)
             else:
-                items += [self._result(r, seg.index) for r in seg.blocks]
+                items += [self._result(r, seg.index_of(r)) for r in seg.blocks]
         payload: dict[str, Any] = {}
         if instructions:
             payload["instructions"] = "\n\n".join(instructions)
@@ -103,12 +103,12 @@ class OpenAIResponsesFormatter:
             return [input_media(block, index)]
         raise FormatError(index, f"a {block.type!r} block cannot be sent as user input", PROTOCOL)
 
-    def _assistant(self, blocks: list[Any], index: int) -> list[dict[str, Any]]:
+    def _assistant(self, seg: Any) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         message: dict[str, Any] | None = None  # the output message being filled
         reasoning: dict[str, Any] | None = None  # the reasoning item being filled
 
-        for block in blocks:
+        for block in seg.blocks:
             btype = block.type
             if btype == "thinking":
                 rid = getattr(block, "reasoning_item_id", None)
@@ -156,18 +156,26 @@ class OpenAIResponsesFormatter:
                     if raw:
                         items.append(raw)
                     continue
-                raise FormatError(index, f"assistant output cannot carry {block.source.media_type} data", PROTOCOL)
+                raise FormatError(seg.index_of(block), f"assistant output cannot carry {block.source.media_type} data", PROTOCOL)
         return items
 
     @staticmethod
     def _output_text(items: list, message: dict | None, text: str, item_id: str | None, refusal: bool, annotations: list) -> dict:
-        if message is None or (item_id and message.get("id") not in (None, item_id)):
-            message = {"type": "message", "role": "assistant", "content": [], "status": "completed"}
-            if item_id:
-                message["id"] = item_id
+        """Add text to the assistant message being built. Output that came with its item id
+        is replayed as that output message (``output_text`` / ``refusal`` parts); other text
+        goes in a plain assistant message, which the API takes without an id."""
+        if item_id:
+            if message is None or message.get("id") != item_id:
+                message = {"type": "message", "id": item_id, "role": "assistant", "content": [], "status": "completed"}
+                items.append(message)
+            part = {"type": "refusal", "refusal": text} if refusal else {"type": "output_text", "text": text, "annotations": list(annotations)}
+            message["content"].append(part)
+            return message
+        if message is None or "id" in message:
+            message = {"type": "message", "role": "assistant", "content": text}
             items.append(message)
-        part = {"type": "refusal", "refusal": text} if refusal else {"type": "output_text", "text": text, "annotations": list(annotations)}
-        message["content"].append(part)
+        else:
+            message["content"] += "\n\n" + text
         return message
 
     def _result(self, result: Any, index: int) -> dict[str, Any]:
@@ -192,8 +200,7 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     if spec.description:
         out["description"] = spec.description
     out["parameters"] = spec.parameters
-    if spec.strict is not None:
-        out["strict"] = spec.strict
+    out["strict"] = bool(spec.strict)  # the API wants it said; strict schemas are opt-in
     return out
 
 

@@ -1,0 +1,119 @@
+"""Strict validation of a payload against the official SDKs' own request TypedDicts.
+
+pydantic's TypeAdapter accepts these TypedDicts but validates ``Iterable[...]`` fields
+lazily and ignores unknown keys, so a misspelled field inside a content block passes.
+This walks the SDK's type hints instead: every key must be declared, every required key
+present, every literal and scalar of the right kind, every list item checked.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import types
+import typing
+from typing import Any
+
+from typing_extensions import NotRequired, Required, get_args, get_origin, get_type_hints, is_typeddict
+
+
+class ParamError(AssertionError):
+    pass
+
+
+def check(value: Any, tp: Any, path: str = "$") -> None:
+    origin = get_origin(tp)
+    if tp is Any or tp is object:
+        return
+    if origin is typing.Annotated:
+        return check(value, get_args(tp)[0], path)
+    if origin in (Required, NotRequired):
+        return check(value, get_args(tp)[0], path)
+    if isinstance(tp, typing.TypeVar):
+        return
+    if origin is typing.Literal:
+        if value not in get_args(tp):
+            raise ParamError(f"{path}: {value!r} is not one of {get_args(tp)}")
+        return
+    if origin in (typing.Union, types.UnionType):
+        errors = []
+        for arg in get_args(tp):
+            try:
+                check(value, arg, path)
+                return
+            except ParamError as exc:
+                errors.append(str(exc))
+        # Report the variant that got furthest (the longest path), it is the likely intent.
+        raise ParamError(max(errors, key=lambda e: e.split(":")[0].count(".") + e.split(":")[0].count("[")))
+    if tp is type(None) or tp is None:
+        if value is not None:
+            raise ParamError(f"{path}: expected null, got {type(value).__name__}")
+        return
+    if is_typeddict(tp):
+        if not isinstance(value, dict):
+            raise ParamError(f"{path}: expected an object ({tp.__name__}), got {type(value).__name__}")
+        hints = get_type_hints(tp, include_extras=True)
+        unknown = set(value) - set(hints)
+        if unknown:
+            raise ParamError(f"{path}: {tp.__name__} has no field(s) {sorted(unknown)}")
+        # Required[...] marks are read from the hints: __required_keys__ misses them when
+        # the SDK's TypedDicts are total=False (as they are) on some Python versions.
+        total = getattr(tp, "__total__", True)
+        required = set(tp.__required_keys__) | {
+            k for k, h in hints.items() if get_origin(h) is Required or (total and get_origin(h) is not NotRequired)
+        }
+        missing = required - set(value)
+        if missing:
+            raise ParamError(f"{path}: {tp.__name__} needs {sorted(missing)}")
+        for key, item in value.items():
+            check(item, hints[key], f"{path}.{key}")
+        return
+    if origin in (list, cabc.Iterable, cabc.Sequence, typing.Iterable, typing.Sequence, typing.List):
+        if not isinstance(value, list):
+            raise ParamError(f"{path}: expected a list, got {type(value).__name__}")
+        (arg,) = get_args(tp) or (Any,)
+        for i, item in enumerate(value):
+            check(item, arg, f"{path}[{i}]")
+        return
+    if origin in (dict, cabc.Mapping, typing.Dict, typing.Mapping):
+        if not isinstance(value, dict):
+            raise ParamError(f"{path}: expected an object, got {type(value).__name__}")
+        return
+    if tp is str:
+        if not isinstance(value, str):
+            raise ParamError(f"{path}: expected a string, got {type(value).__name__}")
+        return
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ParamError(f"{path}: expected a bool, got {type(value).__name__}")
+        return
+    if tp in (int, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ParamError(f"{path}: expected a number, got {type(value).__name__}")
+        return
+    if isinstance(tp, type):
+        # A class (an SDK response model, bytes, a file type): a JSON payload is never one.
+        if isinstance(value, tp):
+            return
+        raise ParamError(f"{path}: expected {tp.__name__}, got {type(value).__name__}")
+    raise ParamError(f"{path}: cannot check {value!r} against {tp!r}")
+
+
+def anthropic_request(payload: dict) -> None:
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+
+    check({"model": "claude-test", "max_tokens": 16, **payload}, MessageCreateParamsNonStreaming)
+
+
+def chat_request(payload: dict) -> None:
+    from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+
+    check({"model": "gpt-test", **payload}, CompletionCreateParamsNonStreaming)
+
+
+def responses_request(payload: dict) -> None:
+    from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
+
+    check({"model": "gpt-test", **payload}, ResponseCreateParamsNonStreaming)
+
+
+VALIDATORS = {"anthropic": anthropic_request, "openai-chat": chat_request, "openai-responses": responses_request}
