@@ -73,3 +73,36 @@ def test_decode_usage_errors():
     assert run("decode", "--protocol", "nope", "-").returncode == 2
     missing = run("decode", "--protocol", "anthropic", "/nonexistent/file.sse")
     assert missing.returncode == 2 and b"cannot read" in missing.stderr
+
+
+def test_format_prints_the_payload(tmp_path):
+    from modelwire.message import AssistantMsg, ToolCallBlock, ToolResultBlock, UserMsg
+
+    conv = [
+        UserMsg("u", "Weather?"),
+        AssistantMsg("a", [ToolCallBlock(id="c1", name="get_weather", input='{"city": "Oslo"}'), ToolResultBlock(id="c1", name="get_weather", output="snow", state="success")]),
+    ]
+    msgs = tmp_path / "conv.json"
+    msgs.write_text(json.dumps([m.to_dict() for m in conv]))
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"name": "get_weather", "description": "w", "parameters": {"type": "object"}}]))
+    out = run("format", "--protocol", "anthropic", "--tools", str(tools), "--tool-choice", "auto", str(msgs))
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert payload["messages"][1]["content"] == [{"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Oslo"}}]
+    assert payload["messages"][2]["content"] == [{"type": "tool_result", "tool_use_id": "c1", "content": "snow"}]
+    assert payload["tool_choice"] == {"type": "auto"}
+    chat = json.loads(run("format", "--protocol", "openai-chat", "-", stdin=msgs.read_bytes()).stdout)
+    assert chat["messages"][2] == {"role": "tool", "tool_call_id": "c1", "content": "snow"}
+
+
+def test_format_errors_name_the_message(tmp_path):
+    from modelwire.message import AssistantMsg, ToolResultBlock, UserMsg
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([UserMsg("u", "x").to_dict(), AssistantMsg("a", [ToolResultBlock(id="ghost", name="f", output="", state="success")]).to_dict()]))
+    out = run("format", "--protocol", "openai-responses", str(bad))
+    assert out.returncode == 2 and b"message [1]" in out.stderr and b"ghost" in out.stderr
+    notjson = tmp_path / "x.json"
+    notjson.write_text("{")
+    assert b"is not JSON" in run("format", "--protocol", "anthropic", str(notjson)).stderr

@@ -59,6 +59,46 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_format(args: argparse.Namespace) -> int:
+    """A JSON list of messages -> the request payload of one protocol."""
+    import json
+
+    from pydantic import TypeAdapter, ValidationError
+
+    from .errors import FormatError
+    from .formatters import get_formatter
+    from .message import Msg
+
+    def load(path: str) -> object:
+        try:
+            text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+            return json.loads(text)
+        except OSError as exc:
+            raise SystemExit(_fail(f"cannot read {path}: {exc.strerror}"))
+        except ValueError as exc:
+            raise SystemExit(_fail(f"{path} is not JSON: {exc}"))
+
+    data = load(args.file)
+    try:
+        messages = TypeAdapter(list[Msg]).validate_python(data)
+    except ValidationError as exc:
+        return _fail(f"{args.file} is not a list of messages: {exc}")
+    tools = load(args.tools) if args.tools else None
+    choice = args.tool_choice
+    try:
+        payload = get_formatter(args.protocol)().format(messages, tools, choice)
+    except (FormatError, ValueError, TypeError) as exc:
+        return _fail(str(exc))
+    json.dump(payload, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _fail(message: str) -> int:
+    print(f"modelwire: {message}", file=sys.stderr)
+    return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="modelwire", description="Plug real LLM providers into agents.")
     parser.add_argument("--version", action="version", version=f"modelwire {__version__}")
@@ -71,6 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     decode.add_argument("--name", default="assistant", help="the name to give the rebuilt message")
     decode.add_argument("file", help="the SSE body, or - for standard input")
     decode.set_defaults(func=_cmd_decode)
+    fmt = sub.add_parser("format", help="turn a JSON list of messages into a provider's request payload")
+    fmt.add_argument("--protocol", required=True, choices=["anthropic", "openai-chat", "openai-responses"])
+    fmt.add_argument("--tools", help="a JSON file with a list of tool definitions")
+    fmt.add_argument("--tool-choice", help="auto, none, required, or a tool name")
+    fmt.add_argument("file", help="a JSON list of messages (Msg.to_dict() form), or - for standard input")
+    fmt.set_defaults(func=_cmd_format)
     return parser
 
 

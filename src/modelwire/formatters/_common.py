@@ -24,7 +24,7 @@ from pydantic_core import from_json
 from ..errors import FormatError
 from ..message import DataBlock, Msg, TextBlock, ToolCallBlock, ToolResultBlock
 
-__all__ = ["ToolSpec", "Segment", "segments", "tool_specs", "tool_choice_name", "parse_arguments", "data_parts", "FormatError"]
+__all__ = ["ToolSpec", "Segment", "segments", "tool_specs", "extra", "tool_choice_name", "parse_arguments", "data_parts", "FormatError"]
 
 
 @dataclass
@@ -127,8 +127,16 @@ class Segment:
         return self.origin.get(id(block), self.index)
 
 
+def extra(block: Any, key: str, default: Any = None) -> Any:
+    """A provider extra of a block (see the adapters), or ``default``. Cheaper than
+    ``getattr``, which goes through pydantic's ``__getattr__`` and an exception when the
+    extra is absent."""
+    extras = block.__pydantic_extra__
+    return extras.get(key, default) if extras else default
+
+
 def _is_server_call(block: Any) -> bool:
-    return block.type == "tool_call" and bool(getattr(block, "server_side", False))
+    return block.type == "tool_call" and bool(extra(block, "server_side"))
 
 
 def segments(
@@ -226,9 +234,9 @@ def segments(
         add("user", hint_index, piece, "")
 
     # Results answering one assistant turn, in the order of its calls.
+    order = {cid: n for n, cid in enumerate(calls)}
     for seg in out:
         if seg.kind == "results":
-            order = {cid: n for n, cid in enumerate(calls)}
             seg.blocks.sort(key=lambda r: order.get(r.id, 0))
     return out
 
@@ -266,13 +274,13 @@ def data_uri(block: DataBlock) -> str:
 
 def raw_provider_block(block: DataBlock, protocol: str) -> dict[str, Any] | None:
     """The provider item a data block carries whole (see the adapters), if it came from ``protocol``."""
-    if getattr(block, "provider", None) != protocol or block.source.type != "base64":
+    if extra(block, "provider") != protocol or block.source.type != "base64":
         return None
     return json.loads(base64.b64decode(block.source.data))
 
 
 def is_raw_provider_block(block: Any) -> bool:
-    return block.type == "data" and getattr(block, "provider_block_type", None) is not None
+    return block.type == "data" and extra(block, "provider_block_type") is not None
 
 
 def result_blocks(result: ToolResultBlock) -> list[Any]:

@@ -31,6 +31,7 @@ from urllib.parse import unquote_to_bytes
 from ..errors import FormatError
 from ..message import Msg
 from ._common import (
+    extra,
     ToolSpec,
     data_parts,
     parse_arguments,
@@ -125,25 +126,25 @@ class AnthropicFormatter:
             if not block.text:
                 return []
             out: dict[str, Any] = {"type": "text", "text": block.text}
-            if getattr(block, "citations", None):
-                out["citations"] = block.citations
+            if extra(block, "citations"):
+                out["citations"] = extra(block, "citations")
             return [out]
         if btype == "thinking":
-            if getattr(block, "provider", None) == PROTOCOL:
-                if getattr(block, "redacted_thinking_data", None):
-                    return [{"type": "redacted_thinking", "data": block.redacted_thinking_data}]
-                if getattr(block, "signature", None):
-                    return [{"type": "thinking", "thinking": block.thinking, "signature": block.signature}]
+            if extra(block, "provider") == PROTOCOL:
+                if extra(block, "redacted_thinking_data"):
+                    return [{"type": "redacted_thinking", "data": extra(block, "redacted_thinking_data")}]
+                if extra(block, "signature"):
+                    return [{"type": "thinking", "thinking": block.thinking, "signature": extra(block, "signature")}]
             if self.thinking_as_text and block.thinking:
                 return [{"type": "text", "text": f"<thinking>\n{block.thinking}\n</thinking>"}]
             return []
         if btype == "tool_call":
-            if getattr(block, "server_side", False):
-                if getattr(block, "provider", None) != PROTOCOL:
+            if extra(block, "server_side", False):
+                if extra(block, "provider") != PROTOCOL:
                     return []  # another provider's server tool: nothing Anthropic can replay
-                out = {"type": getattr(block, "provider_block_type", "server_tool_use"), "id": block.id, "name": block.name}
-                if getattr(block, "server_name", None):
-                    out["server_name"] = block.server_name
+                out = {"type": extra(block, "provider_block_type", "server_tool_use"), "id": block.id, "name": block.name}
+                if extra(block, "server_name"):
+                    out["server_name"] = extra(block, "server_name")
                 out["input"] = parse_arguments(block)
                 return [out]
             return [{"type": "tool_use", "id": block.id, "name": block.name, "input": parse_arguments(block)}]
@@ -151,7 +152,7 @@ class AnthropicFormatter:
             raw = block.metadata.get("provider_block") if block.metadata.get("provider") == PROTOCOL else None
             return [raw] if raw else []
         if btype == "data":
-            if getattr(block, "provider_block_type", None) is not None:
+            if extra(block, "provider_block_type") is not None:
                 raw = raw_provider_block(block, PROTOCOL)
                 return [raw] if raw else []
             raise FormatError(index, f"an assistant turn cannot carry {block.source.media_type} data for Anthropic", PROTOCOL)
@@ -234,7 +235,7 @@ def media_block(block: Any, index: int) -> dict[str, Any]:
             f" {media_type!r} cannot be sent",
             PROTOCOL,
         )
-    if getattr(block, "name", None):
+    if block.name:
         doc["title"] = block.name
     return doc
 

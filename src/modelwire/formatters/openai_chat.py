@@ -26,6 +26,7 @@ from typing import Any, Sequence
 from ..errors import FormatError
 from ..message import Msg
 from ._common import (
+    extra,
     ToolSpec,
     data_parts,
     data_uri,
@@ -131,22 +132,22 @@ class OpenAIChatFormatter:
             btype = block.type
             if btype == "text":
                 if block.text:
-                    (refusals if getattr(block, "refusal", False) else texts).append(block.text)
+                    (refusals if extra(block, "refusal", False) else texts).append(block.text)
             elif btype == "thinking":
-                if self.reasoning_field and getattr(block, "provider", None) == PROTOCOL:
+                if self.reasoning_field and extra(block, "provider") == PROTOCOL:
                     if block.thinking:
                         reasoning.append(block.thinking)
-                    details += getattr(block, "reasoning_details", None) or []
+                    details += extra(block, "reasoning_details") or []
                 elif self.thinking_as_text and block.thinking:
                     texts.append(f"<think>\n{block.thinking}\n</think>")
             elif btype == "tool_call":
-                if getattr(block, "server_side", False):
+                if extra(block, "server_side", False):
                     continue  # run by another provider; its text answer carries what it found
                 calls.append({"id": block.id, "type": "function", "function": {"name": block.name, "arguments": block.input or "{}"}})
             elif btype == "tool_result":
                 continue  # a server tool's result (another provider's); see above
             elif btype == "data":
-                if getattr(block, "provider_block_type", None) is not None:
+                if extra(block, "provider_block_type") is not None:
                     continue  # another provider's item, kept for that provider only
                 raise FormatError(seg.index_of(block), f"an assistant message cannot carry {block.source.media_type} data", PROTOCOL)
         if not (texts or refusals or calls or reasoning):

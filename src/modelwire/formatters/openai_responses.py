@@ -26,6 +26,7 @@ from typing import Any, Sequence
 from ..errors import FormatError
 from ..message import Msg
 from ._common import (
+    extra,
     ToolSpec,
     data_parts,
     data_uri,
@@ -111,15 +112,15 @@ class OpenAIResponsesFormatter:
         for block in seg.blocks:
             btype = block.type
             if btype == "thinking":
-                rid = getattr(block, "reasoning_item_id", None)
-                if getattr(block, "provider", None) == PROTOCOL and rid:
+                rid = extra(block, "reasoning_item_id")
+                if extra(block, "provider") == PROTOCOL and rid:
                     if reasoning is None or reasoning["id"] != rid:
                         reasoning = {"type": "reasoning", "id": rid, "summary": []}
                         items.append(reasoning)
                         message = None
-                    if getattr(block, "encrypted_content", None):
-                        reasoning["encrypted_content"] = block.encrypted_content
-                    if getattr(block, "reasoning_part", "summary") == "content":
+                    if extra(block, "encrypted_content"):
+                        reasoning["encrypted_content"] = extra(block, "encrypted_content")
+                    if extra(block, "reasoning_part", "summary") == "content":
                         reasoning.setdefault("content", []).append({"type": "reasoning_text", "text": block.thinking})
                     elif block.thinking:  # an item with no summary came as one empty block
                         reasoning["summary"].append({"type": "summary_text", "text": block.thinking})
@@ -131,27 +132,27 @@ class OpenAIResponsesFormatter:
             reasoning = None
             if btype == "text":
                 if block.text:
-                    item_id = getattr(block, "item_id", None) if self.item_ids else None
-                    annotations = getattr(block, "annotations", None) or []
-                    message = self._output_text(items, message, block.text, item_id, bool(getattr(block, "refusal", False)), annotations)
+                    item_id = extra(block, "item_id") if self.item_ids else None
+                    annotations = extra(block, "annotations") or []
+                    message = self._output_text(items, message, block.text, item_id, bool(extra(block, "refusal", False)), annotations)
                 continue
             message = None
             if btype == "tool_call":
-                if getattr(block, "server_side", False):
+                if extra(block, "server_side", False):
                     continue  # replayed through its result, which holds the whole item
-                if getattr(block, "tool_type", None) == "custom_tool_call":
+                if extra(block, "tool_type") == "custom_tool_call":
                     item = {"type": "custom_tool_call", "call_id": block.id, "name": block.name, "input": block.input}
                 else:
                     item = {"type": "function_call", "call_id": block.id, "name": block.name, "arguments": block.input or "{}"}
-                if self.item_ids and getattr(block, "item_id", None):
-                    item["id"] = block.item_id
+                if self.item_ids and extra(block, "item_id"):
+                    item["id"] = extra(block, "item_id")
                 items.append(item)
             elif btype == "tool_result":
                 raw = block.metadata.get("provider_block") if block.metadata.get("provider") == PROTOCOL else None
                 if raw:
                     items.append(raw)
             elif btype == "data":
-                if getattr(block, "provider_block_type", None) is not None:
+                if extra(block, "provider_block_type") is not None:
                     raw = raw_provider_block(block, PROTOCOL)
                     if raw:
                         items.append(raw)
