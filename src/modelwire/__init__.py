@@ -15,6 +15,8 @@ _LAZY = {
     "AssistantMsg": "modelwire.message",
     "SystemMsg": "modelwire.message",
     "check_stream": "modelwire.event",
+    "load_model": "modelwire.models",
+    "ModelOptions": "modelwire.models",
 }
 
 __all__ = ["__version__", *_LAZY]
@@ -22,6 +24,7 @@ __all__ = ["__version__", *_LAZY]
 if TYPE_CHECKING:  # pragma: no cover
     from .event import check_stream
     from .message import AssistantMsg, Msg, SystemMsg, UserMsg
+    from .models import ModelOptions, load_model
 
 
 def __getattr__(name: str) -> Any:

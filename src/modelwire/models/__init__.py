@@ -1,0 +1,113 @@
+"""Models: a formatter, an HTTP transport and an adapter put together, chosen by name.
+
+    import modelwire
+
+    model = modelwire.load_model("anthropic:claude-sonnet-4-5")      # or "openai:gpt-4.1", a profile ...
+    async for event in model.stream(messages, tools=tools):
+        ...
+    reply = await model.complete(messages)
+
+Any object with the same two async methods (see :class:`Model`) works wherever a model
+is expected, so users can bring their own. This is the only layer that does network I/O.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, AsyncIterator, Protocol, Sequence, runtime_checkable
+
+from .config import PRESETS, ConfigError, ModelSpec, Preset, resolve
+from .options import ModelOptions, UnsupportedOptionError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..event import EventBase
+    from ..message import Msg
+    from ._http import HTTPModel
+    from .transport import HTTPTransport, RetryPolicy, Timeouts
+
+__all__ = [
+    "Model",
+    "load_model",
+    "ModelOptions",
+    "UnsupportedOptionError",
+    "ConfigError",
+    "PRESETS",
+    "Preset",
+    "ModelSpec",
+    "resolve",
+]
+
+
+@runtime_checkable
+class Model(Protocol):
+    """What an agent needs from a model."""
+
+    name: str
+
+    def stream(
+        self,
+        messages: Sequence["Msg"],
+        *,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        options: Any = None,
+        reply_id: str | None = None,
+    ) -> AsyncIterator["EventBase"]: ...
+
+    async def complete(
+        self,
+        messages: Sequence["Msg"],
+        *,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        options: Any = None,
+        reply_id: str | None = None,
+    ) -> "Msg": ...
+
+
+def load_model(
+    name: str | None = None,
+    *,
+    client: Any = None,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    timeouts: "Timeouts | dict | None" = None,
+    retry: "RetryPolicy | None" = None,
+    **options: Any,
+) -> "HTTPModel":
+    """A model by ``PROVIDER:MODEL``, by profile name, or (no name) from ``MODELWIRE_MODEL``
+    and then the config file's ``default``.
+
+    ``client`` may be an ``httpx2`` / ``httpx`` ``AsyncClient``, or an official SDK client
+    (``anthropic.AsyncAnthropic``, ``openai.AsyncOpenAI``) already configured: its base URL,
+    API key, default headers and connection pool are used. Other keyword arguments are
+    :class:`ModelOptions` (``max_tokens``, ``temperature``, ``thinking`` ...).
+    """
+    from ._http import HTTPModel
+    from .transport import HTTPTransport, Timeouts
+
+    sdk = _sdk_parts(client)
+    if sdk is not None:
+        client = sdk["http"]
+        api_key = api_key or sdk["api_key"]
+        base_url = base_url or sdk["base_url"]
+        if sdk["headers"]:
+            options["extra_headers"] = {**sdk["headers"], **options.get("extra_headers", {})}
+    spec = resolve(name, api_key=api_key, base_url=base_url, **options)
+    if isinstance(timeouts, dict):
+        timeouts = Timeouts(**timeouts)
+    if timeouts is not None:
+        spec.options["timeouts"] = timeouts
+    transport = HTTPTransport(client, timeouts=timeouts or Timeouts()) if client is not None else None
+    return HTTPModel(spec, transport=transport, retry=retry)
+
+
+def _sdk_parts(client: Any) -> dict[str, Any] | None:
+    """Base URL, key, headers and HTTP client of an official SDK client, if it is one."""
+    module = type(client).__module__.split(".")[0]
+    if module not in ("anthropic", "openai"):
+        return None
+    base_url = str(client.base_url).rstrip("/")
+    if module == "anthropic" and base_url.endswith("/v1"):
+        base_url = base_url[: -len("/v1")]
+    headers = {k: v for k, v in (getattr(client, "_custom_headers", None) or {}).items() if isinstance(v, str)}
+    return {"http": client._client, "api_key": client.api_key, "base_url": base_url, "headers": headers}

@@ -1,0 +1,320 @@
+"""A model that speaks a provider's HTTP API: formatter + transport + adapter."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+from pathlib import Path
+from typing import Any, AsyncIterator, Sequence
+from urllib.parse import unquote, urlparse
+
+from .. import errors as E
+from .._ids import new_id
+from ..adapters import StreamDecoder, get_adapter
+from ..adapters._errors import error_from_body
+from ..event import EventBase
+from ..formatters import get_formatter
+from ..message import AssistantMsg, Base64Source, DataBlock, Msg
+from .config import ModelSpec
+from .options import ModelOptions, apply_options
+from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks, retry_after_seconds
+
+__all__ = ["HTTPModel", "resolve_sources"]
+
+USER_AGENT = "modelwire/0.1"
+AZURE_API_VERSION = "2024-10-21"
+
+
+class HTTPModel:
+    """One provider model. ``stream()`` yields the events of one model call, ``complete()``
+    folds them into the assistant message.
+
+    Events before the first content block (only ``MODEL_CALL_START``) are held back until
+    content arrives, so that an error at the very start of a stream (an overloaded server)
+    can still be retried: nothing is retried once output was passed on.
+    """
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        transport: HTTPTransport | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Any = None,
+        max_source_bytes: int = 20 * 1024 * 1024,
+    ) -> None:
+        self.spec = spec
+        self.name = spec.model
+        self.provider = spec.preset.name
+        self.protocol = spec.preset.protocol
+        preset = spec.preset
+        options = dict(spec.options)
+        timeouts = options.pop("timeouts", None)
+        self.timeouts = Timeouts(**timeouts) if isinstance(timeouts, dict) else (timeouts or Timeouts())
+        formatter_options = options.pop("formatter", {})
+        self.options = ModelOptions.from_dict(options)
+        if self.protocol == "openai-chat":
+            formatter_options = {
+                "reasoning_field": preset.reasoning_field,
+                "reasoning_on_tool_calls": preset.reasoning_on_tool_calls,
+                "replay_reasoning_details": preset.replay_reasoning_details,
+                **formatter_options,
+            }
+        self.formatter = get_formatter(self.protocol)(**formatter_options)
+        self.adapter_class = get_adapter(self.protocol)
+        self.transport = transport or HTTPTransport(timeouts=self.timeouts)
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep or asyncio.sleep
+        self.max_source_bytes = max_source_bytes
+
+    def __repr__(self) -> str:
+        return f"HTTPModel({self.provider}:{self.name})"
+
+    # -- request -------------------------------------------------------------------------
+
+    def url(self) -> str:
+        base = self.spec.base_url or ""
+        if self.protocol == "anthropic":
+            return f"{base}/v1/messages"
+        if self.provider == "azure":
+            version = os.environ.get("AZURE_OPENAI_API_VERSION", AZURE_API_VERSION)
+            return f"{base}/openai/deployments/{self.name}/chat/completions?api-version={version}"
+        return f"{base}/chat/completions" if self.protocol == "openai-chat" else f"{base}/responses"
+
+    def headers(self, extra: dict[str, str]) -> dict[str, str]:
+        preset = self.spec.preset
+        headers = {"content-type": "application/json", "accept": "text/event-stream", "user-agent": USER_AGENT}
+        headers.update(preset.headers)
+        key = self.spec.api_key
+        if key:
+            if preset.auth == "x-api-key":
+                headers["x-api-key"] = key
+            elif preset.auth == "api-key":
+                headers["api-key"] = key
+            else:
+                headers["authorization"] = f"Bearer {key}"
+        headers.update(extra)
+        return headers
+
+    def build_request(
+        self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, options: ModelOptions | dict | None = None
+    ) -> tuple[dict[str, Any], ModelOptions]:
+        """The request body for these messages (the messages' sources already resolved)."""
+        opts = self.options.merged(options)
+        payload = {"model": self.name, **self.formatter.format(messages, tools, tool_choice)}
+        apply_options(self.protocol, self.provider, payload, opts, max_tokens_field=self.spec.preset.max_tokens_field)
+        payload["stream"] = True
+        if self.protocol == "openai-chat" and self.spec.preset.stream_usage:
+            payload.setdefault("stream_options", {"include_usage": True})
+        return payload, opts
+
+    # -- the call ------------------------------------------------------------------------
+
+    async def stream(
+        self,
+        messages: Sequence[Msg],
+        *,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        options: ModelOptions | dict | None = None,
+        reply_id: str | None = None,
+    ) -> AsyncIterator[EventBase]:
+        """Yield the events of one model call (``MODEL_CALL_START`` ... ``MODEL_CALL_END``).
+
+        On failure, the events that close what was open are yielded first, then the typed
+        error is raised: what was received still folds into a valid message.
+        """
+        reply_id = reply_id or new_id()
+        messages = await resolve_sources(messages, self.protocol, self.transport, self.max_source_bytes)
+        payload, opts = self.build_request(messages, tools, tool_choice, options)
+        body = json.dumps(payload, ensure_ascii=False).encode()
+        headers = self.headers(opts.extra_headers)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeouts.total if self.timeouts.total else None
+        attempt = 0
+        while True:
+            decoder = StreamDecoder(self.adapter_class(reply_id, model_name=self.name))
+            held: list[EventBase] = []
+            passed_on = False
+            response = None
+            try:
+                try:
+                    budget = self.timeouts.first_byte if deadline is None else min(self.timeouts.first_byte, deadline - loop.time())
+                    response = await self.transport.open("POST", self.url(), headers, body, budget)
+                    first_deadline = loop.time() + max(0.0, budget)
+                    if response.status_code >= 400:
+                        raise await _http_error(response)
+                    async for chunk in read_chunks(response, self.timeouts, deadline, first_deadline):
+                        events = decoder.feed(chunk)
+                        if not events:
+                            continue
+                        if not passed_on:
+                            held += events
+                            if any(e.type != "MODEL_CALL_START" for e in held):
+                                passed_on = True
+                                for event in held:
+                                    yield event
+                                held = []
+                        else:
+                            for event in events:
+                                yield event
+                    for event in held + decoder.close():
+                        yield event
+                    return
+                except E.ProviderError as err:
+                    if response is not None and err.request_id is None:
+                        err.request_id = _request_id(response)
+                    if not passed_on:
+                        delay = self.retry.delay(attempt, getattr(err, "retry_after", None)) if self.retry.retryable(err) else None
+                        if delay is not None:
+                            attempt += 1
+                            if response is not None:
+                                await response.aclose()
+                                response = None
+                            await self._sleep(delay)
+                            continue
+                    if decoder.adapter.started and not decoder.adapter.finished:
+                        # A transport error in the middle: close what the stream opened.
+                        try:
+                            decoder.adapter.fail(err)
+                        except E.ProviderError as closed:
+                            err.events = closed.events
+                    for event in held + err.events:
+                        yield event
+                    err.events = []
+                    raise err
+            finally:
+                if response is not None:
+                    await response.aclose()
+
+    async def complete(
+        self,
+        messages: Sequence[Msg],
+        *,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        options: ModelOptions | dict | None = None,
+        reply_id: str | None = None,
+        name: str = "assistant",
+    ) -> Msg:
+        """The assistant message of one model call (the folded stream). On failure the typed
+        error is raised with ``partial`` set to the message received so far."""
+        reply = AssistantMsg(name, [], id=reply_id or new_id())
+        stream = self.stream(messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id)
+        try:
+            async for event in stream:
+                reply.append_event(event)
+        except E.ProviderError as err:
+            err.partial = reply  # type: ignore[attr-defined]
+            raise
+        return reply
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+
+def _request_id(response: Any) -> str | None:
+    headers = response.headers
+    return headers.get("request-id") or headers.get("x-request-id") or headers.get("apim-request-id")
+
+
+async def _http_error(response: Any) -> E.ProviderError:
+    try:
+        raw = await response.aread()
+    except Exception:  # noqa: BLE001 - the status alone still makes a useful error
+        raw = b""
+    text = raw.decode("utf-8", "replace")
+    try:
+        body: Any = json.loads(text) if text else {}
+    except ValueError:
+        body = {"error": {"message": text[:500] or f"HTTP {response.status_code}"}}
+    if not isinstance(body, dict) or not body:
+        body = {"error": {"message": text[:500] or f"HTTP {response.status_code}"}}
+    err = error_from_body(body, "http", status=response.status_code, request_id=_request_id(response))
+    err.retry_after = retry_after_seconds(response.headers)  # type: ignore[attr-defined]
+    return err
+
+
+# -- data sources ----------------------------------------------------------------------------
+
+
+def _needs_fetch(protocol: str, media_type: str, url: str) -> bool:
+    if url.startswith("file:"):
+        return True
+    if not url.startswith(("http://", "https://")):
+        return False
+    base = media_type.split(";")[0].strip().lower()
+    if protocol == "anthropic":
+        return not (base.startswith("image/") or base == "application/pdf")
+    if protocol == "openai-chat":
+        return not base.startswith("image/")
+    return False
+
+
+async def resolve_sources(messages: Sequence[Msg], protocol: str, transport: HTTPTransport, max_bytes: int) -> list[Msg]:
+    """Inline (as base64) the data sources the provider cannot take as a URL, and every
+    ``file://`` source, with a size limit. The given messages are not changed."""
+    out: list[Msg] = []
+    for msg in messages:
+        changed = False
+        new_blocks = []
+        for block in msg.content:
+            new_block = await _resolve_block(block, protocol, transport, max_bytes)
+            changed |= new_block is not block
+            new_blocks.append(new_block)
+        if changed:
+            copy = msg.model_copy(deep=True)
+            copy.content = new_blocks
+            out.append(copy)
+        else:
+            out.append(msg)
+    return out
+
+
+async def _resolve_block(block: Any, protocol: str, transport: HTTPTransport, max_bytes: int) -> Any:
+    if block.type == "data":
+        return await _resolve_data(block, protocol, transport, max_bytes)
+    if block.type == "tool_result" and isinstance(block.output, list):
+        outputs = [await _resolve_data(b, protocol, transport, max_bytes) if b.type == "data" else b for b in block.output]
+        if any(a is not b for a, b in zip(outputs, block.output)):
+            return block.model_copy(update={"output": outputs})
+    return block
+
+
+async def _resolve_data(block: DataBlock, protocol: str, transport: HTTPTransport, max_bytes: int) -> DataBlock:
+    src = block.source
+    if src.type != "url" or not _needs_fetch(protocol, src.media_type, src.url):
+        return block
+    url = src.url
+    if url.startswith("file:"):
+        path = Path(unquote(urlparse(url).path))
+        try:
+            size = path.stat().st_size
+            if size > max_bytes:
+                raise E.InvalidRequestError(f"{path} is {size} bytes; the limit for inline data is {max_bytes}")
+            raw = await asyncio.to_thread(path.read_bytes)
+        except OSError as exc:
+            raise E.InvalidRequestError(f"cannot read {url}: {exc.strerror}") from exc
+    else:
+        raw = await _download(url, transport, max_bytes)
+    data = base64.b64encode(raw).decode("ascii")
+    return block.model_copy(update={"source": Base64Source(data=data, media_type=src.media_type)})
+
+
+async def _download(url: str, transport: HTTPTransport, max_bytes: int) -> bytes:
+    response = await transport.open("GET", url, {"user-agent": USER_AGENT}, b"", transport.timeouts.first_byte)
+    try:
+        if response.status_code >= 400:
+            raise E.InvalidRequestError(f"fetching {url} gave HTTP {response.status_code}", status_code=response.status_code)
+        parts = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > max_bytes:
+                raise E.InvalidRequestError(f"{url} is larger than the {max_bytes}-byte limit for inline data")
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        await response.aclose()

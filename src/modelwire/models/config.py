@@ -1,0 +1,212 @@
+"""Which provider, where, with which key: model strings, presets and profiles.
+
+A model is named by ``PROVIDER:MODEL`` (``anthropic:claude-sonnet-4-5``, ``openai:gpt-4.1``,
+``openai-responses:o4-mini``, ``deepseek:deepseek-chat`` ...) or by the name of a profile
+in ``modelwire.toml`` (or ``[tool.modelwire]`` in ``pyproject.toml``)::
+
+    default = "anthropic:claude-sonnet-4-5"
+
+    [profiles.fast]
+    model = "openai:gpt-4.1-mini"
+    temperature = 0.2
+
+``load_model()`` with no name uses ``MODELWIRE_MODEL`` (a model string or a profile name),
+then the file's ``default``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import ModelwireError
+
+__all__ = ["Preset", "PRESETS", "ConfigError", "ModelSpec", "resolve", "find_config", "load_config"]
+
+
+class ConfigError(ModelwireError, ValueError):
+    """A model string, profile or configuration file that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """How to reach one provider."""
+
+    name: str
+    protocol: str  # anthropic | openai-chat | openai-responses
+    base_url: str
+    key_env: str | None  # the environment variable holding the API key (None: no key needed)
+    base_url_env: str | None = None  # an environment variable that overrides the base URL
+    key_required: bool = True
+    # Dialect of an OpenAI-compatible server: where reasoning goes back, which fields it takes.
+    reasoning_field: str | None = None
+    reasoning_on_tool_calls: bool = False
+    replay_reasoning_details: bool = False
+    max_tokens_field: str = "max_tokens"
+    stream_usage: bool = True  # send stream_options.include_usage
+    auth: str = "bearer"  # bearer | x-api-key | api-key
+    headers: dict[str, str] = field(default_factory=dict)
+    description: str = ""
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in [
+        Preset(
+            "anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="Anthropic Messages API",
+        ),
+        Preset(
+            "openai", "openai-chat", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+            max_tokens_field="max_completion_tokens", description="OpenAI Chat Completions",
+        ),
+        Preset(
+            "openai-responses", "openai-responses", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+            description="OpenAI Responses API",
+        ),
+        Preset(
+            "azure", "openai-chat", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", auth="api-key",
+            max_tokens_field="max_completion_tokens", description="Azure OpenAI (deployment name as the model)",
+        ),
+        Preset(
+            "deepseek", "openai-chat", "https://api.deepseek.com", "DEEPSEEK_API_KEY",
+            reasoning_field="reasoning_content", reasoning_on_tool_calls=True, description="DeepSeek",
+        ),
+        Preset(
+            "openrouter", "openai-chat", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
+            reasoning_field="reasoning", replay_reasoning_details=True, description="OpenRouter",
+        ),
+        Preset("groq", "openai-chat", "https://api.groq.com/openai/v1", "GROQ_API_KEY", reasoning_field="reasoning", description="Groq"),
+        Preset("together", "openai-chat", "https://api.together.xyz/v1", "TOGETHER_API_KEY", description="Together AI"),
+        Preset("mistral", "openai-chat", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", description="Mistral"),
+        Preset("xai", "openai-chat", "https://api.x.ai/v1", "XAI_API_KEY", description="xAI"),
+        Preset(
+            "moonshot", "openai-chat", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY",
+            reasoning_field="reasoning_content", reasoning_on_tool_calls=True, description="Moonshot (Kimi)",
+        ),
+        Preset(
+            "dashscope", "openai-chat", "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY",
+            reasoning_field="reasoning_content", description="Alibaba DashScope (Qwen)",
+        ),
+        Preset(
+            "ollama", "openai-chat", "http://localhost:11434/v1", "OLLAMA_API_KEY", "OLLAMA_BASE_URL",
+            key_required=False, reasoning_field="reasoning", description="Ollama on this machine",
+        ),
+        Preset(
+            "vllm", "openai-chat", "http://localhost:8000/v1", "VLLM_API_KEY", "VLLM_BASE_URL",
+            key_required=False, reasoning_field="reasoning_content", description="a vLLM server",
+        ),
+        Preset(
+            "lmstudio", "openai-chat", "http://localhost:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL",
+            key_required=False, description="LM Studio on this machine",
+        ),
+    ]
+}
+
+
+@dataclass
+class ModelSpec:
+    """A resolved model: preset, model name, and the options from the profile or the call."""
+
+    preset: Preset
+    model: str
+    options: dict[str, Any] = field(default_factory=dict)
+    api_key: str | None = None
+    base_url: str | None = None
+
+    @property
+    def protocol(self) -> str:
+        return self.preset.protocol
+
+
+def parse(spec: str) -> tuple[Preset, str]:
+    provider, sep, model = spec.partition(":")
+    if not sep or not model:
+        raise ConfigError(f"{spec!r} is not PROVIDER:MODEL (for example anthropic:claude-sonnet-4-5)")
+    preset = PRESETS.get(provider)
+    if preset is None:
+        raise ConfigError(f"unknown provider {provider!r} in {spec!r}; known: {', '.join(PRESETS)}")
+    return preset, model
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    """The nearest modelwire.toml (or a pyproject.toml with [tool.modelwire]) upwards from ``start``."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "modelwire.toml"
+        if candidate.is_file():
+            return candidate
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file() and "[tool.modelwire" in pyproject.read_text(encoding="utf-8", errors="replace"):
+            return pyproject
+    return None
+
+
+def load_config(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    if path.name == "pyproject.toml":
+        data = data.get("tool", {}).get("modelwire", {})
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the modelwire table must be a table")
+    return data
+
+
+def resolve(name: str | None = None, *, config_path: Path | None = None, env: dict[str, str] | None = None, **options: Any) -> ModelSpec:
+    """Turn a model string, a profile name or nothing (environment, then config) into a ModelSpec."""
+    env = os.environ if env is None else env
+    path = config_path if config_path is not None else find_config()
+    config = load_config(path) if path else {}
+    profiles = config.get("profiles", {})
+    chosen = name or env.get("MODELWIRE_MODEL") or config.get("default")
+    if not chosen:
+        raise ConfigError(
+            "no model given: pass one (load_model('anthropic:claude-sonnet-4-5')), set MODELWIRE_MODEL,"
+            " or set `default` in modelwire.toml"
+        )
+    profile_options: dict[str, Any] = {}
+    seen: list[str] = []
+    while ":" not in chosen:
+        if chosen in seen:
+            raise ConfigError(f"profile loop: {' -> '.join(seen + [chosen])}")
+        seen.append(chosen)
+        profile = profiles.get(chosen)
+        if profile is None:
+            where = f" in {path}" if path else " (no modelwire.toml found)"
+            raise ConfigError(f"{chosen!r} is neither PROVIDER:MODEL nor a profile{where}")
+        if isinstance(profile, str):
+            chosen = profile
+            continue
+        profile = dict(profile)
+        target = profile.pop("model", None)
+        if not target:
+            raise ConfigError(f"profile {chosen!r} has no `model`")
+        profile_options = {**profile, **profile_options}
+        chosen = target
+    preset, model = parse(chosen)
+    merged = {**profile_options, **{k: v for k, v in options.items() if v is not None}}
+    api_key = merged.pop("api_key", None)
+    base_url = merged.pop("base_url", None)
+    if base_url is None and preset.base_url_env:
+        base_url = env.get(preset.base_url_env) or None
+    if base_url is None:
+        base_url = preset.base_url
+    if not base_url:
+        raise ConfigError(f"{preset.name} needs a base URL: set {preset.base_url_env}")
+    if api_key is None and preset.key_env:
+        api_key = env.get(preset.key_env) or None
+    if api_key is None and preset.key_required:
+        raise ConfigError(f"{preset.name} needs an API key: set {preset.key_env} (or pass api_key=...)")
+    return ModelSpec(preset=preset, model=model, options=merged, api_key=api_key, base_url=base_url.rstrip("/"))
+
+
+def with_preset(spec: ModelSpec, **changes: Any) -> ModelSpec:
+    return replace(spec, preset=replace(spec.preset, **changes))

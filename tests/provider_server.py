@@ -1,0 +1,132 @@
+"""A real HTTP server on 127.0.0.1 that speaks like a provider, for end-to-end tests.
+
+Each request takes the next scripted :class:`Reply`: a status, headers and a body sent in
+pieces with delays, and faults on demand (a stall, a dropped connection). The server keeps
+every request it received (method, path, headers, JSON body) and notes when a client went
+away in the middle of a response.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    pieces: list[bytes] | None = None  # the body in these pieces (default: one SSE event per piece)
+    delay: float = 0.0  # seconds between pieces
+    stall_after: int | None = None  # after this many pieces, stop sending (for `stall` seconds)
+    stall: float = 5.0
+    drop_after: int | None = None  # after this many pieces, close the connection abruptly
+    check: Callable[[dict[str, Any]], None] | None = None  # raise to answer 400 instead
+
+    def split(self) -> list[bytes]:
+        if self.pieces is not None:
+            return self.pieces
+        if not self.body:
+            return []
+        parts = self.body.split(b"\n\n")
+        out = [p + b"\n\n" for p in parts[:-1]]
+        if parts[-1]:
+            out.append(parts[-1])
+        return out
+
+
+def sse_reply(body: bytes, **kw: Any) -> Reply:
+    return Reply(body=body, headers={"content-type": "text/event-stream"}, **kw)
+
+
+def error_reply(status: int, body: dict, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(status=status, body=json.dumps(body).encode(), headers={"content-type": "application/json", **(headers or {})})
+
+
+class ProviderServer:
+    def __init__(self) -> None:
+        self.replies: list[Reply] = []
+        self.requests: list[dict[str, Any]] = []
+        self.disconnects: list[float] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._serve()
+
+            def do_POST(self) -> None:
+                self._serve()
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                request = {"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "json": body}
+                with outer.lock:
+                    outer.requests.append(request)
+                    reply = outer.replies.pop(0) if outer.replies else error_reply(500, {"error": {"message": "no reply scripted"}})
+                if reply.check is not None:
+                    try:
+                        reply.check(request)
+                    except Exception as exc:  # noqa: BLE001 - tell the client what was wrong
+                        reply = error_reply(400, {"error": {"type": "invalid_request_error", "message": f"server check failed: {exc}"}})
+                self.send_response(reply.status)
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                try:
+                    for n, piece in enumerate(reply.split()):
+                        if reply.drop_after is not None and n == reply.drop_after:
+                            self.wfile.flush()
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                            self.close_connection = True
+                            return
+                        if reply.stall_after is not None and n == reply.stall_after:
+                            time.sleep(reply.stall)
+                        if n and reply.delay:
+                            time.sleep(reply.delay)
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    with outer.lock:
+                        outer.disconnects.append(time.monotonic())
+                    self.close_connection = True
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "ProviderServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def script(self, *replies: Reply) -> None:
+        with self.lock:
+            self.replies.extend(replies)
