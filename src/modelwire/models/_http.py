@@ -103,11 +103,11 @@ class HTTPModel:
     ) -> tuple[dict[str, Any], ModelOptions]:
         """The request body for these messages (the messages' sources already resolved)."""
         opts = self.options.merged(options)
-        payload = {"model": self.name, **self.formatter.format(messages, tools, tool_choice)}
-        apply_options(self.protocol, self.provider, payload, opts, max_tokens_field=self.spec.preset.max_tokens_field)
-        payload["stream"] = True
+        payload = {"model": self.name, **self.formatter.format(messages, tools, tool_choice), "stream": True}
         if self.protocol == "openai-chat" and self.spec.preset.stream_usage:
-            payload.setdefault("stream_options", {"include_usage": True})
+            payload["stream_options"] = {"include_usage": True}
+        # Options last: extra_body may add to (or override) anything above.
+        apply_options(self.protocol, self.provider, payload, opts, max_tokens_field=self.spec.preset.max_tokens_field)
         return payload, opts
 
     # -- the call ------------------------------------------------------------------------

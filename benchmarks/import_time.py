@@ -1,0 +1,56 @@
+"""Import cost, in fresh processes: ``import modelwire``, loading one model, and the
+official SDKs for comparison. Best of N runs each (milliseconds). Target: ``import
+modelwire`` under 100 ms.
+
+    python benchmarks/import_time.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+
+CASES = [
+    ("python (empty)", "pass"),
+    ("import modelwire", "import modelwire"),
+    ("import modelwire.message", "import modelwire.message"),
+    ("load_model('anthropic:...')", "import modelwire; modelwire.load_model('anthropic:claude-sonnet-4-5', api_key='k')"),
+    ("load_model + first request objects", "import modelwire; m = modelwire.load_model('openai:gpt-4.1', api_key='k'); m.transport.client"),
+    ("import openai", "import openai"),
+    ("import anthropic", "import anthropic"),
+]
+
+
+def measure(code: str, runs: int) -> float:
+    timer = f"import time; t0 = time.perf_counter(); {code}; print(time.perf_counter() - t0)"
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    best = float("inf")
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", timer], capture_output=True, text=True, env=env, check=True)
+        best = min(best, float(out.stdout.strip().splitlines()[-1]))
+    return best * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    results = {}
+    for label, code in CASES:
+        try:
+            results[label] = measure(code, args.runs)
+        except subprocess.CalledProcessError:
+            print(f"  {label:<38} (not installed)")
+            continue
+        print(f"  {label:<38} {results[label]:8.1f} ms")
+    ok = results["import modelwire"] < 100
+    print(f"\nimport modelwire under 100 ms: {ok}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
