@@ -17,6 +17,8 @@ _LAZY = {
     "check_stream": "modelwire.event",
     "load_model": "modelwire.models",
     "ModelOptions": "modelwire.models",
+    "Agent": "modelwire.agent",
+    "tool": "modelwire.agent",
 }
 
 __all__ = ["__version__", *_LAZY]
@@ -24,6 +26,7 @@ __all__ = ["__version__", *_LAZY]
 if TYPE_CHECKING:  # pragma: no cover
     from .event import check_stream
     from .message import AssistantMsg, Msg, SystemMsg, UserMsg
+    from .agent import Agent, tool
     from .models import ModelOptions, load_model
 
 

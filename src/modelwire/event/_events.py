@@ -4,6 +4,7 @@ Field names, ``type`` strings and enum values follow AgentScope 2.x. modelwire's
 additions are new optional fields, so AgentScope loads modelwire's JSON (it ignores
 fields it does not know) and modelwire loads AgentScope's:
 
+- ``REPLY_END``: ``structured_output`` (folded into ``Msg.structured_output``);
 - ``MODEL_CALL_END``: ``reasoning_tokens``, ``stop_reason`` (normalized, see
   :class:`StopReason`) and ``provider_stop_reason`` (the provider's own word);
 - ``TEXT_BLOCK_END``, ``THINKING_BLOCK_END``, ``DATA_BLOCK_END``, ``TOOL_CALL_END``:
@@ -141,6 +142,8 @@ class ReplyEndEvent(EventBase):
     reply_id: str
     finished_reason: ReplyFinishedReason = ReplyFinishedReason.COMPLETED
     error: ErrorInfo | None = None
+    structured_output: dict[str, Any] | None = None
+    """modelwire addition: the validated structured output, when one was asked for."""
 
 
 class ModelCallStartEvent(EventBase):

@@ -155,6 +155,8 @@ def _reply_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     d["finished_at"] = ev.created_at
     d["finished_reason"] = ReplyFinishedReason(ev.finished_reason)
     d["error"] = ev.error.model_copy() if ev.error is not None else None
+    if ev.structured_output is not None:
+        d["structured_output"] = dict(ev.structured_output)
 
 
 def _model_call_end(msg: "Msg", fold: FoldState, ev: Any) -> None:

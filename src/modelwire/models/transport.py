@@ -115,11 +115,26 @@ class HTTPTransport:
         self._client = client
         self._owned = client is None
         self._max_connections = max_connections
+        self._loop: Any = None
 
     @property
     def client(self) -> Any:
+        if self._owned and self._client is not None:
+            # A pool is tied to the event loop it was made on: scripts that call
+            # asyncio.run() once per reply get a fresh pool on each new loop.
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            if loop is not None and self._loop is not None and loop is not self._loop:
+                self._client = None
         if self._client is None:
             import httpx2
+
+            try:
+                self._loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self._loop = None
 
             t = self.timeouts
             self._client = httpx2.AsyncClient(

@@ -1,0 +1,6 @@
+"""The agent: ``reply()`` and ``reply_stream()`` running the reason-act loop on any model."""
+
+from ._agent import STRUCTURED_TOOL, Agent, AgentError
+from ._tools import Tool, ToolArgumentsError, tool
+
+__all__ = ["Agent", "AgentError", "Tool", "tool", "ToolArgumentsError", "STRUCTURED_TOOL"]

@@ -1,0 +1,526 @@
+"""The agent: a reason-act loop on any model, streaming its work as events.
+
+One reply is one assistant message. The agent builds the message it keeps by folding
+the very events it yields, so folding ``reply_stream()``'s events always gives what
+``reply()`` returns and what the agent stored.
+
+A reply may *park*: a tool call waits for the user's confirmation
+(``REQUIRE_USER_CONFIRM``) or for an external system (``REQUIRE_EXTERNAL_EXECUTION``).
+The stream then ends without ``REPLY_END``; the caller resumes the same reply with
+``reply_stream(event=...)`` (a ``USER_CONFIRM_RESULT``, an ``EXTERNAL_EXECUTION_RESULT`` or a
+``USER_INTERRUPT``), and the resumed stream starts by echoing that event. The events of
+all the streams of one reply, in order, are one valid reply stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator, Iterable, Sequence
+
+from .. import event as E
+from .._ids import new_id
+from ..errors import ModelwireError, ProviderError
+from ..formatters import ToolSpec
+from ..message import AssistantMsg, DataBlock, Msg, SystemMsg, TextBlock, ToolCallBlock
+from ._tools import Tool, ToolArgumentsError
+
+__all__ = ["Agent", "AgentError"]
+
+STRUCTURED_TOOL = "final_answer"
+
+
+class AgentError(ModelwireError, RuntimeError):
+    """The agent was used in a way it cannot follow (resuming a reply that is not parked ...)."""
+
+
+@dataclass
+class _ReplyState:
+    reply: Msg
+    iters: int = 0
+    structured: Any = None  # a pydantic model class
+    native_structured: bool = False
+    forced_structured: bool = False
+
+
+@dataclass
+class _Open:
+    """What the events passed on so far have opened and not closed (for interrupts)."""
+
+    model_call: bool = False
+    blocks: dict[str, str] = field(default_factory=dict)  # block id -> kind
+    calls: set[str] = field(default_factory=set)
+    results: set[str] = field(default_factory=set)
+
+    def see(self, ev: E.EventBase) -> None:
+        t = ev.type
+        if t == "MODEL_CALL_START":
+            self.model_call = True
+        elif t == "MODEL_CALL_END":
+            self.model_call = False
+        elif t.endswith("_BLOCK_START"):
+            self.blocks[ev.block_id] = t[: -len("_BLOCK_START")]
+        elif t.endswith("_BLOCK_END"):
+            self.blocks.pop(ev.block_id, None)
+        elif t == "TOOL_CALL_START":
+            self.calls.add(ev.tool_call_id)
+        elif t == "TOOL_CALL_END":
+            self.calls.discard(ev.tool_call_id)
+        elif t == "TOOL_RESULT_START":
+            self.results.add(ev.tool_call_id)
+        elif t == "TOOL_RESULT_END":
+            self.results.discard(ev.tool_call_id)
+
+
+class Agent:
+    """``Agent(name, model, system_prompt, tools, max_iters)``.
+
+    ``tools``: functions (sync, async, or async generators that stream their output) or
+    :class:`Tool` objects. ``model``: anything with the model interface
+    (``modelwire.models.Model``), for example ``modelwire.load_model("anthropic:...")``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        model: Any,
+        system_prompt: str | None = None,
+        tools: Iterable[Any] = (),
+        max_iters: int = 10,
+        *,
+        session_id: str | None = None,
+        model_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.model = model
+        self.system_prompt = system_prompt
+        self.tools: dict[str, Tool] = {}
+        for t in tools:
+            t = t if isinstance(t, Tool) else Tool(t)
+            self.tools[t.name] = t
+        self.max_iters = max_iters
+        self.session_id = session_id or new_id()
+        self.model_options = model_options or {}
+        self.context: list[Msg] = []
+        self._states: dict[str, _ReplyState] = {}
+        self._interrupt = asyncio.Event()
+
+    # -- public API ------------------------------------------------------------------------
+
+    async def reply(self, msg: Msg | Sequence[Msg] | None = None, *, event: E.EventBase | None = None, structured_model: Any = None) -> Msg:
+        """Run one reply (or resume a parked one) and return its message as it stands."""
+        folded: Msg | None = None
+        async for ev in self.reply_stream(msg, event=event, structured_model=structured_model):
+            if ev.type == "REPLY_START":
+                folded = AssistantMsg(ev.name, [], id=ev.reply_id, created_at=self._reply_for(ev.reply_id).created_at)
+            elif folded is None:
+                folded = self._reply_for(ev.reply_id).model_copy(deep=True) if ev.type in _RESUME_TYPES else None
+                if folded is not None:
+                    continue  # the echoed input event is already part of the copy
+            if folded is not None:
+                folded.append_event(ev)
+        assert folded is not None
+        return folded
+
+    def interrupt(self) -> None:
+        """Stop the running reply as soon as possible (it ends with ``interrupted``)."""
+        self._interrupt.set()
+
+    async def reply_stream(
+        self, msg: Msg | Sequence[Msg] | None = None, *, event: E.EventBase | None = None, structured_model: Any = None
+    ) -> AsyncIterator[E.EventBase]:
+        """Yield the events of one reply, or of the rest of a parked reply (``event=``)."""
+        self._interrupt = asyncio.Event()
+        if event is not None:
+            state = self._states.get(event.reply_id)
+            if state is None:
+                reply = self._reply_for(event.reply_id)
+                state = self._states[reply.id] = _ReplyState(reply)
+            agen = self._resume(state, event)
+        else:
+            inputs = [] if msg is None else ([msg] if isinstance(msg, Msg) else list(msg))
+            for m in inputs:
+                if m.role == "assistant" and m.has_content_blocks("tool_call"):
+                    raise AgentError("input messages are user (or system) messages")
+            self.context.extend(inputs)
+            reply = AssistantMsg(self.name, [], id=new_id())
+            self.context.append(reply)
+            state = self._states[reply.id] = _ReplyState(reply, structured=structured_model)
+            agen = self._start(state)
+        async for ev in agen:
+            yield ev
+
+    def pending_calls(self, reply_id: str | None = None) -> list[ToolCallBlock]:
+        """The tool calls of a parked reply that wait for a confirmation or a result."""
+        reply = self._reply_for(reply_id) if reply_id else (self.context[-1] if self.context else None)
+        if reply is None:
+            return []
+        return [c for c in reply.get_content_blocks("tool_call") if c.state in ("asking", "submitted")]
+
+    def confirm(self, decisions: dict[str, bool], reply_id: str | None = None) -> E.UserConfirmResultEvent:
+        """The ``USER_CONFIRM_RESULT`` event answering the asking calls (``{call id: yes/no}``)."""
+        calls = {c.id: c for c in self.pending_calls(reply_id) if c.state == "asking"}
+        missing = set(decisions) - set(calls)
+        if missing:
+            raise AgentError(f"no call waiting for confirmation with id {sorted(missing)}")
+        rid = reply_id or self.context[-1].id
+        results = [E.ConfirmResult(confirmed=ok, tool_call=calls[cid]) for cid, ok in decisions.items()]
+        return E.UserConfirmResultEvent(reply_id=rid, confirm_results=results)
+
+    # -- state --------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "session_id": self.session_id, "context": [m.to_dict() for m in self.context]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.session_id = state.get("session_id", self.session_id)
+        self.context = [Msg.from_dict(m) for m in state["context"]]
+        self._states = {}
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.state_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
+
+    def load(self, path: str | Path) -> None:
+        self.load_state_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def _reply_for(self, reply_id: str) -> Msg:
+        for m in reversed(self.context):
+            if m.id == reply_id:
+                return m
+        raise AgentError(f"no reply {reply_id!r} in this agent's context")
+
+    def _emit(self, state: _ReplyState, ev: E.EventBase) -> E.EventBase:
+        state.reply.append_event(ev)
+        return ev
+
+    async def _start(self, state: _ReplyState) -> AsyncIterator[E.EventBase]:
+        yield self._emit(state, E.ReplyStartEvent(session_id=self.session_id, reply_id=state.reply.id, name=self.name))
+        async for ev in self._guarded(state, self._loop(state)):
+            yield ev
+
+    async def _resume(self, state: _ReplyState, event: E.EventBase) -> AsyncIterator[E.EventBase]:
+        reply = state.reply
+        if reply.finished_reason is not None:
+            raise AgentError(f"reply {reply.id!r} has ended ({reply.finished_reason}); it cannot be resumed")
+        if event.type not in _RESUME_TYPES:
+            raise AgentError(f"a parked reply resumes with {sorted(_RESUME_TYPES)}, not {event.type}")
+        yield self._emit(state, event)
+        if event.type == "USER_INTERRUPT":
+            async for ev in self._finish_interrupted(state, _Open()):
+                yield ev
+            return
+        async for ev in self._guarded(state, self._loop(state)):
+            yield ev
+
+    async def _guarded(self, state: _ReplyState, inner: AsyncIterator[E.EventBase]) -> AsyncIterator[E.EventBase]:
+        """Keep track of what is open, so an interrupt or a cancellation can close it."""
+        tracker = _Open()
+        try:
+            async for ev in inner:
+                tracker.see(ev)
+                yield ev
+                if self._interrupt.is_set():
+                    await inner.aclose()
+                    async for closing in self._finish_interrupted(state, tracker):
+                        yield closing
+                    return
+        except asyncio.CancelledError:
+            # The consumer is gone: close the reply in the stored message only.
+            async for _ in self._finish_interrupted(state, tracker):
+                pass
+            raise
+
+    def _close_open(self, state: _ReplyState, tracker: _Open, model_call_reason: str) -> list[E.EventBase]:
+        """END events for everything ``tracker`` saw opened and not closed."""
+        rid = state.reply.id
+        out: list[E.EventBase] = []
+        for block_id, kind in list(tracker.blocks.items()):
+            cls = {"TEXT": E.TextBlockEndEvent, "THINKING": E.ThinkingBlockEndEvent, "DATA": E.DataBlockEndEvent}[kind]
+            out.append(cls(reply_id=rid, block_id=block_id))
+        out += [E.ToolCallEndEvent(reply_id=rid, tool_call_id=c) for c in sorted(tracker.calls)]
+        if tracker.model_call:
+            out.append(
+                E.ModelCallEndEvent(reply_id=rid, input_tokens=0, output_tokens=0, finished_reason="interrupted", stop_reason=model_call_reason)
+            )
+        out += [E.ToolResultEndEvent(reply_id=rid, tool_call_id=c, state="interrupted") for c in sorted(tracker.results)]
+        for ev in out:
+            tracker.see(ev)
+        return out
+
+    async def _finish_interrupted(self, state: _ReplyState, tracker: _Open) -> AsyncIterator[E.EventBase]:
+        rid = state.reply.id
+        for ev in self._close_open(state, tracker, "interrupted"):
+            yield self._emit(state, ev)
+        async for ev in self._answer_open_calls(state, "The call was interrupted before it finished.", "interrupted"):
+            yield ev
+        yield self._emit(state, E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="interrupted"))
+        self._states.pop(rid, None)
+
+    async def _loop(self, state: _ReplyState) -> AsyncIterator[E.EventBase]:
+        reply = state.reply
+        rid = reply.id
+        while True:
+            # 1. Answer the calls of the last model call.
+            waiting = False
+            async for ev in self._act(state):
+                if ev is _PARK:
+                    waiting = True
+                    continue
+                yield ev
+            if waiting:
+                return  # parked: resumed by reply_stream(event=...)
+            if state.structured is not None and reply.structured_output is None and self._structured_done(state):
+                yield self._emit(state, self._end(state, structured=True))
+                return
+
+            # 2. Ask the model.
+            last_call = state.iters >= self.max_iters
+            tools = [t.tool_spec() for t in self.tools.values()]
+            options = dict(self.model_options)
+            tool_choice: Any = None
+            if state.structured is not None:
+                if self._native_structured():
+                    options["json_schema"] = _schema(state.structured)
+                    options["json_schema_name"] = state.structured.__name__
+                    state.native_structured = True
+                else:
+                    tools.append(ToolSpec(STRUCTURED_TOOL, "Give the final answer in this structure. Call it once, last.", _schema(state.structured)))
+                    if state.forced_structured:
+                        tool_choice = STRUCTURED_TOOL
+            if last_call:
+                tool_choice = "none" if tools else None
+            messages = ([SystemMsg("system", self.system_prompt)] if self.system_prompt else []) + self.context
+            stream = self.model.stream(messages, tools=tools or None, tool_choice=tool_choice, options=options or None, reply_id=rid)
+            call_tracker = _Open()
+            try:
+                async for ev in stream:
+                    call_tracker.see(ev)
+                    yield self._emit(state, ev)
+            except ProviderError as err:
+                for ev in err.events:
+                    call_tracker.see(ev)
+                    yield self._emit(state, ev)
+                for ev in self._close_open(state, call_tracker, "error"):  # a model that left things open
+                    yield self._emit(state, ev)
+                async for ev in self._answer_open_calls(state, "The reply ended with an error before this call ran.", "error"):
+                    yield ev
+                yield self._emit(
+                    state,
+                    E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="error", error=err.to_error_info()),
+                )
+                self._states.pop(rid, None)
+                return
+            state.iters += 1
+
+            if last_call:
+                yield self._emit(state, E.ExceedMaxItersEvent(reply_id=rid, name=self.name))
+                async for ev in self._answer_open_calls(state, "The agent stopped: too many iterations.", "interrupted"):
+                    yield ev
+                yield self._emit(state, E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="exceed_max_iters"))
+                self._states.pop(rid, None)
+                return
+            if not self._open_calls(state):
+                if state.structured is not None and not state.native_structured and reply.structured_output is None:
+                    state.forced_structured = True  # answered in prose: ask once more, for the structure
+                    continue
+                yield self._emit(state, self._end(state))
+                return
+
+    def _end(self, state: _ReplyState, structured: bool = False) -> E.ReplyEndEvent:
+        rid = state.reply.id
+        self._states.pop(rid, None)
+        if state.structured is None:
+            return E.ReplyEndEvent(session_id=self.session_id, reply_id=rid)
+        try:
+            output = self._structured_value(state)
+        except (ValueError, ToolArgumentsError) as exc:
+            return E.ReplyEndEvent(
+                session_id=self.session_id,
+                reply_id=rid,
+                finished_reason="error",
+                error={"type": "invalid_request", "message": f"the structured output is not valid: {exc}"},
+            )
+        return E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, structured_output=output)
+
+    # -- structured output --------------------------------------------------------------------
+
+    def _native_structured(self) -> bool:
+        return getattr(self.model, "protocol", None) in ("openai-chat", "openai-responses")
+
+    def _structured_done(self, state: _ReplyState) -> bool:
+        return any(c.name == STRUCTURED_TOOL and c.state == "finished" and self._result_state(state, c.id) == "success" for c in state.reply.get_content_blocks("tool_call"))
+
+    def _result_state(self, state: _ReplyState, call_id: str) -> str | None:
+        for r in state.reply.get_content_blocks("tool_result"):
+            if r.id == call_id:
+                return r.state
+        return None
+
+    def _structured_value(self, state: _ReplyState) -> dict[str, Any]:
+        model_cls = state.structured
+        if state.native_structured:
+            text = ""
+            for block in reversed(state.reply.content):
+                if block.type == "text":
+                    text = block.text
+                    break
+            return model_cls.model_validate_json(text).model_dump(mode="json")
+        for call in reversed(state.reply.get_content_blocks("tool_call")):
+            if call.name == STRUCTURED_TOOL and self._result_state(state, call.id) == "success":
+                return model_cls.model_validate_json(call.input or "{}").model_dump(mode="json")
+        raise ValueError("the model gave no structured answer")
+
+    # -- acting -------------------------------------------------------------------------------
+
+    def _open_calls(self, state: _ReplyState) -> list[ToolCallBlock]:
+        answered = {r.id for r in state.reply.get_content_blocks("tool_result")}
+        return [
+            c
+            for c in state.reply.get_content_blocks("tool_call")
+            if c.id not in answered and not getattr(c, "server_side", False) and c.state in ("pending", "allowed", "asking", "submitted")
+        ]
+
+    async def _answer_open_calls(self, state: _ReplyState, text: str, result_state: str) -> AsyncIterator[E.EventBase]:
+        for call in self._open_calls(state):
+            for ev in self._result_events(state.reply.id, call, text, result_state):
+                yield self._emit(state, ev)
+
+    async def _act(self, state: _ReplyState) -> AsyncIterator[Any]:
+        rid = state.reply.id
+        # Denied calls (finished by USER_CONFIRM_RESULT without a result) get their result.
+        answered = {r.id for r in state.reply.get_content_blocks("tool_result")}
+        for call in state.reply.get_content_blocks("tool_call"):
+            if call.state == "finished" and call.id not in answered and not getattr(call, "server_side", False):
+                for ev in self._result_events(rid, call, "The user denied this tool call.", "denied"):
+                    yield self._emit(state, ev)
+        calls = self._open_calls(state)
+        if not calls:
+            return
+        run: list[tuple[ToolCallBlock, Tool | None, dict[str, Any] | None, str | None]] = []
+        ask: list[ToolCallBlock] = []
+        external: list[ToolCallBlock] = []
+        for call in calls:
+            if call.state in ("asking", "submitted"):
+                continue  # still waiting
+            if call.name == STRUCTURED_TOOL and state.structured is not None:
+                try:
+                    state.structured.model_validate_json(call.input or "{}")
+                    run.append((call, None, None, "Structured answer recorded."))
+                except ValueError as exc:
+                    run.append((call, None, None, f"!The answer does not fit the structure: {exc}"))
+                continue
+            tool = self.tools.get(call.name)
+            if tool is None:
+                run.append((call, None, None, f"!There is no tool named {call.name!r}. Tools: {', '.join(self.tools) or 'none'}."))
+                continue
+            try:
+                args = tool.parse(call.input)
+            except ToolArgumentsError as exc:
+                run.append((call, None, None, f"!{exc}. Fix the arguments and call the tool again."))
+                continue
+            if tool.requires_confirmation and call.state == "pending":
+                ask.append(call)
+            elif tool.external:
+                external.append(call)
+            else:
+                run.append((call, tool, args, None))
+        if run:
+            async for ev in self._run_tools(rid, run):
+                yield self._emit(state, ev)
+        if ask:
+            yield self._emit(state, E.RequireUserConfirmEvent(reply_id=rid, tool_calls=[c.model_copy(deep=True) for c in ask]))
+        if external:
+            yield self._emit(state, E.RequireExternalExecutionEvent(reply_id=rid, tool_calls=[c.model_copy(deep=True) for c in external]))
+        if ask or external or any(c.state in ("asking", "submitted") for c in self._open_calls(state)):
+            yield _PARK
+
+    def _result_events(self, rid: str, call: ToolCallBlock, text: str, result_state: str) -> list[E.EventBase]:
+        events: list[E.EventBase] = [E.ToolResultStartEvent(reply_id=rid, tool_call_id=call.id, tool_call_name=call.name)]
+        if text:
+            events.append(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=text))
+        events.append(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state=result_state))
+        return events
+
+    async def _run_tools(self, rid: str, run: list) -> AsyncIterator[E.EventBase]:
+        """Run the calls of one turn concurrently; their result events interleave."""
+        queue: asyncio.Queue = asyncio.Queue()
+        done = object()
+
+        async def one(call: ToolCallBlock, tool: Tool | None, args: dict | None, fixed: str | None) -> None:
+            try:
+                await queue.put(E.ToolResultStartEvent(reply_id=rid, tool_call_id=call.id, tool_call_name=call.name))
+                if tool is None:
+                    error = fixed is not None and fixed.startswith("!")
+                    text = fixed[1:] if error else (fixed or "")
+                    if text:
+                        await queue.put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=text))
+                    await queue.put(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state="error" if error else "success"))
+                    return
+                state = "success"
+                try:
+                    if tool.is_async_gen:
+                        async for piece in tool.func(**args):  # type: ignore[misc]
+                            for ev in _output_events(rid, call.id, piece):
+                                await queue.put(ev)
+                    else:
+                        value = await tool.call(args)
+                        for ev in _output_events(rid, call.id, value):
+                            await queue.put(ev)
+                except Exception as exc:  # noqa: BLE001 - a tool's failure is the model's to read
+                    state = "error"
+                    await queue.put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=f"Error: {type(exc).__name__}: {exc}"))
+                await queue.put(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state=state))
+            finally:
+                await queue.put(done)
+
+        tasks = [asyncio.create_task(one(*item)) for item in run]
+        remaining = len(tasks)
+        try:
+            while remaining:
+                ev = await queue.get()
+                if ev is done:
+                    remaining -= 1
+                    continue
+                yield ev
+        finally:
+            for task in tasks:
+                task.cancel()
+
+
+_PARK = object()
+_RESUME_TYPES = {"USER_CONFIRM_RESULT", "EXTERNAL_EXECUTION_RESULT", "USER_INTERRUPT"}
+
+
+def _schema(model_cls: Any) -> dict[str, Any]:
+    schema = model_cls.model_json_schema()
+    schema.setdefault("additionalProperties", False)
+    return schema
+
+
+def _output_events(rid: str, call_id: str, value: Any) -> list[E.EventBase]:
+    """A tool's return value (or one streamed piece) as result events."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call_id, delta=value)] if value else []
+    if isinstance(value, TextBlock):
+        return _output_events(rid, call_id, value.text)
+    if isinstance(value, DataBlock):
+        src = value.source
+        if src.type == "base64":
+            return [E.ToolResultDataDeltaEvent(reply_id=rid, tool_call_id=call_id, block_id=value.id, media_type=src.media_type, data=src.data)]
+        return [E.ToolResultDataDeltaEvent(reply_id=rid, tool_call_id=call_id, block_id=value.id, media_type=src.media_type, url=src.url)]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, TextBlock, DataBlock)) for v in value):
+        return [ev for v in value for ev in _output_events(rid, call_id, v)]
+    if hasattr(value, "model_dump_json"):
+        return _output_events(rid, call_id, value.model_dump_json())
+    try:
+        return _output_events(rid, call_id, json.dumps(value, ensure_ascii=False, default=str))
+    except (TypeError, ValueError):
+        return _output_events(rid, call_id, str(value))
+
+

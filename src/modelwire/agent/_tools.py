@@ -1,0 +1,153 @@
+"""Tools from plain Python functions.
+
+The JSON schema comes from the signature's type hints (pydantic types and models
+included) and the docstring (its first paragraph describes the tool; an ``Args:`` section
+describes the parameters). Arguments are validated before the function runs; invalid
+JSON or arguments that fail the schema become an error result the model can read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from typing import Any, Callable, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from ..formatters import ToolSpec
+
+__all__ = ["Tool", "tool", "ToolArgumentsError"]
+
+
+class ToolArgumentsError(ValueError):
+    """The model's arguments for a tool are not valid JSON or do not fit its schema."""
+
+
+_ARGS_RE = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$", re.MULTILINE)
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    doc = inspect.cleandoc(doc or "")
+    if not doc:
+        return "", {}
+    match = _ARGS_RE.search(doc)
+    head = doc[: match.start()] if match else doc
+    description = head.strip().split("\n\n")[0].replace("\n", " ").strip()
+    params: dict[str, str] = {}
+    if match:
+        current = None
+        for line in doc[match.end() :].splitlines():
+            if line.strip() and not line.startswith((" ", "\t")):
+                break  # the next section
+            m = re.match(r"^\s+(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$", line)
+            if m:
+                current = m.group(1).lstrip("*")
+                params[current] = m.group(3).strip()
+            elif current and line.strip():
+                params[current] += " " + line.strip()
+    return description, params
+
+
+class Tool:
+    """A tool the model may call.
+
+    ``requires_confirmation``: the call waits for the user's yes or no
+    (``REQUIRE_USER_CONFIRM``). ``external``: the call is run outside the agent
+    (``REQUIRE_EXTERNAL_EXECUTION``); ``func`` may then be None.
+    """
+
+    def __init__(
+        self,
+        func: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        parameters: dict[str, Any] | None = None,
+        requires_confirmation: bool = False,
+        external: bool = False,
+    ) -> None:
+        if func is None and not external:
+            raise ValueError("a tool needs a function unless it is external")
+        self.func = func
+        self.requires_confirmation = requires_confirmation
+        self.external = external
+        doc_description, param_docs = _parse_docstring(getattr(func, "__doc__", "") or "")
+        self.name = name or getattr(func, "__name__", None) or "tool"
+        self.description = description if description is not None else doc_description
+        self._model: type[BaseModel] | None = None
+        if parameters is not None:
+            self.parameters = parameters
+        elif func is not None:
+            self._model = _arguments_model(func, param_docs)
+            self.parameters = _clean_schema(self._model.model_json_schema())
+        else:
+            self.parameters = {"type": "object", "properties": {}}
+
+    def tool_spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.parameters)
+
+    def parse(self, raw: str) -> dict[str, Any]:
+        """Decode and validate the model's arguments; raises ToolArgumentsError."""
+        text = raw.strip() or "{}"
+        try:
+            args = json.loads(text)
+        except ValueError as exc:
+            raise ToolArgumentsError(f"the arguments are not valid JSON ({exc}): {text[:200]}") from None
+        if not isinstance(args, dict):
+            raise ToolArgumentsError(f"the arguments must be a JSON object, not {type(args).__name__}")
+        if self._model is None:
+            return args
+        try:
+            validated = self._model.model_validate(args)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors(include_url=False))
+            raise ToolArgumentsError(f"the arguments do not fit the tool's schema: {problems}") from None
+        return {k: getattr(validated, k) for k in type(validated).model_fields}
+
+    @property
+    def is_async_gen(self) -> bool:
+        return inspect.isasyncgenfunction(self.func)
+
+    async def call(self, args: dict[str, Any]) -> Any:
+        """Run the function (a sync function runs in a worker thread)."""
+        assert self.func is not None
+        if inspect.iscoroutinefunction(self.func):
+            return await self.func(**args)
+        return await asyncio.to_thread(self.func, **args)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+
+def tool(func: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """Decorator form: ``@tool`` or ``@tool(requires_confirmation=True)``."""
+    if func is None:
+        return lambda f: Tool(f, **options)
+    return Tool(func, **options)
+
+
+def _arguments_model(func: Callable[..., Any], param_docs: dict[str, str]) -> type[BaseModel]:
+    from pydantic import Field
+
+    signature = inspect.signature(func)
+    hints = get_type_hints(func, include_extras=True)
+    fields: dict[str, Any] = {}
+    for pname, param in signature.parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = hints.get(pname, Any)
+        default = ... if param.default is param.empty else param.default
+        fields[pname] = (annotation, Field(default, description=param_docs.get(pname)))
+    return create_model(f"{func.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+            if prop.get("description") is None:
+                prop.pop("description", None)
+    return schema

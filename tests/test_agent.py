@@ -1,0 +1,362 @@
+"""The agent end to end, for each protocol, against the local provider server.
+
+The invariant on every test: folding reply_stream's events gives the message the agent
+stored (and reply() returns the same), and check_stream accepts the events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+import sse_bodies
+from provider_server import ProviderServer, error_reply, sse_reply
+from pydantic import BaseModel
+
+from modelwire import event as E
+from modelwire.agent import Agent, Tool
+from modelwire.message import AssistantMsg, Msg, UserMsg
+from modelwire.models import load_model
+from modelwire.models.transport import RetryPolicy
+
+PROTOCOLS = {"anthropic": "anthropic:claude-test", "openai-chat": "deepseek:deepseek-chat", "openai-responses": "openai-responses:resp-test"}
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def server():
+    with ProviderServer() as srv:
+        yield srv
+
+
+def make_model(server, protocol):
+    spec = PROTOCOLS[protocol]
+    base = server.url if protocol == "anthropic" else server.url + "/v1"
+    return load_model(spec, api_key="sk-test", base_url=base, retry=RetryPolicy(max_retries=0))
+
+
+async def weather(city: str) -> str:
+    """Current weather for a city.
+
+    Args:
+        city: the city's name
+    """
+    await asyncio.sleep(0.2)
+    return f"{city}: sunny, 21C"
+
+
+def local_time(city: str) -> str:
+    """The local time in a city."""
+    time.sleep(0.2)
+    return f"{city}: 14:05"
+
+
+async def stream_all(agent, *args, **kw):
+    events = []
+    async for ev in agent.reply_stream(*args, **kw):
+        events.append(ev)
+    return events
+
+
+def fold(events, base: Msg | None = None):
+    msg = base.model_copy(deep=True) if base is not None else None
+    for ev in events:
+        if ev.type == "REPLY_START":
+            msg = AssistantMsg(ev.name, [], id=ev.reply_id, created_at=msg.created_at if msg else None)
+        msg.append_event(ev)
+    return msg
+
+
+def check_invariant(agent, events):
+    E.check_stream(events)
+    stored = agent.context[-1]
+    folded = fold(events)
+    folded.__dict__["created_at"] = stored.created_at  # the only field not carried by an event
+    assert folded == stored
+    return stored
+
+
+TWO_CALLS = (("think", "I need both the weather and the time."), ("tool", "call_w", "weather", '{"city": "Paris"}'), ("tool", "call_t", "local_time", '{"city": "Paris"}'))
+ANSWER = (("text", "Paris is sunny and it is 14:05."),)
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_parallel_tool_calls_then_an_answer_with_thinking_replayed(server, protocol):
+    def check_second(request):
+        body = json.dumps(request["json"])
+        assert "Paris: sunny, 21C" in body and "Paris: 14:05" in body  # both results went back
+        if protocol == "anthropic":
+            thinking = request["json"]["messages"][1]["content"][0]
+            assert thinking == {"type": "thinking", "thinking": "I need both the weather and the time.", "signature": "sig-I need b"}
+        elif protocol == "openai-chat":
+            assert request["json"]["messages"][2]["reasoning_content"].startswith("I need both")
+        else:
+            (reasoning,) = [item for item in request["json"]["input"] if item["type"] == "reasoning"]
+            assert reasoning["id"] == "rs_0" and reasoning["encrypted_content"] == "enc-0"
+
+    server.script(sse_reply(sse_bodies.body(protocol, *TWO_CALLS), delay=0.002), sse_reply(sse_bodies.body(protocol, *ANSWER), check=check_second))
+    agent = Agent("Buddy", make_model(server, protocol), "Be brief.", tools=[weather, local_time])
+    t0 = time.monotonic()
+    events = run(stream_all(agent, UserMsg("user", "Weather and time in Paris?")))
+    elapsed = time.monotonic() - t0
+    reply = check_invariant(agent, events)
+    assert reply.finished_reason == "completed" and reply.get_text_content().strip() == "Paris is sunny and it is 14:05."
+    results = {r.id: (r.state, r.output[0].text) for r in reply.get_content_blocks("tool_result")}
+    assert results == {"call_w": ("success", "Paris: sunny, 21C"), "call_t": ("success", "Paris: 14:05")}
+    assert all(c.state == "finished" for c in reply.get_content_blocks("tool_call"))
+    assert elapsed < 0.38  # the two 0.2 s tools ran at the same time
+    assert len(server.requests) == 2
+    first = server.requests[0]["json"]
+    if protocol == "anthropic":
+        assert first["system"] == [{"type": "text", "text": "Be brief."}]
+        assert first["tools"][0] == {"name": "weather", "description": "Current weather for a city.", "input_schema": {"type": "object", "properties": {"city": {"type": "string", "description": "the city's name"}}, "required": ["city"], "additionalProperties": False}}
+    assert reply.usage.input_tokens == 20 and [e.type for e in events].count("MODEL_CALL_START") == 2
+
+
+def test_reply_returns_what_reply_stream_folds_to(server):
+    for _ in range(2):
+        server.script(sse_reply(sse_bodies.body("anthropic", *TWO_CALLS)), sse_reply(sse_bodies.body("anthropic", *ANSWER)))
+    a = Agent("Buddy", make_model(server, "anthropic"), tools=[weather, local_time])
+    returned = run(a.reply(UserMsg("user", "Weather and time in Paris?")))
+    assert returned == a.context[-1]
+    b = Agent("Buddy", make_model(server, "anthropic"), tools=[weather, local_time])
+    folded = fold(run(stream_all(b, UserMsg("user", "Weather and time in Paris?"))))
+
+    def shape(m):
+        def strip(value):
+            if isinstance(value, dict):
+                return {k: strip(v) for k, v in value.items() if k not in ("id", "created_at", "finished_at")}
+            if isinstance(value, list):
+                return [strip(v) for v in value]
+            return value
+
+        return strip(m.to_dict()["content"])
+
+    assert shape(returned) == shape(folded)
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+@pytest.mark.parametrize("approve", [True, False])
+def test_confirmation_approved_and_denied(server, protocol, approve):
+    ran = []
+
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return f"deleted {path}"
+
+    server.script(
+        sse_reply(sse_bodies.body(protocol, ("tool", "call_d", "delete_file", '{"path": "/tmp/x"}'))),
+        sse_reply(sse_bodies.body(protocol, ("text", "Done." if approve else "Okay, I left it."))),
+    )
+    agent = Agent("Buddy", make_model(server, protocol), tools=[Tool(delete_file, requires_confirmation=True)])
+    first = run(stream_all(agent, UserMsg("user", "Delete /tmp/x")))
+    assert first[-1].type == "REQUIRE_USER_CONFIRM" and [c.id for c in first[-1].tool_calls] == ["call_d"]
+    assert agent.context[-1].content[0].state == "asking" and ran == []
+    answer = agent.confirm({"call_d": approve})
+    second = run(stream_all(agent, event=answer))
+    assert second[0] is answer or second[0] == answer
+    reply = check_invariant(agent, first + second)
+    (result,) = reply.get_content_blocks("tool_result")
+    if approve:
+        assert ran == ["/tmp/x"] and result.state == "success"
+    else:
+        assert ran == [] and result.state == "denied"
+    assert reply.finished_reason == "completed" and len(server.requests) == 2
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_external_tool(server, protocol):
+    server.script(
+        sse_reply(sse_bodies.body(protocol, ("tool", "call_x", "deploy", '{"env": "prod"}'))),
+        sse_reply(sse_bodies.body(protocol, ("text", "Deployed."))),
+    )
+    deploy = Tool(name="deploy", description="Deploy the app.", parameters={"type": "object", "properties": {"env": {"type": "string"}}}, external=True)
+    agent = Agent("Buddy", make_model(server, protocol), tools=[deploy])
+    first = run(stream_all(agent, UserMsg("user", "Deploy to prod")))
+    assert first[-1].type == "REQUIRE_EXTERNAL_EXECUTION" and agent.context[-1].content[0].state == "submitted"
+    from modelwire.message import ToolResultBlock
+
+    result = E.ExternalExecutionResultEvent(reply_id=agent.context[-1].id, execution_results=[ToolResultBlock(id="call_x", name="deploy", output="ok: v42", state="success")])
+    second = run(stream_all(agent, event=result))
+    reply = check_invariant(agent, first + second)
+    assert reply.content[0].state == "finished" and reply.get_content_blocks("tool_result")[0].output == "ok: v42"
+    assert "ok: v42" in json.dumps(server.requests[1]["json"])
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_interrupt_mid_stream(server, protocol):
+    long_text = " ".join(f"word{i}" for i in range(200))
+    server.script(sse_reply(sse_bodies.body(protocol, ("text", long_text)), delay=0.01))
+    agent = Agent("Buddy", make_model(server, protocol))
+
+    async def go():
+        events = []
+        async for ev in agent.reply_stream(UserMsg("user", "Talk")):
+            events.append(ev)
+            if ev.type == "TEXT_BLOCK_DELTA" and len(events) > 8:
+                agent.interrupt()
+        return events
+
+    events = run(go())
+    reply = check_invariant(agent, events)
+    assert reply.finished_reason == "interrupted" and 0 < len(reply.get_text_content()) < len(long_text)
+    assert events[-2].type == "MODEL_CALL_END" and events[-2].finished_reason == "interrupted"
+
+
+def test_interrupting_a_parked_reply_answers_its_calls(server):
+    server.script(sse_reply(sse_bodies.body("anthropic", ("tool", "call_d", "rm", '{"path": "/"}'))))
+    agent = Agent("Buddy", make_model(server, "anthropic"), tools=[Tool(lambda path: "no", name="rm", requires_confirmation=True)])
+    first = run(stream_all(agent, UserMsg("user", "rm")))
+    second = run(stream_all(agent, event=E.UserInterruptEvent(reply_id=agent.context[-1].id)))
+    reply = check_invariant(agent, first + second)
+    assert reply.finished_reason == "interrupted" and reply.get_content_blocks("tool_result")[0].state == "interrupted"
+
+
+def test_cancelling_the_task_keeps_the_stored_reply_consistent(server):
+    server.script(sse_reply(sse_bodies.body("openai-chat", ("text", " ".join(["x"] * 200))), delay=0.01))
+    agent = Agent("Buddy", make_model(server, "openai-chat"))
+
+    async def go():
+        task = asyncio.create_task(agent.reply(UserMsg("user", "Talk")))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(go())
+    stored = agent.context[-1]
+    assert stored.finished_reason == "interrupted" and stored.content[0].finished_at is not None
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_max_iters(server, protocol):
+    for i in range(2):
+        server.script(sse_reply(sse_bodies.body(protocol, ("tool", f"call_{i}", "weather", '{"city": "Oslo"}'))))
+
+    def last_call_has_no_tool_choice_left(request):
+        choice = request["json"].get("tool_choice")
+        assert choice in ({"type": "none"}, "none")
+
+    server.script(sse_reply(sse_bodies.body(protocol, ("text", "I keep checking; it is sunny.")), check=last_call_has_no_tool_choice_left))
+    agent = Agent("Buddy", make_model(server, protocol), tools=[weather], max_iters=2)
+    events = run(stream_all(agent, UserMsg("user", "Weather?")))
+    reply = check_invariant(agent, events)
+    assert reply.finished_reason == "exceed_max_iters" and events[-2].type == "EXCEED_MAX_ITERS"
+    assert len(server.requests) == 3 and len(reply.get_content_blocks("tool_result")) == 2
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_provider_error_mid_reply(server, protocol):
+    server.script(
+        sse_reply(sse_bodies.body(protocol, ("tool", "call_w", "weather", '{"city": "Rome"}'))),
+        sse_reply(sse_bodies.body(protocol, ("text", " ".join(["partial"] * 30))), drop_after=8),
+    )
+    agent = Agent("Buddy", make_model(server, protocol), tools=[weather])
+    events = run(stream_all(agent, UserMsg("user", "Weather in Rome?")))
+    reply = check_invariant(agent, events)
+    assert reply.finished_reason == "error" and reply.error.type == "connection"
+    assert reply.get_content_blocks("tool_result")[0].output[0].text == "Rome: sunny, 21C"
+    assert "partial" in (reply.get_text_content() or "")
+
+
+def test_http_error_on_first_call(server):
+    server.script(error_reply(401, {"error": {"message": "bad key", "type": "invalid_api_key"}}))
+    agent = Agent("Buddy", make_model(server, "openai-responses"))
+    events = run(stream_all(agent, UserMsg("user", "hi")))
+    reply = check_invariant(agent, events)
+    assert [e.type for e in events] == ["REPLY_START", "REPLY_END"]
+    assert reply.error.type == "authentication" and reply.error.message == "bad key"
+
+
+def test_bad_arguments_and_tool_exceptions_become_error_results(server):
+    def divide(a: int, b: int) -> float:
+        """Divide a by b."""
+        return a / b
+
+    server.script(
+        sse_reply(sse_bodies.body("anthropic", ("tool", "c1", "divide", '{"a": 1, "b": 0}'), ("tool", "c2", "divide", '{"a": "x"}'), ("tool", "c3", "nope", "{}"), ("tool", "c4", "divide", '{"a": 1,'))),
+        sse_reply(sse_bodies.body("anthropic", ("text", "Sorry."))),
+    )
+    agent = Agent("Buddy", make_model(server, "anthropic"), tools=[divide])
+    events = run(stream_all(agent, UserMsg("user", "Divide")))
+    reply = check_invariant(agent, events)
+    results = {r.id: (r.state, r.output[0].text) for r in reply.get_content_blocks("tool_result")}
+    assert results["c1"][0] == "error" and "ZeroDivisionError" in results["c1"][1]
+    assert results["c2"][0] == "error" and "b: Field required" in results["c2"][1] and "a: Input should be a valid integer" in results["c2"][1]
+    assert results["c3"][0] == "error" and "no tool named 'nope'" in results["c3"][1]
+    assert results["c4"][0] == "error" and "not valid JSON" in results["c4"][1]
+    sent = json.dumps(server.requests[1]["json"])
+    assert "ZeroDivisionError" in sent and '"is_error": true' in sent
+
+
+def test_streaming_tools_and_data_results(server):
+    from modelwire.message import Base64Source, DataBlock
+
+    async def report(topic: str):
+        """Write a report, piece by piece."""
+        yield f"Report on {topic}: "
+        await asyncio.sleep(0.01)
+        yield "all good."
+        yield DataBlock(id="chart", source=Base64Source(data="iVBORw0KGgo=", media_type="image/png"))
+
+    server.script(sse_reply(sse_bodies.body("openai-responses", ("tool", "c1", "report", '{"topic": "sales"}'))), sse_reply(sse_bodies.body("openai-responses", ("text", "Here."))))
+    agent = Agent("Buddy", make_model(server, "openai-responses"), tools=[report])
+    events = run(stream_all(agent, UserMsg("user", "Report")))
+    reply = check_invariant(agent, events)
+    assert [e.type for e in events if e.type.startswith("TOOL_RESULT")] == ["TOOL_RESULT_START", "TOOL_RESULT_TEXT_DELTA", "TOOL_RESULT_TEXT_DELTA", "TOOL_RESULT_DATA_DELTA", "TOOL_RESULT_END"]
+    (result,) = reply.get_content_blocks("tool_result")
+    assert result.output[0].text == "Report on sales: all good." and result.output[1].source.media_type == "image/png"
+    output = server.requests[1]["json"]["input"][-1]["output"]
+    assert output[1] == {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo=", "detail": "auto"}
+
+
+class Weather(BaseModel):
+    city: str
+    temperature_c: int
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_structured_output(server, protocol):
+    if protocol == "anthropic":
+        server.script(
+            sse_reply(sse_bodies.body(protocol, ("tool", "c1", "final_answer", '{"city": "Paris", "temperature_c": 21}'))),
+        )
+    else:
+        server.script(sse_reply(sse_bodies.body(protocol, ("text", '{"city": "Paris", "temperature_c": 21}'))))
+    agent = Agent("Buddy", make_model(server, protocol))
+    events = run(stream_all(agent, UserMsg("user", "Weather in Paris as JSON"), structured_model=Weather))
+    reply = check_invariant(agent, events)
+    assert reply.structured_output == {"city": "Paris", "temperature_c": 21}
+    sent = server.requests[0]["json"]
+    if protocol == "openai-chat":
+        assert sent["response_format"]["json_schema"]["name"] == "Weather"
+    elif protocol == "openai-responses":
+        assert sent["text"]["format"]["name"] == "Weather"
+    else:
+        assert sent["tools"][-1]["name"] == "final_answer"
+
+
+def test_save_load_and_continue(server, tmp_path):
+    server.script(sse_reply(sse_bodies.body("anthropic", *TWO_CALLS)), sse_reply(sse_bodies.body("anthropic", *ANSWER)))
+    agent = Agent("Buddy", make_model(server, "anthropic"), tools=[weather, local_time])
+    run(agent.reply(UserMsg("user", "Weather and time in Paris?")))
+    path = tmp_path / "agent.json"
+    agent.save(path)
+
+    def check(request):
+        messages = request["json"]["messages"]
+        assert messages[1]["content"][0]["signature"] == "sig-I need b"  # thinking replayed after the reload
+        assert messages[-1]["content"][-1]["text"] == "And tomorrow?"
+
+    server.script(sse_reply(sse_bodies.body("anthropic", ("text", "Also sunny.")), check=check))
+    again = Agent("Buddy", make_model(server, "anthropic"), tools=[weather, local_time])
+    again.load(path)
+    assert again.context == agent.context
+    reply = run(again.reply(UserMsg("user", "And tomorrow?")))
+    assert reply.get_text_content().strip() == "Also sunny." and len(again.context) == 4
