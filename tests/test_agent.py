@@ -11,8 +11,8 @@ import json
 import time
 
 import pytest
-import sse_bodies
-from provider_server import ProviderServer, error_reply, sse_reply
+from modelwire.testing import sse as sse_bodies
+from modelwire.testing.server import ProviderServer, error_reply, sse_reply
 from pydantic import BaseModel
 
 from modelwire import event as E

@@ -10,7 +10,7 @@ import json
 import time
 
 import pytest
-from provider_server import ProviderServer, Reply, error_reply, sse_reply
+from modelwire.testing.server import ProviderServer, Reply, error_reply, sse_reply
 from test_adapters_recorded import PA, ROOT
 
 from modelwire import errors as E

@@ -94,6 +94,23 @@ def _cmd_format(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_cassette(args: argparse.Namespace) -> int:
+    from .cassettes import Cassette, CassetteError, import_vcr
+    from .cassettes._show import summarize
+
+    try:
+        if args.cassette_command == "show":
+            for line in summarize(Cassette.load(args.file)):
+                print(line)
+            return 0
+        cassette = import_vcr(args.file, args.output)
+        cassette.save()
+        print(f"wrote {cassette.path} ({len(cassette.interactions)} interaction(s))")
+        return 0
+    except (OSError, ValueError, KeyError, CassetteError) as exc:
+        return _fail(f"cassette {args.cassette_command}: {exc}")
+
+
 def _fail(message: str) -> int:
     print(f"modelwire: {message}", file=sys.stderr)
     return 2
@@ -117,6 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--tool-choice", help="auto, none, required, or a tool name")
     fmt.add_argument("file", help="a JSON list of messages (Msg.to_dict() form), or - for standard input")
     fmt.set_defaults(func=_cmd_format)
+    cas = sub.add_parser("cassette", help="inspect or import recorded provider traffic")
+    cas_sub = cas.add_subparsers(dest="cassette_command", metavar="ACTION", required=True)
+    show = cas_sub.add_parser("show", help="summarize a cassette: requests, models, events, usage")
+    show.add_argument("file")
+    imp = cas_sub.add_parser("import", help="convert a VCR.py / pytest-recording YAML cassette")
+    imp.add_argument("file")
+    imp.add_argument("-o", "--output", help="where to write (default: FILE with .json)")
+    cas.set_defaults(func=_cmd_cassette)
     return parser
 
 

@@ -1,0 +1,270 @@
+"""Cassettes: real provider traffic recorded once, replayed offline in tests.
+
+A cassette is one JSON file a person can review::
+
+    {
+      "version": 1,
+      "notes": "how it was made",
+      "interactions": [
+        {"request": {"method": "POST", "url": "...", "headers": {...}, "json": {...}},
+         "response": {"status": 200, "headers": {...}, "body": "event: ...\\ndata: ...\\n\\n",
+                      "chunks": [[0.0, 120], [0.013, 98], ...]}}
+      ]
+    }
+
+``body`` is the response body exactly as received (``body_base64`` when it is not UTF-8);
+``chunks`` (optional) keeps the piece boundaries as ``[seconds since the first byte,
+length]`` so a replay can stream the same pieces, with the same timing if asked.
+
+Recording and replay hook into the HTTP transport of ``httpx2`` (which modelwire and the
+official ``openai`` / ``anthropic`` SDKs run on) and of ``httpx`` when it is installed, so
+they cover every provider and the SDK clients alike.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import difflib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ..errors import ModelwireError
+
+__all__ = [
+    "Cassette",
+    "Interaction",
+    "CassetteError",
+    "CassetteMismatchError",
+    "UnusedInteractionsError",
+    "CassetteSecretError",
+    "RECORD_MODES",
+    "SECRET_HEADERS",
+]
+
+RECORD_MODES = ("none", "once", "new_episodes", "all")
+SECRET_HEADERS = frozenset(
+    {"authorization", "x-api-key", "api-key", "cookie", "set-cookie", "openai-organization", "openai-project", "proxy-authorization"}
+)
+SECRET_QUERY = frozenset({"key", "api_key", "api-key", "token", "access_token"})
+# Headers worth keeping for a reader; the rest (dates, trace ids, rate-limit counters) is noise.
+KEPT_REQUEST_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta", "user-agent")
+KEPT_RESPONSE_HEADERS = ("content-type", "retry-after", "retry-after-ms", "request-id", "x-request-id")
+
+
+class CassetteError(ModelwireError, AssertionError):
+    """A cassette was used wrongly (missing file in replay mode, bad record mode ...)."""
+
+
+class CassetteMismatchError(CassetteError):
+    """A request matched no recorded interaction. The message shows a diff against the nearest one."""
+
+
+class UnusedInteractionsError(CassetteError):
+    """Recorded interactions were never played: the code under test no longer makes them."""
+
+
+class CassetteSecretError(CassetteError):
+    """Recording refused to write a file that still holds a secret."""
+
+
+def canonical_json(value: Any, ignore: Iterable[str] = ()) -> str:
+    """Sorted-key JSON with the ``ignore``d fields (dotted paths, ``*`` for any key) removed."""
+    value = copy.deepcopy(value)
+    for path in ignore:
+        _drop(value, path.split("."))
+    return json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False)
+
+
+def _drop(value: Any, parts: list[str]) -> None:
+    if not parts:
+        return
+    head, rest = parts[0], parts[1:]
+    if isinstance(value, list):
+        # Lists are transparent ("messages.content" reaches every message); "*" may
+        # also stand for the list index ("messages.*.content").
+        for item in value:
+            _drop(item, rest if head == "*" else parts)
+        return
+    if not isinstance(value, dict):
+        return
+    keys = list(value) if head == "*" else [head]
+    for key in keys:
+        if key not in value:
+            continue
+        if rest:
+            _drop(value[key], rest)
+        else:
+            del value[key]
+
+
+def clean_url(url: str) -> str:
+    """The URL without secret query parameters (``key=`` ...)."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in SECRET_QUERY]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def clean_headers(headers: Iterable[tuple[str, str]], kept: Iterable[str]) -> dict[str, str]:
+    keep = set(kept)
+    out = {}
+    for key, value in headers:
+        k = key.lower()
+        if k in SECRET_HEADERS or k not in keep:
+            continue
+        out[k] = value
+    return out
+
+
+@dataclass
+class Interaction:
+    request: dict[str, Any]
+    response: dict[str, Any]
+    played: bool = False
+
+    def body_bytes(self) -> bytes:
+        r = self.response
+        if "body_base64" in r:
+            return base64.b64decode(r["body_base64"])
+        return r.get("body", "").encode("utf-8")
+
+    def pieces(self) -> list[tuple[float, bytes]]:
+        body = self.body_bytes()
+        chunks = self.response.get("chunks")
+        if not chunks:
+            return [(0.0, body)] if body else []
+        out, offset = [], 0
+        for at, length in chunks:
+            out.append((float(at), body[offset : offset + length]))
+            offset += length
+        if offset < len(body):
+            out.append((out[-1][0] if out else 0.0, body[offset:]))
+        return out
+
+
+@dataclass
+class Cassette:
+    path: Path
+    interactions: list[Interaction] = field(default_factory=list)
+    notes: str = ""
+    ignore_fields: tuple[str, ...] = ()
+
+    # -- files ----------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | Path, ignore_fields: Iterable[str] = ()) -> "Cassette":
+        path = Path(path)
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("version") != 1:
+            raise CassetteError(f"{path}: unknown cassette version {data.get('version')!r}")
+        interactions = [Interaction(i["request"], i["response"]) for i in data.get("interactions", [])]
+        return cls(path, interactions, data.get("notes", ""), tuple(ignore_fields))
+
+    def to_json(self) -> str:
+        data = {
+            "version": 1,
+            "notes": self.notes,
+            "interactions": [{"request": i.request, "response": i.response} for i in self.interactions],
+        }
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+    def save(self, secrets: Iterable[str] = ()) -> None:
+        """Write the file, unless it would hold the value of an API key (see :func:`known_secrets`)."""
+        text = self.to_json()
+        leaked = [s for s in {*known_secrets(), *secrets} if s and len(s) >= 8 and s in text]
+        if leaked:
+            shown = ", ".join(f"{s[:4]}...({len(s)} chars)" for s in leaked)
+            raise CassetteSecretError(f"refusing to write {self.path}: it contains the value of an API key ({shown})")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(text, encoding="utf-8")
+
+    # -- matching -------------------------------------------------------------------------
+
+    def _key(self, request: dict[str, Any]) -> tuple[str, str, str]:
+        body = request.get("json")
+        if body is None:
+            body = request.get("body", "")
+        return request["method"].upper(), clean_url(request["url"]), canonical_json(body, self.ignore_fields)
+
+    def find(self, request: dict[str, Any]) -> Interaction:
+        """The first unplayed interaction matching ``request``; raises a readable mismatch."""
+        key = self._key(request)
+        for interaction in self.interactions:
+            if not interaction.played and self._key(interaction.request) == key:
+                interaction.played = True
+                return interaction
+        raise CassetteMismatchError(self._explain(request, key))
+
+    def _explain(self, request: dict[str, Any], key: tuple[str, str, str]) -> str:
+        head = f"no recorded interaction in {self.path} matches {key[0]} {key[1]}"
+        candidates = [i for i in self.interactions if not i.played] or self.interactions
+        if not candidates:
+            return head + " (the cassette is empty)"
+
+        def score(i: Interaction) -> float:
+            other = self._key(i.request)
+            return (other[0] == key[0]) + (other[1] == key[1]) + difflib.SequenceMatcher(None, other[2], key[2]).quick_ratio()
+
+        nearest = max(candidates, key=score)
+        other = self._key(nearest.request)
+        diff = difflib.unified_diff(
+            f"{other[0]} {other[1]}\n{other[2]}".splitlines(),
+            f"{key[0]} {key[1]}\n{key[2]}".splitlines(),
+            "recorded (nearest)",
+            "this request",
+            lineterm="",
+            n=2,
+        )
+        return head + "\n" + "\n".join(list(diff)[:80])
+
+    def unused(self) -> list[Interaction]:
+        return [i for i in self.interactions if not i.played]
+
+    def add(self, request: dict[str, Any], response: dict[str, Any]) -> Interaction:
+        interaction = Interaction(request, response, played=True)
+        self.interactions.append(interaction)
+        return interaction
+
+
+def known_secrets() -> set[str]:
+    """The values of every API-key variable modelwire knows, as set in the environment."""
+    from ..models.config import PRESETS
+
+    names = {p.key_env for p in PRESETS.values() if p.key_env} | {"MODELWIRE_SECRETS"}
+    values = {os.environ.get(n, "") for n in names}
+    extra = os.environ.get("MODELWIRE_SECRETS", "")
+    values |= {v for v in extra.split(",") if v}
+    return {v for v in values if v}
+
+
+def request_record(method: str, url: str, headers: Iterable[tuple[str, str]], content: bytes) -> dict[str, Any]:
+    record: dict[str, Any] = {"method": method.upper(), "url": clean_url(url), "headers": clean_headers(headers, KEPT_REQUEST_HEADERS)}
+    if content:
+        try:
+            record["json"] = json.loads(content)
+        except ValueError:
+            record["body"] = content.decode("utf-8", "replace")
+    return record
+
+
+def response_record(status: int, headers: Iterable[tuple[str, str]], pieces: list[tuple[float, bytes]], keep_chunks: bool = True) -> dict[str, Any]:
+    body = b"".join(p for _, p in pieces)
+    record: dict[str, Any] = {"status": status, "headers": clean_headers(headers, KEPT_RESPONSE_HEADERS)}
+    try:
+        record["body"] = body.decode("utf-8")
+    except UnicodeDecodeError:
+        record["body_base64"] = base64.b64encode(body).decode("ascii")
+    if keep_chunks and len(pieces) > 1:
+        record["chunks"] = [[round(at, 4), len(p)] for at, p in pieces]
+    return record
+
+
+def now() -> float:
+    return time.monotonic()

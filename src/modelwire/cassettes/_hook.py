@@ -1,0 +1,270 @@
+"""The transport hook: while a cassette is in use, every ``httpx2`` (and ``httpx``) HTTP
+transport answers from the cassette, or records what the network answered.
+
+Patching the transport classes (not one client) is what lets a cassette cover modelwire's
+own models and the official SDK clients alike, whichever client object made the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from ._cassette import (
+    RECORD_MODES,
+    Cassette,
+    CassetteError,
+    CassetteMismatchError,
+    UnusedInteractionsError,
+    request_record,
+    response_record,
+)
+
+__all__ = ["use_cassette", "CassetteSession"]
+
+_ACTIVE: list["CassetteSession"] = []
+_ORIGINALS: dict[tuple[str, str], Any] = {}
+
+
+class CassetteSession:
+    """One cassette in use: the mode, the cassette, and what happened."""
+
+    def __init__(self, cassette: Cassette, mode: str, *, realtime: bool, existed: bool) -> None:
+        self.cassette = cassette
+        self.mode = mode
+        self.realtime = realtime
+        self.existed = existed
+        self.errors: list[CassetteError] = []
+        self.recorded = 0
+        self.replayed = 0
+
+    @property
+    def replaying(self) -> bool:
+        return self.mode == "none" or (self.mode == "once" and self.existed) or self.mode == "new_episodes"
+
+    @property
+    def recording(self) -> bool:
+        return self.mode == "all" or (self.mode == "once" and not self.existed) or self.mode == "new_episodes"
+
+
+def _session() -> CassetteSession | None:
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+def _request_parts(request: Any) -> tuple[str, str, list[tuple[str, str]], bytes]:
+    try:
+        content = request.content
+    except Exception:  # noqa: BLE001 - a streaming request body not read yet
+        content = request.read()
+    return request.method, str(request.url), list(request.headers.items()), content
+
+
+def _match(session: CassetteSession, request: Any) -> Any:
+    method, url, headers, content = _request_parts(request)
+    record = request_record(method, url, headers, content)
+    try:
+        return session.cassette.find(record), record
+    except CassetteMismatchError as exc:
+        if session.recording:
+            return None, record
+        session.errors.append(exc)
+        raise
+
+
+def _patch(module_name: str) -> None:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return
+
+    async_cls = module.AsyncHTTPTransport
+    sync_cls = module.HTTPTransport
+    original_async = async_cls.handle_async_request
+    original_sync = sync_cls.handle_request
+    _ORIGINALS[(module_name, "async")] = original_async
+    _ORIGINALS[(module_name, "sync")] = original_sync
+
+    class ReplayAsync(module.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, pieces: list[tuple[float, bytes]], realtime: bool) -> None:
+            self.pieces = pieces
+            self.realtime = realtime
+
+        async def __aiter__(self):
+            last = 0.0
+            for at, piece in self.pieces:
+                if self.realtime and at > last:
+                    await asyncio.sleep(at - last)
+                last = at
+                yield piece
+
+        async def aclose(self) -> None:
+            pass
+
+    class ReplaySync(module.SyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, pieces: list[tuple[float, bytes]], realtime: bool) -> None:
+            self.pieces = pieces
+            self.realtime = realtime
+
+        def __iter__(self):
+            last = 0.0
+            for at, piece in self.pieces:
+                if self.realtime and at > last:
+                    time.sleep(at - last)
+                last = at
+                yield piece
+
+        def close(self) -> None:
+            pass
+
+    class RecordAsync(module.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, inner: Any, done: Any) -> None:
+            self.inner = inner
+            self.done = done
+            self.pieces: list[tuple[float, bytes]] = []
+            self.t0: float | None = None
+
+        async def __aiter__(self):
+            async for piece in self.inner:
+                now = time.monotonic()
+                self.t0 = self.t0 if self.t0 is not None else now
+                self.pieces.append((now - self.t0, piece))
+                yield piece
+            self.done(self.pieces)
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+            self.done(self.pieces)
+
+    class RecordSync(module.SyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, inner: Any, done: Any) -> None:
+            self.inner = inner
+            self.done = done
+            self.pieces: list[tuple[float, bytes]] = []
+            self.t0: float | None = None
+
+        def __iter__(self):
+            for piece in self.inner:
+                now = time.monotonic()
+                self.t0 = self.t0 if self.t0 is not None else now
+                self.pieces.append((now - self.t0, piece))
+                yield piece
+            self.done(self.pieces)
+
+        def close(self) -> None:
+            self.inner.close()
+            self.done(self.pieces)
+
+    def replayed(interaction: Any, request: Any, stream_cls: Any, session: CassetteSession) -> Any:
+        session.replayed += 1
+        r = interaction.response
+        return module.Response(r["status"], headers=r.get("headers", {}), stream=stream_cls(interaction.pieces(), session.realtime), request=request)
+
+    def recorder(session: CassetteSession, record: dict[str, Any], response: Any) -> Any:
+        saved = []
+
+        def done(pieces: list[tuple[float, bytes]]) -> None:
+            if saved:
+                return
+            saved.append(True)
+            session.cassette.add(record, response_record(response.status_code, response.headers.items(), pieces))
+            session.recorded += 1
+
+        return done
+
+    async def handle_async_request(self: Any, request: Any) -> Any:
+        session = _session()
+        if session is None:
+            return await original_async(self, request)
+        interaction, record = _match(session, request)
+        if interaction is not None:
+            return replayed(interaction, request, ReplayAsync, session)
+        response = await original_async(self, request)
+        response.stream = RecordAsync(response.stream, recorder(session, record, response))
+        return response
+
+    def handle_request(self: Any, request: Any) -> Any:
+        session = _session()
+        if session is None:
+            return original_sync(self, request)
+        interaction, record = _match(session, request)
+        if interaction is not None:
+            return replayed(interaction, request, ReplaySync, session)
+        response = original_sync(self, request)
+        response.stream = RecordSync(response.stream, recorder(session, record, response))
+        return response
+
+    async_cls.handle_async_request = handle_async_request
+    sync_cls.handle_request = handle_request
+
+
+def _unpatch(module_name: str) -> None:
+    if (module_name, "async") not in _ORIGINALS:
+        return
+    module = importlib.import_module(module_name)
+    module.AsyncHTTPTransport.handle_async_request = _ORIGINALS.pop((module_name, "async"))
+    module.HTTPTransport.handle_request = _ORIGINALS.pop((module_name, "sync"))
+
+
+@contextlib.contextmanager
+def use_cassette(
+    path: str | Path,
+    record_mode: str = "none",
+    *,
+    ignore_fields: tuple[str, ...] | list[str] = (),
+    realtime: bool = False,
+    allow_unused: bool = False,
+    secrets: tuple[str, ...] | list[str] = (),
+    notes: str = "",
+) -> Iterator[CassetteSession]:
+    """Replay (or record) the HTTP traffic inside the ``with`` block.
+
+    ``record_mode``: ``none`` replays only (the default, and what CI uses); ``once`` records
+    when the file does not exist yet and replays otherwise; ``new_episodes`` replays what
+    matches and records the rest; ``all`` records everything anew.
+
+    Requests match on method, URL (without secret query parameters) and canonical JSON
+    body, minus ``ignore_fields`` (dotted paths, ``*`` for any key). A request that matches
+    nothing fails with a diff against the nearest recorded one; interactions never played
+    fail the block (unless ``allow_unused``). ``realtime`` replays recorded timing.
+    """
+    if record_mode not in RECORD_MODES:
+        raise CassetteError(f"record_mode is one of {RECORD_MODES}, not {record_mode!r}")
+    path = Path(path)
+    existed = path.is_file()
+    if existed and record_mode != "all":
+        cassette = Cassette.load(path, ignore_fields)
+    elif record_mode == "none":
+        raise CassetteError(f"no cassette at {path}; record it first (record_mode='once', or pytest --record-mode=once)")
+    else:
+        cassette = Cassette(path, [], notes, tuple(ignore_fields))
+    if notes:
+        cassette.notes = notes
+    session = CassetteSession(cassette, record_mode, realtime=realtime, existed=existed)
+    if not _ACTIVE:
+        _patch("httpx2")
+        _patch("httpx")
+    _ACTIVE.append(session)
+    failed = False
+    try:
+        yield session
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        _ACTIVE.remove(session)
+        if not _ACTIVE:
+            _unpatch("httpx2")
+            _unpatch("httpx")
+        if session.recording and session.recorded:
+            cassette.save(secrets)
+        if not failed:
+            if session.errors:
+                raise session.errors[0]
+            unused = cassette.unused()
+            if unused and not allow_unused and session.replaying and record_mode != "new_episodes":
+                listed = "\n".join(f"  {i.request['method']} {i.request['url']}" for i in unused[:10])
+                raise UnusedInteractionsError(f"{len(unused)} recorded interaction(s) in {path} were never played:\n{listed}")

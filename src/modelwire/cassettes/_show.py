@@ -1,0 +1,57 @@
+"""``modelwire cassette show``: what a cassette holds, in a few readable lines."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ._cassette import Cassette
+
+__all__ = ["summarize", "protocol_of"]
+
+
+def protocol_of(url: str) -> str | None:
+    """The wire protocol of a request, from its URL path."""
+    path = url.split("?")[0].rstrip("/")
+    if path.endswith("/messages"):
+        return "anthropic"
+    if path.endswith("/chat/completions"):
+        return "openai-chat"
+    if path.endswith("/responses") or "/responses/" in path:
+        return "openai-responses"
+    return None
+
+
+def summarize(cassette: Cassette) -> list[str]:
+    from ..adapters import decode_sse
+    from ..errors import ProviderError
+
+    lines = [f"{cassette.path}: {len(cassette.interactions)} interaction(s)"]
+    if cassette.notes:
+        lines.append(f"  notes: {cassette.notes}")
+    for n, interaction in enumerate(cassette.interactions):
+        req, resp = interaction.request, interaction.response
+        body = req.get("json") if isinstance(req.get("json"), dict) else {}
+        model = body.get("model", "-")
+        lines.append(f"[{n}] {req['method']} {req['url']}  model={model}  -> HTTP {resp['status']}")
+        protocol = protocol_of(req["url"])
+        content_type = resp.get("headers", {}).get("content-type", "")
+        if protocol is None or resp["status"] >= 400 or "event-stream" not in content_type and "data:" not in resp.get("body", "")[:200]:
+            continue
+        try:
+            events: list[Any] = decode_sse(protocol, interaction.body_bytes(), "show")
+            problem = ""
+        except ProviderError as err:
+            events, problem = err.events, f"  error: {type(err).__name__}: {err.message}"
+        counts = Counter(e.type for e in events)
+        end = next((e for e in reversed(events) if e.type == "MODEL_CALL_END"), None)
+        shown = ", ".join(f"{t} x{c}" for t, c in counts.most_common())
+        lines.append(f"     events: {shown}")
+        if end is not None:
+            lines.append(
+                f"     usage: input {end.input_tokens}, output {end.output_tokens}, cache read {end.cache_input_tokens},"
+                f" cache write {end.cache_creation_input_tokens}, reasoning {end.reasoning_tokens}; stop: {end.stop_reason} ({end.provider_stop_reason})"
+            )
+        if problem:
+            lines.append(problem)
+    return lines

@@ -1,0 +1,55 @@
+"""Import VCR.py / pytest-recording YAML cassettes (pydantic-ai's among them) into
+modelwire's format, secrets filtered on the way."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ._cassette import Cassette, CassetteError, request_record, response_record
+
+__all__ = ["import_vcr"]
+
+
+def _headers(raw: dict[str, Any] | None) -> list[tuple[str, str]]:
+    out = []
+    for key, values in (raw or {}).items():
+        for value in values if isinstance(values, list) else [values]:
+            out.append((key, str(value)))
+    return out
+
+
+def import_vcr(source: str | Path, target: str | Path | None = None) -> Cassette:
+    """Read a VCR.py YAML cassette; returns a :class:`Cassette` for ``target`` (not yet saved)."""
+    try:
+        import yaml
+    except ImportError as exc:  # pragma: no cover - the dev extra has it
+        raise CassetteError("importing VCR cassettes needs PyYAML (pip install pyyaml)") from exc
+    source = Path(source)
+    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or "interactions" not in data:
+        raise CassetteError(f"{source} is not a VCR.py cassette (no `interactions`)")
+    cassette = Cassette(Path(target) if target else source.with_suffix(".json"), notes=f"imported from the VCR.py cassette {source.name}")
+    for n, item in enumerate(data["interactions"]):
+        req = item["request"]
+        if "parsed_body" in req:
+            content = json.dumps(req["parsed_body"]).encode()
+        else:
+            body = req.get("body")
+            if isinstance(body, dict):
+                body = body.get("string")
+            content = body.encode() if isinstance(body, str) else (body or b"")
+        resp = item["response"]
+        status = resp.get("status", {})
+        code = status.get("code", 200) if isinstance(status, dict) else int(status)
+        body = resp.get("body", {})
+        raw = body.get("string", "") if isinstance(body, dict) else body
+        if "parsed_body" in resp:
+            raw = json.dumps(resp["parsed_body"])
+        payload = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw or b"")
+        record = request_record(req.get("method", "GET"), req.get("uri", ""), _headers(req.get("headers")), content)
+        cassette.add(record, response_record(code, _headers(resp.get("headers")), [(0.0, payload)]))
+    for interaction in cassette.interactions:
+        interaction.played = False
+    return cassette
