@@ -25,10 +25,23 @@ def test_demo_streams_a_tool_call_and_an_answer():
     out = run("demo")
     assert out.returncode == 0, out.stderr
     text = out.stdout.decode()
-    assert "scripted" in text  # it says plainly what it is
-    assert "TOOL_CALL_START" in text and "tool_call_name='calculate'" in text
-    assert "7006694" in text  # (1234 * 5678) + 42, computed by the real tool
-    assert text.rstrip().endswith("(1234 × 5678) + 42 = 7006694.")
+    assert "REPLAY" in text and "no API key" in text  # it says plainly what it is
+    assert '-> calculate({"expression": "(1234 * 5678) + 42"})' in text
+    assert "<- calculate [success] 7006694" in text  # the real tool's result
+    assert "(1234 × 5678) + 42 = 7,006,694." in text
+    assert "[completed | stop: end_turn | tokens in 950" in text
+    assert "modelwire chat --model anthropic:claude-sonnet-4-5" in text  # how to run it for real
+
+
+def test_demo_events_and_json():
+    events_out = run("demo", "--events")
+    lines = events_out.stdout.decode().splitlines()
+    assert lines[0] == "[00] REPLY_START" and lines[-1].startswith("[") and "REPLY_END" in lines[-1] and "finished_reason='completed'" in lines[-1]
+    assert any("TOOL_CALL_START" in line and "tool_call_name='calculate'" in line for line in lines)
+    json_out = run("demo", "--json")
+    events = E.loads_jsonl(json_out.stdout)
+    assert E.check_stream(events) == len(events)
+    assert b"REPLAY" in json_out.stderr and b"REPLAY" not in json_out.stdout
 
 
 @pytest.mark.skipif(not ROOT.is_dir(), reason="../shared/recorded-streams is not present")
@@ -106,3 +119,114 @@ def test_format_errors_name_the_message(tmp_path):
     notjson = tmp_path / "x.json"
     notjson.write_text("{")
     assert b"is not JSON" in run("format", "--protocol", "anthropic", str(notjson)).stderr
+
+
+# -- chat and models, against the local provider server -------------------------------------------
+
+
+import os  # noqa: E402
+import pty  # noqa: E402
+import select  # noqa: E402
+import time  # noqa: E402
+
+from modelwire.testing import sse  # noqa: E402
+from modelwire.testing.server import ProviderServer, sse_reply  # noqa: E402
+
+
+def run_env(*args, env_extra=None, stdin=None):
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "modelwire.cli", *args], input=stdin, capture_output=True, timeout=60, env=env)
+
+
+def test_chat_one_shot_renders_tool_calls_usage_and_first_token_time():
+    with ProviderServer() as server:
+        server.script(
+            sse_reply(sse.chat(("reasoning", "Need to compute."), ("tool", "call_1", "calculate", '{"expression": "6 * 7"}'), usage=(100, 20))),
+            sse_reply(sse.chat(("text", "It is 42."), usage=(130, 5))),
+        )
+        out = run_env("chat", "--model", "deepseek:deepseek-chat", "--base-url", server.url + "/v1", "What is 6 * 7?", env_extra={"DEEPSEEK_API_KEY": "sk-x"})
+        assert out.returncode == 0, out.stderr
+        text = out.stdout.decode()
+        assert "thinking: Need to compute." in text
+        assert '-> calculate({"expression": "6 * 7"})' in text and "<- calculate [success] 42" in text
+        assert "It is 42." in text
+        assert "[completed | stop: end_turn | tokens in 230 (cache read 0, cache write 0) out 25 | first token " in text
+        assert '"content": "42"' in json.dumps(server.requests[1]["json"]) or "42" in json.dumps(server.requests[1]["json"]["messages"][-1])
+
+
+def test_chat_events_and_json_and_hidden_thinking():
+    with ProviderServer() as server:
+        for _ in range(3):
+            server.script(sse_reply(sse.chat(("reasoning", "Hmm hmm."), ("text", "Hi there."))))
+        base = ["chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1"]
+        env = {"OPENAI_API_KEY": "sk-x"}
+        events = run_env(*base, "--events", "hello", env_extra=env).stdout.decode().splitlines()
+        assert events[0] == "[00] REPLY_START" and "TEXT_BLOCK_DELTA" in events[-6] or any("TEXT_BLOCK_DELTA" in line for line in events)
+        as_json = E.loads_jsonl(run_env(*base, "--json", "hello", env_extra=env).stdout)
+        assert E.check_stream(as_json) == len(as_json)
+        hidden = run_env(*base, "--no-show-thinking", "hello", env_extra=env).stdout.decode()
+        assert "(thought for 9 characters" in hidden and "Hmm hmm." not in hidden
+
+
+def test_chat_without_a_model_says_what_to_set(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "MODELWIRE_MODEL"}
+    out = subprocess.run([sys.executable, "-m", "modelwire.cli", "chat", "hi"], capture_output=True, timeout=60, env=env, cwd=tmp_path)
+    assert out.returncode == 2 and b"MODELWIRE_MODEL" in out.stderr
+
+
+def test_models_lists_presets_and_whether_their_key_is_set():
+    out = run_env("models", env_extra={"GROQ_API_KEY": "g", "OPENAI_API_KEY": ""})
+    lines = {line.split()[0]: line for line in out.stdout.decode().splitlines()[1:] if line.strip() and not line.startswith("MODELWIRE")}
+    assert "GROQ_API_KEY" in lines["groq"] and " yes " in lines["groq"]
+    assert " no " in lines["openai"] and "optional" in lines["ollama"]
+    assert len(lines) == 15
+
+
+def _read_until(fd, needle: bytes, timeout: float = 15.0) -> bytes:
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while needle not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"timed out waiting for {needle!r}; got {buf[-500:]!r}")
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+    return buf
+
+
+def test_interactive_chat_ctrl_c_stops_the_reply_not_the_program():
+    words = " ".join(f"w{i}" for i in range(300))
+    with ProviderServer() as server:
+        server.script(sse_reply(sse.chat(("text", words)), delay=0.02), sse_reply(sse.chat(("text", "Second answer."))))
+        env = {**os.environ, "OPENAI_API_KEY": "sk-x", "PYTHONUNBUFFERED": "1"}
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: the CLI on a real terminal
+            os.execvpe(sys.executable, [sys.executable, "-m", "modelwire.cli", "chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1"], env)
+        try:
+            _read_until(fd, b"you> ")
+            os.write(fd, b"talk a lot\n")
+            _read_until(fd, b"w20 ")
+            os.write(fd, b"\x03")  # Ctrl-C, as the terminal sends it
+            after = _read_until(fd, b"you> ")
+            assert b"[interrupted" in after
+            assert b"w299" not in after
+            os.write(fd, b"and now?\n")
+            assert b"Second answer." in _read_until(fd, b"you> ")
+            os.write(fd, b"exit\n")
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0
+        finally:
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+            os.close(fd)
+        # the second request carried the interrupted first reply
+        assert len(server.requests) == 2 and "w3" in json.dumps(server.requests[1]["json"]["messages"])

@@ -8,10 +8,96 @@ import sys
 from . import __version__
 
 
+def _view(args: argparse.Namespace) -> str:
+    return "events" if args.events else ("json" if args.json else "pretty")
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(out=sys.stdout)
+    return run_demo(out=sys.stdout, view=_view(args))
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    import os
+
+    from .models.config import PRESETS
+
+    print(f"{'provider':<18}{'protocol':<18}{'key variable':<24}{'set?':<9}base URL")
+    for preset in PRESETS.values():
+        key = preset.key_env or "-"
+        state = "yes" if preset.key_env and os.environ.get(preset.key_env) else ("n/a" if not preset.key_required else "no")
+        if not preset.key_required and state != "yes":
+            state = "optional"
+        base = (os.environ.get(preset.base_url_env) if preset.base_url_env else None) or preset.base_url or f"${preset.base_url_env}"
+        print(f"{preset.name:<18}{preset.protocol:<18}{key:<24}{state:<9}{base}")
+    chosen = os.environ.get("MODELWIRE_MODEL")
+    print(f"\nMODELWIRE_MODEL={chosen}" if chosen else "\nMODELWIRE_MODEL is not set; chat uses --model, then modelwire.toml's default")
+    return 0
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    from ._render import renderer
+    from .agent import Agent
+    from .demo import calculate
+    from .errors import ModelwireError
+    from .message import UserMsg
+    from .models import ConfigError, load_model
+
+    try:
+        model = load_model(args.model, **({"base_url": args.base_url} if args.base_url else {}))
+    except ConfigError as exc:
+        return _fail(str(exc))
+    agent = Agent("assistant", model, args.system, tools=[calculate], max_iters=args.max_iters)
+    view = _view(args)
+
+    async def one(prompt: str) -> str | None:
+        render = renderer(view, sys.stdout, show_thinking=args.show_thinking) if view == "pretty" else renderer(view, sys.stdout)
+        loop = asyncio.get_running_loop()
+        # Ctrl-C stops the reply, not the program.
+        try:
+            loop.add_signal_handler(signal.SIGINT, agent.interrupt)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform
+            pass
+        try:
+            async for event in agent.reply_stream(UserMsg("user", prompt)):
+                render(event)
+        finally:
+            try:
+                loop.remove_signal_handler(signal.SIGINT)
+            except (NotImplementedError, RuntimeError):  # pragma: no cover
+                pass
+        render.close()
+        reply = agent.context[-1]
+        return reply.error.type if reply.error is not None else None
+
+    if args.prompt:
+        try:
+            failed = asyncio.run(one(" ".join(args.prompt)))
+        except ModelwireError as exc:
+            return _fail(str(exc))
+        return 1 if failed else 0
+    print(f"modelwire chat with {model.provider}:{model.name} (Ctrl-C stops a reply, Ctrl-D or 'exit' quits)")
+    while True:
+        try:
+            prompt = input("you> ")
+        except EOFError:
+            print()
+            return 0
+        except KeyboardInterrupt:
+            print()
+            continue
+        if prompt.strip() in ("exit", "quit"):
+            return 0
+        if not prompt.strip():
+            continue
+        try:
+            asyncio.run(one(prompt))
+        except ModelwireError as exc:
+            print(f"modelwire: {exc}", file=sys.stderr)
 
 
 def _cmd_decode(args: argparse.Namespace) -> int:
@@ -116,12 +202,30 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _view_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--events", action="store_true", help="print the raw event stream, one event per line")
+    group.add_argument("--json", action="store_true", help="print the events as JSON lines")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="modelwire", description="Plug real LLM providers into agents.")
     parser.add_argument("--version", action="version", version=f"modelwire {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    demo = sub.add_parser("demo", help="replay a built-in reply stream and fold it into a message (no API key)")
+    demo = sub.add_parser("demo", help="a small agent with a real tool, replaying a recorded conversation (no API key)")
+    _view_flags(demo)
     demo.set_defaults(func=_cmd_demo)
+    chat = sub.add_parser("chat", help="talk to a model through the agent (one prompt, or interactive without one)")
+    chat.add_argument("prompt", nargs="*", help="the prompt; without one, an interactive session starts")
+    chat.add_argument("--model", help="PROVIDER:MODEL or a profile name (default: MODELWIRE_MODEL, then modelwire.toml)")
+    chat.add_argument("--base-url", help="send requests to this base URL instead of the provider's")
+    chat.add_argument("--system", default="You are a helpful assistant. Use the calculator for arithmetic.", help="the system prompt")
+    chat.add_argument("--max-iters", type=int, default=8)
+    chat.add_argument("--show-thinking", action=argparse.BooleanOptionalAction, default=True, help="show thinking (dimmed) or collapse it to one line")
+    _view_flags(chat)
+    chat.set_defaults(func=_cmd_chat)
+    models = sub.add_parser("models", help="the providers and presets, the key each needs, and whether it is set")
+    models.set_defaults(func=_cmd_models)
     decode = sub.add_parser("decode", help="decode a raw SSE response body into the assistant message it carries")
     decode.add_argument("--protocol", required=True, choices=["anthropic", "openai-chat", "openai-responses"])
     decode.add_argument("--events", action="store_true", help="print the events as JSON lines instead of the message")
@@ -152,7 +256,14 @@ def main(argv: list[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
-    return func(args)
+    try:
+        return func(args)
+    except BrokenPipeError:
+        # The reader went away (| head): stop quietly, as command-line tools do.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,38 +1,17 @@
-"""``modelwire demo``: a scripted reply, streamed as events and folded into a message.
+"""``modelwire demo``: a small agent with a real tool, replaying a recorded conversation.
 
-It needs no API key and no network. The model's side of the reply is scripted (the
-words a model would stream, split into small pieces); the tool is real: a small,
-safe arithmetic evaluator runs on the arguments the "model" streamed.
+It needs no API key and no network: the model's side comes from a cassette the project
+recorded (``cassettes/demo/calculator.json``, shipped in the package), played through the
+same transport hook as any cassette. The calculator really runs, and its output must match
+what was recorded, or the replay stops with a mismatch.
 """
 
 from __future__ import annotations
 
 import ast
-import json
 import operator
-from typing import IO, Iterator
-
-from .event import (
-    EventBase,
-    ModelCallEndEvent,
-    ModelCallStartEvent,
-    ReplyEndEvent,
-    ReplyStartEvent,
-    TextBlockDeltaEvent,
-    TextBlockEndEvent,
-    TextBlockStartEvent,
-    ThinkingBlockDeltaEvent,
-    ThinkingBlockEndEvent,
-    ThinkingBlockStartEvent,
-    ToolCallDeltaEvent,
-    ToolCallEndEvent,
-    ToolCallStartEvent,
-    ToolResultEndEvent,
-    ToolResultStartEvent,
-    ToolResultTextDeltaEvent,
-    check_stream,
-)
-from .message import AssistantMsg, Msg, UserMsg
+from pathlib import Path
+from typing import IO
 
 _OPS = {
     ast.Add: operator.add,
@@ -41,77 +20,91 @@ _OPS = {
     ast.Div: operator.truediv,
     ast.Pow: operator.pow,
     ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
 }
+
+DEMO_MODEL = "anthropic:claude-sonnet-4-5"
+DEMO_BASE_URL = "http://127.0.0.1:8765"  # where the recording's provider server listened
+DEMO_QUESTION = "What is (1234 * 5678) + 42?"
+DEMO_SYSTEM = "You are a careful assistant. Use the calculator for arithmetic."
 
 
 def calculate(expression: str) -> str:
-    """Evaluate an arithmetic expression (numbers, + - * / ** and parentheses)."""
+    """Evaluate an arithmetic expression: numbers, + - * / ** and parentheses.
+
+    Args:
+        expression: the expression, for example "(2 + 3) * 4"
+    """
 
     def ev(node: ast.AST) -> float:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             return node.value
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.left), ev(node.right))
+            right = ev(node.right)
+            if isinstance(node.op, ast.Pow) and abs(right) > 100:
+                raise ValueError("exponent too large")
+            return _OPS[type(node.op)](ev(node.left), right)
         if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
             return _OPS[type(node.op)](ev(node.operand))
-        raise ValueError(f"unsupported expression: {ast.dump(node)[:60]}")
+        raise ValueError(f"unsupported expression element: {type(node).__name__}")
 
     value = ev(ast.parse(expression, mode="eval").body)
     return str(int(value)) if float(value).is_integer() else repr(value)
 
 
-def _pieces(text: str, size: int = 7) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
+def demo_cassette() -> Path:
+    """The demo recording: in the installed package, or in the repository's cassettes/."""
+    packaged = Path(__file__).parent / "_data" / "demo.json"
+    if packaged.is_file():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "cassettes" / "demo" / "calculator.json"
 
 
-def scripted_reply(question: UserMsg | Msg, reply_id: str, session_id: str = "demo") -> Iterator[EventBase]:
-    """The events of one tool-using reply to the demo question."""
-    yield ReplyStartEvent(session_id=session_id, reply_id=reply_id, name="Calc")
-    yield ModelCallStartEvent(reply_id=reply_id, model_name="scripted")
-    yield ThinkingBlockStartEvent(reply_id=reply_id, block_id="think-1")
-    for piece in _pieces("The user wants a product and a sum; I should use the calculator."):
-        yield ThinkingBlockDeltaEvent(reply_id=reply_id, block_id="think-1", delta=piece)
-    yield ThinkingBlockEndEvent(reply_id=reply_id, block_id="think-1")
-    arguments = json.dumps({"expression": "(1234 * 5678) + 42"})
-    yield ToolCallStartEvent(reply_id=reply_id, tool_call_id="call-1", tool_call_name="calculate")
-    for piece in _pieces(arguments, 9):
-        yield ToolCallDeltaEvent(reply_id=reply_id, tool_call_id="call-1", delta=piece)
-    yield ToolCallEndEvent(reply_id=reply_id, tool_call_id="call-1")
-    yield ModelCallEndEvent(reply_id=reply_id, input_tokens=52, output_tokens=31)
-    # The tool really runs, on the arguments as streamed.
-    result = calculate(json.loads(arguments)["expression"])
-    yield ToolResultStartEvent(reply_id=reply_id, tool_call_id="call-1", tool_call_name="calculate")
-    yield ToolResultTextDeltaEvent(reply_id=reply_id, tool_call_id="call-1", delta=result)
-    yield ToolResultEndEvent(reply_id=reply_id, tool_call_id="call-1", state="success")
-    yield ModelCallStartEvent(reply_id=reply_id, model_name="scripted")
-    yield TextBlockStartEvent(reply_id=reply_id, block_id="text-1")
-    for piece in _pieces(f"(1234 × 5678) + 42 = {result}."):
-        yield TextBlockDeltaEvent(reply_id=reply_id, block_id="text-1", delta=piece)
-    yield TextBlockEndEvent(reply_id=reply_id, block_id="text-1")
-    yield ModelCallEndEvent(reply_id=reply_id, input_tokens=97, output_tokens=12)
-    yield ReplyEndEvent(session_id=session_id, reply_id=reply_id)
+def demo_agent():  # noqa: ANN201
+    from .agent import Agent
+    from .models import load_model
+
+    model = load_model(DEMO_MODEL, api_key="replay-key-not-secret", base_url=DEMO_BASE_URL, max_tokens=1024, thinking_budget=512)
+    return Agent("Calc", model, DEMO_SYSTEM, tools=[calculate], max_iters=4)
 
 
-def describe(event: EventBase) -> str:
-    """The most telling field of an event, as in ``[07] TOOL_CALL_DELTA  delta='...'``."""
-    for field in ("delta", "tool_call_name", "state", "finished_reason"):
-        value = getattr(event, field, None)
-        if value is not None:
-            return f"{field}={value!r}"
-    return ""
+def run_demo(out: IO[str], view: str = "pretty", record: bool = False) -> int:
+    import asyncio
 
+    from ._render import renderer
+    from .cassettes import use_cassette
+    from .message import UserMsg
 
-def run_demo(out: IO[str]) -> int:
-    question = UserMsg("user", "What is (1234 * 5678) + 42?")
-    reply = AssistantMsg("Calc", [])
-    out.write("modelwire demo: a scripted reply (no model, no network); the calculator tool really runs.\n")
-    out.write(f"user: {question.get_text_content()}\n\n")
-    events = list(scripted_reply(question, reply.id))
-    for i, event in enumerate(events):
-        out.write(f"[{i:02d}] {event.type:<24} {describe(event)}".rstrip() + "\n")
-        reply.append_event(event)
-    check_stream(events)
-    out.write(f"\nrebuilt message: {len(reply.content)} blocks, finished_reason={reply.finished_reason}, ")
-    out.write(f"usage in={reply.usage.input_tokens} out={reply.usage.output_tokens}\n")
-    out.write(f"assistant: {reply.get_text_content()}\n")
+    import sys
+
+    path = demo_cassette()
+    if not record:
+        # With --events / --json the header goes to stderr, so stdout stays machine-readable.
+        head = out if view == "pretty" else sys.stderr
+        head.write(f"modelwire demo: a REPLAY of a recorded conversation ({path.name}), no API key, no network.\n")
+        head.write("The calculator tool really runs; the model's words come from the recording.\n\n")
+        head.write(f"you> {DEMO_QUESTION}\n")
+    agent = demo_agent()
+    render = renderer(view, out)
+
+    async def go() -> None:
+        async for event in agent.reply_stream(UserMsg("user", DEMO_QUESTION)):
+            render(event)
+        render.close()
+
+    with use_cassette(path, "all" if record else "none", notes=RECORDING_NOTES):
+        asyncio.run(go())
+    if not record and view == "pretty":
+        out.write(
+            "\nTo run it for real: export ANTHROPIC_API_KEY=...  (or OPENAI_API_KEY=...)\n"
+            f"  modelwire chat --model {DEMO_MODEL} \"{DEMO_QUESTION}\"\n"
+        )
     return 0
+
+
+RECORDING_NOTES = (
+    "Recorded by cassettes/record.py through modelwire.cassettes (record_mode='all') against "
+    "modelwire.testing.ProviderServer on 127.0.0.1:8765, which answered with Anthropic Messages "
+    "SSE bodies written by hand from the documented wire format (no real API is reachable where "
+    "it was made). The requests are the demo agent's own, calculator result included."
+)

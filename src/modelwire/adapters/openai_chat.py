@@ -113,6 +113,8 @@ class OpenAIChatAdapter(BaseAdapter):
         for key, value in delta.items():
             if not value:
                 continue
+            if key in ("content", "tool_calls", "refusal") and "reasoning" in self.blocks:
+                self.close_block("reasoning")  # the answer begins: the reasoning before it is done
             if key == "content":
                 block = self.blocks.get("text") or self.open_block("text", "text")
                 self.delta(block, value)

@@ -140,7 +140,7 @@ class ReplyEndEvent(EventBase):
     type: Literal["REPLY_END"] = "REPLY_END"
     session_id: str
     reply_id: str
-    finished_reason: ReplyFinishedReason = ReplyFinishedReason.COMPLETED
+    finished_reason: ReplyFinishedReason = "completed"  # type: ignore[assignment]
     error: ErrorInfo | None = None
     structured_output: dict[str, Any] | None = None
     """modelwire addition: the validated structured output, when one was asked for."""

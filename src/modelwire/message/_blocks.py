@@ -192,7 +192,7 @@ class ToolCallBlock(BaseModel):
     id: str
     name: str
     input: str
-    state: ToolCallState = ToolCallState.PENDING
+    state: ToolCallState = "pending"  # type: ignore[assignment]  (a plain value, as after validation)
     suggested_rules: list[PermissionRule] = Field(default_factory=list)
     created_at: str = Field(default_factory=now_iso)
     finished_at: str | None = None
@@ -207,7 +207,7 @@ class ToolResultBlock(BaseModel):
     id: str
     name: str
     output: str | list[Annotated[Union[TextBlock, DataBlock], Field(discriminator="type")]]
-    state: ToolResultState = ToolResultState.RUNNING
+    state: ToolResultState = "running"  # type: ignore[assignment]
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: str = Field(default_factory=now_iso)
     finished_at: str | None = None

@@ -40,7 +40,7 @@ class ErrorInfo(BaseModel):
 
     model_config = ConfigDict(use_enum_values=True)
 
-    type: ErrorType = ErrorType.UNKNOWN
+    type: ErrorType = "unknown"  # type: ignore[assignment]
     message: str
 
 

@@ -50,7 +50,7 @@ def error_reply(status: int, body: dict, headers: dict[str, str] | None = None) 
 
 
 class ProviderServer:
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.replies: list[Reply] = []
         self.requests: list[dict[str, Any]] = []
         self.disconnects: list[float] = []
@@ -110,7 +110,7 @@ class ProviderServer:
                         outer.disconnects.append(time.monotonic())
                     self.close_connection = True
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"

@@ -1,0 +1,166 @@
+"""Rendering a reply's events in a terminal, as a person wants to read them.
+
+- text as it arrives;
+- thinking dimmed (or collapsed to one line with ``show_thinking=False``);
+- each tool call as one line with its arguments, then its result;
+- a closing line: stop reason, token usage (cache tokens included), time to first token.
+
+``EventLog`` prints the raw stream instead (``[00] REPLY_START ...``), and ``JsonLines``
+prints one JSON object per event, for piping.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import IO, Any
+
+DIM, RESET, BOLD, CYAN, RED = "\x1b[2m", "\x1b[0m", "\x1b[1m", "\x1b[36m", "\x1b[31m"
+
+
+def describe(event: Any) -> str:
+    """The most telling field of an event (as in the seed's chapter 2)."""
+    for name in ("delta", "tool_call_name", "state", "finished_reason"):
+        value = getattr(event, name, None)
+        if value is not None:
+            return f"{name}={value!r}"
+    return ""
+
+
+class EventLog:
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.n = 0
+
+    def __call__(self, event: Any) -> None:
+        self.out.write(f"[{self.n:02d}] {event.type:<26} {describe(event)}".rstrip() + "\n")
+        self.out.flush()
+        self.n += 1
+
+    def close(self) -> None:
+        pass
+
+
+class JsonLines:
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+
+    def __call__(self, event: Any) -> None:
+        self.out.write(event.model_dump_json() + "\n")
+        self.out.flush()
+
+    def close(self) -> None:
+        pass
+
+
+class Pretty:
+    def __init__(self, out: IO[str], *, color: bool | None = None, show_thinking: bool = True) -> None:
+        self.out = out
+        self.color = out.isatty() if color is None else color
+        self.show_thinking = show_thinking
+        self.t0 = time.monotonic()
+        self.first_token: float | None = None
+        self.usage = [0, 0, 0, 0]  # input, output, cache read, cache write
+        self.stop: list[str] = []
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.results: dict[str, list[str]] = {}
+        self.thinking_chars = 0
+        self.at_line_start = True
+        self.finished_reason: str | None = None
+        self.error: Any = None
+
+    def _style(self, text: str, *styles: str) -> str:
+        return "".join(styles) + text + RESET if self.color and styles else text
+
+    def _write(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self.at_line_start = text.endswith("\n")
+            self.out.flush()
+
+    def _newline(self) -> None:
+        if not self.at_line_start:
+            self._write("\n")
+
+    def __call__(self, event: Any) -> None:
+        t = event.type
+        if t in ("TEXT_BLOCK_DELTA", "THINKING_BLOCK_DELTA") and self.first_token is None:
+            self.first_token = time.monotonic() - self.t0
+        if t == "TEXT_BLOCK_START":
+            self._newline()
+        elif t == "TEXT_BLOCK_DELTA":
+            self._write(event.delta)
+        elif t == "TEXT_BLOCK_END":
+            self._newline()
+        elif t == "THINKING_BLOCK_START":
+            self._newline()
+            self.thinking_chars = 0
+            if self.show_thinking:
+                self._write(self._style("thinking: ", DIM))
+        elif t == "THINKING_BLOCK_DELTA":
+            self.thinking_chars += len(event.delta)
+            if self.show_thinking:
+                self._write(self._style(event.delta, DIM))
+        elif t == "THINKING_BLOCK_END":
+            if not self.show_thinking:
+                self._write(self._style(f"(thought for {self.thinking_chars} characters; --show-thinking to read it)", DIM))
+            self._newline()
+        elif t == "TOOL_CALL_START":
+            self.calls[event.tool_call_id] = {"name": event.tool_call_name, "args": []}
+        elif t == "TOOL_CALL_DELTA":
+            self.calls[event.tool_call_id]["args"].append(event.delta)
+        elif t == "TOOL_CALL_END":
+            call = self.calls[event.tool_call_id]
+            self._newline()
+            self._write(self._style(f"-> {call['name']}({''.join(call['args'])})", CYAN) + "\n")
+        elif t == "TOOL_RESULT_START":
+            self.results[event.tool_call_id] = []
+        elif t == "TOOL_RESULT_TEXT_DELTA":
+            self.results[event.tool_call_id].append(event.delta)
+        elif t == "TOOL_RESULT_DATA_DELTA":
+            self.results[event.tool_call_id].append(f"[{event.media_type}]")
+        elif t == "TOOL_RESULT_END":
+            name = self.calls.get(event.tool_call_id, {}).get("name") or event.tool_call_id
+            text = "".join(self.results.get(event.tool_call_id, [])).strip().replace("\n", " ")
+            if len(text) > 300:
+                text = text[:297] + "..."
+            style = (RED,) if event.state != "success" else (DIM,)
+            self._newline()
+            self._write(self._style(f"<- {name} [{event.state}] {text}", *style) + "\n")
+        elif t == "REQUIRE_USER_CONFIRM":
+            self._newline()
+            self._write(self._style("waiting for your confirmation of: " + ", ".join(c.name for c in event.tool_calls), BOLD) + "\n")
+        elif t == "MODEL_CALL_END":
+            self.usage[0] += event.input_tokens
+            self.usage[1] += event.output_tokens
+            self.usage[2] += event.cache_input_tokens
+            self.usage[3] += event.cache_creation_input_tokens
+            if event.stop_reason:
+                self.stop.append(event.stop_reason)
+        elif t == "REPLY_END":
+            self.finished_reason = event.finished_reason
+            self.error = event.error
+
+    def close(self) -> None:
+        self._newline()
+        ttft = f"{self.first_token:.2f}s" if self.first_token is not None else "-"
+        stop = self.stop[-1] if self.stop else "-"
+        line = (
+            f"[{self.finished_reason or 'paused'} | stop: {stop} | tokens in {self.usage[0]} (cache read {self.usage[2]},"
+            f" cache write {self.usage[3]}) out {self.usage[1]} | first token {ttft} | {time.monotonic() - self.t0:.2f}s]"
+        )
+        self._write(self._style(line, DIM) + "\n")
+        if self.error is not None:
+            self._write(self._style(f"error ({self.error.type}): {self.error.message}", RED) + "\n")
+
+
+def renderer(kind: str, out: IO[str], **options: Any) -> Any:
+    if kind == "events":
+        return EventLog(out)
+    if kind == "json":
+        return JsonLines(out)
+    return Pretty(out, **options)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
