@@ -286,44 +286,36 @@ class StreamDecoder:
         self.events: list[E.EventBase] = []
 
     def feed(self, chunk: bytes) -> list[E.EventBase]:
+        return self._run(self.sse.feed_raw(chunk), end=False)
+
+    def close(self) -> list[E.EventBase]:
+        return self._run(self.sse.close_raw(), end=True)
+
+    def _run(self, sse_events: list[Any], end: bool) -> list[E.EventBase]:
+        """Hand decoded SSE events to the adapter (JSON-decoding their data), then, at the
+        end of input, close the adapter. Keeps what was produced if ``keep`` is set."""
         adapter = self.adapter
         out: list[E.EventBase] = []
         try:
-            for sse in self.sse.feed(chunk):
-                data = sse.data
-                if data == "[DONE]":
+            for name, data, _id, _retry in sse_events:
+                if data == b"[DONE]":
                     out += adapter.done()
                     continue
                 try:
                     obj = from_json(data)
-                except ValueError as exc:
-                    adapter.fail(StreamProtocolError(f"invalid JSON in a data line: {exc}", body=data[:200]))
-                if not isinstance(obj, dict):
-                    adapter.fail(StreamProtocolError(f"a data line holds {type(obj).__name__}, not an object", body=data[:200]))
-                out += adapter.feed(obj, sse.event)
-        except ProviderError as err:
-            err.events = out + err.events
-            if self.keep:
-                self.events += err.events
-            raise
-        if self.keep:
-            self.events += out
-        return out
-
-    def close(self) -> list[E.EventBase]:
-        adapter = self.adapter
-        out: list[E.EventBase] = []
-        try:
-            for sse in self.sse.close():
-                if sse.data == "[DONE]":
-                    out += adapter.done()
-                else:
+                except ValueError:
+                    # Invalid UTF-8 is replaced, as the event-stream standard says; only
+                    # then is a parse failure the stream's fault.
+                    text = data.decode("utf-8", "replace")
                     try:
-                        obj = from_json(sse.data)
+                        obj = from_json(text)
                     except ValueError as exc:
-                        adapter.fail(StreamProtocolError(f"invalid JSON in a data line: {exc}", body=sse.data[:200]))
-                    out += adapter.feed(obj, sse.event)
-            out += adapter.close()
+                        adapter.fail(StreamProtocolError(f"invalid JSON in a data line: {exc}", body=text[:200]))
+                if not isinstance(obj, dict):
+                    adapter.fail(StreamProtocolError(f"a data line holds {type(obj).__name__}, not an object", body=data[:200].decode("utf-8", "replace")))
+                out += adapter.feed(obj, name)
+            if end:
+                out += adapter.close()
         except ProviderError as err:
             err.events = out + err.events
             if self.keep:

@@ -54,13 +54,19 @@ class SSEDecoder:
         self._skip_lf = False
         self._first = True  # the BOM may only appear at the very start
         self._event = ""
-        self._data: list[str] = []
+        self._data: list[bytes] = []
         self.last_id: str | None = None
         self.retry: int | None = None
         self.comments = 0
         self.pending = False  # set by close(): an event was cut off at end of input
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Events completed by this piece of input."""
+        return [SSEEvent(e, d.decode("utf-8", "replace"), i, r) for e, d, i, r in self.feed_raw(chunk)]
+
+    def feed_raw(self, chunk: bytes) -> list[tuple[str, bytes, str | None, int | None]]:
+        """Like :meth:`feed`, with each event as ``(event, data bytes, id, retry)``: the
+        data stays undecoded, for a JSON parser that reads UTF-8 bytes itself."""
         if not chunk:
             return []
         if self._skip_lf:
@@ -86,42 +92,42 @@ class SSEDecoder:
             self._rest = data
             return []
         self._rest = data[cut + 1 :]
-        return self._lines(data[:cut].decode("utf-8", "replace").split("\n"))
+        return self._lines(data[:cut].split(b"\n"))
 
-    def _lines(self, lines: list[str]) -> list[SSEEvent]:
-        out: list[SSEEvent] = []
+    def _lines(self, lines: list[bytes]) -> list[tuple[str, bytes, str | None, int | None]]:
+        out: list[tuple[str, bytes, str | None, int | None]] = []
         data = self._data
         for line in lines:
-            if line[:6] == "data: ":  # by far the most common line
+            if line[:6] == b"data: ":  # by far the most common line
                 data.append(line[6:])
                 continue
             if not line:
                 if data:
-                    payload = data[0] if len(data) == 1 else "\n".join(data)
-                    out.append(SSEEvent(self._event or "message", payload, self.last_id, self.retry))
+                    payload = data[0] if len(data) == 1 else b"\n".join(data)
+                    out.append((self._event or "message", payload, self.last_id, self.retry))
                     self._data = data = []
                 self._event = ""
                 continue
-            if line[:7] == "event: ":
-                self._event = line[7:]
+            if line[:7] == b"event: ":
+                self._event = line[7:].decode("utf-8", "replace")
                 continue
-            if line[0] == ":":
+            if line[:1] == b":":
                 self.comments += 1
                 continue
-            colon = line.find(":")
+            colon = line.find(b":")
             if colon < 0:
-                field, value = line, ""
+                field, value = line, b""
             else:
                 field = line[:colon]
-                value = line[colon + 2 :] if line[colon + 1 : colon + 2] == " " else line[colon + 1 :]
-            if field == "data":
+                value = line[colon + 2 :] if line[colon + 1 : colon + 2] == b" " else line[colon + 1 :]
+            if field == b"data":
                 data.append(value)
-            elif field == "event":
-                self._event = value
-            elif field == "id":
-                if "\x00" not in value:
-                    self.last_id = value
-            elif field == "retry":
+            elif field == b"event":
+                self._event = value.decode("utf-8", "replace")
+            elif field == b"id":
+                if b"\x00" not in value:
+                    self.last_id = value.decode("utf-8", "replace")
+            elif field == b"retry":
                 if value.isdigit():
                     self.retry = int(value)
         return out
@@ -136,14 +142,18 @@ class SSEDecoder:
         discarded, as the standard says, and ``pending`` is set so the caller can
         report a cut-off stream.
         """
+        return [SSEEvent(e, d.decode("utf-8", "replace"), i, r) for e, d, i, r in self.close_raw()]
+
+    def close_raw(self) -> list[tuple[str, bytes, str | None, int | None]]:
+        """:meth:`close`, with undecoded data (see :meth:`feed_raw`)."""
         rest = self._rest
         self._rest = b""
-        out: list[SSEEvent] = []
+        out: list[tuple[str, bytes, str | None, int | None]] = []
         if rest:
             self._data = []
             self.pending = True
         elif self._data:
-            out.append(SSEEvent(self._event or "message", "\n".join(self._data), self.last_id, self.retry))
+            out.append((self._event or "message", b"\n".join(self._data), self.last_id, self.retry))
             self._data = []
         self._event = ""
         return out
