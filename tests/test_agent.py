@@ -367,3 +367,46 @@ def test_save_load_and_continue(server, tmp_path):
     assert again.context == agent.context
     reply = run(again.reply(UserMsg("user", "And tomorrow?")))
     assert reply.get_text_content().strip() == "Also sunny." and len(again.context) == 4
+
+
+def test_interrupt_while_waiting_for_a_slow_model_takes_effect_at_once(server):
+    # The model stalls before its first token; interrupt() must not wait for it.
+    server.script(sse_reply(sse_bodies.body("anthropic", ("text", "late answer")), stall_after=1, stall=5))
+    agent = Agent("Buddy", make_model(server, "anthropic"))
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.3, agent.interrupt)
+        t0 = time.monotonic()
+        events = [ev async for ev in agent.reply_stream(UserMsg("user", "Hi"))]
+        return events, time.monotonic() - t0
+
+    events, elapsed = run(go())
+    assert elapsed < 2.0
+    reply = check_invariant(agent, events)
+    assert reply.finished_reason == "interrupted"
+
+
+def test_interrupt_while_tools_run(server):
+    async def slow(x: int) -> str:
+        """Takes a while."""
+        await asyncio.sleep(5)
+        return "never"
+
+    server.script(sse_reply(sse_bodies.body("openai-chat", ("tool", "c1", "slow", '{"x": 1}'))))
+    agent = Agent("Buddy", make_model(server, "openai-chat"), tools=[slow])
+
+    async def go():
+        events = []
+        async for ev in agent.reply_stream(UserMsg("user", "Go")):
+            events.append(ev)
+            if ev.type == "TOOL_RESULT_START":
+                asyncio.get_running_loop().call_later(0.2, agent.interrupt)
+        return events
+
+    t0 = time.monotonic()
+    events = run(go())
+    assert time.monotonic() - t0 < 3
+    reply = check_invariant(agent, events)
+    (result,) = reply.get_content_blocks("tool_result")
+    assert result.state == "interrupted" and reply.finished_reason == "interrupted"

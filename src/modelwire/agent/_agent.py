@@ -106,6 +106,8 @@ class Agent:
         self.context: list[Msg] = []
         self._states: dict[str, _ReplyState] = {}
         self._interrupt = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._outside = False  # True while the consumer holds an event
 
     # -- public API ------------------------------------------------------------------------
 
@@ -125,8 +127,16 @@ class Agent:
         return folded
 
     def interrupt(self) -> None:
-        """Stop the running reply as soon as possible (it ends with ``interrupted``)."""
+        """Stop the running reply as soon as possible (it ends with ``interrupted``).
+
+        Call it from the event loop's thread (a signal handler added with
+        ``loop.add_signal_handler``, another task, a callback)."""
+        if self._interrupt.is_set():
+            return
         self._interrupt.set()
+        task = self._task
+        if task is not None and not task.done() and not self._outside:
+            task.cancel()  # cut the current wait short; _guarded turns it into an interrupt
 
     async def reply_stream(
         self, msg: Msg | Sequence[Msg] | None = None, *, event: E.EventBase | None = None, structured_model: Any = None
@@ -217,22 +227,39 @@ class Agent:
             yield ev
 
     async def _guarded(self, state: _ReplyState, inner: AsyncIterator[E.EventBase]) -> AsyncIterator[E.EventBase]:
-        """Keep track of what is open, so an interrupt or a cancellation can close it."""
+        """Keep track of what is open, so an interrupt or a cancellation can close it.
+
+        ``interrupt()`` while the agent waits (for the model, for a tool) cancels that wait
+        at once; while the consumer holds an event, it takes effect when the consumer asks
+        for the next one. Either way the reply then ends with ``interrupted`` events.
+        """
         tracker = _Open()
+        task = asyncio.current_task()
+        self._task = task
         try:
             async for ev in inner:
                 tracker.see(ev)
+                self._outside = True
                 yield ev
+                self._outside = False
                 if self._interrupt.is_set():
                     await inner.aclose()
                     async for closing in self._finish_interrupted(state, tracker):
                         yield closing
                     return
         except asyncio.CancelledError:
+            if self._interrupt.is_set() and task is not None and task.uncancel() == 0:
+                # Our own interrupt cut a wait short: end the reply in the open.
+                async for closing in self._finish_interrupted(state, tracker):
+                    yield closing
+                return
             # The consumer is gone: close the reply in the stored message only.
             async for _ in self._finish_interrupted(state, tracker):
                 pass
             raise
+        finally:
+            self._task = None
+            self._outside = False
 
     def _close_open(self, state: _ReplyState, tracker: _Open, model_call_reason: str) -> list[E.EventBase]:
         """END events for everything ``tracker`` saw opened and not closed."""
