@@ -12,7 +12,7 @@ import time
 
 import pytest
 from modelwire.testing import sse as sse_bodies
-from modelwire.testing.server import ProviderServer, error_reply, sse_reply
+from modelwire.testing.server import error_reply, sse_reply
 from pydantic import BaseModel
 
 from modelwire import event as E
@@ -26,12 +26,6 @@ PROTOCOLS = {"anthropic": "anthropic:claude-test", "openai-chat": "deepseek:deep
 
 def run(coro):
     return asyncio.run(coro)
-
-
-@pytest.fixture
-def server():
-    with ProviderServer() as srv:
-        yield srv
 
 
 def make_model(server, protocol):

@@ -12,7 +12,6 @@ import httpx2
 import pytest
 from test_adapters_recorded import PA
 
-from modelwire import event as E
 from modelwire.adapters import StreamDecoder, decode_sse, get_adapter
 from modelwire.cassettes import (
     Cassette,

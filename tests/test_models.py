@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import time
 
 import pytest
-from modelwire.testing.server import ProviderServer, Reply, error_reply, sse_reply
+from modelwire.testing.server import Reply, error_reply, sse_reply
 from test_adapters_recorded import PA, ROOT
 
 from modelwire import errors as E
@@ -28,12 +27,6 @@ QUESTION = [UserMsg("user", "What is the weather in Paris?")]
 
 def run(coro):
     return asyncio.run(coro)
-
-
-@pytest.fixture
-def server():
-    with ProviderServer() as srv:
-        yield srv
 
 
 def model_for(server, spec, **kw):

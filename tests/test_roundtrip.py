@@ -6,7 +6,6 @@ and compare with the request the real client (pydantic-ai) sent. Fields the call
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import sdk_params

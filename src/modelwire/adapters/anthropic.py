@@ -30,7 +30,7 @@ import json
 from typing import Any
 
 from ..errors import StreamProtocolError
-from ._base import BaseAdapter, Block
+from ._base import BaseAdapter
 from ._errors import error_from_body
 
 __all__ = ["AnthropicAdapter", "STOP_REASONS"]

@@ -31,7 +31,7 @@ def import_vcr(source: str | Path, target: str | Path | None = None) -> Cassette
     if not isinstance(data, dict) or "interactions" not in data:
         raise CassetteError(f"{source} is not a VCR.py cassette (no `interactions`)")
     cassette = Cassette(Path(target) if target else source.with_suffix(".json"), notes=f"imported from the VCR.py cassette {source.name}")
-    for n, item in enumerate(data["interactions"]):
+    for item in data["interactions"]:
         req = item["request"]
         if "parsed_body" in req:
             content = json.dumps(req["parsed_body"]).encode()
