@@ -253,3 +253,22 @@ def test_cassette_cli(tmp_path):
     thinking = sum(1 for p in pieces if p.get("delta", {}).get("type") == "thinking_delta" and p["delta"]["thinking"])
     assert f"THINKING_BLOCK_DELTA x{thinking}" in show.stdout  # empty pieces make no event
     assert "usage: input 43, output 282" in show.stdout and "stop: end_turn" in show.stdout
+
+
+def test_plain_httpx_clients_are_covered_too(tmp_path, key):
+    import httpx
+
+    path = tmp_path / "httpx.json"
+
+    async def fetch(url):
+        async with httpx.AsyncClient() as client:
+            response = await client.post(url + "/v1/chat/completions", json={"model": "m", "messages": []})
+            return response.status_code, response.text
+
+    with ProviderServer() as server:
+        server.script(sse_reply(sse.chat(("text", "via httpx"))))
+        with use_cassette(path, "once"):
+            first = run(fetch(server.url))
+        url = server.url
+    with use_cassette(path):
+        assert run(fetch(url)) == first and '"content": "httpx "' in first[1]
