@@ -268,3 +268,13 @@ def test_check_failure_on_the_server_comes_back_as_invalid_request(server):
     server.script(sse_reply(CHAT_BODY, check=check))
     events, err = run(collect(model_for(server, "openai:gpt-4o")))
     assert isinstance(err, E.InvalidRequestError) and "server check failed" in err.message
+
+
+def test_a_plain_httpx_client_can_be_used(server):
+    import httpx
+
+    server.script(sse_reply(ANTHROPIC_BODY))
+    model = load_model("anthropic:claude", api_key="sk-test-123", base_url=server.url, client=httpx.AsyncClient())
+    reply = run(model.complete(QUESTION))
+    assert [b.type for b in reply.content] == ["thinking", "text"]
+    assert server.requests[0]["headers"]["x-api-key"] == "sk-test-123"
