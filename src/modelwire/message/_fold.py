@@ -15,6 +15,7 @@ message exactly as it was.
 from __future__ import annotations
 
 import binascii
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import EventApplyError
@@ -175,50 +176,46 @@ def _text_start(msg: "Msg", fold: FoldState, ev: Any) -> None:
     _append_block(msg, fold, TextBlock(id=ev.block_id, text="", created_at=ev.created_at))
 
 
-def _text_delta(msg: "Msg", fold: FoldState, ev: Any) -> None:
-    parts = fold.parts.get(("text", ev.block_id))
-    if parts is None:
-        block = fold.text.get(ev.block_id)
+def _streamed(kind: str, attr: str, label: str, id_field: str) -> tuple[Callable[..., None], Callable[..., None]]:
+    """The DELTA and END handlers of a block whose one string field is streamed (text,
+    thinking, tool call arguments): a delta is one dict lookup and one list append.
+    A text END may carry the final text, which replaces the deltas."""
+    key_of = attrgetter(id_field)
+    table_of = attrgetter(kind)
+
+    def delta(msg: "Msg", fold: FoldState, ev: Any) -> None:
+        block_id = key_of(ev)
+        parts = fold.parts.get((kind, block_id))
+        if parts is None:
+            block = table_of(fold).get(block_id)
+            if block is None:
+                raise _missing(ev, label, block_id, msg)
+            parts = fold.buffer(block, attr, key=(kind, block_id)).parts
+        parts.append(ev.delta)
+
+    def end(msg: "Msg", fold: FoldState, ev: Any) -> None:
+        block_id = key_of(ev)
+        block = table_of(fold).get(block_id)
         if block is None:
-            raise _missing(ev, "text block", ev.block_id, msg)
-        parts = fold.buffer(block, "text", key=("text", ev.block_id)).parts
-    parts.append(ev.delta)
+            raise _missing(ev, label, block_id, msg)
+        if kind == "text" and ev.text is not None:
+            fold.drop(block)  # END carries the final text: it replaces the deltas
+            block.__dict__["text"] = ev.text
+        else:
+            fold.flush_one(block)
+        block.__dict__["finished_at"] = ev.created_at
+        _set_extras(block, ev.extras)
+
+    return delta, end
 
 
-def _text_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
-    block = fold.text.get(ev.block_id)
-    if block is None:
-        raise _missing(ev, "text block", ev.block_id, msg)
-    if ev.text is not None:
-        fold.drop(block)
-        block.__dict__["text"] = ev.text
-    else:
-        fold.flush_one(block)
-    block.__dict__["finished_at"] = ev.created_at
-    _set_extras(block, ev.extras)
+_text_delta, _text_end = _streamed("text", "text", "text block", "block_id")
+_thinking_delta, _thinking_end = _streamed("thinking", "thinking", "thinking block", "block_id")
+_tool_call_delta, _tool_call_end = _streamed("tool_call", "input", "tool call", "tool_call_id")
 
 
 def _thinking_start(msg: "Msg", fold: FoldState, ev: Any) -> None:
     _append_block(msg, fold, ThinkingBlock(id=ev.block_id, thinking="", created_at=ev.created_at))
-
-
-def _thinking_delta(msg: "Msg", fold: FoldState, ev: Any) -> None:
-    parts = fold.parts.get(("thinking", ev.block_id))
-    if parts is None:
-        block = fold.thinking.get(ev.block_id)
-        if block is None:
-            raise _missing(ev, "thinking block", ev.block_id, msg)
-        parts = fold.buffer(block, "thinking", key=("thinking", ev.block_id)).parts
-    parts.append(ev.delta)
-
-
-def _thinking_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
-    block = fold.thinking.get(ev.block_id)
-    if block is None:
-        raise _missing(ev, "thinking block", ev.block_id, msg)
-    fold.flush_one(block)
-    block.__dict__["finished_at"] = ev.created_at
-    _set_extras(block, ev.extras)
 
 
 def _data_start(msg: "Msg", fold: FoldState, ev: Any) -> None:
@@ -271,25 +268,6 @@ def _hint(msg: "Msg", fold: FoldState, ev: Any) -> None:
 def _tool_call_start(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = ToolCallBlock(id=ev.tool_call_id, name=ev.tool_call_name, input="", created_at=ev.created_at)
     _append_block(msg, fold, block)
-
-
-def _tool_call_delta(msg: "Msg", fold: FoldState, ev: Any) -> None:
-    parts = fold.parts.get(("tool_call", ev.tool_call_id))
-    if parts is None:
-        block = fold.tool_call.get(ev.tool_call_id)
-        if block is None:
-            raise _missing(ev, "tool call", ev.tool_call_id, msg)
-        parts = fold.buffer(block, "input", key=("tool_call", ev.tool_call_id)).parts
-    parts.append(ev.delta)
-
-
-def _tool_call_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
-    block = fold.tool_call.get(ev.tool_call_id)
-    if block is None:
-        raise _missing(ev, "tool call", ev.tool_call_id, msg)
-    fold.flush_one(block)
-    block.__dict__["finished_at"] = ev.created_at
-    _set_extras(block, ev.extras)
 
 
 def _tool_result_start(msg: "Msg", fold: FoldState, ev: Any) -> None:
