@@ -13,7 +13,7 @@ import random
 
 import pytest
 import sdk_oracle as oracle
-from test_adapters_recorded import decode, ends
+from decoding import decode, ends
 
 WORDS = ["hello", " 世界", " 🙂", " naïve", " \"quoted\"", " back\\slash", " line\nbreak", " 👍🏽", " ", "", " tab\t", " 漢字かな"]
 SEEDS = range(40)

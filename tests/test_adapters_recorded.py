@@ -4,23 +4,18 @@ piece and re-split at random boundaries."""
 
 from __future__ import annotations
 
-import random
-from pathlib import Path
-
 import pytest
 import sdk_oracle as oracle
 
-from modelwire import event as E
-from modelwire.adapters import decode_sse, get_adapter
-from modelwire.adapters._base import StreamDecoder
+from decoding import decode, ends
+
+from modelwire.adapters import decode_sse
 from modelwire.errors import InvalidRequestError, ProviderError
-from modelwire.message import AssistantMsg, Msg
 
-ROOT = Path(__file__).resolve().parents[1].parent / "shared" / "recorded-streams"
-if not ROOT.is_dir():  # pragma: no cover - the shared folder sits beside the repository
+from paths import HAVE_SHARED, PA, ROOT
+
+if not HAVE_SHARED:  # pragma: no cover - the shared folder sits beside the repository
     pytest.skip("../shared/recorded-streams is not present", allow_module_level=True)
-
-PA = ROOT / "pydantic-ai"
 ANTHROPIC = sorted(
     [p for p in PA.glob("*.sse") if b"event: message_start" in p.read_bytes() and "pause_turn" not in p.name]
     + list((ROOT / "anthropic-sdk-python").glob("*.txt"))
@@ -32,47 +27,6 @@ RESPONSES = sorted(p for p in PA.glob("*.sse") if b"response.created" in p.read_
 # Streams that end with a provider error: the SDK raises, we raise a typed error after
 # closing what was open.
 CHAT_ERRORS = {"test_tool_use_failed_error_streaming.0.sse", "test_openrouter_stream_error.0.sse"}
-
-CLOCK = "2026-01-01T00:00:00"
-
-
-def counter_ids():
-    n = iter(range(10**9))
-    return lambda: f"id{next(n)}"
-
-
-def decode(protocol: str, bodies: list[bytes], split_seed: int | None = None) -> tuple[Msg, list[E.EventBase], ProviderError | None]:
-    """Decode one or more model calls into one reply, as an agent would, and fold."""
-    reply = AssistantMsg("agent", [], id="reply", created_at=CLOCK)
-    events: list[E.EventBase] = [E.ReplyStartEvent(id="start", created_at=CLOCK, session_id="s", reply_id="reply", name="agent")]
-    error = None
-    ids = counter_ids()
-    for body in bodies:
-        decoder = StreamDecoder(get_adapter(protocol)("reply", new_id=ids, clock=lambda: CLOCK), keep=True)
-        try:
-            if split_seed is None:
-                decoder.feed(body)
-            else:
-                rnd = random.Random(split_seed)
-                i = 0
-                while i < len(body):
-                    n = rnd.choice([1, 2, 3, 7, 64, 512, 4096])
-                    decoder.feed(body[i : i + n])
-                    i += n
-            decoder.close()
-        except ProviderError as err:
-            error = err
-        events += decoder.events
-    events.append(E.ReplyEndEvent(id="end", created_at=CLOCK, session_id="s", reply_id="reply", finished_reason="error" if error else "completed"))
-    assert E.check_stream(events) == len(events)
-    for ev in events:
-        reply.append_event(ev)
-    return reply, events, error
-
-
-def ends(events):
-    return [e for e in events if e.type == "MODEL_CALL_END"]
-
 
 @pytest.mark.parametrize("path", ANTHROPIC, ids=lambda p: p.name)
 def test_anthropic_streams_match_the_sdk(path):

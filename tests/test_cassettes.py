@@ -10,7 +10,7 @@ import time
 
 import httpx2
 import pytest
-from test_adapters_recorded import PA
+from paths import HAVE_SHARED, PA
 
 from modelwire.adapters import StreamDecoder, decode_sse, get_adapter
 from modelwire.cassettes import (
@@ -185,6 +185,7 @@ def test_realtime_replay_keeps_the_recorded_timing(tmp_path, key):
     assert slow > 0.25 and slow > fast + 0.2
 
 
+@pytest.mark.skipif(not HAVE_SHARED, reason="../shared/recorded-streams is not present")
 @pytest.mark.parametrize(
     "name,n,protocol",
     [
@@ -242,6 +243,7 @@ def test_pytest_plugin(pytester, tmp_path):
     again.assert_outcomes(passed=1)
 
 
+@pytest.mark.skipif(not HAVE_SHARED, reason="../shared/recorded-streams is not present")
 def test_cassette_cli(tmp_path):
     out = subprocess.run([sys.executable, "-m", "modelwire.cli", "cassette", "import", str(PA / "test_anthropic_model_thinking_part_stream.yaml"), "-o", str(tmp_path / "t.json")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from modelwire import event as E
 from modelwire.message import Msg
 
-ROOT = Path(__file__).resolve().parents[1].parent / "shared" / "recorded-streams"
+from paths import ROOT  # noqa: E402
 
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:

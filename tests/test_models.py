@@ -10,7 +10,7 @@ import time
 
 import pytest
 from modelwire.testing.server import Reply, error_reply, sse_reply
-from test_adapters_recorded import PA, ROOT
+from paths import HAVE_SHARED, PA, ROOT
 
 from modelwire import errors as E
 from modelwire import event as Ev
@@ -18,6 +18,9 @@ from modelwire.adapters import decode_sse
 from modelwire.message import AssistantMsg, DataBlock, URLSource, UserMsg
 from modelwire.models import load_model
 from modelwire.models.transport import RetryPolicy
+
+if not HAVE_SHARED:  # pragma: no cover
+    pytest.skip("../shared/recorded-streams is not present", allow_module_level=True)
 
 ANTHROPIC_BODY = (PA / "test_anthropic_model_thinking_part_stream.0.sse").read_bytes()
 CHAT_BODY = (ROOT / "openai-python" / "f82268f2fefd5cfbc7eeb59c297688be2f6ca0849a6e4f17851b517310841d9b.bin").read_bytes()

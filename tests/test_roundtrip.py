@@ -9,10 +9,14 @@ import json
 
 import pytest
 import sdk_params
-from test_adapters_recorded import PA, decode
+from decoding import decode
+from paths import HAVE_SHARED, PA
 
 from modelwire.formatters import get_formatter
 from modelwire.message import AssistantMsg, Msg, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
+
+if not HAVE_SHARED:  # pragma: no cover - the shared folder sits beside the repository
+    pytest.skip("../shared/recorded-streams is not present", allow_module_level=True)
 
 
 def request(name: str, n: int) -> dict:
