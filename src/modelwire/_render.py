@@ -11,7 +11,6 @@ prints one JSON object per event, for piping.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import IO, Any
 
@@ -160,7 +159,3 @@ def renderer(kind: str, out: IO[str], **options: Any) -> Any:
     if kind == "json":
         return JsonLines(out)
     return Pretty(out, **options)
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)

@@ -102,7 +102,7 @@ class BaseAdapter:
     def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.EventBase]:
         """Process one decoded provider event (``event`` is the SSE event name, if any)."""
         if self.finished:
-            return self._after_end(data)
+            return []  # trailing events after the terminal one (usage echoes, [DONE])
         self._now = self._clock()
         out = self._out = []
         if not self.started:
@@ -158,9 +158,6 @@ class BaseAdapter:
 
     def _on_close(self) -> None:
         self._fail(IncompleteStreamError(f"the {self.protocol} stream ended before its terminal event"))
-
-    def _after_end(self, data: dict[str, Any]) -> list[E.EventBase]:
-        return []
 
     def _emit(self, cls: type, **fields: Any) -> None:
         fields["id"] = self._new_id()

@@ -28,7 +28,6 @@ import copy
 import difflib
 import json
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -264,7 +263,3 @@ def response_record(status: int, headers: Iterable[tuple[str, str]], pieces: lis
     if keep_chunks and len(pieces) > 1:
         record["chunks"] = [[round(at, 4), len(p)] for at, p in pieces]
     return record
-
-
-def now() -> float:
-    return time.monotonic()

@@ -17,7 +17,7 @@ import base64
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Iterable, Sequence
 
 from pydantic_core import from_json
 
@@ -66,9 +66,6 @@ def tool_specs(tools: Iterable[Any] | None) -> list[ToolSpec]:
     if dupes:
         raise FormatError(None, f"tool names must be unique; repeated: {dupes}")
     return specs
-
-
-ToolChoice = Literal["auto", "none", "required"] | str | dict | None
 
 
 def tool_choice_name(choice: Any, specs: Sequence[ToolSpec]) -> tuple[str | None, str | None]:
@@ -288,8 +285,3 @@ def result_blocks(result: ToolResultBlock) -> list[Any]:
     if isinstance(result.output, str):
         return [TextBlock(text=result.output)] if result.output else []
     return list(result.output)
-
-
-def result_text(result: ToolResultBlock) -> str:
-    """The text of a tool result; data pieces are sent separately by the formatters."""
-    return "".join(b.text for b in result_blocks(result) if b.type == "text")

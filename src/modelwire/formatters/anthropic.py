@@ -32,6 +32,7 @@ from ..errors import FormatError
 from ..message import Msg
 from ._common import (
     extra,
+    is_raw_provider_block,
     ToolSpec,
     data_parts,
     parse_arguments,
@@ -152,7 +153,7 @@ class AnthropicFormatter:
             raw = block.metadata.get("provider_block") if block.metadata.get("provider") == PROTOCOL else None
             return [raw] if raw else []
         if btype == "data":
-            if extra(block, "provider_block_type") is not None:
+            if is_raw_provider_block(block):
                 raw = raw_provider_block(block, PROTOCOL)
                 return [raw] if raw else []
             raise FormatError(index, f"an assistant turn cannot carry {block.source.media_type} data for Anthropic", PROTOCOL)

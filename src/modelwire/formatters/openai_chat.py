@@ -27,6 +27,7 @@ from ..errors import FormatError
 from ..message import Msg
 from ._common import (
     extra,
+    is_raw_provider_block,
     ToolSpec,
     data_parts,
     data_uri,
@@ -147,7 +148,7 @@ class OpenAIChatFormatter:
             elif btype == "tool_result":
                 continue  # a server tool's result (another provider's); see above
             elif btype == "data":
-                if extra(block, "provider_block_type") is not None:
+                if is_raw_provider_block(block):
                     continue  # another provider's item, kept for that provider only
                 raise FormatError(seg.index_of(block), f"an assistant message cannot carry {block.source.media_type} data", PROTOCOL)
         if not (texts or refusals or calls or reasoning):

@@ -27,6 +27,7 @@ from ..errors import FormatError
 from ..message import Msg
 from ._common import (
     extra,
+    is_raw_provider_block,
     ToolSpec,
     data_parts,
     data_uri,
@@ -152,7 +153,7 @@ class OpenAIResponsesFormatter:
                 if raw:
                     items.append(raw)
             elif btype == "data":
-                if extra(block, "provider_block_type") is not None:
+                if is_raw_provider_block(block):
                     raw = raw_provider_block(block, PROTOCOL)
                     if raw:
                         items.append(raw)

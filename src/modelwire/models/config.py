@@ -17,7 +17,7 @@ then the file's ``default``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -206,7 +206,3 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: di
     if api_key is None and preset.key_required:
         raise ConfigError(f"{preset.name} needs an API key: set {preset.key_env} (or pass api_key=...)")
     return ModelSpec(preset=preset, model=model, options=merged, api_key=api_key, base_url=base_url.rstrip("/"))
-
-
-def with_preset(spec: ModelSpec, **changes: Any) -> ModelSpec:
-    return replace(spec, preset=replace(spec.preset, **changes))
