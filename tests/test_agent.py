@@ -404,3 +404,16 @@ def test_interrupt_while_tools_run(server):
     reply = check_invariant(agent, events)
     (result,) = reply.get_content_blocks("tool_result")
     assert result.state == "interrupted" and reply.finished_reason == "interrupted"
+
+
+def test_reply_resumes_a_parked_reply_and_returns_what_was_stored(server):
+    server.script(
+        sse_reply(sse_bodies.body("anthropic", ("tool", "call_d", "rm", '{"path": "/tmp/x"}'))),
+        sse_reply(sse_bodies.body("anthropic", ("text", "Removed."))),
+    )
+    agent = Agent("Buddy", make_model(server, "anthropic"), tools=[Tool(lambda path: f"removed {path}", name="rm", requires_confirmation=True)])
+    parked = run(agent.reply(UserMsg("user", "rm /tmp/x")))
+    assert parked == agent.context[-1] and parked.content[0].state == "asking" and parked.finished_reason is None
+    done = run(agent.reply(event=agent.confirm({"call_d": True})))
+    assert done == agent.context[-1] and done.finished_reason == "completed"
+    assert done.get_content_blocks("tool_result")[0].output[0].text == "removed /tmp/x"

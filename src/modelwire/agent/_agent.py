@@ -113,16 +113,13 @@ class Agent:
 
     async def reply(self, msg: Msg | Sequence[Msg] | None = None, *, event: E.EventBase | None = None, structured_model: Any = None) -> Msg:
         """Run one reply (or resume a parked one) and return its message as it stands."""
-        folded: Msg | None = None
+        # A resumed reply folds its new events onto the message as it was parked.
+        folded: Msg | None = None if event is None else self._reply_for(event.reply_id).model_copy(deep=True)
         async for ev in self.reply_stream(msg, event=event, structured_model=structured_model):
             if ev.type == "REPLY_START":
                 folded = AssistantMsg(ev.name, [], id=ev.reply_id, created_at=self._reply_for(ev.reply_id).created_at)
-            elif folded is None:
-                folded = self._reply_for(ev.reply_id).model_copy(deep=True) if ev.type in _RESUME_TYPES else None
-                if folded is not None:
-                    continue  # the echoed input event is already part of the copy
-            if folded is not None:
-                folded.append_event(ev)
+            assert folded is not None
+            folded.append_event(ev)
         assert folded is not None
         return folded
 
