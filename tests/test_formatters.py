@@ -413,3 +413,15 @@ def test_responses_other_providers_thinking_is_not_replayed_and_system_items():
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]},
         {"type": "message", "role": "assistant", "content": "hi"},
     ]
+
+
+def test_which_urls_each_provider_fetches_itself():
+    from modelwire.formatters.anthropic import AnthropicFormatter
+    from modelwire.formatters.openai_chat import OpenAIChatFormatter
+    from modelwire.formatters.openai_responses import OpenAIResponsesFormatter
+
+    assert [AnthropicFormatter.needs_inline(t) for t in ("image/png", "application/pdf", "text/plain")] == [False, False, True]
+    assert [OpenAIChatFormatter.needs_inline(t) for t in ("image/png", "audio/wav", "application/pdf")] == [False, True, True]
+    assert not OpenAIResponsesFormatter.needs_inline("application/pdf")
+    with pytest.raises(FormatError, match="text/plain documents as base64 only"):
+        fmt("anthropic", [UserMsg("u", [DataBlock(source=URLSource(url="https://x/a.txt", media_type="text/plain"))])])

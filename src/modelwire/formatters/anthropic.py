@@ -54,6 +54,13 @@ _EPHEMERAL = {"type": "ephemeral"}
 class AnthropicFormatter:
     protocol = PROTOCOL
 
+    @staticmethod
+    def needs_inline(media_type: str) -> bool:
+        """Whether an http(s) source of this media type must be sent as base64 (the
+        models layer fetches it first): Anthropic fetches images and PDFs itself."""
+        base = media_type.split(";")[0].strip().lower()
+        return not (base.startswith("image/") or base == "application/pdf")
+
     def __init__(
         self,
         *,
@@ -226,7 +233,9 @@ def media_block(block: Any, index: int) -> dict[str, Any]:
     if base == "application/pdf":
         source = {"type": "base64", "media_type": base, "data": payload} if kind == "base64" else {"type": "url", "url": payload}
         doc: dict[str, Any] = {"type": "document", "source": source}
-    elif base == "text/plain" and kind == "base64":
+    elif base == "text/plain":
+        if kind == "url":
+            raise FormatError(index, "Anthropic takes text/plain documents as base64 only; resolve the URL first (the models layer does)", PROTOCOL)
         text = base64.b64decode(payload).decode("utf-8", "replace")
         doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": text}}
     else:

@@ -47,6 +47,12 @@ _AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/
 class OpenAIChatFormatter:
     protocol = PROTOCOL
 
+    @staticmethod
+    def needs_inline(media_type: str) -> bool:
+        """Whether an http(s) source of this media type must be sent as base64 (the
+        models layer fetches it first): only images may be given by URL."""
+        return not media_type.split(";")[0].strip().lower().startswith("image/")
+
     def __init__(
         self,
         *,

@@ -46,6 +46,12 @@ PROTOCOL = "openai-responses"
 class OpenAIResponsesFormatter:
     protocol = PROTOCOL
 
+    @staticmethod
+    def needs_inline(media_type: str) -> bool:
+        """Whether an http(s) source of this media type must be sent as base64: never,
+        images go as ``image_url`` and files as ``file_url``."""
+        return False
+
     def __init__(
         self,
         *,

@@ -241,16 +241,12 @@ async def _http_error(response: Any) -> E.ProviderError:
 
 
 def _needs_fetch(protocol: str, media_type: str, url: str) -> bool:
+    """``file://`` always; an http(s) URL when the protocol's formatter says it must be inlined."""
     if url.startswith("file:"):
         return True
     if not url.startswith(("http://", "https://")):
         return False
-    base = media_type.split(";")[0].strip().lower()
-    if protocol == "anthropic":
-        return not (base.startswith("image/") or base == "application/pdf")
-    if protocol == "openai-chat":
-        return not base.startswith("image/")
-    return False
+    return bool(get_formatter(protocol).needs_inline(media_type))
 
 
 async def resolve_sources(messages: Sequence[Msg], protocol: str, transport: HTTPTransport, max_bytes: int) -> list[Msg]:
