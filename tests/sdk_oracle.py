@@ -80,7 +80,7 @@ def compare_anthropic(msgs: list[Msg] | Msg, finals: list[Any] | Any, end_events
             assert [_strip_none(c) for c in (getattr(o, "citations", None) or [])] == cites
         elif t.type == "thinking":
             assert o.type == "thinking" and o.thinking == t.thinking and o.signature == t.signature
-            assert o.provider == "anthropic"
+            assert o.provider_metadata == {"anthropic": {"protocol": "anthropic"}}
         elif t.type == "redacted_thinking":
             assert o.type == "thinking" and o.thinking == "" and o.redacted_thinking_data == t.data
         elif t.type in ("tool_use", "server_tool_use"):
@@ -169,7 +169,8 @@ def compare_responses(msg: Msg, final: Any, end: Any) -> list[str]:
             pos += n
             assert all(b.type == "thinking" and b.reasoning_item_id == item.id for b in group)
             assert [b.thinking for b in group] == (texts or [""])
-            assert getattr(group[0], "encrypted_content", None) == item.encrypted_content
+            assert group[0].reasoning_item_raw.get("encrypted_content") == item.encrypted_content
+            assert all(not hasattr(b, "reasoning_item_raw") for b in group[1:])  # once per item
         elif item.type == "function_call":
             b = blocks[pos]
             pos += 1

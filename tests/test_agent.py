@@ -322,25 +322,35 @@ class Weather(BaseModel):
     temperature_c: int
 
 
-@pytest.mark.parametrize("protocol", list(PROTOCOLS))
-def test_structured_output(server, protocol):
-    if protocol == "anthropic":
+@pytest.mark.parametrize(
+    "model_string",
+    ["anthropic:claude-test", "openai:gpt-test", "deepseek:deepseek-chat", "openai-responses:resp-test"],
+)
+def test_structured_output(server, model_string):
+    """Native JSON-schema output where the provider has it (OpenAI Chat and Responses);
+    a final_answer tool where it has not (Anthropic, and DeepSeek, which takes JSON mode only)."""
+    model = load_model(model_string, api_key="sk-test", base_url=server.url + ("" if model_string.startswith("anthropic") else "/v1"), retry=RetryPolicy(max_retries=0))
+    protocol = model.protocol
+    native = model.capabilities.native_structured_output
+    assert native == (model_string.split(":")[0] in ("openai", "openai-responses"))
+    if native:
+        server.script(sse_reply(sse_bodies.body(protocol, ("text", '{"city": "Paris", "temperature_c": 21}'))))
+    else:
         server.script(
             sse_reply(sse_bodies.body(protocol, ("tool", "c1", "final_answer", '{"city": "Paris", "temperature_c": 21}'))),
         )
-    else:
-        server.script(sse_reply(sse_bodies.body(protocol, ("text", '{"city": "Paris", "temperature_c": 21}'))))
-    agent = Agent("Buddy", make_model(server, protocol))
+    agent = Agent("Buddy", model)
     events = run(stream_all(agent, UserMsg("user", "Weather in Paris as JSON"), structured_model=Weather))
     reply = check_invariant(agent, events)
     assert reply.structured_output == {"city": "Paris", "temperature_c": 21}
     sent = server.requests[0]["json"]
-    if protocol == "openai-chat":
+    if not native:
+        assert sent["tools"][-1].get("name", sent["tools"][-1].get("function", {}).get("name")) == "final_answer"
+        assert "response_format" not in sent
+    elif protocol == "openai-chat":
         assert sent["response_format"]["json_schema"]["name"] == "Weather"
-    elif protocol == "openai-responses":
-        assert sent["text"]["format"]["name"] == "Weather"
     else:
-        assert sent["tools"][-1]["name"] == "final_answer"
+        assert sent["text"]["format"]["name"] == "Weather"
 
 
 def test_save_load_and_continue(server, tmp_path):

@@ -56,7 +56,7 @@ def key(monkeypatch):
 def test_record_then_replay_with_the_server_stopped(tmp_path, key):
     path = tmp_path / "weather.json"
     with ProviderServer() as server:
-        server.script(sse_reply(sse.chat(("text", "It is sunny in Paris.")), delay=0.01))
+        server.script(sse_reply(sse.body("openai-chat", ("text", "It is sunny in Paris.")), delay=0.01))
         with use_cassette(path, "once", notes="recorded against the local provider server") as session:
             recorded = run(call(server.url + "/v1"))
         assert session.recorded == 1 and server.requests[0]["headers"]["authorization"] == f"Bearer {SENTINEL}"
@@ -85,7 +85,7 @@ def test_sdk_clients_are_recorded_and_replayed_too(tmp_path, key):
         return [chunk.choices[0].delta.content for chunk in [c async for c in stream] if chunk.choices and chunk.choices[0].delta.content]
 
     with ProviderServer() as server:
-        server.script(sse_reply(sse.chat(("text", "Hello from the SDK"))))
+        server.script(sse_reply(sse.body("openai-chat", ("text", "Hello from the SDK"))))
         with use_cassette(path, "once"):
             first = run(ask(server.url))
         url = server.url
@@ -98,7 +98,7 @@ def test_sdk_clients_are_recorded_and_replayed_too(tmp_path, key):
 def test_mismatch_shows_a_diff_against_the_nearest(tmp_path, key):
     path = tmp_path / "c.json"
     with ProviderServer() as server:
-        server.script(sse_reply(sse.chat(("text", "ok"))))
+        server.script(sse_reply(sse.body("openai-chat", ("text", "ok"))))
         with use_cassette(path, "once"):
             run(call(server.url + "/v1", ("Weather in Paris?",)))
         url = server.url
@@ -112,7 +112,7 @@ def test_mismatch_shows_a_diff_against_the_nearest(tmp_path, key):
 def test_ignored_fields_and_unused_interactions(tmp_path, key):
     path = tmp_path / "c.json"
     with ProviderServer() as server:
-        server.script(sse_reply(sse.chat(("text", "one"))), sse_reply(sse.chat(("text", "two"))))
+        server.script(sse_reply(sse.body("openai-chat", ("text", "one"))), sse_reply(sse.body("openai-chat", ("text", "two"))))
         with use_cassette(path, "once"):
             run(call(server.url + "/v1"))
             run(call(server.url + "/v1", ("Second question",)))
@@ -131,7 +131,7 @@ def test_ignored_fields_and_unused_interactions(tmp_path, key):
 def test_recording_refuses_to_write_a_secret(tmp_path, key):
     path = tmp_path / "leak.json"
     with ProviderServer() as server:
-        server.script(sse_reply(sse.chat(("text", "ok"))))
+        server.script(sse_reply(sse.body("openai-chat", ("text", "ok"))))
         with pytest.raises(CassetteSecretError, match="API key"):
             with use_cassette(path, "once"):
                 run(call(server.url + "/v1", (f"my key is {SENTINEL}",)))
@@ -148,19 +148,19 @@ def test_record_modes(tmp_path, key):
             pass
     with ProviderServer() as server:
         url = server.url + "/v1"
-        server.script(sse_reply(sse.chat(("text", "first"))))
+        server.script(sse_reply(sse.body("openai-chat", ("text", "first"))))
         with use_cassette(path, "once"):
             run(call(url))
         with use_cassette(path, "once"):  # exists now: replays, the server gets nothing
             run(call(url))
         assert len(server.requests) == 1
-        server.script(sse_reply(sse.chat(("text", "new"))))
+        server.script(sse_reply(sse.body("openai-chat", ("text", "new"))))
         with use_cassette(path, "new_episodes") as session:
             run(call(url))  # replayed
             run(call(url, ("A new question",)))  # recorded and added
         assert (session.replayed, session.recorded, len(server.requests)) == (1, 1, 2)
         assert len(Cassette.load(path).interactions) == 2
-        server.script(sse_reply(sse.chat(("text", "fresh"))))
+        server.script(sse_reply(sse.body("openai-chat", ("text", "fresh"))))
         with use_cassette(path, "all"):
             events = run(call(url))
         assert len(Cassette.load(path).interactions) == 1 and len(server.requests) == 3
@@ -170,7 +170,7 @@ def test_record_modes(tmp_path, key):
 def test_realtime_replay_keeps_the_recorded_timing(tmp_path, key):
     path = tmp_path / "t.json"
     with ProviderServer() as server:
-        server.script(sse_reply(sse.chat(("text", "a b c d e f g h")), delay=0.03))
+        server.script(sse_reply(sse.body("openai-chat", ("text", "a b c d e f g h")), delay=0.03))
         with use_cassette(path, "once"):
             run(call(server.url + "/v1"))
         url = server.url
@@ -219,7 +219,7 @@ def test_imported_vcr_cassettes_replay_to_the_same_messages(tmp_path, name, n, p
 
 def test_pytest_plugin(pytester, tmp_path):
     with ProviderServer() as server:
-        server.script(sse_reply(sse.chat(("text", "plugin works"))))
+        server.script(sse_reply(sse.body("openai-chat", ("text", "plugin works"))))
         pytester.makeini("[pytest]\nmodelwire_cassette_dir = tapes\n")
         pytester.makepyfile(
             test_weather=f"""
@@ -268,7 +268,7 @@ def test_plain_httpx_clients_are_covered_too(tmp_path, key):
             return response.status_code, response.text
 
     with ProviderServer() as server:
-        server.script(sse_reply(sse.chat(("text", "via httpx"))))
+        server.script(sse_reply(sse.body("openai-chat", ("text", "via httpx"))))
         with use_cassette(path, "once"):
             first = run(fetch(server.url))
         url = server.url

@@ -140,8 +140,8 @@ def run_env(*args, env_extra=None, stdin=None):
 def test_chat_one_shot_renders_tool_calls_usage_and_first_token_time():
     with ProviderServer() as server:
         server.script(
-            sse_reply(sse.chat(("reasoning", "Need to compute."), ("tool", "call_1", "calculate", '{"expression": "6 * 7"}'), usage=(100, 20))),
-            sse_reply(sse.chat(("text", "It is 42."), usage=(130, 5))),
+            sse_reply(sse.body("openai-chat", ("think", "Need to compute."), ("tool", "call_1", "calculate", '{"expression": "6 * 7"}'), usage=(100, 20))),
+            sse_reply(sse.body("openai-chat", ("text", "It is 42."), usage=(130, 5))),
         )
         out = run_env("chat", "--model", "deepseek:deepseek-chat", "--base-url", server.url + "/v1", "What is 6 * 7?", env_extra={"DEEPSEEK_API_KEY": "sk-x"})
         assert out.returncode == 0, out.stderr
@@ -156,7 +156,7 @@ def test_chat_one_shot_renders_tool_calls_usage_and_first_token_time():
 def test_chat_events_and_json_and_hidden_thinking():
     with ProviderServer() as server:
         for _ in range(3):
-            server.script(sse_reply(sse.chat(("reasoning", "Hmm hmm."), ("text", "Hi there."))))
+            server.script(sse_reply(sse.body("openai-chat", ("think", "Hmm hmm."), ("text", "Hi there."))))
         base = ["chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1"]
         env = {"OPENAI_API_KEY": "sk-x"}
         events = run_env(*base, "--events", "hello", env_extra=env).stdout.decode().splitlines()
@@ -203,7 +203,7 @@ def _read_until(fd, needle: bytes, timeout: float = 15.0) -> bytes:
 def test_interactive_chat_ctrl_c_stops_the_reply_not_the_program():
     words = " ".join(f"w{i}" for i in range(300))
     with ProviderServer() as server:
-        server.script(sse_reply(sse.chat(("text", words)), delay=0.02), sse_reply(sse.chat(("text", "Second answer."))))
+        server.script(sse_reply(sse.body("openai-chat", ("text", words)), delay=0.02), sse_reply(sse.body("openai-chat", ("text", "Second answer."))))
         env = {**os.environ, "OPENAI_API_KEY": "sk-x", "PYTHONUNBUFFERED": "1"}
         pid, fd = pty.fork()
         if pid == 0:  # the child: the CLI on a real terminal

@@ -88,7 +88,7 @@ def test_pyproject_tool_table(tmp_path):
     found = find_config(tmp_path / "sub")
     assert found == tmp_path / "pyproject.toml"
     spec = resolve(None, env={"DEEPSEEK_API_KEY": "d"}, config_path=found)
-    assert spec.preset.reasoning_field == "reasoning_content" and spec.model == "deepseek-chat"
+    assert spec.preset.dialect["reasoning_field"] == "reasoning_content" and spec.model == "deepseek-chat"
 
 
 def test_no_model_anywhere_is_a_clear_error():

@@ -185,10 +185,14 @@ def test_events_without_effect_and_custom_events_change_nothing():
     assert msg.model_dump() == before
 
 
-def test_append_event_accepts_json_dicts():
+def test_append_event_takes_parsed_events_and_names_the_parser_for_json():
     msg = AssistantMsg("a", [], id="r")
-    msg.append_event({"type": "TEXT_BLOCK_START", "reply_id": "r", "block_id": "b"})
-    msg.append_event({"type": "TEXT_BLOCK_DELTA", "reply_id": "r", "block_id": "b", "delta": "x"})
+    raw = {"type": "TEXT_BLOCK_START", "reply_id": "r", "block_id": "b"}
+    with pytest.raises(EventApplyError, match="parse_event"):
+        msg.append_event(raw)
+    assert msg.content == []
+    msg.append_event(E.parse_event(raw))
+    msg.append_event(E.parse_event({"type": "TEXT_BLOCK_DELTA", "reply_id": "r", "block_id": "b", "delta": "x"}))
     assert msg.get_text_content() == "x"
 
 

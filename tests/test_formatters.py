@@ -416,9 +416,9 @@ def test_responses_other_providers_thinking_is_not_replayed_and_system_items():
 
 
 def test_which_urls_each_provider_fetches_itself():
-    from modelwire.formatters.anthropic import AnthropicFormatter
-    from modelwire.formatters.openai_chat import OpenAIChatFormatter
-    from modelwire.formatters.openai_responses import OpenAIResponsesFormatter
+    from modelwire.protocols.anthropic.formatter import AnthropicFormatter
+    from modelwire.protocols.openai_chat.formatter import OpenAIChatFormatter
+    from modelwire.protocols.openai_responses.formatter import OpenAIResponsesFormatter
 
     assert [AnthropicFormatter.needs_inline(t) for t in ("image/png", "application/pdf", "text/plain")] == [False, False, True]
     assert [OpenAIChatFormatter.needs_inline(t) for t in ("image/png", "audio/wav", "application/pdf")] == [False, True, True]

@@ -102,13 +102,15 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 def _cmd_decode(args: argparse.Namespace) -> int:
     """Raw SSE body -> the rebuilt assistant message (or the events)."""
-    from .adapters import PROTOCOLS, StreamDecoder, get_adapter
-    from .errors import ProviderError
+    from .errors import ConfigError, ProviderError
     from .event import ReplyEndEvent, ReplyStartEvent, dumps_jsonl
     from .message import AssistantMsg
+    from .protocols import get_protocol
 
-    if args.protocol not in PROTOCOLS:  # argparse choices already checks; kept for direct calls
-        print(f"modelwire decode: unknown protocol {args.protocol!r}", file=sys.stderr)
+    try:
+        protocol = get_protocol(args.protocol)
+    except ConfigError as exc:
+        print(f"modelwire decode: {exc}", file=sys.stderr)
         return 2
     try:
         body = sys.stdin.buffer.read() if args.file == "-" else open(args.file, "rb").read()
@@ -117,7 +119,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         return 2
     reply = AssistantMsg(args.name, [])
     start = ReplyStartEvent(session_id="decode", reply_id=reply.id, name=args.name)
-    decoder = StreamDecoder(get_adapter(args.protocol)(reply.id), keep=True)
+    decoder = protocol.decoder(protocol.new_adapter(reply.id), keep=True)
     error: ProviderError | None = None
     try:
         decoder.feed(body)
@@ -209,6 +211,9 @@ def _view_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .protocols import protocol_names
+
+    protocols = protocol_names()
     parser = argparse.ArgumentParser(prog="modelwire", description="Plug real LLM providers into agents.")
     parser.add_argument("--version", action="version", version=f"modelwire {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -227,13 +232,13 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="the providers and presets, the key each needs, and whether it is set")
     models.set_defaults(func=_cmd_models)
     decode = sub.add_parser("decode", help="decode a raw SSE response body into the assistant message it carries")
-    decode.add_argument("--protocol", required=True, choices=["anthropic", "openai-chat", "openai-responses"])
+    decode.add_argument("--protocol", required=True, choices=protocols, help="the wire protocol of the body")
     decode.add_argument("--events", action="store_true", help="print the events as JSON lines instead of the message")
     decode.add_argument("--name", default="assistant", help="the name to give the rebuilt message")
     decode.add_argument("file", help="the SSE body, or - for standard input")
     decode.set_defaults(func=_cmd_decode)
     fmt = sub.add_parser("format", help="turn a JSON list of messages into a provider's request payload")
-    fmt.add_argument("--protocol", required=True, choices=["anthropic", "openai-chat", "openai-responses"])
+    fmt.add_argument("--protocol", required=True, choices=protocols, help="the wire protocol of the payload")
     fmt.add_argument("--tools", help="a JSON file with a list of tool definitions")
     fmt.add_argument("--tool-choice", help="auto, none, required, or a tool name")
     fmt.add_argument("file", help="a JSON list of messages (Msg.to_dict() form), or - for standard input")

@@ -28,6 +28,11 @@ __all__ = [
     "ConnectionError",
     "TimeoutError",
     "FormatError",
+    "ConfigError",
+    "UnsupportedOptionError",
+    "UnknownProtocolError",
+    "error_class",
+    "error_from_body",
 ]
 
 
@@ -207,3 +212,106 @@ class FormatError(ModelwireError, ValueError):
         where = f"message [{index}]" if index is not None else "request"
         prefix = f"{protocol}: " if protocol else ""
         super().__init__(f"{prefix}{where}: {rule}")
+
+
+class ConfigError(ModelwireError, ValueError):
+    """A model string, profile or configuration file that cannot be used."""
+
+
+class UnknownProtocolError(ConfigError):
+    """No wire protocol of that name is built in or registered."""
+
+
+class UnsupportedOptionError(ModelwireError, ValueError):
+    """An option the chosen provider cannot honour (never dropped silently)."""
+
+    def __init__(self, option: str, provider: str, hint: str = "") -> None:
+        self.option = option
+        self.provider = provider
+        super().__init__(f"{provider} does not take {option!r}" + (f": {hint}" if hint else ""))
+
+
+# -- provider error bodies -> typed errors ------------------------------------------------------
+#
+# Used for errors inside a stream (Anthropic ``event: error``, an OpenAI chunk with an
+# ``error`` object, a Responses ``error`` event) and for HTTP error responses.
+
+# Provider error types / codes -> error class. Keys are lower-case.
+_BY_TYPE: dict[str, type[ProviderError]] = {
+    "overloaded_error": OverloadedError,
+    "api_error": UpstreamError,
+    "server_error": UpstreamError,
+    "internal_server_error": UpstreamError,
+    "rate_limit_error": RateLimitError,
+    "rate_limit_exceeded": RateLimitError,
+    "insufficient_quota": RateLimitError,
+    "authentication_error": AuthenticationError,
+    "invalid_api_key": AuthenticationError,
+    "permission_error": PermissionDeniedError,
+    "invalid_request_error": InvalidRequestError,
+    "not_found_error": InvalidRequestError,
+    "request_too_large": InvalidRequestError,
+    "invalid_prompt": InvalidRequestError,
+    "tool_use_failed": InvalidRequestError,
+    "context_length_exceeded": ContextTooLongError,
+    "string_above_max_length": InvalidRequestError,
+}
+
+_BY_STATUS: dict[int, type[ProviderError]] = {
+    400: InvalidRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: InvalidRequestError,
+    408: TimeoutError,
+    413: InvalidRequestError,
+    422: InvalidRequestError,
+    429: RateLimitError,
+    529: OverloadedError,
+}
+
+_CONTEXT_WORDS = ("context length", "context window", "maximum context", "prompt is too long", "too many tokens")
+
+
+def error_class(provider_type: str | None, status: int | None, message: str = "") -> type[ProviderError]:
+    """The error class for a provider error type / code and HTTP status."""
+    lowered = message.lower()
+    if any(w in lowered for w in _CONTEXT_WORDS):
+        return ContextTooLongError
+    if provider_type and provider_type.lower() in _BY_TYPE:
+        return _BY_TYPE[provider_type.lower()]
+    if status is not None:
+        if status in _BY_STATUS:
+            return _BY_STATUS[status]
+        if status >= 500:
+            return UpstreamError
+        if status >= 400:
+            return InvalidRequestError
+    return UpstreamError
+
+
+def error_from_body(body: Any, protocol: str, status: int | None = None, request_id: str | None = None) -> ProviderError:
+    """Build the typed error for a provider's error body.
+
+    Understands ``{"type": "error", "error": {"type", "message"}}`` (Anthropic),
+    ``{"error": {"message", "type", "code"}}`` (OpenAI and compatibles, whose ``code``
+    may be a number, as OpenRouter sends), and a Responses ``error`` event
+    (``{"type": "error", "code", "message"}``).
+    """
+    err: Any = body
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        err = body["error"]
+    if not isinstance(err, dict):
+        return UpstreamError(str(body)[:500], status_code=status, request_id=request_id, body=body)
+    message = str(err.get("message") or err.get("detail") or "the provider reported an error")
+    code = err.get("code")
+    ptype = err.get("type")
+    provider_type = str(code) if isinstance(code, str) and code else (ptype if isinstance(ptype, str) and ptype != "error" else None)
+    if provider_type is None and code is not None:
+        provider_type = str(code)
+    if status is None:
+        for key in ("status_code", "status", "code"):
+            if isinstance(err.get(key), int):
+                status = err[key]
+                break
+    cls = error_class(provider_type if not str(provider_type).isdigit() else None, status, message)
+    return cls(message, provider_type=provider_type, status_code=status, request_id=request_id, body=body)

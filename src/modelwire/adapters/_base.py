@@ -26,12 +26,13 @@ from typing import Any, Callable
 from pydantic_core import from_json
 
 from .._ids import coarse_now_iso, new_id
+from ..message import provenance
 from ..errors import (
     IncompleteStreamError,
     ProviderError,
     StreamProtocolError,
 )
-from ..event import _events as E
+from .. import event as E
 from ._sse import SSEDecoder
 
 __all__ = ["BaseAdapter", "StreamDecoder", "Block"]
@@ -74,6 +75,7 @@ class BaseAdapter:
         reply_id: str,
         *,
         model_name: str | None = None,
+        provider: str | None = None,
         new_id: Callable[[], str] = new_id,
         clock: Callable[[], str] = coarse_now_iso,
     ) -> None:
@@ -95,7 +97,10 @@ class BaseAdapter:
         self.reasoning_tokens = 0
         self.stop_reason: str | None = None
         self.provider_stop_reason: str | None = None
-        self.call_metadata: dict[str, Any] = {"provider": self.protocol}
+        # The provider (preset) this stream came from, recorded on the blocks it makes so a
+        # formatter can tell whose signatures and reasoning they hold.
+        self.provider = provider or self.protocol
+        self.call_metadata: dict[str, Any] = {"provider": self.provider, "protocol": self.protocol}
 
     # -- public API ---------------------------------------------------------------------
 
@@ -143,6 +148,11 @@ class BaseAdapter:
             self._start({})
         self._fail(err)
         return []  # not reached
+
+    @property
+    def origin(self) -> dict[str, Any]:
+        """A fresh ``provider_metadata`` value for a block this stream made."""
+        return provenance(self.provider, self.protocol)
 
     # -- for subclasses -------------------------------------------------------------------
 
@@ -233,7 +243,7 @@ class BaseAdapter:
         that a formatter for the same provider can send it back."""
         key = ("raw", len(self._out), id(raw))
         block = self.open_block(key, "data", name=name, media_type="application/json")
-        block.extras = {"provider": self.protocol, "provider_block_type": raw.get("type")}
+        block.extras = {"provider_metadata": self.origin, "provider_block_type": raw.get("type")}
         block.parts = [json.dumps(raw, ensure_ascii=False, separators=(",", ":"))]
         self.close_block(key)
 

@@ -19,6 +19,8 @@ This one takes raw bytes, has no dependency, and is measured against them in
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["SSEEvent", "SSEDecoder"]
 
 _NAMES: dict[bytes, str] = {}  # event names seen, decoded once (providers use a handful)
@@ -172,3 +174,15 @@ class SSEDecoder:
             self._data = []
         self._event = ""
         return out
+
+
+def encode_sse(events: list[tuple[str | None, Any]]) -> bytes:
+    """Encode ``(event name or None, data)`` pairs as an SSE body; data that is not a
+    string is written as JSON (for test servers and generated streams)."""
+    import json
+
+    out = []
+    for name, data in events:
+        payload = data if isinstance(data, str) else json.dumps(data)
+        out.append((f"event: {name}\n" if name else "") + f"data: {payload}\n\n")
+    return "".join(out).encode()

@@ -373,7 +373,8 @@ class Agent:
     # -- structured output --------------------------------------------------------------------
 
     def _native_structured(self) -> bool:
-        return getattr(self.model, "protocol", None) in ("openai-chat", "openai-responses")
+        capabilities = getattr(self.model, "capabilities", None)
+        return bool(getattr(capabilities, "native_structured_output", False))
 
     def _structured_done(self, state: _ReplyState) -> bool:
         return any(c.name == STRUCTURED_TOOL and c.state == "finished" and self._result_state(state, c.id) == "success" for c in state.reply.get_content_blocks("tool_call"))

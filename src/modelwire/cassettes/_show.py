@@ -11,15 +11,11 @@ __all__ = ["summarize", "protocol_of"]
 
 
 def protocol_of(url: str) -> str | None:
-    """The wire protocol of a request, from its URL path."""
-    path = url.split("?")[0].rstrip("/")
-    if path.endswith("/messages"):
-        return "anthropic"
-    if path.endswith("/chat/completions"):
-        return "openai-chat"
-    if path.endswith("/responses") or "/responses/" in path:
-        return "openai-responses"
-    return None
+    """The wire protocol of a request, from its URL (each protocol recognises its own)."""
+    from ..protocols import protocol_for_url
+
+    found = protocol_for_url(url)
+    return found.name if found is not None else None
 
 
 def summarize(cassette: Cassette) -> list[str]:

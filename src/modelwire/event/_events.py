@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, TypeAlias, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .._ids import new_id, now_iso
-from ..message._blocks import (
+from ..message import (
     DataBlock,
     PermissionRule,
     TextBlock,
@@ -31,7 +31,7 @@ from ..message._blocks import (
     validate_base64,
     validate_media_type,
 )
-from ..message._msg import ErrorInfo, ReplyFinishedReason
+from ..message import ErrorInfo, ReplyFinishedReason
 
 __all__ = [
     "EventType",

@@ -1,34 +1,67 @@
-"""Messages -> provider request payloads: one pure, synchronous module per wire protocol.
+"""Messages -> provider request payloads: the shared kit every protocol's formatter uses.
 
     from modelwire.formatters import get_formatter
 
     payload = get_formatter("anthropic")(cache_system=True).format(messages, tools, tool_choice="auto")
 
-Each formatter returns a plain dict (no ``model`` and no sampling options: the models
-layer adds those). A conversation a provider cannot take raises
-:class:`~modelwire.errors.FormatError`, naming the message index and the rule.
+Each formatter lives with its wire protocol (``modelwire.protocols.<name>.formatter``) and
+returns a plain dict (no ``model`` and no sampling options: the models layer adds those).
+A conversation a provider cannot take raises :class:`~modelwire.errors.FormatError`,
+naming the message index and the rule. This package holds what formatters share: tool
+specs, tool choice, the turn splitter, data sources, and the provenance rules that decide
+which provider-specific blocks may be replayed where.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from ._common import ToolSpec
+from ._common import (
+    FormatError,
+    Origin,
+    provenance,
+    Segment,
+    ToolSpec,
+    data_parts,
+    data_uri,
+    extra,
+    is_raw_provider_block,
+    origin,
+    parse_arguments,
+    raw_provider_block,
+    replays_natively,
+    result_blocks,
+    sanitize_name,
+    segments,
+    tool_choice_name,
+    tool_specs,
+)
 
-__all__ = ["ToolSpec", "PROTOCOLS", "get_formatter"]
-
-PROTOCOLS = {
-    "anthropic": ("modelwire.formatters.anthropic", "AnthropicFormatter"),
-    "openai-chat": ("modelwire.formatters.openai_chat", "OpenAIChatFormatter"),
-    "openai-responses": ("modelwire.formatters.openai_responses", "OpenAIResponsesFormatter"),
-}
+__all__ = [
+    "ToolSpec",
+    "get_formatter",
+    "FormatError",
+    "Origin",
+    "provenance",
+    "Segment",
+    "data_parts",
+    "data_uri",
+    "extra",
+    "is_raw_provider_block",
+    "origin",
+    "parse_arguments",
+    "raw_provider_block",
+    "replays_natively",
+    "result_blocks",
+    "sanitize_name",
+    "segments",
+    "tool_choice_name",
+    "tool_specs",
+]
 
 
 def get_formatter(protocol: str) -> Any:
-    """The formatter class for a wire protocol name."""
-    try:
-        module, name = PROTOCOLS[protocol]
-    except KeyError:
-        raise ValueError(f"unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}") from None
-    return getattr(importlib.import_module(module), name)
+    """The formatter class of a wire protocol (see :mod:`modelwire.protocols`)."""
+    from ..protocols import get_protocol
+
+    return get_protocol(protocol).formatter_class()

@@ -22,9 +22,23 @@ from typing import Any, Iterable, Sequence
 from pydantic_core import from_json
 
 from ..errors import FormatError
-from ..message import DataBlock, Msg, TextBlock, ToolCallBlock, ToolResultBlock
+from ..message import DataBlock, Msg, Origin, TextBlock, ToolCallBlock, ToolResultBlock, origin, provenance
 
-__all__ = ["ToolSpec", "Segment", "segments", "tool_specs", "extra", "tool_choice_name", "parse_arguments", "data_parts", "FormatError"]
+__all__ = [
+    "provenance",
+    "ToolSpec",
+    "Segment",
+    "segments",
+    "tool_specs",
+    "extra",
+    "tool_choice_name",
+    "parse_arguments",
+    "data_parts",
+    "FormatError",
+    "Origin",
+    "origin",
+    "replays_natively",
+]
 
 
 @dataclass
@@ -269,11 +283,37 @@ def data_uri(block: DataBlock) -> str:
     return payload if kind == "url" else f"data:{media_type.split(';')[0]};base64,{payload}"
 
 
-def raw_provider_block(block: DataBlock, protocol: str) -> dict[str, Any] | None:
-    """The provider item a data block carries whole (see the adapters), if it came from ``protocol``."""
-    if extra(block, "provider") != protocol or block.source.type != "base64":
+def raw_provider_block(block: DataBlock, protocol: str, provider: str | None = None, *, scope: str = "provider") -> dict[str, Any] | None:
+    """The provider item a data block carries whole (see the adapters), if the target
+    (``protocol``, ``provider``) can take it back (see :func:`replays_natively`)."""
+    if block.source.type != "base64" or not replays_natively(block, protocol, provider, scope=scope):
         return None
-    return json.loads(base64.b64decode(block.source.data))
+    try:
+        raw = json.loads(base64.b64decode(block.source.data))
+    except ValueError as exc:
+        raise FormatError(None, f"data block {block.id!r} claims to hold a {protocol} item but its data is not JSON: {exc}", protocol) from None
+    if not isinstance(raw, dict):
+        raise FormatError(None, f"data block {block.id!r} claims to hold a {protocol} item but holds {type(raw).__name__}", protocol)
+    return raw
+
+
+# -- provenance: which provider-specific blocks a target takes back -------------------------
+
+
+def replays_natively(block: Any, protocol: str, provider: str | None, *, scope: str) -> bool:
+    """Whether a target (``protocol`` spoken to ``provider``) takes this block back as it is.
+
+    ``scope`` is the target protocol's rule: ``"protocol"`` when anything its protocol
+    produced is valid on every server speaking it (Anthropic signatures), ``"provider"``
+    when only the same provider can use it (DeepSeek's reasoning is not Groq's). An origin
+    or a target whose provider is unknown matches on the protocol alone.
+    """
+    found = origin(block)
+    if found is None or found.protocol != protocol:
+        return False
+    if scope == "protocol" or provider is None or found.provider is None:
+        return True
+    return found.provider == provider
 
 
 def is_raw_provider_block(block: Any) -> bool:

@@ -15,7 +15,10 @@ from ._blocks import (
     ToolResultBlock,
     ToolResultState,
     URLSource,
+    validate_base64,
+    validate_media_type,
 )
+from ._provenance import Origin, origin, provenance
 from ._msg import (
     AssistantMsg,
     BlockList,
@@ -52,4 +55,9 @@ __all__ = [
     "ContentBlock",
     "ContentBlockTypes",
     "BLOCK_TYPES",
+    "validate_base64",
+    "Origin",
+    "origin",
+    "provenance",
+    "validate_media_type",
 ]

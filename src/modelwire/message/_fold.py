@@ -426,12 +426,9 @@ def apply_event(msg: "Msg", event: Any) -> None:
     try:
         handler = HANDLERS.get(event.type)
     except AttributeError:
-        if not isinstance(event, dict):
-            raise EventApplyError(event, "not an event") from None
-        from ..event import parse_event
-
-        event = parse_event(event)
-        handler = HANDLERS.get(event.type)
+        # Messages sit below events: JSON is parsed by the caller, not here.
+        hint = "; parse it first with modelwire.event.parse_event" if isinstance(event, dict) else ""
+        raise EventApplyError(event, f"not an event{hint}") from None
     if handler is None:
         if event.type == "CUSTOM":
             return

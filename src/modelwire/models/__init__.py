@@ -103,11 +103,12 @@ def load_model(
 
 def _sdk_parts(client: Any) -> dict[str, Any] | None:
     """Base URL, key, headers and HTTP client of an official SDK client, if it is one."""
-    module = type(client).__module__.split(".")[0]
-    if module not in ("anthropic", "openai"):
+    from ..protocols import get_protocol, protocol_names
+
+    package = type(client).__module__.split(".")[0]
+    protocol = next((p for p in map(get_protocol, protocol_names()) if p.sdk_package == package), None) if client is not None else None
+    if protocol is None:
         return None
-    base_url = str(client.base_url).rstrip("/")
-    if module == "anthropic" and base_url.endswith("/v1"):
-        base_url = base_url[: -len("/v1")]
+    base_url = protocol.sdk_base_url(str(client.base_url))
     headers = {k: v for k, v in (getattr(client, "_custom_headers", None) or {}).items() if isinstance(v, str)}
     return {"http": client._client, "api_key": client.api_key, "base_url": base_url, "headers": headers}

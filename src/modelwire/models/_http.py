@@ -5,26 +5,21 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 from pathlib import Path
 from typing import Any, AsyncIterator, Sequence
 from urllib.parse import unquote, urlparse
 
 from .. import errors as E
 from .._ids import new_id
-from ..adapters import StreamDecoder, get_adapter
-from ..adapters._errors import error_from_body
 from ..event import EventBase
-from ..formatters import get_formatter
 from ..message import AssistantMsg, Base64Source, DataBlock, Msg
+from ..protocols import Capabilities, ModelOptions, WireProtocol, get_protocol
 from .config import ModelSpec
-from .options import ModelOptions, apply_options
 from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks, retry_after_seconds
 
 __all__ = ["HTTPModel", "resolve_sources"]
 
 USER_AGENT = "modelwire/0.1"
-AZURE_API_VERSION = "2024-10-21"
 
 
 class HTTPModel:
@@ -49,21 +44,13 @@ class HTTPModel:
         self.name = spec.model
         self.provider = spec.preset.name
         self.protocol = spec.preset.protocol
-        preset = spec.preset
+        self.wire: WireProtocol = get_protocol(self.protocol)
         options = dict(spec.options)
         timeouts = options.pop("timeouts", None)
         self.timeouts = Timeouts(**timeouts) if isinstance(timeouts, dict) else (timeouts or Timeouts())
         formatter_options = options.pop("formatter", {})
         self.options = ModelOptions.from_dict(options)
-        if self.protocol == "openai-chat":
-            formatter_options = {
-                "reasoning_field": preset.reasoning_field,
-                "reasoning_on_tool_calls": preset.reasoning_on_tool_calls,
-                "replay_reasoning_details": preset.replay_reasoning_details,
-                **formatter_options,
-            }
-        self.formatter = get_formatter(self.protocol)(**formatter_options)
-        self.adapter_class = get_adapter(self.protocol)
+        self.formatter = self.wire.new_formatter(spec.preset, **formatter_options)
         self.transport = transport or HTTPTransport(timeouts=self.timeouts)
         self.retry = retry or RetryPolicy()
         self._sleep = sleep or asyncio.sleep
@@ -72,43 +59,26 @@ class HTTPModel:
     def __repr__(self) -> str:
         return f"HTTPModel({self.provider}:{self.name})"
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this model's protocol can do (the agent asks this, never the protocol's name)."""
+        return self.wire.capabilities_for(self.spec.preset)
+
     # -- request -------------------------------------------------------------------------
 
     def url(self) -> str:
-        base = self.spec.base_url or ""
-        if self.protocol == "anthropic":
-            return f"{base}/v1/messages"
-        if self.provider == "azure":
-            version = os.environ.get("AZURE_OPENAI_API_VERSION", AZURE_API_VERSION)
-            return f"{base}/openai/deployments/{self.name}/chat/completions?api-version={version}"
-        return f"{base}/chat/completions" if self.protocol == "openai-chat" else f"{base}/responses"
+        return self.wire.url(self.spec.base_url or "", self.name, self.spec.preset)
 
     def headers(self, extra: dict[str, str]) -> dict[str, str]:
-        preset = self.spec.preset
-        headers = {"content-type": "application/json", "accept": "text/event-stream", "user-agent": USER_AGENT}
-        headers.update(preset.headers)
-        key = self.spec.api_key
-        if key:
-            if preset.auth == "x-api-key":
-                headers["x-api-key"] = key
-            elif preset.auth == "api-key":
-                headers["api-key"] = key
-            else:
-                headers["authorization"] = f"Bearer {key}"
-        headers.update(extra)
-        return headers
+        return self.wire.headers(self.spec.api_key, self.spec.preset, extra)
 
     def build_request(
         self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, options: ModelOptions | dict | None = None
     ) -> tuple[dict[str, Any], ModelOptions]:
         """The request body for these messages (the messages' sources already resolved)."""
         opts = self.options.merged(options)
-        payload = {"model": self.name, **self.formatter.format(messages, tools, tool_choice), "stream": True}
-        if self.protocol == "openai-chat" and self.spec.preset.stream_usage:
-            payload["stream_options"] = {"include_usage": True}
-        # Options last: extra_body may add to (or override) anything above.
-        apply_options(self.protocol, self.provider, payload, opts, max_tokens_field=self.spec.preset.max_tokens_field)
-        return payload, opts
+        payload = self.formatter.format(messages, tools, tool_choice)
+        return self.wire.body(self.name, payload, opts, self.spec.preset), opts
 
     # -- the call ------------------------------------------------------------------------
 
@@ -127,7 +97,7 @@ class HTTPModel:
         error is raised: what was received still folds into a valid message.
         """
         reply_id = reply_id or new_id()
-        messages = await resolve_sources(messages, self.protocol, self.transport, self.max_source_bytes)
+        messages = await resolve_sources(messages, self.wire, self.transport, self.max_source_bytes)
         payload, opts = self.build_request(messages, tools, tool_choice, options)
         body = json.dumps(payload, ensure_ascii=False).encode()
         headers = self.headers(opts.extra_headers)
@@ -135,7 +105,7 @@ class HTTPModel:
         deadline = loop.time() + self.timeouts.total if self.timeouts.total else None
         attempt = 0
         while True:
-            decoder = StreamDecoder(self.adapter_class(reply_id, model_name=self.name))
+            decoder = self.wire.decoder(self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name))
             held: list[EventBase] = []
             passed_on = False
             response = None
@@ -145,7 +115,7 @@ class HTTPModel:
                     response = await self.transport.open("POST", self.url(), headers, body, budget)
                     first_deadline = loop.time() + max(0.0, budget)
                     if response.status_code >= 400:
-                        raise await _http_error(response)
+                        raise await _http_error(response, self.wire)
                     async for chunk in read_chunks(response, self.timeouts, deadline, first_deadline):
                         events = decoder.feed(chunk)
                         if not events:
@@ -220,7 +190,7 @@ def _request_id(response: Any) -> str | None:
     return headers.get("request-id") or headers.get("x-request-id") or headers.get("apim-request-id")
 
 
-async def _http_error(response: Any) -> E.ProviderError:
+async def _http_error(response: Any, wire: WireProtocol) -> E.ProviderError:
     try:
         raw = await response.aread()
     except Exception:  # noqa: BLE001 - the status alone still makes a useful error
@@ -232,7 +202,7 @@ async def _http_error(response: Any) -> E.ProviderError:
         body = {"error": {"message": text[:500] or f"HTTP {response.status_code}"}}
     if not isinstance(body, dict) or not body:
         body = {"error": {"message": text[:500] or f"HTTP {response.status_code}"}}
-    err = error_from_body(body, "http", status=response.status_code, request_id=_request_id(response))
+    err = wire.error(body, status=response.status_code, request_id=_request_id(response))
     err.retry_after = retry_after_seconds(response.headers)  # type: ignore[attr-defined]
     return err
 
@@ -240,16 +210,16 @@ async def _http_error(response: Any) -> E.ProviderError:
 # -- data sources ----------------------------------------------------------------------------
 
 
-def _needs_fetch(protocol: str, media_type: str, url: str) -> bool:
-    """``file://`` always; an http(s) URL when the protocol's formatter says it must be inlined."""
+def _needs_fetch(protocol: WireProtocol, media_type: str, url: str) -> bool:
+    """``file://`` always; an http(s) URL when the protocol says it must be inlined."""
     if url.startswith("file:"):
         return True
     if not url.startswith(("http://", "https://")):
         return False
-    return bool(get_formatter(protocol).needs_inline(media_type))
+    return protocol.needs_inline(media_type)
 
 
-async def resolve_sources(messages: Sequence[Msg], protocol: str, transport: HTTPTransport, max_bytes: int) -> list[Msg]:
+async def resolve_sources(messages: Sequence[Msg], protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> list[Msg]:
     """Inline (as base64) the data sources the provider cannot take as a URL, and every
     ``file://`` source, with a size limit. The given messages are not changed."""
     out: list[Msg] = []
@@ -269,7 +239,7 @@ async def resolve_sources(messages: Sequence[Msg], protocol: str, transport: HTT
     return out
 
 
-async def _resolve_block(block: Any, protocol: str, transport: HTTPTransport, max_bytes: int) -> Any:
+async def _resolve_block(block: Any, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> Any:
     if block.type == "data":
         return await _resolve_data(block, protocol, transport, max_bytes)
     if block.type == "tool_result" and isinstance(block.output, list):
@@ -279,7 +249,7 @@ async def _resolve_block(block: Any, protocol: str, transport: HTTPTransport, ma
     return block
 
 
-async def _resolve_data(block: DataBlock, protocol: str, transport: HTTPTransport, max_bytes: int) -> DataBlock:
+async def _resolve_data(block: DataBlock, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> DataBlock:
     src = block.source
     if src.type != "url" or not _needs_fetch(protocol, src.media_type, src.url):
         return block

@@ -21,34 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelwireError
+from ..errors import ConfigError
+from ..protocols import Preset, plugin_presets
 
-__all__ = ["Preset", "PRESETS", "ConfigError", "ModelSpec", "resolve", "find_config", "load_config"]
-
-
-class ConfigError(ModelwireError, ValueError):
-    """A model string, profile or configuration file that cannot be used."""
-
-
-@dataclass(frozen=True)
-class Preset:
-    """How to reach one provider."""
-
-    name: str
-    protocol: str  # anthropic | openai-chat | openai-responses
-    base_url: str
-    key_env: str | None  # the environment variable holding the API key (None: no key needed)
-    base_url_env: str | None = None  # an environment variable that overrides the base URL
-    key_required: bool = True
-    # Dialect of an OpenAI-compatible server: where reasoning goes back, which fields it takes.
-    reasoning_field: str | None = None
-    reasoning_on_tool_calls: bool = False
-    replay_reasoning_details: bool = False
-    max_tokens_field: str = "max_tokens"
-    stream_usage: bool = True  # send stream_options.include_usage
-    auth: str = "bearer"  # bearer | x-api-key | api-key
-    headers: dict[str, str] = field(default_factory=dict)
-    description: str = ""
+__all__ = ["Preset", "PRESETS", "ConfigError", "ModelSpec", "resolve", "find_config", "load_config", "find_preset", "all_presets"]
 
 
 PRESETS: dict[str, Preset] = {
@@ -57,50 +33,67 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
             auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="Anthropic Messages API",
+            example="claude-sonnet-4-5",
         ),
         Preset(
             "openai", "openai-chat", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-            max_tokens_field="max_completion_tokens", description="OpenAI Chat Completions",
+            dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True},
+            description="OpenAI Chat Completions", example="gpt-4.1",
         ),
         Preset(
             "openai-responses", "openai-responses", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-            description="OpenAI Responses API",
+            description="OpenAI Responses API", example="o4-mini",
         ),
         Preset(
             "azure", "openai-chat", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", auth="api-key",
-            max_tokens_field="max_completion_tokens", description="Azure OpenAI (deployment name as the model)",
+            path="/openai/deployments/{model}/chat/completions",
+            query={"api-version": ("AZURE_OPENAI_API_VERSION", "2024-10-21")},
+            dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True},
+            description="Azure OpenAI (deployment name as the model)", example="my-gpt-4o-deployment",
         ),
         Preset(
             "deepseek", "openai-chat", "https://api.deepseek.com", "DEEPSEEK_API_KEY",
-            reasoning_field="reasoning_content", reasoning_on_tool_calls=True, description="DeepSeek",
+            dialect={
+                "reasoning_field": "reasoning_content", "reasoning_on_tool_calls": True, "thinking_switch": "deepseek",
+                "reasoning_effort": True, "json_schema": False,
+            },
+            description="DeepSeek", example="deepseek-chat",
         ),
         Preset(
             "openrouter", "openai-chat", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
-            reasoning_field="reasoning", replay_reasoning_details=True, description="OpenRouter",
+            dialect={"reasoning_field": "reasoning", "replay_reasoning_details": True, "thinking_switch": "openrouter"},
+            description="OpenRouter", example="anthropic/claude-sonnet-4.5",
         ),
-        Preset("groq", "openai-chat", "https://api.groq.com/openai/v1", "GROQ_API_KEY", reasoning_field="reasoning", description="Groq"),
-        Preset("together", "openai-chat", "https://api.together.xyz/v1", "TOGETHER_API_KEY", description="Together AI"),
-        Preset("mistral", "openai-chat", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", description="Mistral"),
-        Preset("xai", "openai-chat", "https://api.x.ai/v1", "XAI_API_KEY", description="xAI"),
+        Preset(
+            "groq", "openai-chat", "https://api.groq.com/openai/v1", "GROQ_API_KEY",
+            dialect={"reasoning_field": "reasoning", "reasoning_effort": True}, description="Groq", example="openai/gpt-oss-120b",
+        ),
+        Preset("together", "openai-chat", "https://api.together.xyz/v1", "TOGETHER_API_KEY", description="Together AI", example="meta-llama/Llama-3.3-70B-Instruct-Turbo"),
+        Preset("mistral", "openai-chat", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", description="Mistral", example="mistral-large-latest"),
+        Preset("xai", "openai-chat", "https://api.x.ai/v1", "XAI_API_KEY", dialect={"reasoning_effort": True}, description="xAI", example="grok-4"),
         Preset(
             "moonshot", "openai-chat", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY",
-            reasoning_field="reasoning_content", reasoning_on_tool_calls=True, description="Moonshot (Kimi)",
+            dialect={"reasoning_field": "reasoning_content", "reasoning_on_tool_calls": True},
+            description="Moonshot (Kimi)", example="kimi-k2-thinking",
         ),
         Preset(
             "dashscope", "openai-chat", "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY",
-            reasoning_field="reasoning_content", description="Alibaba DashScope (Qwen)",
+            dialect={"reasoning_field": "reasoning_content", "thinking_switch": "qwen"},
+            description="Alibaba DashScope (Qwen)", example="qwen-plus",
         ),
         Preset(
             "ollama", "openai-chat", "http://localhost:11434/v1", "OLLAMA_API_KEY", "OLLAMA_BASE_URL",
-            key_required=False, reasoning_field="reasoning", description="Ollama on this machine",
+            key_required=False, dialect={"reasoning_field": "reasoning", "reasoning_effort": True},
+            description="Ollama on this machine", example="qwen3:8b",
         ),
         Preset(
             "vllm", "openai-chat", "http://localhost:8000/v1", "VLLM_API_KEY", "VLLM_BASE_URL",
-            key_required=False, reasoning_field="reasoning_content", description="a vLLM server",
+            key_required=False, dialect={"reasoning_field": "reasoning_content", "thinking_switch": "vllm", "reasoning_effort": True},
+            description="a vLLM server", example="Qwen/Qwen3-8B",
         ),
         Preset(
             "lmstudio", "openai-chat", "http://localhost:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL",
-            key_required=False, description="LM Studio on this machine",
+            key_required=False, description="LM Studio on this machine", example="qwen3-8b",
         ),
     ]
 }
@@ -113,7 +106,7 @@ class ModelSpec:
     preset: Preset
     model: str
     options: dict[str, Any] = field(default_factory=dict)
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never shown
     base_url: str | None = None
 
     @property
@@ -125,10 +118,19 @@ def parse(spec: str) -> tuple[Preset, str]:
     provider, sep, model = spec.partition(":")
     if not sep or not model:
         raise ConfigError(f"{spec!r} is not PROVIDER:MODEL (for example anthropic:claude-sonnet-4-5)")
-    preset = PRESETS.get(provider)
+    preset = find_preset(provider)
     if preset is None:
-        raise ConfigError(f"unknown provider {provider!r} in {spec!r}; known: {', '.join(PRESETS)}")
+        raise ConfigError(f"unknown provider {provider!r} in {spec!r}; known: {', '.join(all_presets())}")
     return preset, model
+
+
+def find_preset(name: str) -> Preset | None:
+    """A built-in preset, or one a protocol plugin brings (looked up only when needed)."""
+    return PRESETS.get(name) or plugin_presets().get(name)
+
+
+def all_presets() -> dict[str, Preset]:
+    return {**PRESETS, **plugin_presets()}
 
 
 def find_config(start: Path | None = None) -> Path | None:

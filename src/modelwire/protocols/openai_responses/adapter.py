@@ -29,9 +29,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import IncompleteStreamError, StreamProtocolError
-from ._base import BaseAdapter
-from ._errors import error_from_body
+from ...errors import IncompleteStreamError, StreamProtocolError
+from ...adapters import BaseAdapter
+from ...errors import error_from_body
 
 __all__ = ["OpenAIResponsesAdapter"]
 
@@ -124,7 +124,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
             if item.type == "reasoning":
                 block = self.open_block(key, "thinking")
                 block.extras.update(
-                    provider=self.protocol,
+                    provider_metadata=self.origin,
                     reasoning_part="summary" if kind == "summary" else "content",
                     **({"summary_index": index} if kind == "summary" else {"content_index": index}),
                 )
@@ -233,8 +233,10 @@ class OpenAIResponsesAdapter(BaseAdapter):
                 if block is None:
                     continue
                 block.extras["reasoning_item_id"] = raw.get("id") or item.id
-                if i == 0 and raw.get("encrypted_content"):
-                    block.extras["encrypted_content"] = raw["encrypted_content"]
+                if i == 0:
+                    # The whole item, under AgentScope's name: its encrypted_content is
+                    # what the API needs back; once per item is enough.
+                    block.extras["reasoning_item_raw"] = raw
                 self.close_block(key)
         self._reasoning = []
 
@@ -243,14 +245,14 @@ class OpenAIResponsesAdapter(BaseAdapter):
         name = raw["type"][: -len("_call")]
         key = ("server", call_id)
         block = self.open_block(key, "tool_call", name=name, block_id=call_id)
-        block.extras.update(server_side=True, provider=self.protocol, provider_block_type=raw["type"])
+        block.extras.update(server_side=True, provider_metadata=self.origin, provider_block_type=raw["type"])
         action = raw.get("action") or raw.get("arguments") or raw.get("code") or {}
         self.delta(block, action if isinstance(action, str) else json.dumps(action, ensure_ascii=False))
         self.close_block(key)
         result = self.open_block(key, "tool_result", name=name, block_id=call_id)
         self.delta(result, _describe(raw))
         state = "success" if raw.get("status") in (None, "completed") else "error"
-        self.close_block(key, state=state, metadata={"provider": self.protocol, "provider_block": raw})
+        self.close_block(key, state=state, metadata={"provider_metadata": self.origin, "provider_block": raw})
 
     # -- the end ----------------------------------------------------------------------
 

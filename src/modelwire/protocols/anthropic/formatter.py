@@ -10,8 +10,9 @@ Rules:
   results of one turn together, in call order, ``is_error`` for error / denied /
   interrupted results;
 - thinking is replayed (``thinking`` + ``signature``, or ``redacted_thinking``) only when it
-  came from Anthropic; other thinking is dropped, or sent as text with
-  ``thinking_as_text=True``;
+  came from this protocol (see ``modelwire.message.origin``: modelwire's provenance, or
+  AgentScope's ``signature`` / ``redacted_thinking_data``); other thinking is dropped, or
+  sent as text with ``thinking_as_text=True``;
 - server tool blocks (``server_tool_use`` and their ``*_tool_result``) and other Anthropic
   blocks kept whole by the adapter are replayed as they came;
 - empty text blocks are never sent;
@@ -28,24 +29,28 @@ import base64
 from typing import Any, Sequence
 from urllib.parse import unquote_to_bytes
 
-from ..errors import FormatError
-from ..message import Msg
-from ._common import (
+from ...errors import FormatError
+from ...message import Msg
+from ...formatters import (
     extra,
     is_raw_provider_block,
     ToolSpec,
     data_parts,
     parse_arguments,
     raw_provider_block,
+    replays_natively,
     result_blocks,
     segments,
     tool_choice_name,
     tool_specs,
 )
 
+from . import PROTOCOL as _WIRE
+
 __all__ = ["AnthropicFormatter", "format_anthropic", "MAX_CACHE_BREAKPOINTS"]
 
-PROTOCOL = "anthropic"
+PROTOCOL = _WIRE.name
+SCOPE = _WIRE.replay_scope
 MAX_CACHE_BREAKPOINTS = 4
 IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
 _EPHEMERAL = {"type": "ephemeral"}
@@ -64,6 +69,7 @@ class AnthropicFormatter:
     def __init__(
         self,
         *,
+        provider: str | None = None,
         thinking_as_text: bool = False,
         speaker_names: bool = False,
         assistant_name: str | None = None,
@@ -71,6 +77,7 @@ class AnthropicFormatter:
         cache_tools: bool = False,
         cache_last_turns: int = 0,
     ) -> None:
+        self.provider = provider  # the target; None: any server of this protocol
         self.thinking_as_text = thinking_as_text
         self.speaker_names = speaker_names
         self.assistant_name = assistant_name
@@ -138,7 +145,7 @@ class AnthropicFormatter:
                 out["citations"] = extra(block, "citations")
             return [out]
         if btype == "thinking":
-            if extra(block, "provider") == PROTOCOL:
+            if self._native(block):
                 if extra(block, "redacted_thinking_data"):
                     return [{"type": "redacted_thinking", "data": extra(block, "redacted_thinking_data")}]
                 if extra(block, "signature"):
@@ -148,7 +155,7 @@ class AnthropicFormatter:
             return []
         if btype == "tool_call":
             if extra(block, "server_side", False):
-                if extra(block, "provider") != PROTOCOL:
+                if not self._native(block):
                     return []  # another provider's server tool: nothing Anthropic can replay
                 out = {"type": extra(block, "provider_block_type", "server_tool_use"), "id": block.id, "name": block.name}
                 if extra(block, "server_name"):
@@ -157,14 +164,17 @@ class AnthropicFormatter:
                 return [out]
             return [{"type": "tool_use", "id": block.id, "name": block.name, "input": parse_arguments(block)}]
         if btype == "tool_result":  # a server tool's result, kept whole by the adapter
-            raw = block.metadata.get("provider_block") if block.metadata.get("provider") == PROTOCOL else None
+            raw = block.metadata.get("provider_block") if self._native(block) else None
             return [raw] if raw else []
         if btype == "data":
             if is_raw_provider_block(block):
-                raw = raw_provider_block(block, PROTOCOL)
+                raw = raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE)
                 return [raw] if raw else []
             raise FormatError(index, f"an assistant turn cannot carry {block.source.media_type} data for Anthropic", PROTOCOL)
         raise FormatError(index, f"a {btype!r} block cannot be sent in an assistant turn", PROTOCOL)
+
+    def _native(self, block: Any) -> bool:
+        return replays_natively(block, PROTOCOL, self.provider, scope=SCOPE)
 
     def _result(self, block: Any, index: int) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.id}

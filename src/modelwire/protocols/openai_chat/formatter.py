@@ -14,23 +14,29 @@ Rules:
 - reasoning is replayed in the server's own field (``reasoning_field="reasoning_content"``
   for DeepSeek-style servers, which want it on tool-call turns, or ``"reasoning"``) when
   the dialect asks for it, and never otherwise: OpenAI itself takes no reasoning back.
-  Only reasoning that came from an OpenAI-compatible server is replayed there;
+  Only reasoning that came from the same provider (or plain reasoning with no recorded
+  origin, as AgentScope writes it) is replayed there;
+- text documents (``text/*`` data) are sent as text parts: Chat Completions takes only PDF
+  files;
 - hints become user content; thinking and server-tool blocks of other providers are not
   sent (or thinking as text, with ``thinking_as_text=True``).
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Any, Sequence
 
-from ..errors import FormatError
-from ..message import Msg
-from ._common import (
+from ...errors import FormatError
+from ...message import Msg
+from ...formatters import (
     extra,
     is_raw_provider_block,
     ToolSpec,
     data_parts,
     data_uri,
+    origin,
+    replays_natively,
     result_blocks,
     sanitize_name,
     segments,
@@ -38,9 +44,12 @@ from ._common import (
     tool_specs,
 )
 
+from . import PROTOCOL as _WIRE
+
 __all__ = ["OpenAIChatFormatter", "format_openai_chat"]
 
-PROTOCOL = "openai-chat"
+PROTOCOL = _WIRE.name
+SCOPE = _WIRE.replay_scope
 _AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
@@ -56,6 +65,7 @@ class OpenAIChatFormatter:
     def __init__(
         self,
         *,
+        provider: str | None = None,
         system_role: str = "system",
         reasoning_field: str | None = None,
         reasoning_on_tool_calls: bool = False,
@@ -69,6 +79,7 @@ class OpenAIChatFormatter:
             raise ValueError("system_role is 'system' or 'developer'")
         if reasoning_field not in (None, "reasoning_content", "reasoning"):
             raise ValueError("reasoning_field is None, 'reasoning_content' or 'reasoning'")
+        self.provider = provider  # the target; None: any server of this protocol
         self.system_role = system_role
         self.reasoning_field = reasoning_field
         self.reasoning_on_tool_calls = reasoning_on_tool_calls
@@ -141,10 +152,14 @@ class OpenAIChatFormatter:
                 if block.text:
                     (refusals if extra(block, "refusal", False) else texts).append(block.text)
             elif btype == "thinking":
-                if self.reasoning_field and extra(block, "provider") == PROTOCOL:
+                native = replays_natively(block, PROTOCOL, self.provider, scope=SCOPE)
+                if self.reasoning_field and (native or origin(block) is None):
+                    # Reasoning this provider made, or plain reasoning nobody claims
+                    # (AgentScope writes no origin): the dialect wants it back.
                     if block.thinking:
                         reasoning.append(block.thinking)
-                    details += extra(block, "reasoning_details") or []
+                    if native:
+                        details += extra(block, "reasoning_details") or []
                 elif self.thinking_as_text and block.thinking:
                     texts.append(f"<think>\n{block.thinking}\n</think>")
             elif btype == "tool_call":
@@ -176,8 +191,16 @@ class OpenAIChatFormatter:
         for result in seg.blocks:
             index = seg.index_of(result)
             pieces = result_blocks(result)
-            text = "".join(p.text for p in pieces if p.type == "text")
-            data = [p for p in pieces if p.type == "data"]
+            texts = []
+            data = []
+            for p in pieces:
+                if p.type == "text":
+                    texts.append(p.text)
+                elif p.source.media_type.split(";")[0].strip().lower().startswith("text/"):
+                    texts.append(media_part(p, index)["text"])  # a tool message takes text
+                else:
+                    data.append(p)
+            text = "".join(texts)
             if data:
                 media.append({"type": "text", "text": f"Media returned by tool call {result.id} ({result.name}):"})
                 media += [media_part(d, index) for d in data]
@@ -212,11 +235,32 @@ def media_part(block: Any, index: int) -> dict[str, Any]:
         if kind != "base64":
             raise FormatError(index, "OpenAI takes audio as base64 only; resolve the URL first (the models layer does)", PROTOCOL)
         return {"type": "input_audio", "input_audio": {"data": payload, "format": _AUDIO[base]}}
-    if base == "application/pdf" or base.startswith("text/"):
+    if base.startswith("text/"):
+        return {"type": "text", "text": _document_text(block, kind, payload, index)}
+    if base == "application/pdf":
         if kind != "base64":
             raise FormatError(index, "OpenAI takes files as base64 only; resolve the URL first (the models layer does)", PROTOCOL)
-        return {"type": "file", "file": {"filename": block.name or ("document.pdf" if base == "application/pdf" else "document.txt"), "file_data": data_uri(block)}}
+        return {"type": "file", "file": {"filename": block.name or "document.pdf", "file_data": data_uri(block)}}
     raise FormatError(index, f"OpenAI Chat Completions takes images, wav/mp3 audio and files; {media_type!r} cannot be sent", PROTOCOL)
+
+
+def _document_text(block: Any, kind: str, payload: str, index: int) -> str:
+    """A text document as the text Chat Completions takes (it has no text file parts)."""
+    if kind == "url" and payload.startswith("data:"):
+        head, _, payload = payload.partition(",")
+        kind = "base64" if head.endswith(";base64") else "plain"
+        if kind == "plain":
+            from urllib.parse import unquote
+
+            text = unquote(payload)
+            return f"{block.name}:\n{text}" if block.name else text
+    if kind != "base64":
+        raise FormatError(index, "text documents must be resolved to base64 before formatting (the models layer does)", PROTOCOL)
+    try:
+        text = base64.b64decode(payload).decode("utf-8")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise FormatError(index, f"a {block.source.media_type} data block is not UTF-8 text: {exc}", PROTOCOL) from None
+    return f"{block.name}:\n{text}" if block.name else text
 
 
 def format_openai_chat(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:

@@ -11,8 +11,10 @@ Rules:
 - tool calls as ``function_call`` items (``custom_tool_call`` for custom tools) and their
   results as ``function_call_output`` items, whose output may be text or a list of
   ``input_text`` / ``input_image`` / ``input_file`` parts;
-- reasoning from the Responses API is replayed as ``reasoning`` items, with their id, summary
-  (or raw ``reasoning_text``) and ``encrypted_content``, in their original position; other
+- reasoning from the same provider's Responses API is replayed as ``reasoning`` items, with
+  their id, summary (or raw ``reasoning_text``) and ``encrypted_content`` (from
+  ``reasoning_item_raw``), in their original position; a reasoning item AgentScope wrote
+  (``reasoning_item_raw`` without modelwire's part markers) is replayed whole, once; other
   thinking is dropped, or sent as text with ``thinking_as_text=True``;
 - server-side items (``web_search_call`` ...) and other items kept whole by the adapter
   are replayed as they came. Item ids of replayed output are sent unless
@@ -23,24 +25,28 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..errors import FormatError
-from ..message import Msg
-from ._common import (
+from ...errors import FormatError
+from ...message import Msg
+from ...formatters import (
     extra,
     is_raw_provider_block,
     ToolSpec,
     data_parts,
     data_uri,
     raw_provider_block,
+    replays_natively,
     result_blocks,
     segments,
     tool_choice_name,
     tool_specs,
 )
 
+from . import PROTOCOL as _WIRE
+
 __all__ = ["OpenAIResponsesFormatter", "format_openai_responses"]
 
-PROTOCOL = "openai-responses"
+PROTOCOL = _WIRE.name
+SCOPE = _WIRE.replay_scope
 
 
 class OpenAIResponsesFormatter:
@@ -55,6 +61,7 @@ class OpenAIResponsesFormatter:
     def __init__(
         self,
         *,
+        provider: str | None = None,
         system_role: str = "system",
         instructions: bool = False,
         item_ids: bool = True,
@@ -64,6 +71,7 @@ class OpenAIResponsesFormatter:
     ) -> None:
         if system_role not in ("system", "developer"):
             raise ValueError("system_role is 'system' or 'developer'")
+        self.provider = provider  # the target; None: any server of this protocol
         self.system_role = system_role
         self.instructions = instructions
         self.item_ids = item_ids
@@ -115,18 +123,32 @@ class OpenAIResponsesFormatter:
         items: list[dict[str, Any]] = []
         message: dict[str, Any] | None = None  # the output message being filled
         reasoning: dict[str, Any] | None = None  # the reasoning item being filled
+        replayed_raw: set[str] = set()  # reasoning items sent verbatim (AgentScope's way)
 
         for block in seg.blocks:
             btype = block.type
             if btype == "thinking":
                 rid = extra(block, "reasoning_item_id")
-                if extra(block, "provider") == PROTOCOL and rid:
+                raw = extra(block, "reasoning_item_raw")
+                if not isinstance(raw, dict):
+                    raw = {}
+                rid = rid or raw.get("id")
+                if rid and self._native(block):
+                    if extra(block, "reasoning_part") is None and raw.get("id") == rid and raw.get("type") == "reasoning":
+                        # Written by AgentScope: the whole item is the truth, sent once.
+                        if rid not in replayed_raw:
+                            replayed_raw.add(rid)
+                            items.append({k: v for k, v in raw.items() if v is not None})
+                        reasoning = None
+                        message = None
+                        continue
                     if reasoning is None or reasoning["id"] != rid:
                         reasoning = {"type": "reasoning", "id": rid, "summary": []}
                         items.append(reasoning)
                         message = None
-                    if extra(block, "encrypted_content"):
-                        reasoning["encrypted_content"] = extra(block, "encrypted_content")
+                    encrypted = extra(block, "encrypted_content") or raw.get("encrypted_content")
+                    if encrypted:
+                        reasoning["encrypted_content"] = encrypted
                     if extra(block, "reasoning_part", "summary") == "content":
                         reasoning.setdefault("content", []).append({"type": "reasoning_text", "text": block.thinking})
                     elif block.thinking:  # an item with no summary came as one empty block
@@ -155,17 +177,20 @@ class OpenAIResponsesFormatter:
                     item["id"] = extra(block, "item_id")
                 items.append(item)
             elif btype == "tool_result":
-                raw = block.metadata.get("provider_block") if block.metadata.get("provider") == PROTOCOL else None
+                raw = block.metadata.get("provider_block") if self._native(block) else None
                 if raw:
                     items.append(raw)
             elif btype == "data":
                 if is_raw_provider_block(block):
-                    raw = raw_provider_block(block, PROTOCOL)
+                    raw = raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE)
                     if raw:
                         items.append(raw)
                     continue
                 raise FormatError(seg.index_of(block), f"assistant output cannot carry {block.source.media_type} data", PROTOCOL)
         return items
+
+    def _native(self, block: Any) -> bool:
+        return replays_natively(block, PROTOCOL, self.provider, scope=SCOPE)
 
     @staticmethod
     def _output_text(items: list, message: dict | None, text: str, item_id: str | None, refusal: bool, annotations: list) -> dict:

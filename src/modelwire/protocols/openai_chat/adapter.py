@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._base import BaseAdapter, Block
-from ._errors import error_from_body
+from ...adapters import BaseAdapter, Block
+from ...errors import error_from_body
 
 __all__ = ["OpenAIChatAdapter", "STOP_REASONS"]
 
@@ -72,9 +72,11 @@ class OpenAIChatAdapter(BaseAdapter):
         meta = self.call_metadata
         if "response_id" not in meta and data.get("id"):
             meta["response_id"] = data["id"]
-            for key in ("system_fingerprint", "service_tier", "provider"):
+            for key in ("system_fingerprint", "service_tier"):
                 if data.get(key) is not None:
                     meta[key] = data[key]
+            if data.get("provider") is not None:  # OpenRouter: the upstream that served it
+                meta["upstream_provider"] = data["provider"]
         for choice in data.get("choices") or ():
             if choice.get("index", 0) != self.choice_index:
                 ignored = meta.setdefault("ignored_choices", [])
@@ -154,7 +156,7 @@ class OpenAIChatAdapter(BaseAdapter):
         block = self.blocks.get("reasoning")
         if block is None:
             block = self.open_block("reasoning", "thinking")
-            block.extras["provider"] = self.protocol
+            block.extras["provider_metadata"] = self.origin
         if field and "reasoning_field" not in block.extras:
             block.extras["reasoning_field"] = field
         return block

@@ -5,8 +5,8 @@ What maps to what:
 - ``text`` blocks -> text blocks; ``citations_delta`` citations -> ``citations`` on the block.
 - ``thinking`` -> thinking blocks with ``signature`` (from ``signature_delta``);
   ``redacted_thinking`` -> an empty thinking block with ``redacted_thinking_data``.
-  Both carry ``provider="anthropic"``, which the Anthropic formatter checks before it
-  replays thinking.
+  Both record their origin (``provider_metadata``), which the Anthropic formatter
+  checks before it replays thinking.
 - ``tool_use`` -> tool calls (``input_json_delta`` pieces; a call with no argument
   pieces gets ``{}``, or the ``input`` its start carried). Extra fields of the block
   (such as ``caller``) ride along as extras.
@@ -29,9 +29,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import StreamProtocolError
-from ._base import BaseAdapter
-from ._errors import error_from_body
+from ...errors import StreamProtocolError
+from ...adapters import BaseAdapter
+from ...errors import error_from_body
 
 __all__ = ["AnthropicAdapter", "STOP_REASONS"]
 
@@ -129,18 +129,18 @@ class AnthropicAdapter(BaseAdapter):
             self.delta(block, cb.get("text") or "")
         elif btype == "thinking":
             block = self.open_block(index, "thinking")
-            block.extras["provider"] = self.protocol
+            block.extras["provider_metadata"] = self.origin
             if cb.get("signature"):
                 block.extras["signature"] = cb["signature"]
             self.delta(block, cb.get("thinking") or "")
         elif btype == "redacted_thinking":
             block = self.open_block(index, "thinking")
-            block.extras.update(provider=self.protocol, redacted_thinking_data=cb.get("data", ""))
+            block.extras.update(provider_metadata=self.origin, redacted_thinking_data=cb.get("data", ""))
         elif btype == "tool_use" or btype in _SERVER_CALLS:
             block = self.open_block(index, "tool_call", name=cb.get("name", ""), block_id=cb.get("id"))
             block.extras.update({k: v for k, v in cb.items() if k not in _CALL_FIELDS})
             if btype != "tool_use":
-                block.extras.update(server_side=True, provider=self.protocol, provider_block_type=btype)
+                block.extras.update(server_side=True, provider_metadata=self.origin, provider_block_type=btype)
             self._call_names[block.id] = block.name
             self._start_input[index] = cb.get("input")
         elif isinstance(btype, str) and btype.endswith("_tool_result") and cb.get("tool_use_id"):
@@ -190,7 +190,7 @@ class AnthropicAdapter(BaseAdapter):
             assert raw is not None
             self.delta(block, _result_text(raw.get("content")))
             state = "error" if _is_error(raw) else "success"
-            self.close_block(index, state=state, metadata={"provider": self.protocol, "provider_block": raw})
+            self.close_block(index, state=state, metadata={"provider_metadata": self.origin, "provider_block": raw})
             return
         self.close_block(index)
 

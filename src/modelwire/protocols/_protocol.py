@@ -1,0 +1,257 @@
+"""What a wire protocol is: one object that knows everything modelwire needs about it.
+
+Pure and synchronous like the adapters and formatters it points to: it builds URLs,
+headers and bodies and maps options and error bodies, but sends nothing (the models
+layer does the I/O).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
+
+from ..errors import ProviderError, UnsupportedOptionError, error_from_body
+
+__all__ = ["Preset", "Capabilities", "ModelOptions", "WireProtocol", "deep_merge", "DEFAULT_MAX_TOKENS"]
+
+USER_AGENT = "modelwire/0.1"
+DEFAULT_MAX_TOKENS = 4096
+
+
+@dataclass(frozen=True)
+class Preset:
+    """How to reach one provider: data only; its protocol interprets ``dialect``."""
+
+    name: str
+    protocol: str
+    base_url: str
+    key_env: str | None  # the environment variable holding the API key (None: no key needed)
+    base_url_env: str | None = None  # an environment variable that overrides the base URL
+    key_required: bool = True
+    auth: str = "bearer"  # bearer | x-api-key | api-key | none
+    headers: Mapping[str, str] = field(default_factory=dict)
+    # The request path when it is not the protocol's own, with {model} filled in, and
+    # query parameters taken from the environment: {param: (variable, default)}.
+    path: str | None = None
+    query: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # What this server does differently from the protocol's reference (for OpenAI-compatible
+    # servers: where reasoning arrives and goes back, its thinking switch ...).
+    dialect: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+    example: str = ""  # a model name to show in help
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a protocol can do; the agent and the CLI ask this instead of naming protocols."""
+
+    native_structured_output: bool = False  # a JSON-schema output mode (else: a final_answer tool)
+    thinking: bool = False
+    server_tools: bool = False
+    parallel_tool_calls: bool = True
+
+
+@dataclass
+class ModelOptions:
+    """Unified call options; each protocol maps them onto its request or refuses them."""
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: list[str] | None = None
+    thinking: bool | None = None  # turn extended thinking / reasoning on or off
+    thinking_budget: int | None = None  # tokens
+    reasoning_effort: str | None = None  # minimal | low | medium | high
+    reasoning_summary: str | None = None  # auto | concise | detailed (OpenAI Responses)
+    parallel_tool_calls: bool | None = None
+    json_schema: dict[str, Any] | None = None  # structured output: a JSON schema
+    json_schema_name: str = "output"
+    extra_headers: dict[str, str] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "ModelOptions":
+        data = dict(data or {})
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise UnsupportedOptionError(sorted(unknown)[0], "modelwire", f"known options: {', '.join(sorted(known))}")
+        if isinstance(data.get("stop"), str):
+            data["stop"] = [data["stop"]]
+        return cls(**data)
+
+    def merged(self, other: "ModelOptions | dict[str, Any] | None") -> "ModelOptions":
+        if other is None:
+            return self
+        if isinstance(other, dict):
+            other = ModelOptions.from_dict(other)
+        mine = asdict(self)
+        theirs = asdict(other)
+        out = {}
+        for key, value in mine.items():
+            new = theirs[key]
+            if key in ("extra_headers", "extra_body"):
+                out[key] = {**value, **new}
+            else:
+                out[key] = new if new is not None and new != ModelOptions.__dataclass_fields__[key].default else value
+        return ModelOptions(**out)
+
+
+def deep_merge(target: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            deep_merge(target[key], value)
+        else:
+            target[key] = value
+
+
+def _load(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+class WireProtocol:
+    """One wire protocol. Subclass it, set the class attributes, implement
+    :meth:`apply_options` (and :meth:`fake_stream` for the test server), and register an
+    instance (built in, or through the ``modelwire.protocols`` entry-point group).
+
+    Class attributes:
+        name: the protocol's name (``anthropic``, ``openai-chat`` ...).
+        adapter / formatter: ``"module:Class"`` paths, imported on first use.
+        path: the request path after the base URL (``{model}`` is filled in).
+        model_in_body / stream_in_body: whether ``model`` / ``stream: true`` go in the body.
+        replay_scope: ``"protocol"`` when what this protocol produced (signatures,
+            reasoning) is valid on every server speaking it, ``"provider"`` when only on
+            the provider that produced it.
+        presets: providers this protocol brings along (a plugin's own presets).
+        sdk_package: the official SDK whose clients ``load_model(client=...)`` accepts.
+    """
+
+    name = ""
+    description = ""
+    adapter = ""
+    formatter = ""
+    path = ""
+    model_in_body = True
+    stream_in_body = True
+    replay_scope = "provider"
+    capabilities = Capabilities()
+    presets: tuple[Preset, ...] = ()
+    sdk_package: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<WireProtocol {self.name}>"
+
+    # -- the pure parts --------------------------------------------------------------------
+
+    def adapter_class(self) -> type:
+        return _load(self.adapter)
+
+    def formatter_class(self) -> type:
+        return _load(self.formatter)
+
+    def formatter_options(self, preset: Preset) -> dict[str, Any]:
+        """Formatter options a preset's dialect implies (beyond ``provider``)."""
+        return {}
+
+    def new_formatter(self, preset: Preset, **options: Any) -> Any:
+        return self.formatter_class()(provider=preset.name, **{**self.formatter_options(preset), **options})
+
+    def new_adapter(self, reply_id: str, preset: Preset | None = None, **options: Any) -> Any:
+        return self.adapter_class()(reply_id, provider=preset.name if preset else None, **options)
+
+    def decoder(self, adapter: Any, *, keep: bool = False) -> Any:
+        """Bytes of a response body in, events out (SSE by default)."""
+        from ..adapters import StreamDecoder
+
+        return StreamDecoder(adapter, keep=keep)
+
+    def needs_inline(self, media_type: str) -> bool:
+        """Whether an http(s) source of this media type must be fetched and sent as base64."""
+        return bool(self.formatter_class().needs_inline(media_type))
+
+    # -- the request -----------------------------------------------------------------------
+
+    def url(self, base_url: str, model: str, preset: Preset, env: Mapping[str, str] | None = None) -> str:
+        env = os.environ if env is None else env
+        url = base_url.rstrip("/") + (preset.path or self.path).format(model=model)
+        if preset.query:
+            from urllib.parse import urlencode
+
+            url += "?" + urlencode({param: env.get(var) or default for param, (var, default) in preset.query.items()})
+        return url
+
+    def headers(self, api_key: str | None, preset: Preset, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "text/event-stream", "user-agent": USER_AGENT}
+        headers.update(preset.headers)
+        if api_key:
+            if preset.auth == "x-api-key":
+                headers["x-api-key"] = api_key
+            elif preset.auth == "api-key":
+                headers["api-key"] = api_key
+            elif preset.auth == "bearer":
+                headers["authorization"] = f"Bearer {api_key}"
+        headers.update(extra or {})
+        return headers
+
+    def body(self, model: str, payload: dict[str, Any], options: ModelOptions, preset: Preset) -> dict[str, Any]:
+        """The request body: the formatter's payload, ``model`` and ``stream`` where this
+        protocol wants them, the options mapped, ``extra_body`` merged in last."""
+        body: dict[str, Any] = {"model": model} if self.model_in_body else {}
+        body.update(payload)
+        if self.stream_in_body:
+            body["stream"] = True
+        self.stream_fields(body, preset)
+        self.apply_options(body, options, preset)
+        deep_merge(body, options.extra_body)
+        return body
+
+    def stream_fields(self, body: dict[str, Any], preset: Preset) -> None:
+        """Fields this protocol always sends with a streamed request (before the options,
+        so ``extra_body`` can still change them)."""
+
+    def capabilities_for(self, preset: Preset) -> Capabilities:
+        """What this protocol can do on that provider (a dialect may take something away)."""
+        return self.capabilities
+
+    def apply_options(self, body: dict[str, Any], options: ModelOptions, preset: Preset) -> None:
+        """Put ``options`` into ``body`` in this protocol's shape (in place), or raise
+        :class:`~modelwire.errors.UnsupportedOptionError`. Never drop one silently."""
+        raise NotImplementedError
+
+    def error(self, body: Any, status: int | None = None, request_id: str | None = None) -> ProviderError:
+        """The typed error for an error body this protocol's servers send."""
+        return error_from_body(body, self.name, status=status, request_id=request_id)
+
+    def matches_url(self, url: str) -> bool:
+        """Whether a request URL is this protocol's (for cassettes)."""
+        path = url.split("?")[0].rstrip("/")
+        tail = self.path.split("{")[0].rstrip("/")
+        return bool(tail) and path.endswith(tail)
+
+    # -- SDK clients -----------------------------------------------------------------------
+
+    def sdk_base_url(self, base_url: str) -> str:
+        """The base URL modelwire wants, from an SDK client's."""
+        return base_url.rstrip("/")
+
+    # -- testing ---------------------------------------------------------------------------
+
+    def fake_stream(self, *blocks: tuple, **options: Any) -> bytes:
+        """A response body for the local test server, from neutral blocks:
+        ``("think", text)``, ``("text", text)``, ``("tool", call_id, name, arguments_json)``."""
+        raise NotImplementedError(f"the {self.name} protocol has no fake stream")
+
+
+def refuse(option: str, preset: Preset, hint: str = "") -> UnsupportedOptionError:
+    return UnsupportedOptionError(option, preset.name, hint)
+
+
+def sampling(body: dict[str, Any], o: ModelOptions) -> None:
+    """temperature and top_p, which every protocol so far takes under these names."""
+    if o.temperature is not None:
+        body["temperature"] = o.temperature
+    if o.top_p is not None:
+        body["top_p"] = o.top_p

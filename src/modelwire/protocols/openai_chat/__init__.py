@@ -1,0 +1,145 @@
+"""The OpenAI Chat Completions protocol (``POST /chat/completions``, streamed), spoken by
+OpenAI and by most OpenAI-compatible servers.
+
+Servers differ in a few documented ways; a preset's ``dialect`` says which:
+
+- ``reasoning_field``: where reasoning arrives and, for servers that want it back, goes
+  back (``reasoning_content``: DeepSeek, Moonshot, DashScope, vLLM; ``reasoning``:
+  OpenRouter, Groq, Ollama); ``reasoning_on_tool_calls``: the server needs the reasoning
+  of tool-call turns sent back (DeepSeek's thinking mode answers 400 without it);
+  ``replay_reasoning_details``: OpenRouter's ``reasoning_details`` go back too;
+- ``max_tokens_field``: ``max_completion_tokens`` (OpenAI) or ``max_tokens``;
+- ``thinking_switch``: how thinking is turned on or off, where the server has a switch:
+  ``deepseek`` (``thinking: {type}``), ``qwen`` (``enable_thinking``, ``thinking_budget``),
+  ``vllm`` (``chat_template_kwargs.enable_thinking``), ``openrouter`` (``reasoning:
+  {enabled, max_tokens, effort}``);
+- ``reasoning_effort``: the server takes ``reasoning_effort``;
+- ``json_schema``: the server takes ``response_format`` of type ``json_schema``;
+- ``stream_usage``: send ``stream_options.include_usage``.
+
+Reasoning one provider produced is replayed only to that provider (``replay_scope =
+"provider"``): DeepSeek's reasoning is not Groq's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ...adapters import encode_sse
+from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse, sampling
+
+__all__ = ["PROTOCOL", "OpenAIChatProtocol"]
+
+_FORMATTER_KEYS = ("reasoning_field", "reasoning_on_tool_calls", "replay_reasoning_details")
+
+
+class OpenAIChatProtocol(WireProtocol):
+    name = "openai-chat"
+    description = "OpenAI Chat Completions"
+    adapter = "modelwire.protocols.openai_chat.adapter:OpenAIChatAdapter"
+    formatter = "modelwire.protocols.openai_chat.formatter:OpenAIChatFormatter"
+    path = "/chat/completions"
+    replay_scope = "provider"
+    capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=False)
+    sdk_package = "openai"
+
+    def formatter_options(self, preset: Preset) -> dict[str, Any]:
+        return {key: preset.dialect[key] for key in _FORMATTER_KEYS if key in preset.dialect}
+
+    def stream_fields(self, body: dict[str, Any], preset: Preset) -> None:
+        if preset.dialect.get("stream_usage", True):
+            body["stream_options"] = {"include_usage": True}
+
+    def capabilities_for(self, preset: Preset) -> Capabilities:
+        if preset.dialect.get("json_schema", True):
+            return self.capabilities
+        return replace(self.capabilities, native_structured_output=False)
+
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset) -> None:
+        dialect = preset.dialect
+        if o.max_tokens is not None:
+            p[dialect.get("max_tokens_field", "max_tokens")] = o.max_tokens
+        sampling(p, o)
+        if o.stop:
+            p["stop"] = list(o.stop)
+        switch = dialect.get("thinking_switch")
+        if o.reasoning_effort is not None:
+            if switch == "openrouter":
+                p.setdefault("reasoning", {})["effort"] = o.reasoning_effort
+            elif dialect.get("reasoning_effort"):
+                p["reasoning_effort"] = o.reasoning_effort
+            else:
+                raise refuse("reasoning_effort", preset, "this server takes no reasoning_effort; pass its own field in extra_body")
+        if o.thinking is not None or o.thinking_budget is not None:
+            _thinking(p, o, preset, switch)
+        if o.reasoning_summary is not None:
+            raise refuse("reasoning_summary", preset, "summaries come from the Responses API (openai-responses:)")
+        if o.parallel_tool_calls is not None and p.get("tools"):
+            p["parallel_tool_calls"] = o.parallel_tool_calls
+        elif o.parallel_tool_calls is not None:
+            raise refuse("parallel_tool_calls", preset, "it needs tools in the request")
+        if o.json_schema is not None:
+            if not dialect.get("json_schema", True):
+                raise refuse("json_schema", preset, "this server takes JSON mode only; ask for JSON in the prompt, or use extra_body")
+            p["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": o.json_schema_name, "schema": o.json_schema, "strict": True},
+            }
+
+    def fake_stream(self, *blocks: tuple, finish: str | None = None, reasoning_field: str = "reasoning_content", usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
+        """Tool calls are streamed in parallel, their fragments interleaved."""
+
+        def chunk(delta: dict | None, fin: str | None = None, **extra: Any) -> tuple[None, dict]:
+            choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": fin}]
+            return (None, {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "chat-test", "choices": choices, **extra})
+
+        ev: list[tuple[str | None, Any]] = [chunk({"role": "assistant", "content": ""})]
+        tools = [b for b in blocks if b[0] == "tool"]
+        for block in blocks:
+            if block[0] in ("think", "text"):
+                field = reasoning_field if block[0] == "think" else "content"
+                for word in block[1].split(" "):
+                    ev.append(chunk({field: word + " "}))
+        for k, (_, cid, name, _args) in enumerate(tools):
+            ev.append(chunk({"tool_calls": [{"index": k, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}]}))
+        halves = [(k, t[3][: len(t[3]) // 2], t[3][len(t[3]) // 2 :]) for k, t in enumerate(tools)]
+        for k, first, _ in halves:
+            ev.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": first}}]}))
+        for k, _, second in halves:
+            ev.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": second}}]}))
+        ev.append(chunk({}, finish or ("tool_calls" if tools else "stop")))
+        ev.append(chunk(None, usage={"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}))
+        ev.append((None, "[DONE]"))
+        return encode_sse(ev)
+
+
+def _thinking(p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str | None) -> None:
+    """``thinking`` / ``thinking_budget`` on the server's own switch, or refused."""
+    if o.thinking is False and o.thinking_budget:
+        raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
+    on = o.thinking is not False
+    if switch == "deepseek":
+        if o.thinking_budget is not None:
+            raise refuse("thinking_budget", preset, "DeepSeek takes reasoning_effort, not a budget")
+        p["thinking"] = {"type": "enabled" if on else "disabled"}
+    elif switch == "qwen":
+        p["enable_thinking"] = on
+        if o.thinking_budget is not None:
+            p["thinking_budget"] = o.thinking_budget
+    elif switch == "vllm":
+        if o.thinking_budget is not None:
+            raise refuse("thinking_budget", preset, "vLLM's chat templates take only a switch")
+        p.setdefault("chat_template_kwargs", {})["enable_thinking"] = on
+    elif switch == "openrouter":
+        reasoning = p.setdefault("reasoning", {})
+        reasoning["enabled"] = on
+        if o.thinking_budget is not None:
+            reasoning["max_tokens"] = o.thinking_budget
+    else:
+        option = "thinking" if o.thinking is not None else "thinking_budget"
+        hint = "its reasoning models always reason; set reasoning_effort" if preset.dialect.get("reasoning_effort") else "choose a reasoning model, or pass the server's own switch in extra_body"
+        raise refuse(option, preset, hint)
+
+
+PROTOCOL = OpenAIChatProtocol()

@@ -1,0 +1,98 @@
+"""The OpenAI Responses protocol (``POST /responses``, streamed).
+
+Reasoning items (with their ``encrypted_content``) are replayed only to the provider that
+made them (``replay_scope = "provider"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...adapters import encode_sse
+from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse, sampling
+
+__all__ = ["PROTOCOL", "OpenAIResponsesProtocol"]
+
+
+class OpenAIResponsesProtocol(WireProtocol):
+    name = "openai-responses"
+    description = "OpenAI Responses"
+    adapter = "modelwire.protocols.openai_responses.adapter:OpenAIResponsesAdapter"
+    formatter = "modelwire.protocols.openai_responses.formatter:OpenAIResponsesFormatter"
+    path = "/responses"
+    replay_scope = "provider"
+    capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True)
+    sdk_package = "openai"
+
+    def matches_url(self, url: str) -> bool:
+        path = url.split("?")[0].rstrip("/")
+        return path.endswith("/responses") or "/responses/" in path
+
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset) -> None:
+        if o.max_tokens is not None:
+            p["max_output_tokens"] = o.max_tokens
+        sampling(p, o)
+        if o.stop:
+            raise refuse("stop", preset, "the Responses API has no stop sequences")
+        if o.thinking_budget is not None:
+            raise refuse("thinking_budget", preset, "use reasoning_effort")
+        if o.thinking is False:
+            raise refuse("thinking", preset, "reasoning models always reason; set reasoning_effort to the lowest your model takes")
+        if o.thinking or o.reasoning_effort is not None or o.reasoning_summary is not None:
+            reasoning: dict[str, Any] = {}
+            if o.reasoning_effort is not None or o.thinking:
+                reasoning["effort"] = o.reasoning_effort or "medium"
+            if o.reasoning_summary is not None or o.thinking:
+                # thinking=True asks to see it: the summary is what the API shows.
+                reasoning["summary"] = o.reasoning_summary or "auto"
+            p["reasoning"] = reasoning
+        if o.parallel_tool_calls is not None:
+            if not p.get("tools"):
+                raise refuse("parallel_tool_calls", preset, "it needs tools in the request")
+            p["parallel_tool_calls"] = o.parallel_tool_calls
+        if o.json_schema is not None:
+            p["text"] = {"format": {"type": "json_schema", "name": o.json_schema_name, "schema": o.json_schema, "strict": True}}
+
+    def fake_stream(self, *blocks: tuple, resp_id: str = "resp_1", usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
+        """``("think", text)`` becomes a reasoning item ``rs_<n>`` with ``encrypted_content`` ``enc-<n>``."""
+        ev: list[tuple[str | None, Any]] = []
+        seq = iter(range(10**6))
+
+        def add(data: dict) -> None:
+            data["sequence_number"] = next(seq)
+            ev.append((data["type"], data))
+
+        base = {"id": resp_id, "object": "response", "model": "resp-test", "output": [], "status": "in_progress"}
+        add({"type": "response.created", "response": dict(base)})
+        output = []
+        for oi, block in enumerate(blocks):
+            if block[0] == "think":
+                rid, text, enc = f"rs_{oi}", block[1], f"enc-{oi}"
+                item = {"id": rid, "type": "reasoning", "summary": [{"type": "summary_text", "text": text}], "encrypted_content": enc}
+                add({"type": "response.output_item.added", "output_index": oi, "item": {"id": rid, "type": "reasoning", "summary": []}})
+                add({"type": "response.reasoning_summary_part.added", "item_id": rid, "output_index": oi, "summary_index": 0, "part": {"type": "summary_text", "text": ""}})
+                add({"type": "response.reasoning_summary_text.delta", "item_id": rid, "output_index": oi, "summary_index": 0, "delta": text})
+                add({"type": "response.reasoning_summary_part.done", "item_id": rid, "output_index": oi, "summary_index": 0, "part": {"type": "summary_text", "text": text}})
+            elif block[0] == "text":
+                mid = f"msg_{oi}"
+                item = {"id": mid, "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": block[1], "annotations": []}]}
+                add({"type": "response.output_item.added", "output_index": oi, "item": {"id": mid, "type": "message", "status": "in_progress", "role": "assistant", "content": []}})
+                add({"type": "response.content_part.added", "item_id": mid, "output_index": oi, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})
+                for word in block[1].split(" "):
+                    add({"type": "response.output_text.delta", "item_id": mid, "output_index": oi, "content_index": 0, "delta": word + " "})
+                item["content"][0]["text"] = "".join(w + " " for w in block[1].split(" "))  # as streamed
+                add({"type": "response.content_part.done", "item_id": mid, "output_index": oi, "content_index": 0, "part": item["content"][0]})
+            else:
+                _, cid, name, args = block
+                fid = f"fc_{oi}"
+                item = {"id": fid, "type": "function_call", "status": "completed", "call_id": cid, "name": name, "arguments": args}
+                add({"type": "response.output_item.added", "output_index": oi, "item": dict(item, arguments="", status="in_progress")})
+                add({"type": "response.function_call_arguments.delta", "item_id": fid, "output_index": oi, "delta": args})
+                add({"type": "response.function_call_arguments.done", "item_id": fid, "output_index": oi, "arguments": args})
+            add({"type": "response.output_item.done", "output_index": oi, "item": item})
+            output.append(item)
+        add({"type": "response.completed", "response": dict(base, status="completed", output=output, usage={"input_tokens": usage[0], "output_tokens": usage[1], "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}})})
+        return encode_sse(ev)
+
+
+PROTOCOL = OpenAIResponsesProtocol()
