@@ -117,3 +117,23 @@ def responses_request(payload: dict) -> None:
 
 
 VALIDATORS = {"anthropic": anthropic_request, "openai-chat": chat_request, "openai-responses": responses_request}
+
+
+# Fields OpenAI-compatible dialects add to Chat Completions, which OpenAI's own types do
+# not declare (see modelwire.protocols.openai_chat): stripped before the strict check,
+# and asserted by the tests that expect them.
+DIALECT_MESSAGE_FIELDS = ("reasoning_content", "reasoning", "reasoning_details")
+DIALECT_BODY_FIELDS = ("thinking", "enable_thinking", "thinking_budget", "chat_template_kwargs", "reasoning")
+
+
+def streaming_request(protocol: str, body: dict) -> None:
+    """A whole request body as a model sends it (``model``, ``stream: true`` included),
+    checked strictly against the SDK's request type (the streaming variant differs only
+    in ``stream``, which is checked here)."""
+    body = dict(body)
+    assert body.pop("stream") is True
+    if protocol == "openai-chat":
+        for key in DIALECT_BODY_FIELDS:
+            body.pop(key, None)
+        body["messages"] = [{k: v for k, v in m.items() if k not in DIALECT_MESSAGE_FIELDS} for m in body["messages"]]
+    VALIDATORS[protocol](body)

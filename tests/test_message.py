@@ -52,10 +52,16 @@ def test_block_defaults_follow_the_contract():
     assert len(TextBlock(text="").id) == 32
 
 
-@pytest.mark.parametrize("bad", ["QUJ", "Q=JD", "QUJD=", "not base64!", "QU JD"])
+@pytest.mark.parametrize("bad", ["Q", "Q=JD", "not base64!", "QUJDQ", "data:image/png,QUJD"])
 def test_base64_source_rejects_invalid_data(bad):
     with pytest.raises(ValidationError, match="base64"):
         Base64Source(data=bad, media_type="image/png")
+
+
+@pytest.mark.parametrize("loose", ["QUJ", "QUJ==", "QU JD\n", "data:image/png;base64,QUJD"])
+def test_base64_source_normalises_what_other_tools_write(loose):
+    """AgentScope takes any string; what it wrote must load (see test_protocols for more)."""
+    assert Base64Source(data=loose, media_type="image/png").data in ("QUJ=", "QUJD")
 
 
 @pytest.mark.parametrize("bad", ["image", "", "image/", "/png", "image png"])

@@ -21,10 +21,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_models(args: argparse.Namespace) -> int:
     import os
 
-    from .models.config import PRESETS
+    from .models.config import all_presets
 
     print(f"{'provider':<18}{'protocol':<18}{'key variable':<24}{'set?':<9}base URL")
-    for preset in PRESETS.values():
+    for preset in all_presets().values():
         key = preset.key_env or "-"
         state = "yes" if preset.key_env and os.environ.get(preset.key_env) else ("n/a" if not preset.key_required else "no")
         if not preset.key_required and state != "yes":

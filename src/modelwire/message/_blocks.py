@@ -34,6 +34,8 @@ __all__ = [
     "BLOCK_TYPES",
     "validate_base64",
     "validate_media_type",
+    "normalize_base64",
+    "normalize_media_type",
 ]
 
 # RFC 6838 type/subtype, optional parameters after ';'.
@@ -62,8 +64,64 @@ def validate_base64(value: str) -> str:
     return value
 
 
+# Media types as people and other libraries write them (AgentScope takes any string).
+_MEDIA_ALIASES = {
+    "jpg": "image/jpeg",
+    "jpeg": "image/jpeg",
+    "image/jpg": "image/jpeg",
+    "png": "image/png",
+    "gif": "image/gif",
+    "webp": "image/webp",
+    "pdf": "application/pdf",
+    "txt": "text/plain",
+    "text": "text/plain",
+    "md": "text/markdown",
+    "markdown": "text/markdown",
+    "html": "text/html",
+    "csv": "text/csv",
+    "json": "application/json",
+    "mp3": "audio/mpeg",
+    "audio/mp3": "audio/mpeg",
+    "wav": "audio/wav",
+    "mp4": "video/mp4",
+}
+_NOT_BASE64 = re.compile(r"[^A-Za-z0-9+/=]")
+
+
+def normalize_media_type(value: str) -> str:
+    """A media type in its canonical form (``jpg``, ``PNG``, ``image/jpg`` -> ``image/jpeg``,
+    ``image/png``); raises ``ValueError`` naming the value when it is none."""
+    stripped = value.strip()
+    alias = _MEDIA_ALIASES.get(stripped.lower().lstrip("."))
+    if alias is not None:
+        return alias
+    return validate_media_type(stripped)
+
+
+def normalize_base64(value: str) -> str:
+    """Base64 as written in the wild -> standard padded base64: line breaks and spaces
+    (MIME), a ``data:...;base64,`` prefix, the URL-safe alphabet, missing padding."""
+    if value.startswith("data:"):
+        head, comma, rest = value.partition(",")
+        if not comma or not head.endswith(";base64"):
+            raise ValueError("a data: URI as base64 data must be ';base64,'-encoded; use a URL source for other data: URIs")
+        value = rest
+    value = "".join(value.split())
+    if "-" in value or "_" in value:
+        value = value.replace("-", "+").replace("_", "/")
+    bad = _NOT_BASE64.search(value)
+    if bad:
+        raise ValueError(f"data is not base64: character {bad.group()!r} at position {bad.start()}")
+    value = value.rstrip("=")
+    if len(value) % 4 == 1:
+        raise ValueError(f"data is not base64: {len(value)} characters cannot encode whole bytes")
+    return validate_base64(value + "=" * (-len(value) % 4))
+
+
 class Base64Source(BaseModel):
-    """Inline data, base64 encoded."""
+    """Inline data, base64 encoded. Data and media type are normalised on the way in
+    (see :func:`normalize_base64`, :func:`normalize_media_type`), so what AgentScope and
+    other tools write loads, and what is kept is always standard."""
 
     type: Literal["base64"] = "base64"
     data: str
@@ -72,12 +130,15 @@ class Base64Source(BaseModel):
     @field_validator("data")
     @classmethod
     def _check_data(cls, v: str) -> str:
-        return validate_base64(v)
+        try:
+            return validate_base64(v)
+        except ValueError:
+            return normalize_base64(v)
 
     @field_validator("media_type")
     @classmethod
     def _check_media(cls, v: str) -> str:
-        return validate_media_type(v)
+        return normalize_media_type(v)
 
 
 class URLSource(BaseModel):
@@ -97,7 +158,7 @@ class URLSource(BaseModel):
     @field_validator("media_type")
     @classmethod
     def _check_media(cls, v: str) -> str:
-        return validate_media_type(v)
+        return normalize_media_type(v)
 
 
 Source: TypeAlias = Annotated[Union[Base64Source, URLSource], Field(discriminator="type")]

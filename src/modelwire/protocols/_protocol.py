@@ -227,9 +227,12 @@ class WireProtocol:
 
     def matches_url(self, url: str) -> bool:
         """Whether a request URL is this protocol's (for cassettes)."""
-        path = url.split("?")[0].rstrip("/")
-        tail = self.path.split("{")[0].rstrip("/")
-        return bool(tail) and path.endswith(tail)
+        import re
+
+        if not self.path:
+            return False
+        pattern = re.escape(self.path.rstrip("/")).replace(re.escape("{model}"), "[^/]+")
+        return re.search(pattern + "$", url.split("?")[0].rstrip("/")) is not None
 
     # -- SDK clients -----------------------------------------------------------------------
 

@@ -1,0 +1,300 @@
+"""The protocol registry: one place per protocol, provenance per provider, AgentScope's
+messages replayed right, and every option either mapped or refused on every preset."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+import sdk_params
+
+from modelwire.errors import UnknownProtocolError, UnsupportedOptionError
+from modelwire.formatters import get_formatter
+from modelwire.message import AssistantMsg, DataBlock, Msg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg, origin
+from modelwire.models import PRESETS, load_model
+from modelwire.protocols import Capabilities, get_protocol, protocol_names
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "modelwire"
+
+
+def fmt(preset: str, messages, tools=None, **options):
+    """The payload a preset's model would send (the formatter the model layer builds)."""
+    model = load_model(f"{preset}:m", api_key="k", base_url="http://127.0.0.1:9", **options)
+    return model.build_request(messages, tools)[0]
+
+
+# -- the registry ---------------------------------------------------------------------------------
+
+
+def test_builtin_protocols_are_registered_with_their_parts():
+    assert set(protocol_names()) >= {"anthropic", "openai-chat", "openai-responses"}
+    for name in ("anthropic", "openai-chat", "openai-responses"):
+        proto = get_protocol(name)
+        assert proto.name == name and isinstance(proto.capabilities, Capabilities)
+        assert proto.adapter_class().protocol == name
+        assert proto.formatter_class().protocol == name
+
+
+def test_an_unknown_protocol_is_a_clear_error():
+    with pytest.raises(UnknownProtocolError, match="unknown protocol 'gopher'; known: anthropic"):
+        get_protocol("gopher")
+
+
+PROTOCOL_NAMES = re.compile(r"[\"'](anthropic|openai-chat|openai-responses)[\"']")
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["models/options.py", "models/_http.py", "models/transport.py", "models/__init__.py", "agent/_agent.py", "cli.py", "cassettes/_show.py", "cassettes/_hook.py", "testing/sse.py", "testing/server.py"],
+)
+def test_generic_modules_name_no_protocol(module):
+    """What the registry answers is never decided by matching a protocol's name elsewhere."""
+    found = PROTOCOL_NAMES.findall((SRC / module).read_text())
+    assert found == [], f"{module} names {found}"
+
+
+# -- provenance -----------------------------------------------------------------------------------
+
+
+def test_reasoning_is_replayed_only_to_the_provider_that_made_it():
+    """DeepSeek's reasoning went back to Groq when provenance was per protocol."""
+    from modelwire.testing.sse import body
+    from modelwire.adapters import decode_sse
+
+    events = decode_sse("openai-chat", body("openai-chat", ("think", "Call the tool."), ("tool", "c1", "f", "{}")), "r", provider="deepseek")
+    reply = AssistantMsg("a", [], id="r")
+    for event in events:
+        reply.append_event(event)
+    thinking = reply.get_content_blocks("thinking")[0]
+    assert thinking.provider_metadata == {"deepseek": {"protocol": "openai-chat"}}
+    reply.content.append(ToolResultBlock(id="c1", name="f", output="done", state="success"))
+    conversation = [UserMsg("u", "go"), reply]
+    deepseek = fmt("deepseek", conversation)["messages"][1]
+    assert deepseek["reasoning_content"] == "Call the tool. "
+    groq = fmt("groq", conversation)["messages"][1]
+    assert "reasoning" not in groq and "reasoning_content" not in groq
+    moonshot = fmt("moonshot", conversation)["messages"][1]
+    assert moonshot["reasoning_content"] == ""  # it wants the field on tool-call turns, and has none of its own
+
+
+def test_model_calls_record_the_provider_on_every_block(server):
+    from modelwire.testing import sse_reply
+    from modelwire.testing.sse import body
+
+    server.script(sse_reply(body("openai-chat", ("think", "hmm"), ("text", "hi"))))
+    model = load_model("groq:m", api_key="k", base_url=server.url + "/v1")
+    import asyncio
+
+    reply = asyncio.run(model.complete([UserMsg("u", "hi")]))
+    assert origin(reply.get_content_blocks("thinking")[0]).provider == "groq"
+
+
+# -- options: mapped or refused, never dropped --------------------------------------------------
+
+OPTION_VALUES = {
+    "max_tokens": 1000,
+    "temperature": 0.3,
+    "top_p": 0.8,
+    "stop": ["END"],
+    "thinking": True,
+    "thinking_budget": 2000,
+    "reasoning_effort": "low",
+    "reasoning_summary": "concise",
+    "parallel_tool_calls": False,
+    "json_schema": {"type": "object", "properties": {"x": {"type": "integer"}}},
+    "extra_headers": {"x-trace": "1"},
+    "extra_body": {"seed": 7},
+}
+TOOLS = [{"name": "f", "description": "", "parameters": {"type": "object", "properties": {}}}]
+
+
+def _request(preset: str, **options):
+    model = load_model(f"{preset}:m", api_key="k", base_url="http://127.0.0.1:9", **options)
+    body, opts = model.build_request([UserMsg("u", "hi")], TOOLS)
+    return body, model.headers(opts.extra_headers)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+@pytest.mark.parametrize("option", sorted(OPTION_VALUES))
+def test_every_option_is_mapped_or_refused_on_every_preset(preset, option):
+    base_body, base_headers = _request(preset)
+    try:
+        body, headers = _request(preset, **{option: OPTION_VALUES[option]})
+    except UnsupportedOptionError as err:
+        assert err.option == option and err.provider == preset and str(err).count(":") >= 1  # says what to do instead
+        return
+    assert (body, headers) != (base_body, base_headers), f"{option} was dropped on {preset}"
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_thinking_false_never_turns_thinking_on(preset):
+    try:
+        body, _ = _request(preset, thinking=False)
+    except UnsupportedOptionError as err:
+        assert err.option == "thinking"
+        return
+    text = json.dumps(body)
+    assert not re.search(r'"type": "enabled"|"enabled": true|"enable_thinking": true|"budget_tokens"|"effort"', text), body
+
+
+@pytest.mark.parametrize("preset", ["anthropic", "deepseek", "dashscope", "openrouter"])
+def test_thinking_false_with_a_budget_is_refused(preset):
+    with pytest.raises(UnsupportedOptionError, match="thinking_budget"):
+        _request(preset, thinking=False, thinking_budget=1000)
+
+
+def test_thinking_maps_onto_each_servers_own_switch():
+    assert _request("openai-responses", thinking=True)[0]["reasoning"] == {"effort": "medium", "summary": "auto"}
+    assert _request("deepseek", thinking=True)[0]["thinking"] == {"type": "enabled"}
+    assert _request("deepseek", thinking=False)[0]["thinking"] == {"type": "disabled"}
+    assert (_request("dashscope", thinking=True, thinking_budget=500)[0]["enable_thinking"], _request("dashscope", thinking_budget=500)[0]["thinking_budget"]) == (True, 500)
+    assert _request("vllm", thinking=False)[0]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert _request("openrouter", thinking=True, thinking_budget=800)[0]["reasoning"] == {"enabled": True, "max_tokens": 800}
+    assert _request("anthropic", thinking=True, max_tokens=4000)[0]["thinking"] == {"type": "enabled", "budget_tokens": 2000}
+    with pytest.raises(UnsupportedOptionError, match="reasoning_effort"):
+        _request("openai", thinking=True)
+
+
+# -- AgentScope's own messages ---------------------------------------------------------------------
+
+agentscope = pytest.importorskip("agentscope", reason="the dev extra installs agentscope==2.0.11")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from agentscope import message as asm  # noqa: E402
+
+
+def from_agentscope(msg) -> Msg:
+    """An AgentScope message, through its own JSON, as modelwire loads it."""
+    return Msg.from_dict(json.loads(msg.model_dump_json()))
+
+
+def as_tool_turn(*blocks):
+    return [
+        from_agentscope(asm.Msg(name="user", role="user", content=[asm.TextBlock(text="What is the weather?")])),
+        from_agentscope(asm.Msg(name="agent", role="assistant", content=list(blocks))),
+    ]
+
+
+def call_and_result():
+    return [
+        asm.ToolCallBlock(id="toolu_1", name="weather", input='{"city": "Paris"}'),
+        asm.ToolResultBlock(id="toolu_1", name="weather", output="sunny", state="success"),
+    ]
+
+
+def test_agentscope_signed_thinking_opens_the_anthropic_tool_turn():
+    thinking = asm.ThinkingBlock(thinking="I should call the tool.", signature="EqQBsig==")
+    payload = fmt("anthropic", as_tool_turn(thinking, *call_and_result()))
+    sdk_params.streaming_request("anthropic", payload)
+    assistant = payload["messages"][1]
+    assert assistant["content"][0] == {"type": "thinking", "thinking": "I should call the tool.", "signature": "EqQBsig=="}
+    assert assistant["content"][1]["type"] == "tool_use"
+
+
+def test_agentscope_redacted_thinking_is_replayed_to_anthropic():
+    thinking = asm.ThinkingBlock(thinking="", redacted_thinking_data="EmwKAhgBEgy")
+    payload = fmt("anthropic", as_tool_turn(thinking, *call_and_result()))
+    sdk_params.streaming_request("anthropic", payload)
+    assert payload["messages"][1]["content"][0] == {"type": "redacted_thinking", "data": "EmwKAhgBEgy"}
+
+
+def test_agentscope_reasoning_item_reaches_the_responses_input_between_its_texts():
+    raw = {"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": "Think."}], "encrypted_content": "gAAAAenc"}
+    messages = [
+        from_agentscope(asm.Msg(name="user", role="user", content=[asm.TextBlock(text="hi")])),
+        from_agentscope(
+            asm.Msg(
+                name="agent",
+                role="assistant",
+                content=[
+                    asm.TextBlock(text="First."),
+                    asm.ThinkingBlock(thinking="Think.", reasoning_item_id="rs_1", reasoning_item_raw=raw),
+                    asm.TextBlock(text="Second."),
+                ],
+            )
+        ),
+    ]
+    payload = fmt("openai-responses", messages)
+    sdk_params.streaming_request("openai-responses", payload)
+    items = payload["input"][1:]
+    assert items == [
+        {"type": "message", "role": "assistant", "content": "First."},
+        raw,
+        {"type": "message", "role": "assistant", "content": "Second."},
+    ]
+
+
+def test_agentscope_plain_thinking_goes_back_to_deepseek_in_full():
+    thinking = asm.ThinkingBlock(thinking="Call the tool.")
+    payload = fmt("deepseek", as_tool_turn(thinking, *call_and_result()))
+    sdk_params.streaming_request("openai-chat", payload)
+    assert payload["messages"][1]["reasoning_content"] == "Call the tool."
+    assert payload["messages"][1]["tool_calls"][0]["id"] == "toolu_1"
+    # ... and to nobody who does not take reasoning back
+    assert "reasoning_content" not in fmt("openai", as_tool_turn(thinking, *call_and_result()))["messages"][1]
+
+
+@pytest.mark.parametrize("where", ["user", "tool_result"])
+def test_text_documents_go_to_chat_completions_as_text(where):
+    doc = asm.DataBlock(source=asm.Base64Source(data=base64.b64encode(b"line one\nline two").decode(), media_type="text/plain"), name="notes.txt")
+    if where == "user":
+        messages = [from_agentscope(asm.Msg(name="user", role="user", content=[asm.TextBlock(text="Summarize:"), doc]))]
+    else:
+        messages = [
+            UserMsg("u", "read it"),
+            from_agentscope(
+                asm.Msg(
+                    name="agent",
+                    role="assistant",
+                    content=[asm.ToolCallBlock(id="c1", name="read", input="{}"), asm.ToolResultBlock(id="c1", name="read", output=[doc], state="success")],
+                )
+            ),
+        ]
+    payload = fmt("openai", messages)
+    sdk_params.streaming_request("openai-chat", payload)
+    text = json.dumps(payload)
+    assert '"file"' not in text and "notes.txt:\\nline one\\nline two" in text
+
+
+@pytest.mark.parametrize(
+    "data, media_type",
+    [
+        ("aGVsbG8gd29ybGQ", "jpg"),  # no padding
+        ("aGVsbG8g\nd29ybGQ=", "image/jpg"),  # MIME line break
+        ("data:image/png;base64,aGVsbG8gd29ybGQ=", "PNG"),
+        ("-_8=", "image/png"),  # URL-safe alphabet
+    ],
+)
+def test_data_agentscope_accepts_loads_normalised(data, media_type):
+    msg = from_agentscope(asm.Msg(name="user", role="user", content=[asm.DataBlock(source=asm.Base64Source(data=data, media_type=media_type))]))
+    source = msg.content[0].source
+    assert re.fullmatch(r"[A-Za-z0-9+/]*={0,2}", source.data) and len(source.data) % 4 == 0
+    assert base64.b64decode(source.data) == base64.urlsafe_b64decode(data.split(",")[-1].replace("\n", "").replace("+", "-").replace("/", "_") + "==")
+    assert source.media_type in ("image/jpeg", "image/png")
+
+
+def test_data_that_is_not_base64_says_why():
+    with pytest.raises(ValueError, match="character '\\*' at position 2"):
+        from_agentscope(asm.Msg(name="user", role="user", content=[asm.DataBlock(source=asm.Base64Source(data="ab*c", media_type="image/png"))]))
+
+
+def test_what_modelwire_writes_agentscope_reads_and_replays():
+    """Our reasoning item, written as JSON, goes through AgentScope's own Responses formatter."""
+    from modelwire.adapters import decode_sse
+    from modelwire.testing.sse import body
+
+    reply = AssistantMsg("a", [], id="r")
+    for event in decode_sse("openai-responses", body("openai-responses", ("think", "Plan."), ("text", "Done.")), "r", provider="openai-responses"):
+        reply.append_event(event)
+    theirs = asm.Msg.model_validate(json.loads(json.dumps(reply.to_dict())))
+    from agentscope.formatter import OpenAIResponseFormatter  # noqa: PLC0415
+
+    import asyncio
+
+    items = asyncio.run(OpenAIResponseFormatter().format([theirs]))
+    reasoning = [i for i in items if i.get("type") == "reasoning"]
+    assert reasoning and reasoning[0]["id"] == "rs_0" and reasoning[0]["encrypted_content"] == "enc-0"
