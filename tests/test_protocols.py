@@ -106,6 +106,7 @@ OPTION_VALUES = {
     "reasoning_summary": "concise",
     "parallel_tool_calls": False,
     "json_schema": {"type": "object", "properties": {"x": {"type": "integer"}}},
+    "json_schema_name": "answer",
     "extra_headers": {"x-trace": "1"},
     "extra_body": {"seed": 7},
 }

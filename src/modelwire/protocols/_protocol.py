@@ -204,6 +204,8 @@ class WireProtocol:
         if self.stream_in_body:
             body["stream"] = True
         self.stream_fields(body, preset)
+        if options.json_schema is None and options.json_schema_name != "output":
+            raise UnsupportedOptionError("json_schema_name", preset.name, "it names a json_schema; pass the schema too")
         self.apply_options(body, options, preset)
         deep_merge(body, options.extra_body)
         return body

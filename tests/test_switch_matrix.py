@@ -1,0 +1,147 @@
+"""Switching providers mid-conversation: a reply each provider really produced (the
+recordings in ../shared/recorded-streams), continued on every other target.
+
+Every payload must pass the strict check against the SDK's request type, and keep what
+the target can take: all the text, every client tool call and its result, and the
+provider-specific thinking (signatures, reasoning items, reasoning fields) exactly where
+the target is the provider that made it, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sdk_params
+
+from modelwire.adapters import decode_sse
+from modelwire.errors import ProviderError
+from modelwire.message import AssistantMsg, ToolResultBlock, UserMsg, origin
+from modelwire.models import load_model
+
+from paths import HAVE_SHARED, PA, ROOT
+
+if not HAVE_SHARED:  # pragma: no cover - the shared folder sits beside the repository
+    pytest.skip("../shared/recorded-streams is not present", allow_module_level=True)
+
+
+def _provider_of(path, protocol: str) -> str:
+    """The provider that sent a recording (see the recordings' INDEX.md)."""
+    name = path.name.lower()
+    if "tool_use_failed" in name:
+        return "groq"
+    for provider in ("groq", "openrouter", "deepseek"):
+        if provider in name:
+            return provider
+    return {"anthropic": "anthropic", "openai-chat": "openai", "openai-responses": "openai-responses"}[protocol]
+
+
+def _sources() -> list[tuple[str, str, object]]:
+    out = []
+    for path in sorted(PA.glob("*.sse")):
+        raw = path.read_bytes()
+        if b"event: message_start" in raw:
+            protocol = "anthropic"
+        elif b"chat.completion.chunk" in raw:
+            protocol = "openai-chat"
+        elif b"response.created" in raw:
+            protocol = "openai-responses"
+        else:
+            continue
+        if "pause_turn" in path.name and ".1." in path.name:
+            continue  # a continuation: its results answer calls made in the stream before it
+        out.append((protocol, _provider_of(path, protocol), path))
+    out += [("anthropic", "anthropic", p) for p in sorted((ROOT / "anthropic-sdk-python").glob("*.txt"))]
+    out += [("openai-chat", "openai", p) for p in sorted((ROOT / "openai-python").glob("*.bin"))]
+    return out
+
+
+SOURCES = _sources()
+TARGETS = ["anthropic", "openai", "openai-responses", "deepseek", "groq", "openrouter"]
+TARGET_PROTOCOL = {"anthropic": "anthropic", "openai-responses": "openai-responses"}
+
+
+def conversation(protocol: str, provider: str, path) -> list:
+    reply = AssistantMsg("agent", [], id="reply")
+    try:
+        events = decode_sse(protocol, path.read_bytes(), "reply", provider=provider)
+    except ProviderError as err:
+        events = err.events
+    for event in events:
+        reply.append_event(event)
+    answered = {b.id for b in reply.content if b.type == "tool_result"}
+    for call in [b for b in reply.content if b.type == "tool_call" and not getattr(b, "server_side", False)]:
+        if call.id not in answered:
+            reply.content.append(ToolResultBlock(id=call.id, name=call.name, output=f"result of {call.id}", state="success"))
+    return [UserMsg("user", "Go on."), reply, UserMsg("user", "And then?")]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("source", SOURCES, ids=lambda s: f"{s[1]}:{s[2].name}")
+def test_a_recorded_reply_continues_on_every_target(source, target):
+    protocol, provider, path = source
+    messages = conversation(protocol, provider, path)
+    reply = messages[1]
+    model = load_model(f"{target}:some-model", api_key="k", base_url="http://127.0.0.1:9")
+    body, _ = model.build_request(messages)
+    sent = json.dumps(body, ensure_ascii=False)
+    raw_items = _raw_items(reply)
+    # Items the provider itself sent, replayed verbatim, can be newer than the SDK's
+    # request types (Anthropic's compaction block, a web search source's name): they are
+    # checked by being exactly what was received; the rest of the payload strictly.
+    sdk_params.streaming_request(model.protocol, _without(body, raw_items))
+
+    for block in reply.content:
+        if block.type == "text" and block.text.strip():
+            assert json.dumps(block.text, ensure_ascii=False)[1:-1] in sent, f"text {block.text[:40]!r} lost"
+        elif block.type == "tool_call" and not getattr(block, "server_side", False):
+            assert f'"{block.id}"' in sent, f"tool call {block.id} lost"
+        elif block.type == "thinking":
+            came_from = origin(block)
+            takes_back = model.protocol != "openai-chat" or model.formatter.reasoning_field is not None
+            native = takes_back and came_from is not None and came_from.protocol == model.protocol and (model.protocol == "anthropic" or came_from.provider == target)
+            for marker in _markers(block):
+                assert (marker in sent) == native, f"{marker[:30]!r} from {came_from} on {target}: expected {'kept' if native else 'not sent'}"
+    if any(b.type == "tool_call" and not getattr(b, "server_side", False) for b in reply.content):
+        assert "result of " in sent
+
+
+def _raw_items(reply) -> list[dict]:
+    import base64
+
+    out = []
+    for block in reply.content:
+        if block.type == "data" and getattr(block, "provider_block_type", None):
+            out.append(json.loads(base64.b64decode(block.source.data)))
+        elif block.type == "tool_result" and isinstance(block.metadata.get("provider_block"), dict):
+            out.append(block.metadata["provider_block"])
+    return out
+
+
+def _without(value, items):
+    """``value`` with every dict equal to one of ``items`` taken out of its lists."""
+    if isinstance(value, dict):
+        return {k: _without(v, items) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without(v, items) for v in value if not (isinstance(v, dict) and v in items)]
+    return value
+
+
+def _markers(block) -> list[str]:
+    """What only the producing provider may get back."""
+    out = []
+    for key in ("signature", "redacted_thinking_data"):
+        value = getattr(block, key, None)
+        if value:
+            out.append(value)
+    raw = getattr(block, "reasoning_item_raw", None)
+    if isinstance(raw, dict) and raw.get("encrypted_content"):
+        out.append(raw["encrypted_content"])
+    if getattr(block, "reasoning_field", None) and len(block.thinking.strip()) > 20:
+        out.append(json.dumps(block.thinking.strip(), ensure_ascii=False)[1:-1][:60])
+    return out
+
+
+def test_the_matrix_covers_every_protocol_and_several_providers():
+    assert {p for p, _, _ in SOURCES} == {"anthropic", "openai-chat", "openai-responses"}
+    assert {"groq", "openrouter", "openai", "anthropic"} <= {prov for _, prov, _ in SOURCES}
