@@ -71,7 +71,7 @@ def main() -> int:
     tools = [ToolSpec("get_weather", "Weather", {"type": "object", "properties": {"city": {"type": "string"}}}), ToolSpec("get_time", "Time")]
     blocks = sum(len(m.content) for m in msgs)
     print(f"{len(msgs)} messages, {blocks} blocks")
-    for protocol in ("anthropic", "openai-chat", "openai-responses"):
+    for protocol in ("anthropic", "openai-chat", "openai-responses", "gemini"):
         formatter = get_formatter(protocol)()
         best = float("inf")
         for _ in range(args.repeat):

@@ -120,6 +120,28 @@ def responses_stream(tools: bool) -> list[bytes]:
     return sse(ev)
 
 
+def gemini_stream(tools: bool) -> list[bytes]:
+    """Every chunk a whole GenerateContentResponse; tool calls streamed as partialArgs
+    (Vertex's streamFunctionCallArguments), one call after another."""
+
+    def chunk(parts: list[dict], finish: str | None = None) -> tuple[None, dict]:
+        candidate: dict = {"content": {"role": "model", "parts": parts}, "index": 0}
+        if finish:
+            candidate["finishReason"] = finish
+        return (None, {"candidates": [candidate], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 1}, "modelVersion": "gemini-bench", "responseId": "r1"})
+
+    ev: list[tuple[None, dict | str]] = []
+    if not tools:
+        ev += [chunk([{"text": WORDS[i % 10]}]) for i in range(N)]
+    else:
+        for k in range(4):
+            ev.append(chunk([{"functionCall": {"name": "write", "willContinue": True}}]))
+            ev += [chunk([{"functionCall": {"partialArgs": [{"jsonPath": "$.text", "stringValue": WORDS[i % 10], "willContinue": True}], "willContinue": True}}]) for i in range(N // 4)]
+            ev.append(chunk([{"functionCall": {}}]))
+    ev.append(chunk([{"text": ""}], "STOP"))
+    return sse(ev)
+
+
 # -- the three contenders ----------------------------------------------------------------
 
 
@@ -148,6 +170,16 @@ def run_floor(protocol: str, pieces: list[bytes]) -> int:
 
 
 def sdk_client(protocol: str, pieces: list[bytes]):
+    if protocol == "gemini":  # google-genai runs on httpx
+        import httpx
+        from google import genai
+        from google.genai import types
+
+        def gemini_handler(request):
+            return httpx.Response(200, content=iter(pieces), headers={"content-type": "text/event-stream"})
+
+        http = httpx.Client(transport=httpx.MockTransport(gemini_handler))
+        return genai.Client(api_key="k", http_options=types.HttpOptions(base_url="http://127.0.0.1:9", httpx_client=http))
     import httpx2
 
     def handler(request):
@@ -167,6 +199,8 @@ def run_sdk(protocol: str, pieces: list[bytes], client) -> int:
     n = 0
     if protocol == "anthropic":
         stream = client.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}], stream=True)
+    elif protocol == "gemini":
+        stream = client.models.generate_content_stream(model="m", contents="x")
     elif protocol == "openai-chat":
         stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
     else:
@@ -202,7 +236,7 @@ def main() -> int:
         print("the SDK comparison needs the dev extra: pip install -e '.[dev]'")
         return 2
 
-    makers = {"anthropic": anthropic_stream, "openai-chat": chat_stream, "openai-responses": responses_stream}
+    makers = {"anthropic": anthropic_stream, "openai-chat": chat_stream, "openai-responses": responses_stream, "gemini": gemini_stream}
     print(f"{'stream':<28}{'chunks':>7}{'modelwire':>12}{'SDK iter':>11}{'floor':>9}{'vs SDK':>9}{'vs floor':>10}   (us per chunk)")
     ok = True
     for protocol, make in makers.items():

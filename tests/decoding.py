@@ -6,7 +6,7 @@ import random
 
 from modelwire import event as E
 from modelwire.adapters import get_adapter
-from modelwire.adapters._base import StreamDecoder
+from modelwire.adapters import StreamDecoder
 from modelwire.errors import ProviderError
 from modelwire.message import AssistantMsg, Msg
 

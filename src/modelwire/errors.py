@@ -255,6 +255,17 @@ _BY_TYPE: dict[str, type[ProviderError]] = {
     "tool_use_failed": InvalidRequestError,
     "context_length_exceeded": ContextTooLongError,
     "string_above_max_length": InvalidRequestError,
+    # Google's canonical status names (Gemini API, Vertex AI)
+    "resource_exhausted": RateLimitError,
+    "unauthenticated": AuthenticationError,
+    "permission_denied": PermissionDeniedError,
+    "invalid_argument": InvalidRequestError,
+    "failed_precondition": InvalidRequestError,
+    "not_found": InvalidRequestError,
+    "out_of_range": InvalidRequestError,
+    "unavailable": OverloadedError,
+    "internal": UpstreamError,
+    "deadline_exceeded": UpstreamError,
 }
 
 _BY_STATUS: dict[int, type[ProviderError]] = {
@@ -305,6 +316,8 @@ def error_from_body(body: Any, protocol: str, status: int | None = None, request
     message = str(err.get("message") or err.get("detail") or "the provider reported an error")
     code = err.get("code")
     ptype = err.get("type")
+    if isinstance(err.get("status"), str) and err["status"]:
+        ptype = err["status"]  # Google: {"code": 429, "status": "RESOURCE_EXHAUSTED"}
     provider_type = str(code) if isinstance(code, str) and code else (ptype if isinstance(ptype, str) and ptype != "error" else None)
     if provider_type is None and code is not None:
         provider_type = str(code)

@@ -48,7 +48,10 @@ __all__ = [
 
 RECORD_MODES = ("none", "once", "new_episodes", "all")
 SECRET_HEADERS = frozenset(
-    {"authorization", "x-api-key", "api-key", "cookie", "set-cookie", "openai-organization", "openai-project", "proxy-authorization"}
+    {
+        "authorization", "x-api-key", "api-key", "x-goog-api-key", "x-amz-security-token", "cookie", "set-cookie",
+        "openai-organization", "openai-project", "proxy-authorization",
+    }
 )
 SECRET_QUERY = frozenset({"key", "api_key", "api-key", "token", "access_token"})
 # Headers worth keeping for a reader; the rest (dates, trace ids, rate-limit counters) is noise.
@@ -234,9 +237,12 @@ class Cassette:
 
 def known_secrets() -> set[str]:
     """The values of every API-key variable modelwire knows, as set in the environment."""
-    from ..models.config import PRESETS
+    from ..models.config import all_presets
 
-    names = {p.key_env for p in PRESETS.values() if p.key_env} | {"MODELWIRE_SECRETS"}
+    names = {"MODELWIRE_SECRETS"}
+    for preset in all_presets().values():
+        names |= {preset.key_env} if preset.key_env else set()
+        names |= set(preset.dialect.get("key_envs") or ())
     values = {os.environ.get(n, "") for n in names}
     extra = os.environ.get("MODELWIRE_SECRETS", "")
     values |= {v for v in extra.split(",") if v}

@@ -15,6 +15,8 @@ from ._blocks import (
     ToolResultBlock,
     ToolResultState,
     URLSource,
+    normalize_base64,
+    normalize_media_type,
     validate_base64,
     validate_media_type,
 )
@@ -56,6 +58,8 @@ __all__ = [
     "ContentBlockTypes",
     "BLOCK_TYPES",
     "validate_base64",
+    "normalize_base64",
+    "normalize_media_type",
     "Origin",
     "origin",
     "provenance",

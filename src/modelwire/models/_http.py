@@ -55,6 +55,7 @@ class HTTPModel:
         self.retry = retry or RetryPolicy()
         self._sleep = sleep or asyncio.sleep
         self.max_source_bytes = max_source_bytes
+        self._credentials: Any = None
 
     def __repr__(self) -> str:
         return f"HTTPModel({self.provider}:{self.name})"
@@ -69,8 +70,19 @@ class HTTPModel:
     def url(self) -> str:
         return self.wire.url(self.spec.base_url or "", self.name, self.spec.preset)
 
-    def headers(self, extra: dict[str, str]) -> dict[str, str]:
-        return self.wire.headers(self.spec.api_key, self.spec.preset, extra)
+    def headers(self, extra: dict[str, str], token: str | None = None) -> dict[str, str]:
+        return self.wire.headers(token or self.spec.api_key, self.spec.preset, extra)
+
+    async def _token(self) -> str | None:
+        """A short-lived token where the provider's key is a cloud credential (Vertex AI:
+        application default credentials, refreshed when they expire)."""
+        if self.spec.api_key or self.spec.preset.dialect.get("credentials") != "google":
+            return None
+        if self._credentials is None:
+            from ._google_auth import GoogleCredentials
+
+            self._credentials = GoogleCredentials()
+        return await asyncio.to_thread(self._credentials.token)
 
     def build_request(
         self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, options: ModelOptions | dict | None = None
@@ -100,7 +112,7 @@ class HTTPModel:
         messages = await resolve_sources(messages, self.wire, self.transport, self.max_source_bytes)
         payload, opts = self.build_request(messages, tools, tool_choice, options)
         body = json.dumps(payload, ensure_ascii=False).encode()
-        headers = self.headers(opts.extra_headers)
+        headers = self.headers(opts.extra_headers, await self._token())
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeouts.total if self.timeouts.total else None
         attempt = 0

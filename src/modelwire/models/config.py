@@ -92,6 +92,16 @@ PRESETS: dict[str, Preset] = {
             description="a vLLM server", example="Qwen/Qwen3-8B",
         ),
         Preset(
+            "google", "gemini", "https://generativelanguage.googleapis.com", "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL",
+            auth="x-goog-api-key", dialect={"key_envs": ("GEMINI_API_KEY", "GOOGLE_API_KEY")},
+            description="Google Gemini API", example="gemini-2.5-flash",
+        ),
+        Preset(
+            "vertex", "gemini", "https://aiplatform.googleapis.com", "GOOGLE_ACCESS_TOKEN", "GOOGLE_VERTEX_BASE_URL",
+            key_required=False, dialect={"endpoint": "vertex", "credentials": "google"},
+            description="Gemini on Vertex AI (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION)", example="gemini-2.5-pro",
+        ),
+        Preset(
             "lmstudio", "openai-chat", "http://localhost:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL",
             key_required=False, description="LM Studio on this machine", example="qwen3-8b",
         ),
@@ -203,8 +213,11 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: di
         base_url = preset.base_url
     if not base_url:
         raise ConfigError(f"{preset.name} needs a base URL: set {preset.base_url_env}")
-    if api_key is None and preset.key_env:
-        api_key = env.get(preset.key_env) or None
+    if api_key is None:
+        for variable in preset.dialect.get("key_envs") or ((preset.key_env,) if preset.key_env else ()):
+            api_key = env.get(variable) or None
+            if api_key:
+                break
     if api_key is None and preset.key_required:
         raise ConfigError(f"{preset.name} needs an API key: set {preset.key_env} (or pass api_key=...)")
     return ModelSpec(preset=preset, model=model, options=merged, api_key=api_key, base_url=base_url.rstrip("/"))

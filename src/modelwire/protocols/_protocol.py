@@ -30,7 +30,7 @@ class Preset:
     key_env: str | None  # the environment variable holding the API key (None: no key needed)
     base_url_env: str | None = None  # an environment variable that overrides the base URL
     key_required: bool = True
-    auth: str = "bearer"  # bearer | x-api-key | api-key | none
+    auth: str = "bearer"  # bearer, none, or the header that carries the key (x-api-key, api-key ...)
     headers: Mapping[str, str] = field(default_factory=dict)
     # The request path when it is not the protocol's own, with {model} filled in, and
     # query parameters taken from the environment: {param: (variable, default)}.
@@ -186,13 +186,11 @@ class WireProtocol:
     def headers(self, api_key: str | None, preset: Preset, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "text/event-stream", "user-agent": USER_AGENT}
         headers.update(preset.headers)
-        if api_key:
-            if preset.auth == "x-api-key":
-                headers["x-api-key"] = api_key
-            elif preset.auth == "api-key":
-                headers["api-key"] = api_key
-            elif preset.auth == "bearer":
+        if api_key and preset.auth != "none":
+            if preset.auth == "bearer":
                 headers["authorization"] = f"Bearer {api_key}"
+            else:
+                headers[preset.auth] = api_key
         headers.update(extra or {})
         return headers
 

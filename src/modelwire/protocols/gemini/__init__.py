@@ -1,0 +1,134 @@
+"""Google Gemini's own protocol (``generateContent``, streamed with ``alt=sse``), on the
+Gemini API and on Vertex AI.
+
+Gemini's OpenAI-compatible endpoint loses what agents need (thought signatures, which
+Gemini 3 requires back on function calls, server-side tools, grounding); this speaks the
+native one. The two endpoints differ only in URL and auth, which the presets carry:
+
+- ``google``: ``{base}/v1beta/models/{model}:streamGenerateContent?alt=sse``, key in
+  ``x-goog-api-key``;
+- ``vertex``: ``{base}/v1/projects/{project}/locations/{location}/publishers/google/models/
+  {model}:streamGenerateContent?alt=sse`` (project and location from
+  ``GOOGLE_CLOUD_PROJECT`` / ``GOOGLE_CLOUD_LOCATION``), a bearer token.
+
+``model`` is in the URL and ``stream`` is the endpoint, so neither goes in the body.
+Signatures are replayed only to the provider that made them (``replay_scope = "provider"``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+from ...adapters import encode_sse
+from ...errors import ConfigError
+from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse
+
+__all__ = ["PROTOCOL", "GeminiProtocol"]
+
+_VERTEX_PATH = "/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:streamGenerateContent"
+
+
+class GeminiProtocol(WireProtocol):
+    name = "gemini"
+    description = "Google Gemini (Gemini API and Vertex AI)"
+    adapter = "modelwire.protocols.gemini.adapter:GeminiAdapter"
+    formatter = "modelwire.protocols.gemini.formatter:GeminiFormatter"
+    path = "/v1beta/models/{model}:streamGenerateContent"
+    model_in_body = False
+    stream_in_body = False
+    replay_scope = "provider"
+    capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True)
+
+    def url(self, base_url: str, model: str, preset: Preset, env: Mapping[str, str] | None = None) -> str:
+        env = os.environ if env is None else env
+        if preset.dialect.get("endpoint") != "vertex":
+            return super().url(base_url, model, preset, env) + "?alt=sse"
+        project = env.get("GOOGLE_CLOUD_PROJECT")
+        if not project:
+            raise ConfigError("vertex needs a project: set GOOGLE_CLOUD_PROJECT")
+        location = env.get("GOOGLE_CLOUD_LOCATION") or "global"
+        base = base_url.rstrip("/")
+        if base == preset.base_url and location != "global":
+            base = f"https://{location}-aiplatform.googleapis.com"
+        return base + _VERTEX_PATH.format(project=project, location=location, model=model) + "?alt=sse"
+
+    def matches_url(self, url: str) -> bool:
+        return ":streamGenerateContent" in url.split("?")[0] or url.split("?")[0].endswith(":generateContent")
+
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset) -> None:
+        config: dict[str, Any] = {}
+        if o.max_tokens is not None:
+            config["maxOutputTokens"] = o.max_tokens
+        if o.temperature is not None:
+            config["temperature"] = o.temperature
+        if o.top_p is not None:
+            config["topP"] = o.top_p
+        if o.stop:
+            config["stopSequences"] = list(o.stop)
+        thinking: dict[str, Any] = {}
+        if o.thinking is False:
+            if o.thinking_budget:
+                raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
+            thinking["thinkingBudget"] = 0  # Gemini 2.5 Flash: off; models that must think refuse it
+        elif o.thinking or o.thinking_budget is not None:
+            thinking["includeThoughts"] = True
+            if o.thinking_budget is not None:
+                thinking["thinkingBudget"] = o.thinking_budget
+        if o.reasoning_effort is not None:
+            if o.thinking_budget is not None:
+                raise refuse("reasoning_effort", preset, "Gemini takes a thinking level or a budget, not both")
+            thinking["thinkingLevel"] = o.reasoning_effort
+        if thinking:
+            config["thinkingConfig"] = thinking
+        if o.reasoning_summary is not None:
+            raise refuse("reasoning_summary", preset, "Gemini's thoughts are summaries already; use thinking=True")
+        if o.parallel_tool_calls is not None:
+            raise refuse("parallel_tool_calls", preset, "Gemini has no switch for parallel calls")
+        if o.json_schema is not None:
+            config["responseMimeType"] = "application/json"
+            config["responseJsonSchema"] = o.json_schema
+        if config:
+            p["generationConfig"] = config
+
+    def fake_stream(self, *blocks: tuple, usage: tuple[int, int] = (10, 5), finish: str = "STOP", **_: Any) -> bytes:
+        """``("think", text)`` is a thought part and a signature on the next part, as
+        Gemini 3 sends; calls carry server ids ``fc_<n>`` when the block's id starts so."""
+        chunks: list[dict[str, Any]] = []
+        signature: str | None = None
+        for n, block in enumerate(blocks):
+            if block[0] == "think":
+                chunks.append({"parts": [{"text": block[1], "thought": True}]})
+                signature = f"sig-{block[1][:8]}"
+            elif block[0] == "text":
+                words = block[1].split(" ")
+                for i, word in enumerate(words):
+                    part: dict[str, Any] = {"text": word + (" " if i < len(words) - 1 else "")}
+                    if signature and i == 0:
+                        part["thoughtSignature"], signature = signature, None
+                    chunks.append({"parts": [part]})
+            else:
+                _, call_id, name, args = block
+                import json
+
+                call: dict[str, Any] = {"name": name, "args": json.loads(args or "{}")}
+                if call_id.startswith("fc_"):
+                    call["id"] = call_id
+                part = {"functionCall": call}
+                if signature:
+                    part["thoughtSignature"], signature = signature, None
+                chunks.append({"parts": [part]})
+        events = []
+        for i, chunk in enumerate(chunks):
+            body: dict[str, Any] = {"candidates": [{"content": {"role": "model", "parts": chunk["parts"]}, "index": 0}], "modelVersion": "gemini-test", "responseId": "gem-1"}
+            last = i == len(chunks) - 1
+            body["usageMetadata"] = {"promptTokenCount": usage[0], "candidatesTokenCount": usage[1] if last else 1, "totalTokenCount": usage[0] + usage[1]}
+            if last:
+                body["candidates"][0]["finishReason"] = finish
+            events.append((None, body))
+        if not chunks:
+            events.append((None, {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": finish, "index": 0}], "usageMetadata": {"promptTokenCount": usage[0]}}))
+        return encode_sse(events)
+
+
+PROTOCOL = GeminiProtocol()

@@ -1,0 +1,444 @@
+"""Google Gemini streaming (``:streamGenerateContent?alt=sse``, Gemini API and Vertex AI) -> events.
+
+Every SSE event is a whole ``GenerateContentResponse``; only candidate 0 is decoded (the
+others are noted in the metadata). What maps to what:
+
+- ``text`` parts are deltas of one text block; ``thought: true`` parts of one thinking
+  block. A ``thoughtSignature`` belongs to exactly the part it came on: a signed part
+  starts a block of its own (kept with ``thought_signature``), later unsigned deltas
+  extend it, and an empty signed text part is kept as an empty text block, never dropped.
+- ``functionCall`` parts arrive whole (a call with no ``args`` key means ``{}``), with or
+  without a server ``id`` (kept: ``server_call_id``; otherwise an id is made here). On
+  Vertex with ``streamFunctionCallArguments`` a call streams: ``{name, willContinue}``,
+  then ``partialArgs`` (``jsonPath`` and a ``stringValue`` / ``numberValue`` /
+  ``boolValue`` / ``nullValue``, strings continued while ``willContinue``), then ``{}``,
+  which may be missing: the next call or the end of the candidate closes it too. The
+  arguments are sent as one delta when the call closes.
+- server-side tools: ``executableCode`` / ``codeExecutionResult`` and ``toolCall`` /
+  ``toolResponse`` (search, file search, URL context) become server-side tool calls and
+  their results, the raw parts kept for replay; ``inlineData`` / ``fileData`` become data
+  blocks; any other part is kept whole as a JSON data block.
+- ``groundingMetadata`` (placeholders ``{}`` until the end) and ``urlContextMetadata``:
+  the last non-empty one, in ``MODEL_CALL_END.metadata``.
+- ``usageMetadata`` is a running total whose fields can vanish or shrink: fields seen last
+  win. ``promptTokenCount`` -> input (it includes cached tokens, as OpenAI counts),
+  ``candidatesTokenCount + thoughtsTokenCount`` -> output, ``thoughtsTokenCount`` ->
+  reasoning, ``cachedContentTokenCount`` -> cache read.
+- ``finishReason`` comes on the last chunk: ``STOP`` is ``tool_use`` when the turn called a
+  function, else ``end_turn``; ``MAX_TOKENS``; the safety family is ``content_filter``;
+  ``MALFORMED_FUNCTION_CALL`` / ``UNEXPECTED_TOOL_CALL`` are ``error``. A prompt blocked
+  before any candidate (``promptFeedback.blockReason``) ends as ``content_filter``.
+- the stream has no terminal marker: it ends after the chunk with ``finishReason``. A
+  stream that ends without one is an :class:`~modelwire.errors.IncompleteStreamError`.
+- an ``{"error": {code, message, status}}`` object in the stream is a typed error.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...adapters import BaseAdapter, Block
+from ...errors import StreamProtocolError, error_from_body
+from ...event import DataBlockDeltaEvent
+from ...message import normalize_base64
+
+__all__ = ["GeminiAdapter", "FINISH_REASONS"]
+
+FINISH_REASONS = {
+    "STOP": "end_turn",
+    "MAX_TOKENS": "max_tokens",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "MODEL_ARMOR": "content_filter",
+    "LANGUAGE": "other",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+    "TOO_MANY_TOOL_CALLS": "error",
+    "MISSING_THOUGHT_SIGNATURE": "error",
+    "NO_IMAGE": "other",
+    "IMAGE_OTHER": "other",
+    "OTHER": "other",
+}
+
+_SERVER_CALLS = {"executableCode": "code_execution", "toolCall": None}
+_SERVER_RESULTS = {"codeExecutionResult", "toolResponse"}
+
+
+class _StreamedCall:
+    """A function call whose arguments arrive as ``partialArgs`` (Vertex)."""
+
+    __slots__ = ("key", "args", "open_string")
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+        self.args: dict[str, Any] = {}
+        self.open_string: str | None = None  # the jsonPath of a string still being continued
+
+
+class GeminiAdapter(BaseAdapter):
+    protocol = "gemini"
+
+    def __init__(self, reply_id: str, **kwargs: Any) -> None:
+        super().__init__(reply_id, **kwargs)
+        self._usage: dict[str, Any] = {}
+        self._current: Any = None  # key of the open text / thinking block
+        self._streamed: _StreamedCall | None = None
+        self._parts = 0  # a counter for block keys
+        self._client_calls = 0
+        self._server_calls: dict[str, str] = {}  # server calls waiting for their result: id -> tool name
+        self._finish_reason: str | None = None
+
+    def _model_from(self, data: dict[str, Any]) -> str | None:
+        model = data.get("modelVersion")
+        return model if isinstance(model, str) else None
+
+    # -- one chunk ---------------------------------------------------------------------
+
+    def _handle(self, data: dict[str, Any], event: str | None) -> None:
+        if "error" in data:
+            raise error_from_body(data, self.protocol)
+        meta = self.call_metadata
+        if data.get("responseId") and "response_id" not in meta:
+            meta["response_id"] = data["responseId"]
+        if isinstance(data.get("usageMetadata"), dict):
+            self._set_usage(data["usageMetadata"])
+        feedback = data.get("promptFeedback")
+        if isinstance(feedback, dict) and feedback.get("blockReason"):
+            meta["prompt_feedback"] = feedback
+            self._finish_reason = str(feedback["blockReason"])
+        candidates = data.get("candidates") or []
+        if not isinstance(candidates, list):
+            raise StreamProtocolError("candidates is not a list", body=data)
+        for candidate in candidates:
+            if not isinstance(candidate, dict):
+                raise StreamProtocolError("a candidate is not an object", body=data)
+            if candidate.get("index", 0) != 0:
+                meta.setdefault("ignored_candidates", []).append(candidate.get("index"))
+                continue
+            self._candidate(candidate)
+
+    def _candidate(self, candidate: dict[str, Any]) -> None:
+        content = candidate.get("content") or {}
+        parts = content.get("parts") or []
+        if not isinstance(parts, list):
+            raise StreamProtocolError("content.parts is not a list", body=candidate)
+        for part in parts:
+            if not isinstance(part, dict):
+                raise StreamProtocolError("a part is not an object", body=candidate)
+            self._part(part)
+        for key in ("groundingMetadata", "urlContextMetadata", "citationMetadata"):
+            if candidate.get(key):  # placeholders {} come first; the real one at the end
+                self.call_metadata[_snake(key)] = candidate[key]
+        if candidate.get("finishMessage"):
+            self.call_metadata["finish_message"] = candidate["finishMessage"]
+        if candidate.get("finishReason"):
+            self._finish_reason = str(candidate["finishReason"])
+
+    def _part(self, part: dict[str, Any]) -> None:
+        signature = part.get("thoughtSignature")
+        if "functionCall" in part:
+            self._function_call(part["functionCall"], signature)
+            return
+        self._end_streamed_call()
+        if "text" in part:
+            kind = "thinking" if part.get("thought") else "text"
+            self._text(kind, part["text"], signature)
+            return
+        self._end_text()
+        for name in ("executableCode", "toolCall"):
+            if name in part:
+                self._server_call(part, name, signature)
+                return
+        for name in _SERVER_RESULTS:
+            if name in part:
+                self._server_result(part, name)
+                return
+        if "inlineData" in part or "fileData" in part:
+            self._data(part)
+            return
+        self.provider_block(part, name="gemini.part")
+
+    # -- text and thinking --------------------------------------------------------------
+
+    def _text(self, kind: str, text: Any, signature: str | None) -> None:
+        if not isinstance(text, str):
+            raise StreamProtocolError(f"a text part holds {type(text).__name__}", body={"text": text})
+        block = self.blocks.get(self._current) if self._current is not None else None
+        if block is None or block.kind != kind or signature:
+            # A signature belongs to the part it came on: that part opens a block of its own.
+            self._end_text()
+            self._parts += 1
+            self._current = ("part", self._parts)
+            block = self.open_block(self._current, kind)
+            block.extras["provider_metadata"] = self.origin
+            if signature:
+                block.extras["thought_signature"] = signature
+        self.delta(block, text)
+
+    def _end_text(self) -> None:
+        if self._current is not None:
+            self.close_block(self._current)
+            self._current = None
+
+    # -- function calls -----------------------------------------------------------------
+
+    def _function_call(self, call: Any, signature: str | None) -> None:
+        if not isinstance(call, dict):
+            raise StreamProtocolError("functionCall is not an object", body={"functionCall": call})
+        self._end_text()
+        streamed = self._streamed
+        if streamed is not None and "name" not in call:
+            self._continue_call(streamed, call, signature)
+            return
+        self._end_streamed_call()
+        name = call.get("name")
+        if not isinstance(name, str) or not name:
+            if not call:
+                return  # a lone terminator for a call already closed
+            raise StreamProtocolError("a functionCall without a name", body={"functionCall": call})
+        block = self._open_call(name, call.get("id"), signature)
+        if call.get("willContinue") or call.get("partialArgs"):
+            self._streamed = _StreamedCall(block.key)
+            self._continue_call(self._streamed, {k: v for k, v in call.items() if k != "name"}, None)
+            return
+        args = call.get("args")
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise StreamProtocolError("functionCall.args is not an object", body={"functionCall": call})
+        self.delta(block.block, json.dumps(args, ensure_ascii=False))
+        self.close_block(block.key)
+
+    def _open_call(self, name: str, server_id: Any, signature: str | None) -> "_Opened":
+        self._client_calls += 1
+        call_id = server_id if isinstance(server_id, str) and server_id else self._new_id()
+        key = ("call", call_id)
+        if key in self.blocks:
+            raise StreamProtocolError(f"function call id {call_id!r} used twice in one reply")
+        block = self.open_block(key, "tool_call", name=name, block_id=call_id)
+        block.extras["provider_metadata"] = self.origin
+        if isinstance(server_id, str) and server_id:
+            block.extras["server_call_id"] = True
+        if signature:
+            block.extras["thought_signature"] = signature
+        return _Opened(key, block)
+
+    def _continue_call(self, streamed: _StreamedCall, call: dict[str, Any], signature: str | None) -> None:
+        block = self.blocks[streamed.key]
+        if signature and "thought_signature" not in block.extras:
+            block.extras["thought_signature"] = signature
+        partial = call.get("partialArgs") or []
+        if not isinstance(partial, list):
+            raise StreamProtocolError("partialArgs is not a list", body={"functionCall": call})
+        for arg in partial:
+            _set_path(streamed, arg)
+        if not call.get("willContinue"):
+            self._end_streamed_call()  # `{}` (or a last piece without willContinue) ends it
+
+    def _end_streamed_call(self) -> None:
+        streamed, self._streamed = self._streamed, None
+        if streamed is None:
+            return
+        block = self.blocks.get(streamed.key)
+        if block is not None:
+            self.delta(block, json.dumps(streamed.args, ensure_ascii=False))
+            self.close_block(streamed.key)
+
+    # -- server tools, data, anything else -------------------------------------------------
+
+    def _server_call(self, part: dict[str, Any], name: str, signature: str | None) -> None:
+        body = part[name] if isinstance(part[name], dict) else {}
+        tool = _SERVER_CALLS[name] or str(body.get("toolType") or "server_tool").lower()
+        call_id = body.get("id") if isinstance(body.get("id"), str) else self._new_id()
+        key = ("server", call_id, self._parts)
+        self._parts += 1
+        block = self.open_block(key, "tool_call", name=tool, block_id=call_id)
+        block.extras.update(server_side=True, provider_metadata=self.origin, provider_block=part)
+        if signature:
+            block.extras["thought_signature"] = signature
+        arguments = body.get("args") if name == "toolCall" else {k: v for k, v in body.items() if k != "id"}
+        self.delta(block, json.dumps(arguments or {}, ensure_ascii=False))
+        self.close_block(key)
+        self._server_calls[call_id] = tool
+
+    def _server_result(self, part: dict[str, Any], name: str) -> None:
+        body = part[name] if isinstance(part[name], dict) else {}
+        wanted = body.get("id")
+        if isinstance(wanted, str) and wanted in self._server_calls:
+            call_id = wanted
+        elif self._server_calls and name == "codeExecutionResult":
+            call_id = next(iter(self._server_calls))  # code results carry no id: the oldest call
+        else:
+            self.provider_block(part, name=f"gemini.{name}")  # a result for no call we saw
+            return
+        tool = self._server_calls.pop(call_id)
+        key = ("result", call_id, self._parts)
+        self._parts += 1
+        block = self.open_block(key, "tool_result", name=tool, block_id=call_id)
+        self.delta(block, _describe(body))
+        failed = body.get("outcome") not in (None, "OUTCOME_OK")
+        self.close_block(key, state="error" if failed else "success", metadata={"provider_metadata": self.origin, "provider_block": part})
+
+    def _data(self, part: dict[str, Any]) -> None:
+        inline = part.get("inlineData")
+        key = ("data", self._parts)
+        self._parts += 1
+        if not isinstance(inline, dict):
+            self.provider_block(part, name="gemini.fileData")
+            return
+        media_type = inline.get("mimeType") or "application/octet-stream"
+        block = self.open_block(key, "data", media_type=media_type)
+        block.extras["provider_metadata"] = self.origin
+        if part.get("thoughtSignature"):
+            block.extras["thought_signature"] = part["thoughtSignature"]
+        data = inline.get("data") or ""
+        if data:  # already base64: passed on as it is (the block's END re-encodes only text)
+            self._emit(DataBlockDeltaEvent, block_id=block.id, media_type=media_type, data=normalize_base64(data))
+        self.close_block(key)
+
+    # -- usage and the end ----------------------------------------------------------------
+
+    def _set_usage(self, usage: dict[str, Any]) -> None:
+        self._usage.update(usage)
+        self.call_metadata["usage"] = self._usage
+        u = self._usage
+        thoughts = _int(u.get("thoughtsTokenCount"))
+        self.input_tokens = _int(u.get("promptTokenCount"))
+        self.output_tokens = _int(u.get("candidatesTokenCount")) + thoughts
+        self.reasoning_tokens = thoughts
+        self.cache_input_tokens = _int(u.get("cachedContentTokenCount"))
+
+    def _on_close(self) -> None:
+        if self._finish_reason is None:
+            super()._on_close()
+            return
+        self._end_streamed_call()
+        self._end_text()
+        reason = self._finish_reason
+        self.provider_stop_reason = reason
+        stop = FINISH_REASONS.get(reason, "other")
+        if reason == "STOP" and self._client_calls:
+            stop = "tool_use"
+        if "prompt_feedback" in self.call_metadata and reason == self.call_metadata["prompt_feedback"].get("blockReason"):
+            stop = "content_filter"
+        self.stop_reason = stop
+        self._finish()
+
+
+class _Opened:
+    __slots__ = ("key", "block")
+
+    def __init__(self, key: Any, block: Block) -> None:
+        self.key = key
+        self.block = block
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name)
+
+
+def _describe(body: dict[str, Any]) -> str:
+    """A readable text output for a server tool's result."""
+    if "output" in body:
+        return str(body.get("output") or "")
+    response = body.get("response")
+    if response is None:
+        return ""
+    return response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
+
+
+_VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
+
+
+def _set_path(streamed: _StreamedCall, arg: Any) -> None:
+    """Put one ``partialArgs`` entry into the arguments being built."""
+    if not isinstance(arg, dict) or not isinstance(arg.get("jsonPath"), str):
+        raise StreamProtocolError("a partialArgs entry without a jsonPath", body={"partialArgs": arg})
+    path = arg["jsonPath"]
+    steps = _parse_path(path)
+    present = [k for k in _VALUE_KEYS if k in arg]
+    if not present:
+        if arg.get("willContinue"):
+            return
+        raise StreamProtocolError(f"partialArgs entry for {path} has no value", body={"partialArgs": arg})
+    kind = present[0]
+    value = None if kind == "nullValue" else arg[kind]
+    target: Any = streamed.args
+    for step, following in zip(steps, steps[1:]):
+        target = _child(target, step, {} if isinstance(following, str) else [])
+    last = steps[-1]
+    if kind == "stringValue" and streamed.open_string == path:
+        value = _get(target, last) + value  # a string continued across pieces
+    _put(target, last, value)
+    streamed.open_string = path if kind == "stringValue" and arg.get("willContinue") else None
+
+
+def _parse_path(path: str) -> list[str | int]:
+    if not path.startswith("$"):
+        raise StreamProtocolError(f"jsonPath {path!r} does not start at $")
+    steps: list[str | int] = []
+    i = 1
+    while i < len(path):
+        if path[i] == ".":
+            j = i + 1
+            while j < len(path) and path[j] not in ".[":
+                j += 1
+            steps.append(path[i + 1 : j])
+            i = j
+        elif path[i] == "[":
+            j = path.index("]", i)
+            inner = path[i + 1 : j]
+            steps.append(int(inner) if inner.isdigit() else inner.strip("'\""))
+            i = j + 1
+        else:
+            raise StreamProtocolError(f"cannot read jsonPath {path!r}")
+    if not steps:
+        raise StreamProtocolError(f"jsonPath {path!r} names no field")
+    return steps
+
+
+def _child(container: Any, step: str | int, empty: Any) -> Any:
+    if isinstance(step, int):
+        if not isinstance(container, list):
+            raise StreamProtocolError("a jsonPath index into something that is not a list")
+        while len(container) <= step:
+            container.append(None)
+        if container[step] is None:
+            container[step] = empty
+        return container[step]
+    if not isinstance(container, dict):
+        raise StreamProtocolError("a jsonPath field of something that is not an object")
+    if container.get(step) is None:
+        container[step] = empty
+    return container[step]
+
+
+def _get(container: Any, step: str | int) -> str:
+    try:
+        value = container[step]
+    except (KeyError, IndexError, TypeError):
+        return ""
+    return value if isinstance(value, str) else ""
+
+
+def _put(container: Any, step: str | int, value: Any) -> None:
+    if isinstance(step, int):
+        if not isinstance(container, list):
+            raise StreamProtocolError("a jsonPath index into something that is not a list")
+        while len(container) <= step:
+            container.append(None)
+        container[step] = value
+    else:
+        if not isinstance(container, dict):
+            raise StreamProtocolError("a jsonPath field of something that is not an object")
+        container[step] = value

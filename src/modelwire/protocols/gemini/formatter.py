@@ -1,0 +1,224 @@
+"""Messages -> a Gemini ``generateContent`` request (Gemini API and Vertex AI), without
+``generationConfig``, which the models layer adds from the options.
+
+Rules:
+
+- system messages go to ``systemInstruction``;
+- ``contents`` alternate ``user`` / ``model`` (consecutive content of one role merged) and
+  start with a ``user`` turn: a history that starts with the model gets an empty user turn
+  first;
+- user parts: ``text``, ``inlineData`` (base64), ``fileData`` (``gs://`` and other URIs the
+  API reads itself; http(s) sources are fetched and inlined by the models layer);
+- model parts: text and thinking (``thought: true``) from Gemini with the
+  ``thoughtSignature`` of exactly the part it came on (an empty signed text part too);
+  ``functionCall`` with ``args`` and, only when the server issued it, its ``id`` (Vertex
+  rejects ids it did not make); server-side tool parts replayed as they came. A function
+  call that did not come from Gemini (the conversation started elsewhere) gets the
+  documented placeholder signature on the first call of its turn, as Gemini 3 requires a
+  signature there; other providers' thinking is dropped, or sent as text with
+  ``thinking_as_text=True``;
+- tool results are ``functionResponse`` parts (``response: {"result": ...}``, or
+  ``{"error": ...}`` for error / denied / interrupted) in a ``user`` turn, in call order,
+  echoing the call's server id; media a tool returned follows them as parts of that turn;
+- tools as ``functionDeclarations`` with ``parametersJsonSchema``; ``tool_choice`` as
+  ``toolConfig.functionCallingConfig`` (``AUTO`` / ``ANY`` / ``NONE``, or ``ANY`` with
+  ``allowedFunctionNames``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...errors import FormatError
+from ...formatters import (
+    ToolSpec,
+    data_parts,
+    extra,
+    parse_arguments,
+    replays_natively,
+    result_blocks,
+    segments,
+    tool_choice_name,
+    tool_specs,
+)
+from ...message import Msg
+from . import PROTOCOL as _WIRE
+
+__all__ = ["GeminiFormatter", "format_gemini", "PLACEHOLDER_SIGNATURE"]
+
+PROTOCOL = _WIRE.name
+SCOPE = _WIRE.replay_scope
+# Google's documented stand-in for a function call whose model left no signature (a
+# conversation moved to Gemini from another provider).
+PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator"
+
+
+class GeminiFormatter:
+    protocol = PROTOCOL
+
+    @staticmethod
+    def needs_inline(media_type: str) -> bool:
+        """Whether an http(s) source must be fetched and sent as ``inlineData``: always;
+        ``fileData`` takes the URIs Google reads itself (``gs://``, uploaded files)."""
+        return True
+
+    def __init__(
+        self,
+        *,
+        provider: str | None = None,
+        thinking_as_text: bool = False,
+        speaker_names: bool = False,
+        assistant_name: str | None = None,
+    ) -> None:
+        self.provider = provider  # the target; None: any server of this protocol
+        self.thinking_as_text = thinking_as_text
+        self.speaker_names = speaker_names
+        self.assistant_name = assistant_name
+
+    def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+        specs = tool_specs(tools)
+        system: list[dict[str, Any]] = []
+        contents: list[dict[str, Any]] = []
+        calls = {b.id: b for m in messages if isinstance(m, Msg) for b in m.content if b.type == "tool_call"}
+        for seg in segments(messages, PROTOCOL, speaker_names=self.speaker_names, assistant_name=self.assistant_name):
+            if seg.kind == "system":
+                system += [{"text": b.text} for b in seg.blocks if b.text]
+                continue
+            if seg.kind == "assistant":
+                role, parts = "model", self._model_parts(seg)
+            elif seg.kind == "results":
+                role, parts = "user", self._results(seg, calls)
+            else:
+                role, parts = "user", [p for b in seg.blocks for p in self._user_part(b, seg.index_of(b))]
+            if not parts:
+                continue
+            if contents and contents[-1]["role"] == role:
+                contents[-1]["parts"] += parts
+            else:
+                contents.append({"role": role, "parts": parts})
+        if contents and contents[0]["role"] == "model":
+            contents.insert(0, {"role": "user", "parts": [{"text": ""}]})
+        for content in contents:
+            if content["role"] == "user":
+                # functionResponse parts answer the calls of the turn before: they go first.
+                content["parts"].sort(key=lambda p: "functionResponse" not in p)
+        payload: dict[str, Any] = {"contents": contents}
+        if system:
+            payload["systemInstruction"] = {"parts": system}
+        if specs:
+            payload["tools"] = [{"functionDeclarations": [_declaration(s) for s in specs]}]
+        mode, name = tool_choice_name(tool_choice, specs)
+        if mode is not None:
+            config: dict[str, Any] = {"mode": {"auto": "AUTO", "none": "NONE"}.get(mode, "ANY")}
+            if mode == "tool":
+                config["allowedFunctionNames"] = [name]
+            payload["toolConfig"] = {"functionCallingConfig": config}
+        return payload
+
+    # -- parts ------------------------------------------------------------------------------
+
+    def _user_part(self, block: Any, index: int) -> list[dict[str, Any]]:
+        if block.type == "text":
+            return [{"text": block.text}] if block.text else []
+        if block.type == "data":
+            return [media_part(block, index)]
+        raise FormatError(index, f"a {block.type!r} block cannot be sent in a user turn", PROTOCOL)
+
+    def _model_parts(self, seg: Any) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = []
+        for block in seg.blocks:
+            btype = block.type
+            native = replays_natively(block, PROTOCOL, self.provider, scope=SCOPE)
+            signature = extra(block, "thought_signature") if native else None
+            if btype in ("text", "thinking"):
+                text = block.text if btype == "text" else block.thinking
+                if btype == "thinking" and not native:
+                    if self.thinking_as_text and text:
+                        parts.append({"text": f"<thinking>\n{text}\n</thinking>"})
+                    continue
+                if not text and not signature:
+                    continue
+                part: dict[str, Any] = {"text": text}
+                if btype == "thinking":
+                    part["thought"] = True
+                if signature:
+                    part["thoughtSignature"] = signature
+                parts.append(part)
+            elif btype == "tool_call":
+                if extra(block, "server_side", False):
+                    raw = extra(block, "provider_block") if native else None
+                    if isinstance(raw, dict):
+                        parts.append(raw)
+                    continue
+                call: dict[str, Any] = {"name": block.name, "args": parse_arguments(block)}
+                if native and extra(block, "server_call_id"):
+                    call["id"] = block.id
+                part = {"functionCall": call}
+                first = not any("functionCall" in p for p in parts)
+                if signature:
+                    part["thoughtSignature"] = signature
+                elif first and not native:
+                    part["thoughtSignature"] = PLACEHOLDER_SIGNATURE
+                parts.append(part)
+            elif btype == "tool_result":  # a server tool's result, kept whole by the adapter
+                raw = block.metadata.get("provider_block") if native else None
+                if isinstance(raw, dict):
+                    parts.append(raw)
+            elif btype == "data":
+                if extra(block, "provider_block_type") is not None:
+                    continue  # another provider's item, or a Gemini part kept whole below
+                part = media_part(block, seg.index_of(block))
+                if signature:
+                    part["thoughtSignature"] = signature
+                parts.append(part)
+            else:
+                raise FormatError(seg.index_of(block), f"a {btype!r} block cannot be sent in a model turn", PROTOCOL)
+        return parts
+
+    def _results(self, seg: Any, calls: dict[str, Any]) -> list[dict[str, Any]]:
+        responses: list[dict[str, Any]] = []
+        media: list[dict[str, Any]] = []
+        for result in seg.blocks:
+            index = seg.index_of(result)
+            pieces = result_blocks(result)
+            text = "".join(p.text for p in pieces if p.type == "text")
+            for piece in pieces:
+                if piece.type == "data":
+                    media.append(media_part(piece, index))
+            if result.state in ("denied", "interrupted") and not text:
+                text = f"The tool call was {result.state}."
+            key = "error" if result.state in ("error", "denied", "interrupted") else "result"
+            response: dict[str, Any] = {"name": result.name, "response": {key: text}}
+            call = calls.get(result.id)
+            if call is not None and extra(call, "server_call_id") and replays_natively(call, PROTOCOL, self.provider, scope=SCOPE):
+                response["id"] = result.id
+            responses.append({"functionResponse": response})
+        return responses + media
+
+
+def _declaration(spec: ToolSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        out["description"] = spec.description
+    out["parametersJsonSchema"] = spec.parameters
+    return out
+
+
+def media_part(block: Any, index: int) -> dict[str, Any]:
+    kind, payload, media_type = data_parts(block)
+    mime = media_type.split(";")[0].strip()
+    if kind == "url" and payload.startswith("data:"):
+        head, _, data = payload.partition(",")
+        if not head.endswith(";base64"):
+            raise FormatError(index, "a data: URI must be base64-encoded for Gemini", PROTOCOL)
+        kind, payload = "base64", data
+    if kind == "base64":
+        return {"inlineData": {"mimeType": mime, "data": payload}}
+    if payload.startswith(("http://", "https://", "file:")):
+        raise FormatError(index, f"Gemini needs {payload.split(':', 1)[0]}: sources inlined; resolve them before formatting (the models layer does)", PROTOCOL)
+    return {"fileData": {"mimeType": mime, "fileUri": payload}}
+
+
+def format_gemini(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
+    """Shortcut for ``GeminiFormatter(**options).format(messages, tools, tool_choice)``."""
+    return GeminiFormatter(**options).format(messages, tools, tool_choice)
