@@ -6,7 +6,7 @@ import random
 
 from modelwire import event as E
 from modelwire.adapters import get_adapter
-from modelwire.adapters import StreamDecoder
+from modelwire.protocols import get_protocol
 from modelwire.errors import ProviderError
 from modelwire.message import AssistantMsg, Msg
 
@@ -25,7 +25,8 @@ def decode(protocol: str, bodies: list[bytes], split_seed: int | None = None) ->
     error = None
     ids = counter_ids()
     for body in bodies:
-        decoder = StreamDecoder(get_adapter(protocol)("reply", new_id=ids, clock=lambda: CLOCK), keep=True)
+        wire = get_protocol(protocol)
+        decoder = wire.decoder(wire.adapter_class()("reply", new_id=ids, clock=lambda: CLOCK), keep=True)
         try:
             if split_seed is None:
                 decoder.feed(body)

@@ -266,6 +266,20 @@ _BY_TYPE: dict[str, type[ProviderError]] = {
     "unavailable": OverloadedError,
     "internal": UpstreamError,
     "deadline_exceeded": UpstreamError,
+    # AWS (Bedrock exception frames and x-amzn-errortype)
+    "throttlingexception": RateLimitError,
+    "servicequotaexceededexception": RateLimitError,
+    "serviceunavailableexception": OverloadedError,
+    "modelnotreadyexception": OverloadedError,
+    "internalserverexception": UpstreamError,
+    "modelstreamerrorexception": UpstreamError,
+    "modelerrorexception": UpstreamError,
+    "modeltimeoutexception": UpstreamError,
+    "validationexception": InvalidRequestError,
+    "resourcenotfoundexception": InvalidRequestError,
+    "accessdeniedexception": PermissionDeniedError,
+    "unrecognizedclientexception": AuthenticationError,
+    "expiredtokenexception": AuthenticationError,
 }
 
 _BY_STATUS: dict[int, type[ProviderError]] = {

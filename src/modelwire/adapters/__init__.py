@@ -18,13 +18,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import BaseAdapter, Block, StreamDecoder
+from ._base import AWSStreamDecoder, BaseAdapter, Block, StreamDecoder
+from ._eventstream import EventStreamDecoder, EventStreamError, Frame, encode_frame
 from ._sse import SSEDecoder, SSEEvent, encode_sse
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..event import EventBase
 
-__all__ = ["BaseAdapter", "Block", "StreamDecoder", "SSEDecoder", "SSEEvent", "encode_sse", "get_adapter", "decode_sse"]
+__all__ = [
+    "AWSStreamDecoder",
+    "EventStreamDecoder",
+    "EventStreamError",
+    "Frame",
+    "encode_frame",
+    "BaseAdapter",
+    "Block",
+    "StreamDecoder", "SSEDecoder", "SSEEvent", "encode_sse", "get_adapter", "decode_sse"]
 
 
 def get_adapter(protocol: str) -> type[BaseAdapter]:

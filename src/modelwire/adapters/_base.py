@@ -31,11 +31,14 @@ from ..errors import (
     IncompleteStreamError,
     ProviderError,
     StreamProtocolError,
+    error_from_body,
 )
 from .. import event as E
+from ._eventstream import EventStreamDecoder as FrameParser
+from ._eventstream import Frame
 from ._sse import SSEDecoder
 
-__all__ = ["BaseAdapter", "StreamDecoder", "Block"]
+__all__ = ["BaseAdapter", "StreamDecoder", "AWSStreamDecoder", "Block"]
 
 _TEXT_KINDS = {
     "text": (E.TextBlockStartEvent, E.TextBlockDeltaEvent, E.TextBlockEndEvent),
@@ -331,3 +334,67 @@ class StreamDecoder:
         if self.keep:
             self.events += out
         return out
+
+
+class AWSStreamDecoder(StreamDecoder):
+    """Bytes of one AWS event-stream response (``application/vnd.amazon.eventstream``) in,
+    modelwire events out; the same contract as :class:`StreamDecoder`.
+
+    ``event`` frames carry the provider's events as JSON (the ``:event-type`` header names
+    them); ``exception`` frames (``:exception-type``) and ``error`` frames
+    (``:error-code``) inside a 200 response become typed errors with their message.
+    """
+
+    def __init__(self, adapter: BaseAdapter, *, keep: bool = False) -> None:
+        super().__init__(adapter, keep=keep)
+        self.frames = FrameParser()
+
+    def feed(self, chunk: bytes) -> list[E.EventBase]:
+        return self._frames(chunk, end=False)
+
+    def close(self) -> list[E.EventBase]:
+        return self._frames(b"", end=True)
+
+    def _frames(self, chunk: bytes, end: bool) -> list[E.EventBase]:
+        adapter = self.adapter
+        out: list[E.EventBase] = []
+        try:
+            try:
+                frames = self.frames.feed(chunk)
+                if end:
+                    self.frames.close()
+            except ProviderError as err:
+                frames = None
+                broken = err
+            for frame in frames or ():
+                out += self._frame(frame)
+            if frames is None:
+                adapter.fail(broken)
+            if end:
+                out += adapter.close()
+        except ProviderError as err:
+            err.events = out + err.events
+            if self.keep:
+                self.events += err.events
+            raise
+        if self.keep:
+            self.events += out
+        return out
+
+    def _frame(self, frame: Frame) -> list[E.EventBase]:
+        adapter = self.adapter
+        try:
+            obj = from_json(frame.payload) if frame.payload else {}
+        except ValueError as exc:
+            adapter.fail(StreamProtocolError(f"invalid JSON in an event-stream frame: {exc}", body=frame.payload[:200].decode("utf-8", "replace")))
+        kind = frame.message_type
+        if kind == "exception":
+            message = obj.get("message") or obj.get("Message") if isinstance(obj, dict) else None
+            exception = str(frame.headers.get(":exception-type") or "exception")
+            adapter.fail(error_from_body({"type": exception, "message": message or exception}, adapter.protocol))
+        if kind == "error":
+            code = str(frame.headers.get(":error-code") or "error")
+            adapter.fail(error_from_body({"type": code, "message": str(frame.headers.get(":error-message") or code)}, adapter.protocol))
+        if not isinstance(obj, dict):
+            adapter.fail(StreamProtocolError(f"an event-stream frame holds {type(obj).__name__}, not an object"))
+        return adapter.feed(obj, frame.event_type)

@@ -20,6 +20,7 @@ def protocol_of(url: str) -> str | None:
 
 def summarize(cassette: Cassette) -> list[str]:
     from ..adapters import decode_sse
+    from ..protocols import protocol_for_url
     from ..errors import ProviderError
 
     lines = [f"{cassette.path}: {len(cassette.interactions)} interaction(s)"]
@@ -30,10 +31,11 @@ def summarize(cassette: Cassette) -> list[str]:
         body = req.get("json") if isinstance(req.get("json"), dict) else {}
         model = body.get("model", "-")
         lines.append(f"[{n}] {req['method']} {req['url']}  model={model}  -> HTTP {resp['status']}")
-        protocol = protocol_of(req["url"])
+        wire = protocol_for_url(req["url"])
         content_type = resp.get("headers", {}).get("content-type", "")
-        if protocol is None or resp["status"] >= 400 or "event-stream" not in content_type and "data:" not in resp.get("body", "")[:200]:
+        if wire is None or resp["status"] >= 400 or wire.content_type not in content_type and "data:" not in resp.get("body", "")[:200]:
             continue
+        protocol = wire.name
         try:
             events: list[Any] = decode_sse(protocol, interaction.body_bytes(), "show")
             problem = ""

@@ -50,7 +50,7 @@ class HTTPModel:
         self.timeouts = Timeouts(**timeouts) if isinstance(timeouts, dict) else (timeouts or Timeouts())
         formatter_options = options.pop("formatter", {})
         self.options = ModelOptions.from_dict(options)
-        self.formatter = self.wire.new_formatter(spec.preset, **formatter_options)
+        self.formatter = self.wire.new_formatter(spec.preset, spec.model, **formatter_options)
         self.transport = transport or HTTPTransport(timeouts=self.timeouts)
         self.retry = retry or RetryPolicy()
         self._sleep = sleep or asyncio.sleep
@@ -70,19 +70,21 @@ class HTTPModel:
     def url(self) -> str:
         return self.wire.url(self.spec.base_url or "", self.name, self.spec.preset)
 
-    def headers(self, extra: dict[str, str], token: str | None = None) -> dict[str, str]:
-        return self.wire.headers(token or self.spec.api_key, self.spec.preset, extra)
+    def headers(self, extra: dict[str, str]) -> dict[str, str]:
+        return self.wire.headers(self.spec.api_key, self.spec.preset, extra)
 
-    async def _token(self) -> str | None:
-        """A short-lived token where the provider's key is a cloud credential (Vertex AI:
-        application default credentials, refreshed when they expire)."""
-        if self.spec.api_key or self.spec.preset.dialect.get("credentials") != "google":
-            return None
+    async def _signed(self, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
+        """The headers with cloud credentials applied, where the provider's key is not a
+        plain key (``dialect["credentials"]``: Google application default credentials, AWS
+        SigV4). Resolving and refreshing them may touch the network: off the event loop."""
+        kind = self.spec.preset.dialect.get("credentials")
+        if self.spec.api_key or kind is None:
+            return headers
         if self._credentials is None:
-            from ._google_auth import GoogleCredentials
+            from ._credentials import for_kind
 
-            self._credentials = GoogleCredentials()
-        return await asyncio.to_thread(self._credentials.token)
+            self._credentials = for_kind(kind)
+        return await asyncio.to_thread(self._credentials.apply, "POST", url, headers, body)
 
     def build_request(
         self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, options: ModelOptions | dict | None = None
@@ -112,7 +114,7 @@ class HTTPModel:
         messages = await resolve_sources(messages, self.wire, self.transport, self.max_source_bytes)
         payload, opts = self.build_request(messages, tools, tool_choice, options)
         body = json.dumps(payload, ensure_ascii=False).encode()
-        headers = self.headers(opts.extra_headers, await self._token())
+        headers = await self._signed(self.url(), self.headers(opts.extra_headers), body)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeouts.total if self.timeouts.total else None
         attempt = 0

@@ -102,6 +102,11 @@ PRESETS: dict[str, Preset] = {
             description="Gemini on Vertex AI (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION)", example="gemini-2.5-pro",
         ),
         Preset(
+            "bedrock", "bedrock-converse", "https://bedrock-runtime.{region}.amazonaws.com", "AWS_BEARER_TOKEN_BEDROCK", "BEDROCK_BASE_URL",
+            key_required=False, dialect={"credentials": "aws"},
+            description="AWS Bedrock Converse (AWS_REGION; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)", example="us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        ),
+        Preset(
             "lmstudio", "openai-chat", "http://localhost:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL",
             key_required=False, description="LM Studio on this machine", example="qwen3-8b",
         ),

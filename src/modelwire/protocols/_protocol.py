@@ -137,6 +137,7 @@ class WireProtocol:
     model_in_body = True
     stream_in_body = True
     replay_scope = "provider"
+    content_type = "text/event-stream"  # what a streamed answer arrives as
     capabilities = Capabilities()
     presets: tuple[Preset, ...] = ()
     sdk_package: str | None = None
@@ -152,12 +153,12 @@ class WireProtocol:
     def formatter_class(self) -> type:
         return _load(self.formatter)
 
-    def formatter_options(self, preset: Preset) -> dict[str, Any]:
-        """Formatter options a preset's dialect implies (beyond ``provider``)."""
+    def formatter_options(self, preset: Preset, model: str = "") -> dict[str, Any]:
+        """Formatter options a preset's dialect (or the model) implies, beyond ``provider``."""
         return {}
 
-    def new_formatter(self, preset: Preset, **options: Any) -> Any:
-        return self.formatter_class()(provider=preset.name, **{**self.formatter_options(preset), **options})
+    def new_formatter(self, preset: Preset, model: str = "", **options: Any) -> Any:
+        return self.formatter_class()(provider=preset.name, **{**self.formatter_options(preset, model), **options})
 
     def new_adapter(self, reply_id: str, preset: Preset | None = None, **options: Any) -> Any:
         return self.adapter_class()(reply_id, provider=preset.name if preset else None, **options)
@@ -204,7 +205,7 @@ class WireProtocol:
         self.stream_fields(body, preset)
         if options.json_schema is None and options.json_schema_name != "output":
             raise UnsupportedOptionError("json_schema_name", preset.name, "it names a json_schema; pass the schema too")
-        self.apply_options(body, options, preset)
+        self.apply_options(body, options, preset, model=model)
         deep_merge(body, options.extra_body)
         return body
 
@@ -216,7 +217,7 @@ class WireProtocol:
         """What this protocol can do on that provider (a dialect may take something away)."""
         return self.capabilities
 
-    def apply_options(self, body: dict[str, Any], options: ModelOptions, preset: Preset) -> None:
+    def apply_options(self, body: dict[str, Any], options: ModelOptions, preset: Preset, model: str = "") -> None:
         """Put ``options`` into ``body`` in this protocol's shape (in place), or raise
         :class:`~modelwire.errors.UnsupportedOptionError`. Never drop one silently."""
         raise NotImplementedError

@@ -30,7 +30,7 @@ class AnthropicProtocol(WireProtocol):
         base_url = base_url.rstrip("/")
         return base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset) -> None:
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "") -> None:
         p["max_tokens"] = o.max_tokens or DEFAULT_MAX_TOKENS
         sampling(p, o)
         if o.stop:

@@ -56,7 +56,7 @@ class GeminiProtocol(WireProtocol):
     def matches_url(self, url: str) -> bool:
         return ":streamGenerateContent" in url.split("?")[0] or url.split("?")[0].endswith(":generateContent")
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset) -> None:
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "") -> None:
         config: dict[str, Any] = {}
         if o.max_tokens is not None:
             config["maxOutputTokens"] = o.max_tokens

@@ -44,7 +44,7 @@ class OpenAIChatProtocol(WireProtocol):
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=False)
     sdk_package = "openai"
 
-    def formatter_options(self, preset: Preset) -> dict[str, Any]:
+    def formatter_options(self, preset: Preset, model: str = "") -> dict[str, Any]:
         return {key: preset.dialect[key] for key in _FORMATTER_KEYS if key in preset.dialect}
 
     def stream_fields(self, body: dict[str, Any], preset: Preset) -> None:
@@ -56,7 +56,7 @@ class OpenAIChatProtocol(WireProtocol):
             return self.capabilities
         return replace(self.capabilities, native_structured_output=False)
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset) -> None:
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "") -> None:
         dialect = preset.dialect
         if o.max_tokens is not None:
             p[dialect.get("max_tokens_field", "max_tokens")] = o.max_tokens

@@ -28,7 +28,7 @@ class OpenAIResponsesProtocol(WireProtocol):
         path = url.split("?")[0].rstrip("/")
         return path.endswith("/responses") or "/responses/" in path
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset) -> None:
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "") -> None:
         if o.max_tokens is not None:
             p["max_output_tokens"] = o.max_tokens
         sampling(p, o)

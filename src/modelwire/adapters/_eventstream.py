@@ -1,0 +1,131 @@
+"""AWS's binary event-stream framing (``application/vnd.amazon.eventstream``), sans-I/O.
+
+A frame is a 12-byte prelude (total length, headers length, CRC32 of those 8 bytes, all
+big-endian), the headers, the payload and a CRC32 of everything before it. A header is a
+1-byte name length, the name, a 1-byte value type and the value. Feed bytes split
+anywhere; get whole frames. Every CRC is checked: a bad frame is an
+:class:`EventStreamError`, never a crash, and nothing after it is trusted.
+
+:func:`encode_frame` writes frames (for the test server and generated streams).
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import StreamProtocolError
+
+__all__ = ["Frame", "EventStreamDecoder", "EventStreamError", "encode_frame", "MAX_FRAME"]
+
+MAX_FRAME = 16 * 1024 * 1024  # AWS caps a message at 16 MiB
+_PRELUDE = 12
+
+
+class EventStreamError(StreamProtocolError):
+    """A frame that breaks the event-stream format (bad CRC, impossible lengths, a cut frame)."""
+
+
+@dataclass
+class Frame:
+    headers: dict[str, Any] = field(default_factory=dict)
+    payload: bytes = b""
+
+    @property
+    def message_type(self) -> str:
+        return str(self.headers.get(":message-type", "event"))
+
+    @property
+    def event_type(self) -> str | None:
+        value = self.headers.get(":event-type")
+        return value if isinstance(value, str) else None
+
+
+class EventStreamDecoder:
+    """Bytes in, :class:`Frame` objects out. ``close()`` raises if a frame was cut off."""
+
+    def __init__(self, max_frame: int = MAX_FRAME) -> None:
+        self._buffer = bytearray()
+        self._max = max_frame
+
+    def feed(self, data: bytes) -> list[Frame]:
+        self._buffer += data
+        frames = []
+        while len(self._buffer) >= _PRELUDE:
+            total, headers_length, prelude_crc = struct.unpack_from(">III", self._buffer)
+            if zlib.crc32(self._buffer[:8]) != prelude_crc:
+                raise EventStreamError("event-stream prelude CRC mismatch (the frame is corrupt)")
+            if total < _PRELUDE + 4 + headers_length or total > self._max:
+                raise EventStreamError(f"event-stream frame of impossible length {total} (headers {headers_length})")
+            if len(self._buffer) < total:
+                break
+            frame = bytes(self._buffer[:total])
+            del self._buffer[:total]
+            (message_crc,) = struct.unpack_from(">I", frame, total - 4)
+            if zlib.crc32(frame[:-4]) != message_crc:
+                raise EventStreamError("event-stream message CRC mismatch (the frame is corrupt)")
+            headers = _headers(frame[_PRELUDE : _PRELUDE + headers_length])
+            frames.append(Frame(headers, frame[_PRELUDE + headers_length : -4]))
+        return frames
+
+    def close(self) -> None:
+        if self._buffer:
+            raise EventStreamError(f"the event stream ended inside a frame ({len(self._buffer)} bytes left over)")
+
+
+def _headers(raw: bytes) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    i = 0
+    try:
+        while i < len(raw):
+            name_length = raw[i]
+            name = raw[i + 1 : i + 1 + name_length].decode("utf-8")
+            i += 1 + name_length
+            kind = raw[i]
+            i += 1
+            if kind in (0, 1):  # bool true / false
+                value: Any = kind == 0
+            elif kind == 2:
+                (value,) = struct.unpack_from(">b", raw, i)
+                i += 1
+            elif kind == 3:
+                (value,) = struct.unpack_from(">h", raw, i)
+                i += 2
+            elif kind == 4:
+                (value,) = struct.unpack_from(">i", raw, i)
+                i += 4
+            elif kind in (5, 8):  # long, timestamp (ms)
+                (value,) = struct.unpack_from(">q", raw, i)
+                i += 8
+            elif kind in (6, 7):  # bytes, string
+                (length,) = struct.unpack_from(">H", raw, i)
+                value = raw[i + 2 : i + 2 + length]
+                if len(value) != length:
+                    raise EventStreamError("an event-stream header value runs past the headers")
+                value = value.decode("utf-8") if kind == 7 else bytes(value)
+                i += 2 + length
+            elif kind == 9:
+                value = str(uuid.UUID(bytes=bytes(raw[i : i + 16])))
+                i += 16
+            else:
+                raise EventStreamError(f"unknown event-stream header type {kind}")
+            out[name] = value
+    except (struct.error, IndexError, UnicodeDecodeError, ValueError) as exc:
+        raise EventStreamError(f"unreadable event-stream headers: {exc}") from None
+    return out
+
+
+def encode_frame(headers: dict[str, str], payload: bytes) -> bytes:
+    """One frame with string headers (what AWS sends for events and exceptions)."""
+    raw = b""
+    for name, value in headers.items():
+        name_bytes, value_bytes = name.encode(), value.encode()
+        raw += bytes([len(name_bytes)]) + name_bytes + b"\x07" + struct.pack(">H", len(value_bytes)) + value_bytes
+    total = _PRELUDE + len(raw) + len(payload) + 4
+    prelude = struct.pack(">II", total, len(raw))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    body = prelude + raw + payload
+    return body + struct.pack(">I", zlib.crc32(body))

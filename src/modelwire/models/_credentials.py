@@ -1,0 +1,108 @@
+"""Cloud credentials that are not a plain API key, applied to a request's headers.
+
+- ``google`` (Vertex AI): application default credentials through the optional
+  ``google-auth`` package (a service account file, ``gcloud auth application-default
+  login``, the metadata server), as a bearer token refreshed when it expires.
+- ``aws`` (Bedrock): Signature Version 4 for the ``bedrock`` service, with ``botocore``'s
+  signer and credential chain (environment, shared config and profiles, SSO, instance
+  roles), from the optional extra ``pip install 'modelwire[bedrock]'``.
+
+A preset whose key variable is set (``GOOGLE_ACCESS_TOKEN``, ``AWS_BEARER_TOKEN_BEDROCK``)
+uses that key and none of this. ``apply`` blocks (it may refresh over the network): the
+models layer runs it in a thread.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import ConfigError
+
+__all__ = ["for_kind", "GoogleCredentials", "AWSCredentials", "aws_region"]
+
+
+def for_kind(kind: str) -> Any:
+    if kind == "google":
+        return GoogleCredentials()
+    if kind == "aws":
+        return AWSCredentials()
+    raise ConfigError(f"unknown credential kind {kind!r}")
+
+
+class GoogleCredentials:
+    SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
+
+    def __init__(self) -> None:
+        try:
+            import google.auth
+            import google.auth.transport.requests  # noqa: F401
+        except ImportError:
+            raise ConfigError(
+                "vertex needs a token: set GOOGLE_ACCESS_TOKEN, or install google-auth"
+                " (pip install 'modelwire[google]') for application default credentials"
+            ) from None
+        try:
+            self._credentials: Any = google.auth.default(scopes=self.SCOPES)[0]
+        except Exception as exc:  # DefaultCredentialsError and kin: say what to do instead
+            raise ConfigError(f"vertex: no Google credentials found ({type(exc).__name__}); set GOOGLE_ACCESS_TOKEN") from None
+
+    def apply(self, method: str, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
+        if not self._credentials.valid:
+            from google.auth.transport.requests import Request
+
+            self._credentials.refresh(Request())
+        return {**headers, "authorization": f"Bearer {self._credentials.token}"}
+
+
+def aws_region(env: Any = None) -> str | None:
+    env = os.environ if env is None else env
+    return env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
+
+
+class AWSCredentials:
+    """SigV4 for ``service`` (``bedrock``); ``credentials`` (botocore ``Credentials``) skip
+    the chain, for tests and for callers that resolved them already."""
+
+    def __init__(self, session: Any = None, *, service: str = "bedrock", credentials: Any = None, region: str | None = None) -> None:
+        self.service = service
+        self._fixed = credentials
+        self._region = region
+        try:
+            import botocore.session
+        except ImportError:
+            raise ConfigError(
+                "bedrock needs credentials: set AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key), or install"
+                " botocore (pip install 'modelwire[bedrock]') for AWS credentials and SigV4 signing"
+            ) from None
+        self._session = session or botocore.session.Session(profile=os.environ.get("AWS_PROFILE") or None)
+
+    def apply(self, method: str, url: str, headers: dict[str, str], body: bytes, *, timestamp: Any = None) -> dict[str, str]:
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
+        credentials = self._fixed or self._session.get_credentials()
+        if credentials is None:
+            raise ConfigError("bedrock: no AWS credentials found (environment, profile, SSO or instance role); or set AWS_BEARER_TOKEN_BEDROCK")
+        region = self._region or aws_region() or self._session.get_config_variable("region") or _region_of(url)
+        if not region:
+            raise ConfigError("bedrock needs a region: set AWS_REGION")
+        request = AWSRequest(method=method, url=url, data=body, headers={k: v for k, v in headers.items() if k.lower() != "authorization"})
+        frozen = credentials.get_frozen_credentials() if hasattr(credentials, "get_frozen_credentials") else credentials
+        signer = SigV4Auth(frozen, self.service, region)
+        if timestamp is None:
+            signer.add_auth(request)
+        else:  # a fixed signing time, as AWS's test vectors use
+            import botocore.auth
+            from unittest import mock
+
+            with mock.patch.object(botocore.auth, "get_current_datetime", lambda: timestamp):
+                signer.add_auth(request)
+        return {k.lower(): v for k, v in request.headers.items()}
+
+
+def _region_of(url: str) -> str | None:
+    host = urlsplit(url).hostname or ""
+    parts = host.split(".")
+    return parts[1] if len(parts) > 3 and parts[0] == "bedrock-runtime" else None

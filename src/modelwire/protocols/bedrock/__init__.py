@@ -1,0 +1,139 @@
+"""AWS Bedrock's Converse API, streamed (``POST /model/{modelId}/converse-stream``), for
+Claude, Nova, Llama, Mistral, gpt-oss and the rest of Bedrock's catalogue.
+
+The response is AWS's binary event stream, not SSE (:meth:`decoder`). Requests are signed
+with SigV4 by the models layer (botocore's signer and credential chain), or carry a
+Bedrock API key (``AWS_BEARER_TOKEN_BEDROCK``) as a bearer token. ``model`` is in the URL
+(percent-encoded: model ids hold ``:``) and the endpoint streams, so neither goes in the
+body. Model-specific switches go in ``additionalModelRequestFields`` (Claude's thinking
+budget). Reasoning signatures are replayed only to Bedrock (``replay_scope =
+"provider"``): they are not valid on the Anthropic API.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Mapping
+from urllib.parse import quote
+
+from ...adapters import encode_frame
+from ...errors import ConfigError
+from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse
+
+__all__ = ["PROTOCOL", "BedrockConverseProtocol"]
+
+
+def _is_claude(model: str) -> bool:
+    return "anthropic.claude" in model or model.startswith("claude")
+
+
+class BedrockConverseProtocol(WireProtocol):
+    name = "bedrock-converse"
+    description = "AWS Bedrock Converse"
+    adapter = "modelwire.protocols.bedrock.adapter:BedrockConverseAdapter"
+    formatter = "modelwire.protocols.bedrock.formatter:BedrockConverseFormatter"
+    path = "/model/{model}/converse-stream"
+    model_in_body = False
+    stream_in_body = False
+    replay_scope = "provider"
+    content_type = "application/vnd.amazon.eventstream"
+    capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True)
+
+    def decoder(self, adapter: Any, *, keep: bool = False) -> Any:
+        from ...adapters import AWSStreamDecoder
+
+        return AWSStreamDecoder(adapter, keep=keep)
+
+    def formatter_options(self, preset: Preset, model: str = "") -> dict[str, Any]:
+        return {"tool_id_style": "mistral"} if "mistral" in model.lower() else {}
+
+    def url(self, base_url: str, model: str, preset: Preset, env: Mapping[str, str] | None = None) -> str:
+        env = os.environ if env is None else env
+        if "{region}" in base_url:
+            region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+            if not region:
+                raise ConfigError("bedrock needs a region: set AWS_REGION (or BEDROCK_BASE_URL)")
+            base_url = base_url.replace("{region}", region)
+        return base_url.rstrip("/") + self.path.format(model=quote(model, safe=""))
+
+    def matches_url(self, url: str) -> bool:
+        return url.split("?")[0].rstrip("/").endswith("/converse-stream")
+
+    def headers(self, api_key: str | None, preset: Preset, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        headers = super().headers(api_key, preset, extra)
+        headers["accept"] = self.content_type
+        return headers
+
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "") -> None:
+        inference: dict[str, Any] = {}
+        if o.max_tokens is not None:
+            inference["maxTokens"] = o.max_tokens
+        if o.temperature is not None:
+            inference["temperature"] = o.temperature
+        if o.top_p is not None:
+            inference["topP"] = o.top_p
+        if o.stop:
+            inference["stopSequences"] = list(o.stop)
+        if inference:
+            p["inferenceConfig"] = inference
+        extra: dict[str, Any] = {}
+        if o.thinking is not None or o.thinking_budget is not None:
+            if not _is_claude(model):
+                raise refuse("thinking" if o.thinking is not None else "thinking_budget", preset, "on Bedrock, thinking is mapped for Claude models; pass the model's own switch in extra_body['additionalModelRequestFields']")
+            if o.thinking is False:
+                if o.thinking_budget:
+                    raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
+                extra["thinking"] = {"type": "disabled"}
+            else:
+                budget = o.thinking_budget or 4096
+                maximum = inference.get("maxTokens")
+                if maximum is not None and budget >= maximum:
+                    raise refuse("thinking_budget", preset, f"budget {budget} must be below max_tokens {maximum}")
+                extra["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        if o.reasoning_effort is not None:
+            if _is_claude(model):
+                raise refuse("reasoning_effort", preset, "Claude takes thinking / thinking_budget")
+            extra["reasoning_effort"] = o.reasoning_effort  # gpt-oss and other OpenAI-style models
+        if extra:
+            p["additionalModelRequestFields"] = extra
+        if o.reasoning_summary is not None:
+            raise refuse("reasoning_summary", preset, "Bedrock streams reasoning itself; use thinking=True")
+        if o.parallel_tool_calls is not None:
+            raise refuse("parallel_tool_calls", preset, "Converse has no switch for parallel calls")
+        if o.json_schema is not None:
+            p["outputConfig"] = {
+                "textFormat": {
+                    "type": "json_schema",
+                    "structure": {"jsonSchema": {"name": o.json_schema_name, "schema": json.dumps(o.json_schema)}},
+                }
+            }
+
+    def fake_stream(self, *blocks: tuple, usage: tuple[int, int] = (10, 5), stop: str | None = None, **_: Any) -> bytes:
+        """``("think", text)`` is Claude-style reasoning with a signature."""
+
+        def frame(event: str, payload: dict[str, Any]) -> bytes:
+            payload = {**payload, "p": "abcdefgh"[: len(event) % 8]}  # AWS pads with random letters
+            return encode_frame({":event-type": event, ":content-type": "application/json", ":message-type": "event"}, json.dumps(payload).encode())
+
+        out = [frame("messageStart", {"role": "assistant"})]
+        for index, block in enumerate(blocks):
+            if block[0] == "think":
+                for piece in (block[1][: len(block[1]) // 2], block[1][len(block[1]) // 2 :]):
+                    out.append(frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"reasoningContent": {"text": piece}}}))
+                out.append(frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"reasoningContent": {"signature": f"sig-{block[1][:8]}"}}}))
+            elif block[0] == "text":
+                for word in block[1].split(" "):
+                    out.append(frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": word + " "}}))
+            else:
+                _, call_id, name, args = block
+                out.append(frame("contentBlockStart", {"contentBlockIndex": index, "start": {"toolUse": {"toolUseId": call_id, "name": name}}}))
+                out.append(frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"toolUse": {"input": args}}}))
+            out.append(frame("contentBlockStop", {"contentBlockIndex": index}))
+        stop = stop or ("tool_use" if any(b[0] == "tool" for b in blocks) else "end_turn")
+        out.append(frame("messageStop", {"stopReason": stop}))
+        out.append(frame("metadata", {"usage": {"inputTokens": usage[0], "outputTokens": usage[1], "totalTokens": sum(usage)}, "metrics": {"latencyMs": 12}}))
+        return b"".join(out)
+
+
+PROTOCOL = BedrockConverseProtocol()

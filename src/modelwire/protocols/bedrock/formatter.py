@@ -1,0 +1,225 @@
+"""Messages -> an AWS Bedrock Converse request, without ``inferenceConfig`` and the
+other option fields, which the models layer adds.
+
+Rules (the service enforces them with a ValidationException):
+
+- system messages go to ``system`` (a list of ``{text}``);
+- ``messages`` alternate ``user`` / ``assistant`` (same-role content merged) and start
+  with a user turn;
+- content blocks: ``text`` (never blank), ``image`` (png / jpeg / gif / webp bytes),
+  ``document`` (pdf, csv, doc(x), xls(x), html, txt, md bytes, with a name the service
+  accepts), ``toolUse`` (``input`` parsed), ``toolResult`` (``content`` of text / image /
+  document, ``status`` error for error / denied / interrupted), in the user turn after
+  the call, in call order; http(s) sources are fetched and inlined by the models layer;
+- reasoning is replayed as ``reasoningContent`` only with its signature
+  (``reasoningText{text, signature}``) or as ``redactedContent``, and only to the provider
+  that made it; unsigned reasoning is never replayed (or as text, with
+  ``thinking_as_text=True``);
+- an assistant turn left with nothing to send is dropped;
+- ``tool_id_style="mistral"``: tool ids become the nine letters and digits Mistral models
+  accept, the same id for a call and its result;
+- ``cache_system`` / ``cache_tools``: a ``cachePoint`` after the system prompt / the tools.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Sequence
+
+from ...errors import FormatError
+from ...formatters import (
+    ToolSpec,
+    data_parts,
+    extra,
+    parse_arguments,
+    replays_natively,
+    result_blocks,
+    segments,
+    tool_choice_name,
+    tool_specs,
+)
+from ...message import Msg
+from . import PROTOCOL as _WIRE
+
+__all__ = ["BedrockConverseFormatter", "format_bedrock_converse"]
+
+PROTOCOL = _WIRE.name
+SCOPE = _WIRE.replay_scope
+IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
+DOCUMENT_FORMATS = {
+    "application/pdf": "pdf",
+    "text/csv": "csv",
+    "application/msword": "doc",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.ms-excel": "xls",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "text/html": "html",
+    "text/plain": "txt",
+    "text/markdown": "md",
+}
+_NAME_BAD = re.compile(r"[^A-Za-z0-9 \-()\[\]]+")
+
+
+class BedrockConverseFormatter:
+    protocol = PROTOCOL
+
+    @staticmethod
+    def needs_inline(media_type: str) -> bool:
+        """Converse takes media as bytes (or S3 locations): every http(s) source is fetched."""
+        return True
+
+    def __init__(
+        self,
+        *,
+        provider: str | None = None,
+        thinking_as_text: bool = False,
+        tool_id_style: str | None = None,
+        cache_system: bool = False,
+        cache_tools: bool = False,
+        speaker_names: bool = False,
+        assistant_name: str | None = None,
+    ) -> None:
+        if tool_id_style not in (None, "mistral"):
+            raise ValueError("tool_id_style is None or 'mistral'")
+        self.provider = provider
+        self.thinking_as_text = thinking_as_text
+        self.tool_id_style = tool_id_style
+        self.cache_system = cache_system
+        self.cache_tools = cache_tools
+        self.speaker_names = speaker_names
+        self.assistant_name = assistant_name
+
+    def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+        specs = tool_specs(tools)
+        system: list[dict[str, Any]] = []
+        turns: list[dict[str, Any]] = []
+        for seg in segments(messages, PROTOCOL, speaker_names=self.speaker_names, assistant_name=self.assistant_name):
+            if seg.kind == "system":
+                system += [{"text": b.text} for b in seg.blocks if b.text.strip()]
+                continue
+            if seg.kind == "assistant":
+                role, content = "assistant", self._assistant(seg)
+            elif seg.kind == "results":
+                role, content = "user", [self._result(r, seg.index_of(r)) for r in seg.blocks]
+            else:
+                role, content = "user", [c for b in seg.blocks for c in self._user(b, seg.index_of(b))]
+            if not content:
+                continue
+            if turns and turns[-1]["role"] == role:
+                turns[-1]["content"] += content
+            else:
+                turns.append({"role": role, "content": content})
+        for turn in turns:
+            if turn["role"] == "user":
+                turn["content"].sort(key=lambda c: "toolResult" not in c)
+        if turns and turns[0]["role"] == "assistant":
+            turns.insert(0, {"role": "user", "content": [{"text": "(the conversation continues)"}]})
+        payload: dict[str, Any] = {"messages": turns}
+        if system:
+            if self.cache_system:
+                system.append({"cachePoint": {"type": "default"}})
+            payload["system"] = system
+        if specs:
+            tool_list: list[dict[str, Any]] = [{"toolSpec": _tool(s)} for s in specs]
+            if self.cache_tools:
+                tool_list.append({"cachePoint": {"type": "default"}})
+            config: dict[str, Any] = {"tools": tool_list}
+            mode, name = tool_choice_name(tool_choice, specs)
+            if mode == "none":
+                raise FormatError(None, "Converse has no tool_choice 'none'; leave the tools out instead", PROTOCOL)
+            if mode is not None:
+                config["toolChoice"] = {"auto": {}} if mode == "auto" else ({"any": {}} if mode == "required" else {"tool": {"name": name}})
+            payload["toolConfig"] = config
+        return payload
+
+    # -- blocks -----------------------------------------------------------------------------
+
+    def _user(self, block: Any, index: int) -> list[dict[str, Any]]:
+        if block.type == "text":
+            return [{"text": block.text}] if block.text.strip() else []
+        if block.type == "data":
+            return [media(block, index)]
+        raise FormatError(index, f"a {block.type!r} block cannot be sent in a user turn", PROTOCOL)
+
+    def _assistant(self, seg: Any) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for block in seg.blocks:
+            btype = block.type
+            if btype == "text":
+                if block.text.strip():
+                    out.append({"text": block.text})
+            elif btype == "thinking":
+                out += self._reasoning(block)
+            elif btype == "tool_call":
+                if extra(block, "server_side", False):
+                    continue  # a server tool: its result in the text carries what it found
+                out.append({"toolUse": {"toolUseId": self._id(block.id), "name": block.name, "input": parse_arguments(block)}})
+            elif btype == "tool_result":
+                continue  # a server tool's result
+            elif btype == "data":
+                if extra(block, "provider_block_type") is None:
+                    raise FormatError(seg.index_of(block), f"an assistant turn cannot carry {block.source.media_type} data for Converse", PROTOCOL)
+            else:
+                raise FormatError(seg.index_of(block), f"a {btype!r} block cannot be sent in an assistant turn", PROTOCOL)
+        return out
+
+    def _reasoning(self, block: Any) -> list[dict[str, Any]]:
+        if replays_natively(block, PROTOCOL, self.provider, scope=SCOPE):
+            if extra(block, "redacted_thinking_data"):
+                return [{"reasoningContent": {"redactedContent": extra(block, "redacted_thinking_data")}}]
+            if extra(block, "signature"):
+                return [{"reasoningContent": {"reasoningText": {"text": block.thinking, "signature": extra(block, "signature")}}}]
+        if self.thinking_as_text and block.thinking.strip():
+            return [{"text": f"<thinking>\n{block.thinking}\n</thinking>"}]
+        return []  # unsigned reasoning is refused by the service
+
+    def _result(self, block: Any, index: int) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        for piece in result_blocks(block):
+            if piece.type == "text":
+                if piece.text.strip():
+                    content.append({"text": piece.text})
+            else:
+                content.append(media(piece, index))
+        if not content:
+            content = [{"text": f"The tool call was {block.state}." if block.state in ("denied", "interrupted") else "(no output)"}]
+        status = "error" if block.state in ("error", "denied", "interrupted") else "success"
+        return {"toolResult": {"toolUseId": self._id(block.id), "content": content, "status": status}}
+
+    def _id(self, call_id: str) -> str:
+        if self.tool_id_style != "mistral" or re.fullmatch(r"[A-Za-z0-9]{9}", call_id):
+            return call_id
+        digest = hashlib.sha256(call_id.encode()).hexdigest()
+        return digest[:9]
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        out["description"] = spec.description
+    out["inputSchema"] = {"json": spec.parameters}
+    return out
+
+
+def media(block: Any, index: int) -> dict[str, Any]:
+    kind, payload, media_type = data_parts(block)
+    base = media_type.split(";")[0].strip().lower()
+    if kind == "url" and payload.startswith("data:"):
+        head, _, payload = payload.partition(",")
+        if not head.endswith(";base64"):
+            raise FormatError(index, "a data: URI must be base64-encoded for Converse", PROTOCOL)
+        kind = "base64"
+    if kind != "base64":
+        raise FormatError(index, f"Converse takes media as bytes; resolve {payload.split(':', 1)[0]}: sources first (the models layer does)", PROTOCOL)
+    if base in IMAGE_FORMATS:
+        return {"image": {"format": IMAGE_FORMATS[base], "source": {"bytes": payload}}}
+    if base in DOCUMENT_FORMATS:
+        name = _NAME_BAD.sub(" ", (block.name or "document").rsplit(".", 1)[0]).strip() or "document"
+        return {"document": {"format": DOCUMENT_FORMATS[base], "name": name[:200], "source": {"bytes": payload}}}
+    raise FormatError(index, f"Converse takes images ({', '.join(IMAGE_FORMATS)}) and documents ({', '.join(DOCUMENT_FORMATS)}); {media_type!r} cannot be sent", PROTOCOL)
+
+
+def format_bedrock_converse(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
+    """Shortcut for ``BedrockConverseFormatter(**options).format(messages, tools, tool_choice)``."""
+    return BedrockConverseFormatter(**options).format(messages, tools, tool_choice)
