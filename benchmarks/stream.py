@@ -26,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
-from modelwire.adapters import StreamDecoder, get_adapter  # noqa: E402
+from modelwire.protocols import get_protocol  # noqa: E402
 from modelwire.message import AssistantMsg  # noqa: E402
 
 N = 4000
@@ -142,13 +142,38 @@ def gemini_stream(tools: bool) -> list[bytes]:
     return sse(ev)
 
 
+def bedrock_stream(tools: bool) -> list[bytes]:
+    """AWS event-stream frames (binary), one frame per piece."""
+    from modelwire.adapters import encode_frame
+
+    def frame(event: str, payload: dict) -> bytes:
+        payload = {**payload, "p": "abcdef"}
+        return encode_frame({":event-type": event, ":content-type": "application/json", ":message-type": "event"}, json.dumps(payload, separators=(",", ":")).encode())
+
+    out = [frame("messageStart", {"role": "assistant"})]
+    if not tools:
+        out += [frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": WORDS[i % 10]}}) for i in range(N)]
+        out.append(frame("contentBlockStop", {"contentBlockIndex": 0}))
+    else:
+        for k in range(4):
+            out.append(frame("contentBlockStart", {"contentBlockIndex": k, "start": {"toolUse": {"toolUseId": f"tooluse_{k}", "name": "write"}}}))
+            first = '{"text": "'
+            out += [frame("contentBlockDelta", {"contentBlockIndex": k, "delta": {"toolUse": {"input": first if i == 0 else WORDS[i % 10]}}}) for i in range(N // 4)]
+            out.append(frame("contentBlockDelta", {"contentBlockIndex": k, "delta": {"toolUse": {"input": '"}'}}}))
+            out.append(frame("contentBlockStop", {"contentBlockIndex": k}))
+    out.append(frame("messageStop", {"stopReason": "tool_use" if tools else "end_turn"}))
+    out.append(frame("metadata", {"usage": {"inputTokens": 10, "outputTokens": N, "totalTokens": N + 10}, "metrics": {"latencyMs": 1}}))
+    return out
+
+
 # -- the three contenders ----------------------------------------------------------------
 
 
 def run_modelwire(protocol: str, pieces: list[bytes]) -> AssistantMsg:
     msg = AssistantMsg("a", [])
     append = msg.append_event
-    decoder = StreamDecoder(get_adapter(protocol)(msg.id))
+    wire = get_protocol(protocol)
+    decoder = wire.decoder(wire.adapter_class()(msg.id))
     for piece in pieces:
         for event in decoder.feed(piece):
             append(event)
@@ -161,6 +186,16 @@ def run_modelwire(protocol: str, pieces: list[bytes]) -> AssistantMsg:
 def run_floor(protocol: str, pieces: list[bytes]) -> int:
     loads = json.loads
     n = 0
+    if protocol == "bedrock-converse":  # each piece is one frame: both CRCs checked, as a reader must
+        import zlib
+
+        for piece in pieces:
+            assert zlib.crc32(piece[:8]) == int.from_bytes(piece[8:12], "big")
+            assert zlib.crc32(piece[:-4]) == int.from_bytes(piece[-4:], "big")
+            headers_length = int.from_bytes(piece[4:8], "big")
+            loads(piece[12 + headers_length : -4])
+            n += 1
+        return n
     for piece in pieces:
         for line in piece.split(b"\n"):
             if line.startswith(b"data: ") and line != b"data: [DONE]":
@@ -170,6 +205,10 @@ def run_floor(protocol: str, pieces: list[bytes]) -> int:
 
 
 def sdk_client(protocol: str, pieces: list[bytes]):
+    if protocol == "bedrock-converse":  # what boto3's converse_stream() iterates: botocore's EventStream
+        import botocore.session
+
+        return botocore.session.Session().get_service_model("bedrock-runtime").operation_model("ConverseStream").output_shape.members["stream"]
     if protocol == "gemini":  # google-genai runs on httpx
         import httpx
         from google import genai
@@ -197,6 +236,17 @@ def sdk_client(protocol: str, pieces: list[bytes]):
 
 def run_sdk(protocol: str, pieces: list[bytes], client) -> int:
     n = 0
+    if protocol == "bedrock-converse":
+        from botocore.eventstream import EventStream
+        from botocore.parsers import EventStreamJSONParser
+
+        class Body:
+            def stream(self):
+                yield from pieces
+
+        for _ in EventStream(Body(), client, EventStreamJSONParser(), "ConverseStream"):
+            n += 1
+        return n
     if protocol == "anthropic":
         stream = client.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}], stream=True)
     elif protocol == "gemini":
@@ -236,7 +286,7 @@ def main() -> int:
         print("the SDK comparison needs the dev extra: pip install -e '.[dev]'")
         return 2
 
-    makers = {"anthropic": anthropic_stream, "openai-chat": chat_stream, "openai-responses": responses_stream, "gemini": gemini_stream}
+    makers = {"anthropic": anthropic_stream, "openai-chat": chat_stream, "openai-responses": responses_stream, "gemini": gemini_stream, "bedrock-converse": bedrock_stream}
     print(f"{'stream':<28}{'chunks':>7}{'modelwire':>12}{'SDK iter':>11}{'floor':>9}{'vs SDK':>9}{'vs floor':>10}   (us per chunk)")
     ok = True
     for protocol, make in makers.items():

@@ -131,9 +131,57 @@ def streaming_request(protocol: str, body: dict) -> None:
     checked strictly against the SDK's request type (the streaming variant differs only
     in ``stream``, which is checked here)."""
     body = dict(body)
+    if protocol == "gemini":
+        return gemini_request(body)
+    if protocol == "bedrock-converse":
+        return bedrock_request(body)
     assert body.pop("stream") is True
     if protocol == "openai-chat":
         for key in DIALECT_BODY_FIELDS:
             body.pop(key, None)
         body["messages"] = [{k: v for k, v in m.items() if k not in DIALECT_MESSAGE_FIELDS} for m in body["messages"]]
     VALIDATORS[protocol](body)
+
+
+def gemini_request(body: dict) -> None:
+    """google-genai's types forbid unknown fields: every part of the body must fit them."""
+    import json
+
+    from google.genai import types
+
+    allowed = {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig"}
+    if set(body) - allowed:
+        raise ParamError(f"$: unknown top-level fields {sorted(set(body) - allowed)}")
+    for content in body["contents"]:
+        types.Content.model_validate_json(json.dumps(content))
+    if "systemInstruction" in body:
+        types.Content.model_validate_json(json.dumps(body["systemInstruction"]))
+    for tool in body.get("tools", []):
+        types.Tool.model_validate_json(json.dumps(tool))
+    if "toolConfig" in body:
+        types.ToolConfig.model_validate_json(json.dumps(body["toolConfig"]))
+    if "generationConfig" in body:
+        types.GenerationConfig.model_validate_json(json.dumps(body["generationConfig"]))
+
+
+def bedrock_request(body: dict, model: str = "some-model") -> None:
+    """botocore's own validator for ConverseStream (it rejects unknown keys and wrong
+    types); blobs travel as base64 in JSON and are bytes to botocore."""
+    import base64
+
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    def blobs(value: Any, key: str = "") -> Any:
+        if isinstance(value, dict):
+            return {k: blobs(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [blobs(v) for v in value]
+        if key in ("bytes", "redactedContent") and isinstance(value, str):
+            return base64.b64decode(value)
+        return value
+
+    shape = botocore.session.Session().get_service_model("bedrock-runtime").operation_model("ConverseStream").input_shape
+    report = ParamValidator().validate({"modelId": model, **blobs(body)}, shape)
+    if report.has_errors():
+        raise ParamError(report.generate_report())

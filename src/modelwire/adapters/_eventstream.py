@@ -50,6 +50,7 @@ class EventStreamDecoder:
     def __init__(self, max_frame: int = MAX_FRAME) -> None:
         self._buffer = bytearray()
         self._max = max_frame
+        self._seen: dict[bytes, dict[str, Any]] = {}
 
     def feed(self, data: bytes) -> list[Frame]:
         self._buffer += data
@@ -67,8 +68,14 @@ class EventStreamDecoder:
             (message_crc,) = struct.unpack_from(">I", frame, total - 4)
             if zlib.crc32(frame[:-4]) != message_crc:
                 raise EventStreamError("event-stream message CRC mismatch (the frame is corrupt)")
-            headers = _headers(frame[_PRELUDE : _PRELUDE + headers_length])
-            frames.append(Frame(headers, frame[_PRELUDE + headers_length : -4]))
+            raw_headers = frame[_PRELUDE : _PRELUDE + headers_length]
+            headers = self._seen.get(raw_headers)
+            if headers is None:
+                # The same few header blocks repeat on every frame: parse each once.
+                headers = _headers(raw_headers)
+                if len(self._seen) < 64:
+                    self._seen[raw_headers] = headers
+            frames.append(Frame(dict(headers), frame[_PRELUDE + headers_length : -4]))
         return frames
 
     def close(self) -> None:
