@@ -595,3 +595,13 @@ def test_a_gemini_cassette_records_replays_and_shows(tmp_path, monkeypatch):
     assert [(e.type, getattr(e, "delta", None)) for e in replayed] == [(e.type, getattr(e, "delta", None)) for e in recorded]
     shown = "\n".join(summarize(Cassette.load(path)))
     assert "TEXT_BLOCK_DELTA x2" in shown and "stop: end_turn (STOP)" in shown
+
+
+def test_geminis_own_tools_go_beside_the_functions():
+    payload = get_formatter("gemini")().format([UserMsg("u", "search")], [{"googleSearch": {}}, {"name": "f"}, {"codeExecution": {}}])
+    validate_request(payload)
+    assert payload["tools"] == [
+        {"functionDeclarations": [{"name": "f", "parametersJsonSchema": {"type": "object", "properties": {}}}]},
+        {"googleSearch": {}},
+        {"codeExecution": {}},
+    ]

@@ -20,7 +20,8 @@ Rules:
 - tool results are ``functionResponse`` parts (``response: {"result": ...}``, or
   ``{"error": ...}`` for error / denied / interrupted) in a ``user`` turn, in call order,
   echoing the call's server id; media a tool returned follows them as parts of that turn;
-- tools as ``functionDeclarations`` with ``parametersJsonSchema``; ``tool_choice`` as
+- tools as ``functionDeclarations`` with ``parametersJsonSchema``, and Gemini's own tools
+  given as themselves (``{"googleSearch": {}}``, ``{"codeExecution": {}}`` ...); ``tool_choice`` as
   ``toolConfig.functionCallingConfig`` (``AUTO`` / ``ANY`` / ``NONE``, or ``ANY`` with
   ``allowedFunctionNames``).
 """
@@ -48,6 +49,8 @@ __all__ = ["GeminiFormatter", "format_gemini", "PLACEHOLDER_SIGNATURE"]
 
 PROTOCOL = _WIRE.name
 SCOPE = _WIRE.replay_scope
+# Gemini's own tools, passed as given in a tool list: [{"googleSearch": {}}, {"codeExecution": {}}]
+SERVER_TOOLS = frozenset({"googleSearch", "googleSearchRetrieval", "codeExecution", "urlContext", "fileSearch", "googleMaps", "computerUse", "enterpriseWebSearch"})
 # Google's documented stand-in for a function call whose model left no signature (a
 # conversation moved to Gemini from another provider).
 PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator"
@@ -76,7 +79,8 @@ class GeminiFormatter:
         self.assistant_name = assistant_name
 
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
-        specs = tool_specs(tools)
+        server_tools = [t for t in tools or () if isinstance(t, dict) and len(t) == 1 and next(iter(t)) in SERVER_TOOLS]
+        specs = tool_specs([t for t in tools or () if not any(t is s for s in server_tools)])
         system: list[dict[str, Any]] = []
         contents: list[dict[str, Any]] = []
         calls = {b.id: b for m in messages if isinstance(m, Msg) for b in m.content if b.type == "tool_call"}
@@ -105,8 +109,8 @@ class GeminiFormatter:
         payload: dict[str, Any] = {"contents": contents}
         if system:
             payload["systemInstruction"] = {"parts": system}
-        if specs:
-            payload["tools"] = [{"functionDeclarations": [_declaration(s) for s in specs]}]
+        if specs or server_tools:
+            payload["tools"] = ([{"functionDeclarations": [_declaration(s) for s in specs]}] if specs else []) + list(server_tools)
         mode, name = tool_choice_name(tool_choice, specs)
         if mode is not None:
             config: dict[str, Any] = {"mode": {"auto": "AUTO", "none": "NONE"}.get(mode, "ANY")}
