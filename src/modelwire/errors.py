@@ -7,6 +7,7 @@ catches ``ValueError`` keeps working.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "IncompleteStreamError",
     "ConnectionError",
     "TimeoutError",
+    "InternalError",
     "FormatError",
     "ConfigError",
     "UnsupportedOptionError",
@@ -190,12 +192,29 @@ class IncompleteStreamError(ProviderError):
     error_type = "connection"
 
 
-class ConnectionError(ProviderError):  # noqa: A001 - the name users expect, namespaced
+class ConnectionError(ProviderError, builtins.ConnectionError):  # noqa: A001 - the name users expect, namespaced
+    """The connection failed or broke; also a built-in ``ConnectionError``."""
+
     error_type = "connection"
 
 
-class TimeoutError(ConnectionError):  # noqa: A001
+class TimeoutError(ConnectionError, builtins.TimeoutError):  # noqa: A001
+    """A timeout fired (``which``: connect, pool, first_byte, chunk, total); also a
+    built-in ``TimeoutError``."""
+
     error_type = "connection"
+
+    def __init__(self, message: str, *, which: str | None = None, seconds: float | None = None, **kw: Any) -> None:
+        self.which = which
+        self.seconds = seconds
+        super().__init__(message, **kw)
+
+
+class InternalError(ProviderError):
+    """A bug in modelwire itself (an adapter met input it should have handled), not the
+    provider's fault. With ``MODELWIRE_DEBUG=1`` the original exception is raised instead."""
+
+    error_type = "internal"
 
 
 class FormatError(ModelwireError, ValueError):
@@ -337,8 +356,11 @@ def error_from_body(body: Any, protocol: str, status: int | None = None, request
         provider_type = str(code)
     if status is None:
         for key in ("status_code", "status", "code"):
-            if isinstance(err.get(key), int):
-                status = err[key]
+            value = err.get(key)
+            if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
+                value = int(value)  # LiteLLM and others send the HTTP status as a string: "429"
+            if isinstance(value, int) and not isinstance(value, bool):
+                status = value
                 break
     cls = error_class(provider_type if not str(provider_type).isdigit() else None, status, message)
     return cls(message, provider_type=provider_type, status_code=status, request_id=request_id, body=body)

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+import os
 from typing import Any, Callable
 
 from pydantic_core import from_json
@@ -29,16 +31,37 @@ from .._ids import coarse_now_iso, new_id
 from ..message import provenance
 from ..errors import (
     IncompleteStreamError,
+    InternalError,
     ProviderError,
     StreamProtocolError,
     error_from_body,
 )
+from pydantic import ValidationError
+
 from .. import event as E
 from ._eventstream import EventStreamDecoder as FrameParser
 from ._eventstream import Frame
 from ._sse import SSEDecoder
 
-__all__ = ["BaseAdapter", "StreamDecoder", "AWSStreamDecoder", "Block"]
+__all__ = ["BaseAdapter", "StreamDecoder", "AWSStreamDecoder", "Block", "debug", "shape_problem", "OPTIONAL"]
+
+_log = logging.getLogger("modelwire.adapters")
+_STOP_REASONS = frozenset(E.StopReason)
+
+
+def debug() -> bool:
+    """``MODELWIRE_DEBUG=1``: bugs inside modelwire surface as their own exceptions."""
+    return os.environ.get("MODELWIRE_DEBUG", "") not in ("", "0")
+
+
+def _is_error_frame(data: dict[str, Any]) -> bool:
+    """An error object rather than an event: ``{"error": {...}}`` (OpenAI's shape, sent by
+    proxies on any route) or ``{"type": "error", "error": ...}``. A chunk that also carries
+    content (OpenRouter's last chunk) is the protocol adapter's to handle."""
+    if data.get("type") not in (None, "error"):
+        return False
+    err = data.get("error")
+    return isinstance(err, (dict, str)) and not data.get("choices") and not data.get("candidates")
 
 _TEXT_KINDS = {
     "text": (E.TextBlockStartEvent, E.TextBlockDeltaEvent, E.TextBlockEndEvent),
@@ -57,7 +80,7 @@ _DELTAS = {
 class Block:
     """An open block: its kind, modelwire id, and what its END will carry."""
 
-    __slots__ = ("kind", "id", "extras", "has_delta", "name", "parts")
+    __slots__ = ("kind", "id", "extras", "has_delta", "name", "parts", "closed")
 
     def __init__(self, kind: str, block_id: str, name: str = "") -> None:
         self.kind = kind  # text | thinking | tool_call | data | tool_result
@@ -66,6 +89,7 @@ class Block:
         self.has_delta = False
         self.name = name
         self.parts: list[str] | None = None  # for blocks emitted whole at their end
+        self.closed = False
 
 
 class BaseAdapter:
@@ -89,6 +113,7 @@ class BaseAdapter:
         self._now = ""
         self._out: list[E.EventBase] = []
         self.blocks: dict[Any, Block] = {}  # provider key -> open block, in opening order
+        self._ids: set[str] = set()  # every block id of this call: a provider that repeats one is refused
         self.started = False
         self.finished = False
         self.failed: ProviderError | None = None
@@ -113,14 +138,19 @@ class BaseAdapter:
             return []  # trailing events after the terminal one (usage echoes, [DONE])
         self._now = self._clock()
         out = self._out = []
-        if not self.started:
-            self._start(data)
         try:
+            if not self.started:
+                self._check_first(data, event)
+                self._start(data)
+            if "error" in data and _is_error_frame(data):
+                # An error object where an event was expected, on any route (LiteLLM and
+                # other proxies send OpenAI's shape inside Anthropic or Responses streams).
+                raise error_from_body(data, self.protocol)
             self._handle(data, event)
         except ProviderError as err:
             self._fail(err)
-        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-            self._fail(StreamProtocolError(f"unexpected {self.protocol} stream event: {exc!r}", body=data))
+        except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
+            self._fail(self._unexpected(exc, data, event))
         return out
 
     def done(self) -> list[E.EventBase]:
@@ -129,6 +159,9 @@ class BaseAdapter:
             return []
         self._now = self._clock()
         self._out = []
+        if not self.started:
+            self._start({})
+            self._fail(IncompleteStreamError(f"the {self.protocol} stream held nothing before [DONE]"))
         return self._on_done()
 
     def close(self) -> list[E.EventBase]:
@@ -144,7 +177,13 @@ class BaseAdapter:
 
     def fail(self, err: ProviderError) -> list[E.EventBase]:
         """Close what is open because of an error found outside the adapter (for example
-        invalid JSON in a data line), and raise ``err`` with the closing events."""
+        invalid JSON in a data line), and raise ``err`` with the closing events.
+
+        After the call's terminal event nothing can change the reply: bytes that follow it
+        are ignored (and logged), as trailing events are."""
+        if self.finished:
+            _log.warning("ignored after the end of a %s stream: %s", self.protocol, err.message)
+            return []
         self._now = self._clock()
         self._out = []
         if not self.started:
@@ -161,6 +200,31 @@ class BaseAdapter:
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
         raise NotImplementedError
+
+    def _check_first(self, data: dict[str, Any], event: str | None) -> None:
+        """Raise :class:`StreamProtocolError` if ``data`` cannot open this protocol's stream
+        (each protocol decides; the default takes anything)."""
+
+    def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
+        """What is wrong with the shape of an event that made the adapter fail, or None if
+        it looks right (then the failure is modelwire's own bug). Only called on failure."""
+        return None
+
+    def _unexpected(self, exc: Exception, data: dict[str, Any], event: str | None) -> ProviderError:
+        """An exception that is not a provider error: the provider's malformed event
+        (:class:`StreamProtocolError`) or a bug here (:class:`InternalError`; with
+        ``MODELWIRE_DEBUG=1`` the exception itself is raised, so tests see bugs as bugs)."""
+        try:
+            problem = self.shape_problem(data, event)
+        except Exception:  # noqa: BLE001 - a checker that fails says the shape is off
+            problem = "an event this adapter cannot read"
+        if problem is None and isinstance(exc, ValidationError):
+            problem = "a value of the wrong type: " + "; ".join(e["msg"] for e in exc.errors()[:3])
+        if problem is not None:
+            return StreamProtocolError(f"malformed {self.protocol} stream event: {problem}", body=data)
+        if debug():
+            raise exc
+        return InternalError(f"modelwire could not handle a {self.protocol} event ({type(exc).__name__}: {exc}); this is a bug in modelwire", body=data)
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         return None
@@ -189,7 +253,19 @@ class BaseAdapter:
 
     def open_block(self, key: Any, kind: str, name: str = "", **start: Any) -> Block:
         block = Block(kind, start.pop("block_id", None) or self._new_id(), name)
+        if key in self.blocks:
+            raise StreamProtocolError(f"{self.protocol}: a {kind} block started twice ({key!r})")
+        if block.id in self._ids and kind != "tool_result":
+            raise StreamProtocolError(f"{self.protocol}: the id {block.id!r} is used by two blocks of one call")
+        self._ids.add(block.id)
+        if kind == "tool_call" and (not isinstance(name, str) or not name):
+            raise StreamProtocolError(f"{self.protocol}: a tool call without a name ({block.id!r})")
+        # Emit the START first: a block is registered (and later closed) only once it started.
+        self._emit_start(block, kind, name, start)
         self.blocks[key] = block
+        return block
+
+    def _emit_start(self, block: Block, kind: str, name: str, start: dict[str, Any]) -> None:
         if kind in _TEXT_KINDS:
             self._emit(_TEXT_KINDS[kind][0], block_id=block.id)
         elif kind == "tool_call":
@@ -199,11 +275,12 @@ class BaseAdapter:
         elif kind == "data":
             block.parts = []
             self._emit(E.DataBlockStartEvent, block_id=block.id, media_type=start["media_type"], name=name or None)
-        return block
 
     def delta(self, block: Block, text: str) -> None:
         if not text:
             return
+        if block.closed:
+            raise StreamProtocolError(f"{self.protocol}: a delta for block {block.id!r} after it ended")
         block.has_delta = True
         make = _DELTAS.get(block.kind)
         if make is not None:
@@ -221,6 +298,7 @@ class BaseAdapter:
         block = self.blocks.pop(key, None)
         if block is None:
             return
+        block.closed = True
         extras = block.extras or None
         kind = block.kind
         if kind in _TEXT_KINDS:
@@ -254,6 +332,15 @@ class BaseAdapter:
 
     def _finish(self, finished_reason: str = "completed") -> None:
         self.close_all()
+        if self.provider_stop_reason is not None and not isinstance(self.provider_stop_reason, str):
+            self.call_metadata["provider_stop_reason_raw"] = self.provider_stop_reason
+            self.provider_stop_reason = str(self.provider_stop_reason)[:200]
+        if self.stop_reason is not None and self.stop_reason not in _STOP_REASONS:
+            self.stop_reason = "other"
+        for name in ("input_tokens", "output_tokens", "cache_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                setattr(self, name, 0)  # a provider's nonsense count is not passed on
         self._emit(
             E.ModelCallEndEvent,
             input_tokens=self.input_tokens,
@@ -269,6 +356,8 @@ class BaseAdapter:
         self.finished = True
 
     def _fail(self, err: ProviderError) -> None:
+        if self.finished:
+            raise err
         self.failed = err
         self.stop_reason = "error"
         if err.provider_type:
@@ -398,3 +487,48 @@ class AWSStreamDecoder(StreamDecoder):
         if not isinstance(obj, dict):
             adapter.fail(StreamProtocolError(f"an event-stream frame holds {type(obj).__name__}, not an object"))
         return adapter.feed(obj, frame.event_type)
+
+
+# -- shapes: what an adapter reads, checked only when it failed --------------------------------
+
+_MISSING = object()
+OPTIONAL = type(None)
+
+
+def shape_problem(data: Any, spec: dict[str, tuple]) -> str | None:
+    """The first field of ``data`` that is not of the types ``spec`` names, or None.
+
+    ``spec`` maps a path (``message.usage``, ``choices[].delta.tool_calls[].index``) to the
+    types allowed there; ``OPTIONAL`` among them allows the field to be missing or null.
+    """
+    for path, types in spec.items():
+        for where, value in _walk(data, path.split("."), ""):
+            if value is _MISSING or value is None:
+                if OPTIONAL not in types:
+                    return f"{where or path} is missing"
+                continue
+            if isinstance(value, bool) and bool not in types:
+                return f"{where} is a boolean"
+            if not isinstance(value, tuple(t for t in types if t is not OPTIONAL)):
+                return f"{where} is {type(value).__name__}, not {' or '.join(t.__name__ for t in types if t is not OPTIONAL)}"
+    return None
+
+
+def _walk(value: Any, steps: list[str], where: str) -> Any:
+    if not steps:
+        yield where, value
+        return
+    step, rest = steps[0], steps[1:]
+    each = step.endswith("[]")
+    name = step[:-2] if each else step
+    child = value.get(name, _MISSING) if isinstance(value, dict) else _MISSING
+    here = f"{where}.{name}" if where else name
+    if not each or child is _MISSING or child is None:
+        if rest and (child is _MISSING or child is None):
+            return  # an optional parent that is absent: its children are not checked
+        yield from _walk(child, rest, here) if rest else [(here, child)]
+        return
+    if not isinstance(child, list):
+        return  # the spec's own entry for the list reports its type
+    for i, item in enumerate(child):
+        yield from _walk(item, rest, f"{here}[{i}]")

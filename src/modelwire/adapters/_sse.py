@@ -21,7 +21,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SSEEvent", "SSEDecoder"]
+from ..errors import StreamProtocolError
+
+__all__ = ["SSEEvent", "SSEDecoder", "SSELineTooLongError", "MAX_LINE"]
+
+MAX_LINE = 64 * 1024 * 1024  # bytes in one line (and one event's data) before the stream is refused
+
+
+class SSELineTooLongError(StreamProtocolError):
+    """A line (or an event's data) longer than the decoder's limit: a broken or hostile server."""
 
 _NAMES: dict[bytes, str] = {}  # event names seen, decoded once (providers use a handful)
 
@@ -60,8 +68,9 @@ class SSEEvent:
 class SSEDecoder:
     """Incremental decoder: ``feed(bytes) -> list[SSEEvent]``, then ``close()``."""
 
-    def __init__(self) -> None:
-        self._rest = b""  # bytes after the last complete line
+    def __init__(self, max_line: int = MAX_LINE) -> None:
+        self.max_line = max_line
+        self._rest: bytes | bytearray = b""  # bytes after the last complete line
         self._skip_lf = False
         self._first = True  # the BOM may only appear at the very start
         self._event = ""
@@ -78,7 +87,7 @@ class SSEDecoder:
     def feed_raw(self, chunk: bytes) -> list[tuple[str, bytes, str | None, int | None]]:
         """Like :meth:`feed`, with each event as ``(event, data bytes, id, retry)``: the
         data stays undecoded, for a JSON parser that reads UTF-8 bytes itself."""
-        if self._rest or self._skip_lf or self._first or b"\r" in chunk:
+        if self._rest or self._skip_lf or self._first or b"\r" in chunk or len(chunk) > self.max_line:
             return self._feed_general(chunk)
         # The usual piece: LF line ends, nothing left over from the previous piece.
         lines = chunk.split(b"\n")
@@ -94,7 +103,15 @@ class SSEDecoder:
             self._skip_lf = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
-        data = self._rest + chunk if self._rest else chunk
+        if self._rest and b"\n" not in chunk and b"\r" not in chunk:
+            # A long line arriving in pieces: grow one buffer (linear), join once at its end.
+            if not isinstance(self._rest, bytearray):
+                self._rest = bytearray(self._rest)
+            self._rest += chunk
+            if len(self._rest) > self.max_line:
+                raise SSELineTooLongError(f"an SSE line longer than {self.max_line} bytes")
+            return []
+        data = bytes(self._rest) + chunk if self._rest else chunk
         if self._first:
             if len(data) < 3 and b"\xef\xbb\xbf".startswith(data):
                 self._rest = data
@@ -108,6 +125,8 @@ class SSEDecoder:
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines = data.split(b"\n")
         self._rest = lines.pop()
+        if len(data) > self.max_line and (len(self._rest) > self.max_line or any(len(line) > self.max_line for line in lines)):
+            raise SSELineTooLongError(f"an SSE line longer than {self.max_line} bytes")
         return self._lines(lines)
 
     def _lines(self, lines: list[bytes]) -> list[tuple[str, bytes, str | None, int | None]]:
@@ -116,6 +135,8 @@ class SSEDecoder:
         for line in lines:
             if line[:6] == b"data: ":  # by far the most common line
                 data.append(line[6:])
+                if len(data) > 1 and sum(map(len, data)) > self.max_line:
+                    raise SSELineTooLongError(f"an SSE event whose data is longer than {self.max_line} bytes")
                 continue
             if not line:
                 if data:

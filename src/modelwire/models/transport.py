@@ -103,6 +103,8 @@ def transport_error(exc: BaseException) -> E.ProviderError:
 
 
 def _is_transport_exception(exc: BaseException) -> bool:
+    if isinstance(exc, E.ModelwireError):
+        return False  # ours already (our ConnectionError is an OSError too)
     names = {cls.__name__ for cls in type(exc).__mro__}
     return bool(names & {"TransportError", "RequestError", "TimeoutException"}) or isinstance(exc, (OSError, asyncio.TimeoutError))
 

@@ -30,7 +30,7 @@ import json
 from typing import Any
 
 from ...errors import StreamProtocolError
-from ...adapters import BaseAdapter
+from ...adapters import OPTIONAL, BaseAdapter, shape_problem
 from ...errors import error_from_body
 
 __all__ = ["AnthropicAdapter", "STOP_REASONS"]
@@ -46,6 +46,15 @@ STOP_REASONS = {
 }
 
 _SERVER_CALLS = {"server_tool_use", "mcp_tool_use"}
+# What the adapter reads of each event (checked when it failed: see BaseAdapter.shape_problem).
+_USAGE = {"input_tokens": (int, OPTIONAL), "output_tokens": (int, OPTIONAL), "cache_read_input_tokens": (int, OPTIONAL), "cache_creation_input_tokens": (int, OPTIONAL)}
+SHAPES: dict[str, dict[str, tuple]] = {
+    "message_start": {"message": (dict,), "message.id": (str, OPTIONAL), "message.model": (str, OPTIONAL), "message.content": (list, OPTIONAL), "message.content[]": (dict,), "message.usage": (dict, OPTIONAL), **{f"message.usage.{k}": v for k, v in _USAGE.items()}},
+    "content_block_start": {"index": (int,), "content_block": (dict,), "content_block.type": (str,), "content_block.id": (str, OPTIONAL), "content_block.name": (str, OPTIONAL), "content_block.text": (str, OPTIONAL), "content_block.thinking": (str, OPTIONAL), "content_block.signature": (str, OPTIONAL), "content_block.citations": (list, OPTIONAL)},
+    "content_block_delta": {"index": (int,), "delta": (dict,), "delta.type": (str,), "delta.text": (str, OPTIONAL), "delta.thinking": (str, OPTIONAL), "delta.partial_json": (str, OPTIONAL), "delta.signature": (str, OPTIONAL)},
+    "content_block_stop": {"index": (int,)},
+    "message_delta": {"delta": (dict,), "delta.stop_reason": (str, OPTIONAL), "usage": (dict, OPTIONAL), **{f"usage.{k}": v for k, v in _USAGE.items()}},
+}
 _CALL_FIELDS = {"type", "id", "name", "input"}
 
 
@@ -58,12 +67,27 @@ class AnthropicAdapter(BaseAdapter):
         self._start_input: dict[int, Any] = {}
         self._call_names: dict[str, str] = {}
         self._usage: dict[str, Any] = {}
+        self._message_started = False
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
-        return (data.get("message") or {}).get("model")
+        message = data.get("message")
+        model = message.get("model") if isinstance(message, dict) else None
+        return model if isinstance(model, str) else None
+
+    def _check_first(self, data: dict[str, Any], event: str | None) -> None:
+        # Strict: the id, the model and the input tokens come in message_start. A stream
+        # that begins otherwise is not an Anthropic stream (ping and error may come first).
+        if data.get("type") not in ("message_start", "ping", "error") and "error" not in data:
+            raise StreamProtocolError(f"an anthropic stream must begin with message_start, not {str(data.get('type'))[:40]!r}", body=data)
+
+    def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
+        spec = SHAPES.get(data.get("type"))  # type: ignore[arg-type]
+        return shape_problem(data, spec) if spec else None
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
         etype = data.get("type")
+        if not self._message_started and etype not in ("message_start", "ping", "error"):
+            raise StreamProtocolError(f"{str(etype)[:40]!r} before message_start", body=data)
         if etype == "content_block_delta":
             self._on_delta(data)
         elif etype == "content_block_start":
@@ -73,6 +97,9 @@ class AnthropicAdapter(BaseAdapter):
         elif etype == "ping":
             pass
         elif etype == "message_start":
+            if self._message_started:
+                raise StreamProtocolError("a second message_start in one anthropic stream", body=data)
+            self._message_started = True
             message = data["message"]
             self.call_metadata["response_id"] = message.get("id")
             self._set_usage(message.get("usage") or {})

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...adapters import BaseAdapter
+from ...adapters import OPTIONAL, BaseAdapter, shape_problem
 from ...errors import StreamProtocolError
 
 __all__ = ["BedrockConverseAdapter", "STOP_REASONS"]
@@ -41,6 +41,15 @@ STOP_REASONS = {
 }
 
 
+SHAPE: dict[str, tuple] = {
+    "contentBlockIndex": (int, OPTIONAL),
+    "delta": (dict, OPTIONAL),
+    "start": (dict, OPTIONAL),
+    "stopReason": (str, OPTIONAL),
+    "usage": (dict, OPTIONAL),
+}
+
+
 class BedrockConverseAdapter(BaseAdapter):
     protocol = "bedrock-converse"
 
@@ -50,6 +59,9 @@ class BedrockConverseAdapter(BaseAdapter):
         self._stopped = False
         self._metadata_seen = False
         self._server_calls: dict[int, str] = {}  # block index -> id of a server tool call
+
+    def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
+        return shape_problem(data, SHAPE)
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
         if event is None:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...adapters import BaseAdapter, Block
+from ...adapters import OPTIONAL, BaseAdapter, Block, shape_problem
 from ...errors import StreamProtocolError, error_from_body
 from ...event import DataBlockDeltaEvent
 from ...message import normalize_base64
@@ -70,6 +70,20 @@ _SERVER_CALLS = {"executableCode": "code_execution", "toolCall": None}
 _SERVER_RESULTS = {"codeExecutionResult", "toolResponse"}
 
 
+SHAPE: dict[str, tuple] = {
+    "candidates": (list, OPTIONAL),
+    "candidates[]": (dict,),
+    "candidates[].content": (dict, OPTIONAL),
+    "candidates[].content.parts": (list, OPTIONAL),
+    "candidates[].content.parts[]": (dict,),
+    "candidates[].finishReason": (str, OPTIONAL),
+    "usageMetadata": (dict, OPTIONAL),
+    "promptFeedback": (dict, OPTIONAL),
+    "modelVersion": (str, OPTIONAL),
+    "responseId": (str, OPTIONAL),
+}
+
+
 class _StreamedCall:
     """A function call whose arguments arrive as ``partialArgs`` (Vertex)."""
 
@@ -97,6 +111,9 @@ class GeminiAdapter(BaseAdapter):
     def _model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("modelVersion")
         return model if isinstance(model, str) else None
+
+    def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
+        return shape_problem(data, SHAPE)
 
     # -- one chunk ---------------------------------------------------------------------
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...adapters import BaseAdapter, Block
+from ...adapters import OPTIONAL, BaseAdapter, Block, shape_problem
+from ...errors import StreamProtocolError
 from ...errors import error_from_body
 
 __all__ = ["OpenAIChatAdapter", "STOP_REASONS"]
@@ -38,6 +39,34 @@ STOP_REASONS = {
 }
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+_TOOL = "choices[].delta.tool_calls[]"
+SHAPE: dict[str, tuple] = {
+    "id": (str, OPTIONAL),
+    "choices": (list, OPTIONAL),
+    "choices[]": (dict,),
+    "choices[].index": (int, OPTIONAL),
+    "choices[].finish_reason": (str, OPTIONAL),
+    "choices[].delta": (dict, OPTIONAL),
+    "choices[].delta.content": (str, OPTIONAL),
+    "choices[].delta.refusal": (str, OPTIONAL),
+    "choices[].delta.tool_calls": (list, OPTIONAL),
+    _TOOL: (dict,),
+    f"{_TOOL}.index": (int, OPTIONAL),
+    f"{_TOOL}.id": (str, OPTIONAL),
+    f"{_TOOL}.type": (str, OPTIONAL),
+    f"{_TOOL}.function": (dict, OPTIONAL),
+    f"{_TOOL}.function.name": (str, OPTIONAL),
+    f"{_TOOL}.function.arguments": (str, OPTIONAL),
+    "choices[].delta.reasoning_details": (list, OPTIONAL),
+    "choices[].delta.reasoning_details[]": (dict,),
+    "usage": (dict, OPTIONAL),
+    "usage.prompt_tokens": (int, OPTIONAL),
+    "usage.completion_tokens": (int, OPTIONAL),
+    "usage.prompt_tokens_details": (dict, OPTIONAL),
+    "usage.completion_tokens_details": (dict, OPTIONAL),
+}
 
 
 class _Call:
@@ -100,6 +129,9 @@ class OpenAIChatAdapter(BaseAdapter):
             self._set_usage(usage)
         if data.get("error") or event == "error":
             raise error_from_body(data, self.protocol)
+
+    def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
+        return shape_problem(data, SHAPE)
 
     def _set_usage(self, usage: dict[str, Any]) -> None:
         self.call_metadata["usage"] = usage
@@ -187,6 +219,8 @@ class OpenAIChatAdapter(BaseAdapter):
         elif not call_id and index is None and self._calls:
             call = self._calls[-1]
         if call is None:
+            # A fragment with neither id nor name is held until its name comes (some
+            # servers send the name late); a call still unnamed at the end is an error.
             if not call_id:
                 n = index if index is not None else len(self._calls)
                 call_id = f"call_{n}"
@@ -218,13 +252,16 @@ class OpenAIChatAdapter(BaseAdapter):
             else:
                 self.delta(call.block, piece)
 
-    def _close_calls(self) -> None:
+    def _close_calls(self, strict: bool = True) -> None:
         for call in self._calls:
             if call.block is None:
-                # Never named: open it now so its arguments are not lost.
-                call.block = self.open_block(("call", call.id), "tool_call", name="", block_id=call.id)
-                for early in call.pending:
-                    self.delta(call.block, early)
+                if strict:
+                    raise StreamProtocolError(f"tool call {call.id!r} never got a name")
+                # Failing anyway: keep what it sent where the metadata can show it.
+                self.call_metadata.setdefault("unnamed_tool_calls", []).append({"id": call.id, "arguments": "".join(call.pending)})
+                call.block = Block("tool_call", call.id)
+                call.block.closed = True
+                continue
             if not call.block.has_delta and ("call", call.id) in self.blocks:
                 self.delta(call.block, "{}")
 
@@ -242,5 +279,6 @@ class OpenAIChatAdapter(BaseAdapter):
             super()._on_close()
 
     def _fail(self, err: Any) -> None:
-        self._close_calls()
+        if not self.finished:
+            self._close_calls(strict=False)
         super()._fail(err)

@@ -30,13 +30,33 @@ import json
 from typing import Any
 
 from ...errors import IncompleteStreamError, StreamProtocolError
-from ...adapters import BaseAdapter
+from ...adapters import OPTIONAL, BaseAdapter, shape_problem
 from ...errors import error_from_body
 
 __all__ = ["OpenAIResponsesAdapter"]
 
 _CALL_ITEMS = {"function_call", "custom_tool_call"}
 _INCOMPLETE = {"max_output_tokens": "max_tokens", "content_filter": "content_filter"}
+
+
+SHAPE: dict[str, tuple] = {
+    "type": (str, OPTIONAL),
+    "output_index": (int, OPTIONAL),
+    "content_index": (int, OPTIONAL),
+    "summary_index": (int, OPTIONAL),
+    "item_id": (str, OPTIONAL),
+    "delta": (str, OPTIONAL),
+    "item": (dict, OPTIONAL),
+    "item.type": (str, OPTIONAL),
+    "item.id": (str, OPTIONAL),
+    "part": (dict, OPTIONAL),
+    "part.type": (str, OPTIONAL),
+    "response": (dict, OPTIONAL),
+    "response.output": (list, OPTIONAL),
+    "response.output[]": (dict,),
+    "response.usage": (dict, OPTIONAL),
+    "response.status": (str, OPTIONAL),
+}
 
 
 class _Item:
@@ -66,6 +86,9 @@ class OpenAIResponsesAdapter(BaseAdapter):
         return (data.get("response") or {}).get("model")
 
     # -- dispatch ---------------------------------------------------------------------
+
+    def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
+        return shape_problem(data, SHAPE)
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
         etype = data.get("type") or event or ""
