@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import OPTIONAL, AWSStreamDecoder, BaseAdapter, Block, StreamDecoder, debug, shape_problem
+from ._base import OPTIONAL, AWSStreamDecoder, BaseAdapter, Block, StreamDecoder, debug, decode_answer, shape_problem
 from ._eventstream import EventStreamDecoder, EventStreamError, Frame, encode_frame
 from ._sse import SSEDecoder, SSEEvent, encode_sse
 
@@ -35,6 +35,7 @@ __all__ = [
     "Block",
     "OPTIONAL",
     "debug",
+    "decode_answer",
     "shape_problem",
     "StreamDecoder", "SSEDecoder", "SSEEvent", "encode_sse", "get_adapter", "decode_sse"]
 

@@ -43,7 +43,7 @@ from ._eventstream import EventStreamDecoder as FrameParser
 from ._eventstream import Frame
 from ._sse import SSEDecoder
 
-__all__ = ["BaseAdapter", "StreamDecoder", "AWSStreamDecoder", "Block", "debug", "shape_problem", "OPTIONAL"]
+__all__ = ["BaseAdapter", "StreamDecoder", "AWSStreamDecoder", "Block", "debug", "shape_problem", "OPTIONAL", "decode_answer"]
 
 _log = logging.getLogger("modelwire.adapters")
 _STOP_REASONS = frozenset(E.StopReason)
@@ -423,6 +423,20 @@ class StreamDecoder:
         if self.keep:
             self.events += out
         return out
+
+
+def decode_answer(adapter: BaseAdapter, events: list[tuple[str | None, Any]]) -> list[E.EventBase]:
+    """Feed a whole answer, already turned into the protocol's events (see
+    ``WireProtocol.answer_events``), through ``adapter``; the same errors as a stream."""
+    out: list[E.EventBase] = []
+    try:
+        for name, data in events:
+            out += adapter.done() if data == "[DONE]" else adapter.feed(data, name)
+        out += adapter.close()
+    except ProviderError as err:
+        err.events = out + err.events
+        raise
+    return out
 
 
 class AWSStreamDecoder(StreamDecoder):

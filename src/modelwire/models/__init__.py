@@ -72,6 +72,7 @@ def load_model(
     base_url: str | None = None,
     timeouts: "Timeouts | dict | None" = None,
     retry: "RetryPolicy | None" = None,
+    max_connections: int = 20,
     **options: Any,
 ) -> "HTTPModel":
     """A model by ``PROVIDER:MODEL``, by profile name, or (no name) from ``MODELWIRE_MODEL``
@@ -81,6 +82,7 @@ def load_model(
     (``anthropic.AsyncAnthropic``, ``openai.AsyncOpenAI``) already configured: its base URL,
     API key, default headers and connection pool are used. Other keyword arguments are
     :class:`ModelOptions` (``max_tokens``, ``temperature``, ``thinking`` ...).
+    ``max_connections`` sizes the connection pool modelwire makes (not a client you pass).
     """
     from ._http import HTTPModel
     from .transport import HTTPTransport, Timeouts
@@ -97,7 +99,7 @@ def load_model(
         timeouts = Timeouts(**timeouts)
     if timeouts is not None:
         spec.options["timeouts"] = timeouts
-    transport = HTTPTransport(client, timeouts=timeouts or Timeouts()) if client is not None else None
+    transport = HTTPTransport(client, timeouts=timeouts or Timeouts(), max_connections=max_connections)
     return HTTPModel(spec, transport=transport, retry=retry)
 
 

@@ -125,11 +125,21 @@ class HTTPModel:
             response = None
             try:
                 try:
-                    budget = self.timeouts.first_byte if deadline is None else min(self.timeouts.first_byte, deadline - loop.time())
-                    response = await self.transport.open("POST", self.url(), headers, body, budget)
-                    first_deadline = loop.time() + max(0.0, budget)
+                    budget, which = self.timeouts.first_byte + self.timeouts.pool, "first_byte"
+                    if deadline is not None and deadline - loop.time() < budget:
+                        budget, which = deadline - loop.time(), "total"
+                    response = await self.transport.open("POST", self.url(), headers, body, budget, which)
+                    first_deadline = loop.time() + max(0.0, min(budget, self.timeouts.first_byte))
                     if response.status_code >= 400:
                         raise await _http_error(response, self.wire)
+                    if not _is_stream(response, self.wire):
+                        # JSON where a stream was asked for (the whole answer, or its error),
+                        # or something else (an HTML page from a proxy): the server answered,
+                        # so this is never retried and never a connection error.
+                        events = await self._whole_answer(response, decoder.adapter)
+                        for event in held + events:
+                            yield event
+                        return
                     async for chunk in read_chunks(response, self.timeouts, deadline, first_deadline):
                         events = decoder.feed(chunk)
                         if not events:
@@ -150,7 +160,7 @@ class HTTPModel:
                 except E.ProviderError as err:
                     if response is not None and err.request_id is None:
                         err.request_id = _request_id(response)
-                    if not passed_on:
+                    if not passed_on and not getattr(err, "answered", False):
                         delay = self.retry.delay(attempt, getattr(err, "retry_after", None)) if self.retry.retryable(err) else None
                         if delay is not None:
                             attempt += 1
@@ -172,6 +182,36 @@ class HTTPModel:
             finally:
                 if response is not None:
                     await response.aclose()
+
+    async def _whole_answer(self, response: Any, adapter: Any) -> list[EventBase]:
+        from ..adapters import decode_answer
+
+        content_type = response.headers.get("content-type", "")
+        raw = await _read_limited(response, self.max_source_bytes)
+        text = raw.decode("utf-8", "replace")
+        try:
+            answer: Any = json.loads(text) if "json" in content_type.lower() else None
+        except ValueError:
+            answer = None
+        if answer is None:
+            err = E.UpstreamError(
+                f"the server at {self.url()} answered HTTP {response.status_code} with {content_type or 'no content type'},"
+                f" not a {self.wire.description} stream: {text[:300]!r}",
+                status_code=response.status_code,
+                body=text[:2000],
+            )
+        elif isinstance(answer, dict) and "error" in answer and not answer.get("choices") and not answer.get("candidates"):
+            err = self.wire.error(answer, status=None)
+        else:
+            try:
+                return decode_answer(adapter, self.wire.answer_events(answer))
+            except NotImplementedError:
+                err = E.UpstreamError(f"the server answered with JSON, which the {self.wire.name} protocol cannot read as a reply: {text[:300]!r}", body=answer)
+            except E.ProviderError as decoded:
+                decoded.answered = True  # type: ignore[attr-defined]
+                raise
+        err.answered = True  # type: ignore[attr-defined]
+        raise err
 
     async def complete(
         self,
@@ -199,6 +239,22 @@ class HTTPModel:
         await self.transport.aclose()
 
 
+def _is_stream(response: Any, wire: WireProtocol) -> bool:
+    """What the content type says: the protocol's stream (or none given: read it as one)."""
+    content_type = response.headers.get("content-type", "").lower()
+    return not content_type or wire.content_type in content_type
+
+
+async def _read_limited(response: Any, limit: int) -> bytes:
+    parts, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            break
+        parts.append(chunk)
+    return b"".join(parts)
+
+
 def _request_id(response: Any) -> str | None:
     headers = response.headers
     return headers.get("request-id") or headers.get("x-request-id") or headers.get("apim-request-id")
@@ -210,6 +266,11 @@ async def _http_error(response: Any, wire: WireProtocol) -> E.ProviderError:
     except Exception:  # noqa: BLE001 - the status alone still makes a useful error
         raw = b""
     text = raw.decode("utf-8", "replace")
+    stripped = text.lstrip()
+    if stripped.startswith(("data:", "event:")):
+        # An SSE error frame as the body of an error status: its data is the error.
+        data_lines = [line[5:].strip() for line in stripped.splitlines() if line.startswith("data:")]
+        text = data_lines[0] if data_lines else text
     try:
         body: Any = json.loads(text) if text else {}
     except ValueError:

@@ -148,6 +148,17 @@ def all_presets() -> dict[str, Preset]:
     return {**PRESETS, **plugin_presets()}
 
 
+def _check_key(key: str, preset: Preset) -> None:
+    """A key that cannot go in an HTTP header is a clear error now, never later (the error
+    names where the key came from, never the key)."""
+    where = preset.key_env or "api_key"
+    if key != key.strip():
+        raise ConfigError(f"the {preset.name} key ({where}) has spaces or a line break around it; remove them")
+    bad = next((i for i, c in enumerate(key) if not (" " < c < "\x7f")), None)
+    if bad is not None:
+        raise ConfigError(f"the {preset.name} key ({where}) has a character that cannot be sent (position {bad}); check what was pasted")
+
+
 def find_config(start: Path | None = None) -> Path | None:
     """The nearest modelwire.toml (or a pyproject.toml with [tool.modelwire]) upwards from ``start``."""
     here = (start or Path.cwd()).resolve()
@@ -223,6 +234,8 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: di
             api_key = env.get(variable) or None
             if api_key:
                 break
+    if api_key is not None:
+        _check_key(api_key, preset)
     if api_key is None and preset.key_required:
         raise ConfigError(f"{preset.name} needs an API key: set {preset.key_env} (or pass api_key=...)")
     return ModelSpec(preset=preset, model=model, options=merged, api_key=api_key, base_url=base_url.rstrip("/"))

@@ -23,13 +23,17 @@ __all__ = ["Timeouts", "RetryPolicy", "HTTPTransport", "retry_after_seconds", "t
 
 @dataclass
 class Timeouts:
-    """Seconds. ``first_byte``: from sending the request to the first byte of the body;
-    ``chunk``: the longest gap between two pieces of the body; ``total``: the whole call."""
+    """Seconds. ``connect``: opening the connection; ``pool``: waiting for a free connection
+    of the pool (``max_connections``); ``first_byte``: from sending the request to the
+    response headers and then to the first byte of the body; ``chunk``: the longest gap
+    between two pieces of the body; ``total``: the whole call. Each timeout error says which
+    fired and its value (``err.which``, ``err.seconds``)."""
 
     connect: float = 10.0
     first_byte: float = 120.0
     chunk: float = 120.0
     total: float | None = 900.0
+    pool: float = 30.0
 
 
 @dataclass
@@ -89,12 +93,18 @@ def retry_after_seconds(headers: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def transport_error(exc: BaseException) -> E.ProviderError:
+_HTTPX_TIMEOUTS = {"ConnectTimeout": "connect", "PoolTimeout": "pool", "ReadTimeout": "chunk", "WriteTimeout": "connect"}
+
+
+def transport_error(exc: BaseException, timeouts: "Timeouts | None" = None) -> E.ProviderError:
     """Map an httpx / httpx2 exception (or an asyncio timeout) to a modelwire error."""
     names = {cls.__name__ for cls in type(exc).__mro__}
     text = str(exc) or type(exc).__name__
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "TimeoutException" in names:
-        return E.TimeoutError(f"timed out: {text}")
+        which = next((w for n, w in _HTTPX_TIMEOUTS.items() if n in names), None)
+        seconds = getattr(timeouts, which, None) if timeouts is not None and which else None
+        label = f"the {which} timeout ({seconds:g} s)" if which and seconds is not None else (f"the {which} timeout" if which else "a timeout")
+        return E.TimeoutError(f"{label} fired: {text}", which=which, seconds=seconds)
     if names & {"RemoteProtocolError", "ReadError", "WriteError", "ConnectError", "NetworkError", "ProtocolError"}:
         return E.ConnectionError(f"connection failed: {text}")
     if names & {"TransportError", "RequestError"} or isinstance(exc, OSError):
@@ -118,6 +128,7 @@ class HTTPTransport:
         self._owned = client is None
         self._max_connections = max_connections
         self._loop: Any = None
+        self._keepers: Any = None  # per event loop: closes that loop's pool when the loop shuts down
 
     @property
     def client(self) -> Any:
@@ -129,7 +140,7 @@ class HTTPTransport:
             except RuntimeError:
                 loop = None
             if loop is not None and self._loop is not None and loop is not self._loop:
-                self._client = None
+                self._client = None  # the old loop's pool was closed at its shutdown (see _keep)
         if self._client is None:
             import httpx2
 
@@ -139,28 +150,69 @@ class HTTPTransport:
                 self._loop = None
 
             t = self.timeouts
+            # No read timeout here: first_byte (headers, then the first byte) and chunk (each
+            # gap after it) are measured by open() and read_chunks(), which know which fired.
             self._client = httpx2.AsyncClient(
-                timeout=httpx2.Timeout(connect=t.connect, read=t.chunk, write=t.connect, pool=t.connect),
+                timeout=httpx2.Timeout(connect=t.connect, read=None, write=t.connect, pool=t.pool),
                 limits=httpx2.Limits(max_connections=self._max_connections, max_keepalive_connections=self._max_connections),
             )
         return self._client
 
-    async def open(self, method: str, url: str, headers: dict[str, str], content: bytes, timeout: float) -> Any:
-        """Send the request; return the response once its headers arrived (body not read)."""
+    async def _keep(self, client: Any) -> None:
+        """Close this loop's pool when the loop shuts down: ``asyncio.run()`` (and
+        ``asyncio.Runner``) finalize async generators before closing the loop, so a
+        suspended one is the hook. Scripts that call ``asyncio.run()`` per reply (the
+        chat CLI does) leave no pool behind."""
+        import weakref
+
+        if self._keepers is None:
+            self._keepers = weakref.WeakKeyDictionary()
+        loop = asyncio.get_running_loop()
+        if loop in self._keepers:
+            return
+
+        async def keeper() -> Any:
+            try:
+                yield
+            finally:
+                if self._client is client:
+                    self._client = None
+                await client.aclose()
+
+        generator = keeper()
+        await generator.__anext__()
+        self._keepers[loop] = generator
+
+    async def open(self, method: str, url: str, headers: dict[str, str], content: bytes, timeout: float, which: str = "first_byte") -> Any:
+        """Send the request; return the response once its headers arrived (body not read).
+        ``timeout`` covers waiting for a pooled connection (also bounded by ``pool``),
+        connecting and the headers; ``which`` names it in the error."""
         client = self.client
+        if self._owned:
+            await self._keep(client)
         request = client.build_request(method, url, headers=headers, content=content)
         try:
             async with asyncio.timeout(timeout):
                 return await client.send(request, stream=True)
+        except TimeoutError as exc:  # ours (asyncio.timeout) or httpx's: name the one that fired
+            if "TimeoutException" in {c.__name__ for c in type(exc).__mro__}:
+                raise transport_error(exc, self.timeouts) from exc
+            raise E.TimeoutError(f"the {which} timeout ({timeout:.1f} s) fired: no response headers from {request.url.host}", which=which, seconds=timeout) from exc
         except Exception as exc:
             if _is_transport_exception(exc):
-                raise transport_error(exc) from exc
+                err = transport_error(exc, self.timeouts)
+                err.message = f"{err.message} ({method} {url.split('?')[0]})"
+                raise err from exc
             raise
 
     async def aclose(self) -> None:
         if self._owned and self._client is not None:
-            await self._client.aclose()
-            self._client = None
+            client, self._client = self._client, None
+            try:
+                if self._loop is None or self._loop is asyncio.get_running_loop():
+                    await client.aclose()
+            except RuntimeError:  # a pool of a loop that is gone: nothing left to close here
+                pass
 
 
 async def read_chunks(response: Any, timeouts: Timeouts, deadline: float | None, first_deadline: float) -> AsyncIterator[bytes]:
@@ -168,25 +220,27 @@ async def read_chunks(response: Any, timeouts: Timeouts, deadline: float | None,
     loop = asyncio.get_running_loop()
     iterator = response.aiter_bytes().__aiter__()
     limit = first_deadline
+    which, seconds = "first_byte", timeouts.first_byte
     while True:
         now = loop.time()
         wait = limit - now
-        if deadline is not None:
-            wait = min(wait, deadline - now)
+        if deadline is not None and deadline - now < wait:
+            wait, which, seconds = deadline - now, "total", timeouts.total
         if wait <= 0:
-            raise E.TimeoutError("timed out waiting for the response body")
+            raise E.TimeoutError(f"the {which} timeout ({seconds:g} s) fired", which=which, seconds=seconds)
         try:
             async with asyncio.timeout(wait):
                 chunk = await iterator.__anext__()
         except StopAsyncIteration:
             return
         except TimeoutError as exc:
-            what = "the first byte of the response" if limit == first_deadline else "the next piece of the response"
-            raise E.TimeoutError(f"timed out after {wait:.1f}s waiting for {what}") from exc
+            what = {"first_byte": "for the first byte of the body", "chunk": "between two pieces of the body", "total": "for the whole call"}[which]
+            raise E.TimeoutError(f"the {which} timeout ({seconds:g} s) fired: nothing came {what}", which=which, seconds=seconds) from exc
         except Exception as exc:
             if _is_transport_exception(exc):
-                raise transport_error(exc) from exc
+                raise transport_error(exc, timeouts) from exc
             raise
         limit = loop.time() + timeouts.chunk
+        which, seconds = "chunk", timeouts.chunk
         if chunk:
             yield chunk

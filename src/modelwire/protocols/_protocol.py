@@ -235,6 +235,12 @@ class WireProtocol:
         pattern = re.escape(self.path.rstrip("/")).replace(re.escape("{model}"), "[^/]+")
         return re.search(pattern + "$", url.split("?")[0].rstrip("/")) is not None
 
+    def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
+        """A whole, non-streamed answer (a server that sent JSON where a stream was asked
+        for) as this protocol's own stream events, for its adapter: ``(event name, data)``
+        pairs, ``"[DONE]"`` as data for the marker. The same reply, whichever way it came."""
+        raise NotImplementedError(f"the {self.name} protocol cannot read a whole answer")
+
     # -- SDK clients -----------------------------------------------------------------------
 
     def sdk_base_url(self, base_url: str) -> str:

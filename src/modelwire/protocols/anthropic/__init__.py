@@ -61,6 +61,15 @@ class AnthropicProtocol(WireProtocol):
                 " provider's own field in extra_body",
             )
 
+    def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
+        message = {k: v for k, v in answer.items() if k not in ("stop_reason", "stop_sequence")}
+        delta = {"stop_reason": answer.get("stop_reason"), "stop_sequence": answer.get("stop_sequence")}
+        return [
+            ("message_start", {"type": "message_start", "message": message}),  # its content: complete blocks
+            ("message_delta", {"type": "message_delta", "delta": delta, "usage": answer.get("usage") or {}}),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+
     def fake_stream(self, *blocks: tuple, stop: str | None = None, msg_id: str = "msg_1", usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
         ev: list[tuple[str, Any]] = [
             ("message_start", {"type": "message_start", "message": {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-test", "content": [], "stop_reason": None, "usage": {"input_tokens": usage[0], "output_tokens": 1}}})

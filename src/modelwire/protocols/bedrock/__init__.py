@@ -65,6 +65,33 @@ class BedrockConverseProtocol(WireProtocol):
         headers["accept"] = self.content_type
         return headers
 
+    def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
+        """A Converse (not streamed) answer as ConverseStream events."""
+        message = (answer.get("output") or {}).get("message") or {}
+        events: list[tuple[str | None, Any]] = [("messageStart", {"role": message.get("role", "assistant")})]
+        for i, block in enumerate(message.get("content") or []):
+            if "toolUse" in block:
+                tool = block["toolUse"]
+                events.append(("contentBlockStart", {"contentBlockIndex": i, "start": {"toolUse": {"toolUseId": tool.get("toolUseId"), "name": tool.get("name")}}}))
+                events.append(("contentBlockDelta", {"contentBlockIndex": i, "delta": {"toolUse": {"input": json.dumps(tool.get("input") or {})}}}))
+            elif "text" in block:
+                events.append(("contentBlockDelta", {"contentBlockIndex": i, "delta": {"text": block["text"]}}))
+            elif "reasoningContent" in block:
+                reasoning = block["reasoningContent"]
+                text = reasoning.get("reasoningText") or {}
+                if "redactedContent" in reasoning:
+                    events.append(("contentBlockDelta", {"contentBlockIndex": i, "delta": {"reasoningContent": {"redactedContent": reasoning["redactedContent"]}}}))
+                else:
+                    events.append(("contentBlockDelta", {"contentBlockIndex": i, "delta": {"reasoningContent": {"text": text.get("text", "")}}}))
+                    if text.get("signature"):
+                        events.append(("contentBlockDelta", {"contentBlockIndex": i, "delta": {"reasoningContent": {"signature": text["signature"]}}}))
+            else:
+                continue
+            events.append(("contentBlockStop", {"contentBlockIndex": i}))
+        events.append(("messageStop", {"stopReason": answer.get("stopReason"), **({"additionalModelResponseFields": answer["additionalModelResponseFields"]} if answer.get("additionalModelResponseFields") else {})}))
+        events.append(("metadata", {"usage": answer.get("usage") or {}, **({"metrics": answer["metrics"]} if "metrics" in answer else {})}))
+        return events
+
     def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "") -> None:
         inference: dict[str, Any] = {}
         if o.max_tokens is not None:

@@ -56,6 +56,10 @@ class GeminiProtocol(WireProtocol):
     def matches_url(self, url: str) -> bool:
         return ":streamGenerateContent" in url.split("?")[0] or url.split("?")[0].endswith(":generateContent")
 
+    def answer_events(self, answer: Any) -> list[tuple[str | None, Any]]:
+        # generateContent answers and streamed chunks share one shape; some servers send a list
+        return [(None, chunk) for chunk in (answer if isinstance(answer, list) else [answer])]
+
     def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "") -> None:
         config: dict[str, Any] = {}
         if o.max_tokens is not None:

@@ -87,6 +87,18 @@ class OpenAIChatProtocol(WireProtocol):
                 "json_schema": {"name": o.json_schema_name, "schema": o.json_schema, "strict": True},
             }
 
+    def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
+        chunk = {k: v for k, v in answer.items() if k != "choices"}
+        choices = []
+        for choice in answer.get("choices") or []:
+            message = dict(choice.get("message") or {})
+            calls = message.pop("tool_calls", None)
+            if calls:
+                message["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
+            choices.append({"index": choice.get("index", 0), "delta": message, "finish_reason": choice.get("finish_reason")})
+        chunk["choices"] = choices
+        return [(None, chunk), (None, "[DONE]")]
+
     def fake_stream(self, *blocks: tuple, finish: str | None = None, reasoning_field: str = "reasoning_content", usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
         """Tool calls are streamed in parallel, their fragments interleaved."""
 

@@ -53,6 +53,36 @@ class OpenAIResponsesProtocol(WireProtocol):
         if o.json_schema is not None:
             p["text"] = {"format": {"type": "json_schema", "name": o.json_schema_name, "schema": o.json_schema, "strict": True}}
 
+    def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
+        events: list[tuple[str | None, Any]] = [("response.created", {"type": "response.created", "response": {**answer, "output": [], "status": "in_progress"}})]
+
+        def add(data: dict[str, Any]) -> None:
+            events.append((data["type"], data))
+
+        for oi, item in enumerate(answer.get("output") or []):
+            kind, item_id = item.get("type"), item.get("id")
+            if kind == "message":
+                add({"type": "response.output_item.added", "output_index": oi, "item": {**item, "content": []}})
+                for ci, part in enumerate(item.get("content") or []):
+                    add({"type": "response.content_part.added", "item_id": item_id, "output_index": oi, "content_index": ci, "part": {**part, "text": ""} if "text" in part else part})
+                    if part.get("type") == "output_text" and part.get("text"):
+                        add({"type": "response.output_text.delta", "item_id": item_id, "output_index": oi, "content_index": ci, "delta": part["text"]})
+                    elif part.get("type") == "refusal" and part.get("refusal"):
+                        add({"type": "response.refusal.delta", "item_id": item_id, "output_index": oi, "content_index": ci, "delta": part["refusal"]})
+                    add({"type": "response.content_part.done", "item_id": item_id, "output_index": oi, "content_index": ci, "part": part})
+            elif kind == "reasoning":
+                add({"type": "response.output_item.added", "output_index": oi, "item": {**item, "summary": []}})
+                for si, part in enumerate(item.get("summary") or []):
+                    add({"type": "response.reasoning_summary_part.added", "item_id": item_id, "output_index": oi, "summary_index": si, "part": {**part, "text": ""}})
+                    add({"type": "response.reasoning_summary_text.delta", "item_id": item_id, "output_index": oi, "summary_index": si, "delta": part.get("text", "")})
+            else:
+                add({"type": "response.output_item.added", "output_index": oi, "item": item})
+            add({"type": "response.output_item.done", "output_index": oi, "item": item})
+        status = answer.get("status") or "completed"
+        final = "response.incomplete" if status == "incomplete" else ("response.failed" if status == "failed" else "response.completed")
+        add({"type": final, "response": answer})
+        return events
+
     def fake_stream(self, *blocks: tuple, resp_id: str = "resp_1", usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
         """``("think", text)`` becomes a reasoning item ``rs_<n>`` with ``encrypted_content`` ``enc-<n>``."""
         ev: list[tuple[str | None, Any]] = []
