@@ -13,6 +13,8 @@ from typing import Any
 __all__ = [
     "ModelwireError",
     "RoleError",
+    "InvalidMessageError",
+    "AgentBusyError",
     "EventApplyError",
     "StreamGrammarError",
     "EventDecodeError",
@@ -42,6 +44,14 @@ class ModelwireError(Exception):
     """Base class of every error modelwire raises on purpose."""
 
 
+def debug_enabled() -> bool:
+    """``MODELWIRE_DEBUG=1``: a bug inside modelwire surfaces as its own exception instead
+    of a typed error (the tests run this way)."""
+    import os
+
+    return os.environ.get("MODELWIRE_DEBUG", "") not in ("", "0")
+
+
 class RoleError(ModelwireError, ValueError):
     """A message holds a block its role does not allow.
 
@@ -64,6 +74,15 @@ _ROLE_HELP = {
     "system": "system messages take only 'text' blocks",
     "assistant": "assistant messages take every block type",
 }
+
+
+class InvalidMessageError(ModelwireError, ValueError):
+    """A message or block that could not be sent or saved later (not a block, a lone
+    surrogate in a string, data nested absurdly deep): refused where it enters."""
+
+
+class AgentBusyError(ModelwireError, RuntimeError):
+    """An agent was asked for a second reply while one is running."""
 
 
 class EventApplyError(ModelwireError, ValueError):

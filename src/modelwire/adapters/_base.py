@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 from typing import Any, Callable
 
 from pydantic_core import from_json
@@ -34,6 +33,7 @@ from ..errors import (
     InternalError,
     ProviderError,
     StreamProtocolError,
+    debug_enabled,
     error_from_body,
 )
 from pydantic import ValidationError
@@ -49,9 +49,7 @@ _log = logging.getLogger("modelwire.adapters")
 _STOP_REASONS = frozenset(E.StopReason)
 
 
-def debug() -> bool:
-    """``MODELWIRE_DEBUG=1``: bugs inside modelwire surface as their own exceptions."""
-    return os.environ.get("MODELWIRE_DEBUG", "") not in ("", "0")
+debug = debug_enabled
 
 
 def _is_error_frame(data: dict[str, Any]) -> bool:

@@ -22,7 +22,7 @@ from typing import Any, AsyncIterator, Iterable, Sequence
 
 from .. import event as E
 from .._ids import new_id
-from ..errors import ModelwireError, ProviderError
+from ..errors import AgentBusyError, ModelwireError, ProviderError
 from ..formatters import ToolSpec
 from ..message import AssistantMsg, DataBlock, Msg, SystemMsg, TextBlock, ToolCallBlock
 from ._tools import Tool, ToolArgumentsError
@@ -108,6 +108,7 @@ class Agent:
         self._interrupt = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._outside = False  # True while the consumer holds an event
+        self._running: asyncio.Task | None = None  # the task running a reply
 
     # -- public API ------------------------------------------------------------------------
 
@@ -138,7 +139,25 @@ class Agent:
     async def reply_stream(
         self, msg: Msg | Sequence[Msg] | None = None, *, event: E.EventBase | None = None, structured_model: Any = None
     ) -> AsyncIterator[E.EventBase]:
-        """Yield the events of one reply, or of the rest of a parked reply (``event=``)."""
+        """Yield the events of one reply, or of the rest of a parked reply (``event=``).
+
+        One reply at a time: an agent keeps one conversation, so a second reply while one
+        runs raises :class:`~modelwire.errors.AgentBusyError` (use one agent per task)."""
+        me = asyncio.current_task()
+        owner = self._running
+        if owner is not None and owner is not me and not owner.done():
+            raise AgentBusyError(f"agent {self.name!r} is already replying in another task; one reply at a time (make one Agent per concurrent conversation)")
+        self._running = me
+        try:
+            async for ev in self._reply_stream(msg, event=event, structured_model=structured_model):
+                yield ev
+        finally:
+            if self._running is me:
+                self._running = None
+
+    async def _reply_stream(
+        self, msg: Msg | Sequence[Msg] | None = None, *, event: E.EventBase | None = None, structured_model: Any = None
+    ) -> AsyncIterator[E.EventBase]:
         self._interrupt = asyncio.Event()
         if event is not None:
             state = self._states.get(event.reply_id)

@@ -7,6 +7,8 @@ own models and the official SDK clients alike, whichever client object made the 
 
 from __future__ import annotations
 
+import contextvars
+
 import asyncio
 import contextlib
 import importlib
@@ -26,7 +28,10 @@ from ._cassette import (
 
 __all__ = ["use_cassette", "CassetteSession"]
 
-_ACTIVE: list["CassetteSession"] = []
+# The cassettes in use, per task: a context variable, so concurrent tasks (and tests run
+# side by side) each see their own. The transports stay patched while any is in use.
+_ACTIVE: contextvars.ContextVar[tuple["CassetteSession", ...]] = contextvars.ContextVar("modelwire_cassettes", default=())
+_USERS = 0
 _ORIGINALS: dict[tuple[str, str], Any] = {}
 
 
@@ -52,7 +57,8 @@ class CassetteSession:
 
 
 def _session() -> CassetteSession | None:
-    return _ACTIVE[-1] if _ACTIVE else None
+    active = _ACTIVE.get()
+    return active[-1] if active else None
 
 
 def _request_parts(request: Any) -> tuple[str, str, list[tuple[str, str]], bytes]:
@@ -244,10 +250,12 @@ def use_cassette(
     if notes:
         cassette.notes = notes
     session = CassetteSession(cassette, record_mode, realtime=realtime, existed=existed)
-    if not _ACTIVE:
+    global _USERS
+    if not _USERS:
         _patch("httpx2")
         _patch("httpx")
-    _ACTIVE.append(session)
+    _USERS += 1
+    token = _ACTIVE.set((*_ACTIVE.get(), session))
     failed = False
     try:
         yield session
@@ -255,8 +263,12 @@ def use_cassette(
         failed = True
         raise
     finally:
-        _ACTIVE.remove(session)
-        if not _ACTIVE:
+        try:
+            _ACTIVE.reset(token)
+        except ValueError:  # left in another context than it was entered: drop it there
+            _ACTIVE.set(tuple(s for s in _ACTIVE.get() if s is not session))
+        _USERS -= 1
+        if not _USERS:
             _unpatch("httpx2")
             _unpatch("httpx")
         if session.recording and session.recorded:

@@ -21,10 +21,11 @@ from typing import Any, Iterable, Sequence
 
 from pydantic_core import from_json
 
-from ..errors import FormatError
+from ..errors import FormatError, debug_enabled
 from ..message import DataBlock, Msg, Origin, TextBlock, ToolCallBlock, ToolResultBlock, origin, provenance
 
 __all__ = [
+    "guarded",
     "provenance",
     "ToolSpec",
     "Segment",
@@ -59,18 +60,42 @@ class ToolSpec:
         if hasattr(tool, "tool_spec"):  # agent tools describe themselves
             return tool.tool_spec()
         if not isinstance(tool, dict):
-            raise TypeError(f"a tool must be a ToolSpec or a dict, not {type(tool).__name__}")
+            raise FormatError(None, f"a tool must be a ToolSpec or a dict, not {type(tool).__name__}")
         if isinstance(tool.get("function"), dict):
             tool = tool["function"]
         schema = tool.get("parameters", tool.get("input_schema"))
-        if "name" not in tool:
-            raise ValueError(f"tool definition without a name: {json.dumps(tool)[:120]}")
+        if not isinstance(tool.get("name"), str) or not tool["name"]:
+            raise FormatError(None, f"a tool definition needs a name: {json.dumps(tool, default=str)[:120]}")
+        if schema is not None and not isinstance(schema, dict):
+            raise FormatError(None, f"tool {tool['name']!r}: its parameters must be a JSON schema object, not {type(schema).__name__}")
+        if not isinstance(tool.get("description") or "", str):
+            raise FormatError(None, f"tool {tool['name']!r}: its description must be a string")
         return cls(
             name=tool["name"],
             description=tool.get("description") or "",
             parameters=schema if schema is not None else {"type": "object", "properties": {}},
             strict=tool.get("strict"),
         )
+
+
+def guarded(format: Any) -> Any:
+    """Formatters raise only :class:`FormatError`: anything else a conversation makes one
+    raise (a wrong-typed extra, say) becomes one, naming what broke; with
+    ``MODELWIRE_DEBUG=1`` it surfaces as itself, since it may be a bug here."""
+    import functools
+
+    @functools.wraps(format)
+    def run(self: Any, messages: Sequence[Msg], tools: Any = None, tool_choice: Any = None) -> dict[str, Any]:
+        try:
+            return format(self, messages, tools, tool_choice)
+        except FormatError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+            if debug_enabled():
+                raise
+            raise FormatError(None, f"cannot format this conversation ({type(exc).__name__}: {exc})", getattr(self, "protocol", "")) from exc
+
+    return run
 
 
 def tool_specs(tools: Iterable[Any] | None) -> list[ToolSpec]:

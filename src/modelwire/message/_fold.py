@@ -127,16 +127,22 @@ def _missing(event: Any, kind: str, key: str, msg: Msg) -> EventApplyError:
     return EventApplyError(event, f"no {kind} with id {key!r} in message {msg.id!r} (was its START folded?)")
 
 
+def _check_extras(ev: Any, block: Any) -> None:
+    """Provider extras ride beside a block's own fields; they never replace one (an
+    ``extras={"type": "text"}`` would turn a tool call into something else)."""
+    extras = ev.extras
+    if extras:
+        clash = [key for key in extras if key in type(block).model_fields]
+        if clash:
+            raise EventApplyError(ev, f"its extras would overwrite the block's own field(s) {clash}")
+
+
 def _set_extras(block: Any, extras: dict[str, Any] | None) -> None:
     if not extras:
         return
-    fields = type(block).model_fields
     extra = block.__pydantic_extra__
-    for key, value in extras.items():
-        if key in fields:
-            block.__dict__[key] = value
-        elif extra is not None:
-            extra[key] = value
+    if extra is not None:
+        extra.update(extras)
 
 
 def _append_block(msg: "Msg", fold: FoldState, block: Any) -> None:
@@ -198,6 +204,7 @@ def _streamed(kind: str, attr: str, label: str, id_field: str) -> tuple[Callable
         block = table_of(fold).get(block_id)
         if block is None:
             raise _missing(ev, label, block_id, msg)
+        _check_extras(ev, block)
         if kind == "text" and ev.text is not None:
             fold.drop(block)  # END carries the final text: it replaces the deltas
             block.__dict__["text"] = ev.text
@@ -252,6 +259,7 @@ def _data_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = fold.data.get(ev.block_id)
     if block is None:
         raise _missing(ev, "data block", ev.block_id, msg)
+    _check_extras(ev, block)
     fold.flush_one(block.source)
     block.__dict__["finished_at"] = ev.created_at
     _set_extras(block, ev.extras)

@@ -13,7 +13,8 @@ from typing import Any, Iterable, Literal, Sequence, SupportsIndex
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from .._ids import new_id, now_iso
-from ._blocks import ContentBlock, TextBlock
+from ..errors import InvalidMessageError
+from ._blocks import BLOCK_TYPES, ContentBlock, TextBlock
 from ._fold import apply_event
 from ._types import _ALLOWED, ErrorInfo, ErrorType, ReplyFinishedReason, Usage, check_role
 
@@ -28,6 +29,41 @@ __all__ = [
     "SystemMsg",
     "BlockList",
 ]
+
+_BLOCK_CLASSES = tuple(BLOCK_TYPES.values())
+MAX_DEPTH = 64  # nesting of metadata / extras a message may hold
+
+
+def _as_block(value: Any) -> Any:
+    """A content block, from a block or its dict form; anything else is refused here,
+    not later when the message is sent or saved."""
+    if isinstance(value, _BLOCK_CLASSES):
+        return value
+    if isinstance(value, dict) and value.get("type") in BLOCK_TYPES:
+        try:
+            return BLOCK_TYPES[value["type"]].model_validate(value)
+        except ValueError as exc:
+            raise InvalidMessageError(f"not a valid {value['type']} block: {exc}") from None
+    raise InvalidMessageError(f"a message holds content blocks ({', '.join(BLOCK_TYPES)}), not {type(value).__name__}")
+
+
+def _check_value(value: Any, depth: int = 0) -> None:
+    """Refuse what JSON could not carry later: lone surrogates, absurd nesting."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"data nested more than {MAX_DEPTH} levels deep")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"a string holds a lone surrogate ({value[exc.start:exc.end]!r} at {exc.start}), which no provider takes") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_value(key, depth + 1)
+            _check_value(item, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _check_value(item, depth + 1)
+
 
 class BlockList(list):
     """The ``content`` list of a :class:`Msg`: a list that enforces the role rules.
@@ -49,15 +85,17 @@ class BlockList(list):
             owner._content_changed()
 
     def append(self, block: Any) -> None:
+        block = _as_block(block)
         self._check((block,), len(self))
         super().append(block)
 
     def insert(self, index: SupportsIndex, block: Any) -> None:
+        block = _as_block(block)
         self._check((block,), int(index))
         super().insert(index, block)
 
     def extend(self, blocks: Iterable[Any]) -> None:
-        blocks = list(blocks)
+        blocks = [_as_block(b) for b in blocks]
         self._check(blocks, len(self))
         super().extend(blocks)
 
@@ -67,9 +105,10 @@ class BlockList(list):
 
     def __setitem__(self, index: Any, value: Any) -> None:
         if isinstance(index, slice):
-            value = list(value)
+            value = [_as_block(v) for v in value]
             self._check(value, index.start or 0)
         else:
+            value = _as_block(value)
             self._check((value,), int(index))
         super().__setitem__(index, value)
 
@@ -128,9 +167,27 @@ class Msg(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _str_content(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("content"), str):
-            data = {**data, "content": [TextBlock(text=data["content"])]}
+        if isinstance(data, dict):
+            if any(isinstance(v, (dict, list, str)) and not isinstance(v, BlockList) for v in data.values()):
+                _check_value({k: v for k, v in data.items() if not isinstance(v, BlockList)})
+            if isinstance(data.get("content"), str):
+                data = {**data, "content": [TextBlock(text=data["content"])]}
         return data
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Msg":  # type: ignore[override]
+        """A copy that keeps the role rules (an ``update`` of the role or content is checked)
+        and owns its content list."""
+        self._sync()
+        copy = super().model_copy(update=update, deep=deep)
+        d = copy.__dict__
+        content = d["content"]
+        if isinstance(content, str):
+            content = [TextBlock(text=content)]
+        blocks = [_as_block(b) for b in content]
+        check_role(d["role"], blocks)
+        d["content"] = BlockList(blocks, copy)
+        copy.__pydantic_private__ = {"_fold": None}
+        return copy
 
     @model_validator(mode="after")
     def _own_content(self) -> "Msg":

@@ -32,6 +32,7 @@ from urllib.parse import unquote_to_bytes
 from ...errors import FormatError
 from ...message import Msg
 from ...formatters import (
+    guarded,
     extra,
     is_raw_provider_block,
     ToolSpec,
@@ -85,6 +86,7 @@ class AnthropicFormatter:
         self.cache_tools = cache_tools
         self.cache_last_turns = cache_last_turns
 
+    @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
         specs = tool_specs(tools)
         system: list[dict[str, Any]] = []

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 from ...errors import FormatError
 from ...formatters import (
+    guarded,
     ToolSpec,
     data_parts,
     extra,
@@ -90,6 +91,7 @@ class BedrockConverseFormatter:
         self.speaker_names = speaker_names
         self.assistant_name = assistant_name
 
+    @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
         specs = tool_specs(tools)
         system: list[dict[str, Any]] = []

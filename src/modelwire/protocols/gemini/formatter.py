@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 from ...errors import FormatError
 from ...formatters import (
+    guarded,
     ToolSpec,
     data_parts,
     extra,
@@ -78,6 +79,7 @@ class GeminiFormatter:
         self.speaker_names = speaker_names
         self.assistant_name = assistant_name
 
+    @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
         server_tools = [t for t in tools or () if isinstance(t, dict) and len(t) == 1 and next(iter(t)) in SERVER_TOOLS]
         specs = tool_specs([t for t in tools or () if not any(t is s for s in server_tools)])

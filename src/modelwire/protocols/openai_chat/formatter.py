@@ -30,6 +30,7 @@ from typing import Any, Sequence
 from ...errors import FormatError
 from ...message import Msg
 from ...formatters import (
+    guarded,
     extra,
     is_raw_provider_block,
     ToolSpec,
@@ -89,6 +90,7 @@ class OpenAIChatFormatter:
         self.speaker_names = speaker_names
         self.assistant_name = assistant_name
 
+    @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
         specs = tool_specs(tools)
         out: list[dict[str, Any]] = []

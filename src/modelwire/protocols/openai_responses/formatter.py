@@ -28,6 +28,7 @@ from typing import Any, Sequence
 from ...errors import FormatError
 from ...message import Msg
 from ...formatters import (
+    guarded,
     extra,
     is_raw_provider_block,
     ToolSpec,
@@ -79,6 +80,7 @@ class OpenAIResponsesFormatter:
         self.speaker_names = speaker_names
         self.assistant_name = assistant_name
 
+    @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
         specs = tool_specs(tools)
         items: list[dict[str, Any]] = []
