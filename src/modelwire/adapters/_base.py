@@ -356,6 +356,8 @@ class BaseAdapter:
     def _fail(self, err: ProviderError) -> None:
         if self.finished:
             raise err
+        if not self.started:
+            self._start({})  # a call that failed on its first event still opened
         self.failed = err
         self.stop_reason = "error"
         if err.provider_type:

@@ -48,6 +48,7 @@ STOP_REASONS = {
 _SERVER_CALLS = {"server_tool_use", "mcp_tool_use"}
 # What the adapter reads of each event (checked when it failed: see BaseAdapter.shape_problem).
 _USAGE = {"input_tokens": (int, OPTIONAL), "output_tokens": (int, OPTIONAL), "cache_read_input_tokens": (int, OPTIONAL), "cache_creation_input_tokens": (int, OPTIONAL)}
+_DELTA_FIELDS = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking", "signature_delta": "signature"}
 SHAPES: dict[str, dict[str, tuple]] = {
     "message_start": {"message": (dict,), "message.id": (str, OPTIONAL), "message.model": (str, OPTIONAL), "message.content": (list, OPTIONAL), "message.content[]": (dict,), "message.usage": (dict, OPTIONAL), **{f"message.usage.{k}": v for k, v in _USAGE.items()}},
     "content_block_start": {"index": (int,), "content_block": (dict,), "content_block.type": (str,), "content_block.id": (str, OPTIONAL), "content_block.name": (str, OPTIONAL), "content_block.text": (str, OPTIONAL), "content_block.thinking": (str, OPTIONAL), "content_block.signature": (str, OPTIONAL), "content_block.citations": (list, OPTIONAL)},
@@ -82,7 +83,12 @@ class AnthropicAdapter(BaseAdapter):
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         spec = SHAPES.get(data.get("type"))  # type: ignore[arg-type]
-        return shape_problem(data, spec) if spec else None
+        problem = shape_problem(data, spec) if spec else None
+        if problem is None and data.get("type") == "content_block_delta":
+            field = _DELTA_FIELDS.get(data["delta"].get("type"))
+            if field is not None and not isinstance(data["delta"].get(field), str):
+                problem = f"a {data['delta']['type']} without its {field} string"
+        return problem
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
         etype = data.get("type")

@@ -59,6 +59,15 @@ SHAPE: dict[str, tuple] = {
 }
 
 
+_REQUIRED: dict[str, tuple[tuple[str, type], ...]] = {
+    "response.output_item.added": (("item", dict),),
+    "response.output_item.done": (("item", dict),),
+    "response.content_part.added": (("part", dict),),
+    "response.completed": (("response", dict),),
+    "response.incomplete": (("response", dict),),
+}
+
+
 class _Item:
     __slots__ = ("id", "type", "raw", "keys", "call_key", "args_seen", "output_index")
 
@@ -83,15 +92,28 @@ class OpenAIResponsesAdapter(BaseAdapter):
         self._reasoning: list[_Item] = []  # reasoning items done, blocks still open
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
-        return (data.get("response") or {}).get("model")
+        response = data.get("response")
+        model = response.get("model") if isinstance(response, dict) else None
+        return model if isinstance(model, str) else None
 
     # -- dispatch ---------------------------------------------------------------------
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
-        return shape_problem(data, SHAPE)
+        problem = shape_problem(data, SHAPE)
+        if problem is None:
+            etype = str(data.get("type") or event or "")
+            required = _REQUIRED.get(etype) or (("delta", str),) if etype.endswith(".delta") else _REQUIRED.get(etype, ())
+            for field, kind in required:
+                if not isinstance(data.get(field), kind):
+                    return f"{etype} without its {field}"
+            if etype.startswith("response.output_item") and not isinstance(data["item"].get("type"), str):
+                return f"{etype} with an item that has no type"
+        return problem
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
         etype = data.get("type") or event or ""
+        if "type" not in data:
+            data["type"] = etype  # named by the SSE event line only: the handlers read it here
         handler = _HANDLERS.get(etype)
         if handler is not None:
             handler(self, data)
