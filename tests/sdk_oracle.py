@@ -106,7 +106,7 @@ def compare_anthropic(msgs: list[Msg] | Msg, finals: list[Any] | Any, end_events
             lost = {k: v for k, v in raw.items() if v is not None and k not in sdk}
             if lost:
                 notes.append(f"SDK drops {sorted(lost)} of a {t.type} block; modelwire keeps them")
-    for end, final in zip(end_events, _list(finals)):
+    for end, final in zip(end_events, _list(finals), strict=True):
         u = final.usage
         assert (end.input_tokens, end.output_tokens) == (u.input_tokens, u.output_tokens)
         assert end.cache_input_tokens == (u.cache_read_input_tokens or 0)
@@ -129,6 +129,10 @@ def compare_chat(msg: Msg, final: Any, end: Any) -> list[str]:
     sdk_calls = m.tool_calls or []
     assert [(c.id, c.name, c.input) for c in calls] == [(t.id, t.function.name, t.function.arguments) for t in sdk_calls]
     thinking = [b for b in msg.content if b.type == "thinking"]
+    # Nothing else, and in the order a reply has them: reasoning first, calls last.
+    assert len(msg.content) == len(texts) + len(refusals) + len(calls) + len(thinking), [b.type for b in msg.content]
+    assert len(thinking) <= 1 and (not thinking or msg.content[0].type == "thinking")
+    assert [b.type for b in msg.content[len(msg.content) - len(calls) :]] == ["tool_call"] * len(calls)
     extra = m.model_extra or {}
     for field in ("reasoning_content", "reasoning"):
         if extra.get(field):

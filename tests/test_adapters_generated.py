@@ -100,6 +100,7 @@ def test_generated_anthropic_streams_match_the_sdk(seed):
     oracle.compare_anthropic(msg, oracle.anthropic_final(body), ends(events))
     for split in (seed, seed + 1000):
         assert decode("anthropic", [body], split_seed=split)[0] == msg
+    assert decode("anthropic", [body.replace(b"\n", b"\r\n")], split_seed=seed)[0] == msg  # CRLF line ends
 
 
 # -- Chat Completions ------------------------------------------------------------------------
@@ -160,6 +161,7 @@ def test_generated_chat_streams_match_the_sdk(seed):
     assert end.cache_input_tokens == json.loads(body.split(b"data: ")[-2])["usage"]["prompt_tokens_details"]["cached_tokens"]
     for split in (seed, seed + 1000):
         assert decode("openai-chat", [body], split_seed=split)[0] == msg
+    assert decode("openai-chat", [body.replace(b"\n", b"\r\n")], split_seed=seed)[0] == msg  # CRLF line ends
 
 
 # -- Responses -------------------------------------------------------------------------------
@@ -232,6 +234,7 @@ def test_generated_responses_streams_match_the_sdk(seed):
     oracle.compare_responses(msg, oracle.responses_final(body), end)
     for split in (seed, seed + 1000):
         assert decode("openai-responses", [body], split_seed=split)[0] == msg
+    assert decode("openai-responses", [body.replace(b"\n", b"\r\n")], split_seed=seed)[0] == msg  # CRLF line ends
 
 
 def test_the_generators_cover_what_they_claim():
