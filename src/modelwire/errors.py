@@ -33,6 +33,14 @@ __all__ = [
     "InternalError",
     "FormatError",
     "ConfigError",
+    "AgentError",
+    "ToolArgumentsError",
+    "CassetteError",
+    "CassetteMismatchError",
+    "UnusedInteractionsError",
+    "CassetteSecretError",
+    "SSELineTooLongError",
+    "EventStreamError",
     "UnsupportedOptionError",
     "UnknownProtocolError",
     "error_class",
@@ -267,6 +275,41 @@ class UnsupportedOptionError(ModelwireError, ValueError):
         self.option = option
         self.provider = provider
         super().__init__(f"{provider} does not take {option!r}" + (f": {hint}" if hint else ""))
+
+
+# -- errors of the agent, cassettes and decoders ------------------------------------------------
+
+
+class AgentError(ModelwireError, RuntimeError):
+    """The agent was used in a way it cannot follow (resuming a reply that is not parked ...)."""
+
+
+class ToolArgumentsError(ModelwireError, ValueError):
+    """The model's arguments for a tool are not valid JSON or do not fit its schema."""
+
+
+class CassetteError(ModelwireError, AssertionError):
+    """A cassette was used wrongly (missing file in replay mode, bad record mode ...)."""
+
+
+class CassetteMismatchError(CassetteError):
+    """A request matched no recorded interaction. The message shows a diff against the nearest one."""
+
+
+class UnusedInteractionsError(CassetteError):
+    """Recorded interactions were never played: the code under test no longer makes them."""
+
+
+class CassetteSecretError(CassetteError):
+    """Recording refused to write a file that still holds a secret."""
+
+
+class SSELineTooLongError(StreamProtocolError):
+    """A line (or an event's data) longer than the decoder's limit: a broken or hostile server."""
+
+
+class EventStreamError(StreamProtocolError):
+    """A frame that breaks AWS's event-stream format (bad CRC, impossible lengths, a cut frame)."""
 
 
 # -- provider error bodies -> typed errors ------------------------------------------------------

@@ -17,16 +17,12 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import StreamProtocolError
+from ..errors import EventStreamError
 
 __all__ = ["Frame", "EventStreamDecoder", "EventStreamError", "encode_frame", "MAX_FRAME"]
 
 MAX_FRAME = 16 * 1024 * 1024  # AWS caps a message at 16 MiB
 _PRELUDE = 12
-
-
-class EventStreamError(StreamProtocolError):
-    """A frame that breaks the event-stream format (bad CRC, impossible lengths, a cut frame)."""
 
 
 @dataclass

@@ -21,15 +21,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import StreamProtocolError
+from ..errors import SSELineTooLongError
 
 __all__ = ["SSEEvent", "SSEDecoder", "SSELineTooLongError", "MAX_LINE"]
 
 MAX_LINE = 64 * 1024 * 1024  # bytes in one line (and one event's data) before the stream is refused
 
-
-class SSELineTooLongError(StreamProtocolError):
-    """A line (or an event's data) longer than the decoder's limit: a broken or hostile server."""
 
 _NAMES: dict[bytes, str] = {}  # event names seen, decoded once (providers use a handful)
 

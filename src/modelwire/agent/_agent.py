@@ -22,7 +22,7 @@ from typing import Any, AsyncIterator, Iterable, Sequence
 
 from .. import event as E
 from .._ids import new_id
-from ..errors import AgentBusyError, ModelwireError, ProviderError
+from ..errors import AgentBusyError, AgentError, ModelwireError, ProviderError
 from ..formatters import ToolSpec
 from ..message import AssistantMsg, DataBlock, Msg, SystemMsg, TextBlock, ToolCallBlock
 from ._tools import Tool, ToolArgumentsError
@@ -30,10 +30,6 @@ from ._tools import Tool, ToolArgumentsError
 __all__ = ["Agent", "AgentError"]
 
 STRUCTURED_TOOL = "final_answer"
-
-
-class AgentError(ModelwireError, RuntimeError):
-    """The agent was used in a way it cannot follow (resuming a reply that is not parked ...)."""
 
 
 @dataclass

@@ -18,11 +18,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..formatters import ToolSpec
 
+from ..errors import ToolArgumentsError
+
 __all__ = ["Tool", "tool", "ToolArgumentsError"]
-
-
-class ToolArgumentsError(ValueError):
-    """The model's arguments for a tool are not valid JSON or do not fit its schema."""
 
 
 _ARGS_RE = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$", re.MULTILINE)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..errors import ModelwireError
+from ..errors import CassetteError, CassetteMismatchError, CassetteSecretError, UnusedInteractionsError
 
 __all__ = [
     "Cassette",
@@ -59,20 +59,8 @@ KEPT_REQUEST_HEADERS = ("content-type", "accept", "anthropic-version", "anthropi
 KEPT_RESPONSE_HEADERS = ("content-type", "retry-after", "retry-after-ms", "request-id", "x-request-id")
 
 
-class CassetteError(ModelwireError, AssertionError):
-    """A cassette was used wrongly (missing file in replay mode, bad record mode ...)."""
 
 
-class CassetteMismatchError(CassetteError):
-    """A request matched no recorded interaction. The message shows a diff against the nearest one."""
-
-
-class UnusedInteractionsError(CassetteError):
-    """Recorded interactions were never played: the code under test no longer makes them."""
-
-
-class CassetteSecretError(CassetteError):
-    """Recording refused to write a file that still holds a secret."""
 
 
 def canonical_json(value: Any, ignore: Iterable[str] = ()) -> str:
