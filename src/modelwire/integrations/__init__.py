@@ -1,0 +1,1 @@
+"""Integrations with other agent frameworks (each imports its framework on use)."""

@@ -1,0 +1,268 @@
+"""AgentScope agents on modelwire models: a ``ChatModelBase`` for AgentScope 2.x.
+
+    from modelwire.integrations.agentscope import ModelwireChatModel
+
+    model = ModelwireChatModel("anthropic:claude-sonnet-4-5", max_tokens=2048)
+    agent = Agent(name="Friday", system_prompt="...", model=model, toolkit=toolkit)
+
+AgentScope's messages go in through their shared JSON form (nothing is lost: signatures,
+reasoning items, data blocks, tool results), modelwire's formatter and transport do the
+call, and the events come back out as AgentScope's streamed ``ChatResponse`` deltas, ending
+with the complete response (usage, and modelwire's stop reasons in ``metadata``).
+
+Who retries is one switch: ``retries="modelwire"`` (the default) keeps modelwire's
+transport retries and tells AgentScope there is nothing left to retry;
+``retries="agentscope"`` turns modelwire's off and lists modelwire's retryable errors
+(``RateLimitError``, ``OverloadedError``, ``ConnectionError``, ``TimeoutError``,
+``UpstreamError``) for AgentScope's own ``max_retries`` and fallback model.
+
+Importing this module imports AgentScope (``pip install 'modelwire[agentscope]'``);
+``import modelwire`` does not.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, AsyncGenerator, Type
+
+from pydantic import BaseModel, ConfigDict
+
+from agentscope.credential import CredentialBase
+from agentscope.message import Msg as ASMsg
+from agentscope.message import DataBlock as ASDataBlock
+from agentscope.message import TextBlock as ASTextBlock
+from agentscope.message import ThinkingBlock as ASThinkingBlock
+from agentscope.message import ToolCallBlock as ASToolCallBlock
+from agentscope.model import ChatModelBase, ChatResponse
+from agentscope.model._model_usage import ChatUsage
+
+from .. import errors as E
+from ..message import Msg
+from ..models import load_model
+from ..models.transport import RetryPolicy
+
+__all__ = ["ModelwireChatModel", "ModelwireCredential", "to_modelwire", "to_agentscope_blocks"]
+
+_AS_BLOCKS = {"text": ASTextBlock, "thinking": ASThinkingBlock, "tool_call": ASToolCallBlock, "data": ASDataBlock}
+_MAX_KEPT = 10_000
+_RETRYABLE = (E.RateLimitError, E.OverloadedError, E.ConnectionError, E.TimeoutError, E.UpstreamError, E.IncompleteStreamError)
+
+
+class ModelwireCredential(CredentialBase):
+    """modelwire resolves keys itself (environment, ``modelwire.toml``); AgentScope wants a
+    credential object, so this one records only which provider the model speaks to."""
+
+    provider: str = ""
+
+    @classmethod
+    def get_chat_model_class(cls) -> Type[ChatModelBase]:
+        return ModelwireChatModel
+
+
+class _Formatter:
+    """What AgentScope's Agent asks of a model's formatter: which media it can send. The
+    formatting itself is modelwire's (at call time, per protocol)."""
+
+    def __init__(self, wire_model: Any) -> None:
+        self._wire = wire_model
+
+    @property
+    def supported_input_media_types(self) -> list[str]:
+        # modelwire inlines or refuses with a clear FormatError; let AgentScope pass media on.
+        return ["image/*", "application/pdf", "text/*", "audio/*", "video/*"]
+
+
+class ModelwireChatModel(ChatModelBase):
+    """A modelwire model (by config string, profile, or a model object) as an AgentScope
+    chat model."""
+
+    type = "modelwire"
+
+    class Parameters(BaseModel):
+        """modelwire's call options (see ``modelwire.ModelOptions``); unknown ones are refused."""
+
+        model_config = ConfigDict(extra="allow")
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        stream: bool = True,
+        retries: str = "modelwire",
+        max_retries: int = 2,
+        retry_delay: float = 1.0,
+        context_size: int = 200_000,
+        **options: Any,
+    ) -> None:
+        if retries not in ("modelwire", "agentscope"):
+            raise E.ConfigError("retries is 'modelwire' or 'agentscope': the one that retries failed calls")
+        self.retries = retries
+        policy = RetryPolicy(max_retries=max_retries) if retries == "modelwire" else RetryPolicy(max_retries=0)
+        if isinstance(model, str) or model is None:
+            self.wire_model = load_model(model, retry=policy, **options)
+        else:
+            self.wire_model = model  # any modelwire Model (stream / complete)
+            if options:
+                raise E.ConfigError("pass options to load_model() when you bring your own model")
+            if hasattr(model, "retry"):
+                model.retry = policy
+        super().__init__(
+            credential=ModelwireCredential(provider=getattr(self.wire_model, "provider", "")),
+            model=getattr(self.wire_model, "name", str(model)),
+            parameters=self.Parameters(),
+            stream=stream,
+            max_retries=max_retries if retries == "agentscope" else 0,
+            retry_delay=retry_delay,
+            context_size=context_size,
+        )
+        self.formatter = _Formatter(self.wire_model)
+        # AgentScope's text and tool-call blocks drop fields they do not declare (only its
+        # thinking blocks keep them), so provider extras such as a Gemini thought signature
+        # on a function call would not survive its context. They are kept here, by block id,
+        # and put back when AgentScope sends the blocks again.
+        self._extras: dict[str, dict[str, Any]] = {}
+
+    def _get_retryable_exceptions(self) -> tuple[Type[Exception], ...]:  # type: ignore[override]
+        """modelwire's retryable errors when AgentScope retries; none when modelwire does
+        (AgentScope then makes one attempt: ``max_retries`` is 0 on its side)."""
+        return _RETRYABLE if self.retries == "agentscope" else ()
+
+    async def _call_api(
+        self,
+        model_name: str,
+        messages: list[ASMsg],
+        tools: list[dict] | None = None,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
+        wire_messages = [self._restore(to_modelwire(m)) for m in messages]
+        tools, choice = _tools_and_choice(tools, tool_choice)
+        options = {**self.parameters.model_dump(exclude_none=True), **kwargs}
+        if self.stream:
+            # Start the call here, as AgentScope's own models do: an error before the first
+            # output (a 429, an overloaded server) is raised inside AgentScope's retry loop.
+            stream = self._stream(wire_messages, tools, choice, options)
+            try:
+                first = await stream.__anext__()
+            except StopAsyncIteration:
+                first = None
+            return _chain(first, stream)
+        reply = await self.wire_model.complete(wire_messages, tools=tools, tool_choice=choice, options=options or None)
+        return self._final(reply, None, 0.0)
+
+    async def _stream(self, messages: list[Msg], tools: Any, choice: Any, options: dict[str, Any]) -> AsyncGenerator[ChatResponse, None]:
+        started = time.monotonic()
+        reply = Msg(name="assistant", role="assistant", content=[])
+        folded = False
+        open_calls: dict[str, str] = {}  # tool call id -> name, kept open in every chunk (AgentScope ends the others)
+        end = None
+        stream = self.wire_model.stream(messages, tools=tools, tool_choice=choice, options=options or None, reply_id=reply.id)
+        try:
+            async for event in stream:
+                reply.append_event(event)
+                folded = True
+                kind = event.type
+                chunk: list[Any] = []
+                if kind == "TEXT_BLOCK_DELTA":
+                    chunk = [ASTextBlock(id=event.block_id, text=event.delta)]
+                elif kind == "THINKING_BLOCK_DELTA":
+                    chunk = [ASThinkingBlock(id=event.block_id, thinking=event.delta)]
+                elif kind == "TOOL_CALL_START":
+                    open_calls[event.tool_call_id] = event.tool_call_name
+                elif kind == "TOOL_CALL_DELTA":
+                    chunk = [ASToolCallBlock(id=event.tool_call_id, name=open_calls.get(event.tool_call_id, ""), input=event.delta)]
+                elif kind == "TOOL_CALL_END":
+                    open_calls.pop(event.tool_call_id, None)
+                elif kind == "DATA_BLOCK_DELTA" and event.data:
+                    chunk = [ASDataBlock.model_validate({"id": event.block_id, "source": {"type": "base64", "data": event.data, "media_type": event.media_type}})]
+                elif kind == "MODEL_CALL_END":
+                    end = event
+                    continue
+                else:
+                    continue
+                keep = [ASToolCallBlock(id=i, name=n, input="") for i, n in open_calls.items() if not any(getattr(b, "id", None) == i for b in chunk)]
+                yield ChatResponse(content=chunk + keep, is_last=False)
+        finally:
+            await stream.aclose()  # a cancelled AgentScope reply closes the HTTP stream
+        if folded:
+            yield self._final(reply, end, time.monotonic() - started)
+
+    def _final(self, reply: Msg, end: Any, seconds: float) -> ChatResponse:
+        for block in reply.content:
+            if block.type in ("text", "tool_call", "data") and block.__pydantic_extra__:
+                if len(self._extras) >= _MAX_KEPT:
+                    self._extras.pop(next(iter(self._extras)))
+                self._extras[block.id] = dict(block.__pydantic_extra__)
+        return _final(reply, end, seconds)
+
+    def _restore(self, msg: Msg) -> Msg:
+        for block in msg.content:
+            kept = self._extras.get(block.id)
+            if kept and block.type in ("text", "tool_call", "data") and not block.__pydantic_extra__:
+                block.__pydantic_extra__.update(kept)  # type: ignore[union-attr]
+        return msg
+
+
+async def _chain(first: Any, rest: AsyncGenerator[ChatResponse, None]) -> AsyncGenerator[ChatResponse, None]:
+    try:
+        if first is not None:
+            yield first
+        async for chunk in rest:
+            yield chunk
+    finally:
+        await rest.aclose()
+
+
+def to_modelwire(msg: ASMsg) -> Msg:
+    """An AgentScope message as modelwire's, through the JSON form both share."""
+    return Msg.from_dict(json.loads(msg.model_dump_json()))
+
+
+def to_agentscope_blocks(msg: Msg) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The blocks AgentScope's ``ChatResponse`` can hold, and the others (server-side tool
+    calls and their results, which AgentScope must not run) as JSON for the metadata."""
+    blocks: list[Any] = []
+    other: list[dict[str, Any]] = []
+    for block in msg.content:
+        data = block.model_dump(mode="json")
+        if block.type == "tool_call" and data.get("server_side"):
+            other.append(data)
+        elif block.type in _AS_BLOCKS:
+            blocks.append(_AS_BLOCKS[block.type].model_validate(data))
+        else:
+            other.append(data)
+    return blocks, other
+
+
+def _final(reply: Msg, end: Any, seconds: float) -> ChatResponse:
+    blocks, other = to_agentscope_blocks(reply)
+    usage = reply.usage
+    metadata: dict[str, Any] = {}
+    if end is not None:
+        metadata.update(stop_reason=end.stop_reason, provider_stop_reason=end.provider_stop_reason, reasoning_tokens=end.reasoning_tokens)
+        metadata.update({k: v for k, v in (end.metadata or {}).items() if k in ("provider", "protocol", "model", "response_id")})
+    if other:
+        metadata["server_tool_blocks"] = other
+    return ChatResponse(
+        content=blocks,
+        is_last=True,
+        usage=ChatUsage(
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            time=seconds,
+            cache_input_tokens=usage.cache_input_tokens if usage else 0,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens if usage else 0,
+        ),
+        metadata=metadata,
+    )
+
+
+def _tools_and_choice(tools: list[dict] | None, tool_choice: Any) -> tuple[list[dict] | None, Any]:
+    """AgentScope's tool schemas (OpenAI's function shape) and ``ToolChoice`` as modelwire's."""
+    if tool_choice is None:
+        return tools, None
+    allowed = getattr(tool_choice, "tools", None)
+    if allowed is not None and tools:
+        tools = [t for t in tools if (t.get("function") or t).get("name") in allowed]
+    return tools, getattr(tool_choice, "mode", tool_choice)

@@ -1,0 +1,274 @@
+"""AgentScope 2.0.11's own Agent (from the dev extra, not a copy) running on modelwire models
+against the local provider server: every protocol, parallel tool calls, thinking kept across
+turns, a tool error, an interrupted reply, cassettes, who retries, and the same bytes through
+AgentScope's own model classes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+
+import pytest
+
+pytest.importorskip("agentscope", reason="the dev extra installs agentscope==2.0.11")
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from agentscope.agent import Agent
+    from agentscope.message import UserMsg as ASUserMsg
+    from agentscope.permission import PermissionBehavior, PermissionDecision
+    from agentscope.tool import FunctionTool, Toolkit
+
+from modelwire import event as Ev
+from modelwire.errors import RateLimitError
+from modelwire.integrations.agentscope import ModelwireChatModel
+from modelwire.testing import ProviderServer, Reply, error_reply, sse_reply
+from modelwire.testing.sse import body
+
+ALLOW = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="allowed in tests")
+PRESETS = {
+    "anthropic": "anthropic:claude-test",
+    "openai-chat": "deepseek:deepseek-chat",
+    "openai-responses": "openai-responses:resp-test",
+    "gemini": "google:gemini-test",
+    "bedrock-converse": "bedrock:us.anthropic.claude-sonnet-4-5-v1:0",
+}
+
+
+def weather(city: str) -> str:
+    """Weather for a city.
+
+    Args:
+        city: the city
+    """
+    return f"{city}: sunny"
+
+
+def local_time(city: str) -> str:
+    """Local time in a city.
+
+    Args:
+        city: the city
+    """
+    if city == "Atlantis":
+        raise ValueError("no such city")
+    return f"{city}: noon"
+
+
+def toolkit() -> Toolkit:
+    return Toolkit(tools=[FunctionTool(weather, permission=ALLOW), FunctionTool(local_time, permission=ALLOW)])
+
+
+def stream_reply(protocol: str, *blocks, **kw) -> Reply:
+    raw = body(protocol, *blocks)
+    kind = "application/vnd.amazon.eventstream" if protocol == "bedrock-converse" else "text/event-stream"
+    if protocol == "bedrock-converse":
+        from modelwire.adapters import EventStreamDecoder, encode_frame
+
+        return Reply(body=raw, pieces=[encode_frame(f.headers, f.payload) for f in EventStreamDecoder().feed(raw)], headers={"content-type": kind}, **kw)
+    return Reply(body=raw, headers={"content-type": kind}, **kw)
+
+
+def chat_model(server, protocol: str, **kw) -> ModelwireChatModel:
+    base = server.url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
+    return ModelwireChatModel(PRESETS[protocol], api_key="sk-test", base_url=base, **kw)
+
+
+def as_modelwire_events(events) -> list:
+    """AgentScope's events, through JSON, as modelwire's: the same vocabulary."""
+    return [Ev.parse_event(json.loads(e.model_dump_json())) for e in events if hasattr(e, "model_dump_json") and getattr(e, "type", None)]
+
+
+def thinking_sent(protocol: str, request: dict) -> bool:
+    sent = json.dumps(request["json"])
+    marker = {"anthropic": '"signature": "sig-Two tool"', "openai-chat": '"reasoning_content": "Two tools. "', "openai-responses": '"encrypted_content": "enc-0"', "gemini": '"thoughtSignature": "sig-Two tool"', "bedrock-converse": '"signature": "sig-Two tool"'}[protocol]
+    return marker in sent
+
+
+@pytest.mark.parametrize("protocol", list(PRESETS))
+def test_agentscopes_agent_runs_parallel_tools_on_every_protocol(protocol, monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    calls = [("tool", "fc_1" if protocol == "gemini" else "call_1", "weather", '{"city": "Paris"}'), ("tool", "fc_2" if protocol == "gemini" else "call_2", "local_time", '{"city": "Paris"}')]
+    with ProviderServer() as server:
+        server.script(stream_reply(protocol, ("think", "Two tools."), *calls), stream_reply(protocol, ("text", "Sunny at noon.")))
+        agent = Agent(name="Friday", system_prompt="Be brief.", model=chat_model(server, protocol), toolkit=toolkit())
+
+        async def run():
+            return [ev async for ev in agent.reply_stream(ASUserMsg(name="user", content="Weather and time in Paris?"))]
+
+        events = asyncio.run(run())
+        assert len(server.requests) == 2
+        # thinking (with its signature, reasoning item or reasoning field) went back to the provider
+        assert thinking_sent(protocol, server.requests[1])
+        sent = json.dumps(server.requests[1]["json"])
+        assert "Paris: sunny" in sent and "Paris: noon" in sent
+    converted = as_modelwire_events(events)
+    Ev.check_stream(converted)
+    starts = [e for e in converted if e.type == "TOOL_CALL_START"]
+    assert [e.tool_call_name for e in starts] == ["weather", "local_time"]
+    deltas = "".join(e.delta for e in converted if e.type == "TEXT_BLOCK_DELTA")
+    assert deltas.strip() == "Sunny at noon."
+
+
+def test_a_tool_error_reaches_the_model_as_an_error_result():
+    with ProviderServer() as server:
+        server.script(
+            stream_reply("anthropic", ("tool", "toolu_1", "local_time", '{"city": "Atlantis"}')),
+            stream_reply("anthropic", ("text", "No such city.")),
+        )
+        agent = Agent(name="Friday", system_prompt="Be brief.", model=chat_model(server, "anthropic"), toolkit=toolkit())
+        asyncio.run(agent.reply(ASUserMsg(name="user", content="Time in Atlantis?")))
+        results = [c for m in server.requests[1]["json"]["messages"] for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_result"]
+        assert results and results[0]["tool_use_id"] == "toolu_1" and "no such city" in json.dumps(results[0])
+
+
+def test_cancelling_agentscopes_reply_closes_the_http_stream():
+    words = " ".join(["word"] * 400)
+    with ProviderServer() as server:
+        server.script(sse_reply(body("anthropic", ("text", words)), delay=0.01))
+        agent = Agent(name="Friday", system_prompt="Be brief.", model=chat_model(server, "anthropic"), toolkit=toolkit())
+
+        async def run():
+            seen = 0
+
+            async def consume():
+                nonlocal seen
+                async for ev in agent.reply_stream(ASUserMsg(name="user", content="Talk")):
+                    if getattr(ev, "type", "") == "TEXT_BLOCK_DELTA":
+                        seen += 1
+
+            task = asyncio.create_task(consume())
+            while seen < 5:
+                await asyncio.sleep(0.01)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+        asyncio.run(run())
+        import time
+
+        t0 = time.monotonic()
+        while not server.disconnects and time.monotonic() - t0 < 3:
+            time.sleep(0.02)
+        assert server.disconnects, "the provider connection stayed open"
+
+
+def test_an_agentscope_agent_with_a_cassette_replays_with_the_server_stopped(tmp_path):
+    """AgentScope injects the current time into the context: a recorded request would never
+    match again. Turn the injection off for recorded tests (InjectionConfig)."""
+    from agentscope.agent import InjectionConfig
+
+    from modelwire.cassettes import use_cassette
+
+    def make_agent(url):
+        return Agent(
+            name="Friday",
+            system_prompt="Be brief.",
+            model=ModelwireChatModel("anthropic:claude-test", api_key="sk-test", base_url=url),
+            toolkit=toolkit(),
+            injection_config=InjectionConfig(inject_runtime_state=False),
+        )
+
+    path = tmp_path / "agentscope.json"
+    with ProviderServer() as server:
+        server.script(stream_reply("anthropic", ("tool", "toolu_1", "weather", '{"city": "Rome"}')), stream_reply("anthropic", ("text", "Sunny in Rome.")))
+        url = server.url
+        with use_cassette(path, "once"):
+            first = asyncio.run(make_agent(url).reply(ASUserMsg(name="user", content="Weather in Rome?")))
+    with use_cassette(path) as session:
+        again = asyncio.run(make_agent(url).reply(ASUserMsg(name="user", content="Weather in Rome?")))
+    assert session.replayed == 2
+    assert again.get_text_content() == first.get_text_content() and "Sunny in Rome" in again.get_text_content()
+
+
+@pytest.mark.parametrize("who", ["modelwire", "agentscope"])
+def test_one_switch_decides_who_retries(who):
+    with ProviderServer() as server:
+        server.script(error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "0"}), sse_reply(body("anthropic", ("text", "ok"))))
+        model = chat_model(server, "anthropic", retries=who, max_retries=1, retry_delay=0.01)
+        assert (model.max_retries, model._get_retryable_exceptions() != ()) == ((0, False) if who == "modelwire" else (1, True))
+
+        async def call():
+            result = await model([ASUserMsg(name="user", content="hi")])
+            return [chunk async for chunk in result][-1]
+
+        final = asyncio.run(call())
+        assert [b.text for b in final.content] == ["ok "] and len(server.requests) == 2
+    with ProviderServer() as server:
+        server.script(*[error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "0"})] * 3)
+        model = chat_model(server, "anthropic", retries=who, max_retries=1, retry_delay=0.01)
+
+        async def call_and_read():
+            result = await model([ASUserMsg(name="user", content="hi")])
+            return [chunk async for chunk in result]
+
+        with pytest.raises(RateLimitError):
+            asyncio.run(call_and_read())
+        assert len(server.requests) == 2  # one retry in all, whoever makes it
+
+
+def test_the_final_response_carries_usage_and_stop_reasons():
+    with ProviderServer() as server:
+        server.script(sse_reply(body("anthropic", ("text", "done"), usage=(12, 4))))
+        model = chat_model(server, "anthropic")
+
+        async def call():
+            result = await model([ASUserMsg(name="user", content="hi")])
+            return [chunk async for chunk in result][-1]
+
+        final = asyncio.run(call())
+    assert final.is_last and (final.usage.input_tokens, final.usage.output_tokens) == (12, 4)
+    assert final.metadata["stop_reason"] == "end_turn" and final.metadata["provider_stop_reason"] == "end_turn"
+
+
+# -- the same bytes through AgentScope's own model classes ----------------------------------------
+
+
+def _their_model(protocol: str, url: str):
+    from agentscope.credential import AnthropicCredential, OpenAICredential
+    from agentscope.model import AnthropicChatModel, OpenAIChatModel
+
+    if protocol == "anthropic":
+        return AnthropicChatModel(credential=AnthropicCredential(api_key="sk-test", base_url=url), model="claude-test", max_retries=0)
+    return OpenAIChatModel(credential=OpenAICredential(api_key="sk-test", base_url=url + "/v1"), model="gpt-test", max_retries=0)
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai-chat"])
+def test_the_same_bytes_give_the_same_response_as_agentscopes_own_models(protocol):
+    blocks = (("think", "Consider it."), ("text", "Here is the answer."), ("tool", "call_9", "weather", '{"city": "Oslo"}'))
+    raw = body(protocol, *blocks, usage=(21, 8))
+    finals = {}
+    for who in ("modelwire", "agentscope"):
+        with ProviderServer() as server:
+            server.script(sse_reply(raw))
+            model = chat_model(server, protocol) if who == "modelwire" else _their_model(protocol, server.url)
+
+            async def call():
+                result = await model([ASUserMsg(name="user", content="hi")], tools=[{"type": "function", "function": {"name": "weather", "description": "w", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])
+                return [chunk async for chunk in result][-1]
+
+            finals[who] = asyncio.run(call())
+    ours, theirs = finals["modelwire"], finals["agentscope"]
+
+    def view(response):
+        out = []
+        for b in response.content:
+            if b.type == "text":
+                out.append(("text", b.text))
+            elif b.type == "thinking":
+                out.append(("thinking", b.thinking, getattr(b, "signature", None)))
+            elif b.type == "tool_call":
+                out.append(("tool_call", b.id, b.name, json.loads(b.input)))
+        return out
+
+    if protocol == "anthropic":
+        assert view(ours) == view(theirs)
+    else:
+        # AgentScope's OpenAI model keeps no reasoning from a plain Chat Completions server
+        # (no reasoning field in OpenAI's dialect): we keep the reasoning_content we got.
+        assert [v for v in view(ours) if v[0] != "thinking"] == [v for v in view(theirs) if v[0] != "thinking"]
+        assert view(ours)[0] == ("thinking", "Consider it. ", None)
+    assert (ours.usage.input_tokens, ours.usage.output_tokens) == (theirs.usage.input_tokens, theirs.usage.output_tokens) == (21, 8)
