@@ -272,3 +272,25 @@ def test_the_same_bytes_give_the_same_response_as_agentscopes_own_models(protoco
         assert [v for v in view(ours) if v[0] != "thinking"] == [v for v in view(theirs) if v[0] != "thinking"]
         assert view(ours)[0] == ("thinking", "Consider it. ", None)
     assert (ours.usage.input_tokens, ours.usage.output_tokens) == (theirs.usage.input_tokens, theirs.usage.output_tokens) == (21, 8)
+
+
+def test_agentscopes_structured_output_and_parameters_map_onto_modelwire():
+    from pydantic import BaseModel
+
+    from modelwire.errors import UnsupportedOptionError
+
+    class City(BaseModel):
+        name: str
+
+    with ProviderServer() as server:
+        server.script(sse_reply(body("anthropic", ("tool", "toolu_1", "generate_structured_output", '{"name": "Oslo"}'))))
+        model = chat_model(server, "anthropic")
+        result = asyncio.run(model.generate_structured_output([ASUserMsg(name="user", content="A city?")], structured_model=City))
+        sent = server.requests[0]["json"]
+    assert result.content == {"name": "Oslo"}
+    assert sent["tool_choice"] == {"type": "tool", "name": "generate_structured_output"}
+    with ProviderServer() as server:
+        model = chat_model(server, "anthropic")
+        model.parameters = model.Parameters(temperature=0.2, reasoning_effort="high")
+        with pytest.raises(UnsupportedOptionError, match="reasoning_effort"):
+            asyncio.run(model([ASUserMsg(name="user", content="hi")]))
