@@ -28,7 +28,7 @@ with warnings.catch_warnings():
 
 AS_EVENT = TypeAdapter(as_event.AgentEvent)
 # Fields modelwire adds; AgentScope drops them on load (except where it keeps extras).
-ADDED = {"reasoning_tokens", "stop_reason", "provider_stop_reason", "extras", "structured_output"}
+ADDED = {"reasoning_tokens", "stop_reason", "provider_stop_reason", "extras", "structured_output", "cost"}
 
 
 def _sub(ours, theirs, path="$"):

@@ -3,7 +3,8 @@
 - text as it arrives;
 - thinking dimmed (or collapsed to one line with ``show_thinking=False``);
 - each tool call as one line with its arguments, then its result;
-- a closing line: stop reason, token usage (cache tokens included), time to first token.
+- a closing line: stop reason, token usage (cache tokens included), time to first token, and
+  the cost where genai-prices knows the model.
 
 ``EventLog`` prints the raw stream instead (``[00] REPLY_START ...``), and ``JsonLines``
 prints one JSON object per event, for piping.
@@ -60,6 +61,7 @@ class Pretty:
         self.t0 = time.monotonic()
         self.first_token: float | None = None
         self.usage = [0, 0, 0, 0]  # input, output, cache read, cache write
+        self.cost: dict | None = None
         self.stop: list[str] = []
         self.calls: dict[str, dict[str, Any]] = {}
         self.results: dict[str, list[str]] = {}
@@ -136,6 +138,10 @@ class Pretty:
             self.usage[3] += event.cache_creation_input_tokens
             if event.stop_reason:
                 self.stop.append(event.stop_reason)
+            if event.cost is not None:
+                from .message._types import add_costs
+
+                self.cost = add_costs(self.cost, event.cost)
         elif t == "REPLY_END":
             self.finished_reason = event.finished_reason
             self.error = event.error
@@ -146,7 +152,7 @@ class Pretty:
         stop = self.stop[-1] if self.stop else "-"
         line = (
             f"[{self.finished_reason or 'paused'} | stop: {stop} | tokens in {self.usage[0]} (cache read {self.usage[2]},"
-            f" cache write {self.usage[3]}) out {self.usage[1]} | first token {ttft} | {time.monotonic() - self.t0:.2f}s]"
+            f" cache write {self.usage[3]}) out {self.usage[1]} | first token {ttft} | {time.monotonic() - self.t0:.2f}s{cost_text(self.cost)}]"
         )
         self._write(self._style(line, DIM) + "\n")
         if self.error is not None:
@@ -159,3 +165,13 @@ def renderer(kind: str, out: IO[str], **options: Any) -> Any:
     if kind == "json":
         return JsonLines(out)
     return Pretty(out, **options)
+
+
+def cost_text(cost: dict | None) -> str:
+    """`` | $0.0012`` (or how much is unknown), for closing lines; empty without a price list."""
+    if not cost:
+        return ""
+    if cost.get("total") is None:
+        return " | cost unknown (no price for this model)"
+    partial = "" if cost.get("complete", True) else f", {len(cost.get('unpriced', []))} call(s) unpriced"
+    return f" | ${cost['total']:.6f}{partial}"

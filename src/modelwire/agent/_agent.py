@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Iterable, Sequence
 
 from .. import event as E
+from .. import telemetry
 from .._ids import new_id
 from ..errors import AgentBusyError, AgentError, ModelwireError, ProviderError
 from ..formatters import ToolSpec
@@ -39,6 +40,7 @@ class _ReplyState:
     structured: Any = None  # a pydantic model class
     native_structured: bool = False
     forced_structured: bool = False
+    span: Any = None  # the reply's trace span, while a stream of it runs
 
 
 @dataclass
@@ -221,8 +223,22 @@ class Agent:
 
     async def _start(self, state: _ReplyState) -> AsyncIterator[E.EventBase]:
         yield self._emit(state, E.ReplyStartEvent(session_id=self.session_id, reply_id=state.reply.id, name=self.name))
-        async for ev in self._guarded(state, self._loop(state)):
+        async for ev in self._traced(state, self._guarded(state, self._loop(state))):
             yield ev
+
+    async def _traced(self, state: _ReplyState, inner: AsyncIterator[E.EventBase]) -> AsyncIterator[E.EventBase]:
+        """The reply's span around ``inner`` (no layer at all when tracing is off)."""
+        if not telemetry.enabled():
+            async for ev in inner:
+                yield ev
+            return
+        state.span = telemetry.agent_span(self.name, self.session_id, self.model)
+        try:
+            async for ev in inner:
+                yield ev
+        finally:
+            telemetry.end_agent_span(state.span, state.reply)
+            state.span = None
 
     async def _resume(self, state: _ReplyState, event: E.EventBase) -> AsyncIterator[E.EventBase]:
         reply = state.reply
@@ -235,7 +251,7 @@ class Agent:
             async for ev in self._finish_interrupted(state, _Open()):
                 yield ev
             return
-        async for ev in self._guarded(state, self._loop(state)):
+        async for ev in self._traced(state, self._guarded(state, self._loop(state))):
             yield ev
 
     async def _guarded(self, state: _ReplyState, inner: AsyncIterator[E.EventBase]) -> AsyncIterator[E.EventBase]:
@@ -334,6 +350,8 @@ class Agent:
                 tool_choice = "none" if tools else None
             messages = ([SystemMsg("system", self.system_prompt)] if self.system_prompt else []) + self.context
             stream = self.model.stream(messages, tools=tools or None, tool_choice=tool_choice, options=options or None, reply_id=rid)
+            if state.span is not None:
+                stream = telemetry.under(state.span, stream)
             call_tracker = _Open()
             try:
                 async for ev in stream:
@@ -469,7 +487,7 @@ class Agent:
             else:
                 run.append((call, tool, args, None))
         if run:
-            async for ev in self._run_tools(rid, run):
+            async for ev in self._run_tools(rid, run, state.span):
                 yield self._emit(state, ev)
         if ask:
             yield self._emit(state, E.RequireUserConfirmEvent(reply_id=rid, tool_calls=[c.model_copy(deep=True) for c in ask]))
@@ -485,7 +503,7 @@ class Agent:
         events.append(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state=result_state))
         return events
 
-    async def _run_tools(self, rid: str, run: list) -> AsyncIterator[E.EventBase]:
+    async def _run_tools(self, rid: str, run: list, span: Any = None) -> AsyncIterator[E.EventBase]:
         """Run the calls of one turn concurrently; their result events interleave."""
         queue: asyncio.Queue = asyncio.Queue()
         done = object()
@@ -501,18 +519,20 @@ class Agent:
                     await queue.put(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state="error" if error else "success"))
                     return
                 state = "success"
-                try:
-                    if tool.is_async_gen:
-                        async for piece in tool.func(**args):  # type: ignore[misc]
-                            for ev in _output_events(rid, call.id, piece):
+                with telemetry.tool_span(call.name, call.id, call.input, span) as tool_trace:
+                    try:
+                        if tool.is_async_gen:
+                            async for piece in tool.func(**args):  # type: ignore[misc]
+                                for ev in _output_events(rid, call.id, piece):
+                                    await queue.put(ev)
+                        else:
+                            value = await tool.call(args)
+                            for ev in _output_events(rid, call.id, value):
                                 await queue.put(ev)
-                    else:
-                        value = await tool.call(args)
-                        for ev in _output_events(rid, call.id, value):
-                            await queue.put(ev)
-                except Exception as exc:  # noqa: BLE001 - a tool's failure is the model's to read
-                    state = "error"
-                    await queue.put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=f"Error: {type(exc).__name__}: {exc}"))
+                    except Exception as exc:  # noqa: BLE001 - a tool's failure is the model's to read
+                        state = "error"
+                        telemetry.mark_error(tool_trace, type(exc).__name__, str(exc))
+                        await queue.put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=f"Error: {type(exc).__name__}: {exc}"))
                 await queue.put(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state=state))
             finally:
                 await queue.put(done)

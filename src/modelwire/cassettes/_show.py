@@ -50,6 +50,26 @@ def summarize(cassette: Cassette) -> list[str]:
                 f"     usage: input {end.input_tokens}, output {end.output_tokens}, cache read {end.cache_input_tokens},"
                 f" cache write {end.cache_creation_input_tokens}, reasoning {end.reasoning_tokens}; stop: {end.stop_reason} ({end.provider_stop_reason})"
             )
+            priced = _price(req["url"], wire, model if model != "-" else str(end.metadata.get("model") or ""), end)
+            if priced is not None:
+                lines.append("     cost: " + (f"${priced['total']:.6f} ({priced['source']})" if priced.get("total") is not None else priced["unknown"]))
         if problem:
             lines.append(problem)
     return lines
+
+
+def _price(url: str, wire: Any, model: str, end: Any) -> dict | None:
+    """The price of a recorded call: the provider is the preset whose base URL the request
+    went to (or, for a test server, the protocol's own); None without genai-prices."""
+    from urllib.parse import urlsplit
+
+    from .. import cost
+    from ..models.config import all_presets
+
+    if not cost.available() or not model:
+        return None
+    host = urlsplit(url).hostname or ""
+    provider = next((p.name for p in all_presets().values() if p.protocol == wire.name and p.base_url and urlsplit(p.base_url.replace("{region}", "x")).hostname == host), None)
+    if provider is None:
+        provider = next((p.name for p in all_presets().values() if p.protocol == wire.name), wire.name)
+    return cost.price(end, provider=provider, model=model, input_includes_cache=wire.input_includes_cache)

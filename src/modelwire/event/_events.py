@@ -163,6 +163,8 @@ class ModelCallEndEvent(EventBase):
     reasoning_tokens: int = 0
     stop_reason: StopReason | None = None
     provider_stop_reason: str | None = None
+    cost: dict[str, Any] | None = None
+    """modelwire addition: the price of this call (see ``modelwire.cost``), or why there is none."""
 
 
 class _BlockEvent(EventBase):

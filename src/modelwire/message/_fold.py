@@ -176,6 +176,8 @@ def _model_call_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
             reasoning_tokens=ev.reasoning_tokens,
         )
     )
+    if ev.cost is not None:
+        msg.append_cost(ev.cost)
 
 
 def _text_start(msg: "Msg", fold: FoldState, ev: Any) -> None:

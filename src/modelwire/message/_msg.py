@@ -16,7 +16,7 @@ from .._ids import new_id, now_iso
 from ..errors import InvalidMessageError
 from ._blocks import BLOCK_TYPES, ContentBlock, TextBlock
 from ._fold import apply_event
-from ._types import _ALLOWED, ErrorInfo, ErrorType, ReplyFinishedReason, Usage, check_role
+from ._types import _ALLOWED, ErrorInfo, ErrorType, ReplyFinishedReason, Usage, add_costs, check_role
 
 __all__ = [
     "Msg",
@@ -161,6 +161,8 @@ class Msg(BaseModel):
     finished_reason: ReplyFinishedReason | None = None
     structured_output: dict | None = None
     error: ErrorInfo | None = None
+    cost: dict | None = None
+    """modelwire addition: the price of the model calls of this message (``modelwire.cost``)."""
 
     _fold: Any = PrivateAttr(default=None)
 
@@ -273,6 +275,12 @@ class Msg(BaseModel):
             u.cache_input_tokens += usage.cache_input_tokens
             u.cache_creation_input_tokens += usage.cache_creation_input_tokens
             u.reasoning_tokens += usage.reasoning_tokens
+        return self
+
+    def append_cost(self, cost: dict[str, Any] | None) -> "Msg":
+        """Add the price of one model call to this message's cost."""
+        if cost is not None:
+            self.__dict__["cost"] = add_costs(self.cost, cost)
         return self
 
     # -- serialization -----------------------------------------------------------------

@@ -69,3 +69,21 @@ def check_role(role: str, blocks: Iterable[Any], start: int = 0) -> None:
             raise RoleError(role, str(btype if btype is not None else type(block).__name__), f"content[{i}]")
 
 
+
+
+def add_costs(total: dict[str, Any] | None, call: dict[str, Any]) -> dict[str, Any]:
+    """The cost of a message after one more model call. A call without a price is listed
+    (``unpriced``), never guessed: the total then covers the priced calls only and
+    ``complete`` is false."""
+    out = dict(total) if total else {"currency": call.get("currency", "USD"), "total": None, "input": None, "output": None, "calls": 0, "unpriced": []}
+    out["calls"] = out.get("calls", 0) + 1
+    if call.get("total") is None:
+        out["unpriced"] = [*out.get("unpriced", []), call.get("unknown") or "no price"]
+    else:
+        for key in ("total", "input", "output"):
+            if call.get(key) is not None:
+                out[key] = round((out.get(key) or 0.0) + call[key], 12)
+    if call.get("source"):
+        out["source"] = call["source"]
+    out["complete"] = not out.get("unpriced")
+    return out

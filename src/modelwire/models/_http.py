@@ -10,6 +10,7 @@ from typing import Any, AsyncIterator, Sequence
 from urllib.parse import unquote, urlparse
 
 from .. import errors as E
+from .. import telemetry
 from .._ids import new_id
 from ..event import EventBase
 from ..message import AssistantMsg, Base64Source, DataBlock, Msg
@@ -115,73 +116,106 @@ class HTTPModel:
         payload, opts = self.build_request(messages, tools, tool_choice, options)
         body = json.dumps(payload, ensure_ascii=False).encode()
         headers = await self._signed(self.url(), self.headers(opts.extra_headers), body)
+        trace = telemetry.model_call(self.provider, self.name, self.url(), opts, messages) if telemetry.enabled() else None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeouts.total if self.timeouts.total else None
-        attempt = 0
-        while True:
-            decoder = self.wire.decoder(self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name))
-            held: list[EventBase] = []
-            passed_on = False
-            response = None
-            try:
+        try:
+            attempt = 0
+            while True:
+                decoder = self.wire.decoder(self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name))
+                held: list[EventBase] = []
+                passed_on = False
+                response = None
                 try:
-                    budget, which = self.timeouts.first_byte + self.timeouts.pool, "first_byte"
-                    if deadline is not None and deadline - loop.time() < budget:
-                        budget, which = deadline - loop.time(), "total"
-                    response = await self.transport.open("POST", self.url(), headers, body, budget, which)
-                    first_deadline = loop.time() + max(0.0, min(budget, self.timeouts.first_byte))
-                    if response.status_code >= 400:
-                        raise await _http_error(response, self.wire)
-                    if not _is_stream(response, self.wire):
-                        # JSON where a stream was asked for (the whole answer, or its error),
-                        # or something else (an HTML page from a proxy): the server answered,
-                        # so this is never retried and never a connection error.
-                        events = await self._whole_answer(response, decoder.adapter)
-                        for event in held + events:
+                    try:
+                        budget, which = self.timeouts.first_byte + self.timeouts.pool, "first_byte"
+                        if deadline is not None and deadline - loop.time() < budget:
+                            budget, which = deadline - loop.time(), "total"
+                        response = await self.transport.open("POST", self.url(), headers, body, budget, which)
+                        first_deadline = loop.time() + max(0.0, min(budget, self.timeouts.first_byte))
+                        if response.status_code >= 400:
+                            raise await _http_error(response, self.wire)
+                        if not _is_stream(response, self.wire):
+                            # JSON where a stream was asked for (the whole answer, or its error),
+                            # or something else (an HTML page from a proxy): the server answered,
+                            # so this is never retried and never a connection error.
+                            events = await self._whole_answer(response, decoder.adapter)
+                            if events and events[-1].type == "MODEL_CALL_END":
+                                events[-1] = self._ended(events[-1], trace)
+                            for event in held + events:
+                                yield event
+                            return
+                        async for chunk in read_chunks(response, self.timeouts, deadline, first_deadline):
+                            events = decoder.feed(chunk)
+                            if not events:
+                                continue
+                            if events[-1].type == "MODEL_CALL_END":  # always the last of its batch
+                                events[-1] = self._ended(events[-1], trace)
+                            if not passed_on:
+                                held += events
+                                if any(e.type != "MODEL_CALL_START" for e in held):
+                                    passed_on = True
+                                    if trace is not None:
+                                        trace.first_token()
+                                    for event in held:
+                                        yield event
+                                    held = []
+                            else:
+                                for event in events:
+                                    yield event
+                        closing = decoder.close()
+                        if closing and closing[-1].type == "MODEL_CALL_END":
+                            closing[-1] = self._ended(closing[-1], trace)
+                        for event in held + closing:
                             yield event
                         return
-                    async for chunk in read_chunks(response, self.timeouts, deadline, first_deadline):
-                        events = decoder.feed(chunk)
-                        if not events:
-                            continue
-                        if not passed_on:
-                            held += events
-                            if any(e.type != "MODEL_CALL_START" for e in held):
-                                passed_on = True
-                                for event in held:
-                                    yield event
-                                held = []
-                        else:
-                            for event in events:
-                                yield event
-                    for event in held + decoder.close():
-                        yield event
-                    return
-                except E.ProviderError as err:
-                    if response is not None and err.request_id is None:
-                        err.request_id = _request_id(response)
-                    if not passed_on and not getattr(err, "answered", False):
-                        delay = self.retry.delay(attempt, getattr(err, "retry_after", None)) if self.retry.retryable(err) else None
-                        if delay is not None:
-                            attempt += 1
-                            if response is not None:
-                                await response.aclose()
-                                response = None
-                            await self._sleep(delay)
-                            continue
-                    if decoder.adapter.started and not decoder.adapter.finished:
-                        # A transport error in the middle: close what the stream opened.
-                        try:
-                            decoder.adapter.fail(err)
-                        except E.ProviderError as closed:
-                            err.events = closed.events
-                    for event in held + err.events:
-                        yield event
-                    err.events = []
-                    raise err
-            finally:
-                if response is not None:
-                    await response.aclose()
+                    except E.ProviderError as err:
+                        if response is not None and err.request_id is None:
+                            err.request_id = _request_id(response)
+                        if not passed_on and not getattr(err, "answered", False):
+                            delay = self.retry.delay(attempt, getattr(err, "retry_after", None)) if self.retry.retryable(err) else None
+                            if delay is not None:
+                                attempt += 1
+                                if response is not None:
+                                    await response.aclose()
+                                    response = None
+                                await self._sleep(delay)
+                                continue
+                        if decoder.adapter.started and not decoder.adapter.finished:
+                            # A transport error in the middle: close what the stream opened.
+                            try:
+                                decoder.adapter.fail(err)
+                            except E.ProviderError as closed:
+                                err.events = closed.events
+                        closing = held + err.events
+                        if closing and closing[-1].type == "MODEL_CALL_END":
+                            closing[-1] = self._ended(closing[-1], None)
+                        if trace is not None:
+                            trace.end(closing[-1] if closing and closing[-1].type == "MODEL_CALL_END" else None, error=err)
+                        for event in closing:
+                            yield event
+                        err.events = []
+                        raise err
+                finally:
+                    if response is not None:
+                        await response.aclose()
+        finally:
+            if trace is not None and not trace.ended:
+                trace.end(error=asyncio.CancelledError("the call was closed before it ended"))
+
+    def _ended(self, end: EventBase, trace: Any) -> EventBase:
+        """The call's MODEL_CALL_END, with its price (when genai-prices is installed), and
+        the end of its span."""
+        from .. import cost
+
+        if cost.available():
+            usage = end  # the event has the four counts the price needs
+            priced = cost.price(usage, provider=self.provider, model=self.name, input_includes_cache=self.wire.input_includes_cache)
+            if priced is not None:
+                end = end.model_copy(update={"cost": priced})
+        if trace is not None and end.finished_reason == "completed" and end.stop_reason != "error":
+            trace.end(end)
+        return end
 
     async def _whole_answer(self, response: Any, adapter: Any) -> list[EventBase]:
         from ..adapters import decode_answer

@@ -138,6 +138,7 @@ class WireProtocol:
     stream_in_body = True
     replay_scope = "provider"
     content_type = "text/event-stream"  # what a streamed answer arrives as
+    input_includes_cache = True  # whether the input token count includes cache reads / writes
     capabilities = Capabilities()
     presets: tuple[Preset, ...] = ()
     sdk_package: str | None = None

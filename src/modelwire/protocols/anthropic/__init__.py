@@ -22,6 +22,7 @@ class AnthropicProtocol(WireProtocol):
     adapter = "modelwire.protocols.anthropic.adapter:AnthropicAdapter"
     formatter = "modelwire.protocols.anthropic.formatter:AnthropicFormatter"
     path = "/v1/messages"
+    input_includes_cache = False  # input_tokens excludes cache reads and writes
     replay_scope = "protocol"
     capabilities = Capabilities(native_structured_output=False, thinking=True, server_tools=True)
     sdk_package = "anthropic"

@@ -36,6 +36,7 @@ class BedrockConverseProtocol(WireProtocol):
     path = "/model/{model}/converse-stream"
     model_in_body = False
     stream_in_body = False
+    input_includes_cache = False  # input_tokens excludes cache reads and writes
     replay_scope = "provider"
     content_type = "application/vnd.amazon.eventstream"
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True)

@@ -1,0 +1,87 @@
+"""What a model call costs, from its usage and the provider's published prices.
+
+Prices come from the maintained ``genai-prices`` package (optional extra:
+``pip install 'modelwire[cost]'``). A call is priced by provider and model: input tokens
+(uncached), cache reads and cache writes at their own rates, output tokens (reasoning
+included, as providers bill it). A model the package does not know has no price: the cost
+says so (``total: None`` and why), it is never guessed. The cost of a call travels on its
+``MODEL_CALL_END`` event (``cost``), and a message adds up the calls it holds (``Msg.cost``).
+
+    >>> price(usage, provider="anthropic", model="claude-sonnet-4-5", input_includes_cache=False)
+    {"currency": "USD", "total": 0.0039975, "input": 0.0024975, "output": 0.0015, "source": "genai-prices 0.2.3"}
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+__all__ = ["price", "available", "PRICE_PROVIDERS"]
+
+# modelwire's presets -> the provider ids of genai-prices' catalogue (None: not in it).
+PRICE_PROVIDERS: dict[str, str | None] = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "openai-responses": "openai",
+    "azure": "azure",
+    "deepseek": "deepseek",
+    "openrouter": "openrouter",
+    "groq": "groq",
+    "together": "together",
+    "mistral": "mistral",
+    "xai": "x-ai",
+    "moonshot": "moonshotai",
+    "google": "google",
+    "vertex": "google",
+    "bedrock": "aws",
+    "dashscope": None,
+    "ollama": None,
+    "vllm": None,
+    "lmstudio": None,
+}
+
+_state: dict[str, Any] = {}
+
+
+def available() -> bool:
+    """Whether genai-prices is installed (looked up once, imported only when pricing)."""
+    if "available" not in _state:
+        _state["available"] = importlib.util.find_spec("genai_prices") is not None
+    return _state["available"]
+
+
+def price(
+    usage: Any,
+    *,
+    provider: str,
+    model: str,
+    input_includes_cache: bool = True,
+) -> dict[str, Any] | None:
+    """The cost of one call (``usage``: input, output, cache read, cache write tokens), or
+    None when genai-prices is not installed. ``input_includes_cache``: whether the
+    provider's input count already includes cached tokens (OpenAI, Gemini) or not
+    (Anthropic, Bedrock)."""
+    if not available():
+        return None
+    import genai_prices
+
+    source = f"genai-prices {genai_prices.__version__}"
+    catalogue = PRICE_PROVIDERS.get(provider, provider)
+    if catalogue is None:
+        return {"currency": "USD", "total": None, "unknown": f"{provider} is not in {source}'s catalogue", "source": source}
+    cache_read = getattr(usage, "cache_input_tokens", 0) or 0
+    cache_write = getattr(usage, "cache_creation_input_tokens", 0) or 0
+    total_input = usage.input_tokens + (0 if input_includes_cache else cache_read + cache_write)
+    counted = genai_prices.Usage(input_tokens=total_input, output_tokens=usage.output_tokens, cache_read_tokens=cache_read, cache_write_tokens=cache_write)
+    try:
+        calc = genai_prices.calc_price(counted, model, provider_id=catalogue)
+    except LookupError:
+        return {"currency": "USD", "total": None, "unknown": f"no price for {model!r} at {catalogue} in {source}", "source": source}
+    return {
+        "currency": "USD",
+        "total": float(calc.total_price),
+        "input": float(calc.input_price),
+        "output": float(calc.output_price),
+        "model": calc.model.id,
+        "source": source,
+    }

@@ -1,0 +1,242 @@
+"""Traces and metrics (OpenTelemetry, GenAI conventions) and the price of every reply."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from modelwire import cost
+from modelwire.adapters import decode_sse
+from modelwire.agent import Agent
+from modelwire.message import Usage, UserMsg
+from modelwire.models import load_model
+from modelwire.models.transport import RetryPolicy
+from modelwire.testing import ProviderServer, Reply
+from modelwire.testing.sse import body
+
+from paths import HAVE_SHARED, ROOT
+
+otel_sdk = pytest.importorskip("opentelemetry.sdk", reason="the dev extra installs the OpenTelemetry SDK")
+pytest.importorskip("genai_prices", reason="the dev extra installs genai-prices")
+
+from opentelemetry import metrics, trace  # noqa: E402
+from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+
+class _OnlyHere(InMemorySpanExporter):
+    """The tracer provider is process-wide once set: spans are kept only while a test of
+    this module runs, so other tests (the soak ones) do not pay for them."""
+
+    active = False
+
+    def export(self, spans):  # type: ignore[override]
+        return super().export(spans) if self.active else None
+
+
+SPANS = _OnlyHere()
+READER = InMemoryMetricReader()
+_provider = TracerProvider()
+_provider.add_span_processor(SimpleSpanProcessor(SPANS))
+trace.set_tracer_provider(_provider)
+metrics.set_meter_provider(MeterProvider(metric_readers=[READER]))
+
+PRESETS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai-chat": "openai:gpt-4o", "openai-responses": "openai-responses:gpt-5", "gemini": "google:gemini-2.5-flash", "bedrock-converse": "bedrock:us.amazon.nova-micro-v1:0"}
+PROVIDER_NAMES = {"anthropic": "anthropic", "openai-chat": "openai", "openai-responses": "openai", "gemini": "gcp.gemini", "bedrock-converse": "aws.bedrock"}
+
+
+@pytest.fixture(autouse=True)
+def fresh_spans():
+    SPANS.clear()
+    SPANS.active = True
+    yield
+    SPANS.active = False
+    SPANS.clear()
+
+
+def weather(city: str) -> str:
+    """Weather for a city."""
+    return f"{city}: sunny"
+
+
+def local_time(city: str) -> str:
+    """Local time in a city."""
+    raise RuntimeError("clock broken")
+
+
+def stream_reply(protocol, *blocks, **kw) -> Reply:
+    raw = body(protocol, *blocks, **kw)
+    if protocol == "bedrock-converse":
+        from modelwire.adapters import EventStreamDecoder, encode_frame
+
+        return Reply(body=raw, pieces=[encode_frame(f.headers, f.payload) for f in EventStreamDecoder().feed(raw)], headers={"content-type": "application/vnd.amazon.eventstream"})
+    return Reply(body=raw, headers={"content-type": "text/event-stream"})
+
+
+def run_agent(server, protocol):
+    base = server.url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
+    model = load_model(PRESETS[protocol], api_key="sk-test", base_url=base, retry=RetryPolicy(max_retries=0), max_tokens=500, temperature=0.2)
+    agent = Agent("Buddy", model, tools=[weather, local_time])
+    ids = ("fc_1", "fc_2") if protocol == "gemini" else ("call_1", "call_2")
+    server.script(
+        stream_reply(protocol, ("tool", ids[0], "weather", '{"city": "Paris"}'), ("tool", ids[1], "local_time", '{"city": "Paris"}'), usage=(100, 20)),
+        stream_reply(protocol, ("text", "Sunny."), usage=(150, 10)),
+    )
+    return asyncio.run(agent.reply(UserMsg("user", "Weather and time in Paris?")))
+
+
+@pytest.mark.parametrize("protocol", list(PRESETS))
+def test_a_reply_with_two_parallel_tool_calls_gives_the_span_tree(protocol, monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    with ProviderServer() as server:
+        reply = run_agent(server, protocol)
+    spans = SPANS.get_finished_spans()
+    (root,) = [s for s in spans if s.name == "invoke_agent Buddy"]
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    tools = sorted((s for s in spans if s.name.startswith("execute_tool ")), key=lambda s: s.name)
+    assert len(chats) == 2 and [s.name for s in tools] == ["execute_tool local_time", "execute_tool weather"]
+    for span in chats + tools:
+        assert span.parent is not None and span.parent.span_id == root.context.span_id
+        assert span.context.trace_id == root.context.trace_id
+    first = min(chats, key=lambda s: s.start_time)
+    a = first.attributes
+    model = PRESETS[protocol].split(":", 1)[1]
+    assert (a["gen_ai.operation.name"], a["gen_ai.provider.name"], a["gen_ai.request.model"]) == ("chat", PROVIDER_NAMES[protocol], model)
+    assert (a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"]) == (100, 20)
+    assert a["gen_ai.request.max_tokens"] == 500 and a["gen_ai.request.temperature"] == 0.2
+    assert a["server.address"] == "127.0.0.1" and "modelwire.time_to_first_token" in a
+    assert list(a["gen_ai.response.finish_reasons"]) and a["modelwire.stop_reason"] == "tool_use"
+    assert a["modelwire.cost.total_usd"] > 0
+    broken = tools[0].attributes
+    assert (broken["gen_ai.tool.name"], broken["gen_ai.tool.call.id"], broken["error.type"]) == ("local_time", "fc_2" if protocol == "gemini" else "call_2", "RuntimeError")
+    assert root.attributes["gen_ai.usage.input_tokens"] == reply.usage.input_tokens == 250
+    assert not any(k.startswith(("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments")) for s in spans for k in s.attributes)
+
+
+def test_content_is_recorded_only_when_asked(monkeypatch):
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    with ProviderServer() as server:
+        run_agent(server, "anthropic")
+    spans = SPANS.get_finished_spans()
+    chat = next(s for s in spans if s.name.startswith("chat "))
+    assert "Weather and time in Paris?" in chat.attributes["gen_ai.input.messages"]
+    tool = next(s for s in spans if s.name == "execute_tool weather")
+    assert json.loads(tool.attributes["gen_ai.tool.call.arguments"]) == {"city": "Paris"}
+
+
+def test_token_usage_and_duration_metrics():
+    with ProviderServer() as server:
+        run_agent(server, "openai-chat")
+    data = READER.get_metrics_data()
+    found = {m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+    tokens = found["gen_ai.client.token.usage"]
+    kinds = {dict(p.attributes)["gen_ai.token.type"] for p in tokens.data.data_points}
+    assert kinds == {"input", "output"} and tokens.unit == "{token}"
+    assert found["gen_ai.client.operation.duration"].unit == "s"
+
+
+def test_an_error_ends_the_call_span_with_its_type():
+    with ProviderServer() as server:
+        server.script(Reply(status=429, body=b'{"error": {"type": "rate_limit_error", "message": "slow"}}', headers={"content-type": "application/json"}))
+        model = load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=0))
+        with pytest.raises(Exception):
+            asyncio.run(model.complete([UserMsg("u", "hi")]))
+    (span,) = SPANS.get_finished_spans()
+    assert span.attributes["error.type"] == "rate_limit" and span.status.status_code.name == "ERROR"
+
+
+def test_without_opentelemetry_nothing_of_it_is_imported(tmp_path):
+    """In a fresh process where opentelemetry cannot be imported, a call works and imports none of it."""
+    script = textwrap.dedent(
+        """
+        import importlib.abc, sys, asyncio
+        class Block(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name == "opentelemetry" or name.startswith("opentelemetry."):
+                    raise ModuleNotFoundError(name)
+        sys.meta_path.insert(0, Block())
+        import importlib.util
+        importlib.util.find_spec = (lambda real: lambda name, *a: None if name.startswith("opentelemetry") else real(name, *a))(importlib.util.find_spec)
+        from modelwire.testing import ProviderServer, sse_reply
+        from modelwire.testing.sse import body
+        from modelwire.models import load_model
+        from modelwire.message import UserMsg
+        with ProviderServer() as server:
+            server.script(sse_reply(body("anthropic", ("text", "hi there"))))
+            model = load_model("anthropic:claude-test", api_key="k", base_url=server.url)
+            reply = asyncio.run(model.complete([UserMsg("u", "hi")]))
+        assert reply.get_text_content().strip() == "hi there"
+        print("otel modules:", sorted(m for m in sys.modules if m.startswith("opentelemetry")))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
+    assert "otel modules: []" in done.stdout
+
+
+# -- cost ---------------------------------------------------------------------------------------------
+# Expected prices are computed here by hand from each provider's published rates per million
+# tokens (input / output / cache read / cache write), not by genai-prices.
+
+
+def test_cache_tokens_are_priced_at_their_own_rates():
+    usage = Usage(input_tokens=100, output_tokens=50, cache_input_tokens=2000, cache_creation_input_tokens=500)
+    got = cost.price(usage, provider="anthropic", model="claude-sonnet-4-5", input_includes_cache=False)
+    # Claude Sonnet 4.5: $3 input, $15 output, $0.30 cache read, $3.75 cache write
+    assert got["total"] == pytest.approx(100 * 3e-6 + 50 * 15e-6 + 2000 * 0.30e-6 + 500 * 3.75e-6)
+
+
+def test_an_unknown_model_has_no_price_and_says_so():
+    got = cost.price(Usage(input_tokens=10, output_tokens=5), provider="openai", model="gpt-nonexistent-9", input_includes_cache=True)
+    assert got["total"] is None and "no price for 'gpt-nonexistent-9'" in got["unknown"]
+    local = cost.price(Usage(input_tokens=10, output_tokens=5), provider="ollama", model="qwen3", input_includes_cache=True)
+    assert local["total"] is None and "catalogue" in local["unknown"]
+
+
+RECORDED_COSTS = [
+    # protocol, preset, recording, model, expected (published rates, per million tokens)
+    ("anthropic", "anthropic", "pydantic-ai/test_anthropic_model_thinking_part_stream.0.sse", "claude-sonnet-4-20250514", 43 * 3e-6 + 282 * 15e-6),
+    ("openai-chat", "openai", "openai-python/f82268f2fefd5cfbc7eeb59c297688be2f6ca0849a6e4f17851b517310841d9b.bin", "gpt-4o-2024-08-06", 149 * 2.5e-6 + 60 * 10e-6),
+    # gpt-5: $1.25 input, $0.125 cached input, $10 output; 8,320 of the 9,463 input tokens cached
+    ("openai-responses", "openai-responses", "pydantic-ai/test_openai_responses_model_web_search_tool_stream.0.sse", "gpt-5-2025-08-07", (9463 - 8320) * 1.25e-6 + 8320 * 0.125e-6 + 582 * 10e-6),
+    ("gemini", "google", "gemini/pydantic-ai__test_google_stream_usage_is_live_mid_stream.0.sse", "gemini-2.5-flash", 18 * 0.30e-6 + 115 * 2.50e-6),
+    # Nova Micro: $0.035 input, $0.14 output
+    ("bedrock-converse", "bedrock", "bedrock/pydantic-ai__test_bedrock_model_stream.0.eventstream", "us.amazon.nova-micro-v1:0", 13 * 0.035e-6 + 82 * 0.14e-6),
+]
+
+
+@pytest.mark.skipif(not HAVE_SHARED, reason="../shared/recorded-streams is not present")
+@pytest.mark.parametrize("protocol, preset, path, model, expected", RECORDED_COSTS, ids=[r[0] for r in RECORDED_COSTS])
+def test_recorded_replies_cost_what_the_published_rates_say(protocol, preset, path, model, expected, monkeypatch):
+    """Through a real model call: the recorded body served by the local server."""
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    raw = (ROOT / path).read_bytes()
+    kind = "application/vnd.amazon.eventstream" if protocol == "bedrock-converse" else "text/event-stream"
+    with ProviderServer() as server:
+        server.script(Reply(body=raw, pieces=[raw], headers={"content-type": kind}))
+        base = server.url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
+        reply = asyncio.run(load_model(f"{preset}:{model}", api_key="k", base_url=base, retry=RetryPolicy(max_retries=0)).complete([UserMsg("u", "hi")]))
+    assert reply.cost["total"] == pytest.approx(expected, rel=1e-9)
+    assert reply.cost["complete"] and reply.cost["source"].startswith("genai-prices")
+    assert decode_sse  # the adapters are the same path: covered by the recorded-stream tests
+
+
+def test_a_replys_cost_adds_up_its_calls_and_lists_the_unpriced_ones():
+    with ProviderServer() as server:
+        reply = run_agent(server, "anthropic")
+    # two calls of Claude Sonnet 4.5: (100 in, 20 out) and (150 in, 10 out)
+    assert reply.cost["total"] == pytest.approx((100 + 150) * 3e-6 + (20 + 10) * 15e-6)
+    assert reply.cost["calls"] == 2 and reply.cost["complete"]
+    with ProviderServer() as server:
+        server.script(stream_reply("anthropic", ("text", "hi")))
+        unknown = asyncio.run(load_model("anthropic:claude-imaginary", api_key="k", base_url=server.url).complete([UserMsg("u", "hi")]))
+    assert unknown.cost["total"] is None and not unknown.cost["complete"] and "claude-imaginary" in unknown.cost["unpriced"][0]
