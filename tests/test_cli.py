@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -14,9 +15,16 @@ from modelwire.message import Msg
 from paths import ROOT  # noqa: E402
 
 
+def user_env(**extra: str) -> dict[str, str]:
+    """The environment a person has: no MODELWIRE_DEBUG (the tests set it for themselves)."""
+    env = {k: v for k, v in os.environ.items() if k != "MODELWIRE_DEBUG"}
+    env.update(extra)
+    return env
+
+
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "modelwire.cli", *args], input=stdin, capture_output=True, timeout=60
+        [sys.executable, "-m", "modelwire.cli", *args], input=stdin, capture_output=True, timeout=60, env=user_env()
     )
 
 
@@ -133,7 +141,7 @@ from modelwire.testing.server import ProviderServer, sse_reply  # noqa: E402
 
 
 def run_env(*args, env_extra=None, stdin=None):
-    env = {**os.environ, **(env_extra or {})}
+    env = user_env(**(env_extra or {}))
     return subprocess.run([sys.executable, "-m", "modelwire.cli", *args], input=stdin, capture_output=True, timeout=60, env=env)
 
 
@@ -149,7 +157,7 @@ def test_chat_one_shot_renders_tool_calls_usage_and_first_token_time():
         assert "thinking: Need to compute." in text
         assert '-> calculate({"expression": "6 * 7"})' in text and "<- calculate [success] 42" in text
         assert "It is 42." in text
-        assert "[completed | stop: end_turn | tokens in 230 (cache read 0, cache write 0) out 25 | first token " in text
+        assert "[completed | stop: end_turn | tokens in 230 (cache read 0, cache write 0) out 25 | first token " in out.stderr.decode()  # stats on stderr
         assert '"content": "42"' in json.dumps(server.requests[1]["json"]) or "42" in json.dumps(server.requests[1]["json"]["messages"][-1])
 
 
@@ -168,14 +176,15 @@ def test_chat_events_and_json_and_hidden_thinking():
 
 
 def test_chat_without_a_model_says_what_to_set(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "MODELWIRE_MODEL"}
+    env = {k: v for k, v in user_env().items() if k != "MODELWIRE_MODEL"}
     out = subprocess.run([sys.executable, "-m", "modelwire.cli", "chat", "hi"], capture_output=True, timeout=60, env=env, cwd=tmp_path)
     assert out.returncode == 2 and b"MODELWIRE_MODEL" in out.stderr
 
 
 def test_models_lists_presets_and_whether_their_key_is_set():
     out = run_env("models", env_extra={"GROQ_API_KEY": "g", "OPENAI_API_KEY": ""})
-    lines = {line.split()[0]: line for line in out.stdout.decode().splitlines()[1:] if line.strip() and not line.startswith("MODELWIRE")}
+    table = out.stdout.decode().split("\n\n")[0].splitlines()[1:]
+    lines = {line.split()[0]: line for line in table if line.strip()}
     assert "GROQ_API_KEY" in lines["groq"] and " yes " in lines["groq"]
     assert " no " in lines["openai"] and "optional" in lines["ollama"]
     from modelwire.models import PRESETS

@@ -53,10 +53,21 @@ class JsonLines:
         pass
 
 
+_STOPS = {
+    "max_tokens": "stopped: the max_tokens limit was reached (--max-tokens raises it)",
+    "refusal": "the model refused to answer",
+    "content_filter": "stopped by the provider's content filter",
+    "pause_turn": "the provider paused a long server-side turn",
+}
+
+
 class Pretty:
-    def __init__(self, out: IO[str], *, color: bool | None = None, show_thinking: bool = True) -> None:
+    def __init__(self, out: IO[str], *, color: bool | None = None, show_thinking: bool = True, stats: IO[str] | None = None) -> None:
         self.out = out
+        self.stats = stats or out  # the closing line and errors (stderr in the chat)
         self.color = out.isatty() if color is None else color
+        self.last_kind = ""  # the kind of the block written last (text after text goes on)
+        self.refs: list[str] = []  # citations, listed after the reply
         self.show_thinking = show_thinking
         self.t0 = time.monotonic()
         self.first_token: float | None = None
@@ -66,6 +77,7 @@ class Pretty:
         self.calls: dict[str, dict[str, Any]] = {}
         self.results: dict[str, list[str]] = {}
         self.thinking_chars = 0
+        self.thinking_started = False
         self.at_line_start = True
         self.finished_reason: str | None = None
         self.error: Any = None
@@ -88,22 +100,35 @@ class Pretty:
         if t in ("TEXT_BLOCK_DELTA", "THINKING_BLOCK_DELTA") and self.first_token is None:
             self.first_token = time.monotonic() - self.t0
         if t == "TEXT_BLOCK_START":
-            self._newline()
+            if self.last_kind != "text":  # cited pieces of one answer are several text blocks
+                self._newline()
+            self.last_kind = "text"
         elif t == "TEXT_BLOCK_DELTA":
             self._write(event.delta)
         elif t == "TEXT_BLOCK_END":
-            self._newline()
+            extras = event.extras or {}
+            for citation in list(extras.get("citations") or []) + list(extras.get("annotations") or []):
+                self.refs.append(_citation(citation))
+                self._write(self._style(f"[{len(self.refs)}]", DIM))
+            if extras.get("refusal"):
+                self._write(self._style(" (the model refused)", RED))
         elif t == "THINKING_BLOCK_START":
             self._newline()
+            self.last_kind = "thinking"
             self.thinking_chars = 0
-            if self.show_thinking:
-                self._write(self._style("thinking: ", DIM))
+            self.thinking_started = False
         elif t == "THINKING_BLOCK_DELTA":
             self.thinking_chars += len(event.delta)
             if self.show_thinking:
+                if not self.thinking_started:
+                    self._write(self._style("thinking: ", DIM))
+                    self.thinking_started = True
                 self._write(self._style(event.delta, DIM))
         elif t == "THINKING_BLOCK_END":
-            if not self.show_thinking:
+            extras = event.extras or {}
+            if extras.get("redacted_thinking_data") and not self.thinking_chars:
+                self._write(self._style("(redacted thinking: the provider keeps it encrypted)", DIM))
+            elif not self.show_thinking and self.thinking_chars:
                 self._write(self._style(f"(thought for {self.thinking_chars} characters; --show-thinking to read it)", DIM))
             self._newline()
         elif t == "TOOL_CALL_START":
@@ -112,6 +137,7 @@ class Pretty:
             self.calls[event.tool_call_id]["args"].append(event.delta)
         elif t == "TOOL_CALL_END":
             call = self.calls[event.tool_call_id]
+            self.last_kind = "tool"
             self._newline()
             self._write(self._style(f"-> {call['name']}({''.join(call['args'])})", CYAN) + "\n")
         elif t == "TOOL_RESULT_START":
@@ -138,6 +164,9 @@ class Pretty:
             self.usage[3] += event.cache_creation_input_tokens
             if event.stop_reason:
                 self.stop.append(event.stop_reason)
+                if event.stop_reason in _STOPS:
+                    self._newline()
+                    self._write(self._style(f"({_STOPS[event.stop_reason]})", RED if event.stop_reason != "pause_turn" else DIM) + "\n")
             if event.cost is not None:
                 from .message._types import add_costs
 
@@ -148,15 +177,19 @@ class Pretty:
 
     def close(self) -> None:
         self._newline()
+        for n, ref in enumerate(self.refs, 1):
+            self._write(self._style(f"[{n}] {ref}", DIM) + "\n")
         ttft = f"{self.first_token:.2f}s" if self.first_token is not None else "-"
         stop = self.stop[-1] if self.stop else "-"
         line = (
             f"[{self.finished_reason or 'paused'} | stop: {stop} | tokens in {self.usage[0]} (cache read {self.usage[2]},"
             f" cache write {self.usage[3]}) out {self.usage[1]} | first token {ttft} | {time.monotonic() - self.t0:.2f}s{cost_text(self.cost)}]"
         )
-        self._write(self._style(line, DIM) + "\n")
+        self.stats.write(self._style(line, DIM) + "\n")
         if self.error is not None:
-            self._write(self._style(f"error ({self.error.type}): {self.error.message}", RED) + "\n")
+            hint = "; check the provider's key variable (`modelwire models` lists them)" if self.error.type == "authentication" else ""
+            self.stats.write(self._style(f"error ({self.error.type}): {self.error.message}{hint}", RED) + "\n")
+        self.stats.flush()
 
 
 def renderer(kind: str, out: IO[str], **options: Any) -> Any:
@@ -175,3 +208,16 @@ def cost_text(cost: dict | None) -> str:
         return " | cost unknown (no price for this model)"
     partial = "" if cost.get("complete", True) else f", {len(cost.get('unpriced', []))} call(s) unpriced"
     return f" | ${cost['total']:.6f}{partial}"
+
+
+def _citation(citation: Any) -> str:
+    """One reference line from an Anthropic citation or an OpenAI annotation."""
+    if not isinstance(citation, dict):
+        return str(citation)
+    title = citation.get("title") or citation.get("document_title") or ""
+    url = citation.get("url") or ""
+    quoted = citation.get("cited_text") or ""
+    text = " ".join(x for x in (title, f"<{url}>" if url else "") if x)
+    if quoted and not text:
+        text = f"\"{quoted[:80]}\""
+    return text or citation.get("type", "source")

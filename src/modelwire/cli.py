@@ -1,11 +1,59 @@
-"""The ``modelwire`` command line."""
+"""The ``modelwire`` command line.
+
+Every mistake is one line on stderr that names what is wrong and how to fix it, in command
+line terms, with exit status 2 (1 when a provider answered with an error); ``--debug``
+shows the Python traceback instead.
+"""
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
 import sys
+from typing import Any, NoReturn
 
 from . import __version__
+
+ENVIRONMENT = """environment:
+  MODELWIRE_MODEL       the model when none is given (PROVIDER:MODEL or a profile name)
+  <PROVIDER>_API_KEY    each provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY ...;
+                        `modelwire models` lists them all and whether they are set)
+  <PROVIDER>_BASE_URL   another endpoint for a provider (ANTHROPIC_BASE_URL, OPENAI_BASE_URL ...)
+  MODELWIRE_DEBUG=1     tracebacks instead of one-line errors (as --debug)
+
+start with `modelwire demo`: a small agent with a real tool, replaying a recorded conversation."""
+
+
+class UsageError(Exception):
+    """A mistake on the command line: one line, exit status 2."""
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and did-you-mean for commands and options."""
+
+    def error(self, message: str) -> NoReturn:
+        hint = ""
+        if message.startswith("unrecognized arguments:"):
+            words = message.split(":", 1)[1].split()
+            known = [o for action in self._actions for o in action.option_strings]
+            for word in words:
+                close = difflib.get_close_matches(word.split("=")[0], known, n=1, cutoff=0.6)
+                if close:
+                    hint = f"; did you mean {close[0]}?"
+                    break
+        elif "invalid choice:" in message:
+            bad = message.split("invalid choice:", 1)[1].split("(")[0].strip().strip("'\"")
+            choices = [c for action in self._actions if action.choices for c in action.choices]
+            close = difflib.get_close_matches(bad.lower(), [str(c).lower() for c in choices], n=1, cutoff=0.5)
+            if close:
+                hint = f"; did you mean {close[0]}?"
+        sys.stderr.write(f"{self.prog}: {message}{hint} (see {self.prog} --help)\n")
+        raise SystemExit(2)
 
 
 def _view(args: argparse.Namespace) -> str:
@@ -19,21 +67,52 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
-    import os
-
     from .models.config import all_presets
 
-    print(f"{'provider':<18}{'protocol':<18}{'key variable':<24}{'set?':<9}base URL")
+    print(f"{'provider':<18}{'protocol':<18}{'key variable':<26}{'set?':<10}{'example model string':<48}base URL")
     for preset in all_presets().values():
         key = preset.key_env or "-"
-        state = "yes" if preset.key_env and os.environ.get(preset.key_env) else ("n/a" if not preset.key_required else "no")
-        if not preset.key_required and state != "yes":
-            state = "optional"
+        variables = preset.dialect.get("key_envs") or ((preset.key_env,) if preset.key_env else ())
+        is_set = any(os.environ.get(v) for v in variables)
+        state = "yes" if is_set else ("optional" if not preset.key_required else "no")
         base = (os.environ.get(preset.base_url_env) if preset.base_url_env else None) or preset.base_url or f"${preset.base_url_env}"
-        print(f"{preset.name:<18}{preset.protocol:<18}{key:<24}{state:<9}{base}")
+        example = f"{preset.name}:{preset.example}" if preset.example else f"{preset.name}:MODEL"
+        print(f"{preset.name:<18}{preset.protocol:<18}{key:<26}{state:<10}{example:<48}{base}")
     chosen = os.environ.get("MODELWIRE_MODEL")
-    print(f"\nMODELWIRE_MODEL={chosen}" if chosen else "\nMODELWIRE_MODEL is not set; chat uses --model, then modelwire.toml's default")
+    print(f"\nMODELWIRE_MODEL={chosen}" if chosen else "\nMODELWIRE_MODEL is not set: chat uses -m/--model, then modelwire.toml's `default`")
+    print("each provider's base URL can be changed with its *_BASE_URL variable (shown where it has one) or --base-url")
     return 0
+
+
+def _chat_options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if args.base_url:
+        options["base_url"] = args.base_url
+    if args.max_tokens is not None:
+        options["max_tokens"] = args.max_tokens
+    if args.temperature is not None:
+        options["temperature"] = args.temperature
+    return options
+
+
+class _Waiting:
+    """A small indicator on a terminal's stderr until the first token (nothing otherwise)."""
+
+    def __init__(self) -> None:
+        self.on = sys.stderr.isatty()
+        self.shown = False
+
+    def start(self) -> None:
+        if self.on:
+            sys.stderr.write("\x1b[2m…\x1b[0m")
+            sys.stderr.flush()
+            self.shown = True
+
+    def stop(self) -> None:
+        if self.shown:
+            sys.stderr.write("\b \b")
+            sys.stderr.flush()
+            self.shown = False
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
@@ -43,80 +122,92 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     from ._render import renderer
     from .agent import Agent
     from .demo import calculate
-    from .errors import ModelwireError
     from .message import UserMsg
-    from .models import ConfigError, load_model
+    from .models import load_model
 
-    try:
-        model = load_model(args.model, **({"base_url": args.base_url} if args.base_url else {}))
-    except ConfigError as exc:
-        return _fail(str(exc))
+    model = load_model(args.model, **_chat_options(args))
     agent = Agent("assistant", model, args.system, tools=[calculate], max_iters=args.max_iters)
     view = _view(args)
+    interrupted = False
 
     async def one(prompt: str) -> str | None:
-        render = renderer(view, sys.stdout, show_thinking=args.show_thinking) if view == "pretty" else renderer(view, sys.stdout)
+        nonlocal interrupted
+        render = renderer(view, sys.stdout, show_thinking=args.show_thinking, stats=sys.stderr) if view == "pretty" else renderer(view, sys.stdout)
         loop = asyncio.get_running_loop()
-        # Ctrl-C stops the reply, not the program.
-        try:
-            loop.add_signal_handler(signal.SIGINT, agent.interrupt)
+        waiting = _Waiting() if view == "pretty" else None
+
+        def stop() -> None:
+            nonlocal interrupted
+            interrupted = True
+            agent.interrupt()
+
+        try:  # Ctrl-C stops the reply, not the program
+            loop.add_signal_handler(signal.SIGINT, stop)
         except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform
             pass
         try:
+            if waiting:
+                waiting.start()
             async for event in agent.reply_stream(UserMsg("user", prompt)):
+                if waiting and event.type not in ("REPLY_START", "MODEL_CALL_START"):
+                    waiting.stop()
                 render(event)
         finally:
+            if waiting:
+                waiting.stop()
             try:
                 loop.remove_signal_handler(signal.SIGINT)
             except (NotImplementedError, RuntimeError):  # pragma: no cover
                 pass
         render.close()
         reply = agent.context[-1]
+        if reply.error is not None and view != "pretty":
+            print(f"modelwire: error ({reply.error.type}): {reply.error.message}", file=sys.stderr)
         return reply.error.type if reply.error is not None else None
 
-    if args.prompt:
+    with asyncio.Runner() as runner:  # one event loop for the session: one connection pool
+        piped = not args.prompt and not sys.stdin.isatty()
+        if args.prompt or piped:
+            prompt = " ".join(args.prompt) if args.prompt else sys.stdin.read().strip()
+            if not prompt:
+                raise UsageError("the prompt is empty; give one (modelwire chat \"Hi\") or pipe one in")
+            failed = runner.run(one(prompt))
+            if interrupted:
+                return 130
+            return _provider_exit(failed)
         try:
-            failed = asyncio.run(one(" ".join(args.prompt)))
-        except ModelwireError as exc:
-            return _fail(str(exc))
-        return 1 if failed else 0
-    print(f"modelwire chat with {model.provider}:{model.name} (Ctrl-C stops a reply, Ctrl-D or 'exit' quits)")
-    while True:
-        try:
-            prompt = input("you> ")
-        except EOFError:
-            print()
-            return 0
-        except KeyboardInterrupt:
-            print()
-            continue
-        if prompt.strip() in ("exit", "quit"):
-            return 0
-        if not prompt.strip():
-            continue
-        try:
-            asyncio.run(one(prompt))
-        except ModelwireError as exc:
-            print(f"modelwire: {exc}", file=sys.stderr)
+            import readline  # noqa: F401 - line editing and history at the prompt
+        except ImportError:  # pragma: no cover - not on this platform
+            pass
+        print(f"modelwire chat with {model.provider}:{model.name} (Ctrl-C stops a reply, Ctrl-D or 'exit' quits)", file=sys.stderr)
+        while True:
+            try:
+                prompt = input("you> ")
+            except EOFError:
+                print(file=sys.stderr)
+                return 0
+            except KeyboardInterrupt:
+                print(file=sys.stderr)
+                continue
+            if prompt.strip() in ("exit", "quit"):
+                return 0
+            if prompt.strip():
+                runner.run(one(prompt))
+
+
+def _provider_exit(failed: str | None) -> int:
+    return 1 if failed else 0
 
 
 def _cmd_decode(args: argparse.Namespace) -> int:
-    """Raw SSE body -> the rebuilt assistant message (or the events)."""
-    from .errors import ConfigError, ProviderError
+    """Raw response body -> the rebuilt assistant message (or the events)."""
+    from .errors import ProviderError
     from .event import ReplyEndEvent, ReplyStartEvent, dumps_jsonl
     from .message import AssistantMsg
-    from .protocols import get_protocol
+    from .protocols import get_protocol, sniff
 
-    try:
-        protocol = get_protocol(args.protocol)
-    except ConfigError as exc:
-        print(f"modelwire decode: {exc}", file=sys.stderr)
-        return 2
-    try:
-        body = sys.stdin.buffer.read() if args.file == "-" else open(args.file, "rb").read()
-    except OSError as exc:
-        print(f"modelwire decode: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
-        return 2
+    protocol = get_protocol(args.protocol)
+    body = _read_bytes(args.file)
     reply = AssistantMsg(args.name, [])
     start = ReplyStartEvent(session_id="decode", reply_id=reply.id, name=args.name)
     decoder = protocol.decoder(protocol.new_adapter(reply.id), keep=True)
@@ -127,129 +218,150 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     except ProviderError as exc:
         error = exc
     events = [start, *decoder.events]
-    events.append(
-        ReplyEndEvent(
-            session_id="decode",
-            reply_id=reply.id,
-            finished_reason="error" if error else "completed",
-            error=error.to_error_info() if error else None,
-        )
-    )
+    events.append(ReplyEndEvent(session_id="decode", reply_id=reply.id, finished_reason="error" if error else "completed", error=error.to_error_info() if error else None))
     for event in events:
         reply.append_event(event)
     if args.events:
         sys.stdout.write(dumps_jsonl(events))
     else:
         sys.stdout.write(reply.model_dump_json(indent=2) + "\n")
+    end = next((e for e in reversed(events) if e.type == "MODEL_CALL_END"), None)
+    if end is not None:
+        print(f"stop: {end.stop_reason} (the provider's: {end.provider_stop_reason})", file=sys.stderr)
     if error is not None:
-        print(f"modelwire decode: {type(error).__name__}: {error}", file=sys.stderr)
+        other = sniff(body)
+        hint = f"; this looks like a {other} stream: use --protocol {other}" if other and other != protocol.name else ""
+        print(f"modelwire decode: {type(error).__name__}: {error.message}{hint}", file=sys.stderr)
         return 1
     return 0
+
+
+def _read_bytes(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _load_json(path: str, what: str) -> Any:
+    import json
+
+    raw = _read_bytes(path)
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise UsageError(f"{path} is not JSON ({exc}); it should hold {what}") from None
 
 
 def _cmd_format(args: argparse.Namespace) -> int:
     """A JSON list of messages -> the request payload of one protocol."""
     import json
 
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import ValidationError
 
-    from .errors import FormatError
     from .formatters import get_formatter
     from .message import Msg
 
-    def load(path: str) -> object:
+    data = _load_json(args.file, "a list of messages")
+    if not isinstance(data, list):
+        raise UsageError(f"{args.file} holds a JSON {type(data).__name__}; it should hold a list of messages")
+    messages = []
+    for n, item in enumerate(data):
         try:
-            text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
-            return json.loads(text)
-        except OSError as exc:
-            raise SystemExit(_fail(f"cannot read {path}: {exc.strerror}"))
-        except ValueError as exc:
-            raise SystemExit(_fail(f"{path} is not JSON: {exc}"))
-
-    data = load(args.file)
-    try:
-        messages = TypeAdapter(list[Msg]).validate_python(data)
-    except ValidationError as exc:
-        return _fail(f"{args.file} is not a list of messages: {exc}")
-    tools = load(args.tools) if args.tools else None
-    choice = args.tool_choice
-    try:
-        payload = get_formatter(args.protocol)().format(messages, tools, choice)
-    except (FormatError, ValueError, TypeError) as exc:
-        return _fail(str(exc))
+            messages.append(Msg.from_dict(item) if isinstance(item, dict) else Msg.from_dict({}))
+        except (ValidationError, ValueError) as exc:
+            problems = exc.errors() if isinstance(exc, ValidationError) else [{"loc": (), "msg": str(exc)}]
+            first = problems[0]
+            where = ".".join(str(p) for p in first["loc"]) or "the message"
+            raise UsageError(f"{args.file}: message [{n}]: {where}: {first['msg']} (a message has `name`, `role` and `content`)") from None
+    tools = None
+    if args.tools:
+        tools = _load_json(args.tools, "a list of tool definitions")
+        if not isinstance(tools, list):
+            raise UsageError(f"{args.tools} holds a JSON {type(tools).__name__}; it should hold a list of tool definitions ([{{\"name\": ...}}])")
+    payload = get_formatter(args.protocol)().format(messages, tools, args.tool_choice)
     json.dump(payload, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0
 
 
 def _cmd_cassette(args: argparse.Namespace) -> int:
-    from .cassettes import Cassette, CassetteError, import_vcr
+    from .cassettes import Cassette, import_vcr
     from .cassettes._show import summarize
 
-    try:
-        if args.cassette_command == "show":
-            for line in summarize(Cassette.load(args.file)):
-                print(line)
-            return 0
-        cassette = import_vcr(args.file, args.output)
-        cassette.save()
-        print(f"wrote {cassette.path} ({len(cassette.interactions)} interaction(s))")
+    if args.cassette_command == "show":
+        for line in summarize(Cassette.load(args.file)):
+            print(line)
         return 0
-    except (OSError, ValueError, KeyError, CassetteError) as exc:
-        return _fail(f"cassette {args.cassette_command}: {exc}")
-
-
-def _fail(message: str) -> int:
-    print(f"modelwire: {message}", file=sys.stderr)
-    return 2
+    cassette = import_vcr(args.file, args.output)
+    cassette.save()
+    print(f"wrote {cassette.path} ({len(cassette.interactions)} interaction(s))")
+    return 0
 
 
 def _view_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--events", action="store_true", help="print the raw event stream, one event per line")
-    group.add_argument("--json", action="store_true", help="print the events as JSON lines")
+    group.add_argument("--json", action="store_true", help="print the events as JSON lines, for piping")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from .protocols import protocol_names
 
     protocols = protocol_names()
-    parser = argparse.ArgumentParser(prog="modelwire", description="Plug real LLM providers into agents.")
+    parser = _Parser(prog="modelwire", description="Plug real LLM providers into agents.", epilog=ENVIRONMENT, formatter_class=_Formatter)
     parser.add_argument("--version", action="version", version=f"modelwire {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    demo = sub.add_parser("demo", help="a small agent with a real tool, replaying a recorded conversation (no API key)")
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks instead of one-line errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, description=text, formatter_class=_Formatter)
+
+    demo = command("demo", "a small agent with a real tool, replaying a recorded conversation (no API key, no network)")
     _view_flags(demo)
     demo.set_defaults(func=_cmd_demo)
-    chat = sub.add_parser("chat", help="talk to a model through the agent (one prompt, or interactive without one)")
-    chat.add_argument("prompt", nargs="*", help="the prompt; without one, an interactive session starts")
-    chat.add_argument("--model", help="PROVIDER:MODEL or a profile name (default: MODELWIRE_MODEL, then modelwire.toml)")
+
+    chat = command("chat", "talk to a model through the agent: one prompt (as arguments or piped in), or interactive without one")
+    chat.epilog = ENVIRONMENT
+    chat.add_argument("prompt", nargs="*", help="the prompt; without one (and nothing piped in), an interactive session starts")
+    chat.add_argument("-m", "--model", help="PROVIDER:MODEL (anthropic:claude-sonnet-4-5, openai:gpt-4.1 ...) or a profile name; default: MODELWIRE_MODEL, then modelwire.toml")
     chat.add_argument("--base-url", help="send requests to this base URL instead of the provider's")
     chat.add_argument("--system", default="You are a helpful assistant. Use the calculator for arithmetic.", help="the system prompt")
-    chat.add_argument("--max-iters", type=int, default=8)
+    chat.add_argument("--max-tokens", type=int, help="the most tokens one model call may write")
+    chat.add_argument("--temperature", type=float, help="sampling temperature")
+    chat.add_argument("--max-iters", type=int, default=8, help="the most model calls in one reply (tool rounds)")
     chat.add_argument("--show-thinking", action=argparse.BooleanOptionalAction, default=True, help="show thinking (dimmed) or collapse it to one line")
     _view_flags(chat)
     chat.set_defaults(func=_cmd_chat)
-    models = sub.add_parser("models", help="the providers and presets, the key each needs, and whether it is set")
+
+    models = command("models", "list the providers: protocol, key variable and whether it is set, an example model string, base URL")
+    models.epilog = ENVIRONMENT
     models.set_defaults(func=_cmd_models)
-    decode = sub.add_parser("decode", help="decode a raw SSE response body into the assistant message it carries")
-    decode.add_argument("--protocol", required=True, choices=protocols, help="the wire protocol of the body")
+
+    decode = command("decode", "decode a raw response body (SSE, or AWS event stream) into the assistant message it carries")
+    decode.add_argument("--protocol", required=True, choices=protocols, help=f"the wire protocol of the body: {', '.join(protocols)}")
     decode.add_argument("--events", action="store_true", help="print the events as JSON lines instead of the message")
     decode.add_argument("--name", default="assistant", help="the name to give the rebuilt message")
-    decode.add_argument("file", help="the SSE body, or - for standard input")
+    decode.add_argument("file", help="the body, or - for standard input")
     decode.set_defaults(func=_cmd_decode)
-    fmt = sub.add_parser("format", help="turn a JSON list of messages into a provider's request payload")
-    fmt.add_argument("--protocol", required=True, choices=protocols, help="the wire protocol of the payload")
+
+    fmt = command("format", "turn a JSON list of messages into a provider's request payload")
+    fmt.add_argument("--protocol", required=True, choices=protocols, help=f"the wire protocol of the payload: {', '.join(protocols)}")
     fmt.add_argument("--tools", help="a JSON file with a list of tool definitions")
     fmt.add_argument("--tool-choice", help="auto, none, required, or a tool name")
     fmt.add_argument("file", help="a JSON list of messages (Msg.to_dict() form), or - for standard input")
     fmt.set_defaults(func=_cmd_format)
-    cas = sub.add_parser("cassette", help="inspect or import recorded provider traffic")
-    cas_sub = cas.add_subparsers(dest="cassette_command", metavar="ACTION", required=True)
-    show = cas_sub.add_parser("show", help="summarize a cassette: requests, models, events, usage")
-    show.add_argument("file")
-    imp = cas_sub.add_parser("import", help="convert a VCR.py / pytest-recording YAML cassette")
-    imp.add_argument("file")
-    imp.add_argument("-o", "--output", help="where to write (default: FILE with .json)")
+
+    cas = command("cassette", "inspect recorded provider traffic, or import VCR.py / pytest-recording cassettes")
+    cas_sub = cas.add_subparsers(dest="cassette_command", metavar="ACTION", required=True, parser_class=_Parser)
+    show = cas_sub.add_parser("show", help="summarize a cassette: requests, models, events, usage, cost", description="summarize a cassette: requests, models, events, usage, cost", formatter_class=_Formatter)
+    show.add_argument("file", help="a modelwire cassette (JSON)")
+    imp = cas_sub.add_parser("import", help="convert a VCR.py / pytest-recording YAML cassette into a modelwire one", description="convert a VCR.py / pytest-recording YAML cassette into a modelwire one", formatter_class=_Formatter)
+    imp.add_argument("file", help="the YAML cassette")
+    imp.add_argument("-o", "--output", help="where to write (default: FILE with .json; never FILE itself)")
     cas.set_defaults(func=_cmd_cassette)
     return parser
 
@@ -261,14 +373,37 @@ def main(argv: list[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
+    debug = args.debug or os.environ.get("MODELWIRE_DEBUG", "") not in ("", "0")
     try:
         return func(args)
     except BrokenPipeError:
         # The reader went away (| head): stop quietly, as command-line tools do.
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one line for the person, the traceback with --debug
+        if debug:
+            raise
+        from .errors import ModelwireError, ProviderError
+
+        if isinstance(exc, ProviderError):
+            sys.stderr.write(f"modelwire: {_provider_line(exc, args)}\n")
+            return 1
+        if isinstance(exc, (UsageError, ModelwireError, OSError)):
+            sys.stderr.write(f"modelwire: {exc}\n")
+            return 2
+        sys.stderr.write(f"modelwire: unexpected {type(exc).__name__}: {exc} (run again with --debug for the traceback; it may be a bug in modelwire)\n")
+        return 1
+
+
+def _provider_line(err: Any, args: argparse.Namespace) -> str:
+    line = f"error ({err.error_type}): {err}"
+    if err.error_type == "authentication":
+        line += "; check the provider's key variable (`modelwire models` lists them)"
+    return line
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -164,14 +164,18 @@ class ProviderError(ModelwireError):
         self.request_id = request_id
         self.body = body
         self.events: list = events or []
-        bits = [message]
-        if provider_type:
-            bits.insert(0, f"[{provider_type}]")
-        if status_code is not None:
-            bits.insert(0, f"HTTP {status_code}")
-        if request_id:
-            bits.append(f"(request id {request_id})")
-        super().__init__(" ".join(bits))
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        # Built when shown: the message and request id may be filled in after raising.
+        bits = [self.message]
+        if self.provider_type:
+            bits.insert(0, f"[{self.provider_type}]")
+        if self.status_code is not None:
+            bits.insert(0, f"HTTP {self.status_code}")
+        if self.request_id:
+            bits.append(f"(request id {self.request_id})")
+        return " ".join(bits)
 
     def to_error_info(self) -> dict[str, str]:
         """The ``{type, message}`` pair for ``Msg.error`` / ``REPLY_END.error``."""

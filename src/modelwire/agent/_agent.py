@@ -471,6 +471,10 @@ class Agent:
                 except ValueError as exc:
                     run.append((call, None, None, f"!The answer does not fit the structure: {exc}"))
                 continue
+            if getattr(call, "truncated", False):
+                # Cut off (max_tokens) before its arguments were complete: never run it.
+                run.append((call, None, None, "!This call was cut off by the max_tokens limit before its arguments were complete; it was not run. Call it again with fewer words before it, or ask for more max_tokens."))
+                continue
             tool = self.tools.get(call.name)
             if tool is None:
                 run.append((call, None, None, f"!There is no tool named {call.name!r}. Tools: {', '.join(self.tools) or 'none'}."))

@@ -150,11 +150,33 @@ class Cassette:
 
     @classmethod
     def load(cls, path: str | Path, ignore_fields: Iterable[str] = ()) -> "Cassette":
+        """Read a cassette; a file that is not one is a :class:`CassetteError` naming the
+        file and what is wrong with it."""
         path = Path(path)
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CassetteError(f"cannot read {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise CassetteError(f"{path} is not a modelwire cassette (not UTF-8 text)") from None
+        try:
+            data = json.loads(text)
+        except ValueError:
+            hint = "; a VCR.py / pytest-recording YAML cassette? convert it with: modelwire cassette import" if text.lstrip().startswith(("interactions:", "version:", "---")) else ""
+            raise CassetteError(f"{path} is not a modelwire cassette (not JSON){hint}") from None
+        if not isinstance(data, dict):
+            raise CassetteError(f"{path} is not a modelwire cassette (a JSON {type(data).__name__}, not an object with `interactions`)")
         if data.get("version") != 1:
-            raise CassetteError(f"{path}: unknown cassette version {data.get('version')!r}")
-        interactions = [Interaction(i["request"], i["response"]) for i in data.get("interactions", [])]
+            raise CassetteError(f"{path}: unknown cassette version {data.get('version')!r} (this modelwire reads version 1)")
+        interactions = []
+        for n, item in enumerate(data.get("interactions", [])):
+            if not isinstance(item, dict) or not isinstance(item.get("request"), dict) or not isinstance(item.get("response"), dict):
+                raise CassetteError(f"{path}: interaction {n} needs a `request` and a `response` object")
+            for side, keys in (("request", ("method", "url")), ("response", ("status",))):
+                missing = [k for k in keys if k not in item[side]]
+                if missing:
+                    raise CassetteError(f"{path}: interaction {n}'s {side} has no {', '.join(missing)}")
+            interactions.append(Interaction(item["request"], item["response"]))
         return cls(path, interactions, data.get("notes", ""), tuple(ignore_fields))
 
     def to_json(self) -> str:

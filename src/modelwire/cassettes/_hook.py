@@ -256,6 +256,9 @@ def use_cassette(
         _patch("httpx")
     _USERS += 1
     token = _ACTIVE.set((*_ACTIVE.get(), session))
+    from ..models.config import REPLAYING
+
+    replay_token = REPLAYING.set(True) if record_mode == "none" else None
     failed = False
     try:
         yield session
@@ -267,6 +270,11 @@ def use_cassette(
             _ACTIVE.reset(token)
         except ValueError:  # left in another context than it was entered: drop it there
             _ACTIVE.set(tuple(s for s in _ACTIVE.get() if s is not session))
+        if replay_token is not None:
+            try:
+                REPLAYING.reset(replay_token)
+            except ValueError:
+                REPLAYING.set(False)
         _USERS -= 1
         if not _USERS:
             _unpatch("httpx2")

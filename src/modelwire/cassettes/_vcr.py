@@ -27,11 +27,30 @@ def import_vcr(source: str | Path, target: str | Path | None = None) -> Cassette
     except ImportError as exc:  # pragma: no cover - the dev extra has it
         raise CassetteError("importing VCR cassettes needs PyYAML (pip install pyyaml)") from exc
     source = Path(source)
-    data = yaml.safe_load(source.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or "interactions" not in data:
-        raise CassetteError(f"{source} is not a VCR.py cassette (no `interactions`)")
-    cassette = Cassette(Path(target) if target else source.with_suffix(".json"), notes=f"imported from the VCR.py cassette {source.name}")
-    for item in data["interactions"]:
+    try:
+        text = source.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CassetteError(f"cannot read {source}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise CassetteError(f"{source} is not a VCR.py cassette (not UTF-8 text)") from None
+    try:
+        if isinstance(json.loads(text), dict) and json.loads(text).get("version") == 1:
+            raise CassetteError(f"{source} is a modelwire cassette already; nothing to import")
+    except ValueError:
+        pass
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CassetteError(f"{source} is not a VCR.py cassette (not YAML: {str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
+        raise CassetteError(f"{source} is not a VCR.py cassette (no `interactions` list)")
+    out = Path(target) if target else source.with_suffix(".json")
+    if out.resolve() == source.resolve():
+        raise CassetteError(f"importing {source} would overwrite it; name another file with -o")
+    cassette = Cassette(out, notes=f"imported from the VCR.py cassette {source.name}")
+    for n, item in enumerate(data["interactions"]):
+        if not isinstance(item, dict) or not isinstance(item.get("request"), dict) or not isinstance(item.get("response"), dict):
+            raise CassetteError(f"{source}: interaction {n} needs a `request` and a `response`")
         req = item["request"]
         if "parsed_body" in req:
             content = json.dumps(req["parsed_body"]).encode()

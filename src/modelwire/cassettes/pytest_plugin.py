@@ -7,7 +7,9 @@
     def test_other(cassette): ...             # the fixture gives the CassetteSession
 
 ``--record-mode {none,once,new_episodes,all}`` (default ``none``: replay only, as CI
-runs). The folder is set by the ``modelwire_cassette_dir`` ini option (default
+runs). pytest-recording owns ``--record-mode`` when it is installed too; then (and always)
+``--modelwire-record-mode`` sets modelwire's, and pytest-recording's value is used for
+modelwire as well unless that is given. The folder is set by the ``modelwire_cassette_dir`` ini option (default
 ``cassettes``, relative to the rootdir).
 """
 
@@ -23,8 +25,22 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
 
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("modelwire")
-    group.addoption("--record-mode", action="store", default=None, choices=RECORD_MODES, help="modelwire cassettes: how to record")
+    group.addoption("--modelwire-record-mode", action="store", default=None, choices=RECORD_MODES, help="modelwire cassettes: how to record")
+    try:
+        group.addoption("--record-mode", action="store", default=None, choices=RECORD_MODES, help="modelwire cassettes: how to record")
+    except ValueError:
+        pass  # pytest-recording (or VCR's plugin) has it: its value applies to ours too
     parser.addini("modelwire_cassette_dir", "folder for modelwire cassettes (relative to the rootdir)", default="cassettes")
+
+
+def _record_mode(config: Any) -> str | None:
+    mode = config.getoption("--modelwire-record-mode")
+    if mode is None:
+        try:
+            mode = config.getoption("--record-mode")
+        except ValueError:
+            mode = None
+    return mode if mode in RECORD_MODES else None
 
 
 def pytest_configure(config: Any) -> None:
@@ -46,7 +62,7 @@ def cassette(request: Any) -> Iterator[Any]:
 
     marker = request.node.get_closest_marker("cassette")
     options = dict(marker.kwargs) if marker is not None else {}
-    mode = request.config.getoption("--record-mode") or options.pop("record_mode", "none")
+    mode = _record_mode(request.config) or options.pop("record_mode", "none")
     options.pop("record_mode", None)
     with use_cassette(_path(request, marker), mode, **options) as session:
         yield session

@@ -123,6 +123,7 @@ class HTTPModel:
             attempt = 0
             while True:
                 decoder = self.wire.decoder(self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name))
+                head = b""  # the start of the body, to name a server that speaks another protocol
                 held: list[EventBase] = []
                 passed_on = False
                 response = None
@@ -146,6 +147,8 @@ class HTTPModel:
                                 yield event
                             return
                         async for chunk in read_chunks(response, self.timeouts, deadline, first_deadline):
+                            if len(head) < 4096:
+                                head += chunk[:4096]
                             events = decoder.feed(chunk)
                             if not events:
                                 continue
@@ -172,6 +175,12 @@ class HTTPModel:
                     except E.ProviderError as err:
                         if response is not None and err.request_id is None:
                             err.request_id = _request_id(response)
+                        if isinstance(err, E.StreamProtocolError) and head:
+                            from ..protocols import sniff
+
+                            other = sniff(head)
+                            if other is not None and other != self.protocol:
+                                err.message = f"the server at {self.url().split('?')[0]} answered in another protocol ({other}), not {self.protocol}: {err.message}"
                         if not passed_on and not getattr(err, "answered", False):
                             delay = self.retry.delay(attempt, getattr(err, "retry_after", None)) if self.retry.retryable(err) else None
                             if delay is not None:

@@ -16,6 +16,7 @@ then the file's ``default``.
 
 from __future__ import annotations
 
+import contextvars
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,13 +130,44 @@ class ModelSpec:
         return self.preset.protocol
 
 
+# Well-known model names and their provider, to suggest PROVIDER:MODEL for a bare name.
+_MODEL_PREFIXES = (
+    (("gpt-", "o1", "o3", "o4", "chatgpt-", "codex-"), "openai"),
+    (("claude-",), "anthropic"),
+    (("gemini-",), "google"),
+    (("deepseek-",), "deepseek"),
+    (("grok-",), "xai"),
+    (("mistral-", "magistral-", "codestral-", "ministral-", "devstral-"), "mistral"),
+    (("kimi-", "moonshot-"), "moonshot"),
+    (("qwen-", "qwq-"), "dashscope"),
+    (("us.", "eu.", "apac.", "global.", "amazon.", "anthropic.", "meta.", "mistral.", "openai.gpt-oss"), "bedrock"),
+)
+
+
+def guess_provider(model: str) -> str | None:
+    """The provider a bare, well-known model name belongs to (for a hint), or None."""
+    lowered = model.lower()
+    for prefixes, provider in _MODEL_PREFIXES:
+        if lowered.startswith(prefixes):
+            return provider
+    return None
+
+
 def parse(spec: str) -> tuple[Preset, str]:
     provider, sep, model = spec.partition(":")
     if not sep or not model:
-        raise ConfigError(f"{spec!r} is not PROVIDER:MODEL (for example anthropic:claude-sonnet-4-5)")
+        guess = guess_provider(spec)
+        hint = f"did you mean {guess}:{spec}?" if guess else "for example anthropic:claude-sonnet-4-5"
+        raise ConfigError(f"{spec!r} is not PROVIDER:MODEL; {hint}")
     preset = find_preset(provider)
     if preset is None:
-        raise ConfigError(f"unknown provider {provider!r} in {spec!r}; known: {', '.join(all_presets())}")
+        import difflib
+
+        names = list(all_presets())
+        lowered = {n.lower(): n for n in names}
+        close = [lowered[provider.lower()]] if provider.lower() in lowered else difflib.get_close_matches(provider.lower(), names, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}:{model}?" if close else f"known providers: {', '.join(names)} (`modelwire models` lists them)"
+        raise ConfigError(f"unknown provider {provider!r} in {spec!r}; {hint}")
     return preset, model
 
 
@@ -146,6 +178,26 @@ def find_preset(name: str) -> Preset | None:
 
 def all_presets() -> dict[str, Preset]:
     return {**PRESETS, **plugin_presets()}
+
+
+# Set by modelwire.cassettes while a replay-only cassette is in use (per task).
+REPLAYING: contextvars.ContextVar[bool] = contextvars.ContextVar("modelwire_replaying", default=False)
+REPLAY_KEY = "modelwire-cassette-replay"  # never recorded: requests in replay never leave
+
+
+def _check_profile(profile: dict[str, Any], name: str, path: Path | None) -> None:
+    """Every key of a profile is a known option (a typo is named, with the likely fix)."""
+    import difflib
+    from dataclasses import fields
+
+    from ..protocols import ModelOptions
+
+    known = {f.name for f in fields(ModelOptions)} | {"model", "api_key", "base_url", "timeouts", "formatter"}
+    for key in profile:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else f"; known: {', '.join(sorted(known))}"
+            raise ConfigError(f"{path}: profile {name!r} has an unknown option {key!r}{hint}")
 
 
 def _check_key(key: str, preset: Preset) -> None:
@@ -197,7 +249,7 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: di
     chosen = name or env.get("MODELWIRE_MODEL") or config.get("default")
     if not chosen:
         raise ConfigError(
-            "no model given: pass one (load_model('anthropic:claude-sonnet-4-5')), set MODELWIRE_MODEL,"
+            "no model given: name one (PROVIDER:MODEL, for example anthropic:claude-sonnet-4-5), set MODELWIRE_MODEL,"
             " or set `default` in modelwire.toml"
         )
     profile_options: dict[str, Any] = {}
@@ -209,11 +261,16 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: di
         profile = profiles.get(chosen)
         if profile is None:
             where = f" in {path}" if path else " (no modelwire.toml found)"
-            raise ConfigError(f"{chosen!r} is neither PROVIDER:MODEL nor a profile{where}")
+            guess = guess_provider(chosen)
+            hint = f"; did you mean {guess}:{chosen}?" if guess else ""
+            raise ConfigError(f"{chosen!r} is neither PROVIDER:MODEL nor a profile{where}{hint}")
         if isinstance(profile, str):
             chosen = profile
             continue
+        if not isinstance(profile, dict):
+            raise ConfigError(f"{path}: profile {chosen!r} must be a table or a model string")
         profile = dict(profile)
+        _check_profile(profile, chosen, path)
         target = profile.pop("model", None)
         if not target:
             raise ConfigError(f"profile {chosen!r} has no `model`")
@@ -236,6 +293,8 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: di
                 break
     if api_key is not None:
         _check_key(api_key, preset)
+    if api_key is None and preset.key_required and REPLAYING.get():
+        api_key = REPLAY_KEY  # replaying a cassette: no request leaves, no key is needed
     if api_key is None and preset.key_required:
-        raise ConfigError(f"{preset.name} needs an API key: set {preset.key_env} (or pass api_key=...)")
+        raise ConfigError(f"{preset.name} needs an API key: set {preset.key_env}")
     return ModelSpec(preset=preset, model=model, options=merged, api_key=api_key, base_url=base_url.rstrip("/"))

@@ -34,6 +34,7 @@ __all__ = [
     "register",
     "plugin_presets",
     "protocol_for_url",
+    "sniff",
     "deep_merge",
     "ENTRY_POINT_GROUP",
 ]
@@ -104,6 +105,17 @@ def plugin_presets() -> dict[str, Preset]:
         for preset in get_protocol(name).presets:
             out[preset.name] = preset
     return out
+
+
+def sniff(body: bytes) -> str | None:
+    """The protocol whose stream this body looks like (the first few KiB are enough), to
+    name the mistake when a body is read with the wrong protocol."""
+    head = body[:8192]
+    for name in protocol_names():
+        protocol = get_protocol(name)
+        if any(mark in head for mark in protocol.signature):
+            return name
+    return None
 
 
 def protocol_for_url(url: str) -> WireProtocol | None:

@@ -37,6 +37,7 @@ class GeminiProtocol(WireProtocol):
     path = "/v1beta/models/{model}:streamGenerateContent"
     model_in_body = False
     stream_in_body = False
+    signature = (b'"candidates"', b'"usageMetadata"', b'"promptFeedback"')
     replay_scope = "provider"
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True)
 

@@ -40,6 +40,7 @@ class OpenAIChatProtocol(WireProtocol):
     adapter = "modelwire.protocols.openai_chat.adapter:OpenAIChatAdapter"
     formatter = "modelwire.protocols.openai_chat.formatter:OpenAIChatFormatter"
     path = "/chat/completions"
+    signature = (b'"chat.completion.chunk"', b'"object": "chat.completion"', b'"object":"chat.completion"')
     replay_scope = "provider"
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=False)
     sdk_package = "openai"

@@ -119,6 +119,10 @@ class OpenAIChatAdapter(BaseAdapter):
                 meta.setdefault("logprobs", []).append(choice["logprobs"])
             reason = choice.get("finish_reason")
             if reason:
+                if reason == "length":  # cut off: calls still streaming have partial arguments
+                    for call in self._calls:
+                        if call.block is not None and not call.block.closed:
+                            call.block.extras["truncated"] = True
                 self._finish_reason = reason
                 self.provider_stop_reason = reason
                 self.stop_reason = "refusal" if self._refused else STOP_REASONS.get(reason, "other")

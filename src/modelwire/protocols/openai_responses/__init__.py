@@ -20,6 +20,7 @@ class OpenAIResponsesProtocol(WireProtocol):
     adapter = "modelwire.protocols.openai_responses.adapter:OpenAIResponsesAdapter"
     formatter = "modelwire.protocols.openai_responses.formatter:OpenAIResponsesFormatter"
     path = "/responses"
+    signature = (b'"type": "response.', b'"type":"response.', b"event: response.")
     replay_scope = "provider"
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True)
     sdk_package = "openai"

@@ -246,6 +246,8 @@ class OpenAIResponsesAdapter(BaseAdapter):
                     self.delta(block, raw.get("arguments") or raw.get("input") or "{}")
                 if raw.get("status"):
                     block.extras["status"] = raw["status"]
+                    if raw["status"] == "incomplete":
+                        block.extras["truncated"] = True
                 self.close_block(item.call_key)
         elif item.type == "reasoning":
             self._reasoning_done(item, raw)
