@@ -40,7 +40,7 @@ class _Parser(argparse.ArgumentParser):
         hint = ""
         if message.startswith("unrecognized arguments:"):
             words = message.split(":", 1)[1].split()
-            known = [o for action in self._actions for o in action.option_strings]
+            known = _all_options(self)
             for word in words:
                 close = difflib.get_close_matches(word.split("=")[0], known, n=1, cutoff=0.6)
                 if close:
@@ -54,6 +54,18 @@ class _Parser(argparse.ArgumentParser):
                 hint = f"; did you mean {close[0]}?"
         sys.stderr.write(f"{self.prog}: {message}{hint} (see {self.prog} --help)\n")
         raise SystemExit(2)
+
+
+def _all_options(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option string of a parser and of its subcommands (argparse reports a stray
+    option at the top level, whichever subcommand it was meant for)."""
+    out = []
+    for action in parser._actions:
+        out += action.option_strings
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out += _all_options(sub)
+    return out
 
 
 def _view(args: argparse.Namespace) -> str:

@@ -1,0 +1,189 @@
+"""The README as a new user reads it: every Python block runs as written (against the local
+provider server, with the key and base-URL variables the README tells the reader to set), and
+the command line answers each common mistake with one line on stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from modelwire.testing import ProviderServer, Reply
+from modelwire.testing.sse import body
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+
+
+def answer(request):
+    """A short text answer in the protocol the request was sent in."""
+    path = request["path"]
+    protocol = "anthropic" if path.endswith("/messages") else "openai-responses" if path.endswith("/responses") else "gemini" if "generateContent" in path else "openai-chat"
+    return Reply(body=body(protocol, ("text", "Hello from the test server")), headers={"content-type": "text/event-stream"})
+
+
+def user_env(server, tmp_path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "MODELWIRE_DEBUG" and not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env.update(
+        ANTHROPIC_API_KEY="sk-ant-readme",
+        ANTHROPIC_BASE_URL=server.url,
+        OPENAI_API_KEY="sk-readme",
+        OPENAI_BASE_URL=server.url + "/v1",
+        GEMINI_API_KEY="g-readme",
+        GOOGLE_GEMINI_BASE_URL=server.url,
+        PYTHONPATH=os.pathsep.join(sys.path),
+    )
+    return env
+
+
+def test_the_readme_has_its_blocks():
+    assert len(BLOCKS) >= 10
+
+
+@pytest.mark.parametrize("n", range(len(BLOCKS)))
+def test_every_python_block_runs_as_written(n, tmp_path):
+    code = BLOCKS[n]
+    if "def test_" in code:
+        pytest.skip("a pytest file: see test_the_pytest_block_records_and_replays")
+    with ProviderServer() as server:
+        server.respond = answer
+        script = tmp_path / "block.py"
+        script.write_text(code)
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=user_env(server, tmp_path))
+    assert done.returncode == 0, f"README block {n} failed:\n{code}\n--- stderr:\n{done.stderr[-2000:]}"
+
+
+def test_the_pytest_block_records_and_replays(tmp_path):
+    (code,) = [b for b in BLOCKS if "def test_" in b]
+    (tmp_path / "test_readme_block.py").write_text(code)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    with ProviderServer() as server:
+        server.respond = answer
+        env = user_env(server, tmp_path)
+        first = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--record-mode=once"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+        assert first.returncode == 0, first.stdout + first.stderr
+    env.pop("ANTHROPIC_API_KEY")  # replay needs no key, and the server is gone
+    again = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert list((tmp_path / "cassettes").rglob("*.json"))
+
+
+def test_the_pytest_plugin_lives_beside_pytest_recording(tmp_path):
+    pytest.importorskip("pytest_recording", reason="the dev extra installs pytest-recording")
+    (code,) = [b for b in BLOCKS if "def test_" in b]
+    (tmp_path / "test_readme_block.py").write_text(code)
+    with ProviderServer() as server:
+        server.respond = answer
+        env = user_env(server, tmp_path)
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--modelwire-record-mode=once"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    help_text = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env).stdout
+    assert "--modelwire-record-mode" in help_text and "--record-mode" in help_text
+
+
+# -- one line per mistake -------------------------------------------------------------------------
+
+
+def cli(*args: str, stdin: str | None = None, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k != "MODELWIRE_DEBUG" and k != "MODELWIRE_MODEL"}
+    environment.update(env)
+    return subprocess.run([sys.executable, "-m", "modelwire.cli", *args], input=stdin, capture_output=True, text=True, timeout=60, env=environment, cwd=cwd)
+
+
+def one_line(done: subprocess.CompletedProcess, code: int, *words: str) -> None:
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == code, done.stderr
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+def test_mistakes_in_the_command_line_get_one_line_and_a_fix(tmp_path):
+    one_line(cli("chta"), 2, "did you mean chat?")
+    one_line(cli("chat", "--modle", "x", "hi"), 2, "did you mean --model?")
+    one_line(cli("chat", "-m", "antropic:claude-sonnet-4-5", "hi", cwd=tmp_path), 2, "did you mean anthropic:claude-sonnet-4-5?")
+    one_line(cli("chat", "-m", "Anthropic:claude-x", "hi", cwd=tmp_path), 2, "did you mean anthropic:claude-x?")
+    one_line(cli("chat", "-m", "gpt-4o", "hi", cwd=tmp_path), 2, "did you mean openai:gpt-4o?")
+    one_line(cli("chat", "-m", "anthropic:claude-x", "hi", cwd=tmp_path, ANTHROPIC_API_KEY=""), 2, "set ANTHROPIC_API_KEY")
+    one_line(cli("chat", "hi", cwd=tmp_path), 2, "MODELWIRE_MODEL")
+    one_line(cli("chat", "-m", "openai:gpt-x", cwd=tmp_path, stdin="   ", OPENAI_API_KEY="k"), 2, "the prompt is empty")
+    one_line(cli("decode", "--protocol", "antropic", "-"), 2, "did you mean anthropic?")
+    one_line(cli("decode", "--protocol", "anthropic", str(tmp_path / "none.sse")), 2, "cannot read")
+
+
+def test_a_misspelled_option_in_modelwire_toml_is_named(tmp_path):
+    (tmp_path / "modelwire.toml").write_text('default = "fast"\n[profiles.fast]\nmodel = "openai:gpt-4.1"\ntemprature = 0.2\n')
+    one_line(cli("chat", "hi", cwd=tmp_path, OPENAI_API_KEY="k"), 2, "modelwire.toml", "'temprature'", "did you mean temperature?")
+
+
+def test_format_and_cassette_mistakes_are_named(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    one_line(cli("format", "--protocol", "openai-chat", str(bad)), 2, "message [0]", "name")
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps([{"name": "u", "role": "user", "content": "hi"}]))
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps({"name": "f"}))
+    one_line(cli("format", "--protocol", "openai-chat", "--tools", str(tools), str(ok)), 2, "list of tool definitions")
+    listed = tmp_path / "list.json"
+    listed.write_text("[]")
+    one_line(cli("cassette", "show", str(listed)), 2, "list.json", "not a modelwire cassette")
+    yaml_file = tmp_path / "tape.yaml"
+    yaml_file.write_text("interactions:\n- request: {}\n")
+    one_line(cli("cassette", "show", str(yaml_file)), 2, "tape.yaml", "modelwire cassette import")
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"version": 1, "interactions": [{}]}))
+    one_line(cli("cassette", "show", str(empty)), 2, "interaction 0", "request")
+    not_yaml = tmp_path / "x.yaml"
+    not_yaml.write_text("{{{ not yaml")
+    one_line(cli("cassette", "import", str(not_yaml)), 2, "x.yaml", "not a VCR.py cassette")
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps({"version": 1, "notes": "", "interactions": []}))
+    before = mine.read_text()
+    one_line(cli("cassette", "import", str(mine), "-o", str(mine)), 2, "already")
+    assert mine.read_text() == before
+
+
+def test_decode_names_the_protocol_a_body_looks_like(tmp_path):
+    chat_body = tmp_path / "chat.sse"
+    chat_body.write_bytes(body("openai-chat", ("text", "hi")))
+    done = cli("decode", "--protocol", "anthropic", str(chat_body))
+    assert done.returncode == 1 and "use --protocol openai-chat" in done.stderr
+    good = cli("decode", "--protocol", "openai-chat", str(chat_body))
+    assert good.returncode == 0 and "stop: end_turn" in good.stderr
+
+
+def test_chat_against_a_server_of_another_protocol_says_so():
+    with ProviderServer() as server:
+        server.script(Reply(body=body("openai-chat", ("text", "hi")), headers={"content-type": "text/event-stream"}))
+        done = cli("chat", "-m", "anthropic:claude-x", "--base-url", server.url, "hi", ANTHROPIC_API_KEY="k")
+    assert done.returncode == 1 and "answered in another protocol (openai-chat)" in done.stderr
+
+
+def test_chat_takes_a_piped_prompt_and_keeps_stdout_for_the_answer():
+    with ProviderServer() as server:
+        server.respond = answer
+        done = cli("chat", "-m", "openai:gpt-x", "--base-url", server.url + "/v1", "--max-tokens", "50", "--temperature", "0.1", stdin="Hello?\n", OPENAI_API_KEY="k")
+        sent = server.requests[0]["json"]
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Hello from the test server" and "tokens in" in done.stderr
+    assert sent["messages"][-1]["content"] == "Hello?" and sent["max_completion_tokens"] == 50 and sent["temperature"] == 0.1
+
+
+def test_help_teaches():
+    top = cli("--help").stdout
+    assert "modelwire demo" in top and "ANTHROPIC_API_KEY" in top and "_BASE_URL" in top
+    chat = cli("chat", "--help").stdout
+    assert "-m MODEL, --model MODEL" in chat and "(default: 8)" in chat and "--max-tokens" in chat
+    models = cli("models").stdout
+    assert "anthropic:claude-sonnet-4-5" in models and "google:gemini-2.5-flash" in models
+
+
+def test_a_broken_pipe_is_quiet():
+    done = subprocess.run(f"{sys.executable} -m modelwire.cli models | head -1", shell=True, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == ""
