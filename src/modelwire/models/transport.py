@@ -215,32 +215,93 @@ class HTTPTransport:
                 pass
 
 
+class _Watchdog:
+    """The first-byte, gap and total timeouts of one body, with one timer instead of one
+    ``asyncio.timeout()`` per piece (which cost a quarter of the per-chunk time). The timer
+    only ever cancels the task while it waits for the next piece of this body, so a slow
+    consumer between pieces is never interrupted."""
+
+    __slots__ = ("loop", "task", "timeouts", "deadline", "first_deadline", "started", "reading", "first", "fired", "handle", "armed")
+
+    def __init__(self, timeouts: Timeouts, deadline: float | None, first_deadline: float) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.task = asyncio.current_task()
+        self.timeouts = timeouts
+        self.deadline = deadline
+        self.first_deadline = first_deadline
+        self.started = self.loop.time()
+        self.reading = False
+        self.first = True
+        self.fired: tuple[str, float | None] | None = None
+        self.handle: Any = None
+        self._arm()
+
+    def limit(self) -> tuple[float, str, float | None]:
+        if self.first:
+            limit, which, seconds = self.first_deadline, "first_byte", self.timeouts.first_byte
+        else:
+            limit, which, seconds = self.started + self.timeouts.chunk, "chunk", self.timeouts.chunk
+        if self.deadline is not None and self.deadline < limit:
+            return self.deadline, "total", self.timeouts.total
+        return limit, which, seconds
+
+    def _arm(self) -> None:
+        self.armed = self.limit()[0]
+        self.handle = self.loop.call_at(self.armed, self._check)
+
+    def first_piece(self) -> None:
+        """The first piece came: from now on the gap limit applies, which may come sooner
+        than the first-byte limit the timer was set for."""
+        self.first = False
+        self.started = self.loop.time()
+        if self.limit()[0] < self.armed:
+            self.handle.cancel()
+            self._arm()
+
+    def _check(self) -> None:
+        limit, which, seconds = self.limit()
+        if self.reading and self.loop.time() >= limit and self.task is not None:
+            self.fired = (which, seconds)
+            self.task.cancel()
+        else:
+            self._arm()
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+
+
 async def read_chunks(response: Any, timeouts: Timeouts, deadline: float | None, first_deadline: float) -> AsyncIterator[bytes]:
     """The response body piece by piece, with the first-byte, gap and total timeouts."""
-    loop = asyncio.get_running_loop()
     iterator = response.aiter_bytes().__aiter__()
-    limit = first_deadline
-    which, seconds = "first_byte", timeouts.first_byte
-    while True:
-        now = loop.time()
-        wait = limit - now
-        if deadline is not None and deadline - now < wait:
-            wait, which, seconds = deadline - now, "total", timeouts.total
-        if wait <= 0:
-            raise E.TimeoutError(f"the {which} timeout ({seconds:g} s) fired", which=which, seconds=seconds)
-        try:
-            async with asyncio.timeout(wait):
+    watch = _Watchdog(timeouts, deadline, first_deadline)
+    loop = watch.loop
+    try:
+        while True:
+            watch.reading = True
+            try:
                 chunk = await iterator.__anext__()
-        except StopAsyncIteration:
-            return
-        except TimeoutError as exc:
-            what = {"first_byte": "for the first byte of the body", "chunk": "between two pieces of the body", "total": "for the whole call"}[which]
-            raise E.TimeoutError(f"the {which} timeout ({seconds:g} s) fired: nothing came {what}", which=which, seconds=seconds) from exc
-        except Exception as exc:
-            if _is_transport_exception(exc):
-                raise transport_error(exc, timeouts) from exc
-            raise
-        limit = loop.time() + timeouts.chunk
-        which, seconds = "chunk", timeouts.chunk
-        if chunk:
-            yield chunk
+            except StopAsyncIteration:
+                return
+            except asyncio.CancelledError:
+                if watch.fired is None:
+                    raise
+                if watch.task is not None:
+                    watch.task.uncancel()
+                which, seconds = watch.fired
+                what = {"first_byte": "for the first byte of the body", "chunk": "between two pieces of the body", "total": "for the whole call"}[which]
+                raise E.TimeoutError(f"the {which} timeout ({seconds:g} s) fired: nothing came {what}", which=which, seconds=seconds) from None
+            except Exception as exc:
+                if _is_transport_exception(exc):
+                    raise transport_error(exc, timeouts) from exc
+                raise
+            finally:
+                watch.reading = False
+            if watch.first:
+                watch.first_piece()
+            else:
+                watch.started = loop.time()
+            if chunk:
+                yield chunk
+    finally:
+        watch.stop()
