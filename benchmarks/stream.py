@@ -1,33 +1,47 @@
-"""Per-chunk cost of a streamed response, end to end.
+"""Per-chunk cost of a streamed response, like for like.
 
-For each protocol, a 4,000-chunk text stream and a tool-call-heavy stream (4 parallel
-calls, 4,000 argument fragments) are run through:
+For each protocol, a 4,000-chunk text stream and a tool-call-heavy stream (4 calls, 4,000
+argument fragments), the same pieces for every contender (one provider event per piece, as
+a server flushes them), in interleaved rounds, each run's output checked before its time
+counts:
 
-- modelwire: bytes -> SSE decoder -> adapter -> events -> ``Msg.append_event``;
-- the official SDK iterating its own typed events over the same bytes (``stream=True``,
-  through an in-process ``httpx2.MockTransport``; nothing is accumulated);
-- a floor: split the bytes into lines and ``json.loads`` each data line.
+1. The real path. modelwire: ``load_model(..., client=AsyncClient(MockTransport))`` and
+   ``complete()``: the HTTP body through the async transport, the decoder, the adapter and
+   the fold into a ``Msg``. Beside it, the official SDK's async client iterating
+   ``stream=True`` over the same pieces through the same kind of transport (it builds typed
+   events and folds nothing), and the SDK's accumulating helper where it has one
+   (``messages.stream().get_final_message()``, ``chat.completions.stream()``,
+   ``responses.stream()``). Gemini: google-genai's ``generate_content_stream`` (on httpx);
+   Bedrock: botocore's own event-stream parser (what boto3's ``converse_stream`` iterates).
+   Target: at most 0.5x the SDK's plain iteration.
+2. The sans-I/O adapter (bytes -> events, no transport, no fold) beside a floor that
+   splits the body into lines (or AWS frames, CRCs checked) and parses each with the fastest
+   JSON parser here (pydantic_core, orjson, msgspec or json, measured). Target: at most 2.5x.
 
-All in one process, one run; the bytes arrive in the same pieces (one SSE event per
-piece, as a server flushes them). Prints microseconds per chunk and the ratios.
-Targets: modelwire at most 1.0x the SDK's own iteration and at most 2x the floor.
+    python benchmarks/stream.py [--rounds N] [--check]
 
-    python benchmarks/stream.py [--repeat N]
+``--check`` runs every contender once, checks its output and exits (what CI runs: the
+correctness of the benchmark, not its timings).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import os
+import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
+from typing import Any  # noqa: E402
+
+from modelwire.message import AssistantMsg, UserMsg  # noqa: E402
+from modelwire.models import load_model  # noqa: E402
 from modelwire.protocols import get_protocol  # noqa: E402
-from modelwire.message import AssistantMsg  # noqa: E402
 
 N = 4000
 WORDS = ["The", " quick", " brown", " fox", " jumps", " over", " the", " lazy", " dog", "."]
@@ -166,144 +180,281 @@ def bedrock_stream(tools: bool) -> list[bytes]:
     return out
 
 
-# -- the three contenders ----------------------------------------------------------------
+# -- contenders --------------------------------------------------------------------------------
+
+EXPECTED_TEXT = "".join(WORDS[i % 10] for i in range(N))
+EXPECTED_ARGS = {"text": "".join(WORDS[i % 10] for i in range(1, N // 4))}
+SPECS = {"anthropic": "anthropic:claude-bench", "openai-chat": "openai:gpt-bench", "openai-responses": "openai-responses:gpt-bench", "gemini": "google:gemini-bench", "bedrock-converse": "bedrock:nova-bench"}
+MAKERS = {"anthropic": anthropic_stream, "openai-chat": chat_stream, "openai-responses": responses_stream, "gemini": gemini_stream, "bedrock-converse": bedrock_stream}
 
 
-def run_modelwire(protocol: str, pieces: list[bytes]) -> AssistantMsg:
-    msg = AssistantMsg("a", [])
-    append = msg.append_event
-    wire = get_protocol(protocol)
-    decoder = wire.decoder(wire.adapter_class()(msg.id))
-    for piece in pieces:
-        for event in decoder.feed(piece):
-            append(event)
-    for event in decoder.close():
-        append(event)
-    msg.content  # noqa: B018 - the message as a reader sees it
-    return msg
+def check_message(protocol: str, tools: bool, msg: Any) -> None:
+    """The folded message is exactly what the stream carried."""
+    if not tools:
+        assert msg.get_text_content() == EXPECTED_TEXT, f"{protocol}: text differs"
+        return
+    calls = [c.input for c in msg.get_content_blocks("tool_call")]
+    quarter = "".join(WORDS[i % 10] for i in range(N // 4))
+    expected = {
+        "anthropic": ['{"text": "' + quarter[len(WORDS[0]) :] + '"}'] * 4,
+        "bedrock-converse": ['{"text": "' + quarter[len(WORDS[0]) :] + '"}'] * 4,
+        "openai-responses": [quarter] * 4,
+        "openai-chat": ["".join(WORDS[i % 10] for i in range(k, N, 4)) for k in range(4)],
+        "gemini": [json.dumps({"text": quarter})] * 4,
+    }[protocol]
+    assert calls == expected, f"{protocol}: tool-call arguments differ"
 
 
-def run_floor(protocol: str, pieces: list[bytes]) -> int:
-    loads = json.loads
+def _handler(pieces: list[bytes], kind: str) -> Any:
+    import httpx2
+
+    async def body():
+        for piece in pieces:
+            yield piece
+
+    return lambda request: httpx2.Response(200, content=body(), headers={"content-type": kind})
+
+
+def ours(protocol: str, pieces: list[bytes]) -> Any:
+    import httpx2
+
+    kind = "application/vnd.amazon.eventstream" if protocol == "bedrock-converse" else "text/event-stream"
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(_handler(pieces, kind)))
+    base = "http://bench/v1" if protocol in ("openai-chat", "openai-responses") else "http://bench"
+    model = load_model(SPECS[protocol], api_key="k", base_url=base, client=client)
+
+    async def run() -> Any:
+        return await model.complete([UserMsg("u", "x")])
+
+    return run
+
+
+def sdk_iteration(protocol: str, pieces: list[bytes]) -> Any:
+    """The SDK's plain iteration over the same pieces; returns the number of events."""
+    import httpx2
+
+    if protocol == "bedrock-converse":
+        import botocore.session
+        from botocore.eventstream import EventStream
+        from botocore.parsers import EventStreamJSONParser
+
+        shape = botocore.session.Session().get_service_model("bedrock-runtime").operation_model("ConverseStream").output_shape.members["stream"]
+
+        class Body:
+            def stream(self):
+                yield from pieces
+
+        async def run() -> int:
+            return sum(1 for _ in EventStream(Body(), shape, EventStreamJSONParser(), "ConverseStream"))
+
+        return run
+    if protocol == "gemini":
+        import httpx
+        from google import genai
+        from google.genai import types
+
+        async def body():
+            for piece in pieces:
+                yield piece
+
+        client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url="http://bench", async_client_args={"transport": httpx.MockTransport(lambda r: httpx.Response(200, content=body(), headers={"content-type": "text/event-stream"}))}))
+
+        async def run() -> int:
+            n = 0
+            async for _ in await client.aio.models.generate_content_stream(model="m", contents="x"):
+                n += 1
+            return n
+
+        return run
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(_handler(pieces, "text/event-stream")))
+    if protocol == "anthropic":
+        import anthropic
+
+        client = anthropic.AsyncAnthropic(api_key="k", base_url="http://bench", http_client=http, max_retries=0)
+    else:
+        import openai
+
+        client = openai.AsyncOpenAI(api_key="k", base_url="http://bench/v1", http_client=http, max_retries=0)
+
+    async def run() -> int:
+        if protocol == "anthropic":
+            stream = await client.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}], stream=True)
+        elif protocol == "openai-chat":
+            stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
+        else:
+            stream = await client.responses.create(model="m", input="x", stream=True)
+        n = 0
+        async for _ in stream:
+            n += 1
+        return n
+
+    return run
+
+
+def sdk_accumulator(protocol: str, pieces: list[bytes]) -> Any:
+    """The SDK's own helper that folds the stream into its final object (where it has one)."""
+    import httpx2
+
+    if protocol not in ("anthropic", "openai-chat", "openai-responses"):
+        return None
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(_handler(pieces, "text/event-stream")))
+    if protocol == "anthropic":
+        import anthropic
+
+        client = anthropic.AsyncAnthropic(api_key="k", base_url="http://bench", http_client=http, max_retries=0)
+
+        async def run() -> Any:
+            async with client.messages.stream(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}]) as stream:
+                return await stream.get_final_message()
+
+        return run
+    import openai
+
+    client = openai.AsyncOpenAI(api_key="k", base_url="http://bench/v1", http_client=http, max_retries=0)
+    if protocol == "openai-chat":
+
+        async def run() -> Any:
+            async with client.chat.completions.stream(model="m", messages=[{"role": "user", "content": "x"}]) as stream:
+                return await stream.get_final_completion()
+
+        return run
+
+    async def run() -> Any:
+        async with client.responses.stream(model="m", input="x") as stream:
+            return await stream.get_final_response()
+
+    return run
+
+
+def fastest_parser() -> tuple[str, Any]:
+    """The fastest JSON parser installed, measured on a typical event."""
+    sample = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" quick"}}'
+    candidates = [("json", json.loads)]
+    from pydantic_core import from_json
+
+    candidates.append(("pydantic_core", from_json))
+    for name in ("orjson", "msgspec"):
+        try:
+            module = __import__(name)
+            candidates.append((name, module.loads if name == "orjson" else module.json.decode))
+        except ImportError:
+            pass
+    best = []
+    for name, parse in candidates:
+        t0 = time.perf_counter()
+        for _ in range(20000):
+            parse(sample)
+        best.append((time.perf_counter() - t0, name, parse))
+    _, name, parse = min(best)
+    return name, parse
+
+
+def floor(protocol: str, pieces: list[bytes], parse: Any) -> int:
     n = 0
-    if protocol == "bedrock-converse":  # each piece is one frame: both CRCs checked, as a reader must
+    if protocol == "bedrock-converse":
         import zlib
 
         for piece in pieces:
             assert zlib.crc32(piece[:8]) == int.from_bytes(piece[8:12], "big")
             assert zlib.crc32(piece[:-4]) == int.from_bytes(piece[-4:], "big")
             headers_length = int.from_bytes(piece[4:8], "big")
-            loads(piece[12 + headers_length : -4])
+            parse(piece[12 + headers_length : -4])
             n += 1
         return n
     for piece in pieces:
         for line in piece.split(b"\n"):
             if line.startswith(b"data: ") and line != b"data: [DONE]":
-                loads(line[6:])
+                parse(line[6:])
                 n += 1
     return n
 
 
-def sdk_client(protocol: str, pieces: list[bytes]):
-    if protocol == "bedrock-converse":  # what boto3's converse_stream() iterates: botocore's EventStream
-        import botocore.session
-
-        return botocore.session.Session().get_service_model("bedrock-runtime").operation_model("ConverseStream").output_shape.members["stream"]
-    if protocol == "gemini":  # google-genai runs on httpx
-        import httpx
-        from google import genai
-        from google.genai import types
-
-        def gemini_handler(request):
-            return httpx.Response(200, content=iter(pieces), headers={"content-type": "text/event-stream"})
-
-        http = httpx.Client(transport=httpx.MockTransport(gemini_handler))
-        return genai.Client(api_key="k", http_options=types.HttpOptions(base_url="http://127.0.0.1:9", httpx_client=http))
-    import httpx2
-
-    def handler(request):
-        return httpx2.Response(200, content=iter(pieces), headers={"content-type": "text/event-stream"})
-
-    http = httpx2.Client(transport=httpx2.MockTransport(handler))
-    if protocol == "anthropic":
-        import anthropic
-
-        return anthropic.Anthropic(api_key="k", base_url="http://127.0.0.1:9", http_client=http, max_retries=0)
-    import openai
-
-    return openai.OpenAI(api_key="k", base_url="http://127.0.0.1:9", http_client=http, max_retries=0)
-
-
-def run_sdk(protocol: str, pieces: list[bytes], client) -> int:
+def adapter_only(protocol: str, pieces: list[bytes]) -> int:
+    wire = get_protocol(protocol)
+    decoder = wire.decoder(wire.adapter_class()("r"))
     n = 0
-    if protocol == "bedrock-converse":
-        from botocore.eventstream import EventStream
-        from botocore.parsers import EventStreamJSONParser
-
-        class Body:
-            def stream(self):
-                yield from pieces
-
-        for _ in EventStream(Body(), client, EventStreamJSONParser(), "ConverseStream"):
-            n += 1
-        return n
-    if protocol == "anthropic":
-        stream = client.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}], stream=True)
-    elif protocol == "gemini":
-        stream = client.models.generate_content_stream(model="m", contents="x")
-    elif protocol == "openai-chat":
-        stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
-    else:
-        stream = client.responses.create(model="m", input="x", stream=True)
-    for _ in stream:
-        n += 1
-    return n
+    for piece in pieces:
+        n += len(decoder.feed(piece))
+    return n + len(decoder.close())
 
 
-def best(fn, repeat: int) -> float:
-    """Best of ``repeat`` runs, with the garbage collector paused (for all three alike)."""
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        finally:
-            gc.enable()
-    return min(times)
+def timed(fn: Any) -> float:
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+    finally:
+        gc.enable()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--check", action="store_true", help="run each contender once, check outputs, no timings")
     args = parser.parse_args()
-    try:
-        import anthropic  # noqa: F401
-        import openai  # noqa: F401
-    except ImportError:
-        print("the SDK comparison needs the dev extra: pip install -e '.[dev]'")
-        return 2
+    os.environ.setdefault("MODELWIRE_TRACING", "0")
+    from modelwire import telemetry
 
-    makers = {"anthropic": anthropic_stream, "openai-chat": chat_stream, "openai-responses": responses_stream, "gemini": gemini_stream, "bedrock-converse": bedrock_stream}
-    print(f"{'stream':<28}{'chunks':>7}{'modelwire':>12}{'SDK iter':>11}{'floor':>9}{'vs SDK':>9}{'vs floor':>10}   (us per chunk)")
-    ok = True
-    for protocol, make in makers.items():
+    telemetry._api = False
+    parser_name, parse = fastest_parser()
+    loop = asyncio.new_event_loop()
+    rows, ok = [], True
+    for protocol, make in MAKERS.items():
         for tools in (False, True):
             pieces = make(tools)
             n = len(pieces)
-            client = sdk_client(protocol, pieces)
-            run_modelwire(protocol, pieces)  # warm up
-            run_sdk(protocol, pieces, client)
-            ours = best(lambda: run_modelwire(protocol, pieces), args.repeat) / n * 1e6
-            sdk = best(lambda: run_sdk(protocol, pieces, client), args.repeat) / n * 1e6
-            floor = best(lambda: run_floor(protocol, pieces), args.repeat) / n * 1e6
-            label = f"{protocol} {'tool calls' if tools else 'text'}"
-            r_sdk, r_floor = ours / sdk, ours / floor
-            ok &= r_sdk <= 1.0 and r_floor <= 2.0
-            print(f"{label:<28}{n:>7}{ours:>12.2f}{sdk:>11.2f}{floor:>9.2f}{r_sdk:>8.2f}x{r_floor:>9.2f}x")
-    print(f"\ntargets (<= 1.0x the SDK, <= 2x the floor) met: {ok}")
+            ours_run, sdk_run, acc_run = ours(protocol, pieces), sdk_iteration(protocol, pieces), sdk_accumulator(protocol, pieces)
+            expected_events = adapter_only(protocol, pieces)
+
+            def run_ours() -> None:
+                check_message(protocol, tools, loop.run_until_complete(ours_run()))
+
+            def run_sdk() -> None:
+                assert loop.run_until_complete(sdk_run()) >= n - 2
+
+            def run_acc() -> None:
+                assert loop.run_until_complete(acc_run()) is not None
+
+            def run_adapter() -> None:
+                assert adapter_only(protocol, pieces) == expected_events
+
+            def run_floor() -> None:
+                assert floor(protocol, pieces, parse) >= n - 2
+
+            contenders = {"ours": run_ours, "sdk": run_sdk, "adapter": run_adapter, "floor": run_floor}
+            if acc_run is not None:
+                contenders["acc"] = run_acc
+            for fn in contenders.values():
+                fn()  # warm up, and every output checked once
+            if args.check:
+                continue
+            times: dict[str, list[float]] = {k: [] for k in contenders}
+            for _ in range(args.rounds):  # interleaved: every contender once per round
+                for name, fn in contenders.items():
+                    times[name].append(timed(fn) / n * 1e6)
+            med = {k: statistics.median(v) for k, v in times.items()}
+            low = {k: min(v) for k, v in times.items()}
+            real, sans = med["ours"] / med["sdk"], med["adapter"] / med["floor"]
+            ok &= real <= 0.5 and sans <= 2.5
+            rows.append((f"{protocol} {'tool calls' if tools else 'text'}", n, med, low, real, sans))
+    loop.close()
+    if args.check:
+        print(f"checked: every contender on {len(MAKERS) * 2} streams gave the expected output")
+        return 0
+    print(f"us per chunk, median of {args.rounds} interleaved rounds (min in brackets); floor parser: {parser_name}")
+    print(f"{'stream':<30}{'chunks':>7}{'real path':>16}{'SDK iter':>16}{'SDK fold':>16}{'vs SDK':>8}{'adapter':>15}{'floor':>14}{'vs floor':>9}")
+    for label, n, med, low, real, sans in rows:
+        acc = f"{med['acc']:6.2f} ({low['acc']:5.2f})" if "acc" in med else "-"
+        print(f"{label:<30}{n:>7}{med['ours']:>7.2f} ({low['ours']:5.2f}){med['sdk']:>8.2f} ({low['sdk']:5.2f}){acc:>16}{real:>7.2f}x{med['adapter']:>7.2f} ({low['adapter']:4.2f}){med['floor']:>6.2f} ({low['floor']:4.2f}){sans:>8.2f}x")
+    misses = [(label, real, sans) for label, _, _, _, real, sans in rows if real > 0.5 or sans > 2.5]
+    for label, real, sans in misses:
+        if real > 0.5:
+            print(f"MISSED: {label}: real path {real:.2f}x the SDK's iteration (target 0.50x, over by {real - 0.5:.2f})")
+        if sans > 2.5:
+            print(f"MISSED: {label}: adapter {sans:.2f}x the floor (target 2.50x, over by {sans - 2.5:.2f})")
+    print(f"targets (real path <= 0.5x the SDK's iteration, adapter <= 2.5x the floor) met: {ok}")
     return 0 if ok else 1
 
 
