@@ -15,6 +15,8 @@ per piece. Prints microseconds per event, best of N.
 from __future__ import annotations
 
 import argparse
+import gc
+import statistics
 import os
 import sys
 import time
@@ -24,58 +26,72 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from stream import anthropic_stream  # noqa: E402
 
-from modelwire.adapters._sse import SSEDecoder  # noqa: E402
+from modelwire.adapters import SSEDecoder  # noqa: E402
 
 
-def ours(pieces: list[bytes]) -> int:
+def ours(pieces: list[bytes]) -> list:
+    """The public API: decoded events (name, text data, id, retry), as the others give."""
     decoder = SSEDecoder()
-    n = 0
+    out = []
     for piece in pieces:
-        n += len(decoder.feed_raw(piece))
-    return n + len(decoder.close_raw())
+        out += [(e.event, e.data) for e in decoder.feed(piece)]
+    return out + [(e.event, e.data) for e in decoder.close()]
 
 
-def httpx_sse(pieces: list[bytes]) -> int:
+def httpx_sse(pieces: list[bytes]) -> list:
     from httpx_sse._decoders import SSEDecoder as Decoder
 
     decoder = Decoder()
-    n = 0
+    out = []
     rest = ""
     for piece in pieces:
-        text = rest + piece.decode("utf-8")
+        text = rest + piece.decode("utf-8")  # it takes lines: splitting them is part of the work
         lines = text.split("\n")
         rest = lines.pop()
         for line in lines:
-            if decoder.decode(line) is not None:
-                n += 1
-    return n
+            event = decoder.decode(line)
+            if event is not None:
+                out.append((event.event, event.data))
+    return out
 
 
-def openai_sdk(pieces: list[bytes]) -> int:
+def openai_sdk(pieces: list[bytes]) -> list:
     from openai._streaming import SSEDecoder as Decoder
 
-    return sum(1 for _ in Decoder().iter_bytes(iter(pieces)))
+    return [(e.event or "message", e.data) for e in Decoder().iter_bytes(iter(pieces))]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--check", action="store_true", help="check every decoder's output once, no timings")
     args = parser.parse_args()
     pieces = anthropic_stream(False)
     expected = ours(pieces)
-    for label, fn in (("modelwire SSEDecoder", ours), ("httpx-sse (lines split for it)", httpx_sse), ("openai SDK SSEDecoder", openai_sdk)):
+    contenders = {"modelwire SSEDecoder.feed()": ours, "httpx-sse (lines split for it)": httpx_sse, "openai SDK SSEDecoder": openai_sdk}
+    for label, fn in list(contenders.items()):
         try:
-            count = fn(pieces)
+            got = fn(pieces)
         except ImportError:
             print(f"  {label:<32} (not installed)")
+            del contenders[label]
             continue
-        assert count == expected, (label, count, expected)
-        best = float("inf")
-        for _ in range(args.repeat):
+        assert got == expected, f"{label} decoded something else"  # the same events, the same data
+    if args.check:
+        print(f"checked: {len(contenders)} decoders give the same {len(expected)} events")
+        return 0
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for _ in range(args.rounds):  # interleaved rounds, outputs checked every time
+        for label, fn in contenders.items():
+            gc.collect()
             t0 = time.perf_counter()
-            fn(pieces)
-            best = min(best, time.perf_counter() - t0)
-        print(f"  {label:<32} {best / count * 1e6:6.2f} us per event")
+            got = fn(pieces)
+            took = time.perf_counter() - t0
+            assert len(got) == len(expected)
+            times[label].append(took / len(expected) * 1e6)
+    print(f"us per decoded event, {len(expected)} events, median of {args.rounds} interleaved rounds (min):")
+    for label, values in times.items():
+        print(f"  {label:<32} {statistics.median(values):6.2f} ({min(values):.2f})")
     return 0
 
 
