@@ -292,7 +292,8 @@ def _result(msg: "Msg", fold: FoldState, ev: Any) -> ToolResultBlock:
     if block is None:
         raise _missing(ev, "tool result", ev.tool_call_id, msg)
     if isinstance(block.output, str):
-        block.__dict__["output"] = [TextBlock(text=block.output, created_at=block.created_at)] if block.output else []
+        text = TextBlock(text=block.output, id=f"{block.id}.0", created_at=block.created_at)
+        block.__dict__["output"] = [text] if block.output else []
     return block
 
 
