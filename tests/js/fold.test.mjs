@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { appendEvent, EventStreamParser, messageFor } from "../../src/modelwire/js/fold.mjs";
+import { appendEvent, EventStreamParser, messageFor, ServerError } from "../../src/modelwire/js/fold.mjs";
 
 const casesFile = process.env.MODELWIRE_FOLD_CASES;
 const cases = casesFile ? JSON.parse(readFileSync(casesFile, "utf8")) : [];
@@ -48,4 +48,10 @@ test("the SSE parser gives the same events however the bytes are split", () => {
     for (let i = 0; i < body.length; i += size) got.push(...parser.feed(body.slice(i, i + size)));
     assert.deepEqual(got, events, `split every ${size} bytes`);
   }
+});
+
+test("an error event raises ServerError carrying the events before it", () => {
+  const parser = new EventStreamParser();
+  const body = 'data: {"type": "A"}\n\nevent: error\ndata: {"type": "ERROR", "message": "RuntimeError: boom"}\n\n';
+  assert.throws(() => parser.feed(body), (err) => err instanceof ServerError && err.message === "RuntimeError: boom" && err.events.length === 1);
 });

@@ -105,7 +105,9 @@ export function messageFor(replyStart: ReplyStartEvent): Msg;
 /** The cost of a message after one more model call (Python's `add_costs`). */
 export function addCosts(total: Cost | null, call: Partial<Cost> & { unknown?: string }): Cost;
 
-/** Server-sent events of modelwire event JSON, fed piece by piece. */
+/** The server ended the stream with an `event: error`; `events` holds those parsed before it. */
+export class ServerError extends Error { events: AgentEvent[] }
+/** Server-sent events of modelwire event JSON, fed piece by piece; an `event: error` throws ServerError. */
 export class EventStreamParser {
   feed(chunk: string | Uint8Array): AgentEvent[];
 }

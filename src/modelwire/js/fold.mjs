@@ -437,13 +437,24 @@ export function messageFor(replyStart) {
   };
 }
 
+/** The server ended the stream with an `event: error` (a failure outside the reply). */
+export class ServerError extends Error {
+  constructor(message, events) {
+    super(message);
+    this.name = "ServerError";
+    this.events = events; // the events completed before it, in the same piece: nothing is lost
+  }
+}
+
 /**
  * Parses a server-sent event stream of modelwire events, piece by piece: feed it text
- * (or bytes) as it arrives, get back the events completed so far.
+ * (or bytes) as it arrives, get back the events completed so far. An `event: error`
+ * raises ServerError.
  */
 export class EventStreamParser {
   #buffer = "";
   #data = [];
+  #event = "";
   #decoder = new TextDecoder();
 
   feed(chunk) {
@@ -457,10 +468,20 @@ export class EventStreamParser {
       const line = text.slice(start, match.index);
       start = match.index + match[0].length;
       if (line === "") {
-        if (this.#data.length) events.push(JSON.parse(this.#data.join("\n")));
+        const [name, data] = [this.#event, this.#data];
+        this.#event = "";
         this.#data = [];
+        if (!data.length) continue;
+        const payload = JSON.parse(data.join("\n"));
+        if (name === "error") {
+          this.#buffer = text.slice(start);
+          throw new ServerError(payload.message ?? JSON.stringify(payload), events);
+        }
+        events.push(payload);
       } else if (line.startsWith("data:")) {
         this.#data.push(line.slice(line[5] === " " ? 6 : 5));
+      } else if (line.startsWith("event:")) {
+        this.#event = line.slice(line[6] === " " ? 7 : 6);
       }
     }
     this.#buffer = text.slice(start);
