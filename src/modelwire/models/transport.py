@@ -258,9 +258,23 @@ class _Watchdog:
             self.handle.cancel()
             self._arm()
 
+    def begin_read(self) -> None:
+        """The task waits for the next piece. A timer that went idle while the consumer was
+        busy is set again; the gap counts from now, since only waiting counts."""
+        self.reading = True
+        if self.handle is None:
+            if not self.first:
+                self.started = self.loop.time()
+            self._arm()
+
     def _check(self) -> None:
+        if not self.reading:
+            # The consumer holds the task between pieces: no timeout applies, and the timer
+            # stays idle (re-arming a past limit would spin) until the next wait begins.
+            self.handle = None
+            return
         limit, which, seconds = self.limit()
-        if self.reading and self.loop.time() >= limit and self.task is not None:
+        if self.loop.time() >= limit and self.task is not None:
             self.fired = (which, seconds)
             self.task.cancel()
         else:
@@ -278,7 +292,7 @@ async def read_chunks(response: Any, timeouts: Timeouts, deadline: float | None,
     loop = watch.loop
     try:
         while True:
-            watch.reading = True
+            watch.begin_read()
             try:
                 chunk = await iterator.__anext__()
             except StopAsyncIteration:
