@@ -274,3 +274,15 @@ def test_plain_httpx_clients_are_covered_too(tmp_path, key):
         url = server.url
     with use_cassette(path):
         assert run(fetch(url)) == first and '"content": "httpx "' in first[1]
+
+
+def test_importing_a_file_that_is_already_a_modelwire_cassette_says_so(tmp_path):
+    from modelwire.cassettes import Cassette
+
+    path = tmp_path / "mine.json"
+    Cassette(path).save()
+    with pytest.raises(CassetteError, match="is a modelwire cassette already; nothing to import"):
+        import_vcr(path, tmp_path / "out.json")
+    missing = tmp_path / "missing.yaml"
+    with pytest.raises(CassetteError, match="cannot read"):
+        import_vcr(missing)

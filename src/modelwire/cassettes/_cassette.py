@@ -153,12 +153,7 @@ class Cassette:
         """Read a cassette; a file that is not one is a :class:`CassetteError` naming the
         file and what is wrong with it."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CassetteError(f"cannot read {path}: {exc.strerror}") from None
-        except UnicodeDecodeError:
-            raise CassetteError(f"{path} is not a modelwire cassette (not UTF-8 text)") from None
+        text = read_text(path, "a modelwire cassette")
         try:
             data = json.loads(text)
         except ValueError:
@@ -243,6 +238,17 @@ class Cassette:
         interaction = Interaction(request, response, played=True)
         self.interactions.append(interaction)
         return interaction
+
+
+def read_text(path: Path, kind: str) -> str:
+    """The text of a cassette file; one that cannot be read, or is not UTF-8 text, is a
+    :class:`CassetteError` saying which (``kind`` names what the file should have been)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CassetteError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise CassetteError(f"{path} is not {kind} (not UTF-8 text)") from None
 
 
 def known_secrets() -> set[str]:

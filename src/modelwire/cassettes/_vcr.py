@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ._cassette import Cassette, CassetteError, request_record, response_record
+from ._cassette import Cassette, CassetteError, read_text, request_record, response_record
 
 __all__ = ["import_vcr"]
 
@@ -27,17 +27,13 @@ def import_vcr(source: str | Path, target: str | Path | None = None) -> Cassette
     except ImportError as exc:  # pragma: no cover - the dev extra has it
         raise CassetteError("importing VCR cassettes needs PyYAML (pip install pyyaml)") from exc
     source = Path(source)
+    text = read_text(source, "a VCR.py cassette")
     try:
-        text = source.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CassetteError(f"cannot read {source}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise CassetteError(f"{source} is not a VCR.py cassette (not UTF-8 text)") from None
-    try:
-        if isinstance(json.loads(text), dict) and json.loads(text).get("version") == 1:
-            raise CassetteError(f"{source} is a modelwire cassette already; nothing to import")
+        as_json = json.loads(text)
     except ValueError:
-        pass
+        as_json = None
+    if isinstance(as_json, dict) and as_json.get("version") == 1:
+        raise CassetteError(f"{source} is a modelwire cassette already; nothing to import")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
