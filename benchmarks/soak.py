@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import os
 import random
 import statistics
@@ -22,35 +21,20 @@ import time
 import tracemalloc
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))  # loadkit: what tests/test_load.py runs
 
+from loadkit import SPECS, cancel_at_random, echo, echo_server_elsewhere, model_for  # noqa: E402
 from modelwire import errors as E  # noqa: E402
 from modelwire.message import UserMsg  # noqa: E402
-from modelwire.models import load_model  # noqa: E402
-from modelwire.models.transport import RetryPolicy  # noqa: E402
 from modelwire.testing import ProviderServer, Reply, sse_reply  # noqa: E402
 from modelwire.testing.sse import body  # noqa: E402
 
-SPECS = {"anthropic": "anthropic:claude-test", "openai-chat": "openai:gpt-test", "openai-responses": "openai-responses:resp-test", "gemini": "google:gemini-test", "bedrock-converse": "bedrock:nova"}
-
-
-def model_for(url, protocol, **kw):
-    base = url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
-    return load_model(SPECS[protocol], api_key="sk-test", base_url=base, retry=RetryPolicy(max_retries=0), **kw)
-
-
-def echo(protocol):
-    def respond(request):
-        text = repr(request["json"])
-        marker = text[text.find("ask-") : text.find("ask-") + 12]
-        kind = "application/vnd.amazon.eventstream" if protocol == "bedrock-converse" else "text/event-stream"
-        return Reply(body=body(protocol, ("text", f"answer to {marker} " + "word " * 50)), headers={"content-type": kind})
-
-    return respond
+PADDING = " " + "word " * 50  # answers of a realistic length
 
 
 def concurrent(protocol: str) -> str:
     with ProviderServer() as server:
-        server.respond = echo(protocol)
+        server.respond = echo(protocol, PADDING)
         server.keep_requests = False
         model = model_for(server.url, protocol, max_connections=200)
 
@@ -70,22 +54,9 @@ def concurrent(protocol: str) -> str:
     return f"{protocol:<18} 200 concurrent streams in {took * 1000:6.0f} ms ({200 / took:5.0f} streams/s), all answers right"
 
 
-def _serve(queue):
-    server = ProviderServer()
-    server.respond = echo("openai-chat")
-    server.keep_requests = False
-    server.thread.start()
-    queue.put(server.url)
-    time.sleep(600)
-
-
 def sequential() -> str:
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    process = context.Process(target=_serve, args=(queue,), daemon=True)
-    process.start()
-    try:
-        model = model_for(queue.get(timeout=30), "openai-chat")
+    with echo_server_elsewhere("openai-chat", PADDING) as url:
+        model = model_for(url, "openai-chat")
 
         async def run():
             for i in range(100):
@@ -103,8 +74,6 @@ def sequential() -> str:
             return took, sum(s.size_diff for s in second.compare_to(first, "filename"))
 
         took, growth = asyncio.run(run())
-    finally:
-        process.kill()
     return f"1,000 sequential calls in {took:.1f} s (traced); memory kept: {growth / 1000:+.0f} bytes per call"
 
 
@@ -114,32 +83,7 @@ def cancellations() -> str:
     with ProviderServer() as server:
         server.respond = lambda request: sse_reply(pieces, delay=0.002)
         model = model_for(server.url, "openai-chat")
-
-        async def one(after):
-            seen = 0
-
-            async def consume():
-                nonlocal seen
-                async for _ in model.stream([UserMsg("u", "go")]):
-                    seen += 1
-
-            task = asyncio.create_task(consume())
-            while seen < after and not task.done():
-                await asyncio.sleep(0.001)
-            task.cancel()
-            at = time.monotonic()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
-            return at
-
-        async def run():
-            times = [await one(rnd.randint(1, 250)) for _ in range(100)]
-            await model.aclose()
-            return times
-
-        cancelled = asyncio.run(run())
+        cancelled = asyncio.run(cancel_at_random(model, rnd, streams=100, max_after=250, poll=0.001))
         time.sleep(0.5)
         lags = [d - c for c, d in zip(sorted(cancelled), sorted(server.disconnects))]
     return f"100 cancelled streams: {len(server.disconnects)} closes seen by the server, median {statistics.median(lags) * 1000:.0f} ms, max {max(lags) * 1000:.0f} ms after the cancel"

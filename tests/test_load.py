@@ -15,33 +15,13 @@ import pytest
 
 from modelwire import errors as E
 from modelwire import event as Ev
+from loadkit import SPECS, cancel_at_random, echo, echo_server_elsewhere, model_for
 from modelwire.message import AssistantMsg, UserMsg
-from modelwire.models import load_model
-from modelwire.models.transport import RetryPolicy
 from modelwire.testing import ProviderServer, Reply, sse_reply
 from modelwire.testing.sse import body
 
-SPECS = {"anthropic": "anthropic:claude-test", "openai-chat": "openai:gpt-test", "openai-responses": "openai-responses:resp-test", "gemini": "google:gemini-test", "bedrock-converse": "bedrock:us.amazon.nova-micro-v1:0"}
-
-
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
-
-
-def model_for(server, protocol, **kw):
-    base = server.url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
-    return load_model(SPECS[protocol], api_key="sk-test", base_url=base, retry=RetryPolicy(max_retries=0), **kw)
-
-
-def echo(protocol):
-    """Each request answered with its own question, so cross-talk would show."""
-
-    def respond(request):
-        text = repr(request["json"])
-        marker = text[text.find("ask-") : text.find("ask-") + 12]
-        return Reply(body=body(protocol, ("text", f"answer to {marker}")), headers={"content-type": "application/vnd.amazon.eventstream" if protocol == "bedrock-converse" else "text/event-stream"})
-
-    return respond
 
 
 @pytest.mark.parametrize("protocol", list(SPECS))
@@ -49,7 +29,7 @@ def test_200_concurrent_streams_each_get_their_own_answer(protocol, monkeypatch)
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     with ProviderServer() as server:
         server.respond = echo(protocol)
-        model = model_for(server, protocol, max_connections=200)
+        model = model_for(server.url, protocol, max_connections=200)
         fds_before = open_fds()
 
         async def one(n):
@@ -78,31 +58,10 @@ def test_200_concurrent_streams_each_get_their_own_answer(protocol, monkeypatch)
         assert open_fds() <= fds_before + 2  # every connection closed
 
 
-def _serve_elsewhere(port_queue, protocol):
-    server = ProviderServer()
-    server.respond = echo(protocol)
-    server.keep_requests = False
-    server.thread.start()
-    port_queue.put(server.url)
-    time.sleep(600)
-
-
-class _Remote:
-    def __init__(self, url):
-        self.url = url
-
-
 def test_1000_sequential_calls_keep_memory_flat():
-    import multiprocessing
-
     # The server runs in another process, so that only the client is traced (and fast).
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    process = context.Process(target=_serve_elsewhere, args=(queue, "openai-chat"), daemon=True)
-    process.start()
-    try:
-        server = _Remote(queue.get(timeout=30))
-        model = model_for(server, "openai-chat")
+    with echo_server_elsewhere("openai-chat") as url:
+        model = model_for(url, "openai-chat")
 
         async def calls(n):
             for i in range(n):
@@ -121,43 +80,14 @@ def test_1000_sequential_calls_keep_memory_flat():
 
         growth = asyncio.run(run())
         assert growth / 900 < 1024, f"{growth / 900:.0f} bytes kept per call"
-    finally:
-        process.kill()
-        process.join(5)
 
 
 def test_100_streams_cancelled_at_random_points_close_their_connections():
-    rnd = random.Random(7)
     pieces = body("openai-chat", ("text", " ".join(["word"] * 200)))
     with ProviderServer() as server:
         server.respond = lambda request: sse_reply(pieces, delay=0.002)
-        model = model_for(server, "openai-chat")
-
-        async def cancel_one(after: int) -> float:
-            seen = 0
-
-            async def consume():
-                nonlocal seen
-                async for _ in model.stream([UserMsg("u", "go")]):
-                    seen += 1
-
-            task = asyncio.create_task(consume())
-            while seen < after and not task.done():
-                await asyncio.sleep(0.002)
-            task.cancel()
-            cancelled_at = time.monotonic()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
-            return cancelled_at
-
-        async def run():
-            times = [await cancel_one(rnd.randint(1, 60)) for _ in range(100)]
-            await model.aclose()
-            return times
-
-        cancelled = asyncio.run(run())
+        model = model_for(server.url, "openai-chat")
+        cancelled = asyncio.run(cancel_at_random(model, random.Random(7), streams=100, max_after=60, poll=0.002))
         time.sleep(0.3)
         assert len(server.disconnects) >= 95  # a few may have finished sending just before
         lags = sorted(d - c for c, d in zip(sorted(cancelled), sorted(server.disconnects)))
@@ -171,7 +101,7 @@ def test_a_huge_line_without_a_newline_ends_in_a_typed_error_with_bounded_memory
     piece = b"x" * (1024 * 1024)
     with ProviderServer() as server:
         server.script(Reply(pieces=[b"data: "] + [piece] * (size // len(piece)), headers={"content-type": "text/event-stream"}))
-        model = model_for(server, "openai-chat")
+        model = model_for(server.url, "openai-chat")
 
         async def run():
             tracemalloc.start()
