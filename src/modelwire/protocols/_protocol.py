@@ -261,9 +261,12 @@ def refuse(option: str, preset: Preset, hint: str = "") -> UnsupportedOptionErro
     return UnsupportedOptionError(option, preset.name, hint)
 
 
-def sampling(body: dict[str, Any], o: ModelOptions) -> None:
-    """temperature and top_p, which every protocol so far takes under these names."""
+def sampling(body: dict[str, Any], o: ModelOptions, *, top_p: str = "top_p", stop: str | None = None) -> None:
+    """temperature, top_p and (when the protocol names a field for them) the stop
+    sequences, into ``body`` under the protocol's names."""
     if o.temperature is not None:
         body["temperature"] = o.temperature
     if o.top_p is not None:
-        body["top_p"] = o.top_p
+        body[top_p] = o.top_p
+    if stop is not None and o.stop:
+        body[stop] = list(o.stop)

@@ -34,9 +34,7 @@ class AnthropicProtocol(WireProtocol):
 
     def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "") -> None:
         p["max_tokens"] = o.max_tokens or DEFAULT_MAX_TOKENS
-        sampling(p, o)
-        if o.stop:
-            p["stop_sequences"] = list(o.stop)
+        sampling(p, o, stop="stop_sequences")
         if o.thinking is False and o.thinking_budget:
             raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
         if o.thinking or o.thinking_budget:

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from ...adapters import encode_frame
 from ...errors import ConfigError
-from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse
+from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse, sampling
 
 __all__ = ["PROTOCOL", "BedrockConverseProtocol"]
 
@@ -98,12 +98,7 @@ class BedrockConverseProtocol(WireProtocol):
         inference: dict[str, Any] = {}
         if o.max_tokens is not None:
             inference["maxTokens"] = o.max_tokens
-        if o.temperature is not None:
-            inference["temperature"] = o.temperature
-        if o.top_p is not None:
-            inference["topP"] = o.top_p
-        if o.stop:
-            inference["stopSequences"] = list(o.stop)
+        sampling(inference, o, top_p="topP", stop="stopSequences")
         if inference:
             p["inferenceConfig"] = inference
         extra: dict[str, Any] = {}

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from ...adapters import encode_sse
 from ...errors import ConfigError
-from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse
+from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse, sampling
 
 __all__ = ["PROTOCOL", "GeminiProtocol"]
 
@@ -65,12 +65,7 @@ class GeminiProtocol(WireProtocol):
         config: dict[str, Any] = {}
         if o.max_tokens is not None:
             config["maxOutputTokens"] = o.max_tokens
-        if o.temperature is not None:
-            config["temperature"] = o.temperature
-        if o.top_p is not None:
-            config["topP"] = o.top_p
-        if o.stop:
-            config["stopSequences"] = list(o.stop)
+        sampling(config, o, top_p="topP", stop="stopSequences")
         thinking: dict[str, Any] = {}
         if o.thinking is False:
             if o.thinking_budget:

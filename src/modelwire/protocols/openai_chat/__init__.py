@@ -61,9 +61,7 @@ class OpenAIChatProtocol(WireProtocol):
         dialect = preset.dialect
         if o.max_tokens is not None:
             p[dialect.get("max_tokens_field", "max_tokens")] = o.max_tokens
-        sampling(p, o)
-        if o.stop:
-            p["stop"] = list(o.stop)
+        sampling(p, o, stop="stop")
         switch = dialect.get("thinking_switch")
         if o.reasoning_effort is not None:
             if switch == "openrouter":
