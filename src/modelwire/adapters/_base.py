@@ -390,6 +390,13 @@ class StreamDecoder:
     def close(self) -> list[E.EventBase]:
         return self._run(self.sse.close_raw(), end=True)
 
+    def _failed(self, out: list[E.EventBase], err: ProviderError) -> None:
+        """An error keeps what came before it: the events of this piece go in front of the
+        error's own, and (with ``keep``) into what the decoder kept."""
+        err.events = out + err.events
+        if self.keep:
+            self.events += err.events
+
     def _run(self, sse_events: list[Any], end: bool) -> list[E.EventBase]:
         """Hand decoded SSE events to the adapter (JSON-decoding their data), then, at the
         end of input, close the adapter. Keeps what was produced if ``keep`` is set."""
@@ -416,9 +423,7 @@ class StreamDecoder:
             if end:
                 out += adapter.close()
         except ProviderError as err:
-            err.events = out + err.events
-            if self.keep:
-                self.events += err.events
+            self._failed(out, err)
             raise
         if self.keep:
             self.events += out
@@ -476,9 +481,7 @@ class AWSStreamDecoder(StreamDecoder):
             if end:
                 out += adapter.close()
         except ProviderError as err:
-            err.events = out + err.events
-            if self.keep:
-                self.events += err.events
+            self._failed(out, err)
             raise
         if self.keep:
             self.events += out
