@@ -218,8 +218,7 @@ def _handler(pieces: list[bytes], kind: str) -> Any:
 def ours(protocol: str, pieces: list[bytes]) -> Any:
     import httpx2
 
-    kind = "application/vnd.amazon.eventstream" if protocol == "bedrock-converse" else "text/event-stream"
-    client = httpx2.AsyncClient(transport=httpx2.MockTransport(_handler(pieces, kind)))
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(_handler(pieces, get_protocol(protocol).content_type)))
     base = "http://bench/v1" if protocol in ("openai-chat", "openai-responses") else "http://bench"
     model = load_model(SPECS[protocol], api_key="k", base_url=base, client=client)
 

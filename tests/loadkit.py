@@ -16,7 +16,7 @@ from typing import Iterator
 from modelwire.message import UserMsg
 from modelwire.models import load_model
 from modelwire.models.transport import RetryPolicy
-from modelwire.testing import ProviderServer, Reply
+from modelwire.testing import ProviderServer, stream_reply
 from modelwire.testing.sse import body
 
 SPECS = {"anthropic": "anthropic:claude-test", "openai-chat": "openai:gpt-test", "openai-responses": "openai-responses:resp-test", "gemini": "google:gemini-test", "bedrock-converse": "bedrock:us.amazon.nova-micro-v1:0"}
@@ -33,8 +33,7 @@ def echo(protocol: str, padding: str = ""):
     def respond(request):
         text = repr(request["json"])
         marker = text[text.find("ask-") : text.find("ask-") + 12]
-        kind = "application/vnd.amazon.eventstream" if protocol == "bedrock-converse" else "text/event-stream"
-        return Reply(body=body(protocol, ("text", f"answer to {marker}{padding}")), headers={"content-type": kind})
+        return stream_reply(protocol, body(protocol, ("text", f"answer to {marker}{padding}")))
 
     return respond
 

@@ -24,6 +24,7 @@ from modelwire import event as Ev
 from modelwire.errors import RateLimitError
 from modelwire.integrations.agentscope import ModelwireChatModel
 from modelwire.testing import ProviderServer, Reply, error_reply, sse_reply
+from modelwire.testing import stream_reply as framed_reply
 from modelwire.testing.sse import body
 
 ALLOW = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="allowed in tests")
@@ -61,13 +62,7 @@ def toolkit() -> Toolkit:
 
 
 def stream_reply(protocol: str, *blocks, **kw) -> Reply:
-    raw = body(protocol, *blocks)
-    kind = "application/vnd.amazon.eventstream" if protocol == "bedrock-converse" else "text/event-stream"
-    if protocol == "bedrock-converse":
-        from modelwire.adapters import EventStreamDecoder, encode_frame
-
-        return Reply(body=raw, pieces=[encode_frame(f.headers, f.payload) for f in EventStreamDecoder().feed(raw)], headers={"content-type": kind}, **kw)
-    return Reply(body=raw, headers={"content-type": kind}, **kw)
+    return framed_reply(protocol, body(protocol, *blocks), **kw)
 
 
 def chat_model(server, protocol: str, **kw) -> ModelwireChatModel:

@@ -25,7 +25,7 @@ from modelwire.formatters import get_formatter
 from modelwire.message import AssistantMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
 from modelwire.models import load_model
 from modelwire.models.transport import RetryPolicy
-from modelwire.testing import Reply
+from modelwire.testing import stream_reply
 
 from paths import HAVE_SHARED, ROOT
 
@@ -437,11 +437,6 @@ def weather(city: str) -> str:
     return f"{city}: sunny"
 
 
-def event_stream_reply(raw: bytes) -> Reply:
-    frames = EventStreamDecoder().feed(raw)
-    return Reply(body=raw, pieces=[encode_frame(f.headers, f.payload) for f in frames], headers={"content-type": "application/vnd.amazon.eventstream"})
-
-
 @pytest.mark.parametrize("auth", ["api-key", "sigv4"])
 def test_the_agent_runs_tools_on_bedrock(server, auth, monkeypatch):
     from modelwire.testing.sse import body
@@ -464,8 +459,8 @@ def test_the_agent_runs_tools_on_bedrock(server, auth, monkeypatch):
         ]
 
     server.script(
-        event_stream_reply(body("bedrock-converse", ("think", "Use the tool."), ("tool", "tooluse_1", "weather", '{"city": "Paris"}'), ("tool", "tooluse_2", "weather", '{"city": "Rome"}'))),
-        event_stream_reply(body("bedrock-converse", ("text", "Both sunny."))).__class__(**{**event_stream_reply(body("bedrock-converse", ("text", "Both sunny."))).__dict__, "check": check}),
+        stream_reply("bedrock-converse", body("bedrock-converse", ("think", "Use the tool."), ("tool", "tooluse_1", "weather", '{"city": "Paris"}'), ("tool", "tooluse_2", "weather", '{"city": "Rome"}'))),
+        stream_reply("bedrock-converse", body("bedrock-converse", ("text", "Both sunny.")), check=check),
     )
     model = load_model(
         "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0",
@@ -512,7 +507,7 @@ def test_a_bedrock_cassette_keeps_the_binary_body_and_no_secret(tmp_path, monkey
         return [e async for e in model.stream([UserMsg("u", "Hi")], reply_id="r")]
 
     with ProviderServer() as srv:
-        srv.script(event_stream_reply(raw))
+        srv.script(stream_reply("bedrock-converse", raw))
         with use_cassette(path, "once"):
             recorded = asyncio.run(call(srv.url))
         url = srv.url

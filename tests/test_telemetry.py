@@ -16,8 +16,10 @@ from modelwire.adapters import decode_sse
 from modelwire.agent import Agent
 from modelwire.message import Usage, UserMsg
 from modelwire.models import load_model
+from modelwire.protocols import get_protocol
 from modelwire.models.transport import RetryPolicy
 from modelwire.testing import ProviderServer, Reply
+from modelwire.testing import stream_reply as framed_reply
 from modelwire.testing.sse import body
 
 from paths import HAVE_SHARED, ROOT
@@ -73,12 +75,7 @@ def local_time(city: str) -> str:
 
 
 def stream_reply(protocol, *blocks, **kw) -> Reply:
-    raw = body(protocol, *blocks, **kw)
-    if protocol == "bedrock-converse":
-        from modelwire.adapters import EventStreamDecoder, encode_frame
-
-        return Reply(body=raw, pieces=[encode_frame(f.headers, f.payload) for f in EventStreamDecoder().feed(raw)], headers={"content-type": "application/vnd.amazon.eventstream"})
-    return Reply(body=raw, headers={"content-type": "text/event-stream"})
+    return framed_reply(protocol, body(protocol, *blocks, **kw))
 
 
 def run_agent(server, protocol):
@@ -220,9 +217,8 @@ def test_recorded_replies_cost_what_the_published_rates_say(protocol, preset, pa
     """Through a real model call: the recorded body served by the local server."""
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     raw = (ROOT / path).read_bytes()
-    kind = "application/vnd.amazon.eventstream" if protocol == "bedrock-converse" else "text/event-stream"
     with ProviderServer() as server:
-        server.script(Reply(body=raw, pieces=[raw], headers={"content-type": kind}))
+        server.script(Reply(body=raw, pieces=[raw], headers={"content-type": get_protocol(protocol).content_type}))
         base = server.url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
         reply = asyncio.run(load_model(f"{preset}:{model}", api_key="k", base_url=base, retry=RetryPolicy(max_retries=0)).complete([UserMsg("u", "hi")]))
     assert reply.cost["total"] == pytest.approx(expected, rel=1e-9)

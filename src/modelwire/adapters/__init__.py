@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._base import OPTIONAL, AWSStreamDecoder, BaseAdapter, Block, StreamDecoder, debug, decode_answer, shape_problem
 from ._eventstream import EventStreamDecoder, EventStreamError, Frame, encode_frame
-from ._sse import SSEDecoder, SSEEvent, encode_sse
+from ._sse import SSEDecoder, SSEEvent, encode_sse, split_sse
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..event import EventBase
@@ -37,7 +37,7 @@ __all__ = [
     "debug",
     "decode_answer",
     "shape_problem",
-    "StreamDecoder", "SSEDecoder", "SSEEvent", "encode_sse", "get_adapter", "decode_sse"]
+    "StreamDecoder", "SSEDecoder", "SSEEvent", "encode_sse", "split_sse", "get_adapter", "decode_sse"]
 
 
 def get_adapter(protocol: str) -> type[BaseAdapter]:

@@ -194,6 +194,12 @@ class SSEDecoder:
         return out
 
 
+def split_sse(body: bytes) -> list[bytes]:
+    """An SSE body in the pieces a server sends it in, one event each (for test servers)."""
+    parts = body.split(b"\n\n")
+    return [p + b"\n\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
 def encode_sse(events: list[tuple[str | None, Any]]) -> bytes:
     """Encode ``(event name or None, data)`` pairs as an SSE body; data that is not a
     string is written as JSON (for test servers and generated streams)."""

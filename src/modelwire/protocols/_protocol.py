@@ -256,6 +256,12 @@ class WireProtocol:
         ``("think", text)``, ``("text", text)``, ``("tool", call_id, name, arguments_json)``."""
         raise NotImplementedError(f"the {self.name} protocol has no fake stream")
 
+    def split_stream(self, body: bytes) -> list[bytes]:
+        """A response body in the pieces a server sends it in: one SSE event each."""
+        from ..adapters import split_sse
+
+        return split_sse(body)
+
 
 def refuse(option: str, preset: Preset, hint: str = "") -> UnsupportedOptionError:
     return UnsupportedOptionError(option, preset.name, hint)

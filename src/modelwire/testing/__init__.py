@@ -5,5 +5,6 @@ to users who want to test their agents against something network-shaped with no 
 """
 
 from .server import ProviderServer, Reply, error_reply, sse_reply
+from .sse import stream_reply
 
-__all__ = ["ProviderServer", "Reply", "error_reply", "sse_reply"]
+__all__ = ["ProviderServer", "Reply", "error_reply", "sse_reply", "stream_reply"]

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from ..adapters import split_sse
+
 
 @dataclass
 class Reply:
@@ -32,13 +34,7 @@ class Reply:
     def split(self) -> list[bytes]:
         if self.pieces is not None:
             return self.pieces
-        if not self.body:
-            return []
-        parts = self.body.split(b"\n\n")
-        out = [p + b"\n\n" for p in parts[:-1]]
-        if parts[-1]:
-            out.append(parts[-1])
-        return out
+        return split_sse(self.body) if self.body else []
 
 
 def sse_reply(body: bytes, **kw: Any) -> Reply:

@@ -4,11 +4,14 @@ scripting the local provider server. Each protocol fakes itself
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..adapters import encode_sse
 
-__all__ = ["body", "encode_sse"]
+if TYPE_CHECKING:
+    from .server import Reply
+
+__all__ = ["body", "encode_sse", "stream_reply"]
 
 
 def body(protocol: str, *blocks: tuple, **options: Any) -> bytes:
@@ -18,3 +21,14 @@ def body(protocol: str, *blocks: tuple, **options: Any) -> bytes:
     from ..protocols import get_protocol
 
     return get_protocol(protocol).fake_stream(*blocks, **options)
+
+
+def stream_reply(protocol: str, raw: bytes, **kw: Any) -> "Reply":
+    """A scripted streamed answer in ``protocol``'s framing: its content type, and its body
+    sent in the pieces its servers send (SSE events, or AWS event-stream frames). ``kw``
+    goes to :class:`~modelwire.testing.Reply` (``delay``, ``stall_after`` ...)."""
+    from ..protocols import get_protocol
+    from .server import Reply
+
+    wire = get_protocol(protocol)
+    return Reply(body=raw, pieces=wire.split_stream(raw), headers={"content-type": wire.content_type}, **kw)

@@ -17,7 +17,7 @@ import os
 from typing import Any, Mapping
 from urllib.parse import quote
 
-from ...adapters import encode_frame
+from ...adapters import EventStreamDecoder, encode_frame
 from ...errors import ConfigError
 from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse, sampling
 
@@ -132,6 +132,10 @@ class BedrockConverseProtocol(WireProtocol):
                     "structure": {"jsonSchema": {"name": o.json_schema_name, "schema": json.dumps(o.json_schema)}},
                 }
             }
+
+    def split_stream(self, body: bytes) -> list[bytes]:
+        """One event-stream frame per piece."""
+        return [encode_frame(f.headers, f.payload) for f in EventStreamDecoder().feed(body)]
 
     def fake_stream(self, *blocks: tuple, usage: tuple[int, int] = (10, 5), stop: str | None = None, **_: Any) -> bytes:
         """``("think", text)`` is Claude-style reasoning with a signature."""
