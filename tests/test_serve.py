@@ -176,4 +176,149 @@ def test_a_failure_outside_the_reply_ends_the_stream_with_an_error_event():
     text = resp.text
     first = text.split("\n\n")[0]
     assert parse_event(json.loads(first.removeprefix("data: "))).type == "REPLY_START"  # what was sent stays
-    assert text.endswith('event: error\ndata: {"type": "ERROR", "message": "RuntimeError: the tool registry is gone"}\n\n')
+    last = text.split("\n\n")[-2]
+    assert last.startswith("event: error\ndata: ")
+    assert json.loads(last.split("data: ", 1)[1]) == {"type": "ERROR", "message": "RuntimeError: the tool registry is gone"}
+
+
+# -- pauses, history and the other encodings (their official clients: test_serve_clients.py) --
+
+
+def frames_of(raw: bytes) -> list:
+    """The JSON of each ``data:`` line (``[DONE]`` as the string)."""
+    out = []
+    for line in raw.decode().split("\n"):
+        if line.startswith("data: "):
+            text = line[6:]
+            out.append(text if text == "[DONE]" else json.loads(text))
+    return out
+
+
+def tracked_app(provider: ProviderServer, made: list, confirm: bool = True) -> EventStreamApp:
+    """An app whose agents (weather asks for confirmation unless ``confirm=False``) land in ``made``."""
+    from modelwire.agent import Tool
+
+    def make_agent() -> Agent:
+        model = load_model("anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0))
+        made.append(Agent("Buddy", model, "Be brief.", tools=[Tool(weather, requires_confirmation=confirm)]))
+        return made[-1]
+
+    return EventStreamApp(make_agent)
+
+
+def test_a_parked_reply_resumes_with_the_answer_posted_as_an_event_and_wrong_answers_leave_it_waiting():
+    made: list = []
+    with ProviderServer() as provider:
+        provider.replies = [
+            sse_reply(body("anthropic", ("tool", "toolu_1", "weather", '{"city": "Paris"}'), usage=(20, 9))),
+            sse_reply(body("anthropic", ("text", "Sunny."), usage=(40, 7))),
+        ]
+        with Served(tracked_app(provider, made)) as url:
+            with httpx.Client() as client:
+                first = events_of(client.post(url + "/reply", json={"input": "Weather?"}).content)
+                rid = first[0].reply_id
+                asked = first[-1]
+                unknown = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": "nope"}})
+                wrong = client.post(url + "/reply", json={"resume": {**made[0].confirm({"toolu_1": True}).model_dump(mode="json"), "confirm_results": [{"confirmed": True, "tool_call": {"type": "tool_call", "id": "toolu_9", "name": "weather", "input": "{}"}}]}})
+                answer = made[0].confirm({"toolu_1": True})
+                second = events_of(client.post(url + "/reply", json={"resume": json.loads(answer.model_dump_json())}).content)
+                again = client.post(url + "/reply", json={"resume": json.loads(answer.model_dump_json())})
+    assert asked.type == "REQUIRE_USER_CONFIRM" and [c.id for c in asked.tool_calls] == ["toolu_1"]
+    assert not any(e.type == "REPLY_END" for e in first)  # parked, not ended
+    assert unknown.status_code == 409 and "'nope' is not waiting" in unknown.json()["error"]
+    assert wrong.status_code == 400 and "toolu_9" in wrong.json()["error"]  # and the reply still waits:
+    assert second[0].type == "USER_CONFIRM_RESULT" and second[-1].type == "REPLY_END"
+    assert again.status_code == 409  # answered already
+    assert len(made) == 1  # the resume reached the parked agent
+    # the events of both streams fold into the message the agent kept
+    reply = AssistantMsg(first[0].name, [], id=rid, created_at=made[0].context[-1].created_at)
+    for ev in first + second:
+        reply.append_event(ev)
+    assert reply.to_dict() == made[0].context[-1].to_dict()
+    assert reply.content[1].state == "success" and reply.finished_reason == "completed"
+
+
+def test_a_conversation_posted_as_messages_is_the_agents_history():
+    made: list = []
+    with ProviderServer() as provider:
+        provider.replies = [
+            sse_reply(body("anthropic", ("tool", "toolu_1", "weather", '{"city": "Paris"}'))),
+            sse_reply(body("anthropic", ("text", "Sunny."))),
+            sse_reply(body("anthropic", ("text", "Still sunny."))),
+        ]
+        with Served(tracked_app(provider, made, confirm=False)) as url:
+            with httpx.Client() as client:
+                client.post(url + "/reply", json={"input": "Weather?"})
+                history = [m.to_dict() for m in made[0].context]
+                client.post(url + "/reply", json={"messages": history + [{"role": "user", "name": "user", "content": [{"type": "text", "text": "And now?"}]}]})
+                ends_with_assistant = client.post(url + "/reply", json={"messages": history})
+    sent = provider.requests[2]["json"]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user", "assistant", "user"]
+    assert "sunny in Paris" in json.dumps(sent[2]) and sent[-1]["content"][-1]["text"] == "And now?"
+    assert ends_with_assistant.status_code == 400 and "last message must be the user's" in ends_with_assistant.json()["error"]
+
+
+AG_UI_INPUT = {"threadId": "t1", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "Weather?"}], "state": None, "tools": [], "context": [], "forwardedProps": {}}
+
+
+def test_ag_ui_events_are_valid_ag_ui_through_an_interrupt_an_image_result_and_an_error():
+    ag_ui = pytest.importorskip("ag_ui.core")
+    from pydantic import TypeAdapter
+
+    from modelwire.agent import Tool
+    from modelwire.message import DataBlock
+    from modelwire.testing import error_reply
+
+    valid = TypeAdapter(ag_ui.Event)
+    pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+    def photo(city: str):
+        """A photo of a city."""
+        return [f"a photo of {city}", DataBlock(source={"type": "base64", "data": pixel, "media_type": "image/png"})]
+
+    def make_agent() -> Agent:
+        model = load_model("anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0))
+        return Agent("Buddy", model, tools=[Tool(photo, requires_confirmation=True)])
+
+    with ProviderServer() as provider:
+        provider.replies = [
+            sse_reply(body("anthropic", ("think", "A photo."), ("text", "Asking."), ("tool", "toolu_1", "photo", '{"city": "Oslo"}'), usage=(20, 9))),
+            sse_reply(body("anthropic", ("text", "Here it is."), usage=(40, 7))),
+            error_reply(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ]
+        with Served(EventStreamApp(make_agent)) as url:
+            with httpx.Client() as client:
+                run1 = frames_of(client.post(url + "/reply", json=AG_UI_INPUT).content)
+                resume = {**AG_UI_INPUT, "runId": "r2", "resume": [{"interruptId": "toolu_1", "status": "resolved", "payload": {"approved": True}}]}
+                run2 = frames_of(client.post(url + "/reply", json=resume).content)
+                run3 = frames_of(client.post(url + "/reply", json={**AG_UI_INPUT, "runId": "r3"}).content)
+    for frame in run1 + run2 + run3:
+        valid.validate_python(frame)
+    assert [f["type"] for f in run1][:2] == ["RUN_STARTED", "STEP_STARTED"]
+    assert run1[-1]["outcome"] == {"type": "interrupt", "interrupts": [{"id": "toolu_1", "reason": "tool_approval", "toolCallId": "toolu_1", "message": 'Allow photo({"city": "Oslo"})?'}]}
+    (call,) = [f for f in run1 if f["type"] == "TOOL_CALL_START"]
+    (text,) = [f for f in run1 if f["type"] == "TEXT_MESSAGE_START"]
+    assert call["parentMessageId"] == text["messageId"]  # the call hangs off its model call's text
+    (result,) = [f for f in run2 if f["type"] == "TOOL_CALL_RESULT"]
+    assert result["content"] == [{"type": "text", "text": "a photo of Oslo"}, {"type": "image", "source": {"type": "data", "value": pixel, "mimeType": "image/png"}}]
+    assert run2[0]["type"] == "RUN_STARTED" and run2[0]["runId"] == "r2"
+    assert run2[-1]["type"] == "RUN_FINISHED" and run2[-1]["usage"][0]["inputTokens"] == 40
+    assert run3[-1]["type"] == "RUN_ERROR" and "Overloaded" in run3[-1]["message"] and run3[-1]["code"]
+
+
+def test_the_ui_message_stream_ends_an_error_with_an_error_part_finish_and_done():
+    from modelwire.testing import error_reply
+
+    with ProviderServer() as provider:
+        provider.replies = [error_reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long"}})]
+        with Served(app_for(provider)) as url:
+            with httpx.Client() as client:
+                resp = client.post(url + "/reply", json={"id": "chat1", "trigger": "submit-message", "messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]})
+                wrong_part = client.post(url + "/reply", json={"messages": [{"id": "m1", "role": "user", "parts": [{"type": "tool-x", "toolCallId": "c"}]}]})
+                unknown = client.post(url + "/reply?encoding=smoke-signals", json=AG_UI_INPUT)
+    assert resp.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    frames = frames_of(resp.content)
+    assert [f if isinstance(f, str) else f["type"] for f in frames][-3:] == ["error", "finish", "[DONE]"]
+    assert "prompt is too long" in frames[-3]["errorText"] and frames[-2]["finishReason"] == "error"
+    assert wrong_part.status_code == 400 and "unknown part 'tool-x' in a user message" in wrong_part.json()["error"]
+    assert unknown.status_code == 400 and "smoke-signals" in unknown.json()["error"]

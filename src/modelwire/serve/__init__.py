@@ -1,0 +1,28 @@
+"""Serving an agent's events to browsers: a plain ASGI application, no framework.
+
+``EventStreamApp(make_agent)`` answers ``POST /reply`` with one agent reply streamed as
+server-sent events, in the encoding the client speaks:
+
+- modelwire / AgentScope event JSON (the default): the body is ``{"input": "text"}``,
+  ``{"messages": [message JSON, ...]}`` or ``{"resume": event JSON}``;
+- the AG-UI event protocol: the body is AG-UI's ``RunAgentInput`` (CopilotKit, the
+  ``@ag-ui/client`` ``HttpAgent``);
+- the Vercel AI SDK UI message stream: the body is what ``useChat`` posts.
+
+The request's shape picks the encoding; ``?encoding=events|ag-ui|ui-message`` says it
+outright. A reply that parks on a tool needing the user's confirmation or an external
+result waits on the server; the client posts the decision in its own dialect and the
+same reply resumes. When the client goes away the reply is cancelled, which closes the
+provider's stream too. ``GET /fold.mjs`` the JavaScript
+fold (``appendEvent``, ``EventStreamParser``) that rebuilds messages in the browser.
+
+Mount it in any ASGI server or framework (uvicorn, Starlette, FastAPI's ``app.mount``,
+Django's ASGI router)::
+
+    app = EventStreamApp(lambda: Agent("bot", load_model("anthropic:claude-sonnet-4-5")))
+"""
+
+from ._app import EventStreamApp
+from ._turn import BadRequest
+
+__all__ = ["BadRequest", "EventStreamApp"]

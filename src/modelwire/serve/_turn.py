@@ -1,0 +1,137 @@
+"""What every dialect shares: a request read as a :class:`Turn`, and an :class:`Encoder`
+that writes the agent's events in the dialect's stream format.
+
+The modelwire / AgentScope event dialect lives here too; AG-UI and the Vercel UI message
+stream have a module each. A dialect is a ``read(data) -> Turn`` function and an
+``Encoder`` subclass; the app knows nothing else about them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..event import EventBase, event_to_json, parse_event
+from ..message import Msg, ToolCallBlock, ToolResultBlock
+
+JSON = dict[str, Any]
+
+
+class BadRequest(Exception):
+    """A request this app cannot take; answered with 400 and the reason."""
+
+
+@dataclass
+class Resume:
+    """The client's answer to a parked reply: confirmations, external results, or stop."""
+
+    reply_id: str | None = None  # None: found from the call ids (AG-UI names only those)
+    confirm: dict[str, bool] = field(default_factory=dict)  # call id -> allowed
+    results: dict[str, ToolResultBlock] = field(default_factory=dict)  # call id -> result
+    interrupt: bool = False
+    about: set[str] = field(default_factory=set)  # other call ids naming the reply
+    partial: bool = False  # the client sent its whole message: answers to calls not waiting are ignored
+
+    def call_ids(self) -> set[str]:
+        return set(self.confirm) | set(self.results) | self.about
+
+
+@dataclass
+class Turn:
+    """One request: the conversation so far, the new input, or an answer to a parked reply."""
+
+    history: list[Msg] = field(default_factory=list)  # becomes the agent's context
+    inputs: list[Msg] = field(default_factory=list)  # what the reply answers
+    resume: Resume | None = None
+    info: JSON = field(default_factory=dict)  # what the dialect echoes back (AG-UI's ids)
+
+
+def split_history(messages: list[Msg]) -> tuple[list[Msg], list[Msg]]:
+    """The trailing user (and system) messages are the input; what comes before is history."""
+    cut = len(messages)
+    while cut > 0 and messages[cut - 1].role in ("user", "system"):
+        cut -= 1
+    if cut == len(messages):
+        raise BadRequest("the last message must be the user's (or resume a parked reply)")
+    return messages[:cut], messages[cut:]
+
+
+def sse(data: Any, event: str | None = None) -> bytes:
+    """One server-sent event; ``data`` is JSON-encoded unless it is already a string."""
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {text}\n\n".encode()
+
+
+class Encoder:
+    """Writes one reply's events in a stream format.
+
+    ``msg`` is the reply folded so far (the app sets it; on a resume it starts as the parked
+    message), so an encoder can read a finished tool call or result whole."""
+
+    headers: list[tuple[bytes, bytes]] = []
+
+    def __init__(self, turn: Turn, session_id: str) -> None:
+        self.turn = turn
+        self.session_id = session_id
+        self.msg: Msg | None = None
+
+    def event(self, ev: EventBase) -> list[bytes]:
+        raise NotImplementedError
+
+    def parked(self, calls: list[ToolCallBlock]) -> list[bytes]:
+        """The stream ends with the reply waiting for ``calls`` (confirmation or results)."""
+        return []
+
+    def error(self, message: str) -> list[bytes]:
+        """The reply failed outside the agent's own error handling."""
+        raise NotImplementedError
+
+    def done(self) -> list[bytes]:
+        return []
+
+
+# -- the modelwire / AgentScope event dialect ----------------------------------------------
+
+
+def read_events(data: JSON) -> Turn:
+    keys = [k for k in ("input", "messages", "resume") if k in data]
+    if len(keys) != 1:
+        raise BadRequest('send {"input": "text"}, {"messages": [message, ...]} or {"resume": event}')
+    if "input" in data:
+        from ..message import UserMsg
+
+        if not isinstance(data["input"], str) or not data["input"]:
+            raise BadRequest('"input" must be a non-empty string')
+        return Turn(inputs=[UserMsg("user", data["input"])])
+    if "messages" in data:
+        if not isinstance(data["messages"], list) or not data["messages"]:
+            raise BadRequest('"messages" must be a non-empty list of messages')
+        try:
+            messages = [Msg.from_dict(m) for m in data["messages"]]
+        except (ValueError, TypeError, AttributeError) as exc:  # pydantic's ValidationError is a ValueError
+            raise BadRequest(f"a message is not valid: {str(exc).splitlines()[0]}") from None
+        history, inputs = split_history(messages)
+        return Turn(history=history, inputs=inputs)
+    try:
+        ev = parse_event(data["resume"])
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise BadRequest(f'"resume" is not an event: {str(exc).splitlines()[0]}') from None
+    if ev.type == "USER_CONFIRM_RESULT":
+        return Turn(resume=Resume(ev.reply_id, confirm={r.tool_call.id: r.confirmed for r in ev.confirm_results}))
+    if ev.type == "EXTERNAL_EXECUTION_RESULT":
+        return Turn(resume=Resume(ev.reply_id, results={r.id: r for r in ev.execution_results}))
+    if ev.type == "USER_INTERRUPT":
+        return Turn(resume=Resume(ev.reply_id, interrupt=True))
+    raise BadRequest(f'"resume" is USER_CONFIRM_RESULT, EXTERNAL_EXECUTION_RESULT or USER_INTERRUPT, not {ev.type}')
+
+
+class EventsEncoder(Encoder):
+    """Each event as its JSON on a ``data:`` line, exactly as ``reply_stream()`` yields it."""
+
+    def event(self, ev: EventBase) -> list[bytes]:
+        return [sse(event_to_json(ev))]
+
+    def error(self, message: str) -> list[bytes]:
+        return [sse({"type": "ERROR", "message": message}, event="error")]

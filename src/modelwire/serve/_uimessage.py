@@ -1,0 +1,208 @@
+"""The Vercel AI SDK UI message stream (``useChat``'s protocol, ``x-vercel-ai-ui-message-stream: v1``).
+
+``useChat`` posts ``{id, messages, trigger}`` with the whole conversation as UI messages
+(``parts``). One reply is one assistant UI message (its id is the reply id); model calls
+are steps; text and thinking blocks are text and reasoning parts keyed by block id; tool
+calls are tool parts, their arguments streamed, their results ``tool-output-*``.
+
+Pauses use the SDK's own human-in-the-loop parts: a call needing confirmation sends
+``tool-approval-request`` (``approvalId`` is the call id) and the client answers with
+``addToolApprovalResponse``; an external call is a client-side tool: its input arrives,
+the client adds the output with ``addToolOutput``. Either way ``useChat`` posts the
+conversation again with the assistant message last, and the parked reply resumes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..event import EventBase
+from ..message import AssistantMsg, DataBlock, Msg, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
+from ._turn import JSON, BadRequest, Encoder, Resume, Turn, split_history, sse
+
+FINISH = {"completed": "stop", "error": "error", "interrupted": "interrupted", "exceed_max_iters": "other"}
+
+
+def read_ui_message(data: JSON) -> Turn:
+    messages = data.get("messages")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise BadRequest("'messages' must be a non-empty list of UI messages")
+    last = messages[-1]
+    if last.get("role") == "assistant":
+        return Turn(resume=_answers(last))
+    history, inputs = split_history([_message(m, f"messages[{i}]") for i, m in enumerate(messages)])
+    return Turn(history=history, inputs=inputs)
+
+
+def _answers(msg: JSON) -> Resume:
+    """The approvals and client-side tool outputs in the assistant message ``useChat``
+    sends back; answers to calls that do not wait are the client's copy of the past."""
+    if not isinstance(msg.get("id"), str):
+        raise BadRequest("the assistant message needs its 'id' (the reply it answers)")
+    out = Resume(reply_id=msg["id"], partial=True)
+    for part in msg.get("parts") or []:
+        if not _is_tool(part):
+            continue
+        call_id, state = part.get("toolCallId"), part.get("state")
+        if state == "approval-responded" and isinstance(part.get("approval"), dict):
+            out.confirm[call_id] = bool(part["approval"].get("approved"))
+        elif state in ("output-available", "output-error"):
+            out.results[call_id] = _result(part, call_id)
+    return out
+
+
+def _is_tool(part: Any) -> bool:
+    return isinstance(part, dict) and isinstance(part.get("type"), str) and (part["type"].startswith("tool-") or part["type"] == "dynamic-tool")
+
+
+def _tool_name(part: JSON) -> str:
+    return part.get("toolName", "") if part["type"] == "dynamic-tool" else part["type"][len("tool-") :]
+
+
+def _result(part: JSON, call_id: str) -> ToolResultBlock:
+    if part.get("state") == "output-error":
+        return ToolResultBlock(id=call_id, name=_tool_name(part), output=str(part.get("errorText", "")), state="error")
+    output = part.get("output")
+    if isinstance(output, list) and all(isinstance(p, dict) and p.get("type") in ("text", "file") for p in output):
+        return ToolResultBlock(id=call_id, name=_tool_name(part), output=[_file_or_text(p) for p in output], state="success")
+    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    return ToolResultBlock(id=call_id, name=_tool_name(part), output=text, state="success")
+
+
+def _file_or_text(part: JSON) -> Any:
+    if part["type"] == "text":
+        return TextBlock(text=part.get("text", ""))
+    url, media = part.get("url", ""), part.get("mediaType") or "application/octet-stream"
+    if url.startswith("data:") and ";base64," in url:
+        return DataBlock(source={"type": "base64", "data": url.split(";base64,", 1)[1], "media_type": media}, name=part.get("filename"))
+    return DataBlock(source={"type": "url", "url": url, "media_type": media}, name=part.get("filename"))
+
+
+def _message(m: JSON, where: str) -> Msg:
+    role, parts = m.get("role"), m.get("parts")
+    if not isinstance(parts, list):
+        raise BadRequest(f"{where}: a UI message has a list of 'parts'")
+    blocks: list[Any] = []
+    for part in parts:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text":
+            blocks.append(TextBlock(text=part.get("text", "")))
+        elif kind == "file":
+            blocks.append(_file_or_text(part))
+        elif kind == "reasoning" and role == "assistant":
+            blocks.append(ThinkingBlock(thinking=part.get("text", "")))
+        elif _is_tool(part) and role == "assistant":
+            call_id = part.get("toolCallId")
+            blocks.append(ToolCallBlock(id=call_id, name=_tool_name(part), input=json.dumps(part.get("input", {}), ensure_ascii=False), state="finished"))
+            if part.get("state") in ("output-available", "output-error"):
+                blocks.append(_result(part, call_id))
+            elif part.get("state") == "output-denied":
+                blocks.append(ToolResultBlock(id=call_id, name=_tool_name(part), output="The user denied this tool call.", state="denied"))
+            else:
+                raise BadRequest(f"{where}: tool call {call_id!r} has no output (state {part.get('state')!r}); answer it or drop it")
+        elif kind in ("step-start", "source-url", "source-document") or (isinstance(kind, str) and kind.startswith("data-")):
+            continue  # display parts: steps, citations, application data, not conversation
+        else:
+            raise BadRequest(f"{where}: unknown part {kind!r} in a {role} message")
+    if role == "user":
+        return UserMsg("user", blocks, id=m.get("id"))
+    if role == "system":
+        return SystemMsg("system", blocks, id=m.get("id"))
+    if role == "assistant":
+        return AssistantMsg("assistant", blocks, id=m.get("id"), finished_reason="completed")
+    raise BadRequest(f"{where}: unknown role {role!r}")
+
+
+class UIMessageEncoder(Encoder):
+    headers = [(b"x-vercel-ai-ui-message-stream", b"v1")]
+
+    def __init__(self, turn: Turn, session_id: str) -> None:
+        super().__init__(turn, session_id)
+        self.usage: dict[str, int] = {}
+        self.started = False
+
+    def _start(self) -> list[bytes]:
+        if self.started:
+            return []
+        self.started = True
+        return [sse({"type": "start", "messageId": self.msg.id})]
+
+    def event(self, ev: EventBase) -> list[bytes]:
+        out = self._start()
+        t = ev.type
+        if t == "MODEL_CALL_START":
+            out.append(sse({"type": "start-step"}))
+        elif t == "MODEL_CALL_END":
+            for key in ("input_tokens", "output_tokens", "cache_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"):
+                self.usage[key] = self.usage.get(key, 0) + (getattr(ev, key, 0) or 0)
+            out.append(sse({"type": "finish-step"}))
+        elif t in ("TEXT_BLOCK_START", "THINKING_BLOCK_START"):
+            out.append(sse({"type": _kind(t) + "-start", "id": ev.block_id}))
+        elif t in ("TEXT_BLOCK_DELTA", "THINKING_BLOCK_DELTA"):
+            out.append(sse({"type": _kind(t) + "-delta", "id": ev.block_id, "delta": ev.delta}))
+        elif t in ("TEXT_BLOCK_END", "THINKING_BLOCK_END"):
+            out.append(sse({"type": _kind(t) + "-end", "id": ev.block_id}))
+        elif t == "DATA_BLOCK_END":
+            block = next(b for b in self.msg.content if b.id == ev.block_id)
+            out.append(sse({"type": "file", "url": _url(block), "mediaType": block.source.media_type}))
+        elif t == "TOOL_CALL_START":
+            out.append(sse({"type": "tool-input-start", "toolCallId": ev.tool_call_id, "toolName": ev.tool_call_name}))
+        elif t == "TOOL_CALL_DELTA":
+            out.append(sse({"type": "tool-input-delta", "toolCallId": ev.tool_call_id, "inputTextDelta": ev.delta}))
+        elif t == "TOOL_CALL_END":
+            call = next(b for b in self.msg.content if b.type == "tool_call" and b.id == ev.tool_call_id)
+            try:
+                out.append(sse({"type": "tool-input-available", "toolCallId": call.id, "toolName": call.name, "input": json.loads(call.input or "{}")}))
+            except ValueError as exc:
+                out.append(sse({"type": "tool-input-error", "toolCallId": call.id, "toolName": call.name, "input": call.input, "errorText": f"the arguments are not JSON: {exc}"}))
+        elif t == "TOOL_RESULT_END":
+            result = next(b for b in self.msg.content if b.type == "tool_result" and b.id == ev.tool_call_id)
+            out.append(sse(_output(result)))
+        elif t == "REQUIRE_USER_CONFIRM":
+            out += [sse({"type": "tool-approval-request", "approvalId": c.id, "toolCallId": c.id}) for c in ev.tool_calls]
+        elif t == "REPLY_END":
+            if ev.finished_reason == "error":
+                out.append(sse({"type": "error", "errorText": ev.error.message if ev.error else "the reply failed"}))
+            out.append(sse({"type": "finish", "finishReason": FINISH.get(ev.finished_reason, "other"), "messageMetadata": self._metadata(ev.finished_reason)}))
+        elif t == "CUSTOM":
+            out.append(sse({"type": f"data-{ev.name}", "data": ev.value}))
+        return out
+
+    def _metadata(self, finished_reason: str) -> JSON:
+        meta: JSON = {"finishedReason": finished_reason, "usage": self.usage}
+        if self.msg is not None and self.msg.cost is not None:
+            meta["cost"] = self.msg.cost
+        return meta
+
+    def parked(self, calls: list[ToolCallBlock]) -> list[bytes]:
+        # The message waits on the client: approvals asked, client-side tools to run.
+        return self._start() + [sse({"type": "finish", "finishReason": "tool-calls", "messageMetadata": self._metadata("waiting")})]
+
+    def error(self, message: str) -> list[bytes]:
+        return (self._start() if self.msg is not None else []) + [sse({"type": "error", "errorText": message})]
+
+    def done(self) -> list[bytes]:
+        return [sse("[DONE]")]
+
+
+def _kind(event_type: str) -> str:
+    return "text" if event_type.startswith("TEXT") else "reasoning"
+
+
+def _url(block: DataBlock) -> str:
+    src = block.source
+    return f"data:{src.media_type};base64,{src.data}" if src.type == "base64" else src.url
+
+
+def _output(result: ToolResultBlock) -> JSON:
+    if result.state == "denied":
+        return {"type": "tool-output-denied", "toolCallId": result.id}
+    text = result.output if isinstance(result.output, str) else "".join(b.text for b in result.output if b.type == "text")
+    if result.state in ("error", "interrupted"):
+        return {"type": "tool-output-error", "toolCallId": result.id, "errorText": text or result.state}
+    if isinstance(result.output, str) or all(b.type == "text" for b in result.output):
+        output: Any = text
+    else:
+        output = [{"type": "text", "text": b.text} if b.type == "text" else {"type": "file", "mediaType": b.source.media_type, "url": _url(b)} for b in result.output]
+    return {"type": "tool-output-available", "toolCallId": result.id, "output": output}

@@ -1,0 +1,89 @@
+// The official front-end clients, run against a modelwire.serve endpoint:
+//   node clients.mjs <scenario> <endpoint url> [argument]
+// prints {"messages": ..., ...} as JSON on stdout. Scenarios:
+//   ui-chat TEXT              Vercel AI SDK Chat (what useChat runs), one message
+//   ui-approve TEXT yes|no    ... answering the tool approval it is asked for
+//   ui-external TEXT          ... running the client-side tool (addToolOutput)
+//   agui-run TEXT             AG-UI HttpAgent, one run
+//   agui-approve TEXT yes|no  ... then a second run resuming the interrupt
+//   agui-external TEXT        ... resuming with the tool's output
+import {
+  AbstractChat,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  lastAssistantMessageIsCompleteWithToolCalls,
+} from "ai";
+import { HttpAgent } from "@ag-ui/client";
+
+const [scenario, url, text, arg] = process.argv.slice(2);
+
+class State {
+  constructor() {
+    this.status = "ready";
+    this.error = undefined;
+    this.messages = [];
+  }
+  pushMessage(m) { this.messages = this.messages.concat(m); }
+  popMessage() { this.messages = this.messages.slice(0, -1); }
+  replaceMessage(i, m) { this.messages = [...this.messages.slice(0, i), m, ...this.messages.slice(i + 1)]; }
+  snapshot(thing) { return structuredClone(thing); }
+}
+
+class Chat extends AbstractChat {
+  constructor(init) { super({ ...init, state: new State() }); }
+}
+
+async function settle(chat) {
+  // sendAutomaticallyWhen starts the follow-up request on its own: wait until quiet.
+  for (let quiet = 0; quiet < 5; ) {
+    await new Promise((r) => setTimeout(r, 40));
+    quiet = chat.status === "ready" || chat.status === "error" ? quiet + 1 : 0;
+  }
+}
+
+async function ui() {
+  const requests = [];
+  const transport = new DefaultChatTransport({
+    api: url,
+    fetch: async (input, init) => {
+      requests.push(JSON.parse(init.body));
+      return fetch(input, init);
+    },
+  });
+  let chat;
+  chat = new Chat({
+    transport,
+    sendAutomaticallyWhen:
+      scenario === "ui-approve" ? lastAssistantMessageIsCompleteWithApprovalResponses : scenario === "ui-external" ? lastAssistantMessageIsCompleteWithToolCalls : undefined,
+    onToolCall: ({ toolCall }) => {
+      if (scenario === "ui-external") {
+        chat.addToolOutput({ tool: toolCall.toolName, toolCallId: toolCall.toolCallId, output: { done: `ran ${toolCall.toolName} in the browser` } });
+      }
+    },
+  });
+  await chat.sendMessage({ text });
+  await settle(chat);
+  if (scenario === "ui-approve") {
+    const part = chat.messages.at(-1).parts.find((p) => p.state === "approval-requested");
+    if (!part) throw new Error("no approval was requested: " + JSON.stringify(chat.messages.at(-1)));
+    await chat.addToolApprovalResponse({ id: part.approval.id, approved: arg === "yes" });
+    await settle(chat);
+  }
+  return { messages: chat.messages, status: chat.status, error: chat.error ? String(chat.error) : null, requests: requests.length };
+}
+
+async function agui() {
+  const agent = new HttpAgent({ url, threadId: "thread-1" });
+  agent.messages = [{ id: "u1", role: "user", content: text }];
+  const runs = [];
+  runs.push(await agent.runAgent({ runId: "run-1" }));
+  const interrupts = agent.pendingInterrupts.map((i) => ({ ...i }));
+  if (scenario !== "agui-run" && interrupts.length) {
+    const payload = (i) => (scenario === "agui-approve" ? { approved: arg === "yes" } : { output: `ran ${i.toolCallId} outside` });
+    runs.push(await agent.runAgent({ runId: "run-2", resume: interrupts.map((i) => ({ interruptId: i.id, status: "resolved", payload: payload(i) })) }));
+  }
+  return { messages: agent.messages, interrupts, pending: agent.pendingInterrupts, runs: runs.map((r) => ({ newMessages: r.newMessages.length, result: r.result ?? null })) };
+}
+
+const out = scenario.startsWith("ui-") ? await ui() : await agui();
+process.stdout.write(JSON.stringify(out));
