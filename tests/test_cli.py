@@ -240,3 +240,10 @@ def test_interactive_chat_ctrl_c_stops_the_reply_not_the_program():
             os.close(fd)
         # the second request carried the interrupted first reply
         assert len(server.requests) == 2 and "w3" in json.dumps(server.requests[1]["json"]["messages"])
+
+
+def test_serve_with_a_model_but_no_key_fails_at_once_in_one_line():
+    env = {k: v for k, v in user_env().items() if not k.endswith("_API_KEY")}
+    out = subprocess.run([sys.executable, "-m", "modelwire.cli", "serve", "-m", "anthropic:claude-sonnet-4-5", "--port", "1"], capture_output=True, timeout=60, env=env)
+    assert out.returncode == 2
+    assert out.stderr.decode().strip() == "modelwire: anthropic needs an API key: set ANTHROPIC_API_KEY"

@@ -17,7 +17,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import httpx2 as httpx
 import pytest
 
 from modelwire.agent import Agent, Tool

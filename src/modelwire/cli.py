@@ -320,6 +320,55 @@ def _view_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--json", action="store_true", help="print the events as JSON lines, for piping")
 
 
+def _serve_app(args: argparse.Namespace) -> tuple[Any, str]:
+    """The app ``modelwire serve`` runs, and a line saying what it serves."""
+    from .agent import Agent, Tool
+    from .demo import DEMO_QUESTION, calculate, demo_agent, demo_cassette
+    from .serve import EventStreamApp
+
+    model_name = args.model or os.environ.get("MODELWIRE_MODEL")
+    if model_name is None:
+        from .cassettes import use_cassette
+
+        def make_demo() -> Any:
+            agent = demo_agent()
+            if args.confirm_tools:
+                agent.tools = {name: Tool(t.func, name=name, requires_confirmation=True) for name, t in agent.tools.items()}
+            return agent
+
+        banner = (
+            "Demo replay: no model was chosen, so the model's side comes from a recording "
+            "(whatever you ask, the recorded answer plays; the calculator really runs). "
+            "Start modelwire serve --model PROVIDER:MODEL with the provider's key to talk to a real model."
+        )
+        # The recording's conversation is fixed; any question replays it.
+        wrap = lambda: use_cassette(demo_cassette(), "none", ignore_fields=("messages",), allow_unused=True)  # noqa: E731
+        config = {"model": "demo replay", "banner": banner, "prompt": DEMO_QUESTION}
+        return EventStreamApp(make_demo, wrap_reply=wrap, page_config=config), "the demo replay (no API key)"
+
+    from .models import load_model
+
+    load_model(model_name, **_chat_options(args))  # a missing key or an unknown model fails here, not per request
+
+    def make_agent() -> Any:
+        model = load_model(model_name, **_chat_options(args))
+        return Agent("assistant", model, args.system, tools=[Tool(calculate, requires_confirmation=args.confirm_tools)], max_iters=args.max_iters)
+
+    return EventStreamApp(make_agent, page_config={"model": model_name}), model_name
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+    except ImportError:
+        raise UsageError("modelwire serve needs an ASGI server: pip install 'modelwire[serve]' (uvicorn)") from None
+    app, what = _serve_app(args)
+    sys.stderr.write(f"modelwire serve: {what} on http://{args.host}:{args.port}/  (POST /reply; Ctrl-C stops)\n")
+    sys.stderr.flush()
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .protocols import protocol_names
 
@@ -348,6 +397,19 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--show-thinking", action=argparse.BooleanOptionalAction, default=True, help="show thinking (dimmed) or collapse it to one line")
     _view_flags(chat)
     chat.set_defaults(func=_cmd_chat)
+
+    serve = command("serve", "serve an agent to browsers: a chat page at /, its events at POST /reply (modelwire events, AG-UI or the Vercel UI message stream)")
+    serve.epilog = ENVIRONMENT
+    serve.add_argument("-m", "--model", help="PROVIDER:MODEL; default: MODELWIRE_MODEL, and without either the demo replay (no key needed)")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    serve.add_argument("--port", type=int, default=8000, help="the port to listen on")
+    serve.add_argument("--base-url", help="send requests to this base URL instead of the provider's")
+    serve.add_argument("--system", default="You are a helpful assistant. Use the calculator for arithmetic.", help="the system prompt")
+    serve.add_argument("--max-tokens", type=int, help="the most tokens one model call may write")
+    serve.add_argument("--temperature", type=float, help="sampling temperature")
+    serve.add_argument("--max-iters", type=int, default=8, help="the most model calls in one reply (tool rounds)")
+    serve.add_argument("--confirm-tools", action="store_true", help="ask the user before each tool call (the page shows Allow / Deny)")
+    serve.set_defaults(func=_cmd_serve)
 
     models = command("models", "list the providers: protocol, key variable and whether it is set, an example model string, base URL")
     models.epilog = ENVIRONMENT

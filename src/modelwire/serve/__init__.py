@@ -13,7 +13,7 @@ The request's shape picks the encoding; ``?encoding=events|ag-ui|ui-message`` sa
 outright. A reply that parks on a tool needing the user's confirmation or an external
 result waits on the server; the client posts the decision in its own dialect and the
 same reply resumes. When the client goes away the reply is cancelled, which closes the
-provider's stream too. ``GET /fold.mjs`` the JavaScript
+provider's stream too. ``GET /`` serves a chat page (no build step), ``GET /fold.mjs`` the JavaScript
 fold (``appendEvent``, ``EventStreamParser``) that rebuilds messages in the browser.
 
 Mount it in any ASGI server or framework (uvicorn, Starlette, FastAPI's ``app.mount``,

@@ -22,7 +22,7 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 HERE = Path(__file__).parent
-STATIC = {"/fold.mjs": (HERE.parent / "js" / "fold.mjs", "text/javascript; charset=utf-8")}
+STATIC = {"/": (HERE / "page.html", "text/html; charset=utf-8"), "/fold.mjs": (HERE.parent / "js" / "fold.mjs", "text/javascript; charset=utf-8")}
 MAX_BODY = 16 * 1024 * 1024
 
 DIALECTS: dict[str, tuple[Callable[[dict[str, Any]], Turn], type[Encoder]]] = {

@@ -1,0 +1,197 @@
+"""The chat page, driven in headless Chromium (Debian's ``chromium``, through Playwright's
+driver) against ``modelwire serve`` and ``EventStreamApp`` on 127.0.0.1.
+
+- ``modelwire serve`` with no model replays the demo recording: the page, used from the
+  keyboard, shows the reply text and the calculator's result, the same as Python folds
+  from the same replay; a screenshot is saved as a test artefact.
+- The stop button ends a reply and the provider connection is closed.
+- A tool needing confirmation shows Allow / Deny; allowing it runs the tool, whose image
+  result is shown; thinking stays collapsed; usage is shown at the end.
+
+Screenshots go to ``$MODELWIRE_ARTIFACTS`` (default ``test-artifacts/``)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from modelwire.agent import Agent, Tool
+from modelwire.message import DataBlock, UserMsg
+from modelwire.models import load_model
+from modelwire.models.transport import RetryPolicy
+from modelwire.serve import EventStreamApp
+from modelwire.testing import ProviderServer, sse_reply
+from modelwire.testing.sse import body
+
+from test_serve import Served
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+playwright_api = pytest.importorskip("playwright.sync_api", reason="the page tests drive Chromium with playwright (dev extra)")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium; .ci/run installs it)")
+ARTIFACTS = Path(os.environ.get("MODELWIRE_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServeProcess:
+    """``modelwire serve`` in a subprocess, as a user starts it."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        clean = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "MODELWIRE_MODEL"}
+        cmd = [sys.executable, "-m", "modelwire.cli", "serve", "--port", str(self.port), *args]
+        self.proc = subprocess.Popen(cmd, env={**clean, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def __enter__(self) -> str:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return f"http://127.0.0.1:{self.port}/"
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"modelwire serve did not start: {self.proc.stderr.read() if self.proc.poll() is not None else 'timeout'}")
+                time.sleep(0.05)
+
+    def __exit__(self, *exc) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def demo_reply_in_python():
+    """The demo replay folded by Python, as ``modelwire serve`` without a model serves it."""
+    from modelwire.cassettes import use_cassette
+    from modelwire.demo import DEMO_QUESTION, demo_agent, demo_cassette
+
+    def run():
+        agent = demo_agent()
+        with use_cassette(demo_cassette(), "none"):
+            return asyncio.run(agent.reply(UserMsg("user", DEMO_QUESTION)))
+
+    # Playwright's sync API keeps an event loop running in this thread.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(run).result()
+
+
+def test_modelwire_serve_replays_the_demo_into_the_page_from_the_keyboard(browser):
+    expected = demo_reply_in_python()
+    with ServeProcess() as url:
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url)
+        assert page.locator("#banner").is_visible() and "Demo replay" in page.inner_text("#banner")
+        page.focus("#input")
+        page.keyboard.press("Enter")  # the demo question is filled in
+        page.wait_for_selector("article.assistant .stats", timeout=15000)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "chat-page-demo.png"), full_page=True)
+        texts = page.locator("article.assistant .text").all_inner_texts()
+        results = page.locator("article.assistant .tool .result").all_inner_texts()
+        thinking_open = page.eval_on_selector_all("article.assistant details.thinking", "els => els.map(e => e.open)")
+        stats = page.inner_text("article.assistant .stats")
+        focused = page.evaluate("document.activeElement.id")
+    assert errors == []
+    assert texts == [b.text for b in expected.content if b.type == "text"]
+    assert results == ["".join(x.text for x in b.output) for b in expected.content if b.type == "tool_result"]
+    assert results == ["7006694"]  # the calculator really ran
+    assert thinking_open == [False] * sum(b.type == "thinking" for b in expected.content) and thinking_open  # collapsed
+    assert f"{expected.usage.input_tokens} tokens in, {expected.usage.output_tokens} out" in stats
+    assert focused == "input"  # ready for the next message
+    assert (ARTIFACTS / "chat-page-demo.png").stat().st_size > 1000
+
+
+def test_the_stop_button_ends_the_reply_and_closes_the_provider_connection(browser):
+    long = body("anthropic", ("text", " ".join(["word"] * 600)))
+    with ProviderServer() as provider:
+        provider.replies = [sse_reply(long, delay=0.02)]
+        with ServeProcess("--model", "anthropic:claude-sonnet-4-5", "--base-url", provider.url, env={"ANTHROPIC_API_KEY": "sk-test"}) as url:
+            page = browser.new_page()
+            page.goto(url)
+            assert page.locator("#banner").is_hidden()
+            page.fill("#input", "Talk for a long time.")
+            page.click("#send")
+            page.wait_for_function("() => (document.querySelector('article.assistant .text')?.textContent.length ?? 0) > 40", timeout=15000)
+            assert page.is_enabled("#stop") and page.is_disabled("#send")
+            page.click("#stop")
+            clicked = time.monotonic()
+            page.wait_for_selector("[data-end=stopped]", timeout=5000)
+            deadline = time.monotonic() + 5
+            while not provider.disconnects and time.monotonic() < deadline:
+                time.sleep(0.01)
+            shown = page.inner_text("article.assistant .text")
+            send_back = page.is_enabled("#send")
+    assert provider.disconnects, "the provider stream stayed open after Stop"
+    assert provider.disconnects[0] - clicked < 2.0
+    assert 40 < len(shown) < len(" ".join(["word"] * 600))  # what came before Stop stays on screen
+    assert send_back
+
+
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+def photo(city: str):
+    """A photo of a city."""
+    return [f"a photo of {city}", DataBlock(source={"type": "base64", "data": PIXEL, "media_type": "image/png"}, name=f"{city}.png")]
+
+
+@pytest.mark.parametrize("answer", ["Allow", "Deny"])
+def test_a_confirmation_prompt_runs_or_denies_the_tool_and_an_image_result_is_shown(browser, answer):
+    with ProviderServer() as provider:
+        provider.replies = [
+            sse_reply(body("anthropic", ("think", "I should fetch a photo."), ("tool", "toolu_1", "photo", '{"city": "Oslo"}'), usage=(30, 10))),
+            sse_reply(body("anthropic", ("text", "Here is Oslo." if answer == "Allow" else "No photo then."), usage=(50, 5))),
+        ]
+
+        def make_agent() -> Agent:
+            model = load_model("anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0))
+            return Agent("Buddy", model, tools=[Tool(photo, requires_confirmation=True)])
+
+        with Served(EventStreamApp(make_agent)) as url:
+            page = browser.new_page()
+            page.goto(url + "/")
+            page.fill("#input", "Show me Oslo.")
+            page.keyboard.press("Enter")
+            page.wait_for_selector(".confirm button", timeout=15000)
+            assert page.evaluate("document.activeElement.textContent") == "Allow"  # the prompt takes the focus
+            if answer == "Allow":
+                page.keyboard.press("Enter")
+            else:
+                page.click("text=Deny")
+            page.wait_for_selector("article.assistant .stats", timeout=15000)
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / f"chat-page-confirm-{answer.lower()}.png"), full_page=True)
+            result = page.inner_text(".tool .result")
+            images = page.eval_on_selector_all(".tool .result img", "els => els.map(e => [e.naturalWidth, e.alt])")
+            text = page.inner_text("article.assistant .text")
+            stats = page.inner_text("article.assistant .stats")
+            confirm_gone = page.locator(".confirm").count() == 0
+    assert confirm_gone
+    if answer == "Allow":
+        assert result.startswith("a photo of Oslo") and images == [[1, "image"]]  # decoded; result data events carry no name
+        assert text.strip() == "Here is Oslo."
+    else:
+        assert result.startswith("(denied)") and images == []
+        assert text.strip() == "No photo then."
+    assert "80 tokens in, 15 out" in stats
