@@ -242,8 +242,33 @@ def test_interactive_chat_ctrl_c_stops_the_reply_not_the_program():
         assert len(server.requests) == 2 and "w3" in json.dumps(server.requests[1]["json"]["messages"])
 
 
-def test_serve_with_a_model_but_no_key_fails_at_once_in_one_line():
+def test_serve_without_the_key_serves_the_demo_and_says_why():
+    import socket
+    import time
+
+    import httpx2 as httpx
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     env = {k: v for k, v in user_env().items() if not k.endswith("_API_KEY")}
-    out = subprocess.run([sys.executable, "-m", "modelwire.cli", "serve", "-m", "anthropic:claude-sonnet-4-5", "--port", "1"], capture_output=True, timeout=60, env=env)
-    assert out.returncode == 2
-    assert out.stderr.decode().strip() == "modelwire: anthropic needs an API key: set ANTHROPIC_API_KEY"
+    proc = subprocess.Popen([sys.executable, "-m", "modelwire.cli", "serve", "-m", "anthropic:claude-sonnet-4-5", "--port", str(port)], stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                config = httpx.get(f"http://127.0.0.1:{port}/config.json").json()
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
+    finally:
+        proc.terminate()
+        err = proc.communicate(timeout=10)[1].decode()
+    assert "the demo replay (ANTHROPIC_API_KEY is not set for anthropic:claude-sonnet-4-5)" in err
+    assert config["model"] == "demo replay" and "ANTHROPIC_API_KEY is not set" in config["banner"]
+
+
+def test_serve_with_an_unknown_model_fails_at_once_in_one_line():
+    out = run("serve", "-m", "nosuchprovider:x", "--port", "1")
+    assert out.returncode == 2 and out.stderr.decode().count("\n") == 1 and "nosuchprovider" in out.stderr.decode()

@@ -321,40 +321,52 @@ def _view_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _serve_app(args: argparse.Namespace) -> tuple[Any, str]:
-    """The app ``modelwire serve`` runs, and a line saying what it serves."""
+    """The app ``modelwire serve`` runs, and a line saying what it serves.
+
+    Without a model, or without the model's key, it serves the demo replay, and says why
+    on stderr and in a banner on the page."""
     from .agent import Agent, Tool
-    from .demo import DEMO_QUESTION, calculate, demo_agent, demo_cassette
+    from .demo import calculate
+    from .errors import MissingKeyError
+    from .models import load_model
     from .serve import EventStreamApp
 
     model_name = args.model or os.environ.get("MODELWIRE_MODEL")
     if model_name is None:
-        from .cassettes import use_cassette
-
-        def make_demo() -> Any:
-            agent = demo_agent()
-            if args.confirm_tools:
-                agent.tools = {name: Tool(t.func, name=name, requires_confirmation=True) for name, t in agent.tools.items()}
-            return agent
-
-        banner = (
-            "Demo replay: no model was chosen, so the model's side comes from a recording "
-            "(whatever you ask, the recorded answer plays; the calculator really runs). "
-            "Start modelwire serve --model PROVIDER:MODEL with the provider's key to talk to a real model."
-        )
-        # The recording's conversation is fixed; any question replays it.
-        wrap = lambda: use_cassette(demo_cassette(), "none", ignore_fields=("messages",), allow_unused=True)  # noqa: E731
-        config = {"model": "demo replay", "banner": banner, "prompt": DEMO_QUESTION}
-        return EventStreamApp(make_demo, wrap_reply=wrap, page_config=config), "the demo replay (no API key)"
-
-    from .models import load_model
-
-    load_model(model_name, **_chat_options(args))  # a missing key or an unknown model fails here, not per request
+        return _demo_app(args, "no model was chosen")
+    try:
+        load_model(model_name, **_chat_options(args))  # an unknown model fails here, not per request
+    except MissingKeyError as exc:
+        return _demo_app(args, f"{exc.variable or 'the API key'} is not set for {model_name}")
 
     def make_agent() -> Any:
         model = load_model(model_name, **_chat_options(args))
         return Agent("assistant", model, args.system, tools=[Tool(calculate, requires_confirmation=args.confirm_tools)], max_iters=args.max_iters)
 
     return EventStreamApp(make_agent, page_config={"model": model_name}), model_name
+
+
+def _demo_app(args: argparse.Namespace, why: str) -> tuple[Any, str]:
+    from .agent import Tool
+    from .cassettes import use_cassette
+    from .demo import DEMO_QUESTION, demo_agent, demo_cassette
+    from .serve import EventStreamApp
+
+    def make_demo() -> Any:
+        agent = demo_agent()
+        if args.confirm_tools:
+            agent.tools = {name: Tool(t.func, name=name, requires_confirmation=True) for name, t in agent.tools.items()}
+        return agent
+
+    banner = (
+        f"Demo replay: {why}, so the model's side comes from a recording "
+        "(whatever you ask, the recorded answer plays; the calculator really runs). "
+        "Start modelwire serve --model PROVIDER:MODEL with the provider's key set to talk to a real model."
+    )
+    # The recording's conversation is fixed; any question replays it.
+    wrap = lambda: use_cassette(demo_cassette(), "none", ignore_fields=("messages",), allow_unused=True)  # noqa: E731
+    config = {"model": "demo replay", "banner": banner, "prompt": DEMO_QUESTION}
+    return EventStreamApp(make_demo, wrap_reply=wrap, page_config=config), f"the demo replay ({why})"
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -400,7 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = command("serve", "serve an agent to browsers: a chat page at /, its events at POST /reply (modelwire events, AG-UI or the Vercel UI message stream)")
     serve.epilog = ENVIRONMENT
-    serve.add_argument("-m", "--model", help="PROVIDER:MODEL; default: MODELWIRE_MODEL, and without either the demo replay (no key needed)")
+    serve.add_argument("-m", "--model", help="PROVIDER:MODEL; default: MODELWIRE_MODEL; without a model or without its key, the demo replay")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     serve.add_argument("--port", type=int, default=8000, help="the port to listen on")
     serve.add_argument("--base-url", help="send requests to this base URL instead of the provider's")

@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "ModelwireError",
+    "MissingKeyError",
     "RoleError",
     "InvalidMessageError",
     "AgentBusyError",
@@ -266,6 +267,14 @@ class FormatError(ModelwireError, ValueError):
 
 class ConfigError(ModelwireError, ValueError):
     """A model string, profile or configuration file that cannot be used."""
+
+
+class MissingKeyError(ConfigError):
+    """The provider needs an API key and none was given or set (``variable`` names where to set it)."""
+
+    def __init__(self, message: str, variable: str | None = None) -> None:
+        super().__init__(message)
+        self.variable = variable
 
 
 class UnknownProtocolError(ConfigError):

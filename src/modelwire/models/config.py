@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MissingKeyError
 from ..protocols import Preset, plugin_presets
 
 __all__ = ["Preset", "PRESETS", "ConfigError", "ModelSpec", "resolve", "find_config", "load_config", "find_preset", "all_presets"]
@@ -296,5 +296,5 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: di
     if api_key is None and preset.key_required and REPLAYING.get():
         api_key = REPLAY_KEY  # replaying a cassette: no request leaves, no key is needed
     if api_key is None and preset.key_required:
-        raise ConfigError(f"{preset.name} needs an API key: set {preset.key_env}")
+        raise MissingKeyError(f"{preset.name} needs an API key: set {preset.key_env}", preset.key_env)
     return ModelSpec(preset=preset, model=model, options=merged, api_key=api_key, base_url=base_url.rstrip("/"))
