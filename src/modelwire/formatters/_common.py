@@ -126,14 +126,14 @@ def tool_choice_name(choice: Any, specs: Sequence[ToolSpec]) -> tuple[str | None
 def parse_arguments(call: ToolCallBlock) -> dict[str, Any]:
     """The arguments of a call as a dict. Arguments cut off mid-JSON (a call truncated by
     max_tokens) give their longest valid prefix; an empty string gives ``{}``."""
-    text = call.input.strip()
-    if not text:
+    text = call.input
+    if not text or text.isspace():
         return {}
     try:
-        value = json.loads(text)
+        value = from_json(text)
     except ValueError:
         try:
-            value = from_json(text, allow_partial=True)
+            value = from_json(text.strip(), allow_partial=True)
         except ValueError:
             value = {}
     return value if isinstance(value, dict) else {"value": value}
@@ -197,11 +197,14 @@ def segments(
     held: list[tuple[int, Any]] = []  # hint pieces waiting for open calls to be answered
 
     def add(kind: str, index: int, block: Any, name: str = "") -> None:
-        if out and out[-1].kind == kind and (kind != "user" or out[-1].name == name or not split_users):
-            out[-1].blocks.append(block)
-        else:
-            out.append(Segment(kind, index, [block], name))
-        out[-1].origin[id(block)] = index
+        if out:
+            last = out[-1]
+            if last.kind == kind and (kind != "user" or last.name == name or not split_users):
+                last.blocks.append(block)
+                if index != last.index:  # index_of falls back to the segment's own index
+                    last.origin[id(block)] = index
+                return
+        out.append(Segment(kind, index, [block], name))
 
     for index, msg in enumerate(messages):
         if not isinstance(msg, Msg):
@@ -345,8 +348,20 @@ def is_raw_provider_block(block: Any) -> bool:
     return block.type == "data" and extra(block, "provider_block_type") is not None
 
 
+class _Text:
+    """A plain-string tool output as a text piece: what formatters read of a TextBlock
+    (``type``, ``text``), without building and validating one per result."""
+
+    __slots__ = ("text",)
+    type = "text"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
 def result_blocks(result: ToolResultBlock) -> list[Any]:
-    """A tool result's output as blocks (a plain string becomes one text block)."""
-    if isinstance(result.output, str):
-        return [TextBlock(text=result.output)] if result.output else []
-    return list(result.output)
+    """A tool result's output as blocks (a plain string becomes one text piece)."""
+    output = result.output
+    if isinstance(output, str):
+        return [_Text(output)] if output else []
+    return list(output)

@@ -9,15 +9,14 @@ and are read for what AgentScope meant by their fields.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["Origin", "origin", "provenance"]
 
 
-@dataclass(frozen=True)
-class Origin:
-    """Where a block came from: the wire protocol and, when known, the provider (preset)."""
+class Origin(NamedTuple):
+    """Where a block came from: the wire protocol and, when known, the provider (preset).
+    (A named tuple: formatters ask for it once per block.)"""
 
     protocol: str
     provider: str | None = None
