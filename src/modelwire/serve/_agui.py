@@ -157,8 +157,9 @@ class AGUIEncoder(Encoder):
             self.text_id = None
             out.append(sse({"type": "STEP_STARTED", "stepName": "model_call"}))
         elif t == "MODEL_CALL_END":
+            # A run reports the calls it made itself (a resumed run not the parked run's).
             for key in ("input_tokens", "output_tokens", "cache_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"):
-                self.usage[key] = self.usage.get(key, 0) + (getattr(ev, key, 0) or 0)
+                self.usage[key] = self.usage.get(key, 0) + getattr(ev, key)
             out.append(sse({"type": "STEP_FINISHED", "stepName": "model_call"}))
         elif t == "TEXT_BLOCK_START":
             self.text_id = ev.block_id

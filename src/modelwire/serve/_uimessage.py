@@ -119,7 +119,6 @@ class UIMessageEncoder(Encoder):
 
     def __init__(self, turn: Turn, session_id: str) -> None:
         super().__init__(turn, session_id)
-        self.usage: dict[str, int] = {}
         self.started = False
 
     def _start(self) -> list[bytes]:
@@ -134,8 +133,6 @@ class UIMessageEncoder(Encoder):
         if t == "MODEL_CALL_START":
             out.append(sse({"type": "start-step"}))
         elif t == "MODEL_CALL_END":
-            for key in ("input_tokens", "output_tokens", "cache_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"):
-                self.usage[key] = self.usage.get(key, 0) + (getattr(ev, key, 0) or 0)
             out.append(sse({"type": "finish-step"}))
         elif t in ("TEXT_BLOCK_START", "THINKING_BLOCK_START"):
             out.append(sse({"type": _kind(t) + "-start", "id": ev.block_id}))
@@ -170,8 +167,9 @@ class UIMessageEncoder(Encoder):
         return out
 
     def _metadata(self, finished_reason: str) -> JSON:
-        meta: JSON = {"finishedReason": finished_reason, "usage": self.usage}
-        if self.msg is not None and self.msg.cost is not None:
+        # The UI message is the whole reply (a resumed stream continues it): its usage and cost.
+        meta: JSON = {"finishedReason": finished_reason, "usage": self.msg.usage.model_dump() if self.msg.usage else {}}
+        if self.msg.cost is not None:
             meta["cost"] = self.msg.cost
         return meta
 
