@@ -195,3 +195,26 @@ def test_a_confirmation_prompt_runs_or_denies_the_tool_and_an_image_result_is_sh
         assert result.startswith("(denied)") and images == []
         assert text.strip() == "No photo then."
     assert "80 tokens in, 15 out" in stats
+
+
+def test_the_demo_asks_before_its_tool_and_answers_a_second_question_too(browser):
+    with ServeProcess("--confirm-tools") as url:
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url)
+        page.focus("#input")
+        page.keyboard.press("Enter")
+        page.wait_for_selector(".confirm button", timeout=15000)
+        page.keyboard.press("Enter")  # Allow has the focus
+        page.wait_for_selector("article.assistant:nth-of-type(2) .stats", timeout=15000)
+        page.fill("#input", "And once more?")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("article:nth-of-type(4) .confirm button", timeout=15000)
+        page.click("article:nth-of-type(4) >> text=Allow")
+        page.wait_for_selector("article.assistant:nth-of-type(4) .stats", timeout=15000)
+        replies = page.locator("article.assistant")
+        results = [replies.nth(i).locator(".tool .result").all_inner_texts() for i in range(2)]
+        failures = page.locator(".failure").all_inner_texts()
+    assert errors == [] and failures == []
+    assert results == [["7006694"], ["7006694"]]  # each question replays the recording, the tool really runs

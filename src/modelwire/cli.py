@@ -363,10 +363,11 @@ def _demo_app(args: argparse.Namespace, why: str) -> tuple[Any, str]:
         "(whatever you ask, the recorded answer plays; the calculator really runs). "
         "Start modelwire serve --model PROVIDER:MODEL with the provider's key set to talk to a real model."
     )
-    # The recording's conversation is fixed; any question replays it.
-    wrap = lambda: use_cassette(demo_cassette(), "none", ignore_fields=("messages",), allow_unused=True)  # noqa: E731
+    # The recording's conversation is fixed: any question (asked alone, without the page's
+    # history) replays it; a confirmed or denied call resumes into its second exchange.
+    wrap = lambda: use_cassette(demo_cassette(), "none", ignore_fields=("messages.*.content",), allow_unused=True)  # noqa: E731
     config = {"model": "demo replay", "banner": banner, "prompt": DEMO_QUESTION}
-    return EventStreamApp(make_demo, wrap_reply=wrap, page_config=config), f"the demo replay ({why})"
+    return EventStreamApp(make_demo, wrap_reply=wrap, history=False, page_config=config), f"the demo replay ({why})"
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:

@@ -73,7 +73,9 @@ class EventStreamApp:
     """An ASGI application streaming one agent reply per request (see the package doc).
 
     ``make_agent()`` gives a fresh agent for each new reply; ``wrap_reply`` (optional) is a
-    context-manager factory entered around each reply, for example a cassette replay."""
+    context-manager factory entered around each reply, for example a cassette replay;
+    ``history=False`` answers each input alone, without the conversation posted before it
+    (a replay of one recorded exchange); ``page_config`` is what the chat page reads."""
 
     def __init__(
         self,
@@ -83,6 +85,7 @@ class EventStreamApp:
         max_body: int = MAX_BODY,
         parked: ParkedReplies | None = None,
         wrap_reply: Callable[[], Any] | None = None,
+        history: bool = True,
         page_config: dict[str, Any] | None = None,
     ) -> None:
         self.make_agent = make_agent
@@ -90,6 +93,7 @@ class EventStreamApp:
         self.max_body = max_body
         self.parked = parked if parked is not None else ParkedReplies()
         self.wrap_reply = wrap_reply
+        self.history = history
         self.page_config = page_config or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -144,7 +148,7 @@ class EventStreamApp:
         """The agent to run, the parked reply's id and the event resuming it (if any)."""
         if turn.resume is None:
             agent = self.make_agent()
-            if turn.history:
+            if turn.history and self.history:
                 agent.context = list(turn.history)
             return agent, None, None
         rid, agent = self.parked.take(turn.resume)
