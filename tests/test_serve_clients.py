@@ -228,3 +228,38 @@ def test_agui_external_tool_output_resumes_the_run():
     assert next(b for b in kept.content if b.type == "tool_result").output == "ran toolu_1 outside"
     assert "ran toolu_1 outside" in json.dumps(sent[1]["json"]["messages"][-1])
     assert agui_view(got["messages"][1:]) == kept_agui_view(kept)
+
+
+def test_agui_thinking_signatures_come_back_with_the_next_run():
+    with ProviderServer() as provider:
+        provider.replies = [
+            sse_reply(body("anthropic", ("think", "They want weather.", "sig-AbC123"), ("text", "Sunny."), usage=(20, 9))),
+            sse_reply(answer_turn("Still sunny.")),
+        ]
+        setup = Setup(provider, Tool(weather))
+        with Served(setup.app) as url:
+            got = client("agui-twice", url, "Weather in Paris?", "And tomorrow?")
+        sent = provider.requests
+    (reasoning,) = [m for m in got["messages"] if m["role"] == "reasoning"]
+    assert reasoning["content"] == "They want weather." and "sig-AbC123" in reasoning["encryptedValue"]
+    # The second run's request replays the thinking with its signature, as Anthropic requires.
+    replayed = sent[1]["json"]["messages"][1]["content"][0]
+    assert replayed == {"type": "thinking", "thinking": "They want weather.", "signature": "sig-AbC123"}
+
+
+def test_vercel_chat_sends_thinking_signatures_back_with_the_conversation():
+    with ProviderServer() as provider:
+        provider.replies = [
+            sse_reply(body("anthropic", ("think", "They want weather.", "sig-XyZ789"), ("text", "Sunny."), usage=(20, 9))),
+            sse_reply(answer_turn("Still sunny.")),
+        ]
+        setup = Setup(provider, Tool(weather))
+        with Served(setup.app) as url:
+            got = client("ui-twice", url, "Weather in Paris?", "And tomorrow?")
+        sent = provider.requests
+    assert got["error"] is None and got["requests"] == 2 and len(got["messages"]) == 4
+    reasoning = next(p for p in got["messages"][1]["parts"] if p["type"] == "reasoning")
+    assert reasoning["providerMetadata"]["modelwire"]["signature"] == "sig-XyZ789"
+    # useChat posted the conversation back; the second request replays the signed thinking.
+    assert [m["role"] for m in sent[1]["json"]["messages"]] == ["user", "assistant", "user"]
+    assert sent[1]["json"]["messages"][1]["content"][0] == {"type": "thinking", "thinking": "They want weather.", "signature": "sig-XyZ789"}

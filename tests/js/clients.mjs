@@ -4,9 +4,11 @@
 //   ui-chat TEXT              Vercel AI SDK Chat (what useChat runs), one message
 //   ui-approve TEXT yes|no    ... answering the tool approval it is asked for
 //   ui-external TEXT          ... running the client-side tool (addToolOutput)
+//   ui-twice TEXT NEXT        two messages: the second request carries the first reply
 //   agui-run TEXT             AG-UI HttpAgent, one run
 //   agui-approve TEXT yes|no  ... then a second run resuming the interrupt
 //   agui-external TEXT        ... resuming with the tool's output
+//   agui-twice TEXT NEXT      two runs: the second sends the first's messages back
 import {
   AbstractChat,
   DefaultChatTransport,
@@ -63,6 +65,10 @@ async function ui() {
   });
   await chat.sendMessage({ text });
   await settle(chat);
+  if (scenario === "ui-twice") {
+    await chat.sendMessage({ text: arg });
+    await settle(chat);
+  }
   if (scenario === "ui-approve") {
     const part = chat.messages.at(-1).parts.find((p) => p.state === "approval-requested");
     if (!part) throw new Error("no approval was requested: " + JSON.stringify(chat.messages.at(-1)));
@@ -78,9 +84,13 @@ async function agui() {
   const runs = [];
   runs.push(await agent.runAgent({ runId: "run-1" }));
   const interrupts = agent.pendingInterrupts.map((i) => ({ ...i }));
-  if (scenario !== "agui-run" && interrupts.length) {
+  if ((scenario === "agui-approve" || scenario === "agui-external") && interrupts.length) {
     const payload = (i) => (scenario === "agui-approve" ? { approved: arg === "yes" } : { output: `ran ${i.toolCallId} outside` });
     runs.push(await agent.runAgent({ runId: "run-2", resume: interrupts.map((i) => ({ interruptId: i.id, status: "resolved", payload: payload(i) })) }));
+  }
+  if (scenario === "agui-twice") {
+    agent.messages = [...agent.messages, { id: "u2", role: "user", content: arg }];
+    runs.push(await agent.runAgent({ runId: "run-2" }));
   }
   return { messages: agent.messages, interrupts, pending: agent.pendingInterrupts, runs: runs.map((r) => ({ newMessages: r.newMessages.length, result: r.result ?? null })) };
 }

@@ -1,7 +1,8 @@
 """The AG-UI event protocol (https://docs.ag-ui.com): ``RunAgentInput`` in, AG-UI events out.
 
 One reply is one run. Text blocks become text messages and thinking blocks reasoning
-messages (each keyed by its block id); a tool call hangs off the text message of its
+messages (each keyed by its block id; what replays the thinking, such as a signature,
+travels as the reasoning message's encrypted value and comes back with it); a tool call hangs off the text message of its
 model call (or stands as its own assistant message); a finished tool result becomes
 ``TOOL_CALL_RESULT`` with a tool message of its own. Model calls are steps. A reply that
 parks ends the run with an ``interrupt`` outcome, one interrupt per waiting call (its id
@@ -92,6 +93,17 @@ def _content(content: Any, where: str) -> list[Any]:
     return blocks
 
 
+def _replay_extras(value: Any) -> dict[str, Any]:
+    """The thinking extras this server sent as a reasoning message's encrypted value."""
+    if not isinstance(value, str):
+        return {}
+    try:
+        extras = json.loads(value)
+    except ValueError:
+        return {}
+    return {k: v for k, v in extras.items() if k not in ThinkingBlock.model_fields} if isinstance(extras, dict) else {}
+
+
 def _messages(messages: list[Any]) -> list[Msg]:
     out: list[Msg] = []
     thinking: list[Any] = []  # reasoning messages go to the next assistant message
@@ -104,7 +116,7 @@ def _messages(messages: list[Any]) -> list[Msg]:
         elif role in ("system", "developer"):
             out.append(SystemMsg("system", _content(m.get("content"), where), id=m.get("id")))
         elif role == "reasoning":
-            thinking.append(ThinkingBlock(thinking=m.get("content") or ""))
+            thinking.append(ThinkingBlock(thinking=m.get("content") or "", **_replay_extras(m.get("encryptedValue"))))
         elif role == "assistant":
             blocks = thinking + _content(m.get("content"), where)
             thinking = []
@@ -175,6 +187,12 @@ class AGUIEncoder(Encoder):
             out.append(sse({"type": "REASONING_MESSAGE_CONTENT", "messageId": ev.block_id, "delta": ev.delta}))
         elif t == "THINKING_BLOCK_END":
             out.append(sse({"type": "REASONING_MESSAGE_END", "messageId": ev.block_id}))
+            block = next(b for b in self.msg.content if b.id == ev.block_id)
+            if block.__pydantic_extra__:
+                # What replays the thinking (a signature, an encrypted item, its provenance),
+                # opaque to the client, which sends it back on the reasoning message.
+                value = json.dumps(block.__pydantic_extra__, ensure_ascii=False, separators=(",", ":"))
+                out.append(sse({"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": ev.block_id, "encryptedValue": value}))
             out.append(sse({"type": "REASONING_END", "messageId": ev.block_id}))
         elif t == "DATA_BLOCK_END":
             block = next(b for b in self.msg.content if b.id == ev.block_id)

@@ -3,7 +3,9 @@
 ``useChat`` posts ``{id, messages, trigger}`` with the whole conversation as UI messages
 (``parts``). One reply is one assistant UI message (its id is the reply id); model calls
 are steps; text and thinking blocks are text and reasoning parts keyed by block id; tool
-calls are tool parts, their arguments streamed, their results ``tool-output-*``.
+calls are tool parts, their arguments streamed, their results ``tool-output-*``. What
+replays a thinking block (a signature, its provenance) rides on the reasoning part's
+``providerMetadata.modelwire`` and comes back with the conversation.
 
 Pauses use the SDK's own human-in-the-loop parts: a call needing confirmation sends
 ``tool-approval-request`` (``approvalId`` is the call id) and the client answers with
@@ -91,7 +93,9 @@ def _message(m: JSON, where: str) -> Msg:
         elif kind == "file":
             blocks.append(_file_or_text(part))
         elif kind == "reasoning" and role == "assistant":
-            blocks.append(ThinkingBlock(thinking=part.get("text", "")))
+            kept = (part.get("providerMetadata") or {}).get("modelwire")
+            extras = {k: v for k, v in kept.items() if k not in ThinkingBlock.model_fields} if isinstance(kept, dict) else {}
+            blocks.append(ThinkingBlock(thinking=part.get("text", ""), **extras))
         elif _is_tool(part) and role == "assistant":
             call_id = part.get("toolCallId")
             blocks.append(ToolCallBlock(id=call_id, name=_tool_name(part), input=json.dumps(part.get("input", {}), ensure_ascii=False), state="finished"))
@@ -138,8 +142,16 @@ class UIMessageEncoder(Encoder):
             out.append(sse({"type": _kind(t) + "-start", "id": ev.block_id}))
         elif t in ("TEXT_BLOCK_DELTA", "THINKING_BLOCK_DELTA"):
             out.append(sse({"type": _kind(t) + "-delta", "id": ev.block_id, "delta": ev.delta}))
-        elif t in ("TEXT_BLOCK_END", "THINKING_BLOCK_END"):
-            out.append(sse({"type": _kind(t) + "-end", "id": ev.block_id}))
+        elif t == "TEXT_BLOCK_END":
+            out.append(sse({"type": "text-end", "id": ev.block_id}))
+        elif t == "THINKING_BLOCK_END":
+            end: JSON = {"type": "reasoning-end", "id": ev.block_id}
+            block = next(b for b in self.msg.content if b.id == ev.block_id)
+            if block.__pydantic_extra__:
+                # What replays the thinking (a signature, its provenance): useChat keeps it on
+                # the reasoning part and posts it back with the conversation.
+                end["providerMetadata"] = {"modelwire": block.__pydantic_extra__}
+            out.append(sse(end))
         elif t == "DATA_BLOCK_END":
             block = next(b for b in self.msg.content if b.id == ev.block_id)
             out.append(sse({"type": "file", "url": _url(block), "mediaType": block.source.media_type}))
