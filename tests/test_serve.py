@@ -322,3 +322,29 @@ def test_the_ui_message_stream_ends_an_error_with_an_error_part_finish_and_done(
     assert "prompt is too long" in frames[-3]["errorText"] and frames[-2]["finishReason"] == "error"
     assert wrong_part.status_code == 400 and "unknown part 'tool-x' in a user message" in wrong_part.json()["error"]
     assert unknown.status_code == 400 and "smoke-signals" in unknown.json()["error"]
+
+
+def test_mounted_under_a_prefix_the_page_and_its_files_are_found_relative_to_it():
+    import asyncio
+
+    from modelwire.serve import EventStreamApp
+
+    app = EventStreamApp(lambda: None)
+
+    async def get(path: str) -> tuple[int, bytes]:
+        sent: list[dict] = []
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        await app({"type": "http", "method": "GET", "path": path, "root_path": "/chat", "query_string": b"", "headers": []}, receive, send)
+        return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+    page, config, fold, missing = (asyncio.run(get(p)) for p in ("/chat/", "/chat/config.json", "/chat/fold.mjs", "/chat/nothing"))
+    assert page[0] == 200 and b'from "./fold.mjs"' in page[1] and b'fetch("config.json")' in page[1]
+    assert config == (200, b'{"path": "reply"}')
+    assert fold[0] == 200 and b"export function appendEvent" in fold[1]
+    assert missing[0] == 404

@@ -108,6 +108,9 @@ class EventStreamApp:
         if scope["type"] != "http":
             return
         method, path = scope["method"], scope["path"]
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :] or "/"  # mounted under a prefix (FastAPI's app.mount, Starlette's Mount)
         if path == self.path and method == "POST":
             try:
                 data = _json_body(await self._body(receive))
@@ -121,7 +124,8 @@ class EventStreamApp:
                 return await _json(send, 409, {"error": str(exc)})
             return await self._stream(agent, turn, rid, event, encoder_cls(turn, getattr(agent, "session_id", "")), receive, send)
         if path == "/config.json" and method == "GET":
-            return await _json(send, 200, {"path": self.path, **self.page_config})
+            # Relative to the page, so the page works wherever the app is mounted.
+            return await _json(send, 200, {"path": self.path.lstrip("/"), **self.page_config})
         if path in STATIC and method in ("GET", "HEAD"):
             file, content_type = STATIC[path]
             body = file.read_bytes()
