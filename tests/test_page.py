@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import os
 import shutil
 import socket
@@ -218,3 +219,33 @@ def test_the_demo_asks_before_its_tool_and_answers_a_second_question_too(browser
         failures = page.locator(".failure").all_inner_texts()
     assert errors == [] and failures == []
     assert results == [["7006694"], ["7006694"]]  # each question replays the recording, the tool really runs
+
+
+def test_an_external_tool_is_answered_from_the_page_and_the_reply_goes_on(browser):
+    with ProviderServer() as provider:
+        provider.replies = [
+            sse_reply(body("anthropic", ("tool", "toolu_1", "lookup", '{"q": "opening hours"}'), usage=(30, 10))),
+            sse_reply(body("anthropic", ("text", "They open at nine."), usage=(50, 5))),
+        ]
+
+        def make_agent() -> Agent:
+            model = load_model("anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0))
+            lookup = Tool(name="lookup", description="Looked up by a person.", parameters={"type": "object", "properties": {"q": {"type": "string"}}}, external=True)
+            return Agent("Buddy", model, tools=[lookup])
+
+        with Served(EventStreamApp(make_agent)) as url:
+            page = browser.new_page()
+            page.goto(url + "/")
+            page.fill("#input", "When do they open?")
+            page.keyboard.press("Enter")
+            page.wait_for_selector(".confirm input", timeout=15000)
+            assert page.evaluate("document.activeElement.tagName") == "INPUT"  # the prompt takes the focus
+            page.keyboard.type("9:00 to 17:00")
+            page.keyboard.press("Enter")
+            page.wait_for_selector("article.assistant .stats", timeout=15000)
+            result = page.inner_text(".tool .result")
+            text = page.inner_text("article.assistant .text")
+        sent = provider.requests
+    assert result == "9:00 to 17:00"
+    assert text.strip() == "They open at nine."
+    assert "9:00 to 17:00" in json.dumps(sent[1]["json"]["messages"][-1])
