@@ -161,6 +161,18 @@ def test_a_bad_request_gets_400_with_the_reason_and_no_agent_runs(payload, reaso
     assert made == []
 
 
+def test_an_agent_that_cannot_be_made_is_a_500_that_says_why():
+    from modelwire.errors import ConfigError
+
+    def make_agent():
+        raise ConfigError("anthropic needs an API key: set ANTHROPIC_API_KEY")
+
+    with Served(EventStreamApp(make_agent)) as url:
+        resp = httpx.post(url + "/reply", json={"input": "hi"})
+    assert resp.status_code == 500
+    assert resp.json() == {"error": "the agent could not be made: ConfigError: anthropic needs an API key: set ANTHROPIC_API_KEY"}
+
+
 def test_a_failure_outside_the_reply_ends_the_stream_with_an_error_event():
     from modelwire import event as E
 

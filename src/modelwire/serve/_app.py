@@ -122,6 +122,8 @@ class EventStreamApp:
                 return await _json(send, 400, {"error": str(exc)})
             except Conflict as exc:
                 return await _json(send, 409, {"error": str(exc)})
+            except Exception as exc:  # noqa: BLE001 - make_agent failed: say so, not a bare 500
+                return await _json(send, 500, {"error": f"the agent could not be made: {type(exc).__name__}: {exc}"})
             return await self._stream(agent, turn, rid, event, encoder_cls(turn, getattr(agent, "session_id", "")), receive, send)
         if path == "/config.json" and method == "GET":
             # Relative to the page, so the page works wherever the app is mounted.
