@@ -49,6 +49,15 @@ def answer_turn(text: str = "It is sunny in Paris.") -> bytes:
     return body("anthropic", ("text", text), usage=(40, 7))
 
 
+def signed_turn(signature: str) -> bytes:
+    return body("anthropic", ("think", "They want weather.", signature), ("text", "Sunny."), usage=(20, 9))
+
+
+def external_weather() -> Tool:
+    """weather, run outside the agent (by the client)."""
+    return Tool(name="weather", description="The weather, looked up elsewhere.", parameters={"type": "object", "properties": {"city": {"type": "string"}}}, external=True)
+
+
 class Setup:
     def __init__(self, provider: ProviderServer, tool: Tool) -> None:
         self.agents: list[Agent] = []
@@ -65,6 +74,17 @@ class Setup:
         """The one reply the agents kept (a resumed reply is the same message)."""
         assert len(self.agents) == 1, "a resume must reach the parked agent, not a new one"
         return self.agents[0].context[-1]
+
+
+def run(replies: tuple[bytes, ...], tool: Tool, scenario: str, text: str, arg: str = "") -> tuple[dict, Setup, list]:
+    """The client scenario against an app whose model gets ``replies``: what the client
+    rebuilt, the app's agents, and the requests the provider received."""
+    with ProviderServer() as provider:
+        provider.replies = [sse_reply(r) for r in replies]
+        setup = Setup(provider, tool)
+        with Served(setup.app) as url:
+            got = client(scenario, url, text, arg)
+    return got, setup, provider.requests
 
 
 def client(scenario: str, url: str, text: str, arg: str = "") -> dict:
@@ -105,11 +125,7 @@ def kept_view(msg, denied_state: str = "output-denied") -> list:
 
 
 def test_vercel_chat_rebuilds_the_reply_the_agent_kept():
-    with ProviderServer() as provider:
-        provider.replies = [sse_reply(tool_turn()), sse_reply(answer_turn())]
-        setup = Setup(provider, Tool(weather))
-        with Served(setup.app) as url:
-            got = client("ui-chat", url, "Weather in Paris?")
+    got, setup, sent = run((tool_turn(), answer_turn()), Tool(weather), "ui-chat", "Weather in Paris?")
     assert got["error"] is None and got["status"] == "ready"
     user, assistant = got["messages"]
     assert user["parts"] == [{"type": "text", "text": "Weather in Paris?"}]
@@ -124,12 +140,7 @@ def test_vercel_chat_rebuilds_the_reply_the_agent_kept():
 
 @pytest.mark.parametrize("answer", ["yes", "no"])
 def test_vercel_chat_answers_a_tool_approval_and_the_same_reply_resumes(answer):
-    with ProviderServer() as provider:
-        provider.replies = [sse_reply(tool_turn()), sse_reply(answer_turn("Done." if answer == "yes" else "Understood, I did not look."))]
-        setup = Setup(provider, Tool(weather, requires_confirmation=True))
-        with Served(setup.app) as url:
-            got = client("ui-approve", url, "Weather in Paris?", answer)
-        sent = provider.requests
+    got, setup, sent = run((tool_turn(), answer_turn("Done." if answer == "yes" else "Understood, I did not look.")), Tool(weather, requires_confirmation=True), "ui-approve", "Weather in Paris?", answer)
     assert got["error"] is None and got["requests"] == 2  # the approval went back by itself
     assert len(got["messages"]) == 2  # the resumed stream continued the same assistant message
     kept = setup.kept()
@@ -144,12 +155,7 @@ def test_vercel_chat_answers_a_tool_approval_and_the_same_reply_resumes(answer):
 
 
 def test_vercel_chat_runs_a_client_side_tool_and_its_output_reaches_the_model():
-    with ProviderServer() as provider:
-        provider.replies = [sse_reply(tool_turn()), sse_reply(answer_turn("The browser says so."))]
-        setup = Setup(provider, Tool(name="weather", description="The weather, looked up by the browser.", parameters={"type": "object", "properties": {"city": {"type": "string"}}}, external=True))
-        with Served(setup.app) as url:
-            got = client("ui-external", url, "Weather in Paris?")
-        sent = provider.requests
+    got, setup, sent = run((tool_turn(), answer_turn("The browser says so.")), external_weather(), "ui-external", "Weather in Paris?")
     assert got["error"] is None and got["requests"] == 2
     kept = setup.kept()
     assert kept.finished_reason == "completed"
@@ -190,11 +196,7 @@ def kept_agui_view(msg) -> list:
 
 
 def test_agui_http_agent_rebuilds_the_reply_the_agent_kept():
-    with ProviderServer() as provider:
-        provider.replies = [sse_reply(tool_turn()), sse_reply(answer_turn())]
-        setup = Setup(provider, Tool(weather))
-        with Served(setup.app) as url:
-            got = client("agui-run", url, "Weather in Paris?")
+    got, setup, sent = run((tool_turn(), answer_turn()), Tool(weather), "agui-run", "Weather in Paris?")
     assert got["interrupts"] == [] and got["pending"] == []
     assert got["messages"][0] == {"id": "u1", "role": "user", "content": "Weather in Paris?"}
     assert agui_view(got["messages"][1:]) == kept_agui_view(setup.kept())
@@ -202,11 +204,7 @@ def test_agui_http_agent_rebuilds_the_reply_the_agent_kept():
 
 @pytest.mark.parametrize("answer", ["yes", "no"])
 def test_agui_interrupt_is_answered_by_a_resumed_run(answer):
-    with ProviderServer() as provider:
-        provider.replies = [sse_reply(tool_turn()), sse_reply(answer_turn("Done."))]
-        setup = Setup(provider, Tool(weather, requires_confirmation=True))
-        with Served(setup.app) as url:
-            got = client("agui-approve", url, "Weather in Paris?", answer)
+    got, setup, sent = run((tool_turn(), answer_turn("Done.")), Tool(weather, requires_confirmation=True), "agui-approve", "Weather in Paris?", answer)
     (interrupt,) = got["interrupts"]
     assert (interrupt["id"], interrupt["reason"], interrupt["toolCallId"]) == ("toolu_1", "tool_approval", "toolu_1")
     assert got["pending"] == []  # the second run answered it
@@ -217,12 +215,7 @@ def test_agui_interrupt_is_answered_by_a_resumed_run(answer):
 
 
 def test_agui_external_tool_output_resumes_the_run():
-    with ProviderServer() as provider:
-        provider.replies = [sse_reply(tool_turn()), sse_reply(answer_turn("Thanks."))]
-        setup = Setup(provider, Tool(name="weather", description="Looked up elsewhere.", parameters={"type": "object", "properties": {"city": {"type": "string"}}}, external=True))
-        with Served(setup.app) as url:
-            got = client("agui-external", url, "Weather in Paris?")
-        sent = provider.requests
+    got, setup, sent = run((tool_turn(), answer_turn("Thanks.")), external_weather(), "agui-external", "Weather in Paris?")
     assert [i["reason"] for i in got["interrupts"]] == ["external_execution"]
     kept = setup.kept()
     assert next(b for b in kept.content if b.type == "tool_result").output == "ran toolu_1 outside"
@@ -231,15 +224,7 @@ def test_agui_external_tool_output_resumes_the_run():
 
 
 def test_agui_thinking_signatures_come_back_with_the_next_run():
-    with ProviderServer() as provider:
-        provider.replies = [
-            sse_reply(body("anthropic", ("think", "They want weather.", "sig-AbC123"), ("text", "Sunny."), usage=(20, 9))),
-            sse_reply(answer_turn("Still sunny.")),
-        ]
-        setup = Setup(provider, Tool(weather))
-        with Served(setup.app) as url:
-            got = client("agui-twice", url, "Weather in Paris?", "And tomorrow?")
-        sent = provider.requests
+    got, setup, sent = run((signed_turn("sig-AbC123"), answer_turn("Still sunny.")), Tool(weather), "agui-twice", "Weather in Paris?", "And tomorrow?")
     (reasoning,) = [m for m in got["messages"] if m["role"] == "reasoning"]
     assert reasoning["content"] == "They want weather." and "sig-AbC123" in reasoning["encryptedValue"]
     # The second run's request replays the thinking with its signature, as Anthropic requires.
@@ -248,15 +233,7 @@ def test_agui_thinking_signatures_come_back_with_the_next_run():
 
 
 def test_vercel_chat_sends_thinking_signatures_back_with_the_conversation():
-    with ProviderServer() as provider:
-        provider.replies = [
-            sse_reply(body("anthropic", ("think", "They want weather.", "sig-XyZ789"), ("text", "Sunny."), usage=(20, 9))),
-            sse_reply(answer_turn("Still sunny.")),
-        ]
-        setup = Setup(provider, Tool(weather))
-        with Served(setup.app) as url:
-            got = client("ui-twice", url, "Weather in Paris?", "And tomorrow?")
-        sent = provider.requests
+    got, setup, sent = run((signed_turn("sig-XyZ789"), answer_turn("Still sunny.")), Tool(weather), "ui-twice", "Weather in Paris?", "And tomorrow?")
     assert got["error"] is None and got["requests"] == 2 and len(got["messages"]) == 4
     reasoning = next(p for p in got["messages"][1]["parts"] if p["type"] == "reasoning")
     assert reasoning["providerMetadata"]["modelwire"]["signature"] == "sig-XyZ789"

@@ -382,6 +382,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _agent_flags(parser: argparse.ArgumentParser) -> None:
+    """The model and agent options chat and serve share."""
+    parser.add_argument("--base-url", help="send requests to this base URL instead of the provider's")
+    parser.add_argument("--system", default="You are a helpful assistant. Use the calculator for arithmetic.", help="the system prompt")
+    parser.add_argument("--max-tokens", type=int, help="the most tokens one model call may write")
+    parser.add_argument("--temperature", type=float, help="sampling temperature")
+    parser.add_argument("--max-iters", type=int, default=8, help="the most model calls in one reply (tool rounds)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .protocols import protocol_names
 
@@ -402,11 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.epilog = ENVIRONMENT
     chat.add_argument("prompt", nargs="*", help="the prompt; without one (and nothing piped in), an interactive session starts")
     chat.add_argument("-m", "--model", help="PROVIDER:MODEL (anthropic:claude-sonnet-4-5, openai:gpt-4.1 ...) or a profile name; default: MODELWIRE_MODEL, then modelwire.toml")
-    chat.add_argument("--base-url", help="send requests to this base URL instead of the provider's")
-    chat.add_argument("--system", default="You are a helpful assistant. Use the calculator for arithmetic.", help="the system prompt")
-    chat.add_argument("--max-tokens", type=int, help="the most tokens one model call may write")
-    chat.add_argument("--temperature", type=float, help="sampling temperature")
-    chat.add_argument("--max-iters", type=int, default=8, help="the most model calls in one reply (tool rounds)")
+    _agent_flags(chat)
     chat.add_argument("--show-thinking", action=argparse.BooleanOptionalAction, default=True, help="show thinking (dimmed) or collapse it to one line")
     _view_flags(chat)
     chat.set_defaults(func=_cmd_chat)
@@ -416,11 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("-m", "--model", help="PROVIDER:MODEL; default: MODELWIRE_MODEL; without a model or without its key, the demo replay")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     serve.add_argument("--port", type=int, default=8000, help="the port to listen on")
-    serve.add_argument("--base-url", help="send requests to this base URL instead of the provider's")
-    serve.add_argument("--system", default="You are a helpful assistant. Use the calculator for arithmetic.", help="the system prompt")
-    serve.add_argument("--max-tokens", type=int, help="the most tokens one model call may write")
-    serve.add_argument("--temperature", type=float, help="sampling temperature")
-    serve.add_argument("--max-iters", type=int, default=8, help="the most model calls in one reply (tool rounds)")
+    _agent_flags(serve)
     serve.add_argument("--confirm-tools", action="store_true", help="ask the user before each tool call (the page shows Allow / Deny)")
     serve.set_defaults(func=_cmd_serve)
 
