@@ -1,10 +1,10 @@
 """The AG-UI event protocol (https://docs.ag-ui.com): ``RunAgentInput`` in, AG-UI events out.
 
 One reply is one run. Text blocks become text messages and thinking blocks reasoning
-messages (each keyed by its block id; what replays the thinking, such as a signature,
-travels as the reasoning message's encrypted value and comes back with it); a tool call hangs off the text message of its
-model call (or stands as its own assistant message); a finished tool result becomes
-``TOOL_CALL_RESULT`` with a tool message of its own. Model calls are steps. A reply that
+messages, each keyed by its block id; what replays the thinking (a signature, say)
+travels as the reasoning message's encrypted value and comes back with it. A tool call
+hangs off the text message of its model call (or stands as its own assistant message);
+a finished tool result becomes ``TOOL_CALL_RESULT`` with a tool message of its own. Model calls are steps. A reply that
 parks ends the run with an ``interrupt`` outcome, one interrupt per waiting call (its id
 is the call id); the next run answers them in ``resume``: ``{"approved": bool}`` for a
 confirmation, the tool's output (a string, or ``{"output": ..., "error": ...}``) for an
