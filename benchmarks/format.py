@@ -1,7 +1,12 @@
 """Formatting a long history: 2,000 messages with tool calls, results, thinking and images,
-for each protocol. Prints milliseconds per format (best of N) and per message.
+for each protocol, beside AgentScope 2.x's formatters on the same history. Target: at most
+0.5x AgentScope.
 
-    python benchmarks/format.py [--repeat N]
+For Anthropic it also times a floor: one walk writing one dict per block, with no rule
+checks, no provenance and no error context (what a formatter cannot do without), to show
+what the checks and the shared walk cost.
+
+    python benchmarks/format.py [--rounds N] [--check]
 """
 
 from __future__ import annotations
@@ -85,6 +90,56 @@ def _theirs(protocol: str, msgs: list) -> tuple[Any, Any] | None:
     return getattr(as_formatter, AGENTSCOPE[protocol])(), history_as
 
 
+def floor_anthropic(msgs: list) -> dict[str, Any]:
+    """The least an Anthropic payload of this history needs: one walk, a dict per block,
+    turns alternating, results in their own user turn in call order."""
+    from pydantic_core import from_json
+
+    def media(src: Any) -> dict[str, Any]:
+        return {"type": "image", "source": {"type": "base64", "media_type": src.media_type, "data": src.data}}
+
+    system: list = []
+    turns: list = []
+    order: dict[str, int] = {}
+
+    def turn(role: str) -> list:
+        if not turns or turns[-1]["role"] != role:
+            turns.append({"role": role, "content": []})
+        return turns[-1]["content"]
+
+    for m in msgs:
+        if m.role == "system":
+            system += [{"type": "text", "text": b.text} for b in m.content]
+            continue
+        role = "user" if m.role == "user" else "assistant"
+        for b in m.content:
+            t = b.type
+            if t == "text":
+                turn(role).append({"type": "text", "text": b.text})
+            elif t == "thinking":
+                extras = b.__pydantic_extra__
+                if extras and extras.get("signature"):
+                    turn(role).append({"type": "thinking", "thinking": b.thinking, "signature": extras["signature"]})
+            elif t == "tool_call":
+                order[b.id] = len(order)
+                turn(role).append({"type": "tool_use", "id": b.id, "name": b.name, "input": from_json(b.input)})
+            elif t == "tool_result":
+                out = b.output
+                parts = out if isinstance(out, str) else [{"type": "text", "text": x.text} if x.type == "text" else media(x.source) for x in out]
+                results = turn("user")
+                results.append({"type": "tool_result", "tool_use_id": b.id, "content": parts})
+                if len(results) > 1 and order[results[-2]["tool_use_id"]] > order[b.id]:
+                    results.sort(key=lambda r: order.get(r.get("tool_use_id"), -1))
+            elif t == "data":
+                turn(role).append(media(b.source))
+    return {"system": system, "messages": turns}
+
+
+def _shape(payload: dict[str, Any]) -> list:
+    """Roles, and the tool ids in order: what the floor must agree with modelwire on."""
+    return [(t["role"], [c.get("id") or c.get("tool_use_id") for c in t["content"] if c["type"] in ("tool_use", "tool_result")]) for t in payload["messages"]]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
@@ -110,6 +165,10 @@ def main() -> int:
 
         checks = {"modelwire": lambda payload: len(json.dumps(payload)) == expected}  # the same payload every run
         contenders = {"modelwire": ours_run}
+        if protocol == "anthropic":
+            shape = _shape(formatter.format(msgs, tools, "auto"))
+            checks["floor"] = lambda payload: _shape(payload) == shape
+            contenders["floor"] = lambda: floor_anthropic(msgs)
         if theirs is not None:
             their_formatter, their_msgs = theirs
             their_expected = len(json.dumps(asyncio.run(their_formatter.format(their_msgs)), default=str))
@@ -140,6 +199,8 @@ def main() -> int:
             line += f"   AgentScope 2.x {med['AgentScope'] * 1000:7.1f} ms ({min(times['AgentScope']) * 1000:.1f})   {ratio:.2f}x"
             if ratio > 0.5:
                 line += f"   MISSED: target 0.50x, over by {ratio - 0.5:.2f}"
+        if "floor" in med and "AgentScope" in med:
+            line += f"\n  {'':<18} floor {med['floor'] * 1000:7.1f} ms ({min(times['floor']) * 1000:.1f}) = {med['floor'] / med['AgentScope']:.2f}x AgentScope: one walk, a dict per block, no checks"
         print(line)
     if args.check:
         print("checked: every formatter gave its payload")
