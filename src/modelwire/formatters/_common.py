@@ -39,6 +39,7 @@ __all__ = [
     "Origin",
     "origin",
     "replays_natively",
+    "merge_turn",
 ]
 
 
@@ -278,6 +279,17 @@ def segments(
         if seg.kind == "results":
             seg.blocks.sort(key=lambda r: order.get(r.id, 0))
     return out
+
+
+def merge_turn(turns: list[dict[str, Any]], role: str, items: list[Any], key: str = "content") -> None:
+    """Add ``items`` as a turn of ``role``, merged into the last turn when it has the same
+    role (protocols whose roles must alternate); empty ``items`` add nothing."""
+    if not items:
+        return
+    if turns and turns[-1]["role"] == role:
+        turns[-1][key] += items
+    else:
+        turns.append({"role": role, key: items})
 
 
 def _unanswered(open_calls: dict[str, int], protocol: str) -> None:

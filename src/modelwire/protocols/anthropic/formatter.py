@@ -33,6 +33,7 @@ from ...errors import FormatError
 from ...message import Msg
 from ...formatters import (
     guarded,
+    merge_turn,
     extra,
     is_raw_provider_block,
     ToolSpec,
@@ -105,12 +106,7 @@ class AnthropicFormatter:
             else:
                 content = [c for b in seg.blocks for c in self._user_block(b, seg.index_of(b))]
                 role = "user"
-            if not content:
-                continue
-            if turns and turns[-1]["role"] == role:
-                turns[-1]["content"] += content
-            else:
-                turns.append({"role": role, "content": content})
+            merge_turn(turns, role, content)
         for turn in turns:
             if turn["role"] == "user":
                 # tool_result blocks must open the user turn.

@@ -30,6 +30,7 @@ from typing import Any, Sequence
 from ...errors import FormatError
 from ...formatters import (
     guarded,
+    merge_turn,
     ToolSpec,
     data_parts,
     extra,
@@ -106,12 +107,7 @@ class BedrockConverseFormatter:
                 role, content = "user", [self._result(r, seg.index_of(r)) for r in seg.blocks]
             else:
                 role, content = "user", [c for b in seg.blocks for c in self._user(b, seg.index_of(b))]
-            if not content:
-                continue
-            if turns and turns[-1]["role"] == role:
-                turns[-1]["content"] += content
-            else:
-                turns.append({"role": role, "content": content})
+            merge_turn(turns, role, content)
         for turn in turns:
             if turn["role"] == "user":
                 turn["content"].sort(key=lambda c: "toolResult" not in c)

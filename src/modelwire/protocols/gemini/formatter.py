@@ -33,6 +33,7 @@ from typing import Any, Sequence
 from ...errors import FormatError
 from ...formatters import (
     guarded,
+    merge_turn,
     ToolSpec,
     data_parts,
     extra,
@@ -96,12 +97,7 @@ class GeminiFormatter:
                 role, parts = "user", self._results(seg, calls)
             else:
                 role, parts = "user", [p for b in seg.blocks for p in self._user_part(b, seg.index_of(b))]
-            if not parts:
-                continue
-            if contents and contents[-1]["role"] == role:
-                contents[-1]["parts"] += parts
-            else:
-                contents.append({"role": role, "parts": parts})
+            merge_turn(contents, role, parts, key="parts")
         if contents and contents[0]["role"] == "model":
             contents.insert(0, {"role": "user", "parts": [{"text": ""}]})
         for content in contents:
