@@ -335,12 +335,13 @@ def _serve_app(args: argparse.Namespace) -> tuple[Any, str]:
     if model_name is None:
         return _demo_app(args, "no model was chosen")
     try:
-        load_model(model_name, **_chat_options(args))  # an unknown model fails here, not per request
+        # One model for every request (its connection pool is shared); an unknown model
+        # or a missing key shows here, at start.
+        model = load_model(model_name, **_chat_options(args))
     except MissingKeyError as exc:
         return _demo_app(args, f"{exc.variable or 'the API key'} is not set for {model_name}")
 
     def make_agent() -> Any:
-        model = load_model(model_name, **_chat_options(args))
         return Agent("assistant", model, args.system, tools=[Tool(calculate, requires_confirmation=args.confirm_tools)], max_iters=args.max_iters)
 
     return EventStreamApp(make_agent, page_config={"model": model_name}), model_name

@@ -19,7 +19,8 @@ fold (``appendEvent``, ``EventStreamParser``) that rebuilds messages in the brow
 Mount it in any ASGI server or framework (uvicorn, Starlette, FastAPI's ``app.mount``,
 Django's ASGI router)::
 
-    app = EventStreamApp(lambda: Agent("bot", load_model("anthropic:claude-sonnet-4-5")))
+    model = load_model("anthropic:claude-sonnet-4-5")  # one model: its connections are shared
+    app = EventStreamApp(lambda: Agent("bot", model))  # an agent per reply
 """
 
 from ._app import EventStreamApp
