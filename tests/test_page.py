@@ -25,15 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from modelwire.agent import Agent, Tool
+from modelwire.agent import Tool
 from modelwire.message import DataBlock, UserMsg
-from modelwire.models import load_model
-from modelwire.models.transport import RetryPolicy
-from modelwire.serve import EventStreamApp
 from modelwire.testing import ProviderServer, sse_reply
 from modelwire.testing.sse import body
 
-from test_serve import Served
+from test_serve import Served, agent_app
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the page tests drive Chromium with playwright (dev extra)")
@@ -165,11 +162,7 @@ def test_a_confirmation_prompt_runs_or_denies_the_tool_and_an_image_result_is_sh
             sse_reply(body("anthropic", ("text", "Here is Oslo." if answer == "Allow" else "No photo then."), usage=(50, 5))),
         ]
 
-        def make_agent() -> Agent:
-            model = load_model("anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0))
-            return Agent("Buddy", model, tools=[Tool(photo, requires_confirmation=True)])
-
-        with Served(EventStreamApp(make_agent)) as url:
+        with Served(agent_app(provider, Tool(photo, requires_confirmation=True))) as url:
             page = browser.new_page()
             page.goto(url + "/")
             page.fill("#input", "Show me Oslo.")
@@ -228,12 +221,8 @@ def test_an_external_tool_is_answered_from_the_page_and_the_reply_goes_on(browse
             sse_reply(body("anthropic", ("text", "They open at nine."), usage=(50, 5))),
         ]
 
-        def make_agent() -> Agent:
-            model = load_model("anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0))
-            lookup = Tool(name="lookup", description="Looked up by a person.", parameters={"type": "object", "properties": {"q": {"type": "string"}}}, external=True)
-            return Agent("Buddy", model, tools=[lookup])
-
-        with Served(EventStreamApp(make_agent)) as url:
+        lookup = Tool(name="lookup", description="Looked up by a person.", parameters={"type": "object", "properties": {"q": {"type": "string"}}}, external=True)
+        with Served(agent_app(provider, lookup)) as url:
             page = browser.new_page()
             page.goto(url + "/")
             page.fill("#input", "When do they open?")

@@ -60,12 +60,22 @@ class Served:
         self.thread.join(10)
 
 
-def app_for(provider: ProviderServer) -> EventStreamApp:
+def agent_app(provider: ProviderServer, *tools, made: list | None = None) -> EventStreamApp:
+    """An app whose agents (one per reply, on one Anthropic model talking to ``provider``,
+    with ``tools``) are appended to ``made`` when given."""
+    model = load_model("anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0))
+
     def make_agent() -> Agent:
-        model = load_model("anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0))
-        return Agent("Buddy", model, "Be brief.", tools=[weather])
+        agent = Agent("Buddy", model, "Be brief.", tools=list(tools))
+        if made is not None:
+            made.append(agent)
+        return agent
 
     return EventStreamApp(make_agent)
+
+
+def app_for(provider: ProviderServer) -> EventStreamApp:
+    return agent_app(provider, weather)
 
 
 def events_of(raw: bytes) -> list:
@@ -207,15 +217,10 @@ def frames_of(raw: bytes) -> list:
 
 
 def tracked_app(provider: ProviderServer, made: list, confirm: bool = True) -> EventStreamApp:
-    """An app whose agents (weather asks for confirmation unless ``confirm=False``) land in ``made``."""
+    """weather asks for confirmation unless ``confirm=False``; the agents land in ``made``."""
     from modelwire.agent import Tool
 
-    def make_agent() -> Agent:
-        model = load_model("anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0))
-        made.append(Agent("Buddy", model, "Be brief.", tools=[Tool(weather, requires_confirmation=confirm)]))
-        return made[-1]
-
-    return EventStreamApp(make_agent)
+    return agent_app(provider, Tool(weather, requires_confirmation=confirm), made=made)
 
 
 def test_a_parked_reply_resumes_with_the_answer_posted_as_an_event_and_wrong_answers_leave_it_waiting():
@@ -288,17 +293,13 @@ def test_ag_ui_events_are_valid_ag_ui_through_an_interrupt_an_image_result_and_a
         """A photo of a city."""
         return [f"a photo of {city}", DataBlock(source={"type": "base64", "data": pixel, "media_type": "image/png"})]
 
-    def make_agent() -> Agent:
-        model = load_model("anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0))
-        return Agent("Buddy", model, tools=[Tool(photo, requires_confirmation=True)])
-
     with ProviderServer() as provider:
         provider.replies = [
             sse_reply(body("anthropic", ("think", "A photo."), ("text", "Asking."), ("tool", "toolu_1", "photo", '{"city": "Oslo"}'), usage=(20, 9))),
             sse_reply(body("anthropic", ("text", "Here it is."), usage=(40, 7))),
             error_reply(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
         ]
-        with Served(EventStreamApp(make_agent)) as url:
+        with Served(agent_app(provider, Tool(photo, requires_confirmation=True))) as url:
             with httpx.Client() as client:
                 run1 = frames_of(client.post(url + "/reply", json=AG_UI_INPUT).content)
                 resume = {**AG_UI_INPUT, "runId": "r2", "resume": [{"interruptId": "toolu_1", "status": "resolved", "payload": {"approved": True}}]}

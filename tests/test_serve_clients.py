@@ -20,13 +20,10 @@ from pathlib import Path
 import pytest
 
 from modelwire.agent import Agent, Tool
-from modelwire.models import load_model
-from modelwire.models.transport import RetryPolicy
-from modelwire.serve import EventStreamApp
 from modelwire.testing import ProviderServer, sse_reply
 from modelwire.testing.sse import body
 
-from test_serve import Served
+from test_serve import Served, agent_app
 
 JS = Path(__file__).resolve().parent / "js"
 NODE = shutil.which("node")
@@ -61,14 +58,7 @@ def external_weather() -> Tool:
 class Setup:
     def __init__(self, provider: ProviderServer, tool: Tool) -> None:
         self.agents: list[Agent] = []
-
-        def make_agent() -> Agent:
-            model = load_model("anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0))
-            agent = Agent("Buddy", model, "Be brief.", tools=[tool])
-            self.agents.append(agent)
-            return agent
-
-        self.app = EventStreamApp(make_agent)
+        self.app = agent_app(provider, tool, made=self.agents)
 
     def kept(self):
         """The one reply the agents kept (a resumed reply is the same message)."""
