@@ -12,7 +12,7 @@ from urllib.parse import parse_qs
 
 from ..errors import AgentError
 from ..event import EventBase, ExternalExecutionResultEvent, UserInterruptEvent
-from ..message import AssistantMsg, Msg
+from ..message import Msg
 from ._agui import AGUIEncoder, read_agui
 from ._turn import BadRequest, Encoder, EventsEncoder, Resume, Turn, read_events
 from ._uimessage import UIMessageEncoder, read_ui_message
@@ -173,7 +173,7 @@ class EventStreamApp:
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         if rid is not None:
-            enc.msg = _reply_of(agent, rid).model_copy(deep=True)
+            enc.msg = _reply_of(agent, rid)
 
         async def emit(frames: list[bytes]) -> None:
             if frames:
@@ -185,11 +185,10 @@ class EventStreamApp:
             async for ev in stream:
                 if ev.type == "REPLY_START":
                     rid = ev.reply_id
-                    enc.msg = AssistantMsg(ev.name, [], id=ev.reply_id)
-                enc.msg.append_event(ev)
+                    enc.msg = _reply_of(agent, rid)
                 await emit(enc.event(ev))
             calls = agent.pending_calls(rid) if rid is not None and hasattr(agent, "pending_calls") else []
-            if calls and enc.msg.finished_reason is None:
+            if calls and enc.msg is not None and enc.msg.finished_reason is None:
                 self.parked.put(rid, agent)
                 await emit(enc.parked(calls))
 
@@ -222,11 +221,13 @@ class EventStreamApp:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def _reply_of(agent: Any, rid: str) -> Msg:
-    for m in reversed(agent.context):
+def _reply_of(agent: Any, rid: str) -> Msg | None:
+    """The reply the agent keeps: it folds each event into it before yielding the event,
+    so the encoders read a block whole from it at the block's end."""
+    for m in reversed(getattr(agent, "context", ())):
         if m.id == rid:
             return m
-    raise Conflict(f"reply {rid!r} is not in its agent's context")
+    return None
 
 
 def _resume_event(agent: Any, rid: str, resume: Resume) -> EventBase:

@@ -67,8 +67,8 @@ def sse(data: Any, event: str | None = None) -> bytes:
 class Encoder:
     """Writes one reply's events in a stream format.
 
-    ``msg`` is the reply folded so far (the app sets it; on a resume it starts as the parked
-    message), so an encoder can read a finished tool call or result whole."""
+    ``msg`` is the reply as the agent keeps it, folded up to the event being encoded (the
+    app sets it), so an encoder can read a finished tool call or result whole."""
 
     headers: list[tuple[bytes, bytes]] = []
 
