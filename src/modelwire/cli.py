@@ -348,15 +348,14 @@ def _serve_app(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def _demo_app(args: argparse.Namespace, why: str) -> tuple[Any, str]:
-    from .agent import Tool
     from .cassettes import use_cassette
     from .demo import DEMO_QUESTION, demo_agent, demo_cassette
     from .serve import EventStreamApp
 
     def make_demo() -> Any:
-        agent = demo_agent()
-        if args.confirm_tools:
-            agent.tools = {name: Tool(t.func, name=name, requires_confirmation=True) for name, t in agent.tools.items()}
+        agent = demo_agent()  # its own Tool objects: setting them affects this agent only
+        for tool in agent.tools.values():
+            tool.requires_confirmation = args.confirm_tools
         return agent
 
     banner = (

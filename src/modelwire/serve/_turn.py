@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..event import EventBase, event_to_json, parse_event
-from ..message import Msg, ToolCallBlock, ToolResultBlock
+from ..message import Msg, ToolCallBlock, ToolResultBlock, UserMsg
 
 JSON = dict[str, Any]
 
@@ -100,8 +100,6 @@ def read_events(data: JSON) -> Turn:
     if len(keys) != 1:
         raise BadRequest('send {"input": "text"}, {"messages": [message, ...]} or {"resume": event}')
     if "input" in data:
-        from ..message import UserMsg
-
         if not isinstance(data["input"], str) or not data["input"]:
             raise BadRequest('"input" must be a non-empty string')
         return Turn(inputs=[UserMsg("user", data["input"])])
