@@ -25,6 +25,7 @@ from modelwire.testing import sse_reply
 from modelwire.testing.sse import body as fake_body
 
 from paths import HAVE_SHARED, ROOT
+from sdk_params import gemini_request
 
 genai_types = pytest.importorskip("google.genai.types", reason="the dev extra installs google-genai")
 
@@ -232,22 +233,6 @@ def test_two_rounds_of_calls_in_one_reply_make_the_recorded_turns():
 # -- formatting rules, validated by google-genai's request types --------------------------------
 
 
-def validate_request(body: dict) -> None:
-    """google-genai's types forbid unknown fields: every part of the body must fit them."""
-    allowed = {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig"}
-    assert set(body) <= allowed, set(body) - allowed
-    for content in body["contents"]:
-        genai_types.Content.model_validate_json(json.dumps(content))
-    if "systemInstruction" in body:
-        genai_types.Content.model_validate_json(json.dumps(body["systemInstruction"]))
-    for tool in body.get("tools", []):
-        genai_types.Tool.model_validate_json(json.dumps(tool))
-    if "toolConfig" in body:
-        genai_types.ToolConfig.model_validate_json(json.dumps(body["toolConfig"]))
-    if "generationConfig" in body:
-        genai_types.GenerationConfig.model_validate_json(json.dumps(body["generationConfig"]))
-
-
 def gemini_call(call_id, name, args, signature=None, server_id=True):
     extras = {"provider_metadata": {"google": {"protocol": "gemini"}}}
     if signature:
@@ -278,7 +263,7 @@ def test_the_formatter_writes_each_rule_by_hand():
     ]
     tools = [{"name": "weather", "description": "Weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}, {"name": "time"}]
     payload = get_formatter("gemini")(provider="google").format(messages, tools, tool_choice="weather")
-    validate_request(payload)
+    gemini_request(payload)
     assert payload == {
         "systemInstruction": {"parts": [{"text": "Be brief."}]},
         "contents": [
@@ -324,7 +309,7 @@ def test_a_conversation_from_another_provider_continues_on_gemini():
         ],
     )
     payload = get_formatter("gemini")(provider="google").format([reply])
-    validate_request(payload)
+    gemini_request(payload)
     assert payload["contents"][0] == {"role": "user", "parts": [{"text": ""}]}
     model_parts = payload["contents"][1]["parts"]
     assert model_parts == [
@@ -343,7 +328,7 @@ def test_vertex_signatures_are_not_replayed_to_the_gemini_api():
 def test_options_map_onto_generation_config():
     model = load_model("google:gemini-2.5-flash", api_key="k", max_tokens=100, temperature=0.5, top_p=0.9, stop=["END"], thinking=True, thinking_budget=512, json_schema={"type": "object"})
     body = model.build_request([UserMsg("u", "hi")])[0]
-    validate_request(body)
+    gemini_request(body)
     assert body["generationConfig"] == {
         "maxOutputTokens": 100,
         "temperature": 0.5,
@@ -599,7 +584,7 @@ def test_a_gemini_cassette_records_replays_and_shows(tmp_path, monkeypatch):
 
 def test_geminis_own_tools_go_beside_the_functions():
     payload = get_formatter("gemini")().format([UserMsg("u", "search")], [{"googleSearch": {}}, {"name": "f"}, {"codeExecution": {}}])
-    validate_request(payload)
+    gemini_request(payload)
     assert payload["tools"] == [
         {"functionDeclarations": [{"name": "f", "parametersJsonSchema": {"type": "object", "properties": {}}}]},
         {"googleSearch": {}},
