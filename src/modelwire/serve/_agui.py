@@ -245,8 +245,8 @@ class AGUIEncoder(Encoder):
             end["outcome"] = {"type": "cancelled"}
         if ev.structured_output is not None:
             end["result"] = ev.structured_output
-        if self._usage():
-            end["usage"] = self._usage()
+        if usage := self._usage():
+            end["usage"] = usage
         return sse(end)
 
     def parked(self, calls: list[ToolCallBlock]) -> list[bytes]:
@@ -262,8 +262,8 @@ class AGUIEncoder(Encoder):
                 }
             )
         end: JSON = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id, "outcome": {"type": "interrupt", "interrupts": interrupts}}
-        if self._usage():
-            end["usage"] = self._usage()
+        if usage := self._usage():
+            end["usage"] = usage
         return self._start() + [sse(end)]
 
     def error(self, message: str) -> list[bytes]:
