@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 
@@ -29,28 +30,46 @@ CASES = [
 ]
 
 
-def measure(code: str, runs: int) -> float:
+def run_once(code: str) -> float | None:
+    """One fresh process timing ``code``; None when it cannot run (a package not installed)."""
     timer = f"import time\nt0 = time.perf_counter()\n{code}\nprint(time.perf_counter() - t0)"
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    best = float("inf")
-    for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", timer], capture_output=True, text=True, env=env, check=True)
-        best = min(best, float(out.stdout.strip().splitlines()[-1]))
-    return best * 1000
+    out = subprocess.run([sys.executable, "-c", timer], capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        return None
+    return float(out.stdout.strip().splitlines()[-1]) * 1000  # the process ran the import and printed its time
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--check", action="store_true", help="run every case once, check modelwire's imports run, no timings")
     args = parser.parse_args()
+    if args.check:
+        args.runs = 1
+    times: dict[str, list[float]] = {label: [] for label, _ in CASES}
+    missing: set[str] = set()
+    for _ in range(args.runs):  # interleaved: every case once per round
+        for label, code in CASES:
+            if label in missing:
+                continue
+            took = run_once(code)
+            if took is None:
+                missing.add(label)
+            else:
+                times[label].append(took)
+    print(f"fresh processes, {args.runs} interleaved rounds: best (median)")
     results = {}
-    for label, code in CASES:
-        try:
-            results[label] = measure(code, args.runs)
-        except subprocess.CalledProcessError:
+    for label, _ in CASES:
+        if label in missing:
             print(f"  {label:<38} (not installed)")
             continue
-        print(f"  {label:<38} {results[label]:8.1f} ms")
+        results[label] = min(times[label])
+        print(f"  {label:<38} {results[label]:8.1f} ms ({statistics.median(times[label]):.1f})")
+    if args.check:
+        broken = sorted(label for label, _ in CASES if label in missing and ("modelwire" in label or "load_model" in label))
+        print(f"checked: {'every case ran' if not broken else 'these did not run: ' + ', '.join(broken)}")
+        return 1 if broken else 0
     ok = results["import modelwire"] < 100
     real_use = results["import modelwire.message + .event"]
     if real_use >= 100:
