@@ -328,8 +328,13 @@ class BaseAdapter:
 
     # the end ---------------------------------------------------------------------------
 
+    def _count_usage(self) -> None:
+        """Set the token counts from usage kept raw while streaming (for a protocol that
+        repeats its usage on every chunk: counting once at the end is cheaper)."""
+
     def _finish(self, finished_reason: str = "completed") -> None:
         self.close_all()
+        self._count_usage()
         if self.provider_stop_reason is not None and not isinstance(self.provider_stop_reason, str):
             self.call_metadata["provider_stop_reason_raw"] = self.provider_stop_reason
             self.provider_stop_reason = str(self.provider_stop_reason)[:200]

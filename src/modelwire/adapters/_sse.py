@@ -127,8 +127,10 @@ class SSEDecoder:
         return self._lines(lines)
 
     def _lines(self, lines: list[bytes]) -> list[tuple[str, bytes, str | None, int | None]]:
+        # The hot loop of every stream: state lives in locals and is stored back once.
         out: list[tuple[str, bytes, str | None, int | None]] = []
         data = self._data
+        event = self._event
         for line in lines:
             if line[:6] == b"data: ":  # by far the most common line
                 data.append(line[6:])
@@ -137,14 +139,13 @@ class SSEDecoder:
                 continue
             if not line:
                 if data:
-                    payload = data[0] if len(data) == 1 else b"\n".join(data)
-                    out.append((self._event or "message", payload, self.last_id, self.retry))
-                    self._data = data = []
-                self._event = ""
+                    out.append((event or "message", data[0] if len(data) == 1 else b"\n".join(data), self.last_id, self.retry))
+                    data = []
+                event = ""
                 continue
             if line[:7] == b"event: ":
                 name = line[7:]
-                self._event = _NAMES.get(name) or _name(name)
+                event = _NAMES.get(name) or _name(name)
                 continue
             if line[:1] == b":":
                 self.comments += 1
@@ -158,13 +159,15 @@ class SSEDecoder:
             if field == b"data":
                 data.append(value)
             elif field == b"event":
-                self._event = value.decode("utf-8", "replace")
+                event = value.decode("utf-8", "replace")
             elif field == b"id":
                 if b"\x00" not in value:
                     self.last_id = value.decode("utf-8", "replace")
             elif field == b"retry":
                 if value.isdigit():
                     self.retry = int(value)
+        self._data = data
+        self._event = event
         return out
 
     def close(self) -> list[SSEEvent]:

@@ -162,7 +162,8 @@ class GeminiAdapter(BaseAdapter):
         if "functionCall" in part:
             self._function_call(part["functionCall"], signature)
             return
-        self._end_streamed_call()
+        if self._streamed is not None:
+            self._end_streamed_call()
         if "text" in part:
             kind = "thinking" if part.get("thought") else "text"
             self._text(kind, part["text"], signature)
@@ -322,8 +323,11 @@ class GeminiAdapter(BaseAdapter):
     # -- usage and the end ----------------------------------------------------------------
 
     def _set_usage(self, usage: dict[str, Any]) -> None:
+        # Every chunk repeats the usage so far: keep it, count it once in _count_usage.
         self._usage.update(usage)
         self.call_metadata["usage"] = self._usage
+
+    def _count_usage(self) -> None:
         u = self._usage
         thoughts = _int(u.get("thoughtsTokenCount"))
         self.input_tokens = _int(u.get("promptTokenCount"))
