@@ -26,7 +26,8 @@ Rules:
 from __future__ import annotations
 
 import base64
-from typing import Any, Sequence
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
 from urllib.parse import unquote_to_bytes
 
 from ...errors import FormatError
@@ -34,7 +35,6 @@ from ...message import Msg
 from ...formatters import (
     guarded,
     merge_turn,
-    extra,
     is_raw_provider_block,
     ToolSpec,
     data_parts,
@@ -42,6 +42,7 @@ from ...formatters import (
     raw_provider_block,
     replays_natively,
     result_blocks,
+    Segment,
     segments,
     tool_choice_name,
     tool_specs,
@@ -56,6 +57,7 @@ SCOPE = _WIRE.replay_scope
 MAX_CACHE_BREAKPOINTS = 4
 IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
 _EPHEMERAL = {"type": "ephemeral"}
+_NONE: Mapping[str, Any] = MappingProxyType({})  # the extras of a block that has none
 
 
 class AnthropicFormatter:
@@ -97,15 +99,18 @@ class AnthropicFormatter:
             if seg.kind == "system":
                 system += [{"type": "text", "text": b.text} for b in seg.blocks if b.text]
                 continue
+            content: list[dict[str, Any]] = []
             if seg.kind == "assistant":
-                content = [c for b in seg.blocks for c in self._assistant_block(b, seg.index_of(b))]
+                add = self._assistant_block
                 role = "assistant"
             elif seg.kind == "results":
-                content = [self._result(b, seg.index_of(b)) for b in seg.blocks]
+                add = self._result
                 role = "user"
             else:
-                content = [c for b in seg.blocks for c in self._user_block(b, seg.index_of(b))]
+                add = self._user_block
                 role = "user"
+            for b in seg.blocks:
+                add(b, seg, content)
             merge_turn(turns, role, content)
         for turn in turns:
             if turn["role"] == "user":
@@ -126,56 +131,62 @@ class AnthropicFormatter:
 
     # -- blocks -----------------------------------------------------------------------------
 
-    def _user_block(self, block: Any, index: int) -> list[dict[str, Any]]:
+    def _user_block(self, block: Any, seg: Segment, out: list[dict[str, Any]]) -> None:
         if block.type == "text":
-            return [{"type": "text", "text": block.text}] if block.text else []
-        if block.type == "data":
-            return [media_block(block, index)]
-        raise FormatError(index, f"a {block.type!r} block cannot be sent in a user turn", PROTOCOL)
+            if block.text:
+                out.append({"type": "text", "text": block.text})
+        elif block.type == "data":
+            out.append(media_block(block, seg.index_of(block)))
+        else:
+            raise FormatError(seg.index_of(block), f"a {block.type!r} block cannot be sent in a user turn", PROTOCOL)
 
-    def _assistant_block(self, block: Any, index: int) -> list[dict[str, Any]]:
+    def _assistant_block(self, block: Any, seg: Segment, out: list[dict[str, Any]]) -> None:
         btype = block.type
+        extras = block.__pydantic_extra__ or _NONE
         if btype == "text":
-            if not block.text:
-                return []
-            out: dict[str, Any] = {"type": "text", "text": block.text}
-            if extra(block, "citations"):
-                out["citations"] = extra(block, "citations")
-            return [out]
-        if btype == "thinking":
+            if block.text:
+                part: dict[str, Any] = {"type": "text", "text": block.text}
+                if extras.get("citations"):
+                    part["citations"] = extras["citations"]
+                out.append(part)
+        elif btype == "thinking":
             if self._native(block):
-                if extra(block, "redacted_thinking_data"):
-                    return [{"type": "redacted_thinking", "data": extra(block, "redacted_thinking_data")}]
-                if extra(block, "signature"):
-                    return [{"type": "thinking", "thinking": block.thinking, "signature": extra(block, "signature")}]
+                if extras.get("redacted_thinking_data"):
+                    out.append({"type": "redacted_thinking", "data": extras["redacted_thinking_data"]})
+                    return
+                if extras.get("signature"):
+                    out.append({"type": "thinking", "thinking": block.thinking, "signature": extras["signature"]})
+                    return
             if self.thinking_as_text and block.thinking:
-                return [{"type": "text", "text": f"<thinking>\n{block.thinking}\n</thinking>"}]
-            return []
-        if btype == "tool_call":
-            if extra(block, "server_side", False):
-                if not self._native(block):
-                    return []  # another provider's server tool: nothing Anthropic can replay
-                out = {"type": extra(block, "provider_block_type", "server_tool_use"), "id": block.id, "name": block.name}
-                if extra(block, "server_name"):
-                    out["server_name"] = extra(block, "server_name")
-                out["input"] = parse_arguments(block)
-                return [out]
-            return [{"type": "tool_use", "id": block.id, "name": block.name, "input": parse_arguments(block)}]
-        if btype == "tool_result":  # a server tool's result, kept whole by the adapter
+                out.append({"type": "text", "text": f"<thinking>\n{block.thinking}\n</thinking>"})
+        elif btype == "tool_call":
+            if not extras.get("server_side", False):
+                out.append({"type": "tool_use", "id": block.id, "name": block.name, "input": parse_arguments(block)})
+            elif self._native(block):  # another provider's server tool: nothing Anthropic can replay
+                part = {"type": extras.get("provider_block_type", "server_tool_use"), "id": block.id, "name": block.name}
+                if extras.get("server_name"):
+                    part["server_name"] = extras["server_name"]
+                part["input"] = parse_arguments(block)
+                out.append(part)
+        elif btype == "tool_result":  # a server tool's result, kept whole by the adapter
             raw = block.metadata.get("provider_block") if self._native(block) else None
-            return [raw] if raw else []
-        if btype == "data":
-            if is_raw_provider_block(block):
-                raw = raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE)
-                return [raw] if raw else []
-            raise FormatError(index, f"an assistant turn cannot carry {block.source.media_type} data for Anthropic", PROTOCOL)
-        raise FormatError(index, f"a {btype!r} block cannot be sent in an assistant turn", PROTOCOL)
+            if raw:
+                out.append(raw)
+        elif btype == "data":
+            if not is_raw_provider_block(block):
+                raise FormatError(seg.index_of(block), f"an assistant turn cannot carry {block.source.media_type} data for Anthropic", PROTOCOL)
+            raw = raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE)
+            if raw:
+                out.append(raw)
+        else:
+            raise FormatError(seg.index_of(block), f"a {btype!r} block cannot be sent in an assistant turn", PROTOCOL)
 
     def _native(self, block: Any) -> bool:
         return replays_natively(block, PROTOCOL, self.provider, scope=SCOPE)
 
-    def _result(self, block: Any, index: int) -> dict[str, Any]:
+    def _result(self, block: Any, seg: Segment, turn: list[dict[str, Any]]) -> None:
         out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.id}
+        turn.append(out)
         if isinstance(block.output, str):
             if block.output:
                 out["content"] = block.output
@@ -186,12 +197,11 @@ class AnthropicFormatter:
                     if piece.text:
                         content.append({"type": "text", "text": piece.text})
                 else:
-                    content.append(media_block(piece, index))
+                    content.append(media_block(piece, seg.index_of(block)))
             if content:
                 out["content"] = content
         if block.state in ("error", "denied", "interrupted"):
             out["is_error"] = True
-        return out
 
     # -- prompt caching -----------------------------------------------------------------------
 
