@@ -149,19 +149,24 @@ def sanitize_name(name: str) -> str:
     return clean or "user"
 
 
-@dataclass
 class Segment:
     """One turn-to-be. ``kind``: system | user | assistant | results."""
 
-    kind: str
-    index: int  # the message it starts in
-    blocks: list[Any]
-    name: str = ""
-    origin: dict[int, int] = field(default_factory=dict)  # id(block) -> index of its message
+    __slots__ = ("kind", "index", "blocks", "name", "origin")
+
+    def __init__(self, kind: str, index: int, blocks: list[Any], name: str = "") -> None:
+        self.kind = kind
+        self.index = index  # the message it starts in
+        self.blocks = blocks
+        self.name = name
+        self.origin: dict[int, int] | None = None  # id(block) -> index of its message, where it differs
 
     def index_of(self, block: Any) -> int:
         """The index of the message a block came from (for error messages)."""
-        return self.origin.get(id(block), self.index)
+        return self.origin.get(id(block), self.index) if self.origin else self.index
+
+    def __repr__(self) -> str:
+        return f"Segment({self.kind!r}, {self.index}, {len(self.blocks)} blocks, name={self.name!r})"
 
 
 def extra(block: Any, key: str, default: Any = None) -> Any:
@@ -203,6 +208,8 @@ def segments(
             if last.kind == kind and (kind != "user" or last.name == name or not split_users):
                 last.blocks.append(block)
                 if index != last.index:  # index_of falls back to the segment's own index
+                    if last.origin is None:
+                        last.origin = {}
                     last.origin[id(block)] = index
                 return
         out.append(Segment(kind, index, [block], name))
@@ -216,6 +223,8 @@ def segments(
         )
         for block in msg.content:
             btype = block.type
+            name = ""
+            flush = False
             if btype == "hint":
                 pieces = [TextBlock(text=block.hint)] if isinstance(block.hint, str) else list(block.hint)
                 if open_calls:
@@ -226,32 +235,27 @@ def segments(
                         add("user", index, piece, "")
                 continue
             if role == "system":
-                add("system", index, block, msg.name)
-                continue
-            if as_user:
+                kind, name = "system", msg.name
+            elif as_user:
                 if btype not in ("text", "data"):
-                    if btype == "thinking":
-                        continue  # another agent's thinking is not shown to this one
-                    if btype in ("tool_call", "tool_result"):
-                        continue  # another agent's tool use: its text carries what it found
-                add("user", index, _speaker(block, msg.name) if speaker_names else block, msg.name)
-                continue
-            if btype == "tool_result":
-                if block.id in server_calls:
-                    add("assistant", index, block)
+                    # Another agent's thinking is not shown to this one; its tool use neither
+                    # (its text carries what it found).
                     continue
-                if block.id not in calls:
-                    raise FormatError(index, f"tool result {block.id!r} answers no tool call made before it", protocol)
-                if block.state == "running":
-                    raise FormatError(index, f"tool result {block.id!r} is still running; only finished results can be sent", protocol)
-                open_calls.pop(block.id, None)
-                add("results", index, block)
-                if not open_calls and held:
-                    for hint_index, piece in held:
-                        add("user", hint_index, piece, "")
-                    held.clear()
-                continue
-            if btype == "tool_call":
+                kind, name = "user", msg.name
+                if speaker_names:
+                    block = _speaker(block, name)
+            elif btype == "tool_result":
+                if block.id in server_calls:
+                    kind = "assistant"
+                else:
+                    if block.id not in calls:
+                        raise FormatError(index, f"tool result {block.id!r} answers no tool call made before it", protocol)
+                    if block.state == "running":
+                        raise FormatError(index, f"tool result {block.id!r} is still running; only finished results can be sent", protocol)
+                    open_calls.pop(block.id, None)
+                    kind = "results"
+                    flush = not open_calls and bool(held)
+            elif btype == "tool_call":
                 if _is_server_call(block):
                     server_calls.add(block.id)
                 else:
@@ -261,12 +265,26 @@ def segments(
                         _unanswered(open_calls, protocol)
                     calls[block.id] = (len(out), block)
                     open_calls[block.id] = index
-                add("assistant", index, block)
-                continue
-            # text, thinking, data in an assistant message
-            if open_calls and out and out[-1].kind == "results":
-                _unanswered(open_calls, protocol)
-            add("assistant", index, block)
+                kind = "assistant"
+            else:
+                # text, thinking, data in an assistant message
+                if open_calls and out and out[-1].kind == "results":
+                    _unanswered(open_calls, protocol)
+                kind = "assistant"
+            # add(kind, index, block, name), inlined: this runs once per block
+            last = out[-1] if out else None
+            if last is not None and last.kind == kind and (kind != "user" or last.name == name or not split_users):
+                last.blocks.append(block)
+                if index != last.index:  # index_of falls back to the segment's own index
+                    if last.origin is None:
+                        last.origin = {}
+                    last.origin[id(block)] = index
+            else:
+                out.append(Segment(kind, index, [block], name))
+            if flush:
+                for hint_index, piece in held:
+                    add("user", hint_index, piece, "")
+                held.clear()
         if role == "user" and open_calls:
             _unanswered(open_calls, protocol)
 
