@@ -86,13 +86,13 @@ class GeminiFormatter:
         specs = tool_specs([t for t in tools or () if not any(t is s for s in server_tools)])
         system: list[dict[str, Any]] = []
         contents: list[dict[str, Any]] = []
-        calls = {b.id: b for m in messages if isinstance(m, Msg) for b in m.content if b.type == "tool_call"}
+        calls: dict[str, Any] = {}  # call id -> its block, gathered as the walk meets them (before their results)
         for seg in segments(messages, PROTOCOL, speaker_names=self.speaker_names, assistant_name=self.assistant_name):
             if seg.kind == "system":
                 system += [{"text": b.text} for b in seg.blocks if b.text]
                 continue
             if seg.kind == "assistant":
-                role, parts = "model", self._model_parts(seg)
+                role, parts = "model", self._model_parts(seg, calls)
             elif seg.kind == "results":
                 role, parts = "user", self._results(seg, calls)
             else:
@@ -126,8 +126,9 @@ class GeminiFormatter:
             return [media_part(block, index)]
         raise FormatError(index, f"a {block.type!r} block cannot be sent in a user turn", PROTOCOL)
 
-    def _model_parts(self, seg: Any) -> list[dict[str, Any]]:
+    def _model_parts(self, seg: Any, calls: dict[str, Any]) -> list[dict[str, Any]]:
         parts: list[dict[str, Any]] = []
+        first_call = True
         for block in seg.blocks:
             btype = block.type
             native = replays_natively(block, PROTOCOL, self.provider, scope=SCOPE)
@@ -152,15 +153,16 @@ class GeminiFormatter:
                     if isinstance(raw, dict):
                         parts.append(raw)
                     continue
+                calls[block.id] = block
                 call: dict[str, Any] = {"name": block.name, "args": parse_arguments(block)}
                 if native and extra(block, "server_call_id"):
                     call["id"] = block.id
                 part = {"functionCall": call}
-                first = not any("functionCall" in p for p in parts)
                 if signature:
                     part["thoughtSignature"] = signature
-                elif first and not native:
+                elif first_call and not native:
                     part["thoughtSignature"] = PLACEHOLDER_SIGNATURE
+                first_call = False
                 parts.append(part)
             elif btype == "tool_result":  # a server tool's result, kept whole by the adapter
                 raw = block.metadata.get("provider_block") if native else None
