@@ -162,7 +162,7 @@ class AnthropicFormatter:
         elif btype == "tool_call":
             if not extras.get("server_side", False):
                 out.append({"type": "tool_use", "id": block.id, "name": block.name, "input": parse_arguments(block)})
-            elif self._native(block):  # another provider's server tool: nothing Anthropic can replay
+            elif self._native(block):  # a server tool's call: only one Anthropic ran can be replayed
                 part = {"type": extras.get("provider_block_type", "server_tool_use"), "id": block.id, "name": block.name}
                 if extras.get("server_name"):
                     part["server_name"] = extras["server_name"]
