@@ -2,9 +2,10 @@
 for each protocol, beside AgentScope 2.x's formatters on the same history. Target: at most
 0.5x AgentScope.
 
-For Anthropic it also times a floor: one walk writing one dict per block, with no rule
-checks, no provenance and no error context (what a formatter cannot do without), to show
-what the checks and the shared walk cost.
+For each protocol it also times a floor: one walk writing the protocol's turns, a dict per
+block, results in call order, with no rule checks, no provenance and no error context (what
+a formatter cannot do without), to show what the checks and the shared walk cost. Each
+floor's turns and tool ids are checked against modelwire's payload.
 
     python benchmarks/format.py [--rounds N] [--check]
 """
@@ -135,9 +136,165 @@ def floor_anthropic(msgs: list) -> dict[str, Any]:
     return {"system": system, "messages": turns}
 
 
-def _shape(payload: dict[str, Any]) -> list:
-    """Roles, and the tool ids in order: what the floor must agree with modelwire on."""
-    return [(t["role"], [c.get("id") or c.get("tool_use_id") for c in t["content"] if c["type"] in ("tool_use", "tool_result")]) for t in payload["messages"]]
+def floor_chat(msgs: list) -> dict[str, Any]:
+    """The least an OpenAI Chat payload of this history needs: one walk; text and calls of a
+    turn in one assistant message, a tool message per result in call order, a user message
+    after them for media that results returned."""
+
+    def media(src: Any) -> dict[str, Any]:
+        return {"type": "image_url", "image_url": {"url": f"data:{src.media_type};base64,{src.data}"}}
+
+    out: list = []
+    order: dict[str, int] = {}
+    for m in msgs:
+        if m.role == "system":
+            out.append({"role": "system", "content": "\n\n".join(b.text for b in m.content)})
+            continue
+        if m.role == "user":
+            parts = [{"type": "text", "text": b.text} if b.type == "text" else media(b.source) for b in m.content]
+            out.append({"role": "user", "content": parts[0]["text"] if len(parts) == 1 and parts[0]["type"] == "text" else parts})
+            continue
+        turn = None
+        results: list = []
+        returned: list = []
+        for b in m.content:
+            t = b.type
+            if t == "text" or t == "tool_call":
+                if results:
+                    out += sorted(results, key=lambda r: order[r["tool_call_id"]])
+                    if returned:
+                        out.append({"role": "user", "content": returned})
+                    results, returned, turn = [], [], None
+                if turn is None:
+                    turn = {"role": "assistant", "content": None}
+                    out.append(turn)
+                if t == "text":
+                    turn["content"] = b.text if turn["content"] is None else turn["content"] + "\n\n" + b.text
+                else:
+                    order[b.id] = len(order)
+                    turn.setdefault("tool_calls", []).append({"id": b.id, "type": "function", "function": {"name": b.name, "arguments": b.input}})
+            elif t == "tool_result":
+                output = b.output
+                if isinstance(output, str):
+                    text = output
+                else:
+                    text = "".join(x.text for x in output if x.type == "text")
+                    returned += [media(x.source) for x in output if x.type != "text"]
+                results.append({"role": "tool", "tool_call_id": b.id, "content": text})
+        out += sorted(results, key=lambda r: order[r["tool_call_id"]])
+        if returned:
+            out.append({"role": "user", "content": returned})
+    return {"messages": out}
+
+
+def floor_gemini(msgs: list) -> dict[str, Any]:
+    """The least a Gemini payload of this history needs: one walk, a part per block, turns
+    alternating, function responses in call order ahead of the media results returned."""
+    from pydantic_core import from_json
+
+    def media(src: Any) -> dict[str, Any]:
+        return {"inlineData": {"mimeType": src.media_type, "data": src.data}}
+
+    system: list = []
+    contents: list = []
+    order: dict[str, int] = {}
+
+    def turn(role: str) -> list:
+        if not contents or contents[-1]["role"] != role:
+            contents.append({"role": role, "parts": []})
+        return contents[-1]["parts"]
+
+    def answer(responses: list, returned: list) -> None:
+        responses.sort(key=lambda r: r[0])
+        turn("user").extend([part for _, part in responses] + returned)
+
+    for m in msgs:
+        if m.role == "system":
+            system += [{"text": b.text} for b in m.content]
+            continue
+        role = "user" if m.role == "user" else "model"
+        responses: list = []
+        returned: list = []
+        for b in m.content:
+            t = b.type
+            if t == "tool_result":
+                output = b.output
+                text = output if isinstance(output, str) else "".join(x.text for x in output if x.type == "text")
+                responses.append((order[b.id], {"functionResponse": {"name": b.name, "response": {"result": text}}}))
+                if not isinstance(output, str):
+                    returned += [media(x.source) for x in output if x.type != "text"]
+                continue
+            if responses:
+                answer(responses, returned)
+                responses, returned = [], []
+            if t == "text":
+                turn(role).append({"text": b.text})
+            elif t == "data":
+                turn(role).append(media(b.source))
+            elif t == "tool_call":
+                order[b.id] = len(order)
+                turn(role).append({"functionCall": {"name": b.name, "args": from_json(b.input)}})
+        if responses:
+            answer(responses, returned)
+    return {"contents": contents, "systemInstruction": {"parts": system}}
+
+
+def floor_responses(msgs: list) -> dict[str, Any]:
+    """The least an OpenAI Responses payload of this history needs: one walk, an item per
+    block (reasoning items where a block carries one), outputs in call order."""
+
+    def media(src: Any) -> dict[str, Any]:
+        return {"type": "input_image", "image_url": f"data:{src.media_type};base64,{src.data}"}
+
+    items: list = []
+    order: dict[str, int] = {}
+    for m in msgs:
+        if m.role == "system":
+            items.append({"type": "message", "role": "system", "content": "\n\n".join(b.text for b in m.content)})
+            continue
+        if m.role == "user":
+            items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": b.text} if b.type == "text" else media(b.source) for b in m.content]})
+            continue
+        outputs: list = []
+        for b in m.content:
+            t = b.type
+            if t != "tool_result" and outputs:
+                items += sorted(outputs, key=lambda o: order[o["call_id"]])
+                outputs = []
+            if t == "thinking":
+                extras = b.__pydantic_extra__
+                if extras and extras.get("reasoning_item_id"):
+                    items.append({"type": "reasoning", "id": extras["reasoning_item_id"], "summary": [{"type": "summary_text", "text": b.thinking}], "encrypted_content": extras.get("encrypted_content")})
+            elif t == "text":
+                items.append({"type": "message", "role": "assistant", "content": b.text})
+            elif t == "tool_call":
+                order[b.id] = len(order)
+                items.append({"type": "function_call", "call_id": b.id, "name": b.name, "arguments": b.input})
+            elif t == "tool_result":
+                output = b.output
+                if isinstance(output, str):
+                    outputs.append({"type": "function_call_output", "call_id": b.id, "output": output})
+                else:
+                    parts = [{"type": "input_text", "text": x.text} if x.type == "text" else media(x.source) for x in output]
+                    outputs.append({"type": "function_call_output", "call_id": b.id, "output": parts})
+        items += sorted(outputs, key=lambda o: order[o["call_id"]])
+    return {"input": items}
+
+
+FLOORS = {"anthropic": floor_anthropic, "openai-chat": floor_chat, "openai-responses": floor_responses, "gemini": floor_gemini}
+
+
+def _shape(protocol: str, payload: dict[str, Any]) -> list:
+    """Turns (roles or item types) and the tool ids or names in each, in order: what a floor
+    must agree with modelwire on."""
+    if protocol == "anthropic":
+        return [(t["role"], [c.get("id") or c.get("tool_use_id") for c in t["content"] if c["type"] in ("tool_use", "tool_result")]) for t in payload["messages"]]
+    if protocol == "openai-chat":
+        return [(m["role"], [c["id"] for c in m.get("tool_calls", ())] + ([m["tool_call_id"]] if "tool_call_id" in m else [])) for m in payload["messages"]]
+    if protocol == "gemini":
+        names = lambda parts: [p[k]["name"] for p in parts for k in ("functionCall", "functionResponse") if k in p]  # noqa: E731
+        return [(c["role"], names(c["parts"])) for c in payload["contents"]]
+    return [(i.get("role") or i["type"], i.get("call_id")) for i in payload["input"]]
 
 
 def main() -> int:
@@ -165,10 +322,9 @@ def main() -> int:
 
         checks = {"modelwire": lambda payload: len(json.dumps(payload)) == expected}  # the same payload every run
         contenders = {"modelwire": ours_run}
-        if protocol == "anthropic":
-            shape = _shape(formatter.format(msgs, tools, "auto"))
-            checks["floor"] = lambda payload: _shape(payload) == shape
-            contenders["floor"] = lambda: floor_anthropic(msgs)
+        shape = _shape(protocol, formatter.format(msgs, tools, "auto"))
+        checks["floor"] = lambda payload: _shape(protocol, payload) == shape
+        contenders["floor"] = lambda: FLOORS[protocol](msgs)
         if theirs is not None:
             their_formatter, their_msgs = theirs
             their_expected = len(json.dumps(asyncio.run(their_formatter.format(their_msgs)), default=str))
