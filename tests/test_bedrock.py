@@ -25,6 +25,7 @@ from modelwire.formatters import get_formatter
 from modelwire.message import AssistantMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
 from modelwire.models import load_model
 from modelwire.models.transport import RetryPolicy
+from modelwire.protocols import get_protocol
 from modelwire.testing import stream_reply
 
 from paths import HAVE_SHARED, ROOT
@@ -87,6 +88,27 @@ def test_a_frame_is_checked_and_every_corruption_is_a_typed_error():
     parser.feed(good[:-3])
     with pytest.raises(EventStreamError, match="ended inside a frame"):
         parser.close()
+
+
+def test_frames_read_intact_before_a_corrupt_one_in_the_same_read_are_kept():
+    """A network read holding good frames and then a corrupt one: the good frames' events
+    are passed on (in the error's events) before the error, not dropped with it."""
+    start = frame("messageStart", {"role": "assistant"})
+    block = frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "hello"}})
+    corrupt = bytearray(frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": " world"}}))
+    corrupt[-6] ^= 1
+    with pytest.raises(EventStreamError, match="message CRC") as caught:
+        EventStreamDecoder().feed(start + block + bytes(corrupt))
+    assert [f.event_type for f in caught.value.frames] == ["messageStart", "contentBlockDelta"]
+    wire = get_protocol("bedrock-converse")
+    with pytest.raises(EventStreamError) as caught:
+        wire.decoder(wire.adapter_class()("r")).feed(start + block + bytes(corrupt))
+    events = caught.value.events
+    assert [e.type for e in events] == ["MODEL_CALL_START", "TEXT_BLOCK_START", "TEXT_BLOCK_DELTA", "TEXT_BLOCK_END", "MODEL_CALL_END"]
+    reply = AssistantMsg("agent", [], id="r")
+    for event in events:
+        reply.append_event(event)
+    assert reply.get_text_content() == "hello"
 
 
 # -- the adapter on real bodies -------------------------------------------------------------------

@@ -322,7 +322,12 @@ class SSELineTooLongError(StreamProtocolError):
 
 
 class EventStreamError(StreamProtocolError):
-    """A frame that breaks AWS's event-stream format (bad CRC, impossible lengths, a cut frame)."""
+    """A frame that breaks AWS's event-stream format (bad CRC, impossible lengths, a cut frame).
+
+    ``frames`` holds the whole frames the same ``feed`` read before the broken one: they
+    arrived intact, and the caller passes them on before the error."""
+
+    frames: list | tuple = ()  # set per error by the frame parser
 
 
 # -- provider error bodies -> typed errors ------------------------------------------------------

@@ -29,6 +29,7 @@ from pydantic_core import from_json
 from .._ids import coarse_now_iso, new_id
 from ..message import provenance
 from ..errors import (
+    EventStreamError,
     IncompleteStreamError,
     InternalError,
     ProviderError,
@@ -472,16 +473,19 @@ class AWSStreamDecoder(StreamDecoder):
         adapter = self.adapter
         out: list[E.EventBase] = []
         try:
+            broken: EventStreamError | None = None
             try:
                 frames = self.frames.feed(chunk)
-                if end:
+            except EventStreamError as err:
+                frames, broken = err.frames, err  # the whole frames before the broken one count
+            if end and broken is None:
+                try:
                     self.frames.close()
-            except ProviderError as err:
-                frames = None
-                broken = err
-            for frame in frames or ():
+                except EventStreamError as err:
+                    broken = err
+            for frame in frames:
                 out += self._frame(frame)
-            if frames is None:
+            if broken is not None:
                 adapter.fail(broken)
             if end:
                 out += adapter.close()

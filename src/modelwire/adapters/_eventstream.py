@@ -49,8 +49,18 @@ class EventStreamDecoder:
         self._seen: dict[bytes, dict[str, Any]] = {}
 
     def feed(self, data: bytes) -> list[Frame]:
+        """The frames completed by ``data``. A broken frame raises :class:`EventStreamError`
+        carrying the whole frames read before it (``frames``)."""
         self._buffer += data
-        frames = []
+        frames: list[Frame] = []
+        try:
+            self._read(frames)
+        except EventStreamError as err:
+            err.frames = frames
+            raise
+        return frames
+
+    def _read(self, frames: list[Frame]) -> None:
         while len(self._buffer) >= _PRELUDE:
             total, headers_length, prelude_crc = struct.unpack_from(">III", self._buffer)
             if zlib.crc32(self._buffer[:8]) != prelude_crc:
@@ -72,7 +82,6 @@ class EventStreamDecoder:
                 if len(self._seen) < 64:
                     self._seen[raw_headers] = headers
             frames.append(Frame(dict(headers), frame[_PRELUDE + headers_length : -4]))
-        return frames
 
     def close(self) -> None:
         if self._buffer:
