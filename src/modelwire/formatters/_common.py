@@ -271,16 +271,7 @@ def segments(
                 if open_calls and out and out[-1].kind == "results":
                     _unanswered(open_calls, protocol)
                 kind = "assistant"
-            # add(kind, index, block, name), inlined: this runs once per block
-            last = out[-1] if out else None
-            if last is not None and last.kind == kind and (kind != "user" or last.name == name or not split_users):
-                last.blocks.append(block)
-                if index != last.index:  # index_of falls back to the segment's own index
-                    if last.origin is None:
-                        last.origin = {}
-                    last.origin[id(block)] = index
-            else:
-                out.append(Segment(kind, index, [block], name))
+            add(kind, index, block, name)
             if flush:
                 for hint_index, piece in held:
                     add("user", hint_index, piece, "")
