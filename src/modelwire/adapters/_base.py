@@ -91,8 +91,23 @@ class Block:
         self.closed = False
 
 
+IDLE = "IDLE"  # nothing received yet
+STREAMING = "STREAMING"  # the call is open: MODEL_CALL_START was emitted
+DONE = "DONE"  # the provider's terminal event closed the call
+FAILED = "FAILED"  # an error closed the call (``failed`` holds it)
+_ENDED = (DONE, FAILED)
+
+
 class BaseAdapter:
-    """Shared state machine; subclasses implement :meth:`_handle`."""
+    """Shared state machine; subclasses implement :meth:`_handle`.
+
+    ``state`` is one of ``IDLE`` -> ``STREAMING`` -> ``DONE`` or ``FAILED``. One rule for
+    input once the call ended, whichever way: it is ignored (with a debug note), because
+    nothing can change a reply whose ``MODEL_CALL_END`` was emitted. No exception other
+    than a :class:`~modelwire.errors.ProviderError` leaves ``feed``, ``done`` or
+    ``close``: a provider's malformed event is a :class:`StreamProtocolError`, anything
+    else an :class:`InternalError` (raised as itself with ``MODELWIRE_DEBUG=1``).
+    """
 
     protocol = ""
 
@@ -113,8 +128,7 @@ class BaseAdapter:
         self._out: list[E.EventBase] = []
         self.blocks: dict[Any, Block] = {}  # provider key -> open block, in opening order
         self._ids: set[str] = set()  # every block id of this call: a provider that repeats one is refused
-        self.started = False
-        self.finished = False
+        self.state = IDLE
         self.failed: ProviderError | None = None
         # usage, raw values as the provider reports them
         self.input_tokens = 0
@@ -129,16 +143,24 @@ class BaseAdapter:
         self.provider = provider or self.protocol
         self.call_metadata: dict[str, Any] = {"provider": self.provider, "protocol": self.protocol}
 
+    @property
+    def started(self) -> bool:
+        return self.state is not IDLE
+
+    @property
+    def finished(self) -> bool:
+        return self.state in _ENDED
+
     # -- public API ---------------------------------------------------------------------
 
     def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.EventBase]:
         """Process one decoded provider event (``event`` is the SSE event name, if any)."""
-        if self.finished:
+        if self.state in _ENDED:
             return []  # trailing events after the terminal one (usage echoes, [DONE])
         self._now = self._clock()
         out = self._out = []
         try:
-            if not self.started:
+            if self.state is IDLE:
                 self._check_first(data, event)
                 self._start(data)
             if "error" in data and _is_error_frame(data):
@@ -154,41 +176,57 @@ class BaseAdapter:
 
     def done(self) -> list[E.EventBase]:
         """The ``data: [DONE]`` marker."""
-        if self.finished:
+        if self.state in _ENDED:
             return []
         self._now = self._clock()
         self._out = []
-        if not self.started:
-            self._start({})
+        if self.state is IDLE:
             self._fail(IncompleteStreamError(f"the {self.protocol} stream held nothing before [DONE]"))
-        return self._on_done()
+        return self._guarded(self._on_done)
 
     def close(self) -> list[E.EventBase]:
         """End of input. Raises :class:`IncompleteStreamError` if the call never ended."""
-        if self.finished:
+        if self.state in _ENDED:
             return []
         self._now = self._clock()
         self._out = []
-        if not self.started:
-            self._start({})
-        self._on_close()
+        if self.state is IDLE:
+            self._fail(IncompleteStreamError(f"the {self.protocol} stream ended before any event"))
+        self._guarded(self._on_close)
         return self._out
 
     def fail(self, err: ProviderError) -> list[E.EventBase]:
         """Close what is open because of an error found outside the adapter (for example
         invalid JSON in a data line), and raise ``err`` with the closing events.
 
-        After the call's terminal event nothing can change the reply: bytes that follow it
-        are ignored (and logged), as trailing events are."""
-        if self.finished:
-            _log.warning("ignored after the end of a %s stream: %s", self.protocol, err.message)
+        Once the call ended, the one rule applies: ``err`` is ignored, with a debug note."""
+        if self.state in _ENDED:
+            self.ignore(err.message)
             return []
         self._now = self._clock()
         self._out = []
-        if not self.started:
-            self._start({})
         self._fail(err)
         return []  # not reached
+
+    def answered(self) -> bool:
+        """The provider has said its answer is whole (its stop reason came); only trailers
+        (usage, ``[DONE]``, the terminal event) may follow. Unreadable input from here on is
+        ignored like input after the end: it cannot change the answer. Protocols whose stop
+        reason comes before their terminal event say so."""
+        return self.state in _ENDED
+
+    def ignore(self, what: str) -> None:
+        """Input that came after the call ended: nothing can change the reply any more."""
+        _log.debug("ignored after the end of a %s stream: %s", self.protocol, what)
+
+    def _guarded(self, step: Callable[[], Any]) -> Any:
+        """Run an end-of-input step with the same error sorting as ``feed``."""
+        try:
+            return step()
+        except ProviderError as err:
+            self._fail(err)
+        except Exception as exc:  # noqa: BLE001 - classified, never swallowed
+            self._fail(self._unexpected(exc, {}, None))
 
     @property
     def origin(self) -> dict[str, Any]:
@@ -243,15 +281,18 @@ class BaseAdapter:
         self._out.append(cls.__pydantic_validator__.validate_python(fields))
 
     def _start(self, data: dict[str, Any]) -> None:
-        self.started = True
         model = self._model_from(data) or self.model_name or ""
+        self._emit(E.ModelCallStartEvent, model_name=model)  # first: a model name that fails leaves the call IDLE
         self.call_metadata["model"] = model
-        self._emit(E.ModelCallStartEvent, model_name=model)
+        self.state = STREAMING
 
     # text-like blocks ------------------------------------------------------------------
 
     def open_block(self, key: Any, kind: str, name: str = "", **start: Any) -> Block:
-        block = Block(kind, start.pop("block_id", None) or self._new_id(), name)
+        block_id = start.pop("block_id", None) or self._new_id()
+        if not isinstance(block_id, str):
+            raise StreamProtocolError(f"{self.protocol}: a {kind} block whose id is {type(block_id).__name__}, not a string")
+        block = Block(kind, block_id, name)
         if key in self.blocks:
             raise StreamProtocolError(f"{self.protocol}: a {kind} block started twice ({key!r})")
         if block.id in self._ids and kind != "tool_result":
@@ -259,6 +300,9 @@ class BaseAdapter:
         self._ids.add(block.id)
         if kind == "tool_call" and (not isinstance(name, str) or not name):
             raise StreamProtocolError(f"{self.protocol}: a tool call without a name ({block.id!r})")
+        if kind == "tool_result" and any(b.id == block.id and b.kind == "tool_call" for b in self.blocks.values()):
+            # The grammar puts a result after its call's END: the call's stop is missing.
+            raise StreamProtocolError(f"{self.protocol}: a result for tool call {block.id!r} before that call ended")
         # Emit the START first: a block is registered (and later closed) only once it started.
         self._emit_start(block, kind, name, start)
         self.blocks[key] = block
@@ -357,19 +401,21 @@ class BaseAdapter:
             provider_stop_reason=self.provider_stop_reason,
             metadata=self.call_metadata,
         )
-        self.finished = True
+        self.state = FAILED if self.failed is not None else DONE
 
     def _fail(self, err: ProviderError) -> None:
-        if self.finished:
+        if self.state in _ENDED:
             raise err
-        if not self.started:
+        if self.state is IDLE:
             self._start({})  # a call that failed on its first event still opened
         self.failed = err
         self.stop_reason = "error"
         if err.provider_type:
             self.call_metadata["error_type"] = err.provider_type
         self.call_metadata["error"] = err.message
-        self._finish()
+        # AgentScope's MODEL_CALL_END knows only completed and interrupted: a call an error
+        # cut short did not complete (its stop_reason says "error").
+        self._finish("interrupted")
         err.events = list(self._out)
         self._out = []
         raise err
@@ -416,15 +462,11 @@ class StreamDecoder:
                 try:
                     obj = from_json(data)
                 except ValueError:
-                    # Invalid UTF-8 is replaced, as the event-stream standard says; only
-                    # then is a parse failure the stream's fault.
-                    text = data.decode("utf-8", "replace")
-                    try:
-                        obj = from_json(text)
-                    except ValueError as exc:
-                        adapter.fail(StreamProtocolError(f"invalid JSON in a data line: {exc}", body=text[:200]))
+                    obj = _json_replaced(data)
                 if not isinstance(obj, dict):
-                    adapter.fail(StreamProtocolError(f"a data line holds {type(obj).__name__}, not an object", body=data[:200].decode("utf-8", "replace")))
+                    _refuse(adapter, obj if isinstance(obj, ProviderError) else StreamProtocolError(
+                        f"a data line holds {type(obj).__name__}, not an object", body=data[:200].decode("utf-8", "replace")))
+                    continue
                 out += adapter.feed(obj, name)
             if end:
                 out += adapter.close()
@@ -434,6 +476,25 @@ class StreamDecoder:
         if self.keep:
             self.events += out
         return out
+
+
+def _json_replaced(data: bytes) -> Any:
+    """A data line that is not valid JSON as bytes: invalid UTF-8 is replaced, as the
+    event-stream standard says, and only then is a parse failure the stream's fault."""
+    text = data.decode("utf-8", "replace")
+    try:
+        return from_json(text)
+    except ValueError as exc:
+        return StreamProtocolError(f"invalid JSON in a data line: {exc}", body=text[:200])
+
+
+def _refuse(adapter: BaseAdapter, err: ProviderError) -> None:
+    """Bad input found by a decoder: once the answer is whole it is ignored (the one rule),
+    before that it fails the call, raising ``err`` with the closing events."""
+    if adapter.answered():
+        adapter.ignore(err.message)
+    else:
+        adapter.fail(err)
 
 
 def decode_answer(adapter: BaseAdapter, events: list[tuple[str | None, Any]]) -> list[E.EventBase]:
@@ -486,7 +547,7 @@ class AWSStreamDecoder(StreamDecoder):
             for frame in frames:
                 out += self._frame(frame)
             if broken is not None:
-                adapter.fail(broken)
+                _refuse(adapter, broken)
             if end:
                 out += adapter.close()
         except ProviderError as err:
@@ -498,19 +559,23 @@ class AWSStreamDecoder(StreamDecoder):
 
     def _frame(self, frame: Frame) -> list[E.EventBase]:
         adapter = self.adapter
+        if adapter.finished:
+            adapter.ignore(f"an event-stream frame ({frame.message_type})")
+            return []
         try:
             obj = from_json(frame.payload) if frame.payload else {}
         except ValueError as exc:
             adapter.fail(StreamProtocolError(f"invalid JSON in an event-stream frame: {exc}", body=frame.payload[:200].decode("utf-8", "replace")))
+            return []  # not reached: fail() raises while the call is open
         kind = frame.message_type
         if kind == "exception":
             message = obj.get("message") or obj.get("Message") if isinstance(obj, dict) else None
             exception = str(frame.headers.get(":exception-type") or "exception")
-            adapter.fail(error_from_body({"type": exception, "message": message or exception}, adapter.protocol))
-        if kind == "error":
+            adapter.fail(error_from_body({"type": exception, "message": str(message or exception)}, adapter.protocol))
+        elif kind == "error":
             code = str(frame.headers.get(":error-code") or "error")
             adapter.fail(error_from_body({"type": code, "message": str(frame.headers.get(":error-message") or code)}, adapter.protocol))
-        if not isinstance(obj, dict):
+        elif not isinstance(obj, dict):
             adapter.fail(StreamProtocolError(f"an event-stream frame holds {type(obj).__name__}, not an object"))
         return adapter.feed(obj, frame.event_type)
 

@@ -48,10 +48,10 @@ STOP_REASONS = {
 _SERVER_CALLS = {"server_tool_use", "mcp_tool_use"}
 # What the adapter reads of each event (checked when it failed: see BaseAdapter.shape_problem).
 _USAGE = {"input_tokens": (int, OPTIONAL), "output_tokens": (int, OPTIONAL), "cache_read_input_tokens": (int, OPTIONAL), "cache_creation_input_tokens": (int, OPTIONAL)}
-_DELTA_FIELDS = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking", "signature_delta": "signature"}
+_DELTA_FIELDS = {"text_delta": ("text", str), "input_json_delta": ("partial_json", str), "thinking_delta": ("thinking", str), "signature_delta": ("signature", str), "citations_delta": ("citation", dict)}
 SHAPES: dict[str, dict[str, tuple]] = {
     "message_start": {"message": (dict,), "message.id": (str, OPTIONAL), "message.model": (str, OPTIONAL), "message.content": (list, OPTIONAL), "message.content[]": (dict,), "message.usage": (dict, OPTIONAL), **{f"message.usage.{k}": v for k, v in _USAGE.items()}},
-    "content_block_start": {"index": (int,), "content_block": (dict,), "content_block.type": (str,), "content_block.id": (str, OPTIONAL), "content_block.name": (str, OPTIONAL), "content_block.text": (str, OPTIONAL), "content_block.thinking": (str, OPTIONAL), "content_block.signature": (str, OPTIONAL), "content_block.citations": (list, OPTIONAL)},
+    "content_block_start": {"index": (int,), "content_block": (dict,), "content_block.type": (str,), "content_block.id": (str, OPTIONAL), "content_block.name": (str, OPTIONAL), "content_block.text": (str, OPTIONAL), "content_block.thinking": (str, OPTIONAL), "content_block.signature": (str, OPTIONAL), "content_block.citations": (list, OPTIONAL), "content_block.data": (str, OPTIONAL), "content_block.tool_use_id": (str, OPTIONAL)},
     "content_block_delta": {"index": (int,), "delta": (dict,), "delta.type": (str,), "delta.text": (str, OPTIONAL), "delta.thinking": (str, OPTIONAL), "delta.partial_json": (str, OPTIONAL), "delta.signature": (str, OPTIONAL)},
     "content_block_stop": {"index": (int,)},
     "message_delta": {"delta": (dict,), "delta.stop_reason": (str, OPTIONAL), "usage": (dict, OPTIONAL), **{f"usage.{k}": v for k, v in _USAGE.items()}},
@@ -70,6 +70,9 @@ class AnthropicAdapter(BaseAdapter):
         self._usage: dict[str, Any] = {}
         self._message_started = False
 
+    def answered(self) -> bool:
+        return self.finished or self.provider_stop_reason is not None
+
     def _model_from(self, data: dict[str, Any]) -> str | None:
         message = data.get("message")
         model = message.get("model") if isinstance(message, dict) else None
@@ -85,9 +88,9 @@ class AnthropicAdapter(BaseAdapter):
         spec = SHAPES.get(data.get("type"))  # type: ignore[arg-type]
         problem = shape_problem(data, spec) if spec else None
         if problem is None and data.get("type") == "content_block_delta":
-            field = _DELTA_FIELDS.get(data["delta"].get("type"))
-            if field is not None and not isinstance(data["delta"].get(field), str):
-                problem = f"a {data['delta']['type']} without its {field} string"
+            field, kind = _DELTA_FIELDS.get(data["delta"].get("type"), (None, None))
+            if field is not None and not isinstance(data["delta"].get(field), kind):
+                problem = f"a {data['delta']['type']} without its {field} {kind.__name__}"
         return problem
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
@@ -164,6 +167,8 @@ class AnthropicAdapter(BaseAdapter):
             block = self.open_block(index, "thinking")
             block.extras["provider_metadata"] = self.origin
             if cb.get("signature"):
+                if not isinstance(cb["signature"], str):  # kept, and added to by signature_delta
+                    raise StreamProtocolError("a thinking block whose signature is not a string", body=cb)
                 block.extras["signature"] = cb["signature"]
             self.delta(block, cb.get("thinking") or "")
         elif btype == "redacted_thinking":
@@ -249,8 +254,8 @@ def _result_text(content: Any) -> str:
     """A readable rendering of a server tool's result (the raw block is kept beside it)."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list) and content and all(isinstance(c, dict) and "url" in c for c in content):
+    if isinstance(content, list) and content and all(isinstance(c, dict) and isinstance(c.get("url"), str) for c in content):
         return "\n".join(f"{c.get('title') or c['url']} <{c['url']}>" for c in content)
-    if isinstance(content, list) and all(isinstance(c, dict) and c.get("type") == "text" for c in content):
+    if isinstance(content, list) and all(isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text", ""), str) for c in content):
         return "".join(c.get("text", "") for c in content)
     return json.dumps(content, ensure_ascii=False)

@@ -44,7 +44,16 @@ STOP_REASONS = {
 SHAPE: dict[str, tuple] = {
     "contentBlockIndex": (int, OPTIONAL),
     "delta": (dict, OPTIONAL),
+    "delta.toolUse": (dict, OPTIONAL),
+    "delta.reasoningContent": (dict, OPTIONAL),
+    "delta.reasoningContent.text": (str, OPTIONAL),
+    "delta.reasoningContent.signature": (str, OPTIONAL),
+    "delta.reasoningContent.redactedContent": (str, OPTIONAL),
+    "delta.toolResult": (list, OPTIONAL),
+    "delta.toolResult[].text": (str, OPTIONAL),
     "start": (dict, OPTIONAL),
+    "start.toolResult.name": (str, OPTIONAL),
+    "start.toolResult.status": (str, OPTIONAL),
     "stopReason": (str, OPTIONAL),
     "usage": (dict, OPTIONAL),
 }
@@ -59,6 +68,9 @@ class BedrockConverseAdapter(BaseAdapter):
         self._stopped = False
         self._metadata_seen = False
         self._server_calls: dict[int, str] = {}  # block index -> id of a server tool call
+
+    def answered(self) -> bool:
+        return self.finished or self._stopped
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         return shape_problem(data, SHAPE)

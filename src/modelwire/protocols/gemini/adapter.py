@@ -108,6 +108,9 @@ class GeminiAdapter(BaseAdapter):
         self._server_calls: dict[str, str] = {}  # server calls waiting for their result: id -> tool name
         self._finish_reason: str | None = None
 
+    def answered(self) -> bool:
+        return self.finished or self._finish_reason is not None
+
     def _model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("modelVersion")
         return model if isinstance(model, str) else None
@@ -379,6 +382,7 @@ def _describe(body: dict[str, Any]) -> str:
 
 
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
+_VALUE_TYPES: dict[str, Any] = {"stringValue": str, "numberValue": (int, float), "boolValue": bool, "nullValue": object}
 
 
 def _set_path(streamed: _StreamedCall, arg: Any) -> None:
@@ -394,6 +398,8 @@ def _set_path(streamed: _StreamedCall, arg: Any) -> None:
         raise StreamProtocolError(f"partialArgs entry for {path} has no value", body={"partialArgs": arg})
     kind = present[0]
     value = None if kind == "nullValue" else arg[kind]
+    if not isinstance(value, _VALUE_TYPES[kind]) or (kind != "boolValue" and isinstance(value, bool)):
+        raise StreamProtocolError(f"partialArgs entry for {path}: {kind} holds {type(value).__name__}", body={"partialArgs": arg})
     target: Any = streamed.args
     for step, following in zip(steps, steps[1:]):
         target = _child(target, step, {} if isinstance(following, str) else [])
@@ -417,7 +423,9 @@ def _parse_path(path: str) -> list[str | int]:
             steps.append(path[i + 1 : j])
             i = j
         elif path[i] == "[":
-            j = path.index("]", i)
+            j = path.find("]", i)
+            if j < 0:
+                raise StreamProtocolError(f"cannot read jsonPath {path!r}: a [ without its ]")
             inner = path[i + 1 : j]
             steps.append(int(inner) if inner.isdigit() else inner.strip("'\""))
             i = j + 1
@@ -432,6 +440,9 @@ def _child(container: Any, step: str | int, empty: Any) -> Any:
     if isinstance(step, int):
         if not isinstance(container, list):
             raise StreamProtocolError("a jsonPath index into something that is not a list")
+        if step > len(container) + 1024:
+            # Elements arrive in order: an index far past the end would only fill memory.
+            raise StreamProtocolError(f"a jsonPath index {step} far past the {len(container)} elements so far")
         while len(container) <= step:
             container.append(None)
         if container[step] is None:
@@ -456,6 +467,9 @@ def _put(container: Any, step: str | int, value: Any) -> None:
     if isinstance(step, int):
         if not isinstance(container, list):
             raise StreamProtocolError("a jsonPath index into something that is not a list")
+        if step > len(container) + 1024:
+            # Elements arrive in order: an index far past the end would only fill memory.
+            raise StreamProtocolError(f"a jsonPath index {step} far past the {len(container)} elements so far")
         while len(container) <= step:
             container.append(None)
         container[step] = value

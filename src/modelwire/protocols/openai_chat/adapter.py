@@ -94,6 +94,9 @@ class OpenAIChatAdapter(BaseAdapter):
         self._refused = False
         self._details: dict[Any, dict[str, Any]] = {}
 
+    def answered(self) -> bool:
+        return self.finished or self._finish_reason is not None
+
     def _model_from(self, data: dict[str, Any]) -> str | None:
         return data.get("model")
 

@@ -51,10 +51,14 @@ SHAPE: dict[str, tuple] = {
     "item.id": (str, OPTIONAL),
     "part": (dict, OPTIONAL),
     "part.type": (str, OPTIONAL),
+    "part.annotations": (list, OPTIONAL),
     "response": (dict, OPTIONAL),
     "response.output": (list, OPTIONAL),
     "response.output[]": (dict,),
     "response.usage": (dict, OPTIONAL),
+    "response.usage.input_tokens_details": (dict, OPTIONAL),
+    "response.usage.output_tokens_details": (dict, OPTIONAL),
+    "response.incomplete_details": (dict, OPTIONAL),
     "response.status": (str, OPTIONAL),
 }
 
@@ -71,10 +75,15 @@ _REQUIRED: dict[str, tuple[tuple[str, type], ...]] = {
 class _Item:
     __slots__ = ("id", "type", "raw", "keys", "call_key", "args_seen", "output_index")
 
-    def __init__(self, raw: dict[str, Any], output_index: int = -1) -> None:
-        self.output_index = output_index
+    def __init__(self, raw: dict[str, Any], output_index: Any = -1) -> None:
         self.id = raw.get("id") or ""
         self.type = raw.get("type") or ""
+        # Checked once here, where an item enters: its fields key the adapter's maps later.
+        if not isinstance(self.id, str) or not isinstance(self.type, str):
+            raise StreamProtocolError("an output item whose id or type is not a string", body=raw)
+        if not isinstance(output_index, int) or isinstance(output_index, bool):
+            raise StreamProtocolError(f"an output_index of type {type(output_index).__name__}", body=raw)
+        self.output_index = output_index
         self.raw = raw
         self.keys: list[Any] = []  # block keys, in order
         self.call_key: Any = None
@@ -112,7 +121,9 @@ class OpenAIResponsesAdapter(BaseAdapter):
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
         etype = data.get("type") or event or ""
-        if "type" not in data:
+        if data.get("type") is not etype:
+            if not isinstance(etype, str):
+                raise StreamProtocolError(f"an event whose type is {type(etype).__name__}", body=data)
             data["type"] = etype  # named by the SSE event line only: the handlers read it here
         handler = _HANDLERS.get(etype)
         if handler is not None:
@@ -147,7 +158,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
         item = _Item(raw, data.get("output_index", -1))
         self._items[item.id] = item
         if "output_index" in data:
-            self._by_output[data["output_index"]] = item
+            self._by_output[item.output_index] = item
         if item.type in _CALL_ITEMS:
             self._has_calls = True
             call_id = raw.get("call_id") or item.id

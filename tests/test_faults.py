@@ -1,0 +1,228 @@
+"""Faults that once crashed a call or lost part of a reply, each reproduced: bytes after a
+stream's end, provider fields of the wrong type, event lists that broke the grammar. The
+network ones run on a real local socket."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from modelwire import errors as E
+from modelwire import event as Ev
+from modelwire.adapters import encode_frame
+from modelwire.models import load_model
+from modelwire.models.transport import RetryPolicy
+from modelwire.protocols import get_protocol
+from modelwire.testing.server import Reply
+from modelwire.testing.sse import body as fake_body
+from modelwire.message import UserMsg
+
+PROTOCOLS = ["anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse"]
+SPECS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai-chat": "openai:gpt-4o", "openai-responses": "openai-responses:gpt-5", "gemini": "google:gemini-2.5-flash", "bedrock-converse": "bedrock:amazon.nova-lite-v1:0"}
+QUESTION = [UserMsg("user", "Hi")]
+
+
+def model_for(server, protocol, **kw):
+    base = {"anthropic": server.url, "gemini": server.url, "bedrock-converse": server.url}.get(protocol, server.url + "/v1")
+    kw.setdefault("retry", RetryPolicy(max_retries=0))
+    return load_model(SPECS[protocol], api_key="sk-test-123", base_url=base, **kw)
+
+
+def checked(events):
+    wrapped = [Ev.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *events, Ev.ReplyEndEvent(session_id="s", reply_id="r")]
+    Ev.check_stream(wrapped)
+    return events
+
+
+def decode(protocol, pieces):
+    wire = get_protocol(protocol)
+    decoder = wire.decoder(wire.adapter_class()("r"), keep=True)
+    try:
+        for piece in pieces:
+            decoder.feed(piece)
+        decoder.close()
+    except E.ProviderError as err:
+        return decoder.events, err
+    return decoder.events, None
+
+
+TRAILING = {
+    "anthropic": b"event: ping\ndata: {not json\n\n",
+    "openai-chat": b"data: }}}\n\n",
+    "openai-responses": b"data: [1, 2\n\n",
+    "gemini": b"data: <html>\n\n",
+    "bedrock-converse": b"\x00\x00\x00\x20 not a frame at all, really not",
+}
+
+
+# -- 1: bytes after the end ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_bytes_that_are_not_json_after_the_end_are_ignored_in_a_later_read(protocol):
+    whole = fake_body(protocol, ("text", "Hello there."))
+    alone, _ = decode(protocol, [whole])
+    events, err = decode(protocol, [whole, TRAILING[protocol]])
+    assert err is None
+    assert checked(events)[-1].type == "MODEL_CALL_END" and events[-1].stop_reason != "error"
+    text = lambda evs: "".join(e.delta for e in evs if e.type == "TEXT_BLOCK_DELTA")  # noqa: E731
+    assert text(events) == text(alone) and "Hello there." in text(events)
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai-chat", "openai-responses"])
+def test_trailing_garbage_on_a_real_socket_keeps_the_reply(server, protocol):
+    whole = fake_body(protocol, ("text", "Hello there."))
+    wire = get_protocol(protocol)
+    server.script(Reply(body=whole, pieces=[*wire.split_stream(whole), TRAILING[protocol]], headers={"content-type": wire.content_type}))
+    reply = asyncio.run(model_for(server, protocol).complete(QUESTION))
+    assert reply.get_text_content().strip() == "Hello there."
+
+
+def test_a_corrupt_bedrock_frame_after_the_end_is_ignored(server):
+    whole = fake_body("bedrock-converse", ("text", "Hello there."))
+    wire = get_protocol("bedrock-converse")
+    bad = bytearray(encode_frame({":message-type": "event", ":event-type": "metadata"}, b"{}"))
+    bad[-1] ^= 0xFF  # message CRC broken
+    server.script(Reply(body=whole, pieces=[*wire.split_stream(whole), bytes(bad)], headers={"content-type": wire.content_type}))
+    model = load_model(SPECS["bedrock-converse"], api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=0))
+    assert asyncio.run(model.complete(QUESTION)).get_text_content().strip() == "Hello there."
+
+
+def test_a_broken_frame_before_the_end_still_fails_with_the_events_so_far():
+    whole = fake_body("bedrock-converse", ("text", "Hello there."))
+    events, err = decode("bedrock-converse", [whole[: len(whole) // 2], b"\x00" * 40])
+    assert isinstance(err, E.StreamProtocolError)
+    assert checked(events)[-1].type == "MODEL_CALL_END" and events[-1].stop_reason == "error"
+
+
+# -- 2 and 3: fields of the wrong type are the provider's fault, never a crash ---------------
+
+
+@pytest.mark.parametrize(
+    "protocol,events",
+    [
+        # an output_index that is a string: once raised TypeError from close()
+        ("openai-responses", [
+            {"type": "response.created", "response": {"id": "r1", "model": "gpt-5"}},
+            {"type": "response.output_item.added", "output_index": "0", "item": {"type": "reasoning", "id": "rs_1"}},
+            {"type": "response.output_item.done", "output_index": 0, "item": {"type": "reasoning", "id": "rs_1"}},
+            {"type": "response.completed", "response": {"id": "r1", "status": "completed", "output": []}},
+        ]),
+        ("openai-responses", [
+            {"type": "response.created", "response": {"id": "r1", "model": "gpt-5"}},
+            {"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": "fc_1", "call_id": {"x": 1}, "name": "f"}},
+        ]),
+        ("openai-responses", [
+            {"type": "response.created", "response": {"id": "r1", "model": "gpt-5"}},
+            {"type": "response.completed", "response": {"id": "r1", "status": "completed", "output": [], "usage": {"output_tokens_details": [1]}}},
+        ]),
+        ("anthropic", [
+            {"type": "message_start", "message": {"id": "m", "model": "claude", "usage": {"input_tokens": 1}}},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta"}},
+        ]),
+        ("anthropic", [
+            {"type": "message_start", "message": {"id": "m", "model": "claude", "usage": {"input_tokens": 1}}},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": 5}},
+        ]),
+    ],
+)
+def test_fields_of_the_wrong_type_are_a_stream_protocol_error(protocol, events, monkeypatch):
+    monkeypatch.setenv("MODELWIRE_DEBUG", "1")  # a bug would be raised as itself
+    from modelwire.adapters import encode_sse
+
+    got, err = decode(protocol, [encode_sse([(e["type"], e) for e in events])])
+    assert isinstance(err, E.StreamProtocolError) and not isinstance(err, E.InternalError), err
+    checked(got)
+
+
+@pytest.mark.parametrize(
+    "delta",
+    [{"reasoningContent": {"redactedContent": True}}, {"reasoningContent": {"text": "a", "signature": 3}}, {"toolResult": [{"text": 1}]}],
+)
+def test_bedrock_fields_of_the_wrong_type_are_a_stream_protocol_error(delta, monkeypatch):
+    monkeypatch.setenv("MODELWIRE_DEBUG", "1")
+    frames = [
+        encode_frame({":message-type": "event", ":event-type": "messageStart"}, b'{"role": "assistant"}'),
+        encode_frame({":message-type": "event", ":event-type": "contentBlockDelta"}, json.dumps({"contentBlockIndex": 0, "delta": {"reasoningContent": {"text": "x"}}}).encode()),
+        encode_frame({":message-type": "event", ":event-type": "contentBlockDelta"}, json.dumps({"contentBlockIndex": 0, "delta": delta}).encode()),
+    ]
+    got, err = decode("bedrock-converse", [b"".join(frames)])
+    assert isinstance(err, E.StreamProtocolError) and not isinstance(err, E.InternalError), err
+    checked(got)
+
+
+def test_a_non_object_bedrock_delta_is_a_stream_protocol_error():
+    frames = [
+        encode_frame({":message-type": "event", ":event-type": "messageStart"}, b'{"role": "assistant"}'),
+        encode_frame({":message-type": "event", ":event-type": "contentBlockDelta"}, b'{"contentBlockIndex": 0, "delta": [1]}'),
+    ]
+    got, err = decode("bedrock-converse", [b"".join(frames)])
+    assert isinstance(err, E.StreamProtocolError)
+    checked(got)
+
+
+# -- 4: the grammar holds on every error path -----------------------------------------------
+
+
+def test_a_server_tool_result_while_its_call_is_open_is_refused_and_the_events_are_valid():
+    from modelwire.adapters import encode_sse
+
+    events = [
+        {"type": "message_start", "message": {"id": "m", "model": "claude", "usage": {"input_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"query": "x"}'}},
+        # the call's content_block_stop is missing (or misspelled)
+        {"type": "content_block_stopp", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}},
+    ]
+    got, err = decode("anthropic", [encode_sse([(e["type"], e) for e in events])])
+    assert isinstance(err, E.StreamProtocolError) and "before that call ended" in err.message
+    checked(got)
+
+
+def test_chat_whose_first_chunk_fails_still_opens_and_closes_the_call():
+    from modelwire.adapters import encode_sse
+
+    chunk = {"id": "c", "model": {"a": 1}, "choices": [{"index": 0, "delta": {"content": "hi"}}]}
+    got, err = decode("openai-chat", [encode_sse([(None, chunk)])])
+    assert isinstance(err, E.StreamProtocolError)
+    assert [e.type for e in checked(got)] == ["MODEL_CALL_START", "MODEL_CALL_END"]
+
+
+def test_chat_tool_call_that_never_got_a_name_closes_the_model_call():
+    from modelwire.adapters import encode_sse
+
+    chunks = [
+        {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "function": {"arguments": "{}"}}]}}]},
+        {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    got, err = decode("openai-chat", [encode_sse([(None, c) for c in chunks]) + b"data: [DONE]\n\n"])
+    assert isinstance(err, E.StreamProtocolError) and "never got a name" in err.message
+    assert checked(got)[-1].type == "MODEL_CALL_END"
+
+
+def test_a_failed_call_does_not_say_it_completed():
+    got, err = decode("anthropic", [fake_body("anthropic", ("text", "Hello there."))[:-60]])
+    assert isinstance(err, E.IncompleteStreamError)
+    end = checked(got)[-1]
+    assert (end.stop_reason, end.finished_reason) == ("error", "interrupted")
+
+
+def test_the_adapter_state_is_named():
+    from modelwire.adapters._base import DONE, FAILED, IDLE, STREAMING
+
+    adapter = get_protocol("anthropic").adapter_class()("r")
+    assert adapter.state is IDLE
+    decoder = get_protocol("anthropic").decoder(adapter)
+    whole = fake_body("anthropic", ("text", "Hi."))
+    decoder.feed(whole[:40])
+    assert adapter.state in (IDLE, STREAMING)
+    decoder.feed(whole[40:])
+    assert adapter.state is DONE
+    broken = get_protocol("anthropic").adapter_class()("r")
+    with pytest.raises(E.IncompleteStreamError):
+        get_protocol("anthropic").decoder(broken).close()
+    assert broken.state is FAILED and broken.feed({"type": "ping"}) == []
