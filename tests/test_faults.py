@@ -226,3 +226,80 @@ def test_the_adapter_state_is_named():
     with pytest.raises(E.IncompleteStreamError):
         get_protocol("anthropic").decoder(broken).close()
     assert broken.state is FAILED and broken.feed({"type": "ping"}) == []
+
+
+# -- 6: one deadline for a call ---------------------------------------------------------------
+
+
+@pytest.fixture
+def silent_server():
+    """Accepts connections and reads requests, and never answers."""
+    import socket
+    import threading
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    accepted = []
+
+    def accept():
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            accepted.append(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1", accepted
+    sock.close()
+    for conn in accepted:
+        conn.close()
+
+
+def _timed(coro):
+    import time
+
+    started = time.monotonic()
+    try:
+        asyncio.run(coro)
+    except E.ProviderError as err:
+        return err, time.monotonic() - started
+    raise AssertionError("the call did not fail")
+
+
+def test_total_bounds_the_call_across_retries(silent_server):
+    url, accepted = silent_server
+    model = load_model("openai:gpt-4o", api_key="k", base_url=url, timeouts={"total": 1.0, "first_byte": 10}, retry=RetryPolicy(max_retries=3, initial_delay=0.01))
+    err, took = _timed(model.complete(QUESTION))
+    assert isinstance(err, E.TimeoutError) and (err.which, err.seconds) == ("total", 1.0)
+    assert "(1 s)" in err.message and "-" not in err.message.split("fired")[0]
+    assert took < 2.0 and len(accepted) == 1
+
+
+def test_first_byte_is_counted_from_sending_not_from_the_pool_wait(silent_server):
+    url, _ = silent_server
+    model = load_model("openai:gpt-4o", api_key="k", base_url=url, timeouts={"first_byte": 0.4, "pool": 5}, retry=RetryPolicy(max_retries=0))
+    err, took = _timed(model.complete(QUESTION))
+    assert isinstance(err, E.TimeoutError) and (err.which, err.seconds) == ("first_byte", 0.4)
+    assert "0.4 s after the request was sent" in err.message
+    assert took < 1.5  # first_byte + pool would be 5.4 s
+
+
+def test_a_retry_after_longer_than_what_is_left_raises_the_rate_limit_error(server):
+    from modelwire.testing.server import error_reply
+
+    server.script(error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "5"}))
+    model = load_model("openai:gpt-4o", api_key="k", base_url=server.url + "/v1", timeouts={"total": 3.0}, retry=RetryPolicy(max_retries=2))
+    err, took = _timed(model.complete(QUESTION))
+    assert isinstance(err, E.RateLimitError) and err.message == "slow down"
+    assert took < 1.0 and len(server.requests) == 1
+
+
+def test_a_total_timeout_while_the_body_streams_says_so(server):
+    whole = fake_body("openai-chat", ("text", "one two three four five six seven eight"))
+    server.script(Reply(body=whole, headers={"content-type": "text/event-stream"}, delay=0.3))
+    model = load_model("openai:gpt-4o", api_key="k", base_url=server.url + "/v1", timeouts={"total": 0.5}, retry=RetryPolicy(max_retries=0))
+    err, _ = _timed(model.complete(QUESTION))
+    assert isinstance(err, E.TimeoutError) and err.which == "total" and "while reading the body" in err.message
+    assert "no response headers" not in err.message

@@ -129,11 +129,8 @@ class HTTPModel:
                 response = None
                 try:
                     try:
-                        budget, which = self.timeouts.first_byte + self.timeouts.pool, "first_byte"
-                        if deadline is not None and deadline - loop.time() < budget:
-                            budget, which = deadline - loop.time(), "total"
-                        response = await self.transport.open("POST", self.url(), headers, body, budget, which)
-                        first_deadline = loop.time() + max(0.0, min(budget, self.timeouts.first_byte))
+                        response = await self.transport.open("POST", self.url(), headers, body, self.timeouts.first_byte, deadline)
+                        first_deadline = loop.time() + self.timeouts.first_byte
                         if response.status_code >= 400:
                             raise await _http_error(response, self.wire)
                         if not _is_stream(response, self.wire):
@@ -183,6 +180,10 @@ class HTTPModel:
                                 err.message = f"the server at {self.url().split('?')[0]} answered in another protocol ({other}), not {self.protocol}: {err.message}"
                         if not passed_on and not getattr(err, "answered", False):
                             delay = self.retry.delay(attempt, getattr(err, "retry_after", None)) if self.retry.retryable(err) else None
+                            if delay is not None and deadline is not None and loop.time() + delay >= deadline:
+                                # One deadline for the call: a wait that would cross it is not
+                                # begun, and the error that made it wait is the one raised.
+                                delay = None
                             if delay is not None:
                                 attempt += 1
                                 if response is not None:

@@ -183,21 +183,50 @@ class HTTPTransport:
         await generator.__anext__()
         self._keepers[loop] = generator
 
-    async def open(self, method: str, url: str, headers: dict[str, str], content: bytes, timeout: float, which: str = "first_byte") -> Any:
+    async def open(self, method: str, url: str, headers: dict[str, str], content: bytes, first_byte: float, deadline: float | None = None) -> Any:
         """Send the request; return the response once its headers arrived (body not read).
-        ``timeout`` covers waiting for a pooled connection (also bounded by ``pool``),
-        connecting and the headers; ``which`` names it in the error."""
+
+        Each phase has its own bound: waiting for a pooled connection (``pool``) and
+        connecting (``connect``) are the HTTP client's; from the moment the request is
+        sent, the headers must come within ``first_byte``; and nothing runs past
+        ``deadline`` (a ``loop.time()``, the call's ``total``). A timeout error names the
+        phase that was running and the seconds it waited."""
         client = self.client
         if self._owned:
             await self._keep(client)
-        request = client.build_request(method, url, headers=headers, content=content)
+        loop = asyncio.get_running_loop()
+        begun = loop.time()
+        t = self.timeouts
+        sent: list[float] = []
+        # Until the request is sent only a safety net applies (the client bounds pool and
+        # connect itself); a client whose transport reports no trace (a replaying one)
+        # keeps it.
+        limit = begun + t.pool + t.connect + first_byte
+        timer = asyncio.timeout(_earliest(limit, deadline))
+
+        async def trace(name: str, info: Any) -> None:
+            if not sent and name.endswith("send_request_headers.started"):
+                sent.append(loop.time())
+                timer.reschedule(_earliest(sent[0] + first_byte, deadline))
+
+        request = client.build_request(method, url, headers=headers, content=content, extensions={"trace": trace})
         try:
-            async with asyncio.timeout(timeout):
+            async with timer:
                 return await client.send(request, stream=True)
         except TimeoutError as exc:  # ours (asyncio.timeout) or httpx's: name the one that fired
             if "TimeoutException" in {c.__name__ for c in type(exc).__mro__}:
                 raise transport_error(exc, self.timeouts) from exc
-            raise E.TimeoutError(f"the {which} timeout ({timeout:.1f} s) fired: no response headers from {request.url.host}", which=which, seconds=timeout) from exc
+            host = request.url.host
+            if deadline is not None and deadline <= (sent[0] + first_byte if sent else limit):
+                raise E.TimeoutError(
+                    f"the total timeout ({t.total:g} s) fired while waiting for the response headers from {host}", which="total", seconds=t.total
+                ) from exc
+            waited = loop.time() - (sent[0] if sent else begun)
+            raise E.TimeoutError(
+                f"the first_byte timeout ({first_byte:g} s) fired: no response headers from {host} {waited:.1f} s after the request was sent",
+                which="first_byte",
+                seconds=first_byte,
+            ) from exc
         except Exception as exc:
             if _is_transport_exception(exc):
                 err = transport_error(exc, self.timeouts)
@@ -213,6 +242,10 @@ class HTTPTransport:
                     await client.aclose()
             except RuntimeError:  # a pool of a loop that is gone: nothing left to close here
                 pass
+
+
+def _earliest(limit: float, deadline: float | None) -> float:
+    return limit if deadline is None or limit < deadline else deadline
 
 
 class _Watchdog:
@@ -303,8 +336,8 @@ async def read_chunks(response: Any, timeouts: Timeouts, deadline: float | None,
                 if watch.task is not None:
                     watch.task.uncancel()
                 which, seconds = watch.fired
-                what = {"first_byte": "for the first byte of the body", "chunk": "between two pieces of the body", "total": "for the whole call"}[which]
-                raise E.TimeoutError(f"the {which} timeout ({seconds:g} s) fired: nothing came {what}", which=which, seconds=seconds) from None
+                what = {"first_byte": "nothing came for the first byte of the body", "chunk": "nothing came between two pieces of the body", "total": "while reading the body"}[which]
+                raise E.TimeoutError(f"the {which} timeout ({seconds:g} s) fired: {what}", which=which, seconds=seconds) from None
             except Exception as exc:
                 if _is_transport_exception(exc):
                     raise transport_error(exc, timeouts) from exc
