@@ -112,6 +112,7 @@ EXPECTED_URLS = {
     "ollama": ("http://localhost:11434/v1", "OLLAMA_API_KEY"),
     "vllm": ("http://localhost:8000/v1", "VLLM_API_KEY"),
     "lmstudio": ("http://localhost:1234/v1", "LMSTUDIO_API_KEY"),
+    "llamacpp": ("http://localhost:8080/v1", "LLAMACPP_API_KEY"),
 }
 
 

@@ -303,3 +303,66 @@ def test_a_total_timeout_while_the_body_streams_says_so(server):
     err, _ = _timed(model.complete(QUESTION))
     assert isinstance(err, E.TimeoutError) and err.which == "total" and "while reading the body" in err.message
     assert "no response headers" not in err.message
+
+
+# -- 7: error bodies keep what they say ------------------------------------------------------
+
+
+def test_an_error_that_is_a_plain_string_keeps_its_text(server):
+    from modelwire.testing.server import error_reply
+
+    server.script(error_reply(404, {"error": 'model "llama9" not found, try pulling it first'}))
+    err, _ = _timed(load_model("openai:gpt-4o", api_key="k", base_url=server.url + "/v1", retry=RetryPolicy(max_retries=0)).complete(QUESTION))
+    assert isinstance(err, E.InvalidRequestError) and err.message == 'model "llama9" not found, try pulling it first'
+
+
+def test_a_proxy_that_wants_credentials_says_so(server):
+    server.script(Reply(status=407, body=b"<html>Proxy Authentication Required</html>", headers={"content-type": "text/html", "proxy-authenticate": "Basic"}))
+    err, _ = _timed(load_model("openai:gpt-4o", api_key="k", base_url=server.url + "/v1", retry=RetryPolicy(max_retries=0)).complete(QUESTION))
+    assert isinstance(err, E.AuthenticationError) and err.status_code == 407
+    assert "proxy wants credentials" in err.message and "HTTPS_PROXY" in err.message and "Proxy Authentication Required" in err.message
+
+
+# -- 10: what independent servers really send --------------------------------------------------
+
+
+def test_a_whole_responses_object_answered_to_a_stream_request_is_the_reply(server):
+    answer = {
+        "id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5", "error": None, "incomplete_details": None,
+        "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "Hello there.", "annotations": []}]}],
+        "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8},
+    }
+    server.script(Reply(body=json.dumps(answer).encode(), headers={"content-type": "application/json"}))
+    reply = asyncio.run(model_for(server, "openai-responses").complete(QUESTION))
+    assert reply.get_text_content() == "Hello there." and reply.usage.output_tokens == 3
+
+
+def test_chat_deltas_with_both_function_call_and_tool_calls_give_one_valid_call():
+    from modelwire.adapters import encode_sse
+
+    # llama.cpp's server: every fragment carries the legacy function_call beside tool_calls
+    pieces = ['{"city"', ': "Paris"}']
+    chunks = [
+        {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {
+            "function_call": {"name": "get_weather", "arguments": pieces[0]},
+            "tool_calls": [{"index": 0, "id": "call_abc", "type": "function", "function": {"name": "get_weather", "arguments": pieces[0]}}]}}]},
+        {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {
+            "function_call": {"arguments": pieces[1]}, "tool_calls": [{"index": 0, "function": {"arguments": pieces[1]}}]}}]},
+        {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    events, err = decode("openai-chat", [encode_sse([(None, c) for c in chunks]) + b"data: [DONE]\n\n"])
+    assert err is None
+    starts = [e for e in checked(events) if e.type == "TOOL_CALL_START"]
+    assert [(s.tool_call_id, s.tool_call_name) for s in starts] == [("call_abc", "get_weather")]
+    args = "".join(e.delta for e in events if e.type == "TOOL_CALL_DELTA")
+    assert json.loads(args) == {"city": "Paris"}
+
+
+def test_llamacpp_gets_an_empty_string_where_openai_gets_null():
+    from modelwire.message import AssistantMsg, ToolCallBlock
+
+    history = [UserMsg("u", "Weather?"), AssistantMsg("a", [ToolCallBlock(id="call_1", name="get_weather", input='{"city": "Paris"}')])]
+    for spec, expected in (("llamacpp:qwen3-8b", ""), ("openai:gpt-4o", None)):
+        body, _ = load_model(spec, api_key="k").build_request(history)
+        (turn,) = [m for m in body["messages"] if m["role"] == "assistant"]
+        assert turn["content"] == expected and turn["tool_calls"][0]["id"] == "call_1"

@@ -38,6 +38,7 @@ PRICE_PROVIDERS: dict[str, str | None] = {
     "ollama": None,
     "vllm": None,
     "lmstudio": None,
+    "llamacpp": None,
 }
 
 _state: dict[str, Any] = {}

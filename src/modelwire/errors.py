@@ -386,6 +386,7 @@ _BY_STATUS: dict[int, type[ProviderError]] = {
     401: AuthenticationError,
     403: PermissionDeniedError,
     404: InvalidRequestError,
+    407: AuthenticationError,  # the proxy's, not the provider's
     408: TimeoutError,
     413: InvalidRequestError,
     422: InvalidRequestError,
@@ -424,9 +425,15 @@ def error_from_body(body: Any, protocol: str, status: int | None = None, request
     err: Any = body
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         err = body["error"]
+    elif isinstance(body, dict) and isinstance(body.get("error"), str) and body["error"]:
+        # {"error": "some text"}: Ollama's native API and several proxies
+        err = {**body, "message": body.get("message") or body["error"]}
+        err.pop("error")
     if not isinstance(err, dict):
         return UpstreamError(str(body)[:500], status_code=status, request_id=request_id, body=body)
     message = str(err.get("message") or err.get("detail") or "the provider reported an error")
+    if status == 407:
+        message = f"the HTTP proxy wants credentials (HTTP 407; put them in the proxy URL, HTTPS_PROXY=http://user:password@host:port): {message}"
     code = err.get("code")
     ptype = err.get("type")
     if isinstance(err.get("status"), str) and err["status"]:

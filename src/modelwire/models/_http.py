@@ -244,7 +244,8 @@ class HTTPModel:
                 status_code=response.status_code,
                 body=text[:2000],
             )
-        elif isinstance(answer, dict) and "error" in answer and not answer.get("choices") and not answer.get("candidates"):
+        elif isinstance(answer, dict) and answer.get("error") and not answer.get("choices") and not answer.get("candidates"):
+            # A Responses object always carries "error" (null unless it failed): only a value is one.
             err = self.wire.error(answer, status=None)
         else:
             try:

@@ -111,6 +111,11 @@ PRESETS: dict[str, Preset] = {
             "lmstudio", "openai-chat", "http://localhost:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL",
             key_required=False, description="LM Studio on this machine", example="qwen3-8b",
         ),
+        Preset(
+            "llamacpp", "openai-chat", "http://localhost:8080/v1", "LLAMACPP_API_KEY", "LLAMACPP_BASE_URL",
+            key_required=False, dialect={"reasoning_field": "reasoning_content", "empty_content_null": False},
+            description="a llama.cpp server (llama-server)", example="qwen3-8b",
+        ),
     ]
 }
 

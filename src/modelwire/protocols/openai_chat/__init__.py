@@ -15,7 +15,10 @@ Servers differ in a few documented ways; a preset's ``dialect`` says which:
   {enabled, max_tokens, effort}``);
 - ``reasoning_effort``: the server takes ``reasoning_effort``;
 - ``json_schema``: the server takes ``response_format`` of type ``json_schema``;
-- ``stream_usage``: send ``stream_options.include_usage``.
+- ``stream_usage``: send ``stream_options.include_usage``;
+- ``empty_content_null``: an assistant turn with only tool calls says ``content: null``
+  (OpenAI's documented form; the default) or, set to False, ``""`` (llama.cpp's server
+  refuses null there).
 
 Reasoning one provider produced is replayed only to that provider (``replay_scope =
 "provider"``): DeepSeek's reasoning is not Groq's.
@@ -31,7 +34,7 @@ from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse
 
 __all__ = ["PROTOCOL", "OpenAIChatProtocol"]
 
-_FORMATTER_KEYS = ("reasoning_field", "reasoning_on_tool_calls", "replay_reasoning_details")
+_FORMATTER_KEYS = ("reasoning_field", "reasoning_on_tool_calls", "replay_reasoning_details", "empty_content_null")
 
 
 class OpenAIChatProtocol(WireProtocol):

@@ -175,8 +175,10 @@ class OpenAIChatAdapter(BaseAdapter):
                     block.extras["refusal"] = True
                 self.delta(block, value)
             elif key == "function_call":
-                # The legacy single function call: one call, id "call_0".
-                self._tool_call({"index": 0, "function": value})
+                # The legacy single function call: one call, id "call_0". A server that sends
+                # it beside tool_calls (llama.cpp's, in every fragment) repeats the same call.
+                if not delta.get("tool_calls"):
+                    self._tool_call({"index": 0, "function": value})
             elif key != "role":
                 self._unhandled(key, value)
 

@@ -75,6 +75,7 @@ class OpenAIChatFormatter:
         thinking_as_text: bool = False,
         speaker_names: bool = False,
         assistant_name: str | None = None,
+        empty_content_null: bool = True,
     ) -> None:
         if system_role not in ("system", "developer"):
             raise ValueError("system_role is 'system' or 'developer'")
@@ -89,6 +90,9 @@ class OpenAIChatFormatter:
         self.thinking_as_text = thinking_as_text
         self.speaker_names = speaker_names
         self.assistant_name = assistant_name
+        # An assistant turn with only tool calls: OpenAI documents content null; llama.cpp's
+        # server refuses null there and takes "".
+        self.no_content: str | None = None if empty_content_null else ""
 
     @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
@@ -176,7 +180,7 @@ class OpenAIChatFormatter:
                 raise FormatError(seg.index_of(block), f"an assistant message cannot carry {block.source.media_type} data", PROTOCOL)
         if not (texts or refusals or calls or reasoning):
             return None
-        msg: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
+        msg: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else self.no_content}
         if refusals:
             msg["refusal"] = "".join(refusals)
         if self.reasoning_field and (reasoning or (calls and self.reasoning_on_tool_calls)):
