@@ -366,3 +366,108 @@ def test_llamacpp_gets_an_empty_string_where_openai_gets_null():
         body, _ = load_model(spec, api_key="k").build_request(history)
         (turn,) = [m for m in body["messages"] if m["role"] == "assistant"]
         assert turn["content"] == expected and turn["tool_calls"][0]["id"] == "call_1"
+
+
+# -- 5: the agent always ends a reply, and can reply again ---------------------------------------
+
+
+def _agent_on(server, *tools):
+    from modelwire.agent import Agent
+
+    model = load_model("anthropic:claude-test", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=0))
+    return Agent("a", model, tools=list(tools))
+
+
+async def _reply(agent, text):
+    events = [e async for e in agent.reply_stream(UserMsg("u", text))]
+    Ev.check_stream(events)
+    assert events[-1].type == "REPLY_END"
+    assert agent.context[-1].to_dict() == _folded(events, agent.context[-1].created_at).to_dict()
+    return events
+
+
+def _folded(events, created_at):
+    from modelwire.message import AssistantMsg
+
+    msg = AssistantMsg("a", [], id=events[0].reply_id, created_at=created_at)
+    for e in events:
+        msg.append_event(e)
+    return msg
+
+
+def f(x: int = 0) -> str:
+    """A tool."""
+    return "ok"
+
+
+def svg() -> object:
+    """A picture."""
+    from modelwire.message import Base64Source, DataBlock
+
+    return DataBlock(source=Base64Source(data="PHN2Zy8+", media_type="image/svg+xml"))
+
+
+def test_arguments_nested_absurdly_deep_are_an_error_result_and_the_agent_goes_on(server):
+    from modelwire.testing.server import sse_reply
+
+    deep = '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    server.script(sse_reply(fake_body("anthropic", ("tool", "toolu_1", "f", deep))), sse_reply(fake_body("anthropic", ("text", "Sorry."))), sse_reply(fake_body("anthropic", ("text", "Hello."))))
+    agent = _agent_on(server, f)
+    events = asyncio.run(_reply(agent, "go"))
+    (result,) = [b for b in agent.context[-1].content if b.type == "tool_result"]
+    text = result.output if isinstance(result.output, str) else "".join(b.text for b in result.output if b.type == "text")
+    assert result.state == "error" and "nested too deeply" in text
+    assert events[-1].finished_reason == "completed"
+    assert asyncio.run(_reply(agent, "again"))[-1].finished_reason == "completed"
+
+
+def test_tool_data_the_model_cannot_take_is_said_in_words_and_kept_aside(server):
+    from modelwire.testing.server import sse_reply
+
+    server.script(sse_reply(fake_body("anthropic", ("tool", "toolu_1", "svg", "{}"))), sse_reply(fake_body("anthropic", ("text", "I see."))), sse_reply(fake_body("anthropic", ("text", "Hello."))))
+    agent = _agent_on(server, svg)
+    events = asyncio.run(_reply(agent, "draw"))
+    assert events[-1].finished_reason == "completed"
+    (result,) = [b for b in agent.context[-1].content if b.type == "tool_result"]
+    assert result.state == "error" and result.metadata["unsent_output"][0]["media_type"] == "image/svg+xml"
+    sent = server.requests[1]["json"]["messages"][-1]["content"][0]
+    assert sent["type"] == "tool_result" and "image/svg+xml" in json.dumps(sent["content"]) and "cannot take" in json.dumps(sent["content"])
+    assert asyncio.run(_reply(agent, "again"))[-1].finished_reason == "completed"
+
+
+def test_a_request_that_cannot_be_formatted_ends_the_reply_with_its_error(server):
+    from modelwire.message import Base64Source, DataBlock
+
+    agent = _agent_on(server)
+    bad = UserMsg("u", [DataBlock(source=Base64Source(data="PHN2Zy8+", media_type="image/svg+xml"))])
+    events = asyncio.run(_collect(agent.reply_stream(bad)))
+    Ev.check_stream(events)
+    assert events[-1].type == "REPLY_END" and events[-1].finished_reason == "error"
+    assert events[-1].error.type == "invalid_request" and "image/svg+xml" in events[-1].error.message
+    assert agent._states == {}  # nothing left parked or running
+
+
+async def _collect(stream):
+    return [e async for e in stream]
+
+
+def test_a_lone_surrogate_is_refused_when_the_message_is_built():
+    from modelwire.message import AssistantMsg, TextBlock
+
+    for build in (lambda: UserMsg("u", "x\ud800y"), lambda: UserMsg("u", [TextBlock(text="\udfff")]), lambda: AssistantMsg("a", "ok", metadata={"k": "\ud800"})):
+        with pytest.raises(E.InvalidMessageError, match="lone surrogate"):
+            build()
+    msg = UserMsg("u", "fine")
+    with pytest.raises(E.InvalidMessageError):
+        msg.content.append(TextBlock(text="\ud800"))
+    assert msg.get_text_content() == "fine"
+
+
+def test_absurd_nesting_is_refused_when_the_message_is_built():
+    deep: dict = {}
+    node = deep
+    for _ in range(100_000):
+        node["a"] = {}
+        node = node["a"]
+    with pytest.raises(E.InvalidMessageError, match="nested more than"):
+        UserMsg("u", "hi", metadata=deep)

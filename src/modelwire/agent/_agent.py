@@ -23,9 +23,9 @@ from typing import Any, AsyncIterator, Iterable, Sequence
 from .. import event as E
 from .. import telemetry
 from .._ids import new_id
-from ..errors import AgentBusyError, AgentError, ModelwireError, ProviderError
+from ..errors import AgentBusyError, AgentError, ConfigError, FormatError, ModelwireError, ProviderError, debug_enabled
 from ..formatters import ToolSpec
-from ..message import AssistantMsg, DataBlock, Msg, SystemMsg, TextBlock, ToolCallBlock
+from ..message import AssistantMsg, Base64Source, DataBlock, Msg, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg
 from ._tools import Tool, ToolArgumentsError
 
 __all__ = ["Agent", "AgentError"]
@@ -107,6 +107,7 @@ class Agent:
         self._task: asyncio.Task | None = None
         self._outside = False  # True while the consumer holds an event
         self._running: asyncio.Task | None = None  # the task running a reply
+        self._media_rules: dict[tuple[Any, str], str | None] = {}  # (formatter, media type) -> why it is refused
 
     # -- public API ------------------------------------------------------------------------
 
@@ -285,9 +286,25 @@ class Agent:
             async for _ in self._finish_interrupted(state, tracker):
                 pass
             raise
+        except Exception as exc:  # noqa: BLE001 - whatever failed, the reply ends with its error
+            async for closing in self._finish_failed(state, tracker, exc):
+                yield closing
+            if debug_enabled() and not isinstance(exc, ModelwireError):
+                raise  # a bug in modelwire: the tests see it as itself, after the reply ended
         finally:
             self._task = None
             self._outside = False
+
+    async def _finish_failed(self, state: _ReplyState, tracker: _Open, exc: Exception) -> AsyncIterator[E.EventBase]:
+        """End the reply with ``exc`` as its error: what is open is closed, open calls get
+        an error result (so the history stays sendable), and the agent can reply again."""
+        rid = state.reply.id
+        for ev in self._close_open(state, tracker, "error"):
+            yield self._emit(state, ev)
+        async for ev in self._answer_open_calls(state, "The reply ended with an error before this call ran.", "error"):
+            yield ev
+        yield self._emit(state, E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="error", error=_error_info(exc)))
+        self._states.pop(rid, None)
 
     def _close_open(self, state: _ReplyState, tracker: _Open, model_call_reason: str) -> list[E.EventBase]:
         """END events for everything ``tracker`` saw opened and not closed."""
@@ -507,6 +524,39 @@ class Agent:
         events.append(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state=result_state))
         return events
 
+    def _sendable(self, events: list[E.EventBase], refused: list) -> list[E.EventBase]:
+        """A tool's output events, with data the model cannot take in a tool result (an SVG
+        for Anthropic) put aside in ``refused`` and said in words instead: sent as it is,
+        it would fail this request and every later one of the conversation."""
+        out: list[E.EventBase] = []
+        for ev in events:
+            rule = self._unsendable(ev.media_type) if ev.type == "TOOL_RESULT_DATA_DELTA" else None
+            if rule is None:
+                out.append(ev)
+                continue
+            refused.append(ev)
+            note = f"The tool returned {ev.media_type} data, which this model cannot take ({rule}); it was not sent."
+            out.append(E.ToolResultTextDeltaEvent(reply_id=ev.reply_id, tool_call_id=ev.tool_call_id, delta=note))
+        return out
+
+    def _unsendable(self, media_type: str) -> str | None:
+        """Why the model's formatter refuses ``media_type`` in a tool result, or None (also
+        for a model without a formatter to ask). Asked once per media type."""
+        formatter = getattr(self.model, "formatter", None)
+        key = (formatter, media_type)
+        if key in self._media_rules:
+            return self._media_rules[key]
+        rule = None
+        if formatter is not None:
+            data = DataBlock(source=Base64Source(data="AAAA", media_type=media_type))
+            probe = [UserMsg("user", "?"), AssistantMsg("a", [ToolCallBlock(id="c", name="t", input="{}"), ToolResultBlock(id="c", name="t", output=[data], state="success")])]
+            try:
+                formatter.format(probe)
+            except FormatError as exc:
+                rule = exc.rule
+        self._media_rules[key] = rule
+        return rule
+
     async def _run_tools(self, rid: str, run: list, span: Any = None) -> AsyncIterator[E.EventBase]:
         """Run the calls of one turn concurrently; their result events interleave."""
         queue: asyncio.Queue = asyncio.Queue()
@@ -523,21 +573,26 @@ class Agent:
                     await queue.put(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state="error" if error else "success"))
                     return
                 state = "success"
+                refused: list[E.ToolResultDataDeltaEvent] = []
                 with telemetry.tool_span(call.name, call.id, call.input, span) as tool_trace:
                     try:
                         if tool.is_async_gen:
                             async for piece in tool.func(**args):  # type: ignore[misc]
-                                for ev in _output_events(rid, call.id, piece):
+                                for ev in self._sendable(_output_events(rid, call.id, piece), refused):
                                     await queue.put(ev)
                         else:
                             value = await tool.call(args)
-                            for ev in _output_events(rid, call.id, value):
+                            for ev in self._sendable(_output_events(rid, call.id, value), refused):
                                 await queue.put(ev)
                     except Exception as exc:  # noqa: BLE001 - a tool's failure is the model's to read
                         state = "error"
                         telemetry.mark_error(tool_trace, type(exc).__name__, str(exc))
                         await queue.put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=f"Error: {type(exc).__name__}: {exc}"))
-                await queue.put(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state=state))
+                metadata: dict[str, Any] = {}
+                if refused:
+                    state = "error"
+                    metadata["unsent_output"] = [{"media_type": ev.media_type, "data": ev.data, "url": ev.url} for ev in refused]
+                await queue.put(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state=state, metadata=metadata))
             finally:
                 await queue.put(done)
 
@@ -553,6 +608,17 @@ class Agent:
         finally:
             for task in tasks:
                 task.cancel()
+
+
+def _error_info(exc: Exception) -> dict[str, str]:
+    """``REPLY_END.error`` for any failure: the SPEC's error type and a message."""
+    if isinstance(exc, ProviderError):
+        return exc.to_error_info()
+    if isinstance(exc, ConfigError):
+        return {"type": "setup", "message": str(exc)}
+    if isinstance(exc, ModelwireError) and isinstance(exc, ValueError):
+        return {"type": "invalid_request", "message": str(exc)}  # a request that cannot be made: FormatError ...
+    return {"type": "internal", "message": f"{type(exc).__name__}: {exc}"}
 
 
 _PARK = object()

@@ -93,6 +93,8 @@ class Tool:
             args = json.loads(text)
         except ValueError as exc:
             raise ToolArgumentsError(f"the arguments are not valid JSON ({exc}): {text[:200]}") from None
+        except RecursionError:
+            raise ToolArgumentsError("the arguments are nested too deeply to be read") from None
         if not isinstance(args, dict):
             raise ToolArgumentsError(f"the arguments must be a JSON object, not {type(args).__name__}")
         if self._model is None:

@@ -38,9 +38,14 @@ def _as_block(value: Any) -> Any:
     """A content block, from a block or its dict form; anything else is refused here,
     not later when the message is sent or saved."""
     if isinstance(value, _BLOCK_CLASSES):
+        try:
+            _check_value(value)
+        except ValueError as exc:
+            raise InvalidMessageError(f"not a valid {value.type} block: {exc}") from None
         return value
     if isinstance(value, dict) and value.get("type") in BLOCK_TYPES:
         try:
+            _check_value(value)
             return BLOCK_TYPES[value["type"]].model_validate(value)
         except ValueError as exc:
             raise InvalidMessageError(f"not a valid {value['type']} block: {exc}") from None
@@ -63,6 +68,10 @@ def _check_value(value: Any, depth: int = 0) -> None:
     elif isinstance(value, (list, tuple)):
         for item in value:
             _check_value(item, depth + 1)
+    elif isinstance(value, BaseModel):  # a block (or a source) built by hand: its fields and extras
+        _check_value(value.__dict__, depth)
+        if value.__pydantic_extra__:
+            _check_value(value.__pydantic_extra__, depth)
 
 
 class BlockList(list):
@@ -377,7 +386,13 @@ def _validate_blocks(value: Any) -> list[Any]:
     return _BLOCKS_ADAPTER.validate_python(value)
 
 
-def _to_blocks(content: str | list[Any]) -> list[Any]:
+def _to_blocks(content: str | list[Any], name: Any = "", metadata: Any = None) -> list[Any]:
+    """The factories' content, refused with :class:`InvalidMessageError` here if it could not
+    be sent or saved later (``Msg(...)`` itself raises pydantic's ``ValidationError``)."""
+    try:
+        _check_value([name, content, metadata])
+    except ValueError as exc:
+        raise InvalidMessageError(f"this message cannot be sent or saved: {exc}") from None
     return [TextBlock(text=content)] if isinstance(content, str) else content
 
 
@@ -394,7 +409,7 @@ def UserMsg(
     created_at = created_at or now_iso()
     return Msg(
         name=name,
-        content=_to_blocks(content),
+        content=_to_blocks(content, name, metadata),
         role="user",
         metadata=metadata or {},
         created_at=created_at,
@@ -418,7 +433,7 @@ def AssistantMsg(
     """An ``assistant`` message; it may hold every block type."""
     return Msg(
         name=name,
-        content=_to_blocks(content),
+        content=_to_blocks(content, name, metadata),
         role="assistant",
         metadata=metadata or {},
         created_at=created_at or now_iso(),
@@ -443,7 +458,7 @@ def SystemMsg(
     created_at = created_at or now_iso()
     return Msg(
         name=name,
-        content=_to_blocks(content),
+        content=_to_blocks(content, name, metadata),
         role="system",
         metadata=metadata or {},
         created_at=created_at,
