@@ -132,7 +132,7 @@ def test_recording_refuses_to_write_a_secret(tmp_path, key):
     path = tmp_path / "leak.json"
     with ProviderServer() as server:
         server.script(sse_reply(sse.body("openai-chat", ("text", "ok"))))
-        with pytest.raises(CassetteSecretError, match="API key"):
+        with pytest.raises(CassetteSecretError, match="credential"):
             with use_cassette(path, "once"):
                 run(call(server.url + "/v1", (f"my key is {SENTINEL}",)))
     assert not path.exists()

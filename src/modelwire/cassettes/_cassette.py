@@ -24,13 +24,15 @@ they cover every provider and the SDK clients alike.
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import difflib
 import json
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import CassetteError, CassetteMismatchError, CassetteSecretError, UnusedInteractionsError
@@ -118,6 +120,7 @@ class Interaction:
     request: dict[str, Any]
     response: dict[str, Any]
     played: bool = False
+    recorded: bool = False  # recorded by this process (not read from the file)
 
     def body_bytes(self) -> bytes:
         r = self.response
@@ -145,6 +148,7 @@ class Cassette:
     interactions: list[Interaction] = field(default_factory=list)
     notes: str = ""
     ignore_fields: tuple[str, ...] = ()
+    _on_disk: str | None = field(default=None, repr=False)  # the file's text as read, to see another writer
 
     # -- files ----------------------------------------------------------------------------
 
@@ -163,16 +167,20 @@ class Cassette:
             raise CassetteError(f"{path} is not a modelwire cassette (a JSON {type(data).__name__}, not an object with `interactions`)")
         if data.get("version") != 1:
             raise CassetteError(f"{path}: unknown cassette version {data.get('version')!r} (this modelwire reads version 1)")
+        items = data.get("interactions", [])
+        if not isinstance(items, list):
+            raise CassetteError(f"{path}: `interactions` is a JSON {type(items).__name__}, not a list")
+        if not isinstance(data.get("notes", ""), str):
+            raise CassetteError(f"{path}: `notes` is not a string")
         interactions = []
-        for n, item in enumerate(data.get("interactions", [])):
-            if not isinstance(item, dict) or not isinstance(item.get("request"), dict) or not isinstance(item.get("response"), dict):
-                raise CassetteError(f"{path}: interaction {n} needs a `request` and a `response` object")
-            for side, keys in (("request", ("method", "url")), ("response", ("status",))):
-                missing = [k for k in keys if k not in item[side]]
-                if missing:
-                    raise CassetteError(f"{path}: interaction {n}'s {side} has no {', '.join(missing)}")
+        for n, item in enumerate(items):
+            problem = _interaction_problem(item)
+            if problem:
+                raise CassetteError(f"{path}: interaction {n} {problem}")
             interactions.append(Interaction(item["request"], item["response"]))
-        return cls(path, interactions, data.get("notes", ""), tuple(ignore_fields))
+        cassette = cls(path, interactions, data.get("notes", ""), tuple(ignore_fields))
+        cassette._on_disk = text
+        return cassette
 
     def to_json(self) -> str:
         data = {
@@ -183,14 +191,29 @@ class Cassette:
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
     def save(self, secrets: Iterable[str] = ()) -> None:
-        """Write the file, unless it would hold the value of an API key (see :func:`known_secrets`)."""
-        text = self.to_json()
-        leaked = [s for s in {*known_secrets(), *secrets} if s and len(s) >= 8 and s in text]
-        if leaked:
-            shown = ", ".join(f"{s[:4]}...({len(s)} chars)" for s in leaked)
-            raise CassetteSecretError(f"refusing to write {self.path}: it contains the value of an API key ({shown})")
+        """Write the file, unless it would hold the value of an API key or of any credential
+        given in ``secrets`` (see :func:`known_secrets`).
+
+        The write is atomic (a reader sees the old file or the new one, never half of one)
+        and locked against other writers: when another process saved the same file since
+        this cassette was read, the interactions recorded here are added to what it wrote
+        instead of replacing it."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(text, encoding="utf-8")
+        with _locked(self.path):
+            current = self.path.read_text(encoding="utf-8") if self.path.is_file() else None
+            if current is not None and current != self._on_disk:
+                theirs = Cassette.load(self.path, self.ignore_fields)
+                mine = [i for i in self.interactions if i.recorded]
+                known = {json.dumps([i.request, i.response], sort_keys=True) for i in theirs.interactions}
+                self.interactions = theirs.interactions + [i for i in mine if json.dumps([i.request, i.response], sort_keys=True) not in known]
+                self.notes = self.notes or theirs.notes
+            text = self.to_json()
+            leaked = [s for s in {*known_secrets(), *secrets} if s and len(s) >= 8 and s in text]
+            if leaked:
+                shown = ", ".join(f"{s[:4]}...({len(s)} chars)" for s in leaked)
+                raise CassetteSecretError(f"refusing to write {self.path}: it contains the value of a credential ({shown})")
+            _write_atomically(self.path, text)
+            self._on_disk = text
 
     # -- matching -------------------------------------------------------------------------
 
@@ -235,9 +258,50 @@ class Cassette:
         return [i for i in self.interactions if not i.played]
 
     def add(self, request: dict[str, Any], response: dict[str, Any]) -> Interaction:
-        interaction = Interaction(request, response, played=True)
+        interaction = Interaction(request, response, played=True, recorded=True)
         self.interactions.append(interaction)
         return interaction
+
+
+def _interaction_problem(item: Any) -> str | None:
+    """What is wrong with one interaction of a cassette file, or None: every field the
+    replay reads is checked here, so a damaged file is a CassetteError, never a crash later."""
+    if not isinstance(item, dict) or not isinstance(item.get("request"), dict) or not isinstance(item.get("response"), dict):
+        return "needs a `request` and a `response` object"
+    request, response = item["request"], item["response"]
+    for side, record, keys in (("request", request, ("method", "url")), ("response", response, ("status",))):
+        missing = [k for k in keys if k not in record]
+        if missing:
+            return f"has no {side} {', '.join(missing)}"
+    if not isinstance(request["method"], str) or not isinstance(request["url"], str):
+        return "has a request method or url that is not a string"
+    if "body" in request and not isinstance(request["body"], str):
+        return "has a request body that is not a string"
+    status = response["status"]
+    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+        return f"has a response status {status!r} that is not an HTTP status"
+    for side, record in (("request", request), ("response", response)):
+        headers = record.get("headers", {})
+        if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+            return f"has {side} headers that are not an object of strings"
+    if "body_base64" in response:
+        try:
+            base64.b64decode(response["body_base64"], validate=True)
+        except (TypeError, ValueError):
+            return "has a body_base64 that is not base64"
+    elif not isinstance(response.get("body", ""), str):
+        return "has a response body that is not a string"
+    chunks = response.get("chunks")
+    if chunks is not None and not (
+        isinstance(chunks, list)
+        and all(
+            isinstance(c, list) and len(c) == 2 and isinstance(c[0], (int, float)) and not isinstance(c[0], bool) and c[0] >= 0
+            and isinstance(c[1], int) and not isinstance(c[1], bool) and c[1] >= 0
+            for c in chunks
+        )
+    ):
+        return "has `chunks` that are not [seconds, length] pairs"
+    return None
 
 
 def read_text(path: Path, kind: str) -> str:
@@ -251,11 +315,43 @@ def read_text(path: Path, kind: str) -> str:
         raise CassetteError(f"{path} is not {kind} (not UTF-8 text)") from None
 
 
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``<path>.lock`` while a cassette is written (POSIX ``flock``;
+    where there is none, writes are still atomic but not serialised)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def known_secrets() -> set[str]:
-    """The values of every API-key variable modelwire knows, as set in the environment."""
+    """The values of every credential variable modelwire knows, as set in the environment:
+    each preset's API-key variables, the AWS keys and session token, ``MODELWIRE_SECRETS``."""
     from ..models.config import all_presets
 
-    names = {"MODELWIRE_SECRETS"}
+    names = {"MODELWIRE_SECRETS", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "GOOGLE_ACCESS_TOKEN"}
     for preset in all_presets().values():
         names |= {preset.key_env} if preset.key_env else set()
         names |= set(preset.dialect.get("key_envs") or ())
@@ -263,6 +359,22 @@ def known_secrets() -> set[str]:
     extra = os.environ.get("MODELWIRE_SECRETS", "")
     values |= {v for v in extra.split(",") if v}
     return {v for v in values if v}
+
+
+def sent_secrets(url: str, headers: Iterable[tuple[str, str]]) -> set[str]:
+    """The credentials a request carries (secret headers, ``Bearer`` tokens, secret query
+    parameters): a cassette must not hold them anywhere, whatever a server echoed."""
+    found: set[str] = set()
+    for key, value in headers:
+        if key.lower() in SECRET_HEADERS and value:
+            found.add(value)
+            scheme, _, rest = value.partition(" ")
+            if rest and scheme.lower() in ("bearer", "basic", "token"):
+                found.add(rest.strip())
+    query = urlsplit(url).query
+    if query:
+        found |= {v for k, v in parse_qsl(query, keep_blank_values=True) if k.lower() in SECRET_QUERY and v}
+    return found
 
 
 def request_record(method: str, url: str, headers: Iterable[tuple[str, str]], content: bytes) -> dict[str, Any]:

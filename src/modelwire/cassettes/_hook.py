@@ -24,6 +24,7 @@ from ._cassette import (
     UnusedInteractionsError,
     request_record,
     response_record,
+    sent_secrets,
 )
 
 __all__ = ["use_cassette", "CassetteSession"]
@@ -46,6 +47,7 @@ class CassetteSession:
         self.errors: list[CassetteError] = []
         self.recorded = 0
         self.replayed = 0
+        self.secrets: set[str] = set()  # every credential a request of this session carried
 
     @property
     def replaying(self) -> bool:
@@ -71,6 +73,7 @@ def _request_parts(request: Any) -> tuple[str, str, list[tuple[str, str]], bytes
 
 def _match(session: CassetteSession, request: Any) -> Any:
     method, url, headers, content = _request_parts(request)
+    session.secrets |= sent_secrets(url, headers)
     record = request_record(method, url, headers, content)
     try:
         return session.cassette.find(record), record
@@ -247,6 +250,8 @@ def use_cassette(
         raise CassetteError(f"no cassette at {path}; record it first (record_mode='once', or pytest --record-mode=once)")
     else:
         cassette = Cassette(path, [], notes, tuple(ignore_fields))
+        if existed:  # record_mode "all": replaces the file, unless another writer changed it meanwhile
+            cassette._on_disk = path.read_text(encoding="utf-8", errors="replace")
     if notes:
         cassette.notes = notes
     session = CassetteSession(cassette, record_mode, realtime=realtime, existed=existed)
@@ -280,7 +285,7 @@ def use_cassette(
             _unpatch("httpx2")
             _unpatch("httpx")
         if session.recording and session.recorded:
-            cassette.save(secrets)
+            cassette.save({*secrets, *session.secrets})
         if not failed:
             if session.errors:
                 raise session.errors[0]

@@ -1,13 +1,13 @@
 """pytest plugin (registered by entry point): replay provider traffic from cassettes.
 
-    @pytest.mark.cassette                      # cassettes/<test module>/<test name>.json
+    @pytest.mark.cassette                      # cassettes/<test file>/<class>/<test name>.json
     async def test_weather(): ...
 
     @pytest.mark.cassette("cassettes/custom.json", ignore_fields=["metadata"])
     def test_other(cassette): ...             # the fixture gives the CassetteSession
 
 ``--record-mode {none,once,new_episodes,all}`` (default ``none``: replay only, as CI
-runs). pytest-recording owns ``--record-mode`` when it is installed too; then (and always)
+runs; pytest-recording's ``rewrite`` is ``all``). pytest-recording owns ``--record-mode`` when it is installed too; then (and always)
 ``--modelwire-record-mode`` sets modelwire's, and pytest-recording's value is used for
 modelwire as well unless that is given. The folder is set by the ``modelwire_cassette_dir`` ini option (default
 ``cassettes``, relative to the rootdir).
@@ -27,10 +27,14 @@ def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("modelwire")
     group.addoption("--modelwire-record-mode", action="store", default=None, choices=RECORD_MODES, help="modelwire cassettes: how to record")
     try:
-        group.addoption("--record-mode", action="store", default=None, choices=RECORD_MODES, help="modelwire cassettes: how to record")
+        group.addoption("--record-mode", action="store", default=None, choices=(*RECORD_MODES, "rewrite"), help="modelwire cassettes: how to record")
     except ValueError:
         pass  # pytest-recording (or VCR's plugin) has it: its value applies to ours too
     parser.addini("modelwire_cassette_dir", "folder for modelwire cassettes (relative to the rootdir)", default="cassettes")
+
+
+# pytest-recording's modes beside ours: "rewrite" deletes and records anew, which is "all".
+_ALIASES = {"rewrite": "all"}
 
 
 def _record_mode(config: Any) -> str | None:
@@ -40,7 +44,14 @@ def _record_mode(config: Any) -> str | None:
             mode = config.getoption("--record-mode")
         except ValueError:
             mode = None
-    return mode if mode in RECORD_MODES else None
+    if mode is None:
+        return None
+    mode = _ALIASES.get(mode, mode)
+    if mode not in RECORD_MODES:
+        from ..errors import CassetteError
+
+        raise CassetteError(f"--record-mode={mode!r} means nothing to modelwire cassettes; use one of {', '.join(RECORD_MODES)} (or rewrite)")
+    return mode
 
 
 def pytest_configure(config: Any) -> None:
@@ -52,8 +63,21 @@ def _path(request: Any, marker: Any) -> Path:
         path = Path(marker.args[0])
         return path if path.is_absolute() else Path(request.config.rootpath) / path
     folder = Path(request.config.rootpath) / request.config.getini("modelwire_cassette_dir")
-    name = request.node.name.replace("/", "_").replace("[", "-").replace("]", "")
-    return folder / Path(request.node.fspath).stem / f"{name}.json"
+    return folder / default_name(request.node.nodeid)
+
+
+def default_name(nodeid: str) -> Path:
+    """A test's own cassette path from its full node id, so no two tests share one:
+    ``tests/api/test_x.py::TestA::test_y[p1]`` -> ``tests/api/test_x/TestA/test_y-p1.json``."""
+    file, *names = nodeid.split("::")
+    parts = [p for p in Path(file).with_suffix("").parts if p not in ("", ".", "..")]
+    clean = [_safe(n) for n in names] or ["test"]
+    return Path(*parts, *clean[:-1], clean[-1] + ".json")
+
+
+def _safe(name: str) -> str:
+    name = name.replace("[", "-").replace("]", "")
+    return "".join(c if c.isalnum() or c in "-_.=+" else "_" for c in name)[:150]
 
 
 @pytest.fixture

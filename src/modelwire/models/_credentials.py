@@ -14,7 +14,9 @@ models layer runs it in a thread.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -77,6 +79,7 @@ class AWSCredentials:
                 " botocore (pip install 'modelwire[bedrock]') for AWS credentials and SigV4 signing"
             ) from None
         self._session = session or botocore.session.Session(profile=os.environ.get("AWS_PROFILE") or None)
+        _redact_signer_log()
 
     def apply(self, method: str, url: str, headers: dict[str, str], body: bytes, *, timestamp: Any = None) -> dict[str, str]:
         from botocore.auth import SigV4Auth
@@ -100,6 +103,26 @@ class AWSCredentials:
             with mock.patch.object(botocore.auth, "get_current_datetime", lambda: timestamp):
                 signer.add_auth(request)
         return {k.lower(): v for k, v in request.headers.items()}
+
+
+_TOKEN_LINE = re.compile(r"(x-amz-security-token[:=])[^\s&;]+", re.IGNORECASE)
+
+
+class _RedactToken(logging.Filter):
+    """botocore's signer logs the canonical request at DEBUG, session token included: an
+    application that logs DEBUG would write it out. The token is replaced in those lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "security-token" in message.lower():
+            record.msg, record.args = _TOKEN_LINE.sub(r"\1<redacted>", message), None
+        return True
+
+
+def _redact_signer_log() -> None:
+    signer_log = logging.getLogger("botocore.auth")
+    if not any(isinstance(f, _RedactToken) for f in signer_log.filters):
+        signer_log.addFilter(_RedactToken())
 
 
 def _region_of(url: str) -> str | None:
