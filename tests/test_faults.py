@@ -471,3 +471,28 @@ def test_absurd_nesting_is_refused_when_the_message_is_built():
         node = node["a"]
     with pytest.raises(E.InvalidMessageError, match="nested more than"):
         UserMsg("u", "hi", metadata=deep)
+
+
+# -- 11: serving answers a bad body with 400 ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body,words",
+    [
+        (b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+        (json.dumps({"threadId": "t", "runId": "r", "messages": [{"id": "m1", "role": "assistant", "content": "", "toolCalls": [None]}]}).encode(), "ag-ui"),
+        (json.dumps({"threadId": "t", "runId": "r", "messages": [{"id": True, "role": "user", "content": "hi"}]}).encode(), "ag-ui"),
+        (json.dumps({"messages": [{"id": "u1", "role": "user", "parts": [{"type": "file", "mediaType": "image/png", "url": ["x"]}]}]}).encode(), "ui-message"),
+    ],
+)
+def test_a_malformed_body_is_a_400_that_says_why(body, words):
+    import httpx2
+
+    from modelwire.serve import EventStreamApp
+    from test_serve import Served
+
+    made = []
+    with Served(EventStreamApp(lambda: made.append(1))) as url:
+        response = httpx2.post(url + "/reply", content=body, headers={"content-type": "application/json"}, timeout=30)
+    assert response.status_code == 400, response.text
+    assert words in response.json()["error"] and not made

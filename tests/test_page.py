@@ -238,3 +238,33 @@ def test_an_external_tool_is_answered_from_the_page_and_the_reply_goes_on(browse
     assert result == "9:00 to 17:00"
     assert text.strip() == "They open at nine."
     assert "9:00 to 17:00" in json.dumps(sent[1]["json"]["messages"][-1])
+
+
+def test_events_in_the_same_read_as_an_error_event_are_shown(browser):
+    """A server failure after part of a reply, all in one network read: the part is kept."""
+    from modelwire.event import ReplyStartEvent, TextBlockDeltaEvent, TextBlockStartEvent, event_to_json
+    from modelwire.serve import EventStreamApp
+
+    page_app = EventStreamApp(lambda: None)
+    frames = [ReplyStartEvent(session_id="s", reply_id="r1", name="Buddy"), TextBlockStartEvent(reply_id="r1", block_id="b1"), TextBlockDeltaEvent(reply_id="r1", block_id="b1", delta="a partial answer")]
+    one_read = b"".join(b"data: " + event_to_json(e).encode() + b"\n\n" for e in frames) + b'event: error\ndata: {"type": "ERROR", "message": "the server broke"}\n\n'
+
+    async def app(scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "POST":
+            while (await receive()).get("more_body"):
+                pass
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+            await send({"type": "http.response.body", "body": one_read})
+            return
+        await page_app(scope, receive, send)
+
+    with Served(app) as url:
+        page = browser.new_page()
+        page.goto(url + "/")
+        page.fill("#input", "Hi")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("article.assistant .failure", timeout=15000)
+        text = page.inner_text("article.assistant .text")
+        failure = page.inner_text("article.assistant .failure")
+    assert text.strip() == "a partial answer"
+    assert "the server broke" in failure

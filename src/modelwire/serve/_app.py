@@ -116,7 +116,7 @@ class EventStreamApp:
                 data = _json_body(await self._body(receive))
                 dialect = _dialect(data, scope.get("query_string", b"").decode("latin-1"))
                 read, encoder_cls = DIALECTS[dialect]
-                turn = read(data)
+                turn = _read(read, dialect, data)
                 agent, rid, event = self._agent_for(turn)
             except BadRequest as exc:
                 return await _json(send, 400, {"error": str(exc)})
@@ -257,11 +257,28 @@ def _resume_event(agent: Any, rid: str, resume: Resume) -> EventBase:
     return ExternalExecutionResultEvent(reply_id=rid, execution_results=results)
 
 
+def _read(read: Callable[[dict[str, Any]], Turn], dialect: str, data: dict[str, Any]) -> Turn:
+    """The turn a request body asks for. The body is the client's: whatever in it the
+    reader cannot take (a part of the wrong shape, a value of the wrong type) is the
+    client's mistake, a 400 that says what it is, never a 500."""
+    try:
+        return read(data)
+    except BadRequest:
+        raise
+    except Exception as exc:  # noqa: BLE001 - sorted: the client's data, not the server's state
+        from pydantic import ValidationError
+
+        what = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3]) if isinstance(exc, ValidationError) else f"{type(exc).__name__}: {exc}"
+        raise BadRequest(f"the body is not a valid {dialect} request ({what[:300]})") from None
+
+
 def _json_body(raw: bytes) -> dict[str, Any]:
     try:
         data = json.loads(raw)
     except ValueError as exc:
         raise BadRequest(f"the body is not JSON: {exc}") from None
+    except RecursionError:
+        raise BadRequest("the body is JSON nested too deeply to read") from None
     if not isinstance(data, dict):
         raise BadRequest(f"the body is a JSON {type(data).__name__}, not an object")
     return data
