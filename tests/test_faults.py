@@ -188,7 +188,7 @@ def test_chat_whose_first_chunk_fails_still_opens_and_closes_the_call():
 
     chunk = {"id": "c", "model": {"a": 1}, "choices": [{"index": 0, "delta": {"content": "hi"}}]}
     got, err = decode("openai-chat", [encode_sse([(None, chunk)])])
-    assert isinstance(err, E.StreamProtocolError)
+    assert isinstance(err, E.StreamProtocolError) and "model is dict" in err.message  # the field at fault
     assert [e.type for e in checked(got)] == ["MODEL_CALL_START", "MODEL_CALL_END"]
 
 

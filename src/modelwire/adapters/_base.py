@@ -614,9 +614,11 @@ def _walk(value: Any, steps: list[str], where: str) -> Any:
     name = step[:-2] if each else step
     child = value.get(name, _MISSING) if isinstance(value, dict) else _MISSING
     here = f"{where}.{name}" if where else name
-    if not each or child is _MISSING or child is None:
-        if rest and (child is _MISSING or child is None):
-            return  # an optional parent that is absent: its children are not checked
+    if child is _MISSING or child is None:
+        if not rest and not each:
+            yield here, child
+        return  # an absent parent (or list) has no children to check
+    if not each:
         yield from _walk(child, rest, here) if rest else [(here, child)]
         return
     if not isinstance(child, list):

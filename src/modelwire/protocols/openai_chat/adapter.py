@@ -44,6 +44,7 @@ _REASONING_FIELDS = ("reasoning_content", "reasoning")
 _TOOL = "choices[].delta.tool_calls[]"
 SHAPE: dict[str, tuple] = {
     "id": (str, OPTIONAL),
+    "model": (str, OPTIONAL),
     "choices": (list, OPTIONAL),
     "choices[]": (dict,),
     "choices[].index": (int, OPTIONAL),
@@ -61,6 +62,10 @@ SHAPE: dict[str, tuple] = {
     f"{_TOOL}.function.arguments": (str, OPTIONAL),
     "choices[].delta.reasoning_details": (list, OPTIONAL),
     "choices[].delta.reasoning_details[]": (dict,),
+    "choices[].delta.reasoning_details[].index": (int, OPTIONAL),
+    "choices[].delta.reasoning_details[].type": (str, OPTIONAL),
+    "x_groq": (dict, OPTIONAL),
+    "x_groq.usage": (dict, OPTIONAL),
     "usage": (dict, OPTIONAL),
     "usage.prompt_tokens": (int, OPTIONAL),
     "usage.completion_tokens": (int, OPTIONAL),
