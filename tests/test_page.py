@@ -98,6 +98,7 @@ def test_modelwire_serve_replays_the_demo_into_the_page_from_the_keyboard(browse
         page = browser.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: m.type == "error" and errors.append(m.text))  # a CSP violation shows here
         page.goto(url)
         assert page.locator("#banner").is_visible() and "Demo replay" in page.inner_text("#banner")
         page.focus("#input")

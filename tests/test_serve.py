@@ -234,18 +234,23 @@ def test_a_parked_reply_resumes_with_the_answer_posted_as_an_event_and_wrong_ans
             with httpx.Client() as client:
                 first = events_of(client.post(url + "/reply", json={"input": "Weather?"}).content)
                 rid = first[0].reply_id
-                asked = first[-1]
-                unknown = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": "nope"}})
-                wrong = client.post(url + "/reply", json={"resume": {**made[0].confirm({"toolu_1": True}).model_dump(mode="json"), "confirm_results": [{"confirmed": True, "tool_call": {"type": "tool_call", "id": "toolu_9", "name": "weather", "input": "{}"}}]}})
-                answer = made[0].confirm({"toolu_1": True})
-                second = events_of(client.post(url + "/reply", json={"resume": json.loads(answer.model_dump_json())}).content)
-                again = client.post(url + "/reply", json={"resume": json.loads(answer.model_dump_json())})
+                asked, resume = first[-2], first[-1]
+                token = resume.value["resume_token"]
+                answer = json.loads(made[0].confirm({"toolu_1": True}).model_dump_json())
+                unknown = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": "nope"}, "resume_token": token})
+                no_token = client.post(url + "/reply", json={"resume": answer})
+                wrong_token = client.post(url + "/reply", json={"resume": answer, "resume_token": token[:-2] + "xx"})
+                wrong_call = client.post(url + "/reply", json={"resume": {**answer, "confirm_results": [{"confirmed": True, "tool_call": {"type": "tool_call", "id": "toolu_9", "name": "weather", "input": "{}"}}]}, "resume_token": token})
+                second = events_of(client.post(url + "/reply", json={"resume": answer, "resume_token": token}).content)
+                again = client.post(url + "/reply", json={"resume": answer, "resume_token": token})
     assert asked.type == "REQUIRE_USER_CONFIRM" and [c.id for c in asked.tool_calls] == ["toolu_1"]
+    assert resume.type == "CUSTOM" and resume.name == "modelwire.resume" and resume.value["reply_id"] == rid
     assert not any(e.type == "REPLY_END" for e in first)  # parked, not ended
-    assert unknown.status_code == 409 and "'nope' is not waiting" in unknown.json()["error"]
-    assert wrong.status_code == 400 and "toolu_9" in wrong.json()["error"]  # and the reply still waits:
-    assert second[0].type == "USER_CONFIRM_RESULT" and second[-1].type == "REPLY_END"
-    assert again.status_code == 409  # answered already
+    # an unknown reply, no token, a wrong token and a call the reply does not wait for: one answer
+    refused = [unknown, no_token, wrong_token, wrong_call]
+    assert [r.status_code for r in refused] == [409] * 4 and len({r.text for r in refused}) == 1
+    assert second[0].type == "USER_CONFIRM_RESULT" and second[-1].type == "REPLY_END"  # the reply still waited
+    assert again.status_code == 409 and again.text == unknown.text  # answered already
     assert len(made) == 1  # the resume reached the parked agent
     # the events of both streams fold into the message the agent kept
     reply = AssistantMsg(first[0].name, [], id=rid, created_at=made[0].context[-1].created_at)
@@ -302,13 +307,16 @@ def test_ag_ui_events_are_valid_ag_ui_through_an_interrupt_an_image_result_and_a
         with Served(agent_app(provider, Tool(photo, requires_confirmation=True))) as url:
             with httpx.Client() as client:
                 run1 = frames_of(client.post(url + "/reply", json=AG_UI_INPUT).content)
-                resume = {**AG_UI_INPUT, "runId": "r2", "resume": [{"interruptId": "toolu_1", "status": "resolved", "payload": {"approved": True}}]}
+                interrupt_id = run1[-1]["outcome"]["interrupts"][0]["id"]
+                resume = {**AG_UI_INPUT, "runId": "r2", "resume": [{"interruptId": interrupt_id, "status": "resolved", "payload": {"approved": True}}]}
                 run2 = frames_of(client.post(url + "/reply", json=resume).content)
                 run3 = frames_of(client.post(url + "/reply", json={**AG_UI_INPUT, "runId": "r3"}).content)
     for frame in run1 + run2 + run3:
         valid.validate_python(frame)
     assert [f["type"] for f in run1][:2] == ["RUN_STARTED", "STEP_STARTED"]
-    assert run1[-1]["outcome"] == {"type": "interrupt", "interrupts": [{"id": "toolu_1", "reason": "tool_approval", "toolCallId": "toolu_1", "message": 'Allow photo({"city": "Oslo"})?'}]}
+    token, _, call_id = interrupt_id.partition(".")
+    assert len(token) >= 40 and call_id == "toolu_1"  # the reply's resume token, then the call
+    assert run1[-1]["outcome"] == {"type": "interrupt", "interrupts": [{"id": interrupt_id, "reason": "tool_approval", "toolCallId": "toolu_1", "message": 'Allow photo({"city": "Oslo"})?'}]}
     (call,) = [f for f in run1 if f["type"] == "TOOL_CALL_START"]
     (text,) = [f for f in run1 if f["type"] == "TEXT_MESSAGE_START"]
     assert call["parentMessageId"] == text["messageId"]  # the call hangs off its model call's text
@@ -358,6 +366,6 @@ def test_mounted_under_a_prefix_the_page_and_its_files_are_found_relative_to_it(
 
     page, config, fold, missing = (asyncio.run(get(p)) for p in ("/chat/", "/chat/config.json", "/chat/fold.mjs", "/chat/nothing"))
     assert page[0] == 200 and b'from "./fold.mjs"' in page[1] and b'fetch("config.json")' in page[1]
-    assert config == (200, b'{"path": "reply"}')
+    assert config[0] == 200 and json.loads(config[1]) == {"path": "reply", "image_origins": [], "auth": False}
     assert fold[0] == 200 and b"export function appendEvent" in fold[1]
     assert missing[0] == 404

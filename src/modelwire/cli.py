@@ -344,7 +344,18 @@ def _serve_app(args: argparse.Namespace) -> tuple[Any, str]:
     def make_agent() -> Any:
         return Agent("assistant", model, args.system, tools=[Tool(calculate, requires_confirmation=args.confirm_tools)], max_iters=args.max_iters)
 
-    return EventStreamApp(make_agent, page_config={"model": model_name}), model_name
+    return EventStreamApp(make_agent, page_config={"model": model_name}, **_protections(args)), model_name
+
+
+def _protections(args: argparse.Namespace) -> dict[str, Any]:
+    """What guards the served app: the host names it answers to, the other origins whose
+    pages may call it, a bearer token."""
+    from .serve import LOOPBACK
+
+    hosts = [*LOOPBACK, *(args.allow_host or ())]
+    if args.host not in ("0.0.0.0", "::", ""):
+        hosts.append(args.host)
+    return {"allowed_hosts": hosts, "allowed_origins": args.allow_origin or (), "auth_token": args.token}
 
 
 def _demo_app(args: argparse.Namespace, why: str) -> tuple[Any, str]:
@@ -367,7 +378,7 @@ def _demo_app(args: argparse.Namespace, why: str) -> tuple[Any, str]:
     # history) replays it; a confirmed or denied call resumes into its second exchange.
     wrap = lambda: use_cassette(demo_cassette(), "none", ignore_fields=("messages.*.content",), allow_unused=True)  # noqa: E731
     config = {"model": "demo replay", "banner": banner, "prompt": DEMO_QUESTION}
-    return EventStreamApp(make_demo, wrap_reply=wrap, history=False, page_config=config), f"the demo replay ({why})"
+    return EventStreamApp(make_demo, wrap_reply=wrap, history=False, page_config=config, **_protections(args)), f"the demo replay ({why})"
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -376,8 +387,21 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ImportError:
         raise UsageError("modelwire serve needs an ASGI server: pip install 'modelwire[serve]' (uvicorn)") from None
     app, what = _serve_app(args)
-    sys.stderr.write(f"modelwire serve: {what} on http://{args.host}:{args.port}/  (POST /reply; Ctrl-C stops)\n")
+    page = f"http://{args.host}:{args.port}/" + (f"#token={args.token}" if args.token else "")
+    sys.stderr.write(f"modelwire serve: {what} on {page}  (POST /reply; Ctrl-C stops)\n")
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        guards = [
+            f"host names {', '.join(sorted(app.allowed_hosts))} (add the names clients use with --allow-host)",
+            "pages of this origin only" + (f" and {', '.join(sorted(app.allowed_origins))}" if app.allowed_origins else " (--allow-origin for a front end elsewhere)"),
+            "a bearer token (--token)" if args.token else "NO token: anyone who reaches this port can run the agent on your key (--token SECRET)",
+        ]
+        sys.stderr.write(f"modelwire serve: warning: {args.host} is not a loopback address; what guards it: " + "; ".join(guards) + "\n")
     sys.stderr.flush()
+    import logging
+
+    logging.getLogger("modelwire.serve").setLevel(logging.INFO)
+    if not logging.getLogger().handlers:
+        logging.basicConfig(format="modelwire serve: %(message)s", stream=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
@@ -423,6 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="the port to listen on")
     _agent_flags(serve)
     serve.add_argument("--confirm-tools", action="store_true", help="ask the user before each tool call (the page shows Allow / Deny)")
+    serve.add_argument("--allow-host", action="append", metavar="NAME", help="a host name clients reach this server by (besides localhost); repeatable; '*' for any")
+    serve.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="an origin (https://app.example) whose pages may call /reply; repeatable")
+    serve.add_argument("--token", metavar="SECRET", help="require 'authorization: Bearer SECRET' on /reply (the page takes it from #token=SECRET)")
     serve.set_defaults(func=_cmd_serve)
 
     models = command("models", "list the providers: protocol, key variable and whether it is set, an example model string, base URL")

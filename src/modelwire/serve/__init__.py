@@ -23,7 +23,7 @@ Django's ASGI router)::
     app = EventStreamApp(lambda: Agent("bot", model))  # an agent per reply
 """
 
-from ._app import EventStreamApp
+from ._app import LOOPBACK, EventStreamApp, ParkedReplies
 from ._turn import BadRequest
 
-__all__ = ["BadRequest", "EventStreamApp"]
+__all__ = ["BadRequest", "EventStreamApp", "LOOPBACK", "ParkedReplies"]

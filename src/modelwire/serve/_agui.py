@@ -6,7 +6,7 @@ travels as the reasoning message's encrypted value and comes back with it. A too
 hangs off the text message of its model call (or stands as its own assistant message);
 a finished tool result becomes ``TOOL_CALL_RESULT`` with a tool message of its own. Model calls are steps. A reply that
 parks ends the run with an ``interrupt`` outcome, one interrupt per waiting call (its id
-is the call id); the next run answers them in ``resume``: ``{"approved": bool}`` for a
+is the reply's resume token, a dot and the call id; ``toolCallId`` is the call id); the next run answers them in ``resume``: ``{"approved": bool}`` for a
 confirmation, the tool's output (a string, or ``{"output": ..., "error": ...}``) for an
 external call; a ``cancelled`` entry stops the reply.
 """
@@ -45,7 +45,13 @@ def _resume(entries: Any) -> Resume:
     for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("interruptId"), str):
             raise BadRequest("each resume entry needs an 'interruptId'")
-        call_id, status, payload = entry["interruptId"], entry.get("status"), entry.get("payload")
+        # An interrupt's id is "<resume token>.<call id>" (a token has no "."): the client
+        # echoes it, so the answer carries the reply's token without anything else to keep.
+        token, _, call_id = entry["interruptId"].partition(".")
+        if out.token is not None and token != out.token:
+            raise BadRequest("the resume entries answer interrupts of different replies")
+        out.token = token
+        status, payload = entry.get("status"), entry.get("payload")
         out.about.add(call_id)
         if status == "cancelled":
             out.interrupt = True
@@ -249,13 +255,13 @@ class AGUIEncoder(Encoder):
             end["usage"] = usage
         return sse(end)
 
-    def parked(self, calls: list[ToolCallBlock]) -> list[bytes]:
+    def parked(self, calls: list[ToolCallBlock], token: str) -> list[bytes]:
         interrupts = []
         for call in calls:
             asking = call.state == "asking"
             interrupts.append(
                 {
-                    "id": call.id,
+                    "id": f"{token}.{call.id}",
                     "reason": "tool_approval" if asking else "external_execution",
                     "toolCallId": call.id,
                     "message": f"Allow {call.name}({call.input})?" if asking else f"Run {call.name}({call.input}) and send its result.",

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import hmac
 import json
+import logging
+import re
+import secrets
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Awaitable, Callable
-from urllib.parse import parse_qs
+from typing import Any, Awaitable, Callable, Iterable
+from urllib.parse import parse_qs, urlsplit
 
 from ..errors import AgentError
 from ..event import EventBase, ExternalExecutionResultEvent, UserInterruptEvent
@@ -33,40 +39,72 @@ DIALECTS: dict[str, tuple[Callable[[dict[str, Any]], Turn], type[Encoder]]] = {
 
 
 class Conflict(Exception):
-    """An answer to a reply that is not waiting here; answered with 409."""
+    """An answer to a reply that is not waiting for it; answered with 409.
+
+    One answer for every such case (no reply of that id, a resume token that is not the
+    reply's own, a call the reply does not wait for, expired, answered already), so a
+    client cannot tell a guessed id from a wrong one."""
+
+    def __init__(self) -> None:
+        super().__init__("no reply waits for this answer here (it ended, expired, was answered already, or the resume token is not its own)")
+
+
+_log = logging.getLogger("modelwire.serve")
 
 
 class ParkedReplies:
-    """Agents whose reply waits for the client (a confirmation, an external result).
+    """Agents whose reply waits for its client (a confirmation, an external result),
+    each under the hash of the reply's resume token: only the client that started the
+    reply holds the token, and no lookup crosses from one reply to another.
 
-    Bounded: the oldest is dropped past ``limit``, and any older than ``ttl`` seconds."""
+    Bounded by count (``limit``), by the JSON size of what waits (``max_bytes``; the
+    oldest go first) and by age (``ttl`` seconds, counted from when the reply parked: an
+    answer that is refused does not make it younger)."""
 
-    def __init__(self, limit: int = 1000, ttl: float = 1800.0) -> None:
-        self.limit, self.ttl = limit, ttl
-        self._agents: OrderedDict[str, tuple[float, Any]] = OrderedDict()
+    def __init__(self, limit: int = 1000, ttl: float = 1800.0, max_bytes: int = 256 * 1024 * 1024) -> None:
+        self.limit, self.ttl, self.max_bytes = limit, ttl, max_bytes
+        self._entries: OrderedDict[str, tuple[float, str, Any, int]] = OrderedDict()  # key -> (parked at, reply id, agent, bytes)
+        self.bytes = 0
 
     def __len__(self) -> int:
-        return len(self._agents)
+        return len(self._entries)
 
-    def put(self, reply_id: str, agent: Any) -> None:
-        self._agents[reply_id] = (time.monotonic(), agent)
-        self._agents.move_to_end(reply_id)
-        while len(self._agents) > self.limit:
-            self._agents.popitem(last=False)
+    def put(self, token: str, reply_id: str, agent: Any, *, parked_at: float | None = None) -> None:
+        size = sum(len(m.model_dump_json()) for m in getattr(agent, "context", ()))
+        key = _key(token)
+        if key in self._entries:
+            self.bytes -= self._entries.pop(key)[3]
+        self._entries[key] = (time.monotonic() if parked_at is None else parked_at, reply_id, agent, size)
+        self.bytes += size
+        while self._entries and (len(self._entries) > self.limit or self.bytes > self.max_bytes):
+            self.bytes -= self._entries.popitem(last=False)[1][3]
 
-    def take(self, resume: Resume) -> tuple[str, Any]:
+    def take(self, token: str | None, reply_id: str | None) -> tuple[str, Any, float]:
+        """The waiting reply's id, its agent and when it parked; the entry leaves the store."""
         now = time.monotonic()
-        for rid in [r for r, (at, _) in self._agents.items() if now - at > self.ttl]:
-            del self._agents[rid]
-        rid = resume.reply_id
-        if rid is None:  # named by its calls only
-            ids = resume.call_ids()
-            rid = next((r for r, (_, a) in self._agents.items() if ids & {c.id for c in a.pending_calls(r)}), None)
-            if rid is None:
-                raise Conflict(f"no reply here waits for an answer about {sorted(ids)} (it ended, expired, or was answered already)")
-        if rid not in self._agents:
-            raise Conflict(f"reply {rid!r} is not waiting for an answer here (it ended, expired after {self.ttl:g} s, or was answered already)")
-        return rid, self._agents.pop(rid)[1]
+        for key in [k for k, (at, *_) in self._entries.items() if now - at > self.ttl]:
+            self.bytes -= self._entries.pop(key)[3]
+        if not token:
+            raise Conflict()
+        entry = self._entries.get(_key(token))
+        if entry is None or (reply_id is not None and not hmac.compare_digest(entry[1], reply_id)):
+            raise Conflict()
+        del self._entries[_key(token)]
+        self.bytes -= entry[3]
+        return entry[1], entry[2], entry[0]
+
+
+def _key(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _hashes(html: str, tag: str) -> str:
+    """CSP source expressions for the page's own inline ``<tag>`` elements."""
+    found = re.findall(rf"<{tag}[^>]*>(.*?)</{tag}>", html, flags=re.S)
+    return " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()}'" for text in found)
+
+
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
 class EventStreamApp:
@@ -87,6 +125,10 @@ class EventStreamApp:
         wrap_reply: Callable[[], Any] | None = None,
         history: bool = True,
         page_config: dict[str, Any] | None = None,
+        allowed_hosts: Iterable[str] = LOOPBACK,
+        allowed_origins: Iterable[str] = (),
+        auth_token: str | None = None,
+        image_origins: Iterable[str] = (),
     ) -> None:
         self.make_agent = make_agent
         self.path = path
@@ -95,6 +137,19 @@ class EventStreamApp:
         self.wrap_reply = wrap_reply
         self.history = history
         self.page_config = page_config or {}
+        # Host names this app answers to ("*": any): a page on another name that resolves
+        # here (DNS rebinding) is refused.
+        self.allowed_hosts = {h.lower().strip("[]") for h in allowed_hosts}
+        # Origins other than the app's own whose pages may call it (CORS); "*": any.
+        self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
+        self.auth_token = auth_token
+        self.image_origins = tuple(o.rstrip("/") for o in image_origins)
+        page = STATIC["/"][0].read_text(encoding="utf-8")
+        images = " ".join(("data:", *self.image_origins))
+        self.csp = (
+            f"default-src 'self'; script-src 'self' {_hashes(page, 'script')}; style-src 'self' {_hashes(page, 'style')}; "
+            f"img-src 'self' {images}; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -111,30 +166,69 @@ class EventStreamApp:
         root = scope.get("root_path", "")
         if root and path.startswith(root):
             path = path[len(root) :] or "/"  # mounted under a prefix (FastAPI's app.mount, Starlette's Mount)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+        host = headers.get("host", "")
+        if not self._host_allowed(host):
+            return await _json(send, 403, {"error": f"this server does not answer to the host name {host.rsplit(':', 1)[0][:100]!r} (allowed_hosts)"})
+        origin = headers.get("origin")
+        cors = self._cors(origin, host)
+        if path == self.path and method == "OPTIONS":
+            if origin is None or cors is None:
+                return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
+            preflight = [*cors, (b"access-control-allow-methods", b"POST"), (b"access-control-allow-headers", b"content-type, authorization, last-event-id"), (b"access-control-max-age", b"600")]
+            return await _answer(send, 204, "text/plain", b"", preflight)
         if path == self.path and method == "POST":
+            if origin is not None and cors is None:
+                # A page elsewhere (a no-cors fetch needs no preflight): it must not make the agent run.
+                return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
+            if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+                return await _json(send, 415, {"error": "POST a JSON body with content-type: application/json"}, cors)
+            if self.auth_token is not None and not hmac.compare_digest(headers.get("authorization", "").encode(), f"Bearer {self.auth_token}".encode()):
+                return await _json(send, 401, {"error": "this server wants 'authorization: Bearer <token>'"}, [*(cors or []), (b"www-authenticate", b"Bearer")])
             try:
                 data = _json_body(await self._body(receive))
                 dialect = _dialect(data, scope.get("query_string", b"").decode("latin-1"))
                 read, encoder_cls = DIALECTS[dialect]
                 turn = _read(read, dialect, data)
-                agent, rid, event = self._agent_for(turn)
+                agent, rid, event, token = self._agent_for(turn)
             except BadRequest as exc:
-                return await _json(send, 400, {"error": str(exc)})
+                return await _json(send, 400, {"error": str(exc)}, cors)
             except Conflict as exc:
-                return await _json(send, 409, {"error": str(exc)})
+                return await _json(send, 409, {"error": str(exc)}, cors)
             except Exception as exc:  # noqa: BLE001 - make_agent failed: say so, not a bare 500
-                return await _json(send, 500, {"error": f"the agent could not be made: {type(exc).__name__}: {exc}"})
-            return await self._stream(agent, turn, rid, event, encoder_cls(turn, getattr(agent, "session_id", "")), receive, send)
+                _log.error("the agent could not be made: %s: %s", type(exc).__name__, exc)
+                return await _json(send, 500, {"error": f"the agent could not be made: {type(exc).__name__}: {exc}"}, cors)
+            return await self._stream(agent, turn, rid, event, token, encoder_cls(turn, getattr(agent, "session_id", "")), receive, send, cors or [])
         if path == "/config.json" and method == "GET":
             # Relative to the page, so the page works wherever the app is mounted.
-            return await _json(send, 200, {"path": self.path.lstrip("/"), **self.page_config})
+            config = {"path": self.path.lstrip("/"), "image_origins": list(self.image_origins), "auth": self.auth_token is not None, **self.page_config}
+            return await _json(send, 200, config)
         if path in STATIC and method in ("GET", "HEAD"):
             file, content_type = STATIC[path]
             body = file.read_bytes()
-            return await _answer(send, 200, content_type, body if method == "GET" else b"")
+            page = [(b"content-security-policy", self.csp.encode()), (b"x-frame-options", b"DENY")] if path == "/" else []
+            return await _answer(send, 200, content_type, body if method == "GET" else b"", page)
         if path in STATIC or path == self.path:
             return await _json(send, 405, {"error": f"{method} is not allowed on {path}"})
         await _json(send, 404, {"error": f"nothing at {path}"})
+
+    def _host_allowed(self, host: str) -> bool:
+        if "*" in self.allowed_hosts or not host:
+            return True  # no Host at all is no browser's request (browsers always send it)
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        return name.lower().strip("[]") in self.allowed_hosts
+
+    def _cors(self, origin: str | None, host: str) -> list[tuple[bytes, bytes]] | None:
+        """The CORS headers for a request from ``origin``, or None when that origin may not
+        call the app. The app's own origin needs none; no Origin (curl, a server) neither."""
+        if origin is None:
+            return []
+        netloc = urlsplit(origin).netloc.lower()
+        if netloc and netloc == host.lower():
+            return []  # same origin
+        if origin.rstrip("/").lower() in self.allowed_origins or "*" in self.allowed_origins:
+            return [(b"access-control-allow-origin", origin.encode("latin-1")), (b"vary", b"Origin"), (b"access-control-expose-headers", b"x-vercel-ai-ui-message-stream")]
+        return None
 
     async def _body(self, receive: Receive) -> bytes:
         chunks, size = [], 0
@@ -150,27 +244,38 @@ class EventStreamApp:
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    def _agent_for(self, turn: Turn) -> tuple[Any, str | None, EventBase | None]:
-        """The agent to run, the parked reply's id and the event resuming it (if any)."""
+    def _agent_for(self, turn: Turn) -> tuple[Any, str | None, EventBase | None, str]:
+        """The agent to run, and for a resumed reply its id and the event resuming it;
+        the reply's resume token (a new reply draws one, a resumed one keeps its own)."""
         if turn.resume is None:
             agent = self.make_agent()
             if turn.history and self.history:
                 agent.context = list(turn.history)
-            return agent, None, None
-        rid, agent = self.parked.take(turn.resume)
+            return agent, None, None, secrets.token_urlsafe(32)
+        token = turn.resume.token
+        rid, agent, parked_at = self.parked.take(token, turn.resume.reply_id)
         try:
-            return agent, rid, _resume_event(agent, rid, turn.resume)
-        except BadRequest:
-            self.parked.put(rid, agent)  # a bad answer leaves the reply waiting
+            event = _resume_event(agent, rid, turn.resume)
+        except (BadRequest, Conflict):
+            assert token is not None
+            self.parked.put(token, rid, agent, parked_at=parked_at)  # a bad answer leaves the reply waiting, no younger
             raise
+        assert token is not None
+        return agent, rid, event, token
 
-    async def _stream(self, agent: Any, turn: Turn, rid: str | None, event: EventBase | None, enc: Encoder, receive: Receive, send: Send) -> None:
+    async def _stream(
+        self, agent: Any, turn: Turn, rid: str | None, event: EventBase | None, token: str, enc: Encoder, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]
+    ) -> None:
         headers = [
             (b"content-type", b"text/event-stream; charset=utf-8"),
             (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no"),  # proxies: pass each event on at once
+            (b"x-content-type-options", b"nosniff"),
+            *cors,
             *enc.headers,
         ]
+        started = time.monotonic()
+        outcome: dict[str, Any] = {"outcome": "cancelled"}
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         if rid is not None:
             enc.msg = _reply_of(agent, rid)
@@ -189,8 +294,11 @@ class EventStreamApp:
                 await emit(enc.event(ev))
             calls = agent.pending_calls(rid) if rid is not None and hasattr(agent, "pending_calls") else []
             if calls and enc.msg is not None and enc.msg.finished_reason is None:
-                self.parked.put(rid, agent)
-                await emit(enc.parked(calls))
+                self.parked.put(token, rid, agent)
+                outcome["outcome"] = "parked"
+                await emit(enc.parked(calls, token))
+            elif enc.msg is not None:
+                outcome["outcome"] = enc.msg.finished_reason or "ended"
 
         async def watch() -> None:
             while (await receive())["type"] != "http.disconnect":
@@ -210,6 +318,7 @@ class EventStreamApp:
                 task.cancel()
             # Cancelling the reply closes the provider's stream before this returns.
             await asyncio.gather(reply, gone, return_exceptions=True)
+            self._outcome(agent, rid, enc.msg, outcome, reply, started)
         if gone.done() and not gone.cancelled():
             return  # the client is gone: nothing more can be sent
         if not reply.cancelled() and reply.exception() is not None:
@@ -219,6 +328,19 @@ class EventStreamApp:
             await emit(enc.error(f"{type(err).__name__}: {err}"))
         await emit(enc.done())
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def _outcome(self, agent: Any, rid: str | None, msg: Msg | None, outcome: dict[str, Any], task: Any, started: float) -> None:
+        """One log line per reply (never content, never a secret): id, model, how it
+        ended, the error's type, tokens, seconds."""
+        what = outcome["outcome"]
+        if not task.cancelled() and task.exception() is not None:
+            what = f"failed ({type(task.exception()).__name__})"
+        error = msg.error.type if msg is not None and msg.error is not None else "-"
+        usage = msg.usage if msg is not None else None
+        tokens = f"{usage.input_tokens}/{usage.output_tokens}" if usage else "-"
+        model = getattr(getattr(agent, "model", None), "name", None) or type(getattr(agent, "model", None)).__name__
+        level = logging.WARNING if what.startswith(("failed", "error")) or error != "-" else logging.INFO
+        _log.log(level, "reply %s model=%s outcome=%s error=%s tokens=%s seconds=%.2f", rid or "-", model, what, error, tokens, time.monotonic() - started)
 
 
 def _reply_of(agent: Any, rid: str) -> Msg | None:
@@ -236,6 +358,8 @@ def _resume_event(agent: Any, rid: str, resume: Resume) -> EventBase:
     if resume.interrupt:
         return UserInterruptEvent(reply_id=rid)
     pending = {c.id: c for c in agent.pending_calls(rid)}
+    if resume.about - set(pending):
+        raise Conflict()  # the answer names calls this reply does not wait for
     if resume.partial:
         resume.confirm = {k: v for k, v in resume.confirm.items() if k in pending and pending[k].state == "asking"}
         resume.results = {k: v for k, v in resume.results.items() if k in pending and pending[k].state == "submitted"}
@@ -244,15 +368,15 @@ def _resume_event(agent: Any, rid: str, resume: Resume) -> EventBase:
     if resume.confirm:
         try:
             return agent.confirm(resume.confirm, rid)
-        except AgentError as exc:
-            raise BadRequest(str(exc)) from None
+        except AgentError:
+            raise Conflict() from None  # a call that does not wait for a confirmation
     if not resume.results:
         raise BadRequest("the answer holds no confirmation, no result and no interrupt")
     results = []
     for call_id, result in resume.results.items():
         call = pending.get(call_id)
         if call is None or call.state != "submitted":
-            raise BadRequest(f"no call waiting for an external result with id {call_id!r}")
+            raise Conflict()
         results.append(result if result.name == call.name else result.model_copy(update={"name": call.name}))
     return ExternalExecutionResultEvent(reply_id=rid, execution_results=results)
 
@@ -300,11 +424,17 @@ def _dialect(data: dict[str, Any], query: str) -> str:
     return "events"
 
 
-async def _answer(send: Send, status: int, content_type: str, body: bytes) -> None:
-    headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
+async def _answer(send: Send, status: int, content_type: str, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(body)).encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"no-referrer"),
+        *(extra or []),
+    ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
-async def _json(send: Send, status: int, data: dict[str, Any]) -> None:
-    await _answer(send, status, "application/json", json.dumps(data).encode())
+async def _json(send: Send, status: int, data: dict[str, Any], extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    await _answer(send, status, "application/json", json.dumps(data).encode(), extra)

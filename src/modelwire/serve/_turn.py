@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..event import EventBase, event_to_json, parse_event
+from ..event import CustomEvent, EventBase, event_to_json, parse_event
 from ..message import Msg, ToolCallBlock, ToolResultBlock, UserMsg
 
 JSON = dict[str, Any]
@@ -32,6 +32,7 @@ class Resume:
     interrupt: bool = False
     about: set[str] = field(default_factory=set)  # other call ids naming the reply
     partial: bool = False  # the client sent its whole message: answers to calls not waiting are ignored
+    token: str | None = None  # the reply's resume token, which only its client was given
 
     def call_ids(self) -> set[str]:
         return set(self.confirm) | set(self.results) | self.about
@@ -80,8 +81,9 @@ class Encoder:
     def event(self, ev: EventBase) -> list[bytes]:
         raise NotImplementedError
 
-    def parked(self, calls: list[ToolCallBlock]) -> list[bytes]:
-        """The stream ends with the reply waiting for ``calls`` (confirmation or results)."""
+    def parked(self, calls: list[ToolCallBlock], token: str) -> list[bytes]:
+        """The stream ends with the reply waiting for ``calls`` (confirmation or results);
+        ``token`` is the reply's resume token, which the client must send with its answer."""
         return []
 
     def error(self, message: str) -> list[bytes]:
@@ -97,8 +99,9 @@ class Encoder:
 
 def read_events(data: JSON) -> Turn:
     keys = [k for k in ("input", "messages", "resume") if k in data]
+    token = data.get("resume_token")
     if len(keys) != 1:
-        raise BadRequest('send {"input": "text"}, {"messages": [message, ...]} or {"resume": event}')
+        raise BadRequest('send {"input": "text"}, {"messages": [message, ...]} or {"resume": event, "resume_token": token}')
     if "input" in data:
         if not isinstance(data["input"], str) or not data["input"]:
             raise BadRequest('"input" must be a non-empty string')
@@ -116,12 +119,13 @@ def read_events(data: JSON) -> Turn:
         ev = parse_event(data["resume"])
     except (ValueError, TypeError, AttributeError) as exc:
         raise BadRequest(f'"resume" is not an event: {str(exc).splitlines()[0]}') from None
+    token = token if isinstance(token, str) else None
     if ev.type == "USER_CONFIRM_RESULT":
-        return Turn(resume=Resume(ev.reply_id, confirm={r.tool_call.id: r.confirmed for r in ev.confirm_results}))
+        return Turn(resume=Resume(ev.reply_id, confirm={r.tool_call.id: r.confirmed for r in ev.confirm_results}, token=token))
     if ev.type == "EXTERNAL_EXECUTION_RESULT":
-        return Turn(resume=Resume(ev.reply_id, results={r.id: r for r in ev.execution_results}))
+        return Turn(resume=Resume(ev.reply_id, results={r.id: r for r in ev.execution_results}, token=token))
     if ev.type == "USER_INTERRUPT":
-        return Turn(resume=Resume(ev.reply_id, interrupt=True))
+        return Turn(resume=Resume(ev.reply_id, interrupt=True, token=token))
     raise BadRequest(f'"resume" is USER_CONFIRM_RESULT, EXTERNAL_EXECUTION_RESULT or USER_INTERRUPT, not {ev.type}')
 
 
@@ -131,5 +135,12 @@ class EventsEncoder(Encoder):
     def event(self, ev: EventBase) -> list[bytes]:
         return [sse(event_to_json(ev))]
 
+    def parked(self, calls: list[ToolCallBlock], token: str) -> list[bytes]:
+        # Not an event of the reply (CUSTOM folds into nothing): what the answer must carry.
+        return [sse(event_to_json(CustomEvent(name=RESUME_EVENT, value={"reply_id": self.msg.id if self.msg else None, "resume_token": token})))]
+
     def error(self, message: str) -> list[bytes]:
         return [sse({"type": "ERROR", "message": message}, event="error")]
+
+
+RESUME_EVENT = "modelwire.resume"

@@ -42,7 +42,9 @@ def _answers(msg: JSON) -> Resume:
     sends back; answers to calls that do not wait are the client's copy of the past."""
     if not isinstance(msg.get("id"), str):
         raise BadRequest("the assistant message needs its 'id' (the reply it answers)")
-    out = Resume(reply_id=msg["id"], partial=True)
+    metadata = msg.get("metadata")
+    token = metadata.get("resumeToken") if isinstance(metadata, dict) else None
+    out = Resume(reply_id=msg["id"], partial=True, token=token if isinstance(token, str) else None)
     for part in msg.get("parts") or []:
         if not _is_tool(part):
             continue
@@ -185,9 +187,10 @@ class UIMessageEncoder(Encoder):
             meta["cost"] = self.msg.cost
         return meta
 
-    def parked(self, calls: list[ToolCallBlock]) -> list[bytes]:
-        # The message waits on the client: approvals asked, client-side tools to run.
-        return self._start() + [sse({"type": "finish", "finishReason": "tool-calls", "messageMetadata": self._metadata("waiting")})]
+    def parked(self, calls: list[ToolCallBlock], token: str) -> list[bytes]:
+        # The message waits on the client: approvals asked, client-side tools to run. The
+        # resume token rides in the message's metadata, which useChat posts back with it.
+        return self._start() + [sse({"type": "finish", "finishReason": "tool-calls", "messageMetadata": {**self._metadata("waiting"), "resumeToken": token}})]
 
     def error(self, message: str) -> list[bytes]:
         return (self._start() if self.msg is not None else []) + [sse({"type": "error", "errorText": message})]

@@ -1,0 +1,235 @@
+"""Serving on a network: each attack a review found, on real sockets (uvicorn on
+127.0.0.1) and, for the cross-site ones, in headless Chromium from a second origin."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import threading
+import time
+
+import httpx2 as httpx
+import pytest
+
+from modelwire._ids import new_id
+from modelwire.agent import Tool
+from modelwire.event import parse_event
+from modelwire.serve import EventStreamApp, ParkedReplies
+from modelwire.testing import ProviderServer, sse_reply
+from modelwire.testing.sse import body
+
+from test_serve import Served, agent_app, events_of, weather
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def asking_app(provider, made, **kw):
+    app = agent_app(provider, Tool(weather, requires_confirmation=True), made=made)
+    for key, value in kw.items():
+        setattr(app, key, value)
+    return app
+
+
+def park(client, url, city="Paris"):
+    """Start a reply that parks on a confirmation; its events and its resume token."""
+    events = events_of(client.post(url + "/reply", json={"input": f"Weather in {city}?"}).content)
+    return events, events[-1].value["resume_token"]
+
+
+def tool_turns(n):
+    return [sse_reply(body("anthropic", ("tool", f"toolu_{i}", "weather", '{"city": "Paris"}'))) for i in range(n)]
+
+
+def test_another_client_cannot_take_over_a_parked_reply_by_guessing():
+    made: list = []
+    with ProviderServer() as provider:
+        provider.replies = [*tool_turns(2), sse_reply(body("anthropic", ("text", "Sunny.")))]
+        with Served(asking_app(provider, made)) as url, httpx.Client() as client:
+            victim_events, victim_token = park(client, url)
+            attacker_events, attacker_token = park(client, url, "Oslo")
+            victim_rid = victim_events[0].reply_id
+            # The attacker knows ids from its own stream; the victim's reply id was guessed.
+            approve = {"type": "USER_CONFIRM_RESULT", "reply_id": victim_rid, "confirm_results": [{"confirmed": True, "tool_call": {"type": "tool_call", "id": "toolu_0", "name": "weather", "input": "{}"}}]}
+            tries = [
+                client.post(url + "/reply", json={"resume": approve, "resume_token": attacker_token}),
+                client.post(url + "/reply", json={"resume": approve}),
+                client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": victim_rid}, "resume_token": attacker_token}),
+                # AG-UI names calls only: the attacker's token with the victim's call id
+                client.post(url + "/reply", json={"threadId": "t", "runId": "r", "messages": [], "resume": [{"interruptId": f"{attacker_token}.toolu_0", "status": "resolved", "payload": {"approved": True}}]}),
+            ]
+            owner = events_of(client.post(url + "/reply", json={"resume": {**approve, "confirm_results": [{"confirmed": True, "tool_call": victim_events[-2].tool_calls[0].model_dump(mode="json")}]}, "resume_token": victim_token}).content)
+    assert [t.status_code for t in tries] == [409] * 4 and len({t.text for t in tries}) == 1
+    assert owner[-1].type == "REPLY_END" and owner[-1].finished_reason == "completed"  # the victim's reply was untouched
+    assert made[0].context[-1].content[1].state == "success" and made[1].context[-1].finished_reason is None
+
+
+def test_ids_tell_nothing_about_other_ids():
+    ids = [new_id() for _ in range(1000)]
+    assert len(set(ids)) == 1000 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    prefixes = {i[:8] for i in ids}
+    assert len(prefixes) > 990  # no shared process prefix and no counter to step along
+
+
+def test_a_wrong_reply_id_and_a_right_one_without_its_token_look_the_same():
+    made: list = []
+    with ProviderServer() as provider:
+        provider.replies = tool_turns(1)
+        with Served(asking_app(provider, made)) as url, httpx.Client() as client:
+            events, _ = park(client, url)
+            real = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": events[0].reply_id}, "resume_token": "x" * 43})
+            guessed = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": new_id()}, "resume_token": "x" * 43})
+    assert (real.status_code, real.text) == (guessed.status_code, guessed.text) == (409, guessed.text)
+
+
+def test_a_spoofed_host_is_refused():
+    with ProviderServer() as provider:
+        made: list = []
+        with Served(asking_app(provider, made)) as url, httpx.Client() as client:
+            rebound = client.post(url + "/reply", json={"input": "hi"}, headers={"host": "attacker.example"})
+            page = client.get(url + "/", headers={"host": "attacker.example:8000"})
+            fine = client.get(url + "/", headers={"host": "localhost"})
+    assert rebound.status_code == 403 and page.status_code == 403 and fine.status_code == 200
+    assert not made and not provider.requests
+
+
+def test_a_body_that_is_not_declared_json_or_from_another_origin_never_runs_the_agent():
+    with ProviderServer() as provider:
+        made: list = []
+        with Served(asking_app(provider, made)) as url, httpx.Client() as client:
+            plain = client.post(url + "/reply", content=b'{"input": "hi"}', headers={"content-type": "text/plain"})
+            form = client.post(url + "/reply", content=b'{"input": "hi"}', headers={"content-type": "application/x-www-form-urlencoded"})
+            other = client.post(url + "/reply", json={"input": "hi"}, headers={"origin": "https://attacker.example"})
+            preflight = client.options(url + "/reply", headers={"origin": "https://attacker.example", "access-control-request-method": "POST"})
+    assert (plain.status_code, form.status_code, other.status_code, preflight.status_code) == (415, 415, 403, 403)
+    assert not made and not provider.requests
+
+
+def test_an_allowed_origin_gets_proper_cors_answers():
+    with ProviderServer() as provider:
+        provider.replies = [sse_reply(body("anthropic", ("text", "Hello.")))]
+        made: list = []
+        app = asking_app(provider, made, allowed_origins={"https://app.example"})
+        with Served(app) as url, httpx.Client() as client:
+            preflight = client.options(url + "/reply", headers={"origin": "https://app.example", "access-control-request-method": "POST", "access-control-request-headers": "content-type"})
+            reply = client.post(url + "/reply", json={"input": "hi"}, headers={"origin": "https://app.example"})
+    assert preflight.status_code == 204 and preflight.headers["access-control-allow-origin"] == "https://app.example"
+    assert "content-type" in preflight.headers["access-control-allow-headers"] and preflight.headers["access-control-allow-methods"] == "POST"
+    assert reply.status_code == 200 and reply.headers["access-control-allow-origin"] == "https://app.example" and "Origin" in reply.headers["vary"]
+
+
+def test_the_page_is_served_with_a_content_security_policy():
+    with Served(EventStreamApp(lambda: None)) as url:
+        page = httpx.get(url + "/")
+        config = httpx.get(url + "/config.json")
+    csp = page.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in csp and "img-src 'self' data:" in csp and "'unsafe-inline'" not in csp and "script-src 'self' 'sha256-" in csp
+    assert page.headers["x-content-type-options"] == "nosniff" and page.headers["x-frame-options"] == "DENY"
+    assert config.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_bearer_token_guards_the_reply_endpoint():
+    with ProviderServer() as provider:
+        provider.replies = [sse_reply(body("anthropic", ("text", "Hello.")))]
+        made: list = []
+        with Served(asking_app(provider, made, auth_token="s3cret-token")) as url, httpx.Client() as client:
+            none = client.post(url + "/reply", json={"input": "hi"})
+            wrong = client.post(url + "/reply", json={"input": "hi"}, headers={"authorization": "Bearer nope"})
+            right = client.post(url + "/reply", json={"input": "hi"}, headers={"authorization": "Bearer s3cret-token"})
+    assert (none.status_code, wrong.status_code, right.status_code) == (401, 401, 200)
+    assert none.headers["www-authenticate"] == "Bearer" and len(made) == 1
+
+
+def test_a_flood_of_large_parked_replies_stays_within_the_byte_bound():
+    parked = ParkedReplies(limit=1000, max_bytes=3_000_000)
+    with ProviderServer() as provider:
+        provider.respond = lambda request: sse_reply(body("anthropic", ("tool", f"toolu_{len(provider.requests)}", "weather", '{"city": "Paris"}')))
+        made: list = []
+        with Served(asking_app(provider, made, parked=parked)) as url, httpx.Client() as client:
+            big = [{"role": "user", "name": "u", "content": [{"type": "text", "text": "x" * 500_000}]}, {"role": "assistant", "name": "a", "content": [{"type": "text", "text": "ok"}]}]
+            tokens = []
+            for n in range(20):
+                events = events_of(client.post(url + "/reply", json={"messages": [*big, {"role": "user", "name": "u", "content": [{"type": "text", "text": f"q{n}"}]}]}).content)
+                tokens.append((events[0].reply_id, events[-1].value["resume_token"]))
+                assert parked.bytes <= 3_000_000
+            newest = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": tokens[-1][0]}, "resume_token": tokens[-1][1]})
+            oldest = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": tokens[0][0]}, "resume_token": tokens[0][1]})
+    assert 1 <= len(parked) + 1 <= 6  # a handful of 500 kB replies fit in 3 MB
+    assert newest.status_code == 200 and oldest.status_code == 409  # the oldest made room
+
+
+def test_a_refused_answer_does_not_make_a_parked_reply_younger():
+    parked = ParkedReplies(ttl=1.0)
+    parked.put("tok", "r1", object())
+    time.sleep(0.6)
+    with pytest.raises(Exception):  # noqa: B017 - the uniform Conflict
+        parked.take("tok", "another-reply")
+    rid, agent, at = parked.take("tok", "r1")  # the right answer, in time
+    parked.put("tok", rid, agent, parked_at=at)  # as the app puts back after a bad answer
+    time.sleep(0.5)  # 1.1 s after parking, 0.5 s after the last answer
+    with pytest.raises(Exception):  # noqa: B017
+        parked.take("tok", "r1")
+
+
+def test_each_reply_outcome_is_logged_in_one_line_without_content(caplog):
+    with ProviderServer() as provider:
+        provider.replies = [sse_reply(body("anthropic", ("text", "The secret plan is blue."), usage=(11, 7)))]
+        made: list = []
+        with caplog.at_level(logging.INFO, logger="modelwire.serve"):
+            with Served(asking_app(provider, made)) as url:
+                httpx.post(url + "/reply", json={"input": "Tell me the secret plan."})
+                deadline = time.monotonic() + 5
+                while not caplog.records and time.monotonic() < deadline:
+                    time.sleep(0.01)
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "modelwire.serve"]
+    rid = made[0].context[-1].id
+    assert line.startswith(f"reply {rid} model=claude-sonnet-4-5 outcome=completed error=- tokens=11/7 seconds=")
+    assert "secret" not in line and "sk-test" not in line
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium; .ci/run installs it)")
+def test_a_page_on_another_origin_cannot_make_the_agent_run():
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with ProviderServer() as provider:
+        provider.replies = [sse_reply(body("anthropic", ("text", "Hello.")))]
+        made: list = []
+        with Served(asking_app(provider, made)) as target, Served(EventStreamApp(lambda: None, allowed_hosts=["*"])) as elsewhere:
+            # The second server is another origin (another port); its page attacks the first.
+            attack = f"""async () => {{
+                const results = [];
+                for (const [mode, type] of [["no-cors", "text/plain"], ["no-cors", "application/json"], ["cors", "application/json"]]) {{
+                    try {{
+                        const r = await fetch("{target}/reply", {{ method: "POST", mode, headers: {{ "content-type": type }}, body: JSON.stringify({{ input: "spend the key" }}) }});
+                        results.push(mode + ":" + r.status);
+                    }} catch (e) {{ results.push(mode + ":blocked"); }}
+                }}
+                return results;
+            }}"""
+            with playwright_api.sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+                page = browser.new_page()
+                page.goto(elsewhere.replace("127.0.0.1", "localhost") + "/")
+                results = page.evaluate(attack)
+                browser.close()
+    assert not made and not provider.requests, results
+    assert results[-1] == "cors:blocked"  # the preflight was refused
+
+
+def test_serving_on_every_interface_says_what_guards_it():
+    import os
+    import subprocess
+    import sys
+
+    from test_page import free_port
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "MODELWIRE_MODEL"}
+    proc = subprocess.Popen([sys.executable, "-m", "modelwire.cli", "serve", "--host", "0.0.0.0", "--port", str(port), "--allow-host", "agents.example"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [proc.stderr.readline() for _ in range(2)]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    warning = lines[1]
+    assert "warning: 0.0.0.0 is not a loopback address" in warning
+    assert "agents.example" in warning and "NO token" in warning and "--token" in warning and "--allow-origin" in warning
