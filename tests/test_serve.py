@@ -251,12 +251,13 @@ def test_a_parked_reply_resumes_with_the_answer_posted_as_an_event_and_wrong_ans
     assert [r.status_code for r in refused] == [409] * 4 and len({r.text for r in refused}) == 1
     assert second[0].type == "USER_CONFIRM_RESULT" and second[-1].type == "REPLY_END"  # the reply still waited
     assert again.status_code == 409 and again.text == unknown.text  # answered already
-    assert len(made) == 1  # the resume reached the parked agent
+    # The parked reply was data: a fresh agent from the factory took it up, the same reply.
+    assert made[-1].context[-1].id == rid
     # the events of both streams fold into the message the agent kept
-    reply = AssistantMsg(first[0].name, [], id=rid, created_at=made[0].context[-1].created_at)
+    reply = AssistantMsg(first[0].name, [], id=rid, created_at=made[-1].context[-1].created_at)
     for ev in first + second:
         reply.append_event(ev)
-    assert reply.to_dict() == made[0].context[-1].to_dict()
+    assert reply.to_dict() == made[-1].context[-1].to_dict()
     assert reply.content[1].state == "success" and reply.finished_reason == "completed"
 
 

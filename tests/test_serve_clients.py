@@ -61,9 +61,10 @@ class Setup:
         self.app = agent_app(provider, tool, made=self.agents)
 
     def kept(self):
-        """The one reply the agents kept (a resumed reply is the same message)."""
-        assert len(self.agents) == 1, "a resume must reach the parked agent, not a new one"
-        return self.agents[0].context[-1]
+        """The one reply the agents kept: a parked reply is data, taken up on resume by a
+        fresh agent from the factory, and it stays the same message."""
+        assert len({a.context[-1].id for a in self.agents}) == 1, "a resume must continue the parked reply, not start another"
+        return self.agents[-1].context[-1]
 
 
 def run(replies: tuple[bytes, ...], tool: Tool, scenario: str, text: str, arg: str = "") -> tuple[dict, Setup, list]:

@@ -15,7 +15,7 @@ import pytest
 from modelwire._ids import new_id
 from modelwire.agent import Tool
 from modelwire.event import parse_event
-from modelwire.serve import EventStreamApp, ParkedReplies
+from modelwire.serve import Conflict, EventStreamApp, MemoryStore, Parked
 from modelwire.testing import ProviderServer, sse_reply
 from modelwire.testing.sse import body
 
@@ -61,7 +61,8 @@ def test_another_client_cannot_take_over_a_parked_reply_by_guessing():
             owner = events_of(client.post(url + "/reply", json={"resume": {**approve, "confirm_results": [{"confirmed": True, "tool_call": victim_events[-2].tool_calls[0].model_dump(mode="json")}]}, "resume_token": victim_token}).content)
     assert [t.status_code for t in tries] == [409] * 4 and len({t.text for t in tries}) == 1
     assert owner[-1].type == "REPLY_END" and owner[-1].finished_reason == "completed"  # the victim's reply was untouched
-    assert made[0].context[-1].content[1].state == "success" and made[1].context[-1].finished_reason is None
+    resumed = made[-1].context[-1]  # the victim's reply, taken up by a fresh agent
+    assert resumed.id == victim_rid and resumed.content[1].state == "success" and made[1].context[-1].finished_reason is None
 
 
 def test_ids_tell_nothing_about_other_ids():
@@ -141,11 +142,11 @@ def test_a_bearer_token_guards_the_reply_endpoint():
 
 
 def test_a_flood_of_large_parked_replies_stays_within_the_byte_bound():
-    parked = ParkedReplies(limit=1000, max_bytes=3_000_000)
+    parked = MemoryStore(limit=1000, max_bytes=3_000_000)
     with ProviderServer() as provider:
         provider.respond = lambda request: sse_reply(body("anthropic", ("tool", f"toolu_{len(provider.requests)}", "weather", '{"city": "Paris"}')))
         made: list = []
-        with Served(asking_app(provider, made, parked=parked)) as url, httpx.Client() as client:
+        with Served(asking_app(provider, made, store=parked)) as url, httpx.Client() as client:
             big = [{"role": "user", "name": "u", "content": [{"type": "text", "text": "x" * 500_000}]}, {"role": "assistant", "name": "a", "content": [{"type": "text", "text": "ok"}]}]
             tokens = []
             for n in range(20):
@@ -159,16 +160,44 @@ def test_a_flood_of_large_parked_replies_stays_within_the_byte_bound():
 
 
 def test_a_refused_answer_does_not_make_a_parked_reply_younger():
-    parked = ParkedReplies(ttl=1.0)
-    parked.put("tok", "r1", object())
-    time.sleep(0.6)
-    with pytest.raises(Exception):  # noqa: B017 - the uniform Conflict
-        parked.take("tok", "another-reply")
-    rid, agent, at = parked.take("tok", "r1")  # the right answer, in time
-    parked.put("tok", rid, agent, parked_at=at)  # as the app puts back after a bad answer
-    time.sleep(0.5)  # 1.1 s after parking, 0.5 s after the last answer
-    with pytest.raises(Exception):  # noqa: B017
-        parked.take("tok", "r1")
+    made: list = []
+    with ProviderServer() as provider:
+        provider.replies = tool_turns(1)
+        app = asking_app(provider, made, store=MemoryStore(ttl=1.0))
+        with Served(app) as url, httpx.Client() as client:
+            events, token = park(client, url)
+            rid = events[0].reply_id
+            time.sleep(0.6)
+            wrong_call = {"type": "USER_CONFIRM_RESULT", "reply_id": rid, "confirm_results": [{"confirmed": True, "tool_call": {"type": "tool_call", "id": "toolu_9", "name": "weather", "input": "{}"}}]}
+            refused = client.post(url + "/reply", json={"resume": wrong_call, "resume_token": token})
+            time.sleep(0.5)  # 1.1 s after parking, 0.5 s after the refused answer
+            late = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": rid}, "resume_token": token})
+    assert refused.status_code == 409 and late.status_code == 409  # expired: counted from parking
+
+
+def test_the_store_takes_a_reply_once_and_only_by_its_token():
+    store = MemoryStore()
+
+    async def go():
+        await store.put("tok-a", Parked("r1", '{"context": []}', time.time()))
+        misses = []
+        for token, rid in (("tok-b", "r1"), ("tok-a", "r2"), (None, "r1"), ("", None)):
+            try:
+                await store.take(token, rid)
+            except Conflict:
+                misses.append((token, rid))
+        taken = await store.take("tok-a", None)  # AG-UI names no reply: the token alone
+        try:
+            await store.take("tok-a", "r1")
+        except Conflict:
+            return misses, taken, "gone"
+        return misses, taken, "still there"
+
+    import asyncio
+
+    misses, taken, after = asyncio.run(go())
+    assert len(misses) == 4 and taken.reply_id == "r1" and after == "gone"
+    assert "tok-a" not in repr(store._entries)  # stored under the token's hash, never the token
 
 
 def test_each_reply_outcome_is_logged_in_one_line_without_content(caplog):

@@ -355,7 +355,9 @@ def _protections(args: argparse.Namespace) -> dict[str, Any]:
     hosts = [*LOOPBACK, *(args.allow_host or ())]
     if args.host not in ("0.0.0.0", "::", ""):
         hosts.append(args.host)
-    return {"allowed_hosts": hosts, "allowed_origins": args.allow_origin or (), "auth_token": args.token}
+    from .serve import store_for
+
+    return {"allowed_hosts": hosts, "allowed_origins": args.allow_origin or (), "auth_token": args.token, "store": store_for(args.store)}
 
 
 def _demo_app(args: argparse.Namespace, why: str) -> tuple[Any, str]:
@@ -449,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--confirm-tools", action="store_true", help="ask the user before each tool call (the page shows Allow / Deny)")
     serve.add_argument("--allow-host", action="append", metavar="NAME", help="a host name clients reach this server by (besides localhost); repeatable; '*' for any")
     serve.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="an origin (https://app.example) whose pages may call /reply; repeatable")
+    serve.add_argument("--store", metavar="URL", help="where parked replies wait: memory (this process, the default) or redis://HOST:PORT/DB, shared by workers and kept across restarts")
     serve.add_argument("--token", metavar="SECRET", help="require 'authorization: Bearer SECRET' on /reply (the page takes it from #token=SECRET)")
     serve.set_defaults(func=_cmd_serve)
 

@@ -23,7 +23,8 @@ Django's ASGI router)::
     app = EventStreamApp(lambda: Agent("bot", model))  # an agent per reply
 """
 
-from ._app import LOOPBACK, EventStreamApp, ParkedReplies
+from ._app import LOOPBACK, EventStreamApp
+from ._store import Conflict, MemoryStore, Parked, RedisStore, ReplyStore, store_for
 from ._turn import BadRequest
 
-__all__ = ["BadRequest", "EventStreamApp", "LOOPBACK", "ParkedReplies"]
+__all__ = ["BadRequest", "Conflict", "EventStreamApp", "LOOPBACK", "MemoryStore", "Parked", "RedisStore", "ReplyStore", "store_for"]

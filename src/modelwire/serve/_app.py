@@ -11,7 +11,6 @@ import logging
 import re
 import secrets
 import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
 from urllib.parse import parse_qs, urlsplit
@@ -20,6 +19,7 @@ from ..errors import AgentError
 from ..event import EventBase, ExternalExecutionResultEvent, UserInterruptEvent
 from ..message import Msg
 from ._agui import AGUIEncoder, read_agui
+from ._store import Conflict, MemoryStore, Parked, ReplyStore
 from ._turn import BadRequest, Encoder, EventsEncoder, Resume, Turn, read_events
 from ._uimessage import UIMessageEncoder, read_ui_message
 
@@ -38,64 +38,7 @@ DIALECTS: dict[str, tuple[Callable[[dict[str, Any]], Turn], type[Encoder]]] = {
 }
 
 
-class Conflict(Exception):
-    """An answer to a reply that is not waiting for it; answered with 409.
-
-    One answer for every such case (no reply of that id, a resume token that is not the
-    reply's own, a call the reply does not wait for, expired, answered already), so a
-    client cannot tell a guessed id from a wrong one."""
-
-    def __init__(self) -> None:
-        super().__init__("no reply waits for this answer here (it ended, expired, was answered already, or the resume token is not its own)")
-
-
 _log = logging.getLogger("modelwire.serve")
-
-
-class ParkedReplies:
-    """Agents whose reply waits for its client (a confirmation, an external result),
-    each under the hash of the reply's resume token: only the client that started the
-    reply holds the token, and no lookup crosses from one reply to another.
-
-    Bounded by count (``limit``), by the JSON size of what waits (``max_bytes``; the
-    oldest go first) and by age (``ttl`` seconds, counted from when the reply parked: an
-    answer that is refused does not make it younger)."""
-
-    def __init__(self, limit: int = 1000, ttl: float = 1800.0, max_bytes: int = 256 * 1024 * 1024) -> None:
-        self.limit, self.ttl, self.max_bytes = limit, ttl, max_bytes
-        self._entries: OrderedDict[str, tuple[float, str, Any, int]] = OrderedDict()  # key -> (parked at, reply id, agent, bytes)
-        self.bytes = 0
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def put(self, token: str, reply_id: str, agent: Any, *, parked_at: float | None = None) -> None:
-        size = sum(len(m.model_dump_json()) for m in getattr(agent, "context", ()))
-        key = _key(token)
-        if key in self._entries:
-            self.bytes -= self._entries.pop(key)[3]
-        self._entries[key] = (time.monotonic() if parked_at is None else parked_at, reply_id, agent, size)
-        self.bytes += size
-        while self._entries and (len(self._entries) > self.limit or self.bytes > self.max_bytes):
-            self.bytes -= self._entries.popitem(last=False)[1][3]
-
-    def take(self, token: str | None, reply_id: str | None) -> tuple[str, Any, float]:
-        """The waiting reply's id, its agent and when it parked; the entry leaves the store."""
-        now = time.monotonic()
-        for key in [k for k, (at, *_) in self._entries.items() if now - at > self.ttl]:
-            self.bytes -= self._entries.pop(key)[3]
-        if not token:
-            raise Conflict()
-        entry = self._entries.get(_key(token))
-        if entry is None or (reply_id is not None and not hmac.compare_digest(entry[1], reply_id)):
-            raise Conflict()
-        del self._entries[_key(token)]
-        self.bytes -= entry[3]
-        return entry[1], entry[2], entry[0]
-
-
-def _key(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _hashes(html: str, tag: str) -> str:
@@ -121,7 +64,7 @@ class EventStreamApp:
         *,
         path: str = "/reply",
         max_body: int = MAX_BODY,
-        parked: ParkedReplies | None = None,
+        store: ReplyStore | None = None,
         wrap_reply: Callable[[], Any] | None = None,
         history: bool = True,
         page_config: dict[str, Any] | None = None,
@@ -133,7 +76,7 @@ class EventStreamApp:
         self.make_agent = make_agent
         self.path = path
         self.max_body = max_body
-        self.parked = parked if parked is not None else ParkedReplies()
+        self.store = store if store is not None else MemoryStore()
         self.wrap_reply = wrap_reply
         self.history = history
         self.page_config = page_config or {}
@@ -190,7 +133,7 @@ class EventStreamApp:
                 dialect = _dialect(data, scope.get("query_string", b"").decode("latin-1"))
                 read, encoder_cls = DIALECTS[dialect]
                 turn = _read(read, dialect, data)
-                agent, rid, event, token = self._agent_for(turn)
+                agent, rid, event, token = await self._agent_for(turn)
             except BadRequest as exc:
                 return await _json(send, 400, {"error": str(exc)}, cors)
             except Conflict as exc:
@@ -244,24 +187,32 @@ class EventStreamApp:
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    def _agent_for(self, turn: Turn) -> tuple[Any, str | None, EventBase | None, str]:
+    async def _agent_for(self, turn: Turn) -> tuple[Any, str | None, EventBase | None, str]:
         """The agent to run, and for a resumed reply its id and the event resuming it;
-        the reply's resume token (a new reply draws one, a resumed one keeps its own)."""
+        the reply's resume token (a new reply draws one, a resumed one keeps its own).
+
+        A parked reply is data: the factory makes a fresh agent and the parked state
+        (the conversation, the reply and the calls that wait) is loaded into it, so any
+        worker can resume any reply."""
         if turn.resume is None:
             agent = self.make_agent()
             if turn.history and self.history:
                 agent.context = list(turn.history)
             return agent, None, None, secrets.token_urlsafe(32)
         token = turn.resume.token
-        rid, agent, parked_at = self.parked.take(token, turn.resume.reply_id)
-        try:
-            event = _resume_event(agent, rid, turn.resume)
-        except (BadRequest, Conflict):
-            assert token is not None
-            self.parked.put(token, rid, agent, parked_at=parked_at)  # a bad answer leaves the reply waiting, no younger
-            raise
+        parked = await self.store.take(token, turn.resume.reply_id)
         assert token is not None
-        return agent, rid, event, token
+        try:
+            agent = self.make_agent()
+            agent.load_state_dict(parked.agent_state())
+            event = _resume_event(agent, parked.reply_id, turn.resume)
+        except (BadRequest, Conflict):
+            await self.store.put(token, parked)  # a bad answer leaves the reply waiting, no younger
+            raise
+        except Exception:
+            await self.store.put(token, parked)  # the factory failed: the reply still waits
+            raise
+        return agent, parked.reply_id, event, token
 
     async def _stream(
         self, agent: Any, turn: Turn, rid: str | None, event: EventBase | None, token: str, enc: Encoder, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]
@@ -294,7 +245,8 @@ class EventStreamApp:
                 await emit(enc.event(ev))
             calls = agent.pending_calls(rid) if rid is not None and hasattr(agent, "pending_calls") else []
             if calls and enc.msg is not None and enc.msg.finished_reason is None:
-                self.parked.put(token, rid, agent)
+                state = json.dumps(agent.state_dict(), ensure_ascii=False, separators=(",", ":"))
+                await self.store.put(token, Parked(rid, state, time.time()))
                 outcome["outcome"] = "parked"
                 await emit(enc.parked(calls, token))
             elif enc.msg is not None:

@@ -1,0 +1,187 @@
+"""Parked replies in a real Redis (``redis-server``, started here on 127.0.0.1): two
+``modelwire serve`` processes on one Redis, a reply parked on one and resumed on the
+other, both restarted in between, and two resumes of one reply racing (one wins)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import httpx2 as httpx
+import pytest
+
+from modelwire.agent import Tool
+from modelwire.event import parse_event
+from modelwire.message import AssistantMsg
+from modelwire.serve import RedisStore
+from modelwire.testing import ProviderServer, sse_reply
+from modelwire.testing.sse import body
+
+from test_serve import Served, agent_app, events_of, weather
+
+REDIS = shutil.which("redis-server")
+pytestmark = pytest.mark.skipif(REDIS is None, reason="needs redis-server (apt-get install redis-server; .ci/run installs it)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(port: int, proc: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"{what} did not start: {proc.stderr.read() if proc.stderr and proc.poll() is not None else 'timeout'}")
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_for(port, proc, "redis-server")
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(10)
+    proc.stderr.close()
+
+
+def provider_answers(request: dict):
+    """A tool call first; once the conversation holds the tool's result, the answer."""
+    sent = json.dumps(request["json"]["messages"])
+    if "tool_result" in sent:
+        return sse_reply(body("anthropic", ("text", "It is 42."), usage=(40, 5)))
+    return sse_reply(body("anthropic", ("tool", "toolu_1", "calculate", '{"expression": "6 * 7"}'), usage=(20, 9)))
+
+
+class Worker:
+    """``modelwire serve`` on a Redis store, as an operator starts each worker."""
+
+    def __init__(self, provider: ProviderServer, store: str, port: int | None = None) -> None:
+        self.port = port or free_port()
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "MODELWIRE_MODEL"}
+        env["ANTHROPIC_API_KEY"] = "sk-test"
+        cmd = [sys.executable, "-m", "modelwire.cli", "serve", "--port", str(self.port), "--model", "anthropic:claude-sonnet-4-5", "--base-url", provider.url, "--confirm-tools", "--store", store]
+        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wait_for(self.port, self.proc, "modelwire serve")
+        self.url = f"http://127.0.0.1:{self.port}/reply"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.proc.stderr.close()
+
+
+def fold(*streams) -> AssistantMsg:
+    events = [e for stream in streams for e in stream]
+    reply = AssistantMsg(events[0].name, [], id=events[0].reply_id)
+    for ev in events:
+        reply.append_event(ev)
+    return reply
+
+
+def approve(parked_events, token):
+    asked = next(e for e in parked_events if e.type == "REQUIRE_USER_CONFIRM")
+    event = {"type": "USER_CONFIRM_RESULT", "reply_id": asked.reply_id, "confirm_results": [{"confirmed": True, "tool_call": asked.tool_calls[0].model_dump(mode="json")}]}
+    return {"resume": event, "resume_token": token}
+
+
+def test_parked_on_one_worker_resumed_on_another_after_both_restarted(redis_url):
+    with ProviderServer() as provider:
+        provider.respond = provider_answers
+        a, b = Worker(provider, redis_url), Worker(provider, redis_url)
+        try:
+            first = events_of(httpx.post(a.url, json={"input": "What is 6 * 7?"}, timeout=30).content)
+        finally:
+            a.stop()
+            b.stop()
+        token = first[-1].value["resume_token"]
+        b = Worker(provider, redis_url, port=b.port)  # restarted: nothing of the reply is in it
+        try:
+            second = events_of(httpx.post(b.url, json=approve(first, token), timeout=30).content)
+            again = httpx.post(b.url, json=approve(first, token), timeout=30)
+        finally:
+            b.stop()
+    assert [e.type for e in first][-2:] == ["REQUIRE_USER_CONFIRM", "CUSTOM"]
+    assert second[0].type == "USER_CONFIRM_RESULT" and second[-1].type == "REPLY_END" and second[-1].finished_reason == "completed"
+    reply = fold(first, second)
+    (result,) = [b for b in reply.content if b.type == "tool_result"]
+    assert result.state == "success" and "42" in (result.output if isinstance(result.output, str) else result.output[0].text)
+    assert reply.get_text_content().strip() == "It is 42."
+    assert again.status_code == 409  # taken once
+    assert "42" in json.dumps(provider.requests[-1]["json"]["messages"][-1])  # the calculator ran on the second worker
+
+
+def test_two_resumes_of_one_reply_race_and_exactly_one_wins(redis_url):
+    with ProviderServer() as provider:
+        provider.respond = provider_answers
+        a, b = Worker(provider, redis_url), Worker(provider, redis_url)
+        try:
+            first = events_of(httpx.post(a.url, json={"input": "What is 6 * 7?"}, timeout=30).content)
+            answer = approve(first, first[-1].value["resume_token"])
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                results = list(pool.map(lambda url: httpx.post(url, json=answer, timeout=30), [a.url, b.url]))
+        finally:
+            a.stop()
+            b.stop()
+    codes = sorted(r.status_code for r in results)
+    assert codes == [200, 409]
+    won = next(r for r in results if r.status_code == 200)
+    assert events_of(won.content)[-1].type == "REPLY_END"
+    assert sum("tool_result" in json.dumps(r["json"]["messages"]) for r in provider.requests) == 1  # the tool ran once
+
+
+def test_the_rebuilt_reply_is_the_one_the_first_worker_kept(redis_url):
+    """Two apps in this process (two uvicorn servers, each its own loop and Redis client):
+    the message the resuming worker's agent keeps equals the fold of both streams."""
+    made_a: list = []
+    made_b: list = []
+    with ProviderServer() as provider:
+        provider.respond = lambda request: sse_reply(body("anthropic", ("text", "Sunny."))) if "tool_result" in json.dumps(request["json"]["messages"]) else sse_reply(body("anthropic", ("tool", "toolu_1", "weather", '{"city": "Paris"}')))
+        app_a = agent_app(provider, Tool(weather, requires_confirmation=True), made=made_a)
+        app_b = agent_app(provider, Tool(weather, requires_confirmation=True), made=made_b)
+        app_a.store, app_b.store = RedisStore(redis_url), RedisStore(redis_url)
+        with Served(app_a) as url_a, Served(app_b) as url_b:
+            first = events_of(httpx.post(url_a + "/reply", json={"input": "Weather?"}, timeout=30).content)
+            parked = made_a[0].context[-1].model_copy(deep=True)
+            second = events_of(httpx.post(url_b + "/reply", json=approve(first, first[-1].value["resume_token"]), timeout=30).content)
+    kept = made_b[-1].context[-1]
+    assert kept.id == parked.id and kept.content[0].model_dump() == {**parked.content[0].model_dump(), "state": "finished"}
+    rebuilt = AssistantMsg(first[0].name, [], id=first[0].reply_id, created_at=kept.created_at)
+    for ev in first + second:
+        rebuilt.append_event(ev)
+    assert rebuilt.to_dict() == kept.to_dict()
+
+
+def test_a_parked_reply_expires_in_redis_by_its_ttl(redis_url):
+    from modelwire.serve import Conflict, Parked
+
+    async def go():
+        store = RedisStore(redis_url, ttl=1.0)
+        await store.put("tok", Parked("r1", "{}", time.time()))
+        keys = await store.client.keys("modelwire:parked:*")
+        ttl_ms = await store.client.pttl(keys[0])
+        await asyncio.sleep(1.2)
+        try:
+            await store.take("tok", "r1")
+            outcome = "taken"
+        except Conflict:
+            outcome = "expired"
+        await store.aclose()
+        return keys, ttl_ms, outcome
+
+    keys, ttl_ms, outcome = asyncio.run(go())
+    assert len(keys) == 1 and b"tok" not in keys[0] and 0 < ttl_ms <= 1000 and outcome == "expired"
