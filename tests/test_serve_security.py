@@ -262,3 +262,73 @@ def test_serving_on_every_interface_says_what_guards_it():
     warning = lines[1]
     assert "warning: 0.0.0.0 is not a loopback address" in warning
     assert "agents.example" in warning and "NO token" in warning and "--token" in warning and "--allow-origin" in warning
+
+
+# -- streams that resume -----------------------------------------------------------------------
+
+
+def _lines(resp):
+    for line in resp.iter_lines():
+        yield line
+
+
+def test_a_client_that_lost_its_connection_takes_up_the_rest_with_last_event_id():
+    long = body("anthropic", ("think", "Counting."), ("text", " ".join(f"w{i}" for i in range(300))), usage=(9, 300))
+    made: list = []
+    with ProviderServer() as provider:
+        provider.replies = [sse_reply(long, delay=0.005)]
+        with Served(agent_app(provider, made=made)) as url, httpx.Client() as client:
+            first, token, last_id = [], None, 0
+            with client.stream("POST", url + "/reply", json={"input": "count"}) as resp:
+                for line in _lines(resp):
+                    if line.startswith("id: "):
+                        last_id = int(line[4:])
+                    elif line.startswith("data: "):
+                        ev = parse_event(json.loads(line[6:]))
+                        first.append(ev)
+                        if ev.type == "CUSTOM":
+                            token = ev.value["resume_token"]
+                        if len(first) >= 12:
+                            break  # the connection is lost here
+            rest, ids = [], []
+            with client.stream("GET", url + "/reply", headers={"last-event-id": str(last_id), "x-modelwire-resume-token": token}) as resp:
+                assert resp.status_code == 200
+                for line in _lines(resp):
+                    if line.startswith("id: "):
+                        ids.append(int(line[4:]))
+                    elif line.startswith("data: "):
+                        rest.append(parse_event(json.loads(line[6:])))
+            stranger = client.get(url + "/reply", headers={"last-event-id": "3", "x-modelwire-resume-token": "not-the-token"})
+    assert ids[0] == last_id + 1 and ids == list(range(ids[0], ids[0] + len(ids)))  # no gap, no repeat
+    assert rest[-1].type == "REPLY_END" and rest[-1].finished_reason == "completed"
+    events = [e for e in first + rest if e.type != "CUSTOM"]
+    from modelwire.message import AssistantMsg
+
+    kept = made[0].context[-1]
+    folded = AssistantMsg(events[0].name, [], id=events[0].reply_id, created_at=kept.created_at)
+    for ev in events:
+        folded.append_event(ev)
+    assert folded.to_dict() == kept.to_dict() and "w299" in folded.get_text_content()
+    assert stranger.status_code == 204  # nothing to take up: the same answer for every miss
+
+
+def test_a_users_stop_ends_a_running_reply_at_once():
+    long = body("anthropic", ("text", " ".join(["word"] * 600)))
+    with ProviderServer() as provider:
+        provider.replies = [sse_reply(long, delay=0.02)]
+        made: list = []
+        with Served(agent_app(provider, made=made)) as url, httpx.Client() as client:
+            events, token, stop = [], None, None
+            with client.stream("POST", url + "/reply", json={"input": "talk"}) as resp:
+                for line in _lines(resp):
+                    if line.startswith("data: "):
+                        ev = parse_event(json.loads(line[6:]))
+                        events.append(ev)
+                        token = ev.value["resume_token"] if ev.type == "CUSTOM" else token
+                        if len(events) == 20:  # in the middle of the model's text
+                            stop = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": events[0].reply_id}, "resume_token": token})
+                            stopped = time.monotonic()
+            ended = time.monotonic()
+    assert stop.status_code == 204
+    assert events[-1].type == "REPLY_END" and events[-1].finished_reason == "interrupted"
+    assert ended - stopped < 2.0 and provider.disconnects

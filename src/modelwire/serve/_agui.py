@@ -255,6 +255,9 @@ class AGUIEncoder(Encoder):
             end["usage"] = usage
         return sse(end)
 
+    def token(self, token: str) -> list[bytes]:
+        return self._start() + [sse({"type": "CUSTOM", "name": "modelwire.resume", "value": {"reply_id": self.msg.id if self.msg else None, "resume_token": token}})]
+
     def parked(self, calls: list[ToolCallBlock], token: str) -> list[bytes]:
         interrupts = []
         for call in calls:

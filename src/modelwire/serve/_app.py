@@ -19,7 +19,8 @@ from ..errors import AgentError
 from ..event import EventBase, ExternalExecutionResultEvent, UserInterruptEvent
 from ..message import Msg
 from ._agui import AGUIEncoder, read_agui
-from ._store import Conflict, MemoryStore, Parked, ReplyStore
+from ._live import Gone, LiveReply
+from ._store import Conflict, MemoryStore, Parked, ReplyStore, key_of
 from ._turn import BadRequest, Encoder, EventsEncoder, Resume, Turn, read_events
 from ._uimessage import UIMessageEncoder, read_ui_message
 
@@ -72,6 +73,8 @@ class EventStreamApp:
         allowed_origins: Iterable[str] = (),
         auth_token: str | None = None,
         image_origins: Iterable[str] = (),
+        grace: float = 30.0,
+        linger: float = 60.0,
     ) -> None:
         self.make_agent = make_agent
         self.path = path
@@ -86,6 +89,10 @@ class EventStreamApp:
         # Origins other than the app's own whose pages may call it (CORS); "*": any.
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.auth_token = auth_token
+        # A reply whose client left goes on for ``grace`` seconds, waiting to be taken up
+        # again; a finished one stays ``linger`` seconds for a client that reconnects late.
+        self.grace, self.linger = grace, linger
+        self.live: dict[str, LiveReply] = {}  # running replies of this worker, by token hash
         self.image_origins = tuple(o.rstrip("/") for o in image_origins)
         page = STATIC["/"][0].read_text(encoding="utf-8")
         images = " ".join(("data:", *self.image_origins))
@@ -120,19 +127,28 @@ class EventStreamApp:
                 return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
             preflight = [*cors, (b"access-control-allow-methods", b"POST"), (b"access-control-allow-headers", b"content-type, authorization, last-event-id"), (b"access-control-max-age", b"600")]
             return await _answer(send, 204, "text/plain", b"", preflight)
+        if path == self.path and method == "GET":
+            # A client taking up a running reply's stream again after a lost connection.
+            if origin is not None and cors is None:
+                return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
+            if not self._authorized(headers):
+                return await _json(send, 401, {"error": "this server wants 'authorization: Bearer <token>'"}, [*(cors or []), (b"www-authenticate", b"Bearer")])
+            return await self._reconnect(headers, receive, send, cors or [])
         if path == self.path and method == "POST":
             if origin is not None and cors is None:
                 # A page elsewhere (a no-cors fetch needs no preflight): it must not make the agent run.
                 return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
             if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
                 return await _json(send, 415, {"error": "POST a JSON body with content-type: application/json"}, cors)
-            if self.auth_token is not None and not hmac.compare_digest(headers.get("authorization", "").encode(), f"Bearer {self.auth_token}".encode()):
+            if not self._authorized(headers):
                 return await _json(send, 401, {"error": "this server wants 'authorization: Bearer <token>'"}, [*(cors or []), (b"www-authenticate", b"Bearer")])
             try:
                 data = _json_body(await self._body(receive))
                 dialect = _dialect(data, scope.get("query_string", b"").decode("latin-1"))
                 read, encoder_cls = DIALECTS[dialect]
                 turn = _read(read, dialect, data)
+                if self._stopped(turn):
+                    return await _answer(send, 204, "text/plain", b"", cors)
                 agent, rid, event, token = await self._agent_for(turn)
             except BadRequest as exc:
                 return await _json(send, 400, {"error": str(exc)}, cors)
@@ -154,6 +170,40 @@ class EventStreamApp:
         if path in STATIC or path == self.path:
             return await _json(send, 405, {"error": f"{method} is not allowed on {path}"})
         await _json(send, 404, {"error": f"nothing at {path}"})
+
+    def _authorized(self, headers: dict[str, str]) -> bool:
+        return self.auth_token is None or hmac.compare_digest(headers.get("authorization", "").encode(), f"Bearer {self.auth_token}".encode())
+
+    def _stopped(self, turn: Turn) -> bool:
+        """A user's Stop for a reply running here: interrupted at once (it ends with
+        ``interrupted`` events, which its clients get); the answer has no body."""
+        resume = turn.resume
+        if resume is None or not resume.interrupt or not resume.token:
+            return False
+        live = self.live.get(key_of(resume.token))
+        if live is None or live.done or (resume.reply_id is not None and resume.reply_id != live.reply_id):
+            return False
+        live.agent.interrupt()
+        return True
+
+    async def _reconnect(self, headers: dict[str, str], receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]) -> None:
+        """``Last-Event-ID`` and the reply's resume token (``x-modelwire-resume-token``): the
+        rest of its stream, with no gap and no repeat. 204 when no reply of that token runs
+        or lingers here (one answer for every miss)."""
+        token = headers.get("x-modelwire-resume-token", "")
+        live = self.live.get(key_of(token)) if token else None
+        try:
+            after = int(headers.get("last-event-id") or 0)
+        except ValueError:
+            after = -1
+        if live is None or after < 0 or after >= live.next:
+            return await _answer(send, 204, "text/plain", b"", cors)
+        if after + 1 < live.first:
+            return await _json(send, 409, {"error": "that part of the reply is no longer kept (the client fell too far behind)"}, cors)
+        try:
+            await self._follow(live, after, receive, send, cors, [])
+        except Gone:
+            return  # fell behind while following: the stream just ends
 
     def _host_allowed(self, host: str) -> bool:
         if "*" in self.allowed_hosts or not host:
@@ -217,76 +267,107 @@ class EventStreamApp:
     async def _stream(
         self, agent: Any, turn: Turn, rid: str | None, event: EventBase | None, token: str, enc: Encoder, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]
     ) -> None:
+        """Start the reply in a task of the app's (a client that leaves does not end it at
+        once) and follow its stream on this connection."""
+        live = LiveReply(token)
+        live.agent, live.reply_id = agent, rid
+        key = key_of(token)
+        self.live[key] = live
+        if rid is not None:
+            enc.msg = _reply_of(agent, rid)
+        live.task = asyncio.create_task(self._run(live, agent, turn, event, enc))
+        live.task.add_done_callback(lambda _: asyncio.get_running_loop().call_later(self.linger, self._forget, key, live))
+        await self._follow(live, 0, receive, send, cors, enc.headers)
+
+    def _forget(self, key: str, live: LiveReply) -> None:
+        if self.live.get(key) is live:
+            del self.live[key]
+
+    async def _run(self, live: LiveReply, agent: Any, turn: Turn, event: EventBase | None, enc: Encoder) -> None:
+        started = time.monotonic()
+        outcome: dict[str, Any] = {"outcome": "cancelled"}
+        token = live.token
+
+        async def pump() -> None:
+            stream = agent.reply_stream(event=event) if event is not None else agent.reply_stream(turn.inputs)
+            async for ev in stream:
+                if ev.type == "REPLY_START":
+                    live.reply_id = ev.reply_id
+                    enc.msg = _reply_of(agent, ev.reply_id)
+                    live.add(enc.event(ev) + enc.token(token))  # the client can reconnect from here on
+                else:
+                    live.add(enc.event(ev))
+            rid = live.reply_id
+            calls = agent.pending_calls(rid) if rid is not None and hasattr(agent, "pending_calls") else []
+            if calls and enc.msg is not None and enc.msg.finished_reason is None:
+                state = json.dumps(agent.state_dict(), ensure_ascii=False, separators=(",", ":"))
+                await self.store.put(token, Parked(rid, state, time.time()))
+                outcome["outcome"] = "parked"
+                live.add(enc.parked(calls, token))
+            elif enc.msg is not None:
+                outcome["outcome"] = enc.msg.finished_reason or "ended"
+
+        try:
+            if self.wrap_reply is None:
+                await pump()
+            else:
+                with self.wrap_reply():
+                    await pump()
+        except asyncio.CancelledError:
+            self._outcome(agent, live.reply_id, enc.msg, outcome, None, started)
+            live.finish()
+            raise
+        except Exception as err:  # noqa: BLE001 - seen in the stream rather than a silent cut
+            # The agent ends a reply with REPLY_END(error) for provider errors; anything
+            # else is a bug worth seeing in the stream.
+            self._outcome(agent, live.reply_id, enc.msg, outcome, err, started)
+            live.add(enc.error(f"{type(err).__name__}: {err}") + enc.done())
+            live.finish()
+            return
+        self._outcome(agent, live.reply_id, enc.msg, outcome, None, started)
+        live.add(enc.done())
+        live.finish()
+
+    async def _follow(self, live: LiveReply, after: int, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]], extra: list[tuple[bytes, bytes]]) -> None:
+        """Send the reply's frames after id ``after`` on this connection until its stream
+        ends or the client leaves (then the reply has its grace period)."""
         headers = [
             (b"content-type", b"text/event-stream; charset=utf-8"),
             (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no"),  # proxies: pass each event on at once
             (b"x-content-type-options", b"nosniff"),
             *cors,
-            *enc.headers,
+            *extra,
         ]
-        started = time.monotonic()
-        outcome: dict[str, Any] = {"outcome": "cancelled"}
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        if rid is not None:
-            enc.msg = _reply_of(agent, rid)
 
-        async def emit(frames: list[bytes]) -> None:
-            if frames:
-                await send({"type": "http.response.body", "body": b"".join(frames), "more_body": True})
-
-        async def pump() -> None:
-            nonlocal rid
-            stream = agent.reply_stream(event=event) if event is not None else agent.reply_stream(turn.inputs)
-            async for ev in stream:
-                if ev.type == "REPLY_START":
-                    rid = ev.reply_id
-                    enc.msg = _reply_of(agent, rid)
-                await emit(enc.event(ev))
-            calls = agent.pending_calls(rid) if rid is not None and hasattr(agent, "pending_calls") else []
-            if calls and enc.msg is not None and enc.msg.finished_reason is None:
-                state = json.dumps(agent.state_dict(), ensure_ascii=False, separators=(",", ":"))
-                await self.store.put(token, Parked(rid, state, time.time()))
-                outcome["outcome"] = "parked"
-                await emit(enc.parked(calls, token))
-            elif enc.msg is not None:
-                outcome["outcome"] = enc.msg.finished_reason or "ended"
+        async def forward() -> None:
+            async for chunk in live.follow(after):
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
         async def watch() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
 
-        async def run() -> None:
-            if self.wrap_reply is None:
-                return await pump()
-            with self.wrap_reply():
-                await pump()
-
-        reply, gone = asyncio.create_task(run()), asyncio.create_task(watch())
+        live.attach()
+        sending, gone = asyncio.create_task(forward()), asyncio.create_task(watch())
         try:
-            await asyncio.wait({reply, gone}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({sending, gone}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (reply, gone):
+            for task in (sending, gone):
                 task.cancel()
-            # Cancelling the reply closes the provider's stream before this returns.
-            await asyncio.gather(reply, gone, return_exceptions=True)
-            self._outcome(agent, rid, enc.msg, outcome, reply, started)
+            await asyncio.gather(sending, gone, return_exceptions=True)
+            live.detach(self.grace)
         if gone.done() and not gone.cancelled():
             return  # the client is gone: nothing more can be sent
-        if not reply.cancelled() and reply.exception() is not None:
-            # The agent ends a reply with REPLY_END(error) for provider errors; anything
-            # else is a bug worth seeing in the stream rather than a silent cut.
-            err = reply.exception()
-            await emit(enc.error(f"{type(err).__name__}: {err}"))
-        await emit(enc.done())
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    def _outcome(self, agent: Any, rid: str | None, msg: Msg | None, outcome: dict[str, Any], task: Any, started: float) -> None:
+    def _outcome(self, agent: Any, rid: str | None, msg: Msg | None, outcome: dict[str, Any], err: BaseException | None, started: float) -> None:
         """One log line per reply (never content, never a secret): id, model, how it
         ended, the error's type, tokens, seconds."""
         what = outcome["outcome"]
-        if not task.cancelled() and task.exception() is not None:
-            what = f"failed ({type(task.exception()).__name__})"
+        if err is not None:
+            what = f"failed ({type(err).__name__})"
         error = msg.error.type if msg is not None and msg.error is not None else "-"
         usage = msg.usage if msg is not None else None
         tokens = f"{usage.input_tokens}/{usage.output_tokens}" if usage else "-"

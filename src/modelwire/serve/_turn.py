@@ -81,6 +81,12 @@ class Encoder:
     def event(self, ev: EventBase) -> list[bytes]:
         raise NotImplementedError
 
+    def token(self, token: str) -> list[bytes]:
+        """Right after the reply starts: its resume token, which a client sends to take the
+        stream up again after a lost connection, to stop the reply, and with its answer
+        when the reply parks."""
+        return []
+
     def parked(self, calls: list[ToolCallBlock], token: str) -> list[bytes]:
         """The stream ends with the reply waiting for ``calls`` (confirmation or results);
         ``token`` is the reply's resume token, which the client must send with its answer."""
@@ -135,9 +141,12 @@ class EventsEncoder(Encoder):
     def event(self, ev: EventBase) -> list[bytes]:
         return [sse(event_to_json(ev))]
 
-    def parked(self, calls: list[ToolCallBlock], token: str) -> list[bytes]:
-        # Not an event of the reply (CUSTOM folds into nothing): what the answer must carry.
+    def token(self, token: str) -> list[bytes]:
+        # Not an event of the reply (CUSTOM folds into nothing): what a client must keep.
         return [sse(event_to_json(CustomEvent(name=RESUME_EVENT, value={"reply_id": self.msg.id if self.msg else None, "resume_token": token})))]
+
+    def parked(self, calls: list[ToolCallBlock], token: str) -> list[bytes]:
+        return self.token(token)  # said again last, where the answer is written
 
     def error(self, message: str) -> list[bytes]:
         return [sse({"type": "ERROR", "message": message}, event="error")]

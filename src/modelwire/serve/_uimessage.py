@@ -187,6 +187,9 @@ class UIMessageEncoder(Encoder):
             meta["cost"] = self.msg.cost
         return meta
 
+    def token(self, token: str) -> list[bytes]:
+        return self._start() + [sse({"type": "message-metadata", "messageMetadata": {"resumeToken": token}})]
+
     def parked(self, calls: list[ToolCallBlock], token: str) -> list[bytes]:
         # The message waits on the client: approvals asked, client-side tools to run. The
         # resume token rides in the message's metadata, which useChat posts back with it.

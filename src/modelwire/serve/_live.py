@@ -1,0 +1,96 @@
+"""A reply that is running: its stream as sent, kept so a client that lost its connection
+can take up the rest.
+
+The reply runs in a task of the app's, not of the connection that started it. Each frame
+it writes gets an SSE ``id:`` (1, 2, ...) and goes into a bounded buffer; every client
+attached to the reply follows the buffer from the id after its ``Last-Event-ID``, so a
+reconnect sees no gap and no repeat. When the last client leaves, the reply goes on for
+a grace period; if nobody comes back by then it is cancelled (which closes the provider's
+stream). A user's Stop is an interrupt, which ends the reply at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any, AsyncIterator
+
+__all__ = ["Gone", "LiveReply"]
+
+
+class Gone(Exception):
+    """What the client asks for is no longer in the buffer (it fell too far behind)."""
+
+
+class LiveReply:
+    def __init__(self, token: str, *, max_frames: int = 20_000, max_bytes: int = 32 * 1024 * 1024) -> None:
+        self.token = token
+        self.max_frames, self.max_bytes = max_frames, max_bytes
+        self.frames: deque[bytes] = deque()
+        self.first = 1  # the id of frames[0]
+        self.next = 1  # the id the next frame gets
+        self.bytes = 0
+        self.done = False
+        self.task: asyncio.Task | None = None
+        self.agent: Any = None
+        self.reply_id: str | None = None
+        self.followers = 0
+        self._changed = asyncio.Event()
+        self._grace: asyncio.TimerHandle | None = None
+
+    def add(self, frames: list[bytes]) -> None:
+        for frame in frames:
+            framed = b"id: %d\n" % self.next + frame
+            self.next += 1
+            self.frames.append(framed)
+            self.bytes += len(framed)
+            while len(self.frames) > self.max_frames or self.bytes > self.max_bytes:
+                self.bytes -= len(self.frames.popleft())
+                self.first += 1
+        if frames:
+            self._wake()
+
+    def finish(self) -> None:
+        self.done = True
+        self._wake()
+
+    def _wake(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def follow(self, after: int) -> AsyncIterator[bytes]:
+        """The frames after id ``after``, as they come, until the reply's stream ends."""
+        seq = after + 1
+        while True:
+            changed = self._changed
+            if seq < self.first:
+                raise Gone()
+            if seq < self.next:
+                batch = [self.frames[i - self.first] for i in range(seq, self.next)]
+                seq = self.next
+                yield b"".join(batch)
+                continue
+            if self.done:
+                return
+            await changed.wait()
+
+    def attach(self) -> None:
+        self.followers += 1
+        if self._grace is not None:
+            self._grace.cancel()
+            self._grace = None
+
+    def detach(self, grace: float) -> None:
+        """A client left; with none left, the reply has ``grace`` seconds to be taken up."""
+        self.followers -= 1
+        if self.followers or self.done or self.task is None:
+            return
+        if grace <= 0:
+            self.task.cancel()
+        else:
+            self._grace = asyncio.get_running_loop().call_later(grace, self._abandon)
+
+    def _abandon(self) -> None:
+        self._grace = None
+        if not self.followers and not self.done and self.task is not None:
+            self.task.cancel()
