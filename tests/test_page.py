@@ -269,3 +269,29 @@ def test_events_in_the_same_read_as_an_error_event_are_shown(browser):
         failure = page.inner_text("article.assistant .failure")
     assert text.strip() == "a partial answer"
     assert "the server broke" in failure
+
+
+def test_a_reload_in_the_middle_of_a_reply_takes_it_up_again(browser):
+    words = [f"w{i}" for i in range(400)]
+    long = body("anthropic", ("text", " ".join(words)), usage=(12, 400))
+    made: list = []
+    with ProviderServer() as provider:
+        provider.replies = [sse_reply(long, delay=0.01)]
+        with Served(agent_app(provider, made=made)) as url:
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(url + "/")
+            page.fill("#input", "Count for me.")
+            page.keyboard.press("Enter")
+            page.wait_for_function("() => (document.querySelector('article.assistant .text')?.textContent.length ?? 0) > 60", timeout=15000)
+            page.reload()  # the connection goes with the old page; the reply goes on on the server
+            page.wait_for_selector("article.assistant .stats", timeout=20000)
+            shown = page.inner_text("article.assistant .text")
+            user = page.inner_text("article.user")
+            stats = page.inner_text("article.assistant .stats")
+    assert errors == []
+    assert user == "Count for me."  # the conversation came back with the page
+    assert shown.split() == words == made[0].context[-1].get_text_content().split()
+    assert "12 tokens in, 400 out" in stats
+    assert len(provider.requests) == 1  # taken up, not asked again

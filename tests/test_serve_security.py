@@ -332,3 +332,96 @@ def test_a_users_stop_ends_a_running_reply_at_once():
     assert stop.status_code == 204
     assert events[-1].type == "REPLY_END" and events[-1].finished_reason == "interrupted"
     assert ended - stopped < 2.0 and provider.disconnects
+
+
+class CuttingProxy:
+    """A TCP proxy on 127.0.0.1 whose first connection is cut after ``cut`` bytes of the
+    answer: a real lost connection, in the middle of a frame."""
+
+    def __init__(self, upstream_port: int, cut: int) -> None:
+        import socket
+
+        self.upstream_port, self.cut = upstream_port, cut
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            limit = self.cut if self.connections == 1 else None
+            threading.Thread(target=self._pipe, args=(client, upstream, None), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, limit), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst, limit) -> None:
+        import socket
+
+        sent = 0
+        try:
+            while True:
+                data = src.recv(4096)
+                if not data:
+                    break
+                if limit is not None and sent + len(data) >= limit:
+                    dst.sendall(data[: limit - sent])
+                    break
+                dst.sendall(data)
+                sent += len(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_fold_mjs_reads_a_reply_through_a_lost_connection_and_folds_it_whole():
+    import subprocess
+    from pathlib import Path
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("needs node")
+    fold = (Path(__file__).resolve().parents[1] / "src" / "modelwire" / "js" / "fold.mjs").as_uri()
+    long = body("anthropic", ("think", "Counting."), ("text", " ".join(f"w{i}" for i in range(300))), usage=(9, 300))
+    made: list = []
+    with ProviderServer() as provider:
+        provider.replies = [sse_reply(long, delay=0.004)]
+        with Served(agent_app(provider, made=made)) as url:
+            port = int(url.rsplit(":", 1)[1])
+            proxy = CuttingProxy(port, cut=2500)
+            script = f"""
+                import {{ readReply, appendEvent, messageFor }} from "{fold}";
+                let msg = null, custom = 0, seen = new Set(), repeats = 0;
+                for await (const event of readReply("http://127.0.0.1:{proxy.port}/reply", {{ body: {{ input: "count" }}, delay: 50 }})) {{
+                    if (event.type === "CUSTOM") {{ custom += 1; continue; }}
+                    if (seen.has(event.id)) repeats += 1;
+                    seen.add(event.id);
+                    msg = event.type === "REPLY_START" ? messageFor(event) : appendEvent(msg, event);
+                }}
+                process.stdout.write(JSON.stringify({{ msg, custom, repeats }}));
+            """
+            proc = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
+            proxy.close()
+            connections = proxy.connections
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout)
+    kept = made[0].context[-1].to_dict()
+    assert connections == 2 and got["repeats"] == 0  # cut once, taken up once, nothing twice
+    assert got["msg"]["content"] == kept["content"] and got["msg"]["finished_reason"] == "completed"

@@ -110,4 +110,13 @@ export class ServerError extends Error { events: AgentEvent[] }
 /** Server-sent events of modelwire event JSON, fed piece by piece; an `event: error` throws ServerError. */
 export class EventStreamParser {
   feed(chunk: string | Uint8Array): AgentEvent[];
+  /** The `id:` of the last event given out (what a reconnect sends as `Last-Event-ID`). */
+  lastEventId: string;
+  /** Drop a frame cut off by a lost connection. */
+  reset(): void;
 }
+/** One reply, event by event, reconnecting by itself (Last-Event-ID and the reply's resume token). */
+export function readReply(
+  url: string,
+  options?: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal; retries?: number; delay?: number; resumeToken?: string | null; fetch?: typeof fetch },
+): AsyncGenerator<AgentEvent>;

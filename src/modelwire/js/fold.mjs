@@ -455,7 +455,19 @@ export class EventStreamParser {
   #buffer = "";
   #data = [];
   #event = "";
+  #id = null;
   #decoder = new TextDecoder();
+  /** The `id:` of the last event given out: what a reconnect sends as `Last-Event-ID`. */
+  lastEventId = "";
+
+  /** Drop a frame cut off by a lost connection (the server sends it again whole). */
+  reset() {
+    this.#buffer = "";
+    this.#data = [];
+    this.#event = "";
+    this.#id = null;
+    this.#decoder = new TextDecoder();
+  }
 
   feed(chunk) {
     const text = this.#buffer + (typeof chunk === "string" ? chunk : this.#decoder.decode(chunk, { stream: true }));
@@ -471,6 +483,8 @@ export class EventStreamParser {
         const [name, data] = [this.#event, this.#data];
         this.#event = "";
         this.#data = [];
+        if (this.#id !== null) this.lastEventId = this.#id;
+        this.#id = null;
         if (!data.length) continue;
         const payload = JSON.parse(data.join("\n"));
         if (name === "error") {
@@ -482,9 +496,55 @@ export class EventStreamParser {
         this.#data.push(line.slice(line[5] === " " ? 6 : 5));
       } else if (line.startsWith("event:")) {
         this.#event = line.slice(line[6] === " " ? 7 : 6);
+      } else if (line.startsWith("id:")) {
+        this.#id = line.slice(line[3] === " " ? 4 : 3);
       }
     }
     this.#buffer = text.slice(start);
     return events;
+  }
+}
+
+/**
+ * One reply from a modelwire server, event by event, taken up again by itself when the
+ * connection is lost: it keeps the resume token the server sends (a `CUSTOM` event
+ * `modelwire.resume`, passed on like the others) and the last event id, and reconnects
+ * with `GET url`, `Last-Event-ID` and `x-modelwire-resume-token`, up to `retries` times,
+ * so no event is missed or repeated. `signal` stops reading (a user's Stop should also
+ * post an interrupt with the token: the server then ends the reply at once).
+ */
+export async function* readReply(url, { body, headers = {}, signal, retries = 5, delay = 250, resumeToken = null, fetch: fetchImpl = globalThis.fetch } = {}) {
+  const parser = new EventStreamParser();
+  let token = resumeToken;
+  const takeUp = () => fetchImpl(url, { method: "GET", headers: { ...headers, "last-event-id": parser.lastEventId || "0", "x-modelwire-resume-token": token }, signal });
+  // With `resumeToken` (a page reloaded in the middle of a reply): the reply from its start.
+  let response = token !== null ? await takeUp() : await fetchImpl(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body), signal });
+  for (let attempt = 0; ; ) {
+    if (response.status === 204) return; // nothing (any more) to take up
+    if (!response.ok) throw new Error((await response.json().catch(() => ({}))).error ?? `HTTP ${response.status}`);
+    try {
+      const reader = response.body.getReader();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        let events;
+        try {
+          events = parser.feed(value);
+        } catch (err) {
+          if (err instanceof ServerError) yield* err.events; // what came before the error is kept
+          throw err;
+        }
+        for (const event of events) {
+          if (event.type === "CUSTOM" && event.name === "modelwire.resume") token = event.value.resume_token;
+          yield event;
+        }
+      }
+    } catch (err) {
+      if (signal?.aborted || err instanceof ServerError || err instanceof SyntaxError || token === null || attempt >= retries) throw err;
+      attempt += 1;
+      await new Promise((resolve) => setTimeout(resolve, delay * attempt));
+      parser.reset();
+      response = await takeUp();
+    }
   }
 }
