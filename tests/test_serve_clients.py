@@ -231,3 +231,22 @@ def test_vercel_chat_sends_thinking_signatures_back_with_the_conversation():
     # useChat posted the conversation back; the second request replays the signed thinking.
     assert [m["role"] for m in sent[1]["json"]["messages"]] == ["user", "assistant", "user"]
     assert sent[1]["json"]["messages"][1]["content"][0] == {"type": "thinking", "thinking": "They want weather.", "signature": "sig-XyZ789"}
+
+
+def test_use_chat_takes_a_reply_up_again_after_a_lost_connection():
+    words = " ".join(f"w{i}" for i in range(200))
+    long = body("anthropic", ("think", "Counting."), ("text", words), usage=(9, 200))
+    with ProviderServer() as provider:
+        provider.replies = [sse_reply(long, delay=0.005)]
+        setup = Setup(provider, Tool(weather))
+        with Served(setup.app) as url:
+            got = client("ui-resume", url, "Count.", "6")
+        requests = provider.requests
+    kept = setup.kept()
+    assert got["token"] and "w199" not in json.dumps(got["partial"])  # the first page got part of it
+    (resumed,) = [m for m in got["messages"] if m["role"] == "assistant"]
+    assert resumed["id"] == kept.id and got["status"] == "ready"
+    assert ui_view(resumed) == [("reasoning", kept.content[0].thinking), ("text", kept.content[1].text)]
+    assert kept.content[1].text.split() == words.split()
+    assert got["stranger"] == 0  # a chat id without the reply's token gets nothing
+    assert len(requests) == 1  # taken up, not asked again

@@ -185,3 +185,44 @@ def test_a_parked_reply_expires_in_redis_by_its_ttl(redis_url):
 
     keys, ttl_ms, outcome = asyncio.run(go())
     assert len(keys) == 1 and b"tok" not in keys[0] and 0 < ttl_ms <= 1000 and outcome == "expired"
+
+
+def _read(resp, until=None):
+    """(last id, events) of an SSE response, stopping after ``until`` events if given."""
+    last, events = 0, []
+    for line in resp.iter_lines():
+        if line.startswith("id: "):
+            last = int(line[4:])
+        elif line.startswith("data: "):
+            events.append(parse_event(json.loads(line[6:])))
+            if until is not None and len(events) >= until:
+                break
+    return last, events
+
+
+def test_a_lost_stream_is_taken_up_on_another_worker_and_the_reply_is_not_abandoned(redis_url):
+    words = [f"w{i}" for i in range(250)]
+    made_a: list = []
+    made_b: list = []
+    with ProviderServer() as provider:
+        provider.replies = [sse_reply(body("anthropic", ("text", " ".join(words)), usage=(5, 250)), delay=0.008)]
+        app_a, app_b = agent_app(provider, made=made_a), agent_app(provider, made=made_b)
+        app_a.store, app_b.store = RedisStore(redis_url), RedisStore(redis_url)
+        app_a.grace = 0.3  # the first worker gives up on a reply nobody follows after 0.3 s
+        with Served(app_a) as url_a, Served(app_b) as url_b, httpx.Client(timeout=30) as client:
+            with client.stream("POST", url_a + "/reply", json={"input": "count"}) as resp:
+                last, first = _read(resp, until=15)  # then the connection is lost
+            token = next(e for e in first if e.type == "CUSTOM").value["resume_token"]
+            time.sleep(0.1)
+            with client.stream("GET", url_b + "/reply", headers={"last-event-id": str(last), "x-modelwire-resume-token": token}) as resp:
+                assert resp.status_code == 200
+                _, rest = _read(resp)
+            stranger = client.get(url_b + "/reply", headers={"last-event-id": "1", "x-modelwire-resume-token": "nope"})
+    assert rest[-1].type == "REPLY_END" and rest[-1].finished_reason == "completed"  # followed to the end on B
+    kept = made_a[0].context[-1]
+    events = [e for e in first + rest if e.type != "CUSTOM"]
+    folded = AssistantMsg(events[0].name, [], id=events[0].reply_id, created_at=kept.created_at)
+    for ev in events:
+        folded.append_event(ev)
+    assert folded.to_dict() == kept.to_dict() and folded.get_text_content().split() == words
+    assert not made_b and len(provider.requests) == 1 and stranger.status_code == 204

@@ -5,6 +5,8 @@
 //   ui-approve TEXT yes|no    ... answering the tool approval it is asked for
 //   ui-external TEXT          ... running the client-side tool (addToolOutput)
 //   ui-twice TEXT NEXT        two messages: the second request carries the first reply
+//   ui-resume TEXT N          the connection is lost after N chunks; a second Chat (a reloaded
+//                             page) takes the reply up with resumeStream() and the resume token
 //   agui-run TEXT             AG-UI HttpAgent, one run
 //   agui-approve TEXT yes|no  ... then a second run resuming the interrupt
 //   agui-external TEXT        ... resuming with the tool's output
@@ -95,5 +97,46 @@ async function agui() {
   return { messages: agent.messages, interrupts, pending: agent.pendingInterrupts, runs: runs.map((r) => ({ newMessages: r.newMessages.length, result: r.result ?? null })) };
 }
 
-const out = scenario.startsWith("ui-") ? await ui() : await agui();
+async function uiResume() {
+  // The first page: its connection is lost after N chunks of the reply (the body is cut
+  // under the client, so the server sees the client leave).
+  const cut = Number(arg);
+  const first = new Chat({
+    id: "chat-1",
+    transport: new DefaultChatTransport({
+      api: url,
+      fetch: async (input, init) => {
+        const response = await fetch(input, init);
+        const reader = response.body.getReader();
+        let n = 0;
+        const body = new ReadableStream({
+          async pull(controller) {
+            if (n++ >= cut) { await reader.cancel(); controller.error(new TypeError("network error")); return; }
+            const { value, done } = await reader.read();
+            if (done) controller.close(); else controller.enqueue(value);
+          },
+        });
+        return new Response(body, { status: response.status, headers: response.headers });
+      },
+    }),
+  });
+  await first.sendMessage({ text }).catch(() => {});
+  await settle(first);
+  const partial = first.messages.at(-1);
+  const token = partial.metadata?.resumeToken;
+  // The reloaded page: the conversation as it was persisted, then resumeStream().
+  const second = new Chat({
+    id: "chat-1",
+    messages: [first.messages[0]],
+    transport: new DefaultChatTransport({ api: url, headers: () => ({ "x-modelwire-resume-token": token }) }),
+  });
+  await second.resumeStream();
+  await settle(second);
+  const stranger = new Chat({ id: "chat-1", transport: new DefaultChatTransport({ api: url, headers: { "x-modelwire-resume-token": "not-it" } }) });
+  await stranger.resumeStream();
+  await settle(stranger);
+  return { partial, token: token ?? null, messages: second.messages, status: second.status, stranger: stranger.messages.length };
+}
+
+const out = scenario === "ui-resume" ? await uiResume() : scenario.startsWith("ui-") ? await ui() : await agui();
 process.stdout.write(JSON.stringify(out));

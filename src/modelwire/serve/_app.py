@@ -13,7 +13,7 @@ import secrets
 import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import AgentError
 from ..event import EventBase, ExternalExecutionResultEvent, UserInterruptEvent
@@ -93,6 +93,7 @@ class EventStreamApp:
         # again; a finished one stays ``linger`` seconds for a client that reconnects late.
         self.grace, self.linger = grace, linger
         self.live: dict[str, LiveReply] = {}  # running replies of this worker, by token hash
+        self.chats: dict[str, str] = {}  # useChat chat id -> the token hash of its latest reply
         self.image_origins = tuple(o.rstrip("/") for o in image_origins)
         page = STATIC["/"][0].read_text(encoding="utf-8")
         images = " ".join(("data:", *self.image_origins))
@@ -127,13 +128,15 @@ class EventStreamApp:
                 return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
             preflight = [*cors, (b"access-control-allow-methods", b"POST"), (b"access-control-allow-headers", b"content-type, authorization, last-event-id"), (b"access-control-max-age", b"600")]
             return await _answer(send, 204, "text/plain", b"", preflight)
-        if path == self.path and method == "GET":
+        chat_stream = path.startswith(self.path + "/") and path.endswith("/stream") and method == "GET"
+        if path == self.path and method == "GET" or chat_stream:
             # A client taking up a running reply's stream again after a lost connection.
             if origin is not None and cors is None:
                 return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
             if not self._authorized(headers):
                 return await _json(send, 401, {"error": "this server wants 'authorization: Bearer <token>'"}, [*(cors or []), (b"www-authenticate", b"Bearer")])
-            return await self._reconnect(headers, receive, send, cors or [])
+            chat = unquote(path[len(self.path) + 1 : -len("/stream")]) if chat_stream else None
+            return await self._reconnect(headers, receive, send, cors or [], chat)
         if path == self.path and method == "POST":
             if origin is not None and cors is None:
                 # A page elsewhere (a no-cors fetch needs no preflight): it must not make the agent run.
@@ -186,16 +189,23 @@ class EventStreamApp:
         live.agent.interrupt()
         return True
 
-    async def _reconnect(self, headers: dict[str, str], receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]) -> None:
+    async def _reconnect(self, headers: dict[str, str], receive: Receive, send: Send, cors: list[tuple[bytes, bytes]], chat: str | None = None) -> None:
         """``Last-Event-ID`` and the reply's resume token (``x-modelwire-resume-token``): the
         rest of its stream, with no gap and no repeat. 204 when no reply of that token runs
-        or lingers here (one answer for every miss)."""
+        or lingers here (one answer for every miss). ``chat``: useChat's resume route, which
+        names its chat and replays the reply's stream from its start (the token is still
+        needed: a chat id is no credential)."""
         token = headers.get("x-modelwire-resume-token", "")
-        live = self.live.get(key_of(token)) if token else None
+        key = key_of(token) if token else None
+        if chat is not None and (key is None or not hmac.compare_digest(self.chats.get(chat, ""), key)):
+            key = None
+        live = self.live.get(key) if key else None
         try:
             after = int(headers.get("last-event-id") or 0)
         except ValueError:
             after = -1
+        if live is None and token and after >= 0 and getattr(self.store, "shared", False):
+            return await self._follow_elsewhere(token, after, receive, send, cors)
         if live is None or after < 0 or after >= live.next:
             return await _answer(send, 204, "text/plain", b"", cors)
         if after + 1 < live.first:
@@ -204,6 +214,35 @@ class EventStreamApp:
             await self._follow(live, after, receive, send, cors, [])
         except Gone:
             return  # fell behind while following: the stream just ends
+
+    async def _follow_elsewhere(self, token: str, after: int, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]) -> None:
+        """A reply running on another worker: its stream as that worker writes it to the store."""
+        try:
+            frames = await self.store.follow(token, after)  # type: ignore[attr-defined]
+        except Gone:
+            return await _json(send, 409, {"error": "that part of the reply is no longer kept (the client fell too far behind)"}, cors)
+        if frames is None:
+            return await _answer(send, 204, "text/plain", b"", cors)
+        headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no"), (b"x-content-type-options", b"nosniff"), *cors]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+
+        async def forward() -> None:
+            async for chunk in frames:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+
+        sending, gone = asyncio.create_task(forward()), asyncio.create_task(watch())
+        try:
+            await asyncio.wait({sending, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sending, gone):
+                task.cancel()
+            await asyncio.gather(sending, gone, return_exceptions=True)
+        if not (gone.done() and not gone.cancelled()):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def _host_allowed(self, host: str) -> bool:
         if "*" in self.allowed_hosts or not host:
@@ -275,13 +314,30 @@ class EventStreamApp:
         self.live[key] = live
         if rid is not None:
             enc.msg = _reply_of(agent, rid)
+        chat = turn.info.get("chat_id")
+        if isinstance(chat, str):
+            self.chats[chat] = key
         live.task = asyncio.create_task(self._run(live, agent, turn, event, enc))
-        live.task.add_done_callback(lambda _: asyncio.get_running_loop().call_later(self.linger, self._forget, key, live))
+        live.task.add_done_callback(lambda _: asyncio.get_running_loop().call_later(self.linger, self._forget, key, live, chat))
+        if getattr(self.store, "shared", False):
+            # Other workers can take the stream up: it goes to the store as it is written.
+            live.followed_elsewhere = lambda: self.store.seen(token)  # type: ignore[attr-defined]
+            asyncio.create_task(self._publish(live))
         await self._follow(live, 0, receive, send, cors, enc.headers)
 
-    def _forget(self, key: str, live: LiveReply) -> None:
+    async def _publish(self, live: LiveReply) -> None:
+        try:
+            async for batch in live.follow(0):
+                await self.store.publish(live.token, batch)  # type: ignore[attr-defined]
+            await self.store.publish(live.token, [], end=True)  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - the local stream goes on; only other workers lose it
+            _log.warning("reply %s: its stream could not be written to the store (%s: %s)", live.reply_id, type(exc).__name__, exc)
+
+    def _forget(self, key: str, live: LiveReply, chat: str | None) -> None:
         if self.live.get(key) is live:
             del self.live[key]
+            if chat is not None and self.chats.get(chat) == key:
+                del self.chats[chat]
 
     async def _run(self, live: LiveReply, agent: Any, turn: Turn, event: EventBase | None, enc: Encoder) -> None:
         started = time.monotonic()
@@ -342,8 +398,8 @@ class EventStreamApp:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
 
         async def forward() -> None:
-            async for chunk in live.follow(after):
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            async for batch in live.follow(after):
+                await send({"type": "http.response.body", "body": b"".join(f for _, f in batch), "more_body": True})
 
         async def watch() -> None:
             while (await receive())["type"] != "http.disconnect":

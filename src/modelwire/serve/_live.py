@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 __all__ = ["Gone", "LiveReply"]
 
@@ -37,6 +37,10 @@ class LiveReply:
         self.followers = 0
         self._changed = asyncio.Event()
         self._grace: asyncio.TimerHandle | None = None
+        # With a shared store, a client may follow this reply on another worker: asked
+        # before the reply is abandoned.
+        self.followed_elsewhere: Callable[[], Awaitable[bool]] | None = None
+        self._grace_seconds = 0.0
 
     def add(self, frames: list[bytes]) -> None:
         for frame in frames:
@@ -58,17 +62,18 @@ class LiveReply:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
-    async def follow(self, after: int) -> AsyncIterator[bytes]:
-        """The frames after id ``after``, as they come, until the reply's stream ends."""
+    async def follow(self, after: int) -> AsyncIterator[list[tuple[int, bytes]]]:
+        """The frames after id ``after`` as ``(id, frame)`` batches, as they come, until the
+        reply's stream ends."""
         seq = after + 1
         while True:
             changed = self._changed
             if seq < self.first:
                 raise Gone()
             if seq < self.next:
-                batch = [self.frames[i - self.first] for i in range(seq, self.next)]
+                batch = [(i, self.frames[i - self.first]) for i in range(seq, self.next)]
                 seq = self.next
-                yield b"".join(batch)
+                yield batch
                 continue
             if self.done:
                 return
@@ -85,12 +90,30 @@ class LiveReply:
         self.followers -= 1
         if self.followers or self.done or self.task is None:
             return
-        if grace <= 0:
+        self._grace_seconds = grace
+        if grace <= 0 and self.followed_elsewhere is None:
             self.task.cancel()
         else:
-            self._grace = asyncio.get_running_loop().call_later(grace, self._abandon)
+            self._grace = asyncio.get_running_loop().call_later(max(grace, 0.0), self._abandon)
 
     def _abandon(self) -> None:
         self._grace = None
-        if not self.followers and not self.done and self.task is not None:
+        if self.followers or self.done or self.task is None:
+            return
+        if self.followed_elsewhere is None:
             self.task.cancel()
+            return
+
+        async def check() -> None:
+            try:
+                elsewhere = await self.followed_elsewhere()  # type: ignore[misc]
+            except Exception:  # noqa: BLE001 - the store is unreachable: nobody can follow there
+                elsewhere = False
+            if self.followers or self.done or self.task is None:
+                return
+            if elsewhere:
+                self._grace = asyncio.get_running_loop().call_later(max(self._grace_seconds, 1.0), self._abandon)
+            else:
+                self.task.cancel()
+
+        asyncio.get_running_loop().create_task(check())

@@ -25,7 +25,7 @@ import json
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, AsyncIterator, Protocol
 
 __all__ = ["Conflict", "Parked", "ReplyStore", "MemoryStore", "RedisStore", "store_for"]
 
@@ -60,6 +60,7 @@ class Parked:
 
 class ReplyStore(Protocol):
     ttl: float
+    shared: bool  # whether other workers see what this one stores (then running streams go there too)
 
     async def put(self, token: str, parked: Parked) -> None: ...
 
@@ -75,6 +76,8 @@ class MemoryStore:
     """Parked replies in this process: bounded by count (``limit``), by the JSON size of
     what waits (``max_bytes``; the oldest go first) and by age (``ttl`` seconds from when
     the reply parked: an answer that is refused does not make it younger)."""
+
+    shared = False  # a running reply's stream is kept by the worker running it (LiveReply)
 
     def __init__(self, limit: int = 1000, ttl: float = 1800.0, max_bytes: int = 256 * 1024 * 1024) -> None:
         self.limit, self.ttl, self.max_bytes = limit, ttl, max_bytes
@@ -124,10 +127,21 @@ class RedisStore:
     """Parked replies in Redis (``redis://HOST:PORT/DB``), shared by every worker and kept
     across restarts. Each is a hash under ``prefix`` + the token's hash, expiring ``ttl``
     seconds after the reply parked; ``max_reply_bytes`` refuses a reply too large to park
-    (Redis's own ``maxmemory`` bounds the whole)."""
+    (Redis's own ``maxmemory`` bounds the whole).
 
-    def __init__(self, url: str, *, ttl: float = 1800.0, prefix: str = "modelwire:parked:", max_reply_bytes: int = 16 * 1024 * 1024, client: Any = None) -> None:
+    A running reply's stream goes to a Redis stream too (at most ``max_frames`` frames,
+    kept ``linger`` seconds after its last one), so a client that lost its connection can
+    take it up on any worker; the worker following it for that client says so every
+    second (``touch``), which keeps the reply from being abandoned on the worker running it."""
+
+    shared = True
+
+    def __init__(
+        self, url: str, *, ttl: float = 1800.0, prefix: str = "modelwire:parked:", max_reply_bytes: int = 16 * 1024 * 1024,
+        max_frames: int = 20_000, linger: float = 300.0, client: Any = None,
+    ) -> None:
         self.url, self.ttl, self.prefix, self.max_reply_bytes = url, ttl, prefix, max_reply_bytes
+        self.max_frames, self.linger = max_frames, linger
         self._client = client
         self._take: Any = None
 
@@ -165,6 +179,66 @@ class RedisStore:
             raise Conflict()
         rid, state, parked_at = (f.decode() if isinstance(f, bytes) else f for f in fields)
         return Parked(rid, state, float(parked_at))
+
+    # -- running streams ----------------------------------------------------------------
+
+    def _stream_key(self, token: str) -> str:
+        return self.prefix + "stream:" + key_of(token)
+
+    async def publish(self, token: str, frames: list[tuple[int, bytes]], end: bool = False) -> None:
+        """Frames of a running reply (``(id, frame)``), and ``end`` once its stream ended."""
+        key = self._stream_key(token)
+        async with self.client.pipeline(transaction=False) as pipe:
+            for n, frame in frames:
+                pipe.xadd(key, {"n": n, "f": frame}, maxlen=self.max_frames, approximate=False)
+            if end:
+                pipe.xadd(key, {"end": 1}, maxlen=self.max_frames + 1, approximate=False)
+            pipe.expire(key, int(self.linger))
+            await pipe.execute()
+
+    async def touch(self, token: str) -> None:
+        await self.client.set(self.prefix + "seen:" + key_of(token), b"1", px=2500)
+
+    async def seen(self, token: str) -> bool:
+        """Whether a client follows this reply's stream on some worker."""
+        return bool(await self.client.exists(self.prefix + "seen:" + key_of(token)))
+
+    async def follow(self, token: str, after: int) -> AsyncIterator[bytes] | None:
+        """The stream after frame ``after`` as another worker wrote it, live, or None when
+        no stream of that token is kept. Raises :class:`Gone` if ``after + 1`` was trimmed."""
+        key = self._stream_key(token)
+        entries = await self.client.xrange(key)
+        if not entries:
+            return None
+        numbers = [int(f[b"n"]) for _, f in entries if b"n" in f]
+        if numbers and numbers[0] > after + 1:
+            from ._live import Gone
+
+            raise Gone()
+
+        await self.touch(token)  # followed from now on: the worker running it must not give up
+
+        async def frames() -> AsyncIterator[bytes]:
+            last, batch = b"0-0", entries
+            while True:
+                out = []
+                for entry_id, fields in batch:
+                    last = entry_id
+                    if b"end" in fields:
+                        if out:
+                            yield b"".join(out)
+                        return
+                    if int(fields[b"n"]) > after:
+                        out.append(fields[b"f"])
+                if out:
+                    yield b"".join(out)
+                await self.touch(token)
+                found = await self.client.xread({key: last}, block=1000, count=500)
+                batch = found[0][1] if found else []
+                if not found and not await self.client.exists(key):
+                    return  # expired under us: the reply is long gone
+
+        return frames()
 
     async def aclose(self) -> None:
         if self._client is not None:

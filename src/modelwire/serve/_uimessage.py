@@ -31,10 +31,12 @@ def read_ui_message(data: JSON) -> Turn:
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
         raise BadRequest("'messages' must be a non-empty list of UI messages")
     last = messages[-1]
+    # useChat's chat id: its resume route (GET .../{id}/stream) names the chat, not the reply.
+    info = {"chat_id": data["id"]} if isinstance(data.get("id"), str) and data["id"] else {}
     if last.get("role") == "assistant":
-        return Turn(resume=_answers(last))
+        return Turn(resume=_answers(last), info=info)
     history, inputs = split_history([_message(m, f"messages[{i}]") for i, m in enumerate(messages)])
-    return Turn(history=history, inputs=inputs)
+    return Turn(history=history, inputs=inputs, info=info)
 
 
 def _answers(msg: JSON) -> Resume:
