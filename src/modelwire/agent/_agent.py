@@ -369,25 +369,13 @@ class Agent:
             stream = self.model.stream(messages, tools=tools or None, tool_choice=tool_choice, options=options or None, reply_id=rid)
             if state.span is not None:
                 stream = telemetry.under(state.span, stream)
-            call_tracker = _Open()
             try:
                 async for ev in stream:
-                    call_tracker.see(ev)
                     yield self._emit(state, ev)
             except ProviderError as err:
-                for ev in err.events:
-                    call_tracker.see(ev)
+                for ev in err.events:  # what closes the stream's call; _guarded ends the reply
                     yield self._emit(state, ev)
-                for ev in self._close_open(state, call_tracker, "error"):  # a model that left things open
-                    yield self._emit(state, ev)
-                async for ev in self._answer_open_calls(state, "The reply ended with an error before this call ran.", "error"):
-                    yield ev
-                yield self._emit(
-                    state,
-                    E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="error", error=err.to_error_info()),
-                )
-                self._states.pop(rid, None)
-                return
+                raise
             state.iters += 1
 
             if last_call:

@@ -12,7 +12,7 @@ import re
 import secrets
 import time
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import AgentError
@@ -210,10 +210,8 @@ class EventStreamApp:
             return await _answer(send, 204, "text/plain", b"", cors)
         if after + 1 < live.first:
             return await _json(send, 409, {"error": "that part of the reply is no longer kept (the client fell too far behind)"}, cors)
-        try:
-            await self._follow(live, after, receive, send, cors, [])
-        except Gone:
-            return  # fell behind while following: the stream just ends
+        # A client that falls behind the buffer while it follows sees its stream end there.
+        await self._follow(live, after, receive, send, cors, [])
 
     async def _follow_elsewhere(self, token: str, after: int, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]) -> None:
         """A reply running on another worker: its stream as that worker writes it to the store."""
@@ -223,26 +221,7 @@ class EventStreamApp:
             return await _json(send, 409, {"error": "that part of the reply is no longer kept (the client fell too far behind)"}, cors)
         if frames is None:
             return await _answer(send, 204, "text/plain", b"", cors)
-        headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no"), (b"x-content-type-options", b"nosniff"), *cors]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-
-        async def forward() -> None:
-            async for chunk in frames:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-
-        sending, gone = asyncio.create_task(forward()), asyncio.create_task(watch())
-        try:
-            await asyncio.wait({sending, gone}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (sending, gone):
-                task.cancel()
-            await asyncio.gather(sending, gone, return_exceptions=True)
-        if not (gone.done() and not gone.cancelled()):
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        await _relay(frames, receive, send, cors)
 
     def _host_allowed(self, host: str) -> bool:
         if "*" in self.allowed_hosts or not host:
@@ -322,7 +301,7 @@ class EventStreamApp:
         if getattr(self.store, "shared", False):
             # Other workers can take the stream up: it goes to the store as it is written.
             live.followed_elsewhere = lambda: self.store.seen(token)  # type: ignore[attr-defined]
-            asyncio.create_task(self._publish(live))
+            live.publisher = asyncio.create_task(self._publish(live))
         await self._follow(live, 0, receive, send, cors, enc.headers)
 
     async def _publish(self, live: LiveReply) -> None:
@@ -387,36 +366,16 @@ class EventStreamApp:
     async def _follow(self, live: LiveReply, after: int, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]], extra: list[tuple[bytes, bytes]]) -> None:
         """Send the reply's frames after id ``after`` on this connection until its stream
         ends or the client leaves (then the reply has its grace period)."""
-        headers = [
-            (b"content-type", b"text/event-stream; charset=utf-8"),
-            (b"cache-control", b"no-cache"),
-            (b"x-accel-buffering", b"no"),  # proxies: pass each event on at once
-            (b"x-content-type-options", b"nosniff"),
-            *cors,
-            *extra,
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
 
-        async def forward() -> None:
+        async def chunks() -> AsyncIterator[bytes]:
             async for batch in live.follow(after):
-                await send({"type": "http.response.body", "body": b"".join(f for _, f in batch), "more_body": True})
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
+                yield b"".join(frame for _, frame in batch)
 
         live.attach()
-        sending, gone = asyncio.create_task(forward()), asyncio.create_task(watch())
         try:
-            await asyncio.wait({sending, gone}, return_when=asyncio.FIRST_COMPLETED)
+            await _relay(chunks(), receive, send, [*cors, *extra])
         finally:
-            for task in (sending, gone):
-                task.cancel()
-            await asyncio.gather(sending, gone, return_exceptions=True)
             live.detach(self.grace)
-        if gone.done() and not gone.cancelled():
-            return  # the client is gone: nothing more can be sent
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def _outcome(self, agent: Any, rid: str | None, msg: Msg | None, outcome: dict[str, Any], err: BaseException | None, started: float) -> None:
         """One log line per reply (never content, never a secret): id, model, how it
@@ -430,6 +389,38 @@ class EventStreamApp:
         model = getattr(getattr(agent, "model", None), "name", None) or type(getattr(agent, "model", None)).__name__
         level = logging.WARNING if what.startswith(("failed", "error")) or error != "-" else logging.INFO
         _log.log(level, "reply %s model=%s outcome=%s error=%s tokens=%s seconds=%.2f", rid or "-", model, what, error, tokens, time.monotonic() - started)
+
+
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),  # proxies: pass each event on at once
+    (b"x-content-type-options", b"nosniff"),
+]
+
+
+async def _relay(chunks: AsyncIterator[bytes], receive: Receive, send: Send, extra: list[tuple[bytes, bytes]]) -> None:
+    """Send an event stream's chunks as they come, until it ends or the client leaves."""
+    await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
+
+    async def forward() -> None:
+        async for chunk in chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+    async def watch() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    sending, gone = asyncio.create_task(forward()), asyncio.create_task(watch())
+    try:
+        await asyncio.wait({sending, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (sending, gone):
+            task.cancel()
+        await asyncio.gather(sending, gone, return_exceptions=True)
+    if gone.done() and not gone.cancelled():
+        return  # the client is gone: nothing more can be sent
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _reply_of(agent: Any, rid: str) -> Msg | None:

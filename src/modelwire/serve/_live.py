@@ -32,6 +32,8 @@ class LiveReply:
         self.bytes = 0
         self.done = False
         self.task: asyncio.Task | None = None
+        self.publisher: asyncio.Task | None = None  # writes the stream to a shared store
+        self._checking: asyncio.Task | None = None
         self.agent: Any = None
         self.reply_id: str | None = None
         self.followers = 0
@@ -116,4 +118,4 @@ class LiveReply:
             else:
                 self.task.cancel()
 
-        asyncio.get_running_loop().create_task(check())
+        self._checking = asyncio.get_running_loop().create_task(check())
