@@ -159,7 +159,7 @@ class RedisStore:
 
     async def put(self, token: str, parked: Parked) -> None:
         if parked.size > self.max_reply_bytes:
-            raise Conflict()
+            raise OverflowError(f"a parked reply of {parked.size} bytes is over this store's max_reply_bytes ({self.max_reply_bytes})")
         left = self.ttl - (time.time() - parked.parked_at)
         if left <= 0:
             return
