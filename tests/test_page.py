@@ -295,3 +295,49 @@ def test_a_reload_in_the_middle_of_a_reply_takes_it_up_again(browser):
     assert shown.split() == words == made[0].context[-1].get_text_content().split()
     assert "12 tokens in, 400 out" in stats
     assert len(provider.requests) == 1  # taken up, not asked again
+
+
+def test_tool_output_images_load_only_from_data_urls(browser):
+    """A prompt-injected tool could put data in an image URL for the browser to fetch."""
+    from modelwire.event import (
+        ReplyEndEvent, ReplyStartEvent, ToolCallEndEvent, ToolCallStartEvent, ToolResultDataDeltaEvent, ToolResultEndEvent, ToolResultStartEvent, event_to_json,
+    )
+    from modelwire.serve import EventStreamApp
+
+    page_app = EventStreamApp(lambda: None)
+    r = "r1"
+    frames = [
+        ReplyStartEvent(session_id="s", reply_id=r, name="Buddy"),
+        ToolCallStartEvent(reply_id=r, tool_call_id="c1", tool_call_name="photo"),
+        ToolCallEndEvent(reply_id=r, tool_call_id="c1"),
+        ToolResultStartEvent(reply_id=r, tool_call_id="c1", tool_call_name="photo"),
+        ToolResultDataDeltaEvent(reply_id=r, tool_call_id="c1", block_id="d1", media_type="image/png", url="http://127.0.0.1:9/leak.png?secret=42"),
+        ToolResultDataDeltaEvent(reply_id=r, tool_call_id="c1", block_id="d2", media_type="image/png", data=PIXEL),
+        ToolResultEndEvent(reply_id=r, tool_call_id="c1", state="success"),
+        ReplyEndEvent(session_id="s", reply_id=r),
+    ]
+    stream = b"".join(b"data: " + event_to_json(e).encode() + b"\n\n" for e in frames)
+
+    async def app(scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "POST":
+            while (await receive()).get("more_body"):
+                pass
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+            await send({"type": "http.response.body", "body": stream})
+            return
+        await page_app(scope, receive, send)
+
+    with Served(app) as url:
+        page = browser.new_page()
+        asked: list[str] = []
+        page.on("request", lambda req: asked.append(req.url))
+        page.goto(url + "/")
+        page.fill("#input", "A photo?")
+        page.keyboard.press("Enter")
+        page.wait_for_selector(".tool .result img", timeout=15000)
+        page.wait_for_function("() => !document.querySelector('#send').disabled", timeout=15000)  # the reply ended
+        images = page.eval_on_selector_all(".tool .result img", "els => els.map(e => e.src.slice(0, 22))")
+        links = page.eval_on_selector_all(".tool .result a", "els => els.map(e => e.href)")
+    assert images == ["data:image/png;base64,"]  # the inline one is shown
+    assert links == ["http://127.0.0.1:9/leak.png?secret=42"]  # the other is a link to follow, not a fetch
+    assert not any("leak.png" in u for u in asked)
