@@ -259,7 +259,7 @@ def test_provider_error_mid_reply(server, protocol):
         sse_reply(sse_bodies.body(protocol, ("text", " ".join(["partial"] * 30))), drop_after=8),
     )
     agent = Agent("Buddy", make_model(server, protocol), tools=[weather])
-    events = run(stream_all(agent, UserMsg("user", "Weather in Rome?")))
+    events = run(stream_all(agent, UserMsg("user", "Weather in Rome?"), raise_errors=False))
     reply = check_invariant(agent, events)
     assert reply.finished_reason == "error" and reply.error.type == "connection"
     assert reply.get_content_blocks("tool_result")[0].output[0].text == "Rome: sunny, 21C"
@@ -269,10 +269,51 @@ def test_provider_error_mid_reply(server, protocol):
 def test_http_error_on_first_call(server):
     server.script(error_reply(401, {"error": {"message": "bad key", "type": "invalid_api_key"}}))
     agent = Agent("Buddy", make_model(server, "openai-responses"))
-    events = run(stream_all(agent, UserMsg("user", "hi")))
+    events = run(stream_all(agent, UserMsg("user", "hi"), raise_errors=False))
     reply = check_invariant(agent, events)
     assert [e.type for e in events] == ["REPLY_START", "REPLY_END"]
     assert reply.error.type == "authentication" and reply.error.message == "bad key"
+
+
+def test_a_failed_reply_raises_its_typed_error_unless_asked_not_to(server):
+    from modelwire import errors as Err
+
+    server.script(error_reply(401, {"error": {"message": "bad key", "type": "invalid_api_key"}}), error_reply(401, {"error": {"message": "bad key", "type": "invalid_api_key"}}))
+    agent = Agent("Buddy", make_model(server, "openai-responses"))
+    with pytest.raises(Err.AuthenticationError, match="bad key") as caught:
+        run(agent.reply("hi"))  # a plain string is the user's words
+    partial = caught.value.partial
+    assert partial.finished_reason == "error" and partial.error.type == "authentication" and partial.id == agent.context[-1].id
+    events = []
+
+    async def consume():
+        async for ev in agent.reply_stream("again"):
+            events.append(ev)
+
+    with pytest.raises(Err.AuthenticationError):
+        run(consume())
+    assert events[-1].type == "REPLY_END" and events[-1].error.message == "bad key"  # the stream ended first
+
+
+def test_plain_strings_and_message_json_are_input_and_the_sync_entry_points_run(server):
+    server.script(sse_reply(sse_bodies.body("anthropic", ("text", "Hello."))), sse_reply(sse_bodies.body("anthropic", ("text", "Hi again."))), sse_reply(sse_bodies.body("anthropic", ("text", "Direct."))))
+    model = make_model(server, "anthropic")
+    agent = Agent("Buddy", model)
+    first = agent.reply_sync("Hi")
+    second = agent.reply_sync([{"role": "user", "name": "me", "content": [{"type": "text", "text": "And you?"}]}])
+    direct = model.complete_sync("Just say it.")
+    assert (first.get_text_content().strip(), second.get_text_content().strip(), direct.get_text_content().strip()) == ("Hello.", "Hi again.", "Direct.")
+    sent = server.requests[1]["json"]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"] and sent[0]["content"][0]["text"] == "Hi"
+    assert server.requests[2]["json"]["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Just say it."}]}]
+
+    async def inside_a_loop():
+        agent.reply_sync("no")
+
+    from modelwire.errors import AgentError
+
+    with pytest.raises(AgentError, match="use `await agent.reply"):
+        run(inside_a_loop())
 
 
 def test_bad_arguments_and_tool_exceptions_become_error_results(server):

@@ -440,7 +440,7 @@ def test_a_request_that_cannot_be_formatted_ends_the_reply_with_its_error(server
 
     agent = _agent_on(server)
     bad = UserMsg("u", [DataBlock(source=Base64Source(data="PHN2Zy8+", media_type="image/svg+xml"))])
-    events = asyncio.run(_collect(agent.reply_stream(bad)))
+    events = asyncio.run(_collect(agent.reply_stream(bad, raise_errors=False)))
     Ev.check_stream(events)
     assert events[-1].type == "REPLY_END" and events[-1].finished_reason == "error"
     assert events[-1].error.type == "invalid_request" and "image/svg+xml" in events[-1].error.message

@@ -160,7 +160,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         try:
             if waiting:
                 waiting.start()
-            async for event in agent.reply_stream(UserMsg("user", prompt)):
+            async for event in agent.reply_stream(UserMsg("user", prompt), raise_errors=False):  # said from the reply below
                 if waiting and event.type not in ("REPLY_START", "MODEL_CALL_START"):
                     waiting.stop()
                 render(event)

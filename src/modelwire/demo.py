@@ -88,7 +88,7 @@ def run_demo(out: IO[str], view: str = "pretty", record: bool = False) -> int:
     render = renderer(view, out)
 
     async def go() -> None:
-        async for event in agent.reply_stream(UserMsg("user", DEMO_QUESTION)):
+        async for event in agent.reply_stream(UserMsg("user", DEMO_QUESTION), raise_errors=False):
             render(event)
         render.close()
 

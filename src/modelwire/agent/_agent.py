@@ -25,7 +25,8 @@ from .. import telemetry
 from .._ids import new_id
 from ..errors import AgentBusyError, AgentError, ConfigError, FormatError, ModelwireError, ProviderError, debug_enabled
 from ..formatters import ToolSpec
-from ..message import AssistantMsg, Base64Source, DataBlock, Msg, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg
+from .._sync import run_sync
+from ..message import AssistantMsg, Base64Source, DataBlock, Msg, MsgInput, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg, as_messages
 from ._tools import Tool, ToolArgumentsError
 
 __all__ = ["Agent", "AgentError"]
@@ -41,6 +42,7 @@ class _ReplyState:
     native_structured: bool = False
     forced_structured: bool = False
     span: Any = None  # the reply's trace span, while a stream of it runs
+    failures: list = field(default_factory=list)  # what ended this stream of the reply with an error
 
 
 @dataclass
@@ -111,17 +113,30 @@ class Agent:
 
     # -- public API ------------------------------------------------------------------------
 
-    async def reply(self, msg: Msg | Sequence[Msg] | None = None, *, event: E.EventBase | None = None, structured_model: Any = None) -> Msg:
-        """Run one reply (or resume a parked one) and return its message as it stands."""
+    async def reply(
+        self, msg: MsgInput = None, *, event: E.EventBase | None = None, structured_model: Any = None, raise_errors: bool = True
+    ) -> Msg:
+        """Run one reply (or resume a parked one) and return its message as it stands.
+
+        ``msg``: a string (the user's words), a message, a list of messages or their JSON
+        (AgentScope's dicts load as they are). A reply that fails ends with its error on the
+        message (``finished_reason="error"``, ``error``) and, unless ``raise_errors=False``,
+        that error is raised: the provider's typed error (``AuthenticationError``,
+        ``RateLimitError`` ...) with ``partial`` set to the reply so far, or the
+        :class:`~modelwire.errors.ModelwireError` that stopped it."""
         # A resumed reply folds its new events onto the message as it was parked.
         folded: Msg | None = None if event is None else self._reply_for(event.reply_id).model_copy(deep=True)
-        async for ev in self.reply_stream(msg, event=event, structured_model=structured_model):
+        async for ev in self.reply_stream(msg, event=event, structured_model=structured_model, raise_errors=raise_errors):
             if ev.type == "REPLY_START":
                 folded = AssistantMsg(ev.name, [], id=ev.reply_id, created_at=self._reply_for(ev.reply_id).created_at)
             assert folded is not None
             folded.append_event(ev)
         assert folded is not None
         return folded
+
+    def reply_sync(self, msg: MsgInput = None, *, event: E.EventBase | None = None, structured_model: Any = None, raise_errors: bool = True) -> Msg:
+        """:meth:`reply` for scripts and notebooks without an event loop of their own."""
+        return run_sync(self.reply(msg, event=event, structured_model=structured_model, raise_errors=raise_errors), "agent.reply")
 
     def interrupt(self) -> None:
         """Stop the running reply as soon as possible (it ends with ``interrupted``).
@@ -136,9 +151,13 @@ class Agent:
             task.cancel()  # cut the current wait short; _guarded turns it into an interrupt
 
     async def reply_stream(
-        self, msg: Msg | Sequence[Msg] | None = None, *, event: E.EventBase | None = None, structured_model: Any = None
+        self, msg: MsgInput = None, *, event: E.EventBase | None = None, structured_model: Any = None, raise_errors: bool = True
     ) -> AsyncIterator[E.EventBase]:
         """Yield the events of one reply, or of the rest of a parked reply (``event=``).
+
+        A reply that fails still ends with ``REPLY_END`` carrying its error; then, unless
+        ``raise_errors=False``, the error is raised when the iteration ends (as
+        :meth:`reply` raises it).
 
         One reply at a time: an agent keeps one conversation, so a second reply while one
         runs raises :class:`~modelwire.errors.AgentBusyError` (use one agent per task)."""
@@ -147,15 +166,18 @@ class Agent:
         if owner is not None and owner is not me and not owner.done():
             raise AgentBusyError(f"agent {self.name!r} is already replying in another task; one reply at a time (make one Agent per concurrent conversation)")
         self._running = me
+        failures: list[Exception] = []
         try:
-            async for ev in self._reply_stream(msg, event=event, structured_model=structured_model):
+            async for ev in self._reply_stream(as_messages(msg), event=event, structured_model=structured_model, failures=failures):
                 yield ev
         finally:
             if self._running is me:
                 self._running = None
+        if failures and raise_errors:
+            raise failures[0]
 
     async def _reply_stream(
-        self, msg: Msg | Sequence[Msg] | None = None, *, event: E.EventBase | None = None, structured_model: Any = None
+        self, inputs: list[Msg], *, event: E.EventBase | None = None, structured_model: Any = None, failures: list[Exception]
     ) -> AsyncIterator[E.EventBase]:
         self._interrupt = asyncio.Event()
         if event is not None:
@@ -163,9 +185,9 @@ class Agent:
             if state is None:
                 reply = self._reply_for(event.reply_id)
                 state = self._states[reply.id] = _ReplyState(reply)
+            state.failures = failures
             agen = self._resume(state, event)
         else:
-            inputs = [] if msg is None else ([msg] if isinstance(msg, Msg) else list(msg))
             for m in inputs:
                 if m.role == "assistant" and m.has_content_blocks("tool_call"):
                     raise AgentError("input messages are user (or system) messages")
@@ -173,6 +195,7 @@ class Agent:
             reply = AssistantMsg(self.name, [], id=new_id())
             self.context.append(reply)
             state = self._states[reply.id] = _ReplyState(reply, structured=structured_model)
+            state.failures = failures
             agen = self._start(state)
         async for ev in agen:
             yield ev
@@ -291,6 +314,9 @@ class Agent:
                 yield closing
             if debug_enabled() and not isinstance(exc, ModelwireError):
                 raise  # a bug in modelwire: the tests see it as itself, after the reply ended
+            if isinstance(exc, ProviderError):
+                exc.partial = state.reply  # type: ignore[attr-defined]
+            state.failures.append(exc)  # raised by reply_stream once the stream is over
         finally:
             self._task = None
             self._outside = False

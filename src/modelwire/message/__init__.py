@@ -27,10 +27,12 @@ from ._msg import (
     ErrorInfo,
     ErrorType,
     Msg,
+    MsgInput,
     ReplyFinishedReason,
     SystemMsg,
     Usage,
     UserMsg,
+    as_messages,
 )
 
 __all__ = [
@@ -43,6 +45,8 @@ __all__ = [
     "ErrorType",
     "ReplyFinishedReason",
     "BlockList",
+    "MsgInput",
+    "as_messages",
     "TextBlock",
     "ThinkingBlock",
     "DataBlock",

@@ -8,7 +8,7 @@ are all checked, and a failed change leaves the message as it was.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal, Sequence, SupportsIndex
+from typing import Any, Iterable, Literal, Sequence, SupportsIndex, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -28,6 +28,8 @@ __all__ = [
     "AssistantMsg",
     "SystemMsg",
     "BlockList",
+    "MsgInput",
+    "as_messages",
 ]
 
 _BLOCK_CLASSES = tuple(BLOCK_TYPES.values())
@@ -466,3 +468,26 @@ def SystemMsg(
         finished_reason=finished_reason,
         id=id or new_id(),
     )
+
+
+MsgInput = Union[str, Msg, dict, Sequence[Union[str, Msg, dict]], None]
+"""What a caller may give where messages go: a string (the user's words), a message, its
+JSON (modelwire's or AgentScope's dict), or a list of those."""
+
+
+def as_messages(value: MsgInput) -> list[Msg]:
+    """``value`` as a list of messages (see :data:`MsgInput`)."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, (str, Msg, dict)) else list(value)
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(UserMsg("user", item))
+        elif isinstance(item, dict):
+            out.append(Msg.from_dict(item))
+        elif isinstance(item, Msg):
+            out.append(item)
+        else:
+            raise InvalidMessageError(f"a message is a string, a Msg or a message's JSON, not {type(item).__name__}")
+    return out

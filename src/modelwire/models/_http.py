@@ -13,7 +13,8 @@ from .. import errors as E
 from .. import telemetry
 from .._ids import new_id
 from ..event import EventBase
-from ..message import AssistantMsg, Base64Source, DataBlock, Msg
+from .._sync import run_sync
+from ..message import AssistantMsg, Base64Source, DataBlock, Msg, MsgInput, as_messages
 from ..protocols import Capabilities, ModelOptions, WireProtocol, get_protocol
 from .config import ModelSpec
 from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks, retry_after_seconds
@@ -99,7 +100,7 @@ class HTTPModel:
 
     async def stream(
         self,
-        messages: Sequence[Msg],
+        messages: MsgInput,
         *,
         tools: Sequence[Any] | None = None,
         tool_choice: Any = None,
@@ -112,7 +113,7 @@ class HTTPModel:
         error is raised: what was received still folds into a valid message.
         """
         reply_id = reply_id or new_id()
-        messages = await resolve_sources(messages, self.wire, self.transport, self.max_source_bytes)
+        messages = await resolve_sources(as_messages(messages), self.wire, self.transport, self.max_source_bytes)
         payload, opts = self.build_request(messages, tools, tool_choice, options)
         body = json.dumps(payload, ensure_ascii=False).encode()
         headers = await self._signed(self.url(), self.headers(opts.extra_headers), body)
@@ -260,7 +261,7 @@ class HTTPModel:
 
     async def complete(
         self,
-        messages: Sequence[Msg],
+        messages: MsgInput,
         *,
         tools: Sequence[Any] | None = None,
         tool_choice: Any = None,
@@ -279,6 +280,10 @@ class HTTPModel:
             err.partial = reply  # type: ignore[attr-defined]
             raise
         return reply
+
+    def complete_sync(self, messages: MsgInput, **kwargs: Any) -> Msg:
+        """:meth:`complete` for scripts and notebooks without an event loop of their own."""
+        return run_sync(self.complete(messages, **kwargs), "model.complete")
 
     async def aclose(self) -> None:
         await self.transport.aclose()

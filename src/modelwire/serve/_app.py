@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from ..agent import Agent
 from ..errors import AgentError
 from ..event import EventBase, ExternalExecutionResultEvent, UserInterruptEvent
 from ..message import Msg
@@ -324,7 +325,9 @@ class EventStreamApp:
         token = live.token
 
         async def pump() -> None:
-            stream = agent.reply_stream(event=event) if event is not None else agent.reply_stream(turn.inputs)
+            # The reply's error travels in its stream (REPLY_END, RUN_ERROR, an error part).
+            quiet = {"raise_errors": False} if isinstance(agent, Agent) else {}
+            stream = agent.reply_stream(event=event, **quiet) if event is not None else agent.reply_stream(turn.inputs, **quiet)
             async for ev in stream:
                 if ev.type == "REPLY_START":
                     live.reply_id = ev.reply_id
