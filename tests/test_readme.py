@@ -59,7 +59,7 @@ def test_every_python_block_runs_as_written(n, tmp_path):
 
 
 def test_the_pytest_block_records_and_replays(tmp_path):
-    (code,) = [b for b in BLOCKS if "def test_" in b]
+    (code,) = [b for b in BLOCKS if "@pytest.mark.cassette" in b]
     (tmp_path / "test_readme_block.py").write_text(code)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     with ProviderServer() as server:
@@ -73,9 +73,19 @@ def test_the_pytest_block_records_and_replays(tmp_path):
     assert list((tmp_path / "cassettes").rglob("*.json"))
 
 
+def test_the_testing_section_is_a_test_file_that_passes_with_no_network_and_no_key(tmp_path):
+    (code,) = [b for b in BLOCKS if "FakeModel" in b and "def test_" in b]
+    (tmp_path / "test_my_agent.py").write_text(code)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL")) and k != "MODELWIRE_DEBUG"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert done.returncode == 0 and " passed" in done.stdout, done.stdout + done.stderr
+
+
 def test_the_pytest_plugin_lives_beside_pytest_recording(tmp_path):
     pytest.importorskip("pytest_recording", reason="the dev extra installs pytest-recording")
-    (code,) = [b for b in BLOCKS if "def test_" in b]
+    (code,) = [b for b in BLOCKS if "@pytest.mark.cassette" in b]
     (tmp_path / "test_readme_block.py").write_text(code)
     with ProviderServer() as server:
         server.respond = answer

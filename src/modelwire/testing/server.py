@@ -46,6 +46,29 @@ def error_reply(status: int, body: dict, headers: dict[str, str] | None = None) 
 
 
 class ProviderServer:
+    """A real HTTP server on 127.0.0.1 that answers like a provider, in a thread.
+
+        with ProviderServer() as server:
+            server.script(sse_reply(body("anthropic", ("text", "Hello."))))
+            model = load_model("anthropic:claude-sonnet-4-5", api_key="test", base_url=server.url)
+            ...
+            assert server.requests[0]["json"]["messages"][0]["role"] == "user"
+
+    What it answers, per request, in this order:
+
+    - ``script(*replies)``: the scripted :class:`Reply` objects, one each, in order (a
+      status, headers, a body sent in pieces with ``delay`` between them; ``stall_after`` /
+      ``drop_after`` for a stalled or dropped connection; ``check`` to answer 400 when the
+      request is not what a test expects);
+    - ``respond``: otherwise, a function from the request to a :class:`Reply` (concurrent
+      clients each get their own answer);
+    - a 500 when neither says anything.
+
+    What it saw: ``requests`` (each ``{"method", "path", "headers", "json"}``, headers in lower
+    case; ``keep_requests = False`` keeps none, for soak tests) and ``disconnects`` (when a
+    client went away in the middle of an answer). ``url`` is its base URL; ``port=0`` (the
+    default) takes a free port."""
+
     def __init__(self, port: int = 0) -> None:
         self.replies: list[Reply] = []
         # Called for each request when no reply is scripted: answers from what was asked

@@ -1,0 +1,98 @@
+"""An in-process model for testing agents: scripted replies, decoded by a real adapter.
+
+    from modelwire.testing import FakeModel
+
+    model = FakeModel([
+        [("tool", "call_1", "weather", '{"city": "Paris"}')],   # the first call: a tool call
+        [("text", "It is sunny in Paris.")],                     # the second: the answer
+    ])
+    agent = Agent("bot", model, tools=[weather])
+    reply = agent.reply_sync("Weather in Paris?")
+    assert model.requests[1]["messages"][-1]["content"][0]["type"] == "tool_result"
+
+Each reply is a list of neutral blocks: ``("think", text)``, ``("text", text)``,
+``("tool", call_id, name, arguments_json)``, or a function ``(messages, tools) -> blocks``
+for replies that depend on what was asked. The model writes each one as the chosen
+protocol's own stream (``anthropic`` by default) and decodes it with that protocol's real
+adapter, in pieces, so a test runs the same decoding as production, with no socket. Every
+request is formatted by the protocol's real formatter too and kept in ``requests``: a
+conversation the provider would refuse fails here as it would there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator, Callable, Sequence
+
+from .._ids import new_id
+from .._sync import run_sync
+from ..message import AssistantMsg, Msg, MsgInput, as_messages
+
+__all__ = ["FakeModel"]
+
+Blocks = Sequence[tuple]
+Script = Blocks | Callable[[list[Msg], Any], Blocks]
+
+
+class FakeModel:
+    def __init__(self, replies: Sequence[Script] | Callable[[list[Msg], Any], Blocks], *, protocol: str = "anthropic", name: str = "fake-model", usage: tuple[int, int] = (10, 5)) -> None:
+        from ..models.config import PRESETS
+        from ..protocols import get_protocol
+
+        self.wire = get_protocol(protocol)
+        self.name = name
+        self.usage = usage
+        self._replies = replies
+        self._next = 0
+        preset = next((p for p in PRESETS.values() if p.protocol == protocol), None)
+        if preset is None:
+            raise ValueError(f"no built-in provider speaks {protocol!r}")
+        self.preset = preset
+        self.formatter = self.wire.new_formatter(preset, name)
+        self.requests: list[dict[str, Any]] = []  # each call's request payload, as the formatter made it
+
+    def __repr__(self) -> str:
+        return f"FakeModel({self.wire.name}:{self.name}, {len(self.requests)} calls)"
+
+    @property
+    def capabilities(self) -> Any:
+        return self.wire.capabilities_for(self.preset)
+
+    def _script(self, messages: list[Msg], tools: Any) -> Blocks:
+        replies = self._replies
+        if callable(replies):
+            return replies(messages, tools)
+        if self._next >= len(replies):
+            raise AssertionError(f"FakeModel: call {self._next + 1} has no scripted reply ({len(replies)} were given)")
+        script = replies[self._next]
+        self._next += 1
+        return script(messages, tools) if callable(script) else script
+
+    async def stream(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None) -> AsyncIterator[Any]:
+        msgs = as_messages(messages)
+        self.requests.append(self.formatter.format(msgs, tools, tool_choice))  # a FormatError here as in production
+        raw = self.wire.fake_stream(*self._script(msgs, tools), usage=self.usage)
+        decoder = self.wire.decoder(self.wire.new_adapter(reply_id or new_id(), self.preset, model_name=self.name))
+        from ..errors import ProviderError
+
+        try:
+            for piece in self.wire.split_stream(raw):
+                for event in decoder.feed(piece):
+                    yield event
+                await asyncio.sleep(0)  # a stream takes turns with the rest of the loop, as a real one does
+            for event in decoder.close():
+                yield event
+        except ProviderError as err:
+            for event in err.events:
+                yield event
+            err.events = []
+            raise
+
+    async def complete(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None, name: str = "assistant") -> Msg:
+        reply = AssistantMsg(name, [], id=reply_id or new_id())
+        async for event in self.stream(messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id):
+            reply.append_event(event)
+        return reply
+
+    def complete_sync(self, messages: MsgInput, **kwargs: Any) -> Msg:
+        return run_sync(self.complete(messages, **kwargs), "model.complete")

@@ -1,0 +1,52 @@
+"""The in-process fake model users test their agents with: scripted replies through a
+real protocol adapter, requests through the real formatter, no socket."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from modelwire.agent import Agent
+from modelwire.errors import FormatError
+from modelwire.message import Base64Source, DataBlock, UserMsg
+from modelwire.testing import FakeModel
+
+
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse"])
+def test_an_agent_runs_a_tool_round_on_a_fake_model_of_each_protocol(protocol):
+    model = FakeModel([[("think", "They want weather."), ("tool", "call_1", "weather", '{"city": "Paris"}')], [("text", "It is sunny in Paris.")]], protocol=protocol)
+    agent = Agent("bot", model, tools=[weather])
+    reply = agent.reply_sync("Weather in Paris?")
+    assert reply.get_text_content().strip() == "It is sunny in Paris."
+    (result,) = reply.get_content_blocks("tool_result")
+    assert result.state == "success" and "sunny in Paris" in json.dumps(result.model_dump())
+    assert len(model.requests) == 2 and "sunny in Paris" in json.dumps(model.requests[1])  # the result went back
+    assert reply.usage.input_tokens == 20  # two calls of the scripted usage, decoded by the adapter
+
+
+def test_a_reply_can_depend_on_what_was_asked():
+    def echo(messages, tools):
+        return [("text", "you said: " + messages[-1].get_text_content())]
+
+    model = FakeModel(echo)
+    assert model.complete_sync("hello").get_text_content().strip() == "you said: hello"
+    assert model.complete_sync([UserMsg("u", "again")]).get_text_content().strip() == "you said: again"
+
+
+def test_a_conversation_the_provider_would_refuse_fails_as_it_would_there():
+    model = FakeModel([[("text", "never")]])
+    svg = UserMsg("u", [DataBlock(source=Base64Source(data="PHN2Zy8+", media_type="image/svg+xml"))])
+    with pytest.raises(FormatError, match="image/svg"):
+        model.complete_sync([svg])
+
+
+def test_running_out_of_scripted_replies_says_so():
+    agent = Agent("bot", FakeModel([[("tool", "call_1", "weather", '{"city": "Oslo"}')]]), tools=[weather])
+    with pytest.raises(AssertionError, match="call 2 has no scripted reply"):
+        agent.reply_sync("Weather?")
