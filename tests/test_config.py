@@ -182,3 +182,39 @@ def test_options_mapped_per_provider():
 def test_options_a_provider_cannot_honour_are_errors(spec, options, word):
     with pytest.raises(UnsupportedOptionError, match=word):
         build(spec, options)
+
+
+@pytest.mark.parametrize(
+    "options,words",
+    [
+        ({"temperature": "hot"}, "temperature='hot' must be a number"),
+        ({"temperature": 7}, "between 0 and 2"),
+        ({"top_p": 1.5}, "between 0 and 1"),
+        ({"max_tokens": 0}, "at least 1"),
+        ({"max_tokens": 2.5}, "whole number"),
+        ({"thinking": "yes"}, "must be bool"),
+        ({"stop": [1]}, "only str"),
+        ({"extra_headers": {"x": 1}}, "only str"),
+    ],
+)
+def test_option_values_are_checked_before_anything_is_sent(options, words):
+    from modelwire.errors import ConfigError
+    from modelwire.models import load_model
+
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        load_model("openai:gpt-4o", api_key="k", **options)
+    model = load_model("openai:gpt-4o", api_key="k")
+    with pytest.raises(ConfigError, match="must "):
+        model.build_request([], options=options)  # per call too
+
+
+def test_a_misspelt_profile_or_table_gets_a_suggestion(tmp_path):
+    from modelwire.errors import ConfigError
+
+    config = tmp_path / "modelwire.toml"
+    config.write_text('[profiles.fast]\nmodel = "openai:gpt-4o-mini"\n')
+    with pytest.raises(ConfigError, match="did you mean the profile 'fast'"):
+        resolve("fsat", config_path=config, env={"OPENAI_API_KEY": "k"})
+    config.write_text('[profile.fast]\nmodel = "openai:gpt-4o-mini"\n')
+    with pytest.raises(ConfigError, match="unknown key 'profile'; did you mean 'profiles'"):
+        resolve("fast", config_path=config, env={"OPENAI_API_KEY": "k"})

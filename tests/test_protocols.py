@@ -49,7 +49,7 @@ PROTOCOL_NAMES = re.compile(r"[\"'](anthropic|openai-chat|openai-responses)[\"']
 
 @pytest.mark.parametrize(
     "module",
-    ["models/options.py", "models/_http.py", "models/transport.py", "models/__init__.py", "agent/_agent.py", "cli.py", "cassettes/_show.py", "cassettes/_hook.py", "testing/sse.py", "testing/server.py"],
+    ["models/options.py", "models/_http.py", "models/transport.py", "models/__init__.py", "agent/_agent.py", "cli.py", "cassettes/_show.py", "cassettes/_hook.py", "testing/sse.py", "testing/server.py", "testing/fake.py"],
 )
 def test_generic_modules_name_no_protocol(module):
     """What the registry answers is never decided by matching a protocol's name elsewhere."""

@@ -242,7 +242,17 @@ def load_config(path: Path | None) -> dict[str, Any]:
         data = data.get("tool", {}).get("modelwire", {})
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the modelwire table must be a table")
+    for key in data:
+        if key not in _CONFIG_KEYS:
+            import difflib
+
+            close = difflib.get_close_matches(key, _CONFIG_KEYS, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(_CONFIG_KEYS)}"
+            raise ConfigError(f"{path}: unknown key {key!r}{hint}")
     return data
+
+
+_CONFIG_KEYS = ("default", "profiles")
 
 
 def resolve(name: str | None = None, *, config_path: Path | None = None, env: dict[str, str] | None = None, **options: Any) -> ModelSpec:
@@ -265,9 +275,12 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: di
         seen.append(chosen)
         profile = profiles.get(chosen)
         if profile is None:
+            import difflib
+
             where = f" in {path}" if path else " (no modelwire.toml found)"
             guess = guess_provider(chosen)
-            hint = f"; did you mean {guess}:{chosen}?" if guess else ""
+            close = difflib.get_close_matches(chosen, sorted(profiles), n=1, cutoff=0.6)
+            hint = f"; did you mean the profile {close[0]!r}?" if close else f"; did you mean {guess}:{chosen}?" if guess else ""
             raise ConfigError(f"{chosen!r} is neither PROVIDER:MODEL nor a profile{where}{hint}")
         if isinstance(profile, str):
             chosen = profile

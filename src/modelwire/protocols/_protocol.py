@@ -10,9 +10,9 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from ..errors import ProviderError, UnsupportedOptionError, error_from_body
+from ..errors import ConfigError, ProviderError, UnsupportedOptionError, error_from_body
 
 __all__ = ["Preset", "Capabilities", "ModelOptions", "WireProtocol", "deep_merge", "DEFAULT_MAX_TOKENS"]
 
@@ -80,6 +80,9 @@ class ModelOptions:
             raise UnsupportedOptionError(sorted(unknown)[0], "modelwire", f"known options: {', '.join(sorted(known))}")
         if isinstance(data.get("stop"), str):
             data["stop"] = [data["stop"]]
+        for name, value in data.items():
+            if value is not None:
+                _check_option(name, value)
         return cls(**data)
 
     def merged(self, other: "ModelOptions | dict[str, Any] | None") -> "ModelOptions":
@@ -97,6 +100,58 @@ class ModelOptions:
             else:
                 out[key] = new if new is not None and new != ModelOptions.__dataclass_fields__[key].default else value
         return ModelOptions(**out)
+
+
+def _number(low: float, high: float | None = None, whole: bool = False) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        kinds = (int,) if whole else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            return f"must be {'a whole number' if whole else 'a number'}"
+        if value < low or (high is not None and value > high):
+            return f"must be between {low:g} and {high:g}" if high is not None else f"must be at least {low:g}"
+        return None
+
+    return check
+
+
+def _kind(*kinds: type, each: type | None = None) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if isinstance(value, bool) and bool not in kinds:
+            return f"must be {' or '.join(k.__name__ for k in kinds)}"
+        if not isinstance(value, kinds):
+            return f"must be {' or '.join(k.__name__ for k in kinds)}"
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        if each is not None and not all(isinstance(v, each) for v in items):
+            return f"must hold only {each.__name__} values"
+        return None
+
+    return check
+
+
+# What each option may be, checked when options are given (a profile, load_model, a call),
+# before anything is sent: "hot" is no temperature.
+_OPTION_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "max_tokens": _number(1, whole=True),
+    "temperature": _number(0, 2),
+    "top_p": _number(0, 1),
+    "stop": _kind(list, each=str),
+    "thinking": _kind(bool),
+    "thinking_budget": _number(0, whole=True),
+    "reasoning_effort": _kind(str),
+    "reasoning_summary": _kind(str),
+    "parallel_tool_calls": _kind(bool),
+    "json_schema": _kind(dict),
+    "json_schema_name": _kind(str),
+    "extra_headers": _kind(dict, each=str),
+    "extra_body": _kind(dict),
+}
+
+
+def _check_option(name: str, value: Any) -> None:
+    check = _OPTION_CHECKS.get(name)
+    problem = check(value) if check is not None else None
+    if problem is not None:
+        raise ConfigError(f"option {name}={value!r} {problem}")
 
 
 def deep_merge(target: dict[str, Any], extra: Mapping[str, Any]) -> None:

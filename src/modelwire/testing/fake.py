@@ -35,10 +35,11 @@ Script = Blocks | Callable[[list[Msg], Any], Blocks]
 
 
 class FakeModel:
-    def __init__(self, replies: Sequence[Script] | Callable[[list[Msg], Any], Blocks], *, protocol: str = "anthropic", name: str = "fake-model", usage: tuple[int, int] = (10, 5)) -> None:
+    def __init__(self, replies: Sequence[Script] | Callable[[list[Msg], Any], Blocks], *, protocol: str | None = None, name: str = "fake-model", usage: tuple[int, int] = (10, 5)) -> None:
         from ..models.config import PRESETS
-        from ..protocols import get_protocol
+        from ..protocols import get_protocol, protocol_names
 
+        protocol = protocol or protocol_names()[0]  # the first registered protocol by default
         self.wire = get_protocol(protocol)
         self.name = name
         self.usage = usage

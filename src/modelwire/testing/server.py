@@ -49,8 +49,8 @@ class ProviderServer:
     """A real HTTP server on 127.0.0.1 that answers like a provider, in a thread.
 
         with ProviderServer() as server:
-            server.script(sse_reply(body("anthropic", ("text", "Hello."))))
-            model = load_model("anthropic:claude-sonnet-4-5", api_key="test", base_url=server.url)
+            server.script(stream_reply(protocol, body(protocol, ("text", "Hello."))))
+            model = load_model("PROVIDER:MODEL", api_key="test", base_url=server.url)
             ...
             assert server.requests[0]["json"]["messages"][0]["role"] == "user"
 
