@@ -151,12 +151,13 @@ def test_chat_one_shot_renders_tool_calls_usage_and_first_token_time():
             sse_reply(sse.body("openai-chat", ("think", "Need to compute."), ("tool", "call_1", "calculate", '{"expression": "6 * 7"}'), usage=(100, 20))),
             sse_reply(sse.body("openai-chat", ("text", "It is 42."), usage=(130, 5))),
         )
-        out = run_env("chat", "--model", "deepseek:deepseek-chat", "--base-url", server.url + "/v1", "What is 6 * 7?", env_extra={"DEEPSEEK_API_KEY": "sk-x"})
+        out = run_env("chat", "--model", "deepseek:deepseek-chat", "--base-url", server.url + "/v1", "--tool", "modelwire.demo:calculate", "What is 6 * 7?", env_extra={"DEEPSEEK_API_KEY": "sk-x"})
         assert out.returncode == 0, out.stderr
-        text = out.stdout.decode()
-        assert "thinking: Need to compute." in text
-        assert '-> calculate({"expression": "6 * 7"})' in text and "<- calculate [success] 42" in text
-        assert "It is 42." in text
+        text, side = out.stdout.decode(), out.stderr.decode()
+        # Piped, stdout holds the answer only; thinking and tool lines go to stderr.
+        assert text.strip() == "It is 42."
+        assert "thinking: Need to compute." in side
+        assert '-> calculate({"expression": "6 * 7"})' in side and "<- calculate [success] 42" in side
         assert "[completed | stop: end_turn | tokens in 230 (cache read 0, cache write 0) out 25 | first token " in out.stderr.decode()  # stats on stderr
         assert '"content": "42"' in json.dumps(server.requests[1]["json"]) or "42" in json.dumps(server.requests[1]["json"]["messages"][-1])
 
@@ -171,8 +172,10 @@ def test_chat_events_and_json_and_hidden_thinking():
         assert events[0] == "[00] REPLY_START" and "TEXT_BLOCK_DELTA" in events[-6] or any("TEXT_BLOCK_DELTA" in line for line in events)
         as_json = E.loads_jsonl(run_env(*base, "--json", "hello", env_extra=env).stdout)
         assert E.check_stream(as_json) == len(as_json)
-        hidden = run_env(*base, "--no-show-thinking", "hello", env_extra=env).stdout.decode()
-        assert "(thought for 9 characters" in hidden and "Hmm hmm." not in hidden
+        hidden = run_env(*base, "--no-show-thinking", "hello", env_extra=env)
+        side = hidden.stderr.decode()
+        assert "(thought for 9 characters" in side and "Hmm hmm." not in side + hidden.stdout.decode()
+        assert hidden.stdout.decode().strip() == "Hi there."
 
 
 def test_chat_without_a_model_says_what_to_set(tmp_path):
@@ -272,3 +275,29 @@ def test_serve_without_the_key_serves_the_demo_and_says_why():
 def test_serve_with_an_unknown_model_fails_at_once_in_one_line():
     out = run("serve", "-m", "nosuchprovider:x", "--port", "1")
     assert out.returncode == 2 and out.stderr.decode().count("\n") == 1 and "nosuchprovider" in out.stderr.decode()
+
+
+def test_chat_sends_no_tool_and_no_system_prompt_unless_asked():
+    with ProviderServer() as server:
+        server.script(sse_reply(sse.body("openai-chat", ("text", "Hi."))), sse_reply(sse.body("openai-chat", ("text", "Hi."))))
+        base = ["chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1"]
+        plain = run_env(*base, "hello", env_extra={"OPENAI_API_KEY": "sk-x"})
+        chosen = run_env(*base, "--tool", "modelwire.demo:calculate", "--system", "Be terse.", "hello", env_extra={"OPENAI_API_KEY": "sk-x"})
+        bad = run_env(*base, "--tool", "nosuchmodule:f", "hello", env_extra={"OPENAI_API_KEY": "sk-x"})
+    assert plain.returncode == 0 and chosen.returncode == 0, plain.stderr + chosen.stderr
+    first, second = (r["json"] for r in server.requests)
+    assert "tools" not in first and [m["role"] for m in first["messages"]] == ["user"]
+    assert [t["function"]["name"] for t in second["tools"]] == ["calculate"] and second["messages"][0] == {"role": "system", "content": "Be terse."}
+    assert bad.returncode == 2 and b"--tool nosuchmodule:f" in bad.stderr
+
+
+def test_piped_text_and_a_prompt_are_sent_together():
+    with ProviderServer() as server:
+        server.script(sse_reply(sse.body("openai-chat", ("text", "A summary."))))
+        env = {**os.environ, "OPENAI_API_KEY": "sk-x"}
+        env.pop("MODELWIRE_DEBUG", None)
+        done = subprocess.run([sys.executable, "-m", "modelwire.cli", "chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1", "Summarize this."], input=b"The long text.", capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (message,) = server.requests[0]["json"]["messages"]
+    assert message["content"] == "The long text.\n\nSummarize this." or message["content"][0]["text"] == "The long text.\n\nSummarize this."
+    assert done.stdout.decode().strip() == "A summary."

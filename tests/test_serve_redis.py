@@ -74,7 +74,7 @@ class Worker:
         self.port = port or free_port()
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "MODELWIRE_MODEL"}
         env["ANTHROPIC_API_KEY"] = "sk-test"
-        cmd = [sys.executable, "-m", "modelwire.cli", "serve", "--port", str(self.port), "--model", "anthropic:claude-sonnet-4-5", "--base-url", provider.url, "--confirm-tools", "--store", store]
+        cmd = [sys.executable, "-m", "modelwire.cli", "serve", "--port", str(self.port), "--model", "anthropic:claude-sonnet-4-5", "--base-url", provider.url, "--tool", "modelwire.demo:calculate", "--confirm-tools", "--store", store]
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         wait_for(self.port, self.proc, "modelwire serve")
         self.url = f"http://127.0.0.1:{self.port}/reply"

@@ -62,10 +62,14 @@ _STOPS = {
 
 
 class Pretty:
-    def __init__(self, out: IO[str], *, color: bool | None = None, show_thinking: bool = True, stats: IO[str] | None = None) -> None:
-        self.out = out
+    def __init__(self, out: IO[str], *, color: bool | None = None, show_thinking: bool = True, stats: IO[str] | None = None, side: IO[str] | None = None) -> None:
+        self.out = out  # the answer
         self.stats = stats or out  # the closing line and errors (stderr in the chat)
+        # Thinking, tool lines and notes: beside the answer on a terminal; elsewhere when the
+        # answer goes to a pipe or a file, so that only the answer is there.
+        self.side = side or out
         self.color = out.isatty() if color is None else color
+        self._line_start: dict[int, bool] = {}
         self.last_kind = ""  # the kind of the block written last (text after text goes on)
         self.refs: list[str] = []  # citations, listed after the reply
         self.show_thinking = show_thinking
@@ -78,22 +82,27 @@ class Pretty:
         self.results: dict[str, list[str]] = {}
         self.thinking_chars = 0
         self.thinking_started = False
-        self.at_line_start = True
         self.finished_reason: str | None = None
         self.error: Any = None
 
     def _style(self, text: str, *styles: str) -> str:
         return "".join(styles) + text + RESET if self.color and styles else text
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, side: bool = False) -> None:
+        stream = self.side if side else self.out
         if text:
-            self.out.write(text)
-            self.at_line_start = text.endswith("\n")
-            self.out.flush()
+            stream.write(text)
+            self._line_start[id(stream)] = text.endswith("\n")
+            stream.flush()
 
-    def _newline(self) -> None:
-        if not self.at_line_start:
-            self._write("\n")
+    def _newline(self, side: bool = False) -> None:
+        stream = self.side if side else self.out
+        if not self._line_start.get(id(stream), True):
+            self._write("\n", side)
+
+    @property
+    def at_line_start(self) -> bool:
+        return self._line_start.get(id(self.out), True)
 
     def __call__(self, event: Any) -> None:
         t = event.type
@@ -113,7 +122,7 @@ class Pretty:
             if extras.get("refusal"):
                 self._write(self._style(" (the model refused)", RED))
         elif t == "THINKING_BLOCK_START":
-            self._newline()
+            self._newline(True)
             self.last_kind = "thinking"
             self.thinking_chars = 0
             self.thinking_started = False
@@ -121,16 +130,16 @@ class Pretty:
             self.thinking_chars += len(event.delta)
             if self.show_thinking:
                 if not self.thinking_started:
-                    self._write(self._style("thinking: ", DIM))
+                    self._write(self._style("thinking: ", DIM), True)
                     self.thinking_started = True
-                self._write(self._style(event.delta, DIM))
+                self._write(self._style(event.delta, DIM), True)
         elif t == "THINKING_BLOCK_END":
             extras = event.extras or {}
             if extras.get("redacted_thinking_data") and not self.thinking_chars:
-                self._write(self._style("(redacted thinking: the provider keeps it encrypted)", DIM))
+                self._write(self._style("(redacted thinking: the provider keeps it encrypted)", DIM), True)
             elif not self.show_thinking and self.thinking_chars:
-                self._write(self._style(f"(thought for {self.thinking_chars} characters; --show-thinking to read it)", DIM))
-            self._newline()
+                self._write(self._style(f"(thought for {self.thinking_chars} characters; --show-thinking to read it)", DIM), True)
+            self._newline(True)
         elif t == "TOOL_CALL_START":
             self.calls[event.tool_call_id] = {"name": event.tool_call_name, "args": []}
         elif t == "TOOL_CALL_DELTA":
@@ -138,8 +147,8 @@ class Pretty:
         elif t == "TOOL_CALL_END":
             call = self.calls[event.tool_call_id]
             self.last_kind = "tool"
-            self._newline()
-            self._write(self._style(f"-> {call['name']}({''.join(call['args'])})", CYAN) + "\n")
+            self._newline(True)
+            self._write(self._style(f"-> {call['name']}({''.join(call['args'])})", CYAN) + "\n", True)
         elif t == "TOOL_RESULT_START":
             self.results[event.tool_call_id] = []
         elif t == "TOOL_RESULT_TEXT_DELTA":
@@ -152,11 +161,11 @@ class Pretty:
             if len(text) > 300:
                 text = text[:297] + "..."
             style = (RED,) if event.state != "success" else (DIM,)
-            self._newline()
-            self._write(self._style(f"<- {name} [{event.state}] {text}", *style) + "\n")
+            self._newline(True)
+            self._write(self._style(f"<- {name} [{event.state}] {text}", *style) + "\n", True)
         elif t == "REQUIRE_USER_CONFIRM":
-            self._newline()
-            self._write(self._style("waiting for your confirmation of: " + ", ".join(c.name for c in event.tool_calls), BOLD) + "\n")
+            self._newline(True)
+            self._write(self._style("waiting for your confirmation of: " + ", ".join(c.name for c in event.tool_calls), BOLD) + "\n", True)
         elif t == "MODEL_CALL_END":
             self.usage[0] += event.input_tokens
             self.usage[1] += event.output_tokens
@@ -165,8 +174,8 @@ class Pretty:
             if event.stop_reason:
                 self.stop.append(event.stop_reason)
                 if event.stop_reason in _STOPS:
-                    self._newline()
-                    self._write(self._style(f"({_STOPS[event.stop_reason]})", RED if event.stop_reason != "pause_turn" else DIM) + "\n")
+                    self._newline(True)
+                    self._write(self._style(f"({_STOPS[event.stop_reason]})", RED if event.stop_reason != "pause_turn" else DIM) + "\n", True)
             if event.cost is not None:
                 from .message._types import add_costs
 

@@ -133,18 +133,19 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
     from ._render import renderer
     from .agent import Agent
-    from .demo import calculate
     from .message import UserMsg
     from .models import load_model
 
     model = load_model(args.model, **_chat_options(args))
-    agent = Agent("assistant", model, args.system, tools=[calculate], max_iters=args.max_iters)
+    agent = Agent("assistant", model, args.system, tools=_tools(args), max_iters=args.max_iters)
     view = _view(args)
     interrupted = False
 
     async def one(prompt: str) -> str | None:
         nonlocal interrupted
-        render = renderer(view, sys.stdout, show_thinking=args.show_thinking, stats=sys.stderr) if view == "pretty" else renderer(view, sys.stdout)
+        # Piped or redirected, stdout gets the answer only; the rest goes to stderr.
+        side = sys.stdout if sys.stdout.isatty() else sys.stderr
+        render = renderer(view, sys.stdout, show_thinking=args.show_thinking, stats=sys.stderr, side=side) if view == "pretty" else renderer(view, sys.stdout)
         loop = asyncio.get_running_loop()
         waiting = _Waiting() if view == "pretty" else None
 
@@ -178,9 +179,11 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         return reply.error.type if reply.error is not None else None
 
     with asyncio.Runner() as runner:  # one event loop for the session: one connection pool
-        piped = not args.prompt and not sys.stdin.isatty()
+        piped = not sys.stdin.isatty()
         if args.prompt or piped:
-            prompt = " ".join(args.prompt) if args.prompt else sys.stdin.read().strip()
+            # Piped text and a prompt together (llm's habit): the text, then the prompt about it.
+            stdin = sys.stdin.read().strip() if piped else ""
+            prompt = "\n\n".join(p for p in (stdin, " ".join(args.prompt or ())) if p)
             if not prompt:
                 raise UsageError("the prompt is empty; give one (modelwire chat \"Hi\") or pipe one in")
             failed = runner.run(one(prompt))
@@ -325,8 +328,7 @@ def _serve_app(args: argparse.Namespace) -> tuple[Any, str]:
 
     Without a model, or without the model's key, it serves the demo replay, and says why
     on stderr and in a banner on the page."""
-    from .agent import Agent, Tool
-    from .demo import calculate
+    from .agent import Agent
     from .errors import MissingKeyError
     from .models import load_model
     from .serve import EventStreamApp
@@ -341,8 +343,12 @@ def _serve_app(args: argparse.Namespace) -> tuple[Any, str]:
     except MissingKeyError as exc:
         return _demo_app(args, f"{exc.variable or 'the API key'} is not set for {model_name}")
 
+    tools = _tools(args)
+    for tool in tools:
+        tool.requires_confirmation = args.confirm_tools
+
     def make_agent() -> Any:
-        return Agent("assistant", model, args.system, tools=[Tool(calculate, requires_confirmation=args.confirm_tools)], max_iters=args.max_iters)
+        return Agent("assistant", model, args.system, tools=tools, max_iters=args.max_iters)
 
     return EventStreamApp(make_agent, page_config={"model": model_name}, **_protections(args)), model_name
 
@@ -408,10 +414,30 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tools(args: argparse.Namespace) -> list[Any]:
+    """The tools ``--tool MODULE:FUNCTION`` names (none by default), as Tool objects."""
+    import importlib
+
+    from .agent import Tool
+
+    tools = []
+    for spec in args.tool or ():
+        module, _, name = spec.partition(":")
+        if not module or not name:
+            raise UsageError(f"--tool takes MODULE:FUNCTION (for example modelwire.demo:calculate), not {spec!r}")
+        try:
+            func = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as exc:
+            raise UsageError(f"--tool {spec}: {exc}") from None
+        tools.append(func if isinstance(func, Tool) else Tool(func))
+    return tools
+
+
 def _agent_flags(parser: argparse.ArgumentParser) -> None:
     """The model and agent options chat and serve share."""
     parser.add_argument("--base-url", help="send requests to this base URL instead of the provider's")
-    parser.add_argument("--system", default="You are a helpful assistant. Use the calculator for arithmetic.", help="the system prompt")
+    parser.add_argument("--system", default=None, help="the system prompt (default: none)")
+    parser.add_argument("--tool", action="append", metavar="MODULE:FUNCTION", help="a Python function the agent may call, such as modelwire.demo:calculate; repeatable (default: no tools)")
     parser.add_argument("--max-tokens", type=int, help="the most tokens one model call may write")
     parser.add_argument("--temperature", type=float, help="sampling temperature")
     parser.add_argument("--max-iters", type=int, default=8, help="the most model calls in one reply (tool rounds)")
