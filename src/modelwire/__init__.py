@@ -23,11 +23,11 @@ _LAZY = {
 
 __all__ = ["__version__", *_LAZY]
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .event import check_stream
-    from .message import AssistantMsg, Msg, SystemMsg, UserMsg
-    from .agent import Agent, tool
-    from .models import ModelOptions, load_model
+if TYPE_CHECKING:  # pragma: no cover - what a type checker sees of the lazy names
+    from .agent import Agent as Agent, tool as tool
+    from .event import check_stream as check_stream
+    from .message import AssistantMsg as AssistantMsg, Msg as Msg, SystemMsg as SystemMsg, UserMsg as UserMsg
+    from .models import ModelOptions as ModelOptions, load_model as load_model
 
 
 def __getattr__(name: str) -> Any:

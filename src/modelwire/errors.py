@@ -148,6 +148,9 @@ class ProviderError(ModelwireError):
     """
 
     error_type = "unknown"
+    partial: Any = None
+    """The reply as far as it got (a ``Msg``), when the error ended an agent's reply or a
+    ``complete()``."""
 
     def __init__(
         self,

@@ -152,7 +152,7 @@ class Agent:
 
     async def reply_stream(
         self, msg: MsgInput = None, *, event: E.EventBase | None = None, structured_model: Any = None, raise_errors: bool = True
-    ) -> AsyncIterator[E.EventBase]:
+    ) -> AsyncIterator[E.AgentEvent]:
         """Yield the events of one reply, or of the rest of a parked reply (``event=``).
 
         A reply that fails still ends with ``REPLY_END`` carrying its error; then, unless
@@ -169,7 +169,7 @@ class Agent:
         failures: list[Exception] = []
         try:
             async for ev in self._reply_stream(as_messages(msg), event=event, structured_model=structured_model, failures=failures):
-                yield ev
+                yield ev  # type: ignore[misc]  # every event made here is one of AgentEvent's classes
         finally:
             if self._running is me:
                 self._running = None

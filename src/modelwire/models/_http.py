@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlparse
 from .. import errors as E
 from .. import telemetry
 from .._ids import new_id
-from ..event import EventBase
+from ..event import AgentEvent, EventBase
 from .._sync import run_sync
 from ..message import AssistantMsg, Base64Source, DataBlock, Msg, MsgInput, as_messages
 from ..protocols import Capabilities, ModelOptions, WireProtocol, get_protocol
@@ -106,7 +106,7 @@ class HTTPModel:
         tool_choice: Any = None,
         options: ModelOptions | dict | None = None,
         reply_id: str | None = None,
-    ) -> AsyncIterator[EventBase]:
+    ) -> AsyncIterator[AgentEvent]:
         """Yield the events of one model call (``MODEL_CALL_START`` ... ``MODEL_CALL_END``).
 
         On failure, the events that close what was open are yielded first, then the typed

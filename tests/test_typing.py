@@ -1,0 +1,58 @@
+"""modelwire is a typed package: the README's Python examples, written as a user's
+scripts, pass ``mypy --strict`` and ``pyright`` (reading modelwire's own annotations
+through its ``py.typed``), and ``event.type`` narrows an event to its class."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+NARROWING = '''
+from modelwire.agent import Agent
+from modelwire.testing import FakeModel
+
+async def texts() -> list[str]:
+    out: list[str] = []
+    async for event in Agent("bot", FakeModel([[("text", "Hi.")]])).reply_stream("Hi"):
+        if event.type == "TEXT_BLOCK_DELTA":
+            out.append(event.delta)          # narrowed: only a delta event has .delta
+        elif event.type == "MODEL_CALL_END":
+            out.append(str(event.output_tokens))
+    return out
+'''
+
+
+def test_the_package_says_it_is_typed():
+    assert (resources.files("modelwire") / "py.typed").is_file()
+
+
+@pytest.fixture(scope="module")
+def scripts(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("user_scripts")
+    for n, code in enumerate(BLOCKS):
+        (folder / f"readme_block_{n:02d}.py").write_text(code)
+    (folder / "narrowing.py").write_text(NARROWING)
+    return folder
+
+
+def test_the_readme_examples_pass_mypy_strict(scripts):
+    pytest.importorskip("mypy", reason="the dev extra installs mypy")
+    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "."], cwd=scripts, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert f"no issues found in {len(BLOCKS) + 1} source files" in done.stdout
+
+
+def test_the_readme_examples_pass_pyright(scripts):
+    pyright = shutil.which("pyright", path=str(Path(sys.executable).parent))
+    if pyright is None:
+        pytest.skip("the dev extra installs pyright")
+    done = subprocess.run([pyright, "--pythonpath", sys.executable, "."], cwd=scripts, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "0 errors" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
