@@ -301,3 +301,31 @@ def test_piped_text_and_a_prompt_are_sent_together():
     (message,) = server.requests[0]["json"]["messages"]
     assert message["content"] == "The long text.\n\nSummarize this." or message["content"][0]["text"] == "The long text.\n\nSummarize this."
     assert done.stdout.decode().strip() == "A summary."
+
+
+def test_models_columns_line_up_whatever_their_width():
+    out = run_env("models", env_extra={"BEDROCK_BASE_URL": "https://bedrock.example/a/rather/long/base/url"})
+    lines = [line for line in out.stdout.decode().split("\n\n")[0].splitlines() if line.strip()]
+    header = lines[0]
+    starts = [header.index(name) for name in ("protocol", "key variable", "set?", "example model string", "base URL")]
+    for line in lines[1:]:
+        for start in starts:
+            assert line[start - 2 : start] == "  " and line[start] != " ", line  # every cell begins under its heading
+
+
+def test_global_flags_work_after_the_subcommand():
+    out = run_env("chat", "-m", "nosuchprovider:x", "hi", "--debug")
+    assert "did you mean --debug" not in out.stderr.decode()
+    assert b"Traceback" in out.stderr  # --debug took effect: the traceback is shown
+
+
+def test_serve_on_a_port_in_use_says_so_before_any_banner():
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        out = run_env("serve", "--port", str(port))
+    err = out.stderr.decode()
+    assert out.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in err and "serving" not in err and "on http://" not in err

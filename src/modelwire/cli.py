@@ -81,7 +81,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_models(args: argparse.Namespace) -> int:
     from .models.config import all_presets
 
-    print(f"{'provider':<18}{'protocol':<18}{'key variable':<26}{'set?':<10}{'example model string':<48}base URL")
+    rows = [("provider", "protocol", "key variable", "set?", "example model string", "base URL")]
     for preset in all_presets().values():
         key = preset.key_env or "-"
         variables = preset.dialect.get("key_envs") or ((preset.key_env,) if preset.key_env else ())
@@ -89,7 +89,11 @@ def _cmd_models(args: argparse.Namespace) -> int:
         state = "yes" if is_set else ("optional" if not preset.key_required else "no")
         base = (os.environ.get(preset.base_url_env) if preset.base_url_env else None) or preset.base_url or f"${preset.base_url_env}"
         example = f"{preset.name}:{preset.example}" if preset.example else f"{preset.name}:MODEL"
-        print(f"{preset.name:<18}{preset.protocol:<18}{key:<26}{state:<10}{example:<48}{base}")
+        rows.append((preset.name, preset.protocol, key, state, example, base))
+    # Each column as wide as its widest cell, two spaces apart: no value runs into the next.
+    widths = [max(len(row[i]) for row in rows) + 2 for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("".join(cell.ljust(width) for cell, width in zip(row, widths)) + row[-1])
     chosen = os.environ.get("MODELWIRE_MODEL")
     print(f"\nMODELWIRE_MODEL={chosen}" if chosen else "\nMODELWIRE_MODEL is not set: chat uses -m/--model, then modelwire.toml's `default`")
     print("each provider's base URL can be changed with its *_BASE_URL variable (shown where it has one) or --base-url")
@@ -394,6 +398,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         import uvicorn
     except ImportError:
         raise UsageError("modelwire serve needs an ASGI server: pip install 'modelwire[serve]' (uvicorn)") from None
+    _check_port(args.host, args.port)
     app, what = _serve_app(args)
     page = f"http://{args.host}:{args.port}/" + (f"#token={args.token}" if args.token else "")
     sys.stderr.write(f"modelwire serve: {what} on {page}  (POST /reply; Ctrl-C stops)\n")
@@ -433,6 +438,19 @@ def _tools(args: argparse.Namespace) -> list[Any]:
     return tools
 
 
+def _check_port(host: str, port: int) -> None:
+    """A port that cannot be listened on is said before anything claims to serve on it."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror} (another server there? choose another with --port)") from None
+
+
 def _agent_flags(parser: argparse.ArgumentParser) -> None:
     """The model and agent options chat and serve share."""
     parser.add_argument("--base-url", help="send requests to this base URL instead of the provider's")
@@ -453,7 +471,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def command(name: str, text: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=text, description=text, formatter_class=_Formatter)
+        cmd = sub.add_parser(name, help=text, description=text, formatter_class=_Formatter)
+        # Global flags work after the subcommand too (modelwire chat ... --debug).
+        cmd.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show Python tracebacks instead of one-line errors")
+        return cmd
 
     demo = command("demo", "a small agent with a real tool, replaying a recorded conversation (no API key, no network)")
     _view_flags(demo)
