@@ -83,7 +83,7 @@ def recorded(tmp_path_factory):
     path = tmp_path_factory.mktemp("tape") / "good.json"
     with ProviderServer() as server:
         server.script(sse_reply(sse.body("openai-chat", ("text", "a recorded answer"))))
-        with use_cassette(path, "once"):
+        with use_cassette(path, "once", timing=True):  # with the pieces' times, so chunks can be damaged too
             asyncio.run(load_model("openai:gpt-test", api_key="k", base_url=server.url + "/v1").complete([UserMsg("u", "hi")]))
         url = server.url + "/v1"
     data = json.loads(path.read_text())
@@ -244,3 +244,33 @@ def test_the_signers_debug_log_never_shows_the_session_token(caplog):
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "CanonicalRequest" in logged and "x-amz-security-token:<redacted>" in logged
     assert token not in logged
+
+
+def test_recording_an_unchanged_conversation_again_leaves_the_file_as_it_was(tmp_path):
+    path = tmp_path / "same.json"
+    with ProviderServer() as server:
+        server.respond = lambda request: Reply(body=sse.body("openai-chat", ("text", "one two three four five")), headers={"content-type": "text/event-stream"}, delay=0.01)
+        texts = []
+        for _ in range(2):
+            with use_cassette(path, "all"):
+                asyncio.run(load_model("openai:gpt-test", api_key="sk-x", base_url=server.url + "/v1").complete([UserMsg("u", "hi")]))
+            texts.append(path.read_text())
+    assert texts[0] == texts[1] and '"chunks"' not in texts[0]  # no timings unless asked (timing=True)
+
+
+def test_a_failing_cassette_test_is_reported_once(pytester):
+    pytester.makepyfile(
+        test_once="""
+        import asyncio, pytest
+        from modelwire.models import load_model
+        from modelwire.message import UserMsg
+
+        @pytest.mark.cassette("tape.json")
+        def test_ask():
+            model = load_model("openai:gpt-test", api_key="sk-x", base_url="http://127.0.0.1:9/v1")
+            asyncio.run(model.complete([UserMsg("u", "something never recorded")]))
+        """
+    )
+    (pytester.path / "tape.json").write_text(json.dumps({"version": 1, "interactions": [{"request": {"method": "POST", "url": "http://127.0.0.1:9/v1/chat/completions", "json": {"x": 1}}, "response": {"status": 200, "body": ""}}]}))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, errors=0)

@@ -39,10 +39,12 @@ _ORIGINALS: dict[tuple[str, str], Any] = {}
 class CassetteSession:
     """One cassette in use: the mode, the cassette, and what happened."""
 
-    def __init__(self, cassette: Cassette, mode: str, *, realtime: bool, existed: bool) -> None:
+    def __init__(self, cassette: Cassette, mode: str, *, realtime: bool, existed: bool, timing: bool = False) -> None:
         self.cassette = cassette
         self.mode = mode
         self.realtime = realtime
+        self.timing = timing  # record the pieces' boundaries and times (they differ on every recording)
+        self.reported = False  # the test failed already and its report says why: nothing more to raise
         self.existed = existed
         self.errors: list[CassetteError] = []
         self.recorded = 0
@@ -179,7 +181,7 @@ def _patch(module_name: str) -> None:
             if saved:
                 return
             saved.append(True)
-            session.cassette.add(record, response_record(response.status_code, response.headers.items(), pieces))
+            session.cassette.add(record, response_record(response.status_code, response.headers.items(), pieces, keep_chunks=session.timing))
             session.recorded += 1
 
         return done
@@ -228,6 +230,7 @@ def use_cassette(
     allow_unused: bool = False,
     secrets: tuple[str, ...] | list[str] = (),
     notes: str = "",
+    timing: bool = False,
 ) -> Iterator[CassetteSession]:
     """Replay (or record) the HTTP traffic inside the ``with`` block.
 
@@ -238,7 +241,9 @@ def use_cassette(
     Requests match on method, URL (without secret query parameters) and canonical JSON
     body, minus ``ignore_fields`` (dotted paths, ``*`` for any key). A request that matches
     nothing fails with a diff against the nearest recorded one; interactions never played
-    fail the block (unless ``allow_unused``). ``realtime`` replays recorded timing.
+    fail the block (unless ``allow_unused``). ``timing=True`` records the pieces of each
+    body with their times, which ``realtime`` replays; without it a recording holds what
+    was said only, so recording an unchanged conversation again leaves the file as it was.
     """
     if record_mode not in RECORD_MODES:
         raise CassetteError(f"record_mode is one of {RECORD_MODES}, not {record_mode!r}")
@@ -254,7 +259,7 @@ def use_cassette(
             cassette._on_disk = path.read_text(encoding="utf-8", errors="replace")
     if notes:
         cassette.notes = notes
-    session = CassetteSession(cassette, record_mode, realtime=realtime, existed=existed)
+    session = CassetteSession(cassette, record_mode, realtime=realtime, existed=existed, timing=timing)
     global _USERS
     if not _USERS:
         _patch("httpx2")
@@ -286,7 +291,7 @@ def use_cassette(
             _unpatch("httpx")
         if session.recording and session.recorded:
             cassette.save({*secrets, *session.secrets})
-        if not failed:
+        if not failed and not session.reported:
             if session.errors:
                 raise session.errors[0]
             unused = cassette.unused()

@@ -90,6 +90,18 @@ def cassette(request: Any) -> Iterator[Any]:
     options.pop("record_mode", None)
     with use_cassette(_path(request, marker), mode, **options) as session:
         yield session
+        # A test that failed (a request the cassette could not answer raises in the test)
+        # is reported once, as a failure, not again as an error in teardown.
+        report = getattr(request.node, "_modelwire_call", None)
+        session.reported = report is not None and report.failed
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item._modelwire_call = report
 
 
 @pytest.fixture(autouse=True)
