@@ -241,25 +241,33 @@ def test_an_external_tool_is_answered_from_the_page_and_the_reply_goes_on(browse
     assert "9:00 to 17:00" in json.dumps(sent[1]["json"]["messages"][-1])
 
 
-def test_events_in_the_same_read_as_an_error_event_are_shown(browser):
-    """A server failure after part of a reply, all in one network read: the part is kept."""
-    from modelwire.event import ReplyStartEvent, TextBlockDeltaEvent, TextBlockStartEvent, event_to_json
+def page_with_stream(raw: bytes):
+    """The chat page, and a reply endpoint that answers any POST with ``raw`` in one write
+    (one network read for the page): for what the page does with a given stream."""
     from modelwire.serve import EventStreamApp
 
     page_app = EventStreamApp(lambda: None)
-    frames = [ReplyStartEvent(session_id="s", reply_id="r1", name="Buddy"), TextBlockStartEvent(reply_id="r1", block_id="b1"), TextBlockDeltaEvent(reply_id="r1", block_id="b1", delta="a partial answer")]
-    one_read = b"".join(b"data: " + event_to_json(e).encode() + b"\n\n" for e in frames) + b'event: error\ndata: {"type": "ERROR", "message": "the server broke"}\n\n'
 
     async def app(scope, receive, send):
         if scope["type"] == "http" and scope["method"] == "POST":
             while (await receive()).get("more_body"):
                 pass
             await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-            await send({"type": "http.response.body", "body": one_read})
+            await send({"type": "http.response.body", "body": raw})
             return
         await page_app(scope, receive, send)
 
-    with Served(app) as url:
+    return app
+
+
+def test_events_in_the_same_read_as_an_error_event_are_shown(browser):
+    """A server failure after part of a reply, all in one network read: the part is kept."""
+    from modelwire.event import ReplyStartEvent, TextBlockDeltaEvent, TextBlockStartEvent, event_to_json
+
+    frames = [ReplyStartEvent(session_id="s", reply_id="r1", name="Buddy"), TextBlockStartEvent(reply_id="r1", block_id="b1"), TextBlockDeltaEvent(reply_id="r1", block_id="b1", delta="a partial answer")]
+    one_read = b"".join(b"data: " + event_to_json(e).encode() + b"\n\n" for e in frames) + b'event: error\ndata: {"type": "ERROR", "message": "the server broke"}\n\n'
+
+    with Served(page_with_stream(one_read)) as url:
         page = browser.new_page()
         page.goto(url + "/")
         page.fill("#input", "Hi")
@@ -302,9 +310,7 @@ def test_tool_output_images_load_only_from_data_urls(browser):
     from modelwire.event import (
         ReplyEndEvent, ReplyStartEvent, ToolCallEndEvent, ToolCallStartEvent, ToolResultDataDeltaEvent, ToolResultEndEvent, ToolResultStartEvent, event_to_json,
     )
-    from modelwire.serve import EventStreamApp
 
-    page_app = EventStreamApp(lambda: None)
     r = "r1"
     frames = [
         ReplyStartEvent(session_id="s", reply_id=r, name="Buddy"),
@@ -318,16 +324,7 @@ def test_tool_output_images_load_only_from_data_urls(browser):
     ]
     stream = b"".join(b"data: " + event_to_json(e).encode() + b"\n\n" for e in frames)
 
-    async def app(scope, receive, send):
-        if scope["type"] == "http" and scope["method"] == "POST":
-            while (await receive()).get("more_body"):
-                pass
-            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-            await send({"type": "http.response.body", "body": stream})
-            return
-        await page_app(scope, receive, send)
-
-    with Served(app) as url:
+    with Served(page_with_stream(stream)) as url:
         page = browser.new_page()
         asked: list[str] = []
         page.on("request", lambda req: asked.append(req.url))
