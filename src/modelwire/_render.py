@@ -100,9 +100,6 @@ class Pretty:
         if not self._line_start.get(id(stream), True):
             self._write("\n", side)
 
-    @property
-    def at_line_start(self) -> bool:
-        return self._line_start.get(id(self.out), True)
 
     def __call__(self, event: Any) -> None:
         t = event.type
