@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from itertools import islice
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 __all__ = ["Gone", "LiveReply"]
@@ -73,7 +74,8 @@ class LiveReply:
             if seq < self.first:
                 raise Gone()
             if seq < self.next:
-                batch = [(i, self.frames[i - self.first]) for i in range(seq, self.next)]
+                # One pass over the deque (indexing one in the middle walks it each time).
+                batch = list(zip(range(seq, self.next), islice(self.frames, seq - self.first, None)))
                 seq = self.next
                 yield batch
                 continue
