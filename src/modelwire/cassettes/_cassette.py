@@ -122,6 +122,10 @@ class Interaction:
     played: bool = False
     recorded: bool = False  # recorded by this process (not read from the file)
 
+    def fingerprint(self) -> str:
+        """The interaction as canonical JSON: the same exchange recorded twice is one."""
+        return json.dumps([self.request, self.response], sort_keys=True)
+
     def body_bytes(self) -> bytes:
         r = self.response
         if "body_base64" in r:
@@ -204,8 +208,8 @@ class Cassette:
             if current is not None and current != self._on_disk:
                 theirs = Cassette.load(self.path, self.ignore_fields)
                 mine = [i for i in self.interactions if i.recorded]
-                known = {json.dumps([i.request, i.response], sort_keys=True) for i in theirs.interactions}
-                self.interactions = theirs.interactions + [i for i in mine if json.dumps([i.request, i.response], sort_keys=True) not in known]
+                known = {i.fingerprint() for i in theirs.interactions}
+                self.interactions = theirs.interactions + [i for i in mine if i.fingerprint() not in known]
                 self.notes = self.notes or theirs.notes
             text = self.to_json()
             leaked = [s for s in {*known_secrets(), *secrets} if s and len(s) >= 8 and s in text]
