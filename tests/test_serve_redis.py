@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import os
 import shutil
@@ -85,6 +86,17 @@ class Worker:
         self.proc.stderr.close()
 
 
+@contextlib.contextmanager
+def two_workers(provider: ProviderServer, store: str, ports: tuple[int, int] | None = None):
+    """Two ``modelwire serve`` processes on one store, stopped on the way out."""
+    workers = [Worker(provider, store, port=port) for port in (ports or (None, None))]
+    try:
+        yield workers
+    finally:
+        for worker in workers:
+            worker.stop()
+
+
 def fold(*streams) -> AssistantMsg:
     events = [e for stream in streams for e in stream]
     reply = AssistantMsg(events[0].name, [], id=events[0].reply_id)
@@ -102,21 +114,13 @@ def approve(parked_events, token):
 def test_parked_on_one_worker_resumed_on_another_after_both_restarted(redis_url):
     with ProviderServer() as provider:
         provider.respond = provider_answers
-        a, b = Worker(provider, redis_url), Worker(provider, redis_url)
-        try:
+        with two_workers(provider, redis_url) as (a, b):
             first = events_of(httpx.post(a.url, json={"input": "What is 6 * 7?"}, timeout=30).content)
-        finally:
-            a.stop()
-            b.stop()
         token = first[-1].value["resume_token"]
         # Both restarted: nothing of the reply is in either process any more.
-        a, b = Worker(provider, redis_url, port=a.port), Worker(provider, redis_url, port=b.port)
-        try:
+        with two_workers(provider, redis_url, (a.port, b.port)) as (a, b):
             second = events_of(httpx.post(b.url, json=approve(first, token), timeout=30).content)
             again = httpx.post(a.url, json=approve(first, token), timeout=30)
-        finally:
-            a.stop()
-            b.stop()
     assert [e.type for e in first][-2:] == ["REQUIRE_USER_CONFIRM", "CUSTOM"]
     assert second[0].type == "USER_CONFIRM_RESULT" and second[-1].type == "REPLY_END" and second[-1].finished_reason == "completed"
     reply = fold(first, second)
@@ -130,15 +134,11 @@ def test_parked_on_one_worker_resumed_on_another_after_both_restarted(redis_url)
 def test_two_resumes_of_one_reply_race_and_exactly_one_wins(redis_url):
     with ProviderServer() as provider:
         provider.respond = provider_answers
-        a, b = Worker(provider, redis_url), Worker(provider, redis_url)
-        try:
+        with two_workers(provider, redis_url) as (a, b):
             first = events_of(httpx.post(a.url, json={"input": "What is 6 * 7?"}, timeout=30).content)
             answer = approve(first, first[-1].value["resume_token"])
             with concurrent.futures.ThreadPoolExecutor(2) as pool:
                 results = list(pool.map(lambda url: httpx.post(url, json=answer, timeout=30), [a.url, b.url]))
-        finally:
-            a.stop()
-            b.stop()
     codes = sorted(r.status_code for r in results)
     assert codes == [200, 409]
     won = next(r for r in results if r.status_code == 200)
