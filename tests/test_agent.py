@@ -394,6 +394,35 @@ def test_structured_output(server, model_string):
         assert sent["text"]["format"]["name"] == "Weather"
 
 
+def test_structured_output_is_native_on_claude_models_that_take_it(server):
+    model = load_model("anthropic:claude-opus-4-7", api_key="sk-test", base_url=server.url, retry=RetryPolicy(max_retries=0))
+    server.script(sse_reply(sse_bodies.body("anthropic", ("text", '{"city": "Paris", "temperature_c": 21}'))))
+    agent = Agent("Buddy", model)
+    reply = run(agent.reply(UserMsg("user", "Weather in Paris as JSON"), structured_model=Weather))
+    assert reply.structured_output == {"city": "Paris", "temperature_c": 21}
+    sent = server.requests[0]["json"]
+    assert sent["output_config"]["format"]["type"] == "json_schema" and "tools" not in sent
+
+
+def test_structured_output_never_forces_a_tool_while_claude_thinks_on_a_budget(server):
+    """Sonnet 4 has no native structured output and refuses a forced tool with budget
+    thinking: after a prose answer the agent asks for the tool instead of forcing it."""
+    model = load_model("anthropic:claude-sonnet-4-20250514", api_key="sk-test", base_url=server.url, retry=RetryPolicy(max_retries=0), thinking=True)
+    assert model.forced_tool_ok({"thinking": False}) and not model.forced_tool_ok()
+    server.script(
+        sse_reply(sse_bodies.body("anthropic", ("think", "Hmm."), ("text", "It is 21 degrees in Paris."))),
+        sse_reply(sse_bodies.body("anthropic", ("think", "Now the tool."), ("tool", "c1", "final_answer", '{"city": "Paris", "temperature_c": 21}'))),
+    )
+    agent = Agent("Buddy", model)
+    events = run(stream_all(agent, UserMsg("user", "Weather in Paris?"), structured_model=Weather))
+    reply = check_invariant(agent, events)
+    assert reply.structured_output == {"city": "Paris", "temperature_c": 21}
+    second = server.requests[1]["json"]
+    assert second.get("tool_choice", {}).get("type") in (None, "auto") and second["thinking"]["type"] == "enabled"
+    assert "final_answer" in second["messages"][-1]["content"][-1]["text"]  # asked, as a user turn
+    assert all(m.role != "user" or "final_answer" not in m.get_text_content() for m in agent.context)  # not kept
+
+
 def test_save_load_and_continue(server, tmp_path):
     server.script(sse_reply(sse_bodies.body("anthropic", *TWO_CALLS)), sse_reply(sse_bodies.body("anthropic", *ANSWER)))
     agent = Agent("Buddy", make_model(server, "anthropic"), tools=[weather, local_time])

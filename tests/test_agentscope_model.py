@@ -285,7 +285,70 @@ def test_agentscopes_structured_output_and_parameters_map_onto_modelwire():
     assert result.content == {"name": "Oslo"}
     assert sent["tool_choice"] == {"type": "tool", "name": "generate_structured_output"}
     with ProviderServer() as server:
+        server.script(sse_reply(body("anthropic", ("text", "Hi."))))
         model = chat_model(server, "anthropic")
         model.parameters = model.Parameters(temperature=0.2, reasoning_effort="high")
-        with pytest.raises(UnsupportedOptionError, match="reasoning_effort"):
+        asyncio.run(model([ASUserMsg(name="user", content="hi")]))
+        sent = server.requests[0]["json"]
+    assert sent["temperature"] == 0.2 and sent["output_config"] == {"effort": "high"}  # Claude's effort
+    with ProviderServer() as server:
+        model = ModelwireChatModel("anthropic:claude-haiku-4-5", api_key="sk-test", base_url=server.url)
+        model.parameters = model.Parameters(reasoning_effort="high")
+        with pytest.raises(UnsupportedOptionError, match="reasoning_effort"):  # a model with no effort levels
             asyncio.run(model([ASUserMsg(name="user", content="hi")]))
+
+
+# -- what AgentScope's own models send for thinking, effort and display, modelwire sends too ----
+
+
+def _agentscope_request(protocol: str, model: str, params: dict) -> dict:
+    from agentscope.credential import AnthropicCredential, OpenAICredential
+    from agentscope.model import AnthropicChatModel, OpenAIChatModel, OpenAIResponseModel
+
+    with ProviderServer() as server:
+        server.script(sse_reply(body(protocol, ("text", "Four."))))
+        if protocol == "anthropic":
+            theirs = AnthropicChatModel(credential=AnthropicCredential(api_key="sk-test", base_url=server.url), model=model, max_retries=0)
+        elif protocol == "openai-chat":
+            theirs = OpenAIChatModel(credential=OpenAICredential(api_key="sk-test", base_url=server.url + "/v1"), model=model, max_retries=0)
+        else:
+            theirs = OpenAIResponseModel(credential=OpenAICredential(api_key="sk-test", base_url=server.url + "/v1"), model=model, max_retries=0)
+        theirs.parameters = theirs.Parameters(**params)
+
+        async def go():
+            result = await theirs([ASUserMsg(name="user", content="2+2?")])
+            if hasattr(result, "__aiter__"):
+                async for _ in result:
+                    pass
+
+        asyncio.run(go())
+        return server.requests[0]["json"]
+
+
+def _modelwire_request(spec: str, options: dict) -> dict:
+    from modelwire.message import UserMsg
+
+    from modelwire.models import load_model
+
+    model = load_model(spec, api_key="sk-test", base_url="http://127.0.0.1:9", **options)
+    return model.build_request([UserMsg("user", "2+2?")])[0]
+
+
+@pytest.mark.parametrize(
+    "protocol,model,theirs,ours,fields",
+    [
+        # Opus 4.7: adaptive, summarized (AgentScope's users set it; modelwire asks for it itself), xhigh.
+        ("anthropic", "claude-opus-4-7", {"max_tokens": 4096, "thinking_mode": "adaptive", "thinking_display": "summarized", "reasoning_effort": "xhigh"}, {"max_tokens": 4096, "thinking": True, "reasoning_effort": "xhigh"}, ("thinking", "output_config", "max_tokens")),
+        ("anthropic", "claude-opus-4-6", {"max_tokens": 4096, "thinking_mode": "adaptive", "thinking_display": "omitted", "reasoning_effort": "max"}, {"max_tokens": 4096, "thinking": True, "thinking_display": "omitted", "reasoning_effort": "max"}, ("thinking", "output_config")),
+        ("anthropic", "claude-sonnet-4-5", {"max_tokens": 4096, "thinking_enable": True, "thinking_budget": 2048}, {"max_tokens": 4096, "thinking_budget": 2048}, ("thinking", "max_tokens")),
+        ("anthropic", "claude-opus-4-6", {"max_tokens": 4096, "thinking_mode": "disabled"}, {"max_tokens": 4096, "thinking": False}, ("thinking",)),
+        ("openai-chat", "gpt-5.2", {"thinking_enable": True, "reasoning_effort": "xhigh"}, {"reasoning_effort": "xhigh"}, ("reasoning_effort",)),
+        ("openai-chat", "gpt-5.1", {"thinking_enable": True, "reasoning_effort": "none"}, {"thinking": False}, ("reasoning_effort",)),
+        ("openai-responses", "o4-mini", {"thinking_enable": True, "reasoning_effort": "high"}, {"reasoning_effort": "high"}, ("reasoning",)),
+    ],
+)
+def test_modelwire_sends_what_agentscopes_own_models_send(protocol, model, theirs, ours, fields):
+    sent = _agentscope_request(protocol, model, theirs)
+    prefix = {"anthropic": "anthropic", "openai-chat": "openai", "openai-responses": "openai-responses"}[protocol]
+    mine = _modelwire_request(f"{prefix}:{model}", ours)
+    assert {f: mine.get(f) for f in fields} == {f: sent.get(f) for f in fields}

@@ -162,6 +162,30 @@ def test_chat_one_shot_renders_tool_calls_usage_and_first_token_time():
         assert '"content": "42"' in json.dumps(server.requests[1]["json"]) or "42" in json.dumps(server.requests[1]["json"]["messages"][-1])
 
 
+def test_chat_thinking_and_effort_flags_reach_the_request_for_that_model():
+    with ProviderServer() as server:
+        server.script(sse_reply(sse.body("anthropic", ("think", "Summarized thinking."), ("text", "Four."))))
+        base = ["chat", "--model", "anthropic:claude-opus-4-7", "--base-url", server.url]
+        out = run_env(*base, "--thinking", "--effort", "xhigh", "2+2?", env_extra={"ANTHROPIC_API_KEY": "sk-x"})
+        assert out.returncode == 0, out.stderr
+        sent = server.requests[0]["json"]
+        # Opus 4.7 omits its thinking unless asked: the CLI asks for it summarized, and shows it.
+        assert sent["thinking"] == {"type": "adaptive", "display": "summarized"} and sent["output_config"] == {"effort": "xhigh"}
+        assert "thinking: Summarized thinking." in out.stderr.decode() and out.stdout.decode().strip() == "Four."
+        refused = run_env(*base, "--effort", "minimal", "2+2?", env_extra={"ANTHROPIC_API_KEY": "sk-x"})
+        assert refused.returncode != 0 and "'minimal' is not a level the model has" in refused.stderr.decode()
+        assert len(server.requests) == 1  # refused before sending
+
+
+def test_models_capabilities_shows_each_field_and_its_source():
+    out = run("models", "--capabilities", "bedrock:global.anthropic.claude-opus-4-7")
+    assert out.returncode == 0, out.stderr
+    lines = {line.split()[0]: line for line in out.stdout.decode().splitlines()[1:] if line.strip() and not line.startswith("not known")}
+    assert "adaptive" in lines["thinking"] and "table: Claude Opus 5, Sonnet 5, Opus 4.8, Opus 4.7" in lines["thinking"]
+    assert "low, medium, high, xhigh, max" in lines["effort"] and "false" in lines["sampling"]
+    assert "not known" in lines["thinking_off"]
+
+
 def test_chat_events_and_json_and_hidden_thinking():
     with ProviderServer() as server:
         for _ in range(3):

@@ -152,18 +152,20 @@ def build(spec, options=None, tools=(ToolSpec("f", "", {"type": "object"}),), en
 def test_options_mapped_per_provider():
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     common = {"max_tokens": 1000, "temperature": 0.1, "top_p": 0.9, "parallel_tool_calls": False}
-    a = build("anthropic:c", {**common, "stop": ["END"], "thinking_budget": 500})
-    assert (a["max_tokens"], a["temperature"], a["top_p"], a["stop_sequences"]) == (1000, 0.1, 0.9, ["END"])
-    assert a["thinking"] == {"type": "enabled", "budget_tokens": 500}
+    a = build("anthropic:c", {**common, "max_tokens": 2000, "stop": ["END"], "thinking_budget": 1024})
+    assert (a["max_tokens"], a["temperature"], a["top_p"], a["stop_sequences"]) == (2000, 0.1, 0.9, ["END"])
+    assert a["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert a["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
     assert build("anthropic:c")["max_tokens"] == 4096  # Anthropic requires it: a default is sent
-    c = build("openai:gpt-4.1", {**common, "stop": "END", "reasoning_effort": "low", "json_schema": schema})
+    c = build("openai:gpt-5.1", {**common, "stop": "END", "reasoning_effort": "low", "json_schema": schema})
     assert (c["max_completion_tokens"], c["stop"], c["reasoning_effort"], c["parallel_tool_calls"]) == (1000, ["END"], "low", False)
-    assert c["response_format"] == {"type": "json_schema", "json_schema": {"name": "output", "schema": schema, "strict": True}}
+    strict = {**schema, "additionalProperties": False, "required": ["a"]}  # strict mode: closed, every property required
+    assert c["response_format"] == {"type": "json_schema", "json_schema": {"name": "output", "schema": strict, "strict": True}}
     assert build("deepseek:deepseek-chat", {"max_tokens": 5})["max_tokens"] == 5  # compatible servers use max_tokens
-    r = build("openai-responses:o4-mini", {**common, "reasoning_effort": "high", "reasoning_summary": "auto", "json_schema": schema})
+    reasoning = {"max_tokens": 1000, "parallel_tool_calls": False}  # o-series: no sampling parameters
+    r = build("openai-responses:o4-mini", {**reasoning, "reasoning_effort": "high", "reasoning_summary": "auto", "json_schema": schema})
     assert (r["max_output_tokens"], r["reasoning"], r["parallel_tool_calls"]) == (1000, {"effort": "high", "summary": "auto"}, False)
-    assert r["text"] == {"format": {"type": "json_schema", "name": "output", "schema": schema, "strict": True}}
+    assert r["text"] == {"format": {"type": "json_schema", "name": "output", "schema": strict, "strict": True}}
     extra = build("openai:gpt-4.1", {"extra_body": {"service_tier": "flex", "stream_options": {"include_obfuscation": False}}})
     assert extra["service_tier"] == "flex" and extra["stream_options"] == {"include_usage": True, "include_obfuscation": False}
 
@@ -172,7 +174,9 @@ def test_options_mapped_per_provider():
     "spec,options,word",
     [
         ("anthropic:c", {"json_schema": {"type": "object"}}, "json_schema"),
-        ("anthropic:c", {"reasoning_effort": "low"}, "reasoning_effort"),
+        ("anthropic:claude-sonnet-4-5", {"reasoning_effort": "low"}, "reasoning_effort"),
+        ("openai:gpt-4.1", {"reasoning_effort": "low"}, "reasoning_effort"),
+        ("openai-responses:o4-mini", {"temperature": 0.2}, "temperature"),
         ("anthropic:c", {"max_tokens": 1000, "thinking_budget": 2000}, "thinking_budget"),
         ("openai-responses:o4", {"stop": ["x"]}, "stop"),
         ("openai:gpt-4.1", {"thinking_budget": 100}, "thinking_budget"),

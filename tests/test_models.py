@@ -31,7 +31,7 @@ RECORDED = (
     [
         ("anthropic:claude-sonnet-4-0", (PA / "test_anthropic_model_thinking_part_stream.0.sse").read_bytes(), "/v1/messages", ("x-api-key", "sk-test-123")),
         ("openai:gpt-4o", (ROOT / "openai-python" / "f82268f2fefd5cfbc7eeb59c297688be2f6ca0849a6e4f17851b517310841d9b.bin").read_bytes(), "/v1/chat/completions", ("authorization", "Bearer sk-test-123")),
-        ("openai-responses:gpt-5", (PA / "test_openai_responses_streaming_usage.0.sse").read_bytes(), "/v1/responses", ("authorization", "Bearer sk-test-123")),
+        ("openai-responses:gpt-4.1", (PA / "test_openai_responses_streaming_usage.0.sse").read_bytes(), "/v1/responses", ("authorization", "Bearer sk-test-123")),
     ]
     if HAVE_SHARED
     else []
@@ -79,7 +79,7 @@ def same_content(a, b):
     [
         ("anthropic:claude-sonnet-4-0", ANTHROPIC_BODY, "/v1/messages", ("x-api-key", "sk-test-123")),
         ("openai:gpt-4o", CHAT_BODY, "/v1/chat/completions", ("authorization", "Bearer sk-test-123")),
-        ("openai-responses:gpt-5", RESPONSES_BODY, "/v1/responses", ("authorization", "Bearer sk-test-123")),
+        ("openai-responses:gpt-4.1", RESPONSES_BODY, "/v1/responses", ("authorization", "Bearer sk-test-123")),
         *RECORDED,
     ],
 )

@@ -82,7 +82,7 @@ class TinyProtocol(WireProtocol):
     capabilities = Capabilities(parallel_tool_calls=True)
     presets = (Preset("tiny", "tiny", "http://127.0.0.1:1", None, "TINY_BASE_URL", key_required=False, auth="none", example="small"),)
 
-    def apply_options(self, body, options, preset, model=""):
+    def apply_options(self, body, options, preset, model="", caps=None):
         if options.max_tokens is not None:
             body["limit"] = options.max_tokens
         for name in ("temperature", "top_p", "stop", "thinking", "thinking_budget", "reasoning_effort", "reasoning_summary", "json_schema"):

@@ -51,7 +51,7 @@ _provider.add_span_processor(SimpleSpanProcessor(SPANS))
 trace.set_tracer_provider(_provider)
 metrics.set_meter_provider(MeterProvider(metric_readers=[READER]))
 
-PRESETS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai-chat": "openai:gpt-4o", "openai-responses": "openai-responses:gpt-5", "gemini": "google:gemini-2.5-flash", "bedrock-converse": "bedrock:us.amazon.nova-micro-v1:0"}
+PRESETS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai-chat": "openai:gpt-4o", "openai-responses": "openai-responses:gpt-4.1", "gemini": "google:gemini-2.5-flash", "bedrock-converse": "bedrock:us.amazon.nova-micro-v1:0"}
 PROVIDER_NAMES = {"anthropic": "anthropic", "openai-chat": "openai", "openai-responses": "openai", "gemini": "gcp.gemini", "bedrock-converse": "aws.bedrock"}
 
 

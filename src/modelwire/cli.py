@@ -81,6 +81,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_models(args: argparse.Namespace) -> int:
     from .models.config import all_presets
 
+    if args.capabilities:
+        return _show_capabilities(args.capabilities)
+
     rows = [("provider", "protocol", "key variable", "set?", "example model string", "base URL")]
     for preset in all_presets().values():
         key = preset.key_env or "-"
@@ -100,6 +103,42 @@ def _cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _show_capabilities(name: str) -> int:
+    """One model's capability record, field by field, with where each value came from."""
+    from dataclasses import fields
+
+    from .models import load_model
+    from .models.config import REPLAY_KEY, resolve
+    from .protocols import ModelCapabilities
+
+    import asyncio
+
+    from .errors import MissingKeyError
+
+    spec = resolve(name, api_key=REPLAY_KEY)
+    try:  # with the key at hand, what the provider publishes joins the table
+        keyed = load_model(name) if spec.preset.key_env and spec.preset.key_required else None
+    except MissingKeyError:
+        keyed = None
+    if keyed is not None:
+        caps = asyncio.run(keyed.lookup_capabilities())
+    else:  # no key needed to read the table
+        caps = load_model(name, api_key=REPLAY_KEY, base_url=spec.base_url or "http://unused").capabilities
+    print(f"{spec.preset.name}:{spec.model} ({spec.preset.protocol})")
+    rows = []
+    for f in fields(ModelCapabilities):
+        if f.name == "sources":
+            continue
+        value = getattr(caps, f.name)
+        shown = "not known" if value is None else ("none" if value == () else ", ".join(value) if isinstance(value, tuple) else str(value).lower() if isinstance(value, bool) else str(value))
+        rows.append((f.name, shown, caps.sources.get(f.name, "")))
+    width = [max(len(r[i]) for r in rows) + 2 for i in range(2)]
+    for row in rows:
+        print(row[0].ljust(width[0]) + row[1].ljust(width[1]) + row[2])
+    print("\nnot known: modelwire sends what the protocol takes and the provider decides; set any field with capabilities={...} in a profile")
+    return 0
+
+
 def _chat_options(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if args.base_url:
@@ -108,6 +147,10 @@ def _chat_options(args: argparse.Namespace) -> dict[str, Any]:
         options["max_tokens"] = args.max_tokens
     if args.temperature is not None:
         options["temperature"] = args.temperature
+    if args.thinking is not None:
+        options["thinking"] = args.thinking
+    if args.effort is not None:
+        options["reasoning_effort"] = args.effort
     return options
 
 
@@ -453,11 +496,15 @@ def _check_port(host: str, port: int) -> None:
 
 def _agent_flags(parser: argparse.ArgumentParser) -> None:
     """The model and agent options chat and serve share."""
+    from .protocols._caps import EFFORT_LEVELS
+
     parser.add_argument("--base-url", help="send requests to this base URL instead of the provider's")
     parser.add_argument("--system", default=None, help="the system prompt (default: none)")
     parser.add_argument("--tool", action="append", metavar="MODULE:FUNCTION", help="a Python function the agent may call, such as modelwire.demo:calculate; repeatable (default: no tools)")
     parser.add_argument("--max-tokens", type=int, help="the most tokens one model call may write")
     parser.add_argument("--temperature", type=float, help="sampling temperature")
+    parser.add_argument("--thinking", action=argparse.BooleanOptionalAction, default=None, help="turn the model's thinking on (shown, summarized where the model would omit it) or off")
+    parser.add_argument("--effort", choices=EFFORT_LEVELS, metavar="LEVEL", help=f"how hard the model works: {', '.join(EFFORT_LEVELS)} (the levels your model has)")
     parser.add_argument("--max-iters", type=int, default=8, help="the most model calls in one reply (tool rounds)")
 
 
@@ -504,6 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     models = command("models", "list the providers: protocol, key variable and whether it is set, an example model string, base URL")
     models.epilog = ENVIRONMENT
+    models.add_argument("--capabilities", metavar="MODEL", help="show what one model accepts (PROVIDER:MODEL or a profile) and where each fact came from")
     models.set_defaults(func=_cmd_models)
 
     decode = command("decode", "decode a raw response body (SSE, or AWS event stream) into the assistant message it carries")

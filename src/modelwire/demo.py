@@ -64,7 +64,7 @@ def demo_agent():  # noqa: ANN201
     from .agent import Agent
     from .models import load_model
 
-    model = load_model(DEMO_MODEL, api_key="replay-key-not-secret", base_url=DEMO_BASE_URL, max_tokens=1024, thinking_budget=512)
+    model = load_model(DEMO_MODEL, api_key="replay-key-not-secret", base_url=DEMO_BASE_URL, max_tokens=2048, thinking_budget=1024)
     return Agent("Calc", model, DEMO_SYSTEM, tools=[calculate], max_iters=4)
 
 
@@ -92,7 +92,7 @@ def run_demo(out: IO[str], view: str = "pretty", record: bool = False) -> int:
             render(event)
         render.close()
 
-    with use_cassette(path, "all" if record else "none", notes=RECORDING_NOTES):
+    with use_cassette(path, "all" if record else "none", notes=RECORDING_NOTES, timing=record):
         asyncio.run(go())
     if not record and view == "pretty":
         out.write(

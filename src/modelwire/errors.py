@@ -287,10 +287,12 @@ class UnknownProtocolError(ConfigError):
 class UnsupportedOptionError(ModelwireError, ValueError):
     """An option the chosen provider cannot honour (never dropped silently)."""
 
-    def __init__(self, option: str, provider: str, hint: str = "") -> None:
+    def __init__(self, option: str, provider: str, hint: str = "", model: str | None = None) -> None:
         self.option = option
         self.provider = provider
-        super().__init__(f"{provider} does not take {option!r}" + (f": {hint}" if hint else ""))
+        self.model = model
+        who = f"{provider}:{model}" if model else provider
+        super().__init__(f"{who} does not take {option!r}" + (f": {hint}" if hint else ""))
 
 
 # -- errors of the agent, cassettes and decoders ------------------------------------------------

@@ -380,6 +380,7 @@ class Agent:
             tools = [t.tool_spec() for t in self.tools.values()]
             options = dict(self.model_options)
             tool_choice: Any = None
+            hint: str | None = None
             if state.structured is not None:
                 if self._native_structured():
                     options["json_schema"] = _schema(state.structured)
@@ -388,10 +389,15 @@ class Agent:
                 else:
                     tools.append(ToolSpec(STRUCTURED_TOOL, "Give the final answer in this structure. Call it once, last.", _schema(state.structured)))
                     if state.forced_structured:
-                        tool_choice = STRUCTURED_TOOL
+                        if self._can_force(options):
+                            tool_choice = STRUCTURED_TOOL
+                        else:  # thinking that refuses a forced tool (Claude on a budget, DeepSeek): ask instead
+                            hint = f"Give your final answer now by calling the {STRUCTURED_TOOL} tool."
             if last_call:
                 tool_choice = "none" if tools else None
             messages = ([SystemMsg("system", self.system_prompt)] if self.system_prompt else []) + self.context
+            if hint is not None:
+                messages.append(UserMsg("user", hint))  # for this call only: never kept in the context
             stream = self.model.stream(messages, tools=tools or None, tool_choice=tool_choice, options=options or None, reply_id=rid)
             if state.span is not None:
                 stream = telemetry.under(state.span, stream)
@@ -435,6 +441,12 @@ class Agent:
         return E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, structured_output=output)
 
     # -- structured output --------------------------------------------------------------------
+
+    def _can_force(self, options: dict[str, Any]) -> bool:
+        """Whether the model can be made to call a tool with these options (a model that
+        does not say is assumed to)."""
+        check = getattr(self.model, "forced_tool_ok", None)
+        return bool(check(options or None)) if callable(check) else True
 
     def _native_structured(self) -> bool:
         capabilities = getattr(self.model, "capabilities", None)

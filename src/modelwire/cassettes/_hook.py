@@ -266,9 +266,10 @@ def use_cassette(
         _patch("httpx")
     _USERS += 1
     token = _ACTIVE.set((*_ACTIVE.get(), session))
-    from ..models.config import REPLAYING
+    from ..models.config import IN_CASSETTE, REPLAYING
 
     replay_token = REPLAYING.set(True) if record_mode == "none" else None
+    cassette_token = IN_CASSETTE.set(True)
     failed = False
     try:
         yield session
@@ -285,6 +286,10 @@ def use_cassette(
                 REPLAYING.reset(replay_token)
             except ValueError:
                 REPLAYING.set(False)
+        try:
+            IN_CASSETTE.reset(cassette_token)
+        except ValueError:
+            IN_CASSETTE.set(False)
         _USERS -= 1
         if not _USERS:
             _unpatch("httpx2")

@@ -14,8 +14,11 @@ from .. import telemetry
 from .._ids import new_id
 from ..event import AgentEvent, EventBase
 from .._sync import run_sync
-from ..message import AssistantMsg, Base64Source, DataBlock, Msg, MsgInput, as_messages
-from ..protocols import Capabilities, ModelOptions, WireProtocol, get_protocol
+from ..errors import UnsupportedOptionError
+from ..formatters import ToolSpec
+from ..message import AssistantMsg, Base64Source, DataBlock, Msg, MsgInput, UserMsg, as_messages
+from ..protocols import ModelCapabilities, ModelOptions, WireProtocol, get_protocol
+from ..protocols._protocol import thinking_requested
 from .config import ModelSpec
 from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks, retry_after_seconds
 
@@ -51,6 +54,17 @@ class HTTPModel:
         timeouts = options.pop("timeouts", None)
         self.timeouts = Timeouts(**timeouts) if isinstance(timeouts, dict) else (timeouts or Timeouts())
         formatter_options = options.pop("formatter", {})
+        overrides = options.pop("capabilities", None) or {}
+        if not isinstance(overrides, ModelCapabilities):
+            overrides = ModelCapabilities.from_mapping(overrides, f"capabilities of {spec.preset.name}:{spec.model}")
+        self._capability_overrides = overrides
+        self._capabilities: ModelCapabilities | None = None
+        self._published: ModelCapabilities | None = None
+        self._looked_up = False
+        lookup = options.pop("capability_lookup", "auto")
+        if lookup not in ("auto", True, False):
+            raise E.ConfigError(f"capability_lookup={lookup!r} must be 'auto', True or False")
+        self.capability_lookup = lookup
         self.options = ModelOptions.from_dict(options)
         self.formatter = self.wire.new_formatter(spec.preset, spec.model, **formatter_options)
         self.transport = transport or HTTPTransport(timeouts=self.timeouts)
@@ -63,9 +77,48 @@ class HTTPModel:
         return f"HTTPModel({self.provider}:{self.name})"
 
     @property
-    def capabilities(self) -> Capabilities:
-        """What this model's protocol can do (the agent asks this, never the protocol's name)."""
-        return self.wire.capabilities_for(self.spec.preset)
+    def capabilities(self) -> ModelCapabilities:
+        """What this model accepts (the agent asks this, never the protocol's name): the
+        protocol's defaults, the shipped table, then the user's ``capabilities={...}``."""
+        if self._capabilities is None:
+            from .capabilities import resolve_capabilities
+
+            defaults = self.wire.model_defaults(self.spec.preset, self.name)
+            self._capabilities = resolve_capabilities(defaults, self.name, published=self._published, overrides=self._capability_overrides)
+        return self._capabilities
+
+    async def lookup_capabilities(self, *, cache: Any = None) -> ModelCapabilities:
+        """Ask the provider what this model accepts, once (where it publishes it, and where
+        ``capability_lookup`` allows: ``"auto"`` asks only the provider's own endpoint, never
+        a gateway or a local server, and never while a cassette is in use). The answer joins
+        :attr:`capabilities`; a slow, failing or strange answer changes nothing."""
+        if self._looked_up:
+            return self.capabilities
+        self._looked_up = True
+        from .config import IN_CASSETTE
+
+        base_url = self.spec.base_url or ""
+        allowed = self.capability_lookup is True or (self.capability_lookup == "auto" and base_url.rstrip("/") == self.spec.preset.base_url.rstrip("/"))
+        url = self.wire.model_info_url(base_url, self.name, self.spec.preset) if allowed and not IN_CASSETTE.get() else None
+        if url is not None:
+            from ._lookup import published_capabilities
+
+            headers = self.wire.headers(self.spec.api_key, self.spec.preset)
+            headers.pop("content-type", None)
+            published = await published_capabilities(self.wire, url, self.name, headers, self.transport, cache=cache)
+            if published is not None:
+                self._published, self._capabilities = published, None
+        return self.capabilities
+
+    def forced_tool_ok(self, options: ModelOptions | dict | None = None) -> bool:
+        """Whether a forced tool choice can go with these options on this model (Claude
+        thinking on a budget, DeepSeek thinking, and some models refuse any forcing)."""
+        probe = [ToolSpec("probe", "", {"type": "object", "properties": {}})]
+        try:
+            self.build_request([UserMsg("user", "probe")], probe, "required", options)
+        except UnsupportedOptionError as exc:
+            return exc.option != "tool_choice"
+        return True
 
     # -- request -------------------------------------------------------------------------
 
@@ -93,8 +146,16 @@ class HTTPModel:
     ) -> tuple[dict[str, Any], ModelOptions]:
         """The request body for these messages (the messages' sources already resolved)."""
         opts = self.options.merged(options)
+        caps = self.capabilities
+        if tools and tool_choice not in (None, "auto", "none"):
+            if caps.forced_tool is False:
+                raise UnsupportedOptionError("tool_choice", self.provider, "the model cannot be made to call a tool; use tool_choice='auto'", model=self.name)
+            if caps.forced_tool_thinking is False and thinking_requested(opts, caps):
+                raise UnsupportedOptionError(
+                    "tool_choice", self.provider, "the model cannot be made to call a tool while it thinks; use tool_choice='auto', or thinking=False", model=self.name
+                )
         payload = self.formatter.format(messages, tools, tool_choice)
-        return self.wire.body(self.name, payload, opts, self.spec.preset), opts
+        return self.wire.body(self.name, payload, opts, self.spec.preset, caps), opts
 
     # -- the call ------------------------------------------------------------------------
 
@@ -114,6 +175,8 @@ class HTTPModel:
         """
         reply_id = reply_id or new_id()
         messages = await resolve_sources(as_messages(messages), self.wire, self.transport, self.max_source_bytes)
+        if not self._looked_up and _depends_on_capabilities(self.options.merged(options), tools, tool_choice):
+            await self.lookup_capabilities()
         payload, opts = self.build_request(messages, tools, tool_choice, options)
         body = json.dumps(payload, ensure_ascii=False).encode()
         headers = await self._signed(self.url(), self.headers(opts.extra_headers), body)
@@ -287,6 +350,13 @@ class HTTPModel:
 
     async def aclose(self) -> None:
         await self.transport.aclose()
+
+
+def _depends_on_capabilities(opts: ModelOptions, tools: Any, tool_choice: Any) -> bool:
+    """Whether the request for these options differs from model to model (else the
+    capability lookup is not worth its time)."""
+    shaped = (opts.thinking, opts.thinking_budget, opts.reasoning_effort, opts.thinking_display, opts.json_schema, opts.temperature, opts.top_p)
+    return any(v is not None for v in shaped) or bool(tools and tool_choice not in (None, "auto", "none"))
 
 
 def _is_stream(response: Any, wire: WireProtocol) -> bool:

@@ -62,7 +62,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "openrouter", "openai-chat", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
-            dialect={"reasoning_field": "reasoning", "replay_reasoning_details": True, "thinking_switch": "openrouter"},
+            dialect={"reasoning_field": "reasoning", "replay_reasoning_details": True, "thinking_switch": "openrouter", "model_info": "openrouter"},
             description="OpenRouter", example="anthropic/claude-sonnet-4.5",
         ),
         Preset(
@@ -187,6 +187,9 @@ def all_presets() -> dict[str, Preset]:
 
 # Set by modelwire.cassettes while a replay-only cassette is in use (per task).
 REPLAYING: contextvars.ContextVar[bool] = contextvars.ContextVar("modelwire_replaying", default=False)
+# Set while any cassette is in use: no request leaves that the cassette would not hold (the
+# capability lookup is skipped).
+IN_CASSETTE: contextvars.ContextVar[bool] = contextvars.ContextVar("modelwire_in_cassette", default=False)
 REPLAY_KEY = "modelwire-cassette-replay"  # never recorded: requests in replay never leave
 
 
@@ -197,7 +200,7 @@ def _check_profile(profile: dict[str, Any], name: str, path: Path | None) -> Non
 
     from ..protocols import ModelOptions
 
-    known = {f.name for f in fields(ModelOptions)} | {"model", "api_key", "base_url", "timeouts", "formatter"}
+    known = {f.name for f in fields(ModelOptions)} | {"model", "api_key", "base_url", "timeouts", "formatter", "capabilities", "capability_lookup"}
     for key in profile:
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)

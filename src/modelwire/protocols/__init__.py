@@ -22,11 +22,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import UnknownProtocolError
+from ._caps import ModelCapabilities
 from ._protocol import Capabilities, ModelOptions, Preset, WireProtocol, deep_merge
 
 __all__ = [
     "WireProtocol",
     "Capabilities",
+    "ModelCapabilities",
     "Preset",
     "ModelOptions",
     "get_protocol",

@@ -13,8 +13,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, ProviderError, UnsupportedOptionError, error_from_body
+from ._caps import EFFORT_LEVELS, ModelCapabilities
 
-__all__ = ["Preset", "Capabilities", "ModelOptions", "WireProtocol", "deep_merge", "DEFAULT_MAX_TOKENS"]
+__all__ = ["Preset", "Capabilities", "ModelCapabilities", "ModelOptions", "WireProtocol", "deep_merge", "DEFAULT_MAX_TOKENS"]
 
 USER_AGENT = "modelwire/0.1"
 DEFAULT_MAX_TOKENS = 4096
@@ -63,8 +64,9 @@ class ModelOptions:
     stop: list[str] | None = None
     thinking: bool | None = None  # turn extended thinking / reasoning on or off
     thinking_budget: int | None = None  # tokens
-    reasoning_effort: str | None = None  # minimal | low | medium | high
+    reasoning_effort: str | None = None  # minimal | low | medium | high | xhigh | max
     reasoning_summary: str | None = None  # auto | concise | detailed (OpenAI Responses)
+    thinking_display: str | None = None  # summarized | omitted: what is shown of the thinking
     parallel_tool_calls: bool | None = None
     json_schema: dict[str, Any] | None = None  # structured output: a JSON schema
     json_schema_name: str = "output"
@@ -128,6 +130,13 @@ def _kind(*kinds: type, each: type | None = None) -> Callable[[Any], str | None]
     return check
 
 
+def _one_of(*choices: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}"
+
+    return check
+
+
 # What each option may be, checked when options are given (a profile, load_model, a call),
 # before anything is sent: "hot" is no temperature.
 _OPTION_CHECKS: dict[str, Callable[[Any], str | None]] = {
@@ -137,8 +146,9 @@ _OPTION_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "stop": _kind(list, each=str),
     "thinking": _kind(bool),
     "thinking_budget": _number(0, whole=True),
-    "reasoning_effort": _kind(str),
+    "reasoning_effort": _one_of(*EFFORT_LEVELS),
     "reasoning_summary": _kind(str),
+    "thinking_display": _one_of("summarized", "omitted"),
     "parallel_tool_calls": _kind(bool),
     "json_schema": _kind(dict),
     "json_schema_name": _kind(str),
@@ -252,9 +262,10 @@ class WireProtocol:
         headers.update(extra or {})
         return headers
 
-    def body(self, model: str, payload: dict[str, Any], options: ModelOptions, preset: Preset) -> dict[str, Any]:
+    def body(self, model: str, payload: dict[str, Any], options: ModelOptions, preset: Preset, caps: ModelCapabilities | None = None) -> dict[str, Any]:
         """The request body: the formatter's payload, ``model`` and ``stream`` where this
-        protocol wants them, the options mapped, ``extra_body`` merged in last."""
+        protocol wants them, the options mapped for this model (``caps``: what it accepts;
+        the protocol's defaults when not given), ``extra_body`` merged in last."""
         body: dict[str, Any] = {"model": model} if self.model_in_body else {}
         body.update(payload)
         if self.stream_in_body:
@@ -262,7 +273,13 @@ class WireProtocol:
         self.stream_fields(body, preset)
         if options.json_schema is None and options.json_schema_name != "output":
             raise UnsupportedOptionError("json_schema_name", preset.name, "it names a json_schema; pass the schema too")
-        self.apply_options(body, options, preset, model=model)
+        if caps is None:
+            caps = self.model_defaults(preset, model)
+        if caps.sampling is False:
+            for name in ("temperature", "top_p"):
+                if getattr(options, name) is not None:
+                    raise refuse(name, preset, "the model takes no sampling parameters; leave it out", model=model)
+        self.apply_options(body, options, preset, model=model, caps=caps)
         deep_merge(body, options.extra_body)
         return body
 
@@ -274,9 +291,26 @@ class WireProtocol:
         """What this protocol can do on that provider (a dialect may take something away)."""
         return self.capabilities
 
-    def apply_options(self, body: dict[str, Any], options: ModelOptions, preset: Preset, model: str = "") -> None:
-        """Put ``options`` into ``body`` in this protocol's shape (in place), or raise
-        :class:`~modelwire.errors.UnsupportedOptionError`. Never drop one silently."""
+    def model_defaults(self, preset: Preset, model: str = "") -> ModelCapabilities:
+        """What any model of this protocol on that provider accepts, before the model's own
+        record is laid over it (the least a model is known to take)."""
+        caps = self.capabilities_for(preset)
+        where = f"the {self.name} protocol"
+        return ModelCapabilities(structured_output=caps.native_structured_output, sources={"structured_output": where})
+
+    def model_info_url(self, base_url: str, model: str, preset: Preset) -> str | None:
+        """Where the provider publishes what ``model`` accepts (a GET with the usual auth),
+        or None when it does not."""
+        return None
+
+    def capabilities_from_info(self, data: Any, model: str) -> ModelCapabilities | None:
+        """The published answer of :meth:`model_info_url` as a record (only what it says;
+        None when the answer does not describe the model)."""
+        return None
+
+    def apply_options(self, body: dict[str, Any], options: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+        """Put ``options`` into ``body`` in this protocol's shape for this model (in place),
+        or raise :class:`~modelwire.errors.UnsupportedOptionError`. Never drop one silently."""
         raise NotImplementedError
 
     def error(self, body: Any, status: int | None = None, request_id: str | None = None) -> ProviderError:
@@ -318,8 +352,26 @@ class WireProtocol:
         return split_sse(body)
 
 
-def refuse(option: str, preset: Preset, hint: str = "") -> UnsupportedOptionError:
-    return UnsupportedOptionError(option, preset.name, hint)
+def refuse(option: str, preset: Preset, hint: str = "", model: str = "") -> UnsupportedOptionError:
+    return UnsupportedOptionError(option, preset.name, hint, model=model or None)
+
+
+def check_effort(level: str, caps: ModelCapabilities, preset: Preset, model: str, accepted: tuple[str, ...] = EFFORT_LEVELS) -> str:
+    """``level`` if the model takes it (``accepted``: what the protocol can carry, when the
+    model's levels are not known), or a refusal that lists the levels it has."""
+    levels = caps.effort if caps.effort is not None else accepted
+    if not levels:
+        raise refuse("reasoning_effort", preset, "the model takes no effort level", model=model)
+    if level not in levels:
+        raise refuse("reasoning_effort", preset, f"{level!r} is not a level the model has; it takes {', '.join(levels)}", model=model)
+    return level
+
+
+def thinking_requested(o: ModelOptions, caps: ModelCapabilities) -> bool:
+    """Whether the model will think on this call: asked for, or a model that always thinks."""
+    if o.thinking is False:
+        return False
+    return bool(o.thinking or o.thinking_budget or caps.thinking_off is False)
 
 
 def sampling(body: dict[str, Any], o: ModelOptions, *, top_p: str = "top_p", stop: str | None = None) -> None:

@@ -8,12 +8,87 @@ it. Thinking it produced is valid on every server that speaks it (``replay_scope
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ...adapters import encode_sse
-from .._protocol import DEFAULT_MAX_TOKENS, Capabilities, ModelOptions, Preset, WireProtocol, refuse, sampling
+from .._protocol import DEFAULT_MAX_TOKENS, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
-__all__ = ["PROTOCOL", "AnthropicProtocol"]
+__all__ = ["PROTOCOL", "AnthropicProtocol", "claude_fields", "claude_schema", "STRICT_RULES"]
+
+log = logging.getLogger("modelwire.protocols.anthropic")
+
+# The schema subset of Claude's structured outputs (output_config.format, strict tools), as
+# the anthropic SDK's own transform_schema writes it (formatters._schema.SchemaRules).
+STRICT_RULES = dict(
+    keywords=frozenset({"format", "minItems"}),
+    formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}),
+    all_required=False,
+    inline_ref_siblings=False,
+    min_items=frozenset({0, 1}),
+    drop_null_default=False,
+    literal_without_type=True,
+    format_on_strings_only=True,
+)
+
+
+def claude_schema(schema: dict[str, Any], preset: Preset, model: str) -> dict[str, Any]:
+    """``schema`` in the subset Claude's structured output takes, or a refusal naming why."""
+    from ...formatters._schema import NotStrict, SchemaRules, strict_schema
+
+    try:
+        out, notes = strict_schema(schema, SchemaRules(**STRICT_RULES))
+    except NotStrict as exc:
+        raise refuse("json_schema", preset, f"Claude's structured output cannot express it: {exc}", model=model) from None
+    for note in notes:
+        log.debug("json_schema for %s: %s", model, note)
+    return out
+_EFFORTS = ("low", "medium", "high", "xhigh", "max")  # what output_config.effort can carry
+MIN_BUDGET = 1024
+
+
+def claude_fields(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities, max_tokens: int | None, *, forced_tool: bool, default_budget: int) -> dict[str, Any]:
+    """Claude's ``thinking`` and ``output_config.effort`` for these options on this model,
+    wherever Claude is reached (the Anthropic API, Bedrock's additional fields):
+    adaptive thinking where the model takes it (and must, where it is the only form), a
+    budget only where the model needs one; summarized thinking asked for where the model
+    would otherwise omit it; effort levels the model has."""
+    fields: dict[str, Any] = {}
+    modes = caps.thinking
+    if o.thinking is False:
+        if o.thinking_budget:
+            raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
+        if o.thinking_display is not None:
+            raise refuse("thinking_display", preset, "thinking=False turns thinking off; there is nothing to show", model=model)
+        if caps.thinking_off is False:
+            raise refuse("thinking", preset, "the model always thinks; thinking=False cannot be honoured", model=model)
+        fields["thinking"] = {"type": "disabled"}
+    elif o.thinking or o.thinking_budget:
+        if modes == ():
+            raise refuse("thinking" if o.thinking else "thinking_budget", preset, "the model does not think; choose a model that does", model=model)
+        thinking: dict[str, Any]
+        if o.thinking_budget or modes is None or "adaptive" not in modes:
+            if modes is not None and "budget" not in modes:
+                raise refuse("thinking_budget", preset, "the model takes adaptive thinking only; use thinking=True, and reasoning_effort for how much", model=model)
+            budget = o.thinking_budget or (max(MIN_BUDGET, min(16000, max_tokens // 2)) if max_tokens else default_budget)
+            if budget < MIN_BUDGET:
+                raise refuse("thinking_budget", preset, f"budget {budget} is below the least Claude takes ({MIN_BUDGET})", model=model)
+            if max_tokens is not None and budget >= max_tokens:
+                raise refuse("thinking_budget", preset, f"budget {budget} must be below max_tokens {max_tokens}", model=model)
+            if forced_tool:
+                raise refuse("tool_choice", preset, "Claude cannot be made to call a tool while thinking on a budget; use tool_choice='auto', or thinking=False", model=model)
+            thinking = {"type": "enabled", "budget_tokens": budget}
+        else:
+            thinking = {"type": "adaptive"}
+        display = o.thinking_display or ("summarized" if caps.display_default == "omitted" else None)
+        if display is not None:
+            thinking["display"] = display
+        fields["thinking"] = thinking
+    elif o.thinking_display is not None:
+        raise refuse("thinking_display", preset, "it says how thinking is shown; turn thinking on with thinking=True", model=model)
+    if o.reasoning_effort is not None:
+        fields["output_config"] = {"effort": check_effort(o.reasoning_effort, caps, preset, model, _EFFORTS)}
+    return fields
 
 
 class AnthropicProtocol(WireProtocol):
@@ -32,34 +107,81 @@ class AnthropicProtocol(WireProtocol):
         base_url = base_url.rstrip("/")
         return base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "") -> None:
+    def model_defaults(self, preset: Preset, model: str = "") -> ModelCapabilities:
+        # Any server speaking the protocol takes the budget form; output_config.format only
+        # where the model is known to take it.
+        return ModelCapabilities(structured_output=False, sources={"structured_output": "the anthropic protocol (not known for this model)"})
+
+    def model_info_url(self, base_url: str, model: str, preset: Preset) -> str | None:
+        from urllib.parse import quote
+
+        return f"{self.sdk_base_url(base_url)}/v1/models/{quote(model, safe='')}"
+
+    def capabilities_from_info(self, data: Any, model: str) -> ModelCapabilities | None:
+        """The Models API's ``ModelInfo`` (``GET /v1/models/{id}``): ``capabilities``,
+        ``max_tokens``, ``max_input_tokens``."""
+        if not isinstance(data, dict) or data.get("type") != "model" or not isinstance(data.get("capabilities"), dict):
+            return None
+        caps = data["capabilities"]
+
+        def on(*path: str) -> bool | None:
+            """``supported`` at ``path``; None where the answer leaves it out, and an error
+            where it says something else than the documented shape (the whole answer is then
+            not trusted)."""
+            node: Any = caps
+            for key in path:
+                if not isinstance(node, dict):
+                    raise ValueError(f"capabilities.{'.'.join(path)}: not an object")
+                node = node.get(key)
+            if node is None:
+                return None
+            if not isinstance(node, dict) or not isinstance(node.get("supported"), bool):
+                raise ValueError(f"capabilities.{'.'.join(path)}: no true/false 'supported'")
+            return node["supported"]
+
+        values: dict[str, Any] = {}
+        thinking = on("thinking")
+        if thinking is not None:
+            modes = [mode for mode, key in (("adaptive", "adaptive"), ("budget", "enabled")) if on("thinking", "types", key)]
+            values["thinking"] = modes if thinking else []
+            if on("thinking", "types", "disabled") is not None:
+                values["thinking_off"] = on("thinking", "types", "disabled")
+        effort = on("effort")
+        if effort is not None:
+            values["effort"] = [level for level in _EFFORTS if on("effort", level)] if effort else []
+        for name, key in (("structured_output", "structured_outputs"), ("strict_tools", "structured_outputs"), ("image_input", "image_input"), ("pdf_input", "pdf_input")):
+            if on(key) is not None:
+                values[name] = on(key)
+        if on("server_tools") is not None:
+            values["server_tools"] = [tool for tool in ("web_search", "code_execution") if on("server_tools", tool)]
+        for name, key in (("max_output_tokens", "max_tokens"), ("context_window", "max_input_tokens")):
+            if isinstance(data.get(key), int) and not isinstance(data.get(key), bool) and data[key] > 0:
+                values[name] = data[key]
+        return ModelCapabilities.from_mapping(values, "provider: GET /v1/models")
+
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         p["max_tokens"] = o.max_tokens or DEFAULT_MAX_TOKENS
         sampling(p, o, stop="stop_sequences")
-        if o.thinking is False and o.thinking_budget:
-            raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
-        if o.thinking or o.thinking_budget:
-            budget = o.thinking_budget or max(1024, min(16000, p["max_tokens"] // 2))
-            if budget >= p["max_tokens"]:
-                raise refuse("thinking_budget", preset, f"budget {budget} must be below max_tokens {p['max_tokens']}")
-            p["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        elif o.thinking is False:
-            p["thinking"] = {"type": "disabled"}
-        if o.reasoning_effort is not None:
-            raise refuse("reasoning_effort", preset, "use thinking / thinking_budget")
+        forced = (p.get("tool_choice") or {}).get("type") in ("any", "tool")
+        fields = claude_fields(o, preset, model, caps, p["max_tokens"], forced_tool=forced, default_budget=MIN_BUDGET)
         if o.reasoning_summary is not None:
-            raise refuse("reasoning_summary", preset, "Anthropic streams its thinking itself; use thinking=True")
+            raise refuse("reasoning_summary", preset, "Claude streams its thinking itself; use thinking=True, and thinking_display")
         if o.parallel_tool_calls is not None:
             if o.parallel_tool_calls is False:
                 choice = p.setdefault("tool_choice", {"type": "auto"})
                 choice["disable_parallel_tool_use"] = True
             # True is Anthropic's default: nothing to send.
         if o.json_schema is not None:
-            raise refuse(
-                "json_schema",
-                preset,
-                "ask for structured output through a tool (the agent's structured_model does this), or pass the"
-                " provider's own field in extra_body",
-            )
+            if not caps.structured_output:
+                raise refuse(
+                    "json_schema",
+                    preset,
+                    "the model is not known to take output_config.format; ask for structured output through a tool (the"
+                    " agent's structured_model does this), or say capabilities={'structured_output': True}",
+                    model=model,
+                )
+            fields.setdefault("output_config", {})["format"] = {"type": "json_schema", "schema": claude_schema(o.json_schema, preset, model)}
+        p.update(fields)
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
         message = {k: v for k, v in answer.items() if k not in ("stop_reason", "stop_sequence")}

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from ...adapters import EventStreamDecoder, encode_frame
 from ...errors import ConfigError
-from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse, sampling
+from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
 __all__ = ["PROTOCOL", "BedrockConverseProtocol"]
 
@@ -94,7 +94,7 @@ class BedrockConverseProtocol(WireProtocol):
         events.append(("metadata", {"usage": answer.get("usage") or {}, **({"metrics": answer["metrics"]} if "metrics" in answer else {})}))
         return events
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "") -> None:
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         inference: dict[str, Any] = {}
         if o.max_tokens is not None:
             inference["maxTokens"] = o.max_tokens
@@ -102,23 +102,17 @@ class BedrockConverseProtocol(WireProtocol):
         if inference:
             p["inferenceConfig"] = inference
         extra: dict[str, Any] = {}
-        if o.thinking is not None or o.thinking_budget is not None:
-            if not _is_claude(model):
-                raise refuse("thinking" if o.thinking is not None else "thinking_budget", preset, "on Bedrock, thinking is mapped for Claude models; pass the model's own switch in extra_body['additionalModelRequestFields']")
-            if o.thinking is False:
-                if o.thinking_budget:
-                    raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
-                extra["thinking"] = {"type": "disabled"}
-            else:
-                budget = o.thinking_budget or 4096
-                maximum = inference.get("maxTokens")
-                if maximum is not None and budget >= maximum:
-                    raise refuse("thinking_budget", preset, f"budget {budget} must be below max_tokens {maximum}")
-                extra["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        if o.reasoning_effort is not None:
-            if _is_claude(model):
-                raise refuse("reasoning_effort", preset, "Claude takes thinking / thinking_budget")
-            extra["reasoning_effort"] = o.reasoning_effort  # gpt-oss and other OpenAI-style models
+        if _is_claude(model):
+            from ..anthropic import claude_fields
+
+            forced = bool({"any", "tool"} & set(p.get("toolConfig", {}).get("toolChoice") or {}))
+            extra.update(claude_fields(o, preset, model, caps, inference.get("maxTokens"), forced_tool=forced, default_budget=4096))
+        else:
+            for option in ("thinking", "thinking_budget", "thinking_display"):
+                if getattr(o, option) is not None:
+                    raise refuse(option, preset, "on Bedrock, thinking is mapped for Claude models; pass the model's own switch in extra_body['additionalModelRequestFields']", model=model)
+            if o.reasoning_effort is not None:
+                extra["reasoning_effort"] = check_effort(o.reasoning_effort, caps, preset, model)  # gpt-oss and other OpenAI-style models
         if extra:
             p["additionalModelRequestFields"] = extra
         if o.reasoning_summary is not None:
@@ -126,10 +120,17 @@ class BedrockConverseProtocol(WireProtocol):
         if o.parallel_tool_calls is not None:
             raise refuse("parallel_tool_calls", preset, "Converse has no switch for parallel calls")
         if o.json_schema is not None:
+            if caps.structured_output is False:
+                raise refuse("json_schema", preset, "the model has no structured output on Bedrock; ask for it through a tool (the agent's structured_model does this)", model=model)
+            schema = o.json_schema
+            if _is_claude(model):
+                from ..anthropic import claude_schema
+
+                schema = claude_schema(schema, preset, model)  # Claude's subset, as on its own API
             p["outputConfig"] = {
                 "textFormat": {
                     "type": "json_schema",
-                    "structure": {"jsonSchema": {"name": o.json_schema_name, "schema": json.dumps(o.json_schema)}},
+                    "structure": {"jsonSchema": {"name": o.json_schema_name, "schema": json.dumps(schema)}},
                 }
             }
 

@@ -22,7 +22,11 @@ from typing import Any, Mapping
 
 from ...adapters import encode_sse
 from ...errors import ConfigError
-from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse, sampling
+from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+
+# An effort level as a thinking budget, for models that take only a budget (Gemini 2.5):
+# within every 2.5 model's range (Pro 128..32768, Flash 0..24576).
+_EFFORT_BUDGETS = {"minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 24576, "max": 24576}
 
 __all__ = ["PROTOCOL", "GeminiProtocol"]
 
@@ -61,24 +65,57 @@ class GeminiProtocol(WireProtocol):
         # generateContent answers and streamed chunks share one shape; some servers send a list
         return [(None, chunk) for chunk in (answer if isinstance(answer, list) else [answer])]
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "") -> None:
+    def model_info_url(self, base_url: str, model: str, preset: Preset) -> str | None:
+        if preset.dialect.get("endpoint") == "vertex":
+            return None  # Vertex publishes no per-model limits for Gemini
+        return f"{base_url.rstrip('/')}/v1beta/models/{model}"
+
+    def capabilities_from_info(self, data: Any, model: str) -> ModelCapabilities | None:
+        """``models.get``: ``inputTokenLimit``, ``outputTokenLimit``, ``thinking``."""
+        if not isinstance(data, dict) or not str(data.get("name", "")).endswith(model.rsplit("/", 1)[-1]):
+            return None
+        values: dict[str, Any] = {}
+        for name, key in (("context_window", "inputTokenLimit"), ("max_output_tokens", "outputTokenLimit")):
+            if isinstance(data.get(key), int) and not isinstance(data.get(key), bool) and data[key] > 0:
+                values[name] = data[key]
+        if data.get("thinking") is False:
+            values["thinking"] = []
+        return ModelCapabilities.from_mapping(values, "provider: models.get")
+
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         config: dict[str, Any] = {}
         if o.max_tokens is not None:
             config["maxOutputTokens"] = o.max_tokens
         sampling(config, o, top_p="topP", stop="stopSequences")
         thinking: dict[str, Any] = {}
+        modes = caps.thinking
         if o.thinking is False:
             if o.thinking_budget:
                 raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
+            if caps.thinking_off is False:
+                raise refuse("thinking", preset, "the model always thinks; set reasoning_effort to the lowest level it takes", model=model)
+            if o.thinking_display is not None or o.reasoning_effort is not None:
+                raise refuse("thinking_display" if o.thinking_display else "reasoning_effort", preset, "thinking=False turns thinking off", model=model)
             thinking["thinkingBudget"] = 0  # Gemini 2.5 Flash: off; models that must think refuse it
-        elif o.thinking or o.thinking_budget is not None:
-            thinking["includeThoughts"] = True
+        else:
+            asked = [name for name in ("thinking", "thinking_budget", "reasoning_effort", "thinking_display") if getattr(o, name) not in (None, False)]
+            if modes == () and asked:
+                raise refuse(asked[0], preset, "the model does not think", model=model)
+            if o.thinking or o.thinking_budget is not None or o.thinking_display is not None:
+                # Thought summaries arrive only when asked for (includeThoughts).
+                thinking["includeThoughts"] = o.thinking_display != "omitted"
             if o.thinking_budget is not None:
+                if modes is not None and "budget" not in modes:
+                    raise refuse("thinking_budget", preset, "the model takes a thinking level; use reasoning_effort", model=model)
                 thinking["thinkingBudget"] = o.thinking_budget
         if o.reasoning_effort is not None:
             if o.thinking_budget is not None:
                 raise refuse("reasoning_effort", preset, "Gemini takes a thinking level or a budget, not both")
-            thinking["thinkingLevel"] = o.reasoning_effort
+            level = check_effort(o.reasoning_effort, caps, preset, model)
+            if modes is not None and "effort" not in modes:
+                thinking["thinkingBudget"] = _EFFORT_BUDGETS[level]  # a budget-only model: the level as a budget
+            else:
+                thinking["thinkingLevel"] = level.upper()  # the enum name, as google-genai sends it
         if thinking:
             config["thinkingConfig"] = thinking
         if o.reasoning_summary is not None:

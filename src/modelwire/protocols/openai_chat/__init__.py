@@ -26,13 +26,41 @@ Reasoning one provider produced is replayed only to that provider (``replay_scop
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from typing import Any
 
 from ...adapters import encode_sse
-from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse, sampling
+from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
-__all__ = ["PROTOCOL", "OpenAIChatProtocol"]
+__all__ = ["PROTOCOL", "OpenAIChatProtocol", "STRICT_RULES", "strict_format"]
+
+log = logging.getLogger("modelwire.protocols.openai")
+
+# OpenAI's strict mode (Structured Outputs): every object closed and every property
+# required; the keywords below kept, others moved into the description. The openai SDK's
+# to_strict_json_schema writes pydantic schemas the same way.
+STRICT_RULES = dict(
+    keywords=frozenset(
+        {"default", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "prefixItems"}
+    ),
+    formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}),
+)
+
+
+def strict_format(schema: dict[str, Any], model: str) -> tuple[dict[str, Any], bool]:
+    """The schema to send and whether it can go with ``strict: true``: in the strict subset
+    where it can be written so; else as given, unenforced (said in the debug log)."""
+    from ...formatters._schema import NotStrict, SchemaRules, strict_schema
+
+    try:
+        strict, notes = strict_schema(schema, SchemaRules(**STRICT_RULES))
+    except NotStrict as exc:
+        log.debug("json_schema for %s goes with strict: false: %s", model, exc)
+        return schema, False
+    for note in notes:
+        log.debug("json_schema for %s: %s", model, note)
+    return strict, True
 
 _FORMATTER_KEYS = ("reasoning_field", "reasoning_on_tool_calls", "replay_reasoning_details", "empty_content_null")
 
@@ -60,21 +88,57 @@ class OpenAIChatProtocol(WireProtocol):
             return self.capabilities
         return replace(self.capabilities, native_structured_output=False)
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "") -> None:
+    def model_info_url(self, base_url: str, model: str, preset: Preset) -> str | None:
+        # OpenRouter publishes each model's parameters (``GET /models``); OpenAI's own
+        # models endpoint says nothing a request depends on.
+        return f"{base_url.rstrip('/')}/models" if preset.dialect.get("model_info") == "openrouter" else None
+
+    def capabilities_from_info(self, data: Any, model: str) -> ModelCapabilities | None:
+        """OpenRouter's model list: ``supported_parameters``, ``context_length``,
+        ``top_provider.max_completion_tokens``, ``architecture.input_modalities``."""
+        rows = data.get("data") if isinstance(data, dict) else None
+        row = next((r for r in rows if isinstance(r, dict) and r.get("id") == model), None) if isinstance(rows, list) else None
+        if row is None:
+            return None
+        values: dict[str, Any] = {}
+        params = row.get("supported_parameters")
+        if isinstance(params, list):
+            values["structured_output"] = "structured_outputs" in params
+            values["sampling"] = "temperature" in params
+            if not {"reasoning", "include_reasoning"} & set(params):
+                values["thinking"] = []
+            if "tool_choice" not in params and "tools" in params:
+                values["forced_tool"] = False
+        modalities = (row.get("architecture") or {}).get("input_modalities")
+        if isinstance(modalities, list):
+            values.update(image_input="image" in modalities, pdf_input="file" in modalities, audio_input="audio" in modalities)
+        limits = (("context_window", row.get("context_length")), ("max_output_tokens", (row.get("top_provider") or {}).get("max_completion_tokens")))
+        for name, value in limits:
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                values[name] = value
+        return ModelCapabilities.from_mapping(values, "provider: GET /models")
+
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         dialect = preset.dialect
         if o.max_tokens is not None:
             p[dialect.get("max_tokens_field", "max_tokens")] = o.max_tokens
         sampling(p, o, stop="stop")
         switch = dialect.get("thinking_switch")
         if o.reasoning_effort is not None:
+            level = check_effort(o.reasoning_effort, caps, preset, model)
             if switch == "openrouter":
-                p.setdefault("reasoning", {})["effort"] = o.reasoning_effort
+                p.setdefault("reasoning", {})["effort"] = level
             elif dialect.get("reasoning_effort"):
-                p["reasoning_effort"] = o.reasoning_effort
+                p["reasoning_effort"] = level
             else:
                 raise refuse("reasoning_effort", preset, "this server takes no reasoning_effort; pass its own field in extra_body")
         if o.thinking is not None or o.thinking_budget is not None:
-            _thinking(p, o, preset, switch)
+            _thinking(p, o, preset, switch, model, caps)
+        if o.thinking_display is not None:
+            if switch != "openrouter":
+                raise refuse("thinking_display", preset, "Chat Completions has no switch for how reasoning is shown; reasoning summaries come from openai-responses:", model=model)
+            if o.thinking_display == "omitted":
+                p.setdefault("reasoning", {})["exclude"] = True
         if o.reasoning_summary is not None:
             raise refuse("reasoning_summary", preset, "summaries come from the Responses API (openai-responses:)")
         if o.parallel_tool_calls is not None and p.get("tools"):
@@ -82,12 +146,10 @@ class OpenAIChatProtocol(WireProtocol):
         elif o.parallel_tool_calls is not None:
             raise refuse("parallel_tool_calls", preset, "it needs tools in the request")
         if o.json_schema is not None:
-            if not dialect.get("json_schema", True):
-                raise refuse("json_schema", preset, "this server takes JSON mode only; ask for JSON in the prompt, or use extra_body")
-            p["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": o.json_schema_name, "schema": o.json_schema, "strict": True},
-            }
+            if not dialect.get("json_schema", True) or caps.structured_output is False:
+                raise refuse("json_schema", preset, "this server takes JSON mode only; ask for JSON in the prompt, or use extra_body", model=model)
+            schema, strict = strict_format(o.json_schema, model)
+            p["response_format"] = {"type": "json_schema", "json_schema": {"name": o.json_schema_name, "schema": schema, "strict": strict}}
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
         chunk = {k: v for k, v in answer.items() if k != "choices"}
@@ -128,11 +190,15 @@ class OpenAIChatProtocol(WireProtocol):
         return encode_sse(ev)
 
 
-def _thinking(p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str | None) -> None:
+def _thinking(p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str | None, model: str, caps: ModelCapabilities) -> None:
     """``thinking`` / ``thinking_budget`` on the server's own switch, or refused."""
     if o.thinking is False and o.thinking_budget:
         raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
     on = o.thinking is not False
+    if not on and caps.thinking_off is False:
+        raise refuse("thinking", preset, "the model always reasons; thinking=False cannot be honoured", model=model)
+    if on and caps.thinking == ():
+        raise refuse("thinking" if o.thinking else "thinking_budget", preset, "the model does not reason; choose one that does", model=model)
     if switch == "deepseek":
         if o.thinking_budget is not None:
             raise refuse("thinking_budget", preset, "DeepSeek takes reasoning_effort, not a budget")
@@ -150,10 +216,20 @@ def _thinking(p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str | 
         reasoning["enabled"] = on
         if o.thinking_budget is not None:
             reasoning["max_tokens"] = o.thinking_budget
+    elif preset.dialect.get("reasoning_effort") and caps.thinking is not None and "effort" in caps.thinking and o.thinking_budget is None:
+        # A reasoning model reached by effort alone: off is effort "none" where the model
+        # can stop reasoning; on is "medium" unless a level was given (some models do not
+        # reason unless asked).
+        if not on:
+            if o.reasoning_effort is not None:
+                raise refuse("reasoning_effort", preset, "thinking=False turns reasoning off; drop the effort or the False", model=model)
+            p["reasoning_effort"] = "none"
+        else:
+            p.setdefault("reasoning_effort", "medium")
     else:
         option = "thinking" if o.thinking is not None else "thinking_budget"
         hint = "its reasoning models always reason; set reasoning_effort" if preset.dialect.get("reasoning_effort") else "choose a reasoning model, or pass the server's own switch in extra_body"
-        raise refuse(option, preset, hint)
+        raise refuse(option, preset, hint, model=model)
 
 
 PROTOCOL = OpenAIChatProtocol()

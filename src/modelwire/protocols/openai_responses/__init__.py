@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...adapters import encode_sse
-from .._protocol import Capabilities, ModelOptions, Preset, WireProtocol, refuse, sampling
+from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from ..openai_chat import strict_format
 
 __all__ = ["PROTOCOL", "OpenAIResponsesProtocol"]
 
@@ -29,7 +30,7 @@ class OpenAIResponsesProtocol(WireProtocol):
         path = url.split("?")[0].rstrip("/")
         return path.endswith("/responses") or "/responses/" in path
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "") -> None:
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         if o.max_tokens is not None:
             p["max_output_tokens"] = o.max_tokens
         sampling(p, o)
@@ -38,21 +39,32 @@ class OpenAIResponsesProtocol(WireProtocol):
         if o.thinking_budget is not None:
             raise refuse("thinking_budget", preset, "use reasoning_effort")
         if o.thinking is False:
-            raise refuse("thinking", preset, "reasoning models always reason; set reasoning_effort to the lowest your model takes")
-        if o.thinking or o.reasoning_effort is not None or o.reasoning_summary is not None:
+            if caps.thinking_off is not True or caps.thinking is None or "effort" not in caps.thinking:
+                raise refuse("thinking", preset, "the model always reasons (or is not known to stop); set reasoning_effort to the lowest it takes", model=model)
+            if o.reasoning_effort is not None or o.thinking_display is not None:
+                raise refuse("reasoning_effort" if o.reasoning_effort else "thinking_display", preset, "thinking=False turns reasoning off", model=model)
+            p["reasoning"] = {"effort": "none"}
+        elif caps.thinking == () and (o.thinking or o.reasoning_effort is not None or o.thinking_display is not None):
+            raise refuse("thinking" if o.thinking else "reasoning_effort" if o.reasoning_effort else "thinking_display", preset, "the model does not reason", model=model)
+        elif o.thinking or o.reasoning_effort is not None or o.reasoning_summary is not None or o.thinking_display is not None:
             reasoning: dict[str, Any] = {}
             if o.reasoning_effort is not None or o.thinking:
-                reasoning["effort"] = o.reasoning_effort or "medium"
-            if o.reasoning_summary is not None or o.thinking:
+                reasoning["effort"] = check_effort(o.reasoning_effort, caps, preset, model) if o.reasoning_effort else "medium"
+            if o.thinking_display == "omitted":
+                if o.reasoning_summary is not None:
+                    raise refuse("reasoning_summary", preset, "thinking_display='omitted' asks for no summary", model=model)
+            elif o.reasoning_summary is not None or o.thinking or o.thinking_display == "summarized":
                 # thinking=True asks to see it: the summary is what the API shows.
                 reasoning["summary"] = o.reasoning_summary or "auto"
-            p["reasoning"] = reasoning
+            if reasoning:
+                p["reasoning"] = reasoning
         if o.parallel_tool_calls is not None:
             if not p.get("tools"):
                 raise refuse("parallel_tool_calls", preset, "it needs tools in the request")
             p["parallel_tool_calls"] = o.parallel_tool_calls
         if o.json_schema is not None:
-            p["text"] = {"format": {"type": "json_schema", "name": o.json_schema_name, "schema": o.json_schema, "strict": True}}
+            schema, strict = strict_format(o.json_schema, model)
+            p["text"] = {"format": {"type": "json_schema", "name": o.json_schema_name, "schema": schema, "strict": strict}}
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
         events: list[tuple[str | None, Any]] = [("response.created", {"type": "response.created", "response": {**answer, "output": [], "status": "in_progress"}})]

@@ -1,0 +1,88 @@
+"""A model's capabilities, found in order: what its protocol implies, the table shipped
+with modelwire (``capabilities.toml``, by model family, each entry with its sources), what
+the provider publishes about the model (:mod:`._lookup`, only when an option depends on
+it), and last what the user says (``capabilities={...}`` in a profile or ``load_model``).
+
+Each field of the result records where it came from, which ``modelwire models
+--capabilities MODEL`` shows.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+from ..protocols import ModelCapabilities
+
+__all__ = ["ModelCapabilities", "normalize", "from_table", "table_entries", "resolve_capabilities"]
+
+_TABLE = Path(__file__).with_name("capabilities.toml")
+# A cloud's prefixes and suffixes around the model's own name.
+_PREFIX = re.compile(r"^(?:(?:us|eu|apac|au|jp|global|us-gov)\.)?(?:anthropic|amazon|meta|mistral|openai|deepseek|qwen|google|moonshot|cohere)\.")
+_SUFFIX = re.compile(r"(?:-v\d+:\d+|@[\w.-]+|:\w+)$")
+_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+
+
+def normalize(model: str) -> str:
+    """The form table patterns are written against: ``us.anthropic.claude-opus-4-7-v1:0``,
+    ``anthropic/claude-opus-4.7`` and ``claude-opus-4-7@20260416`` are all
+    ``claude-opus-4-7``; ``gpt-5.1`` is ``gpt-5-1``."""
+    name = model.strip().lower()
+    name = name.rsplit("/", 1)[-1]  # gateways: "anthropic/claude-...", "models/gemini-..."
+    name = _PREFIX.sub("", name)
+    name = _SUFFIX.sub("", name)
+    return _DOT.sub("-", name)
+
+
+@lru_cache(maxsize=1)
+def table_entries() -> tuple[tuple[tuple[str, ...], ModelCapabilities, str], ...]:
+    """``(patterns, record, family)`` for every entry of the shipped table, in order."""
+    import tomllib
+
+    data = tomllib.loads(_TABLE.read_text(encoding="utf-8"))
+    entries = []
+    for n, entry in enumerate(data.get("model", [])):
+        entry = dict(entry)
+        family = entry.pop("family")
+        patterns = tuple(entry.pop("match"))
+        sources = entry.pop("sources")
+        if not patterns or not sources:
+            raise ConfigError(f"{_TABLE.name}: entry {n} ({family}) needs match patterns and sources")
+        record = ModelCapabilities.from_mapping(entry, f"table: {family}")
+        entries.append((patterns, record, family))
+    return tuple(entries)
+
+
+def from_table(model: str) -> ModelCapabilities | None:
+    """The shipped table's record for ``model``, or None when no family matches."""
+    name = normalize(model)
+    for patterns, record, _family in table_entries():
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+            return record
+    return None
+
+
+def resolve_capabilities(
+    defaults: ModelCapabilities,
+    model: str,
+    *,
+    published: ModelCapabilities | None = None,
+    overrides: Mapping[str, Any] | ModelCapabilities | None = None,
+) -> ModelCapabilities:
+    """The record for ``model``: the protocol's ``defaults``, then the table, then what the
+    provider published, then the user's ``overrides`` (each laid over the last)."""
+    caps = defaults
+    table = from_table(model)
+    if table is not None:
+        caps = table.over(caps)
+    if published is not None:
+        caps = published.over(caps)
+    if overrides:
+        if not isinstance(overrides, ModelCapabilities):
+            overrides = ModelCapabilities.from_mapping(overrides, "override")
+        caps = overrides.over(caps)
+    return caps

@@ -1,0 +1,124 @@
+"""What one model accepts: the record protocols read to shape a request for that model.
+
+Providers' rules are per model (Claude Opus 4.7 takes adaptive thinking only, Opus 4.6
+takes both forms, GPT-5 rejects ``temperature``), so a protocol that maps an option asks
+the model's :class:`ModelCapabilities`. ``None`` in a field means *not known*: the
+protocol then sends what the protocol itself takes and lets the server decide, as it
+always did. The models layer fills the record (shipped table, the provider's own models
+endpoint, the user's overrides) and records where each field came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+
+__all__ = ["ModelCapabilities", "THINKING_MODES", "EFFORT_LEVELS", "DISPLAYS"]
+
+THINKING_MODES = ("budget", "adaptive", "effort")
+EFFORT_LEVELS = ("minimal", "low", "medium", "high", "xhigh", "max")
+DISPLAYS = ("summarized", "omitted")
+
+
+@dataclass(frozen=True)
+class ModelCapabilities:
+    """One model's rules. Every field may be ``None`` (not known).
+
+    Attributes:
+        thinking: how thinking can be asked for: ``"budget"`` (a token budget),
+            ``"adaptive"`` (the model decides how much), ``"effort"`` (by level only);
+            ``()`` when the model does not think.
+        thinking_off: whether thinking can be turned off (False: the model always thinks).
+        display_default: what the model shows of its thinking when not asked:
+            ``"summarized"`` or ``"omitted"`` (only a signature arrives).
+        effort: the effort levels the model takes (of :data:`EFFORT_LEVELS`); ``()``: none.
+        sampling: whether ``temperature`` / ``top_p`` are accepted.
+        structured_output: a native JSON-schema output mode.
+        strict_tools: strict tool schemas.
+        forced_tool: whether a forced tool choice (``required`` or a named tool) is accepted.
+        forced_tool_thinking: whether a forced tool choice is accepted while thinking is on.
+        image_input / pdf_input / audio_input: media the model takes in.
+        max_output_tokens / context_window: token limits.
+        server_tools: the provider's own tools the model can run (``web_search`` ...).
+        sources: where each field came from (``field -> source``), for ``modelwire models
+            --capabilities``.
+    """
+
+    thinking: tuple[str, ...] | None = None
+    thinking_off: bool | None = None
+    display_default: str | None = None
+    effort: tuple[str, ...] | None = None
+    sampling: bool | None = None
+    structured_output: bool | None = None
+    strict_tools: bool | None = None
+    forced_tool: bool | None = None
+    forced_tool_thinking: bool | None = None
+    image_input: bool | None = None
+    pdf_input: bool | None = None
+    audio_input: bool | None = None
+    max_output_tokens: int | None = None
+    context_window: int | None = None
+    server_tools: tuple[str, ...] | None = None
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def native_structured_output(self) -> bool:
+        """Whether to ask for structured output natively (else: a final-answer tool)."""
+        return bool(self.structured_output)
+
+    def known(self) -> dict[str, Any]:
+        """The fields that are known, by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sources" and getattr(self, f.name) is not None}
+
+    def over(self, base: "ModelCapabilities") -> "ModelCapabilities":
+        """This record's known fields laid over ``base`` (and their sources)."""
+        known = self.known()
+        return replace(base, **known, sources={**base.sources, **{k: self.sources.get(k, "") for k in known}})
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], source: str) -> "ModelCapabilities":
+        """A record from plain data (a table entry, a profile, ``capabilities={...}``),
+        each value checked; an unknown field or a wrong value is a :class:`ConfigError`."""
+        names = {f.name for f in fields(cls)} - {"sources"}
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in names:
+                import difflib
+
+                close = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(names))}"
+                raise ConfigError(f"{source}: unknown capability {key!r}{hint}")
+            if value is None:
+                continue
+            values[key] = _checked(key, value, source)
+        return cls(**values, sources={k: source for k in values})
+
+
+_CHOICES = {"thinking": THINKING_MODES, "effort": EFFORT_LEVELS, "display_default": DISPLAYS}
+_INTS = ("max_output_tokens", "context_window")
+
+
+def _checked(key: str, value: Any, source: str) -> Any:
+    def bad(what: str) -> ConfigError:
+        return ConfigError(f"{source}: capability {key}={value!r} must be {what}")
+
+    if key in ("thinking", "effort", "server_tools"):
+        if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise bad("a list of names")
+        allowed = _CHOICES.get(key)
+        if allowed is not None and any(v not in allowed for v in value):
+            raise bad(f"a list of {', '.join(allowed)}")
+        return tuple(value)
+    if key == "display_default":
+        if value not in DISPLAYS:
+            raise bad(" or ".join(DISPLAYS))
+        return value
+    if key in _INTS:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise bad("a whole number of tokens")
+        return value
+    if not isinstance(value, bool):
+        raise bad("true or false")
+    return value
