@@ -404,6 +404,19 @@ def test_structured_output_is_native_on_claude_models_that_take_it(server):
     assert sent["output_config"]["format"]["type"] == "json_schema" and "tools" not in sent
 
 
+@pytest.mark.parametrize("spec", ["anthropic:claude-opus-4-7", "anthropic:claude-sonnet-4-20250514"])
+def test_a_refusal_is_the_answer_not_an_invalid_structure(server, spec):
+    model = load_model(spec, api_key="sk-test", base_url=server.url, retry=RetryPolicy(max_retries=0))
+    server.script(sse_reply(sse_bodies.body("anthropic", ("text", "I can't help with that."), stop="refusal")))
+    agent = Agent("Buddy", model)
+    events = run(stream_all(agent, UserMsg("user", "Weather in Paris as JSON"), structured_model=Weather))
+    reply = check_invariant(agent, events)
+    end = events[-1]
+    assert end.type == "REPLY_END" and end.finished_reason == "completed" and end.error is None
+    assert reply.structured_output is None and reply.get_text_content() == "I can't help with that. "
+    assert len(server.requests) == 1  # not asked again for the structure
+
+
 def test_structured_output_never_forces_a_tool_while_claude_thinks_on_a_budget(server):
     """Sonnet 4 has no native structured output and refuses a forced tool with budget
     thinking: after a prose answer the agent asks for the tool instead of forcing it."""

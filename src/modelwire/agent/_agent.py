@@ -41,6 +41,7 @@ class _ReplyState:
     structured: Any = None  # a pydantic model class
     native_structured: bool = False
     forced_structured: bool = False
+    refused: bool = False  # the last model call stopped with a refusal (or a content filter)
     span: Any = None  # the reply's trace span, while a stream of it runs
     failures: list = field(default_factory=list)  # what ended this stream of the reply with an error
 
@@ -403,6 +404,8 @@ class Agent:
                 stream = telemetry.under(state.span, stream)
             try:
                 async for ev in stream:
+                    if ev.type == "MODEL_CALL_END":
+                        state.refused = getattr(ev, "stop_reason", None) in ("refusal", "content_filter")
                     yield self._emit(state, ev)
             except ProviderError as err:
                 for ev in err.events:  # what closes the stream's call; _guarded ends the reply
@@ -418,7 +421,7 @@ class Agent:
                 self._states.pop(rid, None)
                 return
             if not self._open_calls(state):
-                if state.structured is not None and not state.native_structured and reply.structured_output is None:
+                if state.structured is not None and not state.native_structured and reply.structured_output is None and not state.refused:
                     state.forced_structured = True  # answered in prose: ask once more, for the structure
                     continue
                 yield self._emit(state, self._end(state))
@@ -427,7 +430,8 @@ class Agent:
     def _end(self, state: _ReplyState, structured: bool = False) -> E.ReplyEndEvent:
         rid = state.reply.id
         self._states.pop(rid, None)
-        if state.structured is None:
+        if state.structured is None or state.refused:
+            # A refusal is the model's answer (its text says why), not a structure that failed.
             return E.ReplyEndEvent(session_id=self.session_id, reply_id=rid)
         try:
             output = self._structured_value(state)
