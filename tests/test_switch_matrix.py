@@ -56,11 +56,32 @@ def _sources() -> list[tuple[str, str, object]]:
     out += [("bedrock-converse", "bedrock", p) for p in sorted((ROOT / "bedrock").glob("*.eventstream"))]
     out += [("anthropic", "anthropic", p) for p in sorted((ROOT / "anthropic-sdk-python").glob("*.txt"))]
     out += [("openai-chat", "openai", p) for p in sorted((ROOT / "openai-python").glob("*.bin"))]
+    # OpenAI-compatible servers with ids of their own (Kimi: "functions.weather:0").
+    out += [("openai-chat", "groq", p) for p in sorted((ROOT / "openai-compat").rglob("*kimi*.0.sse"))]
     return out
 
 
 SOURCES = _sources()
-TARGETS = ["anthropic", "openai", "openai-responses", "deepseek", "groq", "openrouter", "google", "vertex", "bedrock"]
+TARGETS = ["anthropic", "openai", "openai-responses", "deepseek", "groq", "openrouter", "google", "vertex", "bedrock", "mistral", "minimax"]
+
+
+def _bedrock_id_pattern() -> str:
+    import botocore.session
+
+    shape = botocore.session.Session().get_service_model("bedrock-runtime").shape_for("ToolUseBlock").members["toolUseId"]
+    return f"^{shape.metadata['pattern']}$"
+
+
+# The tool-call ids each target takes, as its API documents them (Bedrock's from botocore's
+# own shape): an id that breaks them must never be sent there.
+ID_PATTERNS = {
+    "anthropic": r"^[a-zA-Z0-9_-]+$",
+    "minimax": r"^[a-zA-Z0-9_-]+$",
+    "mistral": r"^[a-zA-Z0-9]{9}$",
+    "bedrock": _bedrock_id_pattern(),
+    "openai": r"^.{1,40}$",
+    "openai-responses": r"^.{1,40}$",
+}
 TARGET_PROTOCOL = {"anthropic": "anthropic", "openai-responses": "openai-responses"}
 
 
@@ -102,7 +123,13 @@ def test_a_recorded_reply_continues_on_every_target(source, target):
                 # Gemini pairs calls and results by position; only its own server ids travel
                 assert f'"name": "{block.name}"' in sent, f"tool call {block.name} lost"
             else:
-                assert f'"{block.id}"' in sent, f"tool call {block.id} lost"
+                import re
+
+                pattern = ID_PATTERNS.get(target)
+                if pattern is None or re.match(pattern, block.id):
+                    assert f'"{block.id}"' in sent, f"tool call {block.id} lost"  # taken as it is
+                else:
+                    assert f'"{block.id}"' not in sent, f"{block.id!r} sent to {target}, which refuses it"
         elif block.type == "thinking":
             came_from = origin(block)
             takes_back = model.protocol != "openai-chat" or model.formatter.reasoning_field is not None
@@ -115,6 +142,50 @@ def test_a_recorded_reply_continues_on_every_target(source, target):
             assert (signature in sent) == native, f"a Gemini signature on a {block.type} block, on {target}"
     if any(b.type == "tool_call" and not getattr(b, "server_side", False) for b in reply.content):
         assert "result of " in sent
+        calls, results = _call_ids(body, model.protocol)
+        assert calls == results, f"calls {calls} and their results {results} disagree"  # the same id for both
+        if target in ID_PATTERNS:
+            import re
+
+            assert all(re.match(ID_PATTERNS[target], i) for i in calls), (target, calls)
+
+
+def _call_ids(body: dict, protocol: str) -> tuple[list[str], list[str]]:
+    """The client tool-call ids of a payload, and the ids its results answer."""
+    calls, results = [], []
+    if protocol == "anthropic":
+        for m in body["messages"]:
+            for c in m["content"] if isinstance(m["content"], list) else []:
+                if c["type"] == "tool_use":
+                    calls.append(c["id"])
+                elif c["type"] == "tool_result":
+                    results.append(c["tool_use_id"])
+    elif protocol == "openai-chat":
+        for m in body["messages"]:
+            calls += [c["id"] for c in m.get("tool_calls") or []]
+            if m["role"] == "tool":
+                results.append(m["tool_call_id"])
+    elif protocol == "openai-responses":
+        for item in body["input"]:
+            if item.get("type") in ("function_call", "custom_tool_call"):
+                calls.append(item["call_id"])
+            elif item.get("type") in ("function_call_output", "custom_tool_call_output"):
+                results.append(item["call_id"])
+    elif protocol == "bedrock-converse":
+        for m in body["messages"]:
+            for c in m["content"]:
+                if "toolUse" in c:
+                    calls.append(c["toolUse"]["toolUseId"])
+                elif "toolResult" in c:
+                    results.append(c["toolResult"]["toolUseId"])
+    elif protocol == "gemini":
+        for content in body["contents"]:
+            for part in content["parts"]:
+                if "functionCall" in part:
+                    calls.append(part["functionCall"].get("id", part["functionCall"]["name"]))
+                elif "functionResponse" in part:
+                    results.append(part["functionResponse"].get("id", part["functionResponse"]["name"]))
+    return sorted(calls), sorted(results)
 
 
 def _raw_items(reply) -> list[dict]:

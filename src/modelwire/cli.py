@@ -318,18 +318,24 @@ def _load_json(path: str, what: str) -> Any:
         raise UsageError(f"{path} is not JSON ({exc}); it should hold {what}") from None
 
 
-def _cmd_format(args: argparse.Namespace) -> int:
-    """A JSON list of messages -> the request payload of one protocol."""
-    import json
+def _rules() -> dict[str, str]:
+    from .models._preflight import RULES
 
+    return RULES
+
+
+def _load_messages(path: str) -> list[Any]:
+    """A conversation from a JSON file: a list of messages (``Msg.to_dict()`` form), or an
+    object holding one as ``messages`` (or ``context``, as ``Agent.save`` writes)."""
     from pydantic import ValidationError
 
-    from .formatters import get_formatter
     from .message import Msg
 
-    data = _load_json(args.file, "a list of messages")
+    data = _load_json(path, "a list of messages")
+    if isinstance(data, dict) and isinstance(data.get("messages", data.get("context")), list):
+        data = data.get("messages", data.get("context"))
     if not isinstance(data, list):
-        raise UsageError(f"{args.file} holds a JSON {type(data).__name__}; it should hold a list of messages")
+        raise UsageError(f"{path} holds a JSON {type(data).__name__}; it should hold a list of messages")
     messages = []
     for n, item in enumerate(data):
         try:
@@ -338,12 +344,64 @@ def _cmd_format(args: argparse.Namespace) -> int:
             problems = exc.errors() if isinstance(exc, ValidationError) else [{"loc": (), "msg": str(exc)}]
             first = problems[0]
             where = ".".join(str(p) for p in first["loc"]) or "the message"
-            raise UsageError(f"{args.file}: message [{n}]: {where}: {first['msg']} (a message has `name`, `role` and `content`)") from None
-    tools = None
-    if args.tools:
-        tools = _load_json(args.tools, "a list of tool definitions")
-        if not isinstance(tools, list):
-            raise UsageError(f"{args.tools} holds a JSON {type(tools).__name__}; it should hold a list of tool definitions ([{{\"name\": ...}}])")
+            raise UsageError(f"{path}: message [{n}]: {where}: {first['msg']} (a message has `name`, `role` and `content`)") from None
+    return messages
+
+
+def _load_tools(path: str | None) -> list[Any] | None:
+    if not path:
+        return None
+    tools = _load_json(path, "a list of tool definitions")
+    if not isinstance(tools, list):
+        raise UsageError(f"{path} holds a JSON {type(tools).__name__}; it should hold a list of tool definitions ([{{\"name\": ...}}])")
+    return tools
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    """A conversation -> every reason the next request to a model would be refused or
+    would lose something (0: none, 1: findings, 2: bad input)."""
+    import json
+
+    from .models import load_model
+    from .models._preflight import repair
+    from .models.config import REPLAY_KEY, resolve
+
+    messages = _load_messages(args.file)
+    tools = _load_tools(args.tools)
+    options: dict[str, Any] = {}
+    for item in args.option or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--option {item!r} is not KEY=VALUE (for example thinking=true)")
+        try:
+            options[key] = json.loads(raw)
+        except ValueError:
+            options[key] = raw
+    spec = resolve(args.model, api_key=REPLAY_KEY)  # offline: no key is needed, none is sent
+    model = load_model(args.model, api_key=REPLAY_KEY, base_url=spec.base_url or "http://offline.invalid", capability_lookup=False, **options)
+    findings = model.preflight(messages, tools, args.tool_choice)
+    if args.json:
+        sys.stdout.write(json.dumps([f.to_dict() for f in findings], ensure_ascii=False, indent=1) + "\n")
+    else:
+        for finding in findings:
+            print(finding)
+        print(f"{len(findings)} finding(s) for {model.provider}:{model.name}" if findings else f"clean: the next request to {model.provider}:{model.name} would be accepted as it is", file=sys.stderr)
+    if args.fix:
+        fixed = repair(model, messages)
+        with open(args.fix, "w", encoding="utf-8") as out:
+            json.dump([m.to_dict() for m in fixed], out, ensure_ascii=False, indent=1)
+        print(f"the conversation with modelwire's fixes: {args.fix}", file=sys.stderr)
+    return 1 if findings else 0
+
+
+def _cmd_format(args: argparse.Namespace) -> int:
+    """A JSON list of messages -> the request payload of one protocol."""
+    import json
+
+    from .formatters import get_formatter
+
+    messages = _load_messages(args.file)
+    tools = _load_tools(args.tools)
     payload = get_formatter(args.protocol)().format(messages, tools, args.tool_choice)
     json.dump(payload, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
@@ -560,6 +618,17 @@ def build_parser() -> argparse.ArgumentParser:
     decode.add_argument("--name", default="assistant", help="the name to give the rebuilt message")
     decode.add_argument("file", help="the body, or - for standard input")
     decode.set_defaults(func=_cmd_decode)
+
+    check = command("check", "find, offline, every reason the next request of a conversation to a model would be refused or would lose something")
+    check.add_argument("file", help="the conversation: a JSON list of messages (or an Agent.save file), or - for standard input")
+    check.add_argument("-m", "--model", required=True, help="PROVIDER:MODEL (or a profile) the conversation goes to next")
+    check.add_argument("--tools", help="a JSON file with a list of tool definitions")
+    check.add_argument("--tool-choice", help="auto, none, required, or a tool name")
+    check.add_argument("--option", action="append", metavar="KEY=VALUE", help="a model option (thinking=true, reasoning_effort=high ...); repeatable")
+    check.add_argument("--json", action="store_true", help="the findings as JSON (rule, index, message, fix)")
+    check.add_argument("--fix", metavar="OUT.json", help="write the conversation with the fixes modelwire applies")
+    check.epilog = "exit status: 0 clean, 1 findings, 2 bad input. Rules: " + "; ".join(f"{k}: {v}" for k, v in _rules().items())
+    check.set_defaults(func=_cmd_check)
 
     fmt = command("format", "turn a JSON list of messages into a provider's request payload")
     fmt.add_argument("--protocol", required=True, choices=protocols, help=f"the wire protocol of the payload: {', '.join(protocols)}")

@@ -256,13 +256,16 @@ class FormatError(ModelwireError, ValueError):
     """A conversation cannot be expressed in a provider's request format.
 
     Names the index of the offending message (in the list given to the formatter) and
-    the rule, so the problem can be fixed before anything is sent.
+    the rule, so the problem can be fixed before anything is sent. ``code`` is a stable
+    name for the rule (``orphan-result``, ``unanswered-call``, ``cache-breakpoints``,
+    ``unsupported-media`` ..., ``format`` for the rest), as ``modelwire check`` reports it.
     """
 
-    def __init__(self, index: int | None, rule: str, protocol: str = "") -> None:
+    def __init__(self, index: int | None, rule: str, protocol: str = "", code: str = "format") -> None:
         self.index = index
         self.rule = rule
         self.protocol = protocol
+        self.code = code
         where = f"message [{index}]" if index is not None else "request"
         prefix = f"{protocol}: " if protocol else ""
         super().__init__(f"{prefix}{where}: {rule}")

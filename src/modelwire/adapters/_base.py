@@ -128,6 +128,12 @@ class BaseAdapter:
         self._out: list[E.EventBase] = []
         self.blocks: dict[Any, Block] = {}  # provider key -> open block, in opening order
         self._ids: set[str] = set()  # every block id of this call: a provider that repeats one is refused
+        # Tool names as sent -> the tools' own names, where the target refused a name (see
+        # formatters._toolids); set by the models layer.
+        self.tool_names: dict[str, str] = {}
+        # The endpoint family this stream comes from (recorded on what it mints); set by the
+        # models layer, None when not known.
+        self.endpoint: str | None = None
         self.state = IDLE
         self.failed: ProviderError | None = None
         # usage, raw values as the provider reports them
@@ -231,7 +237,7 @@ class BaseAdapter:
     @property
     def origin(self) -> dict[str, Any]:
         """A fresh ``provider_metadata`` value for a block this stream made."""
-        return provenance(self.provider, self.protocol)
+        return provenance(self.provider, self.protocol, self.endpoint)
 
     # -- for subclasses -------------------------------------------------------------------
 
@@ -298,8 +304,12 @@ class BaseAdapter:
         if block.id in self._ids and kind != "tool_result":
             raise StreamProtocolError(f"{self.protocol}: the id {block.id!r} is used by two blocks of one call")
         self._ids.add(block.id)
-        if kind == "tool_call" and (not isinstance(name, str) or not name):
-            raise StreamProtocolError(f"{self.protocol}: a tool call without a name ({block.id!r})")
+        if kind == "tool_call":
+            if not isinstance(name, str) or not name:
+                raise StreamProtocolError(f"{self.protocol}: a tool call without a name ({block.id!r})")
+            if self.tool_names:
+                # The model called a tool by the name it was sent as: the tool's own name.
+                name = block.name = self.tool_names.get(name, name)
         if kind == "tool_result" and any(b.id == block.id and b.kind == "tool_call" for b in self.blocks.values()):
             # The grammar puts a result after its call's END: the call's stop is missing.
             raise StreamProtocolError(f"{self.protocol}: a result for tool call {block.id!r} before that call ended")

@@ -82,12 +82,20 @@ class ToolSpec:
 def guarded(format: Any) -> Any:
     """Formatters raise only :class:`FormatError`: anything else a conversation makes one
     raise (a wrong-typed extra, say) becomes one, naming what broke; with
-    ``MODELWIRE_DEBUG=1`` it surfaces as itself, since it may be a bug here."""
+    ``MODELWIRE_DEBUG=1`` it surfaces as itself, since it may be a bug here. Before
+    formatting, tool-call ids and tool names go through the formatter's
+    ``tool_id_rules`` / ``tool_name_rules`` (None: taken as they are)."""
     import functools
 
     @functools.wraps(format)
     def run(self: Any, messages: Sequence[Msg], tools: Any = None, tool_choice: Any = None) -> dict[str, Any]:
         try:
+            ids, names = getattr(self, "tool_id_rules", None), getattr(self, "tool_name_rules", None)
+            if ids is not None or names is not None:
+                # Ids and names the target refuses, rewritten (see _toolids).
+                from ._toolids import conform
+
+                messages, tools, tool_choice = conform(messages, tools, tool_choice, ids, names)
             return format(self, messages, tools, tool_choice)
         except FormatError:
             raise
@@ -249,7 +257,7 @@ def segments(
                     kind = "assistant"
                 else:
                     if block.id not in calls:
-                        raise FormatError(index, f"tool result {block.id!r} answers no tool call made before it", protocol)
+                        raise FormatError(index, f"tool result {block.id!r} answers no tool call made before it", protocol, code="orphan-result")
                     if block.state == "running":
                         raise FormatError(index, f"tool result {block.id!r} is still running; only finished results can be sent", protocol)
                     open_calls.pop(block.id, None)
@@ -307,6 +315,7 @@ def _unanswered(open_calls: dict[str, int], protocol: str) -> None:
         index,
         f"tool call {cid!r} has no result before the conversation goes on; every tool call needs a tool result",
         protocol,
+        code="unanswered-call",
     )
 
 
@@ -332,10 +341,10 @@ def data_uri(block: DataBlock) -> str:
     return payload if kind == "url" else f"data:{media_type.split(';')[0]};base64,{payload}"
 
 
-def raw_provider_block(block: DataBlock, protocol: str, provider: str | None = None, *, scope: str = "provider") -> dict[str, Any] | None:
+def raw_provider_block(block: DataBlock, protocol: str, provider: str | None = None, *, scope: str = "provider", endpoint: str | None = None) -> dict[str, Any] | None:
     """The provider item a data block carries whole (see the adapters), if the target
-    (``protocol``, ``provider``) can take it back (see :func:`replays_natively`)."""
-    if block.source.type != "base64" or not replays_natively(block, protocol, provider, scope=scope):
+    (``protocol``, ``provider``, ``endpoint``) can take it back (see :func:`replays_natively`)."""
+    if block.source.type != "base64" or not replays_natively(block, protocol, provider, scope=scope, endpoint=endpoint):
         return None
     try:
         raw = json.loads(base64.b64decode(block.source.data))
@@ -349,17 +358,22 @@ def raw_provider_block(block: DataBlock, protocol: str, provider: str | None = N
 # -- provenance: which provider-specific blocks a target takes back -------------------------
 
 
-def replays_natively(block: Any, protocol: str, provider: str | None, *, scope: str) -> bool:
-    """Whether a target (``protocol`` spoken to ``provider``) takes this block back as it is.
+def replays_natively(block: Any, protocol: str, provider: str | None, *, scope: str, endpoint: str | None = None) -> bool:
+    """Whether a target (``protocol`` spoken to ``provider`` at ``endpoint``) takes this
+    block back as it is.
 
-    ``scope`` is the target protocol's rule: ``"protocol"`` when anything its protocol
-    produced is valid on every server speaking it (Anthropic signatures), ``"provider"``
-    when only the same provider can use it (DeepSeek's reasoning is not Groq's). An origin
-    or a target whose provider is unknown matches on the protocol alone.
+    Where both the block and the target know their endpoint family, the family decides:
+    a signature MiniMax minted is not Anthropic's. Otherwise ``scope`` is the target
+    protocol's rule: ``"protocol"`` when anything its protocol produced is valid on every
+    server speaking it (Anthropic signatures), ``"provider"`` when only the same provider
+    can use it (DeepSeek's reasoning is not Groq's). An origin or a target whose provider
+    is unknown matches on the protocol alone.
     """
     found = origin(block)
     if found is None or found.protocol != protocol:
         return False
+    if endpoint is not None and found.endpoint is not None:
+        return found.endpoint == endpoint
     if scope == "protocol" or provider is None or found.provider is None:
         return True
     return found.provider == provider

@@ -16,6 +16,7 @@ from ..event import AgentEvent, EventBase
 from .._sync import run_sync
 from ..errors import UnsupportedOptionError
 from ..formatters import ToolSpec
+from ..formatters._toolids import name_map
 from ..message import AssistantMsg, Base64Source, DataBlock, Msg, MsgInput, UserMsg, as_messages
 from ..protocols import ModelCapabilities, ModelOptions, WireProtocol, get_protocol
 from ..protocols._protocol import thinking_requested
@@ -65,8 +66,17 @@ class HTTPModel:
         if lookup not in ("auto", True, False):
             raise E.ConfigError(f"capability_lookup={lookup!r} must be 'auto', True or False")
         self.capability_lookup = lookup
+        media = options.pop("on_unsupported_media", "refuse")
+        if media not in ("refuse", "note"):
+            raise E.ConfigError(f"on_unsupported_media={media!r} must be 'refuse' or 'note'")
+        self.on_unsupported_media = media
+        family = options.pop("endpoint_family", None)
+        if family is not None and (not isinstance(family, str) or not family):
+            raise E.ConfigError(f"endpoint_family={family!r} must be a name")
+        self.endpoint = family or endpoint_family(spec.preset, spec.base_url)
         self.options = ModelOptions.from_dict(options)
         self.formatter = self.wire.new_formatter(spec.preset, spec.model, **formatter_options)
+        self.formatter.endpoint = self.endpoint
         self.transport = transport or HTTPTransport(timeouts=self.timeouts)
         self.retry = retry or RetryPolicy()
         self._sleep = sleep or asyncio.sleep
@@ -109,6 +119,13 @@ class HTTPModel:
             if published is not None:
                 self._published, self._capabilities = published, None
         return self.capabilities
+
+    def preflight(self, messages: MsgInput, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: ModelOptions | dict | None = None) -> list[Any]:
+        """Every reason the next request for these messages would be refused or would lose
+        something, found offline (see :mod:`._preflight`): an empty list when none."""
+        from ._preflight import preflight
+
+        return preflight(self, as_messages(messages), tools, tool_choice, options)
 
     def forced_tool_ok(self, options: ModelOptions | dict | None = None) -> bool:
         """Whether a forced tool choice can go with these options on this model (Claude
@@ -154,8 +171,24 @@ class HTTPModel:
                 raise UnsupportedOptionError(
                     "tool_choice", self.provider, "the model cannot be made to call a tool while it thinks; use tool_choice='auto', or thinking=False", model=self.name
                 )
+        messages = self._media_checked(messages, caps)
         payload = self.formatter.format(messages, tools, tool_choice)
         return self.wire.body(self.name, payload, opts, self.spec.preset, caps), opts
+
+    def _media_checked(self, messages: Sequence[Msg], caps: ModelCapabilities) -> Sequence[Msg]:
+        """Media the model cannot take in (its capabilities say so): a ``FormatError`` naming
+        the message, or with ``on_unsupported_media="note"`` a short text note in its place."""
+        refused = {kind for kind in ("image", "pdf", "audio") if getattr(caps, f"{kind}_input") is False}
+        if not refused:
+            return messages
+        out: list[Msg] | None = None
+        for index, msg in enumerate(messages):
+            content = _without_media(msg.content, refused, index, self)
+            if content is not None:
+                if out is None:
+                    out = list(messages)
+                out[index] = msg.model_copy(update={"content": content})
+        return messages if out is None else out
 
     # -- the call ------------------------------------------------------------------------
 
@@ -178,6 +211,7 @@ class HTTPModel:
         if not self._looked_up and _depends_on_capabilities(self.options.merged(options), tools, tool_choice):
             await self.lookup_capabilities()
         payload, opts = self.build_request(messages, tools, tool_choice, options)
+        renamed = name_map(tools, getattr(self.formatter, "tool_name_rules", None))
         body = json.dumps(payload, ensure_ascii=False).encode()
         headers = await self._signed(self.url(), self.headers(opts.extra_headers), body)
         trace = telemetry.model_call(self.provider, self.name, self.url(), opts, messages) if telemetry.enabled() else None
@@ -187,6 +221,9 @@ class HTTPModel:
             attempt = 0
             while True:
                 decoder = self.wire.decoder(self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name))
+                decoder.adapter.endpoint = self.endpoint
+                if renamed:
+                    decoder.adapter.tool_names = renamed
                 head = b""  # the start of the body, to name a server that speaks another protocol
                 held: list[EventBase] = []
                 passed_on = False
@@ -350,6 +387,60 @@ class HTTPModel:
 
     async def aclose(self) -> None:
         await self.transport.aclose()
+
+
+def _media_kind(media_type: str) -> str | None:
+    base = media_type.split(";")[0].strip().lower()
+    if base.startswith("image/"):
+        return "image"
+    if base == "application/pdf":
+        return "pdf"
+    if base.startswith("audio/"):
+        return "audio"
+    return None
+
+
+def _without_media(blocks: list[Any], refused: set[str], index: int, model: "HTTPModel") -> list[Any] | None:
+    """``blocks`` with the media of ``refused`` kinds noted or refused; None when none is there."""
+    out: list[Any] | None = None
+    for k, block in enumerate(blocks):
+        replacement: Any = None
+        if block.type == "data" and block.__pydantic_extra__ is not None and block.__pydantic_extra__.get("provider_block_type") is not None:
+            continue  # a provider's own item, not media
+        if block.type == "data":
+            kind = _media_kind(block.source.media_type)
+            if kind in refused:
+                replacement = _media_note(kind, block, index, model)
+        elif block.type == "tool_result" and not isinstance(block.output, str):
+            inner = _without_media(list(block.output), refused, index, model)
+            if inner is not None:
+                replacement = block.model_copy(update={"output": inner})
+        if replacement is not None:
+            if out is None:
+                out = list(blocks)
+            out[k] = replacement
+    return out
+
+
+def _media_note(kind: str, block: Any, index: int, model: "HTTPModel") -> Any:
+    from ..message import TextBlock
+
+    what = f"{model.provider}:{model.name} takes no {kind} input"
+    if model.on_unsupported_media == "refuse":
+        raise E.FormatError(
+            index, f"{what} ({block.source.media_type}); remove it, choose a model that takes it, or load the model with on_unsupported_media='note'", model.protocol, code="unsupported-media"
+        )
+    name = f" {block.name!r}" if getattr(block, "name", None) else ""
+    return TextBlock(text=f"[{kind}{name} not shown: {what}]")
+
+
+def endpoint_family(preset: Any, base_url: str | None) -> str:
+    """Which endpoints accept what this one mints: the provider's own family at its own
+    base URL, else the host of the base URL (a proxy, a gateway, a compatible server)."""
+    own = (preset.base_url or "").rstrip("/")
+    if not base_url or base_url.rstrip("/") == own:
+        return preset.endpoint_family or preset.name
+    return urlparse(base_url).hostname or base_url
 
 
 def _depends_on_capabilities(opts: ModelOptions, tools: Any, tool_choice: Any) -> bool:

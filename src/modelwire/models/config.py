@@ -33,8 +33,30 @@ PRESETS: dict[str, Preset] = {
     for p in [
         Preset(
             "anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="Anthropic Messages API",
+            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, dialect={"model_info": "anthropic"}, description="Anthropic Messages API",
             example="claude-sonnet-4-5",
+        ),
+        # Anthropic-compatible endpoints users switch between: each mints thinking signatures
+        # only it accepts (its own endpoint family), which are never sent to Anthropic.
+        Preset(
+            "minimax", "anthropic", "https://api.minimax.io/anthropic", "MINIMAX_API_KEY", "MINIMAX_BASE_URL",
+            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="MiniMax (Anthropic-compatible; api.minimaxi.com/anthropic in China)",
+            example="MiniMax-M2",
+        ),
+        Preset(
+            "moonshot-anthropic", "anthropic", "https://api.moonshot.ai/anthropic", "MOONSHOT_API_KEY",
+            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="Moonshot Kimi, Anthropic-compatible endpoint",
+            example="kimi-k2-turbo-preview",
+        ),
+        Preset(
+            "zai-anthropic", "anthropic", "https://api.z.ai/api/anthropic", "ZAI_API_KEY",
+            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="Zhipu GLM (Z.ai), Anthropic-compatible endpoint",
+            example="glm-4.6",
+        ),
+        Preset(
+            "deepseek-anthropic", "anthropic", "https://api.deepseek.com/anthropic", "DEEPSEEK_API_KEY",
+            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="DeepSeek, Anthropic-compatible endpoint",
+            example="deepseek-chat",
         ),
         Preset(
             "openai", "openai-chat", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL",
@@ -70,7 +92,7 @@ PRESETS: dict[str, Preset] = {
             dialect={"reasoning_field": "reasoning", "reasoning_effort": True}, description="Groq", example="openai/gpt-oss-120b",
         ),
         Preset("together", "openai-chat", "https://api.together.xyz/v1", "TOGETHER_API_KEY", description="Together AI", example="meta-llama/Llama-3.3-70B-Instruct-Turbo"),
-        Preset("mistral", "openai-chat", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", description="Mistral", example="mistral-large-latest"),
+        Preset("mistral", "openai-chat", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", dialect={"tool_id_style": "mistral"}, description="Mistral", example="mistral-large-latest"),
         Preset("xai", "openai-chat", "https://api.x.ai/v1", "XAI_API_KEY", dialect={"reasoning_effort": True}, description="xAI", example="grok-4"),
         Preset(
             "moonshot", "openai-chat", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY",
@@ -200,7 +222,7 @@ def _check_profile(profile: dict[str, Any], name: str, path: Path | None) -> Non
 
     from ..protocols import ModelOptions
 
-    known = {f.name for f in fields(ModelOptions)} | {"model", "api_key", "base_url", "timeouts", "formatter", "capabilities", "capability_lookup"}
+    known = {f.name for f in fields(ModelOptions)} | {"model", "api_key", "base_url", "timeouts", "formatter", "capabilities", "capability_lookup", "endpoint_family", "on_unsupported_media"}
     for key in profile:
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)

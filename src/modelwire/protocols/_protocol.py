@@ -42,6 +42,10 @@ class Preset:
     dialect: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     example: str = ""  # a model name to show in help
+    # The family of endpoints that accept what this provider's own endpoint mints (signed
+    # thinking, encrypted reasoning); None: the preset's name. Any other base URL is a
+    # family of its own (its host), unless a profile says ``endpoint_family``.
+    endpoint_family: str | None = None
 
 
 @dataclass(frozen=True)
@@ -297,6 +301,11 @@ class WireProtocol:
         caps = self.capabilities_for(preset)
         where = f"the {self.name} protocol"
         return ModelCapabilities(structured_output=caps.native_structured_output, sources={"structured_output": where})
+
+    def schema_problems(self, schema: dict[str, Any]) -> list[str]:
+        """Why ``schema`` would go unenforced on this protocol's strict mode (none: it
+        would be enforced, or the protocol enforces nothing)."""
+        return []
 
     def model_info_url(self, base_url: str, model: str, preset: Preset) -> str | None:
         """Where the provider publishes what ``model`` accepts (a GET with the usual auth),

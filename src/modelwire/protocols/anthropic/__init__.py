@@ -113,6 +113,9 @@ class AnthropicProtocol(WireProtocol):
         return ModelCapabilities(structured_output=False, sources={"structured_output": "the anthropic protocol (not known for this model)"})
 
     def model_info_url(self, base_url: str, model: str, preset: Preset) -> str | None:
+        # Anthropic's Models API; Anthropic-compatible servers publish no capabilities.
+        if preset.dialect.get("model_info") != "anthropic":
+            return None
         from urllib.parse import quote
 
         return f"{self.sdk_base_url(base_url)}/v1/models/{quote(model, safe='')}"

@@ -48,6 +48,7 @@ from ...formatters import (
     tool_specs,
 )
 
+from ...formatters._toolids import IdRules
 from . import PROTOCOL as _WIRE
 
 __all__ = ["AnthropicFormatter", "format_anthropic", "MAX_CACHE_BREAKPOINTS"]
@@ -60,8 +61,16 @@ _EPHEMERAL = {"type": "ephemeral"}
 _NONE: Mapping[str, Any] = MappingProxyType({})  # the extras of a block that has none
 
 
+# tool_use ids: ^[a-zA-Z0-9_-]+$; tool names: ^[a-zA-Z0-9_-]{1,64}$.
+TOOL_IDS = IdRules(allowed="A-Za-z0-9_-", max_len=256)
+TOOL_NAMES = IdRules(allowed="A-Za-z0-9_-", max_len=64)
+
+
 class AnthropicFormatter:
+    tool_id_rules: IdRules | None = TOOL_IDS
+    tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL
+    endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
 
     @staticmethod
     def needs_inline(media_type: str) -> bool:
@@ -175,14 +184,14 @@ class AnthropicFormatter:
         elif btype == "data":
             if not is_raw_provider_block(block):
                 raise FormatError(seg.index_of(block), f"an assistant turn cannot carry {block.source.media_type} data for Anthropic", PROTOCOL)
-            raw = raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE)
+            raw = raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
             if raw:
                 out.append(raw)
         else:
             raise FormatError(seg.index_of(block), f"a {btype!r} block cannot be sent in an assistant turn", PROTOCOL)
 
     def _native(self, block: Any) -> bool:
-        return replays_natively(block, PROTOCOL, self.provider, scope=SCOPE)
+        return replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
 
     def _result(self, block: Any, seg: Segment, turn: list[dict[str, Any]]) -> None:
         out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.id}
@@ -215,6 +224,7 @@ class AnthropicFormatter:
                 f"{wanted + last} cache breakpoints asked for (system, tools, last {self.cache_last_turns} user turns);"
                 f" Anthropic allows {MAX_CACHE_BREAKPOINTS}",
                 PROTOCOL,
+                code="cache-breakpoints",
             )
         if self.cache_system and payload.get("system"):
             payload["system"][-1]["cache_control"] = dict(_EPHEMERAL)

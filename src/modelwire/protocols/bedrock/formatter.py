@@ -23,7 +23,6 @@ Rules (the service enforces them with a ValidationException):
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any, Sequence
 
@@ -42,6 +41,7 @@ from ...formatters import (
     tool_specs,
 )
 from ...message import Msg
+from ...formatters._toolids import IdRules
 from . import PROTOCOL as _WIRE
 
 __all__ = ["BedrockConverseFormatter", "format_bedrock_converse"]
@@ -63,8 +63,16 @@ DOCUMENT_FORMATS = {
 _NAME_BAD = re.compile(r"[^A-Za-z0-9 \-()\[\]]+")
 
 
+# botocore's shapes: toolUseId [a-zA-Z0-9_.:-]{1,64}, tool names [a-zA-Z0-9_-]{1,64}.
+TOOL_IDS = IdRules(allowed="A-Za-z0-9_.:-", max_len=64)
+TOOL_NAMES = IdRules(allowed="A-Za-z0-9_-", max_len=64)
+
+
 class BedrockConverseFormatter:
+    tool_id_rules: IdRules | None = TOOL_IDS
+    tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL
+    endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
 
     @staticmethod
     def needs_inline(media_type: str) -> bool:
@@ -87,6 +95,10 @@ class BedrockConverseFormatter:
         self.provider = provider
         self.thinking_as_text = thinking_as_text
         self.tool_id_style = tool_id_style
+        if tool_id_style == "mistral":
+            from ..openai_chat.formatter import MISTRAL_IDS
+
+            self.tool_id_rules = MISTRAL_IDS
         self.cache_system = cache_system
         self.cache_tools = cache_tools
         self.speaker_names = speaker_names
@@ -152,7 +164,7 @@ class BedrockConverseFormatter:
             elif btype == "tool_call":
                 if extra(block, "server_side", False):
                     continue  # a server tool: its result in the text carries what it found
-                out.append({"toolUse": {"toolUseId": self._id(block.id), "name": block.name, "input": parse_arguments(block)}})
+                out.append({"toolUse": {"toolUseId": block.id, "name": block.name, "input": parse_arguments(block)}})
             elif btype == "tool_result":
                 continue  # a server tool's result
             elif btype == "data":
@@ -163,7 +175,7 @@ class BedrockConverseFormatter:
         return out
 
     def _reasoning(self, block: Any) -> list[dict[str, Any]]:
-        if replays_natively(block, PROTOCOL, self.provider, scope=SCOPE):
+        if replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint):
             if extra(block, "redacted_thinking_data"):
                 return [{"reasoningContent": {"redactedContent": extra(block, "redacted_thinking_data")}}]
             if extra(block, "signature"):
@@ -183,13 +195,7 @@ class BedrockConverseFormatter:
         if not content:
             content = [{"text": f"The tool call was {block.state}." if block.state in ("denied", "interrupted") else "(no output)"}]
         status = "error" if block.state in ("error", "denied", "interrupted") else "success"
-        return {"toolResult": {"toolUseId": self._id(block.id), "content": content, "status": status}}
-
-    def _id(self, call_id: str) -> str:
-        if self.tool_id_style != "mistral" or re.fullmatch(r"[A-Za-z0-9]{9}", call_id):
-            return call_id
-        digest = hashlib.sha256(call_id.encode()).hexdigest()
-        return digest[:9]
+        return {"toolResult": {"toolUseId": block.id, "content": content, "status": status}}
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:

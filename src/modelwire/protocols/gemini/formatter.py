@@ -45,6 +45,8 @@ from ...formatters import (
     tool_specs,
 )
 from ...message import Msg
+from ...message._provenance import GEMINI_TS
+from ...formatters._toolids import IdRules
 from . import PROTOCOL as _WIRE
 
 __all__ = ["GeminiFormatter", "format_gemini", "PLACEHOLDER_SIGNATURE"]
@@ -58,8 +60,16 @@ SERVER_TOOLS = frozenset({"googleSearch", "googleSearchRetrieval", "codeExecutio
 PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator"
 
 
+# Function names start with a letter or an underscore, then letters, digits, _ . : -, up to
+# 128 (google-genai's FunctionCall.name); call ids are free.
+TOOL_NAMES = IdRules(allowed="A-Za-z0-9_.:-", max_len=128, first="A-Za-z_")
+
+
 class GeminiFormatter:
+    tool_id_rules: IdRules | None = None
+    tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL
+    endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
 
     @staticmethod
     def needs_inline(media_type: str) -> bool:
@@ -131,7 +141,7 @@ class GeminiFormatter:
         first_call = True
         for block in seg.blocks:
             btype = block.type
-            native = replays_natively(block, PROTOCOL, self.provider, scope=SCOPE)
+            native = replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
             signature = extra(block, "thought_signature") if native else None
             if btype in ("text", "thinking"):
                 text = block.text if btype == "text" else block.thinking
@@ -154,6 +164,8 @@ class GeminiFormatter:
                         parts.append(raw)
                     continue
                 calls[block.id] = block
+                if signature is None and native and block.id.startswith(GEMINI_TS):
+                    signature = block.id[len(GEMINI_TS) :]  # AgentScope's way of keeping it
                 call: dict[str, Any] = {"name": block.name, "args": parse_arguments(block)}
                 if native and extra(block, "server_call_id"):
                     call["id"] = block.id
@@ -194,7 +206,7 @@ class GeminiFormatter:
             key = "error" if result.state in ("error", "denied", "interrupted") else "result"
             response: dict[str, Any] = {"name": result.name, "response": {key: text}}
             call = calls.get(result.id)
-            if call is not None and extra(call, "server_call_id") and replays_natively(call, PROTOCOL, self.provider, scope=SCOPE):
+            if call is not None and extra(call, "server_call_id") and replays_natively(call, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint):
                 response["id"] = result.id
             responses.append({"functionResponse": response})
         return responses + media

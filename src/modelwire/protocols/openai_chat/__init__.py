@@ -16,6 +16,8 @@ Servers differ in a few documented ways; a preset's ``dialect`` says which:
 - ``reasoning_effort``: the server takes ``reasoning_effort``;
 - ``json_schema``: the server takes ``response_format`` of type ``json_schema``;
 - ``stream_usage``: send ``stream_options.include_usage``;
+- ``tool_id_style``: ``mistral`` when tool-call ids must be nine letters and digits (others
+  are rewritten, the same for a call and its result);
 - ``empty_content_null``: an assistant turn with only tool calls says ``content: null``
   (OpenAI's documented form; the default) or, set to False, ``""`` (llama.cpp's server
   refuses null there).
@@ -62,7 +64,7 @@ def strict_format(schema: dict[str, Any], model: str) -> tuple[dict[str, Any], b
         log.debug("json_schema for %s: %s", model, note)
     return strict, True
 
-_FORMATTER_KEYS = ("reasoning_field", "reasoning_on_tool_calls", "replay_reasoning_details", "empty_content_null")
+_FORMATTER_KEYS = ("reasoning_field", "reasoning_on_tool_calls", "replay_reasoning_details", "empty_content_null", "tool_id_style")
 
 
 class OpenAIChatProtocol(WireProtocol):
@@ -87,6 +89,15 @@ class OpenAIChatProtocol(WireProtocol):
         if preset.dialect.get("json_schema", True):
             return self.capabilities
         return replace(self.capabilities, native_structured_output=False)
+
+    def schema_problems(self, schema: dict[str, Any]) -> list[str]:
+        from ...formatters._schema import NotStrict, SchemaRules, strict_schema
+
+        try:
+            strict_schema(schema, SchemaRules(**STRICT_RULES))
+        except NotStrict as exc:
+            return [str(exc)]
+        return []
 
     def model_info_url(self, base_url: str, model: str, preset: Preset) -> str | None:
         # OpenRouter publishes each model's parameters (``GET /models``); OpenAI's own

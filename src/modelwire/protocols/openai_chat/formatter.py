@@ -45,6 +45,7 @@ from ...formatters import (
     tool_specs,
 )
 
+from ...formatters._toolids import IdRules
 from . import PROTOCOL as _WIRE
 
 __all__ = ["OpenAIChatFormatter", "format_openai_chat"]
@@ -54,8 +55,18 @@ SCOPE = _WIRE.replay_scope
 _AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
+# Tool-call ids: OpenAI takes any printable id up to 40 characters; Mistral (which speaks
+# this protocol) exactly nine letters and digits. Function names: [a-zA-Z0-9_-]{1,64}.
+TOOL_IDS = IdRules(allowed="!-~", max_len=40)
+MISTRAL_IDS = IdRules(allowed="A-Za-z0-9", exact=9)
+TOOL_NAMES = IdRules(allowed="A-Za-z0-9_-", max_len=64)
+
+
 class OpenAIChatFormatter:
     protocol = PROTOCOL
+    endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
+    tool_id_rules: IdRules | None = TOOL_IDS
+    tool_name_rules: IdRules | None = TOOL_NAMES
 
     @staticmethod
     def needs_inline(media_type: str) -> bool:
@@ -76,7 +87,12 @@ class OpenAIChatFormatter:
         speaker_names: bool = False,
         assistant_name: str | None = None,
         empty_content_null: bool = True,
+        tool_id_style: str | None = None,
     ) -> None:
+        if tool_id_style not in (None, "mistral"):
+            raise ValueError("tool_id_style is None or 'mistral'")
+        if tool_id_style == "mistral":
+            self.tool_id_rules = MISTRAL_IDS
         if system_role not in ("system", "developer"):
             raise ValueError("system_role is 'system' or 'developer'")
         if reasoning_field not in (None, "reasoning_content", "reasoning"):
@@ -158,7 +174,7 @@ class OpenAIChatFormatter:
                 if block.text:
                     (refusals if extra(block, "refusal", False) else texts).append(block.text)
             elif btype == "thinking":
-                native = replays_natively(block, PROTOCOL, self.provider, scope=SCOPE)
+                native = replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
                 if self.reasoning_field and (native or origin(block) is None):
                     # Reasoning this provider made, or plain reasoning nobody claims
                     # (AgentScope writes no origin): the dialect wants it back.

@@ -26,6 +26,11 @@ class OpenAIResponsesProtocol(WireProtocol):
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True)
     sdk_package = "openai"
 
+    def schema_problems(self, schema: dict[str, Any]) -> list[str]:
+        from ..openai_chat import PROTOCOL as CHAT
+
+        return CHAT.schema_problems(schema)  # the same strict mode
+
     def matches_url(self, url: str) -> bool:
         path = url.split("?")[0].rstrip("/")
         return path.endswith("/responses") or "/responses/" in path

@@ -42,6 +42,8 @@ from ...formatters import (
     tool_specs,
 )
 
+from ...formatters._toolids import IdRules
+from ..openai_chat.formatter import TOOL_IDS, TOOL_NAMES  # the same rules on OpenAI's two APIs
 from . import PROTOCOL as _WIRE
 
 __all__ = ["OpenAIResponsesFormatter", "format_openai_responses"]
@@ -52,6 +54,9 @@ SCOPE = _WIRE.replay_scope
 
 class OpenAIResponsesFormatter:
     protocol = PROTOCOL
+    endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
+    tool_id_rules: IdRules | None = TOOL_IDS
+    tool_name_rules: IdRules | None = TOOL_NAMES
 
     @staticmethod
     def needs_inline(media_type: str) -> bool:
@@ -184,15 +189,15 @@ class OpenAIResponsesFormatter:
                     items.append(raw)
             elif btype == "data":
                 if is_raw_provider_block(block):
-                    raw = raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE)
+                    raw = raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
                     if raw:
                         items.append(raw)
                     continue
                 raise FormatError(seg.index_of(block), f"assistant output cannot carry {block.source.media_type} data", PROTOCOL)
-        return items
+        return _reasoning_first(items)
 
     def _native(self, block: Any) -> bool:
-        return replays_natively(block, PROTOCOL, self.provider, scope=SCOPE)
+        return replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
 
     @staticmethod
     def _output_text(items: list, message: dict | None, text: str, item_id: str | None, refusal: bool, annotations: list) -> dict:
@@ -228,6 +233,24 @@ class OpenAIResponsesFormatter:
         if result.state in ("denied", "interrupted") and not output:
             output = f"The tool call was {result.state}."
         return {"type": "function_call_output", "call_id": result.id, "output": output}
+
+
+def _reasoning_first(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Reasoning before the output it belongs to. A turn that ends with reasoning (AgentScope
+    stores the reasoning of a reply after its text and calls) has it moved before the items
+    since the reasoning before it: the API refuses a reasoning item its output does not follow."""
+    end = len(items)
+    if not end or items[-1].get("type") != "reasoning":
+        return items
+    k = end
+    while k and items[k - 1].get("type") == "reasoning":
+        k -= 1
+    start = k
+    while start and items[start - 1].get("type") != "reasoning":
+        start -= 1
+    if start == k:
+        return items
+    return items[:start] + items[k:] + items[start:k]
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:

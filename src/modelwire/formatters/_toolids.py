@@ -1,0 +1,179 @@
+"""Tool-call ids and tool names as each target accepts them.
+
+Providers differ: Anthropic and Bedrock take ids of ``[a-zA-Z0-9_-]`` only, Mistral wants
+exactly nine letters and digits, OpenAI caps ids at 40 characters; tool names are
+``[a-zA-Z0-9_-]{1,64}`` on most, Gemini also takes ``.`` and ``:``. A history made on one
+provider (Kimi's ``functions.get_weather:0`` ids, MCP-style ``fs/read`` names) goes to
+another through :func:`conform`, which every formatter runs first: an id or name the
+target refuses is rewritten, deterministically (the same conversation always gives the
+same request), the same for a call and its result, and without collisions in the
+conversation. The messages themselves are not changed (blocks that need a new id are
+copied), so a replay to the provider that made them is byte for byte what it was; a
+name the model calls by its rewritten form is mapped back by the models layer
+(:func:`name_map`), so the agent runs the right function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+__all__ = ["IdRules", "conform", "wire_name", "name_map"]
+
+_B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+@dataclass(frozen=True)
+class IdRules:
+    """What a target takes as an id or a name.
+
+    Attributes:
+        allowed: the characters taken, as the inside of a regex character class.
+        max_len: the longest value taken.
+        exact: a length every value must have (its characters then letters and digits).
+        first: a character class the first character must be in (names on Gemini).
+    """
+
+    allowed: str = "A-Za-z0-9_-"
+    max_len: int = 64
+    exact: int | None = None
+    first: str | None = None
+
+    def __post_init__(self) -> None:
+        pattern = f"[{self.allowed}]{{{self.exact}}}" if self.exact else f"[{self.allowed}]{{1,{self.max_len}}}"
+        if self.first and not self.exact:
+            pattern = f"(?=[{self.first}])" + pattern
+        object.__setattr__(self, "_fits", re.compile(pattern).fullmatch)
+        object.__setattr__(self, "_bad", re.compile(f"[^{self.allowed}]+"))
+
+    def fits(self, value: str) -> bool:
+        return self._fits(value) is not None  # type: ignore[attr-defined]
+
+    def rewrite(self, value: str, salt: int = 0) -> str:
+        """A value these rules take, made from ``value``: readable where it can be (the
+        characters kept, a short digest of the original added so two originals that clean
+        up alike stay apart), or a digest of the required length."""
+        digest = hashlib.sha256(f"{salt}:{value}".encode()).digest()
+        if self.exact:
+            number = int.from_bytes(digest, "big")
+            out = []
+            for _ in range(self.exact):
+                number, rest = divmod(number, 62)
+                out.append(_B62[rest])
+            return "".join(out)
+        tag = digest.hex()[:8]
+        clean = self._bad.sub("_", value).strip("_")  # type: ignore[attr-defined]
+        head = clean[: self.max_len - len(tag) - 1]
+        out = f"{head}_{tag}" if head else tag
+        if self.first and not re.match(f"[{self.first}]", out):
+            out = ("t" + out)[: self.max_len]
+        return out
+
+
+def wire_name(name: str, rules: IdRules | None) -> str:
+    """A tool name as the target takes it (the name itself when it fits)."""
+    if rules is None or rules.fits(name):
+        return name
+    return rules.rewrite(name)
+
+
+def name_map(tools: Sequence[Any] | None, rules: IdRules | None) -> dict[str, str]:
+    """``{name sent: tool's own name}`` for the tools whose names a target refuses, to map
+    the model's calls back."""
+    if rules is None or not tools:
+        return {}
+    out = {}
+    for tool in tools:
+        name = tool.name if hasattr(tool, "name") and isinstance(tool.name, str) else _spec_name(tool)
+        if name is not None:
+            sent = wire_name(name, rules)
+            if sent != name:
+                out[sent] = name
+    return out
+
+
+def _spec_name(tool: Any) -> str | None:
+    from ._common import ToolSpec
+
+    try:
+        return ToolSpec.coerce(tool).name
+    except Exception:  # a tool the formatter will refuse with its own message
+        return None
+
+
+class _IdMap:
+    """Conversation ids as sent: the same original always the same, never two alike."""
+
+    def __init__(self, rules: IdRules) -> None:
+        self.rules = rules
+        self.sent: dict[str, str] = {}
+        self.taken: dict[str, str] = {}
+
+    def __call__(self, original: str) -> str:
+        known = self.sent.get(original)
+        if known is not None:
+            return known
+        candidate = original if self.rules.fits(original) else self.rules.rewrite(original)
+        salt = 0
+        while self.taken.get(candidate, original) != original:
+            salt += 1
+            candidate = self.rules.rewrite(original, salt)
+        self.sent[original] = candidate
+        self.taken[candidate] = original
+        return candidate
+
+
+def conform(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: Any, ids: IdRules | None, names: IdRules | None) -> tuple[Sequence[Any], Sequence[Any] | None, Any]:
+    """``messages``, ``tools`` and ``tool_choice`` with every client tool-call id and tool
+    name the target refuses rewritten (see the module doc). Nothing is copied when
+    everything fits."""
+    if ids is None and names is None:
+        return messages, tools, tool_choice
+    id_map = _IdMap(ids) if ids is not None else None
+    out: list[Any] | None = None
+    server: set[str] = set()  # a provider's own tools: replayed only where they ran, as they were
+    for n, msg in enumerate(messages):
+        content = None
+        for k, block in enumerate(msg.content):
+            btype = block.type
+            if btype != "tool_call" and btype != "tool_result":
+                continue
+            extras = block.__pydantic_extra__
+            if btype == "tool_call" and extras and extras.get("server_side"):
+                server.add(block.id)
+                continue
+            if btype == "tool_result" and block.id in server:
+                continue
+            new_id = id_map(block.id) if id_map is not None else block.id
+            new_name = wire_name(block.name, names) if names is not None and block.name else block.name
+            if new_id == block.id and new_name == block.name:
+                continue
+            if content is None:
+                content = list(msg.content)
+            content[k] = block.model_copy(update={"id": new_id, "name": new_name})
+        if content is not None:
+            if out is None:
+                out = list(messages)
+            out[n] = msg.model_copy(update={"content": content})
+    if names is not None and tools:
+        from ._common import ToolSpec
+
+        renamed = []
+        for tool in tools:
+            try:
+                spec = ToolSpec.coerce(tool)
+            except Exception:  # a provider's own tool given as itself ({"googleSearch": {}}): as it is
+                renamed.append(tool)
+                continue
+            sent = wire_name(spec.name, names)
+            renamed.append(spec if sent == spec.name else ToolSpec(sent, spec.description, spec.parameters, spec.strict))
+        tools = renamed
+        if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required", "any"):
+            tool_choice = wire_name(tool_choice, names)
+        elif isinstance(tool_choice, dict):
+            named = tool_choice.get("name") or (tool_choice.get("function") or {}).get("name")
+            if isinstance(named, str):
+                tool_choice = wire_name(named, names)
+    return (out if out is not None else messages), tools, tool_choice

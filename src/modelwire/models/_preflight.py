@@ -1,0 +1,149 @@
+"""The pre-flight check: every reason the next request to a model would be refused or would
+lose something, found offline, before anything is sent.
+
+Each :class:`Finding` has a stable ``rule`` id, the index of the message it is about, what
+is wrong, and the fix modelwire applies (or ``None`` when the conversation itself must
+change). :func:`repair` writes the conversation as modelwire would send it, for the rules
+that have a fix. ``modelwire check`` is the command line around both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+from .. import errors as E
+
+__all__ = ["Finding", "RULES", "preflight", "repair"]
+
+# rule id -> what it means (the ids are stable: tools and CI configurations may name them)
+RULES = {
+    "tool-id": "a tool-call id the target refuses; it is rewritten, the same for the call and its result",
+    "tool-name": "a tool name the target refuses; it is rewritten, and mapped back when the model calls it",
+    "foreign-thinking": "signed thinking or encrypted reasoning another endpoint minted; the target cannot check it, so it is not sent",
+    "forced-tool-with-thinking": "a forced tool choice the model refuses while it thinks (or at all)",
+    "unsupported-media": "media the model does not take in",
+    "non-strict-schema": "a json_schema the provider's strict mode cannot express; it is sent unenforced",
+    "cache-breakpoints": "more prompt-cache breakpoints than the provider allows",
+    "empty-text": "an empty text block in a user or system message, which providers refuse; it is left out",
+    "orphan-result": "a tool result without its call before it",
+    "unanswered-call": "a tool call without its result before the conversation goes on",
+    "unsupported-option": "an option the model does not take",
+    "format": "a conversation the provider's format cannot express",
+}
+
+# Block fields that carry what only the endpoint that minted them can check.
+_SIGNED = ("signature", "redacted_thinking_data", "encrypted_content", "reasoning_item_raw", "thought_signature", "reasoning_details")
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    index: int | None
+    message: str
+    fix: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        where = f"message [{self.index}]" if self.index is not None else "request"
+        return f"[{self.rule}] {where}: {self.message}" + (f" (fix: {self.fix})" if self.fix else "")
+
+
+def preflight(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None) -> list[Finding]:
+    """What would go wrong with the next request of ``model`` (an ``HTTPModel``) for these
+    messages: an empty list when nothing would."""
+    from ..formatters import replays_natively
+    from ..formatters._toolids import wire_name
+
+    findings: list[Finding] = []
+    formatter = model.formatter
+    ids, names = getattr(formatter, "tool_id_rules", None), getattr(formatter, "tool_name_rules", None)
+    target = f"{model.provider}:{model.name}"
+    scope = model.wire.replay_scope
+    seen_ids: set[str] = set()
+    seen_names: set[str] = set()
+    server: set[str] = set()
+    for index, msg in enumerate(messages):
+        for block in msg.content:
+            btype = block.type
+            extras = block.__pydantic_extra__ or {}
+            if btype == "text" and not block.text and msg.role != "assistant":
+                # (Empty text a provider itself sent in a reply is its own habit, and dropped.)
+                findings.append(Finding("empty-text", index, f"an empty text block in a {msg.role} message", "left out"))
+            elif btype in ("tool_call", "tool_result"):
+                if btype == "tool_call" and extras.get("server_side"):
+                    server.add(block.id)
+                    continue
+                if btype == "tool_result" and block.id in server:
+                    continue
+                if ids is not None and not ids.fits(block.id) and block.id not in seen_ids:
+                    seen_ids.add(block.id)
+                    findings.append(Finding("tool-id", index, f"{target} refuses the tool-call id {block.id!r}", "rewritten as the target takes it, the same for its result"))
+                if names is not None and block.name and block.name not in seen_names and wire_name(block.name, names) != block.name:
+                    seen_names.add(block.name)
+                    findings.append(Finding("tool-name", index, f"{target} refuses the tool name {block.name!r}", f"sent as {wire_name(block.name, names)!r}"))
+            if btype in ("thinking", "data", "text", "tool_call") and any(extras.get(key) for key in _SIGNED):
+                if not replays_natively(block, model.wire.name, model.provider, scope=scope, endpoint=model.endpoint):
+                    from ..message import origin
+
+                    made = origin(block)
+                    maker = made.endpoint or made.provider or made.protocol if made else "another provider"
+                    findings.append(Finding("foreign-thinking", index, f"{btype} signed by {maker} cannot be checked by {target}", "not sent; the model does not see that reasoning"))
+    for spec in tools or ():
+        from ..formatters import ToolSpec
+
+        try:
+            name = ToolSpec.coerce(spec).name
+        except E.FormatError:
+            continue
+        if names is not None and name not in seen_names and wire_name(name, names) != name:
+            seen_names.add(name)
+            findings.append(Finding("tool-name", None, f"{target} refuses the tool name {name!r}", f"sent as {wire_name(name, names)!r}"))
+    try:
+        opts = model.options.merged(options)
+    except E.ModelwireError as exc:
+        return findings + [Finding("unsupported-option", None, str(exc))]
+    if opts.json_schema is not None:
+        for problem in model.wire.schema_problems(opts.json_schema):
+            findings.append(Finding("non-strict-schema", None, f"json_schema: {problem}", "sent with strict: false (the model may not follow it)"))
+    try:
+        model.build_request(list(messages), tools, tool_choice, options)
+    except E.UnsupportedOptionError as exc:
+        rule = "forced-tool-with-thinking" if exc.option == "tool_choice" else "unsupported-option"
+        findings.append(Finding(rule, None, str(exc), "tool_choice='auto'" if rule == "forced-tool-with-thinking" else None))
+    except E.FormatError as exc:
+        code = exc.code if exc.code in RULES else "format"
+        fix = "on_unsupported_media='note' puts a note in its place" if code == "unsupported-media" else ("dropped" if code == "orphan-result" else None)
+        findings.append(Finding(code, exc.index, exc.rule, fix))
+    return findings
+
+
+def repair(model: Any, messages: Sequence[Any]) -> list[Any]:
+    """The conversation with the fixes modelwire applies written into it: ids and names the
+    target refuses rewritten, media it does not take replaced by a note, empty text and
+    results without their call left out. (Foreign thinking stays: it is only not sent.)"""
+    from ..formatters._toolids import conform
+
+    formatter = model.formatter
+    out: list[Any] = []
+    calls: set[str] = set()
+    for msg in messages:
+        kept = []
+        for block in msg.content:
+            if block.type == "text" and not block.text:
+                continue
+            if block.type == "tool_call":
+                calls.add(block.id)
+            if block.type == "tool_result" and block.id not in calls:
+                continue
+            kept.append(block)
+        out.append(msg.model_copy(update={"content": kept}) if len(kept) != len(msg.content) else msg)
+    fixed, _, _ = conform(out, None, None, getattr(formatter, "tool_id_rules", None), getattr(formatter, "tool_name_rules", None))
+    previous = model.on_unsupported_media
+    model.on_unsupported_media = "note"
+    try:
+        return list(model._media_checked(list(fixed), model.capabilities))
+    finally:
+        model.on_unsupported_media = previous

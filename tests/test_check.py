@@ -1,0 +1,103 @@
+"""The pre-flight check (``model.preflight`` and ``modelwire check``): conversations made to
+break each rule, and clean ones (every recorded conversation, sent back to its maker)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from modelwire.message import AssistantMsg, Base64Source, DataBlock, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
+from modelwire.models import load_model
+from paths import HAVE_SHARED
+
+TOOL = {"name": "get_weather", "description": "w", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+
+
+def call_turn(call_id="call_1", name="get_weather"):
+    return AssistantMsg("a", [ToolCallBlock(id=call_id, name=name, input='{"city": "Paris"}'), ToolResultBlock(id=call_id, name=name, output="sunny", state="success")])
+
+
+def rules(spec, messages, tools=None, tool_choice=None, **options):
+    model = load_model(spec, api_key="k", capability_lookup=False, **options)
+    return [(f.rule, f.index) for f in model.preflight(messages, tools, tool_choice)]
+
+
+CLEAN = [UserMsg("u", "Weather in Paris?"), call_turn(), UserMsg("u", "Thanks")]
+
+
+@pytest.mark.parametrize(
+    "spec,messages,tools,tool_choice,options,expected",
+    [
+        ("anthropic:claude-sonnet-4-5", [UserMsg("u", "x"), call_turn("functions.get_weather:0")], [TOOL], None, {}, [("tool-id", 1)]),
+        ("openai:gpt-4.1", [UserMsg("u", "x"), call_turn(name="fs/read")], [{**TOOL, "name": "fs/read"}], None, {}, [("tool-name", 1)]),
+        (
+            "anthropic:claude-sonnet-4-5",
+            [UserMsg("u", "x"), AssistantMsg("a", [ThinkingBlock(thinking="hm", signature="sig-M", provider_metadata={"minimax": {"protocol": "anthropic", "endpoint": "minimax"}}), TextBlock(text="hi")])],
+            None, None, {}, [("foreign-thinking", 1)],
+        ),
+        ("anthropic:claude-sonnet-4-5", CLEAN, [TOOL], "required", {"thinking": True}, [("forced-tool-with-thinking", None)]),
+        ("deepseek:deepseek-chat", [UserMsg("u", [TextBlock(text="see"), DataBlock(source=Base64Source(data="iVBORw0KGgo=", media_type="image/png"))])], None, None, {}, [("unsupported-media", 0)]),
+        ("openai:gpt-4.1", CLEAN, [TOOL], None, {"json_schema": {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {"type": "integer"}}}}}, [("non-strict-schema", None)]),
+        ("anthropic:claude-sonnet-4-5", [SystemMsg("s", "Be brief."), *CLEAN, AssistantMsg("a", [TextBlock(text="Welcome.")]), UserMsg("u", "Bye")], [TOOL], None, {"formatter": {"cache_system": True, "cache_tools": True, "cache_last_turns": 3}}, [("cache-breakpoints", None)]),
+        ("openai:gpt-4.1", [UserMsg("u", [TextBlock(text="")]), AssistantMsg("a", [TextBlock(text="hi")]), UserMsg("u", "ok")], None, None, {}, [("empty-text", 0)]),
+        ("openai:gpt-4.1", [UserMsg("u", "x"), AssistantMsg("a", [ToolResultBlock(id="nowhere", name="get_weather", output="?", state="success")])], None, None, {}, [("orphan-result", 1)]),
+        ("openai:gpt-4.1", [UserMsg("u", "x"), AssistantMsg("a", [ToolCallBlock(id="c9", name="get_weather", input="{}")]), UserMsg("u", "and?")], None, None, {}, [("unanswered-call", 1)]),
+        ("anthropic:claude-sonnet-4-5", CLEAN, [TOOL], None, {"reasoning_effort": "high"}, [("unsupported-option", None)]),
+        ("anthropic:claude-sonnet-4-5", CLEAN, [TOOL], None, {}, []),
+        ("mistral:mistral-large-latest", CLEAN, [TOOL], None, {}, [("tool-id", 1)]),
+    ],
+    ids=["tool-id", "tool-name", "foreign-thinking", "forced-tool", "media", "schema", "cache", "empty-text", "orphan", "unanswered", "option", "clean", "mistral-id"],
+)
+def test_each_rule(spec, messages, tools, tool_choice, options, expected):
+    assert rules(spec, messages, tools, tool_choice, **options) == expected
+
+
+def test_no_false_findings_on_the_recorded_conversations_sent_back_to_their_maker():
+    if not HAVE_SHARED:
+        pytest.skip("needs ../shared/recorded-streams")
+    from test_switch_matrix import SOURCES, conversation
+
+    checked = 0
+    for protocol, provider, path in SOURCES:
+        if protocol == "openai-responses" and provider != "openai-responses":
+            continue  # a Responses recording from a provider without a preset of its own
+        target = {"bedrock-converse": "bedrock"}.get(protocol, provider)
+        findings = load_model(f"{target}:some-model", api_key="k", capability_lookup=False).preflight(conversation(protocol, provider, path))
+        assert findings == [], (path.name, [str(f) for f in findings])
+        checked += 1
+    assert checked > 50
+
+
+def run_check(*args, stdin=None):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "MODELWIRE_DEBUG"}  # as a person runs it
+    return subprocess.run([sys.executable, "-m", "modelwire.cli", "check", *args], capture_output=True, timeout=60, input=stdin, env=env)
+
+
+def test_the_command_exits_0_1_2_and_fix_writes_a_conversation_that_checks_clean(tmp_path):
+    history = tmp_path / "chat.json"
+    history.write_text(json.dumps([m.to_dict() for m in [UserMsg("u", [TextBlock(text="")]), AssistantMsg("a", [TextBlock(text="ok")]), UserMsg("u", "Weather?"), call_turn("functions.get_weather:0", "fs/read")]]))
+    clean = tmp_path / "clean.json"
+    clean.write_text(json.dumps([m.to_dict() for m in CLEAN]))
+    out = run_check(str(clean), "--model", "anthropic:claude-sonnet-4-5")
+    assert out.returncode == 0 and out.stdout == b"" and b"clean" in out.stderr, out.stderr
+    fixed = tmp_path / "fixed.json"
+    out = run_check(str(history), "--model", "anthropic:claude-sonnet-4-5", "--json", "--fix", str(fixed))
+    assert out.returncode == 1, out.stderr
+    found = json.loads(out.stdout)
+    assert [(f["rule"], f["index"]) for f in found] == [("empty-text", 0), ("tool-id", 3), ("tool-name", 3)]
+    assert all(f["fix"] for f in found)
+    again = run_check(str(fixed), "--model", "anthropic:claude-sonnet-4-5")
+    assert again.returncode == 0, again.stdout
+    # Options, and bad input.
+    out = run_check(str(clean), "--model", "anthropic:claude-opus-4-7", "--option", "thinking_budget=2000")
+    assert out.returncode == 1 and b"[unsupported-option]" in out.stdout
+    assert run_check(str(tmp_path / "missing.json"), "--model", "anthropic:c").returncode == 2
+    (tmp_path / "bad.json").write_text("{not json")
+    assert run_check(str(tmp_path / "bad.json"), "--model", "anthropic:c").returncode == 2
+    assert run_check(str(clean), "--model", "nonsense").returncode == 2
+    assert run_check("-", "--model", "openai:gpt-4.1", stdin=clean.read_bytes()).returncode == 0
