@@ -186,7 +186,8 @@ def test_external_tool(server, protocol):
     result = E.ExternalExecutionResultEvent(reply_id=agent.context[-1].id, execution_results=[ToolResultBlock(id="call_x", name="deploy", output="ok: v42", state="success")])
     second = run(stream_all(agent, event=result))
     reply = check_invariant(agent, first + second)
-    assert reply.content[0].state == "finished" and reply.get_content_blocks("tool_result")[0].output == "ok: v42"
+    assert reply.content[0].state == "submitted" and reply.get_content_blocks("tool_result")[0].output == "ok: v42"
+    assert agent.pending_calls(reply.id) == []  # answered: nothing waits
     assert "ok: v42" in json.dumps(server.requests[1]["json"])
 
 

@@ -16,7 +16,7 @@ from test_events import one_of_each
 from test_message import every_block
 
 from modelwire import event as E
-from modelwire.message import AssistantMsg, Msg, SystemMsg, ToolCallBlock, ToolResultBlock, Usage, UserMsg
+from modelwire.message import AssistantMsg, DataBlock, Msg, SystemMsg, ToolCallBlock, ToolResultBlock, Usage, UserMsg
 
 agentscope = pytest.importorskip("agentscope", reason="the dev extra installs agentscope==2.0.11")
 from pydantic import TypeAdapter  # noqa: E402
@@ -112,6 +112,7 @@ def test_folding_matches_agentscope():
     r.add(E.DataBlockEndEvent, block_id="img")
     r.tool_result("c", "f", "ok ", "fine")
     r.add(E.RequireExternalExecutionEvent, tool_calls=[ToolCallBlock(id="d", name="g", input="{}")])
+    r.add(E.ExternalExecutionResultEvent, execution_results=[ToolResultBlock(id="d", name="g", output="done elsewhere", state="success")])
     r.add(E.HintBlockEvent, block_id="h", hint="note")
     r.end(finished_reason="interrupted")
 
@@ -127,11 +128,22 @@ def test_folding_matches_agentscope():
     # AgentScope gives a tool result's text piece a random id; ours is derived from the call id.
     for d in (a, b):
         for block in d["content"]:
-            if block["type"] == "tool_result":
+            if block["type"] == "tool_result" and isinstance(block["output"], list):
                 for out in block["output"]:
                     out.pop("id")
     _sub(a, b)
     assert json.dumps(a["content"], sort_keys=True) == json.dumps(b["content"], sort_keys=True)
+
+
+def test_events_take_media_the_way_a_message_does():
+    """A message takes "jpg" and unpadded base64 (as other tools write them); so do the
+    events, and AgentScope's JSON round trip of them."""
+    start = E.parse_event({"type": "DATA_BLOCK_START", "reply_id": "r", "block_id": "b", "media_type": "jpg"})
+    delta = E.parse_event({"type": "DATA_BLOCK_DELTA", "reply_id": "r", "block_id": "b", "media_type": "image/jpg", "data": "QUI"})
+    assert (start.media_type, delta.media_type, delta.data) == ("image/jpeg", "image/jpeg", "QUI=")
+    block = DataBlock.model_validate({"source": {"type": "base64", "data": "QUI", "media_type": "jpg"}})
+    assert (block.source.media_type, block.source.data) == (delta.media_type, delta.data)
+    AS_EVENT.validate_python(delta.model_dump(mode="json"))
 
 
 def test_agentscope_written_results_load():

@@ -108,9 +108,12 @@ def test_data_deltas_take_exactly_one_of_data_and_url(cls):
     with pytest.raises(ValidationError, match="exactly one"):
         cls(reply_id="r", media_type="image/png", data="QUJD", url="https://x", **ids)
     with pytest.raises(ValidationError, match="base64"):
-        cls(reply_id="r", media_type="image/png", data="QUJ", **ids)
+        cls(reply_id="r", media_type="image/png", data="QUJDR", **ids)  # five characters encode no whole bytes
     with pytest.raises(ValidationError, match="media type"):
-        cls(reply_id="r", media_type="png", data="QUJD", **ids)
+        cls(reply_id="r", media_type="no such type", data="QUJD", **ids)
+    # What a message takes, an event takes the same way (unpadded base64, "png").
+    taken = cls(reply_id="r", media_type="png", data="QUJ", **ids)
+    assert (taken.media_type, taken.data) == ("image/png", "QUJ=")
 
 
 def test_agentscope_shaped_json_loads():

@@ -206,7 +206,8 @@ class Agent:
         reply = self._reply_for(reply_id) if reply_id else (self.context[-1] if self.context else None)
         if reply is None:
             return []
-        return [c for c in reply.get_content_blocks("tool_call") if c.state in ("asking", "submitted")]
+        answered = {r.id for r in reply.get_content_blocks("tool_result")}
+        return [c for c in reply.get_content_blocks("tool_call") if c.state in ("asking", "submitted") and c.id not in answered]
 
     def confirm(self, decisions: dict[str, bool], reply_id: str | None = None) -> E.UserConfirmResultEvent:
         """The ``USER_CONFIRM_RESULT`` event answering the asking calls (``{call id: yes/no}``)."""

@@ -28,8 +28,9 @@ from ..message import (
     ToolCallBlock,
     ToolResultBlock,
     ToolResultState,
+    normalize_base64,
+    normalize_media_type,
     validate_base64,
-    validate_media_type,
 )
 from ..message import ErrorInfo, ReplyFinishedReason
 
@@ -215,7 +216,7 @@ class DataBlockStartEvent(_BlockEvent):
     @field_validator("media_type")
     @classmethod
     def _media(cls, v: str) -> str:
-        return validate_media_type(v)
+        return normalize_media_type(v)  # as a message takes it: "jpg" is image/jpeg
 
 
 class DataBlockDeltaEvent(_BlockEvent):
@@ -228,12 +229,17 @@ class DataBlockDeltaEvent(_BlockEvent):
     @field_validator("media_type")
     @classmethod
     def _media(cls, v: str) -> str:
-        return validate_media_type(v)
+        return normalize_media_type(v)
 
     @field_validator("data")
     @classmethod
     def _data(cls, v: str | None) -> str | None:
-        return v if v is None else validate_base64(v)
+        if v is None:
+            return v
+        try:
+            return validate_base64(v)
+        except ValueError:  # base64 as a message takes it (unpadded, URL-safe, with line breaks)
+            return normalize_base64(v)
 
     @model_validator(mode="after")
     def _source(self) -> "DataBlockDeltaEvent":
@@ -295,12 +301,17 @@ class ToolResultDataDeltaEvent(_ToolEvent):
     @field_validator("media_type")
     @classmethod
     def _media(cls, v: str) -> str:
-        return validate_media_type(v)
+        return normalize_media_type(v)
 
     @field_validator("data")
     @classmethod
     def _data(cls, v: str | None) -> str | None:
-        return v if v is None else validate_base64(v)
+        if v is None:
+            return v
+        try:
+            return validate_base64(v)
+        except ValueError:  # base64 as a message takes it (unpadded, URL-safe, with line breaks)
+            return normalize_base64(v)
 
     @model_validator(mode="after")
     def _source(self) -> "ToolResultDataDeltaEvent":

@@ -366,8 +366,7 @@ function externalResult(msg, ev) {
     const block = clone(res);
     if (block.finished_at === null || block.finished_at === undefined) block.finished_at = ev.created_at;
     appendBlock(msg, block);
-    const call = find(msg, "tool_call", res.id);
-    if (call !== undefined) call.state = "finished";
+    // The call keeps its state ("submitted"), as AgentScope's append_event does.
   }
 }
 

@@ -392,9 +392,8 @@ def _external_result(msg: "Msg", fold: FoldState, ev: Any) -> None:
         if block.finished_at is None:
             block.__dict__["finished_at"] = ev.created_at
         _append_block(msg, fold, block)
-        call = fold.tool_call.get(result.id)
-        if call is not None:
-            call.__dict__["state"] = "finished"
+        # The call keeps its state (``submitted``), as AgentScope's append_event does: the
+        # result beside it says it was answered.
 
 
 def _ignore(msg: "Msg", fold: FoldState, ev: Any) -> None:
