@@ -135,12 +135,27 @@ def streaming_request(protocol: str, body: dict) -> None:
         return gemini_request(body)
     if protocol == "bedrock-converse":
         return bedrock_request(body)
+    if protocol == "ollama":
+        return ollama_request(body)
     assert body.pop("stream") is True
     if protocol == "openai-chat":
         for key in DIALECT_BODY_FIELDS:
             body.pop(key, None)
         body["messages"] = [{k: v for k, v in m.items() if k not in DIALECT_MESSAGE_FIELDS} for m in body["messages"]]
     VALIDATORS[protocol](body)
+
+
+def ollama_request(body: dict) -> None:
+    """The official ollama client's ChatRequest (which takes unknown keys, so every key of
+    the body and of each message must be one it declares)."""
+    from ollama._types import ChatRequest, Message
+
+    ChatRequest.model_validate(body)
+    if set(body) - set(ChatRequest.model_fields):
+        raise ParamError(f"$: ChatRequest has no field(s) {sorted(set(body) - set(ChatRequest.model_fields))}")
+    for n, message in enumerate(body["messages"]):
+        if set(message) - set(Message.model_fields):
+            raise ParamError(f"$.messages[{n}]: Message has no field(s) {sorted(set(message) - set(Message.model_fields))}")
 
 
 def gemini_request(body: dict) -> None:

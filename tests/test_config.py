@@ -109,7 +109,8 @@ EXPECTED_URLS = {
     "xai": ("https://api.x.ai/v1", "XAI_API_KEY"),
     "moonshot": ("https://api.moonshot.ai/v1", "MOONSHOT_API_KEY"),
     "dashscope": ("https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
-    "ollama": ("http://localhost:11434/v1", "OLLAMA_API_KEY"),
+    "ollama": ("http://localhost:11434", "OLLAMA_API_KEY"),
+    "ollama-openai": ("http://localhost:11434/v1", "OLLAMA_API_KEY"),
     "vllm": ("http://localhost:8000/v1", "VLLM_API_KEY"),
     "lmstudio": ("http://localhost:1234/v1", "LMSTUDIO_API_KEY"),
     "llamacpp": ("http://localhost:8080/v1", "LLAMACPP_API_KEY"),
@@ -136,7 +137,7 @@ def test_every_preset(name):
     if name == "azure":
         assert url.startswith("https://res.openai.azure.com/openai/deployments/m1/chat/completions?api-version=")
     else:
-        assert url.startswith(preset.base_url) and url.endswith({"anthropic": "/v1/messages", "openai-responses": "/responses"}.get(preset.protocol, "/chat/completions"))
+        assert url.startswith(preset.base_url) and url.endswith({"anthropic": "/v1/messages", "openai-responses": "/responses", "ollama": "/api/chat"}.get(preset.protocol, "/chat/completions"))
     if not preset.key_required:
         assert resolve(f"{name}:m", env={}).api_key is None  # local servers need no key
 

@@ -587,7 +587,12 @@ class AWSStreamDecoder(StreamDecoder):
             adapter.fail(error_from_body({"type": code, "message": str(frame.headers.get(":error-message") or code)}, adapter.protocol))
         elif not isinstance(obj, dict):
             adapter.fail(StreamProtocolError(f"an event-stream frame holds {type(obj).__name__}, not an object"))
-        return adapter.feed(obj, frame.event_type)
+        return self._event(obj, frame.event_type)
+
+    def _event(self, obj: dict[str, Any], event_type: str | None) -> list[E.EventBase]:
+        """One event frame's JSON to the adapter (an endpoint that wraps its protocol's
+        events in frames unwraps them here)."""
+        return self.adapter.feed(obj, event_type)
 
 
 # -- shapes: what an adapter reads, checked only when it failed --------------------------------

@@ -115,7 +115,7 @@ class HTTPModel:
 
             headers = self.wire.headers(self.spec.api_key, self.spec.preset)
             headers.pop("content-type", None)
-            published = await published_capabilities(self.wire, url, self.name, headers, self.transport, cache=cache)
+            published = await published_capabilities(self.wire, url, self.name, headers, self.transport, cache=cache, body=self.wire.model_info_body(self.name))
             if published is not None:
                 self._published, self._capabilities = published, None
         return self.capabilities
@@ -208,7 +208,7 @@ class HTTPModel:
         """
         reply_id = reply_id or new_id()
         messages = await resolve_sources(as_messages(messages), self.wire, self.transport, self.max_source_bytes)
-        if not self._looked_up and _depends_on_capabilities(self.options.merged(options), tools, tool_choice):
+        if not self._looked_up and (self.wire.lookup_always or _depends_on_capabilities(self.options.merged(options), tools, tool_choice)):
             await self.lookup_capabilities()
         payload, opts = self.build_request(messages, tools, tool_choice, options)
         renamed = name_map(tools, getattr(self.formatter, "tool_name_rules", None))
@@ -220,7 +220,7 @@ class HTTPModel:
         try:
             attempt = 0
             while True:
-                decoder = self.wire.decoder(self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name))
+                decoder = self.wire.decoder_for(self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name), self.spec.preset)
                 decoder.adapter.endpoint = self.endpoint
                 if renamed:
                     decoder.adapter.tool_names = renamed
@@ -234,7 +234,7 @@ class HTTPModel:
                         first_deadline = loop.time() + self.timeouts.first_byte
                         if response.status_code >= 400:
                             raise await _http_error(response, self.wire)
-                        if not _is_stream(response, self.wire):
+                        if not _is_stream(response, self.wire.stream_content_type(self.spec.preset)):
                             # JSON where a stream was asked for (the whole answer, or its error),
                             # or something else (an HTML page from a proxy): the server answered,
                             # so this is never retried and never a connection error.
@@ -450,10 +450,10 @@ def _depends_on_capabilities(opts: ModelOptions, tools: Any, tool_choice: Any) -
     return any(v is not None for v in shaped) or bool(tools and tool_choice not in (None, "auto", "none"))
 
 
-def _is_stream(response: Any, wire: WireProtocol) -> bool:
-    """What the content type says: the protocol's stream (or none given: read it as one)."""
+def _is_stream(response: Any, stream_type: str) -> bool:
+    """What the content type says: the endpoint's stream (or none given: read it as one)."""
     content_type = response.headers.get("content-type", "").lower()
-    return not content_type or wire.content_type in content_type
+    return not content_type or stream_type in content_type
 
 
 async def _read_limited(response: Any, limit: int) -> bytes:

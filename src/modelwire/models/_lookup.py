@@ -96,7 +96,7 @@ def default_cache() -> CapabilityCache:
 
 
 async def published_capabilities(
-    wire: Any, url: str, model: str, headers: dict[str, str], transport: Any, *, cache: CapabilityCache | None = None, budget: float = LOOKUP_SECONDS
+    wire: Any, url: str, model: str, headers: dict[str, str], transport: Any, *, cache: CapabilityCache | None = None, budget: float = LOOKUP_SECONDS, body: bytes | None = None
 ) -> ModelCapabilities | None:
     """What the provider publishes about ``model`` at ``url``, or None (never raises)."""
     cache = cache or default_cache()
@@ -104,7 +104,9 @@ async def published_capabilities(
     if data is None:
         try:
             async with asyncio.timeout(budget):
-                response = await transport.open("GET", url, {**headers, "accept": "application/json"}, b"", budget)
+                method = "GET" if body is None else "POST"
+                sent = {**headers, "accept": "application/json", **({"content-type": "application/json"} if body is not None else {})}
+                response = await transport.open(method, url, sent, body or b"", budget)
                 try:
                     raw = await response.aread()
                 finally:

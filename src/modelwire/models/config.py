@@ -33,8 +33,21 @@ PRESETS: dict[str, Preset] = {
     for p in [
         Preset(
             "anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, dialect={"model_info": "anthropic"}, description="Anthropic Messages API",
+            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, dialect={"model_info": "anthropic"}, endpoint_family="anthropic", description="Anthropic Messages API",
             example="claude-sonnet-4-5",
+        ),
+        # Claude through the clouds: the same messages and events, the cloud's own URL, body and
+        # auth; signatures are valid across them and the Anthropic API (Anthropic's docs).
+        Preset(
+            "vertex-anthropic", "anthropic", "https://aiplatform.googleapis.com", "GOOGLE_ACCESS_TOKEN", "GOOGLE_VERTEX_BASE_URL",
+            key_required=False, dialect={"endpoint": "vertex", "credentials": "google"}, endpoint_family="anthropic",
+            description="Claude on Vertex AI (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION)", example="claude-sonnet-4-5@20250929",
+        ),
+        Preset(
+            "bedrock-anthropic", "anthropic", "https://bedrock-runtime.{region}.amazonaws.com", "AWS_BEARER_TOKEN_BEDROCK", "BEDROCK_BASE_URL",
+            key_required=False, dialect={"endpoint": "bedrock", "credentials": "aws"}, endpoint_family="anthropic",
+            description="Claude on Bedrock's Anthropic API (AWS_REGION; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
+            example="us.anthropic.claude-sonnet-4-5-20250929-v1:0",
         ),
         # Anthropic-compatible endpoints users switch between: each mints thinking signatures
         # only it accepts (its own endpoint family), which are never sent to Anthropic.
@@ -105,9 +118,13 @@ PRESETS: dict[str, Preset] = {
             description="Alibaba DashScope (Qwen)", example="qwen-plus",
         ),
         Preset(
-            "ollama", "openai-chat", "http://localhost:11434/v1", "OLLAMA_API_KEY", "OLLAMA_BASE_URL",
+            "ollama", "ollama", "http://localhost:11434", "OLLAMA_API_KEY", "OLLAMA_BASE_URL",
+            key_required=False, description="Ollama on this machine, native API (num_ctx from the model, think)", example="qwen3:8b",
+        ),
+        Preset(
+            "ollama-openai", "openai-chat", "http://localhost:11434/v1", "OLLAMA_API_KEY", "OLLAMA_OPENAI_BASE_URL",
             key_required=False, dialect={"reasoning_field": "reasoning", "reasoning_effort": True},
-            description="Ollama on this machine", example="qwen3:8b",
+            description="Ollama's OpenAI-compatible endpoint (it ignores num_ctx and think)", example="qwen3:8b",
         ),
         Preset(
             "vllm", "openai-chat", "http://localhost:8000/v1", "VLLM_API_KEY", "VLLM_BASE_URL",

@@ -7,7 +7,7 @@ can do (:class:`Capabilities`), how to recognise its URLs in a cassette, and how
 server fakes it. Models, the agent, the CLI, cassettes and the test server ask this
 registry and never name a protocol.
 
-Built in: ``anthropic``, ``openai-chat``, ``openai-responses``, ``gemini``, ``bedrock-converse``. Third parties add one
+Built in: ``anthropic``, ``openai-chat``, ``openai-responses``, ``gemini``, ``bedrock-converse``, ``ollama``. Third parties add one
 without editing modelwire through the ``modelwire.protocols`` entry-point group::
 
     [project.entry-points."modelwire.protocols"]
@@ -49,6 +49,7 @@ _BUILTIN = {
     "openai-responses": "modelwire.protocols.openai_responses:PROTOCOL",
     "gemini": "modelwire.protocols.gemini:PROTOCOL",
     "bedrock-converse": "modelwire.protocols.bedrock:PROTOCOL",
+    "ollama": "modelwire.protocols.ollama:PROTOCOL",
 }
 _loaded: dict[str, WireProtocol] = {}
 _registered: dict[str, WireProtocol] = {}

@@ -240,6 +240,15 @@ class WireProtocol:
 
         return StreamDecoder(adapter, keep=keep)
 
+    def decoder_for(self, adapter: Any, preset: Preset, *, keep: bool = False) -> Any:
+        """The decoder for an answer from that provider's endpoint (where an endpoint frames
+        the protocol's events differently); :meth:`decoder` by default."""
+        return self.decoder(adapter, keep=keep)
+
+    def stream_content_type(self, preset: Preset) -> str:
+        """What a streamed answer from that provider's endpoint arrives as."""
+        return self.content_type
+
     def needs_inline(self, media_type: str) -> bool:
         """Whether an http(s) source of this media type must be fetched and sent as base64."""
         return bool(self.formatter_class().needs_inline(media_type))
@@ -307,9 +316,17 @@ class WireProtocol:
         would be enforced, or the protocol enforces nothing)."""
         return []
 
+    # Whether every request depends on what the model is (then its capabilities are looked
+    # up on the first call whatever the options).
+    lookup_always = False
+
     def model_info_url(self, base_url: str, model: str, preset: Preset) -> str | None:
-        """Where the provider publishes what ``model`` accepts (a GET with the usual auth),
-        or None when it does not."""
+        """Where the provider publishes what ``model`` accepts (a GET with the usual auth,
+        or a POST of :meth:`model_info_body`), or None when it does not."""
+        return None
+
+    def model_info_body(self, model: str) -> bytes | None:
+        """The JSON body to POST to :meth:`model_info_url` (None: a GET)."""
         return None
 
     def capabilities_from_info(self, data: Any, model: str) -> ModelCapabilities | None:

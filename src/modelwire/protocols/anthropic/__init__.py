@@ -3,7 +3,17 @@
 Its adapter is :mod:`.adapter`, its formatter :mod:`.formatter`; this module says how a
 request is built, how options map onto it, what it can do, and how the test server fakes
 it. Thinking it produced is valid on every server that speaks it (``replay_scope =
-"protocol"``): the Anthropic API, and Claude on other clouds.
+"protocol"``), unless the endpoint family it was minted by says otherwise.
+
+Claude is also reached through two clouds with the same messages and events and their own
+request (a preset's ``dialect["endpoint"]``):
+
+- ``vertex``: ``POST .../publishers/anthropic/models/{model}:streamRawPredict`` on Vertex AI,
+  ``anthropic_version: "vertex-2023-10-16"`` in the body and no ``model``; Google credentials.
+- ``bedrock``: ``POST /model/{model}/invoke-with-response-stream`` on Bedrock's runtime,
+  ``anthropic_version: "bedrock-2023-05-31"``, neither ``model`` nor ``stream`` in the body;
+  the answer is AWS's event stream whose ``chunk`` frames carry each Anthropic event as
+  base64 (:class:`InvokeStreamDecoder`); SigV4 or a Bedrock API key.
 """
 
 from __future__ import annotations
@@ -14,7 +24,12 @@ from typing import Any
 from ...adapters import encode_sse
 from .._protocol import DEFAULT_MAX_TOKENS, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
-__all__ = ["PROTOCOL", "AnthropicProtocol", "claude_fields", "claude_schema", "STRICT_RULES"]
+__all__ = ["PROTOCOL", "AnthropicProtocol", "claude_fields", "claude_schema", "STRICT_RULES", "ENDPOINT_VERSIONS"]
+
+# The anthropic_version each cloud endpoint wants in the body.
+ENDPOINT_VERSIONS = {"vertex": "vertex-2023-10-16", "bedrock": "bedrock-2023-05-31"}
+_VERTEX_PATH = "/v1/projects/{project}/locations/{location}/publishers/anthropic/models/{model}:streamRawPredict"
+_EVENTSTREAM = "application/vnd.amazon.eventstream"
 
 log = logging.getLogger("modelwire.protocols.anthropic")
 
@@ -106,6 +121,55 @@ class AnthropicProtocol(WireProtocol):
     def sdk_base_url(self, base_url: str) -> str:
         base_url = base_url.rstrip("/")
         return base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+
+    # -- the cloud endpoints -----------------------------------------------------------------
+
+    def url(self, base_url: str, model: str, preset: Preset, env: Any = None) -> str:
+        import os
+        from urllib.parse import quote
+
+        endpoint = preset.dialect.get("endpoint")
+        env = os.environ if env is None else env
+        if endpoint == "vertex":
+            from ..gemini import vertex_place
+
+            base, project, location = vertex_place(base_url, preset, env)
+            return base + _VERTEX_PATH.format(project=project, location=location, model=model)
+        if endpoint == "bedrock":
+            from ..bedrock import regional
+
+            return regional(base_url, preset, env) + f"/model/{quote(model, safe='')}/invoke-with-response-stream"
+        return super().url(base_url, model, preset, env)
+
+    def matches_url(self, url: str) -> bool:
+        path = url.split("?")[0].rstrip("/")
+        return path.endswith((":streamRawPredict", ":rawPredict", "/invoke-with-response-stream", "/invoke")) or super().matches_url(url)
+
+    def body(self, model: str, payload: dict[str, Any], options: ModelOptions, preset: Preset, caps: ModelCapabilities | None = None) -> dict[str, Any]:
+        endpoint = preset.dialect.get("endpoint")
+        body = super().body(model, payload, options, preset, caps)
+        if endpoint in ENDPOINT_VERSIONS:
+            body.pop("model", None)  # in the URL
+            if endpoint == "bedrock":
+                body.pop("stream", None)  # the endpoint streams
+            body = {"anthropic_version": ENDPOINT_VERSIONS[endpoint], **body}
+        return body
+
+    def headers(self, api_key: str | None, preset: Preset, extra: Any = None) -> dict[str, str]:
+        headers = super().headers(api_key, preset, extra)
+        if preset.dialect.get("endpoint") == "bedrock":
+            headers["accept"] = _EVENTSTREAM
+        return headers
+
+    def stream_content_type(self, preset: Preset) -> str:
+        return _EVENTSTREAM if preset.dialect.get("endpoint") == "bedrock" else self.content_type
+
+    def decoder_for(self, adapter: Any, preset: Preset, *, keep: bool = False) -> Any:
+        if preset.dialect.get("endpoint") == "bedrock":
+            from ._invoke import InvokeStreamDecoder
+
+            return InvokeStreamDecoder(adapter, keep=keep)
+        return self.decoder(adapter, keep=keep)
 
     def model_defaults(self, preset: Preset, model: str = "") -> ModelCapabilities:
         # Any server speaking the protocol takes the budget form; output_config.format only

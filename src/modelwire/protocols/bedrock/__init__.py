@@ -21,7 +21,17 @@ from ...adapters import EventStreamDecoder, encode_frame
 from ...errors import ConfigError
 from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
-__all__ = ["PROTOCOL", "BedrockConverseProtocol"]
+__all__ = ["PROTOCOL", "BedrockConverseProtocol", "regional"]
+
+
+def regional(base_url: str, preset: Preset, env: Mapping[str, str]) -> str:
+    """A Bedrock base URL with its ``{region}`` filled in (``AWS_REGION``, ``AWS_DEFAULT_REGION``)."""
+    if "{region}" in base_url:
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+        if not region:
+            raise ConfigError(f"{preset.name} needs a region: set AWS_REGION (or {preset.base_url_env or 'a base URL'})")
+        base_url = base_url.replace("{region}", region)
+    return base_url.rstrip("/")
 
 
 def _is_claude(model: str) -> bool:
@@ -51,13 +61,7 @@ class BedrockConverseProtocol(WireProtocol):
         return {"tool_id_style": "mistral"} if "mistral" in model.lower() else {}
 
     def url(self, base_url: str, model: str, preset: Preset, env: Mapping[str, str] | None = None) -> str:
-        env = os.environ if env is None else env
-        if "{region}" in base_url:
-            region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
-            if not region:
-                raise ConfigError("bedrock needs a region: set AWS_REGION (or BEDROCK_BASE_URL)")
-            base_url = base_url.replace("{region}", region)
-        return base_url.rstrip("/") + self.path.format(model=quote(model, safe=""))
+        return regional(base_url, preset, os.environ if env is None else env) + self.path.format(model=quote(model, safe=""))
 
     def matches_url(self, url: str) -> bool:
         return url.split("?")[0].rstrip("/").endswith("/converse-stream")

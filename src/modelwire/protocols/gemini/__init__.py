@@ -28,7 +28,21 @@ from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, W
 # within every 2.5 model's range (Pro 128..32768, Flash 0..24576).
 _EFFORT_BUDGETS = {"minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 24576, "max": 24576}
 
-__all__ = ["PROTOCOL", "GeminiProtocol"]
+def vertex_place(base_url: str, preset: Preset, env: Mapping[str, str]) -> tuple[str, str, str]:
+    """Vertex AI's base URL, project and location (``GOOGLE_CLOUD_PROJECT``,
+    ``GOOGLE_CLOUD_LOCATION``, default ``global``): a regional host unless the base URL was
+    changed."""
+    project = env.get("GOOGLE_CLOUD_PROJECT")
+    if not project:
+        raise ConfigError(f"{preset.name} needs a project: set GOOGLE_CLOUD_PROJECT")
+    location = env.get("GOOGLE_CLOUD_LOCATION") or "global"
+    base = base_url.rstrip("/")
+    if base == preset.base_url.rstrip("/") and location != "global":
+        base = f"https://{location}-aiplatform.googleapis.com"
+    return base, project, location
+
+
+__all__ = ["PROTOCOL", "vertex_place", "GeminiProtocol"]
 
 _VERTEX_PATH = "/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:streamGenerateContent"
 
@@ -49,13 +63,7 @@ class GeminiProtocol(WireProtocol):
         env = os.environ if env is None else env
         if preset.dialect.get("endpoint") != "vertex":
             return super().url(base_url, model, preset, env) + "?alt=sse"
-        project = env.get("GOOGLE_CLOUD_PROJECT")
-        if not project:
-            raise ConfigError("vertex needs a project: set GOOGLE_CLOUD_PROJECT")
-        location = env.get("GOOGLE_CLOUD_LOCATION") or "global"
-        base = base_url.rstrip("/")
-        if base == preset.base_url and location != "global":
-            base = f"https://{location}-aiplatform.googleapis.com"
+        base, project, location = vertex_place(base_url, preset, env)
         return base + _VERTEX_PATH.format(project=project, location=location, model=model) + "?alt=sse"
 
     def matches_url(self, url: str) -> bool:

@@ -1,0 +1,84 @@
+"""Newline-delimited JSON framing (``application/x-ndjson``: Ollama's native API), sans-I/O:
+one JSON object per line, each fed to the adapter with no event name. The same contract as
+:class:`~modelwire.adapters.StreamDecoder`: feed bytes split anywhere, get events; an
+error keeps what came before it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_core import from_json
+
+from .. import event as E
+from ..errors import ProviderError, StreamProtocolError
+from ._base import BaseAdapter, StreamDecoder, _refuse
+
+__all__ = ["NDJSONDecoder", "MAX_LINE"]
+
+MAX_LINE = 16 * 1024 * 1024  # a line longer than this is not an answer chunk
+
+
+class NDJSONDecoder(StreamDecoder):
+    def __init__(self, adapter: BaseAdapter, *, keep: bool = False, max_line: int = MAX_LINE) -> None:
+        self.adapter = adapter
+        self.keep = keep
+        self.events: list[E.EventBase] = []
+        self._buffer = bytearray()
+        self._max = max_line
+
+    def feed(self, chunk: bytes) -> list[E.EventBase]:
+        return self._lines(chunk, end=False)
+
+    def close(self) -> list[E.EventBase]:
+        return self._lines(b"", end=True)
+
+    def _lines(self, chunk: bytes, end: bool) -> list[E.EventBase]:
+        adapter = self.adapter
+        out: list[E.EventBase] = []
+        try:
+            buffer = self._buffer
+            buffer += chunk
+            lines: list[bytes] = []
+            start = 0
+            while True:
+                newline = buffer.find(b"\n", start)
+                if newline < 0:
+                    break
+                lines.append(bytes(buffer[start:newline]))
+                start = newline + 1
+            del buffer[:start]
+            if end and buffer.strip():
+                lines.append(bytes(buffer))  # a last line without its newline
+                buffer.clear()
+            for line in lines:
+                out += self._line(line)
+            if len(buffer) > self._max:
+                buffer.clear()
+                _refuse(adapter, StreamProtocolError(f"an NDJSON line longer than {self._max} bytes"))
+            if end:
+                out += adapter.close()
+        except ProviderError as err:
+            self._failed(out, err)
+            raise
+        if self.keep:
+            self.events += out
+        return out
+
+    def _line(self, line: bytes) -> list[E.EventBase]:
+        line = line.strip()
+        if not line:
+            return []
+        try:
+            obj: Any = from_json(line)
+        except ValueError as exc:
+            _refuse(self.adapter, StreamProtocolError(f"invalid JSON in an NDJSON line: {exc}", body=line[:200].decode("utf-8", "replace")))
+            return []
+        if not isinstance(obj, dict):
+            _refuse(self.adapter, StreamProtocolError(f"an NDJSON line holds {type(obj).__name__}, not an object", body=line[:200].decode("utf-8", "replace")))
+            return []
+        return self.adapter.feed(obj, None)
+
+
+def split_lines(body: bytes) -> list[bytes]:
+    """A body in the pieces a server sends it in: one line each."""
+    return [line + b"\n" for line in body.split(b"\n") if line.strip()]

@@ -1,0 +1,171 @@
+"""Messages -> an Ollama ``/api/chat`` request (``messages`` and ``tools``; the options are
+added by the protocol).
+
+Rules:
+
+- system text -> ``{"role": "system"}``; user text -> ``{"role": "user", "content"}``, images
+  -> the message's ``images`` (base64, no media type: Ollama reads the bytes); other media
+  (PDF, audio) is refused, Ollama has no field for it;
+- an assistant turn -> ``content``, its own thinking back in ``thinking`` (Ollama takes it),
+  tool calls as ``{"function": {"name", "arguments": {...}}}`` (arguments as an object);
+- a tool result -> ``{"role": "tool", "content", "tool_name"}`` (Ollama pairs results with
+  calls by order and name, not by id); images a tool returned ride on the same message;
+- a forced tool choice is refused (Ollama has none); ``"none"`` sends no tools.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...errors import FormatError
+from ...formatters import (
+    ToolSpec,
+    data_parts,
+    extra,
+    guarded,
+    is_raw_provider_block,
+    origin,
+    parse_arguments,
+    replays_natively,
+    result_blocks,
+    segments,
+    tool_choice_name,
+    tool_specs,
+)
+from ...formatters._toolids import IdRules
+from ...message import Msg
+from . import PROTOCOL as _WIRE
+
+__all__ = ["OllamaFormatter", "format_ollama"]
+
+PROTOCOL = _WIRE.name
+SCOPE = _WIRE.replay_scope
+
+
+class OllamaFormatter:
+    protocol = PROTOCOL
+    endpoint: str | None = None
+    tool_id_rules: IdRules | None = None  # ids are not sent
+    tool_name_rules: IdRules | None = IdRules(allowed="A-Za-z0-9_.:-", max_len=128)
+
+    @staticmethod
+    def needs_inline(media_type: str) -> bool:
+        """Ollama takes images as base64 only: every URL source is fetched first."""
+        return True
+
+    def __init__(self, *, provider: str | None = None, thinking_as_text: bool = False) -> None:
+        self.provider = provider
+        self.thinking_as_text = thinking_as_text
+
+    @guarded
+    def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+        specs = tool_specs(tools)
+        out: list[dict[str, Any]] = []
+        for seg in segments(messages, PROTOCOL):
+            if seg.kind == "system":
+                text = "\n\n".join(b.text for b in seg.blocks if b.text)
+                if text:
+                    out.append({"role": "system", "content": text})
+            elif seg.kind == "user":
+                msg = self._user(seg)
+                if msg is not None:
+                    out.append(msg)
+            elif seg.kind == "assistant":
+                msg = self._assistant(seg)
+                if msg is not None:
+                    out.append(msg)
+            else:
+                out += [self._result(r, seg.index_of(r)) for r in seg.blocks]
+        payload: dict[str, Any] = {"messages": out}
+        mode, _name = tool_choice_name(tool_choice, specs)
+        if mode in ("required", "tool"):
+            raise FormatError(None, "Ollama has no tool_choice: a tool cannot be forced; use tool_choice='auto'", PROTOCOL, code="unsupported-option")
+        if specs and mode != "none":
+            payload["tools"] = [_tool(s) for s in specs]
+        return payload
+
+    def _user(self, seg: Any) -> dict[str, Any] | None:
+        texts: list[str] = []
+        images: list[str] = []
+        for block in seg.blocks:
+            if block.type == "text":
+                if block.text:
+                    texts.append(block.text)
+            elif block.type == "data":
+                images.append(_image(block, seg.index_of(block)))
+            else:
+                raise FormatError(seg.index_of(block), f"a {block.type!r} block cannot be sent in a user message", PROTOCOL)
+        if not texts and not images:
+            return None
+        msg: dict[str, Any] = {"role": "user", "content": "\n\n".join(texts)}
+        if images:
+            msg["images"] = images
+        return msg
+
+    def _assistant(self, seg: Any) -> dict[str, Any] | None:
+        texts: list[str] = []
+        thinking: list[str] = []
+        calls: list[dict[str, Any]] = []
+        for block in seg.blocks:
+            btype = block.type
+            if btype == "text":
+                if block.text:
+                    texts.append(block.text)
+            elif btype == "thinking":
+                if block.thinking and (origin(block) is None or replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)):
+                    thinking.append(block.thinking)
+                elif self.thinking_as_text and block.thinking:
+                    texts.append(f"<think>\n{block.thinking}\n</think>")
+            elif btype == "tool_call":
+                if extra(block, "server_side", False):
+                    continue  # another provider ran it; its answer carries what it found
+                calls.append({"function": {"name": block.name, "arguments": parse_arguments(block)}})
+            elif btype == "tool_result" or (btype == "data" and is_raw_provider_block(block)):
+                continue  # another provider's own items
+            else:
+                raise FormatError(seg.index_of(block), f"an assistant message cannot carry a {btype!r} block for Ollama", PROTOCOL)
+        if not (texts or thinking or calls):
+            return None
+        msg: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts)}
+        if thinking:
+            msg["thinking"] = "\n\n".join(thinking)
+        if calls:
+            msg["tool_calls"] = calls
+        return msg
+
+    def _result(self, result: Any, index: int) -> dict[str, Any]:
+        texts: list[str] = []
+        images: list[str] = []
+        for piece in result_blocks(result):
+            if piece.type == "text":
+                texts.append(piece.text)
+            else:
+                images.append(_image(piece, index))
+        text = "".join(texts)
+        if not text and result.state in ("denied", "interrupted"):
+            text = f"The tool call was {result.state}."
+        msg: dict[str, Any] = {"role": "tool", "content": text, "tool_name": result.name}
+        if images:
+            msg["images"] = images
+        return msg
+
+
+def _image(block: Any, index: int) -> str:
+    kind, payload, media_type = data_parts(block)
+    if not media_type.split(";")[0].strip().lower().startswith("image/"):
+        raise FormatError(index, f"Ollama takes images only, not {media_type}", PROTOCOL, code="unsupported-media")
+    if kind != "base64":
+        raise FormatError(index, "Ollama takes images as base64; this one is a URL the models layer did not fetch", PROTOCOL)
+    return payload
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": spec.name, "parameters": spec.parameters}
+    if spec.description:
+        function["description"] = spec.description
+    return {"type": "function", "function": function}
+
+
+def format_ollama(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
+    """Shortcut for ``OllamaFormatter(**options).format(messages, tools, tool_choice)``."""
+    return OllamaFormatter(**options).format(messages, tools, tool_choice)
