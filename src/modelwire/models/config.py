@@ -87,6 +87,19 @@ PRESETS: dict[str, Preset] = {
             dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True},
             description="Azure OpenAI (deployment name as the model)", example="my-gpt-4o-deployment",
         ),
+        # Azure OpenAI's v1 API (/openai/v1/...): the model is the deployment name, in the body;
+        # an api-key, or a Microsoft Entra ID token when no key is set.
+        Preset(
+            "azure-v1", "openai-chat", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", key_required=False, auth="api-key",
+            path="/openai/v1/chat/completions",
+            dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "credentials": "azure"},
+            description="Azure OpenAI v1 API, Chat Completions (AZURE_OPENAI_API_KEY or Entra ID)", example="my-gpt-4o-deployment",
+        ),
+        Preset(
+            "azure-responses", "openai-responses", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", key_required=False, auth="api-key",
+            path="/openai/v1/responses", dialect={"credentials": "azure"},
+            description="Azure OpenAI v1 API, Responses (AZURE_OPENAI_API_KEY or Entra ID)", example="my-gpt-5-deployment",
+        ),
         Preset(
             "deepseek", "openai-chat", "https://api.deepseek.com", "DEEPSEEK_API_KEY",
             dialect={
