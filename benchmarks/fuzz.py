@@ -45,7 +45,7 @@ from modelwire.message import AssistantMsg  # noqa: E402
 from modelwire.protocols import get_protocol, sniff  # noqa: E402
 from modelwire.testing.sse import body as fake_body  # noqa: E402
 
-PROTOCOLS = ("anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse")
+PROTOCOLS = ("anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse", "ollama")
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "recorded-streams"
 ODD_VALUES: list = [None, True, False, 0, -1, 1.5, 10**30, "", "x", "é", "\ud800", [], [1], {}, {"a": 1}, [[{}]], {"type": None}]
 
@@ -58,10 +58,12 @@ def corpus() -> list[tuple[str, bytes]]:
         out.append((protocol, fake_body(protocol, ("tool", "call_1", "f", "{}"), ("tool", "call_2", "g", '{"x": "y"}'))))
     if SHARED.is_dir():
         for path in sorted(SHARED.rglob("*")):
-            if path.suffix not in (".sse", ".txt", ".bin", ".eventstream") or not path.is_file():
+            if path.suffix not in (".sse", ".txt", ".bin", ".eventstream", ".ndjson") or not path.is_file():
                 continue
             raw = path.read_bytes()
-            protocol = sniff(raw) if path.suffix != ".eventstream" else "bedrock-converse"
+            protocol = {".eventstream": "bedrock-converse", ".ndjson": "ollama"}.get(path.suffix) or sniff(raw)
+            if path.suffix == ".eventstream" and "bedrock-invoke" in path.parts:
+                continue  # Claude's events inside Bedrock's frames: another endpoint's framing
             if protocol in PROTOCOLS and raw:
                 out.append((protocol, raw))
     return out
@@ -76,6 +78,8 @@ def split_events(protocol: str, raw: bytes) -> list[tuple[str | None, object]] |
         if protocol == "bedrock-converse":
             frames = FrameParser().feed(raw)
             return [(json.dumps(f.headers, default=str), json.loads(f.payload or b"{}")) for f in frames]
+        if protocol == "ollama":
+            return [(None, json.loads(line)) for line in raw.splitlines() if line.strip()]
         events = SSEDecoder().feed_raw(raw) + SSEDecoder().close_raw()
         out = []
         for name, data, _id, _retry in events:
@@ -93,6 +97,8 @@ def join_events(protocol: str, events: list[tuple[str | None, object]]) -> bytes
             head = {k: str(v) for k, v in json.loads(headers or "{}").items()}
             out += encode_frame(head, json.dumps(data).encode())
         return out
+    if protocol == "ollama":
+        return b"".join(json.dumps(data).encode() + b"\n" for _, data in events)
     return encode_sse(events)
 
 

@@ -62,7 +62,7 @@ def _sources() -> list[tuple[str, str, object]]:
 
 
 SOURCES = _sources()
-TARGETS = ["anthropic", "openai", "openai-responses", "deepseek", "groq", "openrouter", "google", "vertex", "bedrock", "mistral", "minimax", "bedrock-anthropic", "vertex-anthropic", "ollama"]
+TARGETS = ["anthropic", "openai", "openai-responses", "deepseek", "groq", "openrouter", "google", "vertex", "bedrock", "mistral", "minimax", "bedrock-anthropic", "vertex-anthropic", "ollama", "azure-v1", "azure-responses"]
 
 
 def _bedrock_id_pattern() -> str:
@@ -83,6 +83,8 @@ ID_PATTERNS = {
     "bedrock": _bedrock_id_pattern(),
     "openai": r"^.{1,40}$",
     "openai-responses": r"^.{1,40}$",
+    "azure-v1": r"^.{1,40}$",
+    "azure-responses": r"^.{1,40}$",
 }
 TARGET_PROTOCOL = {"anthropic": "anthropic", "openai-responses": "openai-responses"}
 
