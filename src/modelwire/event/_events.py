@@ -208,6 +208,17 @@ def _one_source(data: str | None, url: str | None) -> None:
         raise ValueError("exactly one of `data` or `url` must be given")
 
 
+def _base64(value: str | None) -> str | None:
+    """Base64 data of an event, taken as a message takes it (unpadded, URL-safe, with line
+    breaks: made standard); valid standard base64 costs one check."""
+    if value is None:
+        return value
+    try:
+        return validate_base64(value)
+    except ValueError:
+        return normalize_base64(value)
+
+
 class DataBlockStartEvent(_BlockEvent):
     type: Literal["DATA_BLOCK_START"] = "DATA_BLOCK_START"
     media_type: str
@@ -234,12 +245,7 @@ class DataBlockDeltaEvent(_BlockEvent):
     @field_validator("data")
     @classmethod
     def _data(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        try:
-            return validate_base64(v)
-        except ValueError:  # base64 as a message takes it (unpadded, URL-safe, with line breaks)
-            return normalize_base64(v)
+        return _base64(v)
 
     @model_validator(mode="after")
     def _source(self) -> "DataBlockDeltaEvent":
@@ -306,12 +312,7 @@ class ToolResultDataDeltaEvent(_ToolEvent):
     @field_validator("data")
     @classmethod
     def _data(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        try:
-            return validate_base64(v)
-        except ValueError:  # base64 as a message takes it (unpadded, URL-safe, with line breaks)
-            return normalize_base64(v)
+        return _base64(v)
 
     @model_validator(mode="after")
     def _source(self) -> "ToolResultDataDeltaEvent":
