@@ -352,3 +352,40 @@ def test_modelwire_sends_what_agentscopes_own_models_send(protocol, model, their
     prefix = {"anthropic": "anthropic", "openai-chat": "openai", "openai-responses": "openai-responses"}[protocol]
     mine = _modelwire_request(f"{prefix}:{model}", ours)
     assert {f: mine.get(f) for f in fields} == {f: sent.get(f) for f in fields}
+
+
+def test_a_gemini_signature_survives_agentscopes_storage_in_the_call_id():
+    """AgentScope keeps no extra field of a tool call; its own Gemini model puts the thought
+    signature into the call's id (``gemini_ts:``). ModelwireChatModel does the same, so a
+    session AgentScope stored and reloaded gives Gemini its signature back."""
+    from agentscope.message import Msg as ASMsg
+    from agentscope.message import ToolResultBlock as ASResult
+
+    with ProviderServer() as server:
+        server.script(sse_reply(body("gemini", ("think", "Weather first."), ("tool", "c1", "weather", '{"city": "Oslo"}'))))
+        model = chat_model(server, "gemini")
+
+        async def call():
+            result = await model([ASUserMsg(name="user", content="Weather?")], tools=[{"type": "function", "function": {"name": "weather", "description": "w", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])
+            return [chunk async for chunk in result]
+
+        chunks = asyncio.run(call())
+    ids = {b.id for c in chunks for b in c.content if b.type == "tool_call"}
+    (call_id,) = ids  # one id, streamed and final alike
+    assert call_id == "gemini_ts:sig-Weather "
+    # AgentScope stores the turn (its JSON), loads it, and sends it again with the result.
+    stored = ASMsg(name="assistant", role="assistant", content=[b for b in chunks[-1].content if b.type == "tool_call"] + [ASResult(id=call_id, name="weather", output="rain", state="success")])
+    reloaded = ASMsg.model_validate_json(stored.model_dump_json())
+    with ProviderServer() as server:
+        server.script(sse_reply(body("gemini", ("text", "It rains."))))
+        asyncio.run(_drain(chat_model(server, "gemini")([ASUserMsg(name="user", content="Weather?"), reloaded])))
+        sent = server.requests[0]["json"]
+    (part,) = [p for c in sent["contents"] for p in c["parts"] if "functionCall" in p]
+    assert part["thoughtSignature"] == "sig-Weather "  # its own, not the placeholder
+
+
+async def _drain(pending):
+    result = await pending
+    if hasattr(result, "__aiter__"):
+        async for _ in result:
+            pass

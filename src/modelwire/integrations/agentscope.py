@@ -39,6 +39,7 @@ from agentscope.model._model_usage import ChatUsage
 
 from .. import errors as E
 from ..message import Msg
+from ..message._provenance import GEMINI_TS
 from ..models import load_model
 from ..models.transport import RetryPolicy
 
@@ -156,6 +157,10 @@ class ModelwireChatModel(ChatModelBase):
         reply = Msg(name="assistant", role="assistant", content=[])
         folded = False
         open_calls: dict[str, str] = {}  # tool call id -> name, kept open in every chunk (AgentScope ends the others)
+        # Calls that arrive whole are passed on at their end, when their extras are known: a
+        # Gemini call's thought signature goes into its id, AgentScope's own way of keeping it.
+        whole = bool(getattr(getattr(self.wire_model, "wire", None), "whole_tool_calls", False))
+        held: dict[str, list[str]] = {}
         end = None
         stream = self.wire_model.stream(messages, tools=tools, tool_choice=choice, options=options or None, reply_id=reply.id)
         try:
@@ -170,10 +175,19 @@ class ModelwireChatModel(ChatModelBase):
                     chunk = [ASThinkingBlock(id=event.block_id, thinking=event.delta)]
                 elif kind == "TOOL_CALL_START":
                     open_calls[event.tool_call_id] = event.tool_call_name
+                    if whole:
+                        held[event.tool_call_id] = []
                 elif kind == "TOOL_CALL_DELTA":
+                    if event.tool_call_id in held:
+                        held[event.tool_call_id].append(event.delta)
+                        continue
                     chunk = [ASToolCallBlock(id=event.tool_call_id, name=open_calls.get(event.tool_call_id, ""), input=event.delta)]
                 elif kind == "TOOL_CALL_END":
-                    open_calls.pop(event.tool_call_id, None)
+                    name = open_calls.pop(event.tool_call_id, None)
+                    if event.tool_call_id not in held:
+                        continue
+                    pieces = held.pop(event.tool_call_id)
+                    chunk = [ASToolCallBlock(id=agentscope_call_id(event.tool_call_id, event.extras), name=name or "", input="".join(pieces))]
                 elif kind == "DATA_BLOCK_DELTA" and event.data:
                     chunk = [ASDataBlock.model_validate({"id": event.block_id, "source": {"type": "base64", "data": event.data, "media_type": event.media_type}})]
                 elif kind == "MODEL_CALL_END":
@@ -181,7 +195,7 @@ class ModelwireChatModel(ChatModelBase):
                     continue
                 else:
                     continue
-                keep = [ASToolCallBlock(id=i, name=n, input="") for i, n in open_calls.items() if not any(getattr(b, "id", None) == i for b in chunk)]
+                keep = [ASToolCallBlock(id=i, name=n, input="") for i, n in open_calls.items() if i not in held and not any(getattr(b, "id", None) == i for b in chunk)]
                 yield ChatResponse(content=chunk + keep, is_last=False)
         finally:
             await stream.aclose()  # a cancelled AgentScope reply closes the HTTP stream
@@ -219,13 +233,28 @@ def to_modelwire(msg: ASMsg) -> Msg:
     return Msg.from_dict(json.loads(msg.model_dump_json()))
 
 
+def agentscope_call_id(call_id: str, extras: dict[str, Any] | None) -> str:
+    """The id AgentScope gives a tool call: a Gemini call's thought signature rides in it
+    (``gemini_ts:<signature>``, as AgentScope's own Gemini model writes it), so it survives
+    AgentScope's storage, which keeps no other field of a tool call."""
+    signature = (extras or {}).get("thought_signature")
+    return GEMINI_TS + signature if isinstance(signature, str) and signature and not call_id.startswith(GEMINI_TS) else call_id
+
+
 def to_agentscope_blocks(msg: Msg) -> tuple[list[Any], list[dict[str, Any]]]:
     """The blocks AgentScope's ``ChatResponse`` can hold, and the others (server-side tool
     calls and their results, which AgentScope must not run) as JSON for the metadata."""
     blocks: list[Any] = []
     other: list[dict[str, Any]] = []
+    renamed: dict[str, str] = {}
     for block in msg.content:
         data = block.model_dump(mode="json")
+        if block.type == "tool_call" and not data.get("server_side"):
+            new_id = agentscope_call_id(block.id, block.__pydantic_extra__)
+            if new_id != block.id:
+                renamed[block.id] = data["id"] = new_id
+        elif block.type == "tool_result" and block.id in renamed:
+            data["id"] = renamed[block.id]
         if block.type == "tool_call" and data.get("server_side"):
             other.append(data)
         elif block.type in _AS_BLOCKS:

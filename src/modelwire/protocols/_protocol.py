@@ -319,6 +319,8 @@ class WireProtocol:
     # Whether every request depends on what the model is (then its capabilities are looked
     # up on the first call whatever the options).
     lookup_always = False
+    # Whether tool calls arrive whole (one provider event each), not as argument fragments.
+    whole_tool_calls = False
 
     def model_info_url(self, base_url: str, model: str, preset: Preset) -> str | None:
         """Where the provider publishes what ``model`` accepts (a GET with the usual auth,

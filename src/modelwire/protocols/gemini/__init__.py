@@ -58,6 +58,7 @@ class GeminiProtocol(WireProtocol):
     signature = (b'"candidates"', b'"usageMetadata"', b'"promptFeedback"')
     replay_scope = "provider"
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True)
+    whole_tool_calls = True  # a functionCall part holds the whole call (and its thought signature)
 
     def url(self, base_url: str, model: str, preset: Preset, env: Mapping[str, str] | None = None) -> str:
         env = os.environ if env is None else env

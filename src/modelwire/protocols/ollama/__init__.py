@@ -35,6 +35,7 @@ class OllamaProtocol(WireProtocol):
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=False, parallel_tool_calls=True)
     # Every request depends on the model: its context length goes in options.num_ctx.
     lookup_always = True
+    whole_tool_calls = True
 
     def decoder(self, adapter: Any, *, keep: bool = False) -> Any:
         from ...adapters._ndjson import NDJSONDecoder
