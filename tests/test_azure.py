@@ -117,3 +117,27 @@ def test_the_classic_deployments_path_stays():
     model = load_model("azure:my-deployment", api_key="k", base_url="https://res.openai.azure.com")
     assert model.url().startswith("https://res.openai.azure.com/openai/deployments/my-deployment/chat/completions?api-version=")
     assert load_model("azure-v1:my-deployment", api_key="k", base_url="https://res.openai.azure.com").url() == "https://res.openai.azure.com/openai/v1/chat/completions"
+
+
+def test_an_agent_on_azure_responses_runs_a_tool_and_a_cassette_replays_it(tmp_path, monkeypatch):
+    from modelwire.agent import Agent
+    from modelwire.cassettes import use_cassette
+    from modelwire.testing import sse_reply
+    from modelwire.testing.sse import body
+
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"rain in {city}"
+
+    path = tmp_path / "azure.json"
+    with ProviderServer() as server:
+        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.url)
+        server.script(sse_reply(body("openai-responses", ("tool", "call_1", "weather", '{"city": "Bergen"}'))), sse_reply(body("openai-responses", ("text", "Rain in Bergen."))))
+        with use_cassette(path, "all"):
+            reply = asyncio.run(Agent("a", load_model("azure-responses:my-gpt-5", api_key="azure-key"), tools=[weather]).reply("Weather in Bergen?"))
+        second = server.requests[1]
+    assert reply.get_text_content().strip() == "Rain in Bergen."
+    assert second["path"] == "/openai/v1/responses" and second["json"]["input"][-1]["type"] == "function_call_output"
+    with use_cassette(path, "none"):
+        again = asyncio.run(Agent("a", load_model("azure-responses:my-gpt-5", api_key="azure-key"), tools=[weather]).reply("Weather in Bergen?"))
+    assert again.get_text_content() == reply.get_text_content()

@@ -196,3 +196,40 @@ def test_a_cassette_replays_a_bedrock_invoke_call(tmp_path):
     with use_cassette(path, "none"):  # the server is gone: the cassette answers
         again = asyncio.run(load_model("bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", base_url=url).complete("hi"))
     assert first.get_text_content() == again.get_text_content() == "Recorded words. "
+
+
+def test_betas_go_in_the_body_on_bedrock_and_in_the_header_elsewhere():
+    beta = {"anthropic-beta": "context-1m-2025-08-07, interleaved-thinking-2025-05-14"}
+    bedrock = load_model("bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", extra_headers=beta)
+    body = bedrock.build_request([UserMsg("u", "hi")])[0]
+    assert body["anthropic_beta"] == ["context-1m-2025-08-07", "interleaved-thinking-2025-05-14"]
+    assert "anthropic-beta" not in bedrock.headers(bedrock.options.extra_headers)
+    vertex = load_model("vertex-anthropic:claude-sonnet-4-5@20250929", api_key="k", extra_headers=beta)
+    assert "anthropic_beta" not in vertex.build_request([UserMsg("u", "hi")])[0]
+    assert vertex.headers(vertex.options.extra_headers)["anthropic-beta"] == beta["anthropic-beta"]
+
+
+def test_an_agent_on_vertex_runs_a_tool_and_a_cassette_replays_it(tmp_path):
+    from modelwire.agent import Agent
+    from modelwire.cassettes import use_cassette
+    from modelwire.testing import sse_reply
+    from modelwire.testing.sse import body as sse_body
+
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    path = tmp_path / "vertex.json"
+    with ProviderServer() as server:
+        server.script(sse_reply(sse_body("anthropic", ("tool", "toolu_vrtx_1", "weather", '{"city": "Rome"}'))), sse_reply(sse_body("anthropic", ("text", "Sunny in Rome."))))
+        with use_cassette(path, "all"):
+            agent = Agent("a", load_model("vertex-anthropic:claude-sonnet-4-5@20250929", api_key="k", base_url=server.url), tools=[weather])
+            reply = asyncio.run(agent.reply("Weather in Rome?"))
+        second = server.requests[1]
+        url = server.url
+    assert reply.get_text_content().strip() == "Sunny in Rome."
+    assert second["path"].endswith("/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict")
+    assert second["json"]["anthropic_version"] == "vertex-2023-10-16" and "model" not in second["json"]
+    with use_cassette(path, "none"):  # the server is gone
+        again = Agent("a", load_model("vertex-anthropic:claude-sonnet-4-5@20250929", api_key="k", base_url=url), tools=[weather])
+        assert asyncio.run(again.reply("Weather in Rome?")).get_text_content() == reply.get_text_content()

@@ -152,6 +152,9 @@ class AnthropicProtocol(WireProtocol):
             body.pop("model", None)  # in the URL
             if endpoint == "bedrock":
                 body.pop("stream", None)  # the endpoint streams
+                beta = {k.lower(): v for k, v in options.extra_headers.items()}.get("anthropic-beta")
+                if beta:  # Bedrock takes the betas in the body, not as a header
+                    body.setdefault("anthropic_beta", [b.strip() for b in beta.split(",") if b.strip()])
             body = {"anthropic_version": ENDPOINT_VERSIONS[endpoint], **body}
         return body
 
@@ -159,6 +162,8 @@ class AnthropicProtocol(WireProtocol):
         headers = super().headers(api_key, preset, extra)
         if preset.dialect.get("endpoint") == "bedrock":
             headers["accept"] = _EVENTSTREAM
+            for name in [k for k in headers if k.lower() == "anthropic-beta"]:
+                del headers[name]  # sent in the body (see body())
         return headers
 
     def stream_content_type(self, preset: Preset) -> str:
