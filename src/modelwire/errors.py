@@ -305,6 +305,17 @@ class AgentError(ModelwireError, RuntimeError):
     """The agent was used in a way it cannot follow (resuming a reply that is not parked ...)."""
 
 
+class UsageLimitExceeded(ModelwireError, RuntimeError):
+    """A reply reached one of its :class:`~modelwire.agent.UsageLimits` before its next model
+    call; ``limit`` names it, ``allowed`` and ``used`` say how far."""
+
+    def __init__(self, limit: str, allowed: float, used: float) -> None:
+        self.limit = limit
+        self.allowed = allowed
+        self.used = used
+        super().__init__(f"the reply reached its {limit} limit ({used:g} of {allowed:g}) before the next model call")
+
+
 class ToolArgumentsError(ModelwireError, ValueError):
     """The model's arguments for a tool are not valid JSON or do not fit its schema."""
 

@@ -23,7 +23,7 @@ from typing import Any, AsyncIterator, Iterable, Sequence
 from .. import event as E
 from .. import telemetry
 from .._ids import new_id
-from ..errors import AgentBusyError, AgentError, ConfigError, FormatError, ModelwireError, ProviderError, debug_enabled
+from ..errors import AgentBusyError, AgentError, ConfigError, FormatError, ModelwireError, ProviderError, UsageLimitExceeded, debug_enabled
 from ..formatters import ToolSpec
 from .._sync import run_sync
 from ..message import AssistantMsg, Base64Source, DataBlock, Msg, MsgInput, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg, as_messages
@@ -93,8 +93,10 @@ class Agent:
         *,
         session_id: str | None = None,
         model_options: dict[str, Any] | None = None,
+        limits: Any = None,
     ) -> None:
         self.name = name
+        self.limits = limits  # UsageLimits of each reply (None: only max_iters)
         self.model = model
         self.system_prompt = system_prompt
         self.tools: dict[str, Tool] = {}
@@ -397,6 +399,8 @@ class Agent:
                             hint = f"Give your final answer now by calling the {STRUCTURED_TOOL} tool."
             if last_call:
                 tool_choice = "none" if tools else None
+            if self.limits is not None:
+                self.limits.check(state.iters, reply.usage, reply.cost)  # before the call that would pass one
             messages = ([SystemMsg("system", self.system_prompt)] if self.system_prompt else []) + self.context
             if hint is not None:
                 messages.append(UserMsg("user", hint))  # for this call only: never kept in the context
@@ -647,6 +651,8 @@ def _error_info(exc: Exception) -> dict[str, str]:
         return exc.to_error_info()
     if isinstance(exc, ConfigError):
         return {"type": "setup", "message": str(exc)}
+    if isinstance(exc, UsageLimitExceeded):
+        return {"type": "rate_limit", "message": str(exc)}  # the reply's own budget, spent
     if isinstance(exc, ModelwireError) and isinstance(exc, ValueError):
         return {"type": "invalid_request", "message": str(exc)}  # a request that cannot be made: FormatError ...
     return {"type": "internal", "message": f"{type(exc).__name__}: {exc}"}

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "Model",
     "load_model",
+    "FallbackModel",
     "ModelOptions",
     "UnsupportedOptionError",
     "ConfigError",
@@ -65,7 +66,7 @@ class Model(Protocol):
 
 
 def load_model(
-    name: str | None = None,
+    name: str | Sequence[str] | None = None,
     *,
     client: Any = None,
     api_key: str | None = None,
@@ -83,9 +84,21 @@ def load_model(
     API key, default headers and connection pool are used. Other keyword arguments are
     :class:`ModelOptions` (``max_tokens``, ``temperature``, ``thinking`` ...).
     ``max_connections`` sizes the connection pool modelwire makes (not a client you pass).
+
+    A list of names is one model that fails over, in order (:class:`FallbackModel`); so is a
+    profile with ``fallback = ["PROVIDER:MODEL", ...]``.
     """
     from ._http import HTTPModel
     from .transport import HTTPTransport, Timeouts
+
+    if not isinstance(name, (str, type(None))):
+        from ._fallback import FallbackModel
+
+        names = list(name)
+        if not names or not all(isinstance(n, str) for n in names):
+            raise ConfigError("load_model() takes a model name, or a list of model names to fail over between")
+        shared = dict(client=client, api_key=api_key, base_url=base_url, timeouts=timeouts, retry=retry, max_connections=max_connections)
+        return FallbackModel([load_model(n, **shared, **options) for n in names])  # type: ignore[return-value]
 
     sdk = _sdk_parts(client)
     if sdk is not None:
@@ -95,12 +108,28 @@ def load_model(
         if sdk["headers"]:
             options["extra_headers"] = {**sdk["headers"], **options.get("extra_headers", {})}
     spec = resolve(name, api_key=api_key, base_url=base_url, **options)
+    fallback = spec.options.pop("fallback", None)
+    if fallback:
+        from ._fallback import FallbackModel
+
+        if isinstance(fallback, str) or not all(isinstance(n, str) for n in fallback):
+            raise ConfigError(f"{name}: fallback must be a list of model names")
+        primary = load_model(f"{spec.preset.name}:{spec.model}", client=client, api_key=spec.api_key, base_url=spec.base_url, timeouts=timeouts, retry=retry, max_connections=max_connections, **spec.options)
+        return FallbackModel([primary, *(load_model(n, timeouts=timeouts, retry=retry, max_connections=max_connections) for n in fallback)])  # type: ignore[return-value]
     if isinstance(timeouts, dict):
         timeouts = Timeouts(**timeouts)
     if timeouts is not None:
         spec.options["timeouts"] = timeouts
     transport = HTTPTransport(client, timeouts=timeouts or Timeouts(), max_connections=max_connections)
     return HTTPModel(spec, transport=transport, retry=retry)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FallbackModel":
+        from ._fallback import FallbackModel
+
+        return FallbackModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _sdk_parts(client: Any) -> dict[str, Any] | None:

@@ -66,6 +66,11 @@ class HTTPModel:
         if lookup not in ("auto", True, False):
             raise E.ConfigError(f"capability_lookup={lookup!r} must be 'auto', True or False")
         self.capability_lookup = lookup
+        limit = options.pop("max_concurrent", None)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise E.ConfigError(f"max_concurrent={limit!r} must be a whole number of calls, at least 1")
+        self.max_concurrent: int | None = limit
+        self._slots: Any = None  # loop -> asyncio.Semaphore (a semaphore belongs to one loop)
         media = options.pop("on_unsupported_media", "refuse")
         if media not in ("refuse", "note"):
             raise E.ConfigError(f"on_unsupported_media={media!r} must be 'refuse' or 'note'")
@@ -192,7 +197,7 @@ class HTTPModel:
 
     # -- the call ------------------------------------------------------------------------
 
-    async def stream(
+    def stream(
         self,
         messages: MsgInput,
         *,
@@ -201,12 +206,46 @@ class HTTPModel:
         options: ModelOptions | dict | None = None,
         reply_id: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
-        """Yield the events of one model call (``MODEL_CALL_START`` ... ``MODEL_CALL_END``).
+        """The events of one model call (``MODEL_CALL_START`` ... ``MODEL_CALL_END``), as an
+        async iterator.
 
         On failure, the events that close what was open are yielded first, then the typed
         error is raised: what was received still folds into a valid message.
         """
         reply_id = reply_id or new_id()
+        if self.max_concurrent is None:
+            return self._stream(messages, tools, tool_choice, options, reply_id)
+        return self._limited(messages, tools, tool_choice, options, reply_id)
+
+    async def _limited(self, *args: Any) -> AsyncIterator[AgentEvent]:
+        # At most max_concurrent calls of this model at once, from every agent using it: a
+        # call waits its turn (first come, first served); a cancelled wait takes no slot.
+        async with self._slot():
+            inner = self._stream(*args)
+            try:
+                async for event in inner:
+                    yield event
+            finally:
+                await inner.aclose()
+
+    def _slot(self) -> Any:
+        import weakref
+
+        loop = asyncio.get_running_loop()
+        if self._slots is None:
+            self._slots = weakref.WeakKeyDictionary()
+        slot = self._slots.get(loop)
+        if slot is None:
+            slot = self._slots[loop] = asyncio.Semaphore(self.max_concurrent)
+        return slot
+
+    @property
+    def in_flight(self) -> int:
+        """Calls of this model running now on this event loop (with ``max_concurrent``)."""
+        slot = self._slots.get(asyncio.get_running_loop()) if self._slots is not None else None
+        return 0 if slot is None or self.max_concurrent is None else self.max_concurrent - slot._value
+
+    async def _stream(self, messages: MsgInput, tools: Sequence[Any] | None, tool_choice: Any, options: ModelOptions | dict | None, reply_id: str) -> AsyncIterator[AgentEvent]:
         messages = await resolve_sources(as_messages(messages), self.wire, self.transport, self.max_source_bytes)
         if not self._looked_up and (self.wire.lookup_always or _depends_on_capabilities(self.options.merged(options), tools, tool_choice)):
             await self.lookup_capabilities()

@@ -1,0 +1,52 @@
+"""What one reply may spend: model calls, tokens, money."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError, UsageLimitExceeded
+
+__all__ = ["UsageLimits"]
+
+
+@dataclass(frozen=True)
+class UsageLimits:
+    """Limits on one reply, checked before each model call: a call that would start past one
+    is not made, and the reply ends with :class:`~modelwire.errors.UsageLimitExceeded`
+    naming it (``REPLY_END`` with the error; what the reply has so far is kept).
+
+    Attributes:
+        requests: model calls in the reply.
+        input_tokens / output_tokens / total_tokens: tokens the reply's calls used so far.
+        cost: what the calls cost so far (``Msg.cost["total"]``, in its currency); a reply
+            whose calls have no price cannot be held to a cost limit, which is then refused.
+    """
+
+    requests: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    cost: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("requests", "input_tokens", "output_tokens", "total_tokens", "cost"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+                raise ConfigError(f"UsageLimits({name}={value!r}): a limit is a number, at least 0")
+
+    def check(self, calls: int, usage: Any, cost: dict[str, Any] | None) -> None:
+        """Raise if one more model call would go past a limit (``calls`` made so far)."""
+        if self.requests is not None and calls + 1 > self.requests:
+            raise UsageLimitExceeded("requests", self.requests, calls)
+        used_in = usage.input_tokens if usage is not None else 0
+        used_out = usage.output_tokens if usage is not None else 0
+        for name, allowed, used in (("input_tokens", self.input_tokens, used_in), ("output_tokens", self.output_tokens, used_out), ("total_tokens", self.total_tokens, used_in + used_out)):
+            if allowed is not None and used >= allowed:
+                raise UsageLimitExceeded(name, allowed, used)
+        if self.cost is not None:
+            if calls and (cost is None or not cost.get("complete", False)):
+                raise UsageLimitExceeded("cost", self.cost, float("nan"))
+            spent = (cost or {}).get("total") or 0.0
+            if spent >= self.cost:
+                raise UsageLimitExceeded("cost", self.cost, spent)

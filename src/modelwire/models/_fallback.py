@@ -1,0 +1,138 @@
+"""Failover: one model made of several, tried in order.
+
+``FallbackModel([primary, backup, ...])`` (or ``load_model(["anthropic:...", "openai:..."])``,
+or a profile's ``fallback = [...]``) sends a call to the first model; when that one fails
+*before any output* with an error another provider may not have (overloaded, a rate limit
+past the retries, a 5xx, a connection or time-out error, a stream that broke before its
+first token), the call goes to the next. Each model formats the same history for itself, so
+what one provider cannot take (its ids, another endpoint's signatures) is made valid by the
+same rules as a provider switch. An error after output has begun is never failed over: the
+reply ends with it, as it would with one model.
+
+The ``MODEL_CALL_END`` of the call says which model answered and why the ones before it did
+not (``metadata["fallback"]``). A model that failed is kept out for ``cooldown`` seconds (a
+circuit breaker): tried last, not first, until then.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, AsyncIterator, Callable, Sequence
+
+from .. import errors as E
+from .._ids import new_id
+from .._sync import run_sync
+from ..message import AssistantMsg, Msg, MsgInput, as_messages
+
+__all__ = ["FallbackModel", "fails_over"]
+
+_QUIET = ("MODEL_CALL_START", "MODEL_CALL_END")  # what a call that failed before output sends
+
+
+def fails_over(err: BaseException) -> bool:
+    """Whether another provider may well answer where this error came from."""
+    if isinstance(err, E.InternalError):
+        return False  # a bug here: every model would meet it
+    return isinstance(err, (E.UpstreamError, E.RateLimitError, E.ConnectionError, E.IncompleteStreamError))
+
+
+class FallbackModel:
+    """Several models as one (see the module doc). ``cooldown``: seconds a failed model is
+    kept out; ``clock``: a monotonic clock (for tests)."""
+
+    def __init__(self, models: Sequence[Any], *, cooldown: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        if len(models) < 1:
+            raise E.ConfigError("a FallbackModel needs at least one model")
+        self.models = list(models)
+        self.cooldown = cooldown
+        self._clock = clock
+        self._out_until: dict[int, float] = {}  # index -> when the model may be first again
+        self.name = getattr(self.models[0], "name", "fallback")
+
+    def __repr__(self) -> str:
+        return f"FallbackModel({', '.join(_label(m) for m in self.models)})"
+
+    def order(self) -> list[Any]:
+        """The models in the order the next call tries them: those kept out go last."""
+        now = self._clock()
+        return [self.models[i] for i in sorted(range(len(self.models)), key=lambda i: (self._out_until.get(i, 0.0) > now, i))]
+
+    @property
+    def capabilities(self) -> Any:
+        return getattr(self.order()[0], "capabilities", None)
+
+    def forced_tool_ok(self, options: Any = None) -> bool:
+        check = getattr(self.order()[0], "forced_tool_ok", None)
+        return bool(check(options)) if callable(check) else True
+
+    async def stream(
+        self,
+        messages: MsgInput,
+        *,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        options: Any = None,
+        reply_id: str | None = None,
+    ) -> AsyncIterator[Any]:
+        messages = as_messages(messages)
+        reply_id = reply_id or new_id()
+        order = self.order()
+        failed: list[dict[str, str]] = []
+        for n, model in enumerate(order):
+            last = n == len(order) - 1
+            held: list[Any] = []
+            passed = False
+            stream = model.stream(messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply_id)
+            try:
+                async for event in stream:
+                    if event.type == "MODEL_CALL_END":
+                        event = _marked(event, model, failed)
+                    if passed:
+                        yield event
+                    elif event.type in _QUIET:
+                        held.append(event)  # until output shows the call is answered
+                    else:
+                        passed = True
+                        for early in held:
+                            yield early
+                        held = []
+                        yield event
+            except E.ProviderError as err:
+                if passed or last or not fails_over(err):
+                    for early in held:
+                        yield early
+                    if failed:
+                        err.message = f"{err.message} (after {', '.join(f['model'] for f in failed)} failed too)"
+                    raise
+                self._out_until[self.models.index(model)] = self._clock() + self.cooldown
+                failed.append({"model": _label(model), "error": f"{type(err).__name__}: {err.message}"[:300]})
+                continue
+            finally:
+                await stream.aclose()
+            for early in held:  # an answer with no output at all (an empty reply)
+                yield early
+            self._out_until.pop(self.models.index(model), None)
+            return
+
+    async def complete(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None, name: str = "assistant") -> Msg:
+        reply = AssistantMsg(name, [], id=reply_id or new_id())
+        try:
+            async for event in self.stream(messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id):
+                reply.append_event(event)
+        except E.ProviderError as err:
+            err.partial = reply  # type: ignore[attr-defined]
+            raise
+        return reply
+
+    def complete_sync(self, messages: MsgInput, **kwargs: Any) -> Msg:
+        return run_sync(self.complete(messages, **kwargs), "model.complete")
+
+
+def _label(model: Any) -> str:
+    provider = getattr(model, "provider", None)
+    return f"{provider}:{model.name}" if provider else str(getattr(model, "name", model))
+
+
+def _marked(end: Any, model: Any, failed: list[dict[str, str]]) -> Any:
+    metadata = {**(end.metadata or {}), "fallback": {"answered_by": _label(model), "failed": list(failed)}}
+    return end.model_copy(update={"metadata": metadata})
