@@ -42,6 +42,7 @@ class _ReplyState:
     native_structured: bool = False
     forced_structured: bool = False
     refused: bool = False  # the last model call stopped with a refusal (or a content filter)
+    paused: bool = False  # the last model call paused its turn (a long server-tool turn) to be continued
     span: Any = None  # the reply's trace span, while a stream of it runs
     failures: list = field(default_factory=list)  # what ended this stream of the reply with an error
 
@@ -94,9 +95,11 @@ class Agent:
         session_id: str | None = None,
         model_options: dict[str, Any] | None = None,
         limits: Any = None,
+        tool_timeout: float | None = None,
     ) -> None:
         self.name = name
         self.limits = limits  # UsageLimits of each reply (None: only max_iters)
+        self.tool_timeout = tool_timeout  # seconds a tool call may run, for tools without their own
         self.model = model
         self.system_prompt = system_prompt
         self.tools: dict[str, Tool] = {}
@@ -410,7 +413,9 @@ class Agent:
             try:
                 async for ev in stream:
                     if ev.type == "MODEL_CALL_END":
-                        state.refused = getattr(ev, "stop_reason", None) in ("refusal", "content_filter")
+                        stop = getattr(ev, "stop_reason", None)
+                        state.refused = stop in ("refusal", "content_filter")
+                        state.paused = stop == "pause_turn"
                     yield self._emit(state, ev)
             except ProviderError as err:
                 for ev in err.events:  # what closes the stream's call; _guarded ends the reply
@@ -426,6 +431,8 @@ class Agent:
                 self._states.pop(rid, None)
                 return
             if not self._open_calls(state):
+                if state.paused:
+                    continue  # the provider paused a long turn: sent back as it is, it goes on (bounded by max_iters)
                 if state.structured is not None and not state.native_structured and reply.structured_output is None and not state.refused:
                     state.forced_structured = True  # answered in prose: ask once more, for the structure
                     continue
@@ -609,20 +616,29 @@ class Agent:
                     return
                 state = "success"
                 refused: list[E.ToolResultDataDeltaEvent] = []
+                limit = tool.timeout if tool.timeout is not None else self.tool_timeout
                 with telemetry.tool_span(call.name, call.id, call.input, span) as tool_trace:
                     try:
-                        if tool.is_async_gen:
-                            async for piece in tool.func(**args):  # type: ignore[misc]
-                                for ev in self._sendable(_output_events(rid, call.id, piece), refused):
-                                    await queue.put(ev)
-                        else:
-                            value = await tool.call(args)
-                            for ev in self._sendable(_output_events(rid, call.id, value), refused):
-                                await queue.put(ev)
-                    except Exception as exc:  # noqa: BLE001 - a tool's failure is the model's to read
+                        async with asyncio.timeout(limit):
+                            try:
+                                if tool.is_async_gen:
+                                    async for piece in tool.func(**args):  # type: ignore[misc]
+                                        for ev in self._sendable(_output_events(rid, call.id, piece), refused):
+                                            await queue.put(ev)
+                                else:
+                                    value = await tool.call(args)
+                                    for ev in self._sendable(_output_events(rid, call.id, value), refused):
+                                        await queue.put(ev)
+                            except Exception as exc:  # noqa: BLE001 - a tool's failure is the model's to read
+                                state = "error"
+                                telemetry.mark_error(tool_trace, type(exc).__name__, str(exc))
+                                await queue.put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=f"Error: {type(exc).__name__}: {exc}"))
+                    except TimeoutError:
+                        # A hanging tool ends as an error the model reads, not as a hung reply (a
+                        # function in a worker thread cannot be stopped: its result is dropped).
                         state = "error"
-                        telemetry.mark_error(tool_trace, type(exc).__name__, str(exc))
-                        await queue.put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=f"Error: {type(exc).__name__}: {exc}"))
+                        telemetry.mark_error(tool_trace, "TimeoutError", f"no result after {limit:g} s")
+                        await queue.put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=f"Error: the tool gave no result within {limit:g} s"))
                 metadata: dict[str, Any] = {}
                 if refused:
                     state = "error"

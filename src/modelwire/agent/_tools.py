@@ -65,9 +65,13 @@ class Tool:
         parameters: dict[str, Any] | None = None,
         requires_confirmation: bool = False,
         external: bool = False,
+        timeout: float | None = None,
     ) -> None:
         if func is None and not external:
             raise ValueError("a tool needs a function unless it is external")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise ValueError(f"timeout={timeout!r}: a tool's timeout is a number of seconds above 0")
+        self.timeout = timeout  # seconds a call may run (None: the agent's tool_timeout)
         self.func = func
         self.requires_confirmation = requires_confirmation
         self.external = external
