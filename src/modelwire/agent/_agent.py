@@ -24,7 +24,7 @@ from .. import event as E
 from .. import telemetry
 from .._ids import new_id
 from ..errors import AgentBusyError, AgentError, ConfigError, FormatError, ModelwireError, ProviderError, UsageLimitExceeded, debug_enabled
-from ..formatters import ToolSpec
+from ..formatters import ServerTool, ToolSpec
 from .._sync import run_sync
 from ..message import AssistantMsg, Base64Source, DataBlock, Msg, MsgInput, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg, as_messages
 from ._tools import Tool, ToolArgumentsError
@@ -103,7 +103,11 @@ class Agent:
         self.model = model
         self.system_prompt = system_prompt
         self.tools: dict[str, Tool] = {}
+        self.server_tools: list[ServerTool] = []  # the provider runs these; their blocks stream as they come
         for t in tools:
+            if isinstance(t, ServerTool):
+                self.server_tools.append(t)
+                continue
             t = t if isinstance(t, Tool) else Tool(t)
             self.tools[t.name] = t
         self.max_iters = max_iters
@@ -384,7 +388,7 @@ class Agent:
 
             # 2. Ask the model.
             last_call = state.iters >= self.max_iters
-            tools = [t.tool_spec() for t in self.tools.values()]
+            tools: list[Any] = [t.tool_spec() for t in self.tools.values()]
             options = dict(self.model_options)
             tool_choice: Any = None
             hint: str | None = None
@@ -402,6 +406,8 @@ class Agent:
                             hint = f"Give your final answer now by calling the {STRUCTURED_TOOL} tool."
             if last_call:
                 tool_choice = "none" if tools else None
+            elif self.server_tools:
+                tools += self.server_tools
             if self.limits is not None:
                 self.limits.check(state.iters, reply.usage, reply.cost)  # before the call that would pass one
             messages = ([SystemMsg("system", self.system_prompt)] if self.system_prompt else []) + self.context

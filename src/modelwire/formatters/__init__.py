@@ -18,6 +18,9 @@ from typing import Any
 
 from ._common import (
     FormatError,
+    ServerTool,
+    refuse_server_tool,
+    split_server_tools,
     Origin,
     provenance,
     Segment,
@@ -41,6 +44,9 @@ from ._common import (
 
 __all__ = [
     "ToolSpec",
+    "ServerTool",
+    "split_server_tools",
+    "refuse_server_tool",
     "get_formatter",
     "FormatError",
     "Origin",

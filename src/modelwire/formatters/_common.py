@@ -25,6 +25,9 @@ from ..errors import FormatError, debug_enabled
 from ..message import DataBlock, Msg, Origin, TextBlock, ToolCallBlock, ToolResultBlock, origin, provenance
 
 __all__ = [
+    "ServerTool",
+    "split_server_tools",
+    "refuse_server_tool",
     "guarded",
     "provenance",
     "ToolSpec",
@@ -77,6 +80,39 @@ class ToolSpec:
             parameters=schema if schema is not None else {"type": "object", "properties": {}},
             strict=tool.get("strict"),
         )
+
+
+class ServerTool:
+    """A tool the provider runs itself, declared beside the function tools, in one vocabulary:
+    ``ServerTool("web_search", max_uses=3)``, ``ServerTool("code_execution")``,
+    ``ServerTool("web_fetch")``. Each protocol maps it onto its own tool (Anthropic's
+    ``web_search_20250305``, the Responses ``web_search`` tool, Gemini's ``googleSearch``
+    ...) or refuses it, naming it; ``ServerTool(raw={...})`` sends a provider's own
+    definition as given. Their calls and results stream as provider blocks, as before."""
+
+    __slots__ = ("kind", "config", "raw")
+
+    def __init__(self, kind: str = "", *, raw: dict[str, Any] | None = None, **config: Any) -> None:
+        if not kind and raw is None:
+            raise ValueError("a ServerTool needs a kind (web_search, code_execution, web_fetch) or the provider's raw definition")
+        self.kind = kind or "raw"
+        self.config = config
+        self.raw = raw
+
+    def __repr__(self) -> str:
+        return f"ServerTool({self.kind!r}{', raw' if self.raw is not None else ''}{''.join(f', {k}={v!r}' for k, v in self.config.items())})"
+
+
+def split_server_tools(tools: Iterable[Any] | None) -> tuple[list["ServerTool"], list[Any]]:
+    """The server tools of a tool list, and the rest (function tools)."""
+    server, rest = [], []
+    for tool in tools or ():
+        (server if isinstance(tool, ServerTool) else rest).append(tool)
+    return server, rest
+
+
+def refuse_server_tool(tool: "ServerTool", protocol: str, hint: str = "") -> FormatError:
+    return FormatError(None, f"{protocol} runs no server tool {tool.kind!r}" + (f"; {hint}" if hint else ""), protocol, code="unsupported-option")
 
 
 def guarded(format: Any) -> Any:

@@ -46,6 +46,9 @@ from ...formatters import (
     segments,
     tool_choice_name,
     tool_specs,
+    ServerTool,
+    refuse_server_tool,
+    split_server_tools,
 )
 
 from ...formatters._toolids import IdRules
@@ -100,6 +103,7 @@ class AnthropicFormatter:
 
     @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+        server, tools = split_server_tools(tools)
         specs = tool_specs(tools)
         system: list[dict[str, Any]] = []
         turns: list[dict[str, Any]] = []  # {"role", "content"}
@@ -130,8 +134,8 @@ class AnthropicFormatter:
         if system:
             payload["system"] = system
         payload["messages"] = turns
-        if specs:
-            payload["tools"] = [_tool(s) for s in specs]
+        if specs or server:
+            payload["tools"] = [_tool(s) for s in specs] + [server_tool(t) for t in server]
         mode, name = tool_choice_name(tool_choice, specs)
         if mode is not None:
             payload["tool_choice"] = {"type": "any"} if mode == "required" else ({"type": "tool", "name": name} if mode == "tool" else {"type": mode})
@@ -232,6 +236,19 @@ class AnthropicFormatter:
             payload["tools"][-1]["cache_control"] = dict(_EPHEMERAL)
         for turn in user_turns[len(user_turns) - last :] if last else ():
             turn["content"][-1]["cache_control"] = dict(_EPHEMERAL)
+
+
+# The server tools Anthropic runs, as the current API names them.
+SERVER_TOOLS = {"web_search": "web_search_20250305", "code_execution": "code_execution_20250825", "web_fetch": "web_fetch_20250910"}
+
+
+def server_tool(tool: ServerTool) -> dict[str, Any]:
+    """A :class:`ServerTool` as Anthropic's tool definition."""
+    if tool.raw is not None:
+        return dict(tool.raw)
+    if tool.kind not in SERVER_TOOLS:
+        raise refuse_server_tool(tool, PROTOCOL, f"it runs {', '.join(SERVER_TOOLS)}; or give its own definition as ServerTool(raw={{...}})")
+    return {"type": SERVER_TOOLS[tool.kind], "name": tool.kind, **tool.config}
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:

@@ -43,6 +43,9 @@ from ...formatters import (
     segments,
     tool_choice_name,
     tool_specs,
+    ServerTool,
+    refuse_server_tool,
+    split_server_tools,
 )
 from ...message import Msg
 from ...message._provenance import GEMINI_TS
@@ -53,6 +56,21 @@ __all__ = ["GeminiFormatter", "format_gemini", "PLACEHOLDER_SIGNATURE"]
 
 PROTOCOL = _WIRE.name
 SCOPE = _WIRE.replay_scope
+# ServerTool kinds as Gemini's own tools.
+_KINDS = {"web_search": "googleSearch", "code_execution": "codeExecution", "web_fetch": "urlContext"}
+
+
+def server_tool(tool: ServerTool) -> dict[str, Any]:
+    """A :class:`ServerTool` as Gemini's tool (``googleSearch``, ``codeExecution``, ``urlContext``)."""
+    if tool.raw is not None:
+        return dict(tool.raw)
+    if tool.kind not in _KINDS:
+        raise refuse_server_tool(tool, PROTOCOL, f"it runs {', '.join(_KINDS)}; or give its own tool as ServerTool(raw={{...}})")
+    if tool.config:
+        raise refuse_server_tool(tool, PROTOCOL, f"its {tool.kind} takes no {', '.join(sorted(tool.config))}")
+    return {_KINDS[tool.kind]: {}}
+
+
 # Gemini's own tools, passed as given in a tool list: [{"googleSearch": {}}, {"codeExecution": {}}]
 SERVER_TOOLS = frozenset({"googleSearch", "googleSearchRetrieval", "codeExecution", "urlContext", "fileSearch", "googleMaps", "computerUse", "enterpriseWebSearch"})
 # Google's documented stand-in for a function call whose model left no signature (a
@@ -92,7 +110,9 @@ class GeminiFormatter:
 
     @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+        declared, tools = split_server_tools(tools)
         server_tools = [t for t in tools or () if isinstance(t, dict) and len(t) == 1 and next(iter(t)) in SERVER_TOOLS]
+        server_tools += [server_tool(t) for t in declared]
         specs = tool_specs([t for t in tools or () if not any(t is s for s in server_tools)])
         system: list[dict[str, Any]] = []
         contents: list[dict[str, Any]] = []

@@ -43,6 +43,8 @@ from ...formatters import (
     segments,
     tool_choice_name,
     tool_specs,
+    refuse_server_tool,
+    split_server_tools,
 )
 
 from ...formatters._toolids import IdRules
@@ -112,6 +114,10 @@ class OpenAIChatFormatter:
 
     @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+        server, tools = split_server_tools(tools)
+        for tool in server:
+            if tool.raw is None:
+                raise refuse_server_tool(tool, PROTOCOL, "this protocol runs no server tools; use openai-responses: for OpenAI's web search and code interpreter")
         specs = tool_specs(tools)
         out: list[dict[str, Any]] = []
         segs = segments(
@@ -140,8 +146,8 @@ class OpenAIChatFormatter:
             else:
                 out += self._results(seg)
         payload: dict[str, Any] = {"messages": out}
-        if specs:
-            payload["tools"] = [_tool(s) for s in specs]
+        if specs or server:
+            payload["tools"] = [_tool(s) for s in specs] + [dict(t.raw) for t in server if t.raw is not None]
         mode, name = tool_choice_name(tool_choice, specs)
         if mode is not None:
             payload["tool_choice"] = {"type": "function", "function": {"name": name}} if mode == "tool" else mode

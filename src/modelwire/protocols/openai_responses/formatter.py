@@ -40,6 +40,9 @@ from ...formatters import (
     segments,
     tool_choice_name,
     tool_specs,
+    ServerTool,
+    refuse_server_tool,
+    split_server_tools,
 )
 
 from ...formatters._toolids import IdRules
@@ -87,6 +90,7 @@ class OpenAIResponsesFormatter:
 
     @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+        server, tools = split_server_tools(tools)
         specs = tool_specs(tools)
         items: list[dict[str, Any]] = []
         instructions: list[str] = []
@@ -112,8 +116,8 @@ class OpenAIResponsesFormatter:
         if instructions:
             payload["instructions"] = "\n\n".join(instructions)
         payload["input"] = items
-        if specs:
-            payload["tools"] = [_tool(s) for s in specs]
+        if specs or server:
+            payload["tools"] = [_tool(s) for s in specs] + [server_tool(t) for t in server]
         mode, name = tool_choice_name(tool_choice, specs)
         if mode is not None:
             payload["tool_choice"] = {"type": "function", "name": name} if mode == "tool" else mode
@@ -233,6 +237,27 @@ class OpenAIResponsesFormatter:
         if result.state in ("denied", "interrupted") and not output:
             output = f"The tool call was {result.state}."
         return {"type": "function_call_output", "call_id": result.id, "output": output}
+
+
+def server_tool(tool: ServerTool) -> dict[str, Any]:
+    """A :class:`ServerTool` as a Responses tool: ``web_search`` (``allowed_domains`` as its
+    filter, ``user_location``), ``code_execution`` as the code interpreter."""
+    if tool.raw is not None:
+        return dict(tool.raw)
+    config = dict(tool.config)
+    if tool.kind == "web_search":
+        out: dict[str, Any] = {"type": "web_search"}
+        if "allowed_domains" in config:
+            out["filters"] = {"allowed_domains": list(config.pop("allowed_domains"))}
+        if "user_location" in config:
+            out["user_location"] = {"type": "approximate", **config.pop("user_location")}
+    elif tool.kind == "code_execution":
+        out = {"type": "code_interpreter", "container": {"type": "auto"}}
+    else:
+        raise refuse_server_tool(tool, PROTOCOL, "it runs web_search and code_execution; or give its own definition as ServerTool(raw={...})")
+    if config:
+        raise refuse_server_tool(tool, PROTOCOL, f"its {tool.kind} takes no {', '.join(sorted(config))}")
+    return out
 
 
 def _reasoning_first(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
