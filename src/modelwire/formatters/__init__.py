@@ -19,6 +19,7 @@ from typing import Any
 from ._common import (
     FormatError,
     ServerTool,
+    raw_server_tools,
     refuse_server_tool,
     split_server_tools,
     Origin,
@@ -47,6 +48,7 @@ __all__ = [
     "ServerTool",
     "split_server_tools",
     "refuse_server_tool",
+    "raw_server_tools",
     "get_formatter",
     "FormatError",
     "Origin",

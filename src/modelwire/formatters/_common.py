@@ -28,6 +28,7 @@ __all__ = [
     "ServerTool",
     "split_server_tools",
     "refuse_server_tool",
+    "raw_server_tools",
     "guarded",
     "provenance",
     "ToolSpec",
@@ -113,6 +114,16 @@ def split_server_tools(tools: Iterable[Any] | None) -> tuple[list["ServerTool"],
 
 def refuse_server_tool(tool: "ServerTool", protocol: str, hint: str = "") -> FormatError:
     return FormatError(None, f"{protocol} runs no server tool {tool.kind!r}" + (f"; {hint}" if hint else ""), protocol, code="unsupported-option")
+
+
+def raw_server_tools(tools: Iterable[Any] | None, protocol: str, hint: str) -> tuple[list[dict[str, Any]], list[Any]]:
+    """For a protocol with no server tools of its own: the raw definitions given (sent as
+    they are) and the function tools; a ServerTool by kind is refused with ``hint``."""
+    server, rest = split_server_tools(tools)
+    for tool in server:
+        if tool.raw is None:
+            raise refuse_server_tool(tool, protocol, hint)
+    return [dict(t.raw) for t in server if t.raw is not None], rest
 
 
 def guarded(format: Any) -> Any:

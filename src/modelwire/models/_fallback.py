@@ -22,7 +22,7 @@ from typing import Any, AsyncIterator, Callable, Sequence
 from .. import errors as E
 from .._ids import new_id
 from .._sync import run_sync
-from ..message import AssistantMsg, Msg, MsgInput, as_messages
+from ..message import Msg, MsgInput, as_messages
 
 __all__ = ["FallbackModel", "fails_over"]
 
@@ -115,14 +115,9 @@ class FallbackModel:
             return
 
     async def complete(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None, name: str = "assistant") -> Msg:
-        reply = AssistantMsg(name, [], id=reply_id or new_id())
-        try:
-            async for event in self.stream(messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id):
-                reply.append_event(event)
-        except E.ProviderError as err:
-            err.partial = reply  # type: ignore[attr-defined]
-            raise
-        return reply
+        from ._http import fold_call
+
+        return await fold_call(self, messages, tools, tool_choice, options, reply_id, name)
 
     def complete_sync(self, messages: MsgInput, **kwargs: Any) -> Msg:
         return run_sync(self.complete(messages, **kwargs), "model.complete")

@@ -410,15 +410,7 @@ class HTTPModel:
     ) -> Msg:
         """The assistant message of one model call (the folded stream). On failure the typed
         error is raised with ``partial`` set to the message received so far."""
-        reply = AssistantMsg(name, [], id=reply_id or new_id())
-        stream = self.stream(messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id)
-        try:
-            async for event in stream:
-                reply.append_event(event)
-        except E.ProviderError as err:
-            err.partial = reply  # type: ignore[attr-defined]
-            raise
-        return reply
+        return await fold_call(self, messages, tools, tool_choice, options, reply_id, name)
 
     def complete_sync(self, messages: MsgInput, **kwargs: Any) -> Msg:
         """:meth:`complete` for scripts and notebooks without an event loop of their own."""
@@ -471,6 +463,19 @@ def _media_note(kind: str, block: Any, index: int, model: "HTTPModel") -> Any:
         )
     name = f" {block.name!r}" if getattr(block, "name", None) else ""
     return TextBlock(text=f"[{kind}{name} not shown: {what}]")
+
+
+async def fold_call(model: Any, messages: MsgInput, tools: Any, tool_choice: Any, options: Any, reply_id: str | None, name: str) -> Msg:
+    """A model's ``complete()``: the folded events of one ``stream()`` call; on failure the
+    typed error with ``partial`` set to the message received so far."""
+    reply = AssistantMsg(name, [], id=reply_id or new_id())
+    try:
+        async for event in model.stream(messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id):
+            reply.append_event(event)
+    except E.ProviderError as err:
+        err.partial = reply  # type: ignore[attr-defined]
+        raise
+    return reply
 
 
 def endpoint_family(preset: Any, base_url: str | None) -> str:

@@ -39,8 +39,7 @@ from ...formatters import (
     segments,
     tool_choice_name,
     tool_specs,
-    refuse_server_tool,
-    split_server_tools,
+    raw_server_tools,
 )
 from ...message import Msg
 from ...formatters._toolids import IdRules
@@ -108,10 +107,7 @@ class BedrockConverseFormatter:
 
     @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
-        server, tools = split_server_tools(tools)
-        for tool in server:
-            if tool.raw is None:
-                raise refuse_server_tool(tool, PROTOCOL, "this protocol runs no server tools through Converse here; give Nova's system tools as ServerTool(raw={'systemTool': {...}})")
+        raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools through Converse here; give Nova's system tools as ServerTool(raw={'systemTool': {...}})")
         specs = tool_specs(tools)
         system: list[dict[str, Any]] = []
         turns: list[dict[str, Any]] = []
@@ -136,8 +132,8 @@ class BedrockConverseFormatter:
             if self.cache_system:
                 system.append({"cachePoint": {"type": "default"}})
             payload["system"] = system
-        if specs or server:
-            tool_list: list[dict[str, Any]] = [{"toolSpec": _tool(s)} for s in specs] + [dict(t.raw) for t in server if t.raw is not None]
+        if specs or raw:
+            tool_list: list[dict[str, Any]] = [{"toolSpec": _tool(s)} for s in specs] + raw
             if self.cache_tools:
                 tool_list.append({"cachePoint": {"type": "default"}})
             config: dict[str, Any] = {"tools": tool_list}

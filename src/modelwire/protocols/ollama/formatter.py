@@ -31,8 +31,7 @@ from ...formatters import (
     segments,
     tool_choice_name,
     tool_specs,
-    refuse_server_tool,
-    split_server_tools,
+    raw_server_tools,
 )
 from ...formatters._toolids import IdRules
 from ...message import Msg
@@ -61,10 +60,7 @@ class OllamaFormatter:
 
     @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
-        server, tools = split_server_tools(tools)
-        for tool in server:
-            if tool.raw is None:
-                raise refuse_server_tool(tool, PROTOCOL, "this protocol runs no server tools")
+        raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools")
         specs = tool_specs(tools)
         out: list[dict[str, Any]] = []
         for seg in segments(messages, PROTOCOL):
@@ -86,8 +82,8 @@ class OllamaFormatter:
         mode, _name = tool_choice_name(tool_choice, specs)
         if mode in ("required", "tool"):
             raise FormatError(None, "Ollama has no tool_choice: a tool cannot be forced; use tool_choice='auto'", PROTOCOL, code="unsupported-option")
-        if (specs or server) and mode != "none":
-            payload["tools"] = [_tool(s) for s in specs] + [dict(t.raw) for t in server if t.raw is not None]
+        if (specs or raw) and mode != "none":
+            payload["tools"] = [_tool(s) for s in specs] + raw
         return payload
 
     def _user(self, seg: Any) -> dict[str, Any] | None:

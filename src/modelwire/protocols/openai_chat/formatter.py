@@ -43,8 +43,7 @@ from ...formatters import (
     segments,
     tool_choice_name,
     tool_specs,
-    refuse_server_tool,
-    split_server_tools,
+    raw_server_tools,
 )
 
 from ...formatters._toolids import IdRules
@@ -114,10 +113,7 @@ class OpenAIChatFormatter:
 
     @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
-        server, tools = split_server_tools(tools)
-        for tool in server:
-            if tool.raw is None:
-                raise refuse_server_tool(tool, PROTOCOL, "this protocol runs no server tools; use openai-responses: for OpenAI's web search and code interpreter")
+        raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools; use openai-responses: for OpenAI's web search and code interpreter")
         specs = tool_specs(tools)
         out: list[dict[str, Any]] = []
         segs = segments(
@@ -146,8 +142,8 @@ class OpenAIChatFormatter:
             else:
                 out += self._results(seg)
         payload: dict[str, Any] = {"messages": out}
-        if specs or server:
-            payload["tools"] = [_tool(s) for s in specs] + [dict(t.raw) for t in server if t.raw is not None]
+        if specs or raw:
+            payload["tools"] = [_tool(s) for s in specs] + raw
         mode, name = tool_choice_name(tool_choice, specs)
         if mode is not None:
             payload["tool_choice"] = {"type": "function", "function": {"name": name}} if mode == "tool" else mode
