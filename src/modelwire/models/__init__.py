@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..event import EventBase
     from ..message import Msg
     from ._http import HTTPModel
-    from .transport import HTTPTransport, RetryPolicy, Timeouts
+    from .transport import RetryPolicy, Timeouts
 
 __all__ = [
     "Model",
