@@ -460,41 +460,32 @@ class StreamDecoder:
             self.events += err.events
 
     def _run(self, sse_events: list[Any], end: bool) -> list[E.EventBase]:
-        return self._drive(self._sse_events, sse_events, end)
-
-    def _drive(self, step: Callable[[Any, list[E.EventBase]], None], pieces: Any, end: bool) -> list[E.EventBase]:
-        """The contract every framing shares: ``step`` hands ``pieces`` to the adapter,
-        adding the events to the list it is given; at the end of input the adapter is
-        closed. An error keeps the events made before it (see :meth:`_failed`); with
-        ``keep`` everything made is kept."""
+        """Hand decoded SSE events to the adapter (JSON-decoding their data), then, at the
+        end of input, close the adapter. Keeps what was produced if ``keep`` is set."""
+        adapter = self.adapter
         out: list[E.EventBase] = []
         try:
-            step(pieces, out)
+            for name, data, _id, _retry in sse_events:
+                if data == b"[DONE]":
+                    out += adapter.done()
+                    continue
+                try:
+                    obj = from_json(data)
+                except ValueError:
+                    obj = _json_replaced(data)
+                if not isinstance(obj, dict):
+                    _refuse(adapter, obj if isinstance(obj, ProviderError) else StreamProtocolError(
+                        f"a data line holds {type(obj).__name__}, not an object", body=data[:200].decode("utf-8", "replace")))
+                    continue
+                out += adapter.feed(obj, name)
             if end:
-                out += self.adapter.close()
+                out += adapter.close()
         except ProviderError as err:
             self._failed(out, err)
             raise
         if self.keep:
             self.events += out
         return out
-
-    def _sse_events(self, sse_events: list[Any], out: list[E.EventBase]) -> None:
-        """Decoded SSE events to the adapter, their data JSON-decoded."""
-        adapter = self.adapter
-        for name, data, _id, _retry in sse_events:
-            if data == b"[DONE]":
-                out += adapter.done()
-                continue
-            try:
-                obj = from_json(data)
-            except ValueError:
-                obj = _json_replaced(data)
-            if not isinstance(obj, dict):
-                _refuse(adapter, obj if isinstance(obj, ProviderError) else StreamProtocolError(
-                    f"a data line holds {type(obj).__name__}, not an object", body=data[:200].decode("utf-8", "replace")))
-                continue
-            out += adapter.feed(obj, name)
 
 
 def _json_replaced(data: bytes) -> Any:
@@ -550,24 +541,31 @@ class AWSStreamDecoder(StreamDecoder):
         return self._frames(b"", end=True)
 
     def _frames(self, chunk: bytes, end: bool) -> list[E.EventBase]:
-        return self._drive(self._frame_events, (chunk, end), end)
-
-    def _frame_events(self, piece: tuple[bytes, bool], out: list[E.EventBase]) -> None:
-        chunk, end = piece
-        broken: EventStreamError | None = None
+        adapter = self.adapter
+        out: list[E.EventBase] = []
         try:
-            frames = self.frames.feed(chunk)
-        except EventStreamError as err:
-            frames, broken = err.frames, err  # the whole frames before the broken one count
-        if end and broken is None:
+            broken: EventStreamError | None = None
             try:
-                self.frames.close()
+                frames = self.frames.feed(chunk)
             except EventStreamError as err:
-                broken = err
-        for frame in frames:
-            out += self._frame(frame)
-        if broken is not None:
-            _refuse(self.adapter, broken)
+                frames, broken = err.frames, err  # the whole frames before the broken one count
+            if end and broken is None:
+                try:
+                    self.frames.close()
+                except EventStreamError as err:
+                    broken = err
+            for frame in frames:
+                out += self._frame(frame)
+            if broken is not None:
+                _refuse(adapter, broken)
+            if end:
+                out += adapter.close()
+        except ProviderError as err:
+            self._failed(out, err)
+            raise
+        if self.keep:
+            self.events += out
+        return out
 
     def _frame(self, frame: Frame) -> list[E.EventBase]:
         adapter = self.adapter

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic_core import from_json
 
 from .. import event as E
-from ..errors import StreamProtocolError
+from ..errors import ProviderError, StreamProtocolError
 from ._base import BaseAdapter, StreamDecoder, _refuse
 
 __all__ = ["NDJSONDecoder", "MAX_LINE"]
@@ -33,29 +33,36 @@ class NDJSONDecoder(StreamDecoder):
         return self._lines(b"", end=True)
 
     def _lines(self, chunk: bytes, end: bool) -> list[E.EventBase]:
-        return self._drive(self._line_events, (chunk, end), end)
-
-    def _line_events(self, piece: tuple[bytes, bool], out: list[E.EventBase]) -> None:
-        chunk, end = piece
-        buffer = self._buffer
-        buffer += chunk
-        lines: list[bytes] = []
-        start = 0
-        while True:
-            newline = buffer.find(b"\n", start)
-            if newline < 0:
-                break
-            lines.append(bytes(buffer[start:newline]))
-            start = newline + 1
-        del buffer[:start]
-        if end and buffer.strip():
-            lines.append(bytes(buffer))  # a last line without its newline
-            buffer.clear()
-        for line in lines:
-            out += self._line(line)
-        if len(buffer) > self._max:
-            buffer.clear()
-            _refuse(self.adapter, StreamProtocolError(f"an NDJSON line longer than {self._max} bytes"))
+        adapter = self.adapter
+        out: list[E.EventBase] = []
+        try:
+            buffer = self._buffer
+            buffer += chunk
+            lines: list[bytes] = []
+            start = 0
+            while True:
+                newline = buffer.find(b"\n", start)
+                if newline < 0:
+                    break
+                lines.append(bytes(buffer[start:newline]))
+                start = newline + 1
+            del buffer[:start]
+            if end and buffer.strip():
+                lines.append(bytes(buffer))  # a last line without its newline
+                buffer.clear()
+            for line in lines:
+                out += self._line(line)
+            if len(buffer) > self._max:
+                buffer.clear()
+                _refuse(adapter, StreamProtocolError(f"an NDJSON line longer than {self._max} bytes"))
+            if end:
+                out += adapter.close()
+        except ProviderError as err:
+            self._failed(out, err)
+            raise
+        if self.keep:
+            self.events += out
+        return out
 
     def _line(self, line: bytes) -> list[E.EventBase]:
         line = line.strip()
