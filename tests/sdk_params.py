@@ -104,6 +104,14 @@ def anthropic_request(payload: dict) -> None:
     check({"model": "claude-test", "max_tokens": 16, **payload}, MessageCreateParamsNonStreaming)
 
 
+def anthropic_beta_request(payload: dict) -> None:
+    """The beta Messages request (``client.beta.messages.create``): MCP servers and other
+    beta fields are declared only there."""
+    from anthropic.types.beta.message_create_params import MessageCreateParamsNonStreaming
+
+    check({"model": "claude-test", "max_tokens": 16, **payload}, MessageCreateParamsNonStreaming)
+
+
 def chat_request(payload: dict) -> None:
     from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 

@@ -320,6 +320,26 @@ class ToolArgumentsError(ModelwireError, ValueError):
     """The model's arguments for a tool are not valid JSON or do not fit its schema."""
 
 
+class ToolError(ModelwireError, RuntimeError):
+    """Raised by a tool to end its call as an error result the model reads: ``output`` (a
+    string, or a list of strings and data blocks) is the result as it is, with no
+    exception name before it."""
+
+    def __init__(self, output: Any) -> None:
+        self.output = output
+        super().__init__(output if isinstance(output, str) else "the tool failed")
+
+
+class ToolServerError(ModelwireError, RuntimeError):
+    """A tool server (an MCP server) could not be started or reached, or stopped answering:
+    ``server`` names it. A reply that needs its tools ends with this error rather than
+    going on without them."""
+
+    def __init__(self, server: str, message: str) -> None:
+        self.server = server
+        super().__init__(f"tool server {server!r}: {message}")
+
+
 class CassetteError(ModelwireError, AssertionError):
     """A cassette was used wrongly (missing file in replay mode, bad record mode ...)."""
 

@@ -1,9 +1,24 @@
 """The agent: ``reply()`` and ``reply_stream()`` running the reason-act loop on any model."""
 
-from ..errors import UsageLimitExceeded
+from ..errors import ToolError, ToolServerError, UsageLimitExceeded
 from ..formatters import ServerTool
 from ._agent import STRUCTURED_TOOL, Agent, AgentError
 from ._limits import UsageLimits
-from ._tools import Tool, ToolArgumentsError, tool
+from ._mcp import MCPServer
+from ._tools import Tool, ToolArgumentsError, Toolset, tool
 
-__all__ = ["Agent", "AgentError", "Tool", "tool", "ToolArgumentsError", "STRUCTURED_TOOL", "UsageLimits", "UsageLimitExceeded", "ServerTool"]
+__all__ = [
+    "Agent",
+    "AgentError",
+    "Tool",
+    "tool",
+    "Toolset",
+    "ToolArgumentsError",
+    "ToolError",
+    "ToolServerError",
+    "STRUCTURED_TOOL",
+    "UsageLimits",
+    "UsageLimitExceeded",
+    "ServerTool",
+    "MCPServer",
+]

@@ -23,11 +23,11 @@ from typing import Any, AsyncIterator, Iterable
 from .. import event as E
 from .. import telemetry
 from .._ids import new_id
-from ..errors import AgentBusyError, AgentError, ConfigError, FormatError, ModelwireError, ProviderError, UsageLimitExceeded, debug_enabled
+from ..errors import AgentBusyError, AgentError, ConfigError, FormatError, ModelwireError, ProviderError, ToolError, ToolServerError, UsageLimitExceeded, debug_enabled
 from ..formatters import ServerTool, ToolSpec
 from .._sync import run_sync
 from ..message import AssistantMsg, Base64Source, DataBlock, Msg, MsgInput, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg, as_messages
-from ._tools import Tool, ToolArgumentsError
+from ._tools import Tool, ToolArgumentsError, Toolset
 
 __all__ = ["Agent", "AgentError"]
 
@@ -79,9 +79,14 @@ class _Open:
 class Agent:
     """``Agent(name, model, system_prompt, tools, max_iters)``.
 
-    ``tools``: functions (sync, async, or async generators that stream their output) or
-    :class:`Tool` objects. ``model``: anything with the model interface
-    (``modelwire.models.Model``), for example ``modelwire.load_model("anthropic:...")``.
+    ``tools``: functions (sync, async, or async generators that stream their output),
+    :class:`Tool` objects, :class:`ServerTool` declarations (tools the provider runs) and
+    :class:`Toolset` sources such as :class:`MCPServer` (whose tools are listed before each
+    model call). ``model``: anything with the model interface (``modelwire.models.Model``),
+    for example ``modelwire.load_model("anthropic:...")``.
+
+    An agent with toolsets holds what they hold (an MCP server process): close it with
+    ``await agent.aclose()``, or use it as ``async with Agent(...) as agent``.
     """
 
     def __init__(
@@ -104,12 +109,17 @@ class Agent:
         self.system_prompt = system_prompt
         self.tools: dict[str, Tool] = {}
         self.server_tools: list[ServerTool] = []  # the provider runs these; their blocks stream as they come
+        self.toolsets: list[Toolset] = []  # tools listed before each model call (MCP servers)
         for t in tools:
             if isinstance(t, ServerTool):
                 self.server_tools.append(t)
                 continue
+            if isinstance(t, Toolset):
+                self.toolsets.append(t)
+                continue
             t = t if isinstance(t, Tool) else Tool(t)
             self.tools[t.name] = t
+        self._active: dict[str, Tool] = self.tools  # the tools of the current model call (with the toolsets')
         self.max_iters = max_iters
         self.session_id = session_id or new_id()
         self.model_options = model_options or {}
@@ -122,6 +132,18 @@ class Agent:
         self._media_rules: dict[tuple[Any, str], str | None] = {}  # (formatter, media type) -> why it is refused
 
     # -- public API ------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the agent's toolsets (an MCP server's process and connection); they open
+        again if the agent replies later."""
+        for toolset in self.toolsets:
+            await toolset.aclose()
+
+    async def __aenter__(self) -> "Agent":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
 
     async def reply(
         self, msg: MsgInput = None, *, event: E.EventBase | None = None, structured_model: Any = None, raise_errors: bool = True
@@ -373,6 +395,7 @@ class Agent:
         reply = state.reply
         rid = reply.id
         while True:
+            self._active = await self._list_tools() if self.toolsets else self.tools
             # 1. Answer the calls of the last model call.
             waiting = False
             async for ev in self._act(state):
@@ -386,9 +409,11 @@ class Agent:
                 yield self._emit(state, self._end(state, structured=True))
                 return
 
-            # 2. Ask the model.
+            # 2. Ask the model (with the tools as they are now: a call may have changed them).
+            if self.toolsets:
+                self._active = await self._list_tools()
             last_call = state.iters >= self.max_iters
-            tools: list[Any] = [t.tool_spec() for t in self.tools.values()]
+            tools: list[Any] = [t.tool_spec() for t in self._active.values()]
             options = dict(self.model_options)
             tool_choice: Any = None
             hint: str | None = None
@@ -444,6 +469,19 @@ class Agent:
                     continue
                 yield self._emit(state, self._end(state))
                 return
+
+    async def _list_tools(self) -> dict[str, Tool]:
+        """The agent's own tools and its toolsets' tools as they are now; a name given twice
+        is refused (say which), since a call could not be routed."""
+        active = dict(self.tools)
+        owner = {name: "the agent's own tools" for name in active}
+        for toolset in self.toolsets:
+            for t in await toolset.list_tools():
+                if t.name in active:
+                    raise ConfigError(f"the tool name {t.name!r} comes from both {owner[t.name]} and {toolset.name!r}; give the toolset a prefix (MCPServer(..., prefix=...))")
+                active[t.name] = t
+                owner[t.name] = repr(toolset.name)
+        return active
 
     def _end(self, state: _ReplyState, structured: bool = False) -> E.ReplyEndEvent:
         rid = state.reply.id
@@ -540,9 +578,9 @@ class Agent:
                 # Cut off (max_tokens) before its arguments were complete: never run it.
                 run.append((call, None, None, "!This call was cut off by the max_tokens limit before its arguments were complete; it was not run. Call it again with fewer words before it, or ask for more max_tokens."))
                 continue
-            tool = self.tools.get(call.name)
+            tool = self._active.get(call.name)
             if tool is None:
-                run.append((call, None, None, f"!There is no tool named {call.name!r}. Tools: {', '.join(self.tools) or 'none'}."))
+                run.append((call, None, None, f"!There is no tool named {call.name!r}. Tools: {', '.join(self._active) or 'none'}."))
                 continue
             try:
                 args = tool.parse(call.input)
@@ -635,6 +673,11 @@ class Agent:
                                     value = await tool.call(args)
                                     for ev in self._sendable(_output_events(rid, call.id, value), refused):
                                         await queue.put(ev)
+                            except ToolError as exc:  # the tool's own error result, as it is
+                                state = "error"
+                                telemetry.mark_error(tool_trace, "ToolError", str(exc))
+                                for ev in self._sendable(_output_events(rid, call.id, exc.output), refused):
+                                    await queue.put(ev)
                             except Exception as exc:  # noqa: BLE001 - a tool's failure is the model's to read
                                 state = "error"
                                 telemetry.mark_error(tool_trace, type(exc).__name__, str(exc))
@@ -671,7 +714,7 @@ def _error_info(exc: Exception) -> dict[str, str]:
     """``REPLY_END.error`` for any failure: the SPEC's error type and a message."""
     if isinstance(exc, ProviderError):
         return exc.to_error_info()
-    if isinstance(exc, ConfigError):
+    if isinstance(exc, (ConfigError, ToolServerError)):
         return {"type": "setup", "message": str(exc)}
     if isinstance(exc, UsageLimitExceeded):
         return {"type": "rate_limit", "message": str(exc)}  # the reply's own budget, spent

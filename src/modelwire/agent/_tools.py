@@ -20,7 +20,7 @@ from ..formatters import ToolSpec
 
 from ..errors import ToolArgumentsError
 
-__all__ = ["Tool", "tool", "ToolArgumentsError"]
+__all__ = ["Tool", "tool", "Toolset", "ToolArgumentsError"]
 
 
 _ARGS_RE = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$", re.MULTILINE)
@@ -123,6 +123,28 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
+
+
+class Toolset:
+    """A source of tools that can change while the agent runs (an MCP server, say).
+
+    The agent asks :meth:`list_tools` before each model call, so a changed list is seen at
+    the next call, and closes the toolset when it is closed itself (``await agent.aclose()``
+    or ``async with agent``). Subclasses set ``name`` and implement both methods."""
+
+    name: str = "toolset"
+
+    async def list_tools(self) -> list[Tool]:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Release what the toolset holds (a server process, a connection)."""
+
+    async def __aenter__(self) -> "Toolset":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
 
 
 def tool(func: Callable[..., Any] | None = None, **options: Any) -> Any:

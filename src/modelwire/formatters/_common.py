@@ -89,7 +89,9 @@ class ServerTool:
     ``ServerTool("web_fetch")``. Each protocol maps it onto its own tool (Anthropic's
     ``web_search_20250305``, the Responses ``web_search`` tool, Gemini's ``googleSearch``
     ...) or refuses it, naming it; ``ServerTool(raw={...})`` sends a provider's own
-    definition as given. Their calls and results stream as provider blocks, as before."""
+    definition as given. ``ServerTool("mcp", url=..., name=...)`` (or
+    ``MCPServer.http(url).via_provider()``) is a remote MCP server the provider calls
+    itself. Their calls and results stream as provider blocks, as before."""
 
     __slots__ = ("kind", "config", "raw")
 
@@ -113,6 +115,8 @@ def split_server_tools(tools: Iterable[Any] | None) -> tuple[list["ServerTool"],
 
 
 def refuse_server_tool(tool: "ServerTool", protocol: str, hint: str = "") -> FormatError:
+    if tool.kind == "mcp":  # the agent can always be the MCP client itself
+        hint = (hint + "; " if hint else "") + "an MCP server can be run from the agent instead: MCPServer.http(url)"
     return FormatError(None, f"{protocol} runs no server tool {tool.kind!r}" + (f"; {hint}" if hint else ""), protocol, code="unsupported-option")
 
 

@@ -252,7 +252,7 @@ class HTTPModel:
         payload, opts = self.build_request(messages, tools, tool_choice, options)
         renamed = name_map(tools, getattr(self.formatter, "tool_name_rules", None))
         body = json.dumps(payload, ensure_ascii=False).encode()
-        headers = await self._signed(self.url(), self.headers(opts.extra_headers), body)
+        headers = await self._signed(self.url(), self.wire.request_headers(payload, self.headers(opts.extra_headers), self.spec.preset), body)
         trace = telemetry.model_call(self.provider, self.name, self.url(), opts, messages) if telemetry.enabled() else None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeouts.total if self.timeouts.total else None

@@ -275,6 +275,11 @@ class WireProtocol:
         headers.update(extra or {})
         return headers
 
+    def request_headers(self, body: dict[str, Any], headers: dict[str, str], preset: Preset) -> dict[str, str]:
+        """The headers of one request, given its body: a protocol whose provider wants a
+        header for something the body holds (a beta feature) adds it here."""
+        return headers
+
     def body(self, model: str, payload: dict[str, Any], options: ModelOptions, preset: Preset, caps: ModelCapabilities | None = None) -> dict[str, Any]:
         """The request body: the formatter's payload, ``model`` and ``stream`` where this
         protocol wants them, the options mapped for this model (``caps``: what it accepts;

@@ -148,6 +148,8 @@ class AnthropicProtocol(WireProtocol):
     def body(self, model: str, payload: dict[str, Any], options: ModelOptions, preset: Preset, caps: ModelCapabilities | None = None) -> dict[str, Any]:
         endpoint = preset.dialect.get("endpoint")
         body = super().body(model, payload, options, preset, caps)
+        if endpoint in ENDPOINT_VERSIONS and body.get("mcp_servers"):
+            raise refuse("tools", preset, f"Claude on {endpoint.title()} has no MCP connector: run the server from the agent instead (MCPServer)", model=model)
         if endpoint in ENDPOINT_VERSIONS:
             body.pop("model", None)  # in the URL
             if endpoint == "bedrock":
@@ -164,6 +166,17 @@ class AnthropicProtocol(WireProtocol):
             headers["accept"] = _EVENTSTREAM
             for name in [k for k in headers if k.lower() == "anthropic-beta"]:
                 del headers[name]  # sent in the body (see body())
+        return headers
+
+    def request_headers(self, body: dict[str, Any], headers: dict[str, str], preset: Preset) -> dict[str, str]:
+        from .formatter import betas_for
+
+        needed = betas_for(body)
+        if not needed:
+            return headers
+        key = next((k for k in headers if k.lower() == "anthropic-beta"), "anthropic-beta")
+        given = [b.strip() for b in headers.get(key, "").split(",") if b.strip()]
+        headers[key] = ",".join(given + [b for b in needed if b not in given])
         return headers
 
     def stream_content_type(self, preset: Preset) -> str:

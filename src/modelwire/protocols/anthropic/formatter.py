@@ -134,8 +134,12 @@ class AnthropicFormatter:
         if system:
             payload["system"] = system
         payload["messages"] = turns
-        if specs or server:
-            payload["tools"] = [_tool(s) for s in specs] + [server_tool(t) for t in server]
+        mcp = [t for t in server if t.kind == "mcp" and t.raw is None]
+        server = [t for t in server if t not in mcp]
+        if specs or server or mcp:
+            payload["tools"] = [_tool(s) for s in specs] + [server_tool(t) for t in server] + [mcp_toolset(t) for t in mcp]
+        if mcp:
+            payload["mcp_servers"] = [mcp_server(t) for t in mcp]
         mode, name = tool_choice_name(tool_choice, specs)
         if mode is not None:
             payload["tool_choice"] = {"type": "any"} if mode == "required" else ({"type": "tool", "name": name} if mode == "tool" else {"type": mode})
@@ -249,6 +253,50 @@ def server_tool(tool: ServerTool) -> dict[str, Any]:
     if tool.kind not in SERVER_TOOLS:
         raise refuse_server_tool(tool, PROTOCOL, f"it runs {', '.join(SERVER_TOOLS)}; or give its own definition as ServerTool(raw={{...}})")
     return {"type": SERVER_TOOLS[tool.kind], "name": tool.kind, **tool.config}
+
+
+# The MCP connector's beta, which a request with ``mcp_servers`` needs (see betas_for).
+MCP_BETA = "mcp-client-2025-11-20"
+_MCP_KEYS = {"url", "name", "allowed_tools", "authorization_token", "headers"}
+
+
+def _mcp_config(tool: ServerTool) -> dict[str, Any]:
+    config = dict(tool.config)
+    unknown = set(config) - _MCP_KEYS
+    if unknown or not config.get("url") or not config.get("name"):
+        raise refuse_server_tool(tool, PROTOCOL, f"its MCP connector takes {', '.join(sorted(_MCP_KEYS))} (url and name required)" + (f", not {', '.join(sorted(unknown))}" if unknown else ""))
+    headers = {k.lower(): v for k, v in (config.pop("headers", None) or {}).items()}
+    auth = headers.pop("authorization", "")
+    if headers or (auth and not auth.startswith("Bearer ")):
+        raise refuse_server_tool(tool, PROTOCOL, "its MCP connector sends no headers but an Authorization bearer token (authorization_token)")
+    if auth:
+        config.setdefault("authorization_token", auth[len("Bearer ") :])
+    return config
+
+
+def mcp_server(tool: ServerTool) -> dict[str, Any]:
+    """``ServerTool("mcp", url=..., name=...)`` as an entry of ``mcp_servers``."""
+    config = _mcp_config(tool)
+    out: dict[str, Any] = {"type": "url", "name": config["name"], "url": config["url"]}
+    if config.get("authorization_token"):
+        out["authorization_token"] = config["authorization_token"]
+    return out
+
+
+def mcp_toolset(tool: ServerTool) -> dict[str, Any]:
+    """The ``mcp_toolset`` tool that enables the server's tools (only ``allowed_tools``,
+    when given: the others disabled by default)."""
+    config = _mcp_config(tool)
+    out: dict[str, Any] = {"type": "mcp_toolset", "mcp_server_name": config["name"]}
+    if config.get("allowed_tools") is not None:
+        out["default_config"] = {"enabled": False}
+        out["configs"] = {name: {"enabled": True} for name in config["allowed_tools"]}
+    return out
+
+
+def betas_for(body: dict[str, Any]) -> list[str]:
+    """The betas a request needs for what its body holds."""
+    return [MCP_BETA] if body.get("mcp_servers") else []
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:

@@ -241,7 +241,9 @@ class OpenAIResponsesFormatter:
 
 def server_tool(tool: ServerTool) -> dict[str, Any]:
     """A :class:`ServerTool` as a Responses tool: ``web_search`` (``allowed_domains`` as its
-    filter, ``user_location``), ``code_execution`` as the code interpreter."""
+    filter, ``user_location``), ``code_execution`` as the code interpreter, ``mcp`` as the
+    remote MCP tool (``url``, ``name``, ``allowed_tools``, ``headers``,
+    ``authorization_token``, ``require_approval``: ``"never"`` unless given)."""
     if tool.raw is not None:
         return dict(tool.raw)
     config = dict(tool.config)
@@ -253,8 +255,18 @@ def server_tool(tool: ServerTool) -> dict[str, Any]:
             out["user_location"] = {"type": "approximate", **config.pop("user_location")}
     elif tool.kind == "code_execution":
         out = {"type": "code_interpreter", "container": {"type": "auto"}}
+    elif tool.kind == "mcp":
+        if not config.get("url") or not config.get("name"):
+            raise refuse_server_tool(tool, PROTOCOL, "its mcp tool needs url and name")
+        # Approval requests would wait for an answer the agent cannot give: the server
+        # was declared by the user, so its calls run unless require_approval says otherwise.
+        out = {"type": "mcp", "server_label": config.pop("name"), "server_url": config.pop("url"), "require_approval": config.pop("require_approval", "never")}
+        for ours, theirs in (("allowed_tools", "allowed_tools"), ("headers", "headers"), ("authorization_token", "authorization"), ("description", "server_description")):
+            if ours in config:
+                value = config.pop(ours)
+                out[theirs] = list(value) if ours == "allowed_tools" else (dict(value) if ours == "headers" else value)
     else:
-        raise refuse_server_tool(tool, PROTOCOL, "it runs web_search and code_execution; or give its own definition as ServerTool(raw={...})")
+        raise refuse_server_tool(tool, PROTOCOL, "it runs web_search, code_execution and mcp; or give its own definition as ServerTool(raw={...})")
     if config:
         raise refuse_server_tool(tool, PROTOCOL, f"its {tool.kind} takes no {', '.join(sorted(config))}")
     return out
