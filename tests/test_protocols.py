@@ -107,6 +107,9 @@ OPTION_VALUES = {
     "parallel_tool_calls": False,
     "json_schema": {"type": "object", "properties": {"x": {"type": "integer"}}},
     "json_schema_name": "answer",
+    # With a key every provider has something to send or a reason to refuse (cache=True is
+    # rightly nothing on a provider that caches every prefix by itself).
+    "cache": {"key": "tenant-1", "ttl": "1h"},
     "extra_headers": {"x-trace": "1"},
     "extra_body": {"seed": 7},
 }

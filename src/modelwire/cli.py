@@ -413,7 +413,7 @@ def _cmd_cassette(args: argparse.Namespace) -> int:
     from .cassettes._show import summarize
 
     if args.cassette_command == "show":
-        for line in summarize(Cassette.load(args.file)):
+        for line in summarize(Cassette.load(args.file), cache=args.cache):
             print(line)
         return 0
     cassette = import_vcr(args.file, args.output)
@@ -641,6 +641,7 @@ def build_parser() -> argparse.ArgumentParser:
     cas_sub = cas.add_subparsers(dest="cassette_command", metavar="ACTION", required=True, parser_class=_Parser)
     show = cas_sub.add_parser("show", help="summarize a cassette: requests, models, events, usage, cost", description="summarize a cassette: requests, models, events, usage, cost", formatter_class=_Formatter)
     show.add_argument("file", help="a modelwire cassette (JSON)")
+    show.add_argument("--cache", action="store_true", help="per call: prompt-cache reads and writes, and what broke the cached prefix since the call before")
     imp = cas_sub.add_parser("import", help="convert a VCR.py / pytest-recording YAML cassette into a modelwire one", description="convert a VCR.py / pytest-recording YAML cassette into a modelwire one", formatter_class=_Formatter)
     imp.add_argument("file", help="the YAML cassette")
     imp.add_argument("-o", "--output", help="where to write (default: FILE with .json; never FILE itself)")

@@ -7,7 +7,7 @@ from typing import Any
 
 from ._cassette import Cassette
 
-__all__ = ["summarize", "protocol_of"]
+__all__ = ["summarize", "protocol_of", "cache_report", "prefix_change"]
 
 
 def protocol_of(url: str) -> str | None:
@@ -18,7 +18,7 @@ def protocol_of(url: str) -> str | None:
     return found.name if found is not None else None
 
 
-def summarize(cassette: Cassette) -> list[str]:
+def summarize(cassette: Cassette, cache: bool = False) -> list[str]:
     from ..adapters import decode_sse
     from ..protocols import protocol_for_url
     from ..errors import ProviderError
@@ -55,7 +55,155 @@ def summarize(cassette: Cassette) -> list[str]:
                 lines.append("     cost: " + (f"${priced['total']:.6f} ({priced['source']})" if priced.get("total") is not None else priced["unknown"]))
         if problem:
             lines.append(problem)
+    if cache:
+        lines += cache_report(cassette)
     return lines
+
+
+def cache_report(cassette: Cassette) -> list[str]:
+    """Per call: the prompt-cache reads and writes, and between consecutive calls of one
+    protocol what broke the cached prefix (a changed system prompt, tools changed or
+    reordered, history rewritten), or how much of it was kept."""
+    from ..adapters import decode_sse
+    from ..errors import ProviderError
+    from ..protocols import protocol_for_url
+
+    lines = ["prompt cache:"]
+    previous: dict[str, tuple[str, list[tuple[str, Any]]]] = {}  # protocol -> (model, parts)
+    for n, interaction in enumerate(cassette.interactions):
+        req, resp = interaction.request, interaction.response
+        wire = protocol_for_url(req["url"])
+        body = req.get("json") if isinstance(req.get("json"), dict) else None
+        if wire is None or body is None:
+            if body is not None and req["url"].split("?")[0].endswith("/cachedContents"):
+                lines.append(f"[{n}] creates a prompt cache ({resp['status']}): {', '.join(k for k in body if k not in ('model', 'ttl'))}, ttl {body.get('ttl')}")
+            continue
+        usage = ""
+        if resp["status"] < 400:
+            try:
+                events: list[Any] = decode_sse(wire.name, interaction.body_bytes(), "show")
+            except ProviderError as err:
+                events = err.events
+            end = next((e for e in reversed(events) if e.type == "MODEL_CALL_END"), None)
+            if end is not None:
+                total = end.input_tokens + (0 if wire.input_includes_cache else end.cache_input_tokens + end.cache_creation_input_tokens)
+                share = f" ({100 * end.cache_input_tokens / total:.0f}% of the input)" if total and end.cache_input_tokens else ""
+                usage = f"read {end.cache_input_tokens}{share}, written {end.cache_creation_input_tokens}" + _cache_cost(req["url"], wire, str(body.get("model") or end.metadata.get("model") or ""), end, total)
+        model = str(body.get("model", ""))
+        parts = wire.prompt_parts(body)
+        before = previous.get(wire.name)
+        previous[wire.name] = (model, parts)
+        if before is None:
+            change = f"first call ({len(parts)} prompt parts)"
+        elif before[0] != model:
+            change = f"prefix broken: the model changed ({before[0]} -> {model}); caches are per model"
+        else:
+            change = prefix_change(before[1], parts)
+        lines.append(f"[{n}] {wire.name} {model}: " + (f"cache {usage}; " if usage else "") + change)
+    return lines
+
+
+def _cache_cost(url: str, wire: Any, model: str, end: Any, total_input: int) -> str:
+    """The call's cost, and what it would have cost with nothing read from or written to
+    the cache (the same tokens, all at the input price); empty without prices."""
+    from types import SimpleNamespace
+
+    if not model or not (end.cache_input_tokens or end.cache_creation_input_tokens):
+        return ""
+    actual = _price(url, wire, model, end)
+    uncached = SimpleNamespace(input_tokens=total_input, output_tokens=end.output_tokens, cache_input_tokens=0, cache_creation_input_tokens=0)
+    plain = _price(url, wire, model, uncached)
+    if not actual or not plain or actual.get("total") is None or plain.get("total") is None:
+        return ""
+    return f"; cost ${actual['total']:.6f}, ${plain['total']:.6f} without the cache"
+
+
+def prefix_change(before: list[tuple[str, Any]], after: list[tuple[str, Any]]) -> str:
+    """What happened to the cached prefix from one call's prompt parts to the next."""
+    same = 0
+    while same < len(before) and same < len(after) and before[same] == after[same]:
+        same += 1
+    if same == len(before):
+        return f"prefix kept ({same} parts, {len(after) - same} new)"
+    label, old = before[same]
+    new_label, new = after[same] if same < len(after) else (None, None)
+    if new_label != label:
+        kind = _kind(label)
+        if kind == "history" and new_label is None:
+            return f"prefix broken at {label}: the history is shorter than before (rewritten)"
+        return f"prefix broken at {label}: {'it is gone' if new_label is None else f'{new_label} is in its place'}"
+    kind = _kind(label)
+    if kind == "tools":
+        return f"prefix broken at {label}: " + _tools_change(old, new)
+    if kind == "history":
+        return f"prefix broken at {label}: the history was rewritten there ({_first_difference(old, new)})"
+    return f"prefix broken at {label}: the {'system prompt' if kind == 'system' else label} changed ({_first_difference(old, new)})"
+
+
+def _kind(label: str) -> str:
+    if label.endswith("]"):
+        return "history"
+    if label.lower().startswith("tool"):
+        return "tools"
+    if "system" in label.lower() or label == "instructions":
+        return "system"
+    return "other"
+
+
+def _tool_name(tool: Any) -> str:
+    if not isinstance(tool, dict):
+        return repr(tool)[:40]
+    for holder in (tool, tool.get("function"), tool.get("toolSpec")):
+        if isinstance(holder, dict) and isinstance(holder.get("name"), str):
+            return holder["name"]
+    declarations = tool.get("functionDeclarations")
+    if isinstance(declarations, list):
+        return "+".join(str(d.get("name")) for d in declarations if isinstance(d, dict))
+    return next(iter(tool), "?")
+
+
+def _tools_change(old: Any, new: Any) -> str:
+    if isinstance(old, dict) and isinstance(new, dict):  # a holder of the list (toolConfig)
+        old, new = old.get("tools", old), new.get("tools", new)
+    if not isinstance(old, list) or not isinstance(new, list):
+        return "the tools changed"
+    names_old, names_new = [_tool_name(t) for t in old], [_tool_name(t) for t in new]
+    if sorted(names_old) == sorted(names_new) and names_old != names_new:
+        if sorted(map(_canonical, old)) == sorted(map(_canonical, new)):
+            return f"the tools were reordered ({', '.join(names_old)} -> {', '.join(names_new)})"
+    added = [n for n in names_new if n not in names_old]
+    removed = [n for n in names_old if n not in names_new]
+    if added or removed:
+        return "the tools changed: " + "; ".join(filter(None, [f"added {', '.join(added)}" if added else "", f"removed {', '.join(removed)}" if removed else ""]))
+    changed = [a for a, x, y in zip(names_old, old, new) if x != y]
+    return f"the definition of {', '.join(changed)} changed" if changed else "the tools changed"
+
+
+def _canonical(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _first_difference(old: Any, new: Any, path: str = "") -> str:
+    """Where two JSON values first differ, as a short path."""
+    if type(old) is not type(new):
+        return f"{path or 'the value'} is now a {type(new).__name__}"
+    if isinstance(old, dict):
+        for key in list(old) + [k for k in new if k not in old]:
+            if key not in new:
+                return f"{path}.{key} removed".lstrip(".")
+            if key not in old:
+                return f"{path}.{key} added".lstrip(".")
+            if old[key] != new[key]:
+                return _first_difference(old[key], new[key], f"{path}.{key}")
+        return path or "the order of its fields"
+    if isinstance(old, list):
+        for i, (x, y) in enumerate(zip(old, new)):
+            if x != y:
+                return _first_difference(x, y, f"{path}[{i}]")
+        return f"{path} has {len(new)} items, not {len(old)}"
+    return f"{path.lstrip('.') or 'the value'} changed"
 
 
 def _price(url: str, wire: Any, model: str, end: Any) -> dict | None:

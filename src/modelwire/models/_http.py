@@ -87,6 +87,7 @@ class HTTPModel:
         self._sleep = sleep or asyncio.sleep
         self.max_source_bytes = max_source_bytes
         self._credentials: Any = None
+        self._cache_resources: Any = None  # CacheResources, once a call asks for one
 
     def __repr__(self) -> str:
         return f"HTTPModel({self.provider}:{self.name})"
@@ -180,6 +181,32 @@ class HTTPModel:
         payload = self.formatter.format(messages, tools, tool_choice)
         return self.wire.body(self.name, payload, opts, self.spec.preset, caps), opts
 
+    async def _with_cache_resource(self, payload: dict[str, Any], opts: ModelOptions) -> dict[str, Any]:
+        """``payload`` naming a prompt cache created for it first, where the provider's
+        caches are resources (see :mod:`._cache`); as it was otherwise."""
+        from ..protocols._protocol import CachePlan
+
+        plan = CachePlan.of(opts.cache)
+        found = self.wire.cache_resource(payload, plan, self.url()) if plan is not None else None
+        if found is None:
+            return payload
+        from ._cache import CacheResources
+
+        if self._cache_resources is None:
+            self._cache_resources = CacheResources()
+
+        async def send(url: str, body: bytes) -> tuple[int, bytes]:
+            headers = await self._signed(url, self.headers(opts.extra_headers), body)
+            headers["accept"] = "application/json"
+            response = await self.transport.open("POST", url, headers, body, self.timeouts.first_byte)
+            try:
+                return response.status_code, await response.aread()
+            finally:
+                await response.aclose()
+
+        name = await self._cache_resources.name_for(found[0], found[1], send)
+        return payload if name is None else self.wire.with_cache_resource(payload, name)
+
     def _media_checked(self, messages: Sequence[Msg], caps: ModelCapabilities) -> Sequence[Msg]:
         """Media the model cannot take in (its capabilities say so): a ``FormatError`` naming
         the message, or with ``on_unsupported_media="note"`` a short text note in its place."""
@@ -250,6 +277,7 @@ class HTTPModel:
         if not self._looked_up and (self.wire.lookup_always or _depends_on_capabilities(self.options.merged(options), tools, tool_choice)):
             await self.lookup_capabilities()
         payload, opts = self.build_request(messages, tools, tool_choice, options)
+        payload = await self._with_cache_resource(payload, opts)
         renamed = name_map(tools, getattr(self.formatter, "tool_name_rules", None))
         body = json.dumps(payload, ensure_ascii=False).encode()
         headers = await self._signed(self.url(), self.wire.request_headers(payload, self.headers(opts.extra_headers), self.spec.preset), body)

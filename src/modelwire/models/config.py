@@ -73,7 +73,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "openai", "openai-chat", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-            dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True},
+            dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "prompt_cache": "openai"},
             description="OpenAI Chat Completions", example="gpt-4.1",
         ),
         Preset(
@@ -84,7 +84,7 @@ PRESETS: dict[str, Preset] = {
             "azure", "openai-chat", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", auth="api-key",
             path="/openai/deployments/{model}/chat/completions",
             query={"api-version": ("AZURE_OPENAI_API_VERSION", "2024-10-21")},
-            dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True},
+            dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "prompt_cache": "openai"},
             description="Azure OpenAI (deployment name as the model)", example="my-gpt-4o-deployment",
         ),
         # Azure OpenAI's v1 API (/openai/v1/...): the model is the deployment name, in the body;
@@ -92,7 +92,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "azure-v1", "openai-chat", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", key_required=False, auth="api-key",
             path="/openai/v1/chat/completions",
-            dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "credentials": "azure"},
+            dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "credentials": "azure", "prompt_cache": "openai"},
             description="Azure OpenAI v1 API, Chat Completions (AZURE_OPENAI_API_KEY or Entra ID)", example="my-gpt-4o-deployment",
         ),
         Preset(
@@ -104,7 +104,7 @@ PRESETS: dict[str, Preset] = {
             "deepseek", "openai-chat", "https://api.deepseek.com", "DEEPSEEK_API_KEY",
             dialect={
                 "reasoning_field": "reasoning_content", "reasoning_on_tool_calls": True, "thinking_switch": "deepseek",
-                "reasoning_effort": True, "json_schema": False,
+                "reasoning_effort": True, "json_schema": False, "prompt_cache": "automatic",
             },
             description="DeepSeek", example="deepseek-chat",
         ),

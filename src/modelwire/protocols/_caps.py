@@ -42,6 +42,8 @@ class ModelCapabilities:
         image_input / pdf_input / audio_input: media the model takes in.
         max_output_tokens / context_window: token limits.
         server_tools: the provider's own tools the model can run (``web_search`` ...).
+        cache_ttls: the prompt-cache lifetimes the model takes, as the provider names them
+            (Claude ``5m`` ``1h``; GPT-5.6 ``30m`` ``12h``).
         sources: where each field came from (``field -> source``), for ``modelwire models
             --capabilities``.
     """
@@ -61,6 +63,7 @@ class ModelCapabilities:
     max_output_tokens: int | None = None
     context_window: int | None = None
     server_tools: tuple[str, ...] | None = None
+    cache_ttls: tuple[str, ...] | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
@@ -104,7 +107,7 @@ def _checked(key: str, value: Any, source: str) -> Any:
     def bad(what: str) -> ConfigError:
         return ConfigError(f"{source}: capability {key}={value!r} must be {what}")
 
-    if key in ("thinking", "effort", "server_tools"):
+    if key in ("thinking", "effort", "server_tools", "cache_ttls"):
         if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise bad("a list of names")
         allowed = _CHOICES.get(key)

@@ -74,6 +74,7 @@ class ModelOptions:
     parallel_tool_calls: bool | None = None
     json_schema: dict[str, Any] | None = None  # structured output: a JSON schema
     json_schema_name: str = "output"
+    cache: Any = None  # prompt caching: True | "5m" | "1h" | {ttl, system, tools, history, key, placement} | False
     extra_headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] = field(default_factory=dict)
 
@@ -134,6 +135,51 @@ def _kind(*kinds: type, each: type | None = None) -> Callable[[Any], str | None]
     return check
 
 
+CACHE_TTLS = ("5m", "1h")
+_CACHE_KEYS = {"ttl": "5m or 1h", "system": "a bool", "tools": "a bool", "history": "a bool", "key": "a string", "placement": "breakpoints or provider"}
+
+
+@dataclass(frozen=True)
+class CachePlan:
+    """What the ``cache`` option asks for, whatever the provider: keep the prompt's prefix
+    for at least ``ttl``; mark the ``system`` prompt, the ``tools`` and the end of the
+    ``history`` (a breakpoint that moves with the conversation), where a provider takes
+    marks; ``key``: a routing key for providers that take one; ``placement="provider"``:
+    the provider's own automatic placement instead of modelwire's marks."""
+
+    ttl: str = "5m"
+    system: bool = True
+    tools: bool = True
+    history: bool = True
+    key: str | None = None
+    placement: str = "breakpoints"
+
+    @classmethod
+    def of(cls, value: Any) -> "CachePlan | None":
+        """The plan of a ``cache`` option value (None: caching not asked for, or off)."""
+        if value is None or value is False:
+            return None
+        if value is True:
+            return cls()
+        if isinstance(value, str):
+            return cls(ttl=value)
+        return cls(**value)
+
+
+def _cache_check(value: Any) -> str | None:
+    if isinstance(value, bool) or value in CACHE_TTLS:
+        return None
+    if not isinstance(value, dict):
+        return "must be True, False, '5m', '1h' or a dict of " + ", ".join(_CACHE_KEYS)
+    for key, item in value.items():
+        if key not in _CACHE_KEYS:
+            return f"takes no {key!r} (it takes {', '.join(_CACHE_KEYS)})"
+        ok = {"ttl": item in CACHE_TTLS, "key": isinstance(item, str) and bool(item), "placement": item in ("breakpoints", "provider")}.get(key, isinstance(item, bool))
+        if not ok:
+            return f"{key} must be {_CACHE_KEYS[key]}"
+    return None
+
+
 def _one_of(*choices: str) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         return None if value in choices else f"must be one of {', '.join(choices)}"
@@ -156,6 +202,7 @@ _OPTION_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "parallel_tool_calls": _kind(bool),
     "json_schema": _kind(dict),
     "json_schema_name": _kind(str),
+    "cache": _cache_check,
     "extra_headers": _kind(dict, each=str),
     "extra_body": _kind(dict),
 }
@@ -298,8 +345,45 @@ class WireProtocol:
                 if getattr(options, name) is not None:
                     raise refuse(name, preset, "the model takes no sampling parameters; leave it out", model=model)
         self.apply_options(body, options, preset, model=model, caps=caps)
+        plan = CachePlan.of(options.cache)
+        if plan is not None:
+            self.apply_cache(body, plan, preset, model=model, caps=caps)
         deep_merge(body, options.extra_body)
         return body
+
+    def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+        """Put the prompt-caching ``plan`` into ``body`` as this provider takes it (in
+        place), or refuse it: a provider with no caching to ask for refuses ``cache``."""
+        raise refuse("cache", preset, "the provider has no prompt caching to ask for; leave cache out", model=model)
+
+    def cache_resource(self, body: dict[str, Any], plan: CachePlan, url: str) -> tuple[str, dict[str, Any]] | None:
+        """For a provider whose cache is a resource created first (and then named in the
+        request): where to create it for this request (``url`` is the request's) and the
+        body that creates it; None when there is nothing to create."""
+        return None
+
+    def with_cache_resource(self, body: dict[str, Any], name: str) -> dict[str, Any]:
+        """``body`` using the created cache ``name`` (what it holds left out)."""
+        raise NotImplementedError
+
+    # The request's fields in the order the provider reads its prompt (the cached prefix is
+    # a leading run of them); the last is the conversation, one part per item.
+    prompt_order: tuple[str, ...] = ()
+    # Keys that only mark cache breakpoints (left out when prefixes are compared).
+    cache_marker_keys: tuple[str, ...] = ()
+
+    def prompt_parts(self, body: dict[str, Any]) -> list[tuple[str, Any]]:
+        """The request as the provider's cached prefix sees it: ``(label, value)`` in
+        prompt order, cache marks left out. Two calls share a cached prefix up to their
+        first differing part."""
+        parts: list[tuple[str, Any]] = []
+        for index, name in enumerate(self.prompt_order):
+            value = _unmarked(body.get(name), self.cache_marker_keys)
+            if index == len(self.prompt_order) - 1 and isinstance(value, list):
+                parts += [(f"{name}[{i}]", item) for i, item in enumerate(value)]
+            elif value is not None:
+                parts.append((name, value))
+        return parts
 
     def stream_fields(self, body: dict[str, Any], preset: Preset) -> None:
         """Fields this protocol always sends with a streamed request (before the options,
@@ -383,6 +467,18 @@ class WireProtocol:
         from ..adapters import split_sse
 
         return split_sse(body)
+
+
+def _unmarked(value: Any, markers: tuple[str, ...]) -> Any:
+    """``value`` without cache marks: keys in ``markers`` dropped, list items that are only
+    a mark dropped."""
+    if not markers:
+        return value
+    if isinstance(value, dict):
+        return {k: _unmarked(v, markers) for k, v in value.items() if k not in markers}
+    if isinstance(value, list):
+        return [_unmarked(v, markers) for v in value if not (isinstance(v, dict) and v and set(v) <= set(markers))]
+    return value
 
 
 def refuse(option: str, preset: Preset, hint: str = "", model: str = "") -> UnsupportedOptionError:

@@ -22,7 +22,7 @@ import logging
 from typing import Any
 
 from ...adapters import encode_sse
-from .._protocol import DEFAULT_MAX_TOKENS, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .._protocol import DEFAULT_MAX_TOKENS, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
 __all__ = ["PROTOCOL", "AnthropicProtocol", "claude_fields", "claude_schema", "STRICT_RULES", "ENDPOINT_VERSIONS"]
 
@@ -267,6 +267,21 @@ class AnthropicProtocol(WireProtocol):
                 )
             fields.setdefault("output_config", {})["format"] = {"type": "json_schema", "schema": claude_schema(o.json_schema, preset, model)}
         p.update(fields)
+
+    prompt_order = ("tools", "system", "messages")
+    cache_marker_keys = ("cache_control",)
+
+    def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+        if plan.key is not None:
+            raise refuse("cache", preset, "Anthropic takes no cache key (its cache follows the prompt's prefix); leave key out", model=model)
+        if plan.placement == "provider":
+            if preset.dialect.get("endpoint") in ENDPOINT_VERSIONS:
+                raise refuse("cache", preset, "the top-level cache_control (automatic placement) is Anthropic's own API's; use placement='breakpoints'", model=model)
+            body["cache_control"] = {"type": "ephemeral", **({"ttl": plan.ttl} if plan.ttl != "5m" else {})}
+            return
+        from .formatter import place_cache
+
+        place_cache(body, plan.ttl, system=plan.system, tools=plan.tools, history=plan.history)
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
         message = {k: v for k, v in answer.items() if k not in ("stop_reason", "stop_sequence")}

@@ -294,6 +294,45 @@ def mcp_toolset(tool: ServerTool) -> dict[str, Any]:
     return out
 
 
+_UNMARKABLE = ("thinking", "redacted_thinking")  # blocks cache_control cannot go on
+
+
+def place_cache(body: dict[str, Any], ttl: str, system: bool = True, tools: bool = True, history: bool = True) -> None:
+    """Cache breakpoints on the last tool, the last system block and the last markable block
+    of the conversation (the rolling end: each call reads what the one before wrote), with
+    the breakpoints already there checked against Anthropic's rules: at most
+    :data:`MAX_CACHE_BREAKPOINTS`, and no 1-hour breakpoint after a 5-minute one."""
+    mark = {"type": "ephemeral", **({"ttl": ttl} if ttl != "5m" else {})}
+    targets: list[dict[str, Any]] = []
+    if tools and body.get("tools"):
+        targets.append(body["tools"][-1])
+    if system and isinstance(body.get("system"), list) and body["system"]:
+        targets.append(body["system"][-1])
+    if history:
+        for turn in reversed(body.get("messages") or ()):
+            content = turn.get("content")
+            block = next((b for b in reversed(content) if isinstance(b, dict) and b.get("type") not in _UNMARKABLE), None) if isinstance(content, list) else None
+            if block is not None:
+                targets.append(block)
+                break
+    for target in targets:
+        target.setdefault("cache_control", dict(mark))
+    marks = [item["cache_control"] for item in _in_prompt_order(body) if isinstance(item, dict) and "cache_control" in item]
+    if len(marks) > MAX_CACHE_BREAKPOINTS:
+        raise FormatError(None, f"{len(marks)} cache breakpoints in the request; Anthropic allows {MAX_CACHE_BREAKPOINTS}", PROTOCOL, code="cache-breakpoints")
+    ttls = [m.get("ttl", "5m") for m in marks]
+    if "5m" in ttls and "1h" in ttls[ttls.index("5m") :]:
+        raise FormatError(None, "a 1-hour cache breakpoint comes after a 5-minute one; Anthropic wants the longer-lived ones first", PROTOCOL, code="cache-ttl-order")
+
+
+def _in_prompt_order(body: dict[str, Any]) -> list[Any]:
+    items: list[Any] = list(body.get("tools") or ())
+    items += body["system"] if isinstance(body.get("system"), list) else []
+    for turn in body.get("messages") or ():
+        items += turn["content"] if isinstance(turn.get("content"), list) else []
+    return items
+
+
 def betas_for(body: dict[str, Any]) -> list[str]:
     """The betas a request needs for what its body holds."""
     return [MCP_BETA] if body.get("mcp_servers") else []

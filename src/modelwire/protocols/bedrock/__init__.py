@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from ...adapters import EventStreamDecoder, encode_frame
 from ...errors import ConfigError
-from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
 __all__ = ["PROTOCOL", "BedrockConverseProtocol", "regional"]
 
@@ -97,6 +97,32 @@ class BedrockConverseProtocol(WireProtocol):
         events.append(("messageStop", {"stopReason": answer.get("stopReason"), **({"additionalModelResponseFields": answer["additionalModelResponseFields"]} if answer.get("additionalModelResponseFields") else {})}))
         events.append(("metadata", {"usage": answer.get("usage") or {}, **({"metrics": answer["metrics"]} if "metrics" in answer else {})}))
         return events
+
+    prompt_order = ("toolConfig", "system", "messages")
+    cache_marker_keys = ("cachePoint",)
+
+    def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+        """``cachePoint`` blocks after the tools, the system prompt and the last message
+        (at most 4 in a request; a 1-hour one never after a 5-minute one)."""
+        if plan.key is not None or plan.placement == "provider":
+            raise refuse("cache", preset, "Converse takes cachePoint blocks only: no cache key, no automatic placement", model=model)
+        point = {"cachePoint": {"type": "default", **({"ttl": plan.ttl} if plan.ttl != "5m" else {})}}
+        lists = []
+        if plan.tools and body.get("toolConfig", {}).get("tools"):
+            lists.append(body["toolConfig"]["tools"])
+        if plan.system and body.get("system"):
+            lists.append(body["system"])
+        if plan.history and body.get("messages"):
+            lists.append(body["messages"][-1]["content"])
+        for items in lists:
+            if not (items and "cachePoint" in items[-1]):
+                items.append(json.loads(json.dumps(point)))
+        marks = [b["cachePoint"] for b in [*body.get("toolConfig", {}).get("tools", ()), *body.get("system", ()), *(c for m in body.get("messages", ()) for c in m["content"])] if "cachePoint" in b]
+        if len(marks) > 4:
+            raise refuse("cache", preset, f"{len(marks)} cache points in the request; Converse allows 4", model=model)
+        ttls = [m.get("ttl", "5m") for m in marks]
+        if "5m" in ttls and "1h" in ttls[ttls.index("5m") :]:
+            raise refuse("cache", preset, "a 1-hour cache point comes after a 5-minute one; the longer-lived go first", model=model)
 
     def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         inference: dict[str, Any] = {}

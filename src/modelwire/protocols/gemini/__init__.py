@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from ...adapters import encode_sse
 from ...errors import ConfigError
-from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
 # An effort level as a thinking budget, for models that take only a budget (Gemini 2.5):
 # within every 2.5 model's range (Pro 128..32768, Flash 0..24576).
@@ -90,6 +90,39 @@ class GeminiProtocol(WireProtocol):
         if data.get("thinking") is False:
             values["thinking"] = []
         return ModelCapabilities.from_mapping(values, "provider: models.get")
+
+    prompt_order = ("tools", "toolConfig", "systemInstruction", "contents")
+
+    # What a cachedContent holds that a request using it must not send again (the API
+    # answers 400 "CachedContent can not be used with ... system_instruction, tools or
+    # tool_config").
+    _CACHED_FIELDS = ("systemInstruction", "tools", "toolConfig")
+
+    def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+        """Gemini caches the conversation's prefix implicitly (2.5 and later); an explicit
+        ``cachedContent`` holding the system instruction and the tools is created by the
+        model before the call (:meth:`cache_resource`), and the request then names it."""
+        if plan.key is not None:
+            raise refuse("cache", preset, "Gemini takes no cache key; leave key out", model=model)
+
+    def cache_resource(self, body: dict[str, Any], plan: CachePlan, url: str) -> tuple[str, dict[str, Any]] | None:
+        held = {k: body[k] for k in self._CACHED_FIELDS if body.get(k) and (k != "systemInstruction" or plan.system) and (k == "systemInstruction" or plan.tools)}
+        if plan.placement == "provider" or not held:
+            return None  # only the implicit cache
+        path = url.split("?", 1)[0].rsplit(":", 1)[0]  # .../v1beta/models/M or .../v1/projects/P/locations/L/publishers/google/models/M
+        for version in ("/v1beta/", "/v1/"):
+            root, found, resource = path.partition(version)
+            if found:
+                break
+        else:
+            return None
+        parent = resource.split("publishers/", 1)[0] if "publishers/" in resource else ""
+        return root + version + parent + "cachedContents", {"model": resource, **held, "ttl": "3600s" if plan.ttl == "1h" else "300s"}
+
+    def with_cache_resource(self, body: dict[str, Any], name: str) -> dict[str, Any]:
+        out = {k: v for k, v in body.items() if k not in self._CACHED_FIELDS}
+        out["cachedContent"] = name
+        return out
 
     def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         config: dict[str, Any] = {}

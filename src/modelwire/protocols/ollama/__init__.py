@@ -85,6 +85,8 @@ class OllamaProtocol(WireProtocol):
 
     # -- the request -----------------------------------------------------------------------
 
+    prompt_order = ("tools", "messages")
+
     def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         options: dict[str, Any] = {}
         if caps.context_window:

@@ -18,6 +18,9 @@ Servers differ in a few documented ways; a preset's ``dialect`` says which:
 - ``stream_usage``: send ``stream_options.include_usage``;
 - ``tool_id_style``: ``mistral`` when tool-call ids must be nine letters and digits (others
   are rewritten, the same for a call and its result);
+- ``prompt_cache``: ``openai`` where the server takes OpenAI's ``prompt_cache_key`` and
+  cache lifetimes (OpenAI, Azure), ``automatic`` where it caches on its own and takes
+  nothing (DeepSeek); without it the ``cache`` option is refused;
 - ``empty_content_null``: an assistant turn with only tool calls says ``content: null``
   (OpenAI's documented form; the default) or, set to False, ``""`` (llama.cpp's server
   refuses null there).
@@ -33,9 +36,9 @@ from dataclasses import replace
 from typing import Any
 
 from ...adapters import encode_sse
-from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
-__all__ = ["PROTOCOL", "OpenAIChatProtocol", "STRICT_RULES", "strict_format"]
+__all__ = ["PROTOCOL", "OpenAIChatProtocol", "STRICT_RULES", "strict_format", "openai_cache"]
 
 log = logging.getLogger("modelwire.protocols.openai")
 
@@ -128,6 +131,17 @@ class OpenAIChatProtocol(WireProtocol):
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 values[name] = value
         return ModelCapabilities.from_mapping(values, "provider: GET /models")
+
+    prompt_order = ("tools", "messages")
+
+    def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+        kind = preset.dialect.get("prompt_cache")
+        if kind == "openai":
+            return openai_cache(body, plan, preset, model, caps)
+        if kind == "automatic" and plan.key is None and plan.ttl == "5m":
+            return  # the provider caches every prefix on its own: nothing to ask
+        hint = "the server caches on its own and takes no key or lifetime; use cache=True" if kind == "automatic" else "the server takes no prompt-caching fields; leave cache out"
+        raise refuse("cache", preset, hint, model=model)
 
     def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         dialect = preset.dialect
@@ -244,3 +258,18 @@ def _thinking(p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str | 
 
 
 PROTOCOL = OpenAIChatProtocol()
+
+
+def openai_cache(body: dict[str, Any], plan: CachePlan, preset: Preset, model: str, caps: ModelCapabilities) -> None:
+    """OpenAI's prompt caching: automatic on every prefix, so only a routing key
+    (``prompt_cache_key``) and, for ``ttl="1h"``, a lifetime of at least that: the 12-hour
+    ``prompt_cache_options.ttl`` on models that take it (GPT-5.6 on), else the 24-hour
+    ``prompt_cache_retention``. OpenAI places its own breakpoint (``placement`` and the
+    system / tools / history marks have nothing to do here)."""
+    if plan.key is not None:
+        body["prompt_cache_key"] = plan.key
+    if plan.ttl == "1h":
+        if caps.cache_ttls is not None and "12h" in caps.cache_ttls:
+            body["prompt_cache_options"] = {"ttl": "12h"}
+        else:
+            body["prompt_cache_retention"] = "24h"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...adapters import encode_sse
-from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 from ..openai_chat import strict_format
 
 __all__ = ["PROTOCOL", "OpenAIResponsesProtocol"]
@@ -34,6 +34,13 @@ class OpenAIResponsesProtocol(WireProtocol):
     def matches_url(self, url: str) -> bool:
         path = url.split("?")[0].rstrip("/")
         return path.endswith("/responses") or "/responses/" in path
+
+    prompt_order = ("tools", "instructions", "input")
+
+    def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+        from ..openai_chat import openai_cache
+
+        openai_cache(body, plan, preset, model, caps)
 
     def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         if o.max_tokens is not None:
