@@ -91,6 +91,25 @@ def test_no_failover_once_output_has_begun_nor_for_a_bad_request():
         assert not b.requests
 
 
+def test_continue_after_output_goes_on_at_the_next_model_and_says_so():
+    with ProviderServer() as a, ProviderServer() as b:
+        a.script(sse_reply(body("anthropic", ("text", "one two three four five six")), drop_after=4))
+        b.respond = lambda request: sse_reply(body("openai-chat", ("text", "Backup answer.")))
+        model = FallbackModel([anthropic(a), openai(b)], continue_after_output=True)
+        events = events_of(model, [UserMsg("u", "Hi")])
+        assert len(b.requests) == 1 and b.requests[0]["json"]["messages"][-1]["content"] == "Hi"  # the same call, again
+    assert well_formed(events)
+    ends = [e for e in events if e.type == "MODEL_CALL_END"]
+    assert [e.type for e in events].count("MODEL_CALL_START") == 2 and len(ends) == 2
+    broken, answered = ends
+    assert broken.metadata["fallback"]["continued_on"] == "openai:gpt-4.1"
+    assert broken.metadata["fallback"]["failed_after_output"]["model"] == "anthropic:claude-sonnet-4-5"
+    assert answered.metadata["fallback"]["answered_by"] == "openai:gpt-4.1"
+    assert answered.metadata["fallback"]["failed"][0]["after_output"] == "true"
+    texts = "".join(e.delta for e in events if e.type == "TEXT_BLOCK_DELTA")
+    assert texts.startswith("one") and texts.strip().endswith("Backup answer.")  # the partial output stays, marked
+
+
 def test_when_all_fail_the_last_error_says_the_others_failed_too_and_the_reply_ends_cleanly():
     with ProviderServer() as a, ProviderServer() as b:
         a.script(OVERLOADED)

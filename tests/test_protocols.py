@@ -110,6 +110,9 @@ OPTION_VALUES = {
     # With a key every provider has something to send or a reason to refuse (cache=True is
     # rightly nothing on a provider that caches every prefix by itself).
     "cache": {"key": "tenant-1", "ttl": "1h"},
+    # stateless and chain are what every provider that stores nothing does anyway
+    # (test_responses_state); background is run or refused.
+    "background": True,
     "extra_headers": {"x-trace": "1"},
     "extra_body": {"seed": 7},
 }

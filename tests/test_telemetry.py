@@ -236,3 +236,26 @@ def test_a_replys_cost_adds_up_its_calls_and_lists_the_unpriced_ones():
         server.script(stream_reply("anthropic", ("text", "hi")))
         unknown = asyncio.run(load_model("anthropic:claude-imaginary", api_key="k", base_url=server.url).complete([UserMsg("u", "hi")]))
     assert unknown.cost["total"] is None and not unknown.cost["complete"] and "claude-imaginary" in unknown.cost["unpriced"][0]
+
+
+def test_after_a_failover_the_answering_calls_span_says_why_the_others_did_not():
+    from modelwire.models import FallbackModel
+    from modelwire.models.transport import RetryPolicy
+    from modelwire.testing import ProviderServer, sse_reply
+    from modelwire.testing.server import error_reply
+    from modelwire.testing.sse import body
+
+    overloaded = error_reply(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    with ProviderServer() as a, ProviderServer() as b:
+        a.script(overloaded)
+        b.script(sse_reply(body("openai-chat", ("text", "From the backup."))))
+        primary = load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=a.url, retry=RetryPolicy(max_retries=0))
+        backup = load_model("openai:gpt-4.1", api_key="k", base_url=b.url + "/v1", retry=RetryPolicy(max_retries=0))
+        reply = asyncio.run(FallbackModel([primary, backup]).complete("Hi"))
+    assert reply.get_text_content().strip() == "From the backup."
+    spans = {s.name: s for s in SPANS.get_finished_spans() if s.name.startswith("chat ")}
+    failed, answered = spans["chat claude-sonnet-4-5"], spans["chat gpt-4.1"]
+    assert failed.status.status_code.name == "ERROR" and "modelwire.fallback.attempt" not in failed.attributes
+    assert answered.attributes["modelwire.fallback.attempt"] == 1
+    assert list(answered.attributes["modelwire.fallback.failed_models"]) == ["anthropic:claude-sonnet-4-5"]
+    assert "Overloaded" in answered.attributes["modelwire.fallback.failed_errors"][0]

@@ -15,6 +15,7 @@ conventions' switch is on: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=
 
 from __future__ import annotations
 
+import contextvars
 import importlib.util
 import json
 import os
@@ -141,6 +142,11 @@ class ModelCallTrace:
         span.end()
 
 
+# Set by a FallbackModel around a call that follows failed ones: the span of that call
+# records its attempt and why the models before it did not answer.
+FALLBACK: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("modelwire_fallback", default=None)
+
+
 def model_call(provider: str, model: str, url: str, options: Any, messages: Any = None) -> ModelCallTrace | None:
     """Start the span of one model call (None when tracing is off)."""
     if _otel() is None:
@@ -158,6 +164,11 @@ def model_call(provider: str, model: str, url: str, options: Any, messages: Any 
         value = getattr(options, key, None)
         if isinstance(value, (int, float)):
             span_attrs[f"gen_ai.request.{key}"] = value
+    fallback = FALLBACK.get()
+    if fallback is not None:
+        span_attrs["modelwire.fallback.attempt"] = fallback["attempt"]
+        span_attrs["modelwire.fallback.failed_models"] = [f["model"] for f in fallback["failed"]]
+        span_attrs["modelwire.fallback.failed_errors"] = [f["error"] for f in fallback["failed"]]
     if messages is not None and capture_content():
         span_attrs["gen_ai.input.messages"] = json.dumps([m.to_dict() for m in messages], ensure_ascii=False)
     span = _tracer().start_span(f"chat {model}", kind=_otel()[0].SpanKind.CLIENT, attributes=span_attrs)

@@ -6,12 +6,16 @@ or a profile's ``fallback = [...]``) sends a call to the first model; when that 
 past the retries, a 5xx, a connection or time-out error, a stream that broke before its
 first token), the call goes to the next. Each model formats the same history for itself, so
 what one provider cannot take (its ids, another endpoint's signatures) is made valid by the
-same rules as a provider switch. An error after output has begun is never failed over: the
-reply ends with it, as it would with one model.
+same rules as a provider switch. An error after output has begun is not failed over
+silently: the reply ends with it, as it would with one model; with
+``continue_after_output=True`` the call is made again on the next model instead, after the
+broken call's events, whose ``MODEL_CALL_END`` says so (``metadata["fallback"]
+["failed_after_output"]`` and ``["continued_on"]``): the partial output stays in the reply.
 
 The ``MODEL_CALL_END`` of the call says which model answered and why the ones before it did
-not (``metadata["fallback"]``). A model that failed is kept out for ``cooldown`` seconds (a
-circuit breaker): tried last, not first, until then.
+not (``metadata["fallback"]``); with tracing on, the answering call's span has the attempt
+and the failures too (``modelwire.fallback.*``). A model that failed is kept out for
+``cooldown`` seconds (a circuit breaker): tried last, not first, until then.
 """
 
 from __future__ import annotations
@@ -40,11 +44,12 @@ class FallbackModel:
     """Several models as one (see the module doc). ``cooldown``: seconds a failed model is
     kept out; ``clock``: a monotonic clock (for tests)."""
 
-    def __init__(self, models: Sequence[Any], *, cooldown: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, models: Sequence[Any], *, cooldown: float = 30.0, continue_after_output: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
         if len(models) < 1:
             raise E.ConfigError("a FallbackModel needs at least one model")
         self.models = list(models)
         self.cooldown = cooldown
+        self.continue_after_output = continue_after_output
         self._clock = clock
         self._out_until: dict[int, float] = {}  # index -> when the model may be first again
         self.name = getattr(self.models[0], "name", "fallback")
@@ -78,16 +83,20 @@ class FallbackModel:
         reply_id = reply_id or new_id()
         order = self.order()
         failed: list[dict[str, str]] = []
+        from .. import telemetry
+
         for n, model in enumerate(order):
             last = n == len(order) - 1
             held: list[Any] = []
             passed = False
+            end = None  # the call's MODEL_CALL_END, held until the call is known to have ended well
+            token = telemetry.FALLBACK.set({"attempt": n, "failed": list(failed)}) if failed else None
             stream = model.stream(messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply_id)
             try:
                 async for event in stream:
                     if event.type == "MODEL_CALL_END":
-                        event = _marked(event, model, failed)
-                    if passed:
+                        end = event
+                    elif passed:
                         yield event
                     elif event.type in _QUIET:
                         held.append(event)  # until output shows the call is answered
@@ -98,19 +107,32 @@ class FallbackModel:
                         held = []
                         yield event
             except E.ProviderError as err:
-                if passed or last or not fails_over(err):
+                again = passed and self.continue_after_output and not last and fails_over(err)
+                if (passed and not again) or last or not fails_over(err):
                     for early in held:
                         yield early
+                    if end is not None:
+                        yield _marked(end, model, failed)
                     if failed:
                         err.message = f"{err.message} (after {', '.join(f['model'] for f in failed)} failed too)"
                     raise
                 self._out_until[self.models.index(model)] = self._clock() + self.cooldown
-                failed.append({"model": _label(model), "error": f"{type(err).__name__}: {err.message}"[:300]})
+                failure = {"model": _label(model), "error": f"{type(err).__name__}: {err.message}"[:300]}
+                if again:  # the broken call's events stand, and say where the call went on
+                    if end is not None:
+                        after = {"failed_after_output": failure, "continued_on": _label(order[n + 1])}
+                        yield end.model_copy(update={"metadata": {**(end.metadata or {}), "fallback": after}})
+                    failure = {**failure, "after_output": "true"}
+                failed.append(failure)
                 continue
             finally:
+                if token is not None:
+                    telemetry.FALLBACK.reset(token)
                 await stream.aclose()
             for early in held:  # an answer with no output at all (an empty reply)
                 yield early
+            if end is not None:
+                yield _marked(end, model, failed)
             self._out_until.pop(self.models.index(model), None)
             return
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import json
+import logging
 from pathlib import Path
 from typing import Any, AsyncIterator, Sequence
 from urllib.parse import unquote, urlparse
@@ -22,6 +24,11 @@ from ..protocols import ModelCapabilities, ModelOptions, WireProtocol, get_proto
 from ..protocols._protocol import thinking_requested
 from .config import ModelSpec
 from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks, retry_after_seconds
+
+log = logging.getLogger("modelwire.models")
+
+_CHAIN_RECORDS = 16  # stored responses kept per model for ``chain`` (the latest conversations)
+_MAX_RESUMES = 5  # times one background response is read again after its stream broke
 
 __all__ = ["HTTPModel", "resolve_sources"]
 
@@ -88,6 +95,7 @@ class HTTPModel:
         self.max_source_bytes = max_source_bytes
         self._credentials: Any = None
         self._cache_resources: Any = None  # CacheResources, once a call asks for one
+        self._chains: Any = collections.deque(maxlen=_CHAIN_RECORDS)  # stored responses a call may continue (chain)
 
     def __repr__(self) -> str:
         return f"HTTPModel({self.provider}:{self.name})"
@@ -278,6 +286,10 @@ class HTTPModel:
             await self.lookup_capabilities()
         payload, opts = self.build_request(messages, tools, tool_choice, options)
         payload = await self._with_cache_resource(payload, opts)
+        full = payload  # the whole request, also when a stored response is continued
+        chained = self.wire.chain(payload, self._chains) if opts.chain and self.wire.keeps_state and self._chains else None
+        if chained is not None:
+            payload = chained
         renamed = name_map(tools, getattr(self.formatter, "tool_name_rules", None))
         body = json.dumps(payload, ensure_ascii=False).encode()
         headers = await self._signed(self.url(), self.wire.request_headers(payload, self.headers(opts.extra_headers), self.spec.preset), body)
@@ -319,6 +331,7 @@ class HTTPModel:
                                 continue
                             if events[-1].type == "MODEL_CALL_END":  # always the last of its batch
                                 events[-1] = self._ended(events[-1], trace)
+                                self._remember(full, events[-1], opts)
                             if not passed_on:
                                 held += events
                                 if any(e.type != "MODEL_CALL_START" for e in held):
@@ -331,9 +344,19 @@ class HTTPModel:
                             else:
                                 for event in events:
                                     yield event
+                        if opts.background and decoder.adapter.started and not decoder.adapter.finished:
+                            # The body ended before the response did: read the rest.
+                            resumed = self._resumed(decoder.adapter, opts, trace, full, E.IncompleteStreamError("the background stream ended before its response"))
+                            if resumed is not None:
+                                for event in held:
+                                    yield event
+                                async for event in resumed:
+                                    yield event
+                                return
                         closing = decoder.close()
                         if closing and closing[-1].type == "MODEL_CALL_END":
                             closing[-1] = self._ended(closing[-1], trace)
+                            self._remember(full, closing[-1], opts)
                         for event in held + closing:
                             yield event
                         return
@@ -346,6 +369,30 @@ class HTTPModel:
                             other = sniff(head)
                             if other is not None and other != self.protocol:
                                 err.message = f"the server at {self.url().split('?')[0]} answered in another protocol ({other}), not {self.protocol}: {err.message}"
+                        if not passed_on and chained is not None and self.wire.forgot_state(err):
+                            # The server no longer has the response this call continued: the
+                            # same call with the whole history (no retry spent).
+                            log.debug("%s: %s; sent again with the whole history", self, err.message)
+                            chained, payload = None, full
+                            body = json.dumps(payload, ensure_ascii=False).encode()
+                            headers = await self._signed(self.url(), self.wire.request_headers(payload, self.headers(opts.extra_headers), self.spec.preset), body)
+                            if response is not None:
+                                await response.aclose()
+                                response = None
+                            continue
+                        if opts.background and isinstance(err, (E.ConnectionError, E.IncompleteStreamError)) and decoder.adapter.started and not decoder.adapter.finished:
+                            # A background response goes on without us: read the rest of it
+                            # rather than start it again.
+                            resumed = self._resumed(decoder.adapter, opts, trace, full, err)
+                            if resumed is not None:
+                                if response is not None:
+                                    await response.aclose()
+                                    response = None
+                                for event in held:
+                                    yield event
+                                async for event in resumed:
+                                    yield event
+                                return
                         if not passed_on and not getattr(err, "answered", False):
                             delay = self.retry.delay(attempt, getattr(err, "retry_after", None)) if self.retry.retryable(err) else None
                             if delay is not None and deadline is not None and loop.time() + delay >= deadline:
@@ -380,6 +427,74 @@ class HTTPModel:
         finally:
             if trace is not None and not trace.ended:
                 trace.end(error=asyncio.CancelledError("the call was closed before it ended"))
+
+    def _remember(self, full: dict[str, Any], end: EventBase, opts: ModelOptions) -> None:
+        """Keep what a later call needs to continue this one on the server (``chain``)."""
+        if not opts.chain or not self.wire.keeps_state or end.finished_reason != "completed":
+            return
+        record = self.wire.chain_record(full, end.metadata)
+        if record is not None:
+            self._chains.append(record)
+
+    def _resumed(self, adapter: Any, opts: ModelOptions, trace: Any, full: dict[str, Any], err: E.ProviderError) -> AsyncIterator[EventBase] | None:
+        """The rest of a background response whose stream broke, read again from the last
+        event received (the provider's cursor), into the same adapter; None when the
+        protocol cannot say where (the error then stands)."""
+        def where() -> str | None:
+            seen = {**adapter.call_metadata, "sequence_number": getattr(adapter, "sequence", None)}
+            return self.wire.resume_url(self.spec.base_url or "", self.spec.preset, seen)
+
+        if where() is None:
+            return None
+
+        async def resume() -> AsyncIterator[EventBase]:
+            loop = asyncio.get_running_loop()
+            last: E.ProviderError = err
+            for _ in range(_MAX_RESUMES):
+                url = where()
+                if url is None:
+                    break
+                log.debug("%s: the background stream broke (%s); resumed from %s", self, last.message, url)
+                headers = await self._signed(url, self.headers(opts.extra_headers), b"")
+                response = None
+                try:
+                    response = await self.transport.open("GET", url, headers, b"", self.timeouts.first_byte)
+                    if response.status_code >= 400:
+                        last = await _http_error(response, self.wire)
+                        break
+                    decoder = self.wire.decoder_for(adapter, self.spec.preset)
+                    async for chunk in read_chunks(response, self.timeouts, None, loop.time() + self.timeouts.first_byte):
+                        events = decoder.feed(chunk)
+                        if events and events[-1].type == "MODEL_CALL_END":
+                            events[-1] = self._ended(events[-1], trace)
+                            self._remember(full, events[-1], opts)
+                        for event in events:
+                            yield event
+                    if not adapter.finished:
+                        last = E.IncompleteStreamError("the resumed background stream ended before its response")
+                        continue
+                    for event in decoder.close():
+                        yield event
+                    return
+                except (E.ConnectionError, E.IncompleteStreamError) as again:
+                    last = again
+                    if adapter.finished:
+                        return
+                finally:
+                    if response is not None:
+                        await response.aclose()
+            # Not resumed: the stream ends as a broken one does, with what it had.
+            if adapter.started and not adapter.finished:
+                try:
+                    adapter.fail(last)
+                except E.ProviderError as closed:
+                    for event in closed.events:
+                        yield event
+            if trace is not None:
+                trace.end(None, error=last)
+            raise last
+
+        return resume()
 
     def _ended(self, end: EventBase, trace: Any) -> EventBase:
         """The call's MODEL_CALL_END, with its price (when genai-prices is installed), and

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError, ProviderError, UnsupportedOptionError, error_from_body
 from ._caps import EFFORT_LEVELS, ModelCapabilities
@@ -75,6 +75,9 @@ class ModelOptions:
     json_schema: dict[str, Any] | None = None  # structured output: a JSON schema
     json_schema_name: str = "output"
     cache: Any = None  # prompt caching: True | "5m" | "1h" | {ttl, system, tools, history, key, placement} | False
+    stateless: bool | None = None  # keep nothing on the provider's side (its state replayed instead)
+    chain: bool | None = None  # continue the provider's stored response, sending only the new items
+    background: bool | None = None  # run the response in the background (resumed if the stream drops)
     extra_headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] = field(default_factory=dict)
 
@@ -203,6 +206,9 @@ _OPTION_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "json_schema": _kind(dict),
     "json_schema_name": _kind(str),
     "cache": _cache_check,
+    "stateless": _kind(bool),
+    "chain": _kind(bool),
+    "background": _kind(bool),
     "extra_headers": _kind(dict, each=str),
     "extra_body": _kind(dict),
 }
@@ -344,12 +350,39 @@ class WireProtocol:
             for name in ("temperature", "top_p"):
                 if getattr(options, name) is not None:
                     raise refuse(name, preset, "the model takes no sampling parameters; leave it out", model=model)
+        if options.background and not self.keeps_state:
+            raise refuse("background", preset, "the provider keeps no responses to run in the background; leave it out", model=model)
         self.apply_options(body, options, preset, model=model, caps=caps)
         plan = CachePlan.of(options.cache)
         if plan is not None:
             self.apply_cache(body, plan, preset, model=model, caps=caps)
         deep_merge(body, options.extra_body)
         return body
+
+    # Whether the provider keeps responses on its side (so that ``stateless``, ``chain`` and
+    # ``background`` mean something). Where it keeps none, ``stateless`` and ``chain`` are
+    # what happens anyway, and ``background`` is refused.
+    keeps_state: bool = False
+
+    def chain(self, body: dict[str, Any], records: Sequence[Any]) -> dict[str, Any] | None:
+        """``body`` continuing one of the stored responses in ``records`` (what
+        :meth:`chain_record` kept of earlier calls), with only the new items; None when
+        none of them is this conversation's."""
+        return None
+
+    def chain_record(self, body: dict[str, Any], metadata: Mapping[str, Any]) -> Any:
+        """What to keep of a finished call (its full request, the end's metadata) to
+        continue it later; None: nothing."""
+        return None
+
+    def forgot_state(self, err: Exception) -> bool:
+        """Whether ``err`` says the server no longer has the response a request continued."""
+        return False
+
+    def resume_url(self, base_url: str, preset: Preset, metadata: Mapping[str, Any]) -> str | None:
+        """Where to read the rest of a background response whose stream broke (a GET), from
+        what its adapter recorded so far; None when it cannot be resumed."""
+        return None
 
     def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         """Put the prompt-caching ``plan`` into ``body`` as this provider takes it (in

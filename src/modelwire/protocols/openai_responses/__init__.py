@@ -6,7 +6,8 @@ made them (``replay_scope = "provider"``).
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import Any, Mapping, Sequence
 
 from ...adapters import encode_sse
 from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
@@ -36,6 +37,47 @@ class OpenAIResponsesProtocol(WireProtocol):
         return path.endswith("/responses") or "/responses/" in path
 
     prompt_order = ("tools", "instructions", "input")
+    keeps_state = True
+
+    def chain(self, body: dict[str, Any], records: Sequence[Any]) -> dict[str, Any] | None:
+        """The latest stored response whose whole request this one starts with, followed by
+        its output items (replayed with their ids): ``previous_response_id`` and only the
+        items after them. The instructions and tools are sent again (the API does not
+        carry them over)."""
+        items = body.get("input")
+        if not isinstance(items, list):
+            return None
+        for sent, response_id, output in reversed(records):
+            n = len(sent)
+            if len(items) <= n or items[:n] != sent:
+                continue
+            k = n
+            while k < len(items) and isinstance(items[k], dict) and items[k].get("id") in output:
+                k += 1
+            if k == n or k == len(items):
+                continue  # its output is not replayed here, or nothing is new
+            return {**body, "previous_response_id": response_id, "input": items[k:]}
+        return None
+
+    def chain_record(self, body: dict[str, Any], metadata: Mapping[str, Any]) -> Any:
+        response_id, output = metadata.get("response_id"), metadata.get("output_items")
+        if body.get("store") is False or not isinstance(response_id, str) or not output or not isinstance(body.get("input"), list):
+            return None
+        return (body["input"], response_id, frozenset(output))
+
+    def forgot_state(self, err: Exception) -> bool:
+        code = getattr(err, "provider_type", None) or ""
+        return code == "previous_response_not_found" or ("previous response" in str(err).lower() and "not found" in str(err).lower())
+
+    def resume_url(self, base_url: str, preset: Preset, metadata: Mapping[str, Any]) -> str | None:
+        response_id, sequence = metadata.get("response_id"), metadata.get("sequence_number")
+        if not metadata.get("background") or not isinstance(response_id, str) or not isinstance(sequence, int):
+            return None
+        from urllib.parse import quote
+
+        url = self.url(base_url, "", preset)
+        path, _, query = url.partition("?")
+        return f"{path}/{quote(response_id, safe='')}?" + "&".join(filter(None, [query, f"stream=true&starting_after={sequence}"]))
 
     def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         from ..openai_chat import openai_cache
@@ -70,6 +112,12 @@ class OpenAIResponsesProtocol(WireProtocol):
                 reasoning["summary"] = o.reasoning_summary or "auto"
             if reasoning:
                 p["reasoning"] = reasoning
+        if o.stateless:
+            if o.background or o.chain:
+                raise refuse("background" if o.background else "chain", preset, "a stateless call stores no response to run in the background or continue", model=model)
+            _stateless(p)
+        if o.background:
+            p["background"] = True
         if o.parallel_tool_calls is not None:
             if not p.get("tools"):
                 raise refuse("parallel_tool_calls", preset, "it needs tools in the request")
@@ -151,3 +199,39 @@ class OpenAIResponsesProtocol(WireProtocol):
 
 
 PROTOCOL = OpenAIResponsesProtocol()
+
+
+log = logging.getLogger("modelwire.protocols.openai")
+
+
+def _stateless(p: dict[str, Any]) -> None:
+    """Nothing stored (``store: false``), so nothing replayed may point at a stored item:
+    reasoning comes back encrypted and is replayed with its id and encrypted content (the
+    pair the API checks); assistant messages go as plain assistant messages and calls
+    without their ids (an id the server did not store is a 400); an item that cannot be
+    replayed without its stored copy (reasoning without encrypted content, a server-side
+    call) is left out, said in the debug log."""
+    p["store"] = False
+    include = p.setdefault("include", [])
+    if "reasoning.encrypted_content" not in include:
+        include.append("reasoning.encrypted_content")
+    if not isinstance(p.get("input"), list):
+        return
+    kept: list[Any] = []
+    for item in p["input"]:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "reasoning":
+            if not item.get("encrypted_content"):
+                log.debug("stateless call: reasoning item %s has no encrypted content to replay; left out", item.get("id"))
+                continue
+        elif kind == "message" and "id" in item and item.get("role") == "assistant":
+            parts = item.get("content") or []
+            text = "\n\n".join(str(part.get("text") or part.get("refusal") or "") for part in parts if isinstance(part, dict))
+            item = {"type": "message", "role": "assistant", "content": text}
+        elif kind in ("function_call", "custom_tool_call"):
+            item = {k: v for k, v in item.items() if k != "id"}
+        elif isinstance(kind, str) and kind.endswith("_call") and "id" in item:
+            log.debug("stateless call: server-side item %s (%s) exists only in the store; left out", item.get("id"), kind)
+            continue
+        kept.append(item)
+    p["input"] = kept

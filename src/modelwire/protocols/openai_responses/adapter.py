@@ -99,6 +99,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
         self._by_output: dict[int, _Item] = {}
         self._has_calls = False
         self._reasoning: list[_Item] = []  # reasoning items done, blocks still open
+        self.sequence: int | None = None  # the last event's sequence_number
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         response = data.get("response")
@@ -121,6 +122,9 @@ class OpenAIResponsesAdapter(BaseAdapter):
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
         etype = data.get("type") or event or ""
+        sequence = data.get("sequence_number")
+        if sequence is not None:
+            self.sequence = sequence  # the cursor a broken background stream resumes from
         if data.get("type") is not etype:
             if not isinstance(etype, str):
                 raise StreamProtocolError(f"an event whose type is {type(etype).__name__}", body=data)
@@ -150,12 +154,16 @@ class OpenAIResponsesAdapter(BaseAdapter):
         for key in ("status", "service_tier"):
             if response.get(key) is not None:
                 meta[key] = response[key]
+        if response.get("background"):
+            meta["background"] = True
 
     # -- items ------------------------------------------------------------------------
 
     def _item_added(self, data: dict[str, Any]) -> None:
         raw = data["item"]
         item = _Item(raw, data.get("output_index", -1))
+        if item.id not in self._items and item.id:
+            self.call_metadata.setdefault("output_items", []).append(item.id)  # for a later previous_response_id
         self._items[item.id] = item
         if "output_index" in data:
             self._by_output[item.output_index] = item
