@@ -13,7 +13,7 @@ is expected, so users can bring their own. This is the only layer that does netw
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, AsyncIterator, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Protocol, Sequence, overload, runtime_checkable
 
 from .config import PRESETS, ConfigError, ModelSpec, Preset, resolve
 from .options import ModelOptions, UnsupportedOptionError
@@ -21,6 +21,7 @@ from .options import ModelOptions, UnsupportedOptionError
 if TYPE_CHECKING:  # pragma: no cover
     from ..event import EventBase
     from ..message import Msg
+    from ._fallback import FallbackModel
     from ._http import HTTPModel
     from .transport import RetryPolicy, Timeouts
 
@@ -65,6 +66,34 @@ class Model(Protocol):
     ) -> "Msg": ...
 
 
+@overload
+def load_model(
+    name: "list[str] | tuple[str, ...]",
+    *,
+    client: Any = None,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    timeouts: "Timeouts | dict | None" = None,
+    retry: "RetryPolicy | None" = None,
+    max_connections: int = 20,
+    **options: Any,
+) -> "FallbackModel": ...
+
+
+@overload
+def load_model(
+    name: str | None = None,
+    *,
+    client: Any = None,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    timeouts: "Timeouts | dict | None" = None,
+    retry: "RetryPolicy | None" = None,
+    max_connections: int = 20,
+    **options: Any,
+) -> "HTTPModel": ...
+
+
 def load_model(
     name: str | Sequence[str] | None = None,
     *,
@@ -85,8 +114,9 @@ def load_model(
     :class:`ModelOptions` (``max_tokens``, ``temperature``, ``thinking`` ...).
     ``max_connections`` sizes the connection pool modelwire makes (not a client you pass).
 
-    A list of names is one model that fails over, in order (:class:`FallbackModel`); so is a
-    profile with ``fallback = ["PROVIDER:MODEL", ...]``.
+    A list of names is one model that fails over, in order (:class:`FallbackModel`, and typed
+    so); so is a profile with ``fallback = ["PROVIDER:MODEL", ...]``, which type checkers see
+    as the :class:`HTTPModel` interface both share.
     """
     from ._http import HTTPModel
     from .transport import HTTPTransport, Timeouts
@@ -98,7 +128,7 @@ def load_model(
         if not names or not all(isinstance(n, str) for n in names):
             raise ConfigError("load_model() takes a model name, or a list of model names to fail over between")
         shared = dict(client=client, api_key=api_key, base_url=base_url, timeouts=timeouts, retry=retry, max_connections=max_connections)
-        return FallbackModel([load_model(n, **shared, **options) for n in names])  # type: ignore[return-value]
+        return FallbackModel([load_model(n, **shared, **options) for n in names])
 
     sdk = _sdk_parts(client)
     if sdk is not None:
