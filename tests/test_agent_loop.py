@@ -75,3 +75,38 @@ def test_a_hanging_tool_ends_as_an_error_result_with_its_time():
     assert "within 0.2 s" in json.dumps(second)  # the model reads why
     with pytest.raises(ValueError, match="timeout"):
         Tool(slow_lookup, timeout=0)
+
+
+def test_a_consumer_that_stops_early_closes_the_call_and_the_reply_stays_sendable():
+    """Breaking out of reply_stream() and closing it closes every layer below, down to the
+    HTTP response (the server sees the client go), and the stored reply ends interrupted:
+    the agent's next reply sends a valid history."""
+    with ProviderServer() as server:
+        server.script(
+            sse_reply(body("anthropic", ("tool", "toolu_1", "lookup", '{"q": "x"}'), ("text", "word " * 400)), delay=0.01),
+            sse_reply(body("anthropic", ("text", "Second answer."))),
+        )
+        agent = Agent("a", load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=0)), tools=[Tool(lambda q: "found", name="lookup")])
+
+        async def go():
+            stream = agent.reply_stream("Look it up")
+            async for ev in stream:
+                if ev.type == "TEXT_BLOCK_DELTA":
+                    break
+            await stream.aclose()
+            first = agent.context[-1]
+            for _ in range(100):  # the server notices the closed connection shortly after
+                if server.disconnects:
+                    break
+                await asyncio.sleep(0.02)
+            return first, await agent.reply("Again")
+
+        first, second = asyncio.run(go())
+        sent = server.requests[1]["json"]
+    assert server.disconnects, "the HTTP response was left open"
+    assert first.finished_reason == "interrupted"
+    (result,) = first.get_content_blocks("tool_result")
+    assert result.state == "interrupted"  # the open call is answered, so the history is sendable
+    assert second.get_text_content().strip() == "Second answer."
+    uses = [c for m in sent["messages"] for c in m["content"] if isinstance(c, dict) and c.get("type") in ("tool_use", "tool_result")]
+    assert [u["type"] for u in uses] == ["tool_use", "tool_result"]

@@ -353,3 +353,18 @@ def test_serve_on_a_port_in_use_says_so_before_any_banner():
         out = run_env("serve", "--port", str(port))
     err = out.stderr.decode()
     assert out.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in err and "serving" not in err and "on http://" not in err
+
+
+@pytest.mark.parametrize("view", [[], ["--events"], ["--json"]])
+def test_piping_into_head_ends_quietly(view):
+    """``modelwire chat ... | head -1``: the reader goes away mid-answer; the stream and its
+    HTTP response are closed in the loop (not at exit, where closing them printed a
+    traceback), and nothing reaches stderr."""
+    text = "\n".join(f"line {i} " + "x" * 80 for i in range(3000))
+    with ProviderServer() as server:
+        server.respond = lambda request: sse_reply(sse.body("anthropic", ("text", text)))
+        env = user_env(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=server.url, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+        flags = " ".join(view)
+        done = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -m modelwire.cli chat -m anthropic:claude-sonnet-4-5 {flags} hi | head -1"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.stdout.strip() and len(done.stdout.splitlines()) == 1
+    assert done.stderr == "", done.stderr[-3000:]

@@ -16,8 +16,12 @@ import pytest
 from modelwire.testing import ProviderServer, Reply
 from modelwire.testing.sse import body
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+from docs_blocks import ROOT, blocks
+
+README = ROOT / "README.md"
+# The README's and the docs pages' Python blocks, as a reader finds them.
+BLOCKS = [code for _, code in blocks("python")]
+SHELL = blocks("bash")
 
 
 def answer(request):
@@ -94,6 +98,69 @@ def test_the_pytest_plugin_lives_beside_pytest_recording(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     help_text = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env).stdout
     assert "--modelwire-record-mode" in help_text and "--record-mode" in help_text
+
+
+# -- the shell blocks -------------------------------------------------------------------------------
+
+# Steps of a shell block that set up the reader's machine rather than use modelwire: CI runs
+# the README's install-and-test command itself, test_the_pytest_block_records_and_replays runs
+# the cassette commands on the README's test file, test_serve_redis runs a real redis-server.
+SETUP = re.compile(r"^(python3 -m venv |export |source |redis-server |(\S+=\S+ )*(\.venv/bin/python -m )?pytest\b)")
+PIP = re.compile(r"^(\.venv/bin/)?pip install (-q )?-e '?\.(\[([a-z,]+)\])?'?$")
+
+
+def commands(code: str) -> list[str]:
+    """The commands of a shell block: one per line, ``&&`` chains split, comments dropped."""
+    out = []
+    for line in code.splitlines():
+        line = line.split("  #")[0].strip() if not line.lstrip().startswith("#") else ""
+        out += [step.strip() for step in line.split("&&") if step.strip()]
+    return out
+
+
+def test_the_docs_have_their_shell_blocks():
+    assert len(SHELL) >= 8 and sum(len(commands(code)) for _, code in SHELL) >= 15
+
+
+@pytest.mark.parametrize("where,code", SHELL, ids=[w for w, _ in SHELL])
+def test_every_shell_block_runs_or_fails_with_one_clear_error(where, code, tmp_path):
+    """Each command, as written, from the repository's root, with no API key: it runs (a
+    server is still serving after a few seconds), or it stops with one modelwire error
+    on stderr and no traceback. Setup steps are checked for what they name."""
+    import pyproject_extras
+
+    bin_dir = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL")) and k not in ("MODELWIRE_DEBUG", "MODELWIRE_MODEL")}
+    env.update(PATH=bin_dir + os.pathsep + env.get("PATH", ""), MODELWIRE_CACHE_DIR=str(tmp_path / "cache"), HOME=str(tmp_path))
+    for command in commands(code):
+        pip = PIP.match(command)
+        if pip:
+            for extra in filter(None, (pip.group(4) or "").split(",")):
+                assert extra in pyproject_extras.EXTRAS, f"{where}: {command!r} names an extra pyproject.toml does not have"
+            continue
+        if SETUP.match(command):
+            continue
+        server = command.endswith("&")
+        command = command.rstrip("&").strip().replace(".venv/bin/modelwire", "modelwire")
+        proc = subprocess.Popen(["bash", "-c", command], cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=8 if server or " serve" in command else 120)
+        except subprocess.TimeoutExpired:
+            import signal
+
+            os.killpg(proc.pid, signal.SIGTERM)
+            out, err = proc.communicate(timeout=10)
+            assert " serve" in command or server, f"{where}: {command!r} did not end"
+            assert "Traceback" not in err and "serving" in (out + err).lower() or "on http://" in err, f"{where}: {command!r}\n{err[-2000:]}"
+            continue
+        if proc.returncode == 0:
+            continue
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert "Traceback" not in err and lines, f"{where}: {command!r} failed with nothing to say\n{out[-1000:]}"
+        # A failure is fine only where a provider is needed (no key here), or where the
+        # command's own exit status says what it found (modelwire check: 1 = findings).
+        needs_provider = lines[-1].startswith("modelwire") and re.search(r"needs an API key|_API_KEY|cannot connect|could not connect", lines[-1])
+        assert needs_provider or re.match(r"^\d+ finding", lines[-1]), f"{where}: {command!r} ended with {proc.returncode}:\n{err[-2000:]}"
 
 
 # -- one line per mistake -------------------------------------------------------------------------
@@ -197,3 +264,20 @@ def test_help_teaches():
 def test_a_broken_pipe_is_quiet():
     done = subprocess.run(f"{sys.executable} -m modelwire.cli models | head -1", shell=True, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_an_older_python_gets_modelwires_own_message(tmp_path):
+    """pip does not check requires-python of a project installed from its folder: without
+    modelwire's hook, Python 3.10 says only "No matching distribution found for httpx2"."""
+    import glob
+    import shutil
+
+    candidates = [*sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.10*/bin/python3.10"))), shutil.which("python3.10")]
+    older = next((c for c in candidates if c and subprocess.run([c, "--version"], capture_output=True).returncode == 0), None)
+    if older is None:
+        pytest.skip("no Python 3.10 on this machine")
+    subprocess.run([older, "-m", "venv", str(tmp_path / "venv")], check=True, timeout=120)
+    done = subprocess.run([str(tmp_path / "venv" / "bin" / "pip"), "install", "-q", "-e", str(ROOT)], capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    assert "modelwire needs Python 3.11 or newer, and this is Python 3.10" in done.stdout + done.stderr, (done.stdout + done.stderr)[-3000:]
+    assert "No matching distribution" not in done.stdout + done.stderr

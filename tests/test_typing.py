@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+from docs_blocks import blocks
+
+BLOCKS = [code for _, code in blocks("python")]  # the README's and the docs pages' examples
 NARROWING = '''
 from modelwire.agent import Agent
 from modelwire.testing import FakeModel

@@ -8,6 +8,7 @@ shows the Python traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import os
 import sys
@@ -208,10 +209,14 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         try:
             if waiting:
                 waiting.start()
-            async for event in agent.reply_stream(UserMsg("user", prompt), raise_errors=False):  # said from the reply below
-                if waiting and event.type not in ("REPLY_START", "MODEL_CALL_START"):
-                    waiting.stop()
-                render(event)
+            # aclosing: when rendering fails (a reader gone: BrokenPipeError), the reply's
+            # stream and its HTTP response are closed here, in the loop, not left for the
+            # interpreter's exit, where closing them prints a traceback.
+            async with contextlib.aclosing(agent.reply_stream(UserMsg("user", prompt), raise_errors=False)) as events:  # said from the reply below
+                async for event in events:
+                    if waiting and event.type not in ("REPLY_START", "MODEL_CALL_START"):
+                        waiting.stop()
+                    render(event)
         finally:
             if waiting:
                 waiting.stop()

@@ -199,10 +199,14 @@ class Agent:
             raise AgentBusyError(f"agent {self.name!r} is already replying in another task; one reply at a time (make one Agent per concurrent conversation)")
         self._running = me
         failures: list[Exception] = []
+        inner = self._reply_stream(as_messages(msg), event=event, structured_model=structured_model, failures=failures)
         try:
-            async for ev in self._reply_stream(as_messages(msg), event=event, structured_model=structured_model, failures=failures):
+            async for ev in inner:
                 yield ev  # type: ignore[misc]  # every event made here is one of AgentEvent's classes
         finally:
+            # A consumer that stops early (a reader gone, a break) closes this stream: each
+            # layer below closes the one it reads, down to the HTTP response, here and now.
+            await inner.aclose()
             if self._running is me:
                 self._running = None
         if failures and raise_errors:
@@ -229,8 +233,11 @@ class Agent:
             state = self._states[reply.id] = _ReplyState(reply, structured=structured_model)
             state.failures = failures
             agen = self._start(state)
-        async for ev in agen:
-            yield ev
+        try:
+            async for ev in agen:
+                yield ev
+        finally:
+            await agen.aclose()
 
     def pending_calls(self, reply_id: str | None = None) -> list[ToolCallBlock]:
         """The tool calls of a parked reply that wait for a confirmation or a result."""
@@ -280,20 +287,28 @@ class Agent:
 
     async def _start(self, state: _ReplyState) -> AsyncIterator[E.EventBase]:
         yield self._emit(state, E.ReplyStartEvent(session_id=self.session_id, reply_id=state.reply.id, name=self.name))
-        async for ev in self._traced(state, self._guarded(state, self._loop(state))):
-            yield ev
+        inner = self._traced(state, self._guarded(state, self._loop(state)))
+        try:
+            async for ev in inner:
+                yield ev
+        finally:
+            await inner.aclose()
 
     async def _traced(self, state: _ReplyState, inner: AsyncIterator[E.EventBase]) -> AsyncIterator[E.EventBase]:
         """The reply's span around ``inner`` (no layer at all when tracing is off)."""
         if not telemetry.enabled():
-            async for ev in inner:
-                yield ev
+            try:
+                async for ev in inner:
+                    yield ev
+            finally:
+                await inner.aclose()  # type: ignore[attr-defined]
             return
         state.span = telemetry.agent_span(self.name, self.session_id, self.model)
         try:
             async for ev in inner:
                 yield ev
         finally:
+            await inner.aclose()  # type: ignore[attr-defined]
             telemetry.end_agent_span(state.span, state.reply)
             state.span = None
 
@@ -308,8 +323,12 @@ class Agent:
             async for ev in self._finish_interrupted(state, _Open()):
                 yield ev
             return
-        async for ev in self._traced(state, self._guarded(state, self._loop(state))):
-            yield ev
+        inner = self._traced(state, self._guarded(state, self._loop(state)))
+        try:
+            async for ev in inner:
+                yield ev
+        finally:
+            await inner.aclose()
 
     async def _guarded(self, state: _ReplyState, inner: AsyncIterator[E.EventBase]) -> AsyncIterator[E.EventBase]:
         """Keep track of what is open, so an interrupt or a cancellation can close it.
@@ -332,6 +351,14 @@ class Agent:
                     async for closing in self._finish_interrupted(state, tracker):
                         yield closing
                     return
+        except GeneratorExit:
+            # The consumer closed the stream early (a break, a reader gone): what runs below
+            # is closed, and the reply ends as interrupted in the stored message, so the
+            # conversation stays one the next reply can send.
+            await inner.aclose()  # type: ignore[attr-defined]
+            async for _ in self._finish_interrupted(state, tracker):
+                pass
+            raise
         except asyncio.CancelledError:
             if self._interrupt.is_set() and task is not None and task.uncancel() == 0:
                 # Our own interrupt cut a wait short: end the reply in the open.
@@ -351,6 +378,7 @@ class Agent:
                 exc.partial = state.reply  # type: ignore[attr-defined]
             state.failures.append(exc)  # raised by reply_stream once the stream is over
         finally:
+            await inner.aclose()  # type: ignore[attr-defined]
             self._task = None
             self._outside = False
 
@@ -398,11 +426,15 @@ class Agent:
             self._active = await self._list_tools() if self.toolsets else self.tools
             # 1. Answer the calls of the last model call.
             waiting = False
-            async for ev in self._act(state):
-                if ev is _PARK:
-                    waiting = True
-                    continue
-                yield ev
+            acting = self._act(state)
+            try:
+                async for ev in acting:
+                    if ev is _PARK:
+                        waiting = True
+                        continue
+                    yield ev
+            finally:
+                await acting.aclose()
             if waiting:
                 return  # parked: resumed by reply_stream(event=...)
             if state.structured is not None and reply.structured_output is None and self._structured_done(state):
@@ -452,6 +484,10 @@ class Agent:
                 for ev in err.events:  # what closes the stream's call; _guarded ends the reply
                     yield self._emit(state, ev)
                 raise
+            finally:
+                close = getattr(stream, "aclose", None)
+                if close is not None:
+                    await close()
             state.iters += 1
 
             if last_call:
@@ -594,8 +630,12 @@ class Agent:
             else:
                 run.append((call, tool, args, None))
         if run:
-            async for ev in self._run_tools(rid, run, state.span):
-                yield self._emit(state, ev)
+            running = self._run_tools(rid, run, state.span)
+            try:
+                async for ev in running:
+                    yield self._emit(state, ev)
+            finally:
+                await running.aclose()  # its tasks are cancelled if the reply stops here
         if ask:
             yield self._emit(state, E.RequireUserConfirmEvent(reply_id=rid, tool_calls=[c.model_copy(deep=True) for c in ask]))
         if external:
