@@ -108,7 +108,9 @@ def compare_anthropic(msgs: list[Msg] | Msg, finals: list[Any] | Any, end_events
                 notes.append(f"SDK drops {sorted(lost)} of a {t.type} block; modelwire keeps them")
     for end, final in zip(end_events, _list(finals), strict=True):
         u = final.usage
-        assert (end.input_tokens, end.output_tokens) == (u.input_tokens, u.output_tokens)
+        # modelwire's input_tokens counts every prompt token; Anthropic's leaves the cache out.
+        assert end.input_tokens == u.input_tokens + (u.cache_read_input_tokens or 0) + (u.cache_creation_input_tokens or 0)
+        assert end.output_tokens == u.output_tokens and end.metadata["usage"]["input_tokens"] == u.input_tokens
         assert end.cache_input_tokens == (u.cache_read_input_tokens or 0)
         assert end.cache_creation_input_tokens == (u.cache_creation_input_tokens or 0)
         assert end.provider_stop_reason == final.stop_reason

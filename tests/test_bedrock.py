@@ -153,7 +153,7 @@ def check_against_frames(msg, events, payloads):
     (end,) = [e for e in events if e.type == "MODEL_CALL_END"]
     u = want["usage"]
     assert (end.input_tokens, end.output_tokens, end.cache_input_tokens, end.cache_creation_input_tokens) == (
-        u["inputTokens"], u["outputTokens"], u.get("cacheReadInputTokens", 0), u.get("cacheWriteInputTokens", 0)
+        u["inputTokens"] + u.get("cacheReadInputTokens", 0) + u.get("cacheWriteInputTokens", 0), u["outputTokens"], u.get("cacheReadInputTokens", 0), u.get("cacheWriteInputTokens", 0)
     )
     assert end.provider_stop_reason == want["stop"]
 

@@ -7,7 +7,7 @@ included, as providers bill it). A model the package does not know has no price:
 says so (``total: None`` and why), it is never guessed. The cost of a call travels on its
 ``MODEL_CALL_END`` event (``cost``), and a message adds up the calls it holds (``Msg.cost``).
 
-    >>> price(usage, provider="anthropic", model="claude-sonnet-4-5", input_includes_cache=False)
+    >>> price(end_event, provider="anthropic", model="claude-sonnet-4-5")
     {"currency": "USD", "total": 0.0039975, "input": 0.0024975, "output": 0.0015, "source": "genai-prices 0.2.3"}
 """
 
@@ -59,9 +59,10 @@ def price(
     input_includes_cache: bool = True,
 ) -> dict[str, Any] | None:
     """The cost of one call (``usage``: input, output, cache read, cache write tokens), or
-    None when genai-prices is not installed. ``input_includes_cache``: whether the
-    provider's input count already includes cached tokens (OpenAI, Gemini) or not
-    (Anthropic, Bedrock)."""
+    None when genai-prices is not installed. modelwire's own counts include the cache
+    reads and writes in ``input_tokens`` on every protocol (the default);
+    ``input_includes_cache=False`` prices a provider's raw figures that leave them out
+    (Anthropic's and Bedrock's own usage)."""
     if not available():
         return None
     import genai_prices

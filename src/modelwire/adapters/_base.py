@@ -110,6 +110,11 @@ class BaseAdapter:
     """
 
     protocol = ""
+    # Whether the provider's own input count includes the tokens read from and written to
+    # its prompt cache. Where it does not (Anthropic, Bedrock), they are added at the end:
+    # ``input_tokens`` counts every prompt token on every protocol, cache reads and writes
+    # being parts of it; the provider's own figures stay in the call's ``metadata["usage"]``.
+    input_counts_cache = True
 
     def __init__(
         self,
@@ -399,6 +404,8 @@ class BaseAdapter:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 setattr(self, name, 0)  # a provider's nonsense count is not passed on
+        if not self.input_counts_cache:
+            self.input_tokens += self.cache_input_tokens + self.cache_creation_input_tokens
         self._emit(
             E.ModelCallEndEvent,
             input_tokens=self.input_tokens,

@@ -86,7 +86,7 @@ def cache_report(cassette: Cassette) -> list[str]:
                 events = err.events
             end = next((e for e in reversed(events) if e.type == "MODEL_CALL_END"), None)
             if end is not None:
-                total = end.input_tokens + (0 if wire.input_includes_cache else end.cache_input_tokens + end.cache_creation_input_tokens)
+                total = end.input_tokens  # every prompt token, cache reads and writes included
                 share = f" ({100 * end.cache_input_tokens / total:.0f}% of the input)" if total and end.cache_input_tokens else ""
                 usage = f"read {end.cache_input_tokens}{share}, written {end.cache_creation_input_tokens}" + _cache_cost(req["url"], wire, str(body.get("model") or end.metadata.get("model") or ""), end, total)
         model = str(body.get("model", ""))
@@ -220,4 +220,4 @@ def _price(url: str, wire: Any, model: str, end: Any) -> dict | None:
     provider = next((p.name for p in all_presets().values() if p.protocol == wire.name and p.base_url and urlsplit(p.base_url.replace("{region}", "x")).hostname == host), None)
     if provider is None:
         provider = next((p.name for p in all_presets().values() if p.protocol == wire.name), wire.name)
-    return cost.price(end, provider=provider, model=model, input_includes_cache=wire.input_includes_cache)
+    return cost.price(end, provider=provider, model=model)

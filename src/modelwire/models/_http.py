@@ -503,7 +503,7 @@ class HTTPModel:
 
         if cost.available():
             usage = end  # the event has the four counts the price needs
-            priced = cost.price(usage, provider=self.provider, model=self.name, input_includes_cache=self.wire.input_includes_cache)
+            priced = cost.price(usage, provider=self.provider, model=self.name)
             if priced is not None:
                 end = end.model_copy(update={"cost": priced})
         if trace is not None and end.finished_reason == "completed" and end.stop_reason != "error":

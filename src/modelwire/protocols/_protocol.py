@@ -260,7 +260,6 @@ class WireProtocol:
     stream_in_body = True
     replay_scope = "provider"
     content_type = "text/event-stream"  # what a streamed answer arrives as
-    input_includes_cache = True  # whether the input token count includes cache reads / writes
     signature: tuple[bytes, ...] = ()  # byte strings only this protocol's bodies hold (to name a mismatch)
     capabilities = Capabilities()
     presets: tuple[Preset, ...] = ()

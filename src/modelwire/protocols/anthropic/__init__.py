@@ -112,7 +112,6 @@ class AnthropicProtocol(WireProtocol):
     adapter = "modelwire.protocols.anthropic.adapter:AnthropicAdapter"
     formatter = "modelwire.protocols.anthropic.formatter:AnthropicFormatter"
     path = "/v1/messages"
-    input_includes_cache = False  # input_tokens excludes cache reads and writes
     signature = (b"event: message_start", b'"type": "message_start"', b'"type":"message_start"', b'"content_block_delta"')
     replay_scope = "protocol"
     capabilities = Capabilities(native_structured_output=False, thinking=True, server_tools=True)

@@ -17,7 +17,8 @@ What maps to what:
   data block holding the block as received, deltas merged in.
 - usage: ``message_start`` then ``message_delta`` (cumulative: later values replace
   earlier ones); the raw usage is kept in ``MODEL_CALL_END.metadata["usage"]``.
-  ``input_tokens`` is Anthropic's own count, which excludes cache reads and writes.
+  ``input_tokens`` counts every prompt token: Anthropic's own count leaves out cache reads
+  and writes, which are added (its figures stay in ``metadata["usage"]``).
 - stop reasons: ``end_turn``, ``max_tokens``, ``stop_sequence``, ``tool_use``,
   ``pause_turn``, ``refusal`` (with ``stop_details`` in the metadata),
   ``model_context_window_exceeded``.
@@ -61,6 +62,7 @@ _CALL_FIELDS = {"type", "id", "name", "input"}
 
 class AnthropicAdapter(BaseAdapter):
     protocol = "anthropic"
+    input_counts_cache = False  # its input_tokens leaves out cache reads and writes (added at the end)
 
     def __init__(self, reply_id: str, **kwargs: Any) -> None:
         super().__init__(reply_id, **kwargs)

@@ -46,7 +46,6 @@ class BedrockConverseProtocol(WireProtocol):
     path = "/model/{model}/converse-stream"
     model_in_body = False
     stream_in_body = False
-    input_includes_cache = False  # input_tokens excludes cache reads and writes
     signature = (b":event-type\x07\x00\x0cmessageStart", b":event-type\x07\x00\x11contentBlockDelta")
     replay_scope = "provider"
     content_type = "application/vnd.amazon.eventstream"

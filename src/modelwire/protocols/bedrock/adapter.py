@@ -61,6 +61,7 @@ SHAPE: dict[str, tuple] = {
 
 class BedrockConverseAdapter(BaseAdapter):
     protocol = "bedrock-converse"
+    input_counts_cache = False  # its input_tokens leaves out cache reads and writes (added at the end)
 
     def __init__(self, reply_id: str, **kwargs: Any) -> None:
         super().__init__(reply_id, **kwargs)
