@@ -31,8 +31,8 @@ def fmt(preset: str, messages, tools=None, **options):
 
 
 def test_builtin_protocols_are_registered_with_their_parts():
-    assert set(protocol_names()) >= {"anthropic", "openai-chat", "openai-responses"}
-    for name in ("anthropic", "openai-chat", "openai-responses"):
+    assert set(protocol_names()) >= {"anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse", "ollama"}
+    for name in protocol_names():
         proto = get_protocol(name)
         assert proto.name == name and isinstance(proto.capabilities, Capabilities)
         assert proto.adapter_class().protocol == name
@@ -44,12 +44,17 @@ def test_an_unknown_protocol_is_a_clear_error():
         get_protocol("gopher")
 
 
-PROTOCOL_NAMES = re.compile(r"[\"'](anthropic|openai-chat|openai-responses)[\"']")
+# Every registered protocol's name, as a string literal (the registry, not a list here).
+PROTOCOL_NAMES = re.compile(r"[\"'](" + "|".join(re.escape(n) for n in protocol_names()) + r")[\"']")
 
 
 @pytest.mark.parametrize(
     "module",
-    ["models/options.py", "models/_http.py", "models/transport.py", "models/__init__.py", "agent/_agent.py", "cli.py", "cassettes/_show.py", "cassettes/_hook.py", "testing/sse.py", "testing/server.py", "testing/fake.py"],
+    [
+        "models/options.py", "models/_http.py", "models/transport.py", "models/__init__.py", "models/_fallback.py", "models/_cache.py",
+        "models/_lookup.py", "agent/_agent.py", "agent/_mcp.py", "agent/_tools.py", "cli.py", "cassettes/_show.py", "cassettes/_hook.py",
+        "testing/sse.py", "testing/server.py", "testing/fake.py", "testing/conformance.py", "adapters/_base.py", "adapters/__init__.py",
+    ],
 )
 def test_generic_modules_name_no_protocol(module):
     """What the registry answers is never decided by matching a protocol's name elsewhere."""

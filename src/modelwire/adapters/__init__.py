@@ -2,7 +2,7 @@
 
     from modelwire.adapters import StreamDecoder, get_adapter
 
-    decoder = StreamDecoder(get_adapter("anthropic")(reply_id))
+    decoder = StreamDecoder(get_adapter(protocol_name)(reply_id))
     for chunk in http_body_chunks:
         for event in decoder.feed(chunk):
             ...
@@ -37,7 +37,45 @@ __all__ = [
     "debug",
     "decode_answer",
     "shape_problem",
-    "StreamDecoder", "SSEDecoder", "SSEEvent", "encode_sse", "split_sse", "get_adapter", "decode_sse"]
+    "StreamDecoder", "SSEDecoder", "SSEEvent", "encode_sse", "split_sse", "get_adapter", "decode_sse",
+    "NDJSONDecoder", "FRAMINGS", "framing_decoder", "split_framed"]
+
+FRAMINGS = ("sse", "ndjson", "aws-eventstream")  # how a protocol frames its stream (WireProtocol.framing)
+
+
+def framing_decoder(framing: str, adapter: BaseAdapter, *, keep: bool = False) -> Any:
+    """The decoder of one framing around ``adapter``: bytes in, events out, with one
+    keep/fail contract (``keep``: keep the raw body for errors and cassettes)."""
+    if framing == "sse":
+        return StreamDecoder(adapter, keep=keep)
+    if framing == "ndjson":
+        from ._ndjson import NDJSONDecoder
+
+        return NDJSONDecoder(adapter, keep=keep)
+    if framing == "aws-eventstream":
+        return AWSStreamDecoder(adapter, keep=keep)
+    raise ValueError(f"unknown framing {framing!r}; known: {', '.join(FRAMINGS)}")
+
+
+def split_framed(framing: str, body: bytes) -> list[bytes]:
+    """A body of that framing in the pieces a server sends: one event, line or frame each."""
+    if framing == "ndjson":
+        from ._ndjson import split_lines
+
+        return split_lines(body)
+    if framing == "aws-eventstream":
+        return [encode_frame(f.headers, f.payload) for f in EventStreamDecoder().feed(body)]
+    if framing == "sse":
+        return split_sse(body)
+    raise ValueError(f"unknown framing {framing!r}; known: {', '.join(FRAMINGS)}")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "NDJSONDecoder":  # imported on first use
+        from ._ndjson import NDJSONDecoder
+
+        return NDJSONDecoder
+    raise AttributeError(name)
 
 
 def get_adapter(protocol: str) -> type[BaseAdapter]:

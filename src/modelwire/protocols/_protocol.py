@@ -286,11 +286,16 @@ class WireProtocol:
     def new_adapter(self, reply_id: str, preset: Preset | None = None, **options: Any) -> Any:
         return self.adapter_class()(reply_id, provider=preset.name if preset else None, **options)
 
-    def decoder(self, adapter: Any, *, keep: bool = False) -> Any:
-        """Bytes of a response body in, events out (SSE by default)."""
-        from ..adapters import StreamDecoder
+    # How the provider frames its stream: "sse" (server-sent events), "ndjson" (one JSON
+    # object per line) or "aws-eventstream" (AWS's binary frames). The decoder, the pieces a
+    # test server sends and the Accept header follow from it; one keep/fail contract for all.
+    framing: str = "sse"
 
-        return StreamDecoder(adapter, keep=keep)
+    def decoder(self, adapter: Any, *, keep: bool = False) -> Any:
+        """Bytes of a response body in, events out, for this protocol's :attr:`framing`."""
+        from ..adapters import framing_decoder
+
+        return framing_decoder(self.framing, adapter, keep=keep)
 
     def decoder_for(self, adapter: Any, preset: Preset, *, keep: bool = False) -> Any:
         """The decoder for an answer from that provider's endpoint (where an endpoint frames
@@ -317,7 +322,7 @@ class WireProtocol:
         return url
 
     def headers(self, api_key: str | None, preset: Preset, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream", "user-agent": USER_AGENT}
+        headers = {"content-type": "application/json", "accept": self.content_type, "user-agent": USER_AGENT}
         headers.update(preset.headers)
         if api_key and preset.auth != "none":
             if preset.auth == "bearer":
@@ -495,10 +500,11 @@ class WireProtocol:
         raise NotImplementedError(f"the {self.name} protocol has no fake stream")
 
     def split_stream(self, body: bytes) -> list[bytes]:
-        """A response body in the pieces a server sends it in: one SSE event each."""
-        from ..adapters import split_sse
+        """A response body in the pieces a server sends it in: one event (or line, or
+        frame) each, by :attr:`framing`."""
+        from ..adapters import split_framed
 
-        return split_sse(body)
+        return split_framed(self.framing, body)
 
 
 def _unmarked(value: Any, markers: tuple[str, ...]) -> Any:

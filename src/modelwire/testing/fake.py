@@ -36,7 +36,7 @@ Script = Blocks | Callable[[list[Msg], Any], Blocks]
 
 class FakeModel:
     def __init__(self, replies: Sequence[Script] | Callable[[list[Msg], Any], Blocks], *, protocol: str | None = None, name: str = "fake-model", usage: tuple[int, int] = (10, 5)) -> None:
-        from ..models.config import PRESETS
+        from ..models.config import all_presets
         from ..protocols import get_protocol, protocol_names
 
         protocol = protocol or protocol_names()[0]  # the first registered protocol by default
@@ -45,9 +45,9 @@ class FakeModel:
         self.usage = usage
         self._replies = replies
         self._next = 0
-        preset = next((p for p in PRESETS.values() if p.protocol == protocol), None)
+        preset = next((p for p in all_presets().values() if p.protocol == protocol), None)  # a plugin's too
         if preset is None:
-            raise ValueError(f"no built-in provider speaks {protocol!r}")
+            raise ValueError(f"no provider preset speaks {protocol!r}")
         self.preset = preset
         self.formatter = self.wire.new_formatter(preset, name)
         self.requests: list[dict[str, Any]] = []  # each call's request payload, as the formatter made it

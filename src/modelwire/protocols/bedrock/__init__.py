@@ -17,7 +17,7 @@ import os
 from typing import Any, Mapping
 from urllib.parse import quote
 
-from ...adapters import EventStreamDecoder, encode_frame
+from ...adapters import encode_frame
 from ...errors import ConfigError
 from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
@@ -49,12 +49,8 @@ class BedrockConverseProtocol(WireProtocol):
     signature = (b":event-type\x07\x00\x0cmessageStart", b":event-type\x07\x00\x11contentBlockDelta")
     replay_scope = "provider"
     content_type = "application/vnd.amazon.eventstream"
+    framing = "aws-eventstream"
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True)
-
-    def decoder(self, adapter: Any, *, keep: bool = False) -> Any:
-        from ...adapters import AWSStreamDecoder
-
-        return AWSStreamDecoder(adapter, keep=keep)
 
     def formatter_options(self, preset: Preset, model: str = "") -> dict[str, Any]:
         return {"tool_id_style": "mistral"} if "mistral" in model.lower() else {}
@@ -64,11 +60,6 @@ class BedrockConverseProtocol(WireProtocol):
 
     def matches_url(self, url: str) -> bool:
         return url.split("?")[0].rstrip("/").endswith("/converse-stream")
-
-    def headers(self, api_key: str | None, preset: Preset, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        headers = super().headers(api_key, preset, extra)
-        headers["accept"] = self.content_type
-        return headers
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
         """A Converse (not streamed) answer as ConverseStream events."""
@@ -162,10 +153,6 @@ class BedrockConverseProtocol(WireProtocol):
                     "structure": {"jsonSchema": {"name": o.json_schema_name, "schema": json.dumps(schema)}},
                 }
             }
-
-    def split_stream(self, body: bytes) -> list[bytes]:
-        """One event-stream frame per piece."""
-        return [encode_frame(f.headers, f.payload) for f in EventStreamDecoder().feed(body)]
 
     def fake_stream(self, *blocks: tuple, usage: tuple[int, int] = (10, 5), stop: str | None = None, **_: Any) -> bytes:
         """``("think", text)`` is Claude-style reasoning with a signature."""

@@ -30,27 +30,13 @@ class OllamaProtocol(WireProtocol):
     formatter = "modelwire.protocols.ollama.formatter:OllamaFormatter"
     path = "/api/chat"
     content_type = "application/x-ndjson"
+    framing = "ndjson"
     signature = (b'"done":false', b'"done": false', b'"done_reason"', b'"eval_count"')
     replay_scope = "provider"
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=False, parallel_tool_calls=True)
     # Every request depends on the model: its context length goes in options.num_ctx.
     lookup_always = True
     whole_tool_calls = True
-
-    def decoder(self, adapter: Any, *, keep: bool = False) -> Any:
-        from ...adapters._ndjson import NDJSONDecoder
-
-        return NDJSONDecoder(adapter, keep=keep)
-
-    def split_stream(self, body: bytes) -> list[bytes]:
-        from ...adapters._ndjson import split_lines
-
-        return split_lines(body)
-
-    def headers(self, api_key: str | None, preset: Preset, extra: Any = None) -> dict[str, str]:
-        headers = super().headers(api_key, preset, extra)
-        headers["accept"] = self.content_type
-        return headers
 
     # -- what the server says about a model ----------------------------------------------
 

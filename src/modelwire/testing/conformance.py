@@ -1,0 +1,321 @@
+"""The conformance suite: what every wire protocol must do, checked on any registered one,
+built in or from a plugin. A plugin author runs the same checks modelwire runs on its own:
+
+    import pytest
+    from modelwire.testing import conformance
+
+    @pytest.mark.parametrize("check", conformance.CHECKS, ids=conformance.check_names())
+    def test_conformance(check):
+        check("my-protocol")
+
+Each check takes a protocol's name and raises :class:`ConformanceError` (an
+``AssertionError``) saying what the protocol did wrong; ``conformance.run(name)`` runs them
+all and returns the failures. The checks use only the protocol's declared parts (its
+``fake_stream``, framing, formatter, presets and options), so they need no network and no
+recording:
+
+- ``streams_decode``: generated streams (text, tool calls, thinking where the protocol
+  has it) decode to grammar-valid events that fold into the blocks that were sent, the
+  same whether the body comes whole, event by event or byte by byte;
+- ``broken_streams_are_typed``: a body cut short, or garbage, ends with a typed
+  :class:`~modelwire.errors.ProviderError` whose closing events keep the stream valid;
+- ``formatter_pairs_calls``: a conversation with a tool round formats, and a tool call
+  with no result (or a result with no call) is refused with a ``FormatError``;
+- ``options_mapped_or_refused``: every option changes the request or is refused with an
+  ``UnsupportedOptionError`` naming it (never dropped);
+- ``switches_in``: replies made by every other registered protocol (thinking, calls,
+  results) format for this one;
+- ``cassettes_replay``: a call recorded against a local server replays with the server
+  gone, giving the same events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Callable
+
+__all__ = ["CHECKS", "Check", "ConformanceError", "check_names", "run", "OPTION_VALUES"]
+
+Check = Callable[[str], None]  # one check: a protocol's name in, ConformanceError out when it fails
+
+
+class ConformanceError(AssertionError):
+    """A protocol does not do what every protocol must."""
+
+
+# One value per option, each one a request must show (or refuse). stateless and chain
+# are left out: on a provider that keeps no state they are what happens anyway.
+OPTION_VALUES: dict[str, Any] = {
+    "max_tokens": 1000,
+    "temperature": 0.3,
+    "top_p": 0.8,
+    "stop": ["END"],
+    "thinking": True,
+    "thinking_budget": 2000,
+    "reasoning_effort": "low",
+    "reasoning_summary": "concise",
+    "thinking_display": "summarized",
+    "parallel_tool_calls": False,
+    "json_schema": {"type": "object", "properties": {"x": {"type": "integer"}}},
+    "json_schema_name": "answer",
+    "cache": {"key": "tenant-1", "ttl": "1h"},
+    "background": True,
+    "extra_headers": {"x-trace": "1"},
+    "extra_body": {"seed": 7},
+}
+_TOOLS = [{"name": "get_weather", "description": "The weather in a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+
+
+def _fail(protocol: str, what: str) -> ConformanceError:
+    return ConformanceError(f"{protocol}: {what}")
+
+
+def _wire(protocol: str) -> Any:
+    from ..protocols import get_protocol
+
+    return get_protocol(protocol)
+
+
+def _preset(protocol: str) -> Any:
+    from ..models.config import all_presets
+
+    found = [p for p in all_presets().values() if p.protocol == protocol]
+    if not found:
+        raise _fail(protocol, "no preset speaks it (a protocol declares at least one in `presets`)")
+    return found[0]
+
+
+def _decode(protocol: str, pieces: list[bytes], reply_id: str = "r") -> tuple[list[Any], Any]:
+    """Feed ``pieces`` to a fresh decoder; the events, and the error that ended it (or None)."""
+    from ..errors import ProviderError
+
+    wire, preset = _wire(protocol), _preset(protocol)
+    decoder = wire.decoder_for(wire.new_adapter(reply_id, preset, model_name="conformance"), preset)
+    events: list[Any] = []
+    try:
+        for piece in pieces:
+            events += decoder.feed(piece)
+        events += decoder.close()
+    except ProviderError as err:
+        return events + list(err.events), err
+    return events, None
+
+
+def _framed(events: list[Any]) -> list[Any]:
+    from .. import event as E
+
+    return [E.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *events, E.ReplyEndEvent(session_id="s", reply_id="r")]
+
+
+def _folded(events: list[Any]) -> Any:
+    from ..message import AssistantMsg
+
+    reply = AssistantMsg("a", [], id="r")
+    for event in events:
+        reply.append_event(event)
+    return reply
+
+
+def _scripts(protocol: str) -> list[tuple]:
+    wire = _wire(protocol)
+    scripts: list[tuple] = [
+        (("text", "It is sunny in Paris."),),
+        (("tool", "call_1", "get_weather", '{"city": "Paris"}'),),
+        (("text", "Let me check."), ("tool", "call_2", "get_weather", '{"city": "Rome"}')),
+    ]
+    if wire.capabilities.parallel_tool_calls:
+        scripts.append((("tool", "call_3", "get_weather", '{"city": "Oslo"}'), ("tool", "call_4", "get_weather", '{"city": "Lima"}')))
+    if wire.capabilities.thinking:
+        scripts.append((("think", "They want the weather."), ("text", "Sunny.")))
+    return scripts
+
+
+# -- the checks ------------------------------------------------------------------------------
+
+
+def streams_decode(protocol: str) -> None:
+    from ..event import check_stream
+
+    wire = _wire(protocol)
+    for blocks in _scripts(protocol):
+        body = wire.fake_stream(*blocks)
+        ways = {"whole": [body], "event by event": wire.split_stream(body), "byte by byte": [body[i : i + 1] for i in range(len(body))]}
+        folded: dict[str, Any] = {}
+        for way, pieces in ways.items():
+            events, error = _decode(protocol, pieces)
+            if error is not None:
+                raise _fail(protocol, f"its own fake_stream{blocks!r}, fed {way}, failed: {type(error).__name__}: {error}")
+            try:
+                check_stream(_framed(events))
+            except Exception as exc:
+                raise _fail(protocol, f"the events of fake_stream{blocks!r} ({way}) break the grammar: {exc}") from None
+            if [e.type for e in events].count("MODEL_CALL_END") != 1:
+                raise _fail(protocol, f"fake_stream{blocks!r} ({way}) does not end its call exactly once")
+            folded[way] = _folded(events)
+        reply = folded["whole"]
+        for kind, *rest in blocks:
+            if kind == "text" and rest[0].strip() not in reply.get_text_content():
+                raise _fail(protocol, f"the text {rest[0]!r} is not in the folded reply")
+            if kind == "tool":
+                calls = reply.get_content_blocks("tool_call")
+                if not any(c.name == rest[1] and json.loads(c.input or "{}") == json.loads(rest[2]) for c in calls):
+                    raise _fail(protocol, f"the tool call {rest[1]}({rest[2]}) did not fold into the reply")
+            if kind == "think" and not reply.get_content_blocks("thinking"):
+                raise _fail(protocol, "the thinking did not fold into the reply")
+        dumps = {way: [b.model_dump(exclude={"id", "created_at", "finished_at"}) for b in msg.content] for way, msg in folded.items()}
+        if not (dumps["whole"] == dumps["event by event"] == dumps["byte by byte"]):
+            raise _fail(protocol, f"fake_stream{blocks!r} folds differently depending on how the body is split")
+
+
+def broken_streams_are_typed(protocol: str) -> None:
+    from ..errors import ProviderError
+    from ..event import check_stream
+
+    wire = _wire(protocol)
+    body = wire.fake_stream(("text", "It is sunny in Paris, and warm."), ("tool", "call_1", "get_weather", '{"city": "Paris"}'))
+    for label, pieces in (("cut in half", [body[: len(body) // 2]]), ("garbage", [b"\x00\xffnot a stream\n\n" * 3]), ("empty", [])):
+        try:
+            events, error = _decode(protocol, pieces)
+        except Exception as exc:
+            raise _fail(protocol, f"a body {label} raised {type(exc).__name__}, not a ProviderError: {exc}") from None
+        if error is None:
+            raise _fail(protocol, f"a body {label} decoded without an error")
+        if not isinstance(error, ProviderError):  # pragma: no cover - _decode catches only these
+            raise _fail(protocol, f"a body {label} raised {type(error).__name__}")
+        if events:
+            try:
+                check_stream(_framed(events))
+            except Exception as exc:
+                raise _fail(protocol, f"the events of a body {label}, closed by its error, break the grammar: {exc}") from None
+
+
+def formatter_pairs_calls(protocol: str) -> None:
+    from ..errors import FormatError
+    from ..message import AssistantMsg, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg
+
+    wire, preset = _wire(protocol), _preset(protocol)
+    formatter = wire.new_formatter(preset, "conformance")
+    call = ToolCallBlock(id="call_1", name="get_weather", input='{"city": "Paris"}')
+    result = ToolResultBlock(id="call_1", name="get_weather", output="sunny", state="success")
+    good = [SystemMsg("s", "Be brief."), UserMsg("u", "Weather in Paris?"), AssistantMsg("a", [call, result, TextBlock(text="Sunny.")]), UserMsg("u", "Thanks")]
+    try:
+        payload = formatter.format(good, _TOOLS)
+    except Exception as exc:
+        raise _fail(protocol, f"a plain tool round does not format: {type(exc).__name__}: {exc}") from None
+    if not isinstance(payload, dict) or "call_1" not in json.dumps(payload) and "get_weather" not in json.dumps(payload):
+        raise _fail(protocol, "the formatted tool round lost its call")
+    bad = {
+        "a tool call with no result": [UserMsg("u", "x"), AssistantMsg("a", [call.model_copy()]), UserMsg("u", "and?")],
+        "a result with no call": [UserMsg("u", "x"), AssistantMsg("a", [result.model_copy()]), UserMsg("u", "and?")],
+    }
+    for label, messages in bad.items():
+        try:
+            formatter.format(messages, _TOOLS)
+        except FormatError:
+            continue
+        except Exception as exc:
+            raise _fail(protocol, f"{label} raised {type(exc).__name__}, not a FormatError: {exc}") from None
+        raise _fail(protocol, f"{label} was formatted; the provider would refuse it (or lose it)")
+
+
+def options_mapped_or_refused(protocol: str) -> None:
+    from ..errors import UnsupportedOptionError
+    from ..message import UserMsg
+    from ..models import load_model
+
+    preset = _preset(protocol)
+
+    def request(**options: Any) -> tuple[Any, Any]:
+        model = load_model(f"{preset.name}:conformance-model", api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False, **options)
+        body, opts = model.build_request([UserMsg("u", "hi")], _TOOLS)
+        return body, model.wire.request_headers(body, model.headers(opts.extra_headers), preset)
+
+    base = request()
+    for option, value in OPTION_VALUES.items():
+        try:
+            changed = request(**{option: value})
+        except UnsupportedOptionError as err:
+            if err.option != option:
+                raise _fail(protocol, f"refusing {option}={value!r} names {err.option!r} instead") from None
+            continue
+        if changed == base:
+            raise _fail(protocol, f"the option {option}={value!r} changed nothing in the request: dropped, not refused")
+
+
+def switches_in(protocol: str) -> None:
+    """Replies other protocols made (decoded by their own adapters) format for this one."""
+    from ..errors import FormatError
+    from ..message import UserMsg
+    from ..protocols import protocol_names
+    from .fake import FakeModel
+
+    wire, preset = _wire(protocol), _preset(protocol)
+    formatter = wire.new_formatter(preset, "conformance")
+    for other in protocol_names():
+        try:
+            source = FakeModel([[("think", "Checking."), ("tool", "call_9", "get_weather", '{"city": "Paris"}')]], protocol=other)
+        except ValueError:
+            continue  # a protocol no preset speaks cannot make a reply
+        if not _wire(other).capabilities.thinking:
+            source = FakeModel([[("tool", "call_9", "get_weather", '{"city": "Paris"}')]], protocol=other)
+        reply = source.complete_sync([UserMsg("u", "Weather in Paris?")], tools=_TOOLS)
+        from ..message import ToolResultBlock
+
+        (call,) = reply.get_content_blocks("tool_call")
+        reply.content.append(ToolResultBlock(id=call.id, name=call.name, output="sunny", state="success"))
+        history = [UserMsg("u", "Weather in Paris?"), reply, UserMsg("u", "Thanks")]
+        try:
+            formatter.format(history, _TOOLS)
+        except FormatError as exc:
+            raise _fail(protocol, f"a reply made by {other} does not format here: {exc}") from None
+
+
+def cassettes_replay(protocol: str) -> None:
+    """A call recorded against a local server replays with the server gone."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from ..cassettes import use_cassette
+    from ..message import UserMsg
+    from ..models import load_model
+    from .server import ProviderServer, Reply
+
+    wire, preset = _wire(protocol), _preset(protocol)
+    body = wire.fake_stream(("text", "Recorded answer."))
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(("AWS_", "GOOGLE_"))}
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "call.json"
+            with ProviderServer() as server:
+                server.script(Reply(body=body, headers={"content-type": wire.stream_content_type(preset)}))
+                model = load_model(f"{preset.name}:conformance-model", api_key="k", base_url=server.url, capability_lookup=False)
+                with use_cassette(path, "once"):
+                    recorded = asyncio.run(model.complete([UserMsg("u", "hi")]))
+                url = server.url
+            replayer = load_model(f"{preset.name}:conformance-model", api_key="k", base_url=url, capability_lookup=False)
+            with use_cassette(path, "none"):
+                replayed = asyncio.run(replayer.complete([UserMsg("u", "hi")]))
+    finally:
+        os.environ.update(saved)
+    if recorded.get_text_content().strip() != "Recorded answer." or replayed.get_text_content() != recorded.get_text_content():
+        raise _fail(protocol, f"a recorded call replayed as {replayed.get_text_content()!r}, not {recorded.get_text_content()!r}")
+
+
+CHECKS: list[Check] = [streams_decode, broken_streams_are_typed, formatter_pairs_calls, options_mapped_or_refused, switches_in, cassettes_replay]
+
+
+def check_names() -> list[str]:
+    return [check.__name__ for check in CHECKS]
+
+
+def run(protocol: str) -> list[str]:
+    """Every check on ``protocol``: the failures, as sentences (empty when it conforms)."""
+    failures = []
+    for check in CHECKS:
+        try:
+            check(protocol)
+        except ConformanceError as exc:
+            failures.append(str(exc))
+    return failures
