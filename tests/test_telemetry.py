@@ -259,3 +259,36 @@ def test_after_a_failover_the_answering_calls_span_says_why_the_others_did_not()
     assert answered.attributes["modelwire.fallback.attempt"] == 1
     assert list(answered.attributes["modelwire.fallback.failed_models"]) == ["anthropic:claude-sonnet-4-5"]
     assert "Overloaded" in answered.attributes["modelwire.fallback.failed_errors"][0]
+
+
+def test_the_price_catalogue_loads_in_a_thread_once_the_answer_streams():
+    """In a fresh process: nothing is loaded at import or by load_model; the first call
+    starts the loader while its answer streams, and its end is priced."""
+    import subprocess
+    import sys
+
+    probe = """
+import asyncio, sys, threading
+import modelwire
+from modelwire import cost
+from modelwire.testing import ProviderServer, sse_reply
+from modelwire.testing.sse import body
+assert "genai_prices" not in sys.modules and not cost.ready()
+with ProviderServer() as server:
+    server.script(sse_reply(body("anthropic", ("text", "Hi."))))
+    model = modelwire.load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url)
+    assert "genai_prices" not in sys.modules
+    seen = []
+    async def main():
+        async for event in model.stream("hi"):
+            seen.append((event.type, any(t.name == "modelwire-prices" for t in threading.enumerate()) or cost.ready()))
+            if event.type == "MODEL_CALL_END":
+                assert event.cost["total"] is not None, event.cost
+    asyncio.run(main())
+assert all(loading for kind, loading in seen if kind != "MODEL_CALL_START"), seen
+assert cost.ready() and "genai_prices" in sys.modules
+print("ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "MODELWIRE_DEBUG"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

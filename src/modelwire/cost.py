@@ -51,6 +51,44 @@ def available() -> bool:
     return _state["available"]
 
 
+def preload() -> None:
+    """Start loading the price catalogue in a worker thread (once): importing it takes
+    about a tenth of a second, which the first priced call would otherwise spend at its
+    end, with the event loop stopped for every other stream. A model starts this when its
+    first call starts, so the catalogue is there by the time the call ends."""
+    if not available() or "loader" in _state:
+        return
+    import threading
+
+    def load() -> None:
+        try:
+            import genai_prices
+
+            genai_prices.calc_price(genai_prices.Usage(input_tokens=1, output_tokens=1), "gpt-4o", provider_id="openai")  # warm its lookups
+        except Exception:  # noqa: BLE001 - pricing then fails where it is asked, and says why
+            pass
+
+    loader = threading.Thread(target=load, name="modelwire-prices", daemon=True)
+    _state["loader"] = loader
+    loader.start()
+
+
+def ready() -> bool:
+    """Whether pricing can run now without waiting for the catalogue to load."""
+    loader = _state.get("loader")
+    return loader is not None and not loader.is_alive()
+
+
+async def loaded() -> None:
+    """Wait, without stopping the event loop, until the catalogue has loaded."""
+    preload()
+    loader = _state.get("loader")
+    if loader is not None and loader.is_alive():
+        import asyncio
+
+        await asyncio.to_thread(loader.join)
+
+
 def price(
     usage: Any,
     *,

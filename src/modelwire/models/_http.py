@@ -27,6 +27,20 @@ from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks, retry_
 
 log = logging.getLogger("modelwire.models")
 
+def _preload_prices() -> None:
+    from .. import cost
+
+    cost.preload()
+
+
+async def _prices_loaded() -> None:
+    """The price catalogue loaded (off the loop) before a call's end is priced."""
+    from .. import cost
+
+    if cost.available() and not cost.ready():
+        await cost.loaded()
+
+
 _CHAIN_RECORDS = 16  # stored responses kept per model for ``chain`` (the latest conversations)
 _MAX_RESUMES = 5  # times one background response is read again after its stream broke
 
@@ -310,6 +324,7 @@ class HTTPModel:
                 try:
                     try:
                         response = await self.transport.open("POST", self.url(), headers, body, self.timeouts.first_byte, deadline)
+                        _preload_prices()  # in a thread, while the answer streams (the connection's own imports done)
                         first_deadline = loop.time() + self.timeouts.first_byte
                         if response.status_code >= 400:
                             raise await _http_error(response, self.wire)
@@ -319,6 +334,7 @@ class HTTPModel:
                             # so this is never retried and never a connection error.
                             events = await self._whole_answer(response, decoder.adapter)
                             if events and events[-1].type == "MODEL_CALL_END":
+                                await _prices_loaded()
                                 events[-1] = self._ended(events[-1], trace)
                             for event in held + events:
                                 yield event
@@ -330,6 +346,7 @@ class HTTPModel:
                             if not events:
                                 continue
                             if events[-1].type == "MODEL_CALL_END":  # always the last of its batch
+                                await _prices_loaded()
                                 events[-1] = self._ended(events[-1], trace)
                                 self._remember(full, events[-1], opts)
                             if not passed_on:
@@ -355,6 +372,7 @@ class HTTPModel:
                                 return
                         closing = decoder.close()
                         if closing and closing[-1].type == "MODEL_CALL_END":
+                            await _prices_loaded()
                             closing[-1] = self._ended(closing[-1], trace)
                             self._remember(full, closing[-1], opts)
                         for event in held + closing:
@@ -414,6 +432,7 @@ class HTTPModel:
                                 err.events = closed.events
                         closing = held + err.events
                         if closing and closing[-1].type == "MODEL_CALL_END":
+                            await _prices_loaded()
                             closing[-1] = self._ended(closing[-1], None)
                         if trace is not None:
                             trace.end(closing[-1] if closing and closing[-1].type == "MODEL_CALL_END" else None, error=err)
@@ -466,6 +485,7 @@ class HTTPModel:
                     async for chunk in read_chunks(response, self.timeouts, None, loop.time() + self.timeouts.first_byte):
                         events = decoder.feed(chunk)
                         if events and events[-1].type == "MODEL_CALL_END":
+                            await _prices_loaded()
                             events[-1] = self._ended(events[-1], trace)
                             self._remember(full, events[-1], opts)
                         for event in events:
@@ -496,7 +516,7 @@ class HTTPModel:
 
         return resume()
 
-    def _ended(self, end: EventBase, trace: Any) -> EventBase:
+    def _ended(self, end: EventBase, trace: Any) -> EventBase:  # after _prices_loaded()
         """The call's MODEL_CALL_END, with its price (when genai-prices is installed), and
         the end of its span."""
         from .. import cost
