@@ -39,6 +39,22 @@ def test_builtin_protocols_are_registered_with_their_parts():
         assert proto.formatter_class().protocol == name
 
 
+def test_a_dialect_key_the_protocol_does_not_read_is_an_error():
+    from modelwire.errors import ConfigError
+    from modelwire.protocols import Preset
+
+    chat = get_protocol("openai-chat")
+    with pytest.raises(ConfigError, match="reads no dialect key 'reasoning_feild'; did you mean 'reasoning_field'"):
+        chat.check_dialect(Preset("mine", "openai-chat", "http://127.0.0.1:1", None, dialect={"reasoning_feild": "reasoning"}))
+    with pytest.raises(ConfigError, match="dialect thinking_switch='ollama' must be 'deepseek' or 'openrouter' or 'qwen' or 'vllm'"):
+        chat.check_dialect(Preset("mine", "openai-chat", "http://127.0.0.1:1", None, dialect={"thinking_switch": "ollama"}))
+    with pytest.raises(ConfigError, match="dialect stream_usage=1 must be bool"):
+        chat.check_dialect(Preset("mine", "openai-chat", "http://127.0.0.1:1", None, dialect={"stream_usage": 1}))
+    with pytest.raises(ConfigError, match="the gemini protocol reads no dialect key 'reasoning_field'"):
+        get_protocol("gemini").check_dialect(Preset("mine", "gemini", "http://127.0.0.1:1", None, dialect={"reasoning_field": "reasoning"}))
+    get_protocol("anthropic").check_dialect(Preset("mine", "anthropic", "http://127.0.0.1:1", None, dialect={"credentials": "aws", "endpoint": "bedrock"}))
+
+
 def test_an_unknown_protocol_is_a_clear_error():
     with pytest.raises(UnknownProtocolError, match="unknown protocol 'gopher'; known: anthropic"):
         get_protocol("gopher")

@@ -234,7 +234,19 @@ def find_preset(name: str) -> Preset | None:
 
 
 def all_presets() -> dict[str, Preset]:
-    return {**PRESETS, **plugin_presets()}
+    found = {**PRESETS, **plugin_presets()}
+    if "checked" not in _DIALECTS or _DIALECTS["checked"] != set(found):
+        from ..protocols import get_protocol, protocol_names
+
+        names = set(protocol_names())
+        for preset in found.values():
+            if preset.protocol in names:
+                get_protocol(preset.protocol).check_dialect(preset)  # a typo in a dialect is an error, once
+        _DIALECTS["checked"] = set(found)
+    return found
+
+
+_DIALECTS: dict[str, Any] = {}
 
 
 # Set by modelwire.cassettes while a replay-only cassette is in use (per task).

@@ -286,6 +286,31 @@ class WireProtocol:
     def new_adapter(self, reply_id: str, preset: Preset | None = None, **options: Any) -> Any:
         return self.adapter_class()(reply_id, provider=preset.name if preset else None, **options)
 
+    # The keys a preset's ``dialect`` may hold for this protocol, each with what it takes: a
+    # type (or a tuple of types), or a set of the values allowed. ``check_dialect`` refuses any other key (a
+    # typo does not silently do nothing) and any other value. The models layer's own keys
+    # (COMMON_DIALECT) are taken by every protocol.
+    dialect_keys: Mapping[str, Any] = {}
+
+    def check_dialect(self, preset: Preset) -> None:
+        """Refuse a dialect key this protocol does not read, or a value it does not take,
+        naming the preset, the key and the likely fix."""
+        allowed = {**COMMON_DIALECT, **self.dialect_keys}
+        for key, value in preset.dialect.items():
+            spec = allowed.get(key)
+            if spec is None:
+                import difflib
+
+                close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else f"; it reads {', '.join(sorted(allowed))}"
+                raise ConfigError(f"preset {preset.name!r}: the {self.name} protocol reads no dialect key {key!r}{hint}")
+            choices = isinstance(spec, (set, frozenset))
+            ok = value in spec if choices else isinstance(value, spec) and (spec is bool or not isinstance(value, bool))
+            if not ok:
+                kinds = spec if isinstance(spec, tuple) else (spec,)
+                what = " or ".join(repr(v) for v in sorted(spec)) if choices else " or ".join(k.__name__ for k in kinds)
+                raise ConfigError(f"preset {preset.name!r}: dialect {key}={value!r} must be {what}")
+
     # How the provider frames its stream: "sse" (server-sent events), "ndjson" (one JSON
     # object per line) or "aws-eventstream" (AWS's binary frames). The decoder, the pieces a
     # test server sends and the Accept header follow from it; one keep/fail contract for all.
@@ -505,6 +530,11 @@ class WireProtocol:
         from ..adapters import split_framed
 
         return split_framed(self.framing, body)
+
+
+# Dialect keys the models layer reads for any protocol: where credentials come from when
+# there is no key, and the variables a key may be in.
+COMMON_DIALECT: dict[str, Any] = {"credentials": {"google", "aws", "azure"}, "key_envs": (tuple, list)}
 
 
 def _unmarked(value: Any, markers: tuple[str, ...]) -> Any:

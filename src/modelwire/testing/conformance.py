@@ -14,6 +14,8 @@ all and returns the failures. The checks use only the protocol's declared parts 
 ``fake_stream``, framing, formatter, presets and options), so they need no network and no
 recording:
 
+- ``presets_declare_their_dialects``: the protocol's presets use only the dialect keys it
+  declares (``dialect_keys``), with values it takes;
 - ``streams_decode``: generated streams (text, tool calls, thinking where the protocol
   has it) decode to grammar-valid events that fold into the blocks that were sent, the
   same whether the body comes whole, event by event or byte by byte;
@@ -132,6 +134,22 @@ def _scripts(protocol: str) -> list[tuple]:
 
 
 # -- the checks ------------------------------------------------------------------------------
+
+
+def presets_declare_their_dialects(protocol: str) -> None:
+    """Every preset of the protocol uses only dialect keys the protocol declares, with
+    values it takes (``dialect_keys``)."""
+    from ..errors import ConfigError
+    from ..models.config import PRESETS, plugin_presets
+
+    wire = _wire(protocol)
+    for preset in [*PRESETS.values(), *plugin_presets().values()]:
+        if preset.protocol != protocol:
+            continue
+        try:
+            wire.check_dialect(preset)
+        except ConfigError as exc:
+            raise _fail(protocol, str(exc)) from None
 
 
 def streams_decode(protocol: str) -> None:
@@ -303,7 +321,7 @@ def cassettes_replay(protocol: str) -> None:
         raise _fail(protocol, f"a recorded call replayed as {replayed.get_text_content()!r}, not {recorded.get_text_content()!r}")
 
 
-CHECKS: list[Check] = [streams_decode, broken_streams_are_typed, formatter_pairs_calls, options_mapped_or_refused, switches_in, cassettes_replay]
+CHECKS: list[Check] = [presets_declare_their_dialects, streams_decode, broken_streams_are_typed, formatter_pairs_calls, options_mapped_or_refused, switches_in, cassettes_replay]
 
 
 def check_names() -> list[str]:

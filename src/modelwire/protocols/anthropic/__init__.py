@@ -108,6 +108,9 @@ def claude_fields(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabi
 
 class AnthropicProtocol(WireProtocol):
     name = "anthropic"
+    # endpoint: Claude on a cloud (where the model goes, how it streams); model_info: the
+    # provider publishes its models (the Models API)
+    dialect_keys = {"endpoint": {"vertex", "bedrock"}, "model_info": {"anthropic"}}
     description = "Anthropic Messages"
     adapter = "modelwire.protocols.anthropic.adapter:AnthropicAdapter"
     formatter = "modelwire.protocols.anthropic.formatter:AnthropicFormatter"

@@ -49,6 +49,7 @@ _VERTEX_PATH = "/v1/projects/{project}/locations/{location}/publishers/google/mo
 
 class GeminiProtocol(WireProtocol):
     name = "gemini"
+    dialect_keys = {"endpoint": {"vertex"}}  # Vertex AI: its URL and its credentials
     description = "Google Gemini (Gemini API and Vertex AI)"
     adapter = "modelwire.protocols.gemini.adapter:GeminiAdapter"
     formatter = "modelwire.protocols.gemini.formatter:GeminiFormatter"

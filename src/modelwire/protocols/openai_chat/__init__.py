@@ -72,6 +72,20 @@ _FORMATTER_KEYS = ("reasoning_field", "reasoning_on_tool_calls", "replay_reasoni
 
 class OpenAIChatProtocol(WireProtocol):
     name = "openai-chat"
+    dialect_keys = {
+        "reasoning_field": {"reasoning_content", "reasoning"},
+        "reasoning_on_tool_calls": bool,
+        "replay_reasoning_details": bool,
+        "max_tokens_field": {"max_tokens", "max_completion_tokens"},
+        "thinking_switch": {"deepseek", "qwen", "vllm", "openrouter"},
+        "reasoning_effort": bool,
+        "json_schema": bool,
+        "stream_usage": bool,
+        "tool_id_style": {"mistral"},
+        "empty_content_null": bool,
+        "prompt_cache": {"openai", "automatic"},
+        "model_info": {"openrouter"},
+    }
     description = "OpenAI Chat Completions"
     adapter = "modelwire.protocols.openai_chat.adapter:OpenAIChatAdapter"
     formatter = "modelwire.protocols.openai_chat.formatter:OpenAIChatFormatter"
