@@ -292,3 +292,22 @@ print("ok")
     env = {k: v for k, v in os.environ.items() if k != "MODELWIRE_DEBUG"}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def test_every_presets_price_id_is_in_the_catalogue_and_the_clouds_are_priced():
+    """The price id lives on each preset: each one names a provider genai-prices has, and
+    the presets added for Claude on the clouds and the Anthropic-compatible endpoints are
+    priced (they were not, when the ids sat in a table of their own)."""
+    genai_prices = pytest.importorskip("genai_prices")
+    from modelwire.message import Usage
+    from modelwire.models.config import PRESETS
+
+    catalogue = {p.id for p in genai_prices.data_snapshot.get_snapshot().providers}
+    for preset in PRESETS.values():
+        if preset.price_id is not None:
+            assert preset.price_id in catalogue, f"{preset.name}: {preset.price_id!r} is not a genai-prices provider"
+    usage = Usage(input_tokens=1000, output_tokens=100)
+    for provider, model in [("bedrock-anthropic", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"), ("vertex-anthropic", "claude-sonnet-4-5@20250929"), ("minimax", "MiniMax-M2"), ("azure-v1", "gpt-4.1")]:
+        priced = cost.price(usage, provider=provider, model=model)
+        assert priced["total"] and priced["total"] > 0, (provider, priced)
+    assert cost.price(usage, provider="ollama", model="qwen3")["total"] is None  # a local server: no price, said so

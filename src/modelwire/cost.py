@@ -16,30 +16,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-__all__ = ["price", "available", "PRICE_PROVIDERS"]
+__all__ = ["price", "available", "preload", "ready", "loaded", "catalogue_id"]
 
-# modelwire's presets -> the provider ids of genai-prices' catalogue (None: not in it).
-PRICE_PROVIDERS: dict[str, str | None] = {
-    "anthropic": "anthropic",
-    "openai": "openai",
-    "openai-responses": "openai",
-    "azure": "azure",
-    "deepseek": "deepseek",
-    "openrouter": "openrouter",
-    "groq": "groq",
-    "together": "together",
-    "mistral": "mistral",
-    "xai": "x-ai",
-    "moonshot": "moonshotai",
-    "google": "google",
-    "vertex": "google",
-    "bedrock": "aws",
-    "dashscope": None,
-    "ollama": None,
-    "vllm": None,
-    "lmstudio": None,
-    "llamacpp": None,
-}
 
 _state: dict[str, Any] = {}
 
@@ -49,6 +27,15 @@ def available() -> bool:
     if "available" not in _state:
         _state["available"] = importlib.util.find_spec("genai_prices") is not None
     return _state["available"]
+
+
+def catalogue_id(provider: str) -> str | None:
+    """The genai-prices provider id of a preset (its ``price_id``; None: not in the
+    catalogue); a name that is no preset is taken as a catalogue id itself."""
+    from .models.config import all_presets
+
+    preset = all_presets().get(provider)
+    return preset.price_id if preset is not None else provider
 
 
 def preload() -> None:
@@ -106,7 +93,7 @@ def price(
     import genai_prices
 
     source = f"genai-prices {genai_prices.__version__}"
-    catalogue = PRICE_PROVIDERS.get(provider, provider)
+    catalogue = catalogue_id(provider)
     if catalogue is None:
         return {"currency": "USD", "total": None, "unknown": f"{provider} is not in {source}'s catalogue", "source": source}
     cache_read = getattr(usage, "cache_input_tokens", 0) or 0

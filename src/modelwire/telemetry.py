@@ -27,20 +27,12 @@ __all__ = ["enabled", "capture_content", "ModelCallTrace", "model_call", "agent_
 _api: Any = None  # (trace, metrics) once looked up; False when not installed
 _instruments: dict[str, Any] = {}
 
-# The conventions' provider names, where they have one.
-_PROVIDER_NAMES = {
-    "anthropic": "anthropic",
-    "openai": "openai",
-    "openai-responses": "openai",
-    "azure": "azure.ai.openai",
-    "google": "gcp.gemini",
-    "vertex": "gcp.vertex_ai",
-    "bedrock": "aws.bedrock",
-    "deepseek": "deepseek",
-    "groq": "groq",
-    "mistral": "mistral_ai",
-    "xai": "x_ai",
-}
+def _provider_name(provider: str) -> str:
+    """The conventions' name for a provider: its preset's ``otel_name``, else its own."""
+    from .models.config import all_presets
+
+    preset = all_presets().get(provider)
+    return (preset.otel_name if preset is not None else None) or provider
 
 
 def enabled() -> bool:
@@ -156,7 +148,7 @@ def model_call(provider: str, model: str, url: str, options: Any, messages: Any 
     parts = urlsplit(url)
     attrs = {
         "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": _PROVIDER_NAMES.get(provider, provider),
+        "gen_ai.provider.name": _provider_name(provider),
         "gen_ai.request.model": model,
     }
     span_attrs: dict[str, Any] = {**attrs, "server.address": parts.hostname or "", "server.port": parts.port or (443 if parts.scheme == "https" else 80)}
@@ -183,7 +175,7 @@ def agent_span(agent_name: str, session_id: str, model: Any) -> Any:
     attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent_name, "gen_ai.conversation.id": session_id}
     provider = getattr(model, "provider", None)
     if provider:
-        attrs["gen_ai.provider.name"] = _PROVIDER_NAMES.get(provider, provider)
+        attrs["gen_ai.provider.name"] = _provider_name(provider)
     if getattr(model, "name", None):
         attrs["gen_ai.request.model"] = str(model.name)
     return _tracer().start_span(f"invoke_agent {agent_name}", kind=_otel()[0].SpanKind.INTERNAL, attributes=attrs)

@@ -35,6 +35,7 @@ PRESETS: dict[str, Preset] = {
             "anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
             auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, dialect={"model_info": "anthropic"}, endpoint_family="anthropic", description="Anthropic Messages API",
             example="claude-sonnet-4-5",
+            price_id="anthropic",
         ),
         # Claude through the clouds: the same messages and events, the cloud's own URL, body and
         # auth; signatures are valid across them and the Anthropic API (Anthropic's docs).
@@ -42,12 +43,14 @@ PRESETS: dict[str, Preset] = {
             "vertex-anthropic", "anthropic", "https://aiplatform.googleapis.com", "GOOGLE_ACCESS_TOKEN", "GOOGLE_VERTEX_BASE_URL",
             key_required=False, dialect={"endpoint": "vertex", "credentials": "google"}, endpoint_family="anthropic",
             description="Claude on Vertex AI (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION)", example="claude-sonnet-4-5@20250929",
+            otel_name="gcp.vertex_ai", price_id="google",
         ),
         Preset(
             "bedrock-anthropic", "anthropic", "https://bedrock-runtime.{region}.amazonaws.com", "AWS_BEARER_TOKEN_BEDROCK", "BEDROCK_BASE_URL",
             key_required=False, dialect={"endpoint": "bedrock", "credentials": "aws"}, endpoint_family="anthropic",
             description="Claude on Bedrock's Anthropic API (AWS_REGION; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
             example="us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            otel_name="aws.bedrock", price_id="aws",
         ),
         # Anthropic-compatible endpoints users switch between: each mints thinking signatures
         # only it accepts (its own endpoint family), which are never sent to Anthropic.
@@ -55,30 +58,36 @@ PRESETS: dict[str, Preset] = {
             "minimax", "anthropic", "https://api.minimax.io/anthropic", "MINIMAX_API_KEY", "MINIMAX_BASE_URL",
             auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="MiniMax (Anthropic-compatible; api.minimaxi.com/anthropic in China)",
             example="MiniMax-M2",
+            price_id="minimax",
         ),
         Preset(
             "moonshot-anthropic", "anthropic", "https://api.moonshot.ai/anthropic", "MOONSHOT_API_KEY",
             auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="Moonshot Kimi, Anthropic-compatible endpoint",
             example="kimi-k2-turbo-preview",
+            price_id="moonshotai",
         ),
         Preset(
             "zai-anthropic", "anthropic", "https://api.z.ai/api/anthropic", "ZAI_API_KEY",
             auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="Zhipu GLM (Z.ai), Anthropic-compatible endpoint",
             example="glm-4.6",
+            price_id="zai",
         ),
         Preset(
             "deepseek-anthropic", "anthropic", "https://api.deepseek.com/anthropic", "DEEPSEEK_API_KEY",
             auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="DeepSeek, Anthropic-compatible endpoint",
             example="deepseek-chat",
+            otel_name="deepseek", price_id="deepseek",
         ),
         Preset(
             "openai", "openai-chat", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL",
             dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "prompt_cache": "openai"},
             description="OpenAI Chat Completions", example="gpt-4.1",
+            price_id="openai",
         ),
         Preset(
             "openai-responses", "openai-responses", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL",
             description="OpenAI Responses API", example="o4-mini",
+            otel_name="openai", price_id="openai",
         ),
         Preset(
             "azure", "openai-chat", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", auth="api-key",
@@ -86,6 +95,7 @@ PRESETS: dict[str, Preset] = {
             query={"api-version": ("AZURE_OPENAI_API_VERSION", "2024-10-21")},
             dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "prompt_cache": "openai"},
             description="Azure OpenAI (deployment name as the model)", example="my-gpt-4o-deployment",
+            otel_name="azure.ai.openai", price_id="azure",
         ),
         # Azure OpenAI's v1 API (/openai/v1/...): the model is the deployment name, in the body;
         # an api-key, or a Microsoft Entra ID token when no key is set.
@@ -94,11 +104,13 @@ PRESETS: dict[str, Preset] = {
             path="/openai/v1/chat/completions",
             dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "credentials": "azure", "prompt_cache": "openai"},
             description="Azure OpenAI v1 API, Chat Completions (AZURE_OPENAI_API_KEY or Entra ID)", example="my-gpt-4o-deployment",
+            otel_name="azure.ai.openai", price_id="azure",
         ),
         Preset(
             "azure-responses", "openai-responses", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", key_required=False, auth="api-key",
             path="/openai/v1/responses", dialect={"credentials": "azure"},
             description="Azure OpenAI v1 API, Responses (AZURE_OPENAI_API_KEY or Entra ID)", example="my-gpt-5-deployment",
+            otel_name="azure.ai.openai", price_id="azure",
         ),
         Preset(
             "deepseek", "openai-chat", "https://api.deepseek.com", "DEEPSEEK_API_KEY",
@@ -107,23 +119,27 @@ PRESETS: dict[str, Preset] = {
                 "reasoning_effort": True, "json_schema": False, "prompt_cache": "automatic",
             },
             description="DeepSeek", example="deepseek-chat",
+            price_id="deepseek",
         ),
         Preset(
             "openrouter", "openai-chat", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
             dialect={"reasoning_field": "reasoning", "replay_reasoning_details": True, "thinking_switch": "openrouter", "model_info": "openrouter"},
             description="OpenRouter", example="anthropic/claude-sonnet-4.5",
+            price_id="openrouter",
         ),
         Preset(
             "groq", "openai-chat", "https://api.groq.com/openai/v1", "GROQ_API_KEY",
             dialect={"reasoning_field": "reasoning", "reasoning_effort": True}, description="Groq", example="openai/gpt-oss-120b",
+            price_id="groq",
         ),
-        Preset("together", "openai-chat", "https://api.together.xyz/v1", "TOGETHER_API_KEY", description="Together AI", example="meta-llama/Llama-3.3-70B-Instruct-Turbo"),
-        Preset("mistral", "openai-chat", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", dialect={"tool_id_style": "mistral"}, description="Mistral", example="mistral-large-latest"),
-        Preset("xai", "openai-chat", "https://api.x.ai/v1", "XAI_API_KEY", dialect={"reasoning_effort": True}, description="xAI", example="grok-4"),
+        Preset("together", "openai-chat", "https://api.together.xyz/v1", "TOGETHER_API_KEY", description="Together AI", example="meta-llama/Llama-3.3-70B-Instruct-Turbo", price_id="together"),
+        Preset("mistral", "openai-chat", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", dialect={"tool_id_style": "mistral"}, description="Mistral", example="mistral-large-latest", otel_name="mistral_ai", price_id="mistral"),
+        Preset("xai", "openai-chat", "https://api.x.ai/v1", "XAI_API_KEY", dialect={"reasoning_effort": True}, description="xAI", example="grok-4", otel_name="x_ai", price_id="x-ai"),
         Preset(
             "moonshot", "openai-chat", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY",
             dialect={"reasoning_field": "reasoning_content", "reasoning_on_tool_calls": True},
             description="Moonshot (Kimi)", example="kimi-k2-thinking",
+            price_id="moonshotai",
         ),
         Preset(
             "dashscope", "openai-chat", "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY",
@@ -148,16 +164,19 @@ PRESETS: dict[str, Preset] = {
             "google", "gemini", "https://generativelanguage.googleapis.com", "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL",
             auth="x-goog-api-key", dialect={"key_envs": ("GEMINI_API_KEY", "GOOGLE_API_KEY")},
             description="Google Gemini API", example="gemini-2.5-flash",
+            otel_name="gcp.gemini", price_id="google",
         ),
         Preset(
             "vertex", "gemini", "https://aiplatform.googleapis.com", "GOOGLE_ACCESS_TOKEN", "GOOGLE_VERTEX_BASE_URL",
             key_required=False, dialect={"endpoint": "vertex", "credentials": "google"},
             description="Gemini on Vertex AI (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION)", example="gemini-2.5-pro",
+            otel_name="gcp.vertex_ai", price_id="google",
         ),
         Preset(
             "bedrock", "bedrock-converse", "https://bedrock-runtime.{region}.amazonaws.com", "AWS_BEARER_TOKEN_BEDROCK", "BEDROCK_BASE_URL",
             key_required=False, dialect={"credentials": "aws"},
             description="AWS Bedrock Converse (AWS_REGION; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)", example="us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            otel_name="aws.bedrock", price_id="aws",
         ),
         Preset(
             "lmstudio", "openai-chat", "http://localhost:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL",

@@ -46,6 +46,10 @@ class Preset:
     # thinking, encrypted reasoning); None: the preset's name. Any other base URL is a
     # family of its own (its host), unless a profile says ``endpoint_family``.
     endpoint_family: str | None = None
+    # How others name this provider: OpenTelemetry's GenAI conventions (None: the preset's
+    # name) and the genai-prices catalogue (None: not in it, so its calls are not priced).
+    otel_name: str | None = None
+    price_id: str | None = None
 
 
 @dataclass(frozen=True)
