@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from typing import Any  # noqa: E402
 
-from modelwire.message import AssistantMsg, UserMsg  # noqa: E402
+from modelwire.message import UserMsg  # noqa: E402
 from modelwire.models import load_model  # noqa: E402
 from modelwire.protocols import get_protocol  # noqa: E402
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 
 from modelwire import event as E
-from modelwire.adapters import get_adapter
 from modelwire.protocols import get_protocol
 from modelwire.errors import ProviderError
 from modelwire.message import AssistantMsg, Msg

@@ -131,7 +131,6 @@ def test_format_errors_name_the_message(tmp_path):
 # -- chat and models, against the local provider server -------------------------------------------
 
 
-import os  # noqa: E402
 import pty  # noqa: E402
 import select  # noqa: E402
 import time  # noqa: E402

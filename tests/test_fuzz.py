@@ -17,7 +17,7 @@ from modelwire import errors as E
 from modelwire import event as Ev
 from modelwire.adapters import decode_sse
 from modelwire.formatters import get_formatter
-from modelwire.message import AssistantMsg, Msg, UserMsg
+from modelwire.message import AssistantMsg, Msg
 from modelwire.protocols import get_protocol
 from modelwire.testing.sse import body
 

@@ -20,7 +20,7 @@ from modelwire.formatters import ToolSpec
 from modelwire.message import UserMsg
 from modelwire.models import UnsupportedOptionError, load_model
 from modelwire.models.capabilities import from_table, normalize, table_entries
-from paths import HAVE_SHARED, ROOT
+from paths import ROOT
 
 KEYS = {"api_key": "sk-test"}
 TOOLS = [ToolSpec("get_weather", "The weather.", {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})]

@@ -11,7 +11,7 @@ import logging
 
 import pytest
 
-from modelwire.errors import IncompleteStreamError, InvalidRequestError, ProviderError, StreamProtocolError
+from modelwire.errors import IncompleteStreamError, ProviderError, StreamProtocolError
 from modelwire.message import AssistantMsg, Base64Source, DataBlock, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg
 from modelwire.models import load_model
 from modelwire.protocols import get_protocol

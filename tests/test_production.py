@@ -13,7 +13,7 @@ import pytest
 import sdk_params
 from modelwire import event as E
 from modelwire.agent import Agent, UsageLimits, UsageLimitExceeded
-from modelwire.errors import ConnectionError, IncompleteStreamError, InvalidRequestError, OverloadedError
+from modelwire.errors import ConnectionError, IncompleteStreamError, InvalidRequestError
 from modelwire.message import AssistantMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg
 from modelwire.models import FallbackModel, load_model
 from modelwire.models.transport import RetryPolicy

@@ -13,8 +13,7 @@ import pytest
 import sdk_params
 
 from modelwire.errors import UnknownProtocolError, UnsupportedOptionError
-from modelwire.formatters import get_formatter
-from modelwire.message import AssistantMsg, DataBlock, Msg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg, origin
+from modelwire.message import AssistantMsg, Msg, ToolResultBlock, UserMsg, origin
 from modelwire.models import PRESETS, load_model
 from modelwire.protocols import Capabilities, get_protocol, protocol_names
 

@@ -4,7 +4,6 @@ through its ``py.typed``), and ``event.type`` narrows an event to its class."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
