@@ -16,6 +16,7 @@ from modelwire.errors import UnknownProtocolError, UnsupportedOptionError
 from modelwire.message import AssistantMsg, Msg, ToolResultBlock, UserMsg, origin
 from modelwire.models import PRESETS, load_model
 from modelwire.protocols import Capabilities, get_protocol, protocol_names
+from modelwire.testing import conformance
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "modelwire"
 
@@ -115,27 +116,8 @@ def test_model_calls_record_the_provider_on_every_block(server):
 
 # -- options: mapped or refused, never dropped --------------------------------------------------
 
-OPTION_VALUES = {
-    "max_tokens": 1000,
-    "temperature": 0.3,
-    "top_p": 0.8,
-    "stop": ["END"],
-    "thinking": True,
-    "thinking_budget": 2000,
-    "reasoning_effort": "low",
-    "reasoning_summary": "concise",
-    "parallel_tool_calls": False,
-    "json_schema": {"type": "object", "properties": {"x": {"type": "integer"}}},
-    "json_schema_name": "answer",
-    # With a key every provider has something to send or a reason to refuse (cache=True is
-    # rightly nothing on a provider that caches every prefix by itself).
-    "cache": {"key": "tenant-1", "ttl": "1h"},
-    # stateless and chain are what every provider that stores nothing does anyway
-    # (test_responses_state); background is run or refused.
-    "background": True,
-    "extra_headers": {"x-trace": "1"},
-    "extra_body": {"seed": 7},
-}
+# The conformance suite's values: one per option, each one a request must show or refuse.
+OPTION_VALUES = conformance.OPTION_VALUES
 TOOLS = [{"name": "f", "description": "", "parameters": {"type": "object", "properties": {}}}]
 
 

@@ -222,7 +222,15 @@ class Agent:
                 reply = self._reply_for(event.reply_id)
                 state = self._states[reply.id] = _ReplyState(reply)
             state.failures = failures
-            agen = self._resume(state, event)
+            if state.reply.finished_reason is not None:
+                raise AgentError(f"reply {state.reply.id!r} has ended ({state.reply.finished_reason}); it cannot be resumed")
+            if event.type not in _RESUME_TYPES:
+                raise AgentError(f"a parked reply resumes with {sorted(_RESUME_TYPES)}, not {event.type}")
+            yield self._emit(state, event)  # a resumed stream starts by echoing what resumed it
+            if event.type == "USER_INTERRUPT":
+                async for ev in self._finish_interrupted(state, _Open()):
+                    yield ev
+                return
         else:
             for m in inputs:
                 if m.role == "assistant" and m.has_content_blocks("tool_call"):
@@ -232,12 +240,13 @@ class Agent:
             self.context.append(reply)
             state = self._states[reply.id] = _ReplyState(reply, structured=structured_model)
             state.failures = failures
-            agen = self._start(state)
+            yield self._emit(state, E.ReplyStartEvent(session_id=self.session_id, reply_id=reply.id, name=self.name))
+        inner = self._traced(state, self._guarded(state, self._loop(state)))
         try:
-            async for ev in agen:
+            async for ev in inner:
                 yield ev
         finally:
-            await agen.aclose()
+            await inner.aclose()
 
     def pending_calls(self, reply_id: str | None = None) -> list[ToolCallBlock]:
         """The tool calls of a parked reply that wait for a confirmation or a result."""
@@ -285,15 +294,6 @@ class Agent:
         state.reply.append_event(ev)
         return ev
 
-    async def _start(self, state: _ReplyState) -> AsyncIterator[E.EventBase]:
-        yield self._emit(state, E.ReplyStartEvent(session_id=self.session_id, reply_id=state.reply.id, name=self.name))
-        inner = self._traced(state, self._guarded(state, self._loop(state)))
-        try:
-            async for ev in inner:
-                yield ev
-        finally:
-            await inner.aclose()
-
     async def _traced(self, state: _ReplyState, inner: AsyncIterator[E.EventBase]) -> AsyncIterator[E.EventBase]:
         """The reply's span around ``inner`` (no layer at all when tracing is off)."""
         if not telemetry.enabled():
@@ -311,24 +311,6 @@ class Agent:
             await inner.aclose()  # type: ignore[attr-defined]
             telemetry.end_agent_span(state.span, state.reply)
             state.span = None
-
-    async def _resume(self, state: _ReplyState, event: E.EventBase) -> AsyncIterator[E.EventBase]:
-        reply = state.reply
-        if reply.finished_reason is not None:
-            raise AgentError(f"reply {reply.id!r} has ended ({reply.finished_reason}); it cannot be resumed")
-        if event.type not in _RESUME_TYPES:
-            raise AgentError(f"a parked reply resumes with {sorted(_RESUME_TYPES)}, not {event.type}")
-        yield self._emit(state, event)
-        if event.type == "USER_INTERRUPT":
-            async for ev in self._finish_interrupted(state, _Open()):
-                yield ev
-            return
-        inner = self._traced(state, self._guarded(state, self._loop(state)))
-        try:
-            async for ev in inner:
-                yield ev
-        finally:
-            await inner.aclose()
 
     async def _guarded(self, state: _ReplyState, inner: AsyncIterator[E.EventBase]) -> AsyncIterator[E.EventBase]:
         """Keep track of what is open, so an interrupt or a cancellation can close it.

@@ -176,8 +176,9 @@ class OpenAIChatProtocol(WireProtocol):
         if o.thinking_display is not None:
             if switch != "openrouter":
                 raise refuse("thinking_display", preset, "Chat Completions has no switch for how reasoning is shown; reasoning summaries come from openai-responses:", model=model)
-            if o.thinking_display == "omitted":
-                p.setdefault("reasoning", {})["exclude"] = True
+            # OpenRouter returns the reasoning unless told to exclude it: "summarized" says
+            # so explicitly (``exclude: false``) rather than being dropped.
+            p.setdefault("reasoning", {})["exclude"] = o.thinking_display == "omitted"
         if o.reasoning_summary is not None:
             raise refuse("reasoning_summary", preset, "summaries come from the Responses API (openai-responses:)")
         if o.parallel_tool_calls is not None and p.get("tools"):
