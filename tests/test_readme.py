@@ -87,6 +87,16 @@ def test_the_testing_section_is_a_test_file_that_passes_with_no_network_and_no_k
     assert done.returncode == 0 and " passed" in done.stdout, done.stdout + done.stderr
 
 
+def test_the_conformance_block_is_a_test_file_that_passes(tmp_path):
+    (code,) = [b for b in BLOCKS if "conformance.CHECKS" in b]
+    (tmp_path / "test_my_protocol.py").write_text(code)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL")) and k != "MODELWIRE_DEBUG"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert done.returncode == 0 and " passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
+
+
 def test_the_pytest_plugin_lives_beside_pytest_recording(tmp_path):
     pytest.importorskip("pytest_recording", reason="the dev extra installs pytest-recording")
     (code,) = [b for b in BLOCKS if "@pytest.mark.cassette" in b]
