@@ -55,6 +55,16 @@ def test_a_dialect_key_the_protocol_does_not_read_is_an_error():
     get_protocol("anthropic").check_dialect(Preset("mine", "anthropic", "http://127.0.0.1:1", None, dialect={"credentials": "aws", "endpoint": "bedrock"}))
 
 
+def test_error_codes_belong_to_their_protocol_and_are_read_across_them():
+    from modelwire.errors import OverloadedError, RateLimitError, error_from_body
+
+    assert "throttlingexception" in get_protocol("bedrock-converse").error_types
+    assert "throttlingexception" not in get_protocol("anthropic").error_types
+    assert isinstance(error_from_body({"type": "ThrottlingException", "message": "slow down"}, "bedrock-converse"), RateLimitError)
+    # A gateway in front of Claude that answers in Google's words is still understood.
+    assert isinstance(error_from_body({"error": {"status": "UNAVAILABLE", "message": "busy"}}, "anthropic"), OverloadedError)
+
+
 def test_an_unknown_protocol_is_a_clear_error():
     with pytest.raises(UnknownProtocolError, match="unknown protocol 'gopher'; known: anthropic"):
         get_protocol("gopher")

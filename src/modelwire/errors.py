@@ -374,51 +374,10 @@ class EventStreamError(StreamProtocolError):
 # Used for errors inside a stream (Anthropic ``event: error``, an OpenAI chunk with an
 # ``error`` object, a Responses ``error`` event) and for HTTP error responses.
 
-# Provider error types / codes -> error class. Keys are lower-case.
-_BY_TYPE: dict[str, type[ProviderError]] = {
-    "overloaded_error": OverloadedError,
-    "api_error": UpstreamError,
-    "server_error": UpstreamError,
-    "internal_server_error": UpstreamError,
-    "rate_limit_error": RateLimitError,
-    "rate_limit_exceeded": RateLimitError,
-    "insufficient_quota": RateLimitError,
-    "authentication_error": AuthenticationError,
-    "invalid_api_key": AuthenticationError,
-    "permission_error": PermissionDeniedError,
-    "invalid_request_error": InvalidRequestError,
-    "not_found_error": InvalidRequestError,
-    "request_too_large": InvalidRequestError,
-    "invalid_prompt": InvalidRequestError,
-    "tool_use_failed": InvalidRequestError,
-    "context_length_exceeded": ContextTooLongError,
-    "string_above_max_length": InvalidRequestError,
-    # Google's canonical status names (Gemini API, Vertex AI)
-    "resource_exhausted": RateLimitError,
-    "unauthenticated": AuthenticationError,
-    "permission_denied": PermissionDeniedError,
-    "invalid_argument": InvalidRequestError,
-    "failed_precondition": InvalidRequestError,
-    "not_found": InvalidRequestError,
-    "out_of_range": InvalidRequestError,
-    "unavailable": OverloadedError,
-    "internal": UpstreamError,
-    "deadline_exceeded": UpstreamError,
-    # AWS (Bedrock exception frames and x-amzn-errortype)
-    "throttlingexception": RateLimitError,
-    "servicequotaexceededexception": RateLimitError,
-    "serviceunavailableexception": OverloadedError,
-    "modelnotreadyexception": OverloadedError,
-    "internalserverexception": UpstreamError,
-    "modelstreamerrorexception": UpstreamError,
-    "modelerrorexception": UpstreamError,
-    "modeltimeoutexception": UpstreamError,
-    "validationexception": InvalidRequestError,
-    "resourcenotfoundexception": InvalidRequestError,
-    "accessdeniedexception": PermissionDeniedError,
-    "unrecognizedclientexception": AuthenticationError,
-    "expiredtokenexception": AuthenticationError,
-}
+# Provider error types and codes -> error class: each protocol declares its provider's
+# (``WireProtocol.error_types``, keys in lower case). A body is read first by the table of
+# the protocol it came in, then by every registered protocol's (a gateway in front of one
+# provider may answer in another's words).
 
 _BY_STATUS: dict[int, type[ProviderError]] = {
     400: InvalidRequestError,
@@ -436,13 +395,31 @@ _BY_STATUS: dict[int, type[ProviderError]] = {
 _CONTEXT_WORDS = ("context length", "context window", "maximum context", "prompt is too long", "too many tokens")
 
 
-def error_class(provider_type: str | None, status: int | None, message: str = "") -> type[ProviderError]:
-    """The error class for a provider error type / code and HTTP status."""
+def _by_type(code: str, protocol: str | None) -> type[ProviderError] | None:
+    from .protocols import get_protocol, protocol_names
+
+    names = [protocol] if protocol else []
+    names += [n for n in protocol_names() if n != protocol]
+    for name in names:
+        try:
+            table = get_protocol(name).error_types
+        except Exception:  # noqa: BLE001 - an unknown or broken protocol has no table to read
+            continue
+        if code in table:
+            return table[code]
+    return None
+
+
+def error_class(provider_type: str | None, status: int | None, message: str = "", protocol: str | None = None) -> type[ProviderError]:
+    """The error class for a provider error type / code and HTTP status (``protocol``: the
+    one the body came in, whose table is read first)."""
     lowered = message.lower()
     if any(w in lowered for w in _CONTEXT_WORDS):
         return ContextTooLongError
-    if provider_type and provider_type.lower() in _BY_TYPE:
-        return _BY_TYPE[provider_type.lower()]
+    if provider_type:
+        found = _by_type(provider_type.lower(), protocol)
+        if found is not None:
+            return found
     if status is not None:
         if status in _BY_STATUS:
             return _BY_STATUS[status]
@@ -488,5 +465,5 @@ def error_from_body(body: Any, protocol: str, status: int | None = None, request
             if isinstance(value, int) and not isinstance(value, bool):
                 status = value
                 break
-    cls = error_class(provider_type if not str(provider_type).isdigit() else None, status, message)
+    cls = error_class(provider_type if not str(provider_type).isdigit() else None, status, message, protocol)
     return cls(message, provider_type=provider_type, status_code=status, request_id=request_id, body=body)

@@ -290,6 +290,10 @@ class WireProtocol:
     def new_adapter(self, reply_id: str, preset: Preset | None = None, **options: Any) -> Any:
         return self.adapter_class()(reply_id, provider=preset.name if preset else None, **options)
 
+    # The provider's error types and codes (lower case) -> the typed error they mean; read
+    # first for a body of this protocol, then with every other protocol's (see errors.py).
+    error_types: Mapping[str, type[ProviderError]] = {}
+
     # The keys a preset's ``dialect`` may hold for this protocol, each with what it takes: a
     # type (or a tuple of types), or a set of the values allowed. ``check_dialect`` refuses any other key (a
     # typo does not silently do nothing) and any other value. The models layer's own keys

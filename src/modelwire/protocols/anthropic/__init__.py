@@ -22,6 +22,7 @@ import logging
 from typing import Any
 
 from ...adapters import encode_sse
+from ... import errors as E
 from .._protocol import DEFAULT_MAX_TOKENS, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
 __all__ = ["PROTOCOL", "AnthropicProtocol", "claude_fields", "claude_schema", "STRICT_RULES", "ENDPOINT_VERSIONS"]
@@ -108,6 +109,16 @@ def claude_fields(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabi
 
 class AnthropicProtocol(WireProtocol):
     name = "anthropic"
+    error_types = {
+        "overloaded_error": E.OverloadedError,
+        "api_error": E.UpstreamError,
+        "rate_limit_error": E.RateLimitError,
+        "authentication_error": E.AuthenticationError,
+        "permission_error": E.PermissionDeniedError,
+        "invalid_request_error": E.InvalidRequestError,
+        "not_found_error": E.InvalidRequestError,
+        "request_too_large": E.InvalidRequestError,
+    }
     # endpoint: Claude on a cloud (where the model goes, how it streams); model_info: the
     # provider publishes its models (the Models API)
     dialect_keys = {"endpoint": {"vertex", "bedrock"}, "model_info": {"anthropic"}}

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from ...adapters import encode_frame
 from ...errors import ConfigError
+from ... import errors as E
 from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
 __all__ = ["PROTOCOL", "BedrockConverseProtocol", "regional"]
@@ -40,6 +41,21 @@ def _is_claude(model: str) -> bool:
 
 class BedrockConverseProtocol(WireProtocol):
     name = "bedrock-converse"
+    error_types = {  # exception frames and x-amzn-errortype
+        "throttlingexception": E.RateLimitError,
+        "servicequotaexceededexception": E.RateLimitError,
+        "serviceunavailableexception": E.OverloadedError,
+        "modelnotreadyexception": E.OverloadedError,
+        "internalserverexception": E.UpstreamError,
+        "modelstreamerrorexception": E.UpstreamError,
+        "modelerrorexception": E.UpstreamError,
+        "modeltimeoutexception": E.UpstreamError,
+        "validationexception": E.InvalidRequestError,
+        "resourcenotfoundexception": E.InvalidRequestError,
+        "accessdeniedexception": E.PermissionDeniedError,
+        "unrecognizedclientexception": E.AuthenticationError,
+        "expiredtokenexception": E.AuthenticationError,
+    }
     description = "AWS Bedrock Converse"
     adapter = "modelwire.protocols.bedrock.adapter:BedrockConverseAdapter"
     formatter = "modelwire.protocols.bedrock.formatter:BedrockConverseFormatter"

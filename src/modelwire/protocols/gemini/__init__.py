@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from ...adapters import encode_sse
 from ...errors import ConfigError
+from ... import errors as E
 from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
 # An effort level as a thinking budget, for models that take only a budget (Gemini 2.5):
@@ -49,6 +50,18 @@ _VERTEX_PATH = "/v1/projects/{project}/locations/{location}/publishers/google/mo
 
 class GeminiProtocol(WireProtocol):
     name = "gemini"
+    error_types = {  # Google's canonical status names (Gemini API, Vertex AI)
+        "resource_exhausted": E.RateLimitError,
+        "unauthenticated": E.AuthenticationError,
+        "permission_denied": E.PermissionDeniedError,
+        "invalid_argument": E.InvalidRequestError,
+        "failed_precondition": E.InvalidRequestError,
+        "not_found": E.InvalidRequestError,
+        "out_of_range": E.InvalidRequestError,
+        "unavailable": E.OverloadedError,
+        "internal": E.UpstreamError,
+        "deadline_exceeded": E.UpstreamError,
+    }
     dialect_keys = {"endpoint": {"vertex"}}  # Vertex AI: its URL and its credentials
     description = "Google Gemini (Gemini API and Vertex AI)"
     adapter = "modelwire.protocols.gemini.adapter:GeminiAdapter"

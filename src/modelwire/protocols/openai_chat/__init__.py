@@ -36,6 +36,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...adapters import encode_sse
+from ... import errors as E
 from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
 __all__ = ["PROTOCOL", "OpenAIChatProtocol", "STRICT_RULES", "strict_format", "openai_cache"]
@@ -72,6 +73,18 @@ _FORMATTER_KEYS = ("reasoning_field", "reasoning_on_tool_calls", "replay_reasoni
 
 class OpenAIChatProtocol(WireProtocol):
     name = "openai-chat"
+    error_types = {
+        "server_error": E.UpstreamError,
+        "internal_server_error": E.UpstreamError,
+        "rate_limit_exceeded": E.RateLimitError,
+        "insufficient_quota": E.RateLimitError,
+        "invalid_api_key": E.AuthenticationError,
+        "invalid_request_error": E.InvalidRequestError,
+        "invalid_prompt": E.InvalidRequestError,
+        "context_length_exceeded": E.ContextTooLongError,
+        "string_above_max_length": E.InvalidRequestError,
+        "tool_use_failed": E.InvalidRequestError,  # Groq: a tool call that did not fit its schema
+    }
     dialect_keys = {
         "reasoning_field": {"reasoning_content", "reasoning"},
         "reasoning_on_tool_calls": bool,
