@@ -27,6 +27,7 @@ from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks, retry_
 
 log = logging.getLogger("modelwire.models")
 
+
 def _preload_prices() -> None:
     from .. import cost
 
