@@ -367,3 +367,26 @@ def test_piping_into_head_ends_quietly(view):
         done = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -m modelwire.cli chat -m anthropic:claude-sonnet-4-5 {flags} hi | head -1"], capture_output=True, text=True, env=env, timeout=60)
     assert done.stdout.strip() and len(done.stdout.splitlines()) == 1
     assert done.stderr == "", done.stderr[-3000:]
+
+
+def test_chat_with_an_mcp_server_calls_its_tools():
+    pytest.importorskip("mcp")
+    from pathlib import Path
+
+    server_script = Path(__file__).parent / "servers" / "mcp_tools.py"
+    with ProviderServer() as server:
+        server.script(
+            sse_reply(sse.body("anthropic", ("tool", "toolu_1", "add", '{"a": 2, "b": 3}'))),
+            sse_reply(sse.body("anthropic", ("text", "It is 5."))),
+        )
+        env = user_env(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=server.url)
+        done = subprocess.run(
+            [sys.executable, "-m", "modelwire.cli", "chat", "-m", "anthropic:claude-sonnet-4-5", "--mcp", f"{sys.executable} {server_script}", "What is 2 + 3?"],
+            capture_output=True, text=True, env=env, timeout=120,
+        )
+        assert done.returncode == 0 and len(server.requests) == 2, done.stderr[-3000:]
+        first, second = (r["json"] for r in server.requests)
+    assert "add" in [t["name"] for t in first["tools"]]
+    results = [c for m in second["messages"] for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_result"]
+    assert results and "5" in json.dumps(results[0]["content"])
+    assert done.stdout.strip() == "It is 5."

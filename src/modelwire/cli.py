@@ -231,35 +231,44 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         return reply.error.type if reply.error is not None else None
 
     with asyncio.Runner() as runner:  # one event loop for the session: one connection pool
-        piped = not sys.stdin.isatty()
-        if args.prompt or piped:
-            # Piped text and a prompt together (llm's habit): the text, then the prompt about it.
-            stdin = sys.stdin.read().strip() if piped else ""
-            prompt = "\n\n".join(p for p in (stdin, " ".join(args.prompt or ())) if p)
-            if not prompt:
-                raise UsageError("the prompt is empty; give one (modelwire chat \"Hi\") or pipe one in")
-            failed = runner.run(one(prompt))
-            if interrupted:
-                return 130
-            return _provider_exit(failed)
         try:
-            import readline  # noqa: F401 - line editing and history at the prompt
-        except ImportError:  # pragma: no cover - not on this platform
-            pass
-        print(f"modelwire chat with {model.provider}:{model.name} (Ctrl-C stops a reply, Ctrl-D or 'exit' quits)", file=sys.stderr)
-        while True:
-            try:
-                prompt = input("you> ")
-            except EOFError:
-                print(file=sys.stderr)
-                return 0
-            except KeyboardInterrupt:
-                print(file=sys.stderr)
-                continue
-            if prompt.strip() in ("exit", "quit"):
-                return 0
-            if prompt.strip():
-                runner.run(one(prompt))
+            return _chat_session(args, runner, one, model, lambda: interrupted)
+        finally:
+            if agent.toolsets:
+                runner.run(agent.aclose())  # the MCP servers' processes end with the session
+
+
+def _chat_session(args: argparse.Namespace, runner: Any, one: Any, model: Any, interrupted: Any) -> int:
+    """One prompt (given or piped), or the interactive loop, on the session's event loop."""
+    piped = not sys.stdin.isatty()
+    if args.prompt or piped:
+        # Piped text and a prompt together (llm's habit): the text, then the prompt about it.
+        stdin = sys.stdin.read().strip() if piped else ""
+        prompt = "\n\n".join(p for p in (stdin, " ".join(args.prompt or ())) if p)
+        if not prompt:
+            raise UsageError("the prompt is empty; give one (modelwire chat \"Hi\") or pipe one in")
+        failed = runner.run(one(prompt))
+        if interrupted():
+            return 130
+        return _provider_exit(failed)
+    try:
+        import readline  # noqa: F401 - line editing and history at the prompt
+    except ImportError:  # pragma: no cover - not on this platform
+        pass
+    print(f"modelwire chat with {model.provider}:{model.name} (Ctrl-C stops a reply, Ctrl-D or 'exit' quits)", file=sys.stderr)
+    while True:
+        try:
+            prompt = input("you> ")
+        except EOFError:
+            print(file=sys.stderr)
+            return 0
+        except KeyboardInterrupt:
+            print(file=sys.stderr)
+            continue
+        if prompt.strip() in ("exit", "quit"):
+            return 0
+        if prompt.strip():
+            runner.run(one(prompt))
 
 
 def _provider_exit(failed: str | None) -> int:
@@ -541,7 +550,23 @@ def _tools(args: argparse.Namespace) -> list[Any]:
         except (ImportError, AttributeError) as exc:
             raise UsageError(f"--tool {spec}: {exc}") from None
         tools.append(func if isinstance(func, Tool) else Tool(func))
+    for spec in getattr(args, "mcp", None) or ():
+        tools.append(_mcp_server(spec))
     return tools
+
+
+def _mcp_server(spec: str) -> Any:
+    """``--mcp URL`` (streamable HTTP) or ``--mcp "COMMAND ARGS..."`` (a process over stdio)."""
+    import shlex
+
+    from .agent import MCPServer
+
+    if spec.startswith(("http://", "https://")):
+        return MCPServer.http(spec)
+    words = shlex.split(spec)
+    if not words:
+        raise UsageError("--mcp takes a URL or a command line, such as --mcp \"uvx mcp-server-time\"")
+    return MCPServer.stdio(words[0], words[1:])
 
 
 def _check_port(host: str, port: int) -> None:
@@ -564,6 +589,7 @@ def _agent_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="send requests to this base URL instead of the provider's")
     parser.add_argument("--system", default=None, help="the system prompt (default: none)")
     parser.add_argument("--tool", action="append", metavar="MODULE:FUNCTION", help="a Python function the agent may call, such as modelwire.demo:calculate; repeatable (default: no tools)")
+    parser.add_argument("--mcp", action="append", metavar="SERVER", help='an MCP server whose tools the agent may call: a URL (streamable HTTP) or a command line ("uvx mcp-server-time"); repeatable (needs the mcp extra)')
     parser.add_argument("--max-tokens", type=int, help="the most tokens one model call may write")
     parser.add_argument("--temperature", type=float, help="sampling temperature")
     parser.add_argument("--thinking", action=argparse.BooleanOptionalAction, default=None, help="turn the model's thinking on (shown, summarized where the model would omit it) or off")
