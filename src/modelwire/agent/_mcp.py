@@ -140,7 +140,9 @@ class MCPServer(Toolset):
 
     # -- the connection ---------------------------------------------------------------------
 
-    def _client_target(self) -> Any:
+    def _client_target(self, stack: Any) -> Any:
+        """What ``mcp.Client`` connects to; an HTTP client made for the headers is entered
+        on ``stack``, so it is closed with the connection."""
         if self.url is None:
             return self.target
         from mcp.client.streamable_http import streamable_http_client
@@ -150,15 +152,18 @@ class MCPServer(Toolset):
             import httpx2
 
             http_client = httpx2.AsyncClient(headers=self.headers, timeout=httpx2.Timeout(30.0, read=300.0))
+            stack.push_async_callback(http_client.aclose)
         return streamable_http_client(self.url, http_client=http_client)
 
     async def _run(self, ready: asyncio.Future, closing: asyncio.Event) -> None:
         """Owns the connection: opened and closed in this one task (anyio's rule), whatever
         tasks call the tools."""
+        from contextlib import AsyncExitStack
+
         from mcp import Client
 
         try:
-            async with Client(self._client_target(), **{"message_handler": self._on_message, **self.client_options}) as client:
+            async with AsyncExitStack() as stack, Client(self._client_target(stack), **{"message_handler": self._on_message, **self.client_options}) as client:
                 listener = asyncio.create_task(self._listen(client, closing)) if self._listens(client) else None
                 ready.set_result(client)
                 try:
@@ -233,7 +238,7 @@ class MCPServer(Toolset):
                 raise
             except Exception as exc:
                 await self._stop()
-                raise ToolServerError(self.name, f"could not be started or reached: {type(exc).__name__}: {_reason(exc)}") from exc
+                raise ToolServerError(self.name, f"could not be started or reached: {_reason(exc)}") from exc
             return self._client
 
     async def _stop(self) -> None:
@@ -277,7 +282,7 @@ class MCPServer(Toolset):
                     break
         except Exception as exc:
             self._broken = f"tools/list failed ({exc})"
-            raise ToolServerError(self.name, f"could not list its tools: {type(exc).__name__}: {_reason(exc)}") from exc
+            raise ToolServerError(self.name, f"could not list its tools: {_reason(exc)}") from exc
         tools: list[Tool] = []
         names: dict[str, str] = {}
         for spec in listed:
@@ -334,11 +339,12 @@ def _caller(server: MCPServer, name: str) -> Any:
 
 
 def _reason(exc: BaseException) -> str:
-    """One line saying why (an exception group says its first leaf)."""
+    """One line saying why: the error's type and message (an exception group's first leaf)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     error = getattr(exc, "error", None)
-    return getattr(error, "message", None) or str(exc) or type(exc).__name__
+    message = getattr(error, "message", None) or str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 def _content(result: Any) -> list[Any]:
