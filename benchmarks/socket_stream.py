@@ -1,0 +1,214 @@
+"""The real path over a real local socket: modelwire beside each official SDK's plain
+iteration of the same bytes, CPU time of the client process.
+
+A server in another process (asyncio, HTTP/1.1, keep-alive, chunked) answers every request
+with one of ``stream.py``'s streams, one provider event per chunk written and drained, as a
+provider flushes them. Each contender reads it through its own HTTP stack:
+
+- modelwire: ``load_model(...).complete()``: transport, decoder, adapter, fold into a ``Msg``;
+- the SDK: ``anthropic`` / ``openai`` async clients iterating ``stream=True`` (on httpx2),
+  google-genai's ``generate_content_stream`` (on httpx), botocore's ``converse_stream``
+  (on urllib3, signed, iterating its event stream).
+
+Rounds are interleaved; each run's output is checked (modelwire's message against the
+stream's content, the SDK's event count) before its time counts. Target: modelwire at most
+0.5x the SDK's plain iteration, every protocol, text and tool-call streams. A run that
+misses it says which and by how much.
+
+    python benchmarks/socket_stream.py [--rounds N] [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "src"))
+
+import stream as S  # noqa: E402 - the streams, the specs and the output checks
+from modelwire.message import UserMsg  # noqa: E402
+from modelwire.models import load_model  # noqa: E402
+
+SERVER = r'''
+import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+import stream as S
+
+STREAMS = {}
+for protocol, make in S.MAKERS.items():
+    for tools in (False, True):
+        STREAMS[(protocol, "tools" if tools else "text")] = make(tools)
+TYPES = {"bedrock-converse": b"application/vnd.amazon.eventstream"}
+
+async def handle(reader, writer):
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.split(b"\r\n")
+            path = lines[0].split(b" ")[1].decode()
+            length = 0
+            for line in lines[1:]:
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            if length:
+                await reader.readexactly(length)
+            _, protocol, kind = path.split("/")[:3]
+            pieces = STREAMS[(protocol, kind)]
+            kind_header = TYPES.get(protocol, b"text/event-stream")
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: " + kind_header + b"\r\ntransfer-encoding: chunked\r\nconnection: keep-alive\r\n\r\n")
+            for piece in pieces:
+                writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                await writer.drain()
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    async with server:
+        await server.serve_forever()
+
+asyncio.run(main())
+'''
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, HERE], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    port = int(proc.stdout.readline())
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def ours(protocol: str, base: str) -> Any:
+    url = base + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
+    model = load_model(S.SPECS[protocol], api_key="k", base_url=url, capability_lookup=False)
+
+    async def run() -> Any:
+        return await model.complete([UserMsg("u", "x")])
+
+    return run
+
+
+def sdk(protocol: str, base: str) -> Any:
+    if protocol == "bedrock-converse":
+        import botocore.session
+
+        client = botocore.session.get_session().create_client(
+            "bedrock-runtime", region_name="us-east-1", endpoint_url=base, aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret"
+        )
+
+        async def run() -> int:
+            answer = client.converse_stream(modelId="m", messages=[{"role": "user", "content": [{"text": "x"}]}])
+            return sum(1 for _ in answer["stream"])
+
+        return run
+    if protocol == "gemini":
+        from google import genai
+        from google.genai import types
+
+        client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=base))
+
+        async def run() -> int:
+            n = 0
+            async for _ in await client.aio.models.generate_content_stream(model="m", contents="x"):
+                n += 1
+            return n
+
+        return run
+    if protocol == "anthropic":
+        import anthropic
+
+        aclient = anthropic.AsyncAnthropic(api_key="k", base_url=base, max_retries=0)
+
+        async def run() -> int:
+            stream = await aclient.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}], stream=True)
+            return sum([1 async for _ in stream])
+
+        return run
+    import openai
+
+    oclient = openai.AsyncOpenAI(api_key="k", base_url=base + "/v1", max_retries=0)
+
+    async def run() -> int:
+        if protocol == "openai-chat":
+            stream = await oclient.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
+        else:
+            stream = await oclient.responses.create(model="m", input="x", stream=True)
+        return sum([1 async for _ in stream])
+
+    return run
+
+
+def cpu(loop: asyncio.AbstractEventLoop, fn: Any) -> tuple[float, Any]:
+    started = time.process_time()
+    out = loop.run_until_complete(fn())
+    return time.process_time() - started, out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--check", action="store_true", help="run each contender once over the socket, check outputs, no timings")
+    args = parser.parse_args()
+    os.environ["MODELWIRE_TRACING"] = "0"
+    proc, base = start_server()
+    loop = asyncio.new_event_loop()
+    rows, missed = [], []
+    try:
+        for protocol, make in S.MAKERS.items():
+            for tools in (False, True):
+                kind = "tools" if tools else "text"
+                n = len(make(tools))
+                where = f"{base}/{protocol}/{kind}"
+                contenders = {"modelwire": ours(protocol, where), "SDK": sdk(protocol, where)}
+
+                def check(name: str, out: Any) -> None:
+                    if name == "modelwire":
+                        S.check_message(protocol, tools, out)
+                    else:
+                        assert out >= n - 2, f"{protocol} {kind}: the SDK saw {out} events of {n}"
+
+                for name, fn in contenders.items():  # warm up, and every output checked once
+                    check(name, cpu(loop, fn)[1])
+                if args.check:
+                    continue
+                times: dict[str, list[float]] = {k: [] for k in contenders}
+                for _ in range(args.rounds):
+                    for name, fn in contenders.items():
+                        took, out = cpu(loop, fn)
+                        check(name, out)
+                        times[name].append(took / n * 1e6)
+                med = {k: statistics.median(v) for k, v in times.items()}
+                ratio = med["modelwire"] / med["SDK"]
+                rows.append((f"{protocol} {'tool calls' if tools else 'text'}", n, med, ratio))
+                if ratio > 0.5:
+                    missed.append(f"{protocol} {kind}: {ratio:.2f}x, over by {ratio - 0.5:.2f}")
+    finally:
+        loop.close()
+        proc.terminate()
+        proc.wait(10)
+    if args.check:
+        print(f"checked: modelwire and each SDK read all {len(S.MAKERS) * 2} streams over a real socket")
+        return 0
+    print(f"client CPU us per chunk over a real local socket, median of {args.rounds} interleaved rounds")
+    print(f"{'stream':<30}{'chunks':>7}{'modelwire':>12}{'SDK iter':>12}{'ratio':>8}")
+    for label, n, med, ratio in rows:
+        print(f"{label:<30}{n:>7}{med['modelwire']:>12.2f}{med['SDK']:>12.2f}{ratio:>7.2f}x")
+    print("target (modelwire <= 0.5x the SDK's plain iteration) " + ("met" if not missed else "MISSED: " + "; ".join(missed)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
