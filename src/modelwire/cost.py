@@ -32,9 +32,9 @@ def available() -> bool:
 def catalogue_id(provider: str) -> str | None:
     """The genai-prices provider id of a preset (its ``price_id``; None: not in the
     catalogue); a name that is no preset is taken as a catalogue id itself."""
-    from .models.config import all_presets
+    from .models.config import find_preset
 
-    preset = all_presets().get(provider)
+    preset = find_preset(provider)  # one lookup: no protocol is loaded for it
     return preset.price_id if preset is not None else provider
 
 
