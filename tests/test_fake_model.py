@@ -10,6 +10,7 @@ import pytest
 from modelwire.agent import Agent
 from modelwire.errors import FormatError
 from modelwire.message import Base64Source, DataBlock, UserMsg
+from modelwire.protocols import protocol_names
 from modelwire.testing import FakeModel
 
 
@@ -18,7 +19,7 @@ def weather(city: str) -> str:
     return f"sunny in {city}"
 
 
-@pytest.mark.parametrize("protocol", ["anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse"])
+@pytest.mark.parametrize("protocol", protocol_names())
 def test_an_agent_runs_a_tool_round_on_a_fake_model_of_each_protocol(protocol):
     model = FakeModel([[("think", "They want weather."), ("tool", "call_1", "weather", '{"city": "Paris"}')], [("text", "It is sunny in Paris.")]], protocol=protocol)
     agent = Agent("bot", model, tools=[weather])

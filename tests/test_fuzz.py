@@ -18,13 +18,13 @@ from modelwire import event as Ev
 from modelwire.adapters import decode_sse
 from modelwire.formatters import get_formatter
 from modelwire.message import AssistantMsg, Msg
-from modelwire.protocols import get_protocol
+from modelwire.protocols import get_protocol, protocol_names
 from modelwire.testing.sse import body
 
 from paths import HAVE_SHARED, PA
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-PROTOCOLS = ["anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse"]
+PROTOCOLS = protocol_names()  # every registered protocol (the registry decides, not this file)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, width=16) | st.text(max_size=8),
