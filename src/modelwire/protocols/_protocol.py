@@ -173,6 +173,18 @@ class CachePlan:
         return cls(**value)
 
 
+def cache_marks_problem(marks: Sequence[Mapping[str, Any]], limit: int, noun: str, provider: str) -> tuple[str, str] | None:
+    """What is wrong with a request's cache marks, in prompt order, under the rules Claude
+    and Bedrock share: at most ``limit``, and no 1-hour mark after a 5-minute one. A
+    ``(code, message)`` pair (``cache-breakpoints`` or ``cache-ttl-order``), or None."""
+    if len(marks) > limit:
+        return "cache-breakpoints", f"{len(marks)} {noun}s in the request; {provider} allows {limit}"
+    ttls = [mark.get("ttl", "5m") for mark in marks]
+    if "5m" in ttls and "1h" in ttls[ttls.index("5m") :]:
+        return "cache-ttl-order", f"a 1-hour {noun} comes after a 5-minute one; {provider} wants the longer-lived ones first"
+    return None
+
+
 def _cache_check(value: Any) -> str | None:
     if isinstance(value, bool) or value in CACHE_TTLS:
         return None

@@ -317,12 +317,12 @@ def place_cache(body: dict[str, Any], ttl: str, system: bool = True, tools: bool
                 break
     for target in targets:
         target.setdefault("cache_control", dict(mark))
+    from .._protocol import cache_marks_problem
+
     marks = [item["cache_control"] for item in _in_prompt_order(body) if isinstance(item, dict) and "cache_control" in item]
-    if len(marks) > MAX_CACHE_BREAKPOINTS:
-        raise FormatError(None, f"{len(marks)} cache breakpoints in the request; Anthropic allows {MAX_CACHE_BREAKPOINTS}", PROTOCOL, code="cache-breakpoints")
-    ttls = [m.get("ttl", "5m") for m in marks]
-    if "5m" in ttls and "1h" in ttls[ttls.index("5m") :]:
-        raise FormatError(None, "a 1-hour cache breakpoint comes after a 5-minute one; Anthropic wants the longer-lived ones first", PROTOCOL, code="cache-ttl-order")
+    problem = cache_marks_problem(marks, MAX_CACHE_BREAKPOINTS, "cache breakpoint", "Anthropic")
+    if problem is not None:
+        raise FormatError(None, problem[1], PROTOCOL, code=problem[0])
 
 
 def _in_prompt_order(body: dict[str, Any]) -> list[Any]:

@@ -20,7 +20,7 @@ from urllib.parse import quote
 from ...adapters import encode_frame
 from ...errors import ConfigError
 from ... import errors as E
-from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .._protocol import CachePlan, Capabilities, cache_marks_problem, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 
 __all__ = ["PROTOCOL", "BedrockConverseProtocol", "regional"]
 
@@ -124,11 +124,9 @@ class BedrockConverseProtocol(WireProtocol):
             if not (items and "cachePoint" in items[-1]):
                 items.append(json.loads(json.dumps(point)))
         marks = [b["cachePoint"] for b in [*body.get("toolConfig", {}).get("tools", ()), *body.get("system", ()), *(c for m in body.get("messages", ()) for c in m["content"])] if "cachePoint" in b]
-        if len(marks) > 4:
-            raise refuse("cache", preset, f"{len(marks)} cache points in the request; Converse allows 4", model=model)
-        ttls = [m.get("ttl", "5m") for m in marks]
-        if "5m" in ttls and "1h" in ttls[ttls.index("5m") :]:
-            raise refuse("cache", preset, "a 1-hour cache point comes after a 5-minute one; the longer-lived go first", model=model)
+        problem = cache_marks_problem(marks, 4, "cache point", "Converse")
+        if problem is not None:
+            raise refuse("cache", preset, problem[1], model=model)
 
     def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         inference: dict[str, Any] = {}
