@@ -306,8 +306,7 @@ class HTTPModel:
         if chained is not None:
             payload = chained
         renamed = name_map(tools, getattr(self.formatter, "tool_name_rules", None))
-        body = json.dumps(payload, ensure_ascii=False).encode()
-        headers = await self._signed(self.url(), self.wire.request_headers(payload, self.headers(opts.extra_headers), self.spec.preset), body)
+        body, headers = await self._encoded(payload, opts)
         trace = telemetry.model_call(self.provider, self.name, self.url(), opts, messages) if telemetry.enabled() else None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeouts.total if self.timeouts.total else None
@@ -393,8 +392,7 @@ class HTTPModel:
                             # same call with the whole history (no retry spent).
                             log.debug("%s: %s; sent again with the whole history", self, err.message)
                             chained, payload = None, full
-                            body = json.dumps(payload, ensure_ascii=False).encode()
-                            headers = await self._signed(self.url(), self.wire.request_headers(payload, self.headers(opts.extra_headers), self.spec.preset), body)
+                            body, headers = await self._encoded(payload, opts)
                             if response is not None:
                                 await response.aclose()
                                 response = None
@@ -447,6 +445,13 @@ class HTTPModel:
         finally:
             if trace is not None and not trace.ended:
                 trace.end(error=asyncio.CancelledError("the call was closed before it ended"))
+
+    async def _encoded(self, payload: dict[str, Any], opts: ModelOptions) -> tuple[bytes, dict[str, str]]:
+        """A request's body bytes and its headers: the protocol's for what the body holds,
+        the call's extra ones, cloud credentials applied."""
+        body = json.dumps(payload, ensure_ascii=False).encode()
+        headers = self.wire.request_headers(payload, self.headers(opts.extra_headers), self.spec.preset)
+        return body, await self._signed(self.url(), headers, body)
 
     def _remember(self, full: dict[str, Any], end: EventBase, opts: ModelOptions) -> None:
         """Keep what a later call needs to continue this one on the server (``chain``)."""
