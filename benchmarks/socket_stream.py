@@ -118,37 +118,14 @@ def sdk(protocol: str, base: str) -> Any:
         from google import genai
         from google.genai import types
 
-        client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=base))
-
-        async def run() -> int:
-            n = 0
-            async for _ in await client.aio.models.generate_content_stream(model="m", contents="x"):
-                n += 1
-            return n
-
-        return run
+        return S.sdk_iterate(protocol, genai.Client(api_key="k", http_options=types.HttpOptions(base_url=base)))
     if protocol == "anthropic":
         import anthropic
 
-        aclient = anthropic.AsyncAnthropic(api_key="k", base_url=base, max_retries=0)
-
-        async def run() -> int:
-            stream = await aclient.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}], stream=True)
-            return sum([1 async for _ in stream])
-
-        return run
+        return S.sdk_iterate(protocol, anthropic.AsyncAnthropic(api_key="k", base_url=base, max_retries=0))
     import openai
 
-    oclient = openai.AsyncOpenAI(api_key="k", base_url=base + "/v1", max_retries=0)
-
-    async def run() -> int:
-        if protocol == "openai-chat":
-            stream = await oclient.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
-        else:
-            stream = await oclient.responses.create(model="m", input="x", stream=True)
-        return sum([1 async for _ in stream])
-
-    return run
+    return S.sdk_iterate(protocol, openai.AsyncOpenAI(api_key="k", base_url=base + "/v1", max_retries=0))
 
 
 def cpu(loop: asyncio.AbstractEventLoop, fn: Any) -> tuple[float, Any]:

@@ -257,14 +257,7 @@ def sdk_iteration(protocol: str, pieces: list[bytes]) -> Any:
                 yield piece
 
         client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url="http://bench", async_client_args={"transport": httpx.MockTransport(lambda r: httpx.Response(200, content=body(), headers={"content-type": "text/event-stream"}))}))
-
-        async def run() -> int:
-            n = 0
-            async for _ in await client.aio.models.generate_content_stream(model="m", contents="x"):
-                n += 1
-            return n
-
-        return run
+        return sdk_iterate(protocol, client)
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(_handler(pieces, "text/event-stream")))
     if protocol == "anthropic":
         import anthropic
@@ -274,9 +267,17 @@ def sdk_iteration(protocol: str, pieces: list[bytes]) -> Any:
         import openai
 
         client = openai.AsyncOpenAI(api_key="k", base_url="http://bench/v1", http_client=http, max_retries=0)
+    return sdk_iterate(protocol, client)
+
+
+def sdk_iterate(protocol: str, client: Any) -> Any:
+    """The SDK's plain iteration of one streamed call on ``client`` (anthropic, openai or
+    google-genai, however it reaches the bytes); returns the number of events."""
 
     async def run() -> int:
-        if protocol == "anthropic":
+        if protocol == "gemini":
+            stream = await client.aio.models.generate_content_stream(model="m", contents="x")
+        elif protocol == "anthropic":
             stream = await client.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}], stream=True)
         elif protocol == "openai-chat":
             stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
