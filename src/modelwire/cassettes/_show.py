@@ -19,11 +19,10 @@ def protocol_of(url: str) -> str | None:
 
 
 def summarize(cassette: Cassette, cache: bool = False) -> list[str]:
-    from ..adapters import decode_sse
     from ..protocols import protocol_for_url
-    from ..errors import ProviderError
 
     lines = [f"{cassette.path}: {len(cassette.interactions)} interaction(s)"]
+    decoded: dict[int, tuple[list[Any], str]] = {}  # interaction -> its events (the cache report reads them too)
     if cassette.notes:
         lines.append(f"  notes: {cassette.notes}")
     for n, interaction in enumerate(cassette.interactions):
@@ -35,12 +34,7 @@ def summarize(cassette: Cassette, cache: bool = False) -> list[str]:
         content_type = resp.get("headers", {}).get("content-type", "")
         if wire is None or resp["status"] >= 400 or wire.content_type not in content_type and "data:" not in resp.get("body", "")[:200]:
             continue
-        protocol = wire.name
-        try:
-            events: list[Any] = decode_sse(protocol, interaction.body_bytes(), "show")
-            problem = ""
-        except ProviderError as err:
-            events, problem = err.events, f"  error: {type(err).__name__}: {err.message}"
+        events, problem = decoded[n] = _decoded(interaction, wire.name)
         counts = Counter(e.type for e in events)
         end = next((e for e in reversed(events) if e.type == "MODEL_CALL_END"), None)
         shown = ", ".join(f"{t} x{c}" for t, c in counts.most_common())
@@ -56,17 +50,29 @@ def summarize(cassette: Cassette, cache: bool = False) -> list[str]:
         if problem:
             lines.append(problem)
     if cache:
-        lines += cache_report(cassette)
+        lines += cache_report(cassette, decoded)
     return lines
 
 
-def cache_report(cassette: Cassette) -> list[str]:
-    """Per call: the prompt-cache reads and writes, and between consecutive calls of one
-    protocol what broke the cached prefix (a changed system prompt, tools changed or
-    reordered, history rewritten), or how much of it was kept."""
+def _decoded(interaction: Any, protocol: str) -> tuple[list[Any], str]:
+    """A recorded body's events (up to its error, if it broke) and what broke it."""
     from ..adapters import decode_sse
     from ..errors import ProviderError
+
+    try:
+        return decode_sse(protocol, interaction.body_bytes(), "show"), ""
+    except ProviderError as err:
+        return err.events, f"  error: {type(err).__name__}: {err.message}"
+
+
+def cache_report(cassette: Cassette, decoded: dict[int, tuple[list[Any], str]] | None = None) -> list[str]:
+    """Per call: the prompt-cache reads and writes, and between consecutive calls of one
+    protocol what broke the cached prefix (a changed system prompt, tools changed or
+    reordered, history rewritten), or how much of it was kept. ``decoded``: bodies already
+    decoded, by interaction (what :func:`summarize` read)."""
     from ..protocols import protocol_for_url
+
+    decoded = {} if decoded is None else decoded
 
     lines = ["prompt cache:"]
     previous: dict[str, tuple[str, list[tuple[str, Any]]]] = {}  # protocol -> (model, parts)
@@ -80,10 +86,9 @@ def cache_report(cassette: Cassette) -> list[str]:
             continue
         usage = ""
         if resp["status"] < 400:
-            try:
-                events: list[Any] = decode_sse(wire.name, interaction.body_bytes(), "show")
-            except ProviderError as err:
-                events = err.events
+            if n not in decoded:
+                decoded[n] = _decoded(interaction, wire.name)
+            events = decoded[n][0]
             end = next((e for e in reversed(events) if e.type == "MODEL_CALL_END"), None)
             if end is not None:
                 total = end.input_tokens  # every prompt token, cache reads and writes included
