@@ -172,7 +172,7 @@ def memory() -> bool:
     msg.content  # noqa: B018
     kept, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    size = len(msg.model_dump_json())
+    size = len(msg.to_json())
     ratio = (kept - before) / size
     print(f"\nmemory: a 4 MB tool-call stream folded keeps {(kept - before) / MB:.1f} MiB (peak {(peak - before) / MB:.1f} MiB) for {size / MB:.1f} MiB of JSON: {ratio:.2f}x (target <= 2x)")
     return ratio <= 2.0

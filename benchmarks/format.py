@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from modelwire.formatters import ToolSpec, get_formatter  # noqa: E402
 from modelwire.message import (  # noqa: E402
+    extras_of,
     AssistantMsg,
     Base64Source,
     DataBlock,
@@ -118,7 +119,7 @@ def floor_anthropic(msgs: list) -> dict[str, Any]:
             if t == "text":
                 turn(role).append({"type": "text", "text": b.text})
             elif t == "thinking":
-                extras = b.__pydantic_extra__
+                extras = extras_of(b)
                 if extras and extras.get("signature"):
                     turn(role).append({"type": "thinking", "thinking": b.thinking, "signature": extras["signature"]})
             elif t == "tool_call":
@@ -262,7 +263,7 @@ def floor_responses(msgs: list) -> dict[str, Any]:
                 items += sorted(outputs, key=lambda o: order[o["call_id"]])
                 outputs = []
             if t == "thinking":
-                extras = b.__pydantic_extra__
+                extras = extras_of(b)
                 if extras and extras.get("reasoning_item_id"):
                     items.append({"type": "reasoning", "id": extras["reasoning_item_id"], "summary": [{"type": "summary_text", "text": b.thinking}], "encrypted_content": extras.get("encrypted_content")})
             elif t == "text":

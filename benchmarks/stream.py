@@ -371,14 +371,13 @@ def floor(protocol: str, pieces: list[bytes], parse: Any) -> int:
 
 def event_floor(protocol: str, pieces: list[bytes], parse: Any) -> int:
     """The floor plus the least the event contract asks of any adapter: for each parsed
-    provider event, one validated event model with a fresh id and timestamp, built the
-    cheapest way pydantic allows. What an adapter spends beyond this is its own. The loop is
-    the floor's, written out again so no extra call is timed; like the adapter's, each event
-    is dropped after its piece, and the count and ids are checked."""
+    provider event, one validated event (a record) with a fresh id and timestamp. What an
+    adapter spends beyond this is its own. The loop is the floor's, written out again so
+    no extra call is timed; like the adapter's, each event is dropped after its piece, and
+    the count and ids are checked."""
     from modelwire._ids import coarse_now_iso, new_id
     from modelwire.event import TextBlockDeltaEvent
 
-    validate = TextBlockDeltaEvent.__pydantic_validator__.validate_python
     n, last = 0, ""
     if protocol == "bedrock-converse":
         import zlib
@@ -388,7 +387,7 @@ def event_floor(protocol: str, pieces: list[bytes], parse: Any) -> int:
             assert zlib.crc32(piece[:-4]) == int.from_bytes(piece[-4:], "big")
             headers_length = int.from_bytes(piece[4:8], "big")
             parse(piece[12 + headers_length : -4])
-            event = validate({"id": new_id(), "created_at": coarse_now_iso(), "reply_id": "r", "block_id": "b", "delta": "x"})
+            event = TextBlockDeltaEvent(id=new_id(), created_at=coarse_now_iso(), reply_id="r", block_id="b", delta="x")
             assert event.id != last
             last = event.id
             n += 1
@@ -397,7 +396,7 @@ def event_floor(protocol: str, pieces: list[bytes], parse: Any) -> int:
         for line in piece.split(b"\n"):
             if line.startswith(b"data: ") and line != b"data: [DONE]":
                 parse(line[6:])
-                event = validate({"id": new_id(), "created_at": coarse_now_iso(), "reply_id": "r", "block_id": "b", "delta": "x"})
+                event = TextBlockDeltaEvent(id=new_id(), created_at=coarse_now_iso(), reply_id="r", block_id="b", delta="x")
                 assert event.id != last
                 last = event.id
                 n += 1

@@ -7,6 +7,7 @@ stored (and reply() returns the same), and check_stream accepts the events.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import time
 
@@ -65,7 +66,7 @@ async def stream_all(agent, *args, **kw):
 
 
 def fold(events, base: Msg | None = None):
-    msg = base.model_copy(deep=True) if base is not None else None
+    msg = copy.deepcopy(base) if base is not None else None
     for ev in events:
         if ev.type == "REPLY_START":
             msg = AssistantMsg(ev.name, [], id=ev.reply_id, created_at=msg.created_at if msg else None)
@@ -77,7 +78,7 @@ def check_invariant(agent, events):
     E.check_stream(events)
     stored = agent.context[-1]
     folded = fold(events)
-    folded.__dict__["created_at"] = stored.created_at  # the only field not carried by an event
+    folded.created_at = stored.created_at  # the only field not carried by an event
     assert folded == stored
     return stored
 

@@ -56,7 +56,7 @@ def test_decode_prints_the_rebuilt_message():
     path = ROOT / "anthropic-sdk-python" / "tool_use_response.txt"
     out = run("decode", "--protocol", "anthropic", str(path))
     assert out.returncode == 0, out.stderr
-    msg = Msg.model_validate_json(out.stdout)
+    msg = Msg.from_dict(json.loads(out.stdout))
     assert msg.role == "assistant" and msg.finished_reason == "completed"
     text, call = msg.content
     assert text.text == "I'll check the current weather in Paris for you."
@@ -83,7 +83,7 @@ def test_decode_of_a_broken_stream_prints_what_it_could_and_fails():
     )
     out = run("decode", "--protocol", "anthropic", "-", stdin=body)
     assert out.returncode == 1
-    msg = Msg.model_validate_json(out.stdout)
+    msg = Msg.from_dict(json.loads(out.stdout))
     assert msg.get_text_content() == "Partial" and msg.finished_reason == "error"
     assert msg.error.type == "upstream"
     assert b"StreamProtocolError" in out.stderr and b"invalid JSON" in out.stderr

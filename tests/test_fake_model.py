@@ -26,7 +26,7 @@ def test_an_agent_runs_a_tool_round_on_a_fake_model_of_each_protocol(protocol):
     reply = agent.reply_sync("Weather in Paris?")
     assert reply.get_text_content().strip() == "It is sunny in Paris."
     (result,) = reply.get_content_blocks("tool_result")
-    assert result.state == "success" and "sunny in Paris" in json.dumps(result.model_dump())
+    assert result.state == "success" and "sunny in Paris" in json.dumps(result.to_dict())
     assert len(model.requests) == 2 and "sunny in Paris" in json.dumps(model.requests[1])  # the result went back
     assert reply.usage.input_tokens == 20  # two calls of the scripted usage, decoded by the adapter
 

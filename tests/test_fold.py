@@ -32,7 +32,7 @@ def test_text_thinking_and_tool_call_blocks_are_built_in_order_with_event_ids_an
     by_type = {e.type: e for e in r.events}
     assert text.created_at == by_type["TEXT_BLOCK_START"].created_at
     assert call.finished_at == by_type["TOOL_CALL_END"].created_at
-    assert msg.usage.model_dump() == {
+    assert msg.usage.to_dict() == {
         "input_tokens": 10,
         "output_tokens": 20,
         "cache_input_tokens": 3,
@@ -62,7 +62,7 @@ def test_reading_mid_stream_sees_everything_folded_so_far():
     assert msg.get_text_content() == "abc"
     block = msg.content[0]
     msg.append_event(E.TextBlockDeltaEvent(reply_id="r", block_id="b", delta="d"))
-    assert msg.model_dump()["content"][0]["text"] == "abcd"
+    assert msg.to_dict()["content"][0]["text"] == "abcd"
     assert block.text == "abcd"  # the same block object is updated when the message is read
     assert "abcd" in repr(msg)
 
@@ -89,10 +89,10 @@ def test_data_block_url_delta_replaces_the_inline_source_and_base64_cannot_follo
     r.add(E.DataBlockDeltaEvent, block_id="d", media_type="image/png", url="https://x/y.png")
     msg = fold(r.events)
     assert msg.content[0].source.type == "url" and msg.content[0].source.url == "https://x/y.png"
-    before = msg.model_dump()
+    before = msg.to_dict()
     with pytest.raises(EventApplyError, match="already holds a URL"):
         msg.append_event(E.DataBlockDeltaEvent(reply_id=msg.id, block_id="d", media_type="image/png", data="QUJD"))
-    assert msg.model_dump() == before
+    assert msg.to_dict() == before
 
 
 def test_tool_results_gather_text_and_data_and_finish_the_call():
@@ -173,7 +173,7 @@ def test_reply_end_sets_reason_and_error():
 
 def test_events_without_effect_and_custom_events_change_nothing():
     msg = AssistantMsg("a", [], id="r")
-    before = msg.model_dump()
+    before = msg.to_dict()
     for ev in [
         E.ReplyStartEvent(session_id="s", reply_id="r", name="a"),
         E.ModelCallStartEvent(reply_id="r", model_name="m"),
@@ -182,7 +182,7 @@ def test_events_without_effect_and_custom_events_change_nothing():
         E.CustomEvent(name="x", value={"a": 1}),
     ]:
         msg.append_event(ev)
-    assert msg.model_dump() == before
+    assert msg.to_dict() == before
 
 
 def test_append_event_takes_parsed_events_and_names_the_parser_for_json():
@@ -218,11 +218,11 @@ def test_an_event_that_cannot_be_applied_raises_and_changes_nothing(bad):
     msg = AssistantMsg("a", [ToolCallBlock(id="c", name="f", input="{}")], id="r")
     msg.append_event(E.TextBlockStartEvent(reply_id="r", block_id="b"))
     msg.append_event(E.TextBlockDeltaEvent(reply_id="r", block_id="b", delta="kept"))
-    before = msg.model_dump()
+    before = msg.to_dict()
     with pytest.raises(EventApplyError) as info:
         msg.append_event(bad)
     assert bad.type in str(info.value)
-    assert msg.model_dump() == before
+    assert msg.to_dict() == before
     msg.append_event(E.TextBlockDeltaEvent(reply_id="r", block_id="b", delta="+more"))
     assert msg.get_text_content() == "kept+more"
 

@@ -1,5 +1,5 @@
 """Fuzzing the edges (hypothesis, bounded): the only exceptions allowed out are modelwire's
-typed errors, and pydantic's ValidationError where documented (``Msg.from_dict``,
+typed errors, and ValidationError where documented (``Msg.from_dict``,
 ``parse_event``). MODELWIRE_DEBUG=1 is on, so a bug inside modelwire fails these tests as
 itself instead of hiding behind a typed error."""
 
@@ -11,7 +11,7 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from modelwire.errors import ValidationError
 
 from modelwire import errors as E
 from modelwire import event as Ev
@@ -96,11 +96,11 @@ def test_out_of_order_events_are_refused_and_change_nothing(steps):
     msg = AssistantMsg("a", [], id="r")
     for kind, block_id, reply_id in steps:
         event = EVENT_KINDS[kind](reply_id, block_id)
-        before = msg.model_dump()
+        before = msg.to_dict()
         try:
             msg.append_event(event)
         except E.EventApplyError:
-            assert msg.model_dump() == before
+            assert msg.to_dict() == before
 
 
 @st.composite

@@ -8,6 +8,7 @@ folded message holds exactly the content the stream carried.
 from __future__ import annotations
 
 import base64
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,7 +182,7 @@ def test_folding_equals_folding_the_json_round_trip(spec, split_seed, order_seed
     direct = fold(events)
     again = fold(E.loads_jsonl(E.dumps_jsonl(events)))
     assert again == direct
-    assert Msg.model_validate_json(direct.model_dump_json()) == direct
+    assert Msg.from_dict(json.loads(direct.to_json())) == direct
 
 
 @PROPS
@@ -190,4 +191,4 @@ def test_folding_does_not_depend_on_how_deltas_were_split(spec, seed_a, seed_b, 
     a = fold(render(spec, seed_a, order_seed))
     b = fold(render(spec, seed_b, order_seed))
     assert a == b
-    assert a.model_dump_json() == b.model_dump_json()
+    assert a.to_json() == b.to_json()

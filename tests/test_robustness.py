@@ -213,11 +213,11 @@ def test_extras_never_overwrite_a_blocks_own_fields():
     msg.append_event(Ev.ReplyStartEvent(session_id="s", reply_id="r", name="a"))
     msg.append_event(Ev.ToolCallStartEvent(reply_id="r", tool_call_id="c1", tool_call_name="f"))
     msg.append_event(Ev.ToolCallDeltaEvent(reply_id="r", tool_call_id="c1", delta="{}"))
-    before = msg.model_dump()
+    before = msg.to_dict()
     for extras in ({"type": "text"}, {"id": "other"}, {"name": "g"}):
         with pytest.raises(E.EventApplyError, match="overwrite"):
             msg.append_event(Ev.ToolCallEndEvent(reply_id="r", tool_call_id="c1", extras=extras))
-        assert msg.model_dump() == before
+        assert msg.to_dict() == before
     msg.append_event(Ev.ToolCallEndEvent(reply_id="r", tool_call_id="c1", extras={"signature": "s"}))
     assert msg.content[0].signature == "s" and msg.content[0].type == "tool_call"
 
@@ -239,11 +239,11 @@ def test_messages_refuse_what_they_could_not_send_later():
     assert isinstance(msg.content[0], TextBlock)
 
 
-def test_model_copy_keeps_the_role_rules():
+def test_copies_keep_the_role_rules():
     msg = AssistantMsg("a", [ToolCallBlock(id="c", name="f", input="{}")])
     with pytest.raises(E.RoleError):
-        msg.model_copy(update={"role": "user"})
-    copy = msg.model_copy()
+        msg.replace(role="user")
+    copy = msg.replace()
     with pytest.raises(E.RoleError):
         copy.role = "user"
     copy.content.append(TextBlock(text="x"))

@@ -238,7 +238,7 @@ def test_a_parked_reply_resumes_with_the_answer_posted_as_an_event_and_wrong_ans
                 rid = first[0].reply_id
                 asked, resume = first[-2], first[-1]
                 token = resume.value["resume_token"]
-                answer = json.loads(made[0].confirm({"toolu_1": True}).model_dump_json())
+                answer = json.loads(made[0].confirm({"toolu_1": True}).to_json())
                 unknown = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": "nope"}, "resume_token": token})
                 no_token = client.post(url + "/reply", json={"resume": answer})
                 wrong_token = client.post(url + "/reply", json={"resume": answer, "resume_token": token[:-2] + "xx"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import copy
 import json
 import os
 import shutil
@@ -107,7 +108,7 @@ def fold(*streams) -> AssistantMsg:
 
 def approve(parked_events, token):
     asked = next(e for e in parked_events if e.type == "REQUIRE_USER_CONFIRM")
-    event = {"type": "USER_CONFIRM_RESULT", "reply_id": asked.reply_id, "confirm_results": [{"confirmed": True, "tool_call": asked.tool_calls[0].model_dump(mode="json")}]}
+    event = {"type": "USER_CONFIRM_RESULT", "reply_id": asked.reply_id, "confirm_results": [{"confirmed": True, "tool_call": asked.tool_calls[0].to_dict()}]}
     return {"resume": event, "resume_token": token}
 
 
@@ -158,10 +159,10 @@ def test_the_rebuilt_reply_is_the_one_the_first_worker_kept(redis_url):
         app_a.store, app_b.store = RedisStore(redis_url), RedisStore(redis_url)
         with Served(app_a) as url_a, Served(app_b) as url_b:
             first = events_of(httpx.post(url_a + "/reply", json={"input": "Weather?"}, timeout=30).content)
-            parked = made_a[0].context[-1].model_copy(deep=True)
+            parked = copy.deepcopy(made_a[0].context[-1])
             second = events_of(httpx.post(url_b + "/reply", json=approve(first, first[-1].value["resume_token"]), timeout=30).content)
     kept = made_b[-1].context[-1]
-    assert kept.id == parked.id and kept.content[0].model_dump() == {**parked.content[0].model_dump(), "state": "finished"}
+    assert kept.id == parked.id and kept.content[0].to_dict() == {**parked.content[0].to_dict(), "state": "finished"}
     rebuilt = AssistantMsg(first[0].name, [], id=first[0].reply_id, created_at=kept.created_at)
     for ev in first + second:
         rebuilt.append_event(ev)

@@ -58,7 +58,7 @@ def test_another_client_cannot_take_over_a_parked_reply_by_guessing():
                 # AG-UI names calls only: the attacker's token with the victim's call id
                 client.post(url + "/reply", json={"threadId": "t", "runId": "r", "messages": [], "resume": [{"interruptId": f"{attacker_token}.toolu_0", "status": "resolved", "payload": {"approved": True}}]}),
             ]
-            owner = events_of(client.post(url + "/reply", json={"resume": {**approve, "confirm_results": [{"confirmed": True, "tool_call": victim_events[-2].tool_calls[0].model_dump(mode="json")}]}, "resume_token": victim_token}).content)
+            owner = events_of(client.post(url + "/reply", json={"resume": {**approve, "confirm_results": [{"confirmed": True, "tool_call": victim_events[-2].tool_calls[0].to_dict()}]}, "resume_token": victim_token}).content)
     assert [t.status_code for t in tries] == [409] * 4 and len({t.text for t in tries}) == 1
     assert owner[-1].type == "REPLY_END" and owner[-1].finished_reason == "completed"  # the victim's reply was untouched
     resumed = made[-1].context[-1]  # the victim's reply, taken up by a fresh agent

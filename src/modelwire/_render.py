@@ -46,7 +46,7 @@ class JsonLines:
         self.out = out
 
     def __call__(self, event: Any) -> None:
-        self.out.write(event.model_dump_json() + "\n")
+        self.out.write(event.to_json() + "\n")
         self.out.flush()
 
     def close(self) -> None:

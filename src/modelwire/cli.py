@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import json
 import os
 import sys
 from typing import Any, NoReturn
@@ -300,7 +301,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     if args.events:
         sys.stdout.write(dumps_jsonl(events))
     else:
-        sys.stdout.write(reply.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(json.dumps(reply.to_dict(), indent=2, ensure_ascii=False) + "\n")
     end = next((e for e in reversed(events) if e.type == "MODEL_CALL_END"), None)
     if end is not None:
         print(f"stop: {end.stop_reason} (the provider's: {end.provider_stop_reason})", file=sys.stderr)
@@ -341,8 +342,7 @@ def _rules() -> dict[str, str]:
 def _load_messages(path: str) -> list[Any]:
     """A conversation from a JSON file: a list of messages (``Msg.to_dict()`` form), or an
     object holding one as ``messages`` (or ``context``, as ``Agent.save`` writes)."""
-    from pydantic import ValidationError
-
+    from .errors import ValidationError
     from .message import Msg
 
     data = _load_json(path, "a list of messages")

@@ -15,6 +15,7 @@ __all__ = [
     "MissingKeyError",
     "RoleError",
     "InvalidMessageError",
+    "ValidationError",
     "AgentBusyError",
     "EventApplyError",
     "StreamGrammarError",
@@ -61,7 +62,58 @@ def debug_enabled() -> bool:
     return os.environ.get("MODELWIRE_DEBUG", "") not in ("", "0")
 
 
-class RoleError(ModelwireError, ValueError):
+class ValidationError(ModelwireError, ValueError):
+    """Data that does not fit a message, a block or an event: a missing field, a value of
+    the wrong type, base64 that is not base64. Raised where the data enters (a
+    constructor, ``from_dict``); ``errors()`` lists each problem with its location
+    (``loc``, a tuple of field names and list indexes), a message (``msg``) and a short
+    kind (``type``, such as ``missing`` or ``string_type``)."""
+
+    def __init__(self, title: str | None, errors: list[dict[str, Any]]) -> None:
+        self.title = title
+        self._errors = errors
+        super().__init__(self._text())
+
+    def errors(self) -> list[dict[str, Any]]:
+        """Each problem: ``{"loc": (...), "msg": "...", "type": "..."}``."""
+        return [dict(e) for e in self._errors]
+
+    def _text(self) -> str:
+        head = f"invalid {self.title}" if self.title else "invalid value"
+        parts = []
+        for e in self._errors[:5]:
+            loc = ".".join(str(p) for p in e["loc"])
+            parts.append(f"{loc}: {e['msg']}" if loc else e["msg"])
+        return f"{head}: " + "; ".join(parts)
+
+    def under(self, *loc: Any) -> "ValidationError":
+        """This error, its problems located inside ``loc`` (a field of the record that holds
+        the one that failed); the title is left for that record to give."""
+        self._errors = [{**e, "loc": (*loc, *e["loc"])} for e in self._errors]
+        self.title = None
+        self.args = (self._text(),)
+        return self
+
+    def named(self, title: str) -> "ValidationError":
+        """This error, titled with the record it was raised for (unless it has a title)."""
+        if not self.title:
+            self.title = title
+            self.args = (self._text(),)
+        return self
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, (type(self), self.title, self._errors))
+
+
+def _rebuild(cls: type, title: str | None, errors: list[dict[str, Any]]) -> "ValidationError":
+    err = ValidationError.__new__(cls)
+    ValidationError.__init__(err, title, errors)
+    return err
+
+
+
+
+class RoleError(ValidationError):
     """A message holds a block its role does not allow.
 
     Raised when a message is built and on every later change of its role or content.
@@ -73,9 +125,13 @@ class RoleError(ModelwireError, ValueError):
         self.where = where
         allowed = _ROLE_HELP.get(role, "")
         loc = f" ({where})" if where else ""
-        super().__init__(
-            f"a {role!r} message cannot hold a {block_type!r} block{loc}; {allowed}"
-        )
+        super().__init__(None, [{"loc": (), "msg": f"a {role!r} message cannot hold a {block_type!r} block{loc}; {allowed}", "type": "role"}])
+
+    def _text(self) -> str:
+        return self._errors[0]["msg"] if len(self._errors) == 1 and not self._errors[0]["loc"] else super()._text()
+
+    def __reduce__(self) -> Any:
+        return (RoleError, (self.role, self.block_type, self.where))
 
 
 _ROLE_HELP = {

@@ -29,6 +29,7 @@ from pydantic_core import from_json
 from .._ids import coarse_now_iso, new_id
 from ..message import provenance
 from ..errors import (
+    ValidationError,
     EventStreamError,
     IncompleteStreamError,
     InternalError,
@@ -37,7 +38,6 @@ from ..errors import (
     debug_enabled,
     error_from_body,
 )
-from pydantic import ValidationError
 
 from .. import event as E
 from ._eventstream import EventStreamDecoder as FrameParser
@@ -69,10 +69,10 @@ _TEXT_KINDS = {
 
 
 _DELTAS = {
-    "text": (E.TextBlockDeltaEvent.__pydantic_validator__.validate_python, "block_id"),
-    "thinking": (E.ThinkingBlockDeltaEvent.__pydantic_validator__.validate_python, "block_id"),
-    "tool_call": (E.ToolCallDeltaEvent.__pydantic_validator__.validate_python, "tool_call_id"),
-    "tool_result": (E.ToolResultTextDeltaEvent.__pydantic_validator__.validate_python, "tool_call_id"),
+    "text": (E.TextBlockDeltaEvent, "block_id"),
+    "thinking": (E.ThinkingBlockDeltaEvent, "block_id"),
+    "tool_call": (E.ToolCallDeltaEvent, "tool_call_id"),
+    "tool_result": (E.ToolResultTextDeltaEvent, "tool_call_id"),
 }
 
 
@@ -288,8 +288,7 @@ class BaseAdapter:
         fields["id"] = self._new_id()
         fields["created_at"] = self._now
         fields["reply_id"] = self.reply_id
-        # The validator directly: still validated, without BaseModel.__init__'s frame.
-        self._out.append(cls.__pydantic_validator__.validate_python(fields))
+        self._out.append(cls(**fields))
 
     def _start(self, data: dict[str, Any]) -> None:
         model = self._model_from(data) or self.model_name or ""
@@ -342,12 +341,8 @@ class BaseAdapter:
         block.has_delta = True
         make = _DELTAS.get(block.kind)
         if make is not None:
-            validate, key = make
-            self._out.append(
-                validate(
-                    {"id": self._new_id(), "created_at": self._now, "reply_id": self.reply_id, key: block.id, "delta": text}
-                )
-            )
+            cls, key = make
+            self._out.append(cls(id=self._new_id(), created_at=self._now, reply_id=self.reply_id, delta=text, **{key: block.id}))
         elif block.kind == "data":
             assert block.parts is not None
             block.parts.append(text)

@@ -15,6 +15,7 @@ all the streams of one reply, in order, are one valid reply stream.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from .._ids import new_id
 from ..errors import AgentBusyError, AgentError, ConfigError, FormatError, ModelwireError, ProviderError, ToolError, ToolServerError, UsageLimitExceeded, debug_enabled
 from ..formatters import ServerTool, ToolSpec
 from .._sync import run_sync
+from ..message import Record
 from ..message import AssistantMsg, Base64Source, DataBlock, Msg, MsgInput, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg, as_messages
 from ._tools import Tool, ToolArgumentsError, Toolset
 
@@ -157,7 +159,7 @@ class Agent:
         ``RateLimitError`` ...) with ``partial`` set to the reply so far, or the
         :class:`~modelwire.errors.ModelwireError` that stopped it."""
         # A resumed reply folds its new events onto the message as it was parked.
-        folded: Msg | None = None if event is None else self._reply_for(event.reply_id).model_copy(deep=True)
+        folded: Msg | None = None if event is None else copy.deepcopy(self._reply_for(event.reply_id))
         async for ev in self.reply_stream(msg, event=event, structured_model=structured_model, raise_errors=raise_errors):
             if ev.type == "REPLY_START":
                 folded = AssistantMsg(ev.name, [], id=ev.reply_id, created_at=self._reply_for(ev.reply_id).created_at)
@@ -619,9 +621,9 @@ class Agent:
             finally:
                 await running.aclose()  # its tasks are cancelled if the reply stops here
         if ask:
-            yield self._emit(state, E.RequireUserConfirmEvent(reply_id=rid, tool_calls=[c.model_copy(deep=True) for c in ask]))
+            yield self._emit(state, E.RequireUserConfirmEvent(reply_id=rid, tool_calls=[copy.deepcopy(c) for c in ask]))
         if external:
-            yield self._emit(state, E.RequireExternalExecutionEvent(reply_id=rid, tool_calls=[c.model_copy(deep=True) for c in external]))
+            yield self._emit(state, E.RequireExternalExecutionEvent(reply_id=rid, tool_calls=[copy.deepcopy(c) for c in external]))
         if ask or external or any(c.state in ("asking", "submitted") for c in self._open_calls(state)):
             yield _PARK
 
@@ -770,8 +772,10 @@ def _output_events(rid: str, call_id: str, value: Any) -> list[E.EventBase]:
         return [E.ToolResultDataDeltaEvent(reply_id=rid, tool_call_id=call_id, block_id=value.id, media_type=src.media_type, url=src.url)]
     if isinstance(value, (list, tuple)) and all(isinstance(v, (str, TextBlock, DataBlock)) for v in value):
         return [ev for v in value for ev in _output_events(rid, call_id, v)]
-    if hasattr(value, "model_dump_json"):
+    if hasattr(value, "model_dump_json"):  # a pydantic model
         return _output_events(rid, call_id, value.model_dump_json())
+    if isinstance(value, Record):
+        return _output_events(rid, call_id, value.to_json())
     try:
         return _output_events(rid, call_id, json.dumps(value, ensure_ascii=False, default=str))
     except (TypeError, ValueError):

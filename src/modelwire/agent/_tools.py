@@ -12,13 +12,14 @@ import asyncio
 import inspect
 import json
 import re
-from typing import Any, Callable, get_type_hints
-
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from typing import TYPE_CHECKING, Any, Callable, get_type_hints
 
 from ..formatters import ToolSpec
 
 from ..errors import ToolArgumentsError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["Tool", "tool", "Toolset", "ToolArgumentsError"]
 
@@ -103,6 +104,8 @@ class Tool:
             raise ToolArgumentsError(f"the arguments must be a JSON object, not {type(args).__name__}")
         if self._model is None:
             return args
+        from pydantic import ValidationError  # the schema's validator, made from the signature
+
         try:
             validated = self._model.model_validate(args)
         except ValidationError as exc:
@@ -155,7 +158,7 @@ def tool(func: Callable[..., Any] | None = None, **options: Any) -> Any:
 
 
 def _arguments_model(func: Callable[..., Any], param_docs: dict[str, str]) -> type[BaseModel]:
-    from pydantic import Field
+    from pydantic import ConfigDict, Field, create_model  # only for tools made from functions
 
     signature = inspect.signature(func)
     hints = get_type_hints(func, include_extras=True)

@@ -2,51 +2,65 @@
 
 from __future__ import annotations
 
+import json
 from typing import IO, Any, Iterable, Iterator
 
-from pydantic import TypeAdapter, ValidationError
-
-from ..errors import EventDecodeError
-from ._events import AgentEvent, EventBase
+from ..errors import EventDecodeError, ValidationError
+from ._events import EVENT_CLASSES, EventBase
 
 __all__ = ["parse_event", "event_to_json", "event_from_json", "dumps_jsonl", "write_jsonl", "iter_jsonl", "loads_jsonl"]
 
-_ADAPTER: TypeAdapter[Any] = TypeAdapter(AgentEvent)
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
 def parse_event(data: dict[str, Any] | EventBase) -> EventBase:
     """Build the typed event for a JSON-ready dict (dispatching on its ``type``)."""
     if isinstance(data, EventBase):
         return data
+    if not isinstance(data, dict):
+        raise EventDecodeError(f"invalid event: expected a JSON object, got {type(data).__name__}")
+    etype = data.get("type")
+    cls = EVENT_CLASSES.get(etype) if isinstance(etype, str) else None
+    if cls is None:
+        known = "no 'type'" if etype is None else f"an unknown type {etype!r:.60}"
+        raise EventDecodeError(f"invalid event: it has {known} (one of {', '.join(EVENT_CLASSES)})")
     try:
-        return _ADAPTER.validate_python(data)
+        return cls(**data)  # type: ignore[no-any-return]
     except ValidationError as exc:
         raise EventDecodeError(_describe(exc, data)) from exc
+    except TypeError as exc:  # a key that is not a string
+        raise EventDecodeError(f"invalid {etype} event: {exc}") from exc
 
 
 def event_to_json(event: EventBase) -> str:
     """One event as a compact JSON string."""
-    return event.model_dump_json()
+    return _encode(event.to_dict())
 
 
 def event_from_json(text: str | bytes, *, line: int | None = None) -> EventBase:
     """Decode one event from its JSON text."""
     try:
-        return _ADAPTER.validate_json(text)
-    except ValidationError as exc:
-        raise EventDecodeError(_describe(exc, None), line=line) from exc
+        data = json.loads(text)
+    except (ValueError, TypeError) as exc:
+        raise EventDecodeError(f"invalid event: not JSON ({exc})", line=line) from exc
+    try:
+        return parse_event(data)
+    except EventDecodeError as exc:
+        if line is None:
+            raise
+        raise EventDecodeError(exc.args[0], line=line) from exc.__cause__
 
 
 def dumps_jsonl(events: Iterable[EventBase]) -> str:
     """Events as JSON lines (one event per line, each line ending in a newline)."""
-    return "".join(e.model_dump_json() + "\n" for e in events)
+    return "".join(_encode(e.to_dict()) + "\n" for e in events)
 
 
 def write_jsonl(events: Iterable[EventBase], fp: IO[str]) -> int:
     """Write events to a text file as JSON lines; returns how many were written."""
     n = 0
     for e in events:
-        fp.write(e.model_dump_json())
+        fp.write(_encode(e.to_dict()))
         fp.write("\n")
         n += 1
     return n
@@ -67,7 +81,7 @@ def loads_jsonl(text: str | bytes) -> list[EventBase]:
 
 
 def _describe(exc: ValidationError, data: Any) -> str:
-    errors = exc.errors(include_url=False)
+    errors = exc.errors()
     etype = data.get("type") if isinstance(data, dict) else None
     parts = []
     for err in errors[:5]:

@@ -16,11 +16,11 @@ fields it does not know) and modelwire loads AgentScope's:
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal, TypeAlias, Union
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from typing import Any, Literal, TypeAlias, Union
 
 from .._ids import new_id, now_iso
+from .._record import Record, field
+from ..errors import ValidationError
 from ..message import (
     DataBlock,
     PermissionRule,
@@ -121,12 +121,10 @@ class StopReason(StrEnum):
     OTHER = "other"
 
 
-class EventBase(BaseModel):
-    model_config = ConfigDict(use_enum_values=True)
-
-    id: str = Field(default_factory=new_id)
-    created_at: str = Field(default_factory=now_iso)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+class EventBase(Record):
+    id: str = field(default_factory=new_id)
+    created_at: str = field(default_factory=now_iso)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 class ReplyStartEvent(EventBase):
@@ -141,7 +139,7 @@ class ReplyEndEvent(EventBase):
     type: Literal["REPLY_END"] = "REPLY_END"
     session_id: str
     reply_id: str
-    finished_reason: ReplyFinishedReason = "completed"  # type: ignore[assignment]
+    finished_reason: ReplyFinishedReason = ReplyFinishedReason.COMPLETED
     error: ErrorInfo | None = None
     structured_output: dict[str, Any] | None = None
     """modelwire addition: the validated structured output, when one was asked for."""
@@ -208,6 +206,20 @@ def _one_source(data: str | None, url: str | None) -> None:
         raise ValueError("exactly one of `data` or `url` must be given")
 
 
+def _media(value: str) -> str:
+    try:
+        return normalize_media_type(value)  # as a message takes it: "jpg" is image/jpeg
+    except ValueError as exc:
+        raise ValidationError(None, [{"loc": ("media_type",), "msg": str(exc), "type": "value_error"}]) from None
+
+
+def _data(value: str | None) -> str | None:
+    try:
+        return _base64(value)
+    except ValueError as exc:
+        raise ValidationError(None, [{"loc": ("data",), "msg": str(exc), "type": "value_error"}]) from None
+
+
 def _base64(value: str | None) -> str | None:
     """Base64 data of an event, taken as a message takes it (unpadded, URL-safe, with line
     breaks: made standard); valid standard base64 costs one check."""
@@ -224,10 +236,8 @@ class DataBlockStartEvent(_BlockEvent):
     media_type: str
     name: str | None = None
 
-    @field_validator("media_type")
-    @classmethod
-    def _media(cls, v: str) -> str:
-        return normalize_media_type(v)  # as a message takes it: "jpg" is image/jpeg
+    def __post_init__(self) -> None:
+        self.media_type = _media(self.media_type)
 
 
 class DataBlockDeltaEvent(_BlockEvent):
@@ -237,20 +247,10 @@ class DataBlockDeltaEvent(_BlockEvent):
     """A piece of base64, itself validly padded base64."""
     url: str | None = None
 
-    @field_validator("media_type")
-    @classmethod
-    def _media(cls, v: str) -> str:
-        return normalize_media_type(v)
-
-    @field_validator("data")
-    @classmethod
-    def _data(cls, v: str | None) -> str | None:
-        return _base64(v)
-
-    @model_validator(mode="after")
-    def _source(self) -> "DataBlockDeltaEvent":
+    def __post_init__(self) -> None:
+        self.media_type = _media(self.media_type)
+        self.data = _data(self.data)
         _one_source(self.data, self.url)
-        return self
 
 
 class DataBlockEndEvent(_BlockEvent):
@@ -258,7 +258,7 @@ class DataBlockEndEvent(_BlockEvent):
     extras: dict[str, Any] | None = None
 
 
-_HintItem = Annotated[Union[TextBlock, DataBlock], Field(discriminator="type")]
+_HintItem = Union[TextBlock, DataBlock]
 
 
 class HintBlockEvent(_BlockEvent):
@@ -299,25 +299,15 @@ class ToolResultTextDeltaEvent(_ToolEvent):
 
 class ToolResultDataDeltaEvent(_ToolEvent):
     type: Literal["TOOL_RESULT_DATA_DELTA"] = "TOOL_RESULT_DATA_DELTA"
-    block_id: str = Field(default_factory=new_id)
+    block_id: str = field(default_factory=new_id)
     media_type: str
     data: str | None = None
     url: str | None = None
 
-    @field_validator("media_type")
-    @classmethod
-    def _media(cls, v: str) -> str:
-        return normalize_media_type(v)
-
-    @field_validator("data")
-    @classmethod
-    def _data(cls, v: str | None) -> str | None:
-        return _base64(v)
-
-    @model_validator(mode="after")
-    def _source(self) -> "ToolResultDataDeltaEvent":
+    def __post_init__(self) -> None:
+        self.media_type = _media(self.media_type)
+        self.data = _data(self.data)
         _one_source(self.data, self.url)
-        return self
 
 
 class ToolResultEndEvent(_ToolEvent):
@@ -345,7 +335,7 @@ class RequireExternalExecutionEvent(EventBase):
     tool_calls: list[ToolCallBlock]
 
 
-class ConfirmResult(BaseModel):
+class ConfirmResult(Record):
     confirmed: bool
     tool_call: ToolCallBlock
     rules: list[PermissionRule] | None = None
@@ -373,44 +363,41 @@ class CustomEvent(EventBase):
 
     type: Literal["CUSTOM"] = "CUSTOM"
     name: str
-    value: dict = Field(default_factory=dict)
+    value: dict = field(default_factory=dict)
 
 
-AgentEvent: TypeAlias = Annotated[
-    Union[
-        ReplyStartEvent,
-        ReplyEndEvent,
-        ExceedMaxItersEvent,
-        RequireUserConfirmEvent,
-        RequireExternalExecutionEvent,
-        ModelCallStartEvent,
-        ModelCallEndEvent,
-        TextBlockStartEvent,
-        TextBlockDeltaEvent,
-        TextBlockEndEvent,
-        DataBlockStartEvent,
-        DataBlockDeltaEvent,
-        DataBlockEndEvent,
-        ThinkingBlockStartEvent,
-        ThinkingBlockDeltaEvent,
-        ThinkingBlockEndEvent,
-        HintBlockEvent,
-        ToolCallStartEvent,
-        ToolCallDeltaEvent,
-        ToolCallEndEvent,
-        ToolResultStartEvent,
-        ToolResultTextDeltaEvent,
-        ToolResultDataDeltaEvent,
-        ToolResultEndEvent,
-        UserConfirmResultEvent,
-        UserInterruptEvent,
-        ExternalExecutionResultEvent,
-        CustomEvent,
-    ],
-    Field(discriminator="type"),
+AgentEvent: TypeAlias = Union[
+    ReplyStartEvent,
+    ReplyEndEvent,
+    ExceedMaxItersEvent,
+    RequireUserConfirmEvent,
+    RequireExternalExecutionEvent,
+    ModelCallStartEvent,
+    ModelCallEndEvent,
+    TextBlockStartEvent,
+    TextBlockDeltaEvent,
+    TextBlockEndEvent,
+    DataBlockStartEvent,
+    DataBlockDeltaEvent,
+    DataBlockEndEvent,
+    ThinkingBlockStartEvent,
+    ThinkingBlockDeltaEvent,
+    ThinkingBlockEndEvent,
+    HintBlockEvent,
+    ToolCallStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolResultStartEvent,
+    ToolResultTextDeltaEvent,
+    ToolResultDataDeltaEvent,
+    ToolResultEndEvent,
+    UserConfirmResultEvent,
+    UserInterruptEvent,
+    ExternalExecutionResultEvent,
+    CustomEvent,
 ]
 
 EVENT_CLASSES: dict[str, type[EventBase]] = {
-    cls.model_fields["type"].default: cls
-    for cls in AgentEvent.__origin__.__args__  # type: ignore[attr-defined]
+    cls.__record_tag__: cls  # type: ignore[misc]
+    for cls in AgentEvent.__args__  # type: ignore[attr-defined]
 }

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Sequence
 
 from pydantic_core import from_json
 
+from .._record import extras_of
 from ..errors import FormatError, debug_enabled
 from ..message import DataBlock, Msg, Origin, TextBlock, ToolCallBlock, ToolResultBlock, origin, provenance
 
@@ -232,7 +233,7 @@ def extra(block: Any, key: str, default: Any = None) -> Any:
     """A provider extra of a block (see the adapters), or ``default``. Cheaper than
     ``getattr``, which goes through pydantic's ``__getattr__`` and an exception when the
     extra is absent."""
-    extras = block.__pydantic_extra__
+    extras = extras_of(block)
     return extras.get(key, default) if extras else default
 
 

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from .._record import extras_of
+
 __all__ = ["IdRules", "conform", "wire_name", "name_map"]
 
 _B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -140,7 +142,7 @@ def conform(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: A
             btype = block.type
             if btype != "tool_call" and btype != "tool_result":
                 continue
-            extras = block.__pydantic_extra__
+            extras = extras_of(block)
             if btype == "tool_call" and extras and extras.get("server_side"):
                 server.add(block.id)
                 continue
@@ -152,11 +154,11 @@ def conform(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: A
                 continue
             if content is None:
                 content = list(msg.content)
-            content[k] = block.model_copy(update={"id": new_id, "name": new_name})
+            content[k] = block.replace(id=new_id, name=new_name)
         if content is not None:
             if out is None:
                 out = list(messages)
-            out[n] = msg.model_copy(update={"content": content})
+            out[n] = msg.replace(content=content)
     if names is not None and tools:
         from ._common import ToolSpec
 

@@ -38,7 +38,7 @@ from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.model._model_usage import ChatUsage
 
 from .. import errors as E
-from ..message import Msg
+from ..message import Msg, extras_of
 from ..message._provenance import GEMINI_TS
 from ..models import load_model
 from ..models.transport import RetryPolicy
@@ -204,17 +204,17 @@ class ModelwireChatModel(ChatModelBase):
 
     def _final(self, reply: Msg, end: Any, seconds: float) -> ChatResponse:
         for block in reply.content:
-            if block.type in ("text", "tool_call", "data") and block.__pydantic_extra__:
+            if block.type in ("text", "tool_call", "data") and extras_of(block):
                 if len(self._extras) >= _MAX_KEPT:
                     self._extras.pop(next(iter(self._extras)))
-                self._extras[block.id] = dict(block.__pydantic_extra__)
+                self._extras[block.id] = dict(extras_of(block))
         return _final(reply, end, seconds)
 
     def _restore(self, msg: Msg) -> Msg:
         for block in msg.content:
             kept = self._extras.get(block.id)
-            if kept and block.type in ("text", "tool_call", "data") and not block.__pydantic_extra__:
-                block.__pydantic_extra__.update(kept)  # type: ignore[union-attr]
+            if kept and block.type in ("text", "tool_call", "data") and not extras_of(block):
+                extras_of(block).update(kept)
         return msg
 
 
@@ -248,9 +248,9 @@ def to_agentscope_blocks(msg: Msg) -> tuple[list[Any], list[dict[str, Any]]]:
     other: list[dict[str, Any]] = []
     renamed: dict[str, str] = {}
     for block in msg.content:
-        data = block.model_dump(mode="json")
+        data = block.to_dict()
         if block.type == "tool_call" and not data.get("server_side"):
-            new_id = agentscope_call_id(block.id, block.__pydantic_extra__)
+            new_id = agentscope_call_id(block.id, extras_of(block))
             if new_id != block.id:
                 renamed[block.id] = data["id"] = new_id
         elif block.type == "tool_result" and block.id in renamed:

@@ -20,6 +20,7 @@ from ._blocks import (
     validate_base64,
     validate_media_type,
 )
+from .._record import Record, extras_of, fields_of
 from ._provenance import Origin, origin, provenance
 from ._msg import (
     AssistantMsg,
@@ -36,6 +37,9 @@ from ._msg import (
 )
 
 __all__ = [
+    "Record",
+    "extras_of",
+    "fields_of",
     "Msg",
     "UserMsg",
     "AssistantMsg",

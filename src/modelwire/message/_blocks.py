@@ -11,11 +11,11 @@ from __future__ import annotations
 import binascii
 import re
 from enum import StrEnum
-from typing import Annotated, Any, Literal, TypeAlias, Union
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Any, Literal, TypeAlias, Union
 
 from .._ids import new_id, now_iso
+from .._record import Record, field
+from ..errors import ValidationError
 
 __all__ = [
     "TextBlock",
@@ -118,7 +118,7 @@ def normalize_base64(value: str) -> str:
     return validate_base64(value + "=" * (-len(value) % 4))
 
 
-class Base64Source(BaseModel):
+class Base64Source(Record):
     """Inline data, base64 encoded. Data and media type are normalised on the way in
     (see :func:`normalize_base64`, :func:`normalize_media_type`), so what AgentScope and
     other tools write loads, and what is kept is always standard."""
@@ -127,56 +127,48 @@ class Base64Source(BaseModel):
     data: str
     media_type: str
 
-    @field_validator("data")
-    @classmethod
-    def _check_data(cls, v: str) -> str:
+    def __post_init__(self) -> None:
         try:
-            return validate_base64(v)
+            validate_base64(self.data)
         except ValueError:
-            return normalize_base64(v)
-
-    @field_validator("media_type")
-    @classmethod
-    def _check_media(cls, v: str) -> str:
-        return normalize_media_type(v)
+            self.data = _located("data", normalize_base64, self.data)
+        self.media_type = _located("media_type", normalize_media_type, self.media_type)
 
 
-class URLSource(BaseModel):
+class URLSource(Record):
     """Data found at a URL (``https:``, ``file:``, ``data:``, ...). The string is kept as given."""
 
     type: Literal["url"] = "url"
     url: str
     media_type: str
 
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, v: str) -> str:
-        if not _URL_RE.match(v):
-            raise ValueError(f"{v[:80]!r} is not an absolute URL (it needs a scheme such as https:)")
-        return v
-
-    @field_validator("media_type")
-    @classmethod
-    def _check_media(cls, v: str) -> str:
-        return normalize_media_type(v)
+    def __post_init__(self) -> None:
+        if not _URL_RE.match(self.url):
+            raise ValidationError(None, [{"loc": ("url",), "msg": f"{self.url[:80]!r} is not an absolute URL (it needs a scheme such as https:)", "type": "value_error"}])
+        self.media_type = _located("media_type", normalize_media_type, self.media_type)
 
 
-Source: TypeAlias = Annotated[Union[Base64Source, URLSource], Field(discriminator="type")]
+def _located(name: str, check: Any, value: str) -> str:
+    try:
+        return check(value)  # type: ignore[no-any-return]
+    except ValueError as exc:
+        raise ValidationError(None, [{"loc": (name,), "msg": str(exc), "type": "value_error"}]) from None
 
 
-class TextBlock(BaseModel):
+Source: TypeAlias = Union[Base64Source, URLSource]
+
+
+class TextBlock(Record, extra=True):
     """Plain text. Provider extras (citations, a refusal flag) are kept as extra fields."""
-
-    model_config = ConfigDict(extra="allow")
 
     type: Literal["text"] = "text"
     text: str
-    id: str = Field(default_factory=new_id)
-    created_at: str = Field(default_factory=now_iso)
+    id: str = field(default_factory=new_id)
+    created_at: str = field(default_factory=now_iso)
     finished_at: str | None = None
 
 
-class ThinkingBlock(BaseModel):
+class ThinkingBlock(Record, extra=True):
     """Model reasoning.
 
     Provider extras needed to send the thinking back are extra fields, with the names
@@ -184,37 +176,33 @@ class ThinkingBlock(BaseModel):
     ``reasoning_item_id`` / ``reasoning_item_raw`` (OpenAI Responses).
     """
 
-    model_config = ConfigDict(extra="allow")
-
     type: Literal["thinking"] = "thinking"
     thinking: str
-    id: str = Field(default_factory=new_id)
-    created_at: str = Field(default_factory=now_iso)
+    id: str = field(default_factory=new_id)
+    created_at: str = field(default_factory=now_iso)
     finished_at: str | None = None
 
 
-class DataBlock(BaseModel):
+class DataBlock(Record, extra=True):
     """Binary content (image, audio, video, PDF ...) given inline or by URL."""
 
-    model_config = ConfigDict(extra="allow")
-
     type: Literal["data"] = "data"
-    id: str = Field(default_factory=new_id)
+    id: str = field(default_factory=new_id)
     source: Source
     name: str | None = None
-    created_at: str = Field(default_factory=now_iso)
+    created_at: str = field(default_factory=now_iso)
     finished_at: str | None = None
 
 
-class HintBlock(BaseModel):
+class HintBlock(Record):
     """An out-of-band instruction injected into the loop; sent to a model as user content."""
 
     type: Literal["hint"] = "hint"
-    hint: str | list[Annotated[Union[TextBlock, DataBlock], Field(discriminator="type")]]
-    id: str = Field(default_factory=new_id)
+    hint: str | list[Union[TextBlock, DataBlock]]
+    id: str = field(default_factory=new_id)
     source: str | None = None
-    created_at: str = Field(default_factory=now_iso)
-    finished_at: str | None = Field(default_factory=now_iso)
+    created_at: str = field(default_factory=now_iso)
+    finished_at: str | None = field(default_factory=now_iso)
 
 
 class ToolCallState(StrEnum):
@@ -235,7 +223,7 @@ class ToolResultState(StrEnum):
     RUNNING = "running"
 
 
-class PermissionRule(BaseModel):
+class PermissionRule(Record):
     """A permission rule suggested to the user when a call asks for confirmation."""
 
     tool_name: str
@@ -244,44 +232,37 @@ class PermissionRule(BaseModel):
     source: str
 
 
-class ToolCallBlock(BaseModel):
+class ToolCallBlock(Record, extra=True):
     """A call of a tool by the model. ``input`` is the raw JSON string of the arguments."""
-
-    model_config = ConfigDict(extra="allow", use_enum_values=True)
 
     type: Literal["tool_call"] = "tool_call"
     id: str
     name: str
     input: str
-    state: ToolCallState = "pending"  # type: ignore[assignment]  (a plain value, as after validation)
-    suggested_rules: list[PermissionRule] = Field(default_factory=list)
-    created_at: str = Field(default_factory=now_iso)
+    state: ToolCallState = ToolCallState.PENDING
+    suggested_rules: list[PermissionRule] = field(default_factory=list)
+    created_at: str = field(default_factory=now_iso)
     finished_at: str | None = None
 
 
-class ToolResultBlock(BaseModel):
+class ToolResultBlock(Record):
     """The result of a tool call; ``id`` equals the call's id."""
-
-    model_config = ConfigDict(use_enum_values=True)
 
     type: Literal["tool_result"] = "tool_result"
     id: str
     name: str
-    output: str | list[Annotated[Union[TextBlock, DataBlock], Field(discriminator="type")]]
-    state: ToolResultState = "running"  # type: ignore[assignment]
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: str = Field(default_factory=now_iso)
+    output: str | list[Union[TextBlock, DataBlock]]
+    state: ToolResultState = ToolResultState.RUNNING
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: str = field(default_factory=now_iso)
     finished_at: str | None = None
 
 
-ContentBlock: TypeAlias = Annotated[
-    Union[TextBlock, ThinkingBlock, HintBlock, ToolCallBlock, ToolResultBlock, DataBlock],
-    Field(discriminator="type"),
-]
+ContentBlock: TypeAlias = Union[TextBlock, ThinkingBlock, HintBlock, ToolCallBlock, ToolResultBlock, DataBlock]
 
 ContentBlockTypes: TypeAlias = Literal["text", "thinking", "hint", "tool_call", "tool_result", "data"]
 
-BLOCK_TYPES: dict[str, type[BaseModel]] = {
+BLOCK_TYPES: dict[str, type[Record]] = {
     "text": TextBlock,
     "thinking": ThinkingBlock,
     "hint": HintBlock,

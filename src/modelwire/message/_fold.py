@@ -15,6 +15,7 @@ message exactly as it was.
 from __future__ import annotations
 
 import binascii
+import copy
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -34,6 +35,7 @@ from ._types import ReplyFinishedReason, Usage, check_role
 if TYPE_CHECKING:
     from ._msg import Msg
 
+_set = object.__setattr__
 _a2b = binascii.a2b_base64
 _b2a = binascii.b2a_base64
 
@@ -46,7 +48,7 @@ class _Buffer:
     def __init__(self, target: Any, attr: str, b64: bool = False) -> None:
         self.target = target
         self.attr = attr
-        first = target.__dict__[attr]
+        first = getattr(target, attr)
         self.parts = [first] if first else []
         self.b64 = b64
         # base64 pieces can be joined as text while no piece but the last is padded
@@ -86,7 +88,7 @@ class FoldState:
         self.result_data: dict[tuple[str, str], DataBlock] = {}
         self.buffers: dict[int, _Buffer] = {}
         self.parts: dict[Any, list[str]] = {}
-        for block in msg.__dict__["content"]:
+        for block in msg._content:
             self.add(block)
 
     def add(self, block: Any) -> None:
@@ -112,14 +114,14 @@ class FoldState:
 
     def flush(self) -> None:
         for buf in self.buffers.values():
-            buf.target.__dict__[buf.attr] = buf.value()
+            setattr(buf.target, buf.attr, buf.value())
         self.buffers.clear()
         self.parts.clear()
 
     def flush_one(self, target: Any) -> None:
         buf = self.buffers.pop(id(target), None)
         if buf is not None:
-            target.__dict__[buf.attr] = buf.value()
+            setattr(target, buf.attr, buf.value())
             self.parts.clear()
 
 
@@ -132,7 +134,7 @@ def _check_extras(ev: Any, block: Any) -> None:
     ``extras={"type": "text"}`` would turn a tool call into something else)."""
     extras = ev.extras
     if extras:
-        clash = [key for key in extras if key in type(block).model_fields]
+        clash = [key for key in extras if key in type(block).__record_fields__]
         if clash:
             raise EventApplyError(ev, f"its extras would overwrite the block's own field(s) {clash}")
 
@@ -140,15 +142,15 @@ def _check_extras(ev: Any, block: Any) -> None:
 def _set_extras(block: Any, extras: dict[str, Any] | None) -> None:
     if not extras:
         return
-    extra = block.__pydantic_extra__
+    extra = getattr(block, "__dict__", None)
     if extra is not None:
         extra.update(extras)
 
 
 def _append_block(msg: "Msg", fold: FoldState, block: Any) -> None:
-    content = msg.__dict__["content"]
+    content = msg._content
     # Role check as the checked list would, without dropping the fold state.
-    check_role(msg.__dict__["role"], (block,), len(content))
+    check_role(msg.role, (block,), len(content))
     list.append(content, block)
     fold.add(block)
 
@@ -158,12 +160,11 @@ def _append_block(msg: "Msg", fold: FoldState, block: Any) -> None:
 
 def _reply_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     fold.flush()
-    d = msg.__dict__
-    d["finished_at"] = ev.created_at
-    d["finished_reason"] = ReplyFinishedReason(ev.finished_reason)
-    d["error"] = ev.error.model_copy() if ev.error is not None else None
+    _set(msg, "finished_at", ev.created_at)
+    _set(msg, "finished_reason", ReplyFinishedReason(ev.finished_reason).value)
+    _set(msg, "error", copy.copy(ev.error) if ev.error is not None else None)
     if ev.structured_output is not None:
-        d["structured_output"] = dict(ev.structured_output)
+        _set(msg, "structured_output", dict(ev.structured_output))
 
 
 def _model_call_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
@@ -209,10 +210,10 @@ def _streamed(kind: str, attr: str, label: str, id_field: str) -> tuple[Callable
         _check_extras(ev, block)
         if kind == "text" and ev.text is not None:
             fold.drop(block)  # END carries the final text: it replaces the deltas
-            block.__dict__["text"] = ev.text
+            block.text = ev.text
         else:
             fold.flush_one(block)
-        block.__dict__["finished_at"] = ev.created_at
+        block.finished_at = ev.created_at
         _set_extras(block, ev.extras)
 
     return delta, end
@@ -244,7 +245,7 @@ def _data_delta(msg: "Msg", fold: FoldState, ev: Any) -> None:
     if ev.url:
         # A URL is the whole content: it replaces the (empty) inline source.
         fold.drop(block.source)
-        block.__dict__["source"] = URLSource(url=ev.url, media_type=ev.media_type)
+        block.source = URLSource(url=ev.url, media_type=ev.media_type)
         return
     source = block.source
     if source.type != "base64":
@@ -254,7 +255,7 @@ def _data_delta(msg: "Msg", fold: FoldState, ev: Any) -> None:
         buf = fold.buffer(source, "data", b64=True)
     buf.add_b64(ev.data)
     if ev.media_type and ev.media_type != source.media_type:
-        source.__dict__["media_type"] = ev.media_type
+        source.media_type = ev.media_type
 
 
 def _data_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
@@ -263,12 +264,12 @@ def _data_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
         raise _missing(ev, "data block", ev.block_id, msg)
     _check_extras(ev, block)
     fold.flush_one(block.source)
-    block.__dict__["finished_at"] = ev.created_at
+    block.finished_at = ev.created_at
     _set_extras(block, ev.extras)
 
 
 def _hint(msg: "Msg", fold: FoldState, ev: Any) -> None:
-    hint = ev.hint if isinstance(ev.hint, str) else [b.model_copy(deep=True) for b in ev.hint]
+    hint = ev.hint if isinstance(ev.hint, str) else [copy.deepcopy(b) for b in ev.hint]
     block = HintBlock(
         id=ev.block_id, hint=hint, source=ev.source, created_at=ev.created_at, finished_at=ev.created_at
     )
@@ -293,7 +294,7 @@ def _result(msg: "Msg", fold: FoldState, ev: Any) -> ToolResultBlock:
         raise _missing(ev, "tool result", ev.tool_call_id, msg)
     if isinstance(block.output, str):
         text = TextBlock(text=block.output, id=f"{block.id}.0", created_at=block.created_at)
-        block.__dict__["output"] = [text] if block.output else []
+        block.output = [text] if block.output else []
     return block
 
 
@@ -326,7 +327,7 @@ def _tool_result_data(msg: "Msg", fold: FoldState, ev: Any) -> None:
                 buf = fold.buffer(target.source, "data", b64=True)
             buf.add_b64(ev.data)
             if ev.media_type:
-                target.source.__dict__["media_type"] = ev.media_type
+                target.source.media_type = ev.media_type
             return
         source: Any = Base64Source(data=ev.data, media_type=ev.media_type)
         out = DataBlock(id=ev.block_id, source=source, created_at=block.created_at)
@@ -344,13 +345,12 @@ def _tool_result_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     if isinstance(block.output, list):
         for out in block.output:
             fold.flush_one(out.source if out.type == "data" else out)
-    d = block.__dict__
-    d["state"] = str(ev.state)
-    d["metadata"] = dict(ev.metadata)
-    d["finished_at"] = ev.created_at
+    block.state = str(ev.state)
+    block.metadata = dict(ev.metadata)
+    block.finished_at = ev.created_at
     call = fold.tool_call.get(ev.tool_call_id)
     if call is not None:
-        call.__dict__["state"] = "finished"
+        call.state = "finished"
 
 
 def _calls(msg: "Msg", fold: FoldState, ev: Any, ids: list[str]) -> list[ToolCallBlock]:
@@ -366,8 +366,8 @@ def _calls(msg: "Msg", fold: FoldState, ev: Any, ids: list[str]) -> list[ToolCal
 def _require_confirm(msg: "Msg", fold: FoldState, ev: Any) -> None:
     calls = _calls(msg, fold, ev, [tc.id for tc in ev.tool_calls])
     for call, asked in zip(calls, ev.tool_calls):
-        call.__dict__["state"] = "asking"
-        call.__dict__["suggested_rules"] = [r.model_copy() for r in asked.suggested_rules]
+        call.state = "asking"
+        call.suggested_rules = [copy.copy(r) for r in asked.suggested_rules]
 
 
 def _confirm_result(msg: "Msg", fold: FoldState, ev: Any) -> None:
@@ -375,22 +375,22 @@ def _confirm_result(msg: "Msg", fold: FoldState, ev: Any) -> None:
     for call, result in zip(calls, ev.confirm_results):
         # Only calls still asking move; a late answer (after an interrupt) is stale.
         if call.state == "asking":
-            call.__dict__["state"] = "allowed" if result.confirmed else "finished"
+            call.state = "allowed" if result.confirmed else "finished"
 
 
 def _require_external(msg: "Msg", fold: FoldState, ev: Any) -> None:
     calls = _calls(msg, fold, ev, [tc.id for tc in ev.tool_calls])
     for call in calls:
-        call.__dict__["state"] = "submitted"
+        call.state = "submitted"
 
 
 def _external_result(msg: "Msg", fold: FoldState, ev: Any) -> None:
     for result in ev.execution_results:
         if result.id in fold.tool_result:
             continue  # already answered (for example interrupted before the result came)
-        block = result.model_copy(deep=True)
+        block = copy.deepcopy(result)
         if block.finished_at is None:
-            block.__dict__["finished_at"] = ev.created_at
+            block.finished_at = ev.created_at
         _append_block(msg, fold, block)
         # The call keeps its state (``submitted``), as AgentScope's append_event does: the
         # result beside it says it was answered.
@@ -443,10 +443,10 @@ def apply_event(msg: "Msg", event: Any) -> None:
         if event.type == "CUSTOM":
             return
         raise EventApplyError(event, f"unknown event type {event.type!r}")
-    if event.reply_id != msg.__dict__["id"]:
+    if event.reply_id != msg.id:
         raise EventApplyError(event, f"its reply_id {event.reply_id!r} is not this message's id {msg.id!r}")
-    priv = msg.__pydantic_private__
-    fold = priv.get("_fold")
+    fold = msg._fold
     if fold is None:
-        fold = priv["_fold"] = FoldState(msg)
+        fold = FoldState(msg)
+        _set(msg, "_fold", fold)
     handler(msg, fold, event)

@@ -8,15 +8,15 @@ are all checked, and a failed change leaves the message as it was.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Iterable, Literal, Sequence, SupportsIndex, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
-
 from .._ids import new_id, now_iso
-from ..errors import InvalidMessageError
+from .._record import Record, converters, extras_of, field
+from ..errors import InvalidMessageError, ValidationError
 from ._blocks import BLOCK_TYPES, ContentBlock, TextBlock
 from ._fold import apply_event
-from ._types import _ALLOWED, ErrorInfo, ErrorType, ReplyFinishedReason, Usage, add_costs, check_role
+from ._types import ErrorInfo, ErrorType, ReplyFinishedReason, Usage, add_costs, check_role
 
 __all__ = [
     "Msg",
@@ -48,7 +48,7 @@ def _as_block(value: Any) -> Any:
     if isinstance(value, dict) and value.get("type") in BLOCK_TYPES:
         try:
             _check_value(value)
-            return BLOCK_TYPES[value["type"]].model_validate(value)
+            return BLOCK_TYPES[value["type"]].from_dict(value)
         except ValueError as exc:
             raise InvalidMessageError(f"not a valid {value['type']} block: {exc}") from None
     raise InvalidMessageError(f"a message holds content blocks ({', '.join(BLOCK_TYPES)}), not {type(value).__name__}")
@@ -70,17 +70,19 @@ def _check_value(value: Any, depth: int = 0) -> None:
     elif isinstance(value, (list, tuple)):
         for item in value:
             _check_value(item, depth + 1)
-    elif isinstance(value, BaseModel):  # a block (or a source) built by hand: its fields and extras
-        _check_value(value.__dict__, depth)
-        if value.__pydantic_extra__:
-            _check_value(value.__pydantic_extra__, depth)
+    elif isinstance(value, Record):  # a block (or a source) built by hand: its fields and extras
+        for name in type(value).__record_stored__:
+            _check_value(getattr(value, name), depth + 1)
+        extras = extras_of(value)
+        if extras:
+            _check_value(extras, depth)
 
 
 class BlockList(list):
     """The ``content`` list of a :class:`Msg`: a list that enforces the role rules.
 
     Every in-place change is checked against the owning message's role before it is
-    made. Pydantic, JSON and equality treat it as a plain list.
+    made. JSON and equality treat it as a plain list.
     """
 
     __slots__ = ("_owner",)
@@ -92,7 +94,7 @@ class BlockList(list):
     def _check(self, blocks: Sequence[Any], start: int) -> None:
         owner = self._owner
         if owner is not None:
-            check_role(owner.__dict__["role"], blocks, start)
+            check_role(owner.role, blocks, start)
             owner._content_changed()
 
     def append(self, block: Any) -> None:
@@ -156,94 +158,94 @@ class BlockList(list):
         return [copy.deepcopy(b, memo) for b in self]
 
 
-class Msg(BaseModel):
+def _content(value: Any) -> list[Any]:
+    """The ``content`` of a message: a string is one text block; each item is a block or
+    a block's JSON, found by its ``type``."""
+    if isinstance(value, str):
+        return [TextBlock(text=value)]
+    if not isinstance(value, (list, tuple)):
+        raise ValidationError(None, [{"loc": (), "msg": f"expected a list of content blocks or a string, got {type(value).__name__}", "type": "list_type"}])
+    out = []
+    for i, item in enumerate(value):
+        if isinstance(item, _BLOCK_CLASSES):
+            out.append(item)
+            continue
+        if not isinstance(item, dict):
+            raise ValidationError(None, [{"loc": (i,), "msg": f"expected a content block ({', '.join(BLOCK_TYPES)}), got {type(item).__name__}", "type": "model_type"}])
+        cls = BLOCK_TYPES.get(item.get("type"))  # type: ignore[arg-type]
+        if cls is None:
+            tag = item.get("type")
+            what = "has no 'type'" if tag is None else f"'type' {tag!r:.40} does not match any of the expected tags"
+            raise ValidationError(None, [{"loc": (i, "type"), "msg": f"{what}: {', '.join(BLOCK_TYPES)}", "type": "union_tag_invalid"}])
+        try:
+            out.append(cls(**item))
+        except ValidationError as exc:
+            raise exc.under(i, item["type"]) from None
+    return out
+
+
+class Msg(Record):
     """One message: who sent it, in which role, and its ordered content blocks."""
 
-    model_config = ConfigDict(validate_assignment=True)
+    __slots__ = ("_fold", "_content")
 
     name: str
-    content: list[ContentBlock]
+    content: list[ContentBlock] = field(convert=_content)
     role: Literal["user", "assistant", "system"]
-    id: str = Field(default_factory=new_id)
-    metadata: dict = Field(default_factory=dict)
-    created_at: str = Field(default_factory=now_iso)
+    id: str = field(default_factory=new_id)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: str = field(default_factory=now_iso)
     usage: Usage | None = None
     finished_at: str | None = None
     finished_reason: ReplyFinishedReason | None = None
-    structured_output: dict | None = None
+    structured_output: dict[str, Any] | None = None
     error: ErrorInfo | None = None
-    cost: dict | None = None
+    cost: dict[str, Any] | None = None
     """modelwire addition: the price of the model calls of this message (``modelwire.cost``)."""
 
-    _fold: Any = PrivateAttr(default=None)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _str_content(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            if any(isinstance(v, (dict, list, str)) and not isinstance(v, BlockList) for v in data.values()):
-                _check_value({k: v for k, v in data.items() if not isinstance(v, BlockList)})
-            if isinstance(data.get("content"), str):
-                data = {**data, "content": [TextBlock(text=data["content"])]}
-        return data
-
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Msg":  # type: ignore[override]
-        """A copy that keeps the role rules (an ``update`` of the role or content is checked)
-        and owns its content list."""
-        self._sync()
-        copy = super().model_copy(update=update, deep=deep)
-        d = copy.__dict__
-        content = d["content"]
-        if isinstance(content, str):
-            content = [TextBlock(text=content)]
-        blocks = [_as_block(b) for b in content]
-        check_role(d["role"], blocks)
-        d["content"] = BlockList(blocks, copy)
-        copy.__pydantic_private__ = {"_fold": None}
-        return copy
-
-    @model_validator(mode="after")
-    def _own_content(self) -> "Msg":
-        d = self.__dict__
-        content = d["content"]
-        check_role(d["role"], content)
-        if not isinstance(content, BlockList) or content._owner is not self:
-            d["content"] = BlockList(content, self)
-        self._content_changed()
-        return self
+    def __post_init__(self) -> None:
+        _check_value([self.name, self.metadata, self.structured_output, self.cost, self.finished_at, self.created_at, self.id])
+        content = self._content
+        _check_value(content)
+        check_role(self.role, content)
+        object.__setattr__(self, "_content", BlockList(content, self))
+        object.__setattr__(self, "_fold", None)
 
     # -- change tracking ---------------------------------------------------------------
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "role":
-            # Check first, so that a refused change leaves the message as it was.
-            if value in _ALLOWED:
-                check_role(value, self.__dict__["content"])
-        elif name == "content":
-            if isinstance(value, str):
-                value = [TextBlock(text=value)]
-            blocks = _validate_blocks(value)
-            check_role(self.__dict__["role"], blocks)
+        if name == "content":
+            blocks = _content(value)
+            _check_value(blocks)
+            check_role(self.role, blocks)
             self._sync()
-            self.__dict__["content"] = BlockList(blocks, self)
-            self.__pydantic_fields_set__.add("content")
+            object.__setattr__(self, "_content", BlockList(blocks, self))
             self._content_changed()
             return
-        super().__setattr__(name, value)
+        convert = converters(Msg).get(name)
+        if convert is not None:
+            try:
+                value = convert(value)
+            except ValidationError as exc:
+                raise exc.under(name).named("Msg") from None
+            if name == "role":
+                # Check first, so that a refused change leaves the message as it was.
+                check_role(value, self._content)
+            elif isinstance(value, (str, dict, list)):
+                _check_value(value)
+        object.__setattr__(self, name, value)
 
     def _content_changed(self) -> None:
-        fold = self.__pydantic_private__.get("_fold") if self.__pydantic_private__ else None
+        fold = self._fold
         if fold is not None:
             fold.flush()
-            self.__pydantic_private__["_fold"] = None
+            object.__setattr__(self, "_fold", None)
 
     def _sync(self) -> None:
         """Write streamed pieces still held in buffers into their blocks."""
-        priv = self.__pydantic_private__
-        if priv:
-            fold = priv.get("_fold")
-            if fold is not None and fold.buffers:
-                fold.flush()
+        fold = self._fold
+        if fold is not None and fold.buffers:
+            fold.flush()
 
     # -- accessors ---------------------------------------------------------------------
 
@@ -278,7 +280,7 @@ class Msg(BaseModel):
     def append_usage(self, usage: Usage) -> "Msg":
         """Add the token usage of one model call to this message's usage."""
         if self.usage is None:
-            self.__dict__["usage"] = usage.model_copy()
+            object.__setattr__(self, "usage", copy.copy(usage))
         else:
             u = self.usage
             u.input_tokens += usage.input_tokens
@@ -291,106 +293,63 @@ class Msg(BaseModel):
     def append_cost(self, cost: dict[str, Any] | None) -> "Msg":
         """Add the price of one model call to this message's cost."""
         if cost is not None:
-            self.__dict__["cost"] = add_costs(self.cost, cost)
+            object.__setattr__(self, "cost", add_costs(self.cost, cost))
         return self
 
     # -- serialization -----------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready dict of this message (``model_dump(mode="json")``)."""
-        return self.model_dump(mode="json")
-
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Msg":
+    def from_dict(cls, data: Any) -> "Msg":
         """Build a message from :meth:`to_dict` output (or AgentScope 2.x JSON)."""
-        return cls.model_validate(data)
-
-    def model_dump(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
-        self._sync()
-        return super().model_dump(**kwargs)
-
-    def model_dump_json(self, **kwargs: Any) -> str:  # type: ignore[override]
-        self._sync()
-        return super().model_dump_json(**kwargs)
-
-    def __eq__(self, other: object) -> bool:
-        # Field by field; the private fold index is a cache and takes no part.
-        if not isinstance(other, Msg):
-            return NotImplemented
-        self._sync()
-        other._sync()
-        return type(self) is type(other) and self.__dict__ == other.__dict__
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __iter__(self):  # type: ignore[override]
-        self._sync()
-        return super().__iter__()
-
-    def __repr_args__(self):  # type: ignore[override]
-        self._sync()
-        return super().__repr_args__()
+        return super().from_dict(data)  # type: ignore[no-any-return]
 
     def __copy__(self) -> "Msg":
         self._sync()
         new = super().__copy__()
-        new.__pydantic_private__ = {"_fold": None}
-        new.__dict__["content"] = BlockList(self.__dict__["content"], new)
-        return new
+        object.__setattr__(new, "_content", BlockList(self._content, new))
+        object.__setattr__(new, "_fold", None)
+        return new  # type: ignore[no-any-return]
 
-    def __deepcopy__(self, memo: dict | None = None) -> "Msg":
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Msg":
         self._sync()
         new = super().__deepcopy__(memo)
-        new.__pydantic_private__ = {"_fold": None}
-        new.__dict__["content"] = BlockList(new.__dict__["content"], new)
-        return new
+        object.__setattr__(new, "_content", BlockList(new._content, new))
+        object.__setattr__(new, "_fold", None)
+        return new  # type: ignore[no-any-return]
 
-    def __getstate__(self) -> dict[Any, Any]:
+    def __getstate__(self) -> Any:
         self._sync()
-        state = super().__getstate__()
-        state["__pydantic_private__"] = {"_fold": None}
-        return state
+        return super().__getstate__()
 
-    def __setstate__(self, state: dict[Any, Any]) -> None:
+    def __setstate__(self, state: Any) -> None:
         super().__setstate__(state)
-        self.__dict__["content"] = BlockList(self.__dict__["content"], self)
+        object.__setattr__(self, "_content", BlockList(self._content, self))
+        object.__setattr__(self, "_fold", None)
 
 
 class _ContentDescriptor:
     """Reading ``msg.content`` first writes any buffered stream pieces into the blocks,
-    so a reader always sees the message as folded so far."""
+    so a reader always sees the message as folded so far. Setting it through
+    ``object.__setattr__`` (the constructor) stores the value as it is."""
 
     def __get__(self, obj: Any, cls: Any = None) -> Any:
         if obj is None:
             return self
-        priv = obj.__pydantic_private__
-        if priv:
-            fold = priv.get("_fold")
-            if fold is not None and fold.buffers:
-                fold.flush()
-        return obj.__dict__["content"]
+        fold = obj._fold
+        if fold is not None and fold.buffers:
+            fold.flush()
+        return obj._content
 
-    def __set__(self, obj: Any, value: Any) -> None:  # pragma: no cover - Msg.__setattr__ handles it
-        obj.__setattr__("content", value)
+    def __set__(self, obj: Any, value: Any) -> None:
+        object.__setattr__(obj, "_content", value)
 
 
 type.__setattr__(Msg, "content", _ContentDescriptor())
 
-_BLOCKS_ADAPTER: Any = None
-
-
-def _validate_blocks(value: Any) -> list[Any]:
-    global _BLOCKS_ADAPTER
-    if _BLOCKS_ADAPTER is None:
-        from pydantic import TypeAdapter
-
-        _BLOCKS_ADAPTER = TypeAdapter(list[ContentBlock])
-    return _BLOCKS_ADAPTER.validate_python(value)
-
 
 def _to_blocks(content: str | list[Any], name: Any = "", metadata: Any = None) -> list[Any]:
     """The factories' content, refused with :class:`InvalidMessageError` here if it could not
-    be sent or saved later (``Msg(...)`` itself raises pydantic's ``ValidationError``)."""
+    be sent or saved later (``Msg(...)`` itself raises :class:`~modelwire.errors.ValidationError`)."""
     try:
         _check_value([name, content, metadata])
     except ValueError as exc:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from .._record import extras_of
+
 __all__ = ["Origin", "origin", "provenance", "GEMINI_TS"]
 
 # AgentScope's Gemini model writes a function call's thought signature into the call's id:
@@ -43,7 +45,7 @@ def origin(block: Any) -> Origin | None:
     if block.type == "tool_result":
         fields = block.metadata
     else:
-        fields = block.__pydantic_extra__
+        fields = extras_of(block)
     if not fields:
         if block.type == "tool_call" and block.id.startswith(GEMINI_TS):
             return Origin("gemini")

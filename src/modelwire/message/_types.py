@@ -5,8 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Iterable
 
-from pydantic import BaseModel, ConfigDict
-
+from .._record import Record
 from ..errors import RoleError
 
 _ALLOWED: dict[str, frozenset[str] | None] = {
@@ -35,16 +34,14 @@ class ErrorType(StrEnum):
     UNKNOWN = "unknown"
 
 
-class ErrorInfo(BaseModel):
+class ErrorInfo(Record):
     """A short, UI-facing description of the error that ended a reply."""
 
-    model_config = ConfigDict(use_enum_values=True)
-
-    type: ErrorType = "unknown"  # type: ignore[assignment]
+    type: ErrorType = ErrorType.UNKNOWN
     message: str
 
 
-class Usage(BaseModel):
+class Usage(Record):
     """Token usage of an assistant message, summed over its model calls.
 
     ``reasoning_tokens`` is a modelwire addition (part of ``output_tokens`` where the

@@ -121,7 +121,7 @@ class FallbackModel:
                 if again:  # the broken call's events stand, and say where the call went on
                     if end is not None:
                         after = {"failed_after_output": failure, "continued_on": _label(order[n + 1])}
-                        yield end.model_copy(update={"metadata": {**(end.metadata or {}), "fallback": after}})
+                        yield end.replace(metadata={**(end.metadata or {}), "fallback": after})
                     failure = {**failure, "after_output": "true"}
                 failed.append(failure)
                 continue
@@ -152,4 +152,4 @@ def _label(model: Any) -> str:
 
 def _marked(end: Any, model: Any, failed: list[dict[str, str]]) -> Any:
     metadata = {**(end.metadata or {}), "fallback": {"answered_by": _label(model), "failed": list(failed)}}
-    return end.model_copy(update={"metadata": metadata})
+    return end.replace(metadata=metadata)

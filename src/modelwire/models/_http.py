@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import copy as _copy
 import json
 import logging
 from pathlib import Path
@@ -14,6 +15,7 @@ from urllib.parse import unquote, urlparse
 from .. import errors as E
 from .. import telemetry
 from .._ids import new_id
+from .._record import extras_of
 from ..event import AgentEvent, EventBase
 from .._sync import run_sync
 from ..errors import UnsupportedOptionError
@@ -242,7 +244,7 @@ class HTTPModel:
             if content is not None:
                 if out is None:
                     out = list(messages)
-                out[index] = msg.model_copy(update={"content": content})
+                out[index] = msg.replace(content=content)
         return messages if out is None else out
 
     # -- the call ------------------------------------------------------------------------
@@ -531,7 +533,7 @@ class HTTPModel:
             usage = end  # the event has the four counts the price needs
             priced = cost.price(usage, provider=self.provider, model=self.name)
             if priced is not None:
-                end = end.model_copy(update={"cost": priced})
+                end = end.replace(cost=priced)
         if trace is not None and end.finished_reason == "completed" and end.stop_reason != "error":
             trace.end(end)
         return end
@@ -605,7 +607,7 @@ def _without_media(blocks: list[Any], refused: set[str], index: int, model: "HTT
     out: list[Any] | None = None
     for k, block in enumerate(blocks):
         replacement: Any = None
-        if block.type == "data" and block.__pydantic_extra__ is not None and block.__pydantic_extra__.get("provider_block_type") is not None:
+        if block.type == "data" and extras_of(block).get("provider_block_type") is not None:
             continue  # a provider's own item, not media
         if block.type == "data":
             kind = _media_kind(block.source.media_type)
@@ -614,7 +616,7 @@ def _without_media(blocks: list[Any], refused: set[str], index: int, model: "HTT
         elif block.type == "tool_result" and not isinstance(block.output, str):
             inner = _without_media(list(block.output), refused, index, model)
             if inner is not None:
-                replacement = block.model_copy(update={"output": inner})
+                replacement = block.replace(output=inner)
         if replacement is not None:
             if out is None:
                 out = list(blocks)
@@ -730,7 +732,7 @@ async def resolve_sources(messages: Sequence[Msg], protocol: WireProtocol, trans
             changed |= new_block is not block
             new_blocks.append(new_block)
         if changed:
-            copy = msg.model_copy(deep=True)
+            copy = _copy.deepcopy(msg)
             copy.content = new_blocks
             out.append(copy)
         else:
@@ -744,7 +746,7 @@ async def _resolve_block(block: Any, protocol: WireProtocol, transport: HTTPTran
     if block.type == "tool_result" and isinstance(block.output, list):
         outputs = [await _resolve_data(b, protocol, transport, max_bytes) if b.type == "data" else b for b in block.output]
         if any(a is not b for a, b in zip(outputs, block.output)):
-            return block.model_copy(update={"output": outputs})
+            return block.replace(output=outputs)
     return block
 
 
@@ -765,7 +767,7 @@ async def _resolve_data(block: DataBlock, protocol: WireProtocol, transport: HTT
     else:
         raw = await _download(url, transport, max_bytes)
     data = base64.b64encode(raw).decode("ascii")
-    return block.model_copy(update={"source": Base64Source(data=data, media_type=src.media_type)})
+    return block.replace(source=Base64Source(data=data, media_type=src.media_type))
 
 
 async def _download(url: str, transport: HTTPTransport, max_bytes: int) -> bytes:

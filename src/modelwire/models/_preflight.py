@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 from .. import errors as E
+from .._record import extras_of
 
 __all__ = ["Finding", "RULES", "preflight", "repair"]
 
@@ -68,7 +69,7 @@ def preflight(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None =
     for index, msg in enumerate(messages):
         for block in msg.content:
             btype = block.type
-            extras = block.__pydantic_extra__ or {}
+            extras = extras_of(block)
             if btype == "text" and not block.text and msg.role != "assistant":
                 # (Empty text a provider itself sent in a reply is its own habit, and dropped.)
                 findings.append(Finding("empty-text", index, f"an empty text block in a {msg.role} message", "left out"))
@@ -139,7 +140,7 @@ def repair(model: Any, messages: Sequence[Any]) -> list[Any]:
             if block.type == "tool_result" and block.id not in calls:
                 continue
             kept.append(block)
-        out.append(msg.model_copy(update={"content": kept}) if len(kept) != len(msg.content) else msg)
+        out.append(msg.replace(content=kept) if len(kept) != len(msg.content) else msg)
     fixed, _, _ = conform(out, None, None, getattr(formatter, "tool_id_rules", None), getattr(formatter, "tool_name_rules", None))
     previous = model.on_unsupported_media
     model.on_unsupported_media = "note"

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from ..event import EventBase
+from ..message import extras_of, fields_of
 from ..message import AssistantMsg, DataBlock, Msg, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
 from ._turn import JSON, BadRequest, Encoder, Resume, Turn, split_history, sse
 
@@ -107,7 +108,7 @@ def _replay_extras(value: Any) -> dict[str, Any]:
         extras = json.loads(value)
     except ValueError:
         return {}
-    return {k: v for k, v in extras.items() if k not in ThinkingBlock.model_fields} if isinstance(extras, dict) else {}
+    return {k: v for k, v in extras.items() if k not in fields_of(ThinkingBlock)} if isinstance(extras, dict) else {}
 
 
 def _messages(messages: list[Any]) -> list[Msg]:
@@ -194,15 +195,15 @@ class AGUIEncoder(Encoder):
         elif t == "THINKING_BLOCK_END":
             out.append(sse({"type": "REASONING_MESSAGE_END", "messageId": ev.block_id}))
             block = next(b for b in self.msg.content if b.id == ev.block_id)
-            if block.__pydantic_extra__:
+            if extras_of(block):
                 # What replays the thinking (a signature, an encrypted item, its provenance),
                 # opaque to the client, which sends it back on the reasoning message.
-                value = json.dumps(block.__pydantic_extra__, ensure_ascii=False, separators=(",", ":"))
+                value = json.dumps(extras_of(block), ensure_ascii=False, separators=(",", ":"))
                 out.append(sse({"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": ev.block_id, "encryptedValue": value}))
             out.append(sse({"type": "REASONING_END", "messageId": ev.block_id}))
         elif t == "DATA_BLOCK_END":
             block = next(b for b in self.msg.content if b.id == ev.block_id)
-            out.append(sse({"type": "CUSTOM", "name": "modelwire.data", "value": block.model_dump(mode="json")}))
+            out.append(sse({"type": "CUSTOM", "name": "modelwire.data", "value": block.to_dict()}))
         elif t == "TOOL_CALL_START":
             start = {"type": "TOOL_CALL_START", "toolCallId": ev.tool_call_id, "toolCallName": ev.tool_call_name}
             if self.text_id is not None:

@@ -460,7 +460,7 @@ def _resume_event(agent: Any, rid: str, resume: Resume) -> EventBase:
         call = pending.get(call_id)
         if call is None or call.state != "submitted":
             raise Conflict()
-        results.append(result if result.name == call.name else result.model_copy(update={"name": call.name}))
+        results.append(result if result.name == call.name else result.replace(name=call.name))
     return ExternalExecutionResultEvent(reply_id=rid, execution_results=results)
 
 
@@ -473,7 +473,7 @@ def _read(read: Callable[[dict[str, Any]], Turn], dialect: str, data: dict[str, 
     except BadRequest:
         raise
     except Exception as exc:  # noqa: BLE001 - sorted: the client's data, not the server's state
-        from pydantic import ValidationError
+        from ..errors import ValidationError
 
         what = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3]) if isinstance(exc, ValidationError) else f"{type(exc).__name__}: {exc}"
         raise BadRequest(f"the body is not a valid {dialect} request ({what[:300]})") from None

@@ -117,7 +117,7 @@ def read_events(data: JSON) -> Turn:
             raise BadRequest('"messages" must be a non-empty list of messages')
         try:
             messages = [Msg.from_dict(m) for m in data["messages"]]
-        except (ValueError, TypeError, AttributeError) as exc:  # pydantic's ValidationError is a ValueError
+        except (ValueError, TypeError, AttributeError) as exc:  # modelwire's ValidationError is a ValueError
             raise BadRequest(f"a message is not valid: {str(exc).splitlines()[0]}") from None
         history, inputs = split_history(messages)
         return Turn(history=history, inputs=inputs)

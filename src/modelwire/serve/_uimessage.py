@@ -20,6 +20,7 @@ import json
 from typing import Any
 
 from ..event import EventBase
+from ..message import extras_of, fields_of
 from ..message import AssistantMsg, DataBlock, Msg, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
 from ._turn import JSON, BadRequest, Encoder, Resume, Turn, split_history, sse
 
@@ -98,7 +99,7 @@ def _message(m: JSON, where: str) -> Msg:
             blocks.append(_file_or_text(part))
         elif kind == "reasoning" and role == "assistant":
             kept = (part.get("providerMetadata") or {}).get("modelwire")
-            extras = {k: v for k, v in kept.items() if k not in ThinkingBlock.model_fields} if isinstance(kept, dict) else {}
+            extras = {k: v for k, v in kept.items() if k not in fields_of(ThinkingBlock)} if isinstance(kept, dict) else {}
             blocks.append(ThinkingBlock(thinking=part.get("text", ""), **extras))
         elif _is_tool(part) and role == "assistant":
             call_id = part.get("toolCallId")
@@ -151,10 +152,10 @@ class UIMessageEncoder(Encoder):
         elif t == "THINKING_BLOCK_END":
             end: JSON = {"type": "reasoning-end", "id": ev.block_id}
             block = next(b for b in self.msg.content if b.id == ev.block_id)
-            if block.__pydantic_extra__:
+            if extras_of(block):
                 # What replays the thinking (a signature, its provenance): useChat keeps it on
                 # the reasoning part and posts it back with the conversation.
-                end["providerMetadata"] = {"modelwire": block.__pydantic_extra__}
+                end["providerMetadata"] = {"modelwire": dict(extras_of(block))}
             out.append(sse(end))
         elif t == "DATA_BLOCK_END":
             block = next(b for b in self.msg.content if b.id == ev.block_id)
@@ -184,7 +185,7 @@ class UIMessageEncoder(Encoder):
 
     def _metadata(self, finished_reason: str) -> JSON:
         # The UI message is the whole reply (a resumed stream continues it): its usage and cost.
-        meta: JSON = {"finishedReason": finished_reason, "usage": self.msg.usage.model_dump() if self.msg.usage else {}}
+        meta: JSON = {"finishedReason": finished_reason, "usage": self.msg.usage.to_dict() if self.msg.usage else {}}
         if self.msg.cost is not None:
             meta["cost"] = self.msg.cost
         return meta

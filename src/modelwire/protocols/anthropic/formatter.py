@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 from urllib.parse import unquote_to_bytes
 
+from ..._record import extras_of
 from ...errors import FormatError
 from ...message import Msg
 from ...formatters import (
@@ -159,7 +160,7 @@ class AnthropicFormatter:
 
     def _assistant_block(self, block: Any, seg: Segment, out: list[dict[str, Any]]) -> None:
         btype = block.type
-        extras = block.__pydantic_extra__ or _NONE
+        extras = extras_of(block) or _NONE
         if btype == "text":
             if block.text:
                 part: dict[str, Any] = {"type": "text", "text": block.text}

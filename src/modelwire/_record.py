@@ -1,0 +1,653 @@
+"""Records: the plain, slotted classes messages, blocks and events are made of.
+
+A record declares its fields as annotations, the way a dataclass does, and gets a
+keyword-only constructor that validates what it is given (types, nested records, tagged
+unions), ``to_dict`` / ``from_dict`` for its JSON form, equality, ``repr``, copying and
+pickling. Nothing here knows a message or an event; the classes in ``message`` and
+``event`` are written on it.
+
+Why not a validation library: these classes are built once per streamed chunk. A record
+costs a keyword call, one ``type(x) is T`` test per field and slot stores; it imports in
+a few milliseconds. The work that is heavier than a type test (turning a dict into a
+nested record, finding a union's member by its ``type`` tag) happens only when the value
+is not already what the field holds.
+
+Rules a record class follows:
+
+- fields are annotations; a default is a plain value or ``field(default_factory=...)``;
+- a field named ``type`` is the record's tag: a constant of the class (one string per
+  class), accepted by the constructor when equal, always written by ``to_dict``;
+- ``class X(Record, extra=True)`` keeps unknown keyword arguments as extra attributes
+  (in the instance ``__dict__``), written after the fields; without it they are ignored,
+  as JSON from a newer writer must load;
+- ``__post_init__(self)`` runs after the fields are set, to normalise or cross-check;
+  a ``ValueError`` it raises becomes :class:`~modelwire.errors.ValidationError`;
+- annotations are read on the first construction of each class, not at import.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from enum import Enum
+from typing import Any, Callable, ClassVar, Literal, Union, dataclass_transform, get_args, get_origin
+
+from .errors import ModelwireError, ValidationError
+
+__all__ = ["Record", "field", "extras_of", "fields_of", "dump", "MISSING"]
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __reduce__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+class _FieldSpec:
+    __slots__ = ("default", "factory", "convert")
+
+    def __init__(self, default: Any, factory: Callable[[], Any] | None, convert: Callable[[Any], Any] | None) -> None:
+        self.default = default
+        self.factory = factory
+        self.convert = convert
+
+
+def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | None = None, convert: Callable[[Any], Any] | None = None) -> Any:
+    """A field with a default factory, or with its own converter (which replaces the one
+    derived from the annotation; it takes the given value and returns the one to keep)."""
+    return _FieldSpec(default, default_factory, convert)
+
+
+def _is_classvar(annotation: Any) -> bool:
+    if isinstance(annotation, str):
+        return annotation.startswith(("ClassVar", "typing.ClassVar"))
+    return get_origin(annotation) is ClassVar
+
+
+def _is_tag(annotation: Any, default: Any) -> bool:
+    """A ``type`` field is the record's tag when it is a one-value ``Literal`` with that
+    value as its default (``type: Literal["text"] = "text"``)."""
+    if not isinstance(default, str):
+        return False
+    if isinstance(annotation, str):
+        return annotation.replace(" ", "") in (f"Literal[{default!r}]", f'Literal["{default}"]')
+    return get_origin(annotation) is Literal and get_args(annotation) == (default,)
+
+
+@dataclass_transform(kw_only_default=True, field_specifiers=(field,))
+class _RecordMeta(type):
+    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any], extra: bool | None = None, **kw: Any) -> Any:
+        fields: list[str] = []
+        specs: dict[str, _FieldSpec] = {}
+        base_slots: set[str] = set()
+        base_extra = False
+        for base in reversed(bases):
+            for f in getattr(base, "__record_fields__", ()):
+                if f not in fields:
+                    fields.append(f)
+            specs.update(getattr(base, "__record_specs__", {}))
+            base_extra = base_extra or getattr(base, "__record_extra__", False)
+            for klass in base.__mro__:
+                base_slots.update(klass.__dict__.get("__slots__", ()))
+        annotations = ns.get("__annotations__", {})
+        own = [n for n, a in annotations.items() if not _is_classvar(a)]
+        tag = ns.get("type") if _is_tag(annotations.get("type"), ns.get("type")) else None
+        slots = list(ns.get("__slots__", ()))
+        for n in own:
+            is_tag = n == "type" and tag is not None
+            value = ns["type"] if is_tag else ns.pop(n, MISSING)
+            specs[n] = value if isinstance(value, _FieldSpec) else _FieldSpec(value, None, None)
+            if n not in fields:
+                fields.append(n)
+            if not is_tag and n not in base_slots and n not in slots:
+                slots.append(n)
+        is_extra = base_extra if extra is None else extra
+        if is_extra and "__dict__" not in base_slots and "__dict__" not in slots:
+            slots.append("__dict__")
+        ns["__slots__"] = tuple(slots)
+        ns.setdefault("__init__", _lazy_init)
+        ns.setdefault("to_dict", _lazy_to_dict)
+        cls = super().__new__(mcls, name, bases, ns, **kw)
+        cls.__record_fields__ = tuple(fields)
+        cls.__record_specs__ = specs
+        cls.__record_extra__ = is_extra
+        if tag is not None:
+            cls.__record_tag__ = tag
+        has_tag = getattr(cls, "__record_tag__", None) is not None
+        cls.__record_stored__ = tuple(f for f in fields if not (has_tag and f == "type"))
+        return cls
+
+
+def _lazy_init(self: Any, **kwargs: Any) -> None:
+    cls = type(self)
+    _compile(cls)
+    cls.__init__(self, **kwargs)
+
+
+def _lazy_to_dict(self: Any) -> dict[str, Any]:
+    cls = type(self)
+    _compile(cls)
+    return cls.to_dict(self)
+
+
+class Record(metaclass=_RecordMeta):
+    """The base of every record class (see the module docstring)."""
+
+    __slots__ = ()
+    __record_fields__: ClassVar[tuple[str, ...]] = ()
+    __record_specs__: ClassVar[dict[str, _FieldSpec]] = {}
+    __record_extra__: ClassVar[bool] = False
+    __record_tag__: ClassVar[str | None] = None
+    __record_stored__: ClassVar[tuple[str, ...]] = ()
+
+    def to_dict(self) -> dict[str, Any]:  # replaced per class on first use
+        raise NotImplementedError
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Any:
+        """Build the record from its JSON form (a dict); raises ``ValidationError``."""
+        if not isinstance(data, dict):
+            raise ValidationError(cls.__name__, [{"loc": (), "msg": f"expected an object, got {type(data).__name__}", "type": "model_type"}])
+        try:
+            return cls(**data)
+        except TypeError as exc:  # a key that is not a string
+            raise ValidationError(cls.__name__, [{"loc": (), "msg": str(exc), "type": "model_type"}]) from None
+
+    def to_json(self) -> str:
+        """The JSON text of :meth:`to_dict`: compact, UTF-8 characters as they are."""
+        return _dumps(self.to_dict())
+
+    def replace(self, **changes: Any) -> Any:
+        """A new record with ``changes`` applied, validated like a construction; fields not
+        changed are shared with this one, not copied."""
+        values = {n: getattr(self, n) for n in self.__record_stored__}
+        extra = getattr(self, "__dict__", None)
+        if extra:
+            values.update(extra)
+        values.update(changes)
+        return type(self)(**values)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        for n in self.__record_stored__:
+            if getattr(self, n) != getattr(other, n):
+                return False
+        return getattr(self, "__dict__", None) == getattr(other, "__dict__", None)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        parts = [f"{n}={getattr(self, n, MISSING)!r}" for n in self.__record_fields__]
+        extra = getattr(self, "__dict__", None)
+        if extra:
+            parts.extend(f"{k}={v!r}" for k, v in extra.items())
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def __copy__(self) -> Any:
+        new = object.__new__(type(self))
+        for n in self.__record_stored__:
+            object.__setattr__(new, n, getattr(self, n))
+        extra = getattr(self, "__dict__", None)
+        if extra:
+            new.__dict__.update(extra)
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        import copy
+
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        for n in self.__record_stored__:
+            object.__setattr__(new, n, copy.deepcopy(getattr(self, n), memo))
+        extra = getattr(self, "__dict__", None)
+        if extra:
+            new.__dict__.update(copy.deepcopy(extra, memo))
+        return new
+
+    def __getstate__(self) -> Any:
+        state = {n: getattr(self, n) for n in self.__record_stored__}
+        return state, dict(getattr(self, "__dict__", None) or {})
+
+    def __setstate__(self, state: Any) -> None:
+        values, extra = state
+        for n, v in values.items():
+            object.__setattr__(self, n, v)
+        if extra:
+            self.__dict__.update(extra)
+
+
+def fields_of(cls: type) -> tuple[str, ...]:
+    """The declared fields of a record class, in order."""
+    return cls.__record_fields__  # type: ignore[attr-defined, no-any-return]
+
+
+_NO_EXTRAS: Any = types.MappingProxyType({})
+
+
+def extras_of(record: Any) -> dict[str, Any]:
+    """The extra attributes a record holds beyond its fields (provider data on a block):
+    the live dict for a record that takes extras, an empty read-only mapping otherwise."""
+    try:
+        return record.__dict__  # type: ignore[no-any-return]
+    except AttributeError:
+        return _NO_EXTRAS
+
+
+# -- JSON ------------------------------------------------------------------------------------
+
+
+def dump(value: Any) -> Any:
+    """``value`` as JSON-ready data: records as dicts, enums as values, containers copied."""
+    t = type(value)
+    if t is str or t is int or t is float or t is bool or value is None:
+        return value
+    if t is dict:
+        return {k: dump(v) for k, v in value.items()}
+    if t is list or t is tuple:
+        return [dump(v) for v in value]
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {k: dump(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [dump(v) for v in value]
+    return value
+
+
+def _dumps(data: Any) -> str:
+    import json
+
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# -- converters ------------------------------------------------------------------------------
+# A converter takes a value and returns the one the field keeps, or raises ValidationError
+# with the location inside the value ("loc" is relative to the field).
+
+
+def _fail(msg: str, kind: str, loc: tuple[Any, ...] = ()) -> ValidationError:
+    return ValidationError(None, [{"loc": loc, "msg": msg, "type": kind}])
+
+
+def _describe(tp: Any) -> str:
+    if isinstance(tp, type):
+        return tp.__name__
+    return str(tp).replace("typing.", "")
+
+
+def _conv_str(v: Any) -> Any:
+    if isinstance(v, str):
+        return str(v) if not isinstance(v, Enum) else v.value
+    raise _fail(f"expected a string, got {type(v).__name__}", "string_type")
+
+
+def _conv_int(v: Any) -> Any:
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    raise _fail(f"expected an integer, got {type(v).__name__} {v!r:.40}", "int_type")
+
+
+def _conv_float(v: Any) -> Any:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    raise _fail(f"expected a number, got {type(v).__name__}", "float_type")
+
+
+def _conv_bool(v: Any) -> Any:
+    if isinstance(v, bool):
+        return v
+    if v in (0, 1) and type(v) is int:
+        return bool(v)
+    raise _fail(f"expected a boolean, got {type(v).__name__}", "bool_type")
+
+
+def _conv_dict(v: Any) -> Any:
+    if isinstance(v, dict):
+        return v
+    raise _fail(f"expected an object, got {type(v).__name__}", "dict_type")
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
+_SIMPLE: dict[Any, tuple[type | None, Callable[[Any], Any]]] = {
+    str: (str, _conv_str),
+    int: (int, _conv_int),
+    float: (float, _conv_float),
+    bool: (bool, _conv_bool),
+    dict: (dict, _conv_dict),
+    Any: (None, _identity),
+    object: (None, _identity),
+}
+
+
+def _record_conv(cls: type) -> Callable[[Any], Any]:
+    def conv(v: Any) -> Any:
+        if isinstance(v, cls):
+            return v
+        if isinstance(v, dict):
+            try:
+                return cls(**v)
+            except ValidationError as exc:
+                raise exc.under() from None
+            except TypeError as exc:
+                raise _fail(str(exc), "model_type") from None
+        raise _fail(f"expected {cls.__name__} or its JSON object, got {type(v).__name__}", "model_type")
+
+    return conv
+
+
+def _tagged_conv(members: list[type]) -> Callable[[Any], Any]:
+    by_tag = {m.__record_tag__: m for m in members}  # type: ignore[attr-defined]
+    classes = tuple(members)
+    tags = ", ".join(repr(t) for t in by_tag)
+
+    def conv(v: Any) -> Any:
+        if isinstance(v, classes):
+            return v
+        if isinstance(v, dict):
+            tag = v.get("type")
+            member = by_tag.get(tag)  # type: ignore[arg-type]
+            if member is None:
+                if tag is None:
+                    raise _fail(f"the object has no 'type' (one of {tags})", "union_tag_not_found")
+                raise _fail(f"'type' {tag!r} does not match any of the expected tags: {tags}", "union_tag_invalid", ("type",))
+            try:
+                return member(**v)
+            except ValidationError as exc:
+                raise exc.under(tag) from None
+        raise _fail(f"expected one of {', '.join(c.__name__ for c in classes)} (or its JSON object), got {type(v).__name__}", "model_type")
+
+    return conv
+
+
+def _list_conv(item: Callable[[Any], Any], fast: type | None) -> Callable[[Any], Any]:
+    def conv(v: Any) -> Any:
+        if not isinstance(v, (list, tuple)):
+            raise _fail(f"expected a list, got {type(v).__name__}", "list_type")
+        out = []
+        for i, x in enumerate(v):
+            if fast is not None and type(x) is fast:
+                out.append(x)
+                continue
+            try:
+                out.append(item(x))
+            except ValidationError as exc:
+                raise exc.under(i) from None
+        return out
+
+    return conv
+
+
+def _literal_conv(values: tuple[Any, ...]) -> Callable[[Any], Any]:
+    allowed = set(values)
+    names = ", ".join(repr(v) for v in values)
+
+    def conv(v: Any) -> Any:
+        try:
+            if v in allowed:
+                return v.value if isinstance(v, Enum) else v
+        except TypeError:
+            pass
+        raise _fail(f"expected one of {names}, got {v!r:.60}", "literal_error")
+
+    return conv
+
+
+def _enum_conv(enum: type[Enum]) -> Callable[[Any], Any]:
+    names = ", ".join(repr(m.value) for m in enum)  # type: ignore[var-annotated]
+
+    def conv(v: Any) -> Any:
+        try:
+            return enum(v).value
+        except (ValueError, TypeError):
+            raise _fail(f"expected one of {names}, got {v!r:.60}", "enum") from None
+
+    return conv
+
+
+def _union_conv(args: tuple[Any, ...]) -> tuple[type | None, Callable[[Any], Any]]:
+    optional = type(None) in args
+    rest = [a for a in args if a is not type(None)]
+    records = [a for a in rest if isinstance(a, type) and issubclass(a, Record)]
+    others = [a for a in rest if a not in records]
+    record_conv: Callable[[Any], Any] | None = None
+    if records:
+        record_conv = _record_conv(records[0]) if len(records) == 1 else _tagged_conv(records)
+    # Each other member takes values of one Python kind (a string, a list ...); a value of
+    # that kind is converted by that member alone, so its error says what is wrong inside.
+    kinds = [(_kind_of(a), _converter(a)[1]) for a in others]
+    if optional and len(rest) == 1:
+        fast, inner = (records[0], record_conv) if record_conv is not None else _converter(rest[0])
+        assert inner is not None
+
+        def optional_conv(v: Any) -> Any:
+            return None if v is None else inner(v)
+
+        return fast, optional_conv
+    record_kinds = (*records, dict) if records else ()
+    expected = " or ".join(_describe(a) for a in rest) + (" or null" if optional else "")
+
+    def union(v: Any) -> Any:
+        if v is None and optional:
+            return None
+        if record_conv is not None and isinstance(v, record_kinds):
+            return record_conv(v)
+        for kind, conv in kinds:
+            if kind is None:
+                try:
+                    return conv(v)
+                except ValidationError:
+                    continue
+            if isinstance(v, kind):
+                return conv(v)
+        raise _fail(f"expected {expected}, got {type(v).__name__}", "union_type")
+
+    return None, union
+
+
+def _kind_of(tp: Any) -> type | tuple[type, ...] | None:
+    """The Python type(s) a value must have to be taken by the converter of ``tp``."""
+    origin = get_origin(tp)
+    if origin in (list, tuple):
+        return (list, tuple)
+    if origin is dict:
+        return dict
+    if isinstance(tp, type):
+        if issubclass(tp, Enum):
+            return None
+        if tp is float:
+            return (int, float)
+        return tp
+    return None
+
+
+def _converter(tp: Any) -> tuple[type | None, Callable[[Any], Any]]:
+    """(the exact type that needs no conversion or None, the converter) for an annotation."""
+    simple = _SIMPLE.get(tp)
+    if simple is not None:
+        return simple
+    origin = get_origin(tp)
+    if origin is Union or origin is types.UnionType:
+        return _union_conv(get_args(tp))
+    if origin is typing.Annotated:
+        return _converter(get_args(tp)[0])
+    if origin is Literal:
+        return None, _literal_conv(get_args(tp))
+    if origin in (list, tuple):
+        args = get_args(tp)
+        fast, item = _converter(args[0]) if args else (None, _identity)
+        if item is _identity:
+
+            def any_list(v: Any) -> Any:
+                if isinstance(v, (list, tuple)):
+                    return list(v)
+                raise _fail(f"expected a list, got {type(v).__name__}", "list_type")
+
+            return None, any_list
+        return None, _list_conv(item, fast)
+    if origin is dict:
+        return dict, _conv_dict
+    if isinstance(tp, type):
+        if issubclass(tp, Record):
+            return tp, _record_conv(tp)
+        if issubclass(tp, Enum):
+            return None, _enum_conv(tp)
+    raise TypeError(f"a record field cannot be of type {tp!r}")
+
+
+# -- code generation -------------------------------------------------------------------------
+
+
+def _compile(cls: type, force: bool = False) -> None:
+    """Write the class's ``__init__`` and ``to_dict`` from its fields (once)."""
+    if not force and cls.__dict__.get("__init__") is not _lazy_init and cls.__dict__.get("to_dict") is not _lazy_to_dict:
+        return
+    hints = typing.get_type_hints(cls)
+    fields: tuple[str, ...] = cls.__record_fields__  # type: ignore[attr-defined]
+    specs: dict[str, _FieldSpec] = cls.__record_specs__  # type: ignore[attr-defined]
+    extra: bool = cls.__record_extra__  # type: ignore[attr-defined]
+    tag = cls.__dict__.get("__record_tag__", getattr(cls, "__record_tag__", None))
+    env: dict[str, Any] = {"MISSING": MISSING, "ValidationError": ValidationError, "ModelwireError": ModelwireError, "_type": type, "cls": cls, "_dump": dump, "_oset": object.__setattr__}
+    args, body = [], []
+    convs: dict[str, Callable[[Any], Any]] = {}
+    required: list[str] = []
+    setter = "_oset(self, {name!r}, {name})" if "__setattr__" in _own_attrs(cls) else "self.{name} = {name}"
+    for name in fields:
+        if name == "type" and tag is not None:
+            env["_tag"] = tag
+            args.append("type=MISSING")
+            body.append("    if type is not MISSING and type != _tag:")
+            body.append("        raise ValidationError(cls.__name__, [{'loc': ('type',), 'msg': f'expected {_tag!r}, got {type!r:.40}', 'type': 'literal_error'}])")
+            continue
+        spec = specs[name]
+        if spec.convert is not None:
+            fast, conv = None, spec.convert
+        else:
+            fast, conv = _converter(hints[name])
+        env[f"_c_{name}"] = conv
+        convs[name] = conv
+        if fast is not None:
+            env[f"_t_{name}"] = fast
+        args.append(f"{name}=MISSING")
+        if spec.factory is not None:
+            env[f"_f_{name}"] = spec.factory
+            body.append(f"    if {name} is MISSING: {name} = _f_{name}()")
+            check = "elif"
+        elif spec.default is not MISSING:
+            env[f"_d_{name}"] = spec.default.value if isinstance(spec.default, Enum) else spec.default
+            body.append(f"    if {name} is MISSING: {name} = _d_{name}")
+            check = "elif"
+        else:
+            required.append(name)
+            check = "if"
+        if conv is not _identity:
+            cond = f"_type({name}) is not _t_{name}" if fast is not None else "True"
+            body.append(f"    {check} {cond}:")
+            body.append(f"        try: {name} = _c_{name}({name})")
+            body.append(f"        except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None")
+        body.append("    " + setter.format(name=name))
+    args.append("**_extra")
+    if required:
+        env["_missing"] = _missing
+        names = ", ".join(required)
+        cond = " or ".join(f"{n} is MISSING" for n in required)
+        body.insert(0, f"    if {cond}: raise _missing(cls, {tuple(required)!r}, ({names},))")
+    if extra:
+        env["_check_extra"] = _check_extra
+        body.append("    if _extra: self.__dict__.update(_check_extra(_extra))")
+    post = getattr(cls, "__post_init__", None)
+    if post is not None:
+        body.append("    try: self.__post_init__()")
+        body.append("    except ValidationError as exc: raise exc.named(cls.__name__) from None")
+        body.append("    except ModelwireError: raise")
+        body.append("    except ValueError as exc: raise ValidationError(cls.__name__, [{'loc': (), 'msg': str(exc), 'type': 'value_error'}]) from None")
+    if not body:
+        body.append("    pass")
+    src = f"def __init__(self, *, {', '.join(args)}):\n" + "\n".join(body) + "\n"
+    exec(src, env)  # noqa: S102 - the code is written here from the class's own field names
+    init = env["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    type.__setattr__(cls, "__record_converters__", convs)
+    if cls.__dict__.get("__init__") is _lazy_init:
+        type.__setattr__(cls, "__init__", init)
+    if cls.__dict__.get("to_dict") is _lazy_to_dict:
+        type.__setattr__(cls, "to_dict", _to_dict_for(cls, fields, hints, extra, tag))
+
+
+def converters(cls: type) -> dict[str, Callable[[Any], Any]]:
+    """The converter of each field of a record class (for classes that check assignments)."""
+    convs = cls.__dict__.get("__record_converters__")
+    if convs is None:
+        _compile(cls, force=True)
+        convs = cls.__dict__["__record_converters__"]
+    return convs  # type: ignore[no-any-return]
+
+
+def _own_attrs(cls: type) -> set[str]:
+    out: set[str] = set()
+    for klass in cls.__mro__:
+        if klass is Record or klass is object:
+            break
+        out.update(klass.__dict__)
+    return out
+
+
+def _scalar(tp: Any) -> bool:
+    """Whether values of ``tp`` are JSON-ready as they are (no copy, no conversion)."""
+    if tp in (str, int, float, bool, type(None)):
+        return True
+    origin = get_origin(tp)
+    if origin is Union or origin is types.UnionType:
+        return all(_scalar(a) for a in get_args(tp))
+    if origin is Literal:
+        return all(type(a) in (str, int, bool) for a in get_args(tp))
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        return False
+    return False
+
+
+def _to_dict_for(cls: type, fields: tuple[str, ...], hints: dict[str, Any], extra: bool, tag: Any) -> Callable[[Any], dict[str, Any]]:
+    items = []
+    for name in fields:
+        if name == "type" and tag is not None:
+            items.append(f"'type': {tag!r}")
+        elif _scalar(hints[name]) and not cls.__record_specs__[name].convert:  # type: ignore[attr-defined]
+            items.append(f"{name!r}: self.{name}")
+        else:
+            items.append(f"{name!r}: _dump(self.{name})")
+    src = "def to_dict(self):\n"
+    src += "    out = {" + ", ".join(items) + "}\n"
+    if extra:
+        src += "    d = self.__dict__\n    if d:\n        for k, v in d.items(): out[k] = _dump(v)\n"
+    src += "    return out\n"
+    env: dict[str, Any] = {"_dump": dump}
+    exec(src, env)  # noqa: S102
+    fn = env["to_dict"]
+    fn.__doc__ = "The JSON-ready dict of this record."
+    return fn  # type: ignore[no-any-return]
+
+
+def _missing(cls: type, names: tuple[str, ...], values: tuple[Any, ...]) -> ValidationError:
+    errors = [{"loc": (n,), "msg": "field required", "type": "missing"} for n, v in zip(names, values) if v is MISSING]
+    return ValidationError(cls.__name__, errors)
+
+
+def _check_extra(extra: dict[str, Any]) -> dict[str, Any]:
+    for key in extra:
+        if key.startswith("_"):
+            raise ValidationError(None, [{"loc": (key,), "msg": "an extra field's name cannot start with '_'", "type": "extra_forbidden"}])
+    return extra
