@@ -590,3 +590,27 @@ def test_geminis_own_tools_go_beside_the_functions():
         {"googleSearch": {}},
         {"codeExecution": {}},
     ]
+
+
+def test_a_string_argument_in_many_pieces_is_joined_in_order():
+    """Vertex streams a long string argument in many ``partialArgs`` pieces; they are
+    joined into it (the arguments keep their order), and another path ends the string."""
+    text = "".join(chr(0x61 + i % 26) for i in range(5000))
+    pieces = [{"jsonPath": "$.body", "stringValue": text[i : i + 7], "willContinue": True} for i in range(0, len(text), 7)]
+    pieces += [
+        {"jsonPath": "$.body", "stringValue": "!"},
+        {"jsonPath": "$.title", "stringValue": "t"},
+        {"jsonPath": "$.tags[0]", "stringValue": "a", "willContinue": True},
+        {"jsonPath": "$.tags[0]", "stringValue": "b", "willContinue": True},
+        {"jsonPath": "$.count", "numberValue": 2},
+    ]
+    parts = [{"functionCall": {"name": "write", "willContinue": True}}]
+    parts += [{"functionCall": {"partialArgs": [piece], "willContinue": True}} for piece in pieces]
+    parts.append({"functionCall": {}})
+    chunks = [{"candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}]} for part in parts]
+    chunks[-1]["candidates"][0]["finishReason"] = "STOP"
+    raw = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode()
+    msg, _, error = decode("gemini", [raw])
+    assert error is None
+    (call,) = [b for b in msg.content if b.type == "tool_call"]
+    assert call.input == json.dumps({"body": text + "!", "title": "t", "tags": ["ab"], "count": 2}, ensure_ascii=False)

@@ -87,12 +87,21 @@ SHAPE: dict[str, tuple] = {
 class _StreamedCall:
     """A function call whose arguments arrive as ``partialArgs`` (Vertex)."""
 
-    __slots__ = ("key", "args", "open_string")
+    __slots__ = ("key", "args", "open_string", "pieces", "slot")
 
     def __init__(self, key: Any) -> None:
         self.key = key
         self.args: dict[str, Any] = {}
         self.open_string: str | None = None  # the jsonPath of a string still being continued
+        self.pieces: list[str] = []  # its pieces so far, joined once (a long string is linear)
+        self.slot: tuple[Any, str | int] | None = None  # where the joined string goes
+
+    def flush(self) -> None:
+        """Write the string still being continued into the arguments."""
+        if self.slot is not None:
+            container, last = self.slot
+            _put(container, last, "".join(self.pieces))
+        self.open_string, self.pieces, self.slot = None, [], None
 
 
 class GeminiAdapter(BaseAdapter):
@@ -266,6 +275,7 @@ class GeminiAdapter(BaseAdapter):
         streamed, self._streamed = self._streamed, None
         if streamed is None:
             return
+        streamed.flush()
         block = self.blocks.get(streamed.key)
         if block is not None:
             self.delta(block, json.dumps(streamed.args, ensure_ascii=False))
@@ -390,7 +400,11 @@ def _set_path(streamed: _StreamedCall, arg: Any) -> None:
     if not isinstance(arg, dict) or not isinstance(arg.get("jsonPath"), str):
         raise StreamProtocolError("a partialArgs entry without a jsonPath", body={"partialArgs": arg})
     path = arg["jsonPath"]
-    steps = _parse_path(path)
+    steps = _PATHS.get(path)
+    if steps is None:
+        steps = tuple(_parse_path(path))
+        if len(_PATHS) < 4096:
+            _PATHS[path] = steps
     present = [k for k in _VALUE_KEYS if k in arg]
     if not present:
         if arg.get("willContinue"):
@@ -400,14 +414,23 @@ def _set_path(streamed: _StreamedCall, arg: Any) -> None:
     value = None if kind == "nullValue" else arg[kind]
     if not isinstance(value, _VALUE_TYPES[kind]) or (kind != "boolValue" and isinstance(value, bool)):
         raise StreamProtocolError(f"partialArgs entry for {path}: {kind} holds {type(value).__name__}", body={"partialArgs": arg})
+    more = bool(arg.get("willContinue"))
+    if kind == "stringValue" and streamed.open_string == path:
+        streamed.pieces.append(value)  # a string continued across pieces
+        if not more:
+            streamed.flush()
+        return
+    streamed.flush()
     target: Any = streamed.args
     for step, following in zip(steps, steps[1:]):
         target = _child(target, step, {} if isinstance(following, str) else [])
     last = steps[-1]
-    if kind == "stringValue" and streamed.open_string == path:
-        value = _get(target, last) + value  # a string continued across pieces
     _put(target, last, value)
-    streamed.open_string = path if kind == "stringValue" and arg.get("willContinue") else None
+    if kind == "stringValue" and more:
+        streamed.open_string, streamed.pieces, streamed.slot = path, [value], (target, last)
+
+
+_PATHS: dict[str, tuple[str | int, ...]] = {}  # jsonPaths read so far (a call repeats its few paths)
 
 
 def _parse_path(path: str) -> list[str | int]:
@@ -453,14 +476,6 @@ def _child(container: Any, step: str | int, empty: Any) -> Any:
     if container.get(step) is None:
         container[step] = empty
     return container[step]
-
-
-def _get(container: Any, step: str | int) -> str:
-    try:
-        value = container[step]
-    except (KeyError, IndexError, TypeError):
-        return ""
-    return value if isinstance(value, str) else ""
 
 
 def _put(container: Any, step: str | int, value: Any) -> None:
