@@ -285,3 +285,31 @@ def test_anthropic_tool_without_argument_pieces_gets_its_start_input_or_empty_ob
     )
     msg = fold_ok("anthropic", body)
     assert [(c.id, c.input) for c in msg.content] == [("t0", "{}"), ("t1", '{"a": 1}')]
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "ollama", "bedrock-converse"])
+def test_an_event_nested_too_deeply_to_read_is_the_streams_fault(protocol):
+    """JSON nested thousands deep cannot be parsed; that is a malformed stream (typed, with
+    what came before kept), never a RecursionError out of the decoder, on every framing."""
+    from modelwire.adapters import encode_frame, framing_decoder
+    from modelwire.protocols import get_protocol
+    from modelwire.testing.sse import body
+
+    wire = get_protocol(protocol)
+    deep = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+    pieces = wire.split_stream(body(protocol, ("text", "Partial answer")))
+    good = pieces[: len(pieces) // 2]  # mid-answer
+    if wire.framing == "sse":
+        bad = b"data: " + deep + b"\n\n"
+    elif wire.framing == "ndjson":
+        bad = deep + b"\n"
+    else:
+        bad = encode_frame({":message-type": "event", ":event-type": "contentBlockDelta", ":content-type": "application/json"}, deep)
+    decoder = framing_decoder(wire.framing, wire.adapter_class()("r"))
+    events = []
+    with pytest.raises(StreamProtocolError) as info:
+        for piece in [*good, bad]:
+            events += decoder.feed(piece)
+    assert "JSON" in info.value.message
+    events += info.value.events
+    assert any(e.type == "TEXT_BLOCK_DELTA" for e in events) and events[-1].type == "MODEL_CALL_END"

@@ -22,8 +22,13 @@ _last = [0.0, ""]
 _bits: list = []
 
 
+_pool: list[str] = []  # ids drawn ahead, 64 at a time: one draw and one format per batch
+_BATCH = 64
+
+
 def _reseed() -> None:
     _bits[:] = [random.Random(os.urandom(32)).getrandbits]
+    _pool.clear()  # a forked child must not hand out the ids its parent drew
 
 
 _reseed()
@@ -31,9 +36,18 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reseed)
 
 
+def _refill() -> str:
+    # 64 ids of 16 random bytes each, as hex, split in C
+    _pool[:] = _bits[0](128 * _BATCH).to_bytes(16 * _BATCH, "big").hex(" ", 16).split(" ")
+    return _pool.pop()
+
+
 def new_id() -> str:
     """A fresh unique id (32 lowercase hex digits)."""
-    return f"{_bits[0](128):032x}"
+    try:
+        return _pool.pop()
+    except IndexError:
+        return _refill()
 
 
 def now_iso() -> str:

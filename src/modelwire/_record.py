@@ -18,8 +18,9 @@ Rules a record class follows:
 - a field named ``type`` is the record's tag: a constant of the class (one string per
   class), accepted by the constructor when equal, always written by ``to_dict``;
 - ``class X(Record, extra=True)`` keeps unknown keyword arguments as extra attributes
-  (in the instance ``__dict__``), written after the fields; without it they are ignored,
-  as JSON from a newer writer must load;
+  (in the instance ``__dict__``), written after the fields; without it the constructor
+  refuses them (a ``TypeError``, as for any function) and ``from_dict`` drops them, as
+  JSON from a newer writer must load;
 - ``__post_init__(self)`` runs after the fields are set, to normalise or cross-check;
   a ``ValueError`` it raises becomes :class:`~modelwire.errors.ValidationError`;
 - annotations are read on the first construction of each class, not at import.
@@ -34,7 +35,7 @@ from typing import Any, Callable, ClassVar, Literal, Union, dataclass_transform,
 
 from .errors import ModelwireError, ValidationError
 
-__all__ = ["Record", "field", "extras_of", "fields_of", "dump", "MISSING"]
+__all__ = ["Record", "field", "extras_of", "fields_of", "maker", "dump", "MISSING"]
 
 
 class _Missing:
@@ -122,6 +123,7 @@ class _RecordMeta(type):
             cls.__record_tag__ = tag
         has_tag = getattr(cls, "__record_tag__", None) is not None
         cls.__record_stored__ = tuple(f for f in fields if not (has_tag and f == "type"))
+        cls.__record_keys__ = frozenset(fields)
         return cls
 
 
@@ -146,6 +148,7 @@ class Record(metaclass=_RecordMeta):
     __record_extra__: ClassVar[bool] = False
     __record_tag__: ClassVar[str | None] = None
     __record_stored__: ClassVar[tuple[str, ...]] = ()
+    __record_keys__: ClassVar[frozenset[str]] = frozenset()
 
     def to_dict(self) -> dict[str, Any]:  # replaced per class on first use
         raise NotImplementedError
@@ -155,6 +158,10 @@ class Record(metaclass=_RecordMeta):
         """Build the record from its JSON form (a dict); raises ``ValidationError``."""
         if not isinstance(data, dict):
             raise ValidationError(cls.__name__, [{"loc": (), "msg": f"expected an object, got {type(data).__name__}", "type": "model_type"}])
+        if not cls.__record_extra__:
+            known = cls.__record_keys__
+            if not known.issuperset(data):
+                data = {k: v for k, v in data.items() if k in known}  # JSON from a newer writer
         try:
             return cls(**data)
         except TypeError as exc:  # a key that is not a string
@@ -340,11 +347,9 @@ def _record_conv(cls: type) -> Callable[[Any], Any]:
             return v
         if isinstance(v, dict):
             try:
-                return cls(**v)
+                return cls.from_dict(v)
             except ValidationError as exc:
                 raise exc.under() from None
-            except TypeError as exc:
-                raise _fail(str(exc), "model_type") from None
         raise _fail(f"expected {cls.__name__} or its JSON object, got {type(v).__name__}", "model_type")
 
     return conv
@@ -366,7 +371,7 @@ def _tagged_conv(members: list[type]) -> Callable[[Any], Any]:
                     raise _fail(f"the object has no 'type' (one of {tags})", "union_tag_not_found")
                 raise _fail(f"'type' {tag!r} does not match any of the expected tags: {tags}", "union_tag_invalid", ("type",))
             try:
-                return member(**v)
+                return member.from_dict(v)
             except ValidationError as exc:
                 raise exc.under(tag) from None
         raise _fail(f"expected one of {', '.join(c.__name__ for c in classes)} (or its JSON object), got {type(v).__name__}", "model_type")
@@ -512,6 +517,9 @@ def _converter(tp: Any) -> tuple[type | None, Callable[[Any], Any]]:
 # -- code generation -------------------------------------------------------------------------
 
 
+_LITERALS = {dict: "{}", list: "[]"}  # faster than calling the factory
+
+
 def _compile(cls: type, force: bool = False) -> None:
     """Write the class's ``__init__`` and ``to_dict`` from its fields (once)."""
     if not force and cls.__dict__.get("__init__") is not _lazy_init and cls.__dict__.get("to_dict") is not _lazy_to_dict:
@@ -545,7 +553,8 @@ def _compile(cls: type, force: bool = False) -> None:
         args.append(f"{name}=MISSING")
         if spec.factory is not None:
             env[f"_f_{name}"] = spec.factory
-            body.append(f"    if {name} is MISSING: {name} = _f_{name}()")
+            made = _LITERALS.get(spec.factory, f"_f_{name}()")  # type: ignore[arg-type]
+            body.append(f"    if {name} is MISSING: {name} = {made}")
             check = "elif"
         elif spec.default is not MISSING:
             env[f"_d_{name}"] = spec.default.value if isinstance(spec.default, Enum) else spec.default
@@ -560,7 +569,8 @@ def _compile(cls: type, force: bool = False) -> None:
             body.append(f"        try: {name} = _c_{name}({name})")
             body.append(f"        except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None")
         body.append("    " + setter.format(name=name))
-    args.append("**_extra")
+    if extra:
+        args.append("**_extra")
     if required:
         env["_missing"] = _missing
         names = ", ".join(required)
@@ -595,6 +605,48 @@ def converters(cls: type) -> dict[str, Callable[[Any], Any]]:
         _compile(cls, force=True)
         convs = cls.__dict__["__record_converters__"]
     return convs  # type: ignore[no-any-return]
+
+
+def maker(cls: type, *names: str) -> Callable[..., Any]:
+    """A positional constructor of ``cls`` taking ``names`` in that order, for code that
+    builds many records of one shape (an adapter's deltas): the same checks as the
+    constructor, without matching keywords. Fields not named take their defaults."""
+    convs = converters(cls)
+    specs: dict[str, _FieldSpec] = cls.__record_specs__  # type: ignore[attr-defined]
+    hints = typing.get_type_hints(cls)
+    env: dict[str, Any] = {"cls": cls, "_new": object.__new__, "_type": type, "ValidationError": ValidationError, "_oset": object.__setattr__}
+    body = ["    self = _new(cls)"]
+    setter = "_oset(self, {name!r}, {value})" if "__setattr__" in _own_attrs(cls) else "self.{name} = {value}"
+    for name in cls.__record_stored__:  # type: ignore[attr-defined]
+        spec = specs[name]
+        if name in names:
+            conv = convs[name]
+            if conv is not _identity:
+                fast = _converter(hints[name])[0] if spec.convert is None else None
+                env[f"_c_{name}"] = conv
+                if fast is not None:
+                    env[f"_t_{name}"] = fast
+                cond = f"_type({name}) is not _t_{name}" if fast is not None else "True"
+                body.append(f"    if {cond}:")
+                body.append(f"        try: {name} = _c_{name}({name})")
+                body.append(f"        except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None")
+            body.append("    " + setter.format(name=name, value=name))
+        elif spec.factory is not None:
+            env[f"_f_{name}"] = spec.factory
+            body.append("    " + setter.format(name=name, value=_LITERALS.get(spec.factory, f"_f_{name}()")))  # type: ignore[arg-type]
+        elif spec.default is not MISSING:
+            env[f"_d_{name}"] = spec.default.value if isinstance(spec.default, Enum) else spec.default
+            body.append("    " + setter.format(name=name, value=f"_d_{name}"))
+        else:
+            raise TypeError(f"{cls.__name__}.{name} has no default; name it")
+    unknown = set(names) - set(cls.__record_stored__)  # type: ignore[attr-defined]
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
+    if getattr(cls, "__post_init__", None) is not None:
+        body.append("    self.__post_init__()")
+    body.append("    return self")
+    exec(f"def make({', '.join(names)}):\n" + "\n".join(body) + "\n", env)  # noqa: S102
+    return env["make"]  # type: ignore[no-any-return]
 
 
 def _own_attrs(cls: type) -> set[str]:

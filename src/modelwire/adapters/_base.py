@@ -24,9 +24,10 @@ import json
 import logging
 from typing import Any, Callable
 
-from pydantic_core import from_json
+from msgspec.json import decode as from_json
 
 from .._ids import coarse_now_iso, new_id
+from .._record import maker
 from ..message import provenance
 from ..errors import (
     ValidationError,
@@ -42,7 +43,7 @@ from ..errors import (
 from .. import event as E
 from ._eventstream import EventStreamDecoder as FrameParser
 from ._eventstream import Frame
-from ._sse import SSEDecoder
+from ._sse import _NAMES, SSEDecoder, _name
 
 __all__ = ["BaseAdapter", "StreamDecoder", "AWSStreamDecoder", "Block", "debug", "shape_problem", "OPTIONAL", "decode_answer"]
 
@@ -68,11 +69,12 @@ _TEXT_KINDS = {
 }
 
 
+# The delta of each streamed kind, built positionally: (id, created_at, reply_id, block id, delta).
 _DELTAS = {
-    "text": (E.TextBlockDeltaEvent, "block_id"),
-    "thinking": (E.ThinkingBlockDeltaEvent, "block_id"),
-    "tool_call": (E.ToolCallDeltaEvent, "tool_call_id"),
-    "tool_result": (E.ToolResultTextDeltaEvent, "tool_call_id"),
+    "text": maker(E.TextBlockDeltaEvent, "id", "created_at", "reply_id", "block_id", "delta"),
+    "thinking": maker(E.ThinkingBlockDeltaEvent, "id", "created_at", "reply_id", "block_id", "delta"),
+    "tool_call": maker(E.ToolCallDeltaEvent, "id", "created_at", "reply_id", "tool_call_id", "delta"),
+    "tool_result": maker(E.ToolResultTextDeltaEvent, "id", "created_at", "reply_id", "tool_call_id", "delta"),
 }
 
 
@@ -341,8 +343,7 @@ class BaseAdapter:
         block.has_delta = True
         make = _DELTAS.get(block.kind)
         if make is not None:
-            cls, key = make
-            self._out.append(cls(id=self._new_id(), created_at=self._now, reply_id=self.reply_id, delta=text, **{key: block.id}))
+            self._out.append(make(self._new_id(), self._now, self.reply_id, block.id, text))
         elif block.kind == "data":
             assert block.parts is not None
             block.parts.append(text)
@@ -449,7 +450,48 @@ class StreamDecoder:
         self.events: list[E.EventBase] = []
 
     def feed(self, chunk: bytes) -> list[E.EventBase]:
-        return self._run(self.sse.feed_raw(chunk), end=False)
+        sse = self.sse
+        # The usual piece, one whole event as providers flush them ("data: X\n\n" or
+        # "event: N\ndata: X\n\n", nothing pending from earlier pieces), is taken apart
+        # here in a few byte searches; any other piece goes through the full decoder.
+        if chunk[-2:] == b"\n\n" and not (sse._rest or sse._data or sse._skip_lf or sse._first) and len(chunk) <= sse.max_line:
+            end = len(chunk) - 2
+            first = chunk.find(b"\n")
+            if first == end and chunk[:6] == b"data: ":
+                if b"\r" not in chunk:
+                    name = sse._event or "message"
+                    sse._event = ""
+                    return self._one(name, chunk[6:end])
+            elif chunk[:7] == b"event: " and chunk[first + 1 : first + 7] == b"data: " and chunk.find(b"\n", first + 1) == end:
+                if b"\r" not in chunk:
+                    raw = chunk[7:first]
+                    sse._event = ""
+                    return self._one(_NAMES.get(raw) or _name(raw), chunk[first + 7 : end])
+        return self._run(sse.feed_raw(chunk), end=False)
+
+    def _one(self, name: str, data: bytes) -> list[E.EventBase]:
+        """One decoded SSE event: what :meth:`_run` does for each, for one."""
+        adapter = self.adapter
+        try:
+            if data == b"[DONE]":
+                out = adapter.done()
+            else:
+                try:
+                    obj = from_json(data)
+                except (ValueError, RecursionError):
+                    obj = _json_replaced(data)
+                if isinstance(obj, dict):
+                    out = adapter.feed(obj, name)
+                else:
+                    _refuse(adapter, obj if isinstance(obj, ProviderError) else StreamProtocolError(
+                        f"a data line holds {type(obj).__name__}, not an object", body=data[:200].decode("utf-8", "replace")))
+                    out = []
+        except ProviderError as err:
+            self._failed([], err)
+            raise
+        if self.keep:
+            self.events += out
+        return out
 
     def close(self) -> list[E.EventBase]:
         return self._run(self.sse.close_raw(), end=True)
@@ -473,7 +515,7 @@ class StreamDecoder:
                     continue
                 try:
                     obj = from_json(data)
-                except ValueError:
+                except (ValueError, RecursionError):
                     obj = _json_replaced(data)
                 if not isinstance(obj, dict):
                     _refuse(adapter, obj if isinstance(obj, ProviderError) else StreamProtocolError(
@@ -496,7 +538,7 @@ def _json_replaced(data: bytes) -> Any:
     text = data.decode("utf-8", "replace")
     try:
         return from_json(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to read
         return StreamProtocolError(f"invalid JSON in a data line: {exc}", body=text[:200])
 
 
@@ -537,6 +579,19 @@ class AWSStreamDecoder(StreamDecoder):
         self.frames = FrameParser()
 
     def feed(self, chunk: bytes) -> list[E.EventBase]:
+        frames = self.frames
+        if not frames._buffer and len(chunk) >= 12 and int.from_bytes(chunk[:4], "big") == len(chunk):
+            # The usual piece, one whole sound frame: straight to the adapter.
+            frame = frames._one(chunk)
+            if frame is not None:
+                try:
+                    out = self._frame(frame)
+                except ProviderError as err:
+                    self._failed([], err)
+                    raise
+                if self.keep:
+                    self.events += out
+                return out
         return self._frames(chunk, end=False)
 
     def close(self) -> list[E.EventBase]:
@@ -576,10 +631,14 @@ class AWSStreamDecoder(StreamDecoder):
             return []
         try:
             obj = from_json(frame.payload) if frame.payload else {}
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             adapter.fail(StreamProtocolError(f"invalid JSON in an event-stream frame: {exc}", body=frame.payload[:200].decode("utf-8", "replace")))
             return []  # not reached: fail() raises while the call is open
-        kind = frame.message_type
+        kind = frame.headers.get(":message-type", "event")
+        if kind == "event" and type(obj) is dict:
+            event_type = frame.headers.get(":event-type")
+            return self._event(obj, event_type if type(event_type) is str else None)
+        kind = str(kind)
         if kind == "exception":
             message = obj.get("message") or obj.get("Message") if isinstance(obj, dict) else None
             exception = str(frame.headers.get(":exception-type") or "exception")

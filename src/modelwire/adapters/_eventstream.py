@@ -25,7 +25,7 @@ MAX_FRAME = 16 * 1024 * 1024  # AWS caps a message at 16 MiB
 _PRELUDE = 12
 
 
-@dataclass
+@dataclass(slots=True)
 class Frame:
     headers: dict[str, Any] = field(default_factory=dict)
     payload: bytes = b""
@@ -51,6 +51,11 @@ class EventStreamDecoder:
     def feed(self, data: bytes) -> list[Frame]:
         """The frames completed by ``data``. A broken frame raises :class:`EventStreamError`
         carrying the whole frames read before it (``frames``)."""
+        if not self._buffer and len(data) >= _PRELUDE and int.from_bytes(data[:4], "big") == len(data):
+            # The usual piece: exactly one frame, read where it lies (no buffer copies).
+            frame = self._one(data)
+            if frame is not None:
+                return [frame]
         self._buffer += data
         frames: list[Frame] = []
         try:
@@ -82,6 +87,20 @@ class EventStreamDecoder:
                 if len(self._seen) < 64:
                     self._seen[raw_headers] = headers
             frames.append(Frame(dict(headers), frame[_PRELUDE + headers_length : -4]))
+
+    def _one(self, frame: bytes) -> Frame | None:
+        """One whole frame, checked as :meth:`_read` checks it; None sends it that way (to
+        raise what is wrong with it)."""
+        total, headers_length, prelude_crc = struct.unpack_from(">III", frame)
+        if zlib.crc32(frame[:8]) != prelude_crc or total < _PRELUDE + 4 + headers_length or total > self._max:
+            return None
+        if zlib.crc32(frame[:-4]) != int.from_bytes(frame[-4:], "big"):
+            return None
+        raw_headers = frame[_PRELUDE : _PRELUDE + headers_length]
+        headers = self._seen.get(raw_headers)
+        if headers is None:
+            return None
+        return Frame(dict(headers), frame[_PRELUDE + headers_length : -4])
 
     def close(self) -> None:
         if self._buffer:

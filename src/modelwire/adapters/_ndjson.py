@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_core import from_json
+from msgspec.json import decode as from_json
 
 from .. import event as E
 from ..errors import ProviderError, StreamProtocolError
@@ -70,7 +70,7 @@ class NDJSONDecoder(StreamDecoder):
             return []
         try:
             obj: Any = from_json(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             _refuse(self.adapter, StreamProtocolError(f"invalid JSON in an NDJSON line: {exc}", body=line[:200].decode("utf-8", "replace")))
             return []
         if not isinstance(obj, dict):

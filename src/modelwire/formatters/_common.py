@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from pydantic_core import from_json
+from msgspec.json import decode as from_json
 
 from .._record import extras_of
 from ..errors import FormatError, debug_enabled
@@ -192,9 +192,11 @@ def parse_arguments(call: ToolCallBlock) -> dict[str, Any]:
         return {}
     try:
         value = from_json(text)
-    except ValueError:
+    except (ValueError, RecursionError):
+        from pydantic_core import from_json as partial  # reads the longest valid prefix
+
         try:
-            value = from_json(text.strip(), allow_partial=True)
+            value = partial(text.strip(), allow_partial=True)
         except ValueError:
             value = {}
     return value if isinstance(value, dict) else {"value": value}

@@ -178,7 +178,7 @@ def _content(value: Any) -> list[Any]:
             what = "has no 'type'" if tag is None else f"'type' {tag!r:.40} does not match any of the expected tags"
             raise ValidationError(None, [{"loc": (i, "type"), "msg": f"{what}: {', '.join(BLOCK_TYPES)}", "type": "union_tag_invalid"}])
         try:
-            out.append(cls(**item))
+            out.append(cls.from_dict(item))
         except ValidationError as exc:
             raise exc.under(i, item["type"]) from None
     return out

@@ -10,7 +10,7 @@ import binascii
 import logging
 from typing import Any
 
-from pydantic_core import from_json
+from msgspec.json import decode as from_json
 
 from ...adapters import AWSStreamDecoder
 from ...errors import StreamProtocolError
@@ -32,7 +32,7 @@ class InvokeStreamDecoder(AWSStreamDecoder):
             return []  # not reached: fail() raises while the call is open
         try:
             event = from_json(base64.b64decode(raw, validate=True))
-        except (binascii.Error, ValueError) as exc:
+        except (binascii.Error, ValueError, RecursionError) as exc:
             adapter.fail(StreamProtocolError(f"a Bedrock chunk whose bytes are not base64 JSON: {exc}", body=raw[:200]))
             return []
         if not isinstance(event, dict):

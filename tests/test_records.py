@@ -1,0 +1,221 @@
+"""The record classes messages, blocks and events are made of: construction checks, the
+JSON form, copies, the positional constructor adapters use, ids, and the stream decoder's
+path for a whole event per piece."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+from modelwire import event as E
+from modelwire._ids import new_id
+from modelwire._record import maker
+from modelwire.adapters import StreamDecoder
+from modelwire.errors import RoleError, ValidationError
+from modelwire.message import (
+    AssistantMsg,
+    DataBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+    extras_of,
+    fields_of,
+)
+from modelwire.protocols import get_protocol, protocol_names
+from modelwire.testing.sse import body
+
+
+def test_every_missing_field_is_named_at_once():
+    with pytest.raises(ValidationError) as info:
+        ToolCallBlock(name="f")
+    assert [e["loc"] for e in info.value.errors()] == [("id",), ("input",)]
+    assert {e["type"] for e in info.value.errors()} == {"missing"}
+
+
+def test_a_wrong_type_says_where_inside_the_message():
+    with pytest.raises(ValidationError) as info:
+        Msg.from_dict({"name": "a", "role": "assistant", "content": [{"type": "tool_result", "id": "c", "name": "f", "output": [{"type": "text", "text": 3}]}]})
+    (error,) = info.value.errors()
+    assert error["loc"] == ("content", 0, "tool_result", "output", 0, "text", "text")
+    assert error["type"] == "string_type" and "invalid Msg" in str(info.value)
+
+
+def test_values_of_the_right_kind_are_taken_as_a_validating_library_would():
+    assert Usage(input_tokens=3.0, output_tokens=True).to_dict()["input_tokens"] == 3
+    with pytest.raises(ValidationError, match="integer"):
+        Usage(input_tokens=2.5, output_tokens=1)
+    with pytest.raises(ValidationError, match="expected one of"):
+        ToolCallBlock(id="c", name="f", input="{}", state="done")
+    assert ToolCallBlock(id="c", name="f", input="{}", state="asking").state == "asking"
+
+
+def test_the_tag_is_fixed_per_class():
+    assert TextBlock(type="text", text="x").type == "text"
+    with pytest.raises(ValidationError, match="expected 'text'"):
+        TextBlock(type="thinking", text="x")
+
+
+def test_extras_ride_after_the_fields_and_only_where_a_block_takes_them():
+    block = ThinkingBlock(thinking="t", id="b", created_at="T", signature="sig")
+    assert list(block.to_dict()) == [*fields_of(ThinkingBlock), "signature"]
+    assert extras_of(block) == {"signature": "sig"} and block.signature == "sig"
+    result = ToolResultBlock(id="c", name="f", output="ok")
+    assert dict(extras_of(result)) == {}
+    with pytest.raises(TypeError):
+        extras_of(result)["x"] = 1  # read-only: no shared dict to corrupt
+    with pytest.raises(AttributeError):
+        result.not_a_field = 1
+    with pytest.raises(TypeError):
+        ToolResultBlock(id="c", name="f", output="ok", typo=1)  # a keyword typo is an error
+    # ... while JSON from a newer writer loads, its unknown keys dropped
+    newer = ToolResultBlock.from_dict({"type": "tool_result", "id": "c", "name": "f", "output": "ok", "future": 1})
+    assert newer.output == "ok" and "future" not in newer.to_dict() and not hasattr(newer, "future")
+    loaded = E.parse_event({"type": "TEXT_BLOCK_DELTA", "reply_id": "r", "block_id": "b", "delta": "x", "future": 1})
+    assert loaded.delta == "x" and "future" not in loaded.to_dict()
+
+
+def test_replace_checks_what_it_changes_and_shares_the_rest():
+    msg = AssistantMsg("a", [ToolCallBlock(id="c", name="f", input="{}")], id="m")
+    other = msg.replace(name="b")
+    assert other.name == "b" and other.content[0] is msg.content[0] and other.content is not msg.content
+    with pytest.raises(RoleError):
+        msg.replace(role="user")
+    with pytest.raises(ValidationError, match="string"):
+        msg.replace(name=3)
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_copies_are_equal_and_own_their_parts(how):
+    msg = AssistantMsg("a", [TextBlock(text="x", citations=[{"n": 1}]), DataBlock(source={"type": "url", "url": "https://x/y.png", "media_type": "png"})])
+    msg.usage = Usage(input_tokens=1, output_tokens=2)
+    made = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": lambda m: pickle.loads(pickle.dumps(m))}[how](msg)
+    assert made == msg and made.to_json() == msg.to_json()
+    made.content.append(TextBlock(text="more"))  # the copy's own list, still checked
+    assert len(msg.content) == 2
+    with pytest.raises(RoleError):
+        made.role = "system"
+    if how != "copy":
+        assert made.content[0] is not msg.content[0] and made.content[0].citations == [{"n": 1}]
+
+
+def test_the_positional_constructor_checks_as_the_keyword_one_does():
+    make = maker(E.TextBlockDeltaEvent, "id", "created_at", "reply_id", "block_id", "delta")
+    fast = make("i", "T", "r", "b", "x")
+    assert fast == E.TextBlockDeltaEvent(id="i", created_at="T", reply_id="r", block_id="b", delta="x")
+    assert fast.metadata == {} and fast.metadata is not make("i", "T", "r", "b", "x").metadata
+    with pytest.raises(ValidationError, match="delta"):
+        make("i", "T", "r", "b", 5)
+    media = maker(E.DataBlockDeltaEvent, "reply_id", "block_id", "media_type", "data")
+    assert media("r", "b", "jpg", "QUI").to_dict()["data"] == "QUI="  # the class's own checks ran
+    with pytest.raises(TypeError, match="no field"):
+        maker(E.TextBlockDeltaEvent, "reply_id", "block_id", "delta", "nope")
+
+
+def test_a_role_error_survives_pickling_with_its_details():
+    err = RoleError("user", "thinking", "content[0]")
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is RoleError and back.role == "user" and str(back) == str(err)
+    broad = pickle.loads(pickle.dumps(ValidationError("Msg", [{"loc": ("name",), "msg": "m", "type": "t"}])))
+    assert str(broad) == "invalid Msg: name: m"
+
+
+def test_the_contract_imports_without_pydantic():
+    code = "import sys, modelwire.message, modelwire.event, modelwire.agent; print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))"
+    src = os.path.join(os.path.dirname(__file__), "..", "src")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": src}, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_ids_are_unique_and_a_forked_child_draws_its_own():
+    ids = {new_id() for _ in range(5000)}
+    assert len(ids) == 5000 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    new_id()  # the pool holds ids drawn ahead now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.write(write, " ".join(new_id() for _ in range(70)).encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = set(os.read(read, 1 << 16).decode().split())
+    mine = {new_id() for _ in range(70)}
+    assert len(child) == 70 and not child & mine
+
+
+def _strip(events):
+    return [e.to_dict() for e in events]
+
+
+@pytest.mark.parametrize("protocol", [p for p in protocol_names() if get_protocol(p).framing == "sse"])
+def test_a_whole_event_per_piece_decodes_as_the_whole_body_does(protocol):
+    """Providers flush one event per piece; the decoder takes such a piece apart on its
+    own path. The events must be those of the same bytes in one piece, and of the same
+    bytes split where no event ends."""
+    raw = body(protocol, ("think", "hm"), ("text", "Hello there"), ("tool", "c1", "f", '{"a": 1}'))
+    pieces = [p + b"\n\n" for p in raw.split(b"\n\n") if p]
+    # a field before an event, an id and a comment: these pieces take the full decoder
+    pieces[1:1] = [b": keep-alive\n\n"]
+    wire = get_protocol(protocol)
+
+    def decode(chunks):
+        counter = iter(range(1_000_000))
+        adapter = wire.adapter_class()("r", new_id=lambda: f"id{next(counter)}", clock=lambda: "T")
+        decoder = StreamDecoder(adapter)
+        out = []
+        for chunk in chunks:
+            out += decoder.feed(chunk)
+        return _strip(out + decoder.close()), _heard(adapter)
+
+    whole, heard = decode([b"".join(pieces)])
+    assert decode(pieces) == (whole, heard)
+    odd = b"".join(pieces)
+    assert decode([odd[i : i + 7] for i in range(0, len(odd), 7)]) == (whole, heard)
+    assert any(e["type"] == "TEXT_BLOCK_DELTA" for e in whole)
+    names = {name for name, _ in heard}
+    assert names == {"message"} or "message" not in names  # the names the provider sent, or none
+
+
+def _heard(adapter):
+    """What the SSE decoder handed the adapter: (event name, data) per event."""
+    return adapter.heard
+
+
+@pytest.fixture(autouse=True)
+def _listen(monkeypatch):
+    """Each adapter notes what it is fed (the SSE event names and data), then does its work."""
+    from modelwire.adapters import BaseAdapter
+
+    real = BaseAdapter.feed
+
+    def feed(self, data, event=None):
+        self.__dict__.setdefault("heard", []).append((event, json.dumps(data, sort_keys=True)))
+        return real(self, data, event)
+
+    monkeypatch.setattr(BaseAdapter, "feed", feed)
+
+
+def test_an_event_name_sent_in_its_own_piece_names_the_next_data():
+    wire = get_protocol("anthropic")
+    raw = body("anthropic", ("text", "Hi"))
+    pieces = [p + b"\n\n" for p in raw.split(b"\n\n") if p]
+    split = []
+    for piece in pieces:
+        name, _, data = piece.partition(b"\n")
+        split += [name + b"\n", data] if piece.startswith(b"event: ") else [piece]
+    ping = b'data: {"type": "ping"}\n\n'  # an event without a name, right after a named one
+    split.insert(2, ping)
+    adapter = wire.adapter_class()("r")
+    decoder = StreamDecoder(adapter)
+    events = [e for chunk in split for e in decoder.feed(chunk)] + decoder.close()
+    names = [p[7 : p.index(b"\n")].decode() for p in pieces]
+    assert [name for name, _ in adapter.heard] == [names[0], "message", *names[1:]]
+    assert [e.type for e in events][-1] == "MODEL_CALL_END"
+    assert "".join(e.delta for e in events if e.type == "TEXT_BLOCK_DELTA").strip() == "Hi"
