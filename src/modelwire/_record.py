@@ -31,7 +31,7 @@ from __future__ import annotations
 import types
 import typing
 from enum import Enum
-from typing import Any, Callable, ClassVar, Literal, Union, dataclass_transform, get_args, get_origin
+from typing import Any, Callable, ClassVar, Literal, Self, Union, dataclass_transform, get_args, get_origin
 
 from .errors import ModelwireError, ValidationError
 
@@ -84,6 +84,13 @@ def _is_tag(annotation: Any, default: Any) -> bool:
 
 @dataclass_transform(kw_only_default=True, field_specifiers=(field,))
 class _RecordMeta(type):
+    __record_fields__: tuple[str, ...]
+    __record_specs__: dict[str, _FieldSpec]
+    __record_extra__: bool
+    __record_tag__: str | None
+    __record_stored__: tuple[str, ...]
+    __record_keys__: frozenset[str]
+
     def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any], extra: bool | None = None, **kw: Any) -> Any:
         fields: list[str] = []
         specs: dict[str, _FieldSpec] = {}
@@ -171,7 +178,7 @@ class Record(metaclass=_RecordMeta):
         """The JSON text of :meth:`to_dict`: compact, UTF-8 characters as they are."""
         return _dumps(self.to_dict())
 
-    def replace(self, **changes: Any) -> Any:
+    def replace(self, **changes: Any) -> Self:
         """A new record with ``changes`` applied, validated like a construction; fields not
         changed are shared with this one, not copied."""
         values = {n: getattr(self, n) for n in self.__record_stored__}
@@ -204,7 +211,7 @@ class Record(metaclass=_RecordMeta):
             object.__setattr__(new, n, getattr(self, n))
         extra = getattr(self, "__dict__", None)
         if extra:
-            new.__dict__.update(extra)
+            vars(new).update(extra)
         return new
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
@@ -216,7 +223,7 @@ class Record(metaclass=_RecordMeta):
             object.__setattr__(new, n, copy.deepcopy(getattr(self, n), memo))
         extra = getattr(self, "__dict__", None)
         if extra:
-            new.__dict__.update(copy.deepcopy(extra, memo))
+            vars(new).update(copy.deepcopy(extra, memo))
         return new
 
     def __getstate__(self) -> Any:
@@ -228,7 +235,7 @@ class Record(metaclass=_RecordMeta):
         for n, v in values.items():
             object.__setattr__(self, n, v)
         if extra:
-            self.__dict__.update(extra)
+            vars(self).update(extra)
 
 
 def fields_of(cls: type) -> tuple[str, ...]:
@@ -427,6 +434,12 @@ def _enum_conv(enum: type[Enum]) -> Callable[[Any], Any]:
 def _union_conv(args: tuple[Any, ...]) -> tuple[type | None, Callable[[Any], Any]]:
     optional = type(None) in args
     rest = [a for a in args if a is not type(None)]
+    # ``Enum | Literal[its values]`` (how a field says it takes the enum or its plain
+    # values, for a type checker) converts as the enum alone.
+    enums = [a for a in rest if isinstance(a, type) and issubclass(a, Enum)]
+    if enums:
+        values = [{m.value for m in e} for e in enums]
+        rest = [a for a in rest if not (get_origin(a) is Literal and any(set(get_args(a)) <= v for v in values))]
     records = [a for a in rest if isinstance(a, type) and issubclass(a, Record)]
     others = [a for a in rest if a not in records]
     record_conv: Callable[[Any], Any] | None = None
@@ -435,9 +448,11 @@ def _union_conv(args: tuple[Any, ...]) -> tuple[type | None, Callable[[Any], Any
     # Each other member takes values of one Python kind (a string, a list ...); a value of
     # that kind is converted by that member alone, so its error says what is wrong inside.
     kinds = [(_kind_of(a), _converter(a)[1]) for a in others]
-    if optional and len(rest) == 1:
+    if len(rest) == 1:
         fast, inner = (records[0], record_conv) if record_conv is not None else _converter(rest[0])
         assert inner is not None
+        if not optional:
+            return fast, inner
 
         def optional_conv(v: Any) -> Any:
             return None if v is None else inner(v)

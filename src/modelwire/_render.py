@@ -102,57 +102,56 @@ class Pretty:
 
 
     def __call__(self, event: Any) -> None:
-        t = event.type
-        if t in ("TEXT_BLOCK_DELTA", "THINKING_BLOCK_DELTA") and self.first_token is None:
+        if event.type in ("TEXT_BLOCK_DELTA", "THINKING_BLOCK_DELTA") and self.first_token is None:
             self.first_token = time.monotonic() - self.t0
-        if t == "TEXT_BLOCK_START":
+        if event.type == "TEXT_BLOCK_START":
             if self.last_kind != "text":  # cited pieces of one answer are several text blocks
                 self._newline()
             self.last_kind = "text"
-        elif t == "TEXT_BLOCK_DELTA":
+        elif event.type == "TEXT_BLOCK_DELTA":
             self._write(event.delta)
-        elif t == "TEXT_BLOCK_END":
+        elif event.type == "TEXT_BLOCK_END":
             extras = event.extras or {}
             for citation in list(extras.get("citations") or []) + list(extras.get("annotations") or []):
                 self.refs.append(_citation(citation))
                 self._write(self._style(f"[{len(self.refs)}]", DIM))
             if extras.get("refusal"):
                 self._write(self._style(" (the model refused)", RED))
-        elif t == "THINKING_BLOCK_START":
+        elif event.type == "THINKING_BLOCK_START":
             self._newline(True)
             self.last_kind = "thinking"
             self.thinking_chars = 0
             self.thinking_started = False
-        elif t == "THINKING_BLOCK_DELTA":
+        elif event.type == "THINKING_BLOCK_DELTA":
             self.thinking_chars += len(event.delta)
             if self.show_thinking:
                 if not self.thinking_started:
                     self._write(self._style("thinking: ", DIM), True)
                     self.thinking_started = True
                 self._write(self._style(event.delta, DIM), True)
-        elif t == "THINKING_BLOCK_END":
+        elif event.type == "THINKING_BLOCK_END":
             extras = event.extras or {}
             if extras.get("redacted_thinking_data") and not self.thinking_chars:
                 self._write(self._style("(redacted thinking: the provider keeps it encrypted)", DIM), True)
             elif not self.show_thinking and self.thinking_chars:
                 self._write(self._style(f"(thought for {self.thinking_chars} characters; --show-thinking to read it)", DIM), True)
             self._newline(True)
-        elif t == "TOOL_CALL_START":
+        elif event.type == "TOOL_CALL_START":
             self.calls[event.tool_call_id] = {"name": event.tool_call_name, "args": []}
-        elif t == "TOOL_CALL_DELTA":
+        elif event.type == "TOOL_CALL_DELTA":
             self.calls[event.tool_call_id]["args"].append(event.delta)
-        elif t == "TOOL_CALL_END":
+        elif event.type == "TOOL_CALL_END":
             call = self.calls[event.tool_call_id]
             self.last_kind = "tool"
             self._newline(True)
             self._write(self._style(f"-> {call['name']}({''.join(call['args'])})", CYAN) + "\n", True)
-        elif t == "TOOL_RESULT_START":
+        elif event.type == "TOOL_RESULT_START":
             self.results[event.tool_call_id] = []
-        elif t == "TOOL_RESULT_TEXT_DELTA":
+        elif event.type == "TOOL_RESULT_TEXT_DELTA":
             self.results[event.tool_call_id].append(event.delta)
-        elif t == "TOOL_RESULT_DATA_DELTA":
+        elif event.type == "TOOL_RESULT_DATA_DELTA":
             self.results[event.tool_call_id].append(f"[{event.media_type}]")
-        elif t == "TOOL_RESULT_END":
+        elif event.type == "TOOL_RESULT_END":
             name = self.calls.get(event.tool_call_id, {}).get("name") or event.tool_call_id
             text = "".join(self.results.get(event.tool_call_id, [])).strip().replace("\n", " ")
             if len(text) > 300:
@@ -160,10 +159,10 @@ class Pretty:
             style = (RED,) if event.state != "success" else (DIM,)
             self._newline(True)
             self._write(self._style(f"<- {name} [{event.state}] {text}", *style) + "\n", True)
-        elif t == "REQUIRE_USER_CONFIRM":
+        elif event.type == "REQUIRE_USER_CONFIRM":
             self._newline(True)
             self._write(self._style("waiting for your confirmation of: " + ", ".join(c.name for c in event.tool_calls), BOLD) + "\n", True)
-        elif t == "MODEL_CALL_END":
+        elif event.type == "MODEL_CALL_END":
             self.usage[0] += event.input_tokens
             self.usage[1] += event.output_tokens
             self.usage[2] += event.cache_input_tokens
@@ -177,7 +176,7 @@ class Pretty:
                 from .message._types import add_costs
 
                 self.cost = add_costs(self.cost, event.cost)
-        elif t == "REPLY_END":
+        elif event.type == "REPLY_END":
             self.finished_reason = event.finished_reason
             self.error = event.error
 

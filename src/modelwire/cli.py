@@ -280,7 +280,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     """Raw response body -> the rebuilt assistant message (or the events)."""
     from .errors import ProviderError
     from .event import ReplyEndEvent, ReplyStartEvent, dumps_jsonl
-    from .message import AssistantMsg
+    from .message import AssistantMsg, ErrorInfo
     from .protocols import get_protocol, sniff
 
     protocol = get_protocol(args.protocol)
@@ -295,7 +295,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     except ProviderError as exc:
         error = exc
     events = [start, *decoder.events]
-    events.append(ReplyEndEvent(session_id="decode", reply_id=reply.id, finished_reason="error" if error else "completed", error=error.to_error_info() if error else None))
+    events.append(ReplyEndEvent(session_id="decode", reply_id=reply.id, finished_reason="error" if error else "completed", error=ErrorInfo.from_dict(error.to_error_info()) if error else None))
     for event in events:
         reply.append_event(event)
     if args.events:

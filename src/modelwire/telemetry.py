@@ -20,7 +20,7 @@ import importlib.util
 import json
 import os
 import time
-from typing import Any
+from typing import Any, AsyncGenerator
 
 __all__ = ["enabled", "capture_content", "ModelCallTrace", "model_call", "agent_span", "end_agent_span", "under", "tool_span", "mark_error"]
 
@@ -201,7 +201,7 @@ def end_agent_span(span: Any, reply: Any) -> None:
     span.end()
 
 
-async def under(span: Any, stream: Any) -> Any:
+async def under(span: Any, stream: Any) -> AsyncGenerator[Any, None]:
     """``stream`` (a model call) with ``span`` as the parent of the spans it starts: the
     parent is current only while the call starts, so nothing leaks into the consumer."""
     from opentelemetry import context, trace

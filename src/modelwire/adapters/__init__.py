@@ -23,7 +23,7 @@ from ._eventstream import EventStreamDecoder, EventStreamError, Frame, encode_fr
 from ._sse import SSEDecoder, SSEEvent, encode_sse, split_sse
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..event import EventBase
+    from ..event import AgentEvent
 
 __all__ = [
     "AWSStreamDecoder",
@@ -85,7 +85,7 @@ def get_adapter(protocol: str) -> type[BaseAdapter]:
     return get_protocol(protocol).adapter_class()
 
 
-def decode_sse(protocol: str, body: bytes, reply_id: str, **adapter_options: Any) -> list["EventBase"]:
+def decode_sse(protocol: str, body: bytes, reply_id: str, **adapter_options: Any) -> list["AgentEvent"]:
     """Decode a whole response body into modelwire events (one model call).
 
     On a provider or stream error the :class:`~modelwire.errors.ProviderError` is raised
@@ -100,6 +100,6 @@ def decode_sse(protocol: str, body: bytes, reply_id: str, **adapter_options: Any
         decoder.close()
     except Exception as err:
         if hasattr(err, "events"):
-            err.events = decoder.events
+            setattr(err, "events", decoder.events)  # noqa: B010 - any error that carries events
         raise
     return decoder.events

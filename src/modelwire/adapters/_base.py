@@ -132,7 +132,7 @@ class BaseAdapter:
         self._new_id = new_id
         self._clock = clock
         self._now = ""
-        self._out: list[E.EventBase] = []
+        self._out: list[E.AgentEvent] = []
         self.blocks: dict[Any, Block] = {}  # provider key -> open block, in opening order
         self._ids: set[str] = set()  # every block id of this call: a provider that repeats one is refused
         # Tool names as sent -> the tools' own names, where the target refused a name (see
@@ -166,7 +166,7 @@ class BaseAdapter:
 
     # -- public API ---------------------------------------------------------------------
 
-    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.EventBase]:
+    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
         """Process one decoded provider event (``event`` is the SSE event name, if any)."""
         if self.state in _ENDED:
             return []  # trailing events after the terminal one (usage echoes, [DONE])
@@ -187,7 +187,7 @@ class BaseAdapter:
             self._fail(self._unexpected(exc, data, event))
         return out
 
-    def done(self) -> list[E.EventBase]:
+    def done(self) -> list[E.AgentEvent]:
         """The ``data: [DONE]`` marker."""
         if self.state in _ENDED:
             return []
@@ -197,7 +197,7 @@ class BaseAdapter:
             self._fail(IncompleteStreamError(f"the {self.protocol} stream held nothing before [DONE]"))
         return self._guarded(self._on_done)
 
-    def close(self) -> list[E.EventBase]:
+    def close(self) -> list[E.AgentEvent]:
         """End of input. Raises :class:`IncompleteStreamError` if the call never ended."""
         if self.state in _ENDED:
             return []
@@ -208,7 +208,7 @@ class BaseAdapter:
         self._guarded(self._on_close)
         return self._out
 
-    def fail(self, err: ProviderError) -> list[E.EventBase]:
+    def fail(self, err: ProviderError) -> list[E.AgentEvent]:
         """Close what is open because of an error found outside the adapter (for example
         invalid JSON in a data line), and raise ``err`` with the closing events.
 
@@ -279,7 +279,7 @@ class BaseAdapter:
     def _model_from(self, data: dict[str, Any]) -> str | None:
         return None
 
-    def _on_done(self) -> list[E.EventBase]:
+    def _on_done(self) -> list[E.AgentEvent]:
         self._finish()
         return self._out
 
@@ -447,9 +447,9 @@ class StreamDecoder:
         self.adapter = adapter
         self.sse = SSEDecoder()
         self.keep = keep
-        self.events: list[E.EventBase] = []
+        self.events: list[E.AgentEvent] = []
 
-    def feed(self, chunk: bytes) -> list[E.EventBase]:
+    def feed(self, chunk: bytes) -> list[E.AgentEvent]:
         sse = self.sse
         # The usual piece, one whole event as providers flush them ("data: X\n\n" or
         # "event: N\ndata: X\n\n", nothing pending from earlier pieces), is taken apart
@@ -469,7 +469,7 @@ class StreamDecoder:
                     return self._one(_NAMES.get(raw) or _name(raw), chunk[first + 7 : end])
         return self._run(sse.feed_raw(chunk), end=False)
 
-    def _one(self, name: str, data: bytes) -> list[E.EventBase]:
+    def _one(self, name: str, data: bytes) -> list[E.AgentEvent]:
         """One decoded SSE event: what :meth:`_run` does for each, for one."""
         adapter = self.adapter
         try:
@@ -493,21 +493,21 @@ class StreamDecoder:
             self.events += out
         return out
 
-    def close(self) -> list[E.EventBase]:
+    def close(self) -> list[E.AgentEvent]:
         return self._run(self.sse.close_raw(), end=True)
 
-    def _failed(self, out: list[E.EventBase], err: ProviderError) -> None:
+    def _failed(self, out: list[E.AgentEvent], err: ProviderError) -> None:
         """An error keeps what came before it: the events of this piece go in front of the
         error's own, and (with ``keep``) into what the decoder kept."""
         err.events = out + err.events
         if self.keep:
             self.events += err.events
 
-    def _run(self, sse_events: list[Any], end: bool) -> list[E.EventBase]:
+    def _run(self, sse_events: list[Any], end: bool) -> list[E.AgentEvent]:
         """Hand decoded SSE events to the adapter (JSON-decoding their data), then, at the
         end of input, close the adapter. Keeps what was produced if ``keep`` is set."""
         adapter = self.adapter
-        out: list[E.EventBase] = []
+        out: list[E.AgentEvent] = []
         try:
             for name, data, _id, _retry in sse_events:
                 if data == b"[DONE]":
@@ -551,10 +551,10 @@ def _refuse(adapter: BaseAdapter, err: ProviderError) -> None:
         adapter.fail(err)
 
 
-def decode_answer(adapter: BaseAdapter, events: list[tuple[str | None, Any]]) -> list[E.EventBase]:
+def decode_answer(adapter: BaseAdapter, events: list[tuple[str | None, Any]]) -> list[E.AgentEvent]:
     """Feed a whole answer, already turned into the protocol's events (see
     ``WireProtocol.answer_events``), through ``adapter``; the same errors as a stream."""
-    out: list[E.EventBase] = []
+    out: list[E.AgentEvent] = []
     try:
         for name, data in events:
             out += adapter.done() if data == "[DONE]" else adapter.feed(data, name)
@@ -578,7 +578,7 @@ class AWSStreamDecoder(StreamDecoder):
         super().__init__(adapter, keep=keep)
         self.frames = FrameParser()
 
-    def feed(self, chunk: bytes) -> list[E.EventBase]:
+    def feed(self, chunk: bytes) -> list[E.AgentEvent]:
         frames = self.frames
         if not frames._buffer and len(chunk) >= 12 and int.from_bytes(chunk[:4], "big") == len(chunk):
             # The usual piece, one whole sound frame: straight to the adapter.
@@ -594,12 +594,12 @@ class AWSStreamDecoder(StreamDecoder):
                 return out
         return self._frames(chunk, end=False)
 
-    def close(self) -> list[E.EventBase]:
+    def close(self) -> list[E.AgentEvent]:
         return self._frames(b"", end=True)
 
-    def _frames(self, chunk: bytes, end: bool) -> list[E.EventBase]:
+    def _frames(self, chunk: bytes, end: bool) -> list[E.AgentEvent]:
         adapter = self.adapter
-        out: list[E.EventBase] = []
+        out: list[E.AgentEvent] = []
         try:
             broken: EventStreamError | None = None
             try:
@@ -624,7 +624,7 @@ class AWSStreamDecoder(StreamDecoder):
             self.events += out
         return out
 
-    def _frame(self, frame: Frame) -> list[E.EventBase]:
+    def _frame(self, frame: Frame) -> list[E.AgentEvent]:
         adapter = self.adapter
         if adapter.finished:
             adapter.ignore(f"an event-stream frame ({frame.message_type})")
@@ -650,7 +650,7 @@ class AWSStreamDecoder(StreamDecoder):
             adapter.fail(StreamProtocolError(f"an event-stream frame holds {type(obj).__name__}, not an object"))
         return self._event(obj, frame.event_type)
 
-    def _event(self, obj: dict[str, Any], event_type: str | None) -> list[E.EventBase]:
+    def _event(self, obj: dict[str, Any], event_type: str | None) -> list[E.AgentEvent]:
         """One event frame's JSON to the adapter (an endpoint that wraps its protocol's
         events in frames unwraps them here)."""
         return self.adapter.feed(obj, event_type)

@@ -22,19 +22,19 @@ class NDJSONDecoder(StreamDecoder):
     def __init__(self, adapter: BaseAdapter, *, keep: bool = False, max_line: int = MAX_LINE) -> None:
         self.adapter = adapter
         self.keep = keep
-        self.events: list[E.EventBase] = []
+        self.events: list[E.AgentEvent] = []
         self._buffer = bytearray()
         self._max = max_line
 
-    def feed(self, chunk: bytes) -> list[E.EventBase]:
+    def feed(self, chunk: bytes) -> list[E.AgentEvent]:
         return self._lines(chunk, end=False)
 
-    def close(self) -> list[E.EventBase]:
+    def close(self) -> list[E.AgentEvent]:
         return self._lines(b"", end=True)
 
-    def _lines(self, chunk: bytes, end: bool) -> list[E.EventBase]:
+    def _lines(self, chunk: bytes, end: bool) -> list[E.AgentEvent]:
         adapter = self.adapter
-        out: list[E.EventBase] = []
+        out: list[E.AgentEvent] = []
         try:
             buffer = self._buffer
             buffer += chunk
@@ -64,7 +64,7 @@ class NDJSONDecoder(StreamDecoder):
             self.events += out
         return out
 
-    def _line(self, line: bytes) -> list[E.EventBase]:
+    def _line(self, line: bytes) -> list[E.AgentEvent]:
         line = line.strip()
         if not line:
             return []

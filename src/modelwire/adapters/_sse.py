@@ -19,7 +19,7 @@ This one takes raw bytes, has no dependency, and is measured against them in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from ..errors import SSELineTooLongError
 
@@ -203,7 +203,7 @@ def split_sse(body: bytes) -> list[bytes]:
     return [p + b"\n\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
-def encode_sse(events: list[tuple[str | None, Any]]) -> bytes:
+def encode_sse(events: Sequence[tuple[str | None, Any]]) -> bytes:
     """Encode ``(event name or None, data)`` pairs as an SSE body; data that is not a
     string is written as JSON (for test servers and generated streams)."""
     import json

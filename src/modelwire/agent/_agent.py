@@ -19,7 +19,7 @@ import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterable
+from typing import Any, AsyncGenerator, Iterable
 
 from .. import event as E
 from .. import telemetry
@@ -27,13 +27,18 @@ from .._ids import new_id
 from ..errors import AgentBusyError, AgentError, ConfigError, FormatError, ModelwireError, ProviderError, ToolError, ToolServerError, UsageLimitExceeded, debug_enabled
 from ..formatters import ServerTool, ToolSpec
 from .._sync import run_sync
-from ..message import Record
-from ..message import AssistantMsg, Base64Source, DataBlock, Msg, MsgInput, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg, as_messages
+from ..message import AssistantMsg, Base64Source, DataBlock, ErrorInfo, Msg, MsgInput, Record, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg, as_messages
+from ..event._events import StopReasonValue
+from ..message._blocks import ToolResultStateValue
 from ._tools import Tool, ToolArgumentsError, Toolset
 
 __all__ = ["Agent", "AgentError"]
 
 STRUCTURED_TOOL = "final_answer"
+
+
+ResumeEvent = E.UserConfirmResultEvent | E.ExternalExecutionResultEvent | E.UserInterruptEvent
+"""What resumes a parked reply: the user's answers, the results run elsewhere, or a stop."""
 
 
 @dataclass
@@ -58,23 +63,22 @@ class _Open:
     calls: set[str] = field(default_factory=set)
     results: set[str] = field(default_factory=set)
 
-    def see(self, ev: E.EventBase) -> None:
-        t = ev.type
-        if t == "MODEL_CALL_START":
+    def see(self, ev: E.AgentEvent) -> None:
+        if ev.type == "MODEL_CALL_START":
             self.model_call = True
-        elif t == "MODEL_CALL_END":
+        elif ev.type == "MODEL_CALL_END":
             self.model_call = False
-        elif t.endswith("_BLOCK_START"):
-            self.blocks[ev.block_id] = t[: -len("_BLOCK_START")]
-        elif t.endswith("_BLOCK_END"):
+        elif isinstance(ev, (E.TextBlockStartEvent, E.ThinkingBlockStartEvent, E.DataBlockStartEvent)):
+            self.blocks[ev.block_id] = ev.type[: -len("_BLOCK_START")]
+        elif isinstance(ev, (E.TextBlockEndEvent, E.ThinkingBlockEndEvent, E.DataBlockEndEvent)):
             self.blocks.pop(ev.block_id, None)
-        elif t == "TOOL_CALL_START":
+        elif ev.type == "TOOL_CALL_START":
             self.calls.add(ev.tool_call_id)
-        elif t == "TOOL_CALL_END":
+        elif ev.type == "TOOL_CALL_END":
             self.calls.discard(ev.tool_call_id)
-        elif t == "TOOL_RESULT_START":
+        elif ev.type == "TOOL_RESULT_START":
             self.results.add(ev.tool_call_id)
-        elif t == "TOOL_RESULT_END":
+        elif ev.type == "TOOL_RESULT_END":
             self.results.discard(ev.tool_call_id)
 
 
@@ -148,7 +152,7 @@ class Agent:
         await self.aclose()
 
     async def reply(
-        self, msg: MsgInput = None, *, event: E.EventBase | None = None, structured_model: Any = None, raise_errors: bool = True
+        self, msg: MsgInput = None, *, event: ResumeEvent | None = None, structured_model: Any = None, raise_errors: bool = True
     ) -> Msg:
         """Run one reply (or resume a parked one) and return its message as it stands.
 
@@ -168,7 +172,7 @@ class Agent:
         assert folded is not None
         return folded
 
-    def reply_sync(self, msg: MsgInput = None, *, event: E.EventBase | None = None, structured_model: Any = None, raise_errors: bool = True) -> Msg:
+    def reply_sync(self, msg: MsgInput = None, *, event: ResumeEvent | None = None, structured_model: Any = None, raise_errors: bool = True) -> Msg:
         """:meth:`reply` for scripts and notebooks without an event loop of their own."""
         return run_sync(self.reply(msg, event=event, structured_model=structured_model, raise_errors=raise_errors), "agent.reply")
 
@@ -185,8 +189,8 @@ class Agent:
             task.cancel()  # cut the current wait short; _guarded turns it into an interrupt
 
     async def reply_stream(
-        self, msg: MsgInput = None, *, event: E.EventBase | None = None, structured_model: Any = None, raise_errors: bool = True
-    ) -> AsyncIterator[E.AgentEvent]:
+        self, msg: MsgInput = None, *, event: ResumeEvent | None = None, structured_model: Any = None, raise_errors: bool = True
+    ) -> AsyncGenerator[E.AgentEvent, None]:
         """Yield the events of one reply, or of the rest of a parked reply (``event=``).
 
         A reply that fails still ends with ``REPLY_END`` carrying its error; then, unless
@@ -215,10 +219,12 @@ class Agent:
             raise failures[0]
 
     async def _reply_stream(
-        self, inputs: list[Msg], *, event: E.EventBase | None = None, structured_model: Any = None, failures: list[Exception]
-    ) -> AsyncIterator[E.EventBase]:
+        self, inputs: list[Msg], *, event: ResumeEvent | None = None, structured_model: Any = None, failures: list[Exception]
+    ) -> AsyncGenerator[E.AgentEvent, None]:
         self._interrupt = asyncio.Event()
         if event is not None:
+            if not isinstance(event, _RESUME_EVENTS):
+                raise AgentError(f"a parked reply resumes with {sorted(_RESUME_TYPES)}, not {event.type}")
             state = self._states.get(event.reply_id)
             if state is None:
                 reply = self._reply_for(event.reply_id)
@@ -226,8 +232,6 @@ class Agent:
             state.failures = failures
             if state.reply.finished_reason is not None:
                 raise AgentError(f"reply {state.reply.id!r} has ended ({state.reply.finished_reason}); it cannot be resumed")
-            if event.type not in _RESUME_TYPES:
-                raise AgentError(f"a parked reply resumes with {sorted(_RESUME_TYPES)}, not {event.type}")
             yield self._emit(state, event)  # a resumed stream starts by echoing what resumed it
             if event.type == "USER_INTERRUPT":
                 async for ev in self._finish_interrupted(state, _Open()):
@@ -292,11 +296,11 @@ class Agent:
                 return m
         raise AgentError(f"no reply {reply_id!r} in this agent's context")
 
-    def _emit(self, state: _ReplyState, ev: E.EventBase) -> E.EventBase:
+    def _emit(self, state: _ReplyState, ev: E.AgentEvent) -> E.AgentEvent:
         state.reply.append_event(ev)
         return ev
 
-    async def _traced(self, state: _ReplyState, inner: AsyncIterator[E.EventBase]) -> AsyncIterator[E.EventBase]:
+    async def _traced(self, state: _ReplyState, inner: AsyncGenerator[E.AgentEvent, None]) -> AsyncGenerator[E.AgentEvent, None]:
         """The reply's span around ``inner`` (no layer at all when tracing is off)."""
         if not telemetry.enabled():
             try:
@@ -314,7 +318,7 @@ class Agent:
             telemetry.end_agent_span(state.span, state.reply)
             state.span = None
 
-    async def _guarded(self, state: _ReplyState, inner: AsyncIterator[E.EventBase]) -> AsyncIterator[E.EventBase]:
+    async def _guarded(self, state: _ReplyState, inner: AsyncGenerator[E.AgentEvent, None]) -> AsyncGenerator[E.AgentEvent, None]:
         """Keep track of what is open, so an interrupt or a cancellation can close it.
 
         ``interrupt()`` while the agent waits (for the model, for a tool) cancels that wait
@@ -366,7 +370,7 @@ class Agent:
             self._task = None
             self._outside = False
 
-    async def _finish_failed(self, state: _ReplyState, tracker: _Open, exc: Exception) -> AsyncIterator[E.EventBase]:
+    async def _finish_failed(self, state: _ReplyState, tracker: _Open, exc: Exception) -> AsyncGenerator[E.AgentEvent, None]:
         """End the reply with ``exc`` as its error: what is open is closed, open calls get
         an error result (so the history stays sendable), and the agent can reply again."""
         rid = state.reply.id
@@ -374,13 +378,13 @@ class Agent:
             yield self._emit(state, ev)
         async for ev in self._answer_open_calls(state, "The reply ended with an error before this call ran.", "error"):
             yield ev
-        yield self._emit(state, E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="error", error=_error_info(exc)))
+        yield self._emit(state, E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="error", error=ErrorInfo.from_dict(_error_info(exc))))
         self._states.pop(rid, None)
 
-    def _close_open(self, state: _ReplyState, tracker: _Open, model_call_reason: str) -> list[E.EventBase]:
+    def _close_open(self, state: _ReplyState, tracker: _Open, model_call_reason: StopReasonValue) -> list[E.AgentEvent]:
         """END events for everything ``tracker`` saw opened and not closed."""
         rid = state.reply.id
-        out: list[E.EventBase] = []
+        out: list[E.AgentEvent] = []
         for block_id, kind in list(tracker.blocks.items()):
             cls = {"TEXT": E.TextBlockEndEvent, "THINKING": E.ThinkingBlockEndEvent, "DATA": E.DataBlockEndEvent}[kind]
             out.append(cls(reply_id=rid, block_id=block_id))
@@ -394,7 +398,7 @@ class Agent:
             tracker.see(ev)
         return out
 
-    async def _finish_interrupted(self, state: _ReplyState, tracker: _Open) -> AsyncIterator[E.EventBase]:
+    async def _finish_interrupted(self, state: _ReplyState, tracker: _Open) -> AsyncGenerator[E.AgentEvent, None]:
         rid = state.reply.id
         for ev in self._close_open(state, tracker, "interrupted"):
             yield self._emit(state, ev)
@@ -403,7 +407,7 @@ class Agent:
         yield self._emit(state, E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="interrupted"))
         self._states.pop(rid, None)
 
-    async def _loop(self, state: _ReplyState) -> AsyncIterator[E.EventBase]:
+    async def _loop(self, state: _ReplyState) -> AsyncGenerator[E.AgentEvent, None]:
         reply = state.reply
         rid = reply.id
         while True:
@@ -516,7 +520,7 @@ class Agent:
                 session_id=self.session_id,
                 reply_id=rid,
                 finished_reason="error",
-                error={"type": "invalid_request", "message": f"the structured output is not valid: {exc}"},
+                error=ErrorInfo(type="invalid_request", message=f"the structured output is not valid: {exc}"),
             )
         return E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, structured_output=output)
 
@@ -565,12 +569,12 @@ class Agent:
             if c.id not in answered and not getattr(c, "server_side", False) and c.state in ("pending", "allowed", "asking", "submitted")
         ]
 
-    async def _answer_open_calls(self, state: _ReplyState, text: str, result_state: str) -> AsyncIterator[E.EventBase]:
+    async def _answer_open_calls(self, state: _ReplyState, text: str, result_state: ToolResultStateValue) -> AsyncGenerator[E.AgentEvent, None]:
         for call in self._open_calls(state):
             for ev in self._result_events(state.reply.id, call, text, result_state):
                 yield self._emit(state, ev)
 
-    async def _act(self, state: _ReplyState) -> AsyncIterator[Any]:
+    async def _act(self, state: _ReplyState) -> AsyncGenerator[Any, None]:
         rid = state.reply.id
         # Denied calls (finished by USER_CONFIRM_RESULT without a result) get their result.
         answered = {r.id for r in state.reply.get_content_blocks("tool_result")}
@@ -627,21 +631,20 @@ class Agent:
         if ask or external or any(c.state in ("asking", "submitted") for c in self._open_calls(state)):
             yield _PARK
 
-    def _result_events(self, rid: str, call: ToolCallBlock, text: str, result_state: str) -> list[E.EventBase]:
-        events: list[E.EventBase] = [E.ToolResultStartEvent(reply_id=rid, tool_call_id=call.id, tool_call_name=call.name)]
+    def _result_events(self, rid: str, call: ToolCallBlock, text: str, result_state: ToolResultStateValue) -> list[E.AgentEvent]:
+        events: list[E.AgentEvent] = [E.ToolResultStartEvent(reply_id=rid, tool_call_id=call.id, tool_call_name=call.name)]
         if text:
             events.append(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=text))
         events.append(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state=result_state))
         return events
 
-    def _sendable(self, events: list[E.EventBase], refused: list) -> list[E.EventBase]:
+    def _sendable(self, events: list[E.AgentEvent], refused: list) -> list[E.AgentEvent]:
         """A tool's output events, with data the model cannot take in a tool result (an SVG
         for Anthropic) put aside in ``refused`` and said in words instead: sent as it is,
         it would fail this request and every later one of the conversation."""
-        out: list[E.EventBase] = []
+        out: list[E.AgentEvent] = []
         for ev in events:
-            rule = self._unsendable(ev.media_type) if ev.type == "TOOL_RESULT_DATA_DELTA" else None
-            if rule is None:
+            if ev.type != "TOOL_RESULT_DATA_DELTA" or (rule := self._unsendable(ev.media_type)) is None:
                 out.append(ev)
                 continue
             refused.append(ev)
@@ -667,7 +670,7 @@ class Agent:
         self._media_rules[key] = rule
         return rule
 
-    async def _run_tools(self, rid: str, run: list, span: Any = None) -> AsyncIterator[E.EventBase]:
+    async def _run_tools(self, rid: str, run: list, span: Any = None) -> AsyncGenerator[E.AgentEvent, None]:
         """Run the calls of one turn concurrently; their result events interleave."""
         queue: asyncio.Queue = asyncio.Queue()
         done = object()
@@ -677,12 +680,13 @@ class Agent:
                 await queue.put(E.ToolResultStartEvent(reply_id=rid, tool_call_id=call.id, tool_call_name=call.name))
                 if tool is None:
                     error = fixed is not None and fixed.startswith("!")
-                    text = fixed[1:] if error else (fixed or "")
+                    text = fixed[1:] if fixed is not None and error else (fixed or "")
                     if text:
                         await queue.put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=text))
                     await queue.put(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state="error" if error else "success"))
                     return
-                state = "success"
+                assert args is not None  # a tool to run has its arguments
+                state: ToolResultStateValue = "success"
                 refused: list[E.ToolResultDataDeltaEvent] = []
                 limit = tool.timeout if tool.timeout is not None else self.tool_timeout
                 with telemetry.tool_span(call.name, call.id, call.input, span) as tool_trace:
@@ -748,7 +752,8 @@ def _error_info(exc: Exception) -> dict[str, str]:
 
 
 _PARK = object()
-_RESUME_TYPES = {"USER_CONFIRM_RESULT", "EXTERNAL_EXECUTION_RESULT", "USER_INTERRUPT"}
+_RESUME_EVENTS = (E.UserConfirmResultEvent, E.ExternalExecutionResultEvent, E.UserInterruptEvent)
+_RESUME_TYPES = {cls.__record_tag__ for cls in _RESUME_EVENTS}
 
 
 def _schema(model_cls: Any) -> dict[str, Any]:
@@ -757,7 +762,7 @@ def _schema(model_cls: Any) -> dict[str, Any]:
     return schema
 
 
-def _output_events(rid: str, call_id: str, value: Any) -> list[E.EventBase]:
+def _output_events(rid: str, call_id: str, value: Any) -> list[E.AgentEvent]:
     """A tool's return value (or one streamed piece) as result events."""
     if value is None:
         return []
@@ -772,8 +777,9 @@ def _output_events(rid: str, call_id: str, value: Any) -> list[E.EventBase]:
         return [E.ToolResultDataDeltaEvent(reply_id=rid, tool_call_id=call_id, block_id=value.id, media_type=src.media_type, url=src.url)]
     if isinstance(value, (list, tuple)) and all(isinstance(v, (str, TextBlock, DataBlock)) for v in value):
         return [ev for v in value for ev in _output_events(rid, call_id, v)]
-    if hasattr(value, "model_dump_json"):  # a pydantic model
-        return _output_events(rid, call_id, value.model_dump_json())
+    dump = getattr(value, "model_dump_json", None)  # a pydantic model
+    if callable(dump):
+        return _output_events(rid, call_id, dump())
     if isinstance(value, Record):
         return _output_events(rid, call_id, value.to_json())
     try:

@@ -27,7 +27,8 @@ def summarize(cassette: Cassette, cache: bool = False) -> list[str]:
         lines.append(f"  notes: {cassette.notes}")
     for n, interaction in enumerate(cassette.interactions):
         req, resp = interaction.request, interaction.response
-        body = req.get("json") if isinstance(req.get("json"), dict) else {}
+        sent = req.get("json")
+        body = sent if isinstance(sent, dict) else {}
         model = body.get("model", "-")
         lines.append(f"[{n}] {req['method']} {req['url']}  model={model}  -> HTTP {resp['status']}")
         wire = protocol_for_url(req["url"])

@@ -6,17 +6,17 @@ import json
 from typing import IO, Any, Iterable, Iterator
 
 from ..errors import EventDecodeError, ValidationError
-from ._events import EVENT_CLASSES, EventBase
+from ._events import EVENT_CLASSES, AgentEvent, EventBase
 
 __all__ = ["parse_event", "event_to_json", "event_from_json", "dumps_jsonl", "write_jsonl", "iter_jsonl", "loads_jsonl"]
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
-def parse_event(data: dict[str, Any] | EventBase) -> EventBase:
+def parse_event(data: dict[str, Any] | EventBase) -> AgentEvent:
     """Build the typed event for a JSON-ready dict (dispatching on its ``type``)."""
     if isinstance(data, EventBase):
-        return data
+        return data  # type: ignore[return-value]  # every event class is one of AgentEvent's
     if not isinstance(data, dict):
         raise EventDecodeError(f"invalid event: expected a JSON object, got {type(data).__name__}")
     etype = data.get("type")
@@ -35,7 +35,7 @@ def event_to_json(event: EventBase) -> str:
     return _encode(event.to_dict())
 
 
-def event_from_json(text: str | bytes, *, line: int | None = None) -> EventBase:
+def event_from_json(text: str | bytes, *, line: int | None = None) -> AgentEvent:
     """Decode one event from its JSON text."""
     try:
         data = json.loads(text)
@@ -64,18 +64,18 @@ def write_jsonl(events: Iterable[EventBase], fp: IO[str]) -> int:
     return n
 
 
-def iter_jsonl(lines: Iterable[str | bytes]) -> Iterator[EventBase]:
+def iter_jsonl(lines: Iterable[str | bytes]) -> Iterator[AgentEvent]:
     """Decode JSON lines lazily; blank lines are skipped, errors name the line number."""
     for number, line in enumerate(lines, 1):
         if line.strip():
             yield event_from_json(line, line=number)
 
 
-def loads_jsonl(text: str | bytes) -> list[EventBase]:
+def loads_jsonl(text: str | bytes) -> list[AgentEvent]:
     """Decode a whole JSON-lines document."""
     # Split on "\n" only: str.splitlines() also splits on U+0085, U+2028 ..., which
     # JSON writes unescaped inside strings.
-    return list(iter_jsonl(text.split(b"\n" if isinstance(text, bytes) else "\n")))
+    return list(iter_jsonl(text.split(b"\n") if isinstance(text, bytes) else text.split("\n")))
 
 
 def _describe(exc: ValidationError, data: Any) -> str:

@@ -33,6 +33,8 @@ from ..message import (
     validate_base64,
 )
 from ..message import ErrorInfo, ReplyFinishedReason
+from ..message._blocks import ToolResultStateValue
+from ..message._types import ReplyFinishedReasonValue
 
 __all__ = [
     "EventType",
@@ -121,6 +123,9 @@ class StopReason(StrEnum):
     OTHER = "other"
 
 
+StopReasonValue = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal", "content_filter", "error", "interrupted", "other"]
+
+
 class EventBase(Record):
     id: str = field(default_factory=new_id)
     created_at: str = field(default_factory=now_iso)
@@ -139,7 +144,7 @@ class ReplyEndEvent(EventBase):
     type: Literal["REPLY_END"] = "REPLY_END"
     session_id: str
     reply_id: str
-    finished_reason: ReplyFinishedReason = ReplyFinishedReason.COMPLETED
+    finished_reason: ReplyFinishedReason | ReplyFinishedReasonValue = "completed"
     error: ErrorInfo | None = None
     structured_output: dict[str, Any] | None = None
     """modelwire addition: the validated structured output, when one was asked for."""
@@ -160,7 +165,7 @@ class ModelCallEndEvent(EventBase):
     cache_creation_input_tokens: int = 0
     finished_reason: Literal["completed", "interrupted"] = "completed"
     reasoning_tokens: int = 0
-    stop_reason: StopReason | None = None
+    stop_reason: StopReason | StopReasonValue | None = None
     provider_stop_reason: str | None = None
     cost: dict[str, Any] | None = None
     """modelwire addition: the price of this call (see ``modelwire.cost``), or why there is none."""
@@ -314,7 +319,7 @@ class ToolResultEndEvent(_ToolEvent):
     """``metadata`` becomes the tool result block's ``metadata`` when folded."""
 
     type: Literal["TOOL_RESULT_END"] = "TOOL_RESULT_END"
-    state: ToolResultState
+    state: ToolResultState | ToolResultStateValue
 
 
 class ExceedMaxItersEvent(EventBase):

@@ -284,10 +284,9 @@ def segments(
             speaker_names and role == "assistant" and assistant_name is not None and msg.name != assistant_name
         )
         for block in msg.content:
-            btype = block.type
             name = ""
             flush = False
-            if btype == "hint":
+            if block.type == "hint":
                 pieces = [TextBlock(text=block.hint)] if isinstance(block.hint, str) else list(block.hint)
                 if open_calls:
                     # Calls and their results must stay together: the hint follows the results.
@@ -299,14 +298,14 @@ def segments(
             if role == "system":
                 kind, name = "system", msg.name
             elif as_user:
-                if btype not in ("text", "data"):
+                if block.type != "text" and block.type != "data":
                     # Another agent's thinking is not shown to this one; its tool use neither
                     # (its text carries what it found).
                     continue
                 kind, name = "user", msg.name
                 if speaker_names:
                     block = _speaker(block, name)
-            elif btype == "tool_result":
+            elif block.type == "tool_result":
                 if block.id in server_calls:
                     kind = "assistant"
                 else:
@@ -317,7 +316,7 @@ def segments(
                     open_calls.pop(block.id, None)
                     kind = "results"
                     flush = not open_calls and bool(held)
-            elif btype == "tool_call":
+            elif block.type == "tool_call":
                 if _is_server_call(block):
                     server_calls.add(block.id)
                 else:

@@ -26,7 +26,7 @@ import json
 import time
 from typing import Any, AsyncGenerator, Type
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from agentscope.credential import CredentialBase
 from agentscope.message import Msg as ASMsg
@@ -80,7 +80,7 @@ class ModelwireChatModel(ChatModelBase):
 
     type = "modelwire"
 
-    class Parameters(BaseModel):
+    class Parameters(ChatModelBase.Parameters):
         """modelwire's call options (see ``modelwire.ModelOptions``); unknown ones are refused."""
 
         model_config = ConfigDict(extra="allow")
@@ -167,30 +167,29 @@ class ModelwireChatModel(ChatModelBase):
             async for event in stream:
                 reply.append_event(event)
                 folded = True
-                kind = event.type
                 chunk: list[Any] = []
-                if kind == "TEXT_BLOCK_DELTA":
+                if event.type == "TEXT_BLOCK_DELTA":
                     chunk = [ASTextBlock(id=event.block_id, text=event.delta)]
-                elif kind == "THINKING_BLOCK_DELTA":
+                elif event.type == "THINKING_BLOCK_DELTA":
                     chunk = [ASThinkingBlock(id=event.block_id, thinking=event.delta)]
-                elif kind == "TOOL_CALL_START":
+                elif event.type == "TOOL_CALL_START":
                     open_calls[event.tool_call_id] = event.tool_call_name
                     if whole:
                         held[event.tool_call_id] = []
-                elif kind == "TOOL_CALL_DELTA":
+                elif event.type == "TOOL_CALL_DELTA":
                     if event.tool_call_id in held:
                         held[event.tool_call_id].append(event.delta)
                         continue
                     chunk = [ASToolCallBlock(id=event.tool_call_id, name=open_calls.get(event.tool_call_id, ""), input=event.delta)]
-                elif kind == "TOOL_CALL_END":
+                elif event.type == "TOOL_CALL_END":
                     name = open_calls.pop(event.tool_call_id, None)
                     if event.tool_call_id not in held:
                         continue
                     pieces = held.pop(event.tool_call_id)
                     chunk = [ASToolCallBlock(id=agentscope_call_id(event.tool_call_id, event.extras), name=name or "", input="".join(pieces))]
-                elif kind == "DATA_BLOCK_DELTA" and event.data:
+                elif event.type == "DATA_BLOCK_DELTA" and event.data:
                     chunk = [ASDataBlock.model_validate({"id": event.block_id, "source": {"type": "base64", "data": event.data, "media_type": event.media_type}})]
-                elif kind == "MODEL_CALL_END":
+                elif event.type == "MODEL_CALL_END":
                     end = event
                     continue
                 else:

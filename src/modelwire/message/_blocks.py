@@ -223,6 +223,10 @@ class ToolResultState(StrEnum):
     RUNNING = "running"
 
 
+ToolCallStateValue = Literal["pending", "asking", "allowed", "submitted", "finished"]
+ToolResultStateValue = Literal["success", "error", "interrupted", "denied", "running"]
+
+
 class PermissionRule(Record):
     """A permission rule suggested to the user when a call asks for confirmation."""
 
@@ -239,7 +243,7 @@ class ToolCallBlock(Record, extra=True):
     id: str
     name: str
     input: str
-    state: ToolCallState = ToolCallState.PENDING
+    state: ToolCallState | ToolCallStateValue = "pending"
     suggested_rules: list[PermissionRule] = field(default_factory=list)
     created_at: str = field(default_factory=now_iso)
     finished_at: str | None = None
@@ -252,7 +256,7 @@ class ToolResultBlock(Record):
     id: str
     name: str
     output: str | list[Union[TextBlock, DataBlock]]
-    state: ToolResultState = ToolResultState.RUNNING
+    state: ToolResultState | ToolResultStateValue = "running"
     metadata: dict[str, Any] = field(default_factory=dict)
     created_at: str = field(default_factory=now_iso)
     finished_at: str | None = None

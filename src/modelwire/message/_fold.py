@@ -303,6 +303,7 @@ def _tool_result_text(msg: "Msg", fold: FoldState, ev: Any) -> None:
     if not ev.delta:
         return  # an empty piece adds nothing, not even an empty text block
     output = block.output
+    assert not isinstance(output, str)  # _result made it a list
     if output and output[-1].type == "text":
         last = output[-1]
     else:
@@ -335,6 +336,7 @@ def _tool_result_data(msg: "Msg", fold: FoldState, ev: Any) -> None:
     else:
         source = URLSource(url=ev.url, media_type=ev.media_type)
         out = DataBlock(id=ev.block_id, source=source, created_at=block.created_at)
+    assert not isinstance(block.output, str)  # _result made it a list
     block.output.append(out)
 
 
@@ -345,7 +347,7 @@ def _tool_result_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     if isinstance(block.output, list):
         for out in block.output:
             fold.flush_one(out.source if out.type == "data" else out)
-    block.state = str(ev.state)
+    block.state = ev.state
     block.metadata = dict(ev.metadata)
     block.finished_at = ev.created_at
     call = fold.tool_call.get(ev.tool_call_id)

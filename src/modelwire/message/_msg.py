@@ -14,8 +14,9 @@ from typing import Any, Iterable, Literal, Sequence, SupportsIndex, Union
 from .._ids import new_id, now_iso
 from .._record import Record, converters, extras_of, field
 from ..errors import InvalidMessageError, ValidationError
-from ._blocks import BLOCK_TYPES, ContentBlock, TextBlock
+from ._blocks import BLOCK_TYPES, ContentBlock, DataBlock, HintBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from ._fold import apply_event
+from ._types import ReplyFinishedReasonValue
 from ._types import ErrorInfo, ErrorType, ReplyFinishedReason, Usage, add_costs, check_role
 
 __all__ = [
@@ -32,7 +33,7 @@ __all__ = [
     "as_messages",
 ]
 
-_BLOCK_CLASSES = tuple(BLOCK_TYPES.values())
+_BLOCK_CLASSES = (TextBlock, ThinkingBlock, DataBlock, HintBlock, ToolCallBlock, ToolResultBlock)
 MAX_DEPTH = 64  # nesting of metadata / extras a message may hold
 
 
@@ -197,7 +198,7 @@ class Msg(Record):
     created_at: str = field(default_factory=now_iso)
     usage: Usage | None = None
     finished_at: str | None = None
-    finished_reason: ReplyFinishedReason | None = None
+    finished_reason: ReplyFinishedReason | ReplyFinishedReasonValue | None = None
     structured_output: dict[str, Any] | None = None
     error: ErrorInfo | None = None
     cost: dict[str, Any] | None = None
@@ -363,7 +364,7 @@ def UserMsg(
     metadata: dict | None = None,
     created_at: str | None = None,
     finished_at: str | None = None,
-    finished_reason: ReplyFinishedReason | str | None = None,
+    finished_reason: ReplyFinishedReason | ReplyFinishedReasonValue | None = None,
     id: str | None = None,  # noqa: A002
 ) -> Msg:
     """A ``user`` message; a plain string becomes one text block. ``finished_at`` defaults to ``created_at``."""
@@ -386,7 +387,7 @@ def AssistantMsg(
     metadata: dict | None = None,
     created_at: str | None = None,
     finished_at: str | None = None,
-    finished_reason: ReplyFinishedReason | str | None = None,
+    finished_reason: ReplyFinishedReason | ReplyFinishedReasonValue | None = None,
     structured_output: dict | None = None,
     id: str | None = None,  # noqa: A002
     usage: Usage | None = None,
@@ -412,7 +413,7 @@ def SystemMsg(
     metadata: dict | None = None,
     created_at: str | None = None,
     finished_at: str | None = None,
-    finished_reason: ReplyFinishedReason | str | None = None,
+    finished_reason: ReplyFinishedReason | ReplyFinishedReasonValue | None = None,
     id: str | None = None,  # noqa: A002
 ) -> Msg:
     """A ``system`` message (text blocks only). ``finished_at`` defaults to ``created_at``."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 from .._record import Record
 from ..errors import RoleError
@@ -22,6 +22,9 @@ class ReplyFinishedReason(StrEnum):
     ERROR = "error"
 
 
+ReplyFinishedReasonValue = Literal["completed", "interrupted", "exceed_max_iters", "error"]
+
+
 class ErrorType(StrEnum):
     AUTHENTICATION = "authentication"
     PERMISSION = "permission"
@@ -34,10 +37,13 @@ class ErrorType(StrEnum):
     UNKNOWN = "unknown"
 
 
+ErrorTypeValue = Literal["authentication", "permission", "rate_limit", "invalid_request", "upstream", "connection", "internal", "setup", "unknown"]
+
+
 class ErrorInfo(Record):
     """A short, UI-facing description of the error that ended a reply."""
 
-    type: ErrorType = ErrorType.UNKNOWN
+    type: ErrorType | ErrorTypeValue = "unknown"
     message: str
 
 

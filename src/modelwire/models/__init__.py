@@ -13,13 +13,13 @@ is expected, so users can bring their own. This is the only layer that does netw
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, AsyncIterator, Protocol, Sequence, overload, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Protocol, Sequence, overload, runtime_checkable
 
 from .config import PRESETS, ConfigError, ModelSpec, Preset, resolve
 from .options import ModelOptions, UnsupportedOptionError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..event import EventBase
+    from ..event import AgentEvent
     from ..message import Msg
     from ._fallback import FallbackModel
     from ._http import HTTPModel
@@ -53,7 +53,7 @@ class Model(Protocol):
         tool_choice: Any = None,
         options: Any = None,
         reply_id: str | None = None,
-    ) -> AsyncIterator["EventBase"]: ...
+    ) -> AsyncGenerator["AgentEvent", None]: ...
 
     async def complete(
         self,
@@ -104,7 +104,7 @@ def load_model(
     retry: "RetryPolicy | None" = None,
     max_connections: int = 20,
     **options: Any,
-) -> "HTTPModel":
+) -> "HTTPModel | FallbackModel":
     """A model by ``PROVIDER:MODEL``, by profile name, or (no name) from ``MODELWIRE_MODEL``
     and then the config file's ``default``.
 
@@ -168,7 +168,7 @@ def _sdk_parts(client: Any) -> dict[str, Any] | None:
 
     package = type(client).__module__.split(".")[0]
     protocol = next((p for p in map(get_protocol, protocol_names()) if p.sdk_package == package), None) if client is not None else None
-    if protocol is None:
+    if protocol is None or client is None:
         return None
     base_url = protocol.sdk_base_url(str(client.base_url))
     headers = {k: v for k, v in (getattr(client, "_custom_headers", None) or {}).items() if isinstance(v, str)}

@@ -48,7 +48,7 @@ class AzureCredentials:
 
         if credential is None:
             try:
-                from azure.identity import DefaultAzureCredential
+                from azure.identity import DefaultAzureCredential  # pyright: ignore[reportMissingImports] - the azure extra
             except ImportError:
                 raise ConfigError(
                     "Azure OpenAI needs a key or a token: set AZURE_OPENAI_API_KEY, or install azure-identity"

@@ -21,7 +21,7 @@ and the failures too (``modelwire.fallback.*``). A model that failed is kept out
 from __future__ import annotations
 
 import time
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any, AsyncGenerator, Callable, Sequence
 
 from .. import errors as E
 from .._ids import new_id
@@ -78,7 +78,7 @@ class FallbackModel:
         tool_choice: Any = None,
         options: Any = None,
         reply_id: str | None = None,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         messages = as_messages(messages)
         reply_id = reply_id or new_id()
         order = self.order()

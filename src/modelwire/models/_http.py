@@ -9,14 +9,14 @@ import copy as _copy
 import json
 import logging
 from pathlib import Path
-from typing import Any, AsyncIterator, Sequence
+from typing import Any, AsyncGenerator, Sequence
 from urllib.parse import unquote, urlparse
 
 from .. import errors as E
 from .. import telemetry
 from .._ids import new_id
 from .._record import extras_of
-from ..event import AgentEvent, EventBase
+from ..event import AgentEvent, ModelCallEndEvent
 from .._sync import run_sync
 from ..errors import UnsupportedOptionError
 from ..formatters import ToolSpec
@@ -257,7 +257,7 @@ class HTTPModel:
         tool_choice: Any = None,
         options: ModelOptions | dict | None = None,
         reply_id: str | None = None,
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """The events of one model call (``MODEL_CALL_START`` ... ``MODEL_CALL_END``), as an
         async iterator.
 
@@ -269,7 +269,7 @@ class HTTPModel:
             return self._stream(messages, tools, tool_choice, options, reply_id)
         return self._limited(messages, tools, tool_choice, options, reply_id)
 
-    async def _limited(self, *args: Any) -> AsyncIterator[AgentEvent]:
+    async def _limited(self, *args: Any) -> AsyncGenerator[AgentEvent, None]:
         # At most max_concurrent calls of this model at once, from every agent using it: a
         # call waits its turn (first come, first served); a cancelled wait takes no slot.
         async with self._slot():
@@ -288,6 +288,7 @@ class HTTPModel:
             self._slots = weakref.WeakKeyDictionary()
         slot = self._slots.get(loop)
         if slot is None:
+            assert self.max_concurrent is not None  # only a limited model takes slots
             slot = self._slots[loop] = asyncio.Semaphore(self.max_concurrent)
         return slot
 
@@ -297,7 +298,7 @@ class HTTPModel:
         slot = self._slots.get(asyncio.get_running_loop()) if self._slots is not None else None
         return 0 if slot is None or self.max_concurrent is None else self.max_concurrent - slot._value
 
-    async def _stream(self, messages: MsgInput, tools: Sequence[Any] | None, tool_choice: Any, options: ModelOptions | dict | None, reply_id: str) -> AsyncIterator[AgentEvent]:
+    async def _stream(self, messages: MsgInput, tools: Sequence[Any] | None, tool_choice: Any, options: ModelOptions | dict | None, reply_id: str) -> AsyncGenerator[AgentEvent, None]:
         messages = await resolve_sources(as_messages(messages), self.wire, self.transport, self.max_source_bytes)
         if not self._looked_up and (self.wire.lookup_always or _depends_on_capabilities(self.options.merged(options), tools, tool_choice)):
             await self.lookup_capabilities()
@@ -320,7 +321,7 @@ class HTTPModel:
                 if renamed:
                     decoder.adapter.tool_names = renamed
                 head = b""  # the start of the body, to name a server that speaks another protocol
-                held: list[EventBase] = []
+                held: list[AgentEvent] = []
                 passed_on = False
                 response = None
                 try:
@@ -455,15 +456,15 @@ class HTTPModel:
         headers = self.wire.request_headers(payload, self.headers(opts.extra_headers), self.spec.preset)
         return body, await self._signed(self.url(), headers, body)
 
-    def _remember(self, full: dict[str, Any], end: EventBase, opts: ModelOptions) -> None:
+    def _remember(self, full: dict[str, Any], end: AgentEvent, opts: ModelOptions) -> None:
         """Keep what a later call needs to continue this one on the server (``chain``)."""
-        if not opts.chain or not self.wire.keeps_state or end.finished_reason != "completed":
+        if not isinstance(end, ModelCallEndEvent) or not opts.chain or not self.wire.keeps_state or end.finished_reason != "completed":
             return
         record = self.wire.chain_record(full, end.metadata)
         if record is not None:
             self._chains.append(record)
 
-    def _resumed(self, adapter: Any, opts: ModelOptions, trace: Any, full: dict[str, Any], err: E.ProviderError) -> AsyncIterator[EventBase] | None:
+    def _resumed(self, adapter: Any, opts: ModelOptions, trace: Any, full: dict[str, Any], err: E.ProviderError) -> AsyncGenerator[AgentEvent, None] | None:
         """The rest of a background response whose stream broke, read again from the last
         event received (the provider's cursor), into the same adapter; None when the
         protocol cannot say where (the error then stands)."""
@@ -474,7 +475,7 @@ class HTTPModel:
         if where() is None:
             return None
 
-        async def resume() -> AsyncIterator[EventBase]:
+        async def resume() -> AsyncGenerator[AgentEvent, None]:
             loop = asyncio.get_running_loop()
             last: E.ProviderError = err
             for _ in range(_MAX_RESUMES):
@@ -524,11 +525,13 @@ class HTTPModel:
 
         return resume()
 
-    def _ended(self, end: EventBase, trace: Any) -> EventBase:  # after _prices_loaded()
+    def _ended(self, end: AgentEvent, trace: Any) -> AgentEvent:  # after _prices_loaded()
         """The call's MODEL_CALL_END, with its price (when genai-prices is installed), and
         the end of its span."""
         from .. import cost
 
+        if not isinstance(end, ModelCallEndEvent):
+            return end
         if cost.available():
             usage = end  # the event has the four counts the price needs
             priced = cost.price(usage, provider=self.provider, model=self.name)
@@ -538,7 +541,7 @@ class HTTPModel:
             trace.end(end)
         return end
 
-    async def _whole_answer(self, response: Any, adapter: Any) -> list[EventBase]:
+    async def _whole_answer(self, response: Any, adapter: Any) -> list[AgentEvent]:
         from ..adapters import decode_answer
 
         content_type = response.headers.get("content-type", "")

@@ -20,7 +20,7 @@ import contextvars
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import ConfigError, MissingKeyError
 from ..protocols import Preset, plugin_presets
@@ -341,7 +341,7 @@ def load_config(path: Path | None) -> dict[str, Any]:
 _CONFIG_KEYS = ("default", "profiles")
 
 
-def resolve(name: str | None = None, *, config_path: Path | None = None, env: dict[str, str] | None = None, **options: Any) -> ModelSpec:
+def resolve(name: str | None = None, *, config_path: Path | None = None, env: Mapping[str, str] | None = None, **options: Any) -> ModelSpec:
     """Turn a model string, a profile name or nothing (environment, then config) into a ModelSpec."""
     env = os.environ if env is None else env
     path = config_path if config_path is not None else find_config()

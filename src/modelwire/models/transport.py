@@ -14,7 +14,7 @@ import email.utils
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any, AsyncGenerator, AsyncIterator
 
 from .. import errors as E
 
@@ -171,7 +171,7 @@ class HTTPTransport:
         if loop in self._keepers:
             return
 
-        async def keeper() -> Any:
+        async def keeper() -> AsyncGenerator[None, None]:
             try:
                 yield
             finally:

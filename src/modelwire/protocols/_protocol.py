@@ -324,11 +324,13 @@ class WireProtocol:
                 close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
                 hint = f"; did you mean {close[0]!r}?" if close else f"; it reads {', '.join(sorted(allowed))}"
                 raise ConfigError(f"preset {preset.name!r}: the {self.name} protocol reads no dialect key {key!r}{hint}")
-            choices = isinstance(spec, (set, frozenset))
-            ok = value in spec if choices else isinstance(value, spec) and (spec is bool or not isinstance(value, bool))
+            if isinstance(spec, (set, frozenset)):
+                ok = value in spec
+                what = " or ".join(repr(v) for v in sorted(spec))
+            else:
+                ok = isinstance(value, spec) and (spec is bool or not isinstance(value, bool))
+                what = " or ".join(k.__name__ for k in (spec if isinstance(spec, tuple) else (spec,)))
             if not ok:
-                kinds = spec if isinstance(spec, tuple) else (spec,)
-                what = " or ".join(repr(v) for v in sorted(spec)) if choices else " or ".join(k.__name__ for k in kinds)
                 raise ConfigError(f"preset {preset.name!r}: dialect {key}={value!r} must be {what}")
 
     # How the provider frames its stream: "sse" (server-sent events), "ndjson" (one JSON
@@ -507,7 +509,7 @@ class WireProtocol:
         None when the answer does not describe the model)."""
         return None
 
-    def apply_options(self, body: dict[str, Any], options: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(self, body: dict[str, Any], options: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         """Put ``options`` into ``body`` in this protocol's shape for this model (in place),
         or raise :class:`~modelwire.errors.UnsupportedOptionError`. Never drop one silently."""
         raise NotImplementedError

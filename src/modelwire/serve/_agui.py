@@ -16,9 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..event import EventBase
-from ..message import extras_of, fields_of
-from ..message import AssistantMsg, DataBlock, Msg, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
+from ..event import AgentEvent
+from ..message import AssistantMsg, Base64Source, DataBlock, Msg, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, URLSource, UserMsg, extras_of, fields_of
 from ._turn import JSON, BadRequest, Encoder, Resume, Turn, split_history, sse
 
 PROTOCOL_VERSION = "1.0"
@@ -90,9 +89,9 @@ def _content(content: Any, where: str) -> list[Any]:
             src = part["source"]
             media = src.get("mimeType") or src.get("mime_type") or "application/octet-stream"
             if src.get("type") == "data":
-                blocks.append(DataBlock(source={"type": "base64", "data": src["value"], "media_type": media}))
+                blocks.append(DataBlock(source=Base64Source(data=src["value"], media_type=media)))
             elif src.get("type") == "url":
-                blocks.append(DataBlock(source={"type": "url", "url": src["value"], "media_type": media}))
+                blocks.append(DataBlock(source=URLSource(url=src["value"], media_type=media)))
             else:
                 raise BadRequest(f"{where}: a {kind} part's source is 'data' or 'url', not {src.get('type')!r}")
         else:
@@ -136,7 +135,8 @@ def _messages(messages: list[Any]) -> list[Msg]:
                 if block.type == "tool_call":
                     calls[block.id] = msg
         elif role == "tool":
-            owner = calls.get(m.get("toolCallId"))
+            call_id = m.get("toolCallId")
+            owner = calls.get(call_id) if isinstance(call_id, str) else None
             if owner is None:
                 raise BadRequest(f"{where}: a tool message answers call {m.get('toolCallId')!r}, which no assistant message made")
             call = next(b for b in owner.content if b.type == "tool_call" and b.id == m["toolCallId"])
@@ -166,66 +166,65 @@ class AGUIEncoder(Encoder):
         if self.started:
             return []
         self.started = True
-        self.run_id = self.run_id or self.msg.id
+        self.run_id = self.run_id or self.reply.id
         return [sse({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id, "protocolVersion": PROTOCOL_VERSION})]
 
-    def event(self, ev: EventBase) -> list[bytes]:
+    def event(self, ev: AgentEvent) -> list[bytes]:
         out = self._start()
-        t = ev.type
-        if t == "MODEL_CALL_START":
+        if ev.type == "MODEL_CALL_START":
             self.text_id = None
             out.append(sse({"type": "STEP_STARTED", "stepName": "model_call"}))
-        elif t == "MODEL_CALL_END":
+        elif ev.type == "MODEL_CALL_END":
             # A run reports the calls it made itself (a resumed run not the parked run's).
             for key in ("input_tokens", "output_tokens", "cache_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"):
                 self.usage[key] = self.usage.get(key, 0) + getattr(ev, key)
             out.append(sse({"type": "STEP_FINISHED", "stepName": "model_call"}))
-        elif t == "TEXT_BLOCK_START":
+        elif ev.type == "TEXT_BLOCK_START":
             self.text_id = ev.block_id
             out.append(sse({"type": "TEXT_MESSAGE_START", "messageId": ev.block_id, "role": "assistant"}))
-        elif t == "TEXT_BLOCK_DELTA" and ev.delta:
+        elif ev.type == "TEXT_BLOCK_DELTA" and ev.delta:
             out.append(sse({"type": "TEXT_MESSAGE_CONTENT", "messageId": ev.block_id, "delta": ev.delta}))
-        elif t == "TEXT_BLOCK_END":
+        elif ev.type == "TEXT_BLOCK_END":
             out.append(sse({"type": "TEXT_MESSAGE_END", "messageId": ev.block_id}))
-        elif t == "THINKING_BLOCK_START":
+        elif ev.type == "THINKING_BLOCK_START":
             out.append(sse({"type": "REASONING_START", "messageId": ev.block_id}))
             out.append(sse({"type": "REASONING_MESSAGE_START", "messageId": ev.block_id, "role": "reasoning"}))
-        elif t == "THINKING_BLOCK_DELTA" and ev.delta:
+        elif ev.type == "THINKING_BLOCK_DELTA" and ev.delta:
             out.append(sse({"type": "REASONING_MESSAGE_CONTENT", "messageId": ev.block_id, "delta": ev.delta}))
-        elif t == "THINKING_BLOCK_END":
+        elif ev.type == "THINKING_BLOCK_END":
             out.append(sse({"type": "REASONING_MESSAGE_END", "messageId": ev.block_id}))
-            block = next(b for b in self.msg.content if b.id == ev.block_id)
+            block = next(b for b in self.reply.content if b.id == ev.block_id)
             if extras_of(block):
                 # What replays the thinking (a signature, an encrypted item, its provenance),
                 # opaque to the client, which sends it back on the reasoning message.
                 value = json.dumps(extras_of(block), ensure_ascii=False, separators=(",", ":"))
                 out.append(sse({"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": ev.block_id, "encryptedValue": value}))
             out.append(sse({"type": "REASONING_END", "messageId": ev.block_id}))
-        elif t == "DATA_BLOCK_END":
-            block = next(b for b in self.msg.content if b.id == ev.block_id)
+        elif ev.type == "DATA_BLOCK_END":
+            block = next(b for b in self.reply.content if b.id == ev.block_id)
             out.append(sse({"type": "CUSTOM", "name": "modelwire.data", "value": block.to_dict()}))
-        elif t == "TOOL_CALL_START":
+        elif ev.type == "TOOL_CALL_START":
             start = {"type": "TOOL_CALL_START", "toolCallId": ev.tool_call_id, "toolCallName": ev.tool_call_name}
             if self.text_id is not None:
                 start["parentMessageId"] = self.text_id
             out.append(sse(start))
-        elif t == "TOOL_CALL_DELTA" and ev.delta:
+        elif ev.type == "TOOL_CALL_DELTA" and ev.delta:
             out.append(sse({"type": "TOOL_CALL_ARGS", "toolCallId": ev.tool_call_id, "delta": ev.delta}))
-        elif t == "TOOL_CALL_END":
+        elif ev.type == "TOOL_CALL_END":
             out.append(sse({"type": "TOOL_CALL_END", "toolCallId": ev.tool_call_id}))
-        elif t == "TOOL_RESULT_END":
+        elif ev.type == "TOOL_RESULT_END":
             out.append(self._result(ev.tool_call_id))
-        elif t == "EXTERNAL_EXECUTION_RESULT":
+        elif ev.type == "EXTERNAL_EXECUTION_RESULT":
             # The resume's answers join the conversation as tool messages, as results do.
             out += [self._result(r.id) for r in ev.execution_results]
-        elif t == "REPLY_END":
+        elif ev.type == "REPLY_END":
             out.append(self._end(ev))
-        elif t == "CUSTOM":
+        elif ev.type == "CUSTOM":
             out.append(sse({"type": "CUSTOM", "name": ev.name, "value": ev.value}))
         return out
 
     def _result(self, call_id: str) -> bytes:
-        result = next(b for b in self.msg.content if b.type == "tool_result" and b.id == call_id)
+        result = next(b for b in self.reply.content if b.type == "tool_result" and b.id == call_id)
         return sse({"type": "TOOL_CALL_RESULT", "messageId": f"{call_id}.result", "toolCallId": call_id, "role": "tool", "content": _parts(result.output)})
 
     def _usage(self) -> list[JSON]:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ..agent import Agent
+from ..agent import Agent, ResumeEvent
 from ..errors import AgentError
-from ..event import EventBase, ExternalExecutionResultEvent, UserInterruptEvent
+from ..event import ExternalExecutionResultEvent, UserInterruptEvent
 from ..message import Msg
 from ._agui import AGUIEncoder, read_agui
 from ._live import Gone, LiveReply
@@ -256,7 +256,7 @@ class EventStreamApp:
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    async def _agent_for(self, turn: Turn) -> tuple[Any, str | None, EventBase | None, str]:
+    async def _agent_for(self, turn: Turn) -> tuple[Any, str | None, ResumeEvent | None, str]:
         """The agent to run, and for a resumed reply its id and the event resuming it;
         the reply's resume token (a new reply draws one, a resumed one keeps its own).
 
@@ -284,7 +284,7 @@ class EventStreamApp:
         return agent, parked.reply_id, event, token
 
     async def _stream(
-        self, agent: Any, turn: Turn, rid: str | None, event: EventBase | None, token: str, enc: Encoder, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]
+        self, agent: Any, turn: Turn, rid: str | None, event: ResumeEvent | None, token: str, enc: Encoder, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]
     ) -> None:
         """Start the reply in a task of the app's (a client that leaves does not end it at
         once) and follow its stream on this connection."""
@@ -319,14 +319,14 @@ class EventStreamApp:
             if chat is not None and self.chats.get(chat) == key:
                 del self.chats[chat]
 
-    async def _run(self, live: LiveReply, agent: Any, turn: Turn, event: EventBase | None, enc: Encoder) -> None:
+    async def _run(self, live: LiveReply, agent: Any, turn: Turn, event: ResumeEvent | None, enc: Encoder) -> None:
         started = time.monotonic()
         outcome: dict[str, Any] = {"outcome": "cancelled"}
         token = live.token
 
         async def pump() -> None:
             # The reply's error travels in its stream (REPLY_END, RUN_ERROR, an error part).
-            quiet = {"raise_errors": False} if isinstance(agent, Agent) else {}
+            quiet: dict[str, Any] = {"raise_errors": False} if isinstance(agent, Agent) else {}
             stream = agent.reply_stream(event=event, **quiet) if event is not None else agent.reply_stream(turn.inputs, **quiet)
             async for ev in stream:
                 if ev.type == "REPLY_START":
@@ -337,7 +337,7 @@ class EventStreamApp:
                     live.add(enc.event(ev))
             rid = live.reply_id
             calls = agent.pending_calls(rid) if rid is not None and hasattr(agent, "pending_calls") else []
-            if calls and enc.msg is not None and enc.msg.finished_reason is None:
+            if rid is not None and calls and enc.msg is not None and enc.msg.finished_reason is None:
                 state = json.dumps(agent.state_dict(), ensure_ascii=False, separators=(",", ":"))
                 await self.store.put(token, Parked(rid, state, time.time()))
                 outcome["outcome"] = "parked"
@@ -435,7 +435,7 @@ def _reply_of(agent: Any, rid: str) -> Msg | None:
     return None
 
 
-def _resume_event(agent: Any, rid: str, resume: Resume) -> EventBase:
+def _resume_event(agent: Any, rid: str, resume: Resume) -> ResumeEvent:
     """The event that resumes ``rid``, built from the parked calls (never from the
     client's copy of them: the client answers, the server keeps what was asked)."""
     if resume.interrupt:

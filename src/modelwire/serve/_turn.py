@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..event import CustomEvent, EventBase, event_to_json, parse_event
+from ..event import CustomEvent, AgentEvent, event_to_json, parse_event
 from ..message import Msg, ToolCallBlock, ToolResultBlock, UserMsg
 
 JSON = dict[str, Any]
@@ -78,7 +78,13 @@ class Encoder:
         self.session_id = session_id
         self.msg: Msg | None = None
 
-    def event(self, ev: EventBase) -> list[bytes]:
+    @property
+    def reply(self) -> Msg:
+        """The reply being encoded (the app sets ``msg`` before the first event)."""
+        assert self.msg is not None, "the app sets msg before an event is encoded"
+        return self.msg
+
+    def event(self, ev: AgentEvent) -> list[bytes]:
         raise NotImplementedError
 
     def token(self, token: str) -> list[bytes]:
@@ -138,7 +144,7 @@ def read_events(data: JSON) -> Turn:
 class EventsEncoder(Encoder):
     """Each event as its JSON on a ``data:`` line, exactly as ``reply_stream()`` yields it."""
 
-    def event(self, ev: EventBase) -> list[bytes]:
+    def event(self, ev: AgentEvent) -> list[bytes]:
         return [sse(event_to_json(ev))]
 
     def token(self, token: str) -> list[bytes]:

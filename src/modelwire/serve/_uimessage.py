@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..event import EventBase
-from ..message import extras_of, fields_of
-from ..message import AssistantMsg, DataBlock, Msg, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
+from ..event import AgentEvent
+from ..message import AssistantMsg, Base64Source, DataBlock, Msg, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, URLSource, UserMsg, extras_of, fields_of
 from ._turn import JSON, BadRequest, Encoder, Resume, Turn, split_history, sse
 
 FINISH = {"completed": "stop", "error": "error", "interrupted": "interrupted", "exceed_max_iters": "other"}
@@ -82,8 +81,8 @@ def _file_or_text(part: JSON) -> Any:
         return TextBlock(text=part.get("text", ""))
     url, media = part.get("url", ""), part.get("mediaType") or "application/octet-stream"
     if url.startswith("data:") and ";base64," in url:
-        return DataBlock(source={"type": "base64", "data": url.split(";base64,", 1)[1], "media_type": media}, name=part.get("filename"))
-    return DataBlock(source={"type": "url", "url": url, "media_type": media}, name=part.get("filename"))
+        return DataBlock(source=Base64Source(data=url.split(";base64,", 1)[1], media_type=media), name=part.get("filename"))
+    return DataBlock(source=URLSource(url=url, media_type=media), name=part.get("filename"))
 
 
 def _message(m: JSON, where: str) -> Msg:
@@ -103,6 +102,8 @@ def _message(m: JSON, where: str) -> Msg:
             blocks.append(ThinkingBlock(thinking=part.get("text", ""), **extras))
         elif _is_tool(part) and role == "assistant":
             call_id = part.get("toolCallId")
+            if not isinstance(call_id, str):
+                raise BadRequest(f"{where}: a tool part without its toolCallId")
             blocks.append(ToolCallBlock(id=call_id, name=_tool_name(part), input=json.dumps(part.get("input", {}), ensure_ascii=False), state="finished"))
             if part.get("state") in ("output-available", "output-error"):
                 blocks.append(_result(part, call_id))
@@ -134,60 +135,60 @@ class UIMessageEncoder(Encoder):
         if self.started:
             return []
         self.started = True
-        return [sse({"type": "start", "messageId": self.msg.id})]
+        return [sse({"type": "start", "messageId": self.reply.id})]
 
-    def event(self, ev: EventBase) -> list[bytes]:
+    def event(self, ev: AgentEvent) -> list[bytes]:
         out = self._start()
-        t = ev.type
-        if t == "MODEL_CALL_START":
+        if ev.type == "MODEL_CALL_START":
             out.append(sse({"type": "start-step"}))
-        elif t == "MODEL_CALL_END":
+        elif ev.type == "MODEL_CALL_END":
             out.append(sse({"type": "finish-step"}))
-        elif t in ("TEXT_BLOCK_START", "THINKING_BLOCK_START"):
-            out.append(sse({"type": _kind(t) + "-start", "id": ev.block_id}))
-        elif t in ("TEXT_BLOCK_DELTA", "THINKING_BLOCK_DELTA"):
-            out.append(sse({"type": _kind(t) + "-delta", "id": ev.block_id, "delta": ev.delta}))
-        elif t == "TEXT_BLOCK_END":
+        elif ev.type == "TEXT_BLOCK_START" or ev.type == "THINKING_BLOCK_START":
+            out.append(sse({"type": _kind(ev.type) + "-start", "id": ev.block_id}))
+        elif ev.type == "TEXT_BLOCK_DELTA" or ev.type == "THINKING_BLOCK_DELTA":
+            out.append(sse({"type": _kind(ev.type) + "-delta", "id": ev.block_id, "delta": ev.delta}))
+        elif ev.type == "TEXT_BLOCK_END":
             out.append(sse({"type": "text-end", "id": ev.block_id}))
-        elif t == "THINKING_BLOCK_END":
+        elif ev.type == "THINKING_BLOCK_END":
             end: JSON = {"type": "reasoning-end", "id": ev.block_id}
-            block = next(b for b in self.msg.content if b.id == ev.block_id)
+            block = next(b for b in self.reply.content if b.id == ev.block_id)
             if extras_of(block):
                 # What replays the thinking (a signature, its provenance): useChat keeps it on
                 # the reasoning part and posts it back with the conversation.
                 end["providerMetadata"] = {"modelwire": dict(extras_of(block))}
             out.append(sse(end))
-        elif t == "DATA_BLOCK_END":
-            block = next(b for b in self.msg.content if b.id == ev.block_id)
+        elif ev.type == "DATA_BLOCK_END":
+            block = next(b for b in self.reply.content if isinstance(b, DataBlock) and b.id == ev.block_id)
             out.append(sse({"type": "file", "url": _url(block), "mediaType": block.source.media_type}))
-        elif t == "TOOL_CALL_START":
+        elif ev.type == "TOOL_CALL_START":
             out.append(sse({"type": "tool-input-start", "toolCallId": ev.tool_call_id, "toolName": ev.tool_call_name}))
-        elif t == "TOOL_CALL_DELTA":
+        elif ev.type == "TOOL_CALL_DELTA":
             out.append(sse({"type": "tool-input-delta", "toolCallId": ev.tool_call_id, "inputTextDelta": ev.delta}))
-        elif t == "TOOL_CALL_END":
-            call = next(b for b in self.msg.content if b.type == "tool_call" and b.id == ev.tool_call_id)
+        elif ev.type == "TOOL_CALL_END":
+            call = next(b for b in self.reply.content if b.type == "tool_call" and b.id == ev.tool_call_id)
             try:
                 out.append(sse({"type": "tool-input-available", "toolCallId": call.id, "toolName": call.name, "input": json.loads(call.input or "{}")}))
             except ValueError as exc:
                 out.append(sse({"type": "tool-input-error", "toolCallId": call.id, "toolName": call.name, "input": call.input, "errorText": f"the arguments are not JSON: {exc}"}))
-        elif t == "TOOL_RESULT_END":
-            result = next(b for b in self.msg.content if b.type == "tool_result" and b.id == ev.tool_call_id)
+        elif ev.type == "TOOL_RESULT_END":
+            result = next(b for b in self.reply.content if b.type == "tool_result" and b.id == ev.tool_call_id)
             out.append(sse(_output(result)))
-        elif t == "REQUIRE_USER_CONFIRM":
+        elif ev.type == "REQUIRE_USER_CONFIRM":
             out += [sse({"type": "tool-approval-request", "approvalId": c.id, "toolCallId": c.id}) for c in ev.tool_calls]
-        elif t == "REPLY_END":
+        elif ev.type == "REPLY_END":
             if ev.finished_reason == "error":
                 out.append(sse({"type": "error", "errorText": ev.error.message if ev.error else "the reply failed"}))
             out.append(sse({"type": "finish", "finishReason": FINISH.get(ev.finished_reason, "other"), "messageMetadata": self._metadata(ev.finished_reason)}))
-        elif t == "CUSTOM":
+        elif ev.type == "CUSTOM":
             out.append(sse({"type": f"data-{ev.name}", "data": ev.value}))
         return out
 
     def _metadata(self, finished_reason: str) -> JSON:
         # The UI message is the whole reply (a resumed stream continues it): its usage and cost.
-        meta: JSON = {"finishedReason": finished_reason, "usage": self.msg.usage.to_dict() if self.msg.usage else {}}
-        if self.msg.cost is not None:
-            meta["cost"] = self.msg.cost
+        reply = self.reply
+        meta: JSON = {"finishedReason": finished_reason, "usage": reply.usage.to_dict() if reply.usage else {}}
+        if reply.cost is not None:
+            meta["cost"] = reply.cost
         return meta
 
     def token(self, token: str) -> list[bytes]:

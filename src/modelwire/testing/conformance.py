@@ -318,7 +318,7 @@ def cassettes_replay(protocol: str) -> None:
                 replayed = asyncio.run(replayer.complete([UserMsg("u", "hi")]))
     finally:
         os.environ.update(saved)
-    if recorded.get_text_content().strip() != "Recorded answer." or replayed.get_text_content() != recorded.get_text_content():
+    if (recorded.get_text_content() or "").strip() != "Recorded answer." or replayed.get_text_content() != recorded.get_text_content():
         raise _fail(protocol, f"a recorded call replayed as {replayed.get_text_content()!r}, not {recorded.get_text_content()!r}")
 
 

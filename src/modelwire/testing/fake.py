@@ -22,7 +22,7 @@ conversation the provider would refuse fails here as it would there.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any, AsyncGenerator, Callable, Sequence
 
 from .._ids import new_id
 from .._sync import run_sync
@@ -69,7 +69,7 @@ class FakeModel:
         self._next += 1
         return script(messages, tools) if callable(script) else script
 
-    async def stream(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None) -> AsyncIterator[Any]:
+    async def stream(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None) -> AsyncGenerator[Any, None]:
         msgs = as_messages(messages)
         self.requests.append(self.formatter.format(msgs, tools, tool_choice))  # a FormatError here as in production
         raw = self.wire.fake_stream(*self._script(msgs, tools), usage=self.usage)

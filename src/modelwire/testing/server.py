@@ -83,7 +83,7 @@ class ProviderServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args: Any) -> None:
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
                 pass
 
             def setup(self) -> None:

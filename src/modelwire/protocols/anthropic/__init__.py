@@ -36,7 +36,7 @@ log = logging.getLogger("modelwire.protocols.anthropic")
 
 # The schema subset of Claude's structured outputs (output_config.format, strict tools), as
 # the anthropic SDK's own transform_schema writes it (formatters._schema.SchemaRules).
-STRICT_RULES = dict(
+STRICT_RULES: dict[str, Any] = dict(
     keywords=frozenset({"format", "minItems"}),
     formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}),
     all_required=False,
@@ -257,7 +257,7 @@ class AnthropicProtocol(WireProtocol):
                 values[name] = data[key]
         return ModelCapabilities.from_mapping(values, "provider: GET /v1/models")
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         p["max_tokens"] = o.max_tokens or DEFAULT_MAX_TOKENS
         sampling(p, o, stop="stop_sequences")
         forced = (p.get("tool_choice") or {}).get("type") in ("any", "tool")

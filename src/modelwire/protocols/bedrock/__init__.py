@@ -128,7 +128,7 @@ class BedrockConverseProtocol(WireProtocol):
         if problem is not None:
             raise refuse("cache", preset, problem[1], model=model)
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         inference: dict[str, Any] = {}
         if o.max_tokens is not None:
             inference["maxTokens"] = o.max_tokens

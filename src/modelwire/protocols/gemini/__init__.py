@@ -138,7 +138,7 @@ class GeminiProtocol(WireProtocol):
         out["cachedContent"] = name
         return out
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         config: dict[str, Any] = {}
         if o.max_tokens is not None:
             config["maxOutputTokens"] = o.max_tokens

@@ -286,7 +286,8 @@ class GeminiAdapter(BaseAdapter):
     def _server_call(self, part: dict[str, Any], name: str, signature: str | None) -> None:
         body = part[name] if isinstance(part[name], dict) else {}
         tool = _SERVER_CALLS[name] or str(body.get("toolType") or "server_tool").lower()
-        call_id = body.get("id") if isinstance(body.get("id"), str) else self._new_id()
+        given = body.get("id")
+        call_id = given if isinstance(given, str) else self._new_id()
         key = ("server", call_id, self._parts)
         self._parts += 1
         block = self.open_block(key, "tool_call", name=tool, block_id=call_id)
@@ -415,7 +416,7 @@ def _set_path(streamed: _StreamedCall, arg: Any) -> None:
     if not isinstance(value, _VALUE_TYPES[kind]) or (kind != "boolValue" and isinstance(value, bool)):
         raise StreamProtocolError(f"partialArgs entry for {path}: {kind} holds {type(value).__name__}", body={"partialArgs": arg})
     more = bool(arg.get("willContinue"))
-    if kind == "stringValue" and streamed.open_string == path:
+    if kind == "stringValue" and isinstance(value, str) and streamed.open_string == path:
         streamed.pieces.append(value)  # a string continued across pieces
         if not more:
             streamed.flush()
@@ -426,7 +427,7 @@ def _set_path(streamed: _StreamedCall, arg: Any) -> None:
         target = _child(target, step, {} if isinstance(following, str) else [])
     last = steps[-1]
     _put(target, last, value)
-    if kind == "stringValue" and more:
+    if kind == "stringValue" and isinstance(value, str) and more:
         streamed.open_string, streamed.pieces, streamed.slot = path, [value], (target, last)
 
 

@@ -73,7 +73,7 @@ class OllamaProtocol(WireProtocol):
 
     prompt_order = ("tools", "messages")
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         options: dict[str, Any] = {}
         if caps.context_window:
             options["num_ctx"] = caps.context_window

@@ -46,7 +46,7 @@ log = logging.getLogger("modelwire.protocols.openai")
 # OpenAI's strict mode (Structured Outputs): every object closed and every property
 # required; the keywords below kept, others moved into the description. The openai SDK's
 # to_strict_json_schema writes pydantic schemas the same way.
-STRICT_RULES = dict(
+STRICT_RULES: dict[str, Any] = dict(
     keywords=frozenset(
         {"default", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "prefixItems"}
     ),
@@ -170,7 +170,7 @@ class OpenAIChatProtocol(WireProtocol):
         hint = "the server caches on its own and takes no key or lifetime; use cache=True" if kind == "automatic" else "the server takes no prompt-caching fields; leave cache out"
         raise refuse("cache", preset, hint, model=model)
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         dialect = preset.dialect
         if o.max_tokens is not None:
             p[dialect.get("max_tokens_field", "max_tokens")] = o.max_tokens

@@ -136,9 +136,9 @@ class OpenAIChatFormatter:
                         msg["name"] = sanitize_name(seg.name)
                     out.append(msg)
             elif seg.kind == "assistant":
-                msg = self._assistant(seg)
-                if msg is not None:
-                    out.append(msg)
+                said = self._assistant(seg)
+                if said is not None:
+                    out.append(said)
             else:
                 out += self._results(seg)
         payload: dict[str, Any] = {"messages": out}

@@ -84,7 +84,7 @@ class OpenAIResponsesProtocol(WireProtocol):
 
         openai_cache(body, plan, preset, model, caps)
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(self, p: dict[str, Any], o: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
         if o.max_tokens is not None:
             p["max_output_tokens"] = o.max_tokens
         sampling(p, o)
