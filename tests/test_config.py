@@ -195,6 +195,8 @@ def test_options_a_provider_cannot_honour_are_errors(spec, options, word):
         ({"temperature": "hot"}, "temperature='hot' must be a number"),
         ({"temperature": 7}, "between 0 and 2"),
         ({"top_p": 1.5}, "between 0 and 1"),
+        ({"temperature": float("nan")}, "finite number"),
+        ({"top_p": float("inf")}, "finite number"),
         ({"max_tokens": 0}, "at least 1"),
         ({"max_tokens": 2.5}, "whole number"),
         ({"thinking": "yes"}, "must be bool"),

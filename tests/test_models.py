@@ -318,3 +318,20 @@ def test_a_plain_httpx_client_can_be_used(server):
     reply = run(model.complete(QUESTION))
     assert [b.type for b in reply.content] == ["thinking", "text"]
     assert server.requests[0]["headers"]["x-api-key"] == "sk-test-123"
+
+
+def test_the_body_sent_is_compact_utf8_json_of_the_payload(server):
+    """The request body is the payload as compact JSON, characters as they are; what JSON
+    cannot hold is refused before anything is sent."""
+    import json
+
+    server.script(sse_reply(ANTHROPIC_BODY))
+    model = model_for(server, "anthropic:claude", extra_body={"metadata": {"user_id": "Zoë"}})
+    run(model.complete(QUESTION))
+    (request,) = server.requests
+    raw = request["body"]
+    assert json.loads(raw)["metadata"] == {"user_id": "Zoë"}
+    assert "Zoë".encode() in raw and b'": ' not in raw and b'", "' not in raw  # UTF-8 as is, no padding
+    with pytest.raises(E.FormatError, match="cannot be written as JSON"):
+        run(model_for(server, "anthropic:claude", extra_body={"metadata": object()}).complete(QUESTION))
+    assert len(server.requests) == 1  # nothing more was sent

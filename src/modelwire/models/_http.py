@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, AsyncGenerator, Sequence
 from urllib.parse import unquote, urlparse
 
+from msgspec.json import encode as _encode_json
+
 from .. import errors as E
 from .. import telemetry
 from .._ids import new_id
@@ -452,7 +454,7 @@ class HTTPModel:
     async def _encoded(self, payload: dict[str, Any], opts: ModelOptions) -> tuple[bytes, dict[str, str]]:
         """A request's body bytes and its headers: the protocol's for what the body holds,
         the call's extra ones, cloud credentials applied."""
-        body = json.dumps(payload, ensure_ascii=False).encode()
+        body = encode_body(payload)
         headers = self.wire.request_headers(payload, self.headers(opts.extra_headers), self.spec.preset)
         return body, await self._signed(self.url(), headers, body)
 
@@ -672,6 +674,16 @@ def _is_stream(response: Any, stream_type: str) -> bool:
     """What the content type says: the endpoint's stream (or none given: read it as one)."""
     content_type = response.headers.get("content-type", "").lower()
     return not content_type or stream_type in content_type
+
+
+
+def encode_body(payload: dict[str, Any]) -> bytes:
+    """A request payload as the bytes sent: compact UTF-8 JSON. A value JSON cannot hold
+    (a set, NaN, an object) is refused here, before anything is sent."""
+    try:
+        return _encode_json(payload)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise E.FormatError(None, f"the request cannot be written as JSON: {exc}") from None
 
 
 async def _read_limited(response: Any, limit: int) -> bytes:

@@ -121,6 +121,8 @@ def _number(low: float, high: float | None = None, whole: bool = False) -> Calla
         kinds = (int,) if whole else (int, float)
         if isinstance(value, bool) or not isinstance(value, kinds):
             return f"must be {'a whole number' if whole else 'a number'}"
+        if value != value or value in (float("inf"), float("-inf")):
+            return "must be a finite number"  # JSON has no NaN or infinity
         if value < low or (high is not None and value > high):
             return f"must be between {low:g} and {high:g}" if high is not None else f"must be at least {low:g}"
         return None

@@ -105,7 +105,7 @@ class ProviderServer:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
-                request = {"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "json": body}
+                request = {"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "json": body, "body": raw}
                 with outer.lock:
                     if outer.keep_requests:
                         outer.requests.append(request)
