@@ -80,6 +80,8 @@ PROTOCOL_NAMES = re.compile(r"[\"'](" + "|".join(re.escape(n) for n in protocol_
         "models/options.py", "models/_http.py", "models/transport.py", "models/__init__.py", "models/_fallback.py", "models/_cache.py",
         "models/_lookup.py", "agent/_agent.py", "agent/_mcp.py", "agent/_tools.py", "cli.py", "cassettes/_show.py", "cassettes/_hook.py",
         "testing/sse.py", "testing/server.py", "testing/fake.py", "testing/conformance.py", "adapters/_base.py", "adapters/__init__.py",
+        "message/_provenance.py", "message/_msg.py", "message/_fold.py", "message/_blocks.py", "event/_events.py", "_record.py",
+        "formatters/_common.py", "formatters/_toolids.py",
     ],
 )
 def test_generic_modules_name_no_protocol(module):
@@ -317,3 +319,28 @@ def test_what_modelwire_writes_agentscope_reads_and_replays():
     items = asyncio.run(OpenAIResponseFormatter().format([theirs]))
     reasoning = [i for i in items if i.get("type") == "reasoning"]
     assert reasoning and reasoning[0]["id"] == "rs_0" and reasoning[0]["encrypted_content"] == "enc-0"
+
+
+def test_a_protocol_says_which_blocks_without_provenance_are_its_own(monkeypatch):
+    """Blocks another library wrote carry no provenance; each protocol names its own
+    (AgentScope's fields), so the message layer names none, and a plugin can do the same."""
+    from modelwire import protocols
+    from modelwire.message import ThinkingBlock, ToolCallBlock, origin
+    from modelwire.protocols import WireProtocol
+
+    assert origin(ThinkingBlock(thinking="t", signature="sig")).protocol == "anthropic"
+    assert origin(ThinkingBlock(thinking="t", reasoning_item_id="rs_1")).protocol == "openai-responses"
+    assert origin(ToolCallBlock(id="gemini_ts:c2ln", name="f", input="{}")).protocol == "gemini"
+    assert origin(ThinkingBlock(thinking="t", toy_seal="x")) is None
+
+    class Toy(WireProtocol):
+        name = "toy-claims"
+
+        def claims(self, block_type, fields, block_id):
+            return block_type == "thinking" and "toy_seal" in fields
+
+    monkeypatch.setitem(protocols._registered, "toy-claims", Toy())
+    assert origin(ThinkingBlock(thinking="t", toy_seal="x")).protocol == "toy-claims"
+    # provenance, where a block has it, is what counts
+    marked = ThinkingBlock(thinking="t", toy_seal="x", provider_metadata={"deepseek": {"protocol": "openai-chat"}})
+    assert origin(marked).protocol == "openai-chat"

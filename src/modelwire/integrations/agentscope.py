@@ -39,7 +39,7 @@ from agentscope.model._model_usage import ChatUsage
 
 from .. import errors as E
 from ..message import Msg, extras_of
-from ..message._provenance import GEMINI_TS
+from ..protocols.gemini import GEMINI_TS
 from ..models import load_model
 from ..models.transport import RetryPolicy
 

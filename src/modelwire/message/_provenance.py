@@ -1,27 +1,42 @@
 """Where a block came from, recorded on the block itself.
 
 A block a provider produced records where it came from, namespaced by provider (as the
-Vercel AI SDK's providerMetadata does): ``provider_metadata = {"deepseek": {"protocol":
-"openai-chat", "endpoint": "deepseek"}}`` on the block (on a tool result: in its
-``metadata``). ``endpoint`` is the family of endpoints that accept what this one minted
+Vercel AI SDK's providerMetadata does): ``provider_metadata = {"<provider>": {"protocol":
+"<wire protocol>", "endpoint": "<endpoint family>"}}`` on the block (on a tool result: in
+its ``metadata``). ``endpoint`` is the family of endpoints that accept what this one minted
 (signed thinking, encrypted reasoning): a provider's own API by default, the host for any
 other base URL, or what a profile declares. Blocks written without an endpoint (earlier
 modelwire, or ``provider="<protocol>"`` from modelwire 0.1) are matched by protocol and
 provider as before; blocks written by AgentScope carry neither, and are read for what
-AgentScope meant by their fields.
+AgentScope meant by their fields: each wire protocol says which such blocks are its own
+(``WireProtocol.claims``), through the claimers registered here (:func:`add_claimer`).
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple
 
 from .._record import extras_of
 
-__all__ = ["Origin", "origin", "provenance", "GEMINI_TS"]
+__all__ = ["Origin", "origin", "provenance", "add_claimer"]
 
-# AgentScope's Gemini model writes a function call's thought signature into the call's id:
-# "gemini_ts:" + the signature (base64).
-GEMINI_TS = "gemini_ts:"
+Claimer = Callable[[str, Mapping[str, Any], str], "str | None"]
+_claimers: list[Claimer] = []
+
+
+def add_claimer(claimer: Claimer) -> None:
+    """Register ``claimer(block_type, fields, block_id) -> protocol or None``: asked about a
+    thinking block or tool call that records no origin (another library wrote it)."""
+    if claimer not in _claimers:
+        _claimers.append(claimer)
+
+
+def _claimed(block: Any, fields: Mapping[str, Any]) -> "Origin | None":
+    for claim in _claimers:
+        protocol = claim(block.type, fields, block.id)
+        if protocol is not None:
+            return Origin(protocol)
+    return None
 
 
 class Origin(NamedTuple):
@@ -47,9 +62,7 @@ def origin(block: Any) -> Origin | None:
     else:
         fields = extras_of(block)
     if not fields:
-        if block.type == "tool_call" and block.id.startswith(GEMINI_TS):
-            return Origin("gemini")
-        return None
+        return _claimed(block, fields) if block.type == "tool_call" else None
     meta = fields.get("provider_metadata")
     if isinstance(meta, dict):
         for provider, inner in meta.items():
@@ -59,13 +72,6 @@ def origin(block: Any) -> Origin | None:
     legacy = fields.get("provider")
     if isinstance(legacy, str) and legacy:
         return Origin(legacy)
-    if block.type == "tool_call" and block.id.startswith(GEMINI_TS):
-        return Origin("gemini")  # AgentScope keeps a Gemini call's thought signature in its id
-    if block.type == "thinking":
-        # AgentScope's own fields: a signature or redacted data is Anthropic thinking;
-        # a reasoning item id or raw item is an OpenAI Responses reasoning item.
-        if fields.get("signature") or fields.get("redacted_thinking_data") is not None:
-            return Origin("anthropic")
-        if fields.get("reasoning_item_id") or isinstance(fields.get("reasoning_item_raw"), dict):
-            return Origin("openai-responses")
+    if block.type in ("thinking", "tool_call"):
+        return _claimed(block, fields)
     return None

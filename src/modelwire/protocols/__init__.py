@@ -19,9 +19,10 @@ so ``load_model("myprovider:model")`` works at once.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import UnknownProtocolError
+from ..message._provenance import add_claimer
 from ._caps import ModelCapabilities
 from ._protocol import Capabilities, ModelOptions, Preset, WireProtocol, deep_merge
 
@@ -92,6 +93,17 @@ def get_protocol(name: str) -> WireProtocol:
             raise UnknownProtocolError(f"the {ENTRY_POINT_GROUP} entry point {name!r} gives {type(found).__name__}, not a WireProtocol")
     _loaded[name] = found
     return found
+
+
+def _claim(block_type: str, fields: Mapping[str, Any], block_id: str) -> str | None:
+    """The protocol that says a block recording no origin is its own (``WireProtocol.claims``)."""
+    for name in protocol_names():
+        if get_protocol(name).claims(block_type, fields, block_id):
+            return name
+    return None
+
+
+add_claimer(_claim)
 
 
 def protocol_names() -> list[str]:

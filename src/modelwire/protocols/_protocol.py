@@ -335,6 +335,13 @@ class WireProtocol:
             if not ok:
                 raise ConfigError(f"preset {preset.name!r}: dialect {key}={value!r} must be {what}")
 
+    def claims(self, block_type: str, fields: Mapping[str, Any], block_id: str) -> bool:
+        """Whether a block that records no origin is this protocol's provider's, as another
+        library writes it (AgentScope keeps a thinking block's replay data under names of
+        its own, and no provenance): a ``thinking`` or ``tool_call`` block's extra ``fields``
+        and id. The formatters then replay it as this protocol's own."""
+        return False
+
     # How the provider frames its stream: "sse" (server-sent events), "ndjson" (one JSON
     # object per line) or "aws-eventstream" (AWS's binary frames). The decoder, the pieces a
     # test server sends and the Accept header follow from it; one keep/fail contract for all.

@@ -19,7 +19,7 @@ request (a preset's ``dialect["endpoint"]``):
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Mapping
 
 from ...adapters import encode_sse
 from ... import errors as E
@@ -153,6 +153,10 @@ class AnthropicProtocol(WireProtocol):
 
             return regional(base_url, preset, env) + f"/model/{quote(model, safe='')}/invoke-with-response-stream"
         return super().url(base_url, model, preset, env)
+
+    def claims(self, block_type: str, fields: Mapping[str, Any], block_id: str) -> bool:
+        # AgentScope's fields for Claude's thinking: its signature, or the redacted data.
+        return block_type == "thinking" and bool(fields.get("signature") or fields.get("redacted_thinking_data") is not None)
 
     def matches_url(self, url: str) -> bool:
         path = url.split("?")[0].rstrip("/")

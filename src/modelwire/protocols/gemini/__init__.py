@@ -43,10 +43,14 @@ def vertex_place(base_url: str, preset: Preset, env: Mapping[str, str]) -> tuple
     return base, project, location
 
 
-__all__ = ["PROTOCOL", "vertex_place", "GeminiProtocol"]
+__all__ = ["PROTOCOL", "vertex_place", "GeminiProtocol", "GEMINI_TS"]
 
 _VERTEX_PATH = "/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:streamGenerateContent"
 
+
+# AgentScope's Gemini model writes a function call's thought signature into the call's id:
+# "gemini_ts:" + the signature (base64).
+GEMINI_TS = "gemini_ts:"
 
 class GeminiProtocol(WireProtocol):
     name = "gemini"
@@ -80,6 +84,10 @@ class GeminiProtocol(WireProtocol):
             return super().url(base_url, model, preset, env) + "?alt=sse"
         base, project, location = vertex_place(base_url, preset, env)
         return base + _VERTEX_PATH.format(project=project, location=location, model=model) + "?alt=sse"
+
+    def claims(self, block_type: str, fields: Mapping[str, Any], block_id: str) -> bool:
+        # AgentScope keeps a Gemini call's thought signature in the call's id.
+        return block_type == "tool_call" and block_id.startswith(GEMINI_TS)
 
     def matches_url(self, url: str) -> bool:
         return ":streamGenerateContent" in url.split("?")[0] or url.split("?")[0].endswith(":generateContent")

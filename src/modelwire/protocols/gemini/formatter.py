@@ -48,8 +48,8 @@ from ...formatters import (
     split_server_tools,
 )
 from ...message import Msg
-from ...message._provenance import GEMINI_TS
 from ...formatters._toolids import IdRules
+from . import GEMINI_TS
 from . import PROTOCOL as _WIRE
 
 __all__ = ["GeminiFormatter", "format_gemini", "PLACEHOLDER_SIGNATURE"]

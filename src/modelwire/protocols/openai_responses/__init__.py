@@ -32,6 +32,10 @@ class OpenAIResponsesProtocol(WireProtocol):
 
         return CHAT.schema_problems(schema)  # the same strict mode
 
+    def claims(self, block_type: str, fields: Mapping[str, Any], block_id: str) -> bool:
+        # AgentScope's fields for a reasoning item: its id, or the raw item.
+        return block_type == "thinking" and bool(fields.get("reasoning_item_id") or isinstance(fields.get("reasoning_item_raw"), dict))
+
     def matches_url(self, url: str) -> bool:
         path = url.split("?")[0].rstrip("/")
         return path.endswith("/responses") or "/responses/" in path
