@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import gc
 import os
 import sys
 import time
@@ -353,9 +354,14 @@ def main() -> int:
         times: dict[str, list[float]] = {k: [] for k in contenders}
         for _ in range(args.rounds):
             for name, fn in contenders.items():
-                t0 = time.perf_counter()
-                payload = fn()
-                took = time.perf_counter() - t0
+                gc.collect()  # each run starts from the same heap, and no collection lands in one
+                gc.disable()
+                try:
+                    t0 = time.perf_counter()
+                    payload = fn()
+                    took = time.perf_counter() - t0
+                finally:
+                    gc.enable()
                 assert checks[name](payload), f"{name} gave another payload"  # checked before the time counts
                 times[name].append(took)
         med = {k: statistics.median(v) for k, v in times.items()}
