@@ -15,15 +15,18 @@ is not already what the field holds.
 Rules a record class follows:
 
 - fields are annotations; a default is a plain value or ``field(default_factory=...)``;
-- a field named ``type`` is the record's tag: a constant of the class (one string per
-  class), accepted by the constructor when equal, always written by ``to_dict``;
+- a ``type`` field declared as a one-value ``Literal`` with that value as its default
+  (``type: Literal["text"] = "text"``) is the record's tag: a constant of the class,
+  accepted by the constructor when equal, always written by ``to_dict`` (any other
+  ``type`` field, such as an error's kind, is a field like the rest);
 - ``class X(Record, extra=True)`` keeps unknown keyword arguments as extra attributes
   (in the instance ``__dict__``), written after the fields; without it the constructor
   refuses them (a ``TypeError``, as for any function) and ``from_dict`` drops them, as
   JSON from a newer writer must load;
 - ``__post_init__(self)`` runs after the fields are set, to normalise or cross-check;
   a ``ValueError`` it raises becomes :class:`~modelwire.errors.ValidationError`;
-- annotations are read on the first construction of each class, not at import.
+- annotations are read when a class is first used (constructed, or given a positional
+  constructor with :func:`maker`), not at import.
 """
 
 from __future__ import annotations
