@@ -209,10 +209,18 @@ class OpenAIResponsesAdapter(BaseAdapter):
         self.delta(block, part.get("text") or part.get("refusal") or "")
 
     def _text_delta(self, data: dict[str, Any]) -> None:
-        item = self._item(data)
-        kind = "summary" if "summary_index" in data else "content"
-        index = data.get("summary_index", data.get("content_index", 0))
-        self.delta(self._part_block(item, kind, index, refusal=data["type"].startswith("response.refusal")), data["delta"])
+        # The most frequent event: the item and its open block are found in one lookup each.
+        item = self._items.get(data.get("item_id") or "")
+        if item is None:
+            item = self._item(data)
+        if "summary_index" in data:
+            kind, index = "summary", data["summary_index"]
+        else:
+            kind, index = "content", data.get("content_index", 0)
+        block = self.blocks.get((item.id, kind, index))
+        if block is None:
+            block = self._part_block(item, kind, index, refusal=data["type"].startswith("response.refusal"))
+        self.delta(block, data["delta"])
 
     def _text_done(self, data: dict[str, Any]) -> None:
         item = self._item(data)
