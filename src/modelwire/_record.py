@@ -550,6 +550,7 @@ def _compile(cls: type, force: bool = False) -> None:
     env: dict[str, Any] = {"MISSING": MISSING, "ValidationError": ValidationError, "ModelwireError": ModelwireError, "_type": type, "cls": cls, "_dump": dump, "_oset": object.__setattr__}
     args, body = [], []
     convs: dict[str, Callable[[Any], Any]] = {}
+    fasts: dict[str, type | None] = {}
     required: list[str] = []
     setter = "_oset(self, {name!r}, {name})" if "__setattr__" in _own_attrs(cls) else "self.{name} = {name}"
     for name in fields:
@@ -566,6 +567,7 @@ def _compile(cls: type, force: bool = False) -> None:
             fast, conv = _converter(hints[name])
         env[f"_c_{name}"] = conv
         convs[name] = conv
+        fasts[name] = fast
         if fast is not None:
             env[f"_t_{name}"] = fast
         args.append(f"{name}=MISSING")
@@ -610,6 +612,7 @@ def _compile(cls: type, force: bool = False) -> None:
     init = env["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     type.__setattr__(cls, "__record_converters__", convs)
+    type.__setattr__(cls, "__record_fast__", fasts)
     if cls.__dict__.get("__init__") is _lazy_init:
         type.__setattr__(cls, "__init__", init)
     if cls.__dict__.get("to_dict") is _lazy_to_dict:
@@ -630,8 +633,8 @@ def maker(cls: type, *names: str) -> Callable[..., Any]:
     builds many records of one shape (an adapter's deltas): the same checks as the
     constructor, without matching keywords. Fields not named take their defaults."""
     convs = converters(cls)
+    fasts: dict[str, type | None] = cls.__dict__["__record_fast__"]
     specs: dict[str, _FieldSpec] = cls.__record_specs__  # type: ignore[attr-defined]
-    hints = typing.get_type_hints(cls)
     env: dict[str, Any] = {"cls": cls, "_new": object.__new__, "_type": type, "ValidationError": ValidationError, "_oset": object.__setattr__}
     body = ["    self = _new(cls)"]
     setter = "_oset(self, {name!r}, {value})" if "__setattr__" in _own_attrs(cls) else "self.{name} = {value}"
@@ -640,7 +643,7 @@ def maker(cls: type, *names: str) -> Callable[..., Any]:
         if name in names:
             conv = convs[name]
             if conv is not _identity:
-                fast = _converter(hints[name])[0] if spec.convert is None else None
+                fast = fasts[name]
                 env[f"_c_{name}"] = conv
                 if fast is not None:
                     env[f"_t_{name}"] = fast

@@ -324,8 +324,6 @@ def _read_bytes(path: str) -> bytes:
 
 
 def _load_json(path: str, what: str) -> Any:
-    import json
-
     raw = _read_bytes(path)
     try:
         return json.loads(raw)
@@ -374,8 +372,6 @@ def _load_tools(path: str | None) -> list[Any] | None:
 def _cmd_check(args: argparse.Namespace) -> int:
     """A conversation -> every reason the next request to a model would be refused or
     would lose something (0: none, 1: findings, 2: bad input)."""
-    import json
-
     from .models import load_model
     from .models._preflight import repair
     from .models.config import REPLAY_KEY, resolve
@@ -410,8 +406,6 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _cmd_format(args: argparse.Namespace) -> int:
     """A JSON list of messages -> the request payload of one protocol."""
-    import json
-
     from .formatters import get_formatter
 
     messages = _load_messages(args.file)

@@ -16,8 +16,7 @@ from .._record import Record, converters, extras_of, field
 from ..errors import InvalidMessageError, ValidationError
 from ._blocks import BLOCK_TYPES, ContentBlock, DataBlock, HintBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from ._fold import apply_event
-from ._types import ReplyFinishedReasonValue
-from ._types import ErrorInfo, ErrorType, ReplyFinishedReason, Usage, add_costs, check_role
+from ._types import ErrorInfo, ErrorType, ReplyFinishedReason, ReplyFinishedReasonValue, Usage, add_costs, check_role
 
 __all__ = [
     "Msg",
