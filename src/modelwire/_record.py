@@ -281,10 +281,15 @@ def dump(value: Any) -> Any:
     return value
 
 
-def _dumps(data: Any) -> str:
-    import json
+_encoders: list[Callable[[Any], str]] = []  # the one JSON encoder, made on first use
 
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+def _dumps(data: Any) -> str:
+    if not _encoders:
+        import json
+
+        _encoders.append(json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode)
+    return _encoders[0](data)
 
 
 # -- converters ------------------------------------------------------------------------------

@@ -579,19 +579,16 @@ class AWSStreamDecoder(StreamDecoder):
         self.frames = FrameParser()
 
     def feed(self, chunk: bytes) -> list[E.AgentEvent]:
-        frames = self.frames
-        if not frames._buffer and len(chunk) >= 12 and int.from_bytes(chunk[:4], "big") == len(chunk):
-            # The usual piece, one whole sound frame: straight to the adapter.
-            frame = frames._one(chunk)
-            if frame is not None:
-                try:
-                    out = self._frame(frame)
-                except ProviderError as err:
-                    self._failed([], err)
-                    raise
-                if self.keep:
-                    self.events += out
-                return out
+        frame = self.frames.whole_frame(chunk)
+        if frame is not None:  # the usual piece, one whole sound frame: straight to the adapter
+            try:
+                out = self._frame(frame)
+            except ProviderError as err:
+                self._failed([], err)
+                raise
+            if self.keep:
+                self.events += out
+            return out
         return self._frames(chunk, end=False)
 
     def close(self) -> list[E.AgentEvent]:

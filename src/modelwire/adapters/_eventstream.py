@@ -51,11 +51,9 @@ class EventStreamDecoder:
     def feed(self, data: bytes) -> list[Frame]:
         """The frames completed by ``data``. A broken frame raises :class:`EventStreamError`
         carrying the whole frames read before it (``frames``)."""
-        if not self._buffer and len(data) >= _PRELUDE and int.from_bytes(data[:4], "big") == len(data):
-            # The usual piece: exactly one frame, read where it lies (no buffer copies).
-            frame = self._one(data)
-            if frame is not None:
-                return [frame]
+        frame = self.whole_frame(data)
+        if frame is not None:
+            return [frame]
         self._buffer += data
         frames: list[Frame] = []
         try:
@@ -88,9 +86,12 @@ class EventStreamDecoder:
                     self._seen[raw_headers] = headers
             frames.append(Frame(dict(headers), frame[_PRELUDE + headers_length : -4]))
 
-    def _one(self, frame: bytes) -> Frame | None:
-        """One whole frame, checked as :meth:`_read` checks it; None sends it that way (to
-        raise what is wrong with it)."""
+    def whole_frame(self, frame: bytes) -> Frame | None:
+        """The usual piece, exactly one sound frame with nothing buffered before it, read
+        where it lies (no buffer copies) and checked as :meth:`_read` checks it; None for
+        any other piece, which :meth:`feed` reads (and refuses) the general way."""
+        if self._buffer or len(frame) < _PRELUDE or int.from_bytes(frame[:4], "big") != len(frame):
+            return None
         total, headers_length, prelude_crc = struct.unpack_from(">III", frame)
         if zlib.crc32(frame[:8]) != prelude_crc or total < _PRELUDE + 4 + headers_length or total > self._max:
             return None

@@ -10,9 +10,6 @@ from ._events import EVENT_CLASSES, AgentEvent, EventBase
 
 __all__ = ["parse_event", "event_to_json", "event_from_json", "dumps_jsonl", "write_jsonl", "iter_jsonl", "loads_jsonl"]
 
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-
-
 def parse_event(data: dict[str, Any] | EventBase) -> AgentEvent:
     """Build the typed event for a JSON-ready dict (dispatching on its ``type``)."""
     if isinstance(data, EventBase):
@@ -32,7 +29,7 @@ def parse_event(data: dict[str, Any] | EventBase) -> AgentEvent:
 
 def event_to_json(event: EventBase) -> str:
     """One event as a compact JSON string."""
-    return _encode(event.to_dict())
+    return event.to_json()
 
 
 def event_from_json(text: str | bytes, *, line: int | None = None) -> AgentEvent:
@@ -51,14 +48,14 @@ def event_from_json(text: str | bytes, *, line: int | None = None) -> AgentEvent
 
 def dumps_jsonl(events: Iterable[EventBase]) -> str:
     """Events as JSON lines (one event per line, each line ending in a newline)."""
-    return "".join(_encode(e.to_dict()) + "\n" for e in events)
+    return "".join(e.to_json() + "\n" for e in events)
 
 
 def write_jsonl(events: Iterable[EventBase], fp: IO[str]) -> int:
     """Write events to a text file as JSON lines; returns how many were written."""
     n = 0
     for e in events:
-        fp.write(_encode(e.to_dict()))
+        fp.write(e.to_json())
         fp.write("\n")
         n += 1
     return n
