@@ -168,10 +168,10 @@ def test_an_agent_runs_a_tool_through_bedrock_and_its_thinking_replays_to_the_an
         reply = asyncio.run(agent.reply("Weather in Lisbon?"))
         second = server.requests[1]["json"]
     from modelwire.models._http import endpoint_family
-    from modelwire.models.config import PRESETS
+    from modelwire.models import all_presets
 
     for name in ("bedrock-anthropic", "vertex-anthropic", "anthropic"):
-        assert endpoint_family(PRESETS[name], PRESETS[name].base_url) == "anthropic"
+        assert endpoint_family(all_presets()[name], all_presets()[name].base_url) == "anthropic"
     assert reply.get_text_content().strip() == "It is sunny."
     assert "sig-BEDROCK" in json.dumps(second) and "model" not in second and "stream" not in second
     # The same family as the Anthropic API (signatures are valid across Claude's platforms) ...

@@ -6,7 +6,7 @@ import pytest
 
 from modelwire.formatters import ToolSpec
 from modelwire.message import UserMsg
-from modelwire.models import PRESETS, ConfigError, UnsupportedOptionError, resolve
+from modelwire.models import all_presets, ConfigError, UnsupportedOptionError, resolve
 
 TOML = """
 default = "fast"
@@ -119,7 +119,7 @@ EXPECTED_URLS = {
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_URLS))
 def test_every_preset(name):
-    preset = PRESETS[name]
+    preset = all_presets()[name]
     assert (preset.base_url, preset.key_env) == EXPECTED_URLS[name]
     env = {preset.key_env: "key-" + name, "AZURE_OPENAI_ENDPOINT": "https://res.openai.azure.com"}
     from modelwire.models._http import HTTPModel

@@ -124,15 +124,15 @@ def ndtoy(tmp_path_factory):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ndtoy-protocol\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[modelwire.protocols]\nndtoy = ndtoy_protocol:PROTOCOL\n")
     sys.path.insert(0, str(folder))
-    saved = protocols._entry_points, protocols._loaded
-    protocols._entry_points, protocols._loaded = None, {}
+    saved = protocols._entry_points, protocols._loaded, protocols._presets
+    protocols._entry_points, protocols._loaded, protocols._presets = None, {}, {}
     try:
         assert "ndtoy" in protocols.protocol_names()
         yield "ndtoy"
     finally:
         sys.path.remove(str(folder))
         sys.modules.pop("ndtoy_protocol", None)
-        protocols._entry_points, protocols._loaded = saved
+        protocols._entry_points, protocols._loaded, protocols._presets = saved
 
 
 @pytest.mark.parametrize("check", conformance.CHECKS, ids=conformance.check_names())

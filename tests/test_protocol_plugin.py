@@ -116,10 +116,11 @@ def plugin(tmp_path, monkeypatch):
     info = tmp_path / "tiny_protocol-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tiny-protocol\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[modelwire.protocols]\ntiny = tiny_protocol:PROTOCOL\n")
+    (info / "entry_points.txt").write_text("[modelwire.protocols]\ntiny = tiny_protocol:PROTOCOL\n\n[modelwire.presets]\ntiny = tiny_protocol:PROTOCOL\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(protocols, "_entry_points", None)
     monkeypatch.setattr(protocols, "_loaded", {})
+    monkeypatch.setattr(protocols, "_presets", {})
     yield tmp_path
     sys.modules.pop("tiny_protocol", None)
 

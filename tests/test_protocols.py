@@ -14,7 +14,7 @@ import sdk_params
 
 from modelwire.errors import UnknownProtocolError, UnsupportedOptionError
 from modelwire.message import AssistantMsg, Msg, ToolResultBlock, UserMsg, origin
-from modelwire.models import PRESETS, load_model
+from modelwire.models import all_presets, load_model
 from modelwire.protocols import Capabilities, get_protocol, protocol_names
 from modelwire.testing import conformance
 
@@ -37,6 +37,66 @@ def test_builtin_protocols_are_registered_with_their_parts():
         assert proto.name == name and isinstance(proto.capabilities, Capabilities)
         assert proto.adapter_class().protocol == name
         assert proto.formatter_class().protocol == name
+
+
+BUILT_IN_PRESETS = {
+    "anthropic": {"anthropic", "vertex-anthropic", "bedrock-anthropic", "minimax", "moonshot-anthropic", "zai-anthropic", "deepseek-anthropic"},
+    "openai-chat": {
+        "openai", "azure", "azure-v1", "deepseek", "openrouter", "groq", "together", "mistral", "xai", "moonshot", "dashscope",
+        "ollama-openai", "vllm", "lmstudio", "llamacpp",
+    },
+    "openai-responses": {"openai-responses", "azure-responses"},
+    "gemini": {"google", "vertex"},
+    "bedrock-converse": {"bedrock"},
+    "ollama": {"ollama"},
+}
+
+
+def test_built_ins_are_entry_points_of_the_package_as_a_plugin_declares_them():
+    """The built-in protocols and every preset they bring are read from modelwire's own
+    entry points (its installed metadata), the path a plugin takes: no table in the code."""
+    from importlib.metadata import distribution
+
+    entries = distribution("modelwire").entry_points
+    declared = {ep.name: ep.value for ep in entries if ep.group == "modelwire.protocols"}
+    presets = {ep.name: ep.value for ep in entries if ep.group == "modelwire.presets"}
+    assert set(declared) == set(BUILT_IN_PRESETS)
+    for name, value in declared.items():
+        brought = {p.name for p in get_protocol(name).presets}
+        assert brought == BUILT_IN_PRESETS[name], name
+        assert all(p.protocol == name for p in get_protocol(name).presets)
+        assert {preset: presets[preset] for preset in brought} == dict.fromkeys(brought, value)  # each names its protocol
+    assert set(presets) == set().union(*BUILT_IN_PRESETS.values())
+
+
+def test_resolving_a_model_string_loads_only_the_protocol_it_uses():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, modelwire\n"
+        "for spec in sys.argv[1:]:\n"
+        "    modelwire.load_model(spec, api_key='k')\n"
+        "print(' '.join(sorted({m.split('.')[2] for m in sys.modules if m.startswith('modelwire.protocols.')})))"
+    )
+    run = lambda *specs: subprocess.run([sys.executable, "-c", code, *specs], capture_output=True, text=True, check=True).stdout.split()
+    assert run("deepseek:deepseek-chat") == ["_caps", "_protocol", "openai_chat"]
+    assert run("vertex-anthropic:claude-sonnet-4-5@20250929", "google:gemini-2.5-flash") == ["_caps", "_protocol", "anthropic", "gemini"]
+
+
+def test_a_preset_entry_point_naming_the_wrong_protocol_is_a_clear_error(monkeypatch):
+    from modelwire import protocols
+
+    class Entry:
+        name, group, value = "mistaken", "modelwire.presets", "modelwire.protocols.ollama:PROTOCOL"
+
+        def load(self):
+            return get_protocol("ollama")
+
+    monkeypatch.setattr(protocols, "_presets", {})
+    monkeypatch.setattr(protocols, "_entry_points", {"modelwire.protocols": {}, "modelwire.presets": {"mistaken": Entry()}})
+    with pytest.raises(UnknownProtocolError, match="'mistaken' names modelwire.protocols.ollama:PROTOCOL, which brings no preset of that name"):
+        protocols.find_preset("mistaken")
 
 
 def test_a_dialect_key_the_protocol_does_not_read_is_an_error():
@@ -70,8 +130,8 @@ def test_an_unknown_protocol_is_a_clear_error():
         get_protocol("gopher")
 
 
-# Every registered protocol's name, as a string literal (the registry, not a list here).
-PROTOCOL_NAMES = re.compile(r"[\"'](" + "|".join(re.escape(n) for n in protocol_names()) + r")[\"']")
+# Every registered protocol's and preset's name, as a string literal (the registry, not a list here).
+PROTOCOL_NAMES = re.compile(r"[\"'](" + "|".join(re.escape(n) for n in [*protocol_names(), *all_presets()]) + r")[\"']")
 
 
 @pytest.mark.parametrize(
@@ -81,7 +141,8 @@ PROTOCOL_NAMES = re.compile(r"[\"'](" + "|".join(re.escape(n) for n in protocol_
         "models/_lookup.py", "agent/_agent.py", "agent/_mcp.py", "agent/_tools.py", "cli.py", "cassettes/_show.py", "cassettes/_hook.py",
         "testing/sse.py", "testing/server.py", "testing/fake.py", "testing/conformance.py", "adapters/_base.py", "adapters/__init__.py",
         "message/_provenance.py", "message/_msg.py", "message/_fold.py", "message/_blocks.py", "event/_events.py", "_record.py",
-        "formatters/_common.py", "formatters/_toolids.py",
+        "formatters/_common.py", "formatters/_toolids.py", "models/config.py", "models/capabilities.py", "telemetry.py", "cost.py",
+        "errors.py", "protocols/__init__.py", "protocols/_caps.py",
     ],
 )
 def test_generic_modules_name_no_protocol(module):
@@ -139,7 +200,7 @@ def _request(preset: str, **options):
     return body, model.headers(opts.extra_headers)
 
 
-@pytest.mark.parametrize("preset", sorted(PRESETS))
+@pytest.mark.parametrize("preset", sorted(all_presets()))
 @pytest.mark.parametrize("option", sorted(OPTION_VALUES))
 def test_every_option_is_mapped_or_refused_on_every_preset(preset, option):
     base_body, base_headers = _request(preset)
@@ -151,7 +212,7 @@ def test_every_option_is_mapped_or_refused_on_every_preset(preset, option):
     assert (body, headers) != (base_body, base_headers), f"{option} was dropped on {preset}"
 
 
-@pytest.mark.parametrize("preset", sorted(PRESETS))
+@pytest.mark.parametrize("preset", sorted(all_presets()))
 def test_thinking_false_never_turns_thinking_on(preset):
     try:
         body, _ = _request(preset, thinking=False)

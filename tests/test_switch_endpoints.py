@@ -11,15 +11,15 @@ from modelwire.agent import Agent
 from modelwire.message import AssistantMsg, TextBlock, ThinkingBlock, UserMsg, origin
 from modelwire.models import load_model
 from modelwire.models._http import endpoint_family
-from modelwire.models.config import PRESETS
+from modelwire.models import all_presets
 from modelwire.testing import ProviderServer, sse_reply
 from modelwire.testing.sse import body as sse_body
 
 
 def test_each_provider_is_its_own_family_and_any_other_base_url_is_its_host():
-    assert endpoint_family(PRESETS["anthropic"], "https://api.anthropic.com") == "anthropic"
-    assert endpoint_family(PRESETS["minimax"], "https://api.minimax.io/anthropic/") == "minimax"
-    assert endpoint_family(PRESETS["anthropic"], "https://llm-proxy.example.com/v1") == "llm-proxy.example.com"
+    assert endpoint_family(all_presets()["anthropic"], "https://api.anthropic.com") == "anthropic"
+    assert endpoint_family(all_presets()["minimax"], "https://api.minimax.io/anthropic/") == "minimax"
+    assert endpoint_family(all_presets()["anthropic"], "https://llm-proxy.example.com/v1") == "llm-proxy.example.com"
     model = load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url="https://llm-proxy.example.com", endpoint_family="anthropic")
     assert model.endpoint == "anthropic"  # a proxy in front of Anthropic, declared as such
 

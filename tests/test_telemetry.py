@@ -300,10 +300,10 @@ def test_every_presets_price_id_is_in_the_catalogue_and_the_clouds_are_priced():
     priced (they were not, when the ids sat in a table of their own)."""
     genai_prices = pytest.importorskip("genai_prices")
     from modelwire.message import Usage
-    from modelwire.models.config import PRESETS
+    from modelwire.models import all_presets
 
     catalogue = {p.id for p in genai_prices.data_snapshot.get_snapshot().providers}
-    for preset in PRESETS.values():
+    for preset in all_presets().values():
         if preset.price_id is not None:
             assert preset.price_id in catalogue, f"{preset.name}: {preset.price_id!r} is not a genai-prices provider"
     usage = Usage(input_tokens=1000, output_tokens=100)

@@ -81,7 +81,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
-    from .models.config import all_presets
+    from .protocols import all_presets
 
     if args.capabilities:
         return _show_capabilities(args.capabilities)

@@ -7,7 +7,7 @@ included, as providers bill it). A model the package does not know has no price:
 says so (``total: None`` and why), it is never guessed. The cost of a call travels on its
 ``MODEL_CALL_END`` event (``cost``), and a message adds up the calls it holds (``Msg.cost``).
 
-    >>> price(end_event, provider="anthropic", model="claude-sonnet-4-5")
+    >>> price(end_event, provider=preset_name, model=model_name)  # e.g. anthropic, claude-sonnet-4-5
     {"currency": "USD", "total": 0.0039975, "input": 0.0024975, "output": 0.0015, "source": "genai-prices 0.2.3"}
 """
 
@@ -32,7 +32,7 @@ def available() -> bool:
 def catalogue_id(provider: str) -> str | None:
     """The genai-prices provider id of a preset (its ``price_id``; None: not in the
     catalogue); a name that is no preset is taken as a catalogue id itself."""
-    from .models.config import find_preset
+    from .protocols import find_preset
 
     preset = find_preset(provider)  # one lookup: no protocol is loaded for it
     return preset.price_id if preset is not None else provider
@@ -50,8 +50,10 @@ def preload() -> None:
     def load() -> None:
         try:
             import genai_prices
+            from genai_prices import data_snapshot
 
-            genai_prices.calc_price(genai_prices.Usage(input_tokens=1, output_tokens=1), "gpt-4o", provider_id="openai")  # warm its lookups
+            first = data_snapshot.get_snapshot().providers[0]  # warm its lookups on any priced model
+            genai_prices.calc_price(genai_prices.Usage(input_tokens=1, output_tokens=1), first.models[0].id, provider_id=first.id)
         except Exception:  # noqa: BLE001 - pricing then fails where it is asked, and says why
             pass
 

@@ -29,7 +29,7 @@ _instruments: dict[str, Any] = {}
 
 def _provider_name(provider: str) -> str:
     """The conventions' name for a provider: its preset's ``otel_name``, else its own."""
-    from .models.config import find_preset
+    from .protocols import find_preset
 
     preset = find_preset(provider)  # one lookup: no protocol is loaded for it
     return (preset.otel_name if preset is not None else None) or provider

@@ -353,7 +353,7 @@ def _write_atomically(path: Path, text: str) -> None:
 def known_secrets() -> set[str]:
     """The values of every credential variable modelwire knows, as set in the environment:
     each preset's API-key variables, the AWS keys and session token, ``MODELWIRE_SECRETS``."""
-    from ..models.config import all_presets
+    from ..protocols import all_presets
 
     names = {"MODELWIRE_SECRETS", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "GOOGLE_ACCESS_TOKEN"}
     for preset in all_presets().values():

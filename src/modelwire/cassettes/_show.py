@@ -218,7 +218,7 @@ def _price(url: str, wire: Any, model: str, end: Any) -> dict | None:
     from urllib.parse import urlsplit
 
     from .. import cost
-    from ..models.config import all_presets
+    from ..protocols import all_presets
 
     if not cost.available() or not model:
         return None

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Protocol, Sequence, overload, runtime_checkable
 
-from .config import PRESETS, ConfigError, ModelSpec, Preset, resolve
+from ..protocols import all_presets, find_preset
+from .config import ConfigError, ModelSpec, Preset, resolve
 from .options import ModelOptions, UnsupportedOptionError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,7 +33,8 @@ __all__ = [
     "ModelOptions",
     "UnsupportedOptionError",
     "ConfigError",
-    "PRESETS",
+    "all_presets",
+    "find_preset",
     "Preset",
     "ModelSpec",
     "resolve",

@@ -23,172 +23,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError, MissingKeyError
-from ..protocols import Preset, plugin_presets
+from ..protocols import Preset, all_presets, find_preset
 
-__all__ = ["Preset", "PRESETS", "ConfigError", "ModelSpec", "resolve", "find_config", "load_config", "find_preset", "all_presets"]
-
-
-PRESETS: dict[str, Preset] = {
-    p.name: p
-    for p in [
-        Preset(
-            "anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, dialect={"model_info": "anthropic"}, endpoint_family="anthropic", description="Anthropic Messages API",
-            example="claude-sonnet-4-5",
-            price_id="anthropic",
-        ),
-        # Claude through the clouds: the same messages and events, the cloud's own URL, body and
-        # auth; signatures are valid across them and the Anthropic API (Anthropic's docs).
-        Preset(
-            "vertex-anthropic", "anthropic", "https://aiplatform.googleapis.com", "GOOGLE_ACCESS_TOKEN", "GOOGLE_VERTEX_BASE_URL",
-            key_required=False, dialect={"endpoint": "vertex", "credentials": "google"}, endpoint_family="anthropic",
-            description="Claude on Vertex AI (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION)", example="claude-sonnet-4-5@20250929",
-            otel_name="gcp.vertex_ai", price_id="google",
-        ),
-        Preset(
-            "bedrock-anthropic", "anthropic", "https://bedrock-runtime.{region}.amazonaws.com", "AWS_BEARER_TOKEN_BEDROCK", "BEDROCK_BASE_URL",
-            key_required=False, dialect={"endpoint": "bedrock", "credentials": "aws"}, endpoint_family="anthropic",
-            description="Claude on Bedrock's Anthropic API (AWS_REGION; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)",
-            example="us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-            otel_name="aws.bedrock", price_id="aws",
-        ),
-        # Anthropic-compatible endpoints users switch between: each mints thinking signatures
-        # only it accepts (its own endpoint family), which are never sent to Anthropic.
-        Preset(
-            "minimax", "anthropic", "https://api.minimax.io/anthropic", "MINIMAX_API_KEY", "MINIMAX_BASE_URL",
-            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="MiniMax (Anthropic-compatible; api.minimaxi.com/anthropic in China)",
-            example="MiniMax-M2",
-            price_id="minimax",
-        ),
-        Preset(
-            "moonshot-anthropic", "anthropic", "https://api.moonshot.ai/anthropic", "MOONSHOT_API_KEY",
-            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="Moonshot Kimi, Anthropic-compatible endpoint",
-            example="kimi-k2-turbo-preview",
-            price_id="moonshotai",
-        ),
-        Preset(
-            "zai-anthropic", "anthropic", "https://api.z.ai/api/anthropic", "ZAI_API_KEY",
-            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="Zhipu GLM (Z.ai), Anthropic-compatible endpoint",
-            example="glm-4.6",
-            price_id="zai",
-        ),
-        Preset(
-            "deepseek-anthropic", "anthropic", "https://api.deepseek.com/anthropic", "DEEPSEEK_API_KEY",
-            auth="x-api-key", headers={"anthropic-version": "2023-06-01"}, description="DeepSeek, Anthropic-compatible endpoint",
-            example="deepseek-chat",
-            otel_name="deepseek", price_id="deepseek",
-        ),
-        Preset(
-            "openai", "openai-chat", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-            dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "prompt_cache": "openai"},
-            description="OpenAI Chat Completions", example="gpt-4.1",
-            price_id="openai",
-        ),
-        Preset(
-            "openai-responses", "openai-responses", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-            description="OpenAI Responses API", example="o4-mini",
-            otel_name="openai", price_id="openai",
-        ),
-        Preset(
-            "azure", "openai-chat", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", auth="api-key",
-            path="/openai/deployments/{model}/chat/completions",
-            query={"api-version": ("AZURE_OPENAI_API_VERSION", "2024-10-21")},
-            dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "prompt_cache": "openai"},
-            description="Azure OpenAI (deployment name as the model)", example="my-gpt-4o-deployment",
-            otel_name="azure.ai.openai", price_id="azure",
-        ),
-        # Azure OpenAI's v1 API (/openai/v1/...): the model is the deployment name, in the body;
-        # an api-key, or a Microsoft Entra ID token when no key is set.
-        Preset(
-            "azure-v1", "openai-chat", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", key_required=False, auth="api-key",
-            path="/openai/v1/chat/completions",
-            dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "credentials": "azure", "prompt_cache": "openai"},
-            description="Azure OpenAI v1 API, Chat Completions (AZURE_OPENAI_API_KEY or Entra ID)", example="my-gpt-4o-deployment",
-            otel_name="azure.ai.openai", price_id="azure",
-        ),
-        Preset(
-            "azure-responses", "openai-responses", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", key_required=False, auth="api-key",
-            path="/openai/v1/responses", dialect={"credentials": "azure"},
-            description="Azure OpenAI v1 API, Responses (AZURE_OPENAI_API_KEY or Entra ID)", example="my-gpt-5-deployment",
-            otel_name="azure.ai.openai", price_id="azure",
-        ),
-        Preset(
-            "deepseek", "openai-chat", "https://api.deepseek.com", "DEEPSEEK_API_KEY",
-            dialect={
-                "reasoning_field": "reasoning_content", "reasoning_on_tool_calls": True, "thinking_switch": "deepseek",
-                "reasoning_effort": True, "json_schema": False, "prompt_cache": "automatic",
-            },
-            description="DeepSeek", example="deepseek-chat",
-            price_id="deepseek",
-        ),
-        Preset(
-            "openrouter", "openai-chat", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
-            dialect={"reasoning_field": "reasoning", "replay_reasoning_details": True, "thinking_switch": "openrouter", "model_info": "openrouter"},
-            description="OpenRouter", example="anthropic/claude-sonnet-4.5",
-            price_id="openrouter",
-        ),
-        Preset(
-            "groq", "openai-chat", "https://api.groq.com/openai/v1", "GROQ_API_KEY",
-            dialect={"reasoning_field": "reasoning", "reasoning_effort": True}, description="Groq", example="openai/gpt-oss-120b",
-            price_id="groq",
-        ),
-        Preset("together", "openai-chat", "https://api.together.xyz/v1", "TOGETHER_API_KEY", description="Together AI", example="meta-llama/Llama-3.3-70B-Instruct-Turbo", price_id="together"),
-        Preset("mistral", "openai-chat", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", dialect={"tool_id_style": "mistral"}, description="Mistral", example="mistral-large-latest", otel_name="mistral_ai", price_id="mistral"),
-        Preset("xai", "openai-chat", "https://api.x.ai/v1", "XAI_API_KEY", dialect={"reasoning_effort": True}, description="xAI", example="grok-4", otel_name="x_ai", price_id="x-ai"),
-        Preset(
-            "moonshot", "openai-chat", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY",
-            dialect={"reasoning_field": "reasoning_content", "reasoning_on_tool_calls": True},
-            description="Moonshot (Kimi)", example="kimi-k2-thinking",
-            price_id="moonshotai",
-        ),
-        Preset(
-            "dashscope", "openai-chat", "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY",
-            dialect={"reasoning_field": "reasoning_content", "thinking_switch": "qwen"},
-            description="Alibaba DashScope (Qwen)", example="qwen-plus",
-        ),
-        Preset(
-            "ollama", "ollama", "http://localhost:11434", "OLLAMA_API_KEY", "OLLAMA_BASE_URL",
-            key_required=False, description="Ollama on this machine, native API (num_ctx from the model, think)", example="qwen3:8b",
-        ),
-        Preset(
-            "ollama-openai", "openai-chat", "http://localhost:11434/v1", "OLLAMA_API_KEY", "OLLAMA_OPENAI_BASE_URL",
-            key_required=False, dialect={"reasoning_field": "reasoning", "reasoning_effort": True},
-            description="Ollama's OpenAI-compatible endpoint (it ignores num_ctx and think)", example="qwen3:8b",
-        ),
-        Preset(
-            "vllm", "openai-chat", "http://localhost:8000/v1", "VLLM_API_KEY", "VLLM_BASE_URL",
-            key_required=False, dialect={"reasoning_field": "reasoning_content", "thinking_switch": "vllm", "reasoning_effort": True},
-            description="a vLLM server", example="Qwen/Qwen3-8B",
-        ),
-        Preset(
-            "google", "gemini", "https://generativelanguage.googleapis.com", "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL",
-            auth="x-goog-api-key", dialect={"key_envs": ("GEMINI_API_KEY", "GOOGLE_API_KEY")},
-            description="Google Gemini API", example="gemini-2.5-flash",
-            otel_name="gcp.gemini", price_id="google",
-        ),
-        Preset(
-            "vertex", "gemini", "https://aiplatform.googleapis.com", "GOOGLE_ACCESS_TOKEN", "GOOGLE_VERTEX_BASE_URL",
-            key_required=False, dialect={"endpoint": "vertex", "credentials": "google"},
-            description="Gemini on Vertex AI (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION)", example="gemini-2.5-pro",
-            otel_name="gcp.vertex_ai", price_id="google",
-        ),
-        Preset(
-            "bedrock", "bedrock-converse", "https://bedrock-runtime.{region}.amazonaws.com", "AWS_BEARER_TOKEN_BEDROCK", "BEDROCK_BASE_URL",
-            key_required=False, dialect={"credentials": "aws"},
-            description="AWS Bedrock Converse (AWS_REGION; AWS credentials or AWS_BEARER_TOKEN_BEDROCK)", example="us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-            otel_name="aws.bedrock", price_id="aws",
-        ),
-        Preset(
-            "lmstudio", "openai-chat", "http://localhost:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL",
-            key_required=False, description="LM Studio on this machine", example="qwen3-8b",
-        ),
-        Preset(
-            "llamacpp", "openai-chat", "http://localhost:8080/v1", "LLAMACPP_API_KEY", "LLAMACPP_BASE_URL",
-            key_required=False, dialect={"reasoning_field": "reasoning_content", "empty_content_null": False},
-            description="a llama.cpp server (llama-server)", example="qwen3-8b",
-        ),
-    ]
-}
+__all__ = ["Preset", "ConfigError", "ModelSpec", "resolve", "find_config", "load_config", "find_preset", "all_presets"]
 
 
 @dataclass
@@ -206,26 +43,13 @@ class ModelSpec:
         return self.preset.protocol
 
 
-# Well-known model names and their provider, to suggest PROVIDER:MODEL for a bare name.
-_MODEL_PREFIXES = (
-    (("gpt-", "o1", "o3", "o4", "chatgpt-", "codex-"), "openai"),
-    (("claude-",), "anthropic"),
-    (("gemini-",), "google"),
-    (("deepseek-",), "deepseek"),
-    (("grok-",), "xai"),
-    (("mistral-", "magistral-", "codestral-", "ministral-", "devstral-"), "mistral"),
-    (("kimi-", "moonshot-"), "moonshot"),
-    (("qwen-", "qwq-"), "dashscope"),
-    (("us.", "eu.", "apac.", "global.", "amazon.", "anthropic.", "meta.", "mistral.", "openai.gpt-oss"), "bedrock"),
-)
-
-
 def guess_provider(model: str) -> str | None:
-    """The provider a bare, well-known model name belongs to (for a hint), or None."""
+    """The provider a bare, well-known model name belongs to (for a hint), or None: the first
+    preset whose ``model_prefixes`` the name begins with."""
     lowered = model.lower()
-    for prefixes, provider in _MODEL_PREFIXES:
-        if lowered.startswith(prefixes):
-            return provider
+    for preset in all_presets().values():
+        if preset.model_prefixes and lowered.startswith(preset.model_prefixes):
+            return preset.name
     return None
 
 
@@ -245,27 +69,6 @@ def parse(spec: str) -> tuple[Preset, str]:
         hint = f"did you mean {close[0]}:{model}?" if close else f"known providers: {', '.join(names)} (`modelwire models` lists them)"
         raise ConfigError(f"unknown provider {provider!r} in {spec!r}; {hint}")
     return preset, model
-
-
-def find_preset(name: str) -> Preset | None:
-    """A built-in preset, or one a protocol plugin brings (looked up only when needed)."""
-    return PRESETS.get(name) or plugin_presets().get(name)
-
-
-def all_presets() -> dict[str, Preset]:
-    found = {**PRESETS, **plugin_presets()}
-    if "checked" not in _DIALECTS or _DIALECTS["checked"] != set(found):
-        from ..protocols import get_protocol, protocol_names
-
-        names = set(protocol_names())
-        for preset in found.values():
-            if preset.protocol in names:
-                get_protocol(preset.protocol).check_dialect(preset)  # a typo in a dialect is an error, once
-        _DIALECTS["checked"] = set(found)
-    return found
-
-
-_DIALECTS: dict[str, Any] = {}
 
 
 # Set by modelwire.cassettes while a replay-only cassette is in use (per task).

@@ -7,14 +7,21 @@ can do (:class:`Capabilities`), how to recognise its URLs in a cassette, and how
 server fakes it. Models, the agent, the CLI, cassettes and the test server ask this
 registry and never name a protocol.
 
-Built in: ``anthropic``, ``openai-chat``, ``openai-responses``, ``gemini``, ``bedrock-converse``, ``ollama``. Third parties add one
-without editing modelwire through the ``modelwire.protocols`` entry-point group::
+Every protocol is found the same way, through the ``modelwire.protocols`` entry-point group;
+the built-in ones (``anthropic``, ``openai-chat``, ``openai-responses``, ``gemini``,
+``bedrock-converse``, ``ollama``) are declared in modelwire's own ``pyproject.toml`` exactly as
+a plugin declares its own::
 
     [project.entry-points."modelwire.protocols"]
     myproto = "my_package.protocol:PROTOCOL"     # a WireProtocol instance
 
-or, at run time, :func:`register`. A protocol may bring presets (``PROTOCOL.presets``),
-so ``load_model("myprovider:model")`` works at once.
+    [project.entry-points."modelwire.presets"]
+    myprovider = "my_package.protocol:PROTOCOL"  # a preset in PROTOCOL.presets, by its name
+
+A protocol brings its providers (``PROTOCOL.presets``), so ``load_model("myprovider:model")``
+works at once. The ``modelwire.presets`` group names which protocol brings each preset, so
+resolving a model string loads only the protocol it uses; a plugin that leaves it out still
+works (its protocol is loaded to look). :func:`register` adds one at run time.
 """
 
 from __future__ import annotations
@@ -35,36 +42,59 @@ __all__ = [
     "get_protocol",
     "protocol_names",
     "register",
-    "plugin_presets",
+    "find_preset",
+    "all_presets",
     "protocol_for_url",
     "sniff",
     "deep_merge",
     "ENTRY_POINT_GROUP",
+    "PRESET_GROUP",
 ]
 
 ENTRY_POINT_GROUP = "modelwire.protocols"
+PRESET_GROUP = "modelwire.presets"
+_DISTRIBUTION = "modelwire"
 
-_BUILTIN = {
-    "anthropic": "modelwire.protocols.anthropic:PROTOCOL",
-    "openai-chat": "modelwire.protocols.openai_chat:PROTOCOL",
-    "openai-responses": "modelwire.protocols.openai_responses:PROTOCOL",
-    "gemini": "modelwire.protocols.gemini:PROTOCOL",
-    "bedrock-converse": "modelwire.protocols.bedrock:PROTOCOL",
-    "ollama": "modelwire.protocols.ollama:PROTOCOL",
-}
 _loaded: dict[str, WireProtocol] = {}
 _registered: dict[str, WireProtocol] = {}
-_entry_points: dict[str, Any] | None = None
+# The entry points of the two groups: modelwire's own (read from its one distribution, which
+# is cheap) and every installed distribution's (a scan of them all, done only when needed).
+_own_entry_points: dict[str, dict[str, Any]] | None = None
+_entry_points: dict[str, dict[str, Any]] | None = None
+_presets: dict[str, Preset] = {}
 
 
-def _plugins() -> dict[str, Any]:
-    """Entry points of the ``modelwire.protocols`` group, read once (on first need)."""
+def _own(group: str) -> dict[str, Any]:
+    """modelwire's own entry points of a group: the built-in protocols and presets."""
+    global _own_entry_points
+    if _own_entry_points is None:
+        from importlib.metadata import PackageNotFoundError, distribution
+
+        try:
+            found = distribution(_DISTRIBUTION).entry_points
+        except PackageNotFoundError:
+            raise UnknownProtocolError(
+                "modelwire's entry points, which register its protocols, are missing: install it"
+                " (pip install modelwire, or pip install -e . in a checkout) rather than adding its source to the path"
+            ) from None
+        _own_entry_points = {g: {ep.name: ep for ep in found if ep.group == g} for g in (ENTRY_POINT_GROUP, PRESET_GROUP)}
+    return _own_entry_points[group]
+
+
+def _installed(group: str) -> dict[str, Any]:
+    """Every installed distribution's entry points of a group (modelwire's own included)."""
     global _entry_points
     if _entry_points is None:
         from importlib.metadata import entry_points
 
-        _entry_points = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    return _entry_points
+        _entry_points = {g: {ep.name: ep for ep in entry_points(group=g)} for g in (ENTRY_POINT_GROUP, PRESET_GROUP)}
+    return _entry_points[group]
+
+
+def _plugins() -> dict[str, Any]:
+    """The protocols other distributions bring (a built-in name is never taken over)."""
+    own = _own(ENTRY_POINT_GROUP)
+    return {name: ep for name, ep in _installed(ENTRY_POINT_GROUP).items() if name not in own}
 
 
 def register(protocol: WireProtocol) -> WireProtocol:
@@ -72,7 +102,15 @@ def register(protocol: WireProtocol) -> WireProtocol:
     if not isinstance(protocol, WireProtocol) or not protocol.name:
         raise TypeError("register() takes a WireProtocol instance with a name")
     _registered[protocol.name] = protocol
+    _presets.clear()
     return protocol
+
+
+def _entry_protocol(entry: Any) -> WireProtocol:
+    found = entry.load()
+    if not isinstance(found, WireProtocol):
+        raise UnknownProtocolError(f"the {entry.group} entry point {entry.name!r} gives {type(found).__name__}, not a WireProtocol")
+    return found
 
 
 def get_protocol(name: str) -> WireProtocol:
@@ -80,19 +118,54 @@ def get_protocol(name: str) -> WireProtocol:
     found = _registered.get(name) or _loaded.get(name)
     if found is not None:
         return found
-    if name in _BUILTIN:
-        from ._protocol import _load
-
-        found = _load(_BUILTIN[name])
-    else:
-        entry = _plugins().get(name)
-        if entry is None:
-            raise UnknownProtocolError(f"unknown protocol {name!r}; known: {', '.join(protocol_names())}")
-        found = entry.load()
-        if not isinstance(found, WireProtocol):
-            raise UnknownProtocolError(f"the {ENTRY_POINT_GROUP} entry point {name!r} gives {type(found).__name__}, not a WireProtocol")
-    _loaded[name] = found
+    entry = _own(ENTRY_POINT_GROUP).get(name) or _plugins().get(name)
+    if entry is None:
+        raise UnknownProtocolError(f"unknown protocol {name!r}; known: {', '.join(protocol_names())}")
+    found = _loaded[name] = _entry_protocol(entry)
     return found
+
+
+def find_preset(name: str) -> Preset | None:
+    """The preset of that name, loading only the protocol that brings it (None: no such preset).
+
+    A preset is looked for among the protocols registered at run time, then through the
+    ``modelwire.presets`` entry points (modelwire's own, then every distribution's), and last
+    in the protocols of plugins that do not list their presets there.
+    """
+    found = _presets.get(name)
+    if found is not None:
+        return found
+    for protocol in _registered.values():
+        found = _preset_of(protocol, name)
+        if found is not None:
+            return found
+    entry = _own(PRESET_GROUP).get(name) or _installed(PRESET_GROUP).get(name)
+    if entry is not None:
+        found = _preset_of(_entry_protocol(entry), name)
+        if found is None:
+            raise UnknownProtocolError(f"the {PRESET_GROUP} entry point {name!r} names {entry.value}, which brings no preset of that name")
+        return found
+    return all_presets().get(name)
+
+
+def _preset_of(protocol: WireProtocol, name: str) -> Preset | None:
+    preset = next((p for p in protocol.presets if p.name == name), None)
+    if preset is not None:
+        if preset.protocol != protocol.name:
+            raise UnknownProtocolError(f"the preset {name!r} says its protocol is {preset.protocol!r}, but {protocol.name!r} brings it")
+        protocol.check_dialect(preset)  # a typo in a dialect is an error, at its first use
+        _presets[name] = preset
+    return preset
+
+
+def all_presets() -> dict[str, Preset]:
+    """Every preset, by name: those of every protocol (loaded to list them), in protocol order."""
+    out: dict[str, Preset] = {}
+    for protocol_name in protocol_names():
+        protocol = get_protocol(protocol_name)
+        for preset in protocol.presets:
+            out[preset.name] = _preset_of(protocol, preset.name) or preset
+    return out
 
 
 def _claim(block_type: str, fields: Mapping[str, Any], block_id: str) -> str | None:
@@ -107,19 +180,8 @@ add_claimer(_claim)
 
 
 def protocol_names() -> list[str]:
-    """Every protocol that can be used: built in, registered and from installed plugins."""
-    return list(dict.fromkeys([*_BUILTIN, *_plugins(), *_registered]))
-
-
-def plugin_presets() -> dict[str, Preset]:
-    """Presets brought by protocols other than the built-in ones."""
-    out: dict[str, Preset] = {}
-    for name in protocol_names():
-        if name in _BUILTIN and name not in _registered:
-            continue
-        for preset in get_protocol(name).presets:
-            out[preset.name] = preset
-    return out
+    """Every protocol that can be used: built in, from installed plugins, and registered."""
+    return list(dict.fromkeys([*_own(ENTRY_POINT_GROUP), *_plugins(), *_registered]))
 
 
 def sniff(body: bytes) -> str | None:

@@ -50,6 +50,8 @@ class Preset:
     # name) and the genai-prices catalogue (None: not in it, so its calls are not priced).
     otel_name: str | None = None
     price_id: str | None = None
+    # How this provider's own model names begin, to suggest PROVIDER:MODEL for a bare name.
+    model_prefixes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

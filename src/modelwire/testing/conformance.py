@@ -81,7 +81,7 @@ def _wire(protocol: str) -> Any:
 
 
 def _preset(protocol: str) -> Any:
-    from ..models.config import all_presets
+    from ..protocols import all_presets
 
     found = [p for p in all_presets().values() if p.protocol == protocol]
     if not found:
@@ -141,10 +141,10 @@ def presets_declare_their_dialects(protocol: str) -> None:
     """Every preset of the protocol uses only dialect keys the protocol declares, with
     values it takes (``dialect_keys``)."""
     from ..errors import ConfigError
-    from ..models.config import PRESETS, plugin_presets
+    from ..protocols import all_presets
 
     wire = _wire(protocol)
-    for preset in [*PRESETS.values(), *plugin_presets().values()]:
+    for preset in all_presets().values():
         if preset.protocol != protocol:
             continue
         try:

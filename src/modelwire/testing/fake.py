@@ -36,7 +36,7 @@ Script = Blocks | Callable[[list[Msg], Any], Blocks]
 
 class FakeModel:
     def __init__(self, replies: Sequence[Script] | Callable[[list[Msg], Any], Blocks], *, protocol: str | None = None, name: str = "fake-model", usage: tuple[int, int] = (10, 5)) -> None:
-        from ..models.config import all_presets
+        from ..protocols import all_presets
         from ..protocols import get_protocol, protocol_names
 
         protocol = protocol or protocol_names()[0]  # the first registered protocol by default

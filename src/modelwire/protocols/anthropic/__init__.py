@@ -24,6 +24,7 @@ from typing import Any, Mapping
 from ...adapters import encode_sse
 from ... import errors as E
 from .._protocol import DEFAULT_MAX_TOKENS, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "AnthropicProtocol", "claude_fields", "claude_schema", "STRICT_RULES", "ENDPOINT_VERSIONS"]
 
@@ -109,6 +110,7 @@ def claude_fields(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabi
 
 class AnthropicProtocol(WireProtocol):
     name = "anthropic"
+    presets = PRESETS
     error_types = {
         "overloaded_error": E.OverloadedError,
         "api_error": E.UpstreamError,

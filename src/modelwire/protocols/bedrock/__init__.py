@@ -21,6 +21,7 @@ from ...adapters import encode_frame
 from ...errors import ConfigError
 from ... import errors as E
 from .._protocol import CachePlan, Capabilities, cache_marks_problem, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "BedrockConverseProtocol", "regional"]
 
@@ -41,6 +42,7 @@ def _is_claude(model: str) -> bool:
 
 class BedrockConverseProtocol(WireProtocol):
     name = "bedrock-converse"
+    presets = PRESETS
     error_types = {  # exception frames and x-amzn-errortype
         "throttlingexception": E.RateLimitError,
         "servicequotaexceededexception": E.RateLimitError,

@@ -24,6 +24,7 @@ from ...adapters import encode_sse
 from ...errors import ConfigError
 from ... import errors as E
 from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .presets import PRESETS
 
 # An effort level as a thinking budget, for models that take only a budget (Gemini 2.5):
 # within every 2.5 model's range (Pro 128..32768, Flash 0..24576).
@@ -54,6 +55,7 @@ GEMINI_TS = "gemini_ts:"
 
 class GeminiProtocol(WireProtocol):
     name = "gemini"
+    presets = PRESETS
     error_types = {  # Google's canonical status names (Gemini API, Vertex AI)
         "resource_exhausted": E.RateLimitError,
         "unauthenticated": E.AuthenticationError,

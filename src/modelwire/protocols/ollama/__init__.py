@@ -15,6 +15,7 @@ import logging
 from typing import Any
 
 from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse
+from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "OllamaProtocol"]
 
@@ -25,6 +26,7 @@ _WARNED: set[str] = set()  # models whose unknown context length was said once
 
 class OllamaProtocol(WireProtocol):
     name = "ollama"
+    presets = PRESETS
     description = "Ollama native chat"
     adapter = "modelwire.protocols.ollama.adapter:OllamaAdapter"
     formatter = "modelwire.protocols.ollama.formatter:OllamaFormatter"

@@ -38,6 +38,7 @@ from typing import Any
 from ...adapters import encode_sse
 from ... import errors as E
 from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "OpenAIChatProtocol", "STRICT_RULES", "strict_format", "openai_cache"]
 
@@ -73,6 +74,7 @@ _FORMATTER_KEYS = ("reasoning_field", "reasoning_on_tool_calls", "replay_reasoni
 
 class OpenAIChatProtocol(WireProtocol):
     name = "openai-chat"
+    presets = PRESETS
     error_types = {
         "server_error": E.UpstreamError,
         "internal_server_error": E.UpstreamError,

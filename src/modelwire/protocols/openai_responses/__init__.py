@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from ...adapters import encode_sse
 from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .presets import PRESETS
 from ..openai_chat import strict_format
 
 __all__ = ["PROTOCOL", "OpenAIResponsesProtocol"]
@@ -18,6 +19,7 @@ __all__ = ["PROTOCOL", "OpenAIResponsesProtocol"]
 
 class OpenAIResponsesProtocol(WireProtocol):
     name = "openai-responses"
+    presets = PRESETS
     description = "OpenAI Responses"
     adapter = "modelwire.protocols.openai_responses.adapter:OpenAIResponsesAdapter"
     formatter = "modelwire.protocols.openai_responses.formatter:OpenAIResponsesFormatter"

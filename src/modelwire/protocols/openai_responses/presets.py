@@ -1,0 +1,25 @@
+"""The providers reached over the OpenAI Responses API.
+
+Each preset is also named in the ``modelwire.presets`` entry-point group (in pyproject.toml),
+so resolving ``PROVIDER:MODEL`` loads only the protocol that serves it.
+"""
+
+from __future__ import annotations
+
+from .._protocol import Preset
+
+__all__ = ["PRESETS"]
+
+PRESETS = (
+    Preset(
+        "openai-responses", "openai-responses", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+        description="OpenAI Responses API", example="o4-mini",
+        otel_name="openai", price_id="openai",
+    ),
+    Preset(
+        "azure-responses", "openai-responses", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", key_required=False, auth="api-key",
+        path="/openai/v1/responses", dialect={"credentials": "azure"},
+        description="Azure OpenAI v1 API, Responses (AZURE_OPENAI_API_KEY or Entra ID)", example="my-gpt-5-deployment",
+        otel_name="azure.ai.openai", price_id="azure",
+    ),
+)
