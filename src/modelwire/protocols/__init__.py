@@ -170,35 +170,58 @@ def all_presets() -> dict[str, Preset]:
 
 def _claim(block_type: str, fields: Mapping[str, Any], block_id: str) -> str | None:
     """The protocol that says a block recording no origin is its own (``WireProtocol.claims``)."""
-    for name in protocol_names():
-        if get_protocol(name).claims(block_type, fields, block_id):
-            return name
+    for protocol in _protocols():
+        if protocol.claims(block_type, fields, block_id):
+            return protocol.name
     return None
 
 
 add_claimer(_claim)
 
 
+# (what they were read from, the names, the protocols once loaded): read again only when a
+# protocol is registered or the entry points are read again. Formatters ask for each block
+# whose origin a protocol may claim.
+_names: tuple[Any, list[str], list[WireProtocol] | None] = (None, [], None)
+
+
+def _current() -> tuple[Any, list[str], list[WireProtocol] | None]:
+    global _names
+    source = (_entry_points, *_registered.values())
+    if _names[0] != source or _entry_points is None:
+        names = list(dict.fromkeys([*_own(ENTRY_POINT_GROUP), *_plugins(), *_registered]))
+        _names = ((_entry_points, *_registered.values()), names, None)
+    return _names
+
+
 def protocol_names() -> list[str]:
     """Every protocol that can be used: built in, from installed plugins, and registered."""
-    return list(dict.fromkeys([*_own(ENTRY_POINT_GROUP), *_plugins(), *_registered]))
+    return list(_current()[1])
+
+
+def _protocols() -> list[WireProtocol]:
+    """Every protocol, loaded."""
+    global _names
+    source, names, loaded = _current()
+    if loaded is None:
+        loaded = [get_protocol(name) for name in names]
+        _names = (source, names, loaded)
+    return loaded
 
 
 def sniff(body: bytes) -> str | None:
     """The protocol whose stream this body looks like (the first few KiB are enough), to
     name the mistake when a body is read with the wrong protocol."""
     head = body[:8192]
-    for name in protocol_names():
-        protocol = get_protocol(name)
+    for protocol in _protocols():
         if any(mark in head for mark in protocol.signature):
-            return name
+            return protocol.name
     return None
 
 
 def protocol_for_url(url: str) -> WireProtocol | None:
     """The protocol whose requests go to this URL, if one recognises it."""
-    for name in protocol_names():
-        protocol = get_protocol(name)
+    for protocol in _protocols():
         if protocol.matches_url(url):
             return protocol
     return None
