@@ -86,7 +86,96 @@ def _match(session: CassetteSession, request: Any) -> Any:
         raise
 
 
+class _Replay:
+    """A recorded body, piece by piece (at its recorded pace when ``realtime``)."""
+
+    def __init__(self, pieces: list[tuple[float, bytes]], realtime: bool) -> None:
+        self.pieces = pieces
+        self.realtime = realtime
+
+
+class _ReplayAsync(_Replay):
+    async def __aiter__(self):
+        last = 0.0
+        for at, piece in self.pieces:
+            if self.realtime and at > last:
+                await asyncio.sleep(at - last)
+            last = at
+            yield piece
+
+    async def aclose(self) -> None:
+        pass
+
+
+class _ReplaySync(_Replay):
+    def __iter__(self):
+        last = 0.0
+        for at, piece in self.pieces:
+            if self.realtime and at > last:
+                time.sleep(at - last)
+            last = at
+            yield piece
+
+    def close(self) -> None:
+        pass
+
+
+class _Record:
+    """A live body passed on piece by piece, each kept with its time; ``done`` gets them all
+    when the body ends or is closed."""
+
+    def __init__(self, inner: Any, done: Any) -> None:
+        self.inner = inner
+        self.done = done
+        self.pieces: list[tuple[float, bytes]] = []
+        self.t0: float | None = None
+
+    def _keep(self, piece: bytes) -> None:
+        now = time.monotonic()
+        self.t0 = self.t0 if self.t0 is not None else now
+        self.pieces.append((now - self.t0, piece))
+
+
+class _RecordAsync(_Record):
+    async def __aiter__(self):
+        async for piece in self.inner:
+            self._keep(piece)
+            yield piece
+        self.done(self.pieces)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+        self.done(self.pieces)
+
+
+class _RecordSync(_Record):
+    def __iter__(self):
+        for piece in self.inner:
+            self._keep(piece)
+            yield piece
+        self.done(self.pieces)
+
+    def close(self) -> None:
+        self.inner.close()
+        self.done(self.pieces)
+
+
+def _recorder(session: CassetteSession, record: dict[str, Any], response: Any) -> Any:
+    """What to do once a recorded body has ended: add the interaction to the cassette (once)."""
+    saved = []
+
+    def done(pieces: list[tuple[float, bytes]]) -> None:
+        if saved:
+            return
+        saved.append(True)
+        session.cassette.add(record, response_record(response.status_code, response.headers.items(), pieces, keep_chunks=session.timing))
+        session.recorded += 1
+
+    return done
+
+
 def _patch(module_name: str) -> None:
+    """Route the HTTP client's transports (httpx or httpx2) through the cassette in use."""
     try:
         module = importlib.import_module(module_name)
     except ImportError:
@@ -98,93 +187,16 @@ def _patch(module_name: str) -> None:
     original_sync = sync_cls.handle_request
     _ORIGINALS[(module_name, "async")] = original_async
     _ORIGINALS[(module_name, "sync")] = original_sync
-
-    class ReplayAsync(module.AsyncByteStream):  # type: ignore[name-defined,misc]
-        def __init__(self, pieces: list[tuple[float, bytes]], realtime: bool) -> None:
-            self.pieces = pieces
-            self.realtime = realtime
-
-        async def __aiter__(self):
-            last = 0.0
-            for at, piece in self.pieces:
-                if self.realtime and at > last:
-                    await asyncio.sleep(at - last)
-                last = at
-                yield piece
-
-        async def aclose(self) -> None:
-            pass
-
-    class ReplaySync(module.SyncByteStream):  # type: ignore[name-defined,misc]
-        def __init__(self, pieces: list[tuple[float, bytes]], realtime: bool) -> None:
-            self.pieces = pieces
-            self.realtime = realtime
-
-        def __iter__(self):
-            last = 0.0
-            for at, piece in self.pieces:
-                if self.realtime and at > last:
-                    time.sleep(at - last)
-                last = at
-                yield piece
-
-        def close(self) -> None:
-            pass
-
-    class RecordAsync(module.AsyncByteStream):  # type: ignore[name-defined,misc]
-        def __init__(self, inner: Any, done: Any) -> None:
-            self.inner = inner
-            self.done = done
-            self.pieces: list[tuple[float, bytes]] = []
-            self.t0: float | None = None
-
-        async def __aiter__(self):
-            async for piece in self.inner:
-                now = time.monotonic()
-                self.t0 = self.t0 if self.t0 is not None else now
-                self.pieces.append((now - self.t0, piece))
-                yield piece
-            self.done(self.pieces)
-
-        async def aclose(self) -> None:
-            await self.inner.aclose()
-            self.done(self.pieces)
-
-    class RecordSync(module.SyncByteStream):  # type: ignore[name-defined,misc]
-        def __init__(self, inner: Any, done: Any) -> None:
-            self.inner = inner
-            self.done = done
-            self.pieces: list[tuple[float, bytes]] = []
-            self.t0: float | None = None
-
-        def __iter__(self):
-            for piece in self.inner:
-                now = time.monotonic()
-                self.t0 = self.t0 if self.t0 is not None else now
-                self.pieces.append((now - self.t0, piece))
-                yield piece
-            self.done(self.pieces)
-
-        def close(self) -> None:
-            self.inner.close()
-            self.done(self.pieces)
+    # The client reads a body only from its own stream classes.
+    replay_async = type("ReplayAsync", (_ReplayAsync, module.AsyncByteStream), {})
+    replay_sync = type("ReplaySync", (_ReplaySync, module.SyncByteStream), {})
+    record_async = type("RecordAsync", (_RecordAsync, module.AsyncByteStream), {})
+    record_sync = type("RecordSync", (_RecordSync, module.SyncByteStream), {})
 
     def replayed(interaction: Any, request: Any, stream_cls: Any, session: CassetteSession) -> Any:
         session.replayed += 1
         r = interaction.response
         return module.Response(r["status"], headers=r.get("headers", {}), stream=stream_cls(interaction.pieces(), session.realtime), request=request)
-
-    def recorder(session: CassetteSession, record: dict[str, Any], response: Any) -> Any:
-        saved = []
-
-        def done(pieces: list[tuple[float, bytes]]) -> None:
-            if saved:
-                return
-            saved.append(True)
-            session.cassette.add(record, response_record(response.status_code, response.headers.items(), pieces, keep_chunks=session.timing))
-            session.recorded += 1
-
-        return done
 
     async def handle_async_request(self: Any, request: Any) -> Any:
         session = _session()
@@ -192,9 +204,9 @@ def _patch(module_name: str) -> None:
             return await original_async(self, request)
         interaction, record = _match(session, request)
         if interaction is not None:
-            return replayed(interaction, request, ReplayAsync, session)
+            return replayed(interaction, request, replay_async, session)
         response = await original_async(self, request)
-        response.stream = RecordAsync(response.stream, recorder(session, record, response))
+        response.stream = record_async(response.stream, _recorder(session, record, response))
         return response
 
     def handle_request(self: Any, request: Any) -> Any:
@@ -203,9 +215,9 @@ def _patch(module_name: str) -> None:
             return original_sync(self, request)
         interaction, record = _match(session, request)
         if interaction is not None:
-            return replayed(interaction, request, ReplaySync, session)
+            return replayed(interaction, request, replay_sync, session)
         response = original_sync(self, request)
-        response.stream = RecordSync(response.stream, recorder(session, record, response))
+        response.stream = record_sync(response.stream, _recorder(session, record, response))
         return response
 
     async_cls.handle_async_request = handle_async_request

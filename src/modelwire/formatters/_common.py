@@ -243,6 +243,81 @@ def _is_server_call(block: Any) -> bool:
     return block.type == "tool_call" and bool(extra(block, "server_side"))
 
 
+class _Walk:
+    """The state of one walk of :func:`segments`: the segments so far, the client calls made
+    (and those not answered yet), the server-side calls, and hint pieces held back while
+    calls are open."""
+
+    __slots__ = ("protocol", "split_users", "out", "calls", "server_calls", "open_calls", "held")
+
+    def __init__(self, protocol: str, split_users: bool) -> None:
+        self.protocol = protocol
+        self.split_users = split_users
+        self.out: list[Segment] = []
+        self.calls: dict[str, tuple[int, ToolCallBlock]] = {}  # client call id -> (segment position, block)
+        self.server_calls: set[str] = set()
+        self.open_calls: dict[str, int] = {}  # calls not answered yet -> message index
+        self.held: list[tuple[int, Any]] = []  # hint pieces waiting for open calls to be answered
+
+    def add(self, kind: str, index: int, block: Any, name: str = "") -> None:
+        out = self.out
+        if out:
+            last = out[-1]
+            if last.kind == kind and (kind != "user" or last.name == name or not self.split_users):
+                last.blocks.append(block)
+                if index != last.index:  # index_of falls back to the segment's own index
+                    if last.origin is None:
+                        last.origin = {}
+                    last.origin[id(block)] = index
+                return
+        out.append(Segment(kind, index, [block], name))
+
+    def hint(self, index: int, block: Any) -> None:
+        pieces = [TextBlock(text=block.hint)] if isinstance(block.hint, str) else list(block.hint)
+        if self.open_calls:
+            # Calls and their results must stay together: the hint follows the results.
+            self.held.extend((index, p) for p in pieces)
+        else:
+            for piece in pieces:
+                self.add("user", index, piece, "")
+
+    def flush(self) -> None:
+        """The hints held back, now that every call is answered."""
+        for hint_index, piece in self.held:
+            self.add("user", hint_index, piece, "")
+        self.held.clear()
+
+    def assistant_kind(self, index: int, block: Any) -> str:
+        """The segment kind of a block of the agent's own turn, with the tool rules checked:
+        a result answers an earlier call and is finished, a call id is used once, and no
+        text comes between calls and their results."""
+        out, open_calls, protocol = self.out, self.open_calls, self.protocol
+        if block.type == "tool_result":
+            if block.id in self.server_calls:
+                return "assistant"
+            if block.id not in self.calls:
+                raise FormatError(index, f"tool result {block.id!r} answers no tool call made before it", protocol, code="orphan-result")
+            if block.state == "running":
+                raise FormatError(index, f"tool result {block.id!r} is still running; only finished results can be sent", protocol)
+            open_calls.pop(block.id, None)
+            return "results"
+        if block.type == "tool_call":
+            if _is_server_call(block):
+                self.server_calls.add(block.id)
+            else:
+                if block.id in self.calls:
+                    raise FormatError(index, f"tool call id {block.id!r} is used twice", protocol)
+                if open_calls and out and out[-1].kind != "assistant":
+                    _unanswered(open_calls, protocol)
+                self.calls[block.id] = (len(out), block)
+                open_calls[block.id] = index
+            return "assistant"
+        # text, thinking, data in an assistant message
+        if open_calls and out and out[-1].kind == "results":
+            _unanswered(open_calls, protocol)
+        return "assistant"
+
+
 def segments(
     messages: Sequence[Msg],
     protocol: str,
@@ -257,25 +332,7 @@ def segments(
     messages of other agents (``name != assistant_name``) into user content.
     ``split_users`` keeps user messages of different speakers in separate segments.
     """
-    split_users = split_users or speaker_names
-    out: list[Segment] = []
-    calls: dict[str, tuple[int, ToolCallBlock]] = {}  # client call id -> (segment position, block)
-    server_calls: set[str] = set()
-    open_calls: dict[str, int] = {}  # calls not answered yet -> message index
-    held: list[tuple[int, Any]] = []  # hint pieces waiting for open calls to be answered
-
-    def add(kind: str, index: int, block: Any, name: str = "") -> None:
-        if out:
-            last = out[-1]
-            if last.kind == kind and (kind != "user" or last.name == name or not split_users):
-                last.blocks.append(block)
-                if index != last.index:  # index_of falls back to the segment's own index
-                    if last.origin is None:
-                        last.origin = {}
-                    last.origin[id(block)] = index
-                return
-        out.append(Segment(kind, index, [block], name))
-
+    walk = _Walk(protocol, split_users or speaker_names)
     for index, msg in enumerate(messages):
         if not isinstance(msg, Msg):
             raise FormatError(index, f"expected a Msg, got {type(msg).__name__}", protocol)
@@ -284,17 +341,10 @@ def segments(
             speaker_names and role == "assistant" and assistant_name is not None and msg.name != assistant_name
         )
         for block in msg.content:
-            name = ""
-            flush = False
             if block.type == "hint":
-                pieces = [TextBlock(text=block.hint)] if isinstance(block.hint, str) else list(block.hint)
-                if open_calls:
-                    # Calls and their results must stay together: the hint follows the results.
-                    held.extend((index, p) for p in pieces)
-                else:
-                    for piece in pieces:
-                        add("user", index, piece, "")
+                walk.hint(index, block)
                 continue
+            name = ""
             if role == "system":
                 kind, name = "system", msg.name
             elif as_user:
@@ -305,50 +355,21 @@ def segments(
                 kind, name = "user", msg.name
                 if speaker_names:
                     block = _speaker(block, name)
-            elif block.type == "tool_result":
-                if block.id in server_calls:
-                    kind = "assistant"
-                else:
-                    if block.id not in calls:
-                        raise FormatError(index, f"tool result {block.id!r} answers no tool call made before it", protocol, code="orphan-result")
-                    if block.state == "running":
-                        raise FormatError(index, f"tool result {block.id!r} is still running; only finished results can be sent", protocol)
-                    open_calls.pop(block.id, None)
-                    kind = "results"
-                    flush = not open_calls and bool(held)
-            elif block.type == "tool_call":
-                if _is_server_call(block):
-                    server_calls.add(block.id)
-                else:
-                    if block.id in calls:
-                        raise FormatError(index, f"tool call id {block.id!r} is used twice", protocol)
-                    if open_calls and out and out[-1].kind != "assistant":
-                        _unanswered(open_calls, protocol)
-                    calls[block.id] = (len(out), block)
-                    open_calls[block.id] = index
-                kind = "assistant"
             else:
-                # text, thinking, data in an assistant message
-                if open_calls and out and out[-1].kind == "results":
-                    _unanswered(open_calls, protocol)
-                kind = "assistant"
-            add(kind, index, block, name)
-            if flush:
-                for hint_index, piece in held:
-                    add("user", hint_index, piece, "")
-                held.clear()
-        if role == "user" and open_calls:
-            _unanswered(open_calls, protocol)
-
-    for hint_index, piece in held:
-        add("user", hint_index, piece, "")
+                kind = walk.assistant_kind(index, block)
+            walk.add(kind, index, block, name)
+            if kind == "results" and walk.held and not walk.open_calls:
+                walk.flush()
+        if role == "user" and walk.open_calls:
+            _unanswered(walk.open_calls, protocol)
+    walk.flush()
 
     # Results answering one assistant turn, in the order of its calls.
-    order = {cid: n for n, cid in enumerate(calls)}
-    for seg in out:
+    order = {cid: n for n, cid in enumerate(walk.calls)}
+    for seg in walk.out:
         if seg.kind == "results":
             seg.blocks.sort(key=lambda r: order.get(r.id, 0))
-    return out
+    return walk.out
 
 
 def merge_turn(turns: list[dict[str, Any]], role: str, items: list[Any], key: str = "content") -> None:

@@ -79,18 +79,7 @@ def _node(node: Any, rules: SchemaRules, root: dict[str, Any], path: str, notes:
             out[defs_key] = {name: _node(sub, rules, root, f"{path}/{defs_key}/{name}", notes, seen) for name, sub in defs.items()}
     ref = node.pop("$ref", None)
     if ref is not None:
-        rest = {k: v for k, v in node.items() if not (k == "default" and v is None and rules.drop_null_default)}
-        if not rest:
-            out["$ref"] = ref
-            return out
-        if not rules.inline_ref_siblings:
-            notes.append(f"{path}: dropped {', '.join(sorted(rest))} beside $ref")
-            out["$ref"] = ref
-            return out
-        if ref in seen:
-            raise NotStrict(f"{path}: a recursive $ref with keys beside it")
-        target = _resolve(root, ref, path)
-        return {**out, **_node({**target, **rest}, rules, root, path, notes, (*seen, ref))}
+        return _with_ref(ref, node, out, rules, root, path, notes, seen)
     if "oneOf" in node and rules.any_of_for_one_of:
         node["anyOf"] = node.pop("oneOf")
     for key in ("anyOf", "oneOf", "allOf"):
@@ -103,37 +92,64 @@ def _node(node: Any, rules: SchemaRules, root: dict[str, Any], path: str, notes:
         out.pop("type", None)
     kind = out.get("type")
     if kind == "object" or "properties" in node:
-        props = node.pop("properties", {}) or {}
-        out["properties"] = {name: _node(sub, rules, root, f"{path}/properties/{name}", notes, seen) for name, sub in props.items()}
-        extra = node.pop("additionalProperties", False)
-        if extra not in (False, None):
-            raise NotStrict(f"{path} allows extra properties (a mapping); strict mode needs every property named")
-        out["additionalProperties"] = False
-        required = node.pop("required", None)
-        if rules.all_required:
-            # Every property, in the schema's own order where it already lists them all.
-            covers = isinstance(required, list) and set(required) == set(out["properties"]) and len(required) == len(out["properties"])
-            out["required"] = list(required) if covers else list(out["properties"])
-        elif required is not None:
-            out["required"] = list(required)
+        _object(node, out, rules, root, path, notes, seen)
     if "items" in node:
         items = node.pop("items")
-        if isinstance(items, dict):
-            out["items"] = _node(items, rules, root, f"{path}/items", notes, seen)
-        else:
+        if not isinstance(items, dict):
             raise NotStrict(f"{path}/items gives the elements no type")
+        out["items"] = _node(items, rules, root, f"{path}/items", notes, seen)
     elif kind == "array" and "prefixItems" not in node:
         raise NotStrict(f"{path} is an array with no item type")
     node.pop("required", None)
     if rules.drop_null_default and "default" in node and node["default"] is None:
         node.pop("default")
+    _keep_or_describe(node, out, kind, rules, path, notes)
+    return out
+
+
+def _with_ref(ref: Any, node: dict[str, Any], out: dict[str, Any], rules: SchemaRules, root: dict[str, Any], path: str, notes: list[str], seen: tuple[str, ...]) -> dict[str, Any]:
+    """A node with a ``$ref``: alone, with what is beside it dropped (noted), or with the
+    target inlined under what is beside it."""
+    rest = {k: v for k, v in node.items() if not (k == "default" and v is None and rules.drop_null_default)}
+    if not rest:
+        out["$ref"] = ref
+        return out
+    if not rules.inline_ref_siblings:
+        notes.append(f"{path}: dropped {', '.join(sorted(rest))} beside $ref")
+        out["$ref"] = ref
+        return out
+    if ref in seen:
+        raise NotStrict(f"{path}: a recursive $ref with keys beside it")
+    target = _resolve(root, ref, path)
+    return {**out, **_node({**target, **rest}, rules, root, path, notes, (*seen, ref))}
+
+
+def _object(node: dict[str, Any], out: dict[str, Any], rules: SchemaRules, root: dict[str, Any], path: str, notes: list[str], seen: tuple[str, ...]) -> None:
+    """An object's properties, each strict, no extra properties, and the required list."""
+    props = node.pop("properties", {}) or {}
+    out["properties"] = {name: _node(sub, rules, root, f"{path}/properties/{name}", notes, seen) for name, sub in props.items()}
+    extra = node.pop("additionalProperties", False)
+    if extra not in (False, None):
+        raise NotStrict(f"{path} allows extra properties (a mapping); strict mode needs every property named")
+    out["additionalProperties"] = False
+    required = node.pop("required", None)
+    if rules.all_required:
+        # Every property, in the schema's own order where it already lists them all.
+        covers = isinstance(required, list) and set(required) == set(out["properties"]) and len(required) == len(out["properties"])
+        out["required"] = list(required) if covers else list(out["properties"])
+    elif required is not None:
+        out["required"] = list(required)
+
+
+def _keep_or_describe(node: dict[str, Any], out: dict[str, Any], kind: Any, rules: SchemaRules, path: str, notes: list[str]) -> None:
+    """The keywords left: kept where the strict subset takes them, else moved into the
+    description (noted)."""
     moved = {k: v for k, v in node.items() if not _kept(k, v, rules) or (k == "format" and rules.format_on_strings_only and kind != "string")}
     out.update((k, v) for k, v in node.items() if k not in moved)
     if moved:
         note = "{" + ", ".join(f"{k}: {v}" for k, v in moved.items()) + "}"
         out["description"] = f"{out['description']}\n\n{note}" if out.get("description") else note
         notes.append(f"{path}: {', '.join(moved)} moved into the description")
-    return out
 
 
 def _kept(key: str, value: Any, rules: SchemaRules) -> bool:

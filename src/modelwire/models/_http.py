@@ -8,6 +8,7 @@ import collections
 import copy as _copy
 import json
 import logging
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any, AsyncGenerator, Sequence
 from urllib.parse import unquote, urlparse
@@ -52,6 +53,46 @@ _MAX_RESUMES = 5  # times one background response is read again after its stream
 __all__ = ["HTTPModel", "resolve_sources"]
 
 USER_AGENT = "modelwire/0.1"
+
+
+_AGAIN = object()  # a failed request is sent again
+
+
+class _Call:
+    """What one call sends, kept across its requests (a retry, the whole history again)."""
+
+    __slots__ = ("full", "payload", "chained", "opts", "renamed", "body", "headers", "trace", "deadline", "attempts")
+
+    def __init__(self, full: dict[str, Any], opts: ModelOptions, renamed: Any) -> None:
+        self.full = self.payload = full  # the whole request, also when a stored response is continued
+        self.chained: dict[str, Any] | None = None
+        self.opts = opts
+        self.renamed = renamed
+        self.body = b""
+        self.headers: dict[str, str] = {}
+        self.trace: Any = None
+        self.deadline: float | None = None
+        self.attempts = 0  # retries spent
+
+
+class _Attempt:
+    """One request of a call: its decoder, its response, the start of its body (to name a
+    server that speaks another protocol), and the events held back until the first one that
+    is not MODEL_CALL_START."""
+
+    __slots__ = ("decoder", "response", "head", "held", "passed_on")
+
+    def __init__(self, decoder: Any) -> None:
+        self.decoder = decoder
+        self.response: Any = None
+        self.head = b""
+        self.held: list[AgentEvent] = []
+        self.passed_on = False
+
+    async def close(self) -> None:
+        if self.response is not None:
+            response, self.response = self.response, None
+            await response.aclose()
 
 
 class HTTPModel:
@@ -306,150 +347,173 @@ class HTTPModel:
             await self.lookup_capabilities()
         payload, opts = self.build_request(messages, tools, tool_choice, options)
         payload = await self._with_cache_resource(payload, opts)
-        full = payload  # the whole request, also when a stored response is continued
+        call = _Call(payload, opts, name_map(tools, getattr(self.formatter, "tool_name_rules", None)))
         chained = self.wire.chain(payload, self._chains) if opts.chain and self.wire.keeps_state and self._chains else None
         if chained is not None:
-            payload = chained
-        renamed = name_map(tools, getattr(self.formatter, "tool_name_rules", None))
-        body, headers = await self._encoded(payload, opts)
-        trace = telemetry.model_call(self.provider, self.name, self.url(), opts, messages) if telemetry.enabled() else None
+            call.payload = call.chained = chained
+        call.body, call.headers = await self._encoded(call.payload, opts)
+        call.trace = telemetry.model_call(self.provider, self.name, self.url(), opts, messages) if telemetry.enabled() else None
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeouts.total if self.timeouts.total else None
+        call.deadline = loop.time() + self.timeouts.total if self.timeouts.total else None
         try:
-            attempt = 0
             while True:
-                decoder = self.wire.decoder_for(self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name), self.spec.preset)
-                decoder.adapter.endpoint = self.endpoint
-                if renamed:
-                    decoder.adapter.tool_names = renamed
-                head = b""  # the start of the body, to name a server that speaks another protocol
-                held: list[AgentEvent] = []
-                passed_on = False
-                response = None
+                attempt = _Attempt(self.wire.decoder_for(self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name), self.spec.preset))
+                attempt.decoder.adapter.endpoint = self.endpoint
+                if call.renamed:
+                    attempt.decoder.adapter.tool_names = call.renamed
                 try:
                     try:
-                        response = await self.transport.open("POST", self.url(), headers, body, self.timeouts.first_byte, deadline)
-                        _preload_prices()  # in a thread, while the answer streams (the connection's own imports done)
-                        first_deadline = loop.time() + self.timeouts.first_byte
-                        if response.status_code >= 400:
-                            raise await _http_error(response, self.wire)
-                        if not _is_stream(response, self.wire.stream_content_type(self.spec.preset)):
-                            # JSON where a stream was asked for (the whole answer, or its error),
-                            # or something else (an HTML page from a proxy): the server answered,
-                            # so this is never retried and never a connection error.
-                            events = await self._whole_answer(response, decoder.adapter)
-                            if events and events[-1].type == "MODEL_CALL_END":
-                                await _prices_loaded()
-                                events[-1] = self._ended(events[-1], trace)
-                            for event in held + events:
+                        async with aclosing(self._read(attempt, call)) as reading:  # closed now if the caller stops
+                            async for event in reading:
                                 yield event
-                            return
-                        async for chunk in read_chunks(response, self.timeouts, deadline, first_deadline):
-                            if len(head) < 4096:
-                                head += chunk[:4096]
-                            events = decoder.feed(chunk)
-                            if not events:
-                                continue
-                            if events[-1].type == "MODEL_CALL_END":  # always the last of its batch
-                                await _prices_loaded()
-                                events[-1] = self._ended(events[-1], trace)
-                                self._remember(full, events[-1], opts)
-                            if not passed_on:
-                                held += events
-                                if any(e.type != "MODEL_CALL_START" for e in held):
-                                    passed_on = True
-                                    if trace is not None:
-                                        trace.first_token()
-                                    for event in held:
-                                        yield event
-                                    held = []
-                            else:
-                                for event in events:
-                                    yield event
-                        if opts.background and decoder.adapter.started and not decoder.adapter.finished:
-                            # The body ended before the response did: read the rest.
-                            resumed = self._resumed(decoder.adapter, opts, trace, full, E.IncompleteStreamError("the background stream ended before its response"))
-                            if resumed is not None:
-                                for event in held:
-                                    yield event
-                                async for event in resumed:
-                                    yield event
-                                return
-                        closing = decoder.close()
-                        if closing and closing[-1].type == "MODEL_CALL_END":
-                            await _prices_loaded()
-                            closing[-1] = self._ended(closing[-1], trace)
-                            self._remember(full, closing[-1], opts)
-                        for event in held + closing:
-                            yield event
                         return
                     except E.ProviderError as err:
-                        if response is not None and err.request_id is None:
-                            err.request_id = _request_id(response)
-                        if isinstance(err, E.StreamProtocolError) and head:
-                            from ..protocols import sniff
-
-                            other = sniff(head)
-                            if other is not None and other != self.protocol:
-                                err.message = f"the server at {self.url().split('?')[0]} answered in another protocol ({other}), not {self.protocol}: {err.message}"
-                        if not passed_on and chained is not None and self.wire.forgot_state(err):
-                            # The server no longer has the response this call continued: the
-                            # same call with the whole history (no retry spent).
-                            log.debug("%s: %s; sent again with the whole history", self, err.message)
-                            chained, payload = None, full
-                            body, headers = await self._encoded(payload, opts)
-                            if response is not None:
-                                await response.aclose()
-                                response = None
+                        self._explain(err, attempt)
+                        resumed = await self._after_error(err, attempt, call)
+                        if resumed is _AGAIN:
                             continue
-                        if opts.background and isinstance(err, (E.ConnectionError, E.IncompleteStreamError)) and decoder.adapter.started and not decoder.adapter.finished:
-                            # A background response goes on without us: read the rest of it
-                            # rather than start it again.
-                            resumed = self._resumed(decoder.adapter, opts, trace, full, err)
-                            if resumed is not None:
-                                if response is not None:
-                                    await response.aclose()
-                                    response = None
-                                for event in held:
-                                    yield event
-                                async for event in resumed:
-                                    yield event
-                                return
-                        if not passed_on and not getattr(err, "answered", False):
-                            delay = self.retry.delay(attempt, getattr(err, "retry_after", None)) if self.retry.retryable(err) else None
-                            if delay is not None and deadline is not None and loop.time() + delay >= deadline:
-                                # One deadline for the call: a wait that would cross it is not
-                                # begun, and the error that made it wait is the one raised.
-                                delay = None
-                            if delay is not None:
-                                attempt += 1
-                                if response is not None:
-                                    await response.aclose()
-                                    response = None
-                                await self._sleep(delay)
-                                continue
-                        if decoder.adapter.started and not decoder.adapter.finished:
-                            # A transport error in the middle: close what the stream opened.
-                            try:
-                                decoder.adapter.fail(err)
-                            except E.ProviderError as closed:
-                                err.events = closed.events
-                        closing = held + err.events
-                        if closing and closing[-1].type == "MODEL_CALL_END":
-                            await _prices_loaded()
-                            closing[-1] = self._ended(closing[-1], None)
-                        if trace is not None:
-                            trace.end(closing[-1] if closing and closing[-1].type == "MODEL_CALL_END" else None, error=err)
-                        for event in closing:
+                        if resumed is not None:
+                            for event in attempt.held:
+                                yield event
+                            async for event in resumed:
+                                yield event
+                            return
+                        async for event in self._failed(err, attempt, call.trace):
                             yield event
-                        err.events = []
-                        raise err
                 finally:
-                    if response is not None:
-                        await response.aclose()
+                    await attempt.close()
         finally:
-            if trace is not None and not trace.ended:
-                trace.end(error=asyncio.CancelledError("the call was closed before it ended"))
+            if call.trace is not None and not call.trace.ended:
+                call.trace.end(error=asyncio.CancelledError("the call was closed before it ended"))
+
+    async def _read(self, attempt: _Attempt, call: _Call) -> AsyncGenerator[AgentEvent, None]:
+        """One request of a call, sent and read to its end. Events are held back until one
+        that is not MODEL_CALL_START arrives: until then a retry may still replace them."""
+        loop = asyncio.get_running_loop()
+        decoder, opts, trace = attempt.decoder, call.opts, call.trace
+        attempt.response = response = await self.transport.open("POST", self.url(), call.headers, call.body, self.timeouts.first_byte, call.deadline)
+        _preload_prices()  # in a thread, while the answer streams (the connection's own imports done)
+        first_deadline = loop.time() + self.timeouts.first_byte
+        if response.status_code >= 400:
+            raise await _http_error(response, self.wire)
+        if not _is_stream(response, self.wire.stream_content_type(self.spec.preset)):
+            # JSON where a stream was asked for (the whole answer, or its error), or something
+            # else (an HTML page from a proxy): the server answered, so this is never retried
+            # and never a connection error.
+            events = await self._whole_answer(response, decoder.adapter)
+            if events and events[-1].type == "MODEL_CALL_END":
+                await _prices_loaded()
+                events[-1] = self._ended(events[-1], trace)
+            for event in events:
+                yield event
+            return
+        async for chunk in read_chunks(response, self.timeouts, call.deadline, first_deadline):
+            if len(attempt.head) < 4096:
+                attempt.head += chunk[:4096]
+            events = decoder.feed(chunk)
+            if not events:
+                continue
+            if events[-1].type == "MODEL_CALL_END":  # always the last of its batch
+                await _prices_loaded()
+                events[-1] = self._ended(events[-1], trace)
+                self._remember(call.full, events[-1], opts)
+            if attempt.passed_on:
+                for event in events:
+                    yield event
+                continue
+            attempt.held += events
+            if any(e.type != "MODEL_CALL_START" for e in attempt.held):
+                attempt.passed_on = True
+                if trace is not None:
+                    trace.first_token()
+                held, attempt.held = attempt.held, []
+                for event in held:
+                    yield event
+        if opts.background and decoder.adapter.started and not decoder.adapter.finished:
+            # The body ended before the response did: read the rest.
+            resumed = self._resumed(decoder.adapter, opts, trace, call.full, E.IncompleteStreamError("the background stream ended before its response"))
+            if resumed is not None:
+                held, attempt.held = attempt.held, []
+                for event in held:
+                    yield event
+                async for event in resumed:
+                    yield event
+                return
+        closing = decoder.close()
+        if closing and closing[-1].type == "MODEL_CALL_END":
+            await _prices_loaded()
+            closing[-1] = self._ended(closing[-1], trace)
+            self._remember(call.full, closing[-1], opts)
+        held, attempt.held = attempt.held, []
+        for event in held + closing:
+            yield event
+
+    def _explain(self, err: E.ProviderError, attempt: _Attempt) -> None:
+        """What the error says of where it came from: the request id, and a server that
+        answered in another protocol."""
+        if attempt.response is not None and err.request_id is None:
+            err.request_id = _request_id(attempt.response)
+        if isinstance(err, E.StreamProtocolError) and attempt.head:
+            from ..protocols import sniff
+
+            other = sniff(attempt.head)
+            if other is not None and other != self.protocol:
+                err.message = f"the server at {self.url().split('?')[0]} answered in another protocol ({other}), not {self.protocol}: {err.message}"
+
+    async def _after_error(self, err: E.ProviderError, attempt: _Attempt, call: _Call) -> Any:
+        """What follows a failed request: ``_AGAIN`` (sent again: the whole history, or a
+        retry after its delay), the rest of a background response read again, or None (the
+        call fails with ``err``)."""
+        adapter = attempt.decoder.adapter
+        if not attempt.passed_on and call.chained is not None and self.wire.forgot_state(err):
+            # The server no longer has the response this call continued: the same call with
+            # the whole history (no retry spent).
+            log.debug("%s: %s; sent again with the whole history", self, err.message)
+            call.chained, call.payload = None, call.full
+            call.body, call.headers = await self._encoded(call.payload, call.opts)
+            await attempt.close()
+            return _AGAIN
+        if call.opts.background and isinstance(err, (E.ConnectionError, E.IncompleteStreamError)) and adapter.started and not adapter.finished:
+            # A background response goes on without us: read the rest of it rather than
+            # start it again.
+            resumed = self._resumed(adapter, call.opts, call.trace, call.full, err)
+            if resumed is not None:
+                await attempt.close()
+                return resumed
+        if attempt.passed_on or getattr(err, "answered", False):
+            return None
+        delay = self.retry.delay(call.attempts, getattr(err, "retry_after", None)) if self.retry.retryable(err) else None
+        if delay is not None and call.deadline is not None and asyncio.get_running_loop().time() + delay >= call.deadline:
+            # One deadline for the call: a wait that would cross it is not begun, and the
+            # error that made it wait is the one raised.
+            delay = None
+        if delay is None:
+            return None
+        call.attempts += 1
+        await attempt.close()
+        await self._sleep(delay)
+        return _AGAIN
+
+    async def _failed(self, err: E.ProviderError, attempt: _Attempt, trace: Any) -> AsyncGenerator[AgentEvent, None]:
+        """The call ends with ``err``: what the stream opened is closed, the events held back
+        and those the error carries are passed on, then it is raised."""
+        adapter = attempt.decoder.adapter
+        if adapter.started and not adapter.finished:
+            # A transport error in the middle: close what the stream opened.
+            try:
+                adapter.fail(err)
+            except E.ProviderError as closed:
+                err.events = closed.events
+        closing = attempt.held + err.events
+        if closing and closing[-1].type == "MODEL_CALL_END":
+            await _prices_loaded()
+            closing[-1] = self._ended(closing[-1], None)
+        if trace is not None:
+            trace.end(closing[-1] if closing and closing[-1].type == "MODEL_CALL_END" else None, error=err)
+        for event in closing:
+            yield event
+        err.events = []
+        raise err
 
     async def _encoded(self, payload: dict[str, Any], opts: ModelOptions) -> tuple[bytes, dict[str, str]]:
         """A request's body bytes and its headers: the protocol's for what the body holds,

@@ -139,33 +139,15 @@ class OpenAIResponsesFormatter:
         for block in seg.blocks:
             btype = block.type
             if btype == "thinking":
-                rid = extra(block, "reasoning_item_id")
                 raw = extra(block, "reasoning_item_raw")
                 if not isinstance(raw, dict):
                     raw = {}
-                rid = rid or raw.get("id")
+                rid = extra(block, "reasoning_item_id") or raw.get("id")
                 if rid and self._native(block):
-                    if extra(block, "reasoning_part") is None and raw.get("id") == rid and raw.get("type") == "reasoning":
-                        # Written by AgentScope: the whole item is the truth, sent once.
-                        if rid not in replayed_raw:
-                            replayed_raw.add(rid)
-                            items.append({k: v for k, v in raw.items() if v is not None})
-                        reasoning = None
+                    reasoning, began = self._reasoning(block, rid, raw, items, reasoning, replayed_raw)
+                    if began:
                         message = None
-                        continue
-                    if reasoning is None or reasoning["id"] != rid:
-                        reasoning = {"type": "reasoning", "id": rid, "summary": []}
-                        items.append(reasoning)
-                        message = None
-                    encrypted = extra(block, "encrypted_content") or raw.get("encrypted_content")
-                    if encrypted:
-                        reasoning["encrypted_content"] = encrypted
-                    if extra(block, "reasoning_part", "summary") == "content":
-                        reasoning.setdefault("content", []).append({"type": "reasoning_text", "text": block.thinking})
-                    elif block.thinking:  # an item with no summary came as one empty block
-                        reasoning["summary"].append({"type": "summary_text", "text": block.thinking})
-                    continue
-                if self.thinking_as_text and block.thinking:
+                elif self.thinking_as_text and block.thinking:
                     block_text = f"<thinking>\n{block.thinking}\n</thinking>"
                     message = self._output_text(items, message, block_text, None, False, [])
                 continue
@@ -177,28 +159,55 @@ class OpenAIResponsesFormatter:
                     message = self._output_text(items, message, block.text, item_id, bool(extra(block, "refusal", False)), annotations)
                 continue
             message = None
-            if btype == "tool_call":
-                if extra(block, "server_side", False):
-                    continue  # replayed through its result, which holds the whole item
-                if extra(block, "tool_type") == "custom_tool_call":
-                    item = {"type": "custom_tool_call", "call_id": block.id, "name": block.name, "input": block.input}
-                else:
-                    item = {"type": "function_call", "call_id": block.id, "name": block.name, "arguments": block.input or "{}"}
-                if self.item_ids and extra(block, "item_id"):
-                    item["id"] = extra(block, "item_id")
+            item = self._item(block, seg)
+            if item:
                 items.append(item)
-            elif btype == "tool_result":
-                raw = block.metadata.get("provider_block") if self._native(block) else None
-                if raw:
-                    items.append(raw)
-            elif btype == "data":
-                if is_raw_provider_block(block):
-                    raw = raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
-                    if raw:
-                        items.append(raw)
-                    continue
-                raise FormatError(seg.index_of(block), f"assistant output cannot carry {block.source.media_type} data", PROTOCOL)
         return _reasoning_first(items)
+
+    def _reasoning(
+        self, block: Any, rid: str, raw: dict[str, Any], items: list[dict[str, Any]], reasoning: dict[str, Any] | None, replayed_raw: set[str]
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """A thinking block this endpoint made, into its reasoning item: the reasoning item
+        being filled after it, and whether an item began (which ends the output message)."""
+        if extra(block, "reasoning_part") is None and raw.get("id") == rid and raw.get("type") == "reasoning":
+            # Written by AgentScope: the whole item is the truth, sent once.
+            if rid not in replayed_raw:
+                replayed_raw.add(rid)
+                items.append({k: v for k, v in raw.items() if v is not None})
+            return None, True
+        began = reasoning is None or reasoning["id"] != rid
+        if reasoning is None or began:
+            reasoning = {"type": "reasoning", "id": rid, "summary": []}
+            items.append(reasoning)
+        encrypted = extra(block, "encrypted_content") or raw.get("encrypted_content")
+        if encrypted:
+            reasoning["encrypted_content"] = encrypted
+        if extra(block, "reasoning_part", "summary") == "content":
+            reasoning.setdefault("content", []).append({"type": "reasoning_text", "text": block.thinking})
+        elif block.thinking:  # an item with no summary came as one empty block
+            reasoning["summary"].append({"type": "summary_text", "text": block.thinking})
+        return reasoning, began
+
+    def _item(self, block: Any, seg: Any) -> dict[str, Any] | None:
+        """The input item of a tool call, a server-side result or a provider's raw block in
+        the agent's turn (None: nothing is sent for it)."""
+        if block.type == "tool_call":
+            if extra(block, "server_side", False):
+                return None  # replayed through its result, which holds the whole item
+            if extra(block, "tool_type") == "custom_tool_call":
+                item = {"type": "custom_tool_call", "call_id": block.id, "name": block.name, "input": block.input}
+            else:
+                item = {"type": "function_call", "call_id": block.id, "name": block.name, "arguments": block.input or "{}"}
+            if self.item_ids and extra(block, "item_id"):
+                item["id"] = extra(block, "item_id")
+            return item
+        if block.type == "tool_result":
+            return block.metadata.get("provider_block") if self._native(block) else None
+        if block.type == "data":
+            if is_raw_provider_block(block):
+                return raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
+            raise FormatError(seg.index_of(block), f"assistant output cannot carry {block.source.media_type} data", PROTOCOL)
+        return None
 
     def _native(self, block: Any) -> bool:
         return replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
