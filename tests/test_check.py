@@ -101,3 +101,22 @@ def test_the_command_exits_0_1_2_and_fix_writes_a_conversation_that_checks_clean
     assert run_check(str(tmp_path / "bad.json"), "--model", "anthropic:c").returncode == 2
     assert run_check(str(clean), "--model", "nonsense").returncode == 2
     assert run_check("-", "--model", "openai:gpt-4.1", stdin=clean.read_bytes()).returncode == 0
+
+
+def test_a_plugin_protocols_replay_keys_are_checked_too(monkeypatch):
+    """Which block fields only their maker can check is declared by each protocol
+    (``replay_keys``): a registered protocol's own key marks foreign thinking as well."""
+    from modelwire import protocols
+    from modelwire.protocols import WireProtocol, replay_keys
+
+    assert replay_keys() == {"signature", "redacted_thinking_data", "encrypted_content", "reasoning_item_raw", "thought_signature", "reasoning_details"}
+    signed = [UserMsg("u", "x"), AssistantMsg("a", [ThinkingBlock(thinking="hm", toy_seal="s", provider_metadata={"toy": {"protocol": "toy"}}), TextBlock(text="hi")])]
+    assert rules("anthropic:claude-sonnet-4-5", signed) == []  # nothing says toy_seal is a seal
+
+    class Toy(WireProtocol):
+        name = "toy"
+        replay_keys = ("toy_seal",)
+
+    monkeypatch.setattr(protocols, "_registered", {**protocols._registered, "toy": Toy()})
+    assert "toy_seal" in replay_keys()
+    assert rules("anthropic:claude-sonnet-4-5", signed) == [("foreign-thinking", 1)]

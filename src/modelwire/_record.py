@@ -543,6 +543,46 @@ def _converter(tp: Any) -> tuple[type | None, Callable[[Any], Any]]:
 _LITERALS = {dict: "{}", list: "[]"}  # faster than calling the factory
 
 
+# A class's own checks after its fields are set: a ValueError there is a ValidationError.
+_POST_INIT = [
+    "    try: self.__post_init__()",
+    "    except ValidationError as exc: raise exc.named(cls.__name__) from None",
+    "    except ModelwireError: raise",
+    "    except ValueError as exc: raise ValidationError(cls.__name__, [{'loc': (), 'msg': str(exc), 'type': 'value_error'}]) from None",
+]
+
+
+def _field_code(name: str, spec: _FieldSpec, hint: Any, env: dict[str, Any], body: list[str], required: list[str], setter: str) -> tuple[type | None, Callable[[Any], Any]]:
+    """The constructor's lines for one field (its default, its check and conversion, its
+    assignment), added to ``body``; its fast type (None: always converted) and converter."""
+    if spec.convert is not None:
+        fast, conv = None, spec.convert
+    else:
+        fast, conv = _converter(hint)
+    env[f"_c_{name}"] = conv
+    if fast is not None:
+        env[f"_t_{name}"] = fast
+    if spec.factory is not None:
+        env[f"_f_{name}"] = spec.factory
+        made = _LITERALS.get(spec.factory, f"_f_{name}()")  # type: ignore[arg-type]
+        body.append(f"    if {name} is MISSING: {name} = {made}")
+        check = "elif"
+    elif spec.default is not MISSING:
+        env[f"_d_{name}"] = spec.default.value if isinstance(spec.default, Enum) else spec.default
+        body.append(f"    if {name} is MISSING: {name} = _d_{name}")
+        check = "elif"
+    else:
+        required.append(name)
+        check = "if"
+    if conv is not _identity:
+        cond = f"_type({name}) is not _t_{name}" if fast is not None else "True"
+        body.append(f"    {check} {cond}:")
+        body.append(f"        try: {name} = _c_{name}({name})")
+        body.append(f"        except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None")
+    body.append("    " + setter.format(name=name))
+    return fast, conv
+
+
 def _compile(cls: type, force: bool = False) -> None:
     """Write the class's ``__init__`` and ``to_dict`` from its fields (once)."""
     if not force and cls.__dict__.get("__init__") is not _lazy_init and cls.__dict__.get("to_dict") is not _lazy_to_dict:
@@ -565,35 +605,10 @@ def _compile(cls: type, force: bool = False) -> None:
             body.append("    if type is not MISSING and type != _tag:")
             body.append("        raise ValidationError(cls.__name__, [{'loc': ('type',), 'msg': f'expected {_tag!r}, got {type!r:.40}', 'type': 'literal_error'}])")
             continue
-        spec = specs[name]
-        if spec.convert is not None:
-            fast, conv = None, spec.convert
-        else:
-            fast, conv = _converter(hints[name])
-        env[f"_c_{name}"] = conv
+        fast, conv = _field_code(name, specs[name], hints[name], env, body, required, setter)
         convs[name] = conv
         fasts[name] = fast
-        if fast is not None:
-            env[f"_t_{name}"] = fast
         args.append(f"{name}=MISSING")
-        if spec.factory is not None:
-            env[f"_f_{name}"] = spec.factory
-            made = _LITERALS.get(spec.factory, f"_f_{name}()")  # type: ignore[arg-type]
-            body.append(f"    if {name} is MISSING: {name} = {made}")
-            check = "elif"
-        elif spec.default is not MISSING:
-            env[f"_d_{name}"] = spec.default.value if isinstance(spec.default, Enum) else spec.default
-            body.append(f"    if {name} is MISSING: {name} = _d_{name}")
-            check = "elif"
-        else:
-            required.append(name)
-            check = "if"
-        if conv is not _identity:
-            cond = f"_type({name}) is not _t_{name}" if fast is not None else "True"
-            body.append(f"    {check} {cond}:")
-            body.append(f"        try: {name} = _c_{name}({name})")
-            body.append(f"        except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None")
-        body.append("    " + setter.format(name=name))
     if extra:
         args.append("**_extra")
     if required:
@@ -604,12 +619,8 @@ def _compile(cls: type, force: bool = False) -> None:
     if extra:
         env["_check_extra"] = _check_extra
         body.append("    if _extra: self.__dict__.update(_check_extra(_extra))")
-    post = getattr(cls, "__post_init__", None)
-    if post is not None:
-        body.append("    try: self.__post_init__()")
-        body.append("    except ValidationError as exc: raise exc.named(cls.__name__) from None")
-        body.append("    except ModelwireError: raise")
-        body.append("    except ValueError as exc: raise ValidationError(cls.__name__, [{'loc': (), 'msg': str(exc), 'type': 'value_error'}]) from None")
+    if getattr(cls, "__post_init__", None) is not None:
+        body += _POST_INIT
     if not body:
         body.append("    pass")
     src = f"def __init__(self, *, {', '.join(args)}):\n" + "\n".join(body) + "\n"

@@ -104,81 +104,100 @@ class Pretty:
     def __call__(self, event: Any) -> None:
         if event.type in ("TEXT_BLOCK_DELTA", "THINKING_BLOCK_DELTA") and self.first_token is None:
             self.first_token = time.monotonic() - self.t0
-        if event.type == "TEXT_BLOCK_START":
-            if self.last_kind != "text":  # cited pieces of one answer are several text blocks
-                self._newline()
-            self.last_kind = "text"
-        elif event.type == "TEXT_BLOCK_DELTA":
-            self._write(event.delta)
-        elif event.type == "TEXT_BLOCK_END":
-            extras = event.extras or {}
-            for citation in list(extras.get("citations") or []) + list(extras.get("annotations") or []):
-                self.refs.append(_citation(citation))
-                self._write(self._style(f"[{len(self.refs)}]", DIM))
-            if extras.get("refusal"):
-                self._write(self._style(" (the model refused)", RED))
-        elif event.type == "THINKING_BLOCK_START":
-            self._newline(True)
-            self.last_kind = "thinking"
-            self.thinking_chars = 0
-            self.thinking_started = False
-        elif event.type == "THINKING_BLOCK_DELTA":
-            self.thinking_chars += len(event.delta)
-            if self.show_thinking:
-                if not self.thinking_started:
-                    self._write(self._style("thinking: ", DIM), True)
-                    self.thinking_started = True
-                self._write(self._style(event.delta, DIM), True)
-        elif event.type == "THINKING_BLOCK_END":
-            extras = event.extras or {}
-            if extras.get("redacted_thinking_data") and not self.thinking_chars:
-                self._write(self._style("(redacted thinking: the provider keeps it encrypted)", DIM), True)
-            elif not self.show_thinking and self.thinking_chars:
-                self._write(self._style(f"(thought for {self.thinking_chars} characters; --show-thinking to read it)", DIM), True)
-            self._newline(True)
-        elif event.type == "TOOL_CALL_START":
-            self.calls[event.tool_call_id] = {"name": event.tool_call_name, "args": []}
-        elif event.type == "TOOL_CALL_DELTA":
-            self.calls[event.tool_call_id]["args"].append(event.delta)
-        elif event.type == "TOOL_CALL_END":
-            call = self.calls[event.tool_call_id]
-            self.last_kind = "tool"
-            self._newline(True)
-            self._write(self._style(f"-> {call['name']}({''.join(call['args'])})", CYAN) + "\n", True)
-        elif event.type == "TOOL_RESULT_START":
-            self.results[event.tool_call_id] = []
-        elif event.type == "TOOL_RESULT_TEXT_DELTA":
-            self.results[event.tool_call_id].append(event.delta)
-        elif event.type == "TOOL_RESULT_DATA_DELTA":
-            self.results[event.tool_call_id].append(f"[{event.media_type}]")
-        elif event.type == "TOOL_RESULT_END":
-            name = self.calls.get(event.tool_call_id, {}).get("name") or event.tool_call_id
-            text = "".join(self.results.get(event.tool_call_id, [])).strip().replace("\n", " ")
-            if len(text) > 300:
-                text = text[:297] + "..."
-            style = (RED,) if event.state != "success" else (DIM,)
-            self._newline(True)
-            self._write(self._style(f"<- {name} [{event.state}] {text}", *style) + "\n", True)
-        elif event.type == "REQUIRE_USER_CONFIRM":
-            self._newline(True)
-            self._write(self._style("waiting for your confirmation of: " + ", ".join(c.name for c in event.tool_calls), BOLD) + "\n", True)
-        elif event.type == "MODEL_CALL_END":
-            self.usage[0] += event.input_tokens
-            self.usage[1] += event.output_tokens
-            self.usage[2] += event.cache_input_tokens
-            self.usage[3] += event.cache_creation_input_tokens
-            if event.stop_reason:
-                self.stop.append(event.stop_reason)
-                if event.stop_reason in _STOPS:
-                    self._newline(True)
-                    self._write(self._style(f"({_STOPS[event.stop_reason]})", RED if event.stop_reason != "pause_turn" else DIM) + "\n", True)
-            if event.cost is not None:
-                from .message._types import add_costs
+        handler = getattr(self, "_on_" + event.type.lower(), None)
+        if handler is not None:
+            handler(event)
 
-                self.cost = add_costs(self.cost, event.cost)
-        elif event.type == "REPLY_END":
-            self.finished_reason = event.finished_reason
-            self.error = event.error
+    def _on_text_block_start(self, event: Any) -> None:
+        if self.last_kind != "text":  # cited pieces of one answer are several text blocks
+            self._newline()
+        self.last_kind = "text"
+
+    def _on_text_block_delta(self, event: Any) -> None:
+        self._write(event.delta)
+
+    def _on_text_block_end(self, event: Any) -> None:
+        extras = event.extras or {}
+        for citation in list(extras.get("citations") or []) + list(extras.get("annotations") or []):
+            self.refs.append(_citation(citation))
+            self._write(self._style(f"[{len(self.refs)}]", DIM))
+        if extras.get("refusal"):
+            self._write(self._style(" (the model refused)", RED))
+
+    def _on_thinking_block_start(self, event: Any) -> None:
+        self._newline(True)
+        self.last_kind = "thinking"
+        self.thinking_chars = 0
+        self.thinking_started = False
+
+    def _on_thinking_block_delta(self, event: Any) -> None:
+        self.thinking_chars += len(event.delta)
+        if self.show_thinking:
+            if not self.thinking_started:
+                self._write(self._style("thinking: ", DIM), True)
+                self.thinking_started = True
+            self._write(self._style(event.delta, DIM), True)
+
+    def _on_thinking_block_end(self, event: Any) -> None:
+        extras = event.extras or {}
+        if extras.get("redacted_thinking_data") and not self.thinking_chars:
+            self._write(self._style("(redacted thinking: the provider keeps it encrypted)", DIM), True)
+        elif not self.show_thinking and self.thinking_chars:
+            self._write(self._style(f"(thought for {self.thinking_chars} characters; --show-thinking to read it)", DIM), True)
+        self._newline(True)
+
+    def _on_tool_call_start(self, event: Any) -> None:
+        self.calls[event.tool_call_id] = {"name": event.tool_call_name, "args": []}
+
+    def _on_tool_call_delta(self, event: Any) -> None:
+        self.calls[event.tool_call_id]["args"].append(event.delta)
+
+    def _on_tool_call_end(self, event: Any) -> None:
+        call = self.calls[event.tool_call_id]
+        self.last_kind = "tool"
+        self._newline(True)
+        self._write(self._style(f"-> {call['name']}({''.join(call['args'])})", CYAN) + "\n", True)
+
+    def _on_tool_result_start(self, event: Any) -> None:
+        self.results[event.tool_call_id] = []
+
+    def _on_tool_result_text_delta(self, event: Any) -> None:
+        self.results[event.tool_call_id].append(event.delta)
+
+    def _on_tool_result_data_delta(self, event: Any) -> None:
+        self.results[event.tool_call_id].append(f"[{event.media_type}]")
+
+    def _on_tool_result_end(self, event: Any) -> None:
+        name = self.calls.get(event.tool_call_id, {}).get("name") or event.tool_call_id
+        text = "".join(self.results.get(event.tool_call_id, [])).strip().replace("\n", " ")
+        if len(text) > 300:
+            text = text[:297] + "..."
+        style = (RED,) if event.state != "success" else (DIM,)
+        self._newline(True)
+        self._write(self._style(f"<- {name} [{event.state}] {text}", *style) + "\n", True)
+
+    def _on_require_user_confirm(self, event: Any) -> None:
+        self._newline(True)
+        self._write(self._style("waiting for your confirmation of: " + ", ".join(c.name for c in event.tool_calls), BOLD) + "\n", True)
+
+    def _on_model_call_end(self, event: Any) -> None:
+        self.usage[0] += event.input_tokens
+        self.usage[1] += event.output_tokens
+        self.usage[2] += event.cache_input_tokens
+        self.usage[3] += event.cache_creation_input_tokens
+        if event.stop_reason:
+            self.stop.append(event.stop_reason)
+            if event.stop_reason in _STOPS:
+                self._newline(True)
+                self._write(self._style(f"({_STOPS[event.stop_reason]})", RED if event.stop_reason != "pause_turn" else DIM) + "\n", True)
+        if event.cost is not None:
+            from .message._types import add_costs
+
+            self.cost = add_costs(self.cost, event.cost)
+
+    def _on_reply_end(self, event: Any) -> None:
+        self.finished_reason = event.finished_reason
+        self.error = event.error
 
     def close(self) -> None:
         self._newline()

@@ -13,7 +13,7 @@ import difflib
 import json
 import os
 import sys
-from typing import Any, NoReturn
+from typing import Any, Iterator, NoReturn
 
 from . import __version__
 
@@ -176,9 +176,26 @@ class _Waiting:
             self.shown = False
 
 
+@contextlib.contextmanager
+def _on_ctrl_c(loop: Any, stop: Any) -> Iterator[None]:
+    """Inside, Ctrl-C calls ``stop`` instead of raising KeyboardInterrupt."""
+    import signal
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, stop)
+    except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform
+        pass
+    try:
+        yield
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGINT)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover
+            pass
+
+
 def _cmd_chat(args: argparse.Namespace) -> int:
     import asyncio
-    import signal
 
     from ._render import renderer
     from .agent import Agent
@@ -203,28 +220,21 @@ def _cmd_chat(args: argparse.Namespace) -> int:
             interrupted = True
             agent.interrupt()
 
-        try:  # Ctrl-C stops the reply, not the program
-            loop.add_signal_handler(signal.SIGINT, stop)
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform
-            pass
-        try:
-            if waiting:
-                waiting.start()
-            # aclosing: when rendering fails (a reader gone: BrokenPipeError), the reply's
-            # stream and its HTTP response are closed here, in the loop, not left for the
-            # interpreter's exit, where closing them prints a traceback.
-            async with contextlib.aclosing(agent.reply_stream(UserMsg("user", prompt), raise_errors=False)) as events:  # said from the reply below
-                async for event in events:
-                    if waiting and event.type not in ("REPLY_START", "MODEL_CALL_START"):
-                        waiting.stop()
-                    render(event)
-        finally:
-            if waiting:
-                waiting.stop()
+        with _on_ctrl_c(loop, stop):  # Ctrl-C stops the reply, not the program
             try:
-                loop.remove_signal_handler(signal.SIGINT)
-            except (NotImplementedError, RuntimeError):  # pragma: no cover
-                pass
+                if waiting:
+                    waiting.start()
+                # aclosing: when rendering fails (a reader gone: BrokenPipeError), the reply's
+                # stream and its HTTP response are closed here, in the loop, not left for the
+                # interpreter's exit, where closing them prints a traceback.
+                async with contextlib.aclosing(agent.reply_stream(UserMsg("user", prompt), raise_errors=False)) as events:  # said from the reply below
+                    async for event in events:
+                        if waiting and event.type not in ("REPLY_START", "MODEL_CALL_START"):
+                            waiting.stop()
+                        render(event)
+            finally:
+                if waiting:
+                    waiting.stop()
         render.close()
         reply = agent.context[-1]
         if reply.error is not None and view != "pretty":
@@ -591,6 +601,48 @@ def _agent_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-iters", type=int, default=8, help="the most model calls in one reply (tool rounds)")
 
 
+def _serve_command(serve: argparse.ArgumentParser) -> None:
+    """The flags of ``modelwire serve``."""
+    serve.epilog = ENVIRONMENT
+    serve.add_argument("-m", "--model", help="PROVIDER:MODEL; default: MODELWIRE_MODEL; without a model or without its key, the demo replay")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    serve.add_argument("--port", type=int, default=8000, help="the port to listen on")
+    _agent_flags(serve)
+    serve.add_argument("--confirm-tools", action="store_true", help="ask the user before each tool call (the page shows Allow / Deny)")
+    serve.add_argument("--allow-host", action="append", metavar="NAME", help="a host name clients reach this server by (besides localhost); repeatable; '*' for any")
+    serve.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="an origin (https://app.example) whose pages may call /reply; repeatable")
+    serve.add_argument("--store", metavar="URL", help="where parked replies wait: memory (this process, the default) or redis://HOST:PORT/DB, shared by workers and kept across restarts")
+    serve.add_argument("--token", metavar="SECRET", help="require 'authorization: Bearer SECRET' on /reply (the page takes it from #token=SECRET)")
+    serve.set_defaults(func=_cmd_serve)
+
+
+
+def _check_command(check: argparse.ArgumentParser) -> None:
+    """The arguments of ``modelwire check``."""
+    check.add_argument("file", help="the conversation: a JSON list of messages (or an Agent.save file), or - for standard input")
+    check.add_argument("-m", "--model", required=True, help="PROVIDER:MODEL (or a profile) the conversation goes to next")
+    check.add_argument("--tools", help="a JSON file with a list of tool definitions")
+    check.add_argument("--tool-choice", help="auto, none, required, or a tool name")
+    check.add_argument("--option", action="append", metavar="KEY=VALUE", help="a model option (thinking=true, reasoning_effort=high ...); repeatable")
+    check.add_argument("--json", action="store_true", help="the findings as JSON (rule, index, message, fix)")
+    check.add_argument("--fix", metavar="OUT.json", help="write the conversation with the fixes modelwire applies")
+    check.epilog = "exit status: 0 clean, 1 findings, 2 bad input. Rules: " + "; ".join(f"{k}: {v}" for k, v in _rules().items())
+    check.set_defaults(func=_cmd_check)
+
+
+
+def _cassette_command(cas: argparse.ArgumentParser) -> None:
+    """The actions of ``modelwire cassette``: show and import."""
+    cas_sub = cas.add_subparsers(dest="cassette_command", metavar="ACTION", required=True, parser_class=_Parser)
+    show = cas_sub.add_parser("show", help="summarize a cassette: requests, models, events, usage, cost", description="summarize a cassette: requests, models, events, usage, cost", formatter_class=_Formatter)
+    show.add_argument("file", help="a modelwire cassette (JSON)")
+    show.add_argument("--cache", action="store_true", help="per call: prompt-cache reads and writes, and what broke the cached prefix since the call before")
+    imp = cas_sub.add_parser("import", help="convert a VCR.py / pytest-recording YAML cassette into a modelwire one", description="convert a VCR.py / pytest-recording YAML cassette into a modelwire one", formatter_class=_Formatter)
+    imp.add_argument("file", help="the YAML cassette")
+    imp.add_argument("-o", "--output", help="where to write (default: FILE with .json; never FILE itself)")
+    cas.set_defaults(func=_cmd_cassette)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .protocols import protocol_names
 
@@ -619,19 +671,7 @@ def build_parser() -> argparse.ArgumentParser:
     _view_flags(chat)
     chat.set_defaults(func=_cmd_chat)
 
-    serve = command("serve", "serve an agent to browsers: a chat page at /, its events at POST /reply (modelwire events, AG-UI or the Vercel UI message stream)")
-    serve.epilog = ENVIRONMENT
-    serve.add_argument("-m", "--model", help="PROVIDER:MODEL; default: MODELWIRE_MODEL; without a model or without its key, the demo replay")
-    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
-    serve.add_argument("--port", type=int, default=8000, help="the port to listen on")
-    _agent_flags(serve)
-    serve.add_argument("--confirm-tools", action="store_true", help="ask the user before each tool call (the page shows Allow / Deny)")
-    serve.add_argument("--allow-host", action="append", metavar="NAME", help="a host name clients reach this server by (besides localhost); repeatable; '*' for any")
-    serve.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="an origin (https://app.example) whose pages may call /reply; repeatable")
-    serve.add_argument("--store", metavar="URL", help="where parked replies wait: memory (this process, the default) or redis://HOST:PORT/DB, shared by workers and kept across restarts")
-    serve.add_argument("--token", metavar="SECRET", help="require 'authorization: Bearer SECRET' on /reply (the page takes it from #token=SECRET)")
-    serve.set_defaults(func=_cmd_serve)
-
+    _serve_command(command("serve", "serve an agent to browsers: a chat page at /, its events at POST /reply (modelwire events, AG-UI or the Vercel UI message stream)"))
     models = command("models", "list the providers: protocol, key variable and whether it is set, an example model string, base URL")
     models.epilog = ENVIRONMENT
     models.add_argument("--capabilities", metavar="MODEL", help="show what one model accepts (PROVIDER:MODEL or a profile) and where each fact came from")
@@ -644,17 +684,7 @@ def build_parser() -> argparse.ArgumentParser:
     decode.add_argument("file", help="the body, or - for standard input")
     decode.set_defaults(func=_cmd_decode)
 
-    check = command("check", "find, offline, every reason the next request of a conversation to a model would be refused or would lose something")
-    check.add_argument("file", help="the conversation: a JSON list of messages (or an Agent.save file), or - for standard input")
-    check.add_argument("-m", "--model", required=True, help="PROVIDER:MODEL (or a profile) the conversation goes to next")
-    check.add_argument("--tools", help="a JSON file with a list of tool definitions")
-    check.add_argument("--tool-choice", help="auto, none, required, or a tool name")
-    check.add_argument("--option", action="append", metavar="KEY=VALUE", help="a model option (thinking=true, reasoning_effort=high ...); repeatable")
-    check.add_argument("--json", action="store_true", help="the findings as JSON (rule, index, message, fix)")
-    check.add_argument("--fix", metavar="OUT.json", help="write the conversation with the fixes modelwire applies")
-    check.epilog = "exit status: 0 clean, 1 findings, 2 bad input. Rules: " + "; ".join(f"{k}: {v}" for k, v in _rules().items())
-    check.set_defaults(func=_cmd_check)
-
+    _check_command(command("check", "find, offline, every reason the next request of a conversation to a model would be refused or would lose something"))
     fmt = command("format", "turn a JSON list of messages into a provider's request payload")
     fmt.add_argument("--protocol", required=True, choices=protocols, help=f"the wire protocol of the payload: {', '.join(protocols)}")
     fmt.add_argument("--tools", help="a JSON file with a list of tool definitions")
@@ -662,15 +692,7 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("file", help="a JSON list of messages (Msg.to_dict() form), or - for standard input")
     fmt.set_defaults(func=_cmd_format)
 
-    cas = command("cassette", "inspect recorded provider traffic, or import VCR.py / pytest-recording cassettes")
-    cas_sub = cas.add_subparsers(dest="cassette_command", metavar="ACTION", required=True, parser_class=_Parser)
-    show = cas_sub.add_parser("show", help="summarize a cassette: requests, models, events, usage, cost", description="summarize a cassette: requests, models, events, usage, cost", formatter_class=_Formatter)
-    show.add_argument("file", help="a modelwire cassette (JSON)")
-    show.add_argument("--cache", action="store_true", help="per call: prompt-cache reads and writes, and what broke the cached prefix since the call before")
-    imp = cas_sub.add_parser("import", help="convert a VCR.py / pytest-recording YAML cassette into a modelwire one", description="convert a VCR.py / pytest-recording YAML cassette into a modelwire one", formatter_class=_Formatter)
-    imp.add_argument("file", help="the YAML cassette")
-    imp.add_argument("-o", "--output", help="where to write (default: FILE with .json; never FILE itself)")
-    cas.set_defaults(func=_cmd_cassette)
+    _cassette_command(command("cassette", "inspect recorded provider traffic, or import VCR.py / pytest-recording cassettes"))
     return parser
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncGenerator, Iterable
@@ -433,49 +434,9 @@ class Agent:
             if self.toolsets:
                 self._active = await self._list_tools()
             last_call = state.iters >= self.max_iters
-            tools: list[Any] = [t.tool_spec() for t in self._active.values()]
-            options = dict(self.model_options)
-            tool_choice: Any = None
-            hint: str | None = None
-            if state.structured is not None:
-                if self._native_structured():
-                    options["json_schema"] = _schema(state.structured)
-                    options["json_schema_name"] = state.structured.__name__
-                    state.native_structured = True
-                else:
-                    tools.append(ToolSpec(STRUCTURED_TOOL, "Give the final answer in this structure. Call it once, last.", _schema(state.structured)))
-                    if state.forced_structured:
-                        if self._can_force(options):
-                            tool_choice = STRUCTURED_TOOL
-                        else:  # thinking that refuses a forced tool (Claude on a budget, DeepSeek): ask instead
-                            hint = f"Give your final answer now by calling the {STRUCTURED_TOOL} tool."
-            if last_call:
-                tool_choice = "none" if tools else None
-            elif self.server_tools:
-                tools += self.server_tools
-            if self.limits is not None:
-                self.limits.check(state.iters, reply.usage, reply.cost)  # before the call that would pass one
-            messages = ([SystemMsg("system", self.system_prompt)] if self.system_prompt else []) + self.context
-            if hint is not None:
-                messages.append(UserMsg("user", hint))  # for this call only: never kept in the context
-            stream = self.model.stream(messages, tools=tools or None, tool_choice=tool_choice, options=options or None, reply_id=rid)
-            if state.span is not None:
-                stream = telemetry.under(state.span, stream)
-            try:
-                async for ev in stream:
-                    if ev.type == "MODEL_CALL_END":
-                        stop = getattr(ev, "stop_reason", None)
-                        state.refused = stop in ("refusal", "content_filter")
-                        state.paused = stop == "pause_turn"
-                    yield self._emit(state, ev)
-            except ProviderError as err:
-                for ev in err.events:  # what closes the stream's call; _guarded ends the reply
-                    yield self._emit(state, ev)
-                raise
-            finally:
-                close = getattr(stream, "aclose", None)
-                if close is not None:
-                    await close()
+            async with aclosing(self._ask_model(state, last_call)) as asking:  # the model's stream closed at once if the caller stops
+                async for ev in asking:
+                    yield ev
             state.iters += 1
 
             if last_call:
@@ -493,6 +454,58 @@ class Agent:
                     continue
                 yield self._emit(state, self._end(state))
                 return
+
+    def _model_request(self, state: _ReplyState, last_call: bool) -> tuple[list[Msg], list[Any], Any, dict[str, Any]]:
+        """What the next model call is sent: the messages, the tools, the tool choice and the
+        options (structured output as a schema or as a tool; no tools on the last call)."""
+        tools: list[Any] = [t.tool_spec() for t in self._active.values()]
+        options = dict(self.model_options)
+        tool_choice: Any = None
+        hint: str | None = None
+        if state.structured is not None:
+            if self._native_structured():
+                options["json_schema"] = _schema(state.structured)
+                options["json_schema_name"] = state.structured.__name__
+                state.native_structured = True
+            else:
+                tools.append(ToolSpec(STRUCTURED_TOOL, "Give the final answer in this structure. Call it once, last.", _schema(state.structured)))
+                if state.forced_structured:
+                    if self._can_force(options):
+                        tool_choice = STRUCTURED_TOOL
+                    else:  # thinking that refuses a forced tool (Claude on a budget, DeepSeek): ask instead
+                        hint = f"Give your final answer now by calling the {STRUCTURED_TOOL} tool."
+        if last_call:
+            tool_choice = "none" if tools else None
+        elif self.server_tools:
+            tools += self.server_tools
+        messages = ([SystemMsg("system", self.system_prompt)] if self.system_prompt else []) + self.context
+        if hint is not None:
+            messages.append(UserMsg("user", hint))  # for this call only: never kept in the context
+        return messages, tools, tool_choice, options
+
+    async def _ask_model(self, state: _ReplyState, last_call: bool) -> AsyncGenerator[E.AgentEvent, None]:
+        """One model call, its events passed on; how it stopped is kept on ``state``."""
+        messages, tools, tool_choice, options = self._model_request(state, last_call)
+        if self.limits is not None:
+            self.limits.check(state.iters, state.reply.usage, state.reply.cost)  # before the call that would pass one
+        stream = self.model.stream(messages, tools=tools or None, tool_choice=tool_choice, options=options or None, reply_id=state.reply.id)
+        if state.span is not None:
+            stream = telemetry.under(state.span, stream)
+        try:
+            async for ev in stream:
+                if ev.type == "MODEL_CALL_END":
+                    stop = getattr(ev, "stop_reason", None)
+                    state.refused = stop in ("refusal", "content_filter")
+                    state.paused = stop == "pause_turn"
+                yield self._emit(state, ev)
+        except ProviderError as err:
+            for ev in err.events:  # what closes the stream's call; _guarded ends the reply
+                yield self._emit(state, ev)
+            raise
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
 
     async def _list_tools(self) -> dict[str, Tool]:
         """The agent's own tools and its toolsets' tools as they are now; a name given twice
@@ -686,41 +699,7 @@ class Agent:
                     await queue.put(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state="error" if error else "success"))
                     return
                 assert args is not None  # a tool to run has its arguments
-                state: ToolResultStateValue = "success"
-                refused: list[E.ToolResultDataDeltaEvent] = []
-                limit = tool.timeout if tool.timeout is not None else self.tool_timeout
-                with telemetry.tool_span(call.name, call.id, call.input, span) as tool_trace:
-                    try:
-                        async with asyncio.timeout(limit):
-                            try:
-                                if tool.is_async_gen:
-                                    async for piece in tool.func(**args):  # type: ignore[misc]
-                                        for ev in self._sendable(_output_events(rid, call.id, piece), refused):
-                                            await queue.put(ev)
-                                else:
-                                    value = await tool.call(args)
-                                    for ev in self._sendable(_output_events(rid, call.id, value), refused):
-                                        await queue.put(ev)
-                            except ToolError as exc:  # the tool's own error result, as it is
-                                state = "error"
-                                telemetry.mark_error(tool_trace, "ToolError", str(exc))
-                                for ev in self._sendable(_output_events(rid, call.id, exc.output), refused):
-                                    await queue.put(ev)
-                            except Exception as exc:  # noqa: BLE001 - a tool's failure is the model's to read
-                                state = "error"
-                                telemetry.mark_error(tool_trace, type(exc).__name__, str(exc))
-                                await queue.put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=f"Error: {type(exc).__name__}: {exc}"))
-                    except TimeoutError:
-                        # A hanging tool ends as an error the model reads, not as a hung reply (a
-                        # function in a worker thread cannot be stopped: its result is dropped).
-                        state = "error"
-                        telemetry.mark_error(tool_trace, "TimeoutError", f"no result after {limit:g} s")
-                        await queue.put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=f"Error: the tool gave no result within {limit:g} s"))
-                metadata: dict[str, Any] = {}
-                if refused:
-                    state = "error"
-                    metadata["unsent_output"] = [{"media_type": ev.media_type, "data": ev.data, "url": ev.url} for ev in refused]
-                await queue.put(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state=state, metadata=metadata))
+                await self._run_tool(rid, call, tool, args, queue.put, span)
             finally:
                 await queue.put(done)
 
@@ -736,6 +715,46 @@ class Agent:
         finally:
             for task in tasks:
                 task.cancel()
+
+    async def _run_tool(self, rid: str, call: ToolCallBlock, tool: Tool, args: dict[str, Any], put: Any, span: Any) -> None:
+        """One tool run to its end: its output as result events (``put`` each), ended with
+        its state. A tool's error, an exception or a timeout is a result the model reads;
+        output the model cannot take ends it as an error, kept in the metadata."""
+        state: ToolResultStateValue = "success"
+        refused: list[E.ToolResultDataDeltaEvent] = []
+        limit = tool.timeout if tool.timeout is not None else self.tool_timeout
+        with telemetry.tool_span(call.name, call.id, call.input, span) as tool_trace:
+            try:
+                async with asyncio.timeout(limit):
+                    try:
+                        if tool.is_async_gen:
+                            async for piece in tool.func(**args):  # type: ignore[misc]
+                                for ev in self._sendable(_output_events(rid, call.id, piece), refused):
+                                    await put(ev)
+                        else:
+                            value = await tool.call(args)
+                            for ev in self._sendable(_output_events(rid, call.id, value), refused):
+                                await put(ev)
+                    except ToolError as exc:  # the tool's own error result, as it is
+                        state = "error"
+                        telemetry.mark_error(tool_trace, "ToolError", str(exc))
+                        for ev in self._sendable(_output_events(rid, call.id, exc.output), refused):
+                            await put(ev)
+                    except Exception as exc:  # noqa: BLE001 - a tool's failure is the model's to read
+                        state = "error"
+                        telemetry.mark_error(tool_trace, type(exc).__name__, str(exc))
+                        await put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=f"Error: {type(exc).__name__}: {exc}"))
+            except TimeoutError:
+                # A hanging tool ends as an error the model reads, not as a hung reply (a
+                # function in a worker thread cannot be stopped: its result is dropped).
+                state = "error"
+                telemetry.mark_error(tool_trace, "TimeoutError", f"no result after {limit:g} s")
+                await put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=f"Error: the tool gave no result within {limit:g} s"))
+        metadata: dict[str, Any] = {}
+        if refused:
+            state = "error"
+            metadata["unsent_output"] = [{"media_type": ev.media_type, "data": ev.data, "url": ev.url} for ev in refused]
+        await put(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state=state, metadata=metadata))
 
 
 def _error_info(exc: Exception) -> dict[str, str]:

@@ -232,6 +232,60 @@ def _unpatch(module_name: str) -> None:
     module.HTTPTransport.handle_request = _ORIGINALS.pop((module_name, "sync"))
 
 
+def _open(path: Path, existed: bool, record_mode: str, ignore_fields: tuple[str, ...] | list[str], notes: str) -> Cassette:
+    """The cassette a block uses: the file's, or a new one to record into."""
+    if existed and record_mode != "all":
+        cassette = Cassette.load(path, ignore_fields)
+    elif record_mode == "none":
+        raise CassetteError(f"no cassette at {path}; record it first (record_mode='once', or pytest --record-mode=once)")
+    else:
+        cassette = Cassette(path, [], notes, tuple(ignore_fields))
+        if existed:  # record_mode "all": replaces the file, unless another writer changed it meanwhile
+            cassette._on_disk = path.read_text(encoding="utf-8", errors="replace")
+    if notes:
+        cassette.notes = notes
+    return cassette
+
+
+def _reset(var: Any, token: Any, fallback: Any) -> None:
+    """A context variable back to what it was (to ``fallback`` when left in another context)."""
+    if token is None:
+        return
+    try:
+        var.reset(token)
+    except ValueError:
+        var.set(fallback)
+
+
+def _hold() -> None:
+    """One more cassette in use: the HTTP clients are patched while any is."""
+    global _USERS
+    if not _USERS:
+        _patch("httpx2")
+        _patch("httpx")
+    _USERS += 1
+
+
+def _release() -> None:
+    global _USERS
+    _USERS -= 1
+    if not _USERS:
+        _unpatch("httpx2")
+        _unpatch("httpx")
+
+
+def _check_played(session: CassetteSession, allow_unused: bool) -> None:
+    """A block that ended well still fails on a request that matched nothing, or on
+    recorded interactions it never played (unless ``allow_unused``, or new episodes)."""
+    if session.errors:
+        raise session.errors[0]
+    cassette = session.cassette
+    unused = cassette.unused()
+    if unused and not allow_unused and session.replaying and session.mode != "new_episodes":
+        listed = "\n".join(f"  {i.request['method']} {i.request['url']}" for i in unused[:10])
+        raise UnusedInteractionsError(f"{len(unused)} recorded interaction(s) in {cassette.path} were never played:\n{listed}")
+
+
 @contextlib.contextmanager
 def use_cassette(
     path: str | Path,
@@ -261,22 +315,9 @@ def use_cassette(
         raise CassetteError(f"record_mode is one of {RECORD_MODES}, not {record_mode!r}")
     path = Path(path)
     existed = path.is_file()
-    if existed and record_mode != "all":
-        cassette = Cassette.load(path, ignore_fields)
-    elif record_mode == "none":
-        raise CassetteError(f"no cassette at {path}; record it first (record_mode='once', or pytest --record-mode=once)")
-    else:
-        cassette = Cassette(path, [], notes, tuple(ignore_fields))
-        if existed:  # record_mode "all": replaces the file, unless another writer changed it meanwhile
-            cassette._on_disk = path.read_text(encoding="utf-8", errors="replace")
-    if notes:
-        cassette.notes = notes
+    cassette = _open(path, existed, record_mode, ignore_fields, notes)
     session = CassetteSession(cassette, record_mode, realtime=realtime, existed=existed, timing=timing)
-    global _USERS
-    if not _USERS:
-        _patch("httpx2")
-        _patch("httpx")
-    _USERS += 1
+    _hold()
     token = _ACTIVE.set((*_ACTIVE.get(), session))
     from ..models.config import IN_CASSETTE, REPLAYING
 
@@ -293,25 +334,10 @@ def use_cassette(
             _ACTIVE.reset(token)
         except ValueError:  # left in another context than it was entered: drop it there
             _ACTIVE.set(tuple(s for s in _ACTIVE.get() if s is not session))
-        if replay_token is not None:
-            try:
-                REPLAYING.reset(replay_token)
-            except ValueError:
-                REPLAYING.set(False)
-        try:
-            IN_CASSETTE.reset(cassette_token)
-        except ValueError:
-            IN_CASSETTE.set(False)
-        _USERS -= 1
-        if not _USERS:
-            _unpatch("httpx2")
-            _unpatch("httpx")
+        _reset(REPLAYING, replay_token, False)
+        _reset(IN_CASSETTE, cassette_token, False)
+        _release()
         if session.recording and session.recorded:
             cassette.save({*secrets, *session.secrets})
         if not failed and not session.reported:
-            if session.errors:
-                raise session.errors[0]
-            unused = cassette.unused()
-            if unused and not allow_unused and session.replaying and record_mode != "new_episodes":
-                listed = "\n".join(f"  {i.request['method']} {i.request['url']}" for i in unused[:10])
-                raise UnusedInteractionsError(f"{len(unused)} recorded interaction(s) in {path} were never played:\n{listed}")
+            _check_played(session, allow_unused)

@@ -74,7 +74,13 @@ class StreamChecker:
             self._tool_call(event, etype, event.tool_call_id)
         elif etype.startswith("TOOL_RESULT_"):
             self._tool_result(event, etype, event.tool_call_id)
-        elif etype == "MODEL_CALL_START":
+        else:
+            self._control(event, etype)
+
+    def _control(self, event: Any, etype: str) -> None:
+        """The events around blocks: model calls, hints, confirmation and external results,
+        the end of the reply."""
+        if etype == "MODEL_CALL_START":
             if self.in_call:
                 raise self._fail(event, "MODEL_CALL_START inside an open model call (model calls do not nest)")
             self.in_call = True

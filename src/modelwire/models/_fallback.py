@@ -70,15 +70,7 @@ class FallbackModel:
         check = getattr(self.order()[0], "forced_tool_ok", None)
         return bool(check(options)) if callable(check) else True
 
-    async def stream(
-        self,
-        messages: MsgInput,
-        *,
-        tools: Sequence[Any] | None = None,
-        tool_choice: Any = None,
-        options: Any = None,
-        reply_id: str | None = None,
-    ) -> AsyncGenerator[Any, None]:
+    async def stream(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None) -> AsyncGenerator[Any, None]:
         messages = as_messages(messages)
         reply_id = reply_id or new_id()
         order = self.order()
@@ -116,8 +108,7 @@ class FallbackModel:
                     if failed:
                         err.message = f"{err.message} (after {', '.join(f['model'] for f in failed)} failed too)"
                     raise
-                self._out_until[self.models.index(model)] = self._clock() + self.cooldown
-                failure = {"model": _label(model), "error": f"{type(err).__name__}: {err.message}"[:300]}
+                failure = self._fail_over(model, err)
                 if again:  # the broken call's events stand, and say where the call went on
                     if end is not None:
                         after = {"failed_after_output": failure, "continued_on": _label(order[n + 1])}
@@ -135,6 +126,11 @@ class FallbackModel:
                 yield _marked(end, model, failed)
             self._out_until.pop(self.models.index(model), None)
             return
+
+    def _fail_over(self, model: Any, err: E.ProviderError) -> dict[str, str]:
+        """A model that failed sits out its cooldown; what is recorded of its failure."""
+        self._out_until[self.models.index(model)] = self._clock() + self.cooldown
+        return {"model": _label(model), "error": f"{type(err).__name__}: {err.message}"[:300]}
 
     async def complete(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None, name: str = "assistant") -> Msg:
         from ._http import fold_call

@@ -400,11 +400,7 @@ class HTTPModel:
             # JSON where a stream was asked for (the whole answer, or its error), or something
             # else (an HTML page from a proxy): the server answered, so this is never retried
             # and never a connection error.
-            events = await self._whole_answer(response, decoder.adapter)
-            if events and events[-1].type == "MODEL_CALL_END":
-                await _prices_loaded()
-                events[-1] = self._ended(events[-1], trace)
-            for event in events:
+            for event in await self._whole_answer(response, decoder.adapter, trace):
                 yield event
             return
         async for chunk in read_chunks(response, self.timeouts, call.deadline, first_deadline):
@@ -607,7 +603,16 @@ class HTTPModel:
             trace.end(end)
         return end
 
-    async def _whole_answer(self, response: Any, adapter: Any) -> list[AgentEvent]:
+    async def _whole_answer(self, response: Any, adapter: Any, trace: Any) -> list[AgentEvent]:
+        """The events of a whole JSON answer where a stream was asked for (its call ended
+        and priced), or its error raised."""
+        events = await self._decode_whole(response, adapter)
+        if events and events[-1].type == "MODEL_CALL_END":
+            await _prices_loaded()
+            events[-1] = self._ended(events[-1], trace)
+        return events
+
+    async def _decode_whole(self, response: Any, adapter: Any) -> list[AgentEvent]:
         from ..adapters import decode_answer
 
         content_type = response.headers.get("content-type", "")

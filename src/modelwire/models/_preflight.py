@@ -33,10 +33,6 @@ RULES = {
     "format": "a conversation the provider's format cannot express",
 }
 
-# Block fields that carry what only the endpoint that minted them can check.
-_SIGNED = ("signature", "redacted_thinking_data", "encrypted_content", "reasoning_item_raw", "thought_signature", "reasoning_details")
-
-
 @dataclass(frozen=True)
 class Finding:
     rule: str
@@ -55,16 +51,40 @@ class Finding:
 def preflight(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None) -> list[Finding]:
     """What would go wrong with the next request of ``model`` (an ``HTTPModel``) for these
     messages: an empty list when nothing would."""
+    seen_names: set[str] = set()  # tool names already reported
+    findings = _history_findings(model, messages, seen_names)
+    findings += _tool_findings(model, tools, seen_names)
+    try:
+        opts = model.options.merged(options)
+    except E.ModelwireError as exc:
+        return findings + [Finding("unsupported-option", None, str(exc))]
+    if opts.json_schema is not None:
+        for problem in model.wire.schema_problems(opts.json_schema):
+            findings.append(Finding("non-strict-schema", None, f"json_schema: {problem}", "sent with strict: false (the model may not follow it)"))
+    try:
+        model.build_request(list(messages), tools, tool_choice, options)
+    except E.UnsupportedOptionError as exc:
+        rule = "forced-tool-with-thinking" if exc.option == "tool_choice" else "unsupported-option"
+        findings.append(Finding(rule, None, str(exc), "tool_choice='auto'" if rule == "forced-tool-with-thinking" else None))
+    except E.FormatError as exc:
+        code = exc.code if exc.code in RULES else "format"
+        fix = "on_unsupported_media='note' puts a note in its place" if code == "unsupported-media" else ("dropped" if code == "orphan-result" else None)
+        findings.append(Finding(code, exc.index, exc.rule, fix))
+    return findings
+
+
+def _history_findings(model: Any, messages: Sequence[Any], seen_names: set[str]) -> list[Finding]:
+    """What the target would refuse or drop in the messages: empty text, tool ids and names
+    it does not take, thinking signed elsewhere."""
     from ..formatters import replays_natively
     from ..formatters._toolids import wire_name
+    from ..protocols import replay_keys
 
+    signed = replay_keys()  # block fields that carry what only the endpoint that minted them can check
     findings: list[Finding] = []
-    formatter = model.formatter
-    ids, names = getattr(formatter, "tool_id_rules", None), getattr(formatter, "tool_name_rules", None)
+    ids, names = getattr(model.formatter, "tool_id_rules", None), getattr(model.formatter, "tool_name_rules", None)
     target = f"{model.provider}:{model.name}"
-    scope = model.wire.replay_scope
     seen_ids: set[str] = set()
-    seen_names: set[str] = set()
     server: set[str] = set()
     for index, msg in enumerate(messages):
         for block in msg.content:
@@ -85,39 +105,31 @@ def preflight(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None =
                 if names is not None and block.name and block.name not in seen_names and wire_name(block.name, names) != block.name:
                     seen_names.add(block.name)
                     findings.append(Finding("tool-name", index, f"{target} refuses the tool name {block.name!r}", f"sent as {wire_name(block.name, names)!r}"))
-            if btype in ("thinking", "data", "text", "tool_call") and any(extras.get(key) for key in _SIGNED):
-                if not replays_natively(block, model.wire.name, model.provider, scope=scope, endpoint=model.endpoint):
+            if btype in ("thinking", "data", "text", "tool_call") and any(extras.get(key) for key in signed):
+                if not replays_natively(block, model.wire.name, model.provider, scope=model.wire.replay_scope, endpoint=model.endpoint):
                     from ..message import origin
 
                     made = origin(block)
                     maker = made.endpoint or made.provider or made.protocol if made else "another provider"
                     findings.append(Finding("foreign-thinking", index, f"{btype} signed by {maker} cannot be checked by {target}", "not sent; the model does not see that reasoning"))
-    for spec in tools or ():
-        from ..formatters import ToolSpec
+    return findings
 
+
+def _tool_findings(model: Any, tools: Sequence[Any] | None, seen_names: set[str]) -> list[Finding]:
+    """The tool names the target would not take as they are."""
+    from ..formatters import ToolSpec
+    from ..formatters._toolids import wire_name
+
+    names = getattr(model.formatter, "tool_name_rules", None)
+    findings: list[Finding] = []
+    for spec in tools or ():
         try:
             name = ToolSpec.coerce(spec).name
         except E.FormatError:
             continue
         if names is not None and name not in seen_names and wire_name(name, names) != name:
             seen_names.add(name)
-            findings.append(Finding("tool-name", None, f"{target} refuses the tool name {name!r}", f"sent as {wire_name(name, names)!r}"))
-    try:
-        opts = model.options.merged(options)
-    except E.ModelwireError as exc:
-        return findings + [Finding("unsupported-option", None, str(exc))]
-    if opts.json_schema is not None:
-        for problem in model.wire.schema_problems(opts.json_schema):
-            findings.append(Finding("non-strict-schema", None, f"json_schema: {problem}", "sent with strict: false (the model may not follow it)"))
-    try:
-        model.build_request(list(messages), tools, tool_choice, options)
-    except E.UnsupportedOptionError as exc:
-        rule = "forced-tool-with-thinking" if exc.option == "tool_choice" else "unsupported-option"
-        findings.append(Finding(rule, None, str(exc), "tool_choice='auto'" if rule == "forced-tool-with-thinking" else None))
-    except E.FormatError as exc:
-        code = exc.code if exc.code in RULES else "format"
-        fix = "on_unsupported_media='note' puts a note in its place" if code == "unsupported-media" else ("dropped" if code == "orphan-result" else None)
-        findings.append(Finding(code, exc.index, exc.rule, fix))
+            findings.append(Finding("tool-name", None, f"{model.provider}:{model.name} refuses the tool name {name!r}", f"sent as {wire_name(name, names)!r}"))
     return findings
 
 

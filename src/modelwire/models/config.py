@@ -156,6 +156,23 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: Ma
             "no model given: name one (PROVIDER:MODEL, for example anthropic:claude-sonnet-4-5), set MODELWIRE_MODEL,"
             " or set `default` in modelwire.toml"
         )
+    chosen, profile_options = _through_profiles(chosen, profiles, path)
+    preset, model = parse(chosen)
+    merged = {**profile_options, **{k: v for k, v in options.items() if v is not None}}
+    api_key = merged.pop("api_key", None)
+    base_url = merged.pop("base_url", None)
+    if base_url is None and preset.base_url_env:
+        base_url = env.get(preset.base_url_env) or None
+    if base_url is None:
+        base_url = preset.base_url
+    if not base_url:
+        raise ConfigError(f"{preset.name} needs a base URL: set {preset.base_url_env}")
+    return ModelSpec(preset=preset, model=model, options=merged, api_key=_key(api_key, preset, env), base_url=base_url.rstrip("/"))
+
+
+def _through_profiles(chosen: str, profiles: Mapping[str, Any], path: Path | None) -> tuple[str, dict[str, Any]]:
+    """The model string a profile name leads to (through profiles naming profiles), and the
+    options the profiles on the way set (the first one's win)."""
     profile_options: dict[str, Any] = {}
     seen: list[str] = []
     while ":" not in chosen:
@@ -183,16 +200,12 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: Ma
             raise ConfigError(f"profile {chosen!r} has no `model`")
         profile_options = {**profile, **profile_options}
         chosen = target
-    preset, model = parse(chosen)
-    merged = {**profile_options, **{k: v for k, v in options.items() if v is not None}}
-    api_key = merged.pop("api_key", None)
-    base_url = merged.pop("base_url", None)
-    if base_url is None and preset.base_url_env:
-        base_url = env.get(preset.base_url_env) or None
-    if base_url is None:
-        base_url = preset.base_url
-    if not base_url:
-        raise ConfigError(f"{preset.name} needs a base URL: set {preset.base_url_env}")
+    return chosen, profile_options
+
+
+def _key(api_key: str | None, preset: Preset, env: Mapping[str, str]) -> str | None:
+    """The API key: the one given, else the preset's environment variables; checked, and
+    an error when the provider needs one and none is set."""
     if api_key is None:
         for variable in preset.dialect.get("key_envs") or ((preset.key_env,) if preset.key_env else ()):
             api_key = env.get(variable) or None
@@ -204,4 +217,4 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: Ma
         api_key = REPLAY_KEY  # replaying a cassette: no request leaves, no key is needed
     if api_key is None and preset.key_required:
         raise MissingKeyError(f"{preset.name} needs an API key: set {preset.key_env}", preset.key_env)
-    return ModelSpec(preset=preset, model=model, options=merged, api_key=api_key, base_url=base_url.rstrip("/"))
+    return api_key

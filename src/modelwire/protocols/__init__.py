@@ -46,6 +46,7 @@ __all__ = [
     "all_presets",
     "protocol_for_url",
     "sniff",
+    "replay_keys",
     "deep_merge",
     "ENTRY_POINT_GROUP",
     "PRESET_GROUP",
@@ -207,6 +208,11 @@ def _protocols() -> list[WireProtocol]:
         loaded = [get_protocol(name) for name in names]
         _names = (source, names, loaded)
     return loaded
+
+
+def replay_keys() -> frozenset[str]:
+    """Every protocol's ``replay_keys``: the block extras that only their maker can check."""
+    return frozenset(key for protocol in _protocols() for key in protocol.replay_keys)
 
 
 def sniff(body: bytes) -> str | None:

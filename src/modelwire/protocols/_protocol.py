@@ -267,6 +267,8 @@ class WireProtocol:
         replay_scope: ``"protocol"`` when what this protocol produced (signatures,
             reasoning) is valid on every server speaking it, ``"provider"`` when only on
             the provider that produced it.
+        replay_keys: the block extras its adapter writes that only an endpoint of the
+            family that minted them can check (a thinking signature, encrypted reasoning).
         presets: providers this protocol brings along (a plugin's own presets).
         sdk_package: the official SDK whose clients ``load_model(client=...)`` accepts.
     """
@@ -279,6 +281,7 @@ class WireProtocol:
     model_in_body = True
     stream_in_body = True
     replay_scope = "provider"
+    replay_keys: tuple[str, ...] = ()
     content_type = "text/event-stream"  # what a streamed answer arrives as
     signature: tuple[bytes, ...] = ()  # byte strings only this protocol's bodies hold (to name a mismatch)
     capabilities = Capabilities()

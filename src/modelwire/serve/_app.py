@@ -105,13 +105,7 @@ class EventStreamApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            return await _lifespan(receive, send)
         if scope["type"] != "http":
             return
         method, path = scope["method"], scope["path"]
@@ -142,26 +136,35 @@ class EventStreamApp:
             if origin is not None and cors is None:
                 # A page elsewhere (a no-cors fetch needs no preflight): it must not make the agent run.
                 return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
-            if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
-                return await _json(send, 415, {"error": "POST a JSON body with content-type: application/json"}, cors)
-            if not self._authorized(headers):
-                return await _json(send, 401, {"error": "this server wants 'authorization: Bearer <token>'"}, [*(cors or []), (b"www-authenticate", b"Bearer")])
-            try:
-                data = _json_body(await self._body(receive))
-                dialect = _dialect(data, scope.get("query_string", b"").decode("latin-1"))
-                read, encoder_cls = DIALECTS[dialect]
-                turn = _read(read, dialect, data)
-                if self._stopped(turn):
-                    return await _answer(send, 204, "text/plain", b"", cors)
-                agent, rid, event, token = await self._agent_for(turn)
-            except BadRequest as exc:
-                return await _json(send, 400, {"error": str(exc)}, cors)
-            except Conflict as exc:
-                return await _json(send, 409, {"error": str(exc)}, cors)
-            except Exception as exc:  # noqa: BLE001 - make_agent failed: say so, not a bare 500
-                _log.error("the agent could not be made: %s: %s", type(exc).__name__, exc)
-                return await _json(send, 500, {"error": f"the agent could not be made: {type(exc).__name__}: {exc}"}, cors)
-            return await self._stream(agent, turn, rid, event, token, encoder_cls(turn, getattr(agent, "session_id", "")), receive, send, cors or [])
+            return await self._post(scope, headers, receive, send, cors)
+        return await self._page(path, method, send)
+
+    async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send, cors: list[tuple[bytes, bytes]] | None) -> None:
+        """A turn POSTed from an allowed origin: checked, read in its dialect, and answered
+        with the reply's stream."""
+        if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            return await _json(send, 415, {"error": "POST a JSON body with content-type: application/json"}, cors)
+        if not self._authorized(headers):
+            return await _json(send, 401, {"error": "this server wants 'authorization: Bearer <token>'"}, [*(cors or []), (b"www-authenticate", b"Bearer")])
+        try:
+            data = _json_body(await self._body(receive))
+            dialect = _dialect(data, scope.get("query_string", b"").decode("latin-1"))
+            read, encoder_cls = DIALECTS[dialect]
+            turn = _read(read, dialect, data)
+            if self._stopped(turn):
+                return await _answer(send, 204, "text/plain", b"", cors)
+            agent, rid, event, token = await self._agent_for(turn)
+        except BadRequest as exc:
+            return await _json(send, 400, {"error": str(exc)}, cors)
+        except Conflict as exc:
+            return await _json(send, 409, {"error": str(exc)}, cors)
+        except Exception as exc:  # noqa: BLE001 - make_agent failed: say so, not a bare 500
+            _log.error("the agent could not be made: %s: %s", type(exc).__name__, exc)
+            return await _json(send, 500, {"error": f"the agent could not be made: {type(exc).__name__}: {exc}"}, cors)
+        return await self._stream(agent, turn, rid, event, token, encoder_cls(turn, getattr(agent, "session_id", "")), receive, send, cors or [])
+
+    async def _page(self, path: str, method: str, send: Send) -> None:
+        """The chat page, its files and its configuration; anything else is 405 or 404."""
         if path == "/config.json" and method == "GET":
             # Relative to the page, so the page works wherever the app is mounted.
             config = {"path": self.path.lstrip("/"), "image_origins": list(self.image_origins), "auth": self.auth_token is not None, **self.page_config}
@@ -517,6 +520,17 @@ async def _answer(send: Send, status: int, content_type: str, body: bytes, extra
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    """The ASGI lifespan: nothing to start or stop, both acknowledged."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
 
 
 async def _json(send: Send, status: int, data: dict[str, Any], extra: list[tuple[bytes, bytes]] | None = None) -> None:

@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from ..adapters import split_sse
 
@@ -43,6 +43,71 @@ def sse_reply(body: bytes, **kw: Any) -> Reply:
 
 def error_reply(status: int, body: dict, headers: dict[str, str] | None = None) -> Reply:
     return Reply(status=status, body=json.dumps(body).encode(), headers={"content-type": "application/json", **(headers or {})})
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # hundreds of clients connect at once in the load tests
+    owner: "ProviderServer"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One request to the fake provider: recorded, answered with its reply in chunks."""
+
+    protocol_version = "HTTP/1.1"
+
+    @property
+    def owner(self) -> "ProviderServer":
+        return cast(_Server, self.server).owner
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        # Small writes, one per piece: without this, Nagle and delayed ACKs add ~40 ms to
+        # every exchange.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        request = {"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "json": body, "body": raw}
+        reply = self.owner._reply_for(request)
+        self.send_response(reply.status)
+        for key, value in reply.headers.items():
+            self.send_header(key, value)
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        try:
+            for n, piece in enumerate(reply.split()):
+                if reply.drop_after is not None and n == reply.drop_after:
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+                    return
+                if reply.stall_after is not None and n == reply.stall_after:
+                    time.sleep(reply.stall)
+                if n and reply.delay:
+                    time.sleep(reply.delay)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            owner = self.owner
+            with owner.lock:
+                owner.disconnects.append(time.monotonic())
+            self.close_connection = True
 
 
 class ProviderServer:
@@ -78,83 +143,32 @@ class ProviderServer:
         self.keep_requests = True  # soak tests turn this off: the server then keeps nothing
         self.disconnects: list[float] = []
         self.lock = threading.Lock()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
-                pass
-
-            def setup(self) -> None:
-                super().setup()
-                # Small writes, one per piece: without this, Nagle and delayed ACKs add
-                # ~40 ms to every exchange.
-                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def do_GET(self) -> None:
-                self._serve()
-
-            def do_POST(self) -> None:
-                self._serve()
-
-            def _serve(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = raw.decode("utf-8", "replace")
-                request = {"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "json": body, "body": raw}
-                with outer.lock:
-                    if outer.keep_requests:
-                        outer.requests.append(request)
-                    if outer.replies:
-                        reply = outer.replies.pop(0)
-                    elif outer.respond is not None:
-                        reply = None
-                    else:
-                        reply = error_reply(500, {"error": {"message": "no reply scripted"}})
-                if reply is None:
-                    reply = outer.respond(request)  # type: ignore[misc]
-                if reply.check is not None:
-                    try:
-                        reply.check(request)
-                    except Exception as exc:  # noqa: BLE001 - tell the client what was wrong
-                        reply = error_reply(400, {"error": {"type": "invalid_request_error", "message": f"server check failed: {exc}"}})
-                self.send_response(reply.status)
-                for key, value in reply.headers.items():
-                    self.send_header(key, value)
-                self.send_header("transfer-encoding", "chunked")
-                self.end_headers()
-                try:
-                    for n, piece in enumerate(reply.split()):
-                        if reply.drop_after is not None and n == reply.drop_after:
-                            self.wfile.flush()
-                            self.connection.shutdown(socket.SHUT_RDWR)
-                            self.close_connection = True
-                            return
-                        if reply.stall_after is not None and n == reply.stall_after:
-                            time.sleep(reply.stall)
-                        if n and reply.delay:
-                            time.sleep(reply.delay)
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                        self.wfile.flush()
-                    self.wfile.write(b"0\r\n\r\n")
-                    self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError, OSError):
-                    with outer.lock:
-                        outer.disconnects.append(time.monotonic())
-                    self.close_connection = True
-
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 512  # hundreds of clients connect at once in the load tests
-
-        self.httpd = Server(("127.0.0.1", port), Handler)
+        self.httpd = _Server(("127.0.0.1", port), _Handler)
+        self.httpd.owner = self
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def _reply_for(self, request: dict[str, Any]) -> Reply:
+        """The next scripted reply, else ``respond``'s answer; a 400 when its check fails."""
+        with self.lock:
+            if self.keep_requests:
+                self.requests.append(request)
+            if self.replies:
+                reply: Reply | None = self.replies.pop(0)
+            elif self.respond is not None:
+                reply = None
+            else:
+                reply = error_reply(500, {"error": {"message": "no reply scripted"}})
+        if reply is None:
+            reply = self.respond(request)  # type: ignore[misc]
+        if reply.check is not None:
+            try:
+                reply.check(request)
+            except Exception as exc:  # noqa: BLE001 - tell the client what was wrong
+                reply = error_reply(400, {"error": {"type": "invalid_request_error", "message": f"server check failed: {exc}"}})
+        return reply
 
     def __enter__(self) -> "ProviderServer":
         self.thread.start()

@@ -130,6 +130,7 @@ class AnthropicProtocol(WireProtocol):
     path = "/v1/messages"
     signature = (b"event: message_start", b'"type": "message_start"', b'"type":"message_start"', b'"content_block_delta"')
     replay_scope = "protocol"
+    replay_keys = ("signature", "redacted_thinking_data")
     capabilities = Capabilities(native_structured_output=False, thinking=True, server_tools=True)
     sdk_package = "anthropic"
 

@@ -66,6 +66,7 @@ class BedrockConverseProtocol(WireProtocol):
     stream_in_body = False
     signature = (b":event-type\x07\x00\x0cmessageStart", b":event-type\x07\x00\x11contentBlockDelta")
     replay_scope = "provider"
+    replay_keys = ("signature", "redacted_thinking_data")
     content_type = "application/vnd.amazon.eventstream"
     framing = "aws-eventstream"
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True)

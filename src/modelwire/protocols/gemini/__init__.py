@@ -77,6 +77,7 @@ class GeminiProtocol(WireProtocol):
     stream_in_body = False
     signature = (b'"candidates"', b'"usageMetadata"', b'"promptFeedback"')
     replay_scope = "provider"
+    replay_keys = ("thought_signature",)
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True)
     whole_tool_calls = True  # a functionCall part holds the whole call (and its thought signature)
 

@@ -107,6 +107,7 @@ class OpenAIChatProtocol(WireProtocol):
     path = "/chat/completions"
     signature = (b'"chat.completion.chunk"', b'"object": "chat.completion"', b'"object":"chat.completion"')
     replay_scope = "provider"
+    replay_keys = ("reasoning_details",)
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=False)
     sdk_package = "openai"
 

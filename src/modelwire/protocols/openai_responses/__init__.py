@@ -26,6 +26,7 @@ class OpenAIResponsesProtocol(WireProtocol):
     path = "/responses"
     signature = (b'"type": "response.', b'"type":"response.', b"event: response.")
     replay_scope = "provider"
+    replay_keys = ("encrypted_content", "reasoning_item_raw")
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True)
     sdk_package = "openai"
 
