@@ -368,7 +368,8 @@ def segments(
     order = {cid: n for n, cid in enumerate(walk.calls)}
     for seg in walk.out:
         if seg.kind == "results":
-            seg.blocks.sort(key=lambda r: order.get(r.id, 0))
+            if len(seg.blocks) > 1:
+                seg.blocks.sort(key=lambda r: order.get(r.id, 0))
     return walk.out
 
 

@@ -134,23 +134,29 @@ def conform(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: A
     if ids is None and names is None:
         return messages, tools, tool_choice
     id_map = _IdMap(ids) if ids is not None else None
+    id_sent = id_map.sent if id_map is not None else {}
+    name_sent: dict[str, str] = {}  # each name's answer, worked out once
     out: list[Any] | None = None
     server: set[str] = set()  # a provider's own tools: replayed only where they ran, as they were
     for n, msg in enumerate(messages):
         content = None
         for k, block in enumerate(msg.content):
             btype = block.type
-            if btype != "tool_call" and btype != "tool_result":
+            if btype == "tool_call":
+                extras = extras_of(block)
+                if extras and extras.get("server_side"):
+                    server.add(block.id)
+                    continue
+            elif btype != "tool_result" or block.id in server:
                 continue
-            extras = extras_of(block)
-            if btype == "tool_call" and extras and extras.get("server_side"):
-                server.add(block.id)
-                continue
-            if btype == "tool_result" and block.id in server:
-                continue
-            new_id = id_map(block.id) if id_map is not None else block.id
-            new_name = wire_name(block.name, names) if names is not None and block.name else block.name
-            if new_id == block.id and new_name == block.name:
+            block_id, name = block.id, block.name
+            new_id = (id_sent.get(block_id) or id_map(block_id)) if id_map is not None else block_id
+            new_name = name
+            if names is not None and name:
+                new_name = name_sent.get(name)
+                if new_name is None:
+                    new_name = name_sent[name] = wire_name(name, names)
+            if new_id == block_id and new_name == name:
                 continue
             if content is None:
                 content = list(msg.content)

@@ -129,7 +129,8 @@ class AnthropicFormatter:
         for turn in turns:
             if turn["role"] == "user":
                 # tool_result blocks must open the user turn.
-                turn["content"].sort(key=lambda c: c.get("type") != "tool_result")
+                if len(turn["content"]) > 1:
+                    turn["content"].sort(key=_after_results)
 
         payload: dict[str, Any] = {}
         if system:
@@ -393,3 +394,8 @@ def _data_uri_payload(uri: str, index: int) -> str:
 def format_anthropic(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
     """Shortcut for ``AnthropicFormatter(**options).format(messages, tools, tool_choice)``."""
     return AnthropicFormatter(**options).format(messages, tools, tool_choice)
+
+
+def _after_results(part: dict[str, Any]) -> bool:
+    """Sorts a user turn's tool results first (the rest keeps its order)."""
+    return part.get("type") != "tool_result"

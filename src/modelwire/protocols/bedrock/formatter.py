@@ -124,7 +124,8 @@ class BedrockConverseFormatter:
             merge_turn(turns, role, content)
         for turn in turns:
             if turn["role"] == "user":
-                turn["content"].sort(key=lambda c: "toolResult" not in c)
+                if len(turn["content"]) > 1:
+                    turn["content"].sort(key=_after_results)
         if turns and turns[0]["role"] == "assistant":
             turns.insert(0, {"role": "user", "content": [{"text": "(the conversation continues)"}]})
         payload: dict[str, Any] = {"messages": turns}
@@ -229,3 +230,8 @@ def media(block: Any, index: int) -> dict[str, Any]:
 def format_bedrock_converse(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
     """Shortcut for ``BedrockConverseFormatter(**options).format(messages, tools, tool_choice)``."""
     return BedrockConverseFormatter(**options).format(messages, tools, tool_choice)
+
+
+def _after_results(part: dict[str, Any]) -> bool:
+    """Sorts a user turn's tool results first (the rest keeps its order)."""
+    return "toolResult" not in part

@@ -133,7 +133,8 @@ class GeminiFormatter:
         for content in contents:
             if content["role"] == "user":
                 # functionResponse parts answer the calls of the turn before: they go first.
-                content["parts"].sort(key=lambda p: "functionResponse" not in p)
+                if len(content["parts"]) > 1:
+                    content["parts"].sort(key=_after_results)
         payload: dict[str, Any] = {"contents": contents}
         if system:
             payload["systemInstruction"] = {"parts": system}
@@ -258,3 +259,8 @@ def media_part(block: Any, index: int) -> dict[str, Any]:
 def format_gemini(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
     """Shortcut for ``GeminiFormatter(**options).format(messages, tools, tool_choice)``."""
     return GeminiFormatter(**options).format(messages, tools, tool_choice)
+
+
+def _after_results(part: dict[str, Any]) -> bool:
+    """Sorts a user turn's function responses first (the rest keeps its order)."""
+    return "functionResponse" not in part
