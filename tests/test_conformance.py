@@ -18,3 +18,17 @@ def test_every_protocol_conforms(protocol, check):
 
 def test_the_suite_covers_every_builtin_protocol():
     assert len(protocol_names()) >= 6 and len(CASES) == len(protocol_names()) * len(conformance.CHECKS)
+
+
+def test_an_undeclared_extra_fails_the_suite(monkeypatch):
+    """A protocol whose adapter writes an extra it does not declare is told which."""
+    from modelwire.protocols import get_protocol
+
+    wire = get_protocol("anthropic")
+    monkeypatch.setattr(type(wire), "extras_keys", tuple(k for k in wire.extras_keys if k != "signature"))
+    monkeypatch.setattr(type(wire), "replay_keys", ())
+    with pytest.raises(conformance.ConformanceError, match=r"anthropic: its adapter writes \['signature'\] on a thinking block"):
+        conformance.extras_are_declared("anthropic")
+    monkeypatch.setattr(type(wire), "replay_keys", ("signature",))
+    with pytest.raises(conformance.ConformanceError, match=r"replay_keys \['signature'\] are not among its extras_keys"):
+        conformance.extras_are_declared("anthropic")

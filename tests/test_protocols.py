@@ -405,3 +405,73 @@ def test_a_protocol_says_which_blocks_without_provenance_are_its_own(monkeypatch
     # provenance, where a block has it, is what counts
     marked = ThinkingBlock(thinking="t", toy_seal="x", provider_metadata={"deepseek": {"protocol": "openai-chat"}})
     assert origin(marked).protocol == "openai-chat"
+
+
+# -- block extras: one declared vocabulary per protocol ------------------------------------------
+
+
+def _extras_keys_named(path: Path) -> set[str]:
+    """The block-extra keys a module names as string literals: ``extra(block, "k")`` and
+    ``<...>.extras.get / setdefault / pop("k")`` / ``<...>.extras["k"]``."""
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "extra" and len(node.args) >= 2:
+            key = node.args[1]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "setdefault", "pop") and node.args:
+            receiver = node.func.value
+            key = node.args[0] if (receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", None)) == "extras" else None
+        elif isinstance(node, ast.Subscript):
+            receiver = node.value
+            key = node.slice if (receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", None)) == "extras" else None
+        else:
+            continue
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            found.add(key.value)
+    return found
+
+
+@pytest.mark.parametrize("name", protocol_names())
+def test_the_extras_a_protocol_reads_and_writes_are_the_ones_it_declares(name):
+    """A key its adapter writes or its formatter reads that nobody declares is a typo that
+    would drop what it carries without a word (a signature not sent back, say)."""
+    import importlib
+
+    from modelwire.adapters import COMMON_EXTRAS
+
+    wire = get_protocol(name)
+    package = Path(importlib.import_module(type(wire).__module__).__file__).parent
+    named = set().union(*(_extras_keys_named(path) for path in package.glob("*.py")))
+    declared = COMMON_EXTRAS | set(wire.extras_keys)
+    assert named - declared == set(), f"{name} names extras it does not declare"
+    assert set(wire.replay_keys) <= declared
+
+
+def test_recorded_streams_carry_only_declared_extras():
+    from paths import HAVE_SHARED, ROOT
+
+    if not HAVE_SHARED:
+        pytest.skip("needs ../shared/recorded-streams")
+    from decoding import decode
+
+    from modelwire.adapters import COMMON_EXTRAS
+    from modelwire.errors import ProviderError, StreamGrammarError
+    from modelwire.message import extras_of
+    from modelwire.protocols import sniff
+
+    seen = set()
+    for path in sorted(p for p in ROOT.rglob("*") if p.suffix in (".sse", ".txt", ".bin", ".eventstream")):
+        body = path.read_bytes()
+        name = sniff(body)
+        if name is None:
+            continue
+        try:
+            msg, _, _ = decode(name, [body])
+        except (ProviderError, StreamGrammarError):
+            continue  # streams that are errors or a continuation of another: decoded elsewhere
+        declared = COMMON_EXTRAS | set(get_protocol(name).extras_keys)
+        for block in msg.content:
+            assert set(extras_of(block) or ()) <= declared, (path.name, block.type, set(extras_of(block)) - declared)
+        seen.add(name)
+    assert {"anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse"} <= seen

@@ -45,7 +45,13 @@ from ._eventstream import EventStreamDecoder as FrameParser
 from ._eventstream import Frame
 from ._sse import _NAMES, SSEDecoder, _name
 
-__all__ = ["BaseAdapter", "StreamDecoder", "AWSStreamDecoder", "Block", "debug", "shape_problem", "OPTIONAL", "decode_answer"]
+__all__ = ["BaseAdapter", "StreamDecoder", "AWSStreamDecoder", "Block", "debug", "shape_problem", "OPTIONAL", "decode_answer", "COMMON_EXTRAS"]
+
+# Block extras the shared kits write and read for any protocol: where a block came from
+# (provenance), a call a provider ran itself, a provider's own block kept whole, a block cut
+# off before its end, and deltas of a kind the adapter does not know. Each protocol declares
+# its own beside these (WireProtocol.extras_keys).
+COMMON_EXTRAS = frozenset({"provider_metadata", "server_side", "provider_block_type", "provider_block", "truncated", "provider_deltas"})
 
 _log = logging.getLogger("modelwire.adapters")
 _STOP_REASONS = frozenset(E.StopReason)

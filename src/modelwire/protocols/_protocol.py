@@ -269,6 +269,10 @@ class WireProtocol:
             the provider that produced it.
         replay_keys: the block extras its adapter writes that only an endpoint of the
             family that minted them can check (a thinking signature, encrypted reasoning).
+        extras_keys: every block extra its adapter writes and its formatter reads back,
+            beside the shared kit's (``modelwire.adapters.COMMON_EXTRAS``); its replay keys
+            are among them. A key outside both is a typo (the tests and the conformance
+            suite check both sides).
         presets: providers this protocol brings along (a plugin's own presets).
         sdk_package: the official SDK whose clients ``load_model(client=...)`` accepts.
     """
@@ -282,6 +286,7 @@ class WireProtocol:
     stream_in_body = True
     replay_scope = "provider"
     replay_keys: tuple[str, ...] = ()
+    extras_keys: tuple[str, ...] = ()
     content_type = "text/event-stream"  # what a streamed answer arrives as
     signature: tuple[bytes, ...] = ()  # byte strings only this protocol's bodies hold (to name a mismatch)
     capabilities = Capabilities()

@@ -19,6 +19,9 @@ recording:
 - ``streams_decode``: generated streams (text, tool calls, thinking where the protocol
   has it) decode to grammar-valid events that fold into the blocks that were sent, the
   same whether the body comes whole, event by event or byte by byte;
+- ``extras_are_declared``: the extras on the blocks its generated streams decode to are
+  its declared ``extras_keys`` or the shared kit's (``COMMON_EXTRAS``), and its
+  ``replay_keys`` are among them;
 - ``broken_streams_are_typed``: a body cut short, or garbage, ends with a typed
   :class:`~modelwire.errors.ProviderError` whose closing events keep the stream valid;
 - ``formatter_pairs_calls``: a conversation with a tool round formats, and a tool call
@@ -187,6 +190,22 @@ def streams_decode(protocol: str) -> None:
             raise _fail(protocol, f"fake_stream{blocks!r} folds differently depending on how the body is split")
 
 
+def extras_are_declared(protocol: str) -> None:
+    from .._record import extras_of
+    from ..adapters import COMMON_EXTRAS
+
+    wire = _wire(protocol)
+    declared = COMMON_EXTRAS | set(wire.extras_keys)
+    if not set(wire.replay_keys) <= declared:
+        raise _fail(protocol, f"replay_keys {sorted(set(wire.replay_keys) - declared)} are not among its extras_keys")
+    for blocks in _scripts(protocol):
+        events, _ = _decode(protocol, [wire.fake_stream(*blocks)])
+        for block in _folded(events).content:
+            unknown = set(extras_of(block) or ()) - declared
+            if unknown:
+                raise _fail(protocol, f"its adapter writes {sorted(unknown)} on a {block.type} block, which extras_keys does not declare")
+
+
 def broken_streams_are_typed(protocol: str) -> None:
     from ..errors import ProviderError
     from ..event import check_stream
@@ -322,7 +341,7 @@ def cassettes_replay(protocol: str) -> None:
         raise _fail(protocol, f"a recorded call replayed as {replayed.get_text_content()!r}, not {recorded.get_text_content()!r}")
 
 
-CHECKS: list[Check] = [presets_declare_their_dialects, streams_decode, broken_streams_are_typed, formatter_pairs_calls, options_mapped_or_refused, switches_in, cassettes_replay]
+CHECKS: list[Check] = [presets_declare_their_dialects, streams_decode, extras_are_declared, broken_streams_are_typed, formatter_pairs_calls, options_mapped_or_refused, switches_in, cassettes_replay]
 
 
 def check_names() -> list[str]:

@@ -131,6 +131,7 @@ class AnthropicProtocol(WireProtocol):
     signature = (b"event: message_start", b'"type": "message_start"', b'"type":"message_start"', b'"content_block_delta"')
     replay_scope = "protocol"
     replay_keys = ("signature", "redacted_thinking_data")
+    extras_keys = ("signature", "redacted_thinking_data", "citations", "server_name", "caller")
     capabilities = Capabilities(native_structured_output=False, thinking=True, server_tools=True)
     sdk_package = "anthropic"
 

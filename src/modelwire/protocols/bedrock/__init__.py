@@ -67,6 +67,7 @@ class BedrockConverseProtocol(WireProtocol):
     signature = (b":event-type\x07\x00\x0cmessageStart", b":event-type\x07\x00\x11contentBlockDelta")
     replay_scope = "provider"
     replay_keys = ("signature", "redacted_thinking_data")
+    extras_keys = ("signature", "redacted_thinking_data", "citations", "raw")
     content_type = "application/vnd.amazon.eventstream"
     framing = "aws-eventstream"
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True)

@@ -78,6 +78,7 @@ class GeminiProtocol(WireProtocol):
     signature = (b'"candidates"', b'"usageMetadata"', b'"promptFeedback"')
     replay_scope = "provider"
     replay_keys = ("thought_signature",)
+    extras_keys = ("thought_signature", "server_call_id")
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True)
     whole_tool_calls = True  # a functionCall part holds the whole call (and its thought signature)
 

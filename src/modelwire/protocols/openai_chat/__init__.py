@@ -108,6 +108,7 @@ class OpenAIChatProtocol(WireProtocol):
     signature = (b'"chat.completion.chunk"', b'"object": "chat.completion"', b'"object":"chat.completion"')
     replay_scope = "provider"
     replay_keys = ("reasoning_details",)
+    extras_keys = ("reasoning_details", "reasoning_field", "refusal", "tool_type")
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=False)
     sdk_package = "openai"
 

@@ -27,6 +27,10 @@ class OpenAIResponsesProtocol(WireProtocol):
     signature = (b'"type": "response.', b'"type":"response.', b"event: response.")
     replay_scope = "provider"
     replay_keys = ("encrypted_content", "reasoning_item_raw")
+    extras_keys = (
+        "item_id", "reasoning_item_id", "reasoning_item_raw", "reasoning_part", "encrypted_content", "summary_index", "content_index",
+        "annotations", "refusal", "status", "tool_type",
+    )
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True)
     sdk_package = "openai"
 
