@@ -598,6 +598,25 @@ class Agent:
         calls = self._open_calls(state)
         if not calls:
             return
+        run, ask, external = self._sort_calls(state, calls)
+        if run:
+            running = self._run_tools(rid, run, state.span)
+            try:
+                async for ev in running:
+                    yield self._emit(state, ev)
+            finally:
+                await running.aclose()  # its tasks are cancelled if the reply stops here
+        if ask:
+            yield self._emit(state, E.RequireUserConfirmEvent(reply_id=rid, tool_calls=[copy.deepcopy(c) for c in ask]))
+        if external:
+            yield self._emit(state, E.RequireExternalExecutionEvent(reply_id=rid, tool_calls=[copy.deepcopy(c) for c in external]))
+        if ask or external or any(c.state in ("asking", "submitted") for c in self._open_calls(state)):
+            yield _PARK
+
+    def _sort_calls(self, state: _ReplyState, calls: list[ToolCallBlock]) -> tuple[list[tuple[ToolCallBlock, Tool | None, dict[str, Any] | None, str | None]], list[ToolCallBlock], list[ToolCallBlock]]:
+        """The open calls sorted into those to run now (with a tool and its arguments, or
+        with the answer the model gets instead: ``!`` for an error), those that wait for the
+        user's confirmation, and those the client runs."""
         run: list[tuple[ToolCallBlock, Tool | None, dict[str, Any] | None, str | None]] = []
         ask: list[ToolCallBlock] = []
         external: list[ToolCallBlock] = []
@@ -630,19 +649,7 @@ class Agent:
                 external.append(call)
             else:
                 run.append((call, tool, args, None))
-        if run:
-            running = self._run_tools(rid, run, state.span)
-            try:
-                async for ev in running:
-                    yield self._emit(state, ev)
-            finally:
-                await running.aclose()  # its tasks are cancelled if the reply stops here
-        if ask:
-            yield self._emit(state, E.RequireUserConfirmEvent(reply_id=rid, tool_calls=[copy.deepcopy(c) for c in ask]))
-        if external:
-            yield self._emit(state, E.RequireExternalExecutionEvent(reply_id=rid, tool_calls=[copy.deepcopy(c) for c in external]))
-        if ask or external or any(c.state in ("asking", "submitted") for c in self._open_calls(state)):
-            yield _PARK
+        return run, ask, external
 
     def _result_events(self, rid: str, call: ToolCallBlock, text: str, result_state: ToolResultStateValue) -> list[E.AgentEvent]:
         events: list[E.AgentEvent] = [E.ToolResultStartEvent(reply_id=rid, tool_call_id=call.id, tool_call_name=call.name)]

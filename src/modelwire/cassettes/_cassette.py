@@ -288,6 +288,11 @@ def _interaction_problem(item: Any) -> str | None:
         headers = record.get("headers", {})
         if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
             return f"has {side} headers that are not an object of strings"
+    return _body_problem(response)
+
+
+def _body_problem(response: dict[str, Any]) -> str | None:
+    """What is wrong with a recorded response's body and its pieces, or None."""
     if "body_base64" in response:
         try:
             base64.b64decode(response["body_base64"], validate=True)
@@ -296,16 +301,18 @@ def _interaction_problem(item: Any) -> str | None:
     elif not isinstance(response.get("body", ""), str):
         return "has a response body that is not a string"
     chunks = response.get("chunks")
-    if chunks is not None and not (
-        isinstance(chunks, list)
-        and all(
-            isinstance(c, list) and len(c) == 2 and isinstance(c[0], (int, float)) and not isinstance(c[0], bool) and c[0] >= 0
-            and isinstance(c[1], int) and not isinstance(c[1], bool) and c[1] >= 0
-            for c in chunks
-        )
-    ):
+    if chunks is not None and not (isinstance(chunks, list) and all(_is_piece(c) for c in chunks)):
         return "has `chunks` that are not [seconds, length] pairs"
     return None
+
+
+def _is_piece(chunk: Any) -> bool:
+    """One recorded piece: ``[seconds since the first, length]``."""
+    return (
+        isinstance(chunk, list) and len(chunk) == 2
+        and isinstance(chunk[0], (int, float)) and not isinstance(chunk[0], bool) and chunk[0] >= 0
+        and isinstance(chunk[1], int) and not isinstance(chunk[1], bool) and chunk[1] >= 0
+    )
 
 
 def read_text(path: Path, kind: str) -> str:

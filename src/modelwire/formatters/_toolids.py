@@ -166,22 +166,27 @@ def conform(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: A
                 out = list(messages)
             out[n] = msg.replace(content=content)
     if names is not None and tools:
-        from ._common import ToolSpec
-
-        renamed = []
-        for tool in tools:
-            try:
-                spec = ToolSpec.coerce(tool)
-            except Exception:  # a provider's own tool given as itself ({"googleSearch": {}}): as it is
-                renamed.append(tool)
-                continue
-            sent = wire_name(spec.name, names)
-            renamed.append(spec if sent == spec.name else ToolSpec(sent, spec.description, spec.parameters, spec.strict))
-        tools = renamed
-        if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required", "any"):
-            tool_choice = wire_name(tool_choice, names)
-        elif isinstance(tool_choice, dict):
-            named = tool_choice.get("name") or (tool_choice.get("function") or {}).get("name")
-            if isinstance(named, str):
-                tool_choice = wire_name(named, names)
+        tools, tool_choice = _renamed(tools, tool_choice, names)
     return (out if out is not None else messages), tools, tool_choice
+
+
+def _renamed(tools: Sequence[Any], tool_choice: Any, names: IdRules) -> tuple[list[Any], Any]:
+    """The tools, and a tool choice naming one, with each name the target refuses rewritten."""
+    from ._common import ToolSpec
+
+    renamed = []
+    for tool in tools:
+        try:
+            spec = ToolSpec.coerce(tool)
+        except Exception:  # a provider's own tool given as itself ({"googleSearch": {}}): as it is
+            renamed.append(tool)
+            continue
+        sent = wire_name(spec.name, names)
+        renamed.append(spec if sent == spec.name else ToolSpec(sent, spec.description, spec.parameters, spec.strict))
+    if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required", "any"):
+        tool_choice = wire_name(tool_choice, names)
+    elif isinstance(tool_choice, dict):
+        named = tool_choice.get("name") or (tool_choice.get("function") or {}).get("name")
+        if isinstance(named, str):
+            tool_choice = wire_name(named, names)
+    return renamed, tool_choice

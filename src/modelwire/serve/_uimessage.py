@@ -149,30 +149,12 @@ class UIMessageEncoder(Encoder):
             out.append(sse({"type": _kind(ev.type) + "-delta", "id": ev.block_id, "delta": ev.delta}))
         elif ev.type == "TEXT_BLOCK_END":
             out.append(sse({"type": "text-end", "id": ev.block_id}))
-        elif ev.type == "THINKING_BLOCK_END":
-            end: JSON = {"type": "reasoning-end", "id": ev.block_id}
-            block = next(b for b in self.reply.content if b.id == ev.block_id)
-            if extras_of(block):
-                # What replays the thinking (a signature, its provenance): useChat keeps it on
-                # the reasoning part and posts it back with the conversation.
-                end["providerMetadata"] = {"modelwire": dict(extras_of(block))}
-            out.append(sse(end))
-        elif ev.type == "DATA_BLOCK_END":
-            block = next(b for b in self.reply.content if isinstance(b, DataBlock) and b.id == ev.block_id)
-            out.append(sse({"type": "file", "url": _url(block), "mediaType": block.source.media_type}))
         elif ev.type == "TOOL_CALL_START":
             out.append(sse({"type": "tool-input-start", "toolCallId": ev.tool_call_id, "toolName": ev.tool_call_name}))
         elif ev.type == "TOOL_CALL_DELTA":
             out.append(sse({"type": "tool-input-delta", "toolCallId": ev.tool_call_id, "inputTextDelta": ev.delta}))
-        elif ev.type == "TOOL_CALL_END":
-            call = next(b for b in self.reply.content if b.type == "tool_call" and b.id == ev.tool_call_id)
-            try:
-                out.append(sse({"type": "tool-input-available", "toolCallId": call.id, "toolName": call.name, "input": json.loads(call.input or "{}")}))
-            except ValueError as exc:
-                out.append(sse({"type": "tool-input-error", "toolCallId": call.id, "toolName": call.name, "input": call.input, "errorText": f"the arguments are not JSON: {exc}"}))
-        elif ev.type == "TOOL_RESULT_END":
-            result = next(b for b in self.reply.content if b.type == "tool_result" and b.id == ev.tool_call_id)
-            out.append(sse(_output(result)))
+        elif ev.type in _FOLDED_ENDS:
+            out.append(sse(self._folded_end(ev)))
         elif ev.type == "REQUIRE_USER_CONFIRM":
             out += [sse({"type": "tool-approval-request", "approvalId": c.id, "toolCallId": c.id}) for c in ev.tool_calls]
         elif ev.type == "REPLY_END":
@@ -182,6 +164,29 @@ class UIMessageEncoder(Encoder):
         elif ev.type == "CUSTOM":
             out.append(sse({"type": f"data-{ev.name}", "data": ev.value}))
         return out
+
+    def _folded_end(self, ev: Any) -> JSON:
+        """The part for the end of a block, read from the folded reply: the reasoning with
+        what replays it, a file, a tool call's whole input, a tool's output."""
+        if ev.type == "THINKING_BLOCK_END":
+            end: JSON = {"type": "reasoning-end", "id": ev.block_id}
+            block = next(b for b in self.reply.content if b.id == ev.block_id)
+            if extras_of(block):
+                # What replays the thinking (a signature, its provenance): useChat keeps it on
+                # the reasoning part and posts it back with the conversation.
+                end["providerMetadata"] = {"modelwire": dict(extras_of(block))}
+            return end
+        if ev.type == "DATA_BLOCK_END":
+            data = next(b for b in self.reply.content if isinstance(b, DataBlock) and b.id == ev.block_id)
+            return {"type": "file", "url": _url(data), "mediaType": data.source.media_type}
+        if ev.type == "TOOL_CALL_END":
+            call = next(b for b in self.reply.content if b.type == "tool_call" and b.id == ev.tool_call_id)
+            try:
+                return {"type": "tool-input-available", "toolCallId": call.id, "toolName": call.name, "input": json.loads(call.input or "{}")}
+            except ValueError as exc:
+                return {"type": "tool-input-error", "toolCallId": call.id, "toolName": call.name, "input": call.input, "errorText": f"the arguments are not JSON: {exc}"}
+        result = next(b for b in self.reply.content if b.type == "tool_result" and b.id == ev.tool_call_id)
+        return _output(result)
 
     def _metadata(self, finished_reason: str) -> JSON:
         # The UI message is the whole reply (a resumed stream continues it): its usage and cost.
@@ -204,6 +209,9 @@ class UIMessageEncoder(Encoder):
 
     def done(self) -> list[bytes]:
         return [sse("[DONE]")]
+
+
+_FOLDED_ENDS = frozenset({"THINKING_BLOCK_END", "DATA_BLOCK_END", "TOOL_CALL_END", "TOOL_RESULT_END"})  # parts made from the folded block
 
 
 def _kind(event_type: str) -> str:

@@ -138,14 +138,7 @@ class GeminiFormatter:
         payload: dict[str, Any] = {"contents": contents}
         if system:
             payload["systemInstruction"] = {"parts": system}
-        if specs or server_tools:
-            payload["tools"] = ([{"functionDeclarations": [_declaration(s) for s in specs]}] if specs else []) + list(server_tools)
-        mode, name = tool_choice_name(tool_choice, specs)
-        if mode is not None:
-            config: dict[str, Any] = {"mode": {"auto": "AUTO", "none": "NONE"}.get(mode, "ANY")}
-            if mode == "tool":
-                config["allowedFunctionNames"] = [name]
-            payload["toolConfig"] = {"functionCallingConfig": config}
+        _tools(payload, specs, server_tools, tool_choice)
         return payload
 
     # -- parts ------------------------------------------------------------------------------
@@ -165,19 +158,7 @@ class GeminiFormatter:
             native = replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
             signature = extra(block, "thought_signature") if native else None
             if btype in ("text", "thinking"):
-                text = block.text if btype == "text" else block.thinking
-                if btype == "thinking" and not native:
-                    if self.thinking_as_text and text:
-                        parts.append({"text": f"<thinking>\n{text}\n</thinking>"})
-                    continue
-                if not text and not signature:
-                    continue
-                part: dict[str, Any] = {"text": text}
-                if btype == "thinking":
-                    part["thought"] = True
-                if signature:
-                    part["thoughtSignature"] = signature
-                parts.append(part)
+                self._text_part(block, native, signature, parts)
             elif btype == "tool_call":
                 if extra(block, "server_side", False):
                     raw = extra(block, "provider_block") if native else None
@@ -185,18 +166,8 @@ class GeminiFormatter:
                         parts.append(raw)
                     continue
                 calls[block.id] = block
-                if signature is None and native and block.id.startswith(GEMINI_TS):
-                    signature = block.id[len(GEMINI_TS) :]  # AgentScope's way of keeping it
-                call: dict[str, Any] = {"name": block.name, "args": parse_arguments(block)}
-                if native and extra(block, "server_call_id"):
-                    call["id"] = block.id
-                part = {"functionCall": call}
-                if signature:
-                    part["thoughtSignature"] = signature
-                elif first_call and not native:
-                    part["thoughtSignature"] = PLACEHOLDER_SIGNATURE
+                parts.append(_call_part(block, native, signature, first_call))
                 first_call = False
-                parts.append(part)
             elif btype == "tool_result":  # a server tool's result, kept whole by the adapter
                 raw = block.metadata.get("provider_block") if native else None
                 if isinstance(raw, dict):
@@ -211,6 +182,24 @@ class GeminiFormatter:
             else:
                 raise FormatError(seg.index_of(block), f"a {btype!r} block cannot be sent in a model turn", PROTOCOL)
         return parts
+
+    def _text_part(self, block: Any, native: bool, signature: str | None, parts: list[dict[str, Any]]) -> None:
+        """A text or thinking block as its part (thinking another provider made: as text
+        when ``thinking_as_text``, else left out)."""
+        thinking = block.type == "thinking"
+        text = block.thinking if thinking else block.text
+        if thinking and not native:
+            if self.thinking_as_text and text:
+                parts.append({"text": f"<thinking>\n{text}\n</thinking>"})
+            return
+        if not text and not signature:
+            return
+        part: dict[str, Any] = {"text": text}
+        if thinking:
+            part["thought"] = True
+        if signature:
+            part["thoughtSignature"] = signature
+        parts.append(part)
 
     def _results(self, seg: Any, calls: dict[str, Any]) -> list[dict[str, Any]]:
         responses: list[dict[str, Any]] = []
@@ -264,3 +253,31 @@ def format_gemini(messages: Sequence[Msg], tools: Sequence[Any] | None = None, t
 def _after_results(part: dict[str, Any]) -> bool:
     """Sorts a user turn's function responses first (the rest keeps its order)."""
     return "functionResponse" not in part
+
+
+def _call_part(block: Any, native: bool, signature: str | None, first_call: bool) -> dict[str, Any]:
+    """A client tool call as its ``functionCall`` part, with the signature that goes with it
+    (the first call of a turn another provider made carries the placeholder Gemini takes)."""
+    if signature is None and native and block.id.startswith(GEMINI_TS):
+        signature = block.id[len(GEMINI_TS) :]  # AgentScope's way of keeping it
+    call: dict[str, Any] = {"name": block.name, "args": parse_arguments(block)}
+    if native and extra(block, "server_call_id"):
+        call["id"] = block.id
+    part: dict[str, Any] = {"functionCall": call}
+    if signature:
+        part["thoughtSignature"] = signature
+    elif first_call and not native:
+        part["thoughtSignature"] = PLACEHOLDER_SIGNATURE
+    return part
+
+
+def _tools(payload: dict[str, Any], specs: list[Any], server_tools: list[Any], tool_choice: Any) -> None:
+    """The request's tools (declared functions and the provider's own) and tool choice."""
+    if specs or server_tools:
+        payload["tools"] = ([{"functionDeclarations": [_declaration(s) for s in specs]}] if specs else []) + list(server_tools)
+    mode, name = tool_choice_name(tool_choice, specs)
+    if mode is not None:
+        config: dict[str, Any] = {"mode": {"auto": "AUTO", "none": "NONE"}.get(mode, "ANY")}
+        if mode == "tool":
+            config["allowedFunctionNames"] = [name]
+        payload["toolConfig"] = {"functionCallingConfig": config}

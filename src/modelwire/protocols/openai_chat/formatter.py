@@ -176,16 +176,7 @@ class OpenAIChatFormatter:
                 if block.text:
                     (refusals if extra(block, "refusal", False) else texts).append(block.text)
             elif btype == "thinking":
-                native = replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
-                if self.reasoning_field and (native or origin(block) is None):
-                    # Reasoning this provider made, or plain reasoning nobody claims
-                    # (AgentScope writes no origin): the dialect wants it back.
-                    if block.thinking:
-                        reasoning.append(block.thinking)
-                    if native:
-                        details += extra(block, "reasoning_details") or []
-                elif self.thinking_as_text and block.thinking:
-                    texts.append(f"<think>\n{block.thinking}\n</think>")
+                self._thinking(block, texts, reasoning, details)
             elif btype == "tool_call":
                 if extra(block, "server_side", False):
                     continue  # run by another provider; its text answer carries what it found
@@ -208,6 +199,19 @@ class OpenAIChatFormatter:
         if calls:
             msg["tool_calls"] = calls
         return msg
+
+    def _thinking(self, block: Any, texts: list[str], reasoning: list[str], details: list[Any]) -> None:
+        """A thinking block of the assistant turn: sent back as reasoning where the dialect
+        takes it (this provider's, or plain reasoning nobody claims: AgentScope writes no
+        origin), as text when ``thinking_as_text``, else left out."""
+        native = replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
+        if self.reasoning_field and (native or origin(block) is None):
+            if block.thinking:
+                reasoning.append(block.thinking)
+            if native:
+                details += extra(block, "reasoning_details") or []
+        elif self.thinking_as_text and block.thinking:
+            texts.append(f"<think>\n{block.thinking}\n</think>")
 
     def _results(self, seg: Any) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -112,15 +112,7 @@ class OpenAIResponsesProtocol(WireProtocol):
         elif caps.thinking == () and (o.thinking or o.reasoning_effort is not None or o.thinking_display is not None):
             raise refuse("thinking" if o.thinking else "reasoning_effort" if o.reasoning_effort else "thinking_display", preset, "the model does not reason", model=model)
         elif o.thinking or o.reasoning_effort is not None or o.reasoning_summary is not None or o.thinking_display is not None:
-            reasoning: dict[str, Any] = {}
-            if o.reasoning_effort is not None or o.thinking:
-                reasoning["effort"] = check_effort(o.reasoning_effort, caps, preset, model) if o.reasoning_effort else "medium"
-            if o.thinking_display == "omitted":
-                if o.reasoning_summary is not None:
-                    raise refuse("reasoning_summary", preset, "thinking_display='omitted' asks for no summary", model=model)
-            elif o.reasoning_summary is not None or o.thinking or o.thinking_display == "summarized":
-                # thinking=True asks to see it: the summary is what the API shows.
-                reasoning["summary"] = o.reasoning_summary or "auto"
+            reasoning = _reasoning(o, preset, model, caps)
             if reasoning:
                 p["reasoning"] = reasoning
         if o.stateless:
@@ -207,6 +199,21 @@ class OpenAIResponsesProtocol(WireProtocol):
             output.append(item)
         add({"type": "response.completed", "response": dict(base, status="completed", output=output, usage={"input_tokens": usage[0], "output_tokens": usage[1], "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}})})
         return encode_sse(ev)
+
+
+def _reasoning(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities) -> dict[str, Any]:
+    """The ``reasoning`` object of a request that asks for reasoning: its effort, and the
+    summary shown of it."""
+    reasoning: dict[str, Any] = {}
+    if o.reasoning_effort is not None or o.thinking:
+        reasoning["effort"] = check_effort(o.reasoning_effort, caps, preset, model) if o.reasoning_effort else "medium"
+    if o.thinking_display == "omitted":
+        if o.reasoning_summary is not None:
+            raise refuse("reasoning_summary", preset, "thinking_display='omitted' asks for no summary", model=model)
+    elif o.reasoning_summary is not None or o.thinking or o.thinking_display == "summarized":
+        # thinking=True asks to see it: the summary is what the API shows.
+        reasoning["summary"] = o.reasoning_summary or "auto"
+    return reasoning
 
 
 PROTOCOL = OpenAIResponsesProtocol()
