@@ -18,7 +18,7 @@ import json
 
 from modelwire.adapters import BaseAdapter
 from modelwire.errors import StreamProtocolError, UnsupportedOptionError
-from modelwire.formatters import parse_arguments, result_blocks, segments, tool_specs
+from modelwire.formatters import Formatter, parse_arguments, result_blocks, segments, tool_specs
 from modelwire.protocols import Capabilities, Preset, WireProtocol
 
 NAME = "ndtoy"
@@ -51,7 +51,7 @@ class ToyAdapter(BaseAdapter):
             raise StreamProtocolError(f"an ndtoy line of kind {kind!r}", body=data)
 
 
-class ToyFormatter:
+class ToyFormatter(Formatter):
     protocol = NAME
 
     def __init__(self, provider=None):

@@ -25,7 +25,7 @@ PLUGIN = '''
 import json
 
 from modelwire.adapters import BaseAdapter, encode_sse
-from modelwire.formatters import parse_arguments, result_blocks, segments, tool_specs
+from modelwire.formatters import Formatter, parse_arguments, result_blocks, segments, tool_specs
 from modelwire.protocols import Capabilities, Preset, WireProtocol
 
 
@@ -48,7 +48,7 @@ class TinyAdapter(BaseAdapter):
             self._finish()
 
 
-class TinyFormatter:
+class TinyFormatter(Formatter):
     protocol = "tiny"
 
     def __init__(self, provider=None):

@@ -475,3 +475,18 @@ def test_recorded_streams_carry_only_declared_extras():
             assert set(extras_of(block) or ()) <= declared, (path.name, block.type, set(extras_of(block)) - declared)
         seen.add(name)
     assert {"anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse"} <= seen
+
+
+def test_every_formatter_is_a_formatter_and_another_class_is_refused():
+    from modelwire.formatters import Formatter
+    from modelwire.protocols import WireProtocol
+
+    for name in protocol_names():
+        assert issubclass(get_protocol(name).formatter_class(), Formatter)
+
+    class Wrong(WireProtocol):
+        name = "wrong"
+        formatter = "json:JSONEncoder"
+
+    with pytest.raises(TypeError, match="the wrong protocol's formatter 'json:JSONEncoder' is not a modelwire.formatters.Formatter subclass"):
+        Wrong().formatter_class()

@@ -14,8 +14,7 @@ which provider-specific blocks may be replayed where.
 
 from __future__ import annotations
 
-from typing import Any
-
+from ._base import Formatter
 from ._common import (
     FormatError,
     ServerTool,
@@ -44,6 +43,7 @@ from ._common import (
 )
 
 __all__ = [
+    "Formatter",
     "ToolSpec",
     "ServerTool",
     "split_server_tools",
@@ -72,7 +72,7 @@ __all__ = [
 ]
 
 
-def get_formatter(protocol: str) -> Any:
+def get_formatter(protocol: str) -> type[Formatter]:
     """The formatter class of a wire protocol (see :mod:`modelwire.protocols`)."""
     from ..protocols import get_protocol
 

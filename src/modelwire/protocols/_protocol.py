@@ -10,10 +10,13 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError, ProviderError, UnsupportedOptionError, error_from_body
 from ._caps import EFFORT_LEVELS, ModelCapabilities
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..formatters import Formatter
 
 __all__ = ["Preset", "Capabilities", "ModelCapabilities", "ModelOptions", "WireProtocol", "deep_merge", "DEFAULT_MAX_TOKENS"]
 
@@ -301,14 +304,19 @@ class WireProtocol:
     def adapter_class(self) -> type:
         return _load(self.adapter)
 
-    def formatter_class(self) -> type:
-        return _load(self.formatter)
+    def formatter_class(self) -> type[Formatter]:
+        from ..formatters import Formatter
+
+        cls = _load(self.formatter)
+        if not (isinstance(cls, type) and issubclass(cls, Formatter)):
+            raise TypeError(f"the {self.name} protocol's formatter {self.formatter!r} is not a modelwire.formatters.Formatter subclass")
+        return cls
 
     def formatter_options(self, preset: Preset, model: str = "") -> dict[str, Any]:
         """Formatter options a preset's dialect (or the model) implies, beyond ``provider``."""
         return {}
 
-    def new_formatter(self, preset: Preset, model: str = "", **options: Any) -> Any:
+    def new_formatter(self, preset: Preset, model: str = "", **options: Any) -> Formatter:
         return self.formatter_class()(provider=preset.name, **{**self.formatter_options(preset, model), **options})
 
     def new_adapter(self, reply_id: str, preset: Preset | None = None, **options: Any) -> Any:

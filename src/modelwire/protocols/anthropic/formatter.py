@@ -34,6 +34,7 @@ from ..._record import extras_of
 from ...errors import FormatError
 from ...message import Msg
 from ...formatters import (
+    Formatter,
     guarded,
     merge_turn,
     is_raw_provider_block,
@@ -70,7 +71,7 @@ TOOL_IDS = IdRules(allowed="A-Za-z0-9_-", max_len=256)
 TOOL_NAMES = IdRules(allowed="A-Za-z0-9_-", max_len=64)
 
 
-class AnthropicFormatter:
+class AnthropicFormatter(Formatter):
     tool_id_rules: IdRules | None = TOOL_IDS
     tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL

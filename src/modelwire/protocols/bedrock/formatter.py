@@ -28,6 +28,7 @@ from typing import Any, Sequence
 
 from ...errors import FormatError
 from ...formatters import (
+    Formatter,
     guarded,
     merge_turn,
     ToolSpec,
@@ -69,7 +70,7 @@ TOOL_IDS = IdRules(allowed="A-Za-z0-9_.:-", max_len=64)
 TOOL_NAMES = IdRules(allowed="A-Za-z0-9_-", max_len=64)
 
 
-class BedrockConverseFormatter:
+class BedrockConverseFormatter(Formatter):
     tool_id_rules: IdRules | None = TOOL_IDS
     tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL

@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 from ...errors import FormatError
 from ...formatters import (
+    Formatter,
     guarded,
     merge_turn,
     ToolSpec,
@@ -83,7 +84,7 @@ PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator"
 TOOL_NAMES = IdRules(allowed="A-Za-z0-9_.:-", max_len=128, first="A-Za-z_")
 
 
-class GeminiFormatter:
+class GeminiFormatter(Formatter):
     tool_id_rules: IdRules | None = None
     tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL

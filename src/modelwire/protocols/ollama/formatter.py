@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 from ...errors import FormatError
 from ...formatters import (
+    Formatter,
     ToolSpec,
     data_parts,
     extra,
@@ -43,7 +44,7 @@ PROTOCOL = _WIRE.name
 SCOPE = _WIRE.replay_scope
 
 
-class OllamaFormatter:
+class OllamaFormatter(Formatter):
     protocol = PROTOCOL
     endpoint: str | None = None
     tool_id_rules: IdRules | None = None  # ids are not sent

@@ -30,6 +30,7 @@ from typing import Any, Sequence
 from ...errors import FormatError
 from ...message import Msg
 from ...formatters import (
+    Formatter,
     guarded,
     extra,
     is_raw_provider_block,
@@ -63,7 +64,7 @@ MISTRAL_IDS = IdRules(allowed="A-Za-z0-9", exact=9)
 TOOL_NAMES = IdRules(allowed="A-Za-z0-9_-", max_len=64)
 
 
-class OpenAIChatFormatter:
+class OpenAIChatFormatter(Formatter):
     protocol = PROTOCOL
     endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
     tool_id_rules: IdRules | None = TOOL_IDS

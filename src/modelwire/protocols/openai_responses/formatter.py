@@ -28,6 +28,7 @@ from typing import Any, Sequence
 from ...errors import FormatError
 from ...message import Msg
 from ...formatters import (
+    Formatter,
     guarded,
     extra,
     is_raw_provider_block,
@@ -55,7 +56,7 @@ PROTOCOL = _WIRE.name
 SCOPE = _WIRE.replay_scope
 
 
-class OpenAIResponsesFormatter:
+class OpenAIResponsesFormatter(Formatter):
     protocol = PROTOCOL
     endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
     tool_id_rules: IdRules | None = TOOL_IDS
