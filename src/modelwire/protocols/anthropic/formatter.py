@@ -137,15 +137,7 @@ class AnthropicFormatter(Formatter):
         if system:
             payload["system"] = system
         payload["messages"] = turns
-        mcp = [t for t in server if t.kind == "mcp" and t.raw is None]
-        server = [t for t in server if t not in mcp]
-        if specs or server or mcp:
-            payload["tools"] = [_tool(s) for s in specs] + [server_tool(t) for t in server] + [mcp_toolset(t) for t in mcp]
-        if mcp:
-            payload["mcp_servers"] = [mcp_server(t) for t in mcp]
-        mode, name = tool_choice_name(tool_choice, specs)
-        if mode is not None:
-            payload["tool_choice"] = {"type": "any"} if mode == "required" else ({"type": "tool", "name": name} if mode == "tool" else {"type": mode})
+        _tools(payload, specs, server, tool_choice)
         self._cache(payload)
         return payload
 
@@ -400,3 +392,17 @@ def format_anthropic(messages: Sequence[Msg], tools: Sequence[Any] | None = None
 def _after_results(part: dict[str, Any]) -> bool:
     """Sorts a user turn's tool results first (the rest keeps its order)."""
     return part.get("type") != "tool_result"
+
+
+def _tools(payload: dict[str, Any], specs: list[Any], server: list[Any], tool_choice: Any) -> None:
+    """The request's tools (declared ones, the provider's own, MCP toolsets and their
+    servers) and tool choice."""
+    mcp = [t for t in server if t.kind == "mcp" and t.raw is None]
+    server = [t for t in server if t not in mcp]
+    if specs or server or mcp:
+        payload["tools"] = [_tool(s) for s in specs] + [server_tool(t) for t in server] + [mcp_toolset(t) for t in mcp]
+    if mcp:
+        payload["mcp_servers"] = [mcp_server(t) for t in mcp]
+    mode, name = tool_choice_name(tool_choice, specs)
+    if mode is not None:
+        payload["tool_choice"] = {"type": "any"} if mode == "required" else ({"type": "tool", "name": name} if mode == "tool" else {"type": mode})

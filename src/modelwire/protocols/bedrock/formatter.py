@@ -135,17 +135,22 @@ class BedrockConverseFormatter(Formatter):
                 system.append({"cachePoint": {"type": "default"}})
             payload["system"] = system
         if specs or raw:
-            tool_list: list[dict[str, Any]] = [{"toolSpec": _tool(s)} for s in specs] + raw
-            if self.cache_tools:
-                tool_list.append({"cachePoint": {"type": "default"}})
-            config: dict[str, Any] = {"tools": tool_list}
-            mode, name = tool_choice_name(tool_choice, specs)
-            if mode == "none":
-                raise FormatError(None, "Converse has no tool_choice 'none'; leave the tools out instead", PROTOCOL)
-            if mode is not None:
-                config["toolChoice"] = {"auto": {}} if mode == "auto" else ({"any": {}} if mode == "required" else {"tool": {"name": name}})
-            payload["toolConfig"] = config
+            payload["toolConfig"] = self._tool_config(specs, raw, tool_choice)
         return payload
+
+    def _tool_config(self, specs: list[Any], raw: list[dict[str, Any]], tool_choice: Any) -> dict[str, Any]:
+        """``toolConfig``: the tools (a cache point after them with ``cache_tools``) and the
+        tool choice, which Converse cannot make ``none``."""
+        tool_list: list[dict[str, Any]] = [{"toolSpec": _tool(s)} for s in specs] + raw
+        if self.cache_tools:
+            tool_list.append({"cachePoint": {"type": "default"}})
+        config: dict[str, Any] = {"tools": tool_list}
+        mode, name = tool_choice_name(tool_choice, specs)
+        if mode == "none":
+            raise FormatError(None, "Converse has no tool_choice 'none'; leave the tools out instead", PROTOCOL)
+        if mode is not None:
+            config["toolChoice"] = {"auto": {}} if mode == "auto" else ({"any": {}} if mode == "required" else {"tool": {"name": name}})
+        return config
 
     # -- blocks -----------------------------------------------------------------------------
 

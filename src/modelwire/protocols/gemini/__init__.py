@@ -155,35 +155,7 @@ class GeminiProtocol(WireProtocol):
         if o.max_tokens is not None:
             config["maxOutputTokens"] = o.max_tokens
         sampling(config, o, top_p="topP", stop="stopSequences")
-        thinking: dict[str, Any] = {}
-        modes = caps.thinking
-        if o.thinking is False:
-            if o.thinking_budget:
-                raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
-            if caps.thinking_off is False:
-                raise refuse("thinking", preset, "the model always thinks; set reasoning_effort to the lowest level it takes", model=model)
-            if o.thinking_display is not None or o.reasoning_effort is not None:
-                raise refuse("thinking_display" if o.thinking_display else "reasoning_effort", preset, "thinking=False turns thinking off", model=model)
-            thinking["thinkingBudget"] = 0  # Gemini 2.5 Flash: off; models that must think refuse it
-        else:
-            asked = [name for name in ("thinking", "thinking_budget", "reasoning_effort", "thinking_display") if getattr(o, name) not in (None, False)]
-            if modes == () and asked:
-                raise refuse(asked[0], preset, "the model does not think", model=model)
-            if o.thinking or o.thinking_budget is not None or o.thinking_display is not None:
-                # Thought summaries arrive only when asked for (includeThoughts).
-                thinking["includeThoughts"] = o.thinking_display != "omitted"
-            if o.thinking_budget is not None:
-                if modes is not None and "budget" not in modes:
-                    raise refuse("thinking_budget", preset, "the model takes a thinking level; use reasoning_effort", model=model)
-                thinking["thinkingBudget"] = o.thinking_budget
-        if o.reasoning_effort is not None:
-            if o.thinking_budget is not None:
-                raise refuse("reasoning_effort", preset, "Gemini takes a thinking level or a budget, not both")
-            level = check_effort(o.reasoning_effort, caps, preset, model)
-            if modes is not None and "effort" not in modes:
-                thinking["thinkingBudget"] = _EFFORT_BUDGETS[level]  # a budget-only model: the level as a budget
-            else:
-                thinking["thinkingLevel"] = level.upper()  # the enum name, as google-genai sends it
+        thinking = _thinking_config(o, preset, model, caps)
         if thinking:
             config["thinkingConfig"] = thinking
         if o.reasoning_summary is not None:
@@ -234,6 +206,41 @@ class GeminiProtocol(WireProtocol):
         if not chunks:
             events.append((None, {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": finish, "index": 0}], "usageMetadata": {"promptTokenCount": usage[0]}}))
         return encode_sse(events)
+
+
+def _thinking_config(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities) -> dict[str, Any]:
+    """``thinkingConfig``: off, a budget or a level (a level as a budget on a model that
+    takes only budgets), and whether thought summaries come back."""
+    thinking: dict[str, Any] = {}
+    modes = caps.thinking
+    if o.thinking is False:
+        if o.thinking_budget:
+            raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
+        if caps.thinking_off is False:
+            raise refuse("thinking", preset, "the model always thinks; set reasoning_effort to the lowest level it takes", model=model)
+        if o.thinking_display is not None or o.reasoning_effort is not None:
+            raise refuse("thinking_display" if o.thinking_display else "reasoning_effort", preset, "thinking=False turns thinking off", model=model)
+        thinking["thinkingBudget"] = 0  # Gemini 2.5 Flash: off; models that must think refuse it
+    else:
+        asked = [name for name in ("thinking", "thinking_budget", "reasoning_effort", "thinking_display") if getattr(o, name) not in (None, False)]
+        if modes == () and asked:
+            raise refuse(asked[0], preset, "the model does not think", model=model)
+        if o.thinking or o.thinking_budget is not None or o.thinking_display is not None:
+            # Thought summaries arrive only when asked for (includeThoughts).
+            thinking["includeThoughts"] = o.thinking_display != "omitted"
+        if o.thinking_budget is not None:
+            if modes is not None and "budget" not in modes:
+                raise refuse("thinking_budget", preset, "the model takes a thinking level; use reasoning_effort", model=model)
+            thinking["thinkingBudget"] = o.thinking_budget
+    if o.reasoning_effort is not None:
+        if o.thinking_budget is not None:
+            raise refuse("reasoning_effort", preset, "Gemini takes a thinking level or a budget, not both")
+        level = check_effort(o.reasoning_effort, caps, preset, model)
+        if modes is not None and "effort" not in modes:
+            thinking["thinkingBudget"] = _EFFORT_BUDGETS[level]  # a budget-only model: the level as a budget
+        else:
+            thinking["thinkingLevel"] = level.upper()  # the enum name, as google-genai sends it
+    return thinking
 
 
 PROTOCOL = GeminiProtocol()

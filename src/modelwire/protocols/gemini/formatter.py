@@ -111,10 +111,7 @@ class GeminiFormatter(Formatter):
 
     @guarded
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
-        declared, tools = split_server_tools(tools)
-        server_tools = [t for t in tools or () if isinstance(t, dict) and len(t) == 1 and next(iter(t)) in SERVER_TOOLS]
-        server_tools += [server_tool(t) for t in declared]
-        specs = tool_specs([t for t in tools or () if not any(t is s for s in server_tools)])
+        specs, server_tools = _split_tools(tools)
         system: list[dict[str, Any]] = []
         contents: list[dict[str, Any]] = []
         calls: dict[str, Any] = {}  # call id -> its block, gathered as the walk meets them (before their results)
@@ -254,6 +251,15 @@ def format_gemini(messages: Sequence[Msg], tools: Sequence[Any] | None = None, t
 def _after_results(part: dict[str, Any]) -> bool:
     """Sorts a user turn's function responses first (the rest keeps its order)."""
     return "functionResponse" not in part
+
+
+def _split_tools(tools: Sequence[Any] | None) -> tuple[list[Any], list[Any]]:
+    """Declared functions, and the provider's own tools (given as ServerTool, or as Gemini's
+    own ``{"googleSearch": {}}``)."""
+    declared, tools = split_server_tools(tools)
+    server_tools = [t for t in tools or () if isinstance(t, dict) and len(t) == 1 and next(iter(t)) in SERVER_TOOLS]
+    server_tools += [server_tool(t) for t in declared]
+    return tool_specs([t for t in tools or () if not any(t is s for s in server_tools)]), server_tools
 
 
 def _call_part(block: Any, native: bool, signature: str | None, first_call: bool) -> dict[str, Any]:

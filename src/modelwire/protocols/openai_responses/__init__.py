@@ -103,18 +103,9 @@ class OpenAIResponsesProtocol(WireProtocol):
             raise refuse("stop", preset, "the Responses API has no stop sequences")
         if o.thinking_budget is not None:
             raise refuse("thinking_budget", preset, "use reasoning_effort")
-        if o.thinking is False:
-            if caps.thinking_off is not True or caps.thinking is None or "effort" not in caps.thinking:
-                raise refuse("thinking", preset, "the model always reasons (or is not known to stop); set reasoning_effort to the lowest it takes", model=model)
-            if o.reasoning_effort is not None or o.thinking_display is not None:
-                raise refuse("reasoning_effort" if o.reasoning_effort else "thinking_display", preset, "thinking=False turns reasoning off", model=model)
-            p["reasoning"] = {"effort": "none"}
-        elif caps.thinking == () and (o.thinking or o.reasoning_effort is not None or o.thinking_display is not None):
-            raise refuse("thinking" if o.thinking else "reasoning_effort" if o.reasoning_effort else "thinking_display", preset, "the model does not reason", model=model)
-        elif o.thinking or o.reasoning_effort is not None or o.reasoning_summary is not None or o.thinking_display is not None:
-            reasoning = _reasoning(o, preset, model, caps)
-            if reasoning:
-                p["reasoning"] = reasoning
+        reasoning = _reasoning(o, preset, model, caps)
+        if reasoning:
+            p["reasoning"] = reasoning
         if o.stateless:
             if o.background or o.chain:
                 raise refuse("background" if o.background else "chain", preset, "a stateless call stores no response to run in the background or continue", model=model)
@@ -202,8 +193,16 @@ class OpenAIResponsesProtocol(WireProtocol):
 
 
 def _reasoning(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities) -> dict[str, Any]:
-    """The ``reasoning`` object of a request that asks for reasoning: its effort, and the
-    summary shown of it."""
+    """The request's ``reasoning`` object (empty: none asked for): off, or its effort and
+    the summary shown of it."""
+    if o.thinking is False:
+        if caps.thinking_off is not True or caps.thinking is None or "effort" not in caps.thinking:
+            raise refuse("thinking", preset, "the model always reasons (or is not known to stop); set reasoning_effort to the lowest it takes", model=model)
+        if o.reasoning_effort is not None or o.thinking_display is not None:
+            raise refuse("reasoning_effort" if o.reasoning_effort else "thinking_display", preset, "thinking=False turns reasoning off", model=model)
+        return {"effort": "none"}
+    if caps.thinking == () and (o.thinking or o.reasoning_effort is not None or o.thinking_display is not None):
+        raise refuse("thinking" if o.thinking else "reasoning_effort" if o.reasoning_effort else "thinking_display", preset, "the model does not reason", model=model)
     reasoning: dict[str, Any] = {}
     if o.reasoning_effort is not None or o.thinking:
         reasoning["effort"] = check_effort(o.reasoning_effort, caps, preset, model) if o.reasoning_effort else "medium"
