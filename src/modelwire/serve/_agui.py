@@ -153,6 +153,9 @@ def _messages(messages: list[Any]) -> list[Msg]:
     return out
 
 
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_input_tokens", "cache_creation_input_tokens", "reasoning_tokens")
+
+
 class AGUIEncoder(Encoder):
     def __init__(self, turn: Turn, session_id: str) -> None:
         super().__init__(turn, session_id)
@@ -176,7 +179,7 @@ class AGUIEncoder(Encoder):
             out.append(sse({"type": "STEP_STARTED", "stepName": "model_call"}))
         elif ev.type == "MODEL_CALL_END":
             # A run reports the calls it made itself (a resumed run not the parked run's).
-            for key in ("input_tokens", "output_tokens", "cache_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"):
+            for key in _USAGE_KEYS:
                 self.usage[key] = self.usage.get(key, 0) + getattr(ev, key)
             out.append(sse({"type": "STEP_FINISHED", "stepName": "model_call"}))
         elif ev.type == "TEXT_BLOCK_START":
@@ -192,14 +195,7 @@ class AGUIEncoder(Encoder):
         elif ev.type == "THINKING_BLOCK_DELTA" and ev.delta:
             out.append(sse({"type": "REASONING_MESSAGE_CONTENT", "messageId": ev.block_id, "delta": ev.delta}))
         elif ev.type == "THINKING_BLOCK_END":
-            out.append(sse({"type": "REASONING_MESSAGE_END", "messageId": ev.block_id}))
-            block = next(b for b in self.reply.content if b.id == ev.block_id)
-            if extras_of(block):
-                # What replays the thinking (a signature, an encrypted item, its provenance),
-                # opaque to the client, which sends it back on the reasoning message.
-                value = json.dumps(extras_of(block), ensure_ascii=False, separators=(",", ":"))
-                out.append(sse({"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": ev.block_id, "encryptedValue": value}))
-            out.append(sse({"type": "REASONING_END", "messageId": ev.block_id}))
+            out += self._reasoning_end(ev.block_id)
         elif ev.type == "DATA_BLOCK_END":
             block = next(b for b in self.reply.content if b.id == ev.block_id)
             out.append(sse({"type": "CUSTOM", "name": "modelwire.data", "value": block.to_dict()}))
@@ -221,6 +217,18 @@ class AGUIEncoder(Encoder):
             out.append(self._end(ev))
         elif ev.type == "CUSTOM":
             out.append(sse({"type": "CUSTOM", "name": ev.name, "value": ev.value}))
+        return out
+
+    def _reasoning_end(self, block_id: str) -> list[bytes]:
+        """The end of a reasoning message, with what replays the thinking (a signature, an
+        encrypted item, its provenance), opaque to the client, which sends it back on the
+        reasoning message."""
+        out = [sse({"type": "REASONING_MESSAGE_END", "messageId": block_id})]
+        block = next(b for b in self.reply.content if b.id == block_id)
+        if extras_of(block):
+            value = json.dumps(extras_of(block), ensure_ascii=False, separators=(",", ":"))
+            out.append(sse({"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": block_id, "encryptedValue": value}))
+        out.append(sse({"type": "REASONING_END", "messageId": block_id}))
         return out
 
     def _result(self, call_id: str) -> bytes:
