@@ -84,6 +84,21 @@ def test_resolving_a_model_string_loads_only_the_protocol_it_uses():
     assert run("vertex-anthropic:claude-sonnet-4-5@20250929", "google:gemini-2.5-flash") == ["_caps", "_protocol", "anthropic", "gemini"]
 
 
+def test_a_protocol_entry_point_under_another_name_is_a_clear_error(monkeypatch):
+    from modelwire import protocols
+
+    class Entry:
+        name, group, value = "anthropc", "modelwire.protocols", "modelwire.protocols.anthropic:PROTOCOL"
+
+        def load(self):
+            return get_protocol("anthropic")
+
+    monkeypatch.setattr(protocols, "_loaded", {**protocols._loaded})
+    monkeypatch.setattr(protocols, "_entry_points", {"modelwire.protocols": {"anthropc": Entry()}, "modelwire.presets": {}})
+    with pytest.raises(UnknownProtocolError, match="entry point 'anthropc' gives a protocol named 'anthropic': the two names must be the same"):
+        protocols.get_protocol("anthropc")
+
+
 def test_a_preset_entry_point_naming_the_wrong_protocol_is_a_clear_error(monkeypatch):
     from modelwire import protocols
 

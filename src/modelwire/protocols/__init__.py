@@ -122,7 +122,10 @@ def get_protocol(name: str) -> WireProtocol:
     entry = _own(ENTRY_POINT_GROUP).get(name) or _plugins().get(name)
     if entry is None:
         raise UnknownProtocolError(f"unknown protocol {name!r}; known: {', '.join(protocol_names())}")
-    found = _loaded[name] = _entry_protocol(entry)
+    found = _entry_protocol(entry)
+    if found.name != name:
+        raise UnknownProtocolError(f"the {ENTRY_POINT_GROUP} entry point {name!r} gives a protocol named {found.name!r}: the two names must be the same")
+    _loaded[name] = found
     return found
 
 
