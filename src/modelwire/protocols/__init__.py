@@ -168,7 +168,8 @@ def all_presets() -> dict[str, Preset]:
     for protocol_name in protocol_names():
         protocol = get_protocol(protocol_name)
         for preset in protocol.presets:
-            out[preset.name] = _preset_of(protocol, preset.name) or preset
+            known = _presets.get(preset.name)
+            out[preset.name] = known if known is preset else _preset_of(protocol, preset.name) or preset
     return out
 
 

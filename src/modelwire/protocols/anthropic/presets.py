@@ -1,8 +1,6 @@
 """The providers reached over the Anthropic Messages protocol: Anthropic itself, Claude on the
 clouds, and the Anthropic-compatible endpoints of other providers.
-
-Each preset is also named in the ``modelwire.presets`` entry-point group (in pyproject.toml),
-so resolving ``PROVIDER:MODEL`` loads only the protocol that serves it.
+(Each is also named in the ``modelwire.presets`` entry points, in pyproject.toml.)
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """The providers reached over OpenAI Chat Completions: OpenAI, Azure, and the servers that speak
 its dialects (where reasoning arrives and goes back, the thinking switch, tool-id rules ...).
-
-Each preset is also named in the ``modelwire.presets`` entry-point group (in pyproject.toml),
-so resolving ``PROVIDER:MODEL`` loads only the protocol that serves it.
+(Each is also named in the ``modelwire.presets`` entry points, in pyproject.toml.)
 """
 
 from __future__ import annotations

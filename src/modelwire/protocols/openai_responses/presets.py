@@ -1,7 +1,5 @@
 """The providers reached over the OpenAI Responses API.
-
-Each preset is also named in the ``modelwire.presets`` entry-point group (in pyproject.toml),
-so resolving ``PROVIDER:MODEL`` loads only the protocol that serves it.
+(Each is also named in the ``modelwire.presets`` entry points, in pyproject.toml.)
 """
 
 from __future__ import annotations
