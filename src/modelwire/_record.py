@@ -86,6 +86,39 @@ def _is_tag(annotation: Any, default: Any) -> bool:
 
 
 @dataclass_transform(kw_only_default=True, field_specifiers=(field,))
+def _inherited(bases: tuple[type, ...]) -> tuple[list[str], dict[str, _FieldSpec], set[str], bool]:
+    """What a record class takes from its bases: their fields in order, the fields' specs,
+    the slots already there, and whether any keeps extras."""
+    fields: list[str] = []
+    specs: dict[str, _FieldSpec] = {}
+    base_slots: set[str] = set()
+    base_extra = False
+    for base in reversed(bases):
+        for f in getattr(base, "__record_fields__", ()):
+            if f not in fields:
+                fields.append(f)
+        specs.update(getattr(base, "__record_specs__", {}))
+        base_extra = base_extra or getattr(base, "__record_extra__", False)
+        for klass in base.__mro__:
+            base_slots.update(klass.__dict__.get("__slots__", ()))
+    return fields, specs, base_slots, base_extra
+
+
+def _own_fields(own: list[str], ns: dict[str, Any], tag: Any, fields: list[str], specs: dict[str, _FieldSpec], base_slots: set[str]) -> list[str]:
+    """A record class's own fields added to ``fields`` and ``specs`` (their defaults taken out
+    of the namespace), and the slots the class needs for them."""
+    slots = list(ns.get("__slots__", ()))
+    for n in own:
+        is_tag = n == "type" and tag is not None
+        value = ns["type"] if is_tag else ns.pop(n, MISSING)
+        specs[n] = value if isinstance(value, _FieldSpec) else _FieldSpec(value, None, None)
+        if n not in fields:
+            fields.append(n)
+        if not is_tag and n not in base_slots and n not in slots:
+            slots.append(n)
+    return slots
+
+
 class _RecordMeta(type):
     __record_fields__: tuple[str, ...]
     __record_specs__: dict[str, _FieldSpec]
@@ -95,30 +128,11 @@ class _RecordMeta(type):
     __record_keys__: frozenset[str]
 
     def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any], extra: bool | None = None, **kw: Any) -> Any:
-        fields: list[str] = []
-        specs: dict[str, _FieldSpec] = {}
-        base_slots: set[str] = set()
-        base_extra = False
-        for base in reversed(bases):
-            for f in getattr(base, "__record_fields__", ()):
-                if f not in fields:
-                    fields.append(f)
-            specs.update(getattr(base, "__record_specs__", {}))
-            base_extra = base_extra or getattr(base, "__record_extra__", False)
-            for klass in base.__mro__:
-                base_slots.update(klass.__dict__.get("__slots__", ()))
+        fields, specs, base_slots, base_extra = _inherited(bases)
         annotations = ns.get("__annotations__", {})
         own = [n for n, a in annotations.items() if not _is_classvar(a)]
         tag = ns.get("type") if _is_tag(annotations.get("type"), ns.get("type")) else None
-        slots = list(ns.get("__slots__", ()))
-        for n in own:
-            is_tag = n == "type" and tag is not None
-            value = ns["type"] if is_tag else ns.pop(n, MISSING)
-            specs[n] = value if isinstance(value, _FieldSpec) else _FieldSpec(value, None, None)
-            if n not in fields:
-                fields.append(n)
-            if not is_tag and n not in base_slots and n not in slots:
-                slots.append(n)
+        slots = _own_fields(own, ns, tag, fields, specs, base_slots)
         is_extra = base_extra if extra is None else extra
         if is_extra and "__dict__" not in base_slots and "__dict__" not in slots:
             slots.append("__dict__")
@@ -439,15 +453,26 @@ def _enum_conv(enum: type[Enum]) -> Callable[[Any], Any]:
     return conv
 
 
+def _without_enum_literals(members: list[Any]) -> list[Any]:
+    """``Enum | Literal[its values]`` (how a field says it takes the enum or its plain values,
+    for a type checker) converts as the enum alone: the Literal is left out."""
+    enums = [a for a in members if isinstance(a, type) and issubclass(a, Enum)]
+    if not enums:
+        return members
+    values = [{m.value for m in e} for e in enums]
+    return [a for a in members if not (get_origin(a) is Literal and any(set(get_args(a)) <= v for v in values))]
+
+
+def _or_none(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def optional_conv(v: Any) -> Any:
+        return None if v is None else inner(v)
+
+    return optional_conv
+
+
 def _union_conv(args: tuple[Any, ...]) -> tuple[type | None, Callable[[Any], Any]]:
     optional = type(None) in args
-    rest = [a for a in args if a is not type(None)]
-    # ``Enum | Literal[its values]`` (how a field says it takes the enum or its plain
-    # values, for a type checker) converts as the enum alone.
-    enums = [a for a in rest if isinstance(a, type) and issubclass(a, Enum)]
-    if enums:
-        values = [{m.value for m in e} for e in enums]
-        rest = [a for a in rest if not (get_origin(a) is Literal and any(set(get_args(a)) <= v for v in values))]
+    rest = _without_enum_literals([a for a in args if a is not type(None)])
     records = [a for a in rest if isinstance(a, type) and issubclass(a, Record)]
     others = [a for a in rest if a not in records]
     record_conv: Callable[[Any], Any] | None = None
@@ -459,13 +484,7 @@ def _union_conv(args: tuple[Any, ...]) -> tuple[type | None, Callable[[Any], Any
     if len(rest) == 1:
         fast, inner = (records[0], record_conv) if record_conv is not None else _converter(rest[0])
         assert inner is not None
-        if not optional:
-            return fast, inner
-
-        def optional_conv(v: Any) -> Any:
-            return None if v is None else inner(v)
-
-        return fast, optional_conv
+        return fast, (_or_none(inner) if optional else inner)
     record_kinds = (*records, dict) if records else ()
     expected = " or ".join(_describe(a) for a in rest) + (" or null" if optional else "")
 

@@ -486,6 +486,30 @@ def error_class(provider_type: str | None, status: int | None, message: str = ""
     return UpstreamError
 
 
+def _error_object(body: Any) -> Any:
+    """The object that describes the error: ``body["error"]``, or the body itself (with
+    ``{"error": "some text"}``, as Ollama's native API and several proxies send, read as its
+    message)."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return body["error"]
+    if isinstance(body, dict) and isinstance(body.get("error"), str) and body["error"]:
+        err = {**body, "message": body.get("message") or body["error"]}
+        err.pop("error")
+        return err
+    return body
+
+
+def _status_in(err: dict[str, Any]) -> int | None:
+    """An HTTP status the error object carries (LiteLLM and others send it as a string: "429")."""
+    for key in ("status_code", "status", "code"):
+        value = err.get(key)
+        if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
 def error_from_body(body: Any, protocol: str, status: int | None = None, request_id: str | None = None) -> ProviderError:
     """Build the typed error for a provider's error body.
 
@@ -494,13 +518,7 @@ def error_from_body(body: Any, protocol: str, status: int | None = None, request
     may be a number, as OpenRouter sends), and a Responses ``error`` event
     (``{"type": "error", "code", "message"}``).
     """
-    err: Any = body
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        err = body["error"]
-    elif isinstance(body, dict) and isinstance(body.get("error"), str) and body["error"]:
-        # {"error": "some text"}: Ollama's native API and several proxies
-        err = {**body, "message": body.get("message") or body["error"]}
-        err.pop("error")
+    err = _error_object(body)
     if not isinstance(err, dict):
         return UpstreamError(str(body)[:500], status_code=status, request_id=request_id, body=body)
     message = str(err.get("message") or err.get("detail") or "the provider reported an error")
@@ -514,12 +532,6 @@ def error_from_body(body: Any, protocol: str, status: int | None = None, request
     if provider_type is None and code is not None:
         provider_type = str(code)
     if status is None:
-        for key in ("status_code", "status", "code"):
-            value = err.get(key)
-            if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
-                value = int(value)  # LiteLLM and others send the HTTP status as a string: "429"
-            if isinstance(value, int) and not isinstance(value, bool):
-                status = value
-                break
+        status = _status_in(err)
     cls = error_class(provider_type if not str(provider_type).isdigit() else None, status, message, protocol)
     return cls(message, provider_type=provider_type, status_code=status, request_id=request_id, body=body)
