@@ -110,6 +110,28 @@ def _replay_extras(value: Any) -> dict[str, Any]:
     return {k: v for k, v in extras.items() if k not in fields_of(ThinkingBlock)} if isinstance(extras, dict) else {}
 
 
+def _assistant(m: JSON, thinking: list[Any], where: str) -> Msg:
+    """An assistant message, with the reasoning messages before it and its tool calls."""
+    blocks = thinking + _content(m.get("content"), where)
+    for call in m.get("toolCalls") or []:
+        fn = call.get("function") or {}
+        blocks.append(ToolCallBlock(id=call["id"], name=fn.get("name", ""), input=fn.get("arguments") or "{}", state="finished"))
+    return AssistantMsg(m.get("name") or "assistant", blocks, id=m.get("id"), finished_reason="completed")
+
+
+def _answer(m: JSON, calls: dict[str, Msg], where: str) -> None:
+    """A tool message: its result joins the assistant message that made the call."""
+    call_id = m.get("toolCallId")
+    owner = calls.get(call_id) if isinstance(call_id, str) else None
+    if owner is None:
+        raise BadRequest(f"{where}: a tool message answers call {m.get('toolCallId')!r}, which no assistant message made")
+    call = next(b for b in owner.content if b.type == "tool_call" and b.id == m["toolCallId"])
+    content = m.get("content")
+    output = content if isinstance(content, str) else _content(content, where)
+    state = "error" if m.get("error") else "success"
+    owner.content.append(ToolResultBlock(id=call.id, name=call.name, output=output or (m.get("error") or ""), state=state))
+
+
 def _messages(messages: list[Any]) -> list[Msg]:
     out: list[Msg] = []
     thinking: list[Any] = []  # reasoning messages go to the next assistant message
@@ -124,26 +146,12 @@ def _messages(messages: list[Any]) -> list[Msg]:
         elif role == "reasoning":
             thinking.append(ThinkingBlock(thinking=m.get("content") or "", **_replay_extras(m.get("encryptedValue"))))
         elif role == "assistant":
-            blocks = thinking + _content(m.get("content"), where)
+            msg = _assistant(m, thinking, where)
             thinking = []
-            for call in m.get("toolCalls") or []:
-                fn = call.get("function") or {}
-                blocks.append(ToolCallBlock(id=call["id"], name=fn.get("name", ""), input=fn.get("arguments") or "{}", state="finished"))
-            msg = AssistantMsg(m.get("name") or "assistant", blocks, id=m.get("id"), finished_reason="completed")
             out.append(msg)
-            for block in blocks:
-                if block.type == "tool_call":
-                    calls[block.id] = msg
+            calls.update((block.id, msg) for block in msg.content if block.type == "tool_call")
         elif role == "tool":
-            call_id = m.get("toolCallId")
-            owner = calls.get(call_id) if isinstance(call_id, str) else None
-            if owner is None:
-                raise BadRequest(f"{where}: a tool message answers call {m.get('toolCallId')!r}, which no assistant message made")
-            call = next(b for b in owner.content if b.type == "tool_call" and b.id == m["toolCallId"])
-            content = m.get("content")
-            output = content if isinstance(content, str) else _content(content, where)
-            state = "error" if m.get("error") else "success"
-            owner.content.append(ToolResultBlock(id=call.id, name=call.name, output=output or (m.get("error") or ""), state=state))
+            _answer(m, calls, where)
         elif role == "activity":
             continue  # front-end state, not conversation
         else:
@@ -153,6 +161,10 @@ def _messages(messages: list[Any]) -> list[Msg]:
     return out
 
 
+_BLOCK_EVENTS = frozenset({
+    "TEXT_BLOCK_START", "TEXT_BLOCK_DELTA", "TEXT_BLOCK_END", "THINKING_BLOCK_START", "THINKING_BLOCK_DELTA", "THINKING_BLOCK_END",
+    "DATA_BLOCK_END", "TOOL_CALL_START", "TOOL_CALL_DELTA", "TOOL_CALL_END",
+})
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_input_tokens", "cache_creation_input_tokens", "reasoning_tokens")
 
 
@@ -182,7 +194,24 @@ class AGUIEncoder(Encoder):
             for key in _USAGE_KEYS:
                 self.usage[key] = self.usage.get(key, 0) + getattr(ev, key)
             out.append(sse({"type": "STEP_FINISHED", "stepName": "model_call"}))
-        elif ev.type == "TEXT_BLOCK_START":
+        elif ev.type in _BLOCK_EVENTS:
+            out += self._block(ev)
+        elif ev.type == "TOOL_RESULT_END":
+            out.append(self._result(ev.tool_call_id))
+        elif ev.type == "EXTERNAL_EXECUTION_RESULT":
+            # The resume's answers join the conversation as tool messages, as results do.
+            out += [self._result(r.id) for r in ev.execution_results]
+        elif ev.type == "REPLY_END":
+            out.append(self._end(ev))
+        elif ev.type == "CUSTOM":
+            out.append(sse({"type": "CUSTOM", "name": ev.name, "value": ev.value}))
+        return out
+
+    def _block(self, ev: Any) -> list[bytes]:
+        """The AG-UI events of a block's start, delta or end: text and reasoning messages,
+        tool calls, and data as a custom event."""
+        out: list[bytes] = []
+        if ev.type == "TEXT_BLOCK_START":
             self.text_id = ev.block_id
             out.append(sse({"type": "TEXT_MESSAGE_START", "messageId": ev.block_id, "role": "assistant"}))
         elif ev.type == "TEXT_BLOCK_DELTA" and ev.delta:
@@ -208,15 +237,6 @@ class AGUIEncoder(Encoder):
             out.append(sse({"type": "TOOL_CALL_ARGS", "toolCallId": ev.tool_call_id, "delta": ev.delta}))
         elif ev.type == "TOOL_CALL_END":
             out.append(sse({"type": "TOOL_CALL_END", "toolCallId": ev.tool_call_id}))
-        elif ev.type == "TOOL_RESULT_END":
-            out.append(self._result(ev.tool_call_id))
-        elif ev.type == "EXTERNAL_EXECUTION_RESULT":
-            # The resume's answers join the conversation as tool messages, as results do.
-            out += [self._result(r.id) for r in ev.execution_results]
-        elif ev.type == "REPLY_END":
-            out.append(self._end(ev))
-        elif ev.type == "CUSTOM":
-            out.append(sse({"type": "CUSTOM", "name": ev.name, "value": ev.value}))
         return out
 
     def _reasoning_end(self, block_id: str) -> list[bytes]:

@@ -108,10 +108,7 @@ class EventStreamApp:
             return await _lifespan(receive, send)
         if scope["type"] != "http":
             return
-        method, path = scope["method"], scope["path"]
-        root = scope.get("root_path", "")
-        if root and path.startswith(root):
-            path = path[len(root) :] or "/"  # mounted under a prefix (FastAPI's app.mount, Starlette's Mount)
+        method, path = scope["method"], _path(scope)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
         host = headers.get("host", "")
         if not self._host_allowed(host):
@@ -119,25 +116,26 @@ class EventStreamApp:
         origin = headers.get("origin")
         cors = self._cors(origin, host)
         if path == self.path and method == "OPTIONS":
-            if origin is None or cors is None:
-                return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
-            preflight = [*cors, (b"access-control-allow-methods", b"POST"), (b"access-control-allow-headers", b"content-type, authorization, last-event-id"), (b"access-control-max-age", b"600")]
-            return await _answer(send, 204, "text/plain", b"", preflight)
+            return await _preflight(send, origin, cors)
         chat_stream = path.startswith(self.path + "/") and path.endswith("/stream") and method == "GET"
         if path == self.path and method == "GET" or chat_stream:
-            # A client taking up a running reply's stream again after a lost connection.
-            if origin is not None and cors is None:
-                return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
-            if not self._authorized(headers):
-                return await _json(send, 401, {"error": "this server wants 'authorization: Bearer <token>'"}, [*(cors or []), (b"www-authenticate", b"Bearer")])
             chat = unquote(path[len(self.path) + 1 : -len("/stream")]) if chat_stream else None
-            return await self._reconnect(headers, receive, send, cors or [], chat)
+            return await self._take_up(headers, receive, send, origin, cors, chat)
         if path == self.path and method == "POST":
             if origin is not None and cors is None:
                 # A page elsewhere (a no-cors fetch needs no preflight): it must not make the agent run.
                 return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
             return await self._post(scope, headers, receive, send, cors)
         return await self._page(path, method, send)
+
+    async def _take_up(self, headers: dict[str, str], receive: Receive, send: Send, origin: str | None, cors: list[tuple[bytes, bytes]] | None, chat: str | None) -> None:
+        """A client taking up a running reply's stream again after a lost connection (from an
+        allowed origin, with the token)."""
+        if origin is not None and cors is None:
+            return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
+        if not self._authorized(headers):
+            return await _json(send, 401, {"error": "this server wants 'authorization: Bearer <token>'"}, [*(cors or []), (b"www-authenticate", b"Bearer")])
+        return await self._reconnect(headers, receive, send, cors or [], chat)
 
     async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send, cors: list[tuple[bytes, bytes]] | None) -> None:
         """A turn POSTed from an allowed origin: checked, read in its dialect, and answered
@@ -520,6 +518,23 @@ async def _answer(send: Send, status: int, content_type: str, body: bytes, extra
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def _path(scope: Scope) -> str:
+    """The request's path inside the app (mounted under a prefix: FastAPI's app.mount,
+    Starlette's Mount)."""
+    path, root = scope["path"], scope.get("root_path", "")
+    if root and path.startswith(root):
+        return path[len(root) :] or "/"
+    return path
+
+
+async def _preflight(send: Send, origin: str | None, cors: list[tuple[bytes, bytes]] | None) -> None:
+    """A CORS preflight: allowed for an allowed origin, refused for any other."""
+    if origin is None or cors is None:
+        return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
+    preflight = [*cors, (b"access-control-allow-methods", b"POST"), (b"access-control-allow-headers", b"content-type, authorization, last-event-id"), (b"access-control-max-age", b"600")]
+    await _answer(send, 204, "text/plain", b"", preflight)
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -85,6 +85,20 @@ def _file_or_text(part: JSON) -> Any:
     return DataBlock(source=URLSource(url=url, media_type=media), name=part.get("filename"))
 
 
+def _tool_blocks(part: JSON, where: str) -> list[Any]:
+    """A tool part of an assistant UI message: its call, and its result (an output, an
+    error or the user's denial); a call with no answer is refused."""
+    call_id = part.get("toolCallId")
+    if not isinstance(call_id, str):
+        raise BadRequest(f"{where}: a tool part without its toolCallId")
+    call = ToolCallBlock(id=call_id, name=_tool_name(part), input=json.dumps(part.get("input", {}), ensure_ascii=False), state="finished")
+    if part.get("state") in ("output-available", "output-error"):
+        return [call, _result(part, call_id)]
+    if part.get("state") == "output-denied":
+        return [call, ToolResultBlock(id=call_id, name=_tool_name(part), output="The user denied this tool call.", state="denied")]
+    raise BadRequest(f"{where}: tool call {call_id!r} has no output (state {part.get('state')!r}); answer it or drop it")
+
+
 def _message(m: JSON, where: str) -> Msg:
     role, parts = m.get("role"), m.get("parts")
     if not isinstance(parts, list):
@@ -101,16 +115,7 @@ def _message(m: JSON, where: str) -> Msg:
             extras = {k: v for k, v in kept.items() if k not in fields_of(ThinkingBlock)} if isinstance(kept, dict) else {}
             blocks.append(ThinkingBlock(thinking=part.get("text", ""), **extras))
         elif _is_tool(part) and role == "assistant":
-            call_id = part.get("toolCallId")
-            if not isinstance(call_id, str):
-                raise BadRequest(f"{where}: a tool part without its toolCallId")
-            blocks.append(ToolCallBlock(id=call_id, name=_tool_name(part), input=json.dumps(part.get("input", {}), ensure_ascii=False), state="finished"))
-            if part.get("state") in ("output-available", "output-error"):
-                blocks.append(_result(part, call_id))
-            elif part.get("state") == "output-denied":
-                blocks.append(ToolResultBlock(id=call_id, name=_tool_name(part), output="The user denied this tool call.", state="denied"))
-            else:
-                raise BadRequest(f"{where}: tool call {call_id!r} has no output (state {part.get('state')!r}); answer it or drop it")
+            blocks += _tool_blocks(part, where)
         elif kind in ("step-start", "source-url", "source-document") or (isinstance(kind, str) and kind.startswith("data-")):
             continue  # display parts: steps, citations, application data, not conversation
         else:
