@@ -99,12 +99,10 @@ class FallbackModel:
                         held = []
                         yield event
             except E.ProviderError as err:
-                again = passed and self.continue_after_output and not last and fails_over(err)
-                if (passed and not again) or last or not fails_over(err):
-                    for early in held:
+                again = self._goes_on(err, passed, last)
+                if again is None:
+                    for early in _closing(held, end, model, failed):
                         yield early
-                    if end is not None:
-                        yield _marked(end, model, failed)
                     if failed:
                         err.message = f"{err.message} (after {', '.join(f['model'] for f in failed)} failed too)"
                     raise
@@ -120,12 +118,21 @@ class FallbackModel:
                 if token is not None:
                     telemetry.FALLBACK.reset(token)
                 await stream.aclose()
-            for early in held:  # an answer with no output at all (an empty reply)
+            for early in _closing(held, end, model, failed):  # held: an answer with no output at all (an empty reply)
                 yield early
-            if end is not None:
-                yield _marked(end, model, failed)
             self._out_until.pop(self.models.index(model), None)
             return
+
+    def _goes_on(self, err: E.ProviderError, passed: bool, last: bool) -> bool | None:
+        """After a model failed: None, the call fails with ``err`` (the last model, an error
+        no other model would mend, or output already passed on); False, the next model
+        answers instead; True, the next model goes on after the output passed on
+        (``continue_after_output``)."""
+        if last or not fails_over(err):
+            return None
+        if passed:
+            return True if self.continue_after_output else None
+        return False
 
     def _fail_over(self, model: Any, err: E.ProviderError) -> dict[str, str]:
         """A model that failed sits out its cooldown; what is recorded of its failure."""
@@ -144,6 +151,11 @@ class FallbackModel:
 def _label(model: Any) -> str:
     provider = getattr(model, "provider", None)
     return f"{provider}:{model.name}" if provider else str(getattr(model, "name", model))
+
+
+def _closing(held: list[Any], end: Any, model: Any, failed: list[dict[str, str]]) -> list[Any]:
+    """The events held back, and the call's end marked with the fallback that led to it."""
+    return held + ([_marked(end, model, failed)] if end is not None else [])
 
 
 def _marked(end: Any, model: Any, failed: list[dict[str, str]]) -> Any:

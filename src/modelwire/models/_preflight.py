@@ -76,8 +76,6 @@ def preflight(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None =
 def _history_findings(model: Any, messages: Sequence[Any], seen_names: set[str]) -> list[Finding]:
     """What the target would refuse or drop in the messages: empty text, tool ids and names
     it does not take, thinking signed elsewhere."""
-    from ..formatters import replays_natively
-    from ..formatters._toolids import wire_name
     from ..protocols import replay_keys
 
     signed = replay_keys()  # block fields that carry what only the endpoint that minted them can check
@@ -102,23 +100,27 @@ def _history_findings(model: Any, messages: Sequence[Any], seen_names: set[str])
                 if ids is not None and not ids.fits(block.id) and block.id not in seen_ids:
                     seen_ids.add(block.id)
                     findings.append(Finding("tool-id", index, f"{target} refuses the tool-call id {block.id!r}", "rewritten as the target takes it, the same for its result"))
-                if names is not None and block.name and block.name not in seen_names and wire_name(block.name, names) != block.name:
-                    seen_names.add(block.name)
-                    findings.append(Finding("tool-name", index, f"{target} refuses the tool name {block.name!r}", f"sent as {wire_name(block.name, names)!r}"))
+                findings += _name_finding(block.name, names, seen_names, index, target)
             if btype in ("thinking", "data", "text", "tool_call") and any(extras.get(key) for key in signed):
-                if not replays_natively(block, model.wire.name, model.provider, scope=model.wire.replay_scope, endpoint=model.endpoint):
-                    from ..message import origin
-
-                    made = origin(block)
-                    maker = made.endpoint or made.provider or made.protocol if made else "another provider"
-                    findings.append(Finding("foreign-thinking", index, f"{btype} signed by {maker} cannot be checked by {target}", "not sent; the model does not see that reasoning"))
+                findings += _foreign(model, block, index, target)
     return findings
+
+
+def _foreign(model: Any, block: Any, index: int, target: str) -> list[Finding]:
+    """A signed block the target cannot check (made by another endpoint): not sent."""
+    from ..formatters import replays_natively
+    from ..message import origin
+
+    if replays_natively(block, model.wire.name, model.provider, scope=model.wire.replay_scope, endpoint=model.endpoint):
+        return []
+    made = origin(block)
+    maker = made.endpoint or made.provider or made.protocol if made else "another provider"
+    return [Finding("foreign-thinking", index, f"{block.type} signed by {maker} cannot be checked by {target}", "not sent; the model does not see that reasoning")]
 
 
 def _tool_findings(model: Any, tools: Sequence[Any] | None, seen_names: set[str]) -> list[Finding]:
     """The tool names the target would not take as they are."""
     from ..formatters import ToolSpec
-    from ..formatters._toolids import wire_name
 
     names = getattr(model.formatter, "tool_name_rules", None)
     findings: list[Finding] = []
@@ -127,10 +129,18 @@ def _tool_findings(model: Any, tools: Sequence[Any] | None, seen_names: set[str]
             name = ToolSpec.coerce(spec).name
         except E.FormatError:
             continue
-        if names is not None and name not in seen_names and wire_name(name, names) != name:
-            seen_names.add(name)
-            findings.append(Finding("tool-name", None, f"{model.provider}:{model.name} refuses the tool name {name!r}", f"sent as {wire_name(name, names)!r}"))
+        findings += _name_finding(name, names, seen_names, None, f"{model.provider}:{model.name}")
     return findings
+
+
+def _name_finding(name: str, names: Any, seen_names: set[str], index: int | None, target: str) -> list[Finding]:
+    """A tool name the target refuses (each name once)."""
+    from ..formatters._toolids import wire_name
+
+    if names is None or not name or name in seen_names or wire_name(name, names) == name:
+        return []
+    seen_names.add(name)
+    return [Finding("tool-name", index, f"{target} refuses the tool name {name!r}", f"sent as {wire_name(name, names)!r}")]
 
 
 def repair(model: Any, messages: Sequence[Any]) -> list[Any]:
