@@ -505,3 +505,14 @@ def test_every_formatter_is_a_formatter_and_another_class_is_refused():
 
     with pytest.raises(TypeError, match="the wrong protocol's formatter 'json:JSONEncoder' is not a modelwire.formatters.Formatter subclass"):
         Wrong().formatter_class()
+
+
+def test_a_formatter_without_options_of_its_own_refuses_one():
+    from modelwire.formatters import Formatter
+
+    class Plain(Formatter):
+        protocol = "plain"
+
+    assert Plain(provider="p").provider == "p"
+    with pytest.raises(TypeError, match="Plain takes no option 'cache_system'"):
+        Plain(cache_system=True)

@@ -85,7 +85,6 @@ def _is_tag(annotation: Any, default: Any) -> bool:
     return get_origin(annotation) is Literal and get_args(annotation) == (default,)
 
 
-@dataclass_transform(kw_only_default=True, field_specifiers=(field,))
 def _inherited(bases: tuple[type, ...]) -> tuple[list[str], dict[str, _FieldSpec], set[str], bool]:
     """What a record class takes from its bases: their fields in order, the fields' specs,
     the slots already there, and whether any keeps extras."""
@@ -119,6 +118,7 @@ def _own_fields(own: list[str], ns: dict[str, Any], tag: Any, fields: list[str],
     return slots
 
 
+@dataclass_transform(kw_only_default=True, field_specifiers=(field,))
 class _RecordMeta(type):
     __record_fields__: tuple[str, ...]
     __record_specs__: dict[str, _FieldSpec]

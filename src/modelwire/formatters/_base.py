@@ -36,7 +36,10 @@ class Formatter:
     tool_name_rules: IdRules | None = None
     endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
 
-    def __init__(self, *, provider: str | None = None) -> None:
+    def __init__(self, *, provider: str | None = None, **options: Any) -> None:
+        # A subclass takes its own options; one that takes none refuses any, never drops it.
+        if options:
+            raise TypeError(f"{type(self).__name__} takes no option {next(iter(options))!r}")
         self.provider = provider  # the target; None: any server of this protocol
 
     @staticmethod

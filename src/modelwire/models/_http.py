@@ -89,6 +89,18 @@ class _Attempt:
         self.held: list[AgentEvent] = []
         self.passed_on = False
 
+    def release(self, events: list[AgentEvent], trace: Any) -> list[AgentEvent]:
+        """The events to pass on now, before any was: none while only MODEL_CALL_START has
+        come (a retry may still replace it), else all those held and these."""
+        self.held += events
+        if all(e.type == "MODEL_CALL_START" for e in self.held):
+            return []
+        self.passed_on = True
+        if trace is not None:
+            trace.first_token()
+        held, self.held = self.held, []
+        return held
+
     async def close(self) -> None:
         if self.response is not None:
             response, self.response = self.response, None
@@ -342,19 +354,7 @@ class HTTPModel:
         return 0 if slot is None or self.max_concurrent is None else self.max_concurrent - slot._value
 
     async def _stream(self, messages: MsgInput, tools: Sequence[Any] | None, tool_choice: Any, options: ModelOptions | dict | None, reply_id: str) -> AsyncGenerator[AgentEvent, None]:
-        messages = await resolve_sources(as_messages(messages), self.wire, self.transport, self.max_source_bytes)
-        if not self._looked_up and (self.wire.lookup_always or _depends_on_capabilities(self.options.merged(options), tools, tool_choice)):
-            await self.lookup_capabilities()
-        payload, opts = self.build_request(messages, tools, tool_choice, options)
-        payload = await self._with_cache_resource(payload, opts)
-        call = _Call(payload, opts, name_map(tools, getattr(self.formatter, "tool_name_rules", None)))
-        chained = self.wire.chain(payload, self._chains) if opts.chain and self.wire.keeps_state and self._chains else None
-        if chained is not None:
-            call.payload = call.chained = chained
-        call.body, call.headers = await self._encoded(call.payload, opts)
-        call.trace = telemetry.model_call(self.provider, self.name, self.url(), opts, messages) if telemetry.enabled() else None
-        loop = asyncio.get_running_loop()
-        call.deadline = loop.time() + self.timeouts.total if self.timeouts.total else None
+        call = await self._prepare(messages, tools, tool_choice, options)
         try:
             while True:
                 attempt = _Attempt(self.wire.decoder_for(self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name), self.spec.preset))
@@ -386,6 +386,24 @@ class HTTPModel:
             if call.trace is not None and not call.trace.ended:
                 call.trace.end(error=asyncio.CancelledError("the call was closed before it ended"))
 
+    async def _prepare(self, messages: MsgInput, tools: Sequence[Any] | None, tool_choice: Any, options: ModelOptions | dict | None) -> _Call:
+        """What a call sends: the request built for the model (its capabilities looked up
+        when they matter, media fetched, a cache resource made), continued from a stored
+        response with ``chain``, encoded and signed, with its trace and deadline."""
+        messages = await resolve_sources(as_messages(messages), self.wire, self.transport, self.max_source_bytes)
+        if not self._looked_up and (self.wire.lookup_always or _depends_on_capabilities(self.options.merged(options), tools, tool_choice)):
+            await self.lookup_capabilities()
+        payload, opts = self.build_request(messages, tools, tool_choice, options)
+        payload = await self._with_cache_resource(payload, opts)
+        call = _Call(payload, opts, name_map(tools, getattr(self.formatter, "tool_name_rules", None)))
+        chained = self.wire.chain(payload, self._chains) if opts.chain and self.wire.keeps_state and self._chains else None
+        if chained is not None:
+            call.payload = call.chained = chained
+        call.body, call.headers = await self._encoded(call.payload, opts)
+        call.trace = telemetry.model_call(self.provider, self.name, self.url(), opts, messages) if telemetry.enabled() else None
+        call.deadline = asyncio.get_running_loop().time() + self.timeouts.total if self.timeouts.total else None
+        return call
+
     async def _read(self, attempt: _Attempt, call: _Call) -> AsyncGenerator[AgentEvent, None]:
         """One request of a call, sent and read to its end. Events are held back until one
         that is not MODEL_CALL_START arrives: until then a retry may still replace them."""
@@ -410,21 +428,9 @@ class HTTPModel:
             if not events:
                 continue
             if events[-1].type == "MODEL_CALL_END":  # always the last of its batch
-                await _prices_loaded()
-                events[-1] = self._ended(events[-1], trace)
-                self._remember(call.full, events[-1], opts)
-            if attempt.passed_on:
-                for event in events:
-                    yield event
-                continue
-            attempt.held += events
-            if any(e.type != "MODEL_CALL_START" for e in attempt.held):
-                attempt.passed_on = True
-                if trace is not None:
-                    trace.first_token()
-                held, attempt.held = attempt.held, []
-                for event in held:
-                    yield event
+                await self._end_call(events, call)
+            for event in events if attempt.passed_on else attempt.release(events, trace):
+                yield event
         if opts.background and decoder.adapter.started and not decoder.adapter.finished:
             # The body ended before the response did: read the rest.
             resumed = self._resumed(decoder.adapter, opts, trace, call.full, E.IncompleteStreamError("the background stream ended before its response"))
@@ -437,12 +443,17 @@ class HTTPModel:
                 return
         closing = decoder.close()
         if closing and closing[-1].type == "MODEL_CALL_END":
-            await _prices_loaded()
-            closing[-1] = self._ended(closing[-1], trace)
-            self._remember(call.full, closing[-1], opts)
+            await self._end_call(closing, call)
         held, attempt.held = attempt.held, []
         for event in held + closing:
             yield event
+
+    async def _end_call(self, events: list[AgentEvent], call: _Call) -> None:
+        """The call's MODEL_CALL_END (the last of ``events``) priced and traced, and the
+        response remembered for a chain."""
+        await _prices_loaded()
+        events[-1] = self._ended(events[-1], call.trace)
+        self._remember(call.full, events[-1], call.opts)
 
     def _explain(self, err: E.ProviderError, attempt: _Attempt) -> None:
         """What the error says of where it came from: the request id, and a server that

@@ -168,8 +168,9 @@ def all_presets() -> dict[str, Preset]:
     for protocol_name in protocol_names():
         protocol = get_protocol(protocol_name)
         for preset in protocol.presets:
-            known = _presets.get(preset.name)
-            out[preset.name] = known if known is preset else _preset_of(protocol, preset.name) or preset
+            if _presets.get(preset.name) is not preset:
+                _preset_of(protocol, preset.name)  # checked once, then known
+            out[preset.name] = preset
     return out
 
 
