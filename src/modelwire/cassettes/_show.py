@@ -66,6 +66,16 @@ def _decoded(interaction: Any, protocol: str) -> tuple[list[Any], str]:
         return err.events, f"  error: {type(err).__name__}: {err.message}"
 
 
+def _cache_usage(events: list[Any], url: str, wire: Any, body: dict[str, Any]) -> str:
+    """A call's cache reads and writes, their share of its input, and what the cache saved."""
+    end = next((e for e in reversed(events) if e.type == "MODEL_CALL_END"), None)
+    if end is None:
+        return ""
+    total = end.input_tokens  # every prompt token, cache reads and writes included
+    share = f" ({100 * end.cache_input_tokens / total:.0f}% of the input)" if total and end.cache_input_tokens else ""
+    return f"read {end.cache_input_tokens}{share}, written {end.cache_creation_input_tokens}" + _cache_cost(url, wire, str(body.get("model") or end.metadata.get("model") or ""), end, total)
+
+
 def cache_report(cassette: Cassette, decoded: dict[int, tuple[list[Any], str]] | None = None) -> list[str]:
     """Per call: the prompt-cache reads and writes, and between consecutive calls of one
     protocol what broke the cached prefix (a changed system prompt, tools changed or
@@ -89,12 +99,7 @@ def cache_report(cassette: Cassette, decoded: dict[int, tuple[list[Any], str]] |
         if resp["status"] < 400:
             if n not in decoded:
                 decoded[n] = _decoded(interaction, wire.name)
-            events = decoded[n][0]
-            end = next((e for e in reversed(events) if e.type == "MODEL_CALL_END"), None)
-            if end is not None:
-                total = end.input_tokens  # every prompt token, cache reads and writes included
-                share = f" ({100 * end.cache_input_tokens / total:.0f}% of the input)" if total and end.cache_input_tokens else ""
-                usage = f"read {end.cache_input_tokens}{share}, written {end.cache_creation_input_tokens}" + _cache_cost(req["url"], wire, str(body.get("model") or end.metadata.get("model") or ""), end, total)
+            usage = _cache_usage(decoded[n][0], req["url"], wire, body)
         model = str(body.get("model", ""))
         parts = wire.prompt_parts(body)
         before = previous.get(wire.name)
@@ -180,9 +185,18 @@ def _tools_change(old: Any, new: Any) -> str:
     added = [n for n in names_new if n not in names_old]
     removed = [n for n in names_old if n not in names_new]
     if added or removed:
-        return "the tools changed: " + "; ".join(filter(None, [f"added {', '.join(added)}" if added else "", f"removed {', '.join(removed)}" if removed else ""]))
+        return "the tools changed: " + _added_removed(added, removed)
     changed = [a for a, x, y in zip(names_old, old, new) if x != y]
     return f"the definition of {', '.join(changed)} changed" if changed else "the tools changed"
+
+
+def _added_removed(added: list[str], removed: list[str]) -> str:
+    said = []
+    if added:
+        said.append(f"added {', '.join(added)}")
+    if removed:
+        said.append(f"removed {', '.join(removed)}")
+    return "; ".join(said)
 
 
 def _canonical(value: Any) -> str:

@@ -20,6 +20,25 @@ def _headers(raw: dict[str, Any] | None) -> list[tuple[str, str]]:
     return out
 
 
+def _request_body(req: dict[str, Any]) -> bytes:
+    """A VCR request's body: its ``parsed_body`` (pytest-recording) as JSON, else its string."""
+    if "parsed_body" in req:
+        return json.dumps(req["parsed_body"]).encode()
+    body = req.get("body")
+    if isinstance(body, dict):
+        body = body.get("string")
+    return body.encode() if isinstance(body, str) else (body or b"")
+
+
+def _response_body(resp: dict[str, Any]) -> bytes:
+    """A VCR response's body: its ``parsed_body`` as JSON, else its string (or bytes)."""
+    body = resp.get("body", {})
+    raw = body.get("string", "") if isinstance(body, dict) else body
+    if "parsed_body" in resp:
+        raw = json.dumps(resp["parsed_body"])
+    return raw.encode("utf-8") if isinstance(raw, str) else bytes(raw or b"")
+
+
 def import_vcr(source: str | Path, target: str | Path | None = None) -> Cassette:
     """Read a VCR.py YAML cassette; returns a :class:`Cassette` for ``target`` (not yet saved)."""
     try:
@@ -47,24 +66,11 @@ def import_vcr(source: str | Path, target: str | Path | None = None) -> Cassette
     for n, item in enumerate(data["interactions"]):
         if not isinstance(item, dict) or not isinstance(item.get("request"), dict) or not isinstance(item.get("response"), dict):
             raise CassetteError(f"{source}: interaction {n} needs a `request` and a `response`")
-        req = item["request"]
-        if "parsed_body" in req:
-            content = json.dumps(req["parsed_body"]).encode()
-        else:
-            body = req.get("body")
-            if isinstance(body, dict):
-                body = body.get("string")
-            content = body.encode() if isinstance(body, str) else (body or b"")
-        resp = item["response"]
+        req, resp = item["request"], item["response"]
         status = resp.get("status", {})
         code = status.get("code", 200) if isinstance(status, dict) else int(status)
-        body = resp.get("body", {})
-        raw = body.get("string", "") if isinstance(body, dict) else body
-        if "parsed_body" in resp:
-            raw = json.dumps(resp["parsed_body"])
-        payload = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw or b"")
-        record = request_record(req.get("method", "GET"), req.get("uri", ""), _headers(req.get("headers")), content)
-        cassette.add(record, response_record(code, _headers(resp.get("headers")), [(0.0, payload)]))
+        record = request_record(req.get("method", "GET"), req.get("uri", ""), _headers(req.get("headers")), _request_body(req))
+        cassette.add(record, response_record(code, _headers(resp.get("headers")), [(0.0, _response_body(resp))]))
     for interaction in cassette.interactions:
         interaction.played = False
     return cassette

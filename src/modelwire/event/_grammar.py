@@ -80,25 +80,37 @@ class StreamChecker:
     def _control(self, event: Any, etype: str) -> None:
         """The events around blocks: model calls, hints, confirmation and external results,
         the end of the reply."""
+        if etype == "MODEL_CALL_START" or etype == "MODEL_CALL_END":
+            self._model_call(event, etype)
+        elif etype == "HINT_BLOCK":
+            self._new_block_id(event, event.block_id)
+        elif etype in ("REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION", "USER_CONFIRM_RESULT", "EXTERNAL_EXECUTION_RESULT"):
+            self._human_in_the_loop(event, etype)
+        elif etype == "REPLY_END":
+            self._close(event)
+            self.ended = True
+        elif etype == "REPLY_START":
+            raise self._fail(event, "a second REPLY_START")
+
+    def _model_call(self, event: Any, etype: str) -> None:
+        """Model calls do not nest, and one ends only once every block it opened has."""
         if etype == "MODEL_CALL_START":
             if self.in_call:
                 raise self._fail(event, "MODEL_CALL_START inside an open model call (model calls do not nest)")
             self.in_call = True
             self.call_blocks = set()
-        elif etype == "MODEL_CALL_END":
-            if not self.in_call:
-                raise self._fail(event, "MODEL_CALL_END without an open model call")
-            still = sorted(b for b in self.call_blocks if b in self.open_blocks or self.calls.get(b) == "open")
-            if still:
-                raise self._fail(event, f"model call ends while blocks it opened are still open: {still}")
-            self.in_call = False
-        elif etype == "HINT_BLOCK":
-            self._new_block_id(event, event.block_id)
-        elif etype in ("REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION"):
-            for call in event.tool_calls:
-                if self.calls.get(call.id) != "ended":
-                    raise self._fail(event, f"tool call {call.id!r} is not an ended call of this reply")
-        elif etype == "USER_CONFIRM_RESULT":
+            return
+        if not self.in_call:
+            raise self._fail(event, "MODEL_CALL_END without an open model call")
+        still = sorted(b for b in self.call_blocks if b in self.open_blocks or self.calls.get(b) == "open")
+        if still:
+            raise self._fail(event, f"model call ends while blocks it opened are still open: {still}")
+        self.in_call = False
+
+    def _human_in_the_loop(self, event: Any, etype: str) -> None:
+        """Confirmation asked for and given, and external results, name calls of this reply
+        (ended ones, but for a confirmation's answer)."""
+        if etype == "USER_CONFIRM_RESULT":
             for result in event.confirm_results:
                 if result.tool_call.id not in self.calls:
                     raise self._fail(event, f"tool call {result.tool_call.id!r} is not a call of this reply")
@@ -108,11 +120,10 @@ class StreamChecker:
                     raise self._fail(event, f"result for {result.id!r}, which is not an ended call of this reply")
                 if result.id not in self.results:
                     self.results[result.id] = "ended"
-        elif etype == "REPLY_END":
-            self._close(event)
-            self.ended = True
-        elif etype == "REPLY_START":
-            raise self._fail(event, "a second REPLY_START")
+        else:
+            for call in event.tool_calls:
+                if self.calls.get(call.id) != "ended":
+                    raise self._fail(event, f"tool call {call.id!r} is not an ended call of this reply")
 
     def _new_block_id(self, event: Any, block_id: str) -> None:
         if block_id in self.block_ids:

@@ -175,19 +175,23 @@ def streams_decode(protocol: str) -> None:
             if [e.type for e in events].count("MODEL_CALL_END") != 1:
                 raise _fail(protocol, f"fake_stream{blocks!r} ({way}) does not end its call exactly once")
             folded[way] = _folded(events)
-        reply = folded["whole"]
-        for kind, *rest in blocks:
-            if kind == "text" and rest[0].strip() not in reply.get_text_content():
-                raise _fail(protocol, f"the text {rest[0]!r} is not in the folded reply")
-            if kind == "tool":
-                calls = reply.get_content_blocks("tool_call")
-                if not any(c.name == rest[1] and json.loads(c.input or "{}") == json.loads(rest[2]) for c in calls):
-                    raise _fail(protocol, f"the tool call {rest[1]}({rest[2]}) did not fold into the reply")
-            if kind == "think" and not reply.get_content_blocks("thinking"):
-                raise _fail(protocol, "the thinking did not fold into the reply")
+        _holds_what_was_sent(protocol, folded["whole"], blocks)
         dumps = {way: [{k: v for k, v in b.to_dict().items() if k not in ("id", "created_at", "finished_at")} for b in msg.content] for way, msg in folded.items()}
         if not (dumps["whole"] == dumps["event by event"] == dumps["byte by byte"]):
             raise _fail(protocol, f"fake_stream{blocks!r} folds differently depending on how the body is split")
+
+
+def _holds_what_was_sent(protocol: str, reply: Any, blocks: tuple) -> None:
+    """The folded reply holds each text, tool call and thinking the stream was made from."""
+    for kind, *rest in blocks:
+        if kind == "text" and rest[0].strip() not in reply.get_text_content():
+            raise _fail(protocol, f"the text {rest[0]!r} is not in the folded reply")
+        if kind == "tool":
+            calls = reply.get_content_blocks("tool_call")
+            if not any(c.name == rest[1] and json.loads(c.input or "{}") == json.loads(rest[2]) for c in calls):
+                raise _fail(protocol, f"the tool call {rest[1]}({rest[2]}) did not fold into the reply")
+        if kind == "think" and not reply.get_content_blocks("thinking"):
+            raise _fail(protocol, "the thinking did not fold into the reply")
 
 
 def extras_are_declared(protocol: str) -> None:
