@@ -148,24 +148,9 @@ class BedrockConverseAdapter(BaseAdapter):
             self._expect(block, "text", index)
             self.delta(block, text)
         elif "toolUse" in delta:
-            if block is None or block.kind != "tool_call":
-                raise StreamProtocolError(f"toolUse input for block {index}, which is no tool call that started", body=delta)
-            piece = (delta["toolUse"] or {}).get("input", "")
-            if not isinstance(piece, str):
-                piece = json.dumps(piece, ensure_ascii=False)  # some models send the object whole
-            if piece:
-                self._inputs[index] = True
-            self.delta(block, piece)
+            self._tool_input(block, index, delta)
         elif "reasoningContent" in delta:
-            reasoning = delta["reasoningContent"] or {}
-            block = block or self._open(index, "thinking")
-            self._expect(block, "thinking", index)
-            if "text" in reasoning:
-                self.delta(block, reasoning["text"] or "")
-            if reasoning.get("signature"):
-                block.extras["signature"] = block.extras.get("signature", "") + reasoning["signature"]
-            if "redactedContent" in reasoning:
-                block.extras["redacted_thinking_data"] = block.extras.get("redacted_thinking_data", "") + (reasoning["redactedContent"] or "")
+            self._reasoning(block or self._open(index, "thinking"), index, delta["reasoningContent"] or {})
         elif "toolResult" in delta:
             if block is None or block.kind != "tool_result":
                 raise StreamProtocolError(f"a toolResult delta for block {index}, which is no tool result that started", body=delta)
@@ -185,6 +170,27 @@ class BedrockConverseAdapter(BaseAdapter):
         block = self.open_block(index, kind)
         block.extras["provider_metadata"] = self.origin
         return block
+
+    def _tool_input(self, block: Any, index: int, delta: dict[str, Any]) -> None:
+        """A piece of a tool call's input (some models send the object whole)."""
+        if block is None or block.kind != "tool_call":
+            raise StreamProtocolError(f"toolUse input for block {index}, which is no tool call that started", body=delta)
+        piece = (delta["toolUse"] or {}).get("input", "")
+        if not isinstance(piece, str):
+            piece = json.dumps(piece, ensure_ascii=False)
+        if piece:
+            self._inputs[index] = True
+        self.delta(block, piece)
+
+    def _reasoning(self, block: Any, index: int, reasoning: dict[str, Any]) -> None:
+        """A reasoning delta: its text, and its signature or redacted content, pieced together."""
+        self._expect(block, "thinking", index)
+        if "text" in reasoning:
+            self.delta(block, reasoning["text"] or "")
+        if reasoning.get("signature"):
+            block.extras["signature"] = block.extras.get("signature", "") + reasoning["signature"]
+        if "redactedContent" in reasoning:
+            block.extras["redacted_thinking_data"] = block.extras.get("redacted_thinking_data", "") + (reasoning["redactedContent"] or "")
 
     @staticmethod
     def _expect(block: Any, kind: str, index: int) -> None:

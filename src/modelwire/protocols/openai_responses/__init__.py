@@ -192,15 +192,20 @@ class OpenAIResponsesProtocol(WireProtocol):
         return encode_sse(ev)
 
 
+def _reasoning_off(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities) -> dict[str, Any]:
+    """``thinking=False``: effort ``none``, on a model known to stop reasoning."""
+    if caps.thinking_off is not True or caps.thinking is None or "effort" not in caps.thinking:
+        raise refuse("thinking", preset, "the model always reasons (or is not known to stop); set reasoning_effort to the lowest it takes", model=model)
+    if o.reasoning_effort is not None or o.thinking_display is not None:
+        raise refuse("reasoning_effort" if o.reasoning_effort else "thinking_display", preset, "thinking=False turns reasoning off", model=model)
+    return {"effort": "none"}
+
+
 def _reasoning(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities) -> dict[str, Any]:
     """The request's ``reasoning`` object (empty: none asked for): off, or its effort and
     the summary shown of it."""
     if o.thinking is False:
-        if caps.thinking_off is not True or caps.thinking is None or "effort" not in caps.thinking:
-            raise refuse("thinking", preset, "the model always reasons (or is not known to stop); set reasoning_effort to the lowest it takes", model=model)
-        if o.reasoning_effort is not None or o.thinking_display is not None:
-            raise refuse("reasoning_effort" if o.reasoning_effort else "thinking_display", preset, "thinking=False turns reasoning off", model=model)
-        return {"effort": "none"}
+        return _reasoning_off(o, preset, model, caps)
     if caps.thinking == () and (o.thinking or o.reasoning_effort is not None or o.thinking_display is not None):
         raise refuse("thinking" if o.thinking else "reasoning_effort" if o.reasoning_effort else "thinking_display", preset, "the model does not reason", model=model)
     reasoning: dict[str, Any] = {}
@@ -234,21 +239,22 @@ def _stateless(p: dict[str, Any]) -> None:
         include.append("reasoning.encrypted_content")
     if not isinstance(p.get("input"), list):
         return
-    kept: list[Any] = []
-    for item in p["input"]:
-        kind = item.get("type") if isinstance(item, dict) else None
-        if kind == "reasoning":
-            if not item.get("encrypted_content"):
-                log.debug("stateless call: reasoning item %s has no encrypted content to replay; left out", item.get("id"))
-                continue
-        elif kind == "message" and "id" in item and item.get("role") == "assistant":
-            parts = item.get("content") or []
-            text = "\n\n".join(str(part.get("text") or part.get("refusal") or "") for part in parts if isinstance(part, dict))
-            item = {"type": "message", "role": "assistant", "content": text}
-        elif kind in ("function_call", "custom_tool_call"):
-            item = {k: v for k, v in item.items() if k != "id"}
-        elif isinstance(kind, str) and kind.endswith("_call") and "id" in item:
-            log.debug("stateless call: server-side item %s (%s) exists only in the store; left out", item.get("id"), kind)
-            continue
-        kept.append(item)
-    p["input"] = kept
+    p["input"] = [kept for kept in map(_unstored, p["input"]) if kept is not None]
+
+
+def _unstored(item: Any) -> Any:
+    """An input item as it goes without the store (None: it cannot, and is left out)."""
+    kind = item.get("type") if isinstance(item, dict) else None
+    if kind == "reasoning" and not item.get("encrypted_content"):
+        log.debug("stateless call: reasoning item %s has no encrypted content to replay; left out", item.get("id"))
+        return None
+    if kind == "message" and "id" in item and item.get("role") == "assistant":
+        parts = item.get("content") or []
+        text = "\n\n".join(str(part.get("text") or part.get("refusal") or "") for part in parts if isinstance(part, dict))
+        return {"type": "message", "role": "assistant", "content": text}
+    if kind in ("function_call", "custom_tool_call"):
+        return {k: v for k, v in item.items() if k != "id"}
+    if isinstance(kind, str) and kind.endswith("_call") and "id" in item:
+        log.debug("stateless call: server-side item %s (%s) exists only in the store; left out", item.get("id"), kind)
+        return None
+    return item
