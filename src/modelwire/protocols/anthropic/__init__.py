@@ -64,6 +64,21 @@ _EFFORTS = ("low", "medium", "high", "xhigh", "max")  # what output_config.effor
 MIN_BUDGET = 1024
 
 
+def _budget(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities, max_tokens: int | None, *, forced_tool: bool, default_budget: int) -> dict[str, Any]:
+    """Thinking on a budget, where the model takes one: the budget asked for, else half of
+    max_tokens (within what Claude takes); never with a forced tool."""
+    if caps.thinking is not None and "budget" not in caps.thinking:
+        raise refuse("thinking_budget", preset, "the model takes adaptive thinking only; use thinking=True, and reasoning_effort for how much", model=model)
+    budget = o.thinking_budget or (max(MIN_BUDGET, min(16000, max_tokens // 2)) if max_tokens else default_budget)
+    if budget < MIN_BUDGET:
+        raise refuse("thinking_budget", preset, f"budget {budget} is below the least Claude takes ({MIN_BUDGET})", model=model)
+    if max_tokens is not None and budget >= max_tokens:
+        raise refuse("thinking_budget", preset, f"budget {budget} must be below max_tokens {max_tokens}", model=model)
+    if forced_tool:
+        raise refuse("tool_choice", preset, "Claude cannot be made to call a tool while thinking on a budget; use tool_choice='auto', or thinking=False", model=model)
+    return {"type": "enabled", "budget_tokens": budget}
+
+
 def claude_fields(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities, max_tokens: int | None, *, forced_tool: bool, default_budget: int) -> dict[str, Any]:
     """Claude's ``thinking`` and ``output_config.effort`` for these options on this model,
     wherever Claude is reached (the Anthropic API, Bedrock's additional fields):
@@ -85,16 +100,7 @@ def claude_fields(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabi
             raise refuse("thinking" if o.thinking else "thinking_budget", preset, "the model does not think; choose a model that does", model=model)
         thinking: dict[str, Any]
         if o.thinking_budget or modes is None or "adaptive" not in modes:
-            if modes is not None and "budget" not in modes:
-                raise refuse("thinking_budget", preset, "the model takes adaptive thinking only; use thinking=True, and reasoning_effort for how much", model=model)
-            budget = o.thinking_budget or (max(MIN_BUDGET, min(16000, max_tokens // 2)) if max_tokens else default_budget)
-            if budget < MIN_BUDGET:
-                raise refuse("thinking_budget", preset, f"budget {budget} is below the least Claude takes ({MIN_BUDGET})", model=model)
-            if max_tokens is not None and budget >= max_tokens:
-                raise refuse("thinking_budget", preset, f"budget {budget} must be below max_tokens {max_tokens}", model=model)
-            if forced_tool:
-                raise refuse("tool_choice", preset, "Claude cannot be made to call a tool while thinking on a budget; use tool_choice='auto', or thinking=False", model=model)
-            thinking = {"type": "enabled", "budget_tokens": budget}
+            thinking = _budget(o, preset, model, caps, max_tokens, forced_tool=forced_tool, default_budget=default_budget)
         else:
             thinking = {"type": "adaptive"}
         display = o.thinking_display or ("summarized" if caps.display_default == "omitted" else None)
@@ -231,27 +237,9 @@ class AnthropicProtocol(WireProtocol):
         caps = data["capabilities"]
 
         def on(*path: str) -> bool | None:
-            """``supported`` at ``path``; None where the answer leaves it out, and an error
-            where it says something else than the documented shape (the whole answer is then
-            not trusted)."""
-            node: Any = caps
-            for key in path:
-                if not isinstance(node, dict):
-                    raise ValueError(f"capabilities.{'.'.join(path)}: not an object")
-                node = node.get(key)
-            if node is None:
-                return None
-            if not isinstance(node, dict) or not isinstance(node.get("supported"), bool):
-                raise ValueError(f"capabilities.{'.'.join(path)}: no true/false 'supported'")
-            return node["supported"]
+            return _supported(caps, path)
 
-        values: dict[str, Any] = {}
-        thinking = on("thinking")
-        if thinking is not None:
-            modes = [mode for mode, key in (("adaptive", "adaptive"), ("budget", "enabled")) if on("thinking", "types", key)]
-            values["thinking"] = modes if thinking else []
-            if on("thinking", "types", "disabled") is not None:
-                values["thinking_off"] = on("thinking", "types", "disabled")
+        values: dict[str, Any] = _thinking_info(caps)
         effort = on("effort")
         if effort is not None:
             values["effort"] = [level for level in _EFFORTS if on("effort", level)] if effort else []
@@ -341,6 +329,35 @@ class AnthropicProtocol(WireProtocol):
         ev.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": usage[1]}}))
         ev.append(("message_stop", {"type": "message_stop"}))
         return encode_sse(ev)
+
+
+def _thinking_info(caps: dict[str, Any]) -> dict[str, Any]:
+    """What a ModelInfo says of thinking: the forms it takes, and whether it can be off."""
+    thinking = _supported(caps, ("thinking",))
+    if thinking is None:
+        return {}
+    modes = [mode for mode, key in (("adaptive", "adaptive"), ("budget", "enabled")) if _supported(caps, ("thinking", "types", key))]
+    values: dict[str, Any] = {"thinking": modes if thinking else []}
+    off = _supported(caps, ("thinking", "types", "disabled"))
+    if off is not None:
+        values["thinking_off"] = off
+    return values
+
+
+def _supported(caps: dict[str, Any], path: tuple[str, ...]) -> bool | None:
+    """``supported`` at ``path`` of a ModelInfo's capabilities; None where the answer leaves
+    it out, and an error where it says something else than the documented shape (the whole
+    answer is then not trusted)."""
+    node: Any = caps
+    for key in path:
+        if not isinstance(node, dict):
+            raise ValueError(f"capabilities.{'.'.join(path)}: not an object")
+        node = node.get(key)
+    if node is None:
+        return None
+    if not isinstance(node, dict) or not isinstance(node.get("supported"), bool):
+        raise ValueError(f"capabilities.{'.'.join(path)}: no true/false 'supported'")
+    return node["supported"]
 
 
 PROTOCOL = AnthropicProtocol()
