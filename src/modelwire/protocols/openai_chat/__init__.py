@@ -247,15 +247,9 @@ class OpenAIChatProtocol(WireProtocol):
         return encode_sse(ev)
 
 
-def _thinking(p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str | None, model: str, caps: ModelCapabilities) -> None:
-    """``thinking`` / ``thinking_budget`` on the server's own switch, or refused."""
-    if o.thinking is False and o.thinking_budget:
-        raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
-    on = o.thinking is not False
-    if not on and caps.thinking_off is False:
-        raise refuse("thinking", preset, "the model always reasons; thinking=False cannot be honoured", model=model)
-    if on and caps.thinking == ():
-        raise refuse("thinking" if o.thinking else "thinking_budget", preset, "the model does not reason; choose one that does", model=model)
+def _switch(p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str, on: bool) -> None:
+    """Thinking on or off (and its budget, where the server takes one) on the server's own
+    switch: DeepSeek's, Qwen's, vLLM's chat templates', OpenRouter's."""
     if switch == "deepseek":
         if o.thinking_budget is not None:
             raise refuse("thinking_budget", preset, "DeepSeek takes reasoning_effort, not a budget")
@@ -273,6 +267,19 @@ def _thinking(p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str | 
         reasoning["enabled"] = on
         if o.thinking_budget is not None:
             reasoning["max_tokens"] = o.thinking_budget
+
+
+def _thinking(p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str | None, model: str, caps: ModelCapabilities) -> None:
+    """``thinking`` / ``thinking_budget`` on the server's own switch, or refused."""
+    if o.thinking is False and o.thinking_budget:
+        raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
+    on = o.thinking is not False
+    if not on and caps.thinking_off is False:
+        raise refuse("thinking", preset, "the model always reasons; thinking=False cannot be honoured", model=model)
+    if on and caps.thinking == ():
+        raise refuse("thinking" if o.thinking else "thinking_budget", preset, "the model does not reason; choose one that does", model=model)
+    if switch is not None:
+        _switch(p, o, preset, switch, on)
     elif preset.dialect.get("reasoning_effort") and caps.thinking is not None and "effort" in caps.thinking and o.thinking_budget is None:
         # A reasoning model reached by effort alone: off is effort "none" where the model
         # can stop reasoning; on is "medium" unless a level was given (some models do not

@@ -108,12 +108,7 @@ class OpenAIChatAdapter(BaseAdapter):
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
         meta = self.call_metadata
         if "response_id" not in meta and data.get("id"):
-            meta["response_id"] = data["id"]
-            for key in ("system_fingerprint", "service_tier"):
-                if data.get(key) is not None:
-                    meta[key] = data[key]
-            if data.get("provider") is not None:  # OpenRouter: the upstream that served it
-                meta["upstream_provider"] = data["provider"]
+            _first_chunk(meta, data)
         for choice in data.get("choices") or ():
             if choice.get("index", 0) != self.choice_index:
                 ignored = meta.setdefault("ignored_choices", [])
@@ -125,22 +120,26 @@ class OpenAIChatAdapter(BaseAdapter):
                 self._on_delta(delta)
             if choice.get("logprobs"):
                 meta.setdefault("logprobs", []).append(choice["logprobs"])
-            reason = choice.get("finish_reason")
-            if reason:
-                if reason == "length":  # cut off: calls still streaming have partial arguments
-                    for call in self._calls:
-                        if call.block is not None and not call.block.closed:
-                            call.block.extras["truncated"] = True
-                self._finish_reason = reason
-                self.provider_stop_reason = reason
-                self.stop_reason = "refusal" if self._refused else STOP_REASONS.get(reason, "other")
-                self._close_calls()
-                self.close_all()
+            if choice.get("finish_reason"):
+                self._finished(choice["finish_reason"])
         usage = data.get("usage") or (data.get("x_groq") or {}).get("usage")
         if usage:
             self._set_usage(usage)
         if data.get("error") or event == "error":
             raise error_from_body(data, self.protocol)
+
+    def _finished(self, reason: str) -> None:
+        """The choice's finish reason: its calls closed (cut off by the length limit, those
+        still streaming have partial arguments, marked truncated), and every block."""
+        if reason == "length":
+            for call in self._calls:
+                if call.block is not None and not call.block.closed:
+                    call.block.extras["truncated"] = True
+        self._finish_reason = reason
+        self.provider_stop_reason = reason
+        self.stop_reason = "refusal" if self._refused else STOP_REASONS.get(reason, "other")
+        self._close_calls()
+        self.close_all()
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         return shape_problem(data, SHAPE)
@@ -223,26 +222,8 @@ class OpenAIChatAdapter(BaseAdapter):
         block.extras["reasoning_details"] = list(self._details.values())
 
     def _tool_call(self, tc: dict[str, Any]) -> None:
-        call_id = tc.get("id")
         index = tc.get("index")
-        call = None
-        if call_id and call_id in self._calls_by_id:
-            call = self._calls_by_id[call_id]
-        elif not call_id and index is not None:
-            call = self._calls_by_index.get(index)
-        elif not call_id and index is None and self._calls:
-            call = self._calls[-1]
-        if call is None:
-            # A fragment with neither id nor name is held until its name comes (some
-            # servers send the name late); a call still unnamed at the end is an error.
-            if not call_id:
-                n = index if index is not None else len(self._calls)
-                call_id = f"call_{n}"
-                while call_id in self._calls_by_id:
-                    call_id += "_"
-            call = _Call(call_id, index)
-            self._calls_by_id[call_id] = call
-            self._calls.append(call)
+        call = self._call_of(tc.get("id"), index)
         if index is not None:
             self._calls_by_index[index] = call
         fn = tc.get("function") or tc.get("custom") or {}
@@ -265,6 +246,29 @@ class OpenAIChatAdapter(BaseAdapter):
                 call.pending.append(piece)
             else:
                 self.delta(call.block, piece)
+
+    def _call_of(self, call_id: Any, index: Any) -> _Call:
+        """The call a fragment continues (by its id, else its index, else the last one), or
+        a new one. A fragment with neither id nor name is held until its name comes (some
+        servers send the name late); a call still unnamed at the end is an error."""
+        if call_id and call_id in self._calls_by_id:
+            return self._calls_by_id[call_id]
+        call = None
+        if not call_id and index is not None:
+            call = self._calls_by_index.get(index)
+        elif not call_id and index is None and self._calls:
+            call = self._calls[-1]
+        if call is not None:
+            return call
+        if not call_id:
+            n = index if index is not None else len(self._calls)
+            call_id = f"call_{n}"
+            while call_id in self._calls_by_id:
+                call_id += "_"
+        call = _Call(call_id, index)
+        self._calls_by_id[call_id] = call
+        self._calls.append(call)
+        return call
 
     def _close_calls(self, strict: bool = True) -> None:
         for call in self._calls:
@@ -296,3 +300,14 @@ class OpenAIChatAdapter(BaseAdapter):
         if not self.finished:
             self._close_calls(strict=False)
         super()._fail(err)
+
+
+def _first_chunk(meta: dict[str, Any], data: dict[str, Any]) -> None:
+    """What the first chunk says of the response: its id, fingerprint and tier, and on
+    OpenRouter the upstream that served it."""
+    meta["response_id"] = data["id"]
+    for key in ("system_fingerprint", "service_tier"):
+        if data.get(key) is not None:
+            meta[key] = data[key]
+    if data.get("provider") is not None:
+        meta["upstream_provider"] = data["provider"]
