@@ -208,30 +208,35 @@ class GeminiProtocol(WireProtocol):
         return encode_sse(events)
 
 
+def _thinking_off(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities) -> dict[str, Any]:
+    """``thinking=False``: a budget of 0 (Gemini 2.5 Flash: off; models that must think
+    refuse it), on a model not known to always think."""
+    if o.thinking_budget:
+        raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
+    if caps.thinking_off is False:
+        raise refuse("thinking", preset, "the model always thinks; set reasoning_effort to the lowest level it takes", model=model)
+    if o.thinking_display is not None or o.reasoning_effort is not None:
+        raise refuse("thinking_display" if o.thinking_display else "reasoning_effort", preset, "thinking=False turns thinking off", model=model)
+    return {"thinkingBudget": 0}
+
+
 def _thinking_config(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities) -> dict[str, Any]:
     """``thinkingConfig``: off, a budget or a level (a level as a budget on a model that
     takes only budgets), and whether thought summaries come back."""
+    if o.thinking is False:
+        return _thinking_off(o, preset, model, caps)
     thinking: dict[str, Any] = {}
     modes = caps.thinking
-    if o.thinking is False:
-        if o.thinking_budget:
-            raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
-        if caps.thinking_off is False:
-            raise refuse("thinking", preset, "the model always thinks; set reasoning_effort to the lowest level it takes", model=model)
-        if o.thinking_display is not None or o.reasoning_effort is not None:
-            raise refuse("thinking_display" if o.thinking_display else "reasoning_effort", preset, "thinking=False turns thinking off", model=model)
-        thinking["thinkingBudget"] = 0  # Gemini 2.5 Flash: off; models that must think refuse it
-    else:
-        asked = [name for name in ("thinking", "thinking_budget", "reasoning_effort", "thinking_display") if getattr(o, name) not in (None, False)]
-        if modes == () and asked:
-            raise refuse(asked[0], preset, "the model does not think", model=model)
-        if o.thinking or o.thinking_budget is not None or o.thinking_display is not None:
-            # Thought summaries arrive only when asked for (includeThoughts).
-            thinking["includeThoughts"] = o.thinking_display != "omitted"
-        if o.thinking_budget is not None:
-            if modes is not None and "budget" not in modes:
-                raise refuse("thinking_budget", preset, "the model takes a thinking level; use reasoning_effort", model=model)
-            thinking["thinkingBudget"] = o.thinking_budget
+    asked = [name for name in ("thinking", "thinking_budget", "reasoning_effort", "thinking_display") if getattr(o, name) not in (None, False)]
+    if modes == () and asked:
+        raise refuse(asked[0], preset, "the model does not think", model=model)
+    if o.thinking or o.thinking_budget is not None or o.thinking_display is not None:
+        # Thought summaries arrive only when asked for (includeThoughts).
+        thinking["includeThoughts"] = o.thinking_display != "omitted"
+    if o.thinking_budget is not None:
+        if modes is not None and "budget" not in modes:
+            raise refuse("thinking_budget", preset, "the model takes a thinking level; use reasoning_effort", model=model)
+        thinking["thinkingBudget"] = o.thinking_budget
     if o.reasoning_effort is not None:
         if o.thinking_budget is not None:
             raise refuse("reasoning_effort", preset, "Gemini takes a thinking level or a budget, not both")

@@ -99,11 +99,9 @@ class OpenAIResponsesFormatter(Formatter):
         for seg in segs:
             if seg.kind == "system":
                 text = "\n\n".join(b.text for b in seg.blocks if b.text)
-                if not text:
-                    continue
-                if self.instructions and not items:
-                    instructions.append(text)
-                else:
+                if text and self.instructions and not items:
+                    instructions.append(text)  # what comes before any item is the instructions
+                elif text:
                     items.append({"type": "message", "role": self.system_role, "content": text})
             elif seg.kind == "user":
                 content = [p for b in seg.blocks for p in self._input_part(b, seg.index_of(b))]
@@ -117,11 +115,7 @@ class OpenAIResponsesFormatter(Formatter):
         if instructions:
             payload["instructions"] = "\n\n".join(instructions)
         payload["input"] = items
-        if specs or server:
-            payload["tools"] = [_tool(s) for s in specs] + [server_tool(t) for t in server]
-        mode, name = tool_choice_name(tool_choice, specs)
-        if mode is not None:
-            payload["tool_choice"] = {"type": "function", "name": name} if mode == "tool" else mode
+        _tools(payload, specs, server, tool_choice)
         return payload
 
     def _input_part(self, block: Any, index: int) -> list[dict[str, Any]]:
@@ -327,3 +321,12 @@ def input_media(block: Any, index: int) -> dict[str, Any]:
 def format_openai_responses(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
     """Shortcut for ``OpenAIResponsesFormatter(**options).format(messages, tools, tool_choice)``."""
     return OpenAIResponsesFormatter(**options).format(messages, tools, tool_choice)
+
+
+def _tools(payload: dict[str, Any], specs: list[Any], server: list[Any], tool_choice: Any) -> None:
+    """The request's tools (functions and the provider's own) and tool choice."""
+    if specs or server:
+        payload["tools"] = [_tool(s) for s in specs] + [server_tool(t) for t in server]
+    mode, name = tool_choice_name(tool_choice, specs)
+    if mode is not None:
+        payload["tool_choice"] = {"type": "function", "name": name} if mode == "tool" else mode
