@@ -108,25 +108,9 @@ class AnthropicAdapter(BaseAdapter):
         elif etype == "ping":
             pass
         elif etype == "message_start":
-            if self._message_started:
-                raise StreamProtocolError("a second message_start in one anthropic stream", body=data)
-            self._message_started = True
-            message = data["message"]
-            self.call_metadata["response_id"] = message.get("id")
-            self._set_usage(message.get("usage") or {})
-            for i, block in enumerate(message.get("content") or ()):
-                # A message that starts with content (rare): each block is complete.
-                self._on_start(-1 - i, block)
-                self._on_stop(-1 - i)
+            self._on_message_start(data)
         elif etype == "message_delta":
-            delta = data.get("delta") or {}
-            if delta.get("stop_reason"):
-                self.provider_stop_reason = delta["stop_reason"]
-                self.stop_reason = STOP_REASONS.get(delta["stop_reason"], "other")
-            for key in ("stop_sequence", "stop_details", "container"):
-                if delta.get(key) is not None:
-                    self.call_metadata[key] = delta[key]
-            self._set_usage(data.get("usage") or {})
+            self._on_message_delta(data)
         elif etype == "message_stop":
             for key, block in list(self.blocks.items()):
                 # Cut off (for example by max_tokens) before its content_block_stop.
@@ -189,6 +173,29 @@ class AnthropicAdapter(BaseAdapter):
             self._raw[index] = dict(cb)
         else:
             self._raw[index] = dict(cb)
+
+    def _on_message_start(self, data: dict[str, Any]) -> None:
+        if self._message_started:
+            raise StreamProtocolError("a second message_start in one anthropic stream", body=data)
+        self._message_started = True
+        message = data["message"]
+        self.call_metadata["response_id"] = message.get("id")
+        self._set_usage(message.get("usage") or {})
+        for i, block in enumerate(message.get("content") or ()):
+            # A message that starts with content (rare): each block is complete.
+            self._on_start(-1 - i, block)
+            self._on_stop(-1 - i)
+
+    def _on_message_delta(self, data: dict[str, Any]) -> None:
+        """The stop reason and what comes with it, and the usage so far."""
+        delta = data.get("delta") or {}
+        if delta.get("stop_reason"):
+            self.provider_stop_reason = delta["stop_reason"]
+            self.stop_reason = STOP_REASONS.get(delta["stop_reason"], "other")
+        for key in ("stop_sequence", "stop_details", "container"):
+            if delta.get(key) is not None:
+                self.call_metadata[key] = delta[key]
+        self._set_usage(data.get("usage") or {})
 
     def _on_delta(self, data: dict[str, Any]) -> None:
         index = data["index"]

@@ -162,24 +162,16 @@ class AnthropicFormatter(Formatter):
                     part["citations"] = extras["citations"]
                 out.append(part)
         elif btype == "thinking":
-            if self._native(block):
-                if extras.get("redacted_thinking_data"):
-                    out.append({"type": "redacted_thinking", "data": extras["redacted_thinking_data"]})
-                    return
-                if extras.get("signature"):
-                    out.append({"type": "thinking", "thinking": block.thinking, "signature": extras["signature"]})
-                    return
-            if self.thinking_as_text and block.thinking:
+            part = _signed_thinking(block, extras) if self._native(block) else None
+            if part is not None:
+                out.append(part)
+            elif self.thinking_as_text and block.thinking:
                 out.append({"type": "text", "text": f"<thinking>\n{block.thinking}\n</thinking>"})
         elif btype == "tool_call":
             if not extras.get("server_side", False):
                 out.append({"type": "tool_use", "id": block.id, "name": block.name, "input": parse_arguments(block)})
             elif self._native(block):  # a server tool's call: only one Anthropic ran can be replayed
-                part = {"type": extras.get("provider_block_type", "server_tool_use"), "id": block.id, "name": block.name}
-                if extras.get("server_name"):
-                    part["server_name"] = extras["server_name"]
-                part["input"] = parse_arguments(block)
-                out.append(part)
+                out.append(_server_call(block, extras))
         elif btype == "tool_result":  # a server tool's result, kept whole by the adapter
             raw = block.metadata.get("provider_block") if self._native(block) else None
             if raw:
@@ -406,3 +398,22 @@ def _tools(payload: dict[str, Any], specs: list[Any], server: list[Any], tool_ch
     mode, name = tool_choice_name(tool_choice, specs)
     if mode is not None:
         payload["tool_choice"] = {"type": "any"} if mode == "required" else ({"type": "tool", "name": name} if mode == "tool" else {"type": mode})
+
+
+def _signed_thinking(block: Any, extras: Any) -> dict[str, Any] | None:
+    """Thinking this endpoint family made, as it replays it: redacted, or with its
+    signature (None: neither, so it cannot go back as thinking)."""
+    if extras.get("redacted_thinking_data"):
+        return {"type": "redacted_thinking", "data": extras["redacted_thinking_data"]}
+    if extras.get("signature"):
+        return {"type": "thinking", "thinking": block.thinking, "signature": extras["signature"]}
+    return None
+
+
+def _server_call(block: Any, extras: Any) -> dict[str, Any]:
+    """A server tool's call (web search, an MCP server's tool) as Anthropic replays it."""
+    part = {"type": extras.get("provider_block_type", "server_tool_use"), "id": block.id, "name": block.name}
+    if extras.get("server_name"):
+        part["server_name"] = extras["server_name"]
+    part["input"] = parse_arguments(block)
+    return part

@@ -401,20 +401,13 @@ def _set_path(streamed: _StreamedCall, arg: Any) -> None:
     if not isinstance(arg, dict) or not isinstance(arg.get("jsonPath"), str):
         raise StreamProtocolError("a partialArgs entry without a jsonPath", body={"partialArgs": arg})
     path = arg["jsonPath"]
-    steps = _PATHS.get(path)
-    if steps is None:
-        steps = tuple(_parse_path(path))
-        if len(_PATHS) < 4096:
-            _PATHS[path] = steps
+    steps = _steps(path)
     present = [k for k in _VALUE_KEYS if k in arg]
     if not present:
         if arg.get("willContinue"):
             return
         raise StreamProtocolError(f"partialArgs entry for {path} has no value", body={"partialArgs": arg})
-    kind = present[0]
-    value = None if kind == "nullValue" else arg[kind]
-    if not isinstance(value, _VALUE_TYPES[kind]) or (kind != "boolValue" and isinstance(value, bool)):
-        raise StreamProtocolError(f"partialArgs entry for {path}: {kind} holds {type(value).__name__}", body={"partialArgs": arg})
+    kind, value = _typed_value(arg, present[0], path)
     more = bool(arg.get("willContinue"))
     if kind == "stringValue" and isinstance(value, str) and streamed.open_string == path:
         streamed.pieces.append(value)  # a string continued across pieces
@@ -432,6 +425,24 @@ def _set_path(streamed: _StreamedCall, arg: Any) -> None:
 
 
 _PATHS: dict[str, tuple[str | int, ...]] = {}  # jsonPaths read so far (a call repeats its few paths)
+
+
+def _steps(path: str) -> tuple[str | int, ...]:
+    """A jsonPath's steps (keys and indexes), read once per path."""
+    steps = _PATHS.get(path)
+    if steps is None:
+        steps = tuple(_parse_path(path))
+        if len(_PATHS) < 4096:
+            _PATHS[path] = steps
+    return steps
+
+
+def _typed_value(arg: dict[str, Any], kind: str, path: str) -> tuple[str, Any]:
+    """An entry's value, of the type its key says (``stringValue`` a string ...)."""
+    value = None if kind == "nullValue" else arg[kind]
+    if not isinstance(value, _VALUE_TYPES[kind]) or (kind != "boolValue" and isinstance(value, bool)):
+        raise StreamProtocolError(f"partialArgs entry for {path}: {kind} holds {type(value).__name__}", body={"partialArgs": arg})
+    return kind, value
 
 
 def _parse_path(path: str) -> list[str | int]:
