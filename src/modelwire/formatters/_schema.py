@@ -72,19 +72,11 @@ def _node(node: Any, rules: SchemaRules, root: dict[str, Any], path: str, notes:
             raise NotStrict(f"{path} allows any value; give it a type")
         return node
     node = dict(node)
-    out: dict[str, Any] = {}
-    for defs_key in ("$defs", "definitions"):
-        defs = node.pop(defs_key, None)
-        if isinstance(defs, dict):
-            out[defs_key] = {name: _node(sub, rules, root, f"{path}/{defs_key}/{name}", notes, seen) for name, sub in defs.items()}
+    out = _definitions(node, rules, root, path, notes, seen)
     ref = node.pop("$ref", None)
     if ref is not None:
         return _with_ref(ref, node, out, rules, root, path, notes, seen)
-    if "oneOf" in node and rules.any_of_for_one_of:
-        node["anyOf"] = node.pop("oneOf")
-    for key in ("anyOf", "oneOf", "allOf"):
-        if isinstance(node.get(key), list):
-            out[key] = [_node(v, rules, root, f"{path}/{key}/{i}", notes, seen) for i, v in enumerate(node.pop(key))]
+    _combinators(node, out, rules, root, path, notes, seen)
     for key in ("type", "enum", "const", "title", "description"):
         if key in node:
             out[key] = node.pop(key)
@@ -105,6 +97,26 @@ def _node(node: Any, rules: SchemaRules, root: dict[str, Any], path: str, notes:
         node.pop("default")
     _keep_or_describe(node, out, kind, rules, path, notes)
     return out
+
+
+def _definitions(node: dict[str, Any], rules: SchemaRules, root: dict[str, Any], path: str, notes: list[str], seen: tuple[str, ...]) -> dict[str, Any]:
+    """The node's ``$defs`` / ``definitions``, each strict, taken out of ``node``."""
+    out: dict[str, Any] = {}
+    for defs_key in ("$defs", "definitions"):
+        defs = node.pop(defs_key, None)
+        if isinstance(defs, dict):
+            out[defs_key] = {name: _node(sub, rules, root, f"{path}/{defs_key}/{name}", notes, seen) for name, sub in defs.items()}
+    return out
+
+
+def _combinators(node: dict[str, Any], out: dict[str, Any], rules: SchemaRules, root: dict[str, Any], path: str, notes: list[str], seen: tuple[str, ...]) -> None:
+    """``anyOf`` / ``oneOf`` / ``allOf``, each member strict (``oneOf`` as ``anyOf`` where
+    the target takes only that)."""
+    if "oneOf" in node and rules.any_of_for_one_of:
+        node["anyOf"] = node.pop("oneOf")
+    for key in ("anyOf", "oneOf", "allOf"):
+        if isinstance(node.get(key), list):
+            out[key] = [_node(v, rules, root, f"{path}/{key}/{i}", notes, seen) for i, v in enumerate(node.pop(key))]
 
 
 def _with_ref(ref: Any, node: dict[str, Any], out: dict[str, Any], rules: SchemaRules, root: dict[str, Any], path: str, notes: list[str], seen: tuple[str, ...]) -> dict[str, Any]:

@@ -162,9 +162,9 @@ class AnthropicFormatter(Formatter):
                     part["citations"] = extras["citations"]
                 out.append(part)
         elif btype == "thinking":
-            part = _signed_thinking(block, extras) if self._native(block) else None
-            if part is not None:
-                out.append(part)
+            signed = _signed_thinking(block, extras) if self._native(block) else None
+            if signed is not None:
+                out.append(signed)
             elif self.thinking_as_text and block.thinking:
                 out.append({"type": "text", "text": f"<thinking>\n{block.thinking}\n</thinking>"})
         elif btype == "tool_call":

@@ -190,6 +190,11 @@ class OpenAIChatFormatter(Formatter):
                 raise FormatError(seg.index_of(block), f"an assistant message cannot carry {block.source.media_type} data", PROTOCOL)
         if not (texts or refusals or calls or reasoning):
             return None
+        return self._message(texts, refusals, reasoning, details, calls)
+
+    def _message(self, texts: list[str], refusals: list[str], reasoning: list[str], details: list[Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
+        """The assistant message: its text (or the dialect's empty content), a refusal, the
+        reasoning where the dialect takes it back, and its tool calls."""
         msg: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else self.no_content}
         if refusals:
             msg["refusal"] = "".join(refusals)
