@@ -287,6 +287,37 @@ class _Walk:
             self.add("user", hint_index, piece, "")
         self.held.clear()
 
+    def user(self, index: int, msg: Msg, speaker_names: bool) -> None:
+        """A user message, or another agent's message shown to this one as user content:
+        its text and data only (another agent's thinking is not shown to this one; its tool
+        use neither: its text carries what it found)."""
+        name = msg.name
+        for block in msg.content:
+            if block.type == "hint":
+                self.hint(index, block)
+            elif block.type == "text" or block.type == "data":
+                self.add("user", index, _speaker(block, name) if speaker_names else block, name)
+
+    def own(self, index: int, msg: Msg, kind: str | None) -> None:
+        """A system message (``kind``: system), or one of the agent's own turn (None: each
+        block's kind is its own, with the tool rules checked)."""
+        name = msg.name if kind is not None else ""
+        for block in msg.content:
+            if block.type == "hint":
+                self.hint(index, block)
+                continue
+            block_kind = kind or self.assistant_kind(index, block)
+            self.add(block_kind, index, block, name)
+            if block_kind == "results" and self.held and not self.open_calls:
+                self.flush()
+
+    def results_in_call_order(self) -> None:
+        """Results answering one assistant turn, in the order of its calls."""
+        order = {cid: n for n, cid in enumerate(self.calls)}
+        for seg in self.out:
+            if seg.kind == "results" and len(seg.blocks) > 1:
+                seg.blocks.sort(key=lambda r: order.get(r.id, 0))
+
     def assistant_kind(self, index: int, block: Any) -> str:
         """The segment kind of a block of the agent's own turn, with the tool rules checked:
         a result answers an earlier call and is finished, a call id is used once, and no
@@ -337,39 +368,14 @@ def segments(
         if not isinstance(msg, Msg):
             raise FormatError(index, f"expected a Msg, got {type(msg).__name__}", protocol)
         role = msg.role
-        as_user = role == "user" or (
-            speaker_names and role == "assistant" and assistant_name is not None and msg.name != assistant_name
-        )
-        for block in msg.content:
-            if block.type == "hint":
-                walk.hint(index, block)
-                continue
-            name = ""
-            if role == "system":
-                kind, name = "system", msg.name
-            elif as_user:
-                if block.type != "text" and block.type != "data":
-                    # Another agent's thinking is not shown to this one; its tool use neither
-                    # (its text carries what it found).
-                    continue
-                kind, name = "user", msg.name
-                if speaker_names:
-                    block = _speaker(block, name)
-            else:
-                kind = walk.assistant_kind(index, block)
-            walk.add(kind, index, block, name)
-            if kind == "results" and walk.held and not walk.open_calls:
-                walk.flush()
+        if role == "user" or (speaker_names and role == "assistant" and assistant_name is not None and msg.name != assistant_name):
+            walk.user(index, msg, speaker_names)
+        else:
+            walk.own(index, msg, "system" if role == "system" else None)
         if role == "user" and walk.open_calls:
             _unanswered(walk.open_calls, protocol)
     walk.flush()
-
-    # Results answering one assistant turn, in the order of its calls.
-    order = {cid: n for n, cid in enumerate(walk.calls)}
-    for seg in walk.out:
-        if seg.kind == "results":
-            if len(seg.blocks) > 1:
-                seg.blocks.sort(key=lambda r: order.get(r.id, 0))
+    walk.results_in_call_order()
     return walk.out
 
 
