@@ -29,3 +29,17 @@ def test_no_function_in_the_package_is_longer_than_60_lines():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 60:
                 long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
     assert long == [], "\n".join(long)
+
+
+def test_no_function_in_the_package_ranks_d_or_worse():
+    """radon's cyclomatic complexity (every branch and boolean operator counted) stays at
+    20 or under for every function and method: rank C or better."""
+    pytest.importorskip("radon", reason="the dev extra installs radon")
+    from radon.complexity import cc_visit
+
+    ranked = []
+    for path in sorted((ROOT / "src" / "modelwire").rglob("*.py")):
+        for block in cc_visit(path.read_text(encoding="utf-8")):
+            if block.complexity > 20:
+                ranked.append(f"{path.relative_to(ROOT)}:{block.lineno} {block.name} ({block.complexity})")
+    assert ranked == [], "\n".join(ranked)

@@ -127,20 +127,24 @@ class _IdMap:
         return candidate
 
 
-def conform(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: Any, ids: IdRules | None, names: IdRules | None) -> tuple[Sequence[Any], Sequence[Any] | None, Any]:
-    """``messages``, ``tools`` and ``tool_choice`` with every client tool-call id and tool
-    name the target refuses rewritten (see the module doc). Nothing is copied when
-    everything fits."""
-    if ids is None and names is None:
-        return messages, tools, tool_choice
-    id_map = _IdMap(ids) if ids is not None else None
-    id_sent = id_map.sent if id_map is not None else {}
-    name_sent: dict[str, str] = {}  # each name's answer, worked out once
-    out: list[Any] | None = None
-    server: set[str] = set()  # a provider's own tools: replayed only where they ran, as they were
-    for n, msg in enumerate(messages):
+class _Conformer:
+    """Ids and names as sent, across one conversation: the same original always the same;
+    each name's answer worked out once; a provider's own tools (replayed only where they
+    ran) left as they were."""
+
+    def __init__(self, ids: IdRules | None, names: IdRules | None) -> None:
+        self.id_map = _IdMap(ids) if ids is not None else None
+        self.names = names
+        self.name_sent: dict[str, str] = {}
+        self.server: set[str] = set()
+
+    def content(self, blocks: Sequence[Any]) -> list[Any] | None:
+        """A message's blocks with the calls' and results' ids and names conformed (None:
+        all of them fit)."""
+        id_map, names, name_sent, server = self.id_map, self.names, self.name_sent, self.server
+        id_sent = id_map.sent if id_map is not None else {}
         content = None
-        for k, block in enumerate(msg.content):
+        for k, block in enumerate(blocks):
             btype = block.type
             if btype == "tool_call":
                 extras = extras_of(block)
@@ -159,8 +163,21 @@ def conform(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: A
             if new_id == block_id and new_name == name:
                 continue
             if content is None:
-                content = list(msg.content)
+                content = list(blocks)
             content[k] = block.replace(id=new_id, name=new_name)
+        return content
+
+
+def conform(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: Any, ids: IdRules | None, names: IdRules | None) -> tuple[Sequence[Any], Sequence[Any] | None, Any]:
+    """``messages``, ``tools`` and ``tool_choice`` with every client tool-call id and tool
+    name the target refuses rewritten (see the module doc). Nothing is copied when
+    everything fits."""
+    if ids is None and names is None:
+        return messages, tools, tool_choice
+    conformed = _Conformer(ids, names).content
+    out: list[Any] | None = None
+    for n, msg in enumerate(messages):
+        content = conformed(msg.content)
         if content is not None:
             if out is None:
                 out = list(messages)
