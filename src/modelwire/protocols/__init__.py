@@ -154,23 +154,26 @@ def find_preset(name: str) -> Preset | None:
 
 def _preset_of(protocol: WireProtocol, name: str) -> Preset | None:
     preset = next((p for p in protocol.presets if p.name == name), None)
-    if preset is not None:
+    return _checked(protocol, preset) if preset is not None else None
+
+
+def _checked(protocol: WireProtocol, preset: Preset) -> Preset:
+    """A preset its protocol brings, checked once (its protocol's name, its dialect: a
+    typo is an error at its first use), then known."""
+    if _presets.get(preset.name) is not preset:
         if preset.protocol != protocol.name:
-            raise UnknownProtocolError(f"the preset {name!r} says its protocol is {preset.protocol!r}, but {protocol.name!r} brings it")
-        protocol.check_dialect(preset)  # a typo in a dialect is an error, at its first use
-        _presets[name] = preset
+            raise UnknownProtocolError(f"the preset {preset.name!r} says its protocol is {preset.protocol!r}, but {protocol.name!r} brings it")
+        protocol.check_dialect(preset)
+        _presets[preset.name] = preset
     return preset
 
 
 def all_presets() -> dict[str, Preset]:
     """Every preset, by name: those of every protocol (loaded to list them), in protocol order."""
     out: dict[str, Preset] = {}
-    for protocol_name in protocol_names():
-        protocol = get_protocol(protocol_name)
+    for protocol in _protocols():
         for preset in protocol.presets:
-            if _presets.get(preset.name) is not preset:
-                _preset_of(protocol, preset.name)  # checked once, then known
-            out[preset.name] = preset
+            out[preset.name] = _checked(protocol, preset)
     return out
 
 

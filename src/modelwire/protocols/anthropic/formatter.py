@@ -75,7 +75,6 @@ class AnthropicFormatter(Formatter):
     tool_id_rules: IdRules | None = TOOL_IDS
     tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL
-    endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
 
     @staticmethod
     def needs_inline(media_type: str) -> bool:
@@ -95,7 +94,7 @@ class AnthropicFormatter(Formatter):
         cache_tools: bool = False,
         cache_last_turns: int = 0,
     ) -> None:
-        self.provider = provider  # the target; None: any server of this protocol
+        super().__init__(provider=provider)
         self.thinking_as_text = thinking_as_text
         self.speaker_names = speaker_names
         self.assistant_name = assistant_name

@@ -74,7 +74,6 @@ class BedrockConverseFormatter(Formatter):
     tool_id_rules: IdRules | None = TOOL_IDS
     tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL
-    endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
 
     @staticmethod
     def needs_inline(media_type: str) -> bool:
@@ -94,7 +93,7 @@ class BedrockConverseFormatter(Formatter):
     ) -> None:
         if tool_id_style not in (None, "mistral"):
             raise ValueError("tool_id_style is None or 'mistral'")
-        self.provider = provider
+        super().__init__(provider=provider)
         self.thinking_as_text = thinking_as_text
         self.tool_id_style = tool_id_style
         if tool_id_style == "mistral":

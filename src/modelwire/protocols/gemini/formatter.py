@@ -88,7 +88,6 @@ class GeminiFormatter(Formatter):
     tool_id_rules: IdRules | None = None
     tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL
-    endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
 
     @staticmethod
     def needs_inline(media_type: str) -> bool:
@@ -104,7 +103,7 @@ class GeminiFormatter(Formatter):
         speaker_names: bool = False,
         assistant_name: str | None = None,
     ) -> None:
-        self.provider = provider  # the target; None: any server of this protocol
+        super().__init__(provider=provider)
         self.thinking_as_text = thinking_as_text
         self.speaker_names = speaker_names
         self.assistant_name = assistant_name

@@ -46,7 +46,6 @@ SCOPE = _WIRE.replay_scope
 
 class OllamaFormatter(Formatter):
     protocol = PROTOCOL
-    endpoint: str | None = None
     tool_id_rules: IdRules | None = None  # ids are not sent
     tool_name_rules: IdRules | None = IdRules(allowed="A-Za-z0-9_.:-", max_len=128)
 
@@ -56,7 +55,7 @@ class OllamaFormatter(Formatter):
         return True
 
     def __init__(self, *, provider: str | None = None, thinking_as_text: bool = False) -> None:
-        self.provider = provider
+        super().__init__(provider=provider)
         self.thinking_as_text = thinking_as_text
 
     @guarded

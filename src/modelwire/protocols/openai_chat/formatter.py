@@ -66,7 +66,6 @@ TOOL_NAMES = IdRules(allowed="A-Za-z0-9_-", max_len=64)
 
 class OpenAIChatFormatter(Formatter):
     protocol = PROTOCOL
-    endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
     tool_id_rules: IdRules | None = TOOL_IDS
     tool_name_rules: IdRules | None = TOOL_NAMES
 
@@ -99,7 +98,7 @@ class OpenAIChatFormatter(Formatter):
             raise ValueError("system_role is 'system' or 'developer'")
         if reasoning_field not in (None, "reasoning_content", "reasoning"):
             raise ValueError("reasoning_field is None, 'reasoning_content' or 'reasoning'")
-        self.provider = provider  # the target; None: any server of this protocol
+        super().__init__(provider=provider)
         self.system_role = system_role
         self.reasoning_field = reasoning_field
         self.reasoning_on_tool_calls = reasoning_on_tool_calls

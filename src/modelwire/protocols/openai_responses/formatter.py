@@ -58,7 +58,6 @@ SCOPE = _WIRE.replay_scope
 
 class OpenAIResponsesFormatter(Formatter):
     protocol = PROTOCOL
-    endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
     tool_id_rules: IdRules | None = TOOL_IDS
     tool_name_rules: IdRules | None = TOOL_NAMES
 
@@ -81,7 +80,7 @@ class OpenAIResponsesFormatter(Formatter):
     ) -> None:
         if system_role not in ("system", "developer"):
             raise ValueError("system_role is 'system' or 'developer'")
-        self.provider = provider  # the target; None: any server of this protocol
+        super().__init__(provider=provider)
         self.system_role = system_role
         self.instructions = instructions
         self.item_ids = item_ids
