@@ -407,7 +407,8 @@ def _set_path(streamed: _StreamedCall, arg: Any) -> None:
         if arg.get("willContinue"):
             return
         raise StreamProtocolError(f"partialArgs entry for {path} has no value", body={"partialArgs": arg})
-    kind, value = _typed_value(arg, present[0], path)
+    kind = present[0]
+    value = _typed_value(arg, kind, path)
     more = bool(arg.get("willContinue"))
     if kind == "stringValue" and isinstance(value, str) and streamed.open_string == path:
         streamed.pieces.append(value)  # a string continued across pieces
@@ -437,12 +438,12 @@ def _steps(path: str) -> tuple[str | int, ...]:
     return steps
 
 
-def _typed_value(arg: dict[str, Any], kind: str, path: str) -> tuple[str, Any]:
+def _typed_value(arg: dict[str, Any], kind: str, path: str) -> Any:
     """An entry's value, of the type its key says (``stringValue`` a string ...)."""
     value = None if kind == "nullValue" else arg[kind]
     if not isinstance(value, _VALUE_TYPES[kind]) or (kind != "boolValue" and isinstance(value, bool)):
         raise StreamProtocolError(f"partialArgs entry for {path}: {kind} holds {type(value).__name__}", body={"partialArgs": arg})
-    return kind, value
+    return value
 
 
 def _parse_path(path: str) -> list[str | int]:
