@@ -14,6 +14,17 @@ def server():
         yield srv
 
 
+@pytest.fixture(autouse=True)
+def _no_kept_capabilities(monkeypatch):
+    """Each test starts with no capability answer kept, in memory or on disk. A kept answer
+    skips the lookup a test scripts (the cache is keyed by URL, and a port comes back), so
+    the next scripted reply went to the wrong request. Tests of the cache set their own."""
+    from modelwire.models import _lookup
+
+    monkeypatch.setenv("MODELWIRE_CACHE_DIR", "")
+    monkeypatch.setattr(_lookup, "_default", None)
+
+
 # Bugs inside modelwire surface as themselves in the tests, never as a provider's fault
 # (see modelwire.adapters.debug); test_robustness checks the non-debug behaviour.
 import os  # noqa: E402

@@ -40,7 +40,11 @@ def show(context_length: int = 40960, capabilities=("completion", "tools", "thin
     info = {"general.architecture": "qwen3", "qwen3.context_length": context_length, "qwen3.embedding_length": 4096}
     data = {"modelfile": "FROM qwen3", "template": "{{ .Prompt }}", "details": {"family": "qwen3", "parameter_size": "8.2B"}, "model_info": info, "capabilities": list(capabilities)}
     ShowResponse.model_validate(data)
-    return Reply(body=json.dumps(data).encode(), headers={"content-type": "application/json"}, pieces=[json.dumps(data).encode()])
+    return Reply(body=json.dumps(data).encode(), headers={"content-type": "application/json"}, pieces=[json.dumps(data).encode()], check=_is_show)
+
+
+def _is_show(request: dict) -> None:
+    assert request["path"] == "/api/show", f"the /api/show answer was scripted, but {request['path']} was asked"
 
 
 def reference(raw: bytes) -> dict:
