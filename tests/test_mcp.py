@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from modelwire.message import AssistantMsg
+
 pytest.importorskip("mcp")
 
 from modelwire.agent import Agent, MCPServer, ToolServerError  # noqa: E402
@@ -174,13 +176,15 @@ def test_an_interrupt_during_a_call_ends_the_reply_and_the_server_answers_the_ne
 
     async def main():
         async with Agent("a", model, tools=[stdio()]) as agent:
-            async def stop_soon():
-                await asyncio.sleep(1.0)
-                agent.interrupt()
-
-            stopper = asyncio.create_task(stop_soon())
-            first = await agent.reply("go")
-            await stopper
+            # Interrupted once the slow call runs on the server (not after a fixed time: the
+            # server may take longer than that to start).
+            first = AssistantMsg("a", [])
+            async for ev in agent.reply_stream("go"):
+                if ev.type == "REPLY_START":
+                    first = AssistantMsg(ev.name, [], id=ev.reply_id)
+                first.append_event(ev)
+                if ev.type == "TOOL_RESULT_START" and ev.tool_call_name == "slow":
+                    asyncio.get_running_loop().call_later(0.3, agent.interrupt)
             second = await agent.reply("again")
             return first, second
 
