@@ -17,6 +17,24 @@ from .._ids import new_id, now_iso
 from .._record import Record, field
 from ..errors import ValidationError
 
+_oset = object.__setattr__
+
+# How many times a field of a block or a source was assigned after it was made (the fold's
+# own writes, into the message it streams, count on the message instead). A request build
+# that reuses what it made for an earlier turn starts again when this moved
+# (see modelwire.formatters.incremental): assigning to a block already sent is rare.
+EDITS = [0]
+
+
+class _Watched:
+    """Counts assignments to a record's fields in :data:`EDITS`."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _oset(self, name, value)
+        EDITS[0] += 1
+
 __all__ = [
     "TextBlock",
     "ThinkingBlock",
@@ -118,7 +136,7 @@ def normalize_base64(value: str) -> str:
     return validate_base64(value + "=" * (-len(value) % 4))
 
 
-class Base64Source(Record):
+class Base64Source(_Watched, Record):
     """Inline data, base64 encoded. Data and media type are normalised on the way in
     (see :func:`normalize_base64`, :func:`normalize_media_type`), so what AgentScope and
     other tools write loads, and what is kept is always standard."""
@@ -131,11 +149,11 @@ class Base64Source(Record):
         try:
             validate_base64(self.data)
         except ValueError:
-            self.data = _located("data", normalize_base64, self.data)
-        self.media_type = _located("media_type", normalize_media_type, self.media_type)
+            _oset(self, "data", _located("data", normalize_base64, self.data))
+        _oset(self, "media_type", _located("media_type", normalize_media_type, self.media_type))
 
 
-class URLSource(Record):
+class URLSource(_Watched, Record):
     """Data found at a URL (``https:``, ``file:``, ``data:``, ...). The string is kept as given."""
 
     type: Literal["url"] = "url"
@@ -145,7 +163,7 @@ class URLSource(Record):
     def __post_init__(self) -> None:
         if not _URL_RE.match(self.url):
             raise ValidationError(None, [{"loc": ("url",), "msg": f"{self.url[:80]!r} is not an absolute URL (it needs a scheme such as https:)", "type": "value_error"}])
-        self.media_type = _located("media_type", normalize_media_type, self.media_type)
+        _oset(self, "media_type", _located("media_type", normalize_media_type, self.media_type))
 
 
 def _located(name: str, check: Any, value: str) -> str:
@@ -158,7 +176,7 @@ def _located(name: str, check: Any, value: str) -> str:
 Source: TypeAlias = Union[Base64Source, URLSource]
 
 
-class TextBlock(Record, extra=True):
+class TextBlock(_Watched, Record, extra=True):
     """Plain text. Provider extras (citations, a refusal flag) are kept as extra fields."""
 
     type: Literal["text"] = "text"
@@ -168,7 +186,7 @@ class TextBlock(Record, extra=True):
     finished_at: str | None = None
 
 
-class ThinkingBlock(Record, extra=True):
+class ThinkingBlock(_Watched, Record, extra=True):
     """Model reasoning.
 
     Provider extras needed to send the thinking back are extra fields, with the names
@@ -183,7 +201,7 @@ class ThinkingBlock(Record, extra=True):
     finished_at: str | None = None
 
 
-class DataBlock(Record, extra=True):
+class DataBlock(_Watched, Record, extra=True):
     """Binary content (image, audio, video, PDF ...) given inline or by URL."""
 
     type: Literal["data"] = "data"
@@ -194,7 +212,7 @@ class DataBlock(Record, extra=True):
     finished_at: str | None = None
 
 
-class HintBlock(Record):
+class HintBlock(_Watched, Record):
     """An out-of-band instruction injected into the loop; sent to a model as user content."""
 
     type: Literal["hint"] = "hint"
@@ -227,7 +245,7 @@ ToolCallStateValue = Literal["pending", "asking", "allowed", "submitted", "finis
 ToolResultStateValue = Literal["success", "error", "interrupted", "denied", "running"]
 
 
-class PermissionRule(Record):
+class PermissionRule(_Watched, Record):
     """A permission rule suggested to the user when a call asks for confirmation."""
 
     tool_name: str
@@ -236,7 +254,7 @@ class PermissionRule(Record):
     source: str
 
 
-class ToolCallBlock(Record, extra=True):
+class ToolCallBlock(_Watched, Record, extra=True):
     """A call of a tool by the model. ``input`` is the raw JSON string of the arguments."""
 
     type: Literal["tool_call"] = "tool_call"
@@ -249,7 +267,7 @@ class ToolCallBlock(Record, extra=True):
     finished_at: str | None = None
 
 
-class ToolResultBlock(Record):
+class ToolResultBlock(_Watched, Record):
     """The result of a tool call; ``id`` equals the call's id."""
 
     type: Literal["tool_result"] = "tool_result"

@@ -77,9 +77,10 @@ class FoldState:
     streamed, so that a delta costs one dict lookup and one list append.
     """
 
-    __slots__ = ("text", "thinking", "data", "tool_call", "tool_result", "result_data", "buffers", "parts")
+    __slots__ = ("text", "thinking", "data", "tool_call", "tool_result", "result_data", "buffers", "parts", "applied")
 
     def __init__(self, msg: "Msg") -> None:
+        self.applied = 0  # events folded: a message whose count moved has changed
         self.text: dict[str, TextBlock] = {}
         self.thinking: dict[str, ThinkingBlock] = {}
         self.data: dict[str, DataBlock] = {}
@@ -114,14 +115,14 @@ class FoldState:
 
     def flush(self) -> None:
         for buf in self.buffers.values():
-            setattr(buf.target, buf.attr, buf.value())
+            _set(buf.target, buf.attr, buf.value())
         self.buffers.clear()
         self.parts.clear()
 
     def flush_one(self, target: Any) -> None:
         buf = self.buffers.pop(id(target), None)
         if buf is not None:
-            setattr(target, buf.attr, buf.value())
+            _set(target, buf.attr, buf.value())
             self.parts.clear()
 
 
@@ -210,10 +211,10 @@ def _streamed(kind: str, attr: str, label: str, id_field: str) -> tuple[Callable
         _check_extras(ev, block)
         if kind == "text" and ev.text is not None:
             fold.drop(block)  # END carries the final text: it replaces the deltas
-            block.text = ev.text
+            _set(block, "text", ev.text)
         else:
             fold.flush_one(block)
-        block.finished_at = ev.created_at
+        _set(block, "finished_at", ev.created_at)
         _set_extras(block, ev.extras)
 
     return delta, end
@@ -245,7 +246,7 @@ def _data_delta(msg: "Msg", fold: FoldState, ev: Any) -> None:
     if ev.url:
         # A URL is the whole content: it replaces the (empty) inline source.
         fold.drop(block.source)
-        block.source = URLSource(url=ev.url, media_type=ev.media_type)
+        _set(block, "source", URLSource(url=ev.url, media_type=ev.media_type))
         return
     source = block.source
     if source.type != "base64":
@@ -255,7 +256,7 @@ def _data_delta(msg: "Msg", fold: FoldState, ev: Any) -> None:
         buf = fold.buffer(source, "data", b64=True)
     buf.add_b64(ev.data)
     if ev.media_type and ev.media_type != source.media_type:
-        source.media_type = ev.media_type
+        _set(source, "media_type", ev.media_type)
 
 
 def _data_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
@@ -264,7 +265,7 @@ def _data_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
         raise _missing(ev, "data block", ev.block_id, msg)
     _check_extras(ev, block)
     fold.flush_one(block.source)
-    block.finished_at = ev.created_at
+    _set(block, "finished_at", ev.created_at)
     _set_extras(block, ev.extras)
 
 
@@ -294,7 +295,7 @@ def _result(msg: "Msg", fold: FoldState, ev: Any) -> ToolResultBlock:
         raise _missing(ev, "tool result", ev.tool_call_id, msg)
     if isinstance(block.output, str):
         text = TextBlock(text=block.output, id=f"{block.id}.0", created_at=block.created_at)
-        block.output = [text] if block.output else []
+        _set(block, "output", [text] if block.output else [])
     return block
 
 
@@ -347,12 +348,12 @@ def _tool_result_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     if isinstance(block.output, list):
         for out in block.output:
             fold.flush_one(out.source if out.type == "data" else out)
-    block.state = ev.state
-    block.metadata = dict(ev.metadata)
-    block.finished_at = ev.created_at
+    _set(block, "state", ev.state)
+    _set(block, "metadata", dict(ev.metadata))
+    _set(block, "finished_at", ev.created_at)
     call = fold.tool_call.get(ev.tool_call_id)
     if call is not None:
-        call.state = "finished"
+        _set(call, "state", "finished")
 
 
 def _calls(msg: "Msg", fold: FoldState, ev: Any, ids: list[str]) -> list[ToolCallBlock]:
@@ -368,8 +369,8 @@ def _calls(msg: "Msg", fold: FoldState, ev: Any, ids: list[str]) -> list[ToolCal
 def _require_confirm(msg: "Msg", fold: FoldState, ev: Any) -> None:
     calls = _calls(msg, fold, ev, [tc.id for tc in ev.tool_calls])
     for call, asked in zip(calls, ev.tool_calls):
-        call.state = "asking"
-        call.suggested_rules = [copy.copy(r) for r in asked.suggested_rules]
+        _set(call, "state", "asking")
+        _set(call, "suggested_rules", [copy.copy(r) for r in asked.suggested_rules])
 
 
 def _confirm_result(msg: "Msg", fold: FoldState, ev: Any) -> None:
@@ -377,13 +378,13 @@ def _confirm_result(msg: "Msg", fold: FoldState, ev: Any) -> None:
     for call, result in zip(calls, ev.confirm_results):
         # Only calls still asking move; a late answer (after an interrupt) is stale.
         if call.state == "asking":
-            call.state = "allowed" if result.confirmed else "finished"
+            _set(call, "state", "allowed" if result.confirmed else "finished")
 
 
 def _require_external(msg: "Msg", fold: FoldState, ev: Any) -> None:
     calls = _calls(msg, fold, ev, [tc.id for tc in ev.tool_calls])
     for call in calls:
-        call.state = "submitted"
+        _set(call, "state", "submitted")
 
 
 def _external_result(msg: "Msg", fold: FoldState, ev: Any) -> None:
@@ -392,7 +393,7 @@ def _external_result(msg: "Msg", fold: FoldState, ev: Any) -> None:
             continue  # already answered (for example interrupted before the result came)
         block = copy.deepcopy(result)
         if block.finished_at is None:
-            block.finished_at = ev.created_at
+            _set(block, "finished_at", ev.created_at)
         _append_block(msg, fold, block)
         # The call keeps its state (``submitted``), as AgentScope's append_event does: the
         # result beside it says it was answered.
@@ -451,4 +452,5 @@ def apply_event(msg: "Msg", event: Any) -> None:
     if fold is None:
         fold = FoldState(msg)
         _set(msg, "_fold", fold)
+    fold.applied += 1
     handler(msg, fold, event)

@@ -187,7 +187,7 @@ def _content(value: Any) -> list[Any]:
 class Msg(Record):
     """One message: who sent it, in which role, and its ordered content blocks."""
 
-    __slots__ = ("_fold", "_content")
+    __slots__ = ("_fold", "_content", "_version")
 
     name: str
     content: list[ContentBlock] = field(convert=_content)
@@ -210,10 +210,14 @@ class Msg(Record):
         check_role(self.role, content)
         object.__setattr__(self, "_content", BlockList(content, self))
         object.__setattr__(self, "_fold", None)
+        object.__setattr__(self, "_version", 0)
 
     # -- change tracking ---------------------------------------------------------------
 
     def __setattr__(self, name: str, value: Any) -> None:
+        # Every change bumps ``_version`` (a request build reuses what it made of a message
+        # only while its version, and its fold's count of events, stay as they were).
+        object.__setattr__(self, "_version", self._version + 1)
         if name == "content":
             blocks = _content(value)
             _check_value(blocks)
@@ -236,6 +240,7 @@ class Msg(Record):
         object.__setattr__(self, name, value)
 
     def _content_changed(self) -> None:
+        object.__setattr__(self, "_version", self._version + 1)
         fold = self._fold
         if fold is not None:
             fold.flush()
@@ -308,6 +313,7 @@ class Msg(Record):
         new = super().__copy__()
         object.__setattr__(new, "_content", BlockList(self._content, new))
         object.__setattr__(new, "_fold", None)
+        object.__setattr__(new, "_version", 0)
         return new  # type: ignore[no-any-return]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> "Msg":
@@ -315,6 +321,7 @@ class Msg(Record):
         new = super().__deepcopy__(memo)
         object.__setattr__(new, "_content", BlockList(new._content, new))
         object.__setattr__(new, "_fold", None)
+        object.__setattr__(new, "_version", 0)
         return new  # type: ignore[no-any-return]
 
     def __getstate__(self) -> Any:
@@ -325,6 +332,7 @@ class Msg(Record):
         super().__setstate__(state)
         object.__setattr__(self, "_content", BlockList(self._content, self))
         object.__setattr__(self, "_fold", None)
+        object.__setattr__(self, "_version", 0)
 
 
 class _ContentDescriptor:
