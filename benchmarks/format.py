@@ -5,6 +5,12 @@ Two rows per protocol: the format alone (the payload as dicts), and the build, t
 plus the bytes sent (modelwire's body encoder, ``models._http.encode_body``; AgentScope's
 payload through ``json.dumps``). Target: the build at most 0.5x AgentScope's.
 
+A third row, the next turn: the same body built the way a model builds the request that adds
+the conversation's last round to one it sent before (a draft of the earlier messages, see
+``modelwire.formatters._incremental``: the messages checked unchanged, the new ones formatted,
+the finished turns' bytes reused). Target: at most 0.15x the cold build; its body is checked
+equal to the cold build's.
+
 For each protocol it also times a floor: one walk writing the protocol's turns, a dict per
 block, results in call order, with no rule checks, no provenance and no error context (what
 a formatter cannot do without), to show what the checks and the shared walk cost. Each
@@ -303,6 +309,21 @@ def _shape(protocol: str, payload: dict[str, Any]) -> list:
     return [(i.get("role") or i["type"], i.get("call_id")) for i in payload["input"]]
 
 
+def next_turn(draft: Any, formatter: Any, msgs: list) -> bytes:
+    """The body of the next request built on ``draft``, as a model builds it: the messages
+    checked against the draft, the new ones formatted, the finished turns' bytes reused."""
+    assert draft.matches(msgs)
+    payload = draft.extend(msgs).payload()
+    key = formatter.payload_turns
+    return encode_body({**payload, key: draft.turns_encoded(payload[key])})
+
+
+def sent(draft: Any, formatter: Any, msgs: list) -> Any:
+    """``draft`` after the request for ``msgs`` went (its body built)."""
+    next_turn(draft, formatter, msgs)
+    return draft
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
@@ -331,6 +352,12 @@ def main() -> int:
         built = encode_body(formatter.format(msgs, tools, "auto"))
         checks["modelwire build"] = lambda body: body == built
         contenders["modelwire build"] = lambda: encode_body(formatter.format(msgs, tools, "auto"))
+        # The next turn: a draft built on the conversation but its last round (untimed, a fresh
+        # one each run), then what a model does for the request that adds that round.
+        cut = len(msgs) - 2
+        setups = {"modelwire next turn": lambda: sent(formatter.draft(tools, "auto"), formatter, msgs[:cut])}
+        checks["modelwire next turn"] = lambda body: body == built
+        contenders["modelwire next turn"] = lambda draft: next_turn(draft, formatter, msgs)
         shape = _shape(protocol, formatter.format(msgs, tools, "auto"))
         checks["floor"] = lambda payload: _shape(protocol, payload) == shape
         contenders["floor"] = lambda: FLOORS[protocol](msgs)
@@ -349,16 +376,17 @@ def main() -> int:
             contenders["AgentScope build"] = lambda: json.dumps(theirs_run(), ensure_ascii=False, default=str).encode()
         if args.check:
             for name, fn in contenders.items():
-                assert checks[name](fn()), name
+                assert checks[name](fn() if name not in setups else fn(setups[name]())), name
             continue
         times: dict[str, list[float]] = {k: [] for k in contenders}
         for _ in range(args.rounds):
             for name, fn in contenders.items():
+                given = setups[name]() if name in setups else None
                 gc.collect()  # each run starts from the same heap, and no collection lands in one
                 gc.disable()
                 try:
                     t0 = time.perf_counter()
-                    payload = fn()
+                    payload = fn() if given is None else fn(given)
                     took = time.perf_counter() - t0
                 finally:
                     gc.enable()
@@ -376,6 +404,11 @@ def main() -> int:
             )
             if ratio > 0.5:
                 line += f"   MISSED: target 0.50x, over by {ratio - 0.5:.2f}"
+        turn_ratio = med["modelwire next turn"] / med["modelwire build"]
+        ok &= turn_ratio <= 0.15
+        line += f"\n  {'':<18} next turn: modelwire {med['modelwire next turn'] * 1000:7.2f} ms ({min(times['modelwire next turn']) * 1000:.2f}) = {turn_ratio:.3f}x its cold build"
+        if turn_ratio > 0.15:
+            line += f"   MISSED: target 0.15x, over by {turn_ratio - 0.15:.3f}"
         if "floor" in med and "AgentScope" in med:
             line += f"\n  {'':<18} floor {med['floor'] * 1000:7.1f} ms ({min(times['floor']) * 1000:.1f}) = {med['floor'] / med['AgentScope']:.2f}x AgentScope: one walk, a dict per block, no checks"
         print(line)

@@ -478,10 +478,19 @@ class Agent:
             tool_choice = "none" if tools else None
         elif self.server_tools:
             tools += self.server_tools
-        messages = ([SystemMsg("system", self.system_prompt)] if self.system_prompt else []) + self.context
+        messages = ([self._system_msg()] if self.system_prompt else []) + self.context
         if hint is not None:
             messages.append(UserMsg("user", hint))  # for this call only: never kept in the context
         return messages, tools, tool_choice, options
+
+    def _system_msg(self) -> Msg:
+        """The system prompt as a message, the same one while the prompt stays the same (the
+        model then builds the next request on what it built for the last)."""
+        prompt = self.system_prompt or ""
+        kept = getattr(self, "_system", None)
+        if kept is None or kept[0] != prompt:
+            kept = self._system = (prompt, SystemMsg("system", prompt))
+        return kept[1]
 
     async def _ask_model(self, state: _ReplyState, last_call: bool) -> AsyncGenerator[E.AgentEvent, None]:
         """One model call, its events passed on; how it stopped is kept on ``state``."""

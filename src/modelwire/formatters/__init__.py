@@ -28,6 +28,7 @@ from ._common import (
     data_parts,
     data_uri,
     extra,
+    format_errors,
     guarded,
     is_raw_provider_block,
     merge_turn,
@@ -40,10 +41,16 @@ from ._common import (
     segments,
     tool_choice_name,
     tool_specs,
+    Walk,
 )
+from ._incremental import Draft, Turns
 
 __all__ = [
     "Formatter",
+    "Draft",
+    "Turns",
+    "Walk",
+    "format_errors",
     "ToolSpec",
     "ServerTool",
     "split_server_tools",

@@ -3,10 +3,12 @@ conformance suite ask of one."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..message import Msg
+    from ._common import Segment, Walk
+    from ._incremental import Draft, Turns
     from ._toolids import IdRules
 
 __all__ = ["Formatter"]
@@ -16,8 +18,15 @@ class Formatter:
     """Messages in, a provider's request payload out (a plain dict, without ``model`` or
     sampling options: the models layer adds those).
 
-    A subclass sets ``protocol`` and implements :meth:`format` (wrapped in
-    :func:`~modelwire.formatters.guarded`, so it raises only ``FormatError``); it may set:
+    A subclass sets ``protocol`` and either implements :meth:`format` (wrapped in
+    :func:`~modelwire.formatters.guarded`, so it raises only ``FormatError``), or builds on
+    the shared walk and drafts (see :mod:`modelwire.formatters._incremental`): it sets
+    ``payload_turns`` (the payload key of the provider's turns) and ``turn_content`` (the
+    key of a turn's list that the next content of the same role extends, where roles
+    alternate; None where they need not), and implements :meth:`take` (one finished
+    segment into what it keeps) and :meth:`finish` (the payload, from a copy, changing no
+    finished turn). Then :meth:`format` is a fresh draft's payload, and the models layer
+    keeps the draft to build the next turn's request from. It may also set:
 
     - ``tool_id_rules`` / ``tool_name_rules``: the tool-call ids and tool names the target
       takes (:class:`~modelwire.formatters._toolids.IdRules`); others are rewritten before
@@ -35,6 +44,8 @@ class Formatter:
     tool_id_rules: IdRules | None = None
     tool_name_rules: IdRules | None = None
     endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
+    payload_turns: ClassVar[str | None] = None
+    turn_content: ClassVar[str | None] = None
 
     def __init__(self, *, provider: str | None = None, **options: Any) -> None:
         # A subclass takes its own options; one that takes none refuses any, never drops it.
@@ -48,4 +59,41 @@ class Formatter:
         return False
 
     def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
-        raise NotImplementedError(f"{type(self).__name__} does not say how to format a conversation")
+        if self.payload_turns is None:
+            raise NotImplementedError(f"{type(self).__name__} does not say how to format a conversation")
+        from ._common import format_errors
+
+        with format_errors(self.protocol):
+            return self.draft(tools, tool_choice).extend(messages).payload()  # type: ignore[union-attr]
+
+    # -- drafts (formatters built on the shared walk) --------------------------------------
+
+    def draft(self, tools: Sequence[Any] | None = None, tool_choice: Any = None) -> Draft | None:
+        """A fresh draft of a conversation with these tools (None: this formatter keeps
+        none). Its errors are the formatter's own: run it under ``format_errors``."""
+        if self.payload_turns is None:
+            return None
+        from ._incremental import Draft
+
+        return Draft(self, tools, tool_choice)
+
+    def walk(self) -> Walk:
+        """The shared walk, with this formatter's options."""
+        from ._common import Walk
+
+        return Walk(self.protocol, speaker_names=getattr(self, "speaker_names", False), assistant_name=getattr(self, "assistant_name", None))
+
+    def begin(self) -> Turns:
+        """What this formatter keeps of a conversation, before its first message."""
+        from ._incremental import Turns
+
+        return Turns()
+
+    def take(self, acc: Turns, seg: Segment) -> None:
+        """One finished segment, into what is kept."""
+        raise NotImplementedError
+
+    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
+        """The payload from ``acc`` (a copy, see :meth:`Turns.fork`: change no turn but its
+        last, nor any list's items)."""
+        raise NotImplementedError

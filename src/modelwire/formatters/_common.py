@@ -14,10 +14,11 @@ and checks the rules every provider shares:
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from msgspec.json import decode as from_json
 
@@ -141,22 +142,30 @@ def guarded(format: Any) -> Any:
 
     @functools.wraps(format)
     def run(self: Any, messages: Sequence[Msg], tools: Any = None, tool_choice: Any = None) -> dict[str, Any]:
-        try:
+        with format_errors(getattr(self, "protocol", "")):
             ids, names = getattr(self, "tool_id_rules", None), getattr(self, "tool_name_rules", None)
             if ids is not None or names is not None:
                 # Ids and names the target refuses, rewritten (see _toolids).
                 from ._toolids import conform
 
                 messages, tools, tool_choice = conform(messages, tools, tool_choice, ids, names)
-            return format(self, messages, tools, tool_choice)
-        except FormatError:
-            raise
-        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-            if debug_enabled():
-                raise
-            raise FormatError(None, f"cannot format this conversation ({type(exc).__name__}: {exc})", getattr(self, "protocol", "")) from exc
+            return format(self, messages, tools, tool_choice)  # type: ignore[no-any-return]
 
     return run
+
+
+@contextlib.contextmanager
+def format_errors(protocol: str) -> Iterator[None]:
+    """Inside, what a conversation makes a formatter raise is a :class:`FormatError` (see
+    :func:`guarded`)."""
+    try:
+        yield
+    except FormatError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        if debug_enabled():
+            raise
+        raise FormatError(None, f"cannot format this conversation ({type(exc).__name__}: {exc})", protocol) from exc
 
 
 def tool_specs(tools: Iterable[Any] | None) -> list[ToolSpec]:
@@ -227,6 +236,11 @@ class Segment:
         """The index of the message a block came from (for error messages)."""
         return self.origin.get(id(block), self.index) if self.origin else self.index
 
+    def copy(self) -> "Segment":
+        new = Segment(self.kind, self.index, list(self.blocks), self.name)
+        new.origin = dict(self.origin) if self.origin else None
+        return new
+
     def __repr__(self) -> str:
         return f"Segment({self.kind!r}, {self.index}, {len(self.blocks)} blocks, name={self.name!r})"
 
@@ -243,18 +257,25 @@ def _is_server_call(block: Any) -> bool:
     return block.type == "tool_call" and bool(extra(block, "server_side"))
 
 
-class _Walk:
+class Walk:
     """The state of one walk of :func:`segments`: the segments so far, the client calls made
     (and those not answered yet), the server-side calls, and hint pieces held back while
-    calls are open."""
+    calls are open.
 
-    __slots__ = ("protocol", "split_users", "out", "calls", "server_calls", "open_calls", "held")
+    A walk goes on where it stopped: :meth:`feed` takes the next message. Every segment
+    but the last is finished (nothing joins it any more); :meth:`finish` sorts a finished
+    one's results, and :meth:`pending` gives the rest as the end of the conversation would
+    leave it, without changing the walk."""
 
-    def __init__(self, protocol: str, split_users: bool) -> None:
+    __slots__ = ("protocol", "split_users", "speaker_names", "assistant_name", "out", "calls", "server_calls", "open_calls", "held")
+
+    def __init__(self, protocol: str, *, speaker_names: bool = False, assistant_name: str | None = None, split_users: bool = False) -> None:
         self.protocol = protocol
-        self.split_users = split_users
+        self.split_users = split_users or speaker_names
+        self.speaker_names = speaker_names
+        self.assistant_name = assistant_name
         self.out: list[Segment] = []
-        self.calls: dict[str, tuple[int, ToolCallBlock]] = {}  # client call id -> (segment position, block)
+        self.calls: dict[str, int] = {}  # client call id -> its place among the calls
         self.server_calls: set[str] = set()
         self.open_calls: dict[str, int] = {}  # calls not answered yet -> message index
         self.held: list[tuple[int, Any]] = []  # hint pieces waiting for open calls to be answered
@@ -311,12 +332,43 @@ class _Walk:
             if block_kind == "results" and self.held and not self.open_calls:
                 self.flush()
 
-    def results_in_call_order(self) -> None:
-        """Results answering one assistant turn, in the order of its calls."""
-        order = {cid: n for n, cid in enumerate(self.calls)}
-        for seg in self.out:
-            if seg.kind == "results" and len(seg.blocks) > 1:
-                seg.blocks.sort(key=lambda r: order.get(r.id, 0))
+    def feed(self, index: int, msg: Msg) -> None:
+        """The next message of the conversation (at ``index``)."""
+        if not isinstance(msg, Msg):
+            raise FormatError(index, f"expected a Msg, got {type(msg).__name__}", self.protocol)
+        role = msg.role
+        if role == "user" or (self.speaker_names and role == "assistant" and self.assistant_name is not None and msg.name != self.assistant_name):
+            self.user(index, msg, self.speaker_names)
+        else:
+            self.own(index, msg, "system" if role == "system" else None)
+        if role == "user" and self.open_calls:
+            _unanswered(self.open_calls, self.protocol)
+
+    def finish(self, seg: Segment) -> Segment:
+        """A finished segment, its results in the order of their calls."""
+        if seg.kind == "results" and len(seg.blocks) > 1:
+            calls = self.calls
+            seg.blocks.sort(key=lambda r: calls.get(r.id, 0))
+        return seg
+
+    def copy(self) -> "Walk":
+        """A walk that goes on from where this one is, without changing it."""
+        new = Walk.__new__(Walk)
+        new.protocol, new.split_users, new.speaker_names, new.assistant_name = self.protocol, self.split_users, self.speaker_names, self.assistant_name
+        new.out = list(self.out)
+        if new.out:
+            new.out[-1] = new.out[-1].copy()  # the one segment the next blocks may join
+        new.calls, new.server_calls, new.open_calls, new.held = dict(self.calls), set(self.server_calls), dict(self.open_calls), list(self.held)
+        return new
+
+    def pending(self, start: int) -> list[Segment]:
+        """The segments from ``start`` on as the conversation's end leaves them (hints held
+        back added, results in call order), copied: the walk can go on as it was."""
+        tail = Walk(self.protocol, split_users=self.split_users)
+        tail.out = [seg.copy() for seg in self.out[start:]]
+        for hint_index, piece in self.held:
+            tail.add("user", hint_index, piece, "")
+        return [self.finish(seg) for seg in tail.out]
 
     def assistant_kind(self, index: int, block: Any) -> str:
         """The segment kind of a block of the agent's own turn, with the tool rules checked:
@@ -340,7 +392,7 @@ class _Walk:
                     raise FormatError(index, f"tool call id {block.id!r} is used twice", protocol)
                 if open_calls and out and out[-1].kind != "assistant":
                     _unanswered(open_calls, protocol)
-                self.calls[block.id] = (len(out), block)
+                self.calls[block.id] = len(self.calls)
                 open_calls[block.id] = index
             return "assistant"
         # text, thinking, data in an assistant message
@@ -363,20 +415,10 @@ def segments(
     messages of other agents (``name != assistant_name``) into user content.
     ``split_users`` keeps user messages of different speakers in separate segments.
     """
-    walk = _Walk(protocol, split_users or speaker_names)
+    walk = Walk(protocol, speaker_names=speaker_names, assistant_name=assistant_name, split_users=split_users)
     for index, msg in enumerate(messages):
-        if not isinstance(msg, Msg):
-            raise FormatError(index, f"expected a Msg, got {type(msg).__name__}", protocol)
-        role = msg.role
-        if role == "user" or (speaker_names and role == "assistant" and assistant_name is not None and msg.name != assistant_name):
-            walk.user(index, msg, speaker_names)
-        else:
-            walk.own(index, msg, "system" if role == "system" else None)
-        if role == "user" and walk.open_calls:
-            _unanswered(walk.open_calls, protocol)
-    walk.flush()
-    walk.results_in_call_order()
-    return walk.out
+        walk.feed(index, msg)
+    return [walk.finish(seg) for seg in walk.out[:-1]] + walk.pending(len(walk.out) - 1) if walk.out else walk.pending(0)
 
 
 def merge_turn(turns: list[dict[str, Any]], role: str, items: list[Any], key: str = "content") -> None:

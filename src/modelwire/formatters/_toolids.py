@@ -138,6 +138,14 @@ class _Conformer:
         self.name_sent: dict[str, str] = {}
         self.server: set[str] = set()
 
+    def copy(self) -> "_Conformer":
+        new = _Conformer(None, self.names)
+        if self.id_map is not None:
+            new.id_map = _IdMap(self.id_map.rules)
+            new.id_map.sent, new.id_map.taken = dict(self.id_map.sent), dict(self.id_map.taken)
+        new.name_sent, new.server = dict(self.name_sent), set(self.server)
+        return new
+
     def content(self, blocks: Sequence[Any]) -> list[Any] | None:
         """A message's blocks with the calls' and results' ids and names conformed (None:
         all of them fit)."""

@@ -21,7 +21,7 @@ from .._ids import new_id
 from .._record import extras_of
 from ..event import AgentEvent, ModelCallEndEvent
 from .._sync import run_sync
-from ..errors import UnsupportedOptionError
+from ..errors import UnsupportedOptionError, debug_enabled
 from ..formatters import ToolSpec
 from ..formatters._toolids import name_map
 from ..message import AssistantMsg, Base64Source, DataBlock, Msg, MsgInput, UserMsg, as_messages
@@ -61,7 +61,7 @@ _AGAIN = object()  # a failed request is sent again
 class _Call:
     """What one call sends, kept across its requests (a retry, the whole history again)."""
 
-    __slots__ = ("full", "payload", "chained", "opts", "renamed", "body", "headers", "trace", "deadline", "attempts")
+    __slots__ = ("full", "payload", "chained", "opts", "renamed", "body", "headers", "trace", "deadline", "attempts", "drafted")
 
     def __init__(self, full: dict[str, Any], opts: ModelOptions, renamed: Any) -> None:
         self.full = self.payload = full  # the whole request, also when a stored response is continued
@@ -73,6 +73,7 @@ class _Call:
         self.trace: Any = None
         self.deadline: float | None = None
         self.attempts = 0  # retries spent
+        self.drafted: tuple[Any, list[Any]] | None = None  # the draft the payload came from, and its turns
 
 
 class _Attempt:
@@ -168,6 +169,9 @@ class HTTPModel:
         self._credentials: Any = None
         self._cache_resources: Any = None  # CacheResources, once a call asks for one
         self._chains: Any = collections.deque(maxlen=_CHAIN_RECORDS)  # stored responses a call may continue (chain)
+        # What the formatter built of the last few conversations, by their first message, to
+        # build each one's next request from (see modelwire.formatters._incremental).
+        self._drafts: collections.OrderedDict[int, tuple[Any, Any]] = collections.OrderedDict()
 
     def __repr__(self) -> str:
         return f"HTTPModel({self.provider}:{self.name})"
@@ -244,10 +248,21 @@ class HTTPModel:
             self._credentials = for_kind(kind)
         return await asyncio.to_thread(self._credentials.apply, "POST", url, headers, body)
 
+    # How many conversations' drafts a model keeps (the most recently used).
+    drafts_kept = 8
+
     def build_request(
-        self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, options: ModelOptions | dict | None = None
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        options: ModelOptions | dict | None = None,
+        *,
+        drafts: list[Any] | None = None,
     ) -> tuple[dict[str, Any], ModelOptions]:
-        """The request body for these messages (the messages' sources already resolved)."""
+        """The request body for these messages (the messages' sources already resolved).
+        With ``drafts`` (a list, filled in), what was built for the conversation's last
+        request is built on, and kept for its next one."""
         opts = self.options.merged(options)
         caps = self.capabilities
         if tools and tool_choice not in (None, "auto", "none"):
@@ -258,8 +273,40 @@ class HTTPModel:
                     "tool_choice", self.provider, "the model cannot be made to call a tool while it thinks; use tool_choice='auto', or thinking=False", model=self.name
                 )
         messages = self._media_checked(messages, caps)
-        payload = self.formatter.format(messages, tools, tool_choice)
+        if drafts is None or opts.cache is not None:  # a cache plan marks parts in place
+            payload = self.formatter.format(messages, tools, tool_choice)
+        else:
+            payload = self._drafted(messages, tools, tool_choice, drafts)
         return self.wire.body(self.name, payload, opts, self.spec.preset, caps), opts
+
+    def _drafted(self, messages: Sequence[Msg], tools: Sequence[Any] | None, tool_choice: Any, drafted: list[Any]) -> dict[str, Any]:
+        """The payload, built on what was built for this conversation's last request when
+        its messages are still there and unchanged (only the new ones are formatted), else
+        afresh; the draft is kept for the next one and put in ``drafted`` with its turns."""
+        from ..formatters import format_errors
+        from ..formatters._incremental import tools_key
+
+        fmt, drafts = self.formatter, self._drafts
+        if fmt.payload_turns is None or not messages:
+            return fmt.format(messages, tools, tool_choice)
+        slot = id(messages[0])
+        kept = drafts.pop(slot, None)  # taken out while in use: a draft has one user at a time
+        given = (list(tools) if tools else None, tool_choice)
+        if kept is not None and kept[0] == given and kept[1].matches(messages):
+            key, draft = kept
+        else:
+            key, draft = tools_key(tools, tool_choice), fmt.draft(tools, tool_choice)
+        assert draft is not None  # the formatter keeps drafts (payload_turns)
+        with format_errors(fmt.protocol):
+            payload = draft.extend(messages).payload()  # a draft that raised is not kept
+        if debug_enabled():
+            _same_as_full(payload, fmt, messages, tools, tool_choice)
+        if key is not None:
+            drafts[slot] = (key, draft)
+            while len(drafts) > self.drafts_kept:
+                drafts.popitem(last=False)
+        drafted[:] = [draft, payload[fmt.payload_turns]]
+        return payload
 
     async def _with_cache_resource(self, payload: dict[str, Any], opts: ModelOptions) -> dict[str, Any]:
         """``payload`` naming a prompt cache created for it first, where the provider's
@@ -393,13 +440,16 @@ class HTTPModel:
         messages = await resolve_sources(as_messages(messages), self.wire, self.transport, self.max_source_bytes)
         if not self._looked_up and (self.wire.lookup_always or _depends_on_capabilities(self.options.merged(options), tools, tool_choice)):
             await self.lookup_capabilities()
-        payload, opts = self.build_request(messages, tools, tool_choice, options)
+        drafted: list[Any] = []
+        payload, opts = self.build_request(messages, tools, tool_choice, options, drafts=drafted)
         payload = await self._with_cache_resource(payload, opts)
         call = _Call(payload, opts, name_map(tools, getattr(self.formatter, "tool_name_rules", None)))
         chained = self.wire.chain(payload, self._chains) if opts.chain and self.wire.keeps_state and self._chains else None
         if chained is not None:
             call.payload = call.chained = chained
-        call.body, call.headers = await self._encoded(call.payload, opts)
+        elif drafted:
+            call.drafted = (drafted[0], drafted[1])
+        call.body, call.headers = await self._encoded(call.payload, opts, call.drafted)
         call.trace = telemetry.model_call(self.provider, self.name, self.url(), opts, messages) if telemetry.enabled() else None
         call.deadline = asyncio.get_running_loop().time() + self.timeouts.total if self.timeouts.total else None
         return call
@@ -522,12 +572,28 @@ class HTTPModel:
         err.events = []
         raise err
 
-    async def _encoded(self, payload: dict[str, Any], opts: ModelOptions) -> tuple[bytes, dict[str, str]]:
+    async def _encoded(self, payload: dict[str, Any], opts: ModelOptions, drafted: tuple[Any, list[Any]] | None = None) -> tuple[bytes, dict[str, str]]:
         """A request's body bytes and its headers: the protocol's for what the body holds,
-        the call's extra ones, cloud credentials applied."""
-        body = encode_body(payload)
+        the call's extra ones, cloud credentials applied. The finished turns of a draft are
+        encoded once, for every request that sends them."""
+        body = self._drafted_body(payload, opts, drafted) if drafted is not None else None
+        if body is None:
+            body = encode_body(payload)
         headers = self.wire.request_headers(payload, self.headers(opts.extra_headers), self.spec.preset)
         return body, await self._signed(self.url(), headers, body)
+
+    def _drafted_body(self, payload: dict[str, Any], opts: ModelOptions, drafted: tuple[Any, list[Any]]) -> bytes | None:
+        """The body with the draft's finished turns as their bytes, where the turns are the
+        ones the draft made (None otherwise: the plain encoding then). Not with a cache
+        plan, which may mark finished turns in place, nor with ``extra_body`` for them."""
+        draft, turns = drafted
+        key = self.formatter.payload_turns
+        if key is None or opts.cache is not None or payload.get(key) is not turns or key in (opts.extra_body or {}):
+            return None
+        body = encode_body({**payload, key: draft.turns_encoded(turns)})
+        if debug_enabled() and body != encode_body(payload):
+            raise AssertionError("a draft's encoded turns differ from the payload's")  # a bug here
+        return body
 
     def _remember(self, full: dict[str, Any], end: AgentEvent, opts: ModelOptions) -> None:
         """Keep what a later call needs to continue this one on the server (``chain``)."""
@@ -755,6 +821,14 @@ def _is_stream(response: Any, stream_type: str) -> bool:
     content_type = response.headers.get("content-type", "").lower()
     return not content_type or stream_type in content_type
 
+
+
+def _same_as_full(payload: dict[str, Any], fmt: Any, messages: Sequence[Msg], tools: Any, tool_choice: Any) -> None:
+    """With ``MODELWIRE_DEBUG=1`` (the tests), a payload built on a draft is checked against
+    a full format of the same messages."""
+    full = fmt.format(messages, tools, tool_choice)
+    if encode_body(full) != encode_body(payload):
+        raise AssertionError(f"a {fmt.protocol} payload built on a draft differs from a full format")  # a bug here
 
 
 def encode_body(payload: dict[str, Any]) -> bytes:

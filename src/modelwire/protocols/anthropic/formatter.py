@@ -35,7 +35,6 @@ from ...errors import FormatError
 from ...message import Msg
 from ...formatters import (
     Formatter,
-    guarded,
     merge_turn,
     is_raw_provider_block,
     ToolSpec,
@@ -45,7 +44,7 @@ from ...formatters import (
     replays_natively,
     result_blocks,
     Segment,
-    segments,
+    Turns,
     tool_choice_name,
     tool_specs,
     ServerTool,
@@ -102,39 +101,40 @@ class AnthropicFormatter(Formatter):
         self.cache_tools = cache_tools
         self.cache_last_turns = cache_last_turns
 
-    @guarded
-    def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+    payload_turns = "messages"
+    turn_content = "content"
+
+    def take(self, acc: Turns, seg: Segment) -> None:
+        if seg.kind == "system":
+            acc.system += [{"type": "text", "text": b.text} for b in seg.blocks if b.text]
+            return
+        content: list[dict[str, Any]] = []
+        if seg.kind == "assistant":
+            add = self._assistant_block
+            role = "assistant"
+        elif seg.kind == "results":
+            add = self._result
+            role = "user"
+        else:
+            add = self._user_block
+            role = "user"
+        for b in seg.blocks:
+            add(b, seg, content)
+        turns = acc.turns
+        n = len(turns)
+        merge_turn(turns, role, content)
+        if n and len(turns) > n:
+            _results_first(turns[n - 1])  # finished: nothing joins it any more
+
+    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
         specs = tool_specs(tools)
-        system: list[dict[str, Any]] = []
-        turns: list[dict[str, Any]] = []  # {"role", "content"}
-        segs = segments(messages, PROTOCOL, speaker_names=self.speaker_names, assistant_name=self.assistant_name)
-        for seg in segs:
-            if seg.kind == "system":
-                system += [{"type": "text", "text": b.text} for b in seg.blocks if b.text]
-                continue
-            content: list[dict[str, Any]] = []
-            if seg.kind == "assistant":
-                add = self._assistant_block
-                role = "assistant"
-            elif seg.kind == "results":
-                add = self._result
-                role = "user"
-            else:
-                add = self._user_block
-                role = "user"
-            for b in seg.blocks:
-                add(b, seg, content)
-            merge_turn(turns, role, content)
-        for turn in turns:
-            if turn["role"] == "user":
-                # tool_result blocks must open the user turn.
-                if len(turn["content"]) > 1:
-                    turn["content"].sort(key=_after_results)
-
+        turns = acc.turns
+        if turns:
+            _results_first(turns[-1])
         payload: dict[str, Any] = {}
-        if system:
-            payload["system"] = system
+        if acc.system:
+            payload["system"] = acc.system
         payload["messages"] = turns
         _tools(payload, specs, server, tool_choice)
         self._cache(payload)
@@ -220,12 +220,15 @@ class AnthropicFormatter(Formatter):
                 PROTOCOL,
                 code="cache-breakpoints",
             )
+        # Marks go on copies: the turns and system parts may be a draft's (see Formatter.finish).
         if self.cache_system and payload.get("system"):
-            payload["system"][-1]["cache_control"] = dict(_EPHEMERAL)
+            system = payload["system"] = list(payload["system"])
+            system[-1] = {**system[-1], "cache_control": dict(_EPHEMERAL)}
         if self.cache_tools and payload.get("tools"):
             payload["tools"][-1]["cache_control"] = dict(_EPHEMERAL)
-        for turn in user_turns[len(user_turns) - last :] if last else ():
-            turn["content"][-1]["cache_control"] = dict(_EPHEMERAL)
+        if last:
+            marked = {id(turn) for turn in user_turns[len(user_turns) - last :]}
+            payload["messages"] = [_marked(turn) if id(turn) in marked else turn for turn in payload["messages"]]
 
 
 # The server tools Anthropic runs, as the current API names them.
@@ -378,6 +381,19 @@ def _data_uri_payload(uri: str, index: int) -> str:
 def format_anthropic(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
     """Shortcut for ``AnthropicFormatter(**options).format(messages, tools, tool_choice)``."""
     return AnthropicFormatter(**options).format(messages, tools, tool_choice)
+
+
+def _marked(turn: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a user turn with a cache breakpoint on its last block."""
+    content = list(turn["content"])
+    content[-1] = {**content[-1], "cache_control": dict(_EPHEMERAL)}
+    return {**turn, "content": content}
+
+
+def _results_first(turn: dict[str, Any]) -> None:
+    """tool_result blocks must open a user turn."""
+    if turn["role"] == "user" and len(turn["content"]) > 1:
+        turn["content"].sort(key=_after_results)
 
 
 def _after_results(part: dict[str, Any]) -> bool:

@@ -29,7 +29,8 @@ from typing import Any, Sequence
 from ...errors import FormatError
 from ...formatters import (
     Formatter,
-    guarded,
+    Segment,
+    Turns,
     merge_turn,
     ToolSpec,
     data_parts,
@@ -37,7 +38,6 @@ from ...formatters import (
     parse_arguments,
     replays_natively,
     result_blocks,
-    segments,
     tool_choice_name,
     tool_specs,
     raw_server_tools,
@@ -105,29 +105,33 @@ class BedrockConverseFormatter(Formatter):
         self.speaker_names = speaker_names
         self.assistant_name = assistant_name
 
-    @guarded
-    def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+    payload_turns = "messages"
+    turn_content = "content"
+
+    def take(self, acc: Turns, seg: Segment) -> None:
+        if seg.kind == "system":
+            acc.system += [{"text": b.text} for b in seg.blocks if b.text.strip()]
+            return
+        if seg.kind == "assistant":
+            role, content = "assistant", self._assistant(seg)
+        elif seg.kind == "results":
+            role, content = "user", [self._result(r, seg.index_of(r)) for r in seg.blocks]
+        else:
+            role, content = "user", [c for b in seg.blocks for c in self._user(b, seg.index_of(b))]
+        turns = acc.turns
+        n = len(turns)
+        merge_turn(turns, role, content)
+        if n and len(turns) > n:
+            _results_first(turns[n - 1])  # finished: nothing joins it any more
+
+    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools through Converse here; give Nova's system tools as ServerTool(raw={'systemTool': {...}})")
         specs = tool_specs(tools)
-        system: list[dict[str, Any]] = []
-        turns: list[dict[str, Any]] = []
-        for seg in segments(messages, PROTOCOL, speaker_names=self.speaker_names, assistant_name=self.assistant_name):
-            if seg.kind == "system":
-                system += [{"text": b.text} for b in seg.blocks if b.text.strip()]
-                continue
-            if seg.kind == "assistant":
-                role, content = "assistant", self._assistant(seg)
-            elif seg.kind == "results":
-                role, content = "user", [self._result(r, seg.index_of(r)) for r in seg.blocks]
-            else:
-                role, content = "user", [c for b in seg.blocks for c in self._user(b, seg.index_of(b))]
-            merge_turn(turns, role, content)
-        for turn in turns:
-            if turn["role"] == "user":
-                if len(turn["content"]) > 1:
-                    turn["content"].sort(key=_after_results)
-        if turns and turns[0]["role"] == "assistant":
-            turns.insert(0, {"role": "user", "content": [{"text": "(the conversation continues)"}]})
+        turns, system = acc.turns, acc.system
+        if turns:
+            _results_first(turns[-1])
+            if turns[0]["role"] == "assistant":
+                turns.insert(0, {"role": "user", "content": [{"text": "(the conversation continues)"}]})
         payload: dict[str, Any] = {"messages": turns}
         if system:
             if self.cache_system:
@@ -235,6 +239,12 @@ def media(block: Any, index: int) -> dict[str, Any]:
 def format_bedrock_converse(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
     """Shortcut for ``BedrockConverseFormatter(**options).format(messages, tools, tool_choice)``."""
     return BedrockConverseFormatter(**options).format(messages, tools, tool_choice)
+
+
+def _results_first(turn: dict[str, Any]) -> None:
+    """toolResult blocks open a user turn."""
+    if turn["role"] == "user" and len(turn["content"]) > 1:
+        turn["content"].sort(key=_after_results)
 
 
 def _after_results(part: dict[str, Any]) -> bool:

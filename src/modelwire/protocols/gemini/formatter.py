@@ -33,7 +33,8 @@ from typing import Any, Sequence
 from ...errors import FormatError
 from ...formatters import (
     Formatter,
-    guarded,
+    Segment,
+    Turns,
     merge_turn,
     ToolSpec,
     data_parts,
@@ -41,7 +42,6 @@ from ...formatters import (
     parse_arguments,
     replays_natively,
     result_blocks,
-    segments,
     tool_choice_name,
     tool_specs,
     ServerTool,
@@ -108,33 +108,39 @@ class GeminiFormatter(Formatter):
         self.speaker_names = speaker_names
         self.assistant_name = assistant_name
 
-    @guarded
-    def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+    payload_turns = "contents"
+    turn_content = "parts"
+
+    def begin(self) -> Turns:
+        return Turns({"calls": {}})  # call id -> its block, gathered as the walk meets them (before their results)
+
+    def take(self, acc: Turns, seg: Segment) -> None:
+        if seg.kind == "system":
+            acc.system += [{"text": b.text} for b in seg.blocks if b.text]
+            return
+        calls = acc.more["calls"]
+        if seg.kind == "assistant":
+            role, parts = "model", self._model_parts(seg, calls)
+        elif seg.kind == "results":
+            role, parts = "user", self._results(seg, calls)
+        else:
+            role, parts = "user", [p for b in seg.blocks for p in self._user_part(b, seg.index_of(b))]
+        contents = acc.turns
+        n = len(contents)
+        merge_turn(contents, role, parts, key="parts")
+        if n and len(contents) > n:
+            _results_first(contents[n - 1])  # finished: nothing joins it any more
+
+    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         specs, server_tools = _split_tools(tools)
-        system: list[dict[str, Any]] = []
-        contents: list[dict[str, Any]] = []
-        calls: dict[str, Any] = {}  # call id -> its block, gathered as the walk meets them (before their results)
-        for seg in segments(messages, PROTOCOL, speaker_names=self.speaker_names, assistant_name=self.assistant_name):
-            if seg.kind == "system":
-                system += [{"text": b.text} for b in seg.blocks if b.text]
-                continue
-            if seg.kind == "assistant":
-                role, parts = "model", self._model_parts(seg, calls)
-            elif seg.kind == "results":
-                role, parts = "user", self._results(seg, calls)
-            else:
-                role, parts = "user", [p for b in seg.blocks for p in self._user_part(b, seg.index_of(b))]
-            merge_turn(contents, role, parts, key="parts")
-        if contents and contents[0]["role"] == "model":
-            contents.insert(0, {"role": "user", "parts": [{"text": ""}]})
-        for content in contents:
-            if content["role"] == "user":
-                # functionResponse parts answer the calls of the turn before: they go first.
-                if len(content["parts"]) > 1:
-                    content["parts"].sort(key=_after_results)
+        contents = acc.turns
+        if contents:
+            _results_first(contents[-1])
+            if contents[0]["role"] == "model":
+                contents.insert(0, {"role": "user", "parts": [{"text": ""}]})
         payload: dict[str, Any] = {"contents": contents}
-        if system:
-            payload["systemInstruction"] = {"parts": system}
+        if acc.system:
+            payload["systemInstruction"] = {"parts": acc.system}
         _tools(payload, specs, server_tools, tool_choice)
         return payload
 
@@ -245,6 +251,12 @@ def media_part(block: Any, index: int) -> dict[str, Any]:
 def format_gemini(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
     """Shortcut for ``GeminiFormatter(**options).format(messages, tools, tool_choice)``."""
     return GeminiFormatter(**options).format(messages, tools, tool_choice)
+
+
+def _results_first(content: dict[str, Any]) -> None:
+    """functionResponse parts answer the calls of the turn before: they go first."""
+    if content["role"] == "user" and len(content["parts"]) > 1:
+        content["parts"].sort(key=_after_results)
 
 
 def _after_results(part: dict[str, Any]) -> bool:

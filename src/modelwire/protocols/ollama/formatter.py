@@ -23,13 +23,14 @@ from ...formatters import (
     ToolSpec,
     data_parts,
     extra,
-    guarded,
+    Segment,
+    Turns,
+    Walk,
     is_raw_provider_block,
     origin,
     parse_arguments,
     replays_natively,
     result_blocks,
-    segments,
     tool_choice_name,
     tool_specs,
     raw_server_tools,
@@ -58,27 +59,32 @@ class OllamaFormatter(Formatter):
         super().__init__(provider=provider)
         self.thinking_as_text = thinking_as_text
 
-    @guarded
-    def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+    payload_turns = "messages"
+
+    def walk(self) -> Walk:
+        return Walk(PROTOCOL)
+
+    def take(self, acc: Turns, seg: Segment) -> None:
+        out = acc.turns
+        if seg.kind == "system":
+            text = "\n\n".join(b.text for b in seg.blocks if b.text)
+            if text:
+                out.append({"role": "system", "content": text})
+        elif seg.kind == "user":
+            msg = self._user(seg)
+            if msg is not None:
+                out.append(msg)
+        elif seg.kind == "assistant":
+            msg = self._assistant(seg)
+            if msg is not None:
+                out.append(msg)
+        else:
+            out += [self._result(r, seg.index_of(r)) for r in seg.blocks]
+
+    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools")
         specs = tool_specs(tools)
-        out: list[dict[str, Any]] = []
-        for seg in segments(messages, PROTOCOL):
-            if seg.kind == "system":
-                text = "\n\n".join(b.text for b in seg.blocks if b.text)
-                if text:
-                    out.append({"role": "system", "content": text})
-            elif seg.kind == "user":
-                msg = self._user(seg)
-                if msg is not None:
-                    out.append(msg)
-            elif seg.kind == "assistant":
-                msg = self._assistant(seg)
-                if msg is not None:
-                    out.append(msg)
-            else:
-                out += [self._result(r, seg.index_of(r)) for r in seg.blocks]
-        payload: dict[str, Any] = {"messages": out}
+        payload: dict[str, Any] = {"messages": acc.turns}
         mode, _name = tool_choice_name(tool_choice, specs)
         if mode in ("required", "tool"):
             raise FormatError(None, "Ollama has no tool_choice: a tool cannot be forced; use tool_choice='auto'", PROTOCOL, code="unsupported-option")

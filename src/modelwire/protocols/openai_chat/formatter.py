@@ -31,7 +31,9 @@ from ...errors import FormatError
 from ...message import Msg
 from ...formatters import (
     Formatter,
-    guarded,
+    Segment,
+    Turns,
+    Walk,
     extra,
     is_raw_provider_block,
     ToolSpec,
@@ -41,7 +43,6 @@ from ...formatters import (
     replays_natively,
     result_blocks,
     sanitize_name,
-    segments,
     tool_choice_name,
     tool_specs,
     raw_server_tools,
@@ -111,37 +112,35 @@ class OpenAIChatFormatter(Formatter):
         # server refuses null there and takes "".
         self.no_content: str | None = None if empty_content_null else ""
 
-    @guarded
-    def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+    payload_turns = "messages"
+
+    def walk(self) -> Walk:
+        return Walk(PROTOCOL, speaker_names=self.speaker_names, assistant_name=self.assistant_name, split_users=self.include_names)
+
+    def take(self, acc: Turns, seg: Segment) -> None:
+        out = acc.turns
+        if seg.kind == "system":
+            text = "\n\n".join(b.text for b in seg.blocks if b.text)
+            if text:
+                out.append({"role": self.system_role, "content": text})
+        elif seg.kind == "user":
+            content = self._user_content(seg)
+            if content:
+                msg: dict[str, Any] = {"role": "user", "content": content}
+                if self.include_names and seg.name:
+                    msg["name"] = sanitize_name(seg.name)
+                out.append(msg)
+        elif seg.kind == "assistant":
+            said = self._assistant(seg)
+            if said is not None:
+                out.append(said)
+        else:
+            out += self._results(seg)
+
+    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools; use openai-responses: for OpenAI's web search and code interpreter")
         specs = tool_specs(tools)
-        out: list[dict[str, Any]] = []
-        segs = segments(
-            messages,
-            PROTOCOL,
-            speaker_names=self.speaker_names,
-            assistant_name=self.assistant_name,
-            split_users=self.include_names,
-        )
-        for seg in segs:
-            if seg.kind == "system":
-                text = "\n\n".join(b.text for b in seg.blocks if b.text)
-                if text:
-                    out.append({"role": self.system_role, "content": text})
-            elif seg.kind == "user":
-                content = self._user_content(seg)
-                if content:
-                    msg: dict[str, Any] = {"role": "user", "content": content}
-                    if self.include_names and seg.name:
-                        msg["name"] = sanitize_name(seg.name)
-                    out.append(msg)
-            elif seg.kind == "assistant":
-                said = self._assistant(seg)
-                if said is not None:
-                    out.append(said)
-            else:
-                out += self._results(seg)
-        payload: dict[str, Any] = {"messages": out}
+        payload: dict[str, Any] = {"messages": acc.turns}
         if specs or raw:
             payload["tools"] = [_tool(s) for s in specs] + raw
         mode, name = tool_choice_name(tool_choice, specs)

@@ -29,7 +29,8 @@ from ...errors import FormatError
 from ...message import Msg
 from ...formatters import (
     Formatter,
-    guarded,
+    Segment,
+    Turns,
     extra,
     is_raw_provider_block,
     ToolSpec,
@@ -38,7 +39,6 @@ from ...formatters import (
     raw_provider_block,
     replays_natively,
     result_blocks,
-    segments,
     tool_choice_name,
     tool_specs,
     ServerTool,
@@ -88,32 +88,32 @@ class OpenAIResponsesFormatter(Formatter):
         self.speaker_names = speaker_names
         self.assistant_name = assistant_name
 
-    @guarded
-    def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+    payload_turns = "input"
+
+    def take(self, acc: Turns, seg: Segment) -> None:
+        items = acc.turns
+        if seg.kind == "system":
+            text = "\n\n".join(b.text for b in seg.blocks if b.text)
+            if text and self.instructions and not items:
+                acc.system.append(text)  # what comes before any item is the instructions
+            elif text:
+                items.append({"type": "message", "role": self.system_role, "content": text})
+        elif seg.kind == "user":
+            content = [p for b in seg.blocks for p in self._input_part(b, seg.index_of(b))]
+            if content:
+                items.append({"type": "message", "role": "user", "content": content})
+        elif seg.kind == "assistant":
+            items += self._assistant(seg)
+        else:
+            items += [self._result(r, seg.index_of(r)) for r in seg.blocks]
+
+    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
         specs = tool_specs(tools)
-        items: list[dict[str, Any]] = []
-        instructions: list[str] = []
-        segs = segments(messages, PROTOCOL, speaker_names=self.speaker_names, assistant_name=self.assistant_name)
-        for seg in segs:
-            if seg.kind == "system":
-                text = "\n\n".join(b.text for b in seg.blocks if b.text)
-                if text and self.instructions and not items:
-                    instructions.append(text)  # what comes before any item is the instructions
-                elif text:
-                    items.append({"type": "message", "role": self.system_role, "content": text})
-            elif seg.kind == "user":
-                content = [p for b in seg.blocks for p in self._input_part(b, seg.index_of(b))]
-                if content:
-                    items.append({"type": "message", "role": "user", "content": content})
-            elif seg.kind == "assistant":
-                items += self._assistant(seg)
-            else:
-                items += [self._result(r, seg.index_of(r)) for r in seg.blocks]
         payload: dict[str, Any] = {}
-        if instructions:
-            payload["instructions"] = "\n\n".join(instructions)
-        payload["input"] = items
+        if acc.system:
+            payload["instructions"] = "\n\n".join(acc.system)
+        payload["input"] = acc.turns
         _tools(payload, specs, server, tool_choice)
         return payload
 

@@ -1,0 +1,185 @@
+"""Requests that cost what is new: a formatter's work on a conversation, kept to go on from.
+
+An agent sends its whole history on every turn, and turn n+1 is turn n's messages plus a
+few. A :class:`Draft` is what a formatter built of a conversation so far: the shared walk
+where it stopped, the tool ids conformed so far, the provider's turns finished so far
+(each encoded once, as the bytes sent), and what the formatter keeps besides. Given the
+next turn's messages, a draft checks that the ones it was built from are still there and
+unchanged, formats only the new ones, and gives a payload equal to a full format of them
+all, encoded to the same bytes (the tests compare both on every protocol).
+
+"Unchanged" is checked, not assumed. A message is the same object, and nothing changed it
+since (:class:`~modelwire.message.Msg` counts its changes: assigning a field, changing its
+content list, folding an event into it); and no field of any block or source was assigned
+since the draft was made (a global count; the fold's writes into the message it streams
+count on that message). What is not seen: a change made inside a value a block holds (a
+tool result's ``output`` list, a block's extras dict) without assigning it. Assign a new
+value instead, or build the request afresh (:meth:`Draft.matches` is then False for
+a message given as another object).
+
+Only the last segment of the walk and the last provider turn can still change when messages
+are added (the walk joins the next blocks of the same kind to the last segment; formatters
+whose roles alternate join the next content of the same role to the last turn), so the
+draft takes segments into the formatter once they are finished, and the payload is made
+from a copy of what is still open.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from operator import is_
+from typing import Any, Sequence
+
+from msgspec import Raw
+from msgspec.json import encode as _encode
+
+from ..message import Msg
+from ..message._blocks import EDITS
+from ._common import Walk
+
+__all__ = ["Draft", "Turns"]
+
+
+class Turns:
+    """What a formatter keeps while a draft goes on: the provider's turns so far, the system
+    parts, and what else it needs across the conversation (``more``, copied with the rest)."""
+
+    __slots__ = ("turns", "system", "more")
+
+    def __init__(self, more: dict[str, Any] | None = None) -> None:
+        self.turns: list[dict[str, Any]] = []
+        self.system: list[Any] = []
+        self.more: dict[str, Any] = more if more is not None else {}
+
+    def fork(self, key: str | None) -> "Turns":
+        """A copy to finish a payload on: its lists are its own, and so is its last turn (and
+        that turn's ``key`` list, which the next content of the same role extends), so
+        nothing done to it changes this one."""
+        new = Turns.__new__(Turns)
+        new.turns = list(self.turns)
+        new.system = list(self.system)
+        new.more = {k: (v.copy() if isinstance(v, (dict, list, set)) else v) for k, v in self.more.items()}
+        if key is not None and new.turns:
+            last = new.turns[-1]
+            new.turns[-1] = {**last, key: list(last[key])}
+        return new
+
+
+def _streaming(msg: Any) -> bool:
+    """A message an event stream folds into that has not ended (an agent's reply while its
+    tools run): it changes after this request, so no draft keeps it."""
+    return isinstance(msg, Msg) and msg._fold is not None and msg.finished_reason is None
+
+
+def _feed(fmt: Any, walk: Walk, conformer: Any, acc: Turns, messages: Sequence[Any], start: int, stop: int, taken: int) -> int:
+    """Messages ``start:stop`` through the conformer and the walk, and the segments they
+    finish into ``acc``; the count of segments taken."""
+    for index in range(start, stop):
+        msg = messages[index]
+        if conformer is not None and isinstance(msg, Msg):
+            content = conformer.content(msg.content)
+            if content is not None:
+                msg = msg.replace(content=content)
+        walk.feed(index, msg)
+    out = walk.out
+    for seg in out[taken : len(out) - 1]:
+        fmt.take(acc, walk.finish(seg))
+    return max(taken, len(out) - 1)
+
+
+def _mark(msg: Any) -> tuple[int, Any, int]:
+    fold = msg._fold
+    return (msg._version, fold, fold.applied if fold is not None else 0)
+
+
+class Draft:
+    """One formatter's build of one conversation, with one set of tools, so far (see the
+    module doc). :meth:`extend` takes the messages of the next request, :meth:`payload`
+    makes its payload, :meth:`turns_encoded` the turns as bytes for the body."""
+
+    __slots__ = ("formatter", "tools", "tool_choice", "conformer", "walk", "taken", "acc", "fed", "marks", "edits", "raws", "tail")
+
+    def __init__(self, formatter: Any, tools: Sequence[Any] | None = None, tool_choice: Any = None) -> None:
+        from ._toolids import _Conformer, _renamed
+
+        self.formatter = formatter
+        ids, names = formatter.tool_id_rules, formatter.tool_name_rules
+        self.conformer = _Conformer(ids, names) if ids is not None or names is not None else None
+        if names is not None and tools:
+            tools, tool_choice = _renamed(tools, tool_choice, names)
+        self.tools, self.tool_choice = tools, tool_choice
+        self.walk: Walk = formatter.walk()
+        self.taken = 0  # the segments the formatter has taken
+        self.acc: Turns = formatter.begin()
+        self.fed: list[Msg] = []  # the messages as given
+        self.marks: list[tuple[int, Any, int]] = []
+        self.edits = EDITS[0]
+        self.raws: list[Raw] = []  # the finished turns, encoded
+        self.tail: Sequence[Any] = ()  # the messages from the first still streaming on: never kept
+
+    def matches(self, messages: Sequence[Any]) -> bool:
+        """Whether ``messages`` begin with the ones this draft was built from, unchanged."""
+        fed = self.fed
+        n = len(fed)
+        if len(messages) < n or EDITS[0] != self.edits:
+            return False
+        head = messages[:n]
+        return all(map(is_, head, fed)) and list(map(_mark, head)) == self.marks
+
+    def extend(self, messages: Sequence[Any]) -> "Draft":
+        """Take the messages after those already fed (the caller checked :meth:`matches`):
+        up to the first one still streaming (a message an event stream folds into that has
+        not ended), which :meth:`payload` formats with the rest on a copy, each time. A
+        draft that raised is left part-way: drop it."""
+        start, count = len(self.fed), len(messages)
+        stop = start
+        while stop < count and not _streaming(messages[stop]):
+            stop += 1
+        self.taken = _feed(self.formatter, self.walk, self.conformer, self.acc, messages, start, stop, self.taken)
+        new = messages[start:stop]
+        self.fed += new
+        self.marks += map(_mark, new)
+        self.edits = EDITS[0]
+        self.tail = messages[stop:]
+        return self
+
+    def payload(self) -> dict[str, Any]:
+        """The payload for the messages of the last :meth:`extend`; the draft is not changed."""
+        fmt = self.formatter
+        acc = self.acc.fork(fmt.turn_content)
+        walk, taken = self.walk, self.taken
+        if self.tail:
+            walk = walk.copy()
+            conformer = self.conformer.copy() if self.conformer is not None else None
+            start = len(self.fed)
+            taken = _feed(fmt, walk, conformer, acc, [*self.fed, *self.tail], start, start + len(self.tail), taken)
+        for seg in walk.pending(taken):
+            fmt.take(acc, seg)
+        return fmt.finish(acc, self.tools, self.tool_choice)  # type: ignore[no-any-return]
+
+    def turns_encoded(self, turns: list[Any]) -> list[Any]:
+        """``turns`` (a payload's, from :meth:`payload`) with each finished turn of this draft
+        as its bytes (a ``msgspec.Raw``, encoded once), the rest as they are: encoding
+        the result gives the bytes ``turns`` would."""
+        closed = self.acc.turns
+        k = len(closed) - 1
+        raws = self.raws
+        while len(raws) < k:
+            raws.append(Raw(_encode(closed[len(raws)])))
+        if k <= 0:
+            return turns
+        at = 0 if turns and turns[0] is closed[0] else 1  # a turn put first (a placeholder)
+        window = turns[at : at + k]
+        if len(window) == k and all(map(is_, window, closed)):
+            return [*turns[:at], *raws[:k], *turns[at + k :]]
+        # Some finished turns were replaced in the payload (a cache mark on a copy): those as they are.
+        return [*turns[:at], *(r if t is c else t for t, c, r in zip(window, closed, raws)), *turns[at + len(window) :]]
+
+
+def tools_key(tools: Sequence[Any] | None, tool_choice: Any) -> Any:
+    """A copy of the tools and tool choice to tell, on the next request, whether they are
+    the same (equal values); None when they cannot be copied (then no draft is kept)."""
+    try:
+        return _copy.deepcopy((list(tools) if tools else None, tool_choice))
+    except Exception:  # noqa: BLE001 - a tool that cannot be copied: no reuse
+        return None

@@ -1,0 +1,220 @@
+"""Requests built on the last one (modelwire.formatters._incremental): the payload and the
+bytes of a draft that goes on from turn n equal a full format of turn n+1, on every
+protocol; a change to a message already sent makes the next build start again."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+import pytest
+
+from modelwire.formatters import ToolSpec, get_formatter
+from modelwire.message import AssistantMsg, Base64Source, DataBlock, HintBlock, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
+from modelwire.models import load_model
+from modelwire.models._http import encode_body
+from modelwire.protocols import protocol_names
+from modelwire.testing.server import ProviderServer
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(200))).decode()
+TOOLS = [ToolSpec("get_weather", "Weather", {"type": "object", "properties": {"city": {"type": "string"}}}), ToolSpec("get_time", "Time")]
+
+
+def turn(i: int) -> list:
+    """The messages one round of an agent adds: a question, the answer with its tool work,
+    now and then a hint, a system note, a result given as blocks, an image."""
+    user = [TextBlock(text=f"Question {i}: the weather in city {i}?")]
+    if i % 3 == 0:
+        user.append(DataBlock(source=Base64Source(data=PNG, media_type="image/png")))
+    answer = [
+        ThinkingBlock(thinking=f"Thinking {i}.", signature=f"sig{i}", provider="anthropic"),
+        TextBlock(text="I'll check."),
+        ToolCallBlock(id=f"call {i}.a", name="get_weather", input=f'{{"city": "c{i}"}}'),
+        ToolCallBlock(id=f"call_{i}_b", name="get_time", input="{}"),
+        ToolResultBlock(id=f"call_{i}_b", name="get_time", output="12:00", state="success"),
+    ]
+    if i % 4 == 1:
+        answer.append(HintBlock(hint="Answer in one line."))
+    answer.append(ToolResultBlock(id=f"call {i}.a", name="get_weather", output=[TextBlock(text="sunny")], state="success"))
+    out = [UserMsg("user", user), AssistantMsg("agent", answer)]
+    if i % 5 == 2:
+        out.append(AssistantMsg("agent", [TextBlock(text=f"It is sunny in c{i}.")]))
+    if i % 7 == 3:
+        out.append(SystemMsg("system", f"Note {i}: be brief."))
+    return out
+
+
+def full(formatter, messages, tools=TOOLS):
+    return formatter.format(messages, tools, "auto")
+
+
+@pytest.mark.parametrize("protocol", protocol_names())
+def test_a_draft_gives_the_full_format_turn_after_turn(protocol):
+    formatter = get_formatter(protocol)()
+    messages: list = [SystemMsg("system", "You are careful.")]
+    draft = formatter.draft(TOOLS, "auto")
+    assert draft is not None
+    for i in range(12):
+        messages += turn(i)
+        assert draft.matches(messages)
+        payload = draft.extend(messages).payload()
+        expected = full(formatter, messages)
+        assert payload == expected, i
+        key = formatter.payload_turns
+        assert encode_body({**payload, key: draft.turns_encoded(payload[key])}) == encode_body(expected), i
+    assert draft.taken > 10 and len(draft.raws) > 10  # it went on, and kept the finished turns' bytes
+
+
+@pytest.mark.parametrize("protocol", protocol_names())
+def test_a_conversation_cut_inside_a_turn_goes_on_from_there(protocol):
+    # Every message count, including those that stop between a call and its result's message.
+    formatter = get_formatter(protocol)()
+    history = [SystemMsg("system", "Hi.")] + [m for i in range(6) for m in turn(i)]
+    split = [AssistantMsg("agent", [ToolCallBlock(id="x1", name="get_time", input="{}")]), AssistantMsg("agent", [ToolResultBlock(id="x1", name="get_time", output="9", state="success")])]
+    history += split + [UserMsg("user", "thanks")]
+    draft = formatter.draft(TOOLS, "auto")
+    for n in range(1, len(history) + 1):
+        payload = draft.extend(history[:n]).payload()
+        assert payload == full(formatter, history[:n]), n
+
+
+def _edits():
+    """Changes to a message already sent, each of which the next build must see."""
+
+    def text(msgs):
+        msgs[1].content[0].text = "Changed question"
+
+    def result(msgs):
+        msgs[2].content[-1].output = "rain"
+
+    def append(msgs):
+        msgs[1].content.append(TextBlock(text="And one more thing."))
+
+    def delete(msgs):
+        del msgs[2].content[-1]  # the weather result, and the call it answered
+        del msgs[2].content[2]
+
+    def name(msgs):
+        msgs[1].content = [TextBlock(text="Replaced")]
+
+    def replaced(msgs):
+        msgs[1] = UserMsg("user", "Another first question")
+
+    def source(msgs):
+        msgs[1].content[1].source.media_type = "image/jpeg"
+
+    def extra(msgs):
+        msgs[2].content[1].citations = [{"type": "char_location", "cited_text": "x"}]
+
+    def event(msgs):
+        from modelwire import event as E
+
+        reply = msgs[2]
+        msgs[2].append_event(E.TextBlockStartEvent(reply_id=reply.id, block_id="late"))
+        msgs[2].append_event(E.TextBlockDeltaEvent(reply_id=reply.id, block_id="late", delta="late words"))
+
+    return [text, result, append, delete, name, replaced, source, extra, event]
+
+
+@pytest.mark.parametrize("edit", _edits(), ids=lambda f: f.__name__)
+@pytest.mark.parametrize("protocol", ["anthropic", "openai-chat", "gemini"])
+def test_a_change_to_a_sent_message_is_seen(protocol, edit):
+    if edit.__name__ == "extra" and protocol != "anthropic":
+        pytest.skip("citations are Anthropic's")
+    formatter = get_formatter(protocol)()
+    messages = [SystemMsg("system", "Hi.")] + [m for i in range(4) for m in turn(i)]
+    draft = formatter.draft(TOOLS, "auto")
+    before = draft.extend(messages).payload()
+    messages = list(messages)
+    edit(messages)
+    after = full(formatter, messages)
+    assert after != before  # the edit is one a request shows
+    assert not draft.matches(messages)
+
+
+SPECS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai-chat": "openai:gpt-4.1", "gemini": "google:gemini-2.5-flash", "openai-responses": "openai-responses:gpt-5"}
+
+
+@pytest.mark.parametrize("protocol", sorted(SPECS))
+def test_each_request_sent_is_a_full_build_and_only_the_new_is_formatted(protocol):
+    """Over a real socket, a conversation that grows by a turn per call: each body the server
+    receives is what a full build sends, and the formatter takes only what is new."""
+    from modelwire.testing import sse_reply
+    from modelwire.testing.sse import body
+
+    with ProviderServer() as server:
+        server.respond = lambda request: sse_reply(body(protocol, ("text", "Fine.")))
+        model = load_model(SPECS[protocol], api_key="k", base_url=server.url)
+        messages: list = [SystemMsg("system", "You are careful.")]
+        sent, drafts = [], []
+        for i in range(8):
+            messages += turn(i)
+            asyncio.run(model.complete(messages, tools=TOOLS))
+            sent.append(list(messages))
+            drafts += [kept[1] for kept in model._drafts.values()]
+        bodies = [r["json"] for r in server.requests]
+    for request, msgs in zip(bodies, sent, strict=True):
+        expected, _ = model.build_request(msgs, TOOLS)
+        assert request == json.loads(encode_body(expected))
+    assert len(drafts) == 8 and all(d is drafts[0] for d in drafts)  # one draft, gone on from each time
+    assert drafts[0].fed == sent[-1]
+
+
+def test_an_agent_keeps_one_draft_and_goes_on_from_it():
+    from modelwire.agent import Agent
+    from modelwire.testing import sse_reply
+    from modelwire.testing.sse import body
+
+    with ProviderServer() as server:
+        server.script(
+            sse_reply(body("anthropic", ("tool", "toolu_1", "get_time", "{}"))),
+            sse_reply(body("anthropic", ("text", "It is noon."))),
+            sse_reply(body("anthropic", ("text", "Still noon."))),
+        )
+        model = load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url)
+        agent = Agent("a", model, system_prompt="Be brief.", tools=[ToolSpecTool()])
+        asyncio.run(agent.reply("What time is it?"))
+        first = next(iter(model._drafts.values()))[1]
+        asyncio.run(agent.reply("And now?"))
+        (kept,) = model._drafts.values()
+        assert len(server.requests) == 3
+    assert kept[1] is first  # the same draft, gone on from
+    # It keeps the system prompt and the first reply's messages; the reply streaming when a
+    # request went is formatted with that request only.
+    assert first.fed[0].role == "system" and first.fed[1:] == agent.context[: len(first.fed) - 1] and len(first.fed) >= 3
+
+
+def ToolSpecTool():
+    from modelwire.agent import Tool
+
+    def get_time() -> str:
+        """The time."""
+        return "12:00"
+
+    return Tool(get_time)
+
+
+def test_a_draft_that_raised_is_dropped_and_the_next_build_starts_again():
+    model = load_model("anthropic:claude-sonnet-4-5", api_key="k")
+    messages: list = [SystemMsg("system", "Hi.")] + turn(0)
+    model.build_request(messages, TOOLS, drafts=[])
+    assert len(model._drafts) == 1
+    bad = messages + [AssistantMsg("agent", [ToolResultBlock(id="nowhere", name="get_time", output="1", state="success")])]
+    from modelwire.errors import FormatError
+
+    with pytest.raises(FormatError, match="answers no tool call"):
+        model.build_request(bad, TOOLS, drafts=[])
+    assert not model._drafts
+    payload, _ = model.build_request(messages + turn(1), TOOLS, drafts=[])
+    assert payload == model.build_request(messages + turn(1), TOOLS)[0]
+
+
+def test_other_tools_start_a_new_draft():
+    model = load_model("openai:gpt-4.1", api_key="k")
+    messages: list = [SystemMsg("system", "Hi.")] + turn(0)
+    model.build_request(messages, TOOLS, drafts=[])
+    first = next(iter(model._drafts.values()))[1]
+    payload, _ = model.build_request(messages, TOOLS[:1], drafts=[])
+    assert next(iter(model._drafts.values()))[1] is not first
+    assert [t["function"]["name"] for t in payload["tools"]] == ["get_weather"]
