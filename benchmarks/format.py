@@ -81,6 +81,9 @@ def history(n: int) -> list:
     return msgs[:n]
 
 
+# A model of each protocol, for the rows of the whole request (options, the protocol's body).
+MODELS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai-chat": "openai:gpt-4.1", "openai-responses": "openai-responses:gpt-5", "gemini": "google:gemini-2.5-flash"}
+
 AGENTSCOPE = {"anthropic": "AnthropicChatFormatter", "openai-chat": "OpenAIChatFormatter", "openai-responses": "OpenAIResponseFormatter", "gemini": "GeminiChatFormatter"}
 
 
@@ -318,6 +321,29 @@ def next_turn(draft: Any, formatter: Any, msgs: list) -> bytes:
     return encode_body({**payload, key: draft.turns_encoded(payload[key])})
 
 
+def new_model(protocol: str) -> Any:
+    from modelwire.models import load_model
+
+    return load_model(MODELS[protocol], api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
+
+
+def model_body(model: Any, msgs: list, tools: list, drafts: list | None) -> bytes:
+    """The body a model sends for ``msgs``: built in full (``drafts`` None), or on the draft
+    its last request left, as its call path does (``HTTPModel._prepare``)."""
+    body, opts = model.build_request(msgs, tools, "auto", drafts=drafts)
+    if drafts:
+        encoded = model._drafted_body(body, opts, (drafts[0], drafts[1]))
+        if encoded is not None:
+            return encoded  # type: ignore[no-any-return]
+    return encode_body(body)
+
+
+def sent_model(model: Any, msgs: list, tools: list) -> Any:
+    """``model`` after its request for ``msgs`` went."""
+    model_body(model, msgs, tools, [])
+    return model
+
+
 def sent(draft: Any, formatter: Any, msgs: list) -> Any:
     """``draft`` after the request for ``msgs`` went (its body built)."""
     next_turn(draft, formatter, msgs)
@@ -330,6 +356,8 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=2000)
     parser.add_argument("--check", action="store_true", help="format once with each, check, no timings")
     args = parser.parse_args()
+    if not args.check:
+        os.environ.pop("MODELWIRE_DEBUG", None)  # it checks every drafted build against a full one
     import asyncio
     import json
     import statistics
@@ -358,6 +386,14 @@ def main() -> int:
         setups = {"modelwire next turn": lambda: sent(formatter.draft(tools, "auto"), formatter, msgs[:cut])}
         checks["modelwire next turn"] = lambda body: body == built
         contenders["modelwire next turn"] = lambda draft: next_turn(draft, formatter, msgs)
+        # The same two as a model builds the whole request (options, the protocol's own body):
+        # in full, and on the draft its last request left.
+        model_built = model_body(new_model(protocol), msgs, tools, None)
+        checks["model build"] = checks["model next turn"] = lambda body: body == model_built
+        setups["model build"] = lambda: new_model(protocol)
+        contenders["model build"] = lambda model: model_body(model, msgs, tools, None)
+        setups["model next turn"] = lambda: sent_model(new_model(protocol), msgs[:cut], tools)
+        contenders["model next turn"] = lambda model: model_body(model, msgs, tools, [])
         shape = _shape(protocol, formatter.format(msgs, tools, "auto"))
         checks["floor"] = lambda payload: _shape(protocol, payload) == shape
         contenders["floor"] = lambda: FLOORS[protocol](msgs)
@@ -409,6 +445,12 @@ def main() -> int:
         line += f"\n  {'':<18} next turn: modelwire {med['modelwire next turn'] * 1000:7.2f} ms ({min(times['modelwire next turn']) * 1000:.2f}) = {turn_ratio:.3f}x its cold build"
         if turn_ratio > 0.15:
             line += f"   MISSED: target 0.15x, over by {turn_ratio - 0.15:.3f}"
+        model_ratio = med["model next turn"] / med["model build"]
+        ok &= model_ratio <= 0.15
+        line += (
+            f"\n  {'':<18} the whole request: model build {med['model build'] * 1000:7.1f} ms, next turn {med['model next turn'] * 1000:.2f} ms = {model_ratio:.3f}x"
+            + (f"   MISSED: target 0.15x, over by {model_ratio - 0.15:.3f}" if model_ratio > 0.15 else "")
+        )
         if "floor" in med and "AgentScope" in med:
             line += f"\n  {'':<18} floor {med['floor'] * 1000:7.1f} ms ({min(times['floor']) * 1000:.1f}) = {med['floor'] / med['AgentScope']:.2f}x AgentScope: one walk, a dict per block, no checks"
         print(line)

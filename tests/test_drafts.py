@@ -195,6 +195,22 @@ def ToolSpecTool():
     return Tool(get_time)
 
 
+@pytest.mark.parametrize("spec", ["anthropic:claude-sonnet-4-5", "bedrock:us.anthropic.claude-sonnet-4-5-v1:0", "bedrock:amazon.nova-pro-v1:0", "google:gemini-2.5-flash"])
+def test_cache_marks_never_land_on_a_drafts_turns(spec):
+    """A cache plan marks the last turn, the system prompt and the tools of each request:
+    on copies, so the next request built on the draft is still a full build's."""
+    model = load_model(spec, api_key="k", base_url="http://127.0.0.1:9", cache=True)
+    messages: list = [SystemMsg("system", "Be brief.")]
+    for i in range(5):
+        messages += turn(i)
+        drafted: list = []
+        body, opts = model.build_request(messages, TOOLS, drafts=drafted)
+        expected, _ = model.build_request(messages, TOOLS)
+        assert body == expected, i
+        assert drafted and model._drafted_body(body, opts, (drafted[0], drafted[1])) == encode_body(expected), i
+    assert len(model._drafts) == 1 and len(next(iter(model._drafts.values()))[1].fed) == len(messages)
+
+
 def test_a_draft_that_raised_is_dropped_and_the_next_build_starts_again():
     model = load_model("anthropic:claude-sonnet-4-5", api_key="k")
     messages: list = [SystemMsg("system", "Hi.")] + turn(0)
@@ -218,3 +234,17 @@ def test_other_tools_start_a_new_draft():
     payload, _ = model.build_request(messages, TOOLS[:1], drafts=[])
     assert next(iter(model._drafts.values()))[1] is not first
     assert [t["function"]["name"] for t in payload["tools"]] == ["get_weather"]
+
+
+def test_new_messages_are_media_checked_and_a_change_of_refusals_starts_again():
+    model = load_model("anthropic:claude-sonnet-4-5", api_key="k", capabilities={"image_input": False}, on_unsupported_media="note")
+    messages: list = [SystemMsg("system", "Hi.")] + turn(1) + turn(2)
+    model.build_request(messages, TOOLS, drafts=[])
+    messages += turn(3)  # its question holds an image
+    body, _ = model.build_request(messages, TOOLS, drafts=[])
+    assert "[image not shown" in json.dumps(body) and body == model.build_request(messages, TOOLS)[0]
+    first = next(iter(model._drafts.values()))[1]
+    model._capabilities = None
+    model._capability_overrides = {}  # now it takes images: the draft's notes would be wrong
+    body, _ = model.build_request(messages, TOOLS, drafts=[])
+    assert "image not shown" not in json.dumps(body) and next(iter(model._drafts.values()))[1] is not first

@@ -97,12 +97,13 @@ class Draft:
     module doc). :meth:`extend` takes the messages of the next request, :meth:`payload`
     makes its payload, :meth:`turns_encoded` the turns as bytes for the body."""
 
-    __slots__ = ("formatter", "tools", "tool_choice", "conformer", "walk", "taken", "acc", "fed", "marks", "edits", "raws", "tail")
+    __slots__ = ("formatter", "key", "tools", "tool_choice", "conformer", "walk", "taken", "acc", "fed", "marks", "edits", "raws", "tail")
 
     def __init__(self, formatter: Any, tools: Sequence[Any] | None = None, tool_choice: Any = None) -> None:
         from ._toolids import _Conformer, _renamed
 
         self.formatter = formatter
+        self.key: str = formatter.payload_turns  # where a payload holds the turns
         ids, names = formatter.tool_id_rules, formatter.tool_name_rules
         self.conformer = _Conformer(ids, names) if ids is not None or names is not None else None
         if names is not None and tools:

@@ -272,31 +272,33 @@ class HTTPModel:
                 raise UnsupportedOptionError(
                     "tool_choice", self.provider, "the model cannot be made to call a tool while it thinks; use tool_choice='auto', or thinking=False", model=self.name
                 )
-        messages = self._media_checked(messages, caps)
-        if drafts is None or opts.cache is not None:  # a cache plan marks parts in place
-            payload = self.formatter.format(messages, tools, tool_choice)
+        refused = refused_media(caps)
+        if drafts is None or self.formatter.payload_turns is None or not messages:
+            payload = self.formatter.format(self._media_checked(messages, refused), tools, tool_choice)
         else:
-            payload = self._drafted(messages, tools, tool_choice, drafts)
+            payload = self._drafted(messages, tools, tool_choice, refused, drafts)
         return self.wire.body(self.name, payload, opts, self.spec.preset, caps), opts
 
-    def _drafted(self, messages: Sequence[Msg], tools: Sequence[Any] | None, tool_choice: Any, drafted: list[Any]) -> dict[str, Any]:
+    def _drafted(self, messages: Sequence[Msg], tools: Sequence[Any] | None, tool_choice: Any, refused: frozenset[str], drafted: list[Any]) -> dict[str, Any]:
         """The payload, built on what was built for this conversation's last request when
-        its messages are still there and unchanged (only the new ones are formatted), else
-        afresh; the draft is kept for the next one and put in ``drafted`` with its turns."""
+        its messages are still there and unchanged (only the new ones are media-checked and
+        formatted), else afresh; the draft is kept for the next one and put in ``drafted``
+        with its turns."""
         from ..formatters import format_errors
         from ..formatters._incremental import tools_key
 
         fmt, drafts = self.formatter, self._drafts
-        if fmt.payload_turns is None or not messages:
-            return fmt.format(messages, tools, tool_choice)
         slot = id(messages[0])
         kept = drafts.pop(slot, None)  # taken out while in use: a draft has one user at a time
-        given = (list(tools) if tools else None, tool_choice)
+        given = (list(tools) if tools else None, tool_choice, refused)
         if kept is not None and kept[0] == given and kept[1].matches(messages):
             key, draft = kept
         else:
-            key, draft = tools_key(tools, tool_choice), fmt.draft(tools, tool_choice)
+            copied = tools_key(tools, tool_choice)
+            key, draft = (None if copied is None else (*copied, refused)), fmt.draft(tools, tool_choice)
         assert draft is not None  # the formatter keeps drafts (payload_turns)
+        # The messages the draft holds passed this check, unchanged, with the same refusals.
+        messages = self._media_checked(messages, refused, start=len(draft.fed))
         with format_errors(fmt.protocol):
             payload = draft.extend(messages).payload()  # a draft that raised is not kept
         if debug_enabled():
@@ -305,7 +307,7 @@ class HTTPModel:
             drafts[slot] = (key, draft)
             while len(drafts) > self.drafts_kept:
                 drafts.popitem(last=False)
-        drafted[:] = [draft, payload[fmt.payload_turns]]
+        drafted[:] = [draft, payload[draft.key]]
         return payload
 
     async def _with_cache_resource(self, payload: dict[str, Any], opts: ModelOptions) -> dict[str, Any]:
@@ -334,14 +336,17 @@ class HTTPModel:
         name = await self._cache_resources.name_for(found[0], found[1], send)
         return payload if name is None else self.wire.with_cache_resource(payload, name)
 
-    def _media_checked(self, messages: Sequence[Msg], caps: ModelCapabilities) -> Sequence[Msg]:
-        """Media the model cannot take in (its capabilities say so): a ``FormatError`` naming
-        the message, or with ``on_unsupported_media="note"`` a short text note in its place."""
-        refused = {kind for kind in ("image", "pdf", "audio") if getattr(caps, f"{kind}_input") is False}
+    def _media_checked(self, messages: Sequence[Msg], refused: frozenset[str], start: int = 0) -> Sequence[Msg]:
+        """Media the model cannot take in (``refused``, from its capabilities), from message
+        ``start`` on: a ``FormatError`` naming the message, or with
+        ``on_unsupported_media="note"`` a short text note in its place."""
         if not refused:
             return messages
         out: list[Msg] | None = None
-        for index, msg in enumerate(messages):
+        for index in range(start, len(messages)):
+            msg = messages[index]
+            if not any(map(_has_media, msg.content)):
+                continue
             content = _without_media(msg.content, refused, index, self)
             if content is not None:
                 if out is None:
@@ -584,11 +589,12 @@ class HTTPModel:
 
     def _drafted_body(self, payload: dict[str, Any], opts: ModelOptions, drafted: tuple[Any, list[Any]]) -> bytes | None:
         """The body with the draft's finished turns as their bytes, where the turns are the
-        ones the draft made (None otherwise: the plain encoding then). Not with a cache
-        plan, which may mark finished turns in place, nor with ``extra_body`` for them."""
+        ones the draft made (None otherwise: the plain encoding then), and not given in
+        ``extra_body``. (What the protocol adds to the body, cache marks included, goes on
+        copies in the body's own lists, never on a draft's turns.)"""
         draft, turns = drafted
         key = self.formatter.payload_turns
-        if key is None or opts.cache is not None or payload.get(key) is not turns or key in (opts.extra_body or {}):
+        if key is None or payload.get(key) is not turns or key in (opts.extra_body or {}):
             return None
         body = encode_body({**payload, key: draft.turns_encoded(turns)})
         if debug_enabled() and body != encode_body(payload):
@@ -753,7 +759,17 @@ def _media_kind(media_type: str) -> str | None:
     return None
 
 
-def _without_media(blocks: list[Any], refused: set[str], index: int, model: "HTTPModel") -> list[Any] | None:
+def refused_media(caps: ModelCapabilities) -> frozenset[str]:
+    """The kinds of media a model's capabilities say it cannot take in."""
+    return frozenset(kind for kind in ("image", "pdf", "audio") if getattr(caps, f"{kind}_input") is False)
+
+
+def _has_media(block: Any) -> bool:
+    btype = block.type
+    return btype == "data" or (btype == "tool_result" and not isinstance(block.output, str))
+
+
+def _without_media(blocks: list[Any], refused: frozenset[str], index: int, model: "HTTPModel") -> list[Any] | None:
     """``blocks`` with the media of ``refused`` kinds noted or refused; None when none is there."""
     out: list[Any] | None = None
     for k, block in enumerate(blocks):
@@ -894,6 +910,9 @@ async def resolve_sources(messages: Sequence[Msg], protocol: WireProtocol, trans
     ``file://`` source, with a size limit. The given messages are not changed."""
     out: list[Msg] = []
     for msg in messages:
+        if not any(map(_has_url, msg.content)):  # nothing to fetch: no await per block
+            out.append(msg)
+            continue
         changed = False
         new_blocks = []
         for block in msg.content:
@@ -907,6 +926,16 @@ async def resolve_sources(messages: Sequence[Msg], protocol: WireProtocol, trans
         else:
             out.append(msg)
     return out
+
+
+def _has_url(block: Any) -> bool:
+    """Whether a block holds a URL source, the only kind :func:`resolve_sources` may fetch."""
+    btype = block.type
+    if btype == "data":
+        return block.source.type == "url"  # type: ignore[no-any-return]
+    if btype == "tool_result" and isinstance(block.output, list):
+        return any(b.type == "data" and b.source.type == "url" for b in block.output)
+    return False
 
 
 async def _resolve_block(block: Any, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> Any:

@@ -167,6 +167,8 @@ def repair(model: Any, messages: Sequence[Any]) -> list[Any]:
     previous = model.on_unsupported_media
     model.on_unsupported_media = "note"
     try:
-        return list(model._media_checked(list(fixed), model.capabilities))
+        from ._http import refused_media
+
+        return list(model._media_checked(list(fixed), refused_media(model.capabilities)))
     finally:
         model.on_unsupported_media = previous

@@ -292,26 +292,37 @@ def place_cache(body: dict[str, Any], ttl: str, system: bool = True, tools: bool
     the breakpoints already there checked against Anthropic's rules: at most
     :data:`MAX_CACHE_BREAKPOINTS`, and no 1-hour breakpoint after a 5-minute one."""
     mark = {"type": "ephemeral", **({"ttl": ttl} if ttl != "5m" else {})}
-    targets: list[dict[str, Any]] = []
+    # Each mark goes on a copy of its block, put in the body's own list: the turns and system
+    # parts may be a draft's, shared with the next request (see Formatter.finish).
     if tools and body.get("tools"):
-        targets.append(body["tools"][-1])
+        body["tools"] = _with_mark(body["tools"], len(body["tools"]) - 1, mark)
     if system and isinstance(body.get("system"), list) and body["system"]:
-        targets.append(body["system"][-1])
+        body["system"] = _with_mark(body["system"], len(body["system"]) - 1, mark)
+    turns = body.get("messages") or []
     if history:
-        for turn in reversed(body.get("messages") or ()):
-            content = turn.get("content")
-            block = next((b for b in reversed(content) if isinstance(b, dict) and b.get("type") not in _UNMARKABLE), None) if isinstance(content, list) else None
-            if block is not None:
-                targets.append(block)
+        for at in range(len(turns) - 1, -1, -1):
+            content = turns[at].get("content")
+            where = next((k for k in range(len(content) - 1, -1, -1) if isinstance(content[k], dict) and content[k].get("type") not in _UNMARKABLE), None) if isinstance(content, list) else None
+            if where is not None:
+                if "cache_control" not in content[where]:
+                    turns[at] = {**turns[at], "content": _with_mark(content, where, mark)}
                 break
-    for target in targets:
-        target.setdefault("cache_control", dict(mark))
     from .._protocol import cache_marks_problem
 
     marks = [item["cache_control"] for item in _in_prompt_order(body) if isinstance(item, dict) and "cache_control" in item]
     problem = cache_marks_problem(marks, MAX_CACHE_BREAKPOINTS, "cache breakpoint", "Anthropic")
     if problem is not None:
         raise FormatError(None, problem[1], PROTOCOL, code=problem[0])
+
+
+def _with_mark(items: list[Any], at: int, mark: dict[str, Any]) -> list[Any]:
+    """``items`` with a cache mark on a copy of item ``at`` (a new list; as it was when the
+    item has a mark already)."""
+    if "cache_control" in items[at]:
+        return items
+    out = list(items)
+    out[at] = {**items[at], "cache_control": dict(mark)}
+    return out
 
 
 def _in_prompt_order(body: dict[str, Any]) -> list[Any]:
