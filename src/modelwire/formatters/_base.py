@@ -64,15 +64,16 @@ class Formatter:
         from ._common import format_errors
 
         with format_errors(self.protocol):
-            return self.draft(tools, tool_choice).extend(messages).payload()  # type: ignore[union-attr]
+            return self.draft(tools, tool_choice).extend(messages).payload()
 
     # -- drafts (formatters built on the shared walk) --------------------------------------
 
-    def draft(self, tools: Sequence[Any] | None = None, tool_choice: Any = None) -> Draft | None:
-        """A fresh draft of a conversation with these tools (None: this formatter keeps
-        none). Its errors are the formatter's own: run it under ``format_errors``."""
+    def draft(self, tools: Sequence[Any] | None = None, tool_choice: Any = None) -> Draft:
+        """A fresh draft of a conversation with these tools. Its errors are the formatter's
+        own: run it under ``format_errors``. A formatter that implements ``format()`` itself
+        (no ``payload_turns``) keeps no drafts: a ``TypeError``."""
         if self.payload_turns is None:
-            return None
+            raise TypeError(f"{type(self).__name__} implements format() itself and keeps no drafts")
         from ._incremental import Draft
 
         return Draft(self, tools, tool_choice)

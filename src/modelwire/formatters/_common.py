@@ -267,7 +267,7 @@ class Walk:
     one's results, and :meth:`pending` gives the rest as the end of the conversation would
     leave it, without changing the walk."""
 
-    __slots__ = ("protocol", "split_users", "speaker_names", "assistant_name", "out", "calls", "server_calls", "open_calls", "held")
+    __slots__ = ("protocol", "split_users", "speaker_names", "assistant_name", "out", "calls", "server_calls", "open_calls", "held", "conformer")
 
     def __init__(self, protocol: str, *, speaker_names: bool = False, assistant_name: str | None = None, split_users: bool = False) -> None:
         self.protocol = protocol
@@ -279,6 +279,9 @@ class Walk:
         self.server_calls: set[str] = set()
         self.open_calls: dict[str, int] = {}  # calls not answered yet -> message index
         self.held: list[tuple[int, Any]] = []  # hint pieces waiting for open calls to be answered
+        # Tool-call ids and names the target refuses, rewritten as the walk meets them (see
+        # _toolids): only the agent's own calls and results are sent, so only theirs.
+        self.conformer: Any = None
 
     def add(self, kind: str, index: int, block: Any, name: str = "") -> None:
         out = self.out
@@ -323,10 +326,14 @@ class Walk:
         """A system message (``kind``: system), or one of the agent's own turn (None: each
         block's kind is its own, with the tool rules checked)."""
         name = msg.name if kind is not None else ""
+        conformer = self.conformer
         for block in msg.content:
-            if block.type == "hint":
+            btype = block.type
+            if btype == "hint":
                 self.hint(index, block)
                 continue
+            if conformer is not None and (btype == "tool_call" or btype == "tool_result"):
+                block = conformer.block(block)
             block_kind = kind or self.assistant_kind(index, block)
             self.add(block_kind, index, block, name)
             if block_kind == "results" and self.held and not self.open_calls:
@@ -359,6 +366,7 @@ class Walk:
         if new.out:
             new.out[-1] = new.out[-1].copy()  # the one segment the next blocks may join
         new.calls, new.server_calls, new.open_calls, new.held = dict(self.calls), set(self.server_calls), dict(self.open_calls), list(self.held)
+        new.conformer = self.conformer.copy() if self.conformer is not None else None
         return new
 
     def pending(self, start: int) -> list[Segment]:

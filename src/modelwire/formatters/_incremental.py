@@ -71,16 +71,11 @@ def _streaming(msg: Any) -> bool:
     return isinstance(msg, Msg) and msg._fold is not None and msg.finished_reason is None
 
 
-def _feed(fmt: Any, walk: Walk, conformer: Any, acc: Turns, messages: Sequence[Any], start: int, stop: int, taken: int) -> int:
-    """Messages ``start:stop`` through the conformer and the walk, and the segments they
-    finish into ``acc``; the count of segments taken."""
+def _feed(fmt: Any, walk: Walk, acc: Turns, messages: Sequence[Any], start: int, stop: int, taken: int) -> int:
+    """Messages ``start:stop`` through the walk, and the segments they finish into ``acc``;
+    the count of segments taken."""
     for index in range(start, stop):
-        msg = messages[index]
-        if conformer is not None and isinstance(msg, Msg):
-            content = conformer.content(msg.content)
-            if content is not None:
-                msg = msg.replace(content=content)
-        walk.feed(index, msg)
+        walk.feed(index, messages[index])
     out = walk.out
     for seg in out[taken : len(out) - 1]:
         fmt.take(acc, walk.finish(seg))
@@ -97,7 +92,7 @@ class Draft:
     module doc). :meth:`extend` takes the messages of the next request, :meth:`payload`
     makes its payload, :meth:`turns_encoded` the turns as bytes for the body."""
 
-    __slots__ = ("formatter", "key", "tools", "tool_choice", "conformer", "walk", "taken", "acc", "fed", "marks", "edits", "raws", "tail")
+    __slots__ = ("formatter", "key", "tools", "tool_choice", "walk", "taken", "acc", "fed", "marks", "edits", "raws", "tail")
 
     def __init__(self, formatter: Any, tools: Sequence[Any] | None = None, tool_choice: Any = None) -> None:
         from ._toolids import _Conformer, _renamed
@@ -105,11 +100,12 @@ class Draft:
         self.formatter = formatter
         self.key: str = formatter.payload_turns  # where a payload holds the turns
         ids, names = formatter.tool_id_rules, formatter.tool_name_rules
-        self.conformer = _Conformer(ids, names) if ids is not None or names is not None else None
         if names is not None and tools:
             tools, tool_choice = _renamed(tools, tool_choice, names)
         self.tools, self.tool_choice = tools, tool_choice
         self.walk: Walk = formatter.walk()
+        if ids is not None or names is not None:
+            self.walk.conformer = _Conformer(ids, names)
         self.taken = 0  # the segments the formatter has taken
         self.acc: Turns = formatter.begin()
         self.fed: list[Msg] = []  # the messages as given
@@ -136,7 +132,7 @@ class Draft:
         stop = start
         while stop < count and not _streaming(messages[stop]):
             stop += 1
-        self.taken = _feed(self.formatter, self.walk, self.conformer, self.acc, messages, start, stop, self.taken)
+        self.taken = _feed(self.formatter, self.walk, self.acc, messages, start, stop, self.taken)
         new = messages[start:stop]
         self.fed += new
         self.marks += map(_mark, new)
@@ -151,9 +147,8 @@ class Draft:
         walk, taken = self.walk, self.taken
         if self.tail:
             walk = walk.copy()
-            conformer = self.conformer.copy() if self.conformer is not None else None
             start = len(self.fed)
-            taken = _feed(fmt, walk, conformer, acc, [*self.fed, *self.tail], start, start + len(self.tail), taken)
+            taken = _feed(fmt, walk, acc, [*self.fed, *self.tail], start, start + len(self.tail), taken)
         for seg in walk.pending(taken):
             fmt.take(acc, seg)
         return fmt.finish(acc, self.tools, self.tool_choice)  # type: ignore[no-any-return]

@@ -146,33 +146,42 @@ class _Conformer:
         new.name_sent, new.server = dict(self.name_sent), set(self.server)
         return new
 
+    def block(self, block: Any) -> Any:
+        """One block of an agent's own message as sent: a client call or result with its id
+        and name conformed (the block itself when they fit); a server call noted, so that
+        its result is left as it is."""
+        if block.type == "tool_call":
+            extras = extras_of(block)
+            if extras and extras.get("server_side"):
+                self.server.add(block.id)
+                return block
+        elif block.id in self.server:
+            return block
+        id_map, names = self.id_map, self.names
+        block_id, name = block.id, block.name
+        new_id = (id_map.sent.get(block_id) or id_map(block_id)) if id_map is not None else block_id
+        new_name = name
+        if names is not None and name:
+            new_name = self.name_sent.get(name)
+            if new_name is None:
+                new_name = self.name_sent[name] = wire_name(name, names)
+        if new_id == block_id and new_name == name:
+            return block
+        return block.replace(id=new_id, name=new_name)
+
     def content(self, blocks: Sequence[Any]) -> list[Any] | None:
         """A message's blocks with the calls' and results' ids and names conformed (None:
         all of them fit)."""
-        id_map, names, name_sent, server = self.id_map, self.names, self.name_sent, self.server
-        id_sent = id_map.sent if id_map is not None else {}
         content = None
         for k, block in enumerate(blocks):
             btype = block.type
-            if btype == "tool_call":
-                extras = extras_of(block)
-                if extras and extras.get("server_side"):
-                    server.add(block.id)
-                    continue
-            elif btype != "tool_result" or block.id in server:
+            if btype != "tool_call" and btype != "tool_result":
                 continue
-            block_id, name = block.id, block.name
-            new_id = (id_sent.get(block_id) or id_map(block_id)) if id_map is not None else block_id
-            new_name = name
-            if names is not None and name:
-                new_name = name_sent.get(name)
-                if new_name is None:
-                    new_name = name_sent[name] = wire_name(name, names)
-            if new_id == block_id and new_name == name:
-                continue
-            if content is None:
-                content = list(blocks)
-            content[k] = block.replace(id=new_id, name=new_name)
+            sent = self.block(block)
+            if sent is not block:
+                if content is None:
+                    content = list(blocks)
+                content[k] = sent
         return content
 
 

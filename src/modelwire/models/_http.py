@@ -296,7 +296,6 @@ class HTTPModel:
         else:
             copied = tools_key(tools, tool_choice)
             key, draft = (None if copied is None else (*copied, refused)), fmt.draft(tools, tool_choice)
-        assert draft is not None  # the formatter keeps drafts (payload_turns)
         # The messages the draft holds passed this check, unchanged, with the same refusals.
         messages = self._media_checked(messages, refused, start=len(draft.fed))
         with format_errors(fmt.protocol):
