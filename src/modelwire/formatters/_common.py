@@ -18,7 +18,7 @@ import contextlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from msgspec.json import decode as from_json
 
@@ -429,14 +429,17 @@ def segments(
     return [walk.finish(seg) for seg in walk.out[:-1]] + walk.pending(len(walk.out) - 1) if walk.out else walk.pending(0)
 
 
-def merge_turn(turns: list[dict[str, Any]], role: str, items: list[Any], key: str = "content") -> None:
+def merge_turn(turns: list[dict[str, Any]], role: str, items: list[Any], key: str = "content", finished: Callable[[dict[str, Any]], None] | None = None) -> None:
     """Add ``items`` as a turn of ``role``, merged into the last turn when it has the same
-    role (protocols whose roles must alternate); empty ``items`` add nothing."""
+    role (protocols whose roles must alternate); empty ``items`` add nothing. ``finished``
+    is given the turn a new one follows (nothing joins it any more)."""
     if not items:
         return
     if turns and turns[-1]["role"] == role:
         turns[-1][key] += items
     else:
+        if finished is not None and turns:
+            finished(turns[-1])
         turns.append({"role": role, key: items})
 
 

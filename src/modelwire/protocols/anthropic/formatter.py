@@ -120,11 +120,7 @@ class AnthropicFormatter(Formatter):
             role = "user"
         for b in seg.blocks:
             add(b, seg, content)
-        turns = acc.turns
-        n = len(turns)
-        merge_turn(turns, role, content)
-        if n and len(turns) > n:
-            _results_first(turns[n - 1])  # finished: nothing joins it any more
+        merge_turn(acc.turns, role, content, finished=_results_first)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)

@@ -118,11 +118,7 @@ class BedrockConverseFormatter(Formatter):
             role, content = "user", [self._result(r, seg.index_of(r)) for r in seg.blocks]
         else:
             role, content = "user", [c for b in seg.blocks for c in self._user(b, seg.index_of(b))]
-        turns = acc.turns
-        n = len(turns)
-        merge_turn(turns, role, content)
-        if n and len(turns) > n:
-            _results_first(turns[n - 1])  # finished: nothing joins it any more
+        merge_turn(acc.turns, role, content, finished=_results_first)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools through Converse here; give Nova's system tools as ServerTool(raw={'systemTool': {...}})")

@@ -125,11 +125,7 @@ class GeminiFormatter(Formatter):
             role, parts = "user", self._results(seg, calls)
         else:
             role, parts = "user", [p for b in seg.blocks for p in self._user_part(b, seg.index_of(b))]
-        contents = acc.turns
-        n = len(contents)
-        merge_turn(contents, role, parts, key="parts")
-        if n and len(contents) > n:
-            _results_first(contents[n - 1])  # finished: nothing joins it any more
+        merge_turn(acc.turns, role, parts, key="parts", finished=_results_first)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         specs, server_tools = _split_tools(tools)
