@@ -114,6 +114,7 @@ class Agent:
         self.tool_timeout = tool_timeout  # seconds a tool call may run, for tools without their own
         self.model = model
         self.system_prompt = system_prompt
+        self._system: tuple[str, Msg] | None = None  # the prompt, and the message sent for it
         self.tools: dict[str, Tool] = {}
         self.server_tools: list[ServerTool] = []  # the provider runs these; their blocks stream as they come
         self.toolsets: list[Toolset] = []  # tools listed before each model call (MCP servers)
@@ -487,7 +488,7 @@ class Agent:
         """The system prompt as a message, the same one while the prompt stays the same (the
         model then builds the next request on what it built for the last)."""
         prompt = self.system_prompt or ""
-        kept = getattr(self, "_system", None)
+        kept = self._system
         if kept is None or kept[0] != prompt:
             kept = self._system = (prompt, SystemMsg("system", prompt))
         return kept[1]

@@ -311,11 +311,11 @@ class Walk:
             self.add("user", hint_index, piece, "")
         self.held.clear()
 
-    def user(self, index: int, msg: Msg, speaker_names: bool) -> None:
+    def user(self, index: int, msg: Msg) -> None:
         """A user message, or another agent's message shown to this one as user content:
         its text and data only (another agent's thinking is not shown to this one; its tool
         use neither: its text carries what it found)."""
-        name = msg.name
+        name, speaker_names = msg.name, self.speaker_names
         for block in msg.content:
             if block.type == "hint":
                 self.hint(index, block)
@@ -345,7 +345,7 @@ class Walk:
             raise FormatError(index, f"expected a Msg, got {type(msg).__name__}", self.protocol)
         role = msg.role
         if role == "user" or (self.speaker_names and role == "assistant" and self.assistant_name is not None and msg.name != self.assistant_name):
-            self.user(index, msg, self.speaker_names)
+            self.user(index, msg)
         else:
             self.own(index, msg, "system" if role == "system" else None)
         if role == "user" and self.open_calls:
@@ -374,8 +374,8 @@ class Walk:
         back added, results in call order), copied: the walk can go on as it was."""
         tail = Walk(self.protocol, split_users=self.split_users)
         tail.out = [seg.copy() for seg in self.out[start:]]
-        for hint_index, piece in self.held:
-            tail.add("user", hint_index, piece, "")
+        tail.held = list(self.held)
+        tail.flush()
         return [self.finish(seg) for seg in tail.out]
 
     def assistant_kind(self, index: int, block: Any) -> str:
@@ -426,7 +426,8 @@ def segments(
     walk = Walk(protocol, speaker_names=speaker_names, assistant_name=assistant_name, split_users=split_users)
     for index, msg in enumerate(messages):
         walk.feed(index, msg)
-    return [walk.finish(seg) for seg in walk.out[:-1]] + walk.pending(len(walk.out) - 1) if walk.out else walk.pending(0)
+    last = max(len(walk.out) - 1, 0)  # the one segment still open
+    return [walk.finish(seg) for seg in walk.out[:last]] + walk.pending(last)
 
 
 def merge_turn(turns: list[dict[str, Any]], role: str, items: list[Any], key: str = "content", finished: Callable[[dict[str, Any]], None] | None = None) -> None:

@@ -71,11 +71,11 @@ def _streaming(msg: Any) -> bool:
     return isinstance(msg, Msg) and msg._fold is not None and msg.finished_reason is None
 
 
-def _feed(fmt: Any, walk: Walk, acc: Turns, messages: Sequence[Any], start: int, stop: int, taken: int) -> int:
-    """Messages ``start:stop`` through the walk, and the segments they finish into ``acc``;
-    the count of segments taken."""
-    for index in range(start, stop):
-        walk.feed(index, messages[index])
+def _feed(fmt: Any, walk: Walk, acc: Turns, messages: Sequence[Any], start: int, taken: int) -> int:
+    """``messages`` (the conversation's from index ``start`` on) through the walk, and the
+    segments they finish into ``acc``; the count of segments taken."""
+    for index, msg in enumerate(messages, start):
+        walk.feed(index, msg)
     out = walk.out
     for seg in out[taken : len(out) - 1]:
         fmt.take(acc, walk.finish(seg))
@@ -132,8 +132,8 @@ class Draft:
         stop = start
         while stop < count and not _streaming(messages[stop]):
             stop += 1
-        self.taken = _feed(self.formatter, self.walk, self.acc, messages, start, stop, self.taken)
         new = messages[start:stop]
+        self.taken = _feed(self.formatter, self.walk, self.acc, new, start, self.taken)
         self.fed += new
         self.marks += map(_mark, new)
         self.edits = EDITS[0]
@@ -147,8 +147,7 @@ class Draft:
         walk, taken = self.walk, self.taken
         if self.tail:
             walk = walk.copy()
-            start = len(self.fed)
-            taken = _feed(fmt, walk, acc, [*self.fed, *self.tail], start, start + len(self.tail), taken)
+            taken = _feed(fmt, walk, acc, self.tail, len(self.fed), taken)
         for seg in walk.pending(taken):
             fmt.take(acc, seg)
         return fmt.finish(acc, self.tools, self.tool_choice)  # type: ignore[no-any-return]

@@ -22,7 +22,7 @@ _oset = object.__setattr__
 # How many times a field of a block or a source was assigned after it was made (the fold's
 # own writes, into the message it streams, count on the message instead). A request build
 # that reuses what it made for an earlier turn starts again when this moved
-# (see modelwire.formatters.incremental): assigning to a block already sent is rare.
+# (see modelwire.formatters._incremental): assigning to a block already sent is rare.
 EDITS = [0]
 
 

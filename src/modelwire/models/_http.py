@@ -837,7 +837,6 @@ def _is_stream(response: Any, stream_type: str) -> bool:
     return not content_type or stream_type in content_type
 
 
-
 def _same_as_full(payload: dict[str, Any], fmt: Any, messages: Sequence[Msg], tools: Any, tool_choice: Any) -> None:
     """With ``MODELWIRE_DEBUG=1`` (the tests), a payload built on a draft is checked against
     a full format of the same messages."""

@@ -25,7 +25,6 @@ from ...formatters import (
     extra,
     Segment,
     Turns,
-    Walk,
     is_raw_provider_block,
     origin,
     parse_arguments,
@@ -60,9 +59,6 @@ class OllamaFormatter(Formatter):
         self.thinking_as_text = thinking_as_text
 
     payload_turns = "messages"
-
-    def walk(self) -> Walk:
-        return Walk(PROTOCOL)
 
     def take(self, acc: Turns, seg: Segment) -> None:
         out = acc.turns
