@@ -401,6 +401,27 @@ def test_the_formatter_keeps_the_services_rules():
     assert len(short) == 9 and short.isalnum()
 
 
+def test_a_history_with_tool_blocks_keeps_a_tool_config_when_no_tool_may_be_called():
+    """Converse answers 400 ("The toolConfig field must be defined when using toolUse and
+    toolResult content blocks") without a toolConfig once the history holds tool blocks, and
+    has no tool choice "none": an agent out of iterations asked it for "none" and crashed."""
+    from sdk_params import bedrock_request
+
+    weather = {"name": "weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    history = [
+        UserMsg("u", "Weather?"),
+        AssistantMsg("a", [ToolCallBlock(id="c1", name="weather", input='{"city": "Oslo"}'), ToolResultBlock(id="c1", name="weather", output="sunny", state="success")]),
+    ]
+    fmt = get_formatter("bedrock-converse")(provider="bedrock")
+    for payload in (fmt.format(history, [weather], tool_choice="none"), fmt.format(history)):
+        bedrock_request(payload)
+        (tool,) = payload["toolConfig"]["tools"]
+        assert tool["toolSpec"]["name"] != "weather" and "toolChoice" not in payload["toolConfig"]
+    plain = [UserMsg("u", "Weather?")]
+    assert "toolConfig" not in fmt.format(plain, [weather], tool_choice="none") and "toolConfig" not in fmt.format(plain)
+    assert fmt.format(history, [weather], tool_choice="auto")["toolConfig"]["tools"][0]["toolSpec"]["name"] == "weather"
+
+
 # -- SigV4 -------------------------------------------------------------------------------------------
 
 botocore = pytest.importorskip("botocore", reason="the dev extra installs botocore")

@@ -18,7 +18,10 @@ Rules (the service enforces them with a ValidationException):
 - an assistant turn left with nothing to send is dropped;
 - ``tool_id_style="mistral"``: tool ids become the nine letters and digits Mistral models
   accept, the same id for a call and its result;
-- ``cache_system`` / ``cache_tools``: a ``cachePoint`` after the system prompt / the tools.
+- ``cache_system`` / ``cache_tools``: a ``cachePoint`` after the system prompt / the tools;
+- ``toolConfig`` is required once the history holds ``toolUse`` or ``toolResult`` blocks,
+  and ``toolChoice`` has no ``none``: ``tool_choice="none"`` (or no tools) withholds the
+  tools, and with tool blocks in the history sends one inert tool (``NO_TOOLS``) instead.
 """
 
 from __future__ import annotations
@@ -93,7 +96,7 @@ class BedrockConverseFormatter(Formatter):
     ) -> None:
         if tool_id_style not in (None, "mistral"):
             raise ValueError("tool_id_style is None or 'mistral'")
-        super().__init__(provider=provider)
+        super().__init__(provider=provider, speaker_names=speaker_names, assistant_name=assistant_name)
         self.thinking_as_text = thinking_as_text
         self.tool_id_style = tool_id_style
         if tool_id_style == "mistral":
@@ -102,8 +105,6 @@ class BedrockConverseFormatter(Formatter):
             self.tool_id_rules = MISTRAL_IDS
         self.cache_system = cache_system
         self.cache_tools = cache_tools
-        self.speaker_names = speaker_names
-        self.assistant_name = assistant_name
 
     payload_turns = "messages"
     turn_content = "content"
@@ -133,20 +134,20 @@ class BedrockConverseFormatter(Formatter):
             if self.cache_system:
                 system.append({"cachePoint": {"type": "default"}})
             payload["system"] = system
-        if specs or raw:
-            payload["toolConfig"] = self._tool_config(specs, raw, tool_choice)
+        mode, name = tool_choice_name(tool_choice, specs) if specs or raw else (None, None)
+        if (specs or raw) and mode != "none":
+            payload["toolConfig"] = self._tool_config(specs, raw, mode, name)
+        elif _holds_tool_blocks(turns):
+            payload["toolConfig"] = {"tools": [NO_TOOLS]}
         return payload
 
-    def _tool_config(self, specs: list[Any], raw: list[dict[str, Any]], tool_choice: Any) -> dict[str, Any]:
+    def _tool_config(self, specs: list[Any], raw: list[dict[str, Any]], mode: str | None, name: str | None) -> dict[str, Any]:
         """``toolConfig``: the tools (a cache point after them with ``cache_tools``) and the
-        tool choice, which Converse cannot make ``none``."""
+        tool choice."""
         tool_list: list[dict[str, Any]] = [{"toolSpec": _tool(s)} for s in specs] + raw
         if self.cache_tools:
             tool_list.append({"cachePoint": {"type": "default"}})
         config: dict[str, Any] = {"tools": tool_list}
-        mode, name = tool_choice_name(tool_choice, specs)
-        if mode == "none":
-            raise FormatError(None, "Converse has no tool_choice 'none'; leave the tools out instead", PROTOCOL)
         if mode is not None:
             config["toolChoice"] = {"auto": {}} if mode == "auto" else ({"any": {}} if mode == "required" else {"tool": {"name": name}})
         return config
@@ -246,3 +247,20 @@ def _results_first(turn: dict[str, Any]) -> None:
 def _after_results(part: dict[str, Any]) -> bool:
     """Sorts a user turn's tool results first (the rest keeps its order)."""
     return "toolResult" not in part
+
+
+# Converse has no tool choice "none" (only auto, any and a named tool), and refuses a request
+# whose history holds toolUse or toolResult blocks without a toolConfig. So "none", or no
+# tools, is sent as the tools withheld; when the history holds tool blocks, the toolConfig
+# declares this one tool instead, which does nothing and says so.
+NO_TOOLS: dict[str, Any] = {
+    "toolSpec": {
+        "name": "no_tools_available",
+        "description": "No tools are available for this turn. Do not call this; answer in text.",
+        "inputSchema": {"json": {"type": "object", "properties": {}}},
+    }
+}
+
+
+def _holds_tool_blocks(turns: list[dict[str, Any]]) -> bool:
+    return any("toolUse" in part or "toolResult" in part for turn in turns for part in turn["content"])
