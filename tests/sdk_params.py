@@ -124,7 +124,6 @@ def responses_request(payload: dict) -> None:
     check({"model": "gpt-test", **payload}, ResponseCreateParamsNonStreaming)
 
 
-VALIDATORS = {"anthropic": anthropic_request, "openai-chat": chat_request, "openai-responses": responses_request}
 
 
 # Fields OpenAI-compatible dialects add to Chat Completions, which OpenAI's own types do
@@ -208,3 +207,14 @@ def bedrock_request(body: dict, model: str = "some-model") -> None:
     report = ParamValidator().validate({"modelId": model, **blobs(body)}, shape)
     if report.has_errors():
         raise ParamError(report.generate_report())
+
+
+# A formatter's payload (no ``model``, no sampling options), checked by its protocol's SDK.
+VALIDATORS = {
+    "anthropic": anthropic_request,
+    "openai-chat": chat_request,
+    "openai-responses": responses_request,
+    "gemini": gemini_request,
+    "bedrock-converse": bedrock_request,
+    "ollama": lambda payload: ollama_request({"model": "some-model", **payload}),
+}

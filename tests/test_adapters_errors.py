@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from modelwire.protocols import protocol_names
+
 from modelwire import event as E
 from modelwire.adapters import decode_sse
 from modelwire.adapters._sse import SSEDecoder
@@ -287,7 +289,7 @@ def test_anthropic_tool_without_argument_pieces_gets_its_start_input_or_empty_ob
     assert [(c.id, c.input) for c in msg.content] == [("t0", "{}"), ("t1", '{"a": 1}')]
 
 
-@pytest.mark.parametrize("protocol", ["anthropic", "ollama", "bedrock-converse"])
+@pytest.mark.parametrize("protocol", protocol_names())
 def test_an_event_nested_too_deeply_to_read_is_the_streams_fault(protocol):
     """JSON nested thousands deep cannot be parsed; that is a malformed stream (typed, with
     what came before kept), never a RecursionError out of the decoder, on every framing."""

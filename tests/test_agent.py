@@ -13,6 +13,7 @@ import time
 
 import pytest
 from modelwire.testing import sse as sse_bodies
+from modelwire.testing import stream_reply
 from modelwire.testing.server import error_reply, sse_reply
 from pydantic import BaseModel
 
@@ -21,18 +22,24 @@ from modelwire.agent import Agent, Tool
 from modelwire.message import AssistantMsg, Msg, UserMsg
 from modelwire.models import load_model
 from modelwire.models.transport import RetryPolicy
+from modelwire.protocols import protocol_names
 
-PROTOCOLS = {"anthropic": "anthropic:claude-test", "openai-chat": "deepseek:deepseek-chat", "openai-responses": "openai-responses:resp-test"}
+# Every registered protocol, plugins included: each is loaded by its first preset (the one
+# chosen where a test needs a preset's own behaviour is named where it is used).
+PROTOCOLS = protocol_names()
 
 
 def run(coro):
     return asyncio.run(coro)
 
 
-def make_model(server, protocol):
-    spec = PROTOCOLS[protocol]
-    base = server.url if protocol == "anthropic" else server.url + "/v1"
-    return load_model(spec, api_key="sk-test", base_url=base, retry=RetryPolicy(max_retries=0))
+def make_model(server, protocol, preset=None):
+    return server.model(protocol, preset=preset)
+
+
+def reply_in(protocol, *blocks, **kw):
+    """A scripted answer in ``protocol``'s own framing (SSE, NDJSON or AWS frames)."""
+    return stream_reply(protocol, sse_bodies.body(protocol, *blocks), **kw)
 
 
 SPANS: dict[str, tuple[float, float]] = {}  # tool name -> (start, end), to see that calls overlap
@@ -87,29 +94,45 @@ TWO_CALLS = (("think", "I need both the weather and the time."), ("tool", "call_
 ANSWER = (("text", "Paris is sunny and it is 14:05."),)
 
 
-@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def _reasoning_item(body):
+    (item,) = [item for item in body["input"] if item["type"] == "reasoning"]
+    return item
+
+
+# How each protocol sends the thinking of TWO_CALLS back with its calls (the generated
+# streams sign it "sig-" plus its first ten characters): the preset that replays it, and a
+# check of the second request. A protocol missing here fails the test that reads this.
+REPLAYED_THINKING = {
+    "anthropic": (None, lambda body: body["messages"][1]["content"][0] == {"type": "thinking", "thinking": "I need both the weather and the time.", "signature": "sig-I need b"}),
+    "bedrock-converse": (None, lambda body: body["messages"][1]["content"][0] == {"reasoningContent": {"reasoningText": {"text": "I need both the weather and the time.", "signature": "sig-I need b"}}}),
+    "gemini": (None, lambda body: body["contents"][1]["parts"][:2] == [{"text": "I need both the weather and the time.", "thought": True}, {"functionCall": {"name": "weather", "args": {"city": "Paris"}}, "thoughtSignature": "sig-I need b"}]),
+    "ollama": (None, lambda body: body["messages"][2]["thinking"].startswith("I need both the weather and the time.")),
+    "openai-chat": ("deepseek", lambda body: body["messages"][2]["reasoning_content"].startswith("I need both the weather and the time.")),
+    "openai-responses": (None, lambda body: (_reasoning_item(body)["id"], _reasoning_item(body)["encrypted_content"]) == ("rs_0", "enc-0")),
+}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_parallel_tool_calls_then_an_answer_with_thinking_replayed(server, protocol):
+    assert protocol in REPLAYED_THINKING, f"say how {protocol} replays thinking in REPLAYED_THINKING"
+    preset, replayed = REPLAYED_THINKING[protocol]
+
     def check_second(request):
         body = json.dumps(request["json"])
         assert "Paris: sunny, 21C" in body and "Paris: 14:05" in body  # both results went back
-        if protocol == "anthropic":
-            thinking = request["json"]["messages"][1]["content"][0]
-            assert thinking == {"type": "thinking", "thinking": "I need both the weather and the time.", "signature": "sig-I need b"}
-        elif protocol == "openai-chat":
-            assert request["json"]["messages"][2]["reasoning_content"].startswith("I need both")
-        else:
-            (reasoning,) = [item for item in request["json"]["input"] if item["type"] == "reasoning"]
-            assert reasoning["id"] == "rs_0" and reasoning["encrypted_content"] == "enc-0"
+        assert replayed(request["json"]), request["json"]
 
-    server.script(sse_reply(sse_bodies.body(protocol, *TWO_CALLS), delay=0.002), sse_reply(sse_bodies.body(protocol, *ANSWER), check=check_second))
-    agent = Agent("Buddy", make_model(server, protocol), "Be brief.", tools=[weather, local_time])
+    server.script(reply_in(protocol, *TWO_CALLS, delay=0.002), reply_in(protocol, *ANSWER, check=check_second))
+    agent = Agent("Buddy", make_model(server, protocol, preset), "Be brief.", tools=[weather, local_time])
     SPANS.clear()
     events = run(stream_all(agent, UserMsg("user", "Weather and time in Paris?")))
     reply = check_invariant(agent, events)
     assert reply.finished_reason == "completed" and reply.get_text_content().strip() == "Paris is sunny and it is 14:05."
-    results = {r.id: (r.state, r.output[0].text) for r in reply.get_content_blocks("tool_result")}
-    assert results == {"call_w": ("success", "Paris: sunny, 21C"), "call_t": ("success", "Paris: 14:05")}
-    assert all(c.state == "finished" for c in reply.get_content_blocks("tool_call"))
+    results = {r.name: (r.state, r.output[0].text) for r in reply.get_content_blocks("tool_result")}
+    assert results == {"weather": ("success", "Paris: sunny, 21C"), "local_time": ("success", "Paris: 14:05")}
+    calls = reply.get_content_blocks("tool_call")
+    assert [r.id for r in reply.get_content_blocks("tool_result")] == [c.id for c in calls]  # ids the provider gave, or made where it gives none
+    assert all(c.state == "finished" for c in calls)
     (w0, w1), (t0, t1) = SPANS["weather"], SPANS["local_time"]
     assert w0 < t1 and t0 < w1  # the two calls ran at the same time (an async and a sync tool)
     assert len(server.requests) == 2
@@ -142,7 +165,7 @@ def test_reply_returns_what_reply_stream_folds_to(server):
     assert shape(returned) == shape(folded)
 
 
-@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("approve", [True, False])
 def test_confirmation_approved_and_denied(server, protocol, approve):
     ran = []
@@ -153,14 +176,15 @@ def test_confirmation_approved_and_denied(server, protocol, approve):
         return f"deleted {path}"
 
     server.script(
-        sse_reply(sse_bodies.body(protocol, ("tool", "call_d", "delete_file", '{"path": "/tmp/x"}'))),
-        sse_reply(sse_bodies.body(protocol, ("text", "Done." if approve else "Okay, I left it."))),
+        reply_in(protocol, ("tool", "call_d", "delete_file", '{"path": "/tmp/x"}')),
+        reply_in(protocol, ("text", "Done." if approve else "Okay, I left it.")),
     )
     agent = Agent("Buddy", make_model(server, protocol), tools=[Tool(delete_file, requires_confirmation=True)])
     first = run(stream_all(agent, UserMsg("user", "Delete /tmp/x")))
-    assert first[-1].type == "REQUIRE_USER_CONFIRM" and [c.id for c in first[-1].tool_calls] == ["call_d"]
+    assert first[-1].type == "REQUIRE_USER_CONFIRM" and [c.name for c in first[-1].tool_calls] == ["delete_file"]
+    (asked,) = first[-1].tool_calls  # its id is the provider's, or made where it gives none
     assert agent.context[-1].content[0].state == "asking" and ran == []
-    answer = agent.confirm({"call_d": approve})
+    answer = agent.confirm({asked.id: approve})
     second = run(stream_all(agent, event=answer))
     assert second[0] is answer or second[0] == answer
     reply = check_invariant(agent, first + second)
@@ -172,11 +196,11 @@ def test_confirmation_approved_and_denied(server, protocol, approve):
     assert reply.finished_reason == "completed" and len(server.requests) == 2
 
 
-@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_external_tool(server, protocol):
     server.script(
-        sse_reply(sse_bodies.body(protocol, ("tool", "call_x", "deploy", '{"env": "prod"}'))),
-        sse_reply(sse_bodies.body(protocol, ("text", "Deployed."))),
+        reply_in(protocol, ("tool", "call_x", "deploy", '{"env": "prod"}')),
+        reply_in(protocol, ("text", "Deployed.")),
     )
     deploy = Tool(name="deploy", description="Deploy the app.", parameters={"type": "object", "properties": {"env": {"type": "string"}}}, external=True)
     agent = Agent("Buddy", make_model(server, protocol), tools=[deploy])
@@ -184,7 +208,7 @@ def test_external_tool(server, protocol):
     assert first[-1].type == "REQUIRE_EXTERNAL_EXECUTION" and agent.context[-1].content[0].state == "submitted"
     from modelwire.message import ToolResultBlock
 
-    result = E.ExternalExecutionResultEvent(reply_id=agent.context[-1].id, execution_results=[ToolResultBlock(id="call_x", name="deploy", output="ok: v42", state="success")])
+    result = E.ExternalExecutionResultEvent(reply_id=agent.context[-1].id, execution_results=[ToolResultBlock(id=agent.context[-1].content[0].id, name="deploy", output="ok: v42", state="success")])
     second = run(stream_all(agent, event=result))
     reply = check_invariant(agent, first + second)
     assert reply.content[0].state == "submitted" and reply.get_content_blocks("tool_result")[0].output == "ok: v42"
@@ -192,10 +216,10 @@ def test_external_tool(server, protocol):
     assert "ok: v42" in json.dumps(server.requests[1]["json"])
 
 
-@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_interrupt_mid_stream(server, protocol):
     long_text = " ".join(f"word{i}" for i in range(200))
-    server.script(sse_reply(sse_bodies.body(protocol, ("text", long_text)), delay=0.01))
+    server.script(reply_in(protocol, ("text", long_text), delay=0.01))
     agent = Agent("Buddy", make_model(server, protocol))
 
     async def go():
@@ -237,16 +261,29 @@ def test_cancelling_the_task_keeps_the_stored_reply_consistent(server):
     assert stored.finished_reason == "interrupted" and stored.content[0].finished_at is not None
 
 
-@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+# How each protocol's last request of a reply out of iterations asks for no more tool calls.
+NO_MORE_CALLS = {
+    "anthropic": lambda body: body["tool_choice"] == {"type": "none"},
+    "openai-chat": lambda body: body["tool_choice"] == "none",
+    "openai-responses": lambda body: body["tool_choice"] == "none",
+    "gemini": lambda body: body["toolConfig"] == {"functionCallingConfig": {"mode": "NONE"}},
+    # Converse has no "none": the tools are withheld, and the history's tool blocks make a
+    # toolConfig required, so it names none of the agent's tools
+    "bedrock-converse": lambda body: "toolConfig" in body and "weather" not in json.dumps(body["toolConfig"]),
+    "ollama": lambda body: "tools" not in body,  # no tool choice at all: the tools are withheld
+}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_max_iters(server, protocol):
     for i in range(2):
-        server.script(sse_reply(sse_bodies.body(protocol, ("tool", f"call_{i}", "weather", '{"city": "Oslo"}'))))
+        server.script(reply_in(protocol, ("tool", f"call_{i}", "weather", '{"city": "Oslo"}')))
 
     def last_call_has_no_tool_choice_left(request):
-        choice = request["json"].get("tool_choice")
-        assert choice in ({"type": "none"}, "none")
+        assert protocol in NO_MORE_CALLS, f"say how {protocol} asks for no tool call in NO_MORE_CALLS"
+        assert NO_MORE_CALLS[protocol](request["json"]), request["json"]
 
-    server.script(sse_reply(sse_bodies.body(protocol, ("text", "I keep checking; it is sunny.")), check=last_call_has_no_tool_choice_left))
+    server.script(reply_in(protocol, ("text", "I keep checking; it is sunny."), check=last_call_has_no_tool_choice_left))
     agent = Agent("Buddy", make_model(server, protocol), tools=[weather], max_iters=2)
     events = run(stream_all(agent, UserMsg("user", "Weather?")))
     reply = check_invariant(agent, events)
@@ -254,11 +291,11 @@ def test_max_iters(server, protocol):
     assert len(server.requests) == 3 and len(reply.get_content_blocks("tool_result")) == 2
 
 
-@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_provider_error_mid_reply(server, protocol):
     server.script(
-        sse_reply(sse_bodies.body(protocol, ("tool", "call_w", "weather", '{"city": "Rome"}'))),
-        sse_reply(sse_bodies.body(protocol, ("text", " ".join(["partial"] * 30))), drop_after=8),
+        reply_in(protocol, ("tool", "call_w", "weather", '{"city": "Rome"}')),
+        reply_in(protocol, ("text", " ".join(["partial"] * 30)), drop_after=8),
     )
     agent = Agent("Buddy", make_model(server, protocol), tools=[weather])
     events = run(stream_all(agent, UserMsg("user", "Weather in Rome?"), raise_errors=False))
@@ -377,10 +414,10 @@ def test_structured_output(server, model_string):
     native = model.capabilities.native_structured_output
     assert native == (model_string.split(":")[0] in ("openai", "openai-responses"))
     if native:
-        server.script(sse_reply(sse_bodies.body(protocol, ("text", '{"city": "Paris", "temperature_c": 21}'))))
+        server.script(reply_in(protocol, ("text", '{"city": "Paris", "temperature_c": 21}')))
     else:
         server.script(
-            sse_reply(sse_bodies.body(protocol, ("tool", "c1", "final_answer", '{"city": "Paris", "temperature_c": 21}'))),
+            reply_in(protocol, ("tool", "c1", "final_answer", '{"city": "Paris", "temperature_c": 21}')),
         )
     agent = Agent("Buddy", model)
     events = run(stream_all(agent, UserMsg("user", "Weather in Paris as JSON"), structured_model=Weather))

@@ -23,6 +23,7 @@ from modelwire.adapters._sse import SSELineTooLongError
 from modelwire.agent import Agent
 from modelwire.message import AssistantMsg, Msg, TextBlock, ThinkingBlock, ToolCallBlock, UserMsg
 from modelwire.models import ConfigError, load_model
+from modelwire.protocols import protocol_names
 from modelwire.models.transport import RetryPolicy
 from modelwire.testing import Reply, sse_reply
 from modelwire.testing.sse import body
@@ -255,7 +256,7 @@ def test_formatters_raise_only_format_errors(monkeypatch):
 
     monkeypatch.setenv("MODELWIRE_DEBUG", "0")
     bad_tools = [[{"description": "no name"}], ["not a dict"], [{"name": "f", "parameters": "not a schema"}]]
-    for protocol in ("anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse"):
+    for protocol in protocol_names():
         for tools in bad_tools:
             with pytest.raises(E.FormatError):
                 get_formatter(protocol)().format([UserMsg("u", "hi")], tools)

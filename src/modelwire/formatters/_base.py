@@ -36,8 +36,9 @@ class Formatter:
 
     ``provider`` (the preset's name) and ``endpoint`` (its endpoint family, set by the models
     layer) decide which provider-specific blocks replay natively
-    (:func:`~modelwire.formatters.replays_natively`); other keyword options are the
-    subclass's own.
+    (:func:`~modelwire.formatters.replays_natively`); ``speaker_names`` and
+    ``assistant_name`` are the shared walk's, for conversations of several speakers; other
+    keyword options are the subclass's own.
     """
 
     protocol: str = ""
@@ -47,11 +48,15 @@ class Formatter:
     payload_turns: ClassVar[str | None] = None
     turn_content: ClassVar[str | None] = None
 
-    def __init__(self, *, provider: str | None = None, **options: Any) -> None:
+    def __init__(self, *, provider: str | None = None, speaker_names: bool = False, assistant_name: str | None = None, **options: Any) -> None:
         # A subclass takes its own options; one that takes none refuses any, never drops it.
         if options:
             raise TypeError(f"{type(self).__name__} takes no option {next(iter(options))!r}")
         self.provider = provider  # the target; None: any server of this protocol
+        # Several speakers: user text is prefixed with its speaker's name, and assistant
+        # messages of agents other than ``assistant_name`` become user content.
+        self.speaker_names = speaker_names
+        self.assistant_name = assistant_name
 
     @staticmethod
     def needs_inline(media_type: str) -> bool:
@@ -82,7 +87,7 @@ class Formatter:
         """The shared walk, with this formatter's options."""
         from ._common import Walk
 
-        return Walk(self.protocol, speaker_names=getattr(self, "speaker_names", False), assistant_name=getattr(self, "assistant_name", None))
+        return Walk(self.protocol, speaker_names=self.speaker_names, assistant_name=self.assistant_name)
 
     def begin(self) -> Turns:
         """What this formatter keeps of a conversation, before its first message."""

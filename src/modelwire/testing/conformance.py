@@ -85,11 +85,12 @@ def _wire(protocol: str) -> Any:
 
 def _preset(protocol: str) -> Any:
     from ..protocols import all_presets
+    from .server import first_preset
 
-    found = [p for p in all_presets().values() if p.protocol == protocol]
-    if not found:
-        raise _fail(protocol, "no preset speaks it (a protocol declares at least one in `presets`)")
-    return found[0]
+    try:
+        return all_presets()[first_preset(protocol)]
+    except LookupError as err:
+        raise _fail(protocol, str(err)) from None
 
 
 def _decode(protocol: str, pieces: list[bytes], reply_id: str = "r") -> tuple[list[Any], Any]:

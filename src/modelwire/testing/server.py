@@ -110,6 +110,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+def first_preset(protocol: str) -> str:
+    """The name of the first preset that speaks ``protocol`` (a protocol declares at least one)."""
+    from ..protocols import all_presets
+
+    for preset in all_presets().values():
+        if preset.protocol == protocol:
+            return preset.name
+    raise LookupError(f"no preset speaks {protocol!r} (a protocol declares at least one in `presets`)")
+
+
 class ProviderServer:
     """A real HTTP server on 127.0.0.1 that answers like a provider, in a thread.
 
@@ -184,3 +194,16 @@ class ProviderServer:
     def script(self, *replies: Reply) -> None:
         with self.lock:
             self.replies.extend(replies)
+
+    def model(self, protocol: str, name: str = "test-model", *, preset: str | None = None, **options: Any) -> Any:
+        """A model of ``protocol`` that calls this server: its first preset (or ``preset``),
+        model ``name``, a test key, no capability lookup and no retries unless ``options``
+        say otherwise. What a test of every registered protocol loads, so that a plugin's
+        protocol is loaded the way a built-in one is."""
+        from ..models import load_model
+        from ..models.transport import RetryPolicy
+
+        options.setdefault("api_key", "sk-test")
+        options.setdefault("capability_lookup", False)
+        options.setdefault("retry", RetryPolicy(max_retries=0))
+        return load_model(f"{preset or first_preset(protocol)}:{name}", base_url=self.url, **options)

@@ -93,10 +93,8 @@ class AnthropicFormatter(Formatter):
         cache_tools: bool = False,
         cache_last_turns: int = 0,
     ) -> None:
-        super().__init__(provider=provider)
+        super().__init__(provider=provider, speaker_names=speaker_names, assistant_name=assistant_name)
         self.thinking_as_text = thinking_as_text
-        self.speaker_names = speaker_names
-        self.assistant_name = assistant_name
         self.cache_system = cache_system
         self.cache_tools = cache_tools
         self.cache_last_turns = cache_last_turns

@@ -103,10 +103,8 @@ class GeminiFormatter(Formatter):
         speaker_names: bool = False,
         assistant_name: str | None = None,
     ) -> None:
-        super().__init__(provider=provider)
+        super().__init__(provider=provider, speaker_names=speaker_names, assistant_name=assistant_name)
         self.thinking_as_text = thinking_as_text
-        self.speaker_names = speaker_names
-        self.assistant_name = assistant_name
 
     payload_turns = "contents"
     turn_content = "parts"

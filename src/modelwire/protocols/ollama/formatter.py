@@ -54,8 +54,8 @@ class OllamaFormatter(Formatter):
         """Ollama takes images as base64 only: every URL source is fetched first."""
         return True
 
-    def __init__(self, *, provider: str | None = None, thinking_as_text: bool = False) -> None:
-        super().__init__(provider=provider)
+    def __init__(self, *, provider: str | None = None, thinking_as_text: bool = False, speaker_names: bool = False, assistant_name: str | None = None) -> None:
+        super().__init__(provider=provider, speaker_names=speaker_names, assistant_name=assistant_name)
         self.thinking_as_text = thinking_as_text
 
     payload_turns = "messages"
@@ -159,7 +159,7 @@ def _image(block: Any, index: int) -> str:
     if not media_type.split(";")[0].strip().lower().startswith("image/"):
         raise FormatError(index, f"Ollama takes images only, not {media_type}", PROTOCOL, code="unsupported-media")
     if kind != "base64":
-        raise FormatError(index, "Ollama takes images as base64; this one is a URL the models layer did not fetch", PROTOCOL)
+        raise FormatError(index, f"Ollama takes images as base64; resolve {payload.split(':', 1)[0]}: sources first (the models layer does)", PROTOCOL)
     return payload
 
 

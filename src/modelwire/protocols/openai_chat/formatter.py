@@ -99,15 +99,13 @@ class OpenAIChatFormatter(Formatter):
             raise ValueError("system_role is 'system' or 'developer'")
         if reasoning_field not in (None, "reasoning_content", "reasoning"):
             raise ValueError("reasoning_field is None, 'reasoning_content' or 'reasoning'")
-        super().__init__(provider=provider)
+        super().__init__(provider=provider, speaker_names=speaker_names, assistant_name=assistant_name)
         self.system_role = system_role
         self.reasoning_field = reasoning_field
         self.reasoning_on_tool_calls = reasoning_on_tool_calls
         self.replay_reasoning_details = replay_reasoning_details
         self.include_names = include_names
         self.thinking_as_text = thinking_as_text
-        self.speaker_names = speaker_names
-        self.assistant_name = assistant_name
         # An assistant turn with only tool calls: OpenAI documents content null; llama.cpp's
         # server refuses null there and takes "".
         self.no_content: str | None = None if empty_content_null else ""

@@ -80,13 +80,11 @@ class OpenAIResponsesFormatter(Formatter):
     ) -> None:
         if system_role not in ("system", "developer"):
             raise ValueError("system_role is 'system' or 'developer'")
-        super().__init__(provider=provider)
+        super().__init__(provider=provider, speaker_names=speaker_names, assistant_name=assistant_name)
         self.system_role = system_role
         self.instructions = instructions
         self.item_ids = item_ids
         self.thinking_as_text = thinking_as_text
-        self.speaker_names = speaker_names
-        self.assistant_name = assistant_name
 
     payload_turns = "input"
 
