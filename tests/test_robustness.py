@@ -82,15 +82,19 @@ def test_a_stream_of_only_done_is_an_error_not_an_empty_reply(server, protocol):
     valid(events)
 
 
-@pytest.mark.parametrize("protocol", list(PRESETS))
+@pytest.mark.parametrize("protocol", protocol_names())
 def test_a_whole_json_answer_to_a_streaming_request_is_the_same_reply(server, protocol):
+    # each protocol's non-streaming answer (a protocol missing here fails)
     answers = {
         "anthropic": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "content": [{"type": "thinking", "thinking": "Hm.", "signature": "c2ln"}, {"type": "text", "text": "Hello!"}, {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}}], "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 7, "output_tokens": 3}},
         "openai-chat": {"id": "c1", "object": "chat.completion", "model": "gpt-x", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello!", "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]}, "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 7, "completion_tokens": 3}},
         "openai-responses": {"id": "resp_1", "object": "response", "model": "gpt-x", "status": "completed", "output": [{"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": "Hm."}], "encrypted_content": "enc"}, {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "Hello!", "annotations": []}]}, {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "f", "arguments": '{"a": 1}', "status": "completed"}], "usage": {"input_tokens": 7, "output_tokens": 3}},
+        "gemini": {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hm.", "thought": True}, {"text": "Hello!"}, {"functionCall": {"id": "call_1", "name": "f", "args": {"a": 1}}}]}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 3}, "modelVersion": "gemini-x"},
+        "bedrock-converse": {"output": {"message": {"role": "assistant", "content": [{"reasoningContent": {"reasoningText": {"text": "Hm.", "signature": "c2ln"}}}, {"text": "Hello!"}, {"toolUse": {"toolUseId": "call_1", "name": "f", "input": {"a": 1}}}]}}, "stopReason": "tool_use", "usage": {"inputTokens": 7, "outputTokens": 3, "totalTokens": 10}},
+        "ollama": {"model": "m", "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", "content": "Hello!", "thinking": "Hm.", "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]}, "done": True, "done_reason": "stop", "prompt_eval_count": 7, "eval_count": 3},
     }
     server.script(raw(json.dumps(answers[protocol]), "application/json"))
-    events, err = asyncio.run(collect(model(server, protocol, retry=RETRY)))
+    events, err = asyncio.run(collect(server.model(protocol, retry=RETRY)))
     assert err is None and len(server.requests) == 1
     valid(events)
     msg = AssistantMsg("a", [], id="r")
@@ -98,16 +102,19 @@ def test_a_whole_json_answer_to_a_streaming_request_is_the_same_reply(server, pr
         msg.append_event(ev)
     assert msg.get_text_content() == "Hello!"
     (call,) = msg.get_content_blocks("tool_call")
-    assert (call.id, call.name, json.loads(call.input)) == ("call_1" if protocol != "anthropic" else "toolu_1", "f", {"a": 1})
+    given = {"anthropic": "toolu_1", "ollama": call.id}.get(protocol, "call_1")  # Ollama gives no ids: one is made
+    assert (call.id, call.name, json.loads(call.input)) == (given, "f", {"a": 1})
+    expected = ["text", "tool_call"] if protocol == "openai-chat" else ["thinking", "text", "tool_call"]  # Chat's answer has no reasoning
+    assert [b.type for b in msg.content] == expected
     assert msg.usage.input_tokens == 7 and msg.usage.output_tokens == 3
     end = [e for e in events if e.type == "MODEL_CALL_END"][0]
     assert end.stop_reason == "tool_use"
 
 
-@pytest.mark.parametrize("protocol", list(PRESETS))
+@pytest.mark.parametrize("protocol", protocol_names())
 def test_a_json_error_with_status_200_is_typed_and_not_retried(server, protocol):
     server.script(raw('{"error": {"message": "Rate limit reached for gpt-x", "type": "rate_limit_exceeded", "code": "rate_limit_exceeded"}}', "application/json"))
-    events, err = asyncio.run(collect(model(server, protocol, retry=RETRY)))
+    events, err = asyncio.run(collect(server.model(protocol, retry=RETRY)))
     assert isinstance(err, E.RateLimitError) and "Rate limit reached" in err.message
     assert len(server.requests) == 1  # a 200 answer is never retried
 
