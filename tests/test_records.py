@@ -190,16 +190,18 @@ def _heard(adapter):
 
 @pytest.fixture(autouse=True)
 def _listen(monkeypatch):
-    """Each adapter notes what it is fed (the SSE event names and data), then does its work."""
-    from modelwire.adapters import BaseAdapter
+    """Each adapter notes what it is fed (the SSE event names and data), then does its work.
+    Each protocol's own adapter class is wrapped, as its feed may be its own."""
 
-    real = BaseAdapter.feed
+    def listening(real):
+        def feed(self, data, event=None):
+            self.__dict__.setdefault("heard", []).append((event, json.dumps(data, sort_keys=True)))
+            return real(self, data, event)
 
-    def feed(self, data, event=None):
-        self.__dict__.setdefault("heard", []).append((event, json.dumps(data, sort_keys=True)))
-        return real(self, data, event)
+        return feed
 
-    monkeypatch.setattr(BaseAdapter, "feed", feed)
+    for cls in {get_protocol(p).adapter_class() for p in protocol_names()}:
+        monkeypatch.setattr(cls, "feed", listening(cls.feed))
 
 
 def test_an_event_name_sent_in_its_own_piece_names_the_next_data():

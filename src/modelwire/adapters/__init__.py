@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import COMMON_EXTRAS, OPTIONAL, AWSStreamDecoder, BaseAdapter, Block, StreamDecoder, debug, decode_answer, shape_problem
+from ._base import COMMON_EXTRAS, DELTA_MAKERS, OPTIONAL, STREAMING, AWSStreamDecoder, BaseAdapter, Block, StreamDecoder, debug, decode_answer, shape_problem
 from ._eventstream import EventStreamDecoder, EventStreamError, Frame, encode_frame
 from ._sse import SSEDecoder, SSEEvent, encode_sse, split_sse
 
@@ -34,7 +34,9 @@ __all__ = [
     "BaseAdapter",
     "Block",
     "COMMON_EXTRAS",
+    "DELTA_MAKERS",
     "OPTIONAL",
+    "STREAMING",
     "debug",
     "decode_answer",
     "shape_problem",

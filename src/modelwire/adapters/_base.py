@@ -75,8 +75,9 @@ _TEXT_KINDS = {
 }
 
 
-# The delta of each streamed kind, built positionally: (id, created_at, reply_id, block id, delta).
-_DELTAS = {
+# The delta of each streamed kind, built positionally: (id, created_at, reply_id, block id,
+# delta); public for an adapter's own short path (see the protocols' ``feed``).
+DELTA_MAKERS = _DELTAS = {
     "text": maker(E.TextBlockDeltaEvent, "id", "created_at", "reply_id", "block_id", "delta"),
     "thinking": maker(E.ThinkingBlockDeltaEvent, "id", "created_at", "reply_id", "block_id", "delta"),
     "tool_call": maker(E.ToolCallDeltaEvent, "id", "created_at", "reply_id", "tool_call_id", "delta"),
@@ -459,20 +460,17 @@ class StreamDecoder:
         sse = self.sse
         # The usual piece, one whole event as providers flush them ("data: X\n\n" or
         # "event: N\ndata: X\n\n", nothing pending from earlier pieces), is taken apart
-        # here in a few byte searches; any other piece goes through the full decoder.
-        if chunk[-2:] == b"\n\n" and not (sse._rest or sse._data or sse._skip_lf or sse._first) and len(chunk) <= sse.max_line:
-            end = len(chunk) - 2
-            first = chunk.find(b"\n")
-            if first == end and chunk[:6] == b"data: ":
-                if b"\r" not in chunk:
-                    name = sse._event or "message"
-                    sse._event = ""
-                    return self._one(name, chunk[6:end])
-            elif chunk[:7] == b"event: " and chunk[first + 1 : first + 7] == b"data: " and chunk.find(b"\n", first + 1) == end:
-                if b"\r" not in chunk:
-                    raw = chunk[7:first]
-                    sse._event = ""
-                    return self._one(_NAMES.get(raw) or _name(raw), chunk[first + 7 : end])
+        # here in one split; any other piece goes through the full decoder.
+        lines = chunk.split(b"\n", 4)  # at most five parts, however long the piece
+        count = len(lines)
+        if 2 < count < 5 and not lines[-1] and not lines[-2] and not (sse._rest or sse._data or sse._skip_lf or sse._first) and len(chunk) <= sse.max_line and chunk.find(b"\r") < 0:
+            if count == 3 and lines[0].startswith(b"data: "):
+                name = sse._event or "message"
+                sse._event = ""
+                return self._one(name, lines[0][6:])
+            if count == 4 and lines[1].startswith(b"data: ") and lines[0].startswith(b"event: "):
+                sse._event = ""
+                return self._one(_LINE_NAMES.get(lines[0]) or _line_name(lines[0]), lines[1][6:])
         return self._run(sse.feed_raw(chunk), end=False)
 
     def _one(self, name: str, data: bytes) -> list[E.AgentEvent]:
@@ -538,6 +536,16 @@ class StreamDecoder:
         return out
 
 
+_LINE_NAMES: dict[bytes, str] = {}  # "event: NAME" lines seen, decoded once (providers use a handful)
+
+
+def _line_name(line: bytes) -> str:
+    name = _NAMES.get(line[7:]) or _name(line[7:])
+    if len(_LINE_NAMES) < 256:
+        _LINE_NAMES[line] = name
+    return name
+
+
 def _json_replaced(data: bytes) -> Any:
     """A data line that is not valid JSON as bytes: invalid UTF-8 is replaced, as the
     event-stream standard says, and only then is a parse failure the stream's fault."""
@@ -585,10 +593,10 @@ class AWSStreamDecoder(StreamDecoder):
         self.frames = FrameParser()
 
     def feed(self, chunk: bytes) -> list[E.AgentEvent]:
-        frame = self.frames.whole_frame(chunk)
-        if frame is not None:  # the usual piece, one whole sound frame: straight to the adapter
+        whole = self.frames.whole_parts(chunk)
+        if whole is not None:  # the usual piece, one whole sound frame: straight to the adapter
             try:
-                out = self._frame(frame)
+                out = self._frame_parts(*whole)
             except ProviderError as err:
                 self._failed([], err)
                 raise
@@ -628,30 +636,36 @@ class AWSStreamDecoder(StreamDecoder):
         return out
 
     def _frame(self, frame: Frame) -> list[E.AgentEvent]:
+        return self._frame_parts(frame.headers, frame.payload)
+
+    def _frame_parts(self, headers: dict[str, Any], payload: bytes) -> list[E.AgentEvent]:
+        """One whole frame, as its headers (read, never changed) and payload."""
         adapter = self.adapter
-        if adapter.finished:
-            adapter.ignore(f"an event-stream frame ({frame.message_type})")
+        if adapter.state in _ENDED:
+            adapter.ignore(f"an event-stream frame ({headers.get(':message-type', 'event')})")
             return []
         try:
-            obj = from_json(frame.payload) if frame.payload else {}
+            obj = from_json(payload) if payload else {}
         except (ValueError, RecursionError) as exc:
-            adapter.fail(StreamProtocolError(f"invalid JSON in an event-stream frame: {exc}", body=frame.payload[:200].decode("utf-8", "replace")))
+            adapter.fail(StreamProtocolError(f"invalid JSON in an event-stream frame: {exc}", body=payload[:200].decode("utf-8", "replace")))
             return []  # not reached: fail() raises while the call is open
-        kind = frame.headers.get(":message-type", "event")
+        kind = headers.get(":message-type", "event")
+        event_type = headers.get(":event-type")
+        if type(event_type) is not str:
+            event_type = None
         if kind == "event" and type(obj) is dict:
-            event_type = frame.headers.get(":event-type")
-            return self._event(obj, event_type if type(event_type) is str else None)
+            return self._event(obj, event_type)
         kind = str(kind)
         if kind == "exception":
             message = obj.get("message") or obj.get("Message") if isinstance(obj, dict) else None
-            exception = str(frame.headers.get(":exception-type") or "exception")
+            exception = str(headers.get(":exception-type") or "exception")
             adapter.fail(error_from_body({"type": exception, "message": str(message or exception)}, adapter.protocol))
         elif kind == "error":
-            code = str(frame.headers.get(":error-code") or "error")
-            adapter.fail(error_from_body({"type": code, "message": str(frame.headers.get(":error-message") or code)}, adapter.protocol))
+            code = str(headers.get(":error-code") or "error")
+            adapter.fail(error_from_body({"type": code, "message": str(headers.get(":error-message") or code)}, adapter.protocol))
         elif not isinstance(obj, dict):
             adapter.fail(StreamProtocolError(f"an event-stream frame holds {type(obj).__name__}, not an object"))
-        return self._event(obj, frame.event_type)
+        return self._event(obj, event_type)
 
     def _event(self, obj: dict[str, Any], event_type: str | None) -> list[E.AgentEvent]:
         """One event frame's JSON to the adapter (an endpoint that wraps its protocol's

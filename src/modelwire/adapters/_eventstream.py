@@ -23,6 +23,7 @@ __all__ = ["Frame", "EventStreamDecoder", "EventStreamError", "encode_frame", "M
 
 MAX_FRAME = 16 * 1024 * 1024  # AWS caps a message at 16 MiB
 _PRELUDE = 12
+_unpack_prelude = struct.Struct(">III").unpack_from
 
 
 @dataclass(slots=True)
@@ -90,18 +91,24 @@ class EventStreamDecoder:
         """The usual piece, exactly one sound frame with nothing buffered before it, read
         where it lies (no buffer copies) and checked as :meth:`_read` checks it; None for
         any other piece, which :meth:`feed` reads (and refuses) the general way."""
-        if self._buffer or len(frame) < _PRELUDE or int.from_bytes(frame[:4], "big") != len(frame):
+        whole = self.whole_parts(frame)
+        return None if whole is None else Frame(dict(whole[0]), whole[1])
+
+    def whole_parts(self, frame: bytes) -> tuple[dict[str, Any], bytes] | None:
+        """Like :meth:`whole_frame`, as the frame's headers and payload, the headers being
+        the parsed block this decoder keeps for every frame that has them: read them, never
+        change them."""
+        if self._buffer or len(frame) < _PRELUDE + 4:
             return None
-        total, headers_length, prelude_crc = struct.unpack_from(">III", frame)
-        if zlib.crc32(frame[:8]) != prelude_crc or total < _PRELUDE + 4 + headers_length or total > self._max:
+        total, headers_length, prelude_crc = _unpack_prelude(frame)
+        if total != len(frame) or total > self._max or total < _PRELUDE + 4 + headers_length:
             return None
-        if zlib.crc32(frame[:-4]) != int.from_bytes(frame[-4:], "big"):
+        if zlib.crc32(frame[:8]) != prelude_crc or zlib.crc32(frame[:-4]) != int.from_bytes(frame[-4:], "big"):
             return None
-        raw_headers = frame[_PRELUDE : _PRELUDE + headers_length]
-        headers = self._seen.get(raw_headers)
+        headers = self._seen.get(frame[_PRELUDE : _PRELUDE + headers_length])
         if headers is None:
             return None
-        return Frame(dict(headers), frame[_PRELUDE + headers_length : -4])
+        return headers, frame[_PRELUDE + headers_length : -4]
 
     def close(self) -> None:
         if self._buffer:

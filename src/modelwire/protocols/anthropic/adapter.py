@@ -31,7 +31,8 @@ import json
 from typing import Any
 
 from ...errors import StreamProtocolError
-from ...adapters import OPTIONAL, BaseAdapter, shape_problem
+from ... import event as E
+from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, shape_problem
 from ...errors import error_from_body
 
 __all__ = ["AnthropicAdapter", "STOP_REASONS"]
@@ -58,6 +59,7 @@ SHAPES: dict[str, dict[str, tuple]] = {
     "message_delta": {"delta": (dict,), "delta.stop_reason": (str, OPTIONAL), "usage": (dict, OPTIONAL), **{f"usage.{k}": v for k, v in _USAGE.items()}},
 }
 _CALL_FIELDS = {"type", "id", "name", "input"}
+_HOT_DELTAS = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
 
 
 class AnthropicAdapter(BaseAdapter):
@@ -74,6 +76,28 @@ class AnthropicAdapter(BaseAdapter):
 
     def answered(self) -> bool:
         return self.finished or self.provider_stop_reason is not None
+
+    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
+        # Most events of a stream are one delta of text, thinking or arguments to an open
+        # block: that one is made here, in one call, as BaseAdapter.feed -> _handle ->
+        # _on_delta -> delta make it. Anything else, or anything unusual about one (a field
+        # missing or of another type, an unknown block, an error key), takes the full path;
+        # nothing is changed before the event is made.
+        if data.get("type") == "content_block_delta" and self.state is STREAMING and self._message_started and "error" not in data:
+            try:
+                delta = data["delta"]
+                text = delta[_HOT_DELTAS[delta["type"]]]
+                block = self.blocks[data["index"]]
+                make = DELTA_MAKERS[block.kind]
+            except (KeyError, TypeError, IndexError):
+                pass
+            else:
+                if type(text) is str and text and not block.closed:
+                    block.has_delta = True
+                    self._now = now = self._clock()
+                    out = self._out = [make(self._new_id(), now, self.reply_id, block.id, text)]
+                    return out
+        return super().feed(data, event)
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         message = data.get("message")

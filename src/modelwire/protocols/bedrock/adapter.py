@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...adapters import OPTIONAL, BaseAdapter, shape_problem
+from ... import event as E
+from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, shape_problem
 from ...errors import StreamProtocolError
 
 __all__ = ["BedrockConverseAdapter", "STOP_REASONS"]
@@ -72,6 +73,33 @@ class BedrockConverseAdapter(BaseAdapter):
 
     def answered(self) -> bool:
         return self.finished or self._stopped
+
+    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
+        # Most frames of a stream are a text or tool-input delta of an open block: that one
+        # is made here, in one call, as BaseAdapter.feed -> _handle -> _delta -> delta make
+        # it. Anything else, or anything unusual about one (a block not yet open or of
+        # another kind, a field missing or of another type, an error key), takes the full
+        # path; nothing is changed before the event is made.
+        if event == "contentBlockDelta" and self.state is STREAMING and "error" not in data:
+            try:
+                index = data["contentBlockIndex"]
+                delta = data["delta"]
+                block = self.blocks[index]
+                if "text" in delta:
+                    text, kind = delta["text"], "text"
+                else:
+                    text, kind = delta["toolUse"]["input"], "tool_call"
+                make = DELTA_MAKERS[kind]
+            except (KeyError, TypeError):
+                return super().feed(data, event)
+            if type(index) is int and type(text) is str and text and block.kind == kind and not block.closed:
+                if kind == "tool_call":
+                    self._inputs[index] = True
+                block.has_delta = True
+                self._now = now = self._clock()
+                out = self._out = [make(self._new_id(), now, self.reply_id, block.id, text)]
+                return out
+        return super().feed(data, event)
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         return shape_problem(data, SHAPE)

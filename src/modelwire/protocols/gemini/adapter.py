@@ -38,7 +38,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...adapters import OPTIONAL, BaseAdapter, Block, shape_problem
+from ... import event as E
+from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, Block, shape_problem
 from ...errors import StreamProtocolError, error_from_body
 from ...event import DataBlockDeltaEvent
 from ...message import normalize_base64
@@ -119,6 +120,37 @@ class GeminiAdapter(BaseAdapter):
 
     def answered(self) -> bool:
         return self.finished or self._finish_reason is not None
+
+    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
+        # Most chunks of a stream are one candidate with one text part continuing the open
+        # text block, and the usage so far: that one is made here, in one call, as
+        # BaseAdapter.feed -> _handle -> _candidate -> _part -> _text -> delta make it.
+        # Anything else (a thought, a signature, a finish reason, metadata, a part of
+        # another kind, a field missing or of another type, an error key), takes the full
+        # path; nothing is changed before the event is made.
+        if self.state is STREAMING and "error" not in data and "promptFeedback" not in data and self._streamed is None:
+            try:
+                (candidate,) = data["candidates"]
+                (part,) = candidate["content"]["parts"]
+                text = part["text"]
+                block = self.blocks[self._current]
+            except (KeyError, TypeError, ValueError):
+                return super().feed(data, event)
+            if (
+                type(text) is str and text and len(part) == 1 and block.kind == "text" and not block.closed
+                and (len(candidate) == 1 or (len(candidate) == 2 and candidate.get("index") == 0))
+            ):
+                meta = self.call_metadata
+                if "response_id" not in meta and data.get("responseId"):
+                    meta["response_id"] = data["responseId"]
+                usage = data.get("usageMetadata")
+                if isinstance(usage, dict):
+                    self._set_usage(usage)
+                block.has_delta = True
+                self._now = now = self._clock()
+                out = self._out = [DELTA_MAKERS["text"](self._new_id(), now, self.reply_id, block.id, text)]
+                return out
+        return super().feed(data, event)
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("modelVersion")

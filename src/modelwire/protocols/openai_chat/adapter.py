@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...adapters import OPTIONAL, BaseAdapter, Block, shape_problem
+from ... import event as E
+from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, Block, shape_problem
 from ...errors import StreamProtocolError
 from ...errors import error_from_body
 
@@ -104,6 +105,35 @@ class OpenAIChatAdapter(BaseAdapter):
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         return data.get("model")
+
+    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
+        # Most chunks of a stream are one choice whose delta is a piece of text for the open
+        # text block, or of one open call's arguments (by index): that one is made here, in
+        # one call, as BaseAdapter.feed -> _handle -> _on_delta -> delta make it. Anything
+        # else (the first chunk, a role, a finish reason, usage, logprobs, reasoning, a new
+        # or named call, a field missing or of another type, an error) takes the full path;
+        # nothing is changed before the event is made.
+        if self.state is STREAMING and "error" not in data and event != "error" and "response_id" in self.call_metadata and "reasoning" not in self.blocks:
+            try:
+                (choice,) = data["choices"]
+                delta = choice["delta"]
+                if "content" in delta:
+                    text, block = delta["content"], self.blocks["text"]
+                else:
+                    (call,) = delta["tool_calls"]
+                    text, block = _argument_piece(call, self._calls_by_index[call["index"]])
+            except (KeyError, TypeError, ValueError):
+                return super().feed(data, event)
+            if (
+                type(text) is str and text and len(delta) == 1 and block is not None and not block.closed
+                and choice.get("index", 0) == self.choice_index and not choice.get("logprobs") and not choice.get("finish_reason")
+                and not data.get("usage") and not data.get("x_groq")
+            ):
+                block.has_delta = True
+                self._now = now = self._clock()
+                out = self._out = [DELTA_MAKERS[block.kind](self._new_id(), now, self.reply_id, block.id, text)]
+                return out
+        return super().feed(data, event)
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
         meta = self.call_metadata
@@ -311,3 +341,12 @@ def _first_chunk(meta: dict[str, Any], data: dict[str, Any]) -> None:
             meta[key] = data[key]
     if data.get("provider") is not None:
         meta["upstream_provider"] = data["provider"]
+
+
+def _argument_piece(fragment: dict[str, Any], call: _Call) -> tuple[Any, Block | None]:
+    """A call fragment that is only a piece of arguments for a call already open (by its
+    index): the piece and the call's block; (None, None) for any other fragment."""
+    fn = fragment["function"]
+    if len(fragment) == 2 and len(fn) == 1 and call.block is not None:
+        return fn["arguments"], call.block
+    return None, None

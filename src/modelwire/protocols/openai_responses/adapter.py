@@ -29,8 +29,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ... import event as E
 from ...errors import IncompleteStreamError, StreamProtocolError
-from ...adapters import OPTIONAL, BaseAdapter, shape_problem
+from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, shape_problem
 from ...errors import error_from_body
 
 __all__ = ["OpenAIResponsesAdapter"]
@@ -107,6 +108,40 @@ class OpenAIResponsesAdapter(BaseAdapter):
         return model if isinstance(model, str) else None
 
     # -- dispatch ---------------------------------------------------------------------
+
+    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
+        # Most events of a stream are a text delta of an item's open content part, or an
+        # arguments delta of an open call: those are made here, in one call, as
+        # BaseAdapter.feed -> _handle -> _text_delta / _args_delta -> delta make them.
+        # Anything else, or anything unusual about one (a part not yet open, a field
+        # missing or of another type, an error key), takes the full path; nothing is
+        # changed before the event is made.
+        if self.state is STREAMING and "error" not in data:
+            etype = data.get("type")
+            try:
+                if etype == "response.output_text.delta" and "summary_index" not in data:
+                    item = self._items[data["item_id"]]
+                    block = self.blocks[(item.id, "content", data.get("content_index", 0))]
+                elif etype == "response.function_call_arguments.delta":
+                    item = self._items[data["item_id"]]
+                    block = self.blocks[item.call_key]
+                else:
+                    return super().feed(data, event)
+                text = data["delta"]
+                make = DELTA_MAKERS[block.kind]
+            except (KeyError, TypeError):
+                return super().feed(data, event)
+            if type(text) is str and text and not block.closed:
+                sequence = data.get("sequence_number")
+                if sequence is not None:
+                    self.sequence = sequence
+                if etype == "response.function_call_arguments.delta":
+                    item.args_seen = True
+                block.has_delta = True
+                self._now = now = self._clock()
+                out = self._out = [make(self._new_id(), now, self.reply_id, block.id, text)]
+                return out
+        return super().feed(data, event)
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         problem = shape_problem(data, SHAPE)

@@ -1,0 +1,134 @@
+"""An adapter may make its most frequent event on a short path of its own (a text or
+argument delta of an open block) and leave everything else to the full one. The two must
+never differ: every body here is decoded by each protocol's adapter as it is, and by the
+same adapter on the full path only (``BaseAdapter.feed``), piece by piece as servers send
+it; the events, and the error that ended the call, are the same."""
+
+from __future__ import annotations
+
+import pytest
+
+from modelwire.adapters import BaseAdapter
+from modelwire.errors import ProviderError
+from modelwire.protocols import get_protocol, protocol_names
+from modelwire.testing.sse import body
+
+from paths import HAVE_SHARED, ROOT
+
+BODIES = (".sse", ".txt", ".bin", ".eventstream", ".ndjson")
+RECORDED = sorted(p for p in ROOT.rglob("*") if p.suffix in BODIES and p.is_file()) if HAVE_SHARED else []
+SCRIPTS = [
+    (("text", "Hello there, how are you today?"),),
+    (("think", "Let me think about it."), ("text", "Sunny."), ("tool", "call_1", "get_weather", '{"city": "Paris", "days": [1, 2]}')),
+    (("tool", "call_1", "get_weather", '{"city": "Oslo"}'), ("tool", "call_2", "get_time", '{"city": "Lima"}')),
+    (("text", ""), ("text", "after an empty one")),
+]
+
+
+def decode(protocol: str, pieces: list[bytes], full_path: bool) -> tuple[list[dict], str | None]:
+    wire = get_protocol(protocol)
+    cls = wire.adapter_class()
+    if full_path:
+        cls = type(cls.__name__, (cls,), {"feed": BaseAdapter.feed})
+    counter = iter(range(10**9))
+    decoder = wire.decoder(cls("r", new_id=lambda: f"id{next(counter)}", clock=lambda: "T"), keep=True)
+    error = None
+    try:
+        for piece in pieces:
+            decoder.feed(piece)
+        decoder.close()
+    except ProviderError as err:
+        error = f"{type(err).__name__}: {err}"
+    return [e.to_dict() for e in decoder.events], error
+
+
+def same_both_ways(protocol: str, raw: bytes) -> list[dict]:
+    wire = get_protocol(protocol)
+    try:
+        split = wire.split_stream(raw)  # as its servers send it: one event per piece
+    except ProviderError:
+        split = [raw[i : i + 100] for i in range(0, len(raw), 100)]  # not in its framing at all
+    for pieces in (split, [raw]):
+        fast = decode(protocol, pieces, full_path=False)
+        assert fast == decode(protocol, pieces, full_path=True)
+    return fast[0]
+
+
+def test_an_adapter_with_a_short_path_still_has_the_full_one():
+    """The full path is what this test compares against: each protocol's own feed, where it
+    has one, is a short path before the base's."""
+    own = [p for p in protocol_names() if "feed" in vars(get_protocol(p).adapter_class())]
+    assert own, "no adapter has a short path: this test compares nothing"
+
+
+@pytest.mark.parametrize("protocol", protocol_names())
+@pytest.mark.parametrize("script", range(len(SCRIPTS)))
+def test_generated_streams_decode_the_same_on_both_paths(protocol, script):
+    events = same_both_ways(protocol, body(protocol, *SCRIPTS[script]))
+    assert events[-1]["type"] == "MODEL_CALL_END"
+
+
+@pytest.mark.skipif(not HAVE_SHARED, reason="../shared/recorded-streams is not present")
+@pytest.mark.parametrize("protocol", protocol_names())
+def test_every_recorded_body_decodes_the_same_on_both_paths(protocol):
+    """Every recorded body through every protocol, its own or not: a body of another
+    protocol must fail (or be taken) the same way on both paths too."""
+    decoded = 0
+    for path in RECORDED:
+        events = same_both_ways(protocol, path.read_bytes())
+        decoded += any(e["type"] in ("TEXT_BLOCK_DELTA", "TOOL_CALL_DELTA", "THINKING_BLOCK_DELTA") for e in events)
+    assert decoded >= 3, f"only {decoded} recorded bodies gave {protocol} deltas: the corpus is not its own"
+
+
+def test_a_delta_with_a_field_of_another_type_takes_the_full_path():
+    """What the short path must not take: each is refused (or kept) as the full path does."""
+    from modelwire.adapters import encode_sse
+
+    start = [
+        {"type": "message_start", "message": {"id": "m", "model": "claude", "usage": {"input_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    ]
+    odd = [
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": 5}},
+        {"type": "content_block_delta", "index": [0], "delta": {"type": "text_delta", "text": "x"}},
+        {"type": "content_block_delta", "index": 0, "delta": ["text_delta"]},
+        {"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "x"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}, "error": {"type": "overloaded_error", "message": "busy"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": {"cited_text": "c"}}},
+    ]
+    for event in odd:
+        raw = encode_sse([(e["type"], e) for e in [*start, event, {"type": "content_block_stop", "index": 0}, {"type": "message_stop"}]])
+        same_both_ways("anthropic", raw)
+
+
+def test_what_a_short_path_keeps_from_a_chunk_beside_its_delta_is_kept():
+    """A Gemini chunk carries the usage so far and the response id beside its text, and a
+    Chat chunk may carry usage beside its content: the short path keeps them as the full
+    path does, even when no later chunk repeats them."""
+    from modelwire.adapters import encode_sse
+
+    def gemini(text, **top):
+        return (None, {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}], **top})
+
+    chunks = [
+        gemini("The"),
+        gemini(" sky", usageMetadata={"promptTokenCount": 5, "candidatesTokenCount": 2}, responseId="resp-9"),
+        gemini(" is blue.", usageMetadata={"promptTokenCount": 5, "candidatesTokenCount": 4}),
+        (None, {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}]}),
+    ]
+    events = same_both_ways("gemini", encode_sse(chunks))
+    end = events[-1]
+    assert end["output_tokens"] == 4 and end["metadata"]["response_id"] == "resp-9"
+
+    def chat(delta, **top):
+        return (None, {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": None}], **top})
+
+    chunks = [
+        chat({"role": "assistant", "content": ""}),
+        chat({"content": "Hi"}),
+        chat({"content": " there"}, usage={"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}),
+        (None, {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        (None, "[DONE]"),
+    ]
+    events = same_both_ways("openai-chat", encode_sse(chunks))
+    assert events[-1]["output_tokens"] == 2
