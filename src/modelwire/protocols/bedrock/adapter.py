@@ -80,20 +80,19 @@ class BedrockConverseAdapter(BaseAdapter):
         # it. Anything else, or anything unusual about one (a block not yet open or of
         # another kind, a field missing or of another type, an error key), takes the full
         # path; nothing is changed before the event is made.
-        if event == "contentBlockDelta" and self.state is STREAMING and "error" not in data:
-            try:
-                index = data["contentBlockIndex"]
-                delta = data["delta"]
-                block = self.blocks[index]
-                if "text" in delta:
-                    text, kind = delta["text"], "text"
-                else:
-                    text, kind = delta["toolUse"]["input"], "tool_call"
+        # (No exception is raised to find out: a reasoning delta leaves by a test.)
+        delta = data.get("delta")
+        if event == "contentBlockDelta" and self.state is STREAMING and type(delta) is dict and "error" not in data:
+            index = data.get("contentBlockIndex")
+            block = self.blocks.get(index) if type(index) is int else None
+            if "text" in delta:
+                text, kind = delta["text"], "text"
+            else:
+                use = delta.get("toolUse")
+                text, kind = (use.get("input"), "tool_call") if type(use) is dict else (None, "")
+            if block is not None and type(text) is str and text and block.kind == kind and not block.closed:
                 make = DELTA_MAKERS[kind]
-            except (KeyError, TypeError):
-                return super().feed(data, event)
-            if type(index) is int and type(text) is str and text and block.kind == kind and not block.closed:
-                if kind == "tool_call":
+                if kind == "tool_call" and type(index) is int:
                     self._inputs[index] = True
                 block.has_delta = True
                 self._now = now = self._clock()

@@ -128,16 +128,18 @@ class GeminiAdapter(BaseAdapter):
         # Anything else (a thought, a signature, a finish reason, metadata, a part of
         # another kind, a field missing or of another type, an error key), takes the full
         # path; nothing is changed before the event is made.
+        # (A chunk of a call's pieces, as frequent in a tool-call stream as text is in
+        # another, leaves by a test, not an exception.)
         if self.state is STREAMING and "error" not in data and "promptFeedback" not in data and self._streamed is None:
             try:
                 (candidate,) = data["candidates"]
                 (part,) = candidate["content"]["parts"]
-                text = part["text"]
-                block = self.blocks[self._current]
-            except (KeyError, TypeError, ValueError):
+                text = part.get("text")
+            except (KeyError, TypeError, ValueError, AttributeError):
                 return super().feed(data, event)
+            block = self.blocks.get(self._current)
             if (
-                type(text) is str and text and len(part) == 1 and block.kind == "text" and not block.closed
+                type(text) is str and text and len(part) == 1 and block is not None and block.kind == "text" and not block.closed
                 and (len(candidate) == 1 or (len(candidate) == 2 and candidate.get("index") == 0))
             ):
                 meta = self.call_metadata

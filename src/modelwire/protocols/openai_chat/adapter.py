@@ -114,14 +114,18 @@ class OpenAIChatAdapter(BaseAdapter):
         # or named call, a field missing or of another type, an error) takes the full path;
         # nothing is changed before the event is made.
         if self.state is STREAMING and "error" not in data and event != "error" and "response_id" in self.call_metadata and "reasoning" not in self.blocks:
+            # (Only a shape no server sends raises to find out: a reasoning delta or a role
+            # leaves by a test.)
             try:
                 (choice,) = data["choices"]
                 delta = choice["delta"]
                 if "content" in delta:
-                    text, block = delta["content"], self.blocks["text"]
-                else:
+                    text, block = delta["content"], self.blocks.get("text")
+                elif "tool_calls" in delta:
                     (call,) = delta["tool_calls"]
                     text, block = _argument_piece(call, self._calls_by_index[call["index"]])
+                else:
+                    return super().feed(data, event)
             except (KeyError, TypeError, ValueError):
                 return super().feed(data, event)
             if (
