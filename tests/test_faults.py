@@ -489,3 +489,20 @@ def test_a_malformed_body_is_a_400_that_says_why(body, words):
         response = httpx2.post(url + "/reply", content=body, headers={"content-type": "application/json"}, timeout=30)
     assert response.status_code == 400, response.text
     assert words in response.json()["error"] and not made
+
+
+@pytest.mark.parametrize("protocol", protocol_names())
+def test_a_compressed_stream_is_decoded_before_the_adapter_reads_it(server, protocol):
+    """A proxy may gzip a stream (content-encoding: gzip): the body is read through the
+    client's decoder then, and a plain one without it."""
+    import gzip
+
+    whole = fake_body(protocol, ("text", "Hello there, through a proxy."))
+    packed = gzip.compress(whole)
+    wire = get_protocol(protocol)
+    pieces = [packed[i : i + 40] for i in range(0, len(packed), 40)]
+    server.script(Reply(body=packed, pieces=pieces, headers={"content-type": wire.content_type, "content-encoding": "gzip"}))
+    server.script(Reply(body=whole, pieces=wire.split_stream(whole), headers={"content-type": wire.content_type}))
+    model = server.model(protocol)
+    for _ in range(2):
+        assert asyncio.run(model.complete(QUESTION)).get_text_content().strip() == "Hello there, through a proxy."

@@ -318,9 +318,22 @@ class _Watchdog:
             self.handle.cancel()
 
 
+def _pieces(response: Any) -> Any:
+    """The body's pieces as they come: where the body is not content-encoded, the client's
+    own byte stream (which maps the connection's errors to the client's), without the two
+    generators and the chunkers that ``aiter_bytes`` puts around it for every piece; else
+    ``aiter_bytes``, which decodes."""
+    stream: Any = getattr(response, "stream", None)
+    encoding = response.headers.get("content-encoding", "")
+    if encoding.strip().lower() in ("", "identity") and hasattr(stream, "__aiter__") and not hasattr(response, "_content") and not response.is_stream_consumed:
+        response.is_stream_consumed = True  # as aiter_raw marks it: a second read is refused
+        return stream.__aiter__()
+    return response.aiter_bytes().__aiter__()
+
+
 async def read_chunks(response: Any, timeouts: Timeouts, deadline: float | None, first_deadline: float) -> AsyncIterator[bytes]:
     """The response body piece by piece, with the first-byte, gap and total timeouts."""
-    iterator = response.aiter_bytes().__aiter__()
+    iterator = _pieces(response)
     watch = _Watchdog(timeouts, deadline, first_deadline)
     loop = watch.loop
     try:
