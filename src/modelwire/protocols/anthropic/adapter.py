@@ -89,7 +89,7 @@ class AnthropicAdapter(BaseAdapter):
                 text = delta[_HOT_DELTAS[delta["type"]]]
                 block = self.blocks[data["index"]]
                 make = DELTA_MAKERS[block.kind]
-            except (KeyError, TypeError, IndexError):
+            except (KeyError, TypeError):
                 pass
             else:
                 if type(text) is str and text and not block.closed:
