@@ -100,7 +100,7 @@ def _reasoning_item(body):
 
 
 # How each protocol sends the thinking of TWO_CALLS back with its calls (the generated
-# streams sign it "sig-" plus its first ten characters): the preset that replays it, and a
+# streams sign it "sig-" plus its first eight characters): the preset that replays it, and a
 # check of the second request. A protocol missing here fails the test that reads this.
 REPLAYED_THINKING = {
     "anthropic": (None, lambda body: body["messages"][1]["content"][0] == {"type": "thinking", "thinking": "I need both the weather and the time.", "signature": "sig-I need b"}),
