@@ -43,7 +43,7 @@ from ..errors import (
 from .. import event as E
 from ._eventstream import EventStreamDecoder as FrameParser
 from ._eventstream import Frame
-from ._sse import _NAMES, SSEDecoder, _name
+from ._sse import _LINE_NAMES, SSEDecoder, _line_name
 
 __all__ = ["BaseAdapter", "StreamDecoder", "AWSStreamDecoder", "Block", "debug", "shape_problem", "OPTIONAL", "decode_answer", "COMMON_EXTRAS"]
 
@@ -534,16 +534,6 @@ class StreamDecoder:
         if self.keep:
             self.events += out
         return out
-
-
-_LINE_NAMES: dict[bytes, str] = {}  # "event: NAME" lines seen, decoded once (providers use a handful)
-
-
-def _line_name(line: bytes) -> str:
-    name = _NAMES.get(line[7:]) or _name(line[7:])
-    if len(_LINE_NAMES) < 256:
-        _LINE_NAMES[line] = name
-    return name
 
 
 def _json_replaced(data: bytes) -> Any:

@@ -38,6 +38,16 @@ def _name(raw: bytes) -> str:
     return name
 
 
+_LINE_NAMES: dict[bytes, str] = {}  # whole "event: NAME" lines seen, for a piece taken apart whole
+
+
+def _line_name(line: bytes) -> str:
+    name = _NAMES.get(line[7:]) or _name(line[7:])
+    if len(_LINE_NAMES) < 256:
+        _LINE_NAMES[line] = name
+    return name
+
+
 class SSEEvent:
     """One dispatched event: ``event`` name (``"message"`` when none was given), ``data``,
     and the last ``id`` / ``retry`` seen."""
