@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator, AsyncIterator
 
 from .. import errors as E
+from ._chunks import take_whole_chunks
 
 __all__ = ["Timeouts", "RetryPolicy", "HTTPTransport", "retry_after_seconds", "transport_error"]
 
@@ -327,6 +328,7 @@ def _pieces(response: Any) -> Any:
     encoding = response.headers.get("content-encoding", "")
     if encoding.strip().lower() in ("", "identity") and hasattr(stream, "__aiter__") and not hasattr(response, "_content") and not response.is_stream_consumed:
         response.is_stream_consumed = True  # as aiter_raw marks it: a second read is refused
+        take_whole_chunks(stream)  # a chunked body a socket read at a time (see _chunks)
         return stream.__aiter__()
     return response.aiter_bytes().__aiter__()
 
