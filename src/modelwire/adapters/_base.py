@@ -42,7 +42,6 @@ from ..errors import (
 
 from .. import event as E
 from ._eventstream import EventStreamDecoder as FrameParser
-from ._eventstream import Frame
 from ._sse import _LINE_NAMES, SSEDecoder, _line_name
 
 __all__ = ["BaseAdapter", "StreamDecoder", "AWSStreamDecoder", "Block", "debug", "shape_problem", "OPTIONAL", "decode_answer", "COMMON_EXTRAS"]
@@ -604,7 +603,7 @@ class AWSStreamDecoder(StreamDecoder):
         try:
             broken: EventStreamError | None = None
             try:
-                frames = self.frames.feed(chunk)
+                frames = self.frames.feed_parts(chunk)
             except EventStreamError as err:
                 frames, broken = err.frames, err  # the whole frames before the broken one count
             if end and broken is None:
@@ -612,8 +611,8 @@ class AWSStreamDecoder(StreamDecoder):
                     self.frames.close()
                 except EventStreamError as err:
                     broken = err
-            for frame in frames:
-                out += self._frame(frame)
+            for headers, payload in frames:
+                out += self._frame_parts(headers, payload)
             if broken is not None:
                 _refuse(adapter, broken)
             if end:
@@ -624,9 +623,6 @@ class AWSStreamDecoder(StreamDecoder):
         if self.keep:
             self.events += out
         return out
-
-    def _frame(self, frame: Frame) -> list[E.AgentEvent]:
-        return self._frame_parts(frame.headers, frame.payload)
 
     def _frame_parts(self, headers: dict[str, Any], payload: bytes) -> list[E.AgentEvent]:
         """One whole frame, as its headers (read, never changed) and payload."""

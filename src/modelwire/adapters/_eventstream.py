@@ -55,37 +55,55 @@ class EventStreamDecoder:
         frame = self.whole_frame(data)
         if frame is not None:
             return [frame]
-        self._buffer += data
-        frames: list[Frame] = []
         try:
-            self._read(frames)
+            parts = self.feed_parts(data)
         except EventStreamError as err:
-            err.frames = frames
+            err.frames = [Frame(dict(headers), payload) for headers, payload in err.frames]
             raise
-        return frames
+        return [Frame(dict(headers), payload) for headers, payload in parts]
 
-    def _read(self, frames: list[Frame]) -> None:
-        while len(self._buffer) >= _PRELUDE:
-            total, headers_length, prelude_crc = struct.unpack_from(">III", self._buffer)
-            if zlib.crc32(self._buffer[:8]) != prelude_crc:
-                raise EventStreamError("event-stream prelude CRC mismatch (the frame is corrupt)")
-            if total < _PRELUDE + 4 + headers_length or total > self._max:
-                raise EventStreamError(f"event-stream frame of impossible length {total} (headers {headers_length})")
-            if len(self._buffer) < total:
-                break
-            frame = bytes(self._buffer[:total])
-            del self._buffer[:total]
-            (message_crc,) = struct.unpack_from(">I", frame, total - 4)
-            if zlib.crc32(frame[:-4]) != message_crc:
-                raise EventStreamError("event-stream message CRC mismatch (the frame is corrupt)")
-            raw_headers = frame[_PRELUDE : _PRELUDE + headers_length]
-            headers = self._seen.get(raw_headers)
-            if headers is None:
-                # The same few header blocks repeat on every frame: parse each once.
-                headers = _headers(raw_headers)
-                if len(self._seen) < 64:
-                    self._seen[raw_headers] = headers
-            frames.append(Frame(dict(headers), frame[_PRELUDE + headers_length : -4]))
+    def feed_parts(self, data: bytes) -> list[tuple[dict[str, Any], bytes]]:
+        """Like :meth:`feed`, each frame as its headers and payload, the headers being the
+        parsed block this decoder keeps for every frame that has them: read them, never
+        change them. A broken frame's error carries the parts before it (``frames``)."""
+        self._buffer += data
+        parts: list[tuple[dict[str, Any], bytes]] = []
+        try:
+            self._read(parts)
+        except EventStreamError as err:
+            err.frames = parts
+            raise
+        return parts
+
+    def _read(self, parts: list[tuple[dict[str, Any], bytes]]) -> None:
+        # The frames are read where they lie in the buffer, which drops them all at once:
+        # a piece holding many frames (a socket read) costs one move of what is left.
+        buf = self._buffer
+        size, pos = len(buf), 0
+        try:
+            while size - pos >= _PRELUDE:
+                total, headers_length, prelude_crc = _unpack_prelude(buf, pos)
+                if zlib.crc32(buf[pos : pos + 8]) != prelude_crc:
+                    raise EventStreamError("event-stream prelude CRC mismatch (the frame is corrupt)")
+                if total < _PRELUDE + 4 + headers_length or total > self._max:
+                    raise EventStreamError(f"event-stream frame of impossible length {total} (headers {headers_length})")
+                if size - pos < total:
+                    break
+                frame = bytes(buf[pos : pos + total])
+                pos += total
+                if zlib.crc32(frame[:-4]) != int.from_bytes(frame[-4:], "big"):
+                    raise EventStreamError("event-stream message CRC mismatch (the frame is corrupt)")
+                raw_headers = frame[_PRELUDE : _PRELUDE + headers_length]
+                headers = self._seen.get(raw_headers)
+                if headers is None:
+                    # The same few header blocks repeat on every frame: parse each once.
+                    headers = _headers(raw_headers)
+                    if len(self._seen) < 64:
+                        self._seen[raw_headers] = headers
+                parts.append((headers, frame[_PRELUDE + headers_length : -4]))
+        finally:
+            if pos:
+                del buf[:pos]
 
     def whole_frame(self, frame: bytes) -> Frame | None:
         """The usual piece, exactly one sound frame with nothing buffered before it, read
