@@ -316,26 +316,57 @@ class Walk:
         its text and data only (another agent's thinking is not shown to this one; its tool
         use neither: its text carries what it found)."""
         name, speaker_names = msg.name, self.speaker_names
+        out = self.out
+        last = out[-1] if out else None
+        if last is not None and (last.kind != "user" or (last.name != name and self.split_users)):
+            last = None
         for block in msg.content:
-            if block.type == "hint":
+            btype = block.type
+            if btype == "hint":
                 self.hint(index, block)
-            elif block.type == "text" or block.type == "data":
-                self.add("user", index, _speaker(block, name) if speaker_names else block, name)
+                last = None  # the hint may have opened a segment: add() decides
+            elif btype == "text" or btype == "data":
+                if speaker_names:
+                    block = _speaker(block, name)
+                if last is None:
+                    self.add("user", index, block, name)
+                    last = out[-1]
+                else:  # add(), inlined: most of a history is blocks joining the segment before
+                    last.blocks.append(block)
+                    if index != last.index:
+                        if last.origin is None:
+                            last.origin = {}
+                        last.origin[id(block)] = index
 
     def own(self, index: int, msg: Msg, kind: str | None) -> None:
         """A system message (``kind``: system), or one of the agent's own turn (None: each
         block's kind is its own, with the tool rules checked)."""
         name = msg.name if kind is not None else ""
-        conformer = self.conformer
+        conformer, out = self.conformer, self.out
         for block in msg.content:
             btype = block.type
             if btype == "hint":
                 self.hint(index, block)
                 continue
-            if conformer is not None and (btype == "tool_call" or btype == "tool_result"):
-                block = conformer.block(block)
-            block_kind = kind or self.assistant_kind(index, block)
-            self.add(block_kind, index, block, name)
+            if kind is not None:
+                block_kind = kind
+            elif btype == "tool_call" or btype == "tool_result":
+                if conformer is not None:
+                    block = conformer.block(block)
+                block_kind = self.assistant_kind(index, block)
+            else:  # text, thinking, data: assistant_kind() of these, inlined
+                if self.open_calls and out and out[-1].kind == "results":
+                    _unanswered(self.open_calls, self.protocol)
+                block_kind = "assistant"
+            last = out[-1] if out else None
+            if last is not None and last.kind == block_kind:  # add(), inlined (never a user segment here)
+                last.blocks.append(block)
+                if index != last.index:
+                    if last.origin is None:
+                        last.origin = {}
+                    last.origin[id(block)] = index
+            else:
+                out.append(Segment(block_kind, index, [block], name))
             if block_kind == "results" and self.held and not self.open_calls:
                 self.flush()
 
