@@ -22,7 +22,6 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from msgspec.json import decode as from_json
 
-from .._record import extras_of
 from ..errors import FormatError, debug_enabled
 from ..message import DataBlock, Msg, Origin, TextBlock, ToolCallBlock, ToolResultBlock, origin, provenance
 
@@ -45,6 +44,7 @@ __all__ = [
     "Origin",
     "origin",
     "replays_natively",
+    "origin_replays",
     "merge_turn",
 ]
 
@@ -249,12 +249,10 @@ def extra(block: Any, key: str, default: Any = None) -> Any:
     """A provider extra of a block (see the adapters), or ``default``. Cheaper than
     ``getattr``, which goes through pydantic's ``__getattr__`` and an exception when the
     extra is absent."""
-    extras = extras_of(block)
-    return extras.get(key, default) if extras else default
-
-
-def _is_server_call(block: Any) -> bool:
-    return block.type == "tool_call" and bool(extra(block, "server_side"))
+    try:
+        return block.__dict__.get(key, default)  # extras_of(), inlined: formatters ask per block
+    except AttributeError:
+        return default
 
 
 class Walk:
@@ -424,7 +422,7 @@ class Walk:
             open_calls.pop(block.id, None)
             return "results"
         if block.type == "tool_call":
-            if _is_server_call(block):
+            if block.__dict__.get("server_side"):  # a call's extras (ToolCallBlock keeps them)
                 self.server_calls.add(block.id)
             else:
                 if block.id in self.calls:
@@ -535,7 +533,11 @@ def replays_natively(block: Any, protocol: str, provider: str | None, *, scope: 
     can use it (DeepSeek's reasoning is not Groq's). An origin or a target whose provider
     is unknown matches on the protocol alone.
     """
-    found = origin(block)
+    return origin_replays(origin(block), protocol, provider, scope=scope, endpoint=endpoint)
+
+
+def origin_replays(found: Origin | None, protocol: str, provider: str | None, *, scope: str, endpoint: str | None = None) -> bool:
+    """:func:`replays_natively` for a block whose origin was read already (``found``)."""
     if found is None or found.protocol != protocol:
         return False
     if endpoint is not None and found.endpoint is not None:

@@ -150,21 +150,20 @@ class _Conformer:
         """One block of an agent's own message as sent: a client call or result with its id
         and name conformed (the block itself when they fit); a server call noted, so that
         its result is left as it is."""
+        block_id = block.id
         if block.type == "tool_call":
-            extras = extras_of(block)
-            if extras and extras.get("server_side"):
-                self.server.add(block.id)
+            if extras_of(block).get("server_side"):
+                self.server.add(block_id)
                 return block
-        elif block.id in self.server:
+        elif block_id in self.server:
             return block
-        id_map, names = self.id_map, self.names
-        block_id, name = block.id, block.name
-        new_id = (id_map.sent.get(block_id) or id_map(block_id)) if id_map is not None else block_id
-        new_name = name
-        if names is not None and name:
+        id_map = self.id_map
+        new_id = block_id if id_map is None else (id_map.sent.get(block_id) or id_map(block_id))
+        name = new_name = block.name
+        if self.names is not None and name:
             new_name = self.name_sent.get(name)
             if new_name is None:
-                new_name = self.name_sent[name] = wire_name(name, names)
+                new_name = self.name_sent[name] = wire_name(name, self.names)
         if new_id == block_id and new_name == name:
             return block
         return block.replace(id=new_id, name=new_name)

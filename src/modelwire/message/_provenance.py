@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, NamedTuple
 
-from .._record import extras_of
 
 __all__ = ["Origin", "origin", "provenance", "add_claimer"]
 
@@ -55,23 +54,43 @@ def provenance(provider: str, protocol: str, endpoint: str | None = None) -> dic
     return {provider: {"protocol": protocol, "endpoint": endpoint}}
 
 
+# The origins made so far: a history holds a few, each on many blocks, and a named tuple
+# costs ten times a lookup to make (formatters ask once per block). Bounded: the strings
+# come from the blocks.
+_ORIGINS: dict[tuple[str, str | None, str | None], Origin] = {}
+
+
+def _made(protocol: str, provider: str | None, endpoint: str | None) -> Origin:
+    key = (protocol, provider, endpoint)
+    found = _ORIGINS.get(key)
+    if found is None:
+        found = Origin(protocol, provider, endpoint)
+        if len(_ORIGINS) < 256:
+            _ORIGINS[key] = found
+    return found
+
+
 def origin(block: Any) -> Origin | None:
     """The origin of a block, or None when nothing says (plain thinking, user content)."""
-    if block.type == "tool_result":
+    btype = block.type
+    if btype == "tool_result":
         fields = block.metadata
     else:
-        fields = extras_of(block)
+        try:
+            fields = block.__dict__  # extras_of(), inlined: formatters ask once per block
+        except AttributeError:
+            fields = {}
     if not fields:
-        return _claimed(block, fields) if block.type == "tool_call" else None
+        return _claimed(block, fields) if btype == "tool_call" else None
     meta = fields.get("provider_metadata")
     if isinstance(meta, dict):
         for provider, inner in meta.items():
             if isinstance(inner, dict) and isinstance(inner.get("protocol"), str):
                 endpoint = inner.get("endpoint")
-                return Origin(inner["protocol"], provider, endpoint if isinstance(endpoint, str) else None)
+                return _made(inner["protocol"], provider, endpoint if isinstance(endpoint, str) else None)
     legacy = fields.get("provider")
     if isinstance(legacy, str) and legacy:
-        return Origin(legacy)
-    if block.type in ("thinking", "tool_call"):
+        return _made(legacy, None, None)
+    if btype == "thinking" or btype == "tool_call":
         return _claimed(block, fields)
     return None

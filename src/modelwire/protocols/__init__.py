@@ -179,10 +179,23 @@ def all_presets() -> dict[str, Preset]:
 
 def _claim(block_type: str, fields: Mapping[str, Any], block_id: str) -> str | None:
     """The protocol that says a block recording no origin is its own (``WireProtocol.claims``)."""
-    for protocol in _protocols():
-        if protocol.claims(block_type, fields, block_id):
-            return protocol.name
+    for name, claims in _claimants():
+        if claims(block_type, fields, block_id):
+            return name
     return None
+
+
+_claims_of: tuple[Any, list[tuple[str, Any]]] = (None, [])  # (the protocols, those that claim blocks)
+
+
+def _claimants() -> list[tuple[str, Any]]:
+    """The protocols that claim blocks (their own ``claims``), as (name, claims): asked for
+    every call and thinking block a formatter meets without an origin."""
+    global _claims_of
+    loaded = _protocols()
+    if _claims_of[0] is not loaded:
+        _claims_of = (loaded, [(p.name, p.claims) for p in loaded if type(p).claims is not WireProtocol.claims])
+    return _claims_of[1]
 
 
 add_claimer(_claim)

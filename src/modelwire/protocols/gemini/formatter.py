@@ -49,6 +49,7 @@ from ...formatters import (
     split_server_tools,
 )
 from ...message import Msg
+from ..._record import extras_of
 from ...formatters._toolids import IdRules
 from . import GEMINI_TS
 from . import PROTOCOL as _WIRE
@@ -150,15 +151,18 @@ class GeminiFormatter(Formatter):
     def _model_parts(self, seg: Any, calls: dict[str, Any]) -> list[dict[str, Any]]:
         parts: list[dict[str, Any]] = []
         first_call = True
+        provider, endpoint = self.provider, self.endpoint
         for block in seg.blocks:
             btype = block.type
-            native = replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
-            signature = extra(block, "thought_signature") if native else None
-            if btype in ("text", "thinking"):
+            extras = extras_of(block)  # read once per block: several of its extras decide
+            # A block with no extras has no origin, unless a call (a protocol may claim it) or a result (its metadata).
+            native = bool(extras or btype == "tool_call" or btype == "tool_result") and replays_natively(block, PROTOCOL, provider, scope=SCOPE, endpoint=endpoint)
+            signature = extras.get("thought_signature") if native else None
+            if btype == "text" or btype == "thinking":
                 self._text_part(block, native, signature, parts)
             elif btype == "tool_call":
-                if extra(block, "server_side", False):
-                    raw = extra(block, "provider_block") if native else None
+                if extras.get("server_side", False):
+                    raw = extras.get("provider_block") if native else None
                     if isinstance(raw, dict):
                         parts.append(raw)
                     continue
@@ -170,7 +174,7 @@ class GeminiFormatter(Formatter):
                 if isinstance(raw, dict):
                     parts.append(raw)
             elif btype == "data":
-                if extra(block, "provider_block_type") is not None:
+                if extras.get("provider_block_type") is not None:
                     continue  # another provider's item, or a Gemini part kept whole below
                 part = media_part(block, seg.index_of(block))
                 if signature:
@@ -202,12 +206,16 @@ class GeminiFormatter(Formatter):
         responses: list[dict[str, Any]] = []
         media: list[dict[str, Any]] = []
         for result in seg.blocks:
-            index = seg.index_of(result)
-            pieces = result_blocks(result)
-            text = "".join(p.text for p in pieces if p.type == "text")
-            for piece in pieces:
-                if piece.type == "data":
-                    media.append(media_part(piece, index))
+            output = result.output
+            if isinstance(output, str):  # the usual result: its text as it is
+                text = output
+            else:
+                index = seg.index_of(result)
+                pieces = result_blocks(result)
+                text = "".join(p.text for p in pieces if p.type == "text")
+                for piece in pieces:
+                    if piece.type == "data":
+                        media.append(media_part(piece, index))
             if result.state in ("denied", "interrupted") and not text:
                 text = f"The tool call was {result.state}."
             key = "error" if result.state in ("error", "denied", "interrupted") else "result"

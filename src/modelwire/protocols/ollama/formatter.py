@@ -28,7 +28,7 @@ from ...formatters import (
     is_raw_provider_block,
     origin,
     parse_arguments,
-    replays_natively,
+    origin_replays,
     result_blocks,
     tool_choice_name,
     tool_specs,
@@ -116,7 +116,7 @@ class OllamaFormatter(Formatter):
                 if block.text:
                     texts.append(block.text)
             elif btype == "thinking":
-                if block.thinking and (origin(block) is None or replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)):
+                if block.thinking and ((found := origin(block)) is None or origin_replays(found, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)):
                     thinking.append(block.thinking)
                 elif self.thinking_as_text and block.thinking:
                     texts.append(f"<think>\n{block.thinking}\n</think>")

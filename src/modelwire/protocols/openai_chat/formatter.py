@@ -40,8 +40,7 @@ from ...formatters import (
     data_parts,
     data_uri,
     origin,
-    replays_natively,
-    result_blocks,
+    origin_replays,
     sanitize_name,
     tool_choice_name,
     tool_specs,
@@ -149,14 +148,14 @@ class OpenAIChatFormatter(Formatter):
     def _user_content(self, seg: Any) -> str | list[dict[str, Any]]:
         parts: list[dict[str, Any]] = []
         for block in seg.blocks:
-            index = seg.index_of(block)
-            if block.type == "text":
+            btype = block.type
+            if btype == "text":
                 if block.text:
                     parts.append({"type": "text", "text": block.text})
-            elif block.type == "data":
-                parts.append(media_part(block, index))
+            elif btype == "data":
+                parts.append(media_part(block, seg.index_of(block)))
             else:
-                raise FormatError(index, f"a {block.type!r} block cannot be sent in a user message", PROTOCOL)
+                raise FormatError(seg.index_of(block), f"a {btype!r} block cannot be sent in a user message", PROTOCOL)
         if len(parts) == 1 and parts[0]["type"] == "text":
             return parts[0]["text"]
         return parts
@@ -171,11 +170,11 @@ class OpenAIChatFormatter(Formatter):
             btype = block.type
             if btype == "text":
                 if block.text:
-                    (refusals if extra(block, "refusal", False) else texts).append(block.text)
+                    (refusals if block.__dict__.get("refusal", False) else texts).append(block.text)  # its extras
             elif btype == "thinking":
                 self._thinking(block, texts, reasoning, details)
             elif btype == "tool_call":
-                if extra(block, "server_side", False):
+                if block.__dict__.get("server_side", False):  # its extras
                     continue  # run by another provider; its text answer carries what it found
                 calls.append({"id": block.id, "type": "function", "function": {"name": block.name, "arguments": block.input or "{}"}})
             elif btype == "tool_result":
@@ -206,8 +205,9 @@ class OpenAIChatFormatter(Formatter):
         """A thinking block of the assistant turn: sent back as reasoning where the dialect
         takes it (this provider's, or plain reasoning nobody claims: AgentScope writes no
         origin), as text when ``thinking_as_text``, else left out."""
-        native = replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
-        if self.reasoning_field and (native or origin(block) is None):
+        found = origin(block)
+        native = origin_replays(found, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
+        if self.reasoning_field and (native or found is None):
             if block.thinking:
                 reasoning.append(block.thinking)
             if native:
@@ -219,23 +219,26 @@ class OpenAIChatFormatter(Formatter):
         out: list[dict[str, Any]] = []
         media: list[dict[str, Any]] = []
         for result in seg.blocks:
-            index = seg.index_of(result)
-            pieces = result_blocks(result)
-            texts = []
-            data = []
-            for p in pieces:
-                if p.type == "text":
-                    texts.append(p.text)
-                elif p.source.media_type.split(";")[0].strip().lower().startswith("text/"):
-                    texts.append(media_part(p, index)["text"])  # a tool message takes text
-                else:
-                    data.append(p)
-            text = "".join(texts)
-            if data:
-                media.append({"type": "text", "text": f"Media returned by tool call {result.id} ({result.name}):"})
-                media += [media_part(d, index) for d in data]
-                if not text:
-                    text = f"[{len(data)} media item(s); sent in the next user message]"
+            output = result.output
+            if isinstance(output, str):  # the usual result: its text as it is
+                text = output
+            else:
+                index = seg.index_of(result)
+                texts = []
+                data = []
+                for p in output:
+                    if p.type == "text":
+                        texts.append(p.text)
+                    elif p.source.media_type.split(";")[0].strip().lower().startswith("text/"):
+                        texts.append(media_part(p, index)["text"])  # a tool message takes text
+                    else:
+                        data.append(p)
+                text = "".join(texts)
+                if data:
+                    media.append({"type": "text", "text": f"Media returned by tool call {result.id} ({result.name}):"})
+                    media += [media_part(d, index) for d in data]
+                    if not text:
+                        text = f"[{len(data)} media item(s); sent in the next user message]"
             if result.state in ("denied", "interrupted") and not text:
                 text = f"The tool call was {result.state}."
             out.append({"role": "tool", "tool_call_id": result.id, "content": text})

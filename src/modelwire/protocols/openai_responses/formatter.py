@@ -31,7 +31,6 @@ from ...formatters import (
     Formatter,
     Segment,
     Turns,
-    extra,
     is_raw_provider_block,
     ToolSpec,
     data_parts,
@@ -46,6 +45,7 @@ from ...formatters import (
     split_server_tools,
 )
 
+from ..._record import extras_of
 from ...formatters._toolids import IdRules
 from ..openai_chat.formatter import TOOL_IDS, TOOL_NAMES  # the same rules on OpenAI's two APIs
 from . import PROTOCOL as _WIRE
@@ -103,7 +103,8 @@ class OpenAIResponsesFormatter(Formatter):
         elif seg.kind == "assistant":
             items += self._assistant(seg)
         else:
-            items += [self._result(r, seg.index_of(r)) for r in seg.blocks]
+            result = self._result
+            items += [result(r, seg.index_of(r)) for r in seg.blocks]
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
@@ -130,13 +131,14 @@ class OpenAIResponsesFormatter(Formatter):
 
         for block in seg.blocks:
             btype = block.type
+            extras = extras_of(block)  # read once per block: several of its extras decide
             if btype == "thinking":
-                raw = extra(block, "reasoning_item_raw")
+                raw = extras.get("reasoning_item_raw")
                 if not isinstance(raw, dict):
                     raw = {}
-                rid = extra(block, "reasoning_item_id") or raw.get("id")
+                rid = extras.get("reasoning_item_id") or raw.get("id")
                 if rid and self._native(block):
-                    reasoning, began = self._reasoning(block, rid, raw, items, reasoning, replayed_raw)
+                    reasoning, began = self._reasoning(block, extras, rid, raw, items, reasoning, replayed_raw)
                     if began:
                         message = None
                 elif self.thinking_as_text and block.thinking:
@@ -146,22 +148,23 @@ class OpenAIResponsesFormatter(Formatter):
             reasoning = None
             if btype == "text":
                 if block.text:
-                    item_id = extra(block, "item_id") if self.item_ids else None
-                    annotations = extra(block, "annotations") or []
-                    message = self._output_text(items, message, block.text, item_id, bool(extra(block, "refusal", False)), annotations)
+                    item_id = extras.get("item_id") if self.item_ids else None
+                    annotations = extras.get("annotations") or []
+                    message = self._output_text(items, message, block.text, item_id, bool(extras.get("refusal", False)), annotations)
                 continue
             message = None
-            item = self._item(block, seg)
+            item = self._item(block, extras, seg)
             if item:
                 items.append(item)
         return _reasoning_first(items)
 
     def _reasoning(
-        self, block: Any, rid: str, raw: dict[str, Any], items: list[dict[str, Any]], reasoning: dict[str, Any] | None, replayed_raw: set[str]
+        self, block: Any, extras: Any, rid: str, raw: dict[str, Any], items: list[dict[str, Any]], reasoning: dict[str, Any] | None, replayed_raw: set[str]
     ) -> tuple[dict[str, Any] | None, bool]:
         """A thinking block this endpoint made, into its reasoning item: the reasoning item
         being filled after it, and whether an item began (which ends the output message)."""
-        if extra(block, "reasoning_part") is None and raw.get("id") == rid and raw.get("type") == "reasoning":
+        part = extras.get("reasoning_part")
+        if part is None and raw.get("id") == rid and raw.get("type") == "reasoning":
             # Written by AgentScope: the whole item is the truth, sent once.
             if rid not in replayed_raw:
                 replayed_raw.add(rid)
@@ -171,27 +174,27 @@ class OpenAIResponsesFormatter(Formatter):
         if reasoning is None or began:
             reasoning = {"type": "reasoning", "id": rid, "summary": []}
             items.append(reasoning)
-        encrypted = extra(block, "encrypted_content") or raw.get("encrypted_content")
+        encrypted = extras.get("encrypted_content") or raw.get("encrypted_content")
         if encrypted:
             reasoning["encrypted_content"] = encrypted
-        if extra(block, "reasoning_part", "summary") == "content":
+        if part == "content":
             reasoning.setdefault("content", []).append({"type": "reasoning_text", "text": block.thinking})
         elif block.thinking:  # an item with no summary came as one empty block
             reasoning["summary"].append({"type": "summary_text", "text": block.thinking})
         return reasoning, began
 
-    def _item(self, block: Any, seg: Any) -> dict[str, Any] | None:
+    def _item(self, block: Any, extras: Any, seg: Any) -> dict[str, Any] | None:
         """The input item of a tool call, a server-side result or a provider's raw block in
         the agent's turn (None: nothing is sent for it)."""
         if block.type == "tool_call":
-            if extra(block, "server_side", False):
+            if extras.get("server_side", False):
                 return None  # replayed through its result, which holds the whole item
-            if extra(block, "tool_type") == "custom_tool_call":
+            if extras.get("tool_type") == "custom_tool_call":
                 item = {"type": "custom_tool_call", "call_id": block.id, "name": block.name, "input": block.input}
             else:
                 item = {"type": "function_call", "call_id": block.id, "name": block.name, "arguments": block.input or "{}"}
-            if self.item_ids and extra(block, "item_id"):
-                item["id"] = extra(block, "item_id")
+            if self.item_ids and extras.get("item_id"):
+                item["id"] = extras["item_id"]
             return item
         if block.type == "tool_result":
             return block.metadata.get("provider_block") if self._native(block) else None
@@ -224,8 +227,13 @@ class OpenAIResponsesFormatter(Formatter):
         return message
 
     def _result(self, result: Any, index: int) -> dict[str, Any]:
+        output = result.output
+        if isinstance(output, str):  # the usual result: its text as it is
+            if result.state in ("denied", "interrupted") and not output:
+                output = f"The tool call was {result.state}."
+            return {"type": "function_call_output", "call_id": result.id, "output": output}
         pieces = result_blocks(result)
-        if isinstance(result.output, str) or all(p.type == "text" for p in pieces):
+        if all(p.type == "text" for p in pieces):
             output: Any = "".join(p.text for p in pieces)
         else:
             output = []
