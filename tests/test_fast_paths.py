@@ -48,9 +48,14 @@ def same_both_ways(protocol: str, raw: bytes) -> list[dict]:
         split = wire.split_stream(raw)  # as its servers send it: one event per piece
     except ProviderError:
         split = [raw[i : i + 100] for i in range(0, len(raw), 100)]  # not in its framing at all
+    decoded = []
     for pieces in (split, [raw]):
         fast = decode(protocol, pieces, full_path=False)
         assert fast == decode(protocol, pieces, full_path=True)
+        decoded.append(fast)
+    # The decoders' own short path (one whole event per piece) against their general one
+    # (the whole body in one piece): the same events, the same error.
+    assert decoded[0] == decoded[1]
     return fast[0]
 
 
@@ -132,3 +137,27 @@ def test_what_a_short_path_keeps_from_a_chunk_beside_its_delta_is_kept():
     ]
     events = same_both_ways("openai-chat", encode_sse(chunks))
     assert events[-1]["output_tokens"] == 2
+
+
+def test_ollama_lines_the_short_path_must_leave_to_the_full_one():
+    """Ollama lines beside the usual one (a piece of the open text or thinking): each is
+    decoded as the full path decodes it."""
+    import json
+
+    def line(message=None, **top):
+        return {"model": "m", "created_at": "t", "message": {"role": "assistant", "content": "", **(message or {})}, "done": False, **top}
+
+    start = [line({"thinking": "Hmm"}), line({"content": "Hi"})]
+    odd = [
+        line({"thinking": "more", "content": "both"}),
+        line({"content": 5}),
+        line({"content": " x", "tool_calls": [{"function": {"name": "f", "arguments": {}}}]}),
+        line({"thinking": "late"}),
+        line({"content": " y"}, error="busy"),
+        {"model": "m", "message": ["content"], "done": False},
+        line({"content": " z"}, done=True, done_reason="stop", eval_count=3),
+    ]
+    end = {"model": "m", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop", "prompt_eval_count": 1, "eval_count": 2}
+    for item in odd:
+        raw = b"".join(json.dumps(x).encode() + b"\n" for x in [*start, item, line({"content": " after"}), end])
+        same_both_ways("ollama", raw)

@@ -27,6 +27,15 @@ class NDJSONDecoder(StreamDecoder):
         self._max = max_line
 
     def feed(self, chunk: bytes) -> list[E.AgentEvent]:
+        if chunk and not self._buffer and chunk.find(b"\n") == len(chunk) - 1:  # the usual piece: one whole line
+            try:
+                out = self._line(chunk)
+            except ProviderError as err:
+                self._failed([], err)
+                raise
+            if self.keep:
+                self.events += out
+            return out
         return self._lines(chunk, end=False)
 
     def close(self) -> list[E.AgentEvent]:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...adapters import OPTIONAL, BaseAdapter, shape_problem
+from ... import event as E
+from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, shape_problem
 from ...errors import StreamProtocolError
 
 __all__ = ["OllamaAdapter", "STOP_REASONS"]
@@ -54,6 +55,28 @@ class OllamaAdapter(BaseAdapter):
     def __init__(self, reply_id: str, **kwargs: Any) -> None:
         super().__init__(reply_id, **kwargs)
         self._calls = 0
+
+    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
+        # Most lines of a stream are a piece of the text or of the thinking already open:
+        # that one is made here, in one call, as BaseAdapter.feed -> _handle -> delta make
+        # it. Anything else (a block to open or close, calls, the last line, a field of
+        # another type, an error key) takes the full path; nothing is changed before the
+        # event is made.
+        message = data.get("message")
+        if self.state is STREAMING and type(message) is dict and data.get("done") is not True and "error" not in data and not message.get("tool_calls"):
+            content, thinking = message.get("content"), message.get("thinking")
+            if type(content) is str and content and not thinking and "thinking" not in self.blocks:
+                block, text = self.blocks.get("text"), content
+            elif type(thinking) is str and thinking and not content:
+                block, text = self.blocks.get("thinking"), thinking
+            else:
+                block = None
+            if block is not None and not block.closed:
+                block.has_delta = True
+                self._now = now = self._clock()
+                out = self._out = [DELTA_MAKERS[block.kind](self._new_id(), now, self.reply_id, block.id, text)]
+                return out
+        return super().feed(data, event)
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("model")
