@@ -8,7 +8,8 @@ provider flushes them. Each contender reads it through its own HTTP stack:
 - modelwire: ``load_model(...).complete()``: transport, decoder, adapter, fold into a ``Msg``;
 - the SDK: ``anthropic`` / ``openai`` async clients iterating ``stream=True`` (on httpx2),
   google-genai's ``generate_content_stream`` (on httpx), botocore's ``converse_stream``
-  (on urllib3, signed, iterating its event stream).
+  (on urllib3, signed, iterating its event stream), ollama-python's ``chat(stream=True)``
+  (on httpx).
 
 Rounds are interleaved; each run's output is checked (modelwire's message against the
 stream's content, the SDK's event count) before its time counts. Target: modelwire at most
@@ -46,7 +47,7 @@ STREAMS = {}
 for protocol, make in S.MAKERS.items():
     for tools in (False, True):
         STREAMS[(protocol, "tools" if tools else "text")] = make(tools)
-TYPES = {"bedrock-converse": b"application/vnd.amazon.eventstream"}
+TYPES = {"bedrock-converse": b"application/vnd.amazon.eventstream", "ollama": b"application/x-ndjson"}
 
 async def handle(reader, writer):
     try:
@@ -93,7 +94,8 @@ def start_server() -> tuple[subprocess.Popen, str]:
 
 def ours(protocol: str, base: str) -> Any:
     url = base + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
-    model = load_model(S.SPECS[protocol], api_key="k", base_url=url, capability_lookup=False)
+    known = {"capabilities": {"context_window": 8192}} if protocol == "ollama" else {}  # a local server says no limits
+    model = load_model(S.SPECS[protocol], api_key="k", base_url=url, capability_lookup=False, **known)
 
     async def run() -> Any:
         return await model.complete([UserMsg("u", "x")])
@@ -114,6 +116,10 @@ def sdk(protocol: str, base: str) -> Any:
             return sum(1 for _ in answer["stream"])
 
         return run
+    if protocol == "ollama":
+        import ollama
+
+        return S.sdk_iterate(protocol, ollama.AsyncClient(host=base))
     if protocol == "gemini":
         from google import genai
         from google.genai import types

@@ -1,7 +1,8 @@
 """Per-chunk cost of a streamed response, like for like.
 
 For each protocol, a 4,000-chunk text stream and a tool-call-heavy stream (4 calls, 4,000
-argument fragments), the same pieces for every contender (one provider event per piece, as
+argument fragments; Ollama, which sends calls whole, 4,000 reasoning deltas and the four
+calls), the same pieces for every contender (one provider event per piece, as
 a server flushes them), in interleaved rounds, each run's output checked before its time
 counts:
 
@@ -12,10 +13,11 @@ counts:
    events and folds nothing), and the SDK's accumulating helper where it has one
    (``messages.stream().get_final_message()``, ``chat.completions.stream()``,
    ``responses.stream()``). Gemini: google-genai's ``generate_content_stream`` (on httpx);
-   Bedrock: botocore's own event-stream parser (what boto3's ``converse_stream`` iterates).
+   Bedrock: botocore's own event-stream parser (what boto3's ``converse_stream`` iterates);
+   Ollama: ollama-python's ``AsyncClient.chat(stream=True)`` (on httpx).
    Target: at most 0.5x the SDK's plain iteration.
 2. The sans-I/O adapter (bytes -> events, no transport, no fold) beside a floor that
-   splits the body into lines (or AWS frames, CRCs checked) and parses each with the fastest
+   splits the body into lines (SSE data lines, NDJSON lines, or AWS frames, CRCs checked) and parses each with the fastest
    JSON parser here (pydantic_core, orjson, msgspec or json, measured). Target: at most 2.5x.
 
     python benchmarks/stream.py [--rounds N] [--check]
@@ -180,12 +182,30 @@ def bedrock_stream(tools: bool) -> list[bytes]:
     return out
 
 
+def ollama_stream(tools: bool) -> list[bytes]:
+    """Ollama's native NDJSON, one line per piece. Ollama sends a tool call whole, never its
+    arguments in pieces: its tool stream is the reasoning before the calls (``thinking``
+    deltas) and then the four calls in one line."""
+
+    def line(message: dict, **extra: Any) -> bytes:
+        item = {"model": "llama-bench", "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", "content": "", **message}, "done": False, **extra}
+        return json.dumps(item, separators=(",", ":")).encode() + b"\n"
+
+    field = "thinking" if tools else "content"
+    out = [line({field: WORDS[i % 10]}) for i in range(N)]
+    if tools:
+        quarter = "".join(WORDS[i % 10] for i in range(N // 4))
+        out.append(line({"tool_calls": [{"function": {"name": "write", "arguments": {"text": quarter}}} for _ in range(4)]}))
+    out.append(line({}, done=True, done_reason="stop", total_duration=1000, prompt_eval_count=10, eval_count=N))
+    return out
+
+
 # -- contenders --------------------------------------------------------------------------------
 
 EXPECTED_TEXT = "".join(WORDS[i % 10] for i in range(N))
 EXPECTED_ARGS = {"text": "".join(WORDS[i % 10] for i in range(1, N // 4))}
-SPECS = {"anthropic": "anthropic:claude-bench", "openai-chat": "openai:gpt-bench", "openai-responses": "openai-responses:gpt-bench", "gemini": "google:gemini-bench", "bedrock-converse": "bedrock:nova-bench"}
-MAKERS = {"anthropic": anthropic_stream, "openai-chat": chat_stream, "openai-responses": responses_stream, "gemini": gemini_stream, "bedrock-converse": bedrock_stream}
+SPECS = {"anthropic": "anthropic:claude-bench", "openai-chat": "openai:gpt-bench", "openai-responses": "openai-responses:gpt-bench", "gemini": "google:gemini-bench", "bedrock-converse": "bedrock:nova-bench", "ollama": "ollama:llama-bench"}
+MAKERS = {"anthropic": anthropic_stream, "openai-chat": chat_stream, "openai-responses": responses_stream, "gemini": gemini_stream, "bedrock-converse": bedrock_stream, "ollama": ollama_stream}
 
 
 def check_message(protocol: str, tools: bool, msg: Any) -> None:
@@ -201,7 +221,11 @@ def check_message(protocol: str, tools: bool, msg: Any) -> None:
         "openai-responses": [quarter] * 4,
         "openai-chat": ["".join(WORDS[i % 10] for i in range(k, N, 4)) for k in range(4)],
         "gemini": [json.dumps({"text": quarter})] * 4,
-    }[protocol]
+    }.get(protocol)
+    if protocol == "ollama":  # whole calls after the reasoning: their arguments as JSON
+        assert [json.loads(c) for c in calls] == [{"text": quarter}] * 4, "ollama: tool-call arguments differ"
+        assert "".join(b.thinking for b in msg.get_content_blocks("thinking")) == EXPECTED_TEXT, "ollama: thinking differs"
+        return
     assert calls == expected, f"{protocol}: tool-call arguments differ"
 
 
@@ -220,7 +244,8 @@ def ours(protocol: str, pieces: list[bytes]) -> Any:
 
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(_handler(pieces, get_protocol(protocol).content_type)))
     base = "http://bench/v1" if protocol in ("openai-chat", "openai-responses") else "http://bench"
-    model = load_model(SPECS[protocol], api_key="k", base_url=base, client=client)
+    known = {"capabilities": {"context_window": 8192}} if protocol == "ollama" else {}  # a local server says no limits
+    model = load_model(SPECS[protocol], api_key="k", base_url=base, client=client, **known)
 
     async def run() -> Any:
         return await model.complete([UserMsg("u", "x")])
@@ -247,6 +272,16 @@ def sdk_iteration(protocol: str, pieces: list[bytes]) -> Any:
             return sum(1 for _ in EventStream(Body(), shape, EventStreamJSONParser(), "ConverseStream"))
 
         return run
+    if protocol == "ollama":
+        import httpx
+        import ollama
+
+        async def lines():
+            for piece in pieces:
+                yield piece
+
+        client = ollama.AsyncClient(host="http://bench", transport=httpx.MockTransport(lambda r: httpx.Response(200, content=lines(), headers={"content-type": "application/x-ndjson"})))
+        return sdk_iterate(protocol, client)
     if protocol == "gemini":
         import httpx
         from google import genai
@@ -277,6 +312,8 @@ def sdk_iterate(protocol: str, client: Any) -> Any:
     async def run() -> int:
         if protocol == "gemini":
             stream = await client.aio.models.generate_content_stream(model="m", contents="x")
+        elif protocol == "ollama":
+            stream = await client.chat(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
         elif protocol == "anthropic":
             stream = await client.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}], stream=True)
         elif protocol == "openai-chat":
@@ -361,6 +398,13 @@ def floor(protocol: str, pieces: list[bytes], parse: Any) -> int:
             parse(piece[12 + headers_length : -4])
             n += 1
         return n
+    if protocol == "ollama":  # NDJSON: every line one JSON object
+        for piece in pieces:
+            for line in piece.split(b"\n"):
+                if line:
+                    parse(line)
+                    n += 1
+        return n
     for piece in pieces:
         for line in piece.split(b"\n"):
             if line.startswith(b"data: ") and line != b"data: [DONE]":
@@ -392,10 +436,11 @@ def event_floor(protocol: str, pieces: list[bytes], parse: Any) -> int:
             last = event.id
             n += 1
         return n
+    ndjson = protocol == "ollama"
     for piece in pieces:
         for line in piece.split(b"\n"):
-            if line.startswith(b"data: ") and line != b"data: [DONE]":
-                parse(line[6:])
+            if (line if ndjson else line.startswith(b"data: ") and line != b"data: [DONE]"):
+                parse(line if ndjson else line[6:])
                 event = TextBlockDeltaEvent(id=new_id(), created_at=coarse_now_iso(), reply_id="r", block_id="b", delta="x")
                 assert event.id != last
                 last = event.id
