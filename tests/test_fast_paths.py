@@ -161,3 +161,44 @@ def test_ollama_lines_the_short_path_must_leave_to_the_full_one():
     for item in odd:
         raw = b"".join(json.dumps(x).encode() + b"\n" for x in [*start, item, line({"content": " after"}), end])
         same_both_ways("ollama", raw)
+
+
+def test_gemini_call_pieces_the_short_path_must_leave_to_the_full_one():
+    """Vertex streams a call's arguments as partialArgs: the usual chunk adds one piece to the
+    string being continued. Chunks beside it (another path, another type, a last piece, more
+    in the chunk than the piece) are read as the full path reads them."""
+    from modelwire.adapters import encode_sse
+
+    import itertools
+
+    tokens = itertools.count(1)
+
+    def chunk(call=None, parts=None, **candidate_extra):
+        parts = parts if parts is not None else [{"functionCall": call}]
+        out = {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0, **candidate_extra}], "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": next(tokens)}}
+        return (None, out)
+
+    def piece(value, path="$.text", more=True, kind="stringValue", **candidate_extra):
+        return chunk({"partialArgs": [{"jsonPath": path, kind: value, "willContinue": more}], "willContinue": True}, **candidate_extra)
+
+    opening = [chunk({"name": "write", "willContinue": True}), piece("The"), piece(" quick")]
+    odd = [
+        piece(" brown", path="$.other"),
+        piece(7, kind="numberValue"),
+        piece(" fox", more=False),
+        piece(5),
+        piece(" over", finishReason="STOP"),
+        piece(" over", citationMetadata={"citations": [{"uri": "https://example.com"}]}),
+        (None, {**piece(" id")[1], "responseId": "resp-7"}),
+        chunk(parts=[{"functionCall": {"partialArgs": [{"jsonPath": "$.text", "stringValue": " x", "willContinue": True}], "willContinue": True}, "thoughtSignature": "c2ln"}]),
+        chunk({"partialArgs": [{"jsonPath": "$.text", "stringValue": " a", "willContinue": True}, {"jsonPath": "$.text", "stringValue": " b", "willContinue": True}], "willContinue": True}),
+        chunk({"partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True}]}),
+        chunk(parts=[{"text": "between"}]),
+        (None, {"error": {"code": 500, "message": "busy", "status": "INTERNAL"}}),
+    ]
+    closing = [piece(" dog"), chunk({}), chunk(parts=[{"text": ""}], finishReason="STOP")]
+    for item in odd:
+        assert same_both_ways("gemini", encode_sse([*opening, item, *closing]))
+    events = same_both_ways("gemini", encode_sse([*opening, *closing]))
+    assert [e for e in events if e["type"] == "TOOL_CALL_DELTA"][0]["delta"] == '{"text": "The quick dog"}'
+    assert events[-1]["output_tokens"] == closing[-1][1]["usageMetadata"]["candidatesTokenCount"]

@@ -29,7 +29,11 @@ class NDJSONDecoder(StreamDecoder):
     def feed(self, chunk: bytes) -> list[E.AgentEvent]:
         if chunk and not self._buffer and chunk.find(b"\n") == len(chunk) - 1:  # the usual piece: one whole line
             try:
-                out = self._line(chunk)
+                try:
+                    obj = from_json(chunk)  # JSON allows the newline after it
+                except (ValueError, RecursionError):
+                    obj = None
+                out = self.adapter.feed(obj, None) if type(obj) is dict else self._line(chunk)  # else refused as the line says
             except ProviderError as err:
                 self._failed([], err)
                 raise

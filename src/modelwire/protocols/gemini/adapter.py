@@ -129,8 +129,21 @@ class GeminiAdapter(BaseAdapter):
         # another kind, a field missing or of another type, an error key), takes the full
         # path; nothing is changed before the event is made.
         # (A chunk of a call's pieces, as frequent in a tool-call stream as text is in
-        # another, leaves by a test, not an exception.)
-        if self.state is STREAMING and "error" not in data and "promptFeedback" not in data and self._streamed is None:
+        # another, leaves by a test, not an exception.) The other usual chunk, one more
+        # piece of the string a streamed call's arguments are continuing (Vertex's
+        # partialArgs), is kept here as _continue_call keeps it; it makes no event.
+        streamed = self._streamed
+        if streamed is not None:
+            if self.state is STREAMING and "error" not in data and "promptFeedback" not in data and streamed.key in self.blocks:
+                piece = _continued_piece(data, streamed.open_string)
+                if piece is not None:
+                    self._chunk_meta(data)
+                    streamed.pieces.append(piece)
+                    self._now = self._clock()
+                    out = self._out = []
+                    return out
+            return super().feed(data, event)
+        if self.state is STREAMING and "error" not in data and "promptFeedback" not in data:
             try:
                 (candidate,) = data["candidates"]
                 (part,) = candidate["content"]["parts"]
@@ -142,17 +155,22 @@ class GeminiAdapter(BaseAdapter):
                 type(text) is str and text and len(part) == 1 and block is not None and block.kind == "text" and not block.closed
                 and (len(candidate) == 1 or (len(candidate) == 2 and candidate.get("index") == 0))
             ):
-                meta = self.call_metadata
-                if "response_id" not in meta and data.get("responseId"):
-                    meta["response_id"] = data["responseId"]
-                usage = data.get("usageMetadata")
-                if isinstance(usage, dict):
-                    self._set_usage(usage)
+                self._chunk_meta(data)
                 block.has_delta = True
                 self._now = now = self._clock()
                 out = self._out = [DELTA_MAKERS["text"](self._new_id(), now, self.reply_id, block.id, text)]
                 return out
         return super().feed(data, event)
+
+    def _chunk_meta(self, data: dict[str, Any]) -> None:
+        """What every chunk may carry beside its parts: the response id (kept once) and the
+        usage so far."""
+        meta = self.call_metadata
+        if "response_id" not in meta and data.get("responseId"):
+            meta["response_id"] = data["responseId"]
+        usage = data.get("usageMetadata")
+        if isinstance(usage, dict):
+            self._set_usage(usage)
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("modelVersion")
@@ -427,6 +445,29 @@ def _describe(body: dict[str, Any]) -> str:
 
 
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
+def _continued_piece(data: dict[str, Any], open_string: str | None) -> str | None:
+    """The piece of string a chunk adds to the string a streamed call is continuing at
+    ``open_string``, where the chunk is only that (one candidate, one part, one
+    ``partialArgs`` entry, both going on); else None (the full path reads it)."""
+    if open_string is None:
+        return None
+    try:
+        (candidate,) = data["candidates"]
+        (part,) = candidate["content"]["parts"]
+        call = part["functionCall"]
+        (arg,) = call["partialArgs"]
+    except (KeyError, TypeError, ValueError):
+        return None  # the chunk that ends the call, once per call
+    if not (len(candidate) == 1 or (len(candidate) == 2 and candidate.get("index") == 0)) or len(part) != 1:
+        return None
+    if type(call) is not dict or len(call) != 2 or call.get("willContinue") is not True:
+        return None
+    if type(arg) is not dict or len(arg) != 3 or arg.get("willContinue") is not True or arg.get("jsonPath") != open_string:
+        return None
+    piece = arg.get("stringValue")
+    return piece if type(piece) is str else None
+
+
 _VALUE_TYPES: dict[str, Any] = {"stringValue": str, "numberValue": (int, float), "boolValue": bool, "nullValue": object}
 
 
