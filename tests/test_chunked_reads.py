@@ -15,7 +15,7 @@ from modelwire import errors as E
 from modelwire.message import UserMsg
 from modelwire.models import load_model
 from modelwire.models._chunks import take_whole_chunks
-from modelwire.models.transport import Timeouts, read_chunks
+from modelwire.models.transport import RetryPolicy, Timeouts, read_chunks
 
 from decoding import decode
 
@@ -227,3 +227,58 @@ def test_a_broken_chunk_in_a_model_reply_is_a_typed_error():
 
     with pytest.raises(E.ProviderError):
         asyncio.run(run())
+
+
+def _ollama_reply(*lines: dict) -> bytes:
+    import json
+
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+HALF = [
+    {"model": "m", "created_at": "t", "message": {"role": "assistant", "content": "Half"}, "done": False},
+    {"model": "m", "created_at": "t", "message": {"role": "assistant", "content": " an answer"}, "done": False},
+]
+FAILURE = {"error": "an unexpected error occurred while loading the model"}
+WHOLE = [*HALF, {"model": "m", "created_at": "t", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}]
+NDJSON_HEAD = HEAD.replace(b"text/event-stream", b"application/x-ndjson")
+
+
+@pytest.mark.parametrize("one_piece", [True, False], ids=["in the piece of the answer", "in a piece of its own"])
+def test_an_error_after_the_answer_began_is_never_retried_whatever_piece_it_came_in(one_piece):
+    # The answer's start and the error in one chunk (a socket read holds several) or in
+    # chunks of their own: either way the call fails with what came, and is not sent again.
+    answer, error = _ollama_reply(*HALF), _ollama_reply(FAILURE)
+    if one_piece:
+        first: list[bytes | float] = [NDJSON_HEAD + chunked([answer + error])]
+    else:  # the answer's chunks, a pause, the error's chunk
+        first = [NDJSON_HEAD + chunked([answer])[: -len(b"0\r\n\r\n")], 0.05, chunked([error])]
+
+    async def run() -> tuple[BaseException, int]:
+        async with RawServer() as server:
+            server.scripts = [first, [NDJSON_HEAD + chunked([_ollama_reply(*WHOLE)])]]
+            model = load_model("ollama:m", base_url=server.url, capability_lookup=False, retry=RetryPolicy(max_retries=2, initial_delay=0.01))
+            with pytest.raises(E.ProviderError, match="while loading the model") as info:
+                await model.complete([UserMsg("u", "hi")])
+            left = len(server.scripts)
+            await model.aclose()
+            return info.value, left
+
+    err, left = asyncio.run(run())
+    assert "Half" in err.partial.get_text_content()
+    assert left == 1  # the second reply was never asked for
+
+
+def test_an_error_before_the_answer_began_is_retried_in_the_same_piece_as_its_start():
+    # The call's start and a retryable error in one piece, nothing of the answer: sent again.
+    start = {"model": "m", "created_at": "t", "message": {"role": "assistant", "content": ""}, "done": False}
+
+    async def run() -> str | None:
+        async with RawServer() as server:
+            server.scripts = [[NDJSON_HEAD + chunked([_ollama_reply(start, FAILURE)])], [NDJSON_HEAD + chunked([_ollama_reply(*WHOLE)])]]
+            model = load_model("ollama:m", base_url=server.url, capability_lookup=False, retry=RetryPolicy(max_retries=2, initial_delay=0.01))
+            reply = await model.complete([UserMsg("u", "hi")])
+            await model.aclose()
+            return reply.get_text_content("")
+
+    assert asyncio.run(run()) == "Half an answer"

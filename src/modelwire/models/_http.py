@@ -541,7 +541,7 @@ class HTTPModel:
             if resumed is not None:
                 await attempt.close()
                 return resumed
-        if attempt.passed_on or getattr(err, "answered", False):
+        if attempt.passed_on or getattr(err, "answered", False) or _answer_began(attempt.held, err.events):
             return None
         delay = self.retry.delay(call.attempts, getattr(err, "retry_after", None)) if self.retry.retryable(err) else None
         if delay is not None and call.deadline is not None and asyncio.get_running_loop().time() + delay >= call.deadline:
@@ -843,6 +843,16 @@ def _same_as_full(payload: dict[str, Any], fmt: Any, messages: Sequence[Msg], to
     full = fmt.format(messages, tools, tool_choice)
     if encode_body(full) != encode_body(payload):
         raise AssertionError(f"a {fmt.protocol} payload built on a draft differs from a full format")  # a bug here
+
+
+_CALL_BOUNDS = frozenset({"MODEL_CALL_START", "MODEL_CALL_END"})
+
+
+def _answer_began(*batches: list[AgentEvent]) -> bool:
+    """Whether the provider had begun its answer (a block) before an error: such a call is
+    never sent again, whether the error came in a piece of its own or in the piece that
+    also held the answer's start (a body read a socket read at a time holds several)."""
+    return any(event.type not in _CALL_BOUNDS for batch in batches for event in batch)
 
 
 def encode_body(payload: dict[str, Any]) -> bytes:

@@ -43,7 +43,7 @@ class RetryPolicy:
 
     Retried: connection errors and timeouts before any response, HTTP 408 / 409 / 429 /
     5xx, and provider errors of the same kinds (Anthropic ``overloaded_error``) that arrive
-    before any output was passed on. Never retried once output was passed on.
+    before the answer began. Never retried once it began (a block of it came, passed on or not).
     """
 
     max_retries: int = 2

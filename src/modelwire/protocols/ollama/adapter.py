@@ -70,7 +70,7 @@ class OllamaAdapter(BaseAdapter):
             elif type(thinking) is str and thinking and not content:
                 block, text = self.blocks.get("thinking"), thinking
             else:
-                block = None
+                block, text = None, ""
             if block is not None and not block.closed:
                 block.has_delta = True
                 self._now = now = self._clock()
