@@ -445,6 +445,8 @@ def _describe(body: dict[str, Any]) -> str:
 
 
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
+
+
 def _continued_piece(data: dict[str, Any], open_string: str | None) -> str | None:
     """The piece of string a chunk adds to the string a streamed call is continuing at
     ``open_string``, where the chunk is only that (one candidate, one part, one
