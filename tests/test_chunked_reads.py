@@ -213,6 +213,7 @@ def test_a_model_reply_over_chunks_split_anywhere():
             server.scripts = [[HEAD, *split_anywhere(body, rng)]]
             model = load_model("anthropic:claude-x", api_key="k", base_url=server.url, capability_lookup=False)
             reply = await model.complete([UserMsg("u", "hi")])
+            await model.aclose()
             return reply.get_text_content("")
 
     assert asyncio.run(run()) == text
@@ -223,7 +224,10 @@ def test_a_broken_chunk_in_a_model_reply_is_a_typed_error():
         async with RawServer() as server:
             server.scripts = [[HEAD + b"5\r\nevent" + b"XX"]]
             model = load_model("anthropic:claude-x", api_key="k", base_url=server.url, capability_lookup=False)
-            await model.complete([UserMsg("u", "hi")])
+            try:
+                await model.complete([UserMsg("u", "hi")])
+            finally:
+                await model.aclose()
 
     with pytest.raises(E.ProviderError):
         asyncio.run(run())
@@ -260,8 +264,8 @@ def test_an_error_after_the_answer_began_is_never_retried_whatever_piece_it_came
             model = load_model("ollama:m", base_url=server.url, capability_lookup=False, retry=RetryPolicy(max_retries=2, initial_delay=0.01))
             with pytest.raises(E.ProviderError, match="while loading the model") as info:
                 await model.complete([UserMsg("u", "hi")])
-            left = len(server.scripts)
             await model.aclose()
+            left = len(server.scripts)
             return info.value, left
 
     err, left = asyncio.run(run())

@@ -318,3 +318,21 @@ def test_every_presets_price_id_is_in_the_catalogue_and_the_clouds_are_priced():
         priced = cost.price(usage, provider=provider, model=model)
         assert priced["total"] and priced["total"] > 0, (provider, priced)
     assert cost.price(usage, provider="ollama", model="qwen3")["total"] is None  # a local server: no price, said so
+
+
+@pytest.mark.parametrize("protocol", protocol_names())
+def test_a_whole_answer_in_one_piece_still_records_its_first_token(protocol, caplog):
+    # One piece holds the call's start, its answer and its end (a short answer read in one
+    # socket read): the first token is recorded before the span ends, and nothing is set on
+    # an ended span.
+    provider, name = PRESETS[protocol].split(":", 1)
+    raw = body(protocol, ("text", "Sunny."), usage=(10, 2))
+    with ProviderServer() as server:
+        server.script(Reply(body=raw, headers={"content-type": get_protocol(protocol).content_type}, pieces=[raw]))
+        model = server.model(protocol, name, preset=provider)
+        reply = asyncio.run(model.complete([UserMsg("user", "Weather?")]))
+    assert reply.get_text_content("").strip() == "Sunny."
+    (chat,) = [s for s in SPANS.get_finished_spans() if s.name.startswith("chat ")]
+    assert "modelwire.time_to_first_token" in chat.attributes
+    assert [e.name for e in chat.events] == ["gen_ai.first_token"]
+    assert not [r for r in caplog.records if "ended span" in r.getMessage()]

@@ -481,9 +481,12 @@ class HTTPModel:
             events = decoder.feed(chunk)
             if not events:
                 continue
-            if events[-1].type == "MODEL_CALL_END":  # always the last of its batch
-                await self._end_call(events, call)
-            for event in events if attempt.passed_on else attempt.release(events, trace):
+            # Released first (the trace's first token), then ended: one piece may hold a
+            # whole answer, its start and its end (a body read a socket read at a time).
+            out = events if attempt.passed_on else attempt.release(events, trace)
+            if events[-1].type == "MODEL_CALL_END":  # always the last of its batch, and of out
+                await self._end_call(out, call)
+            for event in out:
                 yield event
         if opts.background and decoder.adapter.started and not decoder.adapter.finished:
             # The body ended before the response did: read the rest.
