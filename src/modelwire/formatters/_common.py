@@ -422,7 +422,7 @@ class Walk:
             open_calls.pop(block.id, None)
             return "results"
         if block.type == "tool_call":
-            if block.__dict__.get("server_side"):  # a call's extras (ToolCallBlock keeps them)
+            if extra(block, "server_side"):
                 self.server_calls.add(block.id)
             else:
                 if block.id in self.calls:

@@ -155,8 +155,7 @@ class GeminiFormatter(Formatter):
         for block in seg.blocks:
             btype = block.type
             extras = extras_of(block)  # read once per block: several of its extras decide
-            # A block with no extras has no origin, unless a call (a protocol may claim it) or a result (its metadata).
-            native = bool(extras or btype == "tool_call" or btype == "tool_result") and replays_natively(block, PROTOCOL, provider, scope=SCOPE, endpoint=endpoint)
+            native = replays_natively(block, PROTOCOL, provider, scope=SCOPE, endpoint=endpoint)
             signature = extras.get("thought_signature") if native else None
             if btype == "text" or btype == "thinking":
                 self._text_part(block, native, signature, parts)

@@ -170,11 +170,11 @@ class OpenAIChatFormatter(Formatter):
             btype = block.type
             if btype == "text":
                 if block.text:
-                    (refusals if block.__dict__.get("refusal", False) else texts).append(block.text)  # its extras
+                    (refusals if extra(block, "refusal", False) else texts).append(block.text)
             elif btype == "thinking":
                 self._thinking(block, texts, reasoning, details)
             elif btype == "tool_call":
-                if block.__dict__.get("server_side", False):  # its extras
+                if extra(block, "server_side", False):
                     continue  # run by another provider; its text answer carries what it found
                 calls.append({"id": block.id, "type": "function", "function": {"name": block.name, "arguments": block.input or "{}"}})
             elif btype == "tool_result":
