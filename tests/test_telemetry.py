@@ -336,3 +336,16 @@ def test_a_whole_answer_in_one_piece_still_records_its_first_token(protocol, cap
     assert "modelwire.time_to_first_token" in chat.attributes
     assert [e.name for e in chat.events] == ["gen_ai.first_token"]
     assert not [r for r in caplog.records if "ended span" in r.getMessage()]
+
+
+def test_an_answer_that_comes_only_at_the_bodys_end_records_its_first_token():
+    # One NDJSON line with the whole answer and no newline after it: the decoder gives
+    # every event when the body ends, and the first token is still recorded before the
+    # span ends.
+    line = json.dumps({"model": "llama3.2", "created_at": "t", "message": {"role": "assistant", "content": "Sunny."}, "done": True, "done_reason": "stop", "prompt_eval_count": 10, "eval_count": 2}).encode()
+    with ProviderServer() as server:
+        server.script(Reply(body=line, headers={"content-type": get_protocol("ollama").content_type}, pieces=[line]))
+        reply = asyncio.run(server.model("ollama", "llama3.2", preset="ollama").complete([UserMsg("user", "Weather?")]))
+    assert reply.get_text_content("") == "Sunny."
+    (chat,) = [s for s in SPANS.get_finished_spans() if s.name.startswith("chat ")]
+    assert "modelwire.time_to_first_token" in chat.attributes

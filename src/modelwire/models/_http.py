@@ -481,12 +481,8 @@ class HTTPModel:
             events = decoder.feed(chunk)
             if not events:
                 continue
-            # Released first (the trace's first token), then ended: one piece may hold a
-            # whole answer, its start and its end (a body read a socket read at a time).
-            out = events if attempt.passed_on else attempt.release(events, trace)
-            if events[-1].type == "MODEL_CALL_END":  # always the last of its batch, and of out
-                await self._end_call(out, call)
-            for event in out:
+            # The usual piece (the answer under way, not ending) is passed on as it is.
+            for event in events if attempt.passed_on and events[-1].type != "MODEL_CALL_END" else await self._passed(events, attempt, call):
                 yield event
         if opts.background and decoder.adapter.started and not decoder.adapter.finished:
             # The body ended before the response did: read the rest.
@@ -498,12 +494,19 @@ class HTTPModel:
                 async for event in resumed:
                     yield event
                 return
-        closing = decoder.close()
-        if closing and closing[-1].type == "MODEL_CALL_END":
-            await self._end_call(closing, call)
-        held, attempt.held = attempt.held, []
-        for event in held + closing:
+        out = await self._passed(decoder.close(), attempt, call)
+        held, attempt.held = attempt.held, []  # the body is over: a start still held goes too
+        for event in held + out:
             yield event
+
+    async def _passed(self, events: list[AgentEvent], attempt: _Attempt, call: _Call) -> list[AgentEvent]:
+        """The events of one piece (or of the body's end) to pass on now: released first
+        (the trace's first token), then the call ended if they end it. One piece may hold a
+        whole answer, its start and its end (a body read a socket read at a time)."""
+        out = events if attempt.passed_on else attempt.release(events, call.trace)
+        if events and events[-1].type == "MODEL_CALL_END":  # always the last of its batch, and of out
+            await self._end_call(out, call)
+        return out
 
     async def _end_call(self, events: list[AgentEvent], call: _Call) -> None:
         """The call's MODEL_CALL_END (the last of ``events``) priced and traced, and the
