@@ -382,9 +382,15 @@ class Walk:
 
     def finish(self, seg: Segment) -> Segment:
         """A finished segment, its results in the order of their calls."""
-        if seg.kind == "results" and len(seg.blocks) > 1:
+        blocks = seg.blocks
+        if seg.kind == "results" and len(blocks) > 1:
             calls = self.calls
-            seg.blocks.sort(key=lambda r: calls.get(r.id, 0))
+            if len(blocks) == 2:  # the usual case, without a key function: a sort of two is a swap
+                first, second = blocks
+                if calls.get(second.id, 0) < calls.get(first.id, 0):
+                    blocks[0], blocks[1] = second, first
+            else:
+                blocks.sort(key=lambda r: calls.get(r.id, 0))
         return seg
 
     def copy(self) -> "Walk":

@@ -233,8 +233,14 @@ class OpenAIResponsesFormatter(Formatter):
                 output = f"The tool call was {result.state}."
             return {"type": "function_call_output", "call_id": result.id, "output": output}
         pieces = result_blocks(result)
-        if all(p.type == "text" for p in pieces):
-            output: Any = "".join(p.text for p in pieces)
+        texts: list[str] | None = []
+        for p in pieces:  # text alone is sent as one string
+            if p.type != "text":
+                texts = None
+                break
+            texts.append(p.text)  # type: ignore[union-attr]
+        if texts is not None:
+            output: Any = "".join(texts)
         else:
             output = []
             for p in pieces:
