@@ -26,11 +26,17 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("modelwire")
     group.addoption("--modelwire-record-mode", action="store", default=None, choices=RECORD_MODES, help="modelwire cassettes: how to record")
+    parser.addini("modelwire_cassette_dir", "folder for modelwire cassettes (relative to the rootdir)", default="cassettes")
+    # pytest-recording claims --record-mode and refuses to share it, whichever plugin loads
+    # first: where it is installed, the option is its own, and its value applies to ours too.
+    from importlib.util import find_spec
+
+    if find_spec("pytest_recording") is not None:
+        return
     try:
         group.addoption("--record-mode", action="store", default=None, choices=(*RECORD_MODES, "rewrite"), help="modelwire cassettes: how to record")
     except ValueError:
-        pass  # pytest-recording (or VCR's plugin) has it: its value applies to ours too
-    parser.addini("modelwire_cassette_dir", "folder for modelwire cassettes (relative to the rootdir)", default="cassettes")
+        pass  # another plugin has it: its value applies to ours too
 
 
 # pytest-recording's modes beside ours: "rewrite" deletes and records anew, which is "all".
