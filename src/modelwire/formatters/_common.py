@@ -261,9 +261,9 @@ class Walk:
     calls are open.
 
     A walk goes on where it stopped: :meth:`feed` takes the next message. Every segment
-    but the last is finished (nothing joins it any more); :meth:`finish` sorts a finished
-    one's results, and :meth:`pending` gives the rest as the end of the conversation would
-    leave it, without changing the walk."""
+    but the last is finished (nothing joins it any more); results are kept in the order of
+    their calls as they join a segment, and :meth:`pending` gives the rest as the end of the
+    conversation would leave it, without changing the walk."""
 
     __slots__ = ("protocol", "split_users", "speaker_names", "assistant_name", "out", "calls", "server_calls", "open_calls", "held", "conformer")
 
@@ -340,7 +340,7 @@ class Walk:
         """A system message (``kind``: system), or one of the agent's own turn (None: each
         block's kind is its own, with the tool rules checked)."""
         name = msg.name if kind is not None else ""
-        conformer, out = self.conformer, self.out
+        out = self.out
         for block in msg.content:
             btype = block.type
             if btype == "hint":
@@ -349,24 +349,33 @@ class Walk:
             if kind is not None:
                 block_kind = kind
             elif btype == "tool_call" or btype == "tool_result":
-                if conformer is not None:
-                    block = conformer.block(block)
-                block_kind = self.assistant_kind(index, block)
-            else:  # text, thinking, data: assistant_kind() of these, inlined
+                block, block_kind = self.tool_block(index, block)
+            else:  # text, thinking, data: what tool_block() checks of these, inlined
                 if self.open_calls and out and out[-1].kind == "results":
                     _unanswered(self.open_calls, self.protocol)
                 block_kind = "assistant"
             last = out[-1] if out else None
             if last is not None and last.kind == block_kind:  # add(), inlined (never a user segment here)
-                last.blocks.append(block)
+                blocks = last.blocks
+                blocks.append(block)
                 if index != last.index:
                     if last.origin is None:
                         last.origin = {}
                     last.origin[id(block)] = index
+                if block_kind == "results":
+                    self.in_call_order(blocks)
             else:
                 out.append(Segment(block_kind, index, [block], name))
             if block_kind == "results" and self.held and not self.open_calls:
                 self.flush()
+
+    def in_call_order(self, results: list[Any]) -> None:
+        """Results kept in the order of their calls as each joins its segment: a stable sort
+        when one answers an earlier call than the result before it (the order a sort of the
+        whole segment would give)."""
+        calls = self.calls
+        if calls[results[-1].id] < calls[results[-2].id]:
+            results.sort(key=lambda r: calls[r.id])
 
     def feed(self, index: int, msg: Msg) -> None:
         """The next message of the conversation (at ``index``)."""
@@ -379,19 +388,6 @@ class Walk:
             self.own(index, msg, "system" if role == "system" else None)
         if role == "user" and self.open_calls:
             _unanswered(self.open_calls, self.protocol)
-
-    def finish(self, seg: Segment) -> Segment:
-        """A finished segment, its results in the order of their calls."""
-        blocks = seg.blocks
-        if seg.kind == "results" and len(blocks) > 1:
-            calls = self.calls
-            if len(blocks) == 2:  # the usual case, without a key function: a sort of two is a swap
-                first, second = blocks
-                if calls.get(second.id, 0) < calls.get(first.id, 0):
-                    blocks[0], blocks[1] = second, first
-            else:
-                blocks.sort(key=lambda r: calls.get(r.id, 0))
-        return seg
 
     def copy(self) -> "Walk":
         """A walk that goes on from where this one is, without changing it."""
@@ -406,42 +402,40 @@ class Walk:
 
     def pending(self, start: int) -> list[Segment]:
         """The segments from ``start`` on as the conversation's end leaves them (hints held
-        back added, results in call order), copied: the walk can go on as it was."""
+        back added), copied: the walk can go on as it was."""
         tail = Walk(self.protocol, split_users=self.split_users)
         tail.out = [seg.copy() for seg in self.out[start:]]
         tail.held = list(self.held)
         tail.flush()
-        return [self.finish(seg) for seg in tail.out]
+        return tail.out
 
-    def assistant_kind(self, index: int, block: Any) -> str:
-        """The segment kind of a block of the agent's own turn, with the tool rules checked:
-        a result answers an earlier call and is finished, a call id is used once, and no
-        text comes between calls and their results."""
-        out, open_calls, protocol = self.out, self.open_calls, self.protocol
+    def tool_block(self, index: int, block: Any) -> tuple[Any, str]:
+        """A tool call or result of the agent's own turn as sent (its id and name conformed,
+        see _toolids), and its segment kind, with the tool rules checked: a result answers
+        an earlier call and is finished, a call id is used once, and no text comes between
+        calls and their results."""
+        if self.conformer is not None:
+            block = self.conformer.block(block)
+        out, open_calls, protocol, block_id = self.out, self.open_calls, self.protocol, block.id
         if block.type == "tool_result":
-            if block.id in self.server_calls:
-                return "assistant"
-            if block.id not in self.calls:
-                raise FormatError(index, f"tool result {block.id!r} answers no tool call made before it", protocol, code="orphan-result")
+            if block_id in self.server_calls:
+                return block, "assistant"
+            if block_id not in self.calls:
+                raise FormatError(index, f"tool result {block_id!r} answers no tool call made before it", protocol, code="orphan-result")
             if block.state == "running":
-                raise FormatError(index, f"tool result {block.id!r} is still running; only finished results can be sent", protocol)
-            open_calls.pop(block.id, None)
-            return "results"
-        if block.type == "tool_call":
-            if extra(block, "server_side"):
-                self.server_calls.add(block.id)
-            else:
-                if block.id in self.calls:
-                    raise FormatError(index, f"tool call id {block.id!r} is used twice", protocol)
-                if open_calls and out and out[-1].kind != "assistant":
-                    _unanswered(open_calls, protocol)
-                self.calls[block.id] = len(self.calls)
-                open_calls[block.id] = index
-            return "assistant"
-        # text, thinking, data in an assistant message
-        if open_calls and out and out[-1].kind == "results":
+                raise FormatError(index, f"tool result {block_id!r} is still running; only finished results can be sent", protocol)
+            open_calls.pop(block_id, None)
+            return block, "results"
+        if extra(block, "server_side"):
+            self.server_calls.add(block_id)
+            return block, "assistant"
+        if block_id in self.calls:
+            raise FormatError(index, f"tool call id {block_id!r} is used twice", protocol)
+        if open_calls and out and out[-1].kind != "assistant":
             _unanswered(open_calls, protocol)
-        return "assistant"
+        self.calls[block_id] = len(self.calls)
+        open_calls[block_id] = index
+        return block, "assistant"
 
 
 def segments(
@@ -462,7 +456,7 @@ def segments(
     for index, msg in enumerate(messages):
         walk.feed(index, msg)
     last = max(len(walk.out) - 1, 0)  # the one segment still open
-    return [walk.finish(seg) for seg in walk.out[:last]] + walk.pending(last)
+    return walk.out[:last] + walk.pending(last)
 
 
 def merge_turn(turns: list[dict[str, Any]], role: str, items: list[Any], key: str = "content", finished: Callable[[dict[str, Any]], None] | None = None) -> None:

@@ -78,7 +78,7 @@ def _feed(fmt: Any, walk: Walk, acc: Turns, messages: Sequence[Any], start: int,
         walk.feed(index, msg)
     out = walk.out
     for seg in out[taken : len(out) - 1]:
-        fmt.take(acc, walk.finish(seg))
+        fmt.take(acc, seg)
     return max(taken, len(out) - 1)
 
 

@@ -115,13 +115,16 @@ class _IdMap:
 
     def __call__(self, original: str) -> str:
         known = self.sent.get(original)
-        if known is not None:
-            return known
-        candidate = original if self.rules.fits(original) else self.rules.rewrite(original)
+        return known if known is not None else self.new(original)
+
+    def new(self, original: str) -> str:
+        """The id sent for an original not met before."""
+        rules = self.rules
+        candidate = original if rules._fits(original) is not None else rules.rewrite(original)  # type: ignore[attr-defined]
         salt = 0
         while self.taken.get(candidate, original) != original:
             salt += 1
-            candidate = self.rules.rewrite(original, salt)
+            candidate = rules.rewrite(original, salt)
         self.sent[original] = candidate
         self.taken[candidate] = original
         return candidate
@@ -158,15 +161,15 @@ class _Conformer:
         elif block_id in self.server:
             return block
         id_map = self.id_map
-        new_id = block_id if id_map is None else (id_map.sent.get(block_id) or id_map(block_id))
-        name = new_name = block.name
+        new_id = block_id if id_map is None else (id_map.sent.get(block_id) or id_map.new(block_id))
+        name = block.name
         if self.names is not None and name:
             new_name = self.name_sent.get(name)
             if new_name is None:
                 new_name = self.name_sent[name] = wire_name(name, self.names)
-        if new_id == block_id and new_name == name:
-            return block
-        return block.replace(id=new_id, name=new_name)
+            if new_name != name:
+                return block.replace(id=new_id, name=new_name)
+        return block if new_id == block_id else block.replace(id=new_id)
 
     def content(self, blocks: Sequence[Any]) -> list[Any] | None:
         """A message's blocks with the calls' and results' ids and names conformed (None:
