@@ -221,3 +221,60 @@ def test_an_event_name_sent_in_its_own_piece_names_the_next_data():
     assert [name for name, _ in adapter.heard] == [names[0], "message", *names[1:]]
     assert [e.type for e in events][-1] == "MODEL_CALL_END"
     assert "".join(e.delta for e in events if e.type == "TEXT_BLOCK_DELTA").strip() == "Hi"
+
+
+def test_a_lazy_field_is_made_on_its_first_read_and_kept():
+    from modelwire._record import MISSING, Record, field
+
+    made = []
+
+    def stamp() -> str:
+        made.append(1)
+        return f"v{len(made)}"
+
+    class Lazy(Record):
+        name: str = field(default_factory=stamp, lazy=True)
+        size: int = 0
+
+    one = Lazy(size=1)
+    assert made == []  # nothing made at construction
+    assert one.name == "v1" and one.name == "v1" and made == [1]  # made once, then kept
+    assert one.to_dict() == {"name": "v1", "size": 1}
+    two = Lazy()
+    assert copy.copy(two).name == two.name == "v2"  # a copy reads it: the copy and the original agree
+    three = Lazy()
+    assert three == Lazy(name="v3") and len(made) == 3  # equality reads it
+    assert Lazy(name="given").name == "given" and len(made) == 3  # a given value: no call
+    event = E.TextBlockDeltaEvent(reply_id="r", block_id="b", delta="x")
+    assert pickle.loads(pickle.dumps(event)).id == event.id and len(event.id) == 32
+    with pytest.raises(ValidationError):
+        Lazy(name=5)  # still checked when given
+    make = maker(Lazy, "name", "size")
+    assert make("kept", 2).name == "kept"
+    assert make(MISSING, 2).name == "v4"  # MISSING leaves it to the first read
+    with pytest.raises(ValidationError):
+        make(7, 2)
+    with pytest.raises(TypeError, match="default_factory"):
+        field(lazy=True)
+
+
+def test_events_an_adapter_makes_get_unique_ids_when_read():
+    """Adapters leave event ids to the events (most are folded unread): read, every id is a
+    fresh 32-digit hex id, and JSON holds the same one."""
+    for protocol in ("anthropic", "openai-chat", "ollama"):
+        wire = get_protocol(protocol)
+        if wire.framing == "sse":
+            raw = body(protocol, ("text", "Hello there, how are you"), ("tool", "c1", "f", '{"a": 1}'))
+            pieces = [p + b"\n\n" for p in raw.split(b"\n\n") if p]
+        else:
+            pieces = [
+                b'{"model":"m","message":{"role":"assistant","content":"He"},"done":false}\n',
+                b'{"model":"m","message":{"role":"assistant","content":"llo"},"done":false}\n',
+                b'{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":2}\n',
+            ]
+        decoder = wire.decoder(wire.adapter_class()("r"))
+        events = [e for piece in pieces for e in decoder.feed(piece)] + decoder.close()
+        assert any(e.type.endswith("_DELTA") for e in events)
+        ids = [e.id for e in events]
+        assert len(set(ids)) == len(ids) and all(len(i) == 32 and int(i, 16) >= 0 for i in ids), protocol
+        assert [json.loads(E.event_to_json(e))["id"] for e in events] == ids

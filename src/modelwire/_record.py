@@ -55,18 +55,53 @@ MISSING: Any = _Missing()
 
 
 class _FieldSpec:
-    __slots__ = ("default", "factory", "convert")
+    __slots__ = ("default", "factory", "convert", "lazy")
 
-    def __init__(self, default: Any, factory: Callable[[], Any] | None, convert: Callable[[Any], Any] | None) -> None:
+    def __init__(self, default: Any, factory: Callable[[], Any] | None, convert: Callable[[Any], Any] | None, lazy: bool = False) -> None:
         self.default = default
         self.factory = factory
         self.convert = convert
+        self.lazy = lazy
 
 
-def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | None = None, convert: Callable[[Any], Any] | None = None) -> Any:
+def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | None = None, convert: Callable[[Any], Any] | None = None, lazy: bool = False) -> Any:
     """A field with a default factory, or with its own converter (which replaces the one
-    derived from the annotation; it takes the given value and returns the one to keep)."""
-    return _FieldSpec(default, default_factory, convert)
+    derived from the annotation; it takes the given value and returns the one to keep).
+
+    ``lazy=True`` (with a ``default_factory``): a record built without the field calls the
+    factory when the field is first read (by an attribute, ``to_dict``, equality, a copy),
+    and keeps what it gave. For a value most records never need, such as the id of an
+    event that is folded and dropped."""
+    if lazy and default_factory is None:
+        raise TypeError("a lazy field needs a default_factory")
+    return _FieldSpec(default, default_factory, convert, lazy)
+
+
+class _LazySlot:
+    """The attribute of a lazy field: its slot, filled from the factory on the first read
+    of a record that was built without it."""
+
+    __slots__ = ("slot", "factory")
+
+    def __init__(self, slot: Any, factory: Callable[[], Any]) -> None:
+        self.slot = slot
+        self.factory = factory
+
+    def __get__(self, obj: Any, cls: Any = None) -> Any:
+        if obj is None:
+            return self
+        try:
+            return self.slot.__get__(obj, cls)
+        except AttributeError:
+            value = self.factory()
+            self.slot.__set__(obj, value)
+            return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        self.slot.__set__(obj, value)
+
+    def __delete__(self, obj: Any) -> None:
+        self.slot.__delete__(obj)
 
 
 def _is_classvar(annotation: Any) -> bool:
@@ -140,6 +175,10 @@ class _RecordMeta(type):
         ns.setdefault("__init__", _lazy_init)
         ns.setdefault("to_dict", _lazy_to_dict)
         cls = super().__new__(mcls, name, bases, ns, **kw)
+        for n in slots:
+            spec = specs.get(n)
+            if spec is not None and spec.lazy:
+                type.__setattr__(cls, n, _LazySlot(cls.__dict__[n], spec.factory))  # type: ignore[arg-type]
         cls.__record_fields__ = tuple(fields)
         cls.__record_specs__ = specs
         cls.__record_extra__ = is_extra
@@ -581,6 +620,8 @@ def _field_code(name: str, spec: _FieldSpec, hint: Any, env: dict[str, Any], bod
     env[f"_c_{name}"] = conv
     if fast is not None:
         env[f"_t_{name}"] = fast
+    if spec.lazy:  # left unset when not given: the first read makes it (see _LazySlot)
+        return _lazy_field_code(name, fast, conv, body, setter)
     if spec.factory is not None:
         env[f"_f_{name}"] = spec.factory
         made = _LITERALS.get(spec.factory, f"_f_{name}()")  # type: ignore[arg-type]
@@ -599,6 +640,18 @@ def _field_code(name: str, spec: _FieldSpec, hint: Any, env: dict[str, Any], bod
         body.append(f"        try: {name} = _c_{name}({name})")
         body.append(f"        except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None")
     body.append("    " + setter.format(name=name))
+    return fast, conv
+
+
+def _lazy_field_code(name: str, fast: type | None, conv: Callable[[Any], Any], body: list[str], setter: str) -> tuple[type | None, Callable[[Any], Any]]:
+    """The constructor's lines for a lazy field: checked and set when given, else left unset."""
+    body.append(f"    if {name} is not MISSING:")
+    if conv is not _identity:
+        cond = f"_type({name}) is not _t_{name}" if fast is not None else "True"
+        body.append(f"        if {cond}:")
+        body.append(f"            try: {name} = _c_{name}({name})")
+        body.append(f"            except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None")
+    body.append("        " + setter.format(name=name))
     return fast, conv
 
 
@@ -670,12 +723,16 @@ def maker(cls: type, *names: str) -> Callable[..., Any]:
     convs = converters(cls)
     fasts: dict[str, type | None] = cls.__dict__["__record_fast__"]
     specs: dict[str, _FieldSpec] = cls.__record_specs__  # type: ignore[attr-defined]
-    env: dict[str, Any] = {"cls": cls, "_new": object.__new__, "_type": type, "ValidationError": ValidationError, "_oset": object.__setattr__}
+    env: dict[str, Any] = {"cls": cls, "_new": object.__new__, "_type": type, "ValidationError": ValidationError, "_oset": object.__setattr__, "MISSING": MISSING}
     body = ["    self = _new(cls)"]
     setter = "_oset(self, {name!r}, {value})" if "__setattr__" in _own_attrs(cls) else "self.{name} = {value}"
     for name in cls.__record_stored__:  # type: ignore[attr-defined]
         spec = specs[name]
         if name in names:
+            # A lazy field given as MISSING is left to its first read (see _LazySlot).
+            pad = "        " if spec.lazy else "    "
+            if spec.lazy:
+                body.append(f"    if {name} is not MISSING:")
             conv = convs[name]
             if conv is not _identity:
                 fast = fasts[name]
@@ -683,10 +740,12 @@ def maker(cls: type, *names: str) -> Callable[..., Any]:
                 if fast is not None:
                     env[f"_t_{name}"] = fast
                 cond = f"_type({name}) is not _t_{name}" if fast is not None else "True"
-                body.append(f"    if {cond}:")
-                body.append(f"        try: {name} = _c_{name}({name})")
-                body.append(f"        except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None")
-            body.append("    " + setter.format(name=name, value=name))
+                body.append(f"{pad}if {cond}:")
+                body.append(f"{pad}    try: {name} = _c_{name}({name})")
+                body.append(f"{pad}    except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None")
+            body.append(pad + setter.format(name=name, value=name))
+        elif spec.lazy:
+            continue
         elif spec.factory is not None:
             env[f"_f_{name}"] = spec.factory
             body.append("    " + setter.format(name=name, value=_LITERALS.get(spec.factory, f"_f_{name}()")))  # type: ignore[arg-type]

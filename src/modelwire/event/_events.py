@@ -127,7 +127,7 @@ StopReasonValue = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use",
 
 
 class EventBase(Record):
-    id: str = field(default_factory=new_id)
+    id: str = field(default_factory=new_id, lazy=True)  # made on its first read when not given
     created_at: str = field(default_factory=now_iso)
     metadata: dict[str, Any] = field(default_factory=dict)
 

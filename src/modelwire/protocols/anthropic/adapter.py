@@ -95,7 +95,7 @@ class AnthropicAdapter(BaseAdapter):
                 if type(text) is str and text and not block.closed:
                     block.has_delta = True
                     self._now = now = self._clock()
-                    out = self._out = [make(self._new_id(), now, self.reply_id, block.id, text)]
+                    out = self._out = [make(self._event_id(), now, self.reply_id, block.id, text)]
                     return out
         return super().feed(data, event)
 

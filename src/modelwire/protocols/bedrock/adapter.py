@@ -96,7 +96,7 @@ class BedrockConverseAdapter(BaseAdapter):
                     self._inputs[index] = True
                 block.has_delta = True
                 self._now = now = self._clock()
-                out = self._out = [make(self._new_id(), now, self.reply_id, block.id, text)]
+                out = self._out = [make(self._event_id(), now, self.reply_id, block.id, text)]
                 return out
         return super().feed(data, event)
 

@@ -158,7 +158,7 @@ class GeminiAdapter(BaseAdapter):
                 self._chunk_meta(data)
                 block.has_delta = True
                 self._now = now = self._clock()
-                out = self._out = [DELTA_MAKERS["text"](self._new_id(), now, self.reply_id, block.id, text)]
+                out = self._out = [DELTA_MAKERS["text"](self._event_id(), now, self.reply_id, block.id, text)]
                 return out
         return super().feed(data, event)
 

@@ -135,7 +135,7 @@ class OpenAIChatAdapter(BaseAdapter):
             ):
                 block.has_delta = True
                 self._now = now = self._clock()
-                out = self._out = [DELTA_MAKERS[block.kind](self._new_id(), now, self.reply_id, block.id, text)]
+                out = self._out = [DELTA_MAKERS[block.kind](self._event_id(), now, self.reply_id, block.id, text)]
                 return out
         return super().feed(data, event)
 

@@ -139,7 +139,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
                     item.args_seen = True
                 block.has_delta = True
                 self._now = now = self._clock()
-                out = self._out = [make(self._new_id(), now, self.reply_id, block.id, text)]
+                out = self._out = [make(self._event_id(), now, self.reply_id, block.id, text)]
                 return out
         return super().feed(data, event)
 
