@@ -348,9 +348,11 @@ class Walk:
                 continue
             if kind is not None:
                 block_kind = kind
-            elif btype == "tool_call" or btype == "tool_result":
-                block, block_kind = self.tool_block(index, block)
-            else:  # text, thinking, data: what tool_block() checks of these, inlined
+            elif btype == "tool_call":
+                block, block_kind = self.call(index, block), "assistant"
+            elif btype == "tool_result":
+                block, block_kind = self.result(index, block)
+            else:  # text, thinking, data: what call() checks of these, inlined
                 if self.open_calls and out and out[-1].kind == "results":
                     _unanswered(self.open_calls, self.protocol)
                 block_kind = "assistant"
@@ -409,33 +411,41 @@ class Walk:
         tail.flush()
         return tail.out
 
-    def tool_block(self, index: int, block: Any) -> tuple[Any, str]:
-        """A tool call or result of the agent's own turn as sent (its id and name conformed,
-        see _toolids), and its segment kind, with the tool rules checked: a result answers
-        an earlier call and is finished, a call id is used once, and no text comes between
-        calls and their results."""
-        if self.conformer is not None:
-            block = self.conformer.block(block)
-        out, open_calls, protocol, block_id = self.out, self.open_calls, self.protocol, block.id
-        if block.type == "tool_result":
-            if block_id in self.server_calls:
-                return block, "assistant"
-            if block_id not in self.calls:
-                raise FormatError(index, f"tool result {block_id!r} answers no tool call made before it", protocol, code="orphan-result")
-            if block.state == "running":
-                raise FormatError(index, f"tool result {block_id!r} is still running; only finished results can be sent", protocol)
-            open_calls.pop(block_id, None)
-            return block, "results"
-        if extra(block, "server_side"):
-            self.server_calls.add(block_id)
+    # The tool rules, for the agent's own turn: a result answers an earlier call and is
+    # finished, a call id is used once, and no text comes between calls and their results.
+    # Client calls and results are sent with their ids and names conformed (see _toolids);
+    # server-side calls and their results as they are.
+
+    def result(self, index: int, block: Any) -> tuple[Any, str]:
+        """A tool result as sent, and its segment kind (a server-side call's result stays in
+        the assistant turn)."""
+        if block.id in self.server_calls:
             return block, "assistant"
+        if self.conformer is not None:
+            block = self.conformer.sent(block)
+        block_id, protocol = block.id, self.protocol
+        if block_id not in self.calls:
+            raise FormatError(index, f"tool result {block_id!r} answers no tool call made before it", protocol, code="orphan-result")
+        if block.state == "running":
+            raise FormatError(index, f"tool result {block_id!r} is still running; only finished results can be sent", protocol)
+        self.open_calls.pop(block_id, None)
+        return block, "results"
+
+    def call(self, index: int, block: Any) -> Any:
+        """A tool call as sent (its segment kind is always the assistant's)."""
+        if extra(block, "server_side"):
+            self.server_calls.add(block.id)
+            return block
+        if self.conformer is not None:
+            block = self.conformer.sent(block)
+        block_id, open_calls, out = block.id, self.open_calls, self.out
         if block_id in self.calls:
-            raise FormatError(index, f"tool call id {block_id!r} is used twice", protocol)
+            raise FormatError(index, f"tool call id {block_id!r} is used twice", self.protocol)
         if open_calls and out and out[-1].kind != "assistant":
-            _unanswered(open_calls, protocol)
+            _unanswered(open_calls, self.protocol)
         self.calls[block_id] = len(self.calls)
         open_calls[block_id] = index
-        return block, "assistant"
+        return block
 
 
 def segments(

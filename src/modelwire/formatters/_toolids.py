@@ -153,13 +153,18 @@ class _Conformer:
         """One block of an agent's own message as sent: a client call or result with its id
         and name conformed (the block itself when they fit); a server call noted, so that
         its result is left as it is."""
-        block_id = block.id
         if block.type == "tool_call":
             if extras_of(block).get("server_side"):
-                self.server.add(block_id)
+                self.server.add(block.id)
                 return block
-        elif block_id in self.server:
+        elif block.id in self.server:
             return block
+        return self.sent(block)
+
+    def sent(self, block: Any) -> Any:
+        """A client tool call or result with its id and name conformed (the block itself
+        when they fit)."""
+        block_id = block.id
         id_map = self.id_map
         new_id = block_id if id_map is None else (id_map.sent.get(block_id) or id_map.new(block_id))
         name = block.name
