@@ -339,37 +339,53 @@ class Walk:
     def own(self, index: int, msg: Msg, kind: str | None) -> None:
         """A system message (``kind``: system), or one of the agent's own turn (None: each
         block's kind is its own, with the tool rules checked)."""
-        name = msg.name if kind is not None else ""
+        if kind is not None:
+            self.system(index, msg, kind)
+            return
         out = self.out
+        last = out[-1] if out else None  # the segment the next block may join
         for block in msg.content:
             btype = block.type
-            if btype == "hint":
-                self.hint(index, block)
-                continue
-            if kind is not None:
-                block_kind = kind
+            if btype == "tool_result":
+                block, block_kind = self.result(index, block)
             elif btype == "tool_call":
                 block, block_kind = self.call(index, block), "assistant"
-            elif btype == "tool_result":
-                block, block_kind = self.result(index, block)
+            elif btype == "hint":
+                self.hint(index, block)
+                last = out[-1] if out else None
+                continue
             else:  # text, thinking, data: what call() checks of these, inlined
-                if self.open_calls and out and out[-1].kind == "results":
+                if self.open_calls and last is not None and last.kind == "results":
                     _unanswered(self.open_calls, self.protocol)
                 block_kind = "assistant"
-            last = out[-1] if out else None
             if last is not None and last.kind == block_kind:  # add(), inlined (never a user segment here)
                 blocks = last.blocks
                 blocks.append(block)
                 if index != last.index:
-                    if last.origin is None:
-                        last.origin = {}
-                    last.origin[id(block)] = index
+                    _joined(last, index, block)
                 if block_kind == "results":
                     self.in_call_order(blocks)
             else:
-                out.append(Segment(block_kind, index, [block], name))
+                last = Segment(block_kind, index, [block], "")
+                out.append(last)
             if block_kind == "results" and self.held and not self.open_calls:
                 self.flush()
+                last = out[-1]
+
+    def system(self, index: int, msg: Msg, kind: str) -> None:
+        """A system message: its blocks in a segment of ``kind``, hints as the user's."""
+        for block in msg.content:
+            if block.type == "hint":
+                self.hint(index, block)
+                continue
+            out = self.out
+            last = out[-1] if out else None
+            if last is not None and last.kind == kind:
+                last.blocks.append(block)
+                if index != last.index:
+                    _joined(last, index, block)
+            else:
+                out.append(Segment(kind, index, [block], msg.name))
 
     def in_call_order(self, results: list[Any]) -> None:
         """Results kept in the order of their calls as each joins its segment: a stable sort
@@ -481,6 +497,14 @@ def merge_turn(turns: list[dict[str, Any]], role: str, items: list[Any], key: st
         if finished is not None and turns:
             finished(turns[-1])
         turns.append({"role": role, key: items})
+
+
+def _joined(seg: Segment, index: int, block: Any) -> None:
+    """``block`` of message ``index`` joined ``seg``, which began in another message: noted
+    for :meth:`Segment.index_of`."""
+    if seg.origin is None:
+        seg.origin = {}
+    seg.origin[id(block)] = index
 
 
 def _unanswered(open_calls: dict[str, int], protocol: str) -> None:
