@@ -635,22 +635,27 @@ def _field_code(name: str, spec: _FieldSpec, hint: Any, env: dict[str, Any], bod
         required.append(name)
         check = "if"
     if conv is not _identity:
-        cond = f"_type({name}) is not _t_{name}" if fast is not None else "True"
-        body.append(f"    {check} {cond}:")
-        body.append(f"        try: {name} = _c_{name}({name})")
-        body.append(f"        except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None")
+        body += _check_code(name, fast, check, "    ")
     body.append("    " + setter.format(name=name))
     return fast, conv
+
+
+def _check_code(name: str, fast: type | None, keyword: str, pad: str) -> list[str]:
+    """The lines that convert a given value of field ``name`` (through ``_c_<name>``) unless
+    it is of the field's fast type (``_t_<name>``), naming the field in a failure."""
+    cond = f"_type({name}) is not _t_{name}" if fast is not None else "True"
+    return [
+        f"{pad}{keyword} {cond}:",
+        f"{pad}    try: {name} = _c_{name}({name})",
+        f"{pad}    except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None",
+    ]
 
 
 def _lazy_field_code(name: str, fast: type | None, conv: Callable[[Any], Any], body: list[str], setter: str) -> tuple[type | None, Callable[[Any], Any]]:
     """The constructor's lines for a lazy field: checked and set when given, else left unset."""
     body.append(f"    if {name} is not MISSING:")
     if conv is not _identity:
-        cond = f"_type({name}) is not _t_{name}" if fast is not None else "True"
-        body.append(f"        if {cond}:")
-        body.append(f"            try: {name} = _c_{name}({name})")
-        body.append(f"            except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None")
+        body += _check_code(name, fast, "if", "        ")
     body.append("        " + setter.format(name=name))
     return fast, conv
 
@@ -739,10 +744,7 @@ def maker(cls: type, *names: str) -> Callable[..., Any]:
                 env[f"_c_{name}"] = conv
                 if fast is not None:
                     env[f"_t_{name}"] = fast
-                cond = f"_type({name}) is not _t_{name}" if fast is not None else "True"
-                body.append(f"{pad}if {cond}:")
-                body.append(f"{pad}    try: {name} = _c_{name}({name})")
-                body.append(f"{pad}    except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None")
+                body += _check_code(name, fast, "if", pad)
             body.append(pad + setter.format(name=name, value=name))
         elif spec.lazy:
             continue
