@@ -75,13 +75,13 @@ _TEXT_KINDS = {
 }
 
 
-# The delta of each streamed kind, built positionally: (id, created_at, reply_id, block id,
-# delta); public for an adapter's own short path (see the protocols' ``feed``).
 _default_id = new_id
 # What an adapter gives as an event's id to leave it to the event (see EventBase.id): a
 # call into C, where new_id() would be a Python call per event.
 _LAZY_ID: Callable[[], Any] = repeat(MISSING).__next__
 
+# The delta of each streamed kind, built positionally: (id, created_at, reply_id, block id,
+# delta); public for an adapter's own short path (see the protocols' ``feed``).
 DELTA_MAKERS = _DELTAS = {
     "text": maker(E.TextBlockDeltaEvent, "id", "created_at", "reply_id", "block_id", "delta"),
     "thinking": maker(E.ThinkingBlockDeltaEvent, "id", "created_at", "reply_id", "block_id", "delta"),

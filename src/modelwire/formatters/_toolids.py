@@ -113,12 +113,8 @@ class _IdMap:
         self.sent: dict[str, str] = {}
         self.taken: dict[str, str] = {}
 
-    def __call__(self, original: str) -> str:
-        known = self.sent.get(original)
-        return known if known is not None else self.new(original)
-
     def new(self, original: str) -> str:
-        """The id sent for an original not met before."""
+        """The id sent for an original not met before (see ``sent`` for those met)."""
         rules = self.rules
         candidate = original if rules._fits(original) is not None else rules.rewrite(original)  # type: ignore[attr-defined]
         salt = 0
