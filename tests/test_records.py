@@ -261,20 +261,12 @@ def test_a_lazy_field_is_made_on_its_first_read_and_kept():
 def test_events_an_adapter_makes_get_unique_ids_when_read():
     """Adapters leave event ids to the events (most are folded unread): read, every id is a
     fresh 32-digit hex id, and JSON holds the same one."""
-    for protocol in ("anthropic", "openai-chat", "ollama"):
+    for protocol in protocol_names():
         wire = get_protocol(protocol)
-        if wire.framing == "sse":
-            raw = body(protocol, ("text", "Hello there, how are you"), ("tool", "c1", "f", '{"a": 1}'))
-            pieces = [p + b"\n\n" for p in raw.split(b"\n\n") if p]
-        else:
-            pieces = [
-                b'{"model":"m","message":{"role":"assistant","content":"He"},"done":false}\n',
-                b'{"model":"m","message":{"role":"assistant","content":"llo"},"done":false}\n',
-                b'{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":2}\n',
-            ]
+        raw = body(protocol, ("text", "Hello there, how are you"), ("tool", "c1", "f", '{"a": 1}'))
         decoder = wire.decoder(wire.adapter_class()("r"))
-        events = [e for piece in pieces for e in decoder.feed(piece)] + decoder.close()
-        assert any(e.type.endswith("_DELTA") for e in events)
+        events = [e for piece in wire.split_stream(raw) for e in decoder.feed(piece)] + decoder.close()
+        assert any(e.type.endswith("_DELTA") for e in events), protocol
         ids = [e.id for e in events]
         assert len(set(ids)) == len(ids) and all(len(i) == 32 and int(i, 16) >= 0 for i in ids), protocol
         assert [json.loads(E.event_to_json(e))["id"] for e in events] == ids
