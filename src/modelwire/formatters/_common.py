@@ -288,9 +288,7 @@ class Walk:
             if last.kind == kind and (kind != "user" or last.name == name or not self.split_users):
                 last.blocks.append(block)
                 if index != last.index:  # index_of falls back to the segment's own index
-                    if last.origin is None:
-                        last.origin = {}
-                    last.origin[id(block)] = index
+                    _joined(last, index, block)
                 return
         out.append(Segment(kind, index, [block], name))
 
@@ -332,16 +330,11 @@ class Walk:
                 else:  # add(), inlined: most of a history is blocks joining the segment before
                     last.blocks.append(block)
                     if index != last.index:
-                        if last.origin is None:
-                            last.origin = {}
-                        last.origin[id(block)] = index
+                        _joined(last, index, block)
 
-    def own(self, index: int, msg: Msg, kind: str | None) -> None:
-        """A system message (``kind``: system), or one of the agent's own turn (None: each
-        block's kind is its own, with the tool rules checked)."""
-        if kind is not None:
-            self.system(index, msg, kind)
-            return
+    def own(self, index: int, msg: Msg) -> None:
+        """A message of the agent's own turn: each block's kind is its own, with the tool
+        rules checked."""
         out = self.out
         last = out[-1] if out else None  # the segment the next block may join
         for block in msg.content:
@@ -372,20 +365,13 @@ class Walk:
                 self.flush()
                 last = out[-1]
 
-    def system(self, index: int, msg: Msg, kind: str) -> None:
-        """A system message: its blocks in a segment of ``kind``, hints as the user's."""
+    def system(self, index: int, msg: Msg) -> None:
+        """A system message: its blocks in a system segment, hints as the user's."""
         for block in msg.content:
             if block.type == "hint":
                 self.hint(index, block)
-                continue
-            out = self.out
-            last = out[-1] if out else None
-            if last is not None and last.kind == kind:
-                last.blocks.append(block)
-                if index != last.index:
-                    _joined(last, index, block)
             else:
-                out.append(Segment(kind, index, [block], msg.name))
+                self.add("system", index, block, msg.name)
 
     def in_call_order(self, results: list[Any]) -> None:
         """Results kept in the order of their calls as each joins its segment: a stable sort
@@ -402,8 +388,10 @@ class Walk:
         role = msg.role
         if role == "user" or (self.speaker_names and role == "assistant" and self.assistant_name is not None and msg.name != self.assistant_name):
             self.user(index, msg)
+        elif role == "system":
+            self.system(index, msg)
         else:
-            self.own(index, msg, "system" if role == "system" else None)
+            self.own(index, msg)
         if role == "user" and self.open_calls:
             _unanswered(self.open_calls, self.protocol)
 
