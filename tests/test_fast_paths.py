@@ -1,7 +1,7 @@
 """An adapter may make its most frequent event on a short path of its own (a text or
 argument delta of an open block) and leave everything else to the full one. The two must
 never differ: every body here is decoded by each protocol's adapter as it is, and by the
-same adapter on the full path only (``BaseAdapter.feed``), piece by piece as servers send
+same adapter on the full path only (``BaseAdapter.feed``, no ``feed_raw``), piece by piece as servers send
 it; the events, and the error that ended the call, are the same."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def decode(protocol: str, pieces: list[bytes], full_path: bool) -> tuple[list[di
     wire = get_protocol(protocol)
     cls = wire.adapter_class()
     if full_path:
-        cls = type(cls.__name__, (cls,), {"feed": BaseAdapter.feed})
+        cls = type(cls.__name__, (cls,), {"feed": BaseAdapter.feed, "feed_raw": BaseAdapter.feed_raw})
     counter = iter(range(10**9))
     decoder = wire.decoder(cls("r", new_id=lambda: f"id{next(counter)}", clock=lambda: "T"), keep=True)
     error = None
@@ -62,7 +62,7 @@ def same_both_ways(protocol: str, raw: bytes) -> list[dict]:
 def test_an_adapter_with_a_short_path_still_has_the_full_one():
     """The full path is what this test compares against: each protocol's own feed, where it
     has one, is a short path before the base's."""
-    own = [p for p in protocol_names() if "feed" in vars(get_protocol(p).adapter_class())]
+    own = [p for p in protocol_names() if {"feed", "feed_raw"} & set(vars(get_protocol(p).adapter_class()))]
     assert own, "no adapter has a short path: this test compares nothing"
 
 
@@ -104,6 +104,16 @@ def test_a_delta_with_a_field_of_another_type_takes_the_full_path():
     for event in odd:
         raw = encode_sse([(e["type"], e) for e in [*start, event, {"type": "content_block_stop", "index": 0}, {"type": "message_stop"}]])
         same_both_ways("anthropic", raw)
+    # blocks that do not stream deltas: one of a type added later (kept as data), a result
+    opened = [
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "compaction", "content": ""}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}},
+    ]
+    for block in opened:
+        for kind, field in (("text_delta", "text"), ("input_json_delta", "partial_json"), ("thinking_delta", "thinking")):
+            delta = {"type": "content_block_delta", "index": 0, "delta": {"type": kind, field: "x"}}
+            raw = encode_sse([(e["type"], e) for e in [start[0], block, delta, {"type": "content_block_stop", "index": 0}, {"type": "message_stop"}]])
+            same_both_ways("anthropic", raw)
 
 
 def test_what_a_short_path_keeps_from_a_chunk_beside_its_delta_is_kept():
@@ -147,20 +157,30 @@ def test_ollama_lines_the_short_path_must_leave_to_the_full_one():
     def line(message=None, **top):
         return {"model": "m", "created_at": "t", "message": {"role": "assistant", "content": "", **(message or {})}, "done": False, **top}
 
-    start = [line({"thinking": "Hmm"}), line({"content": "Hi"})]
+    opened = [line({"thinking": "Hmm"}), line({"content": "Hi"})]
     odd = [
         line({"thinking": "more", "content": "both"}),
         line({"content": 5}),
         line({"content": " x", "tool_calls": [{"function": {"name": "f", "arguments": {}}}]}),
         line({"thinking": "late"}),
         line({"content": " y"}, error="busy"),
+        line({"content": " y"}, error=None),
+        line({"content": " y"}, done="yes"),
+        line({"content": " y"}, done=None),
+        line({"content": " y", "thinking": None}),
+        line({"content": None}),
+        line({"content": " y", "tool_calls": []}),
+        line({"content": " y", "tool_calls": None}),
+        {"model": "m", "message": None, "done": False},
+        {"model": "m", "done": False},
         {"model": "m", "message": ["content"], "done": False},
         line({"content": " z"}, done=True, done_reason="stop", eval_count=3),
     ]
     end = {"model": "m", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop", "prompt_eval_count": 1, "eval_count": 2}
-    for item in odd:
-        raw = b"".join(json.dumps(x).encode() + b"\n" for x in [*start, item, line({"content": " after"}), end])
-        same_both_ways("ollama", raw)
+    for start in (opened, opened[:1]):  # the text open; the thinking still open
+        for item in odd:
+            raw = b"".join(json.dumps(x).encode() + b"\n" for x in [*start, item, line({"content": " after"}), end])
+            same_both_ways("ollama", raw)
 
 
 def test_gemini_call_pieces_the_short_path_must_leave_to_the_full_one():

@@ -202,6 +202,13 @@ class BaseAdapter:
             self._fail(self._unexpected(exc, data, event))
         return out
 
+    def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
+        """An adapter's own short path for its most common event, from the event's JSON
+        bytes: its events, or None to send it the usual way (decoded to a dict, then
+        :meth:`feed`). Decoders call it only where an adapter has one (see
+        :func:`short_path`); this one has none."""
+        return None
+
     def done(self) -> list[E.AgentEvent]:
         """The ``data: [DONE]`` marker."""
         if self.state in _ENDED:
@@ -462,6 +469,7 @@ class StreamDecoder:
         self.adapter = adapter
         self.sse = SSEDecoder()
         self.keep = keep
+        self._quick = short_path(adapter)
         self.events: list[E.AgentEvent] = []
 
     def feed(self, chunk: bytes) -> list[E.AgentEvent]:
@@ -482,28 +490,34 @@ class StreamDecoder:
         return self._run(sse.feed_raw(chunk), end=False)
 
     def _one(self, name: str, data: bytes) -> list[E.AgentEvent]:
-        """One decoded SSE event: what :meth:`_run` does for each, for one."""
-        adapter = self.adapter
+        """One SSE event, as :meth:`_run` takes each, for one."""
         try:
-            if data == b"[DONE]":
-                out = adapter.done()
-            else:
-                try:
-                    obj = from_json(data)
-                except (ValueError, RecursionError):
-                    obj = _json_replaced(data)
-                if isinstance(obj, dict):
-                    out = adapter.feed(obj, name)
-                else:
-                    _refuse(adapter, obj if isinstance(obj, ProviderError) else StreamProtocolError(
-                        f"a data line holds {type(obj).__name__}, not an object", body=data[:200].decode("utf-8", "replace")))
-                    out = []
+            out = self._event_data(name, data)
         except ProviderError as err:
             self._failed([], err)
             raise
         if self.keep:
             self.events += out
         return out
+
+    def _event_data(self, name: str, data: bytes) -> list[E.AgentEvent]:
+        """One SSE event's data to the adapter: its own short path first, if it has one."""
+        adapter = self.adapter
+        if data == b"[DONE]":
+            return adapter.done()
+        if self._quick is not None:
+            out = self._quick(data, name)
+            if out is not None:
+                return out
+        try:
+            obj = from_json(data)
+        except (ValueError, RecursionError):
+            obj = _json_replaced(data)
+        if isinstance(obj, dict):
+            return adapter.feed(obj, name)
+        _refuse(adapter, obj if isinstance(obj, ProviderError) else StreamProtocolError(
+            f"a data line holds {type(obj).__name__}, not an object", body=data[:200].decode("utf-8", "replace")))
+        return []
 
     def close(self) -> list[E.AgentEvent]:
         return self._run(self.sse.close_raw(), end=True)
@@ -522,18 +536,7 @@ class StreamDecoder:
         out: list[E.AgentEvent] = []
         try:
             for name, data, _id, _retry in sse_events:
-                if data == b"[DONE]":
-                    out += adapter.done()
-                    continue
-                try:
-                    obj = from_json(data)
-                except (ValueError, RecursionError):
-                    obj = _json_replaced(data)
-                if not isinstance(obj, dict):
-                    _refuse(adapter, obj if isinstance(obj, ProviderError) else StreamProtocolError(
-                        f"a data line holds {type(obj).__name__}, not an object", body=data[:200].decode("utf-8", "replace")))
-                    continue
-                out += adapter.feed(obj, name)
+                out += self._event_data(name, data)
             if end:
                 out += adapter.close()
         except ProviderError as err:
@@ -552,6 +555,12 @@ def _json_replaced(data: bytes) -> Any:
         return from_json(text)
     except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to read
         return StreamProtocolError(f"invalid JSON in a data line: {exc}", body=text[:200])
+
+
+def short_path(adapter: BaseAdapter) -> Callable[[bytes, str | None], list[E.AgentEvent] | None] | None:
+    """The adapter's :meth:`~BaseAdapter.feed_raw`, or None where it has none of its own
+    (then a decoder does not pay a call per event to learn it)."""
+    return adapter.feed_raw if type(adapter).feed_raw is not BaseAdapter.feed_raw else None
 
 
 def _refuse(adapter: BaseAdapter, err: ProviderError) -> None:

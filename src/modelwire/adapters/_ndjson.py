@@ -11,7 +11,7 @@ from msgspec.json import decode as from_json
 
 from .. import event as E
 from ..errors import ProviderError, StreamProtocolError
-from ._base import BaseAdapter, StreamDecoder, _refuse
+from ._base import BaseAdapter, StreamDecoder, _refuse, short_path
 
 __all__ = ["NDJSONDecoder", "MAX_LINE"]
 
@@ -25,15 +25,18 @@ class NDJSONDecoder(StreamDecoder):
         self.events: list[E.AgentEvent] = []
         self._buffer = bytearray()
         self._max = max_line
+        self._quick = short_path(adapter)
 
     def feed(self, chunk: bytes) -> list[E.AgentEvent]:
         if chunk and not self._buffer and chunk.find(b"\n") == len(chunk) - 1:  # the usual piece: one whole line
             try:
-                try:
-                    obj = from_json(chunk)  # JSON allows the newline after it
-                except (ValueError, RecursionError):
-                    obj = None
-                out = self.adapter.feed(obj, None) if type(obj) is dict else self._line(chunk)  # else refused as the line says
+                out = self._quick(chunk, None) if self._quick is not None else None
+                if out is None:
+                    try:
+                        obj = from_json(chunk)  # JSON allows the newline after it
+                    except (ValueError, RecursionError):
+                        obj = None
+                    out = self.adapter.feed(obj, None) if type(obj) is dict else self._line(chunk)  # else refused as the line says
             except ProviderError as err:
                 self._failed([], err)
                 raise
@@ -81,6 +84,10 @@ class NDJSONDecoder(StreamDecoder):
         line = line.strip()
         if not line:
             return []
+        if self._quick is not None:
+            out = self._quick(line, None)
+            if out is not None:
+                return out
         try:
             obj: Any = from_json(line)
         except (ValueError, RecursionError) as exc:

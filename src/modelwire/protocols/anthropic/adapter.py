@@ -30,6 +30,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 from ...errors import StreamProtocolError
 from ... import event as E
 from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, shape_problem
@@ -59,7 +61,28 @@ SHAPES: dict[str, dict[str, tuple]] = {
     "message_delta": {"delta": (dict,), "delta.stop_reason": (str, OPTIONAL), "usage": (dict, OPTIONAL), **{f"usage.{k}": v for k, v in _USAGE.items()}},
 }
 _CALL_FIELDS = {"type", "id", "name", "input"}
-_HOT_DELTAS = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
+
+
+# What the short path reads of an event: the three deltas that stream, each piece under one name.
+class _TextDelta(msgspec.Struct, tag="text_delta", tag_field="type"):
+    text: str
+
+
+class _JsonDelta(msgspec.Struct, tag="input_json_delta", tag_field="type"):
+    text: str = msgspec.field(name="partial_json")
+
+
+class _ThinkingDelta(msgspec.Struct, tag="thinking_delta", tag_field="type"):
+    text: str = msgspec.field(name="thinking")
+
+
+class _Piece(msgspec.Struct):
+    type: str = ""
+    index: int | None = None
+    delta: _TextDelta | _JsonDelta | _ThinkingDelta | None = None
+
+
+_decode_piece = msgspec.json.Decoder(_Piece).decode
 
 
 class AnthropicAdapter(BaseAdapter):
@@ -77,27 +100,30 @@ class AnthropicAdapter(BaseAdapter):
     def answered(self) -> bool:
         return self.finished or self.provider_stop_reason is not None
 
-    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
+    def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
         # Most events of a stream are one delta of text, thinking or arguments to an open
-        # block: that one is made here, in one call, as BaseAdapter.feed -> _handle ->
-        # _on_delta -> delta make it. Anything else, or anything unusual about one (a field
-        # missing or of another type, an unknown block, an error key), takes the full path;
-        # nothing is changed before the event is made.
-        if data.get("type") == "content_block_delta" and self.state is STREAMING and self._message_started and "error" not in data:
-            try:
-                delta = data["delta"]
-                text = delta[_HOT_DELTAS[delta["type"]]]
-                block = self.blocks[data["index"]]
-                make = DELTA_MAKERS[block.kind]
-            except (KeyError, TypeError):
-                pass
-            else:
-                if type(text) is str and text and not block.closed:
-                    block.has_delta = True
-                    self._now = now = self._clock()
-                    out = self._out = [make(self._event_id(), now, self.reply_id, block.id, text)]
-                    return out
-        return super().feed(data, event)
+        # block: that one is decoded straight into what this reads (the fields it does not
+        # name are skipped, not built) and made here, as feed -> _handle -> _on_delta ->
+        # delta make it. Anything else, or anything unusual about one (a field missing or
+        # of another type, an unknown block), returns None and takes the full path; nothing
+        # is changed before the event is made. (An "error" key beside a delta's type does
+        # not make it an error frame, and blocks open only after message_start.)
+        if self.state is not STREAMING:
+            return None
+        try:
+            piece = _decode_piece(raw)
+        except (ValueError, RecursionError):
+            return None
+        delta = piece.delta
+        if piece.type != "content_block_delta" or delta is None or not delta.text:
+            return None
+        block = self.blocks.get(piece.index)  # None when not open: closing takes it out
+        if block is None or block.kind not in DELTA_MAKERS:
+            return None
+        block.has_delta = True
+        self._now = now = self._clock()
+        out = self._out = [DELTA_MAKERS[block.kind](self._event_id(), now, self.reply_id, block.id, delta.text)]
+        return out
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         message = data.get("message")

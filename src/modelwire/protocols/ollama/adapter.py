@@ -21,6 +21,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+from msgspec import UNSET
+
 from ... import event as E
 from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, shape_problem
 from ...errors import StreamProtocolError
@@ -46,6 +49,22 @@ SHAPE: dict[str, tuple] = {
     "eval_count": (int, OPTIONAL),
 }
 
+class _Message(msgspec.Struct):
+    content: str = ""
+    thinking: str = ""
+    tool_calls: Any = None
+
+
+class _Piece(msgspec.Struct):
+    """What the short path reads of a line."""
+
+    message: _Message | None = None
+    done: bool = False
+    error: Any = UNSET
+
+
+_decode_piece = msgspec.json.Decoder(_Piece).decode
+
 _DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
 
 
@@ -56,27 +75,35 @@ class OllamaAdapter(BaseAdapter):
         super().__init__(reply_id, **kwargs)
         self._calls = 0
 
-    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
+    def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
         # Most lines of a stream are a piece of the text or of the thinking already open:
-        # that one is made here, in one call, as BaseAdapter.feed -> _handle -> delta make
-        # it. Anything else (a block to open or close, calls, the last line, a field of
-        # another type, an error key) takes the full path; nothing is changed before the
-        # event is made.
-        message = data.get("message")
-        if self.state is STREAMING and type(message) is dict and data.get("done") is not True and "error" not in data and not message.get("tool_calls"):
-            content, thinking = message.get("content"), message.get("thinking")
-            if type(content) is str and content and not thinking and "thinking" not in self.blocks:
-                block, text = self.blocks.get("text"), content
-            elif type(thinking) is str and thinking and not content:
-                block, text = self.blocks.get("thinking"), thinking
-            else:
-                block, text = None, ""
-            if block is not None and not block.closed:
-                block.has_delta = True
-                self._now = now = self._clock()
-                out = self._out = [DELTA_MAKERS[block.kind](self._event_id(), now, self.reply_id, block.id, text)]
-                return out
-        return super().feed(data, event)
+        # that one is decoded straight into what this reads (fields it does not name are
+        # skipped, not built) and its event made here, as feed -> _handle -> delta would.
+        # Anything else (a block to open or close, calls, the last line, a field of another
+        # type, an error key) returns None and takes the full path; nothing is changed
+        # before the event is made.
+        if self.state is not STREAMING:
+            return None
+        try:
+            piece = _decode_piece(raw)
+        except (ValueError, RecursionError):
+            return None
+        message = piece.message
+        if message is None or piece.done or piece.error is not UNSET or message.tool_calls:
+            return None
+        content, thinking = message.content, message.thinking
+        if content and not thinking:  # the text and the thinking are never open together
+            block, text = self.blocks.get("text"), content
+        elif thinking and not content:
+            block, text = self.blocks.get("thinking"), thinking
+        else:
+            return None
+        if block is None:  # closing a block takes it out of self.blocks
+            return None
+        block.has_delta = True
+        self._now = now = self._clock()
+        out = self._out = [DELTA_MAKERS[block.kind](self._event_id(), now, self.reply_id, block.id, text)]
+        return out
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("model")
