@@ -25,21 +25,24 @@ SCRIPTS = [
 ]
 
 
-def decode(protocol: str, pieces: list[bytes], full_path: bool) -> tuple[list[dict], str | None]:
+def decode(protocol: str, pieces: list[bytes], full_path: bool) -> tuple[list[dict], str | None, list]:
     wire = get_protocol(protocol)
     cls = wire.adapter_class()
     if full_path:
         cls = type(cls.__name__, (cls,), {"feed": BaseAdapter.feed, "feed_raw": BaseAdapter.feed_raw})
     counter = iter(range(10**9))
     decoder = wire.decoder(cls("r", new_id=lambda: f"id{next(counter)}", clock=lambda: "T"), keep=True)
-    error = None
+    error, seen = None, []
     try:
         for piece in pieces:
             decoder.feed(piece)
+            seen.append(getattr(decoder.adapter, "sequence", None))
         decoder.close()
     except ProviderError as err:
         error = f"{type(err).__name__}: {err}"
-    return [e.to_dict() for e in decoder.events], error
+    # and what the adapter keeps beside its events after each piece (Responses: the last
+    # sequence number, which a resumed stream starts after)
+    return [e.to_dict() for e in decoder.events], error, seen
 
 
 def same_both_ways(protocol: str, raw: bytes) -> list[dict]:
@@ -52,7 +55,7 @@ def same_both_ways(protocol: str, raw: bytes) -> list[dict]:
     for pieces in (split, [raw]):
         fast = decode(protocol, pieces, full_path=False)
         assert fast == decode(protocol, pieces, full_path=True)
-        decoded.append(fast)
+        decoded.append(fast[:2])
     # The decoders' own short path (one whole event per piece) against their general one
     # (the whole body in one piece): the same events, the same error.
     assert decoded[0] == decoded[1]
@@ -222,3 +225,26 @@ def test_gemini_call_pieces_the_short_path_must_leave_to_the_full_one():
     events = same_both_ways("gemini", encode_sse([*opening, *closing]))
     assert [e for e in events if e["type"] == "TOOL_CALL_DELTA"][0]["delta"] == '{"text": "The quick dog"}'
     assert events[-1]["output_tokens"] == closing[-1][1]["usageMetadata"]["candidatesTokenCount"]
+
+
+def test_responses_deltas_the_short_path_must_leave_to_the_full_one():
+    """Responses deltas beside the usual one (text for an open part, arguments for an open
+    call): each is decoded as the full path decodes it."""
+    import json
+
+    from modelwire.adapters import encode_sse
+
+    events = [json.loads(line[6:]) for line in body("openai-responses", ("text", "Hi there"), ("tool", "call_1", "f", '{"a":1}')).split(b"\n") if line.startswith(b"data: ")]
+    text, args = events[3], events[8]
+    assert text["type"] == "response.output_text.delta" and args["type"] == "response.function_call_arguments.delta"
+    odd = [
+        {**text, "delta": 5}, {**text, "delta": ""}, {**text, "item_id": "msg_9"}, {**text, "item_id": 3}, {**text, "summary_index": 0},
+        {**text, "content_index": 1}, {**text, "content_index": None}, {**text, "sequence_number": "7"},
+        {**text, "error": {"message": "busy"}}, {k: v for k, v in text.items() if k != "item_id"},
+        {**args, "item_id": "msg_0"}, {**args, "delta": None}, {**text, "type": "response.reasoning_summary_text.delta"},
+    ]
+    for position in (4, 8):  # beside the open text part, then beside the open call
+        for item in odd:
+            raw = encode_sse([(e["type"], e) for e in [*events[:position], item, *events[position:]]])
+            same_both_ways("openai-responses", raw)
+

@@ -29,12 +29,29 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+from msgspec import UNSET
+
 from ... import event as E
 from ...errors import IncompleteStreamError, StreamProtocolError
 from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, shape_problem
 from ...errors import error_from_body
 
 __all__ = ["OpenAIResponsesAdapter"]
+
+
+class _Piece(msgspec.Struct):
+    """What the short path reads of an event."""
+
+    item_id: str  # every delta names its item: an event without one is not taken here
+    type: str = ""
+    content_index: int = 0
+    delta: str = ""
+    sequence_number: Any = None
+    summary_index: Any = UNSET
+
+
+_decode_piece = msgspec.json.Decoder(_Piece).decode
 
 _CALL_ITEMS = {"function_call", "custom_tool_call"}
 _INCOMPLETE = {"max_output_tokens": "max_tokens", "content_filter": "content_filter"}
@@ -109,39 +126,40 @@ class OpenAIResponsesAdapter(BaseAdapter):
 
     # -- dispatch ---------------------------------------------------------------------
 
-    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
+    def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
         # Most events of a stream are a text delta of an item's open content part, or an
-        # arguments delta of an open call: those are made here, in one call, as
-        # BaseAdapter.feed -> _handle -> _text_delta / _args_delta -> delta make them.
+        # arguments delta of an open call: those are decoded straight into what this reads
+        # (the fields it does not name, such as logprobs and obfuscation, are skipped, not
+        # built) and made here, as feed -> _handle -> _text_delta / _args_delta make them.
         # Anything else, or anything unusual about one (a part not yet open, a field
-        # missing or of another type, an error key), takes the full path; nothing is
-        # changed before the event is made.
-        if self.state is STREAMING and "error" not in data:
-            etype = data.get("type")
-            try:
-                if etype == "response.output_text.delta" and "summary_index" not in data:
-                    item = self._items[data["item_id"]]
-                    block = self.blocks[(item.id, "content", data.get("content_index", 0))]
-                elif etype == "response.function_call_arguments.delta":
-                    item = self._items[data["item_id"]]
-                    block = self.blocks[item.call_key]
-                else:
-                    return super().feed(data, event)
-                text = data["delta"]
-                make = DELTA_MAKERS[block.kind]
-            except (KeyError, TypeError):
-                return super().feed(data, event)
-            if type(text) is str and text and not block.closed:
-                sequence = data.get("sequence_number")
-                if sequence is not None:
-                    self.sequence = sequence
-                if etype == "response.function_call_arguments.delta":
-                    item.args_seen = True
-                block.has_delta = True
-                self._now = now = self._clock()
-                out = self._out = [make(self._event_id(), now, self.reply_id, block.id, text)]
-                return out
-        return super().feed(data, event)
+        # missing or of another type), returns None and takes the full path; nothing is
+        # changed before the event is made. (An "error" key beside a delta's type does not
+        # make it an error frame.)
+        if self.state is not STREAMING:
+            return None
+        try:
+            piece = _decode_piece(raw)
+        except (ValueError, RecursionError):
+            return None
+        etype, text = piece.type, piece.delta
+        if not text or (item := self._items.get(piece.item_id)) is None:
+            return None
+        if etype == "response.output_text.delta" and piece.summary_index is UNSET:
+            block = self.blocks.get((item.id, "content", piece.content_index))
+        elif etype == "response.function_call_arguments.delta":
+            block = self.blocks.get(item.call_key)
+        else:
+            return None
+        if block is None or block.kind not in DELTA_MAKERS:  # not open: closing takes it out
+            return None
+        if piece.sequence_number is not None:
+            self.sequence = piece.sequence_number
+        if etype == "response.function_call_arguments.delta":
+            item.args_seen = True
+        block.has_delta = True
+        self._now = now = self._clock()
+        out = self._out = [DELTA_MAKERS[block.kind](self._event_id(), now, self.reply_id, block.id, text)]
+        return out
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         problem = shape_problem(data, SHAPE)
