@@ -248,3 +248,31 @@ def test_responses_deltas_the_short_path_must_leave_to_the_full_one():
             raw = encode_sse([(e["type"], e) for e in [*events[:position], item, *events[position:]]])
             same_both_ways("openai-responses", raw)
 
+
+
+def test_bedrock_frames_the_short_path_must_leave_to_the_full_one():
+    """Bedrock frames beside the usual one (a text or tool-input delta of an open block):
+    each is decoded as the full path decodes it, and so is a frame that is not an event."""
+    import json
+
+    from modelwire.adapters._eventstream import EventStreamDecoder, encode_frame
+
+    frames = [(f.headers, json.loads(f.payload)) for f in EventStreamDecoder().feed(body("bedrock-converse", ("text", "Hi there"), ("tool", "call_1", "f", '{"a":1}')))]
+    text, args = frames[1], frames[5]
+    assert text[1]["delta"] == {"text": "Hi "} and "toolUse" in args[1]["delta"]
+
+    def frame(payload, headers=text[0]):
+        return (headers, payload)
+
+    odd = [
+        frame({**text[1], "error": {"message": "busy"}}), frame({"contentBlockIndex": 1, "delta": {"text": "x"}}),
+        frame({"contentBlockIndex": 0, "delta": {"toolUse": {"input": "{}"}}}), frame({"contentBlockIndex": 0, "delta": {"text": None}}),
+        frame({"contentBlockIndex": 0, "delta": {"toolUse": ["x"]}}), frame({"contentBlockIndex": "0", "delta": {"text": "x"}}),
+        frame({"delta": {"text": "x"}}), frame({"contentBlockIndex": 0, "delta": {"reasoningContent": {"text": "hm"}}}),
+        frame({"contentBlockIndex": 0, "delta": {"text": "x", "toolUse": {"input": "{}"}}}), frame({"contentBlockIndex": 0, "delta": {"text": ""}}),
+        frame(text[1], {**text[0], ":event-type": "contentBlockStop"}), frame(text[1], {**text[0], ":message-type": "exception", ":exception-type": "throttlingException"}),
+    ]
+    for position in (2, 6):  # beside the open text, then beside the open call
+        for item in odd:
+            raw = b"".join(encode_frame(h, json.dumps(p).encode()) for h, p in [*frames[:position], item, *frames[position:]])
+            same_both_ways("bedrock-converse", raw)

@@ -598,6 +598,8 @@ class AWSStreamDecoder(StreamDecoder):
     def __init__(self, adapter: BaseAdapter, *, keep: bool = False) -> None:
         super().__init__(adapter, keep=keep)
         self.frames = FrameParser()
+        if type(self)._event is not AWSStreamDecoder._event:
+            self._quick = None  # its frames wrap the events: _event unwraps them first
 
     def feed(self, chunk: bytes) -> list[E.AgentEvent]:
         whole = self.frames.whole_parts(chunk)
@@ -648,6 +650,11 @@ class AWSStreamDecoder(StreamDecoder):
         if adapter.state in _ENDED:
             adapter.ignore(f"an event-stream frame ({headers.get(':message-type', 'event')})")
             return []
+        if self._quick is not None and payload and headers.get(":message-type", "event") == "event":
+            name = headers.get(":event-type")
+            out = self._quick(payload, name if type(name) is str else None)
+            if out is not None:
+                return out
         try:
             obj = from_json(payload) if payload else {}
         except (ValueError, RecursionError) as exc:

@@ -25,6 +25,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+from msgspec import UNSET, UnsetType
+
 from ... import event as E
 from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, shape_problem
 from ...errors import StreamProtocolError
@@ -60,6 +63,26 @@ SHAPE: dict[str, tuple] = {
 }
 
 
+class _ToolInput(msgspec.Struct):
+    input: str = ""
+
+
+class _Delta(msgspec.Struct):
+    text: str | UnsetType = UNSET
+    toolUse: _ToolInput | None = None  # noqa: N815 - the wire's name
+
+
+class _Piece(msgspec.Struct):
+    """What the short path reads of a contentBlockDelta frame."""
+
+    contentBlockIndex: int  # noqa: N815 - the wire's name
+    delta: _Delta | None = None
+    error: Any = UNSET
+
+
+_decode_piece = msgspec.json.Decoder(_Piece).decode
+
+
 class BedrockConverseAdapter(BaseAdapter):
     protocol = "bedrock-converse"
     input_counts_cache = False  # its input_tokens leaves out cache reads and writes (added at the end)
@@ -74,31 +97,37 @@ class BedrockConverseAdapter(BaseAdapter):
     def answered(self) -> bool:
         return self.finished or self._stopped
 
-    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
+    def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
         # Most frames of a stream are a text or tool-input delta of an open block: that one
-        # is made here, in one call, as BaseAdapter.feed -> _handle -> _delta -> delta make
+        # is decoded straight into what this reads (the padding "p" and the fields it does
+        # not name are skipped, not built) and made here, as feed -> _handle -> _delta make
         # it. Anything else, or anything unusual about one (a block not yet open or of
-        # another kind, a field missing or of another type, an error key), takes the full
-        # path; nothing is changed before the event is made.
-        # (No exception is raised to find out: a reasoning delta leaves by a test.)
-        delta = data.get("delta")
-        if event == "contentBlockDelta" and self.state is STREAMING and type(delta) is dict and "error" not in data:
-            index = data.get("contentBlockIndex")
-            block = self.blocks.get(index) if type(index) is int else None
-            if "text" in delta:
-                text, kind = delta["text"], "text"
-            else:
-                use = delta.get("toolUse")
-                text, kind = (use.get("input"), "tool_call") if type(use) is dict else (None, "")
-            if block is not None and type(text) is str and text and block.kind == kind and not block.closed:
-                make = DELTA_MAKERS[kind]
-                if kind == "tool_call" and type(index) is int:
-                    self._inputs[index] = True
-                block.has_delta = True
-                self._now = now = self._clock()
-                out = self._out = [make(self._event_id(), now, self.reply_id, block.id, text)]
-                return out
-        return super().feed(data, event)
+        # another kind, a field missing or of another type, an error key), returns None and
+        # takes the full path; nothing is changed before the event is made.
+        if event != "contentBlockDelta" or self.state is not STREAMING:
+            return None
+        try:
+            piece = _decode_piece(raw)
+        except (ValueError, RecursionError):
+            return None
+        delta, index = piece.delta, piece.contentBlockIndex
+        if delta is None or piece.error is not UNSET:
+            return None
+        if delta.text is not UNSET:
+            text, kind = delta.text, "text"
+        elif delta.toolUse is not None:
+            text, kind = delta.toolUse.input, "tool_call"
+        else:
+            return None  # a reasoning delta, or one added later
+        block = self.blocks.get(index)
+        if block is None or not text or block.kind != kind:  # not open: closing takes it out
+            return None
+        if kind == "tool_call":
+            self._inputs[index] = True
+        block.has_delta = True
+        self._now = now = self._clock()
+        out = self._out = [DELTA_MAKERS[kind](self._event_id(), now, self.reply_id, block.id, text)]
+        return out
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         return shape_problem(data, SHAPE)
