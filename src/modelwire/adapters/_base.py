@@ -650,11 +650,9 @@ class AWSStreamDecoder(StreamDecoder):
         if adapter.state in _ENDED:
             adapter.ignore(f"an event-stream frame ({headers.get(':message-type', 'event')})")
             return []
-        if self._quick is not None and payload and headers.get(":message-type", "event") == "event":
-            name = headers.get(":event-type")
-            out = self._quick(payload, name if type(name) is str else None)
-            if out is not None:
-                return out
+        out = self._short(headers, payload) if self._quick is not None else None
+        if out is not None:
+            return out
         try:
             obj = from_json(payload) if payload else {}
         except (ValueError, RecursionError) as exc:
@@ -677,6 +675,13 @@ class AWSStreamDecoder(StreamDecoder):
         elif not isinstance(obj, dict):
             adapter.fail(StreamProtocolError(f"an event-stream frame holds {type(obj).__name__}, not an object"))
         return self._event(obj, event_type)
+
+    def _short(self, headers: dict[str, Any], payload: bytes) -> list[E.AgentEvent] | None:
+        """An event frame through the adapter's short path (None: it takes the full one)."""
+        if not payload or headers.get(":message-type", "event") != "event" or self._quick is None:
+            return None
+        name = headers.get(":event-type")
+        return self._quick(payload, name if type(name) is str else None)
 
     def _event(self, obj: dict[str, Any], event_type: str | None) -> list[E.AgentEvent]:
         """One event frame's JSON to the adapter (an endpoint that wraps its protocol's
