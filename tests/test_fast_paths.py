@@ -276,3 +276,39 @@ def test_bedrock_frames_the_short_path_must_leave_to_the_full_one():
         for item in odd:
             raw = b"".join(encode_frame(h, json.dumps(p).encode()) for h, p in [*frames[:position], item, *frames[position:]])
             same_both_ways("bedrock-converse", raw)
+
+
+def test_chat_chunks_the_short_path_must_leave_to_the_full_one():
+    """Chat chunks beside the usual one (a piece of the open text, or of an open call's
+    arguments by its index): each is decoded as the full path decodes it."""
+    import json
+
+    from modelwire.adapters import encode_sse
+
+    chunks = [json.loads(line[6:]) for line in body("openai-chat", ("text", "Hi there"), ("tool", "call_1", "f", '{"a": 1}')).split(b"\n") if line.startswith(b"data: {")]
+    text, args = chunks[1], chunks[4]
+    assert text["choices"][0]["delta"] == {"content": "Hi "} and "tool_calls" in args["choices"][0]["delta"]
+
+    def with_delta(chunk, delta=None, **choice):
+        (old,) = chunk["choices"]
+        return {**chunk, "choices": [{**old, "delta": delta if delta is not None else old["delta"], **choice}]}
+
+    piece = {"index": 0, "function": {"arguments": "x"}}
+    odd = [
+        with_delta(text, {"content": "x", "role": "assistant"}), with_delta(text, {"content": "x", "refusal": None}),
+        with_delta(text, {"content": "x", "reasoning_content": "hm"}), with_delta(text, {"content": "x", "audio": {}}),
+        with_delta(text, {"content": None}), with_delta(text, {"content": 5}), with_delta(text, {}),
+        with_delta(text, finish_reason="stop"), with_delta(text, logprobs={"content": []}), with_delta(text, index=1),
+        {**text, "usage": {"prompt_tokens": 1, "completion_tokens": 1}}, {**text, "x_groq": {"id": "g"}}, {**text, "error": {"message": "busy"}},
+        {**text, "choices": [text["choices"][0], {**text["choices"][0], "index": 1}]}, {**text, "choices": []},
+        with_delta(text, {"content": "x", "tool_calls": [piece]}), with_delta(args, {"tool_calls": [piece, {**piece, "index": 1}]}),
+        with_delta(args, {"tool_calls": [{**piece, "id": "call_9"}]}), with_delta(args, {"tool_calls": [{**piece, "type": "function"}]}),
+        with_delta(args, {"tool_calls": [{"index": 0, "function": {"arguments": "x", "name": "g"}}]}),
+        with_delta(args, {"tool_calls": [{"index": 3, "function": {"arguments": "x"}}]}), with_delta(args, {"tool_calls": [{"index": "0", "function": {"arguments": "x"}}]}),
+        with_delta(args, {"tool_calls": [{"index": 0, "function": {"arguments": None}}]}), with_delta(args, {"tool_calls": [{"index": 0, "function": None}]}),
+        with_delta(args, {"tool_calls": [{"index": 0}]}), with_delta(args, {"tool_calls": [{**piece, "extra": 1}]}),
+    ]
+    for position in (2, 5):  # beside the open text, then beside the open call
+        for item in odd:
+            raw = encode_sse([(None, c) for c in [*chunks[:position], item, *chunks[position:]]] + [(None, "[DONE]")])
+            same_both_ways("openai-chat", raw)

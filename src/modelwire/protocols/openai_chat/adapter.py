@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+from msgspec import UNSET, UnsetType
+
 from ... import event as E
 from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, Block, shape_problem
 from ...errors import StreamProtocolError
@@ -75,6 +78,63 @@ SHAPE: dict[str, tuple] = {
 }
 
 
+# What the short path reads of a chunk. A delta or call fragment with any field beside its
+# piece takes the full path: the fields servers are known to send are named (to be seen as
+# there), anything else fails the type (forbid_unknown_fields).
+class _Function(msgspec.Struct, forbid_unknown_fields=True):
+    arguments: Any = None
+    name: Any = UNSET
+
+
+class _Fragment(msgspec.Struct, forbid_unknown_fields=True):
+    index: int | None = None
+    function: _Function | None = None
+    id: Any = UNSET
+    type: Any = UNSET
+
+
+class _Delta(msgspec.Struct, forbid_unknown_fields=True):
+    content: Any = UNSET
+    tool_calls: list[_Fragment] | UnsetType = UNSET
+    role: Any = UNSET
+    refusal: Any = UNSET
+    reasoning_content: Any = UNSET
+    reasoning: Any = UNSET
+    function_call: Any = UNSET
+
+    def alone(self) -> bool:
+        """Nothing but its content or its calls."""
+        return self.role is UNSET and self.refusal is UNSET and self.reasoning_content is UNSET and self.reasoning is UNSET and self.function_call is UNSET
+
+
+class _Choice(msgspec.Struct):
+    delta: _Delta | None = None
+    index: Any = 0
+    logprobs: Any = None
+    finish_reason: Any = None
+
+
+class _Piece(msgspec.Struct):
+    choices: list[_Choice] = []
+    usage: Any = None
+    x_groq: Any = None
+    error: Any = UNSET
+
+    def usual_delta(self, choice_index: int) -> _Delta | None:
+        """The delta of a chunk that is that choice's delta alone: no other choice, usage,
+        logprobs, finish reason, error, or field beside the delta's piece."""
+        if len(self.choices) != 1 or self.usage or self.x_groq or self.error is not UNSET:
+            return None
+        (choice,) = self.choices
+        delta = choice.delta
+        if delta is None or choice.index != choice_index or choice.logprobs or choice.finish_reason or not delta.alone():
+            return None
+        return delta
+
+
+_decode_piece = msgspec.json.Decoder(_Piece).decode
+
+
 class _Call:
     __slots__ = ("block", "id", "name", "pending", "index", "extras")
 
@@ -106,38 +166,35 @@ class OpenAIChatAdapter(BaseAdapter):
     def _model_from(self, data: dict[str, Any]) -> str | None:
         return data.get("model")
 
-    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
+    def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
         # Most chunks of a stream are one choice whose delta is a piece of text for the open
-        # text block, or of one open call's arguments (by index): that one is made here, in
-        # one call, as BaseAdapter.feed -> _handle -> _on_delta -> delta make it. Anything
-        # else (the first chunk, a role, a finish reason, usage, logprobs, reasoning, a new
-        # or named call, a field missing or of another type, an error) takes the full path;
-        # nothing is changed before the event is made.
-        if self.state is STREAMING and "error" not in data and event != "error" and "response_id" in self.call_metadata and "reasoning" not in self.blocks:
-            # (Only a shape no server sends raises to find out: a reasoning delta or a role
-            # leaves by a test.)
-            try:
-                (choice,) = data["choices"]
-                delta = choice["delta"]
-                if "content" in delta:
-                    text, block = delta["content"], self.blocks.get("text")
-                elif "tool_calls" in delta:
-                    (call,) = delta["tool_calls"]
-                    text, block = _argument_piece(call, self._calls_by_index[call["index"]])
-                else:
-                    return super().feed(data, event)
-            except (KeyError, TypeError, ValueError):
-                return super().feed(data, event)
-            if (
-                type(text) is str and text and len(delta) == 1 and block is not None and not block.closed
-                and choice.get("index", 0) == self.choice_index and not choice.get("logprobs") and not choice.get("finish_reason")
-                and not data.get("usage") and not data.get("x_groq")
-            ):
-                block.has_delta = True
-                self._now = now = self._clock()
-                out = self._out = [DELTA_MAKERS[block.kind](self._event_id(), now, self.reply_id, block.id, text)]
-                return out
-        return super().feed(data, event)
+        # text block, or of one open call's arguments (by index): that one is decoded
+        # straight into what this reads (the chunk's id, model, created and fingerprint are
+        # skipped, not built) and made here, as feed -> _handle -> _on_delta -> delta make
+        # it. Anything else (the first chunk, a role, a finish reason, usage, logprobs,
+        # reasoning, a new or named call, a field missing or of another type, an error)
+        # returns None and takes the full path; nothing is changed before the event is made.
+        if self.state is not STREAMING or event == "error" or "response_id" not in self.call_metadata or "reasoning" in self.blocks:
+            return None
+        try:
+            piece = _decode_piece(raw)
+        except (ValueError, RecursionError):
+            return None
+        delta = piece.usual_delta(self.choice_index)
+        if delta is None:
+            return None
+        if delta.tool_calls is UNSET:
+            text, block = delta.content, self.blocks.get("text")
+        elif delta.content is UNSET and len(delta.tool_calls) == 1:
+            text, block = _argument_piece_of(delta.tool_calls[0], self._calls_by_index)
+        else:
+            return None
+        if type(text) is not str or not text or block is None or block.closed:
+            return None
+        block.has_delta = True
+        self._now = now = self._clock()
+        out = self._out = [DELTA_MAKERS[block.kind](self._event_id(), now, self.reply_id, block.id, text)]
+        return out
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
         meta = self.call_metadata
@@ -347,10 +404,11 @@ def _first_chunk(meta: dict[str, Any], data: dict[str, Any]) -> None:
         meta["upstream_provider"] = data["provider"]
 
 
-def _argument_piece(fragment: dict[str, Any], call: _Call) -> tuple[Any, Block | None]:
-    """A call fragment that is only a piece of arguments for a call already open (by its
-    index): the piece and the call's block; (None, None) for any other fragment."""
-    fn = fragment["function"]
-    if len(fragment) == 2 and len(fn) == 1 and call.block is not None:
-        return fn["arguments"], call.block
-    return None, None
+def _argument_piece_of(fragment: _Fragment, calls: dict[int, _Call]) -> tuple[Any, Block | None]:
+    """A decoded call fragment that is only a piece of arguments for a call already open
+    (by its index): the piece and the call's block; (None, None) for any other fragment."""
+    fn = fragment.function
+    call = calls.get(fragment.index) if fragment.index is not None else None
+    if fn is None or call is None or fn.name is not UNSET or fragment.id is not UNSET or fragment.type is not UNSET:
+        return None, None
+    return fn.arguments, call.block
