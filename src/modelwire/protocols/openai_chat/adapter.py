@@ -95,7 +95,7 @@ class _Fragment(msgspec.Struct, forbid_unknown_fields=True):
 
 class _Delta(msgspec.Struct, forbid_unknown_fields=True):
     content: Any = UNSET
-    tool_calls: list[_Fragment] | UnsetType = UNSET
+    tool_calls: list[_Fragment] | None | UnsetType = UNSET  # null: sent by some servers beside content
     role: Any = UNSET
     refusal: Any = UNSET
     reasoning_content: Any = UNSET
@@ -185,7 +185,7 @@ class OpenAIChatAdapter(BaseAdapter):
             return None
         if delta.tool_calls is UNSET:
             text, block = delta.content, self.blocks.get("text")
-        elif delta.content is UNSET and len(delta.tool_calls) == 1:
+        elif delta.content is UNSET and delta.tool_calls and len(delta.tool_calls) == 1:
             text, block = _argument_piece_of(delta.tool_calls[0], self._calls_by_index)
         else:
             return None
