@@ -209,6 +209,14 @@ class BaseAdapter:
         :func:`short_path`); this one has none."""
         return None
 
+    def short_delta(self, block: Block, text: str) -> list[E.AgentEvent]:
+        """A short path's one event: a delta of ``block`` (open, of a streamed kind), stamped
+        now, as ``feed`` -> ``delta`` would make it; the events of this feed."""
+        block.has_delta = True
+        self._now = now = self._clock()
+        out = self._out = [_DELTAS[block.kind](self._event_id(), now, self.reply_id, block.id, text)]
+        return out
+
     def done(self) -> list[E.AgentEvent]:
         """The ``data: [DONE]`` marker."""
         if self.state in _ENDED:

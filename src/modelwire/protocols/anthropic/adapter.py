@@ -120,10 +120,7 @@ class AnthropicAdapter(BaseAdapter):
         block = self.blocks.get(piece.index)  # None when not open: closing takes it out
         if block is None or block.kind not in DELTA_MAKERS:
             return None
-        block.has_delta = True
-        self._now = now = self._clock()
-        out = self._out = [DELTA_MAKERS[block.kind](self._event_id(), now, self.reply_id, block.id, delta.text)]
-        return out
+        return self.short_delta(block, delta.text)
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         message = data.get("message")

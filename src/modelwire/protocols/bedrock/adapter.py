@@ -29,7 +29,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ... import event as E
-from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, shape_problem
+from ...adapters import OPTIONAL, STREAMING, BaseAdapter, shape_problem
 from ...errors import StreamProtocolError
 
 __all__ = ["BedrockConverseAdapter", "STOP_REASONS"]
@@ -124,10 +124,7 @@ class BedrockConverseAdapter(BaseAdapter):
             return None
         if kind == "tool_call":
             self._inputs[index] = True
-        block.has_delta = True
-        self._now = now = self._clock()
-        out = self._out = [DELTA_MAKERS[kind](self._event_id(), now, self.reply_id, block.id, text)]
-        return out
+        return self.short_delta(block, text)
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         return shape_problem(data, SHAPE)

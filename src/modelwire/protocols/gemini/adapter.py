@@ -39,7 +39,7 @@ import json
 from typing import Any
 
 from ... import event as E
-from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, Block, shape_problem
+from ...adapters import OPTIONAL, STREAMING, BaseAdapter, Block, shape_problem
 from ...errors import StreamProtocolError, error_from_body
 from ...event import DataBlockDeltaEvent
 from ...message import normalize_base64
@@ -156,10 +156,7 @@ class GeminiAdapter(BaseAdapter):
                 and (len(candidate) == 1 or (len(candidate) == 2 and candidate.get("index") == 0))
             ):
                 self._chunk_meta(data)
-                block.has_delta = True
-                self._now = now = self._clock()
-                out = self._out = [DELTA_MAKERS["text"](self._event_id(), now, self.reply_id, block.id, text)]
-                return out
+                return self.short_delta(block, text)
         return super().feed(data, event)
 
     def _chunk_meta(self, data: dict[str, Any]) -> None:

@@ -25,7 +25,7 @@ import msgspec
 from msgspec import UNSET
 
 from ... import event as E
-from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, shape_problem
+from ...adapters import OPTIONAL, STREAMING, BaseAdapter, shape_problem
 from ...errors import StreamProtocolError
 
 __all__ = ["OllamaAdapter", "STOP_REASONS"]
@@ -100,10 +100,7 @@ class OllamaAdapter(BaseAdapter):
             return None
         if block is None:  # closing a block takes it out of self.blocks
             return None
-        block.has_delta = True
-        self._now = now = self._clock()
-        out = self._out = [DELTA_MAKERS[block.kind](self._event_id(), now, self.reply_id, block.id, text)]
-        return out
+        return self.short_delta(block, text)
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("model")

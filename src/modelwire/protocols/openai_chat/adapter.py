@@ -28,7 +28,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ... import event as E
-from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, Block, shape_problem
+from ...adapters import OPTIONAL, STREAMING, BaseAdapter, Block, shape_problem
 from ...errors import StreamProtocolError
 from ...errors import error_from_body
 
@@ -191,10 +191,7 @@ class OpenAIChatAdapter(BaseAdapter):
             return None
         if type(text) is not str or not text or block is None or block.closed:
             return None
-        block.has_delta = True
-        self._now = now = self._clock()
-        out = self._out = [DELTA_MAKERS[block.kind](self._event_id(), now, self.reply_id, block.id, text)]
-        return out
+        return self.short_delta(block, text)
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
         meta = self.call_metadata

@@ -156,10 +156,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
             self.sequence = piece.sequence_number
         if etype == "response.function_call_arguments.delta":
             item.args_seen = True
-        block.has_delta = True
-        self._now = now = self._clock()
-        out = self._out = [DELTA_MAKERS[block.kind](self._event_id(), now, self.reply_id, block.id, text)]
-        return out
+        return self.short_delta(block, text)
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         problem = shape_problem(data, SHAPE)
