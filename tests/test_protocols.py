@@ -421,6 +421,22 @@ def test_a_protocol_says_which_blocks_without_provenance_are_its_own(monkeypatch
     marked = ThinkingBlock(thinking="t", toy_seal="x", provider_metadata={"deepseek": {"protocol": "openai-chat"}})
     assert origin(marked).protocol == "openai-chat"
 
+    # claimed_types: the block types a protocol's claims is asked about, and no other
+    asked: list[str] = []
+
+    class Calls(WireProtocol):
+        name = "toy-calls"
+        claimed_types = ("tool_call",)
+
+        def claims(self, block_type, fields, block_id):
+            asked.append(block_type)
+            return block_id.startswith("toy_")
+
+    monkeypatch.setitem(protocols._registered, "toy-calls", Calls())
+    assert origin(ToolCallBlock(id="toy_1", name="f", input="{}")).protocol == "toy-calls"
+    assert origin(ThinkingBlock(thinking="t", other_seal="x")) is None  # every claimant of thinking asked
+    assert asked == ["tool_call"]
+
 
 # -- block extras: one declared vocabulary per protocol ------------------------------------------
 

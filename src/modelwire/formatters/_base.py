@@ -69,7 +69,7 @@ class Formatter:
         from ._common import format_errors
 
         with format_errors(self.protocol):
-            return self.draft(tools, tool_choice).extend(messages).payload()
+            return self.draft(tools, tool_choice).once(messages)
 
     # -- drafts (formatters built on the shared walk) --------------------------------------
 

@@ -140,6 +140,21 @@ class Draft:
         self.tail = messages[stop:]
         return self
 
+    def once(self, messages: Sequence[Any]) -> dict[str, Any]:
+        """The payload for ``messages`` from this fresh draft, keeping nothing for a next
+        turn (what :meth:`~modelwire.formatters.Formatter.format` does): the payload
+        :meth:`extend` and :meth:`payload` would give, without the marks they keep or the
+        copies they finish on. The draft is spent: a next turn needs a new one."""
+        fmt, walk, acc = self.formatter, self.walk, self.acc
+        for index, msg in enumerate(messages):
+            walk.feed(index, msg)
+        last = max(len(walk.out) - 1, 0)  # the one segment still open
+        for seg in walk.out[:last]:
+            fmt.take(acc, seg)
+        for seg in walk.pending(last):
+            fmt.take(acc, seg)
+        return fmt.finish(acc, self.tools, self.tool_choice)  # type: ignore[no-any-return]
+
     def payload(self) -> dict[str, Any]:
         """The payload for the messages of the last :meth:`extend`; the draft is not changed."""
         fmt = self.formatter

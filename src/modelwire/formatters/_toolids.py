@@ -136,13 +136,14 @@ class _Conformer:
         self.names = names
         self.name_sent: dict[str, str] = {}
         self.server: set[str] = set()
+        self.kept: dict[str, str] = {}  # id -> name, of the blocks sent as they were (a call, then its result)
 
     def copy(self) -> "_Conformer":
         new = _Conformer(None, self.names)
         if self.id_map is not None:
             new.id_map = _IdMap(self.id_map.rules)
             new.id_map.sent, new.id_map.taken = dict(self.id_map.sent), dict(self.id_map.taken)
-        new.name_sent, new.server = dict(self.name_sent), set(self.server)
+        new.name_sent, new.server, new.kept = dict(self.name_sent), set(self.server), dict(self.kept)
         return new
 
     def block(self, block: Any) -> Any:
@@ -160,17 +161,21 @@ class _Conformer:
     def sent(self, block: Any) -> Any:
         """A client tool call or result with its id and name conformed (the block itself
         when they fit)."""
-        block_id = block.id
+        block_id, name = block.id, block.name
+        if self.kept.get(block_id) == name:  # the usual result: its call's id and name, sent as they were
+            return block
         id_map = self.id_map
         new_id = block_id if id_map is None else (id_map.sent.get(block_id) or id_map.new(block_id))
-        name = block.name
         if self.names is not None and name:
             new_name = self.name_sent.get(name)
             if new_name is None:
                 new_name = self.name_sent[name] = wire_name(name, self.names)
             if new_name != name:
                 return block.replace(id=new_id, name=new_name)
-        return block if new_id == block_id else block.replace(id=new_id)
+        if new_id != block_id:
+            return block.replace(id=new_id)
+        self.kept[block_id] = name
+        return block
 
     def content(self, blocks: Sequence[Any]) -> list[Any] | None:
         """A message's blocks with the calls' and results' ids and names conformed (None:

@@ -179,22 +179,28 @@ def all_presets() -> dict[str, Preset]:
 
 def _claim(block_type: str, fields: Mapping[str, Any], block_id: str) -> str | None:
     """The protocol that says a block recording no origin is its own (``WireProtocol.claims``)."""
-    for name, claims in _claimants():
+    for name, claims in _claimants().get(block_type, ()):
         if claims(block_type, fields, block_id):
             return name
     return None
 
 
-_claims_of: tuple[Any, list[tuple[str, Any]]] = (None, [])  # (the protocols, those that claim blocks)
+_claims_of: tuple[Any, dict[str, list[tuple[str, Any]]]] = (None, {})  # (the protocols, those that claim blocks, by type)
 
 
-def _claimants() -> list[tuple[str, Any]]:
-    """The protocols that claim blocks (their own ``claims``), as (name, claims): asked for
-    every call and thinking block a formatter meets without an origin."""
+def _claimants() -> dict[str, list[tuple[str, Any]]]:
+    """The protocols that claim blocks (their own ``claims``), as (name, claims) by the block
+    types they claim (``claimed_types``): asked for every call and thinking block a formatter
+    meets without an origin."""
     global _claims_of
     loaded = _protocols()
     if _claims_of[0] is not loaded:
-        _claims_of = (loaded, [(p.name, p.claims) for p in loaded if type(p).claims is not WireProtocol.claims])
+        by_type: dict[str, list[tuple[str, Any]]] = {}
+        for p in loaded:
+            if type(p).claims is not WireProtocol.claims:
+                for block_type in p.claimed_types:
+                    by_type.setdefault(block_type, []).append((p.name, p.claims))
+        _claims_of = (loaded, by_type)
     return _claims_of[1]
 
 

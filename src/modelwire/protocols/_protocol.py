@@ -276,6 +276,7 @@ class WireProtocol:
             beside the shared kit's (``modelwire.adapters.COMMON_EXTRAS``); its replay keys
             are among them. A key outside both is a typo (the tests and the conformance
             suite check both sides).
+        claimed_types: the block types :meth:`claims` may say yes to (asked of no other).
         presets: providers this protocol brings along (a plugin's own presets).
         sdk_package: the official SDK whose clients ``load_model(client=...)`` accepts.
     """
@@ -290,6 +291,7 @@ class WireProtocol:
     replay_scope = "provider"
     replay_keys: tuple[str, ...] = ()
     extras_keys: tuple[str, ...] = ()
+    claimed_types: tuple[str, ...] = ("thinking", "tool_call")
     content_type = "text/event-stream"  # what a streamed answer arrives as
     signature: tuple[bytes, ...] = ()  # byte strings only this protocol's bodies hold (to name a mismatch)
     capabilities = Capabilities()

@@ -164,6 +164,8 @@ class AnthropicProtocol(WireProtocol):
             return regional(base_url, preset, env) + f"/model/{quote(model, safe='')}/invoke-with-response-stream"
         return super().url(base_url, model, preset, env)
 
+    claimed_types = ("thinking",)
+
     def claims(self, block_type: str, fields: Mapping[str, Any], block_id: str) -> bool:
         # AgentScope's fields for Claude's thinking: its signature, or the redacted data.
         return block_type == "thinking" and bool(fields.get("signature") or fields.get("redacted_thinking_data") is not None)

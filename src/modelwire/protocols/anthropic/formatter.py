@@ -108,16 +108,28 @@ class AnthropicFormatter(Formatter):
             return
         content: list[dict[str, Any]] = []
         if seg.kind == "assistant":
-            add = self._assistant_block
             role = "assistant"
+            for b in seg.blocks:
+                btype = b.type
+                if btype == "text" and not b.__dict__:  # the usual text (no citations): inlined
+                    if b.text:
+                        content.append({"type": "text", "text": b.text})
+                elif btype == "tool_call" and not b.__dict__:  # the usual client call: inlined
+                    content.append({"type": "tool_use", "id": b.id, "name": b.name, "input": parse_arguments(b)})
+                else:
+                    self._assistant_block(b, seg, content)
         elif seg.kind == "results":
-            add = self._result
             role = "user"
+            for b in seg.blocks:
+                self._result(b, seg, content)
         else:
-            add = self._user_block
             role = "user"
-        for b in seg.blocks:
-            add(b, seg, content)
+            for b in seg.blocks:
+                if b.type == "text":  # _user_block(), inlined for text: most of a user turn
+                    if b.text:
+                        content.append({"type": "text", "text": b.text})
+                else:
+                    self._user_block(b, seg, content)
         merge_turn(acc.turns, role, content, finished=_results_first)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
@@ -155,7 +167,9 @@ class AnthropicFormatter(Formatter):
                     part["citations"] = extras["citations"]
                 out.append(part)
         elif btype == "thinking":
-            signed = _signed_thinking(block, extras) if self._native(block) else None
+            signed = _signed_thinking(block, extras)  # None: nothing to replay, whatever made it
+            if signed is not None and not self._native(block):
+                signed = None
             if signed is not None:
                 out.append(signed)
             elif self.thinking_as_text and block.thinking:

@@ -89,6 +89,8 @@ class GeminiProtocol(WireProtocol):
         base, project, location = vertex_place(base_url, preset, env)
         return base + _VERTEX_PATH.format(project=project, location=location, model=model) + "?alt=sse"
 
+    claimed_types = ("tool_call",)
+
     def claims(self, block_type: str, fields: Mapping[str, Any], block_id: str) -> bool:
         # AgentScope keeps a Gemini call's thought signature in the call's id.
         return block_type == "tool_call" and block_id.startswith(GEMINI_TS)

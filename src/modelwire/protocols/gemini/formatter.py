@@ -123,7 +123,13 @@ class GeminiFormatter(Formatter):
         elif seg.kind == "results":
             role, parts = "user", self._results(seg, calls)
         else:
-            role, parts = "user", [p for b in seg.blocks for p in self._user_part(b, seg.index_of(b))]
+            role, parts = "user", []
+            for b in seg.blocks:
+                if b.type == "text":  # _user_part(), inlined for text: most of a user turn
+                    if b.text:
+                        parts.append({"text": b.text})
+                else:
+                    parts += self._user_part(b, seg.index_of(b))
         merge_turn(acc.turns, role, parts, key="parts", finished=_results_first)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
@@ -155,6 +161,10 @@ class GeminiFormatter(Formatter):
         for block in seg.blocks:
             btype = block.type
             extras = extras_of(block)  # read once per block: several of its extras decide
+            if btype == "text" and not extras:  # the usual text: no origin, so no signature
+                if block.text:
+                    parts.append({"text": block.text})
+                continue
             native = replays_natively(block, PROTOCOL, provider, scope=SCOPE, endpoint=endpoint)
             signature = extras.get("thought_signature") if native else None
             if btype == "text" or btype == "thinking":

@@ -166,13 +166,15 @@ class OpenAIChatFormatter(Formatter):
         reasoning: list[str] = []
         details: list[Any] = []
         calls: list[dict[str, Any]] = []
+        sends_thinking = self.reasoning_field or self.thinking_as_text  # else no thinking is sent
         for block in seg.blocks:
             btype = block.type
             if btype == "text":
                 if block.text:
-                    (refusals if extra(block, "refusal", False) else texts).append(block.text)
+                    (refusals if block.__dict__.get("refusal", False) else texts).append(block.text)
             elif btype == "thinking":
-                self._thinking(block, texts, reasoning, details)
+                if sends_thinking:
+                    self._thinking(block, texts, reasoning, details)
             elif btype == "tool_call":
                 if extra(block, "server_side", False):
                     continue  # run by another provider; its text answer carries what it found

@@ -39,6 +39,8 @@ class OpenAIResponsesProtocol(WireProtocol):
 
         return CHAT.schema_problems(schema)  # the same strict mode
 
+    claimed_types = ("thinking",)
+
     def claims(self, block_type: str, fields: Mapping[str, Any], block_id: str) -> bool:
         # AgentScope's fields for a reasoning item: its id, or the raw item.
         return block_type == "thinking" and bool(fields.get("reasoning_item_id") or isinstance(fields.get("reasoning_item_raw"), dict))

@@ -97,14 +97,24 @@ class OpenAIResponsesFormatter(Formatter):
             elif text:
                 items.append({"type": "message", "role": self.system_role, "content": text})
         elif seg.kind == "user":
-            content = [p for b in seg.blocks for p in self._input_part(b, seg.index_of(b))]
+            content = []
+            for b in seg.blocks:
+                if b.type == "text":  # _input_part(), inlined for text: most of a user turn
+                    if b.text:
+                        content.append({"type": "input_text", "text": b.text})
+                else:
+                    content += self._input_part(b, seg.index_of(b))
             if content:
                 items.append({"type": "message", "role": "user", "content": content})
         elif seg.kind == "assistant":
             items += self._assistant(seg)
         else:
-            result = self._result
-            items += [result(r, seg.index_of(r)) for r in seg.blocks]
+            for r in seg.blocks:
+                output = r.output
+                if isinstance(output, str) and output:  # the usual result, as _result() sends it
+                    items.append({"type": "function_call_output", "call_id": r.id, "output": output})
+                else:
+                    items.append(self._result(r, seg.index_of(r)))
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
@@ -147,7 +157,10 @@ class OpenAIResponsesFormatter(Formatter):
                 continue
             reasoning = None
             if btype == "text":
-                if block.text:
+                if block.text and not extras and (message is None or "id" in message):  # the usual text, as _output_text() sends it
+                    message = {"type": "message", "role": "assistant", "content": block.text}
+                    items.append(message)
+                elif block.text:
                     item_id = extras.get("item_id") if self.item_ids else None
                     annotations = extras.get("annotations") or []
                     message = self._output_text(items, message, block.text, item_id, bool(extras.get("refusal", False)), annotations)
