@@ -78,6 +78,18 @@ def test_anthropic_system_lifted_and_same_role_merged_and_empty_text_dropped():
     }
 
 
+def test_results_of_many_calls_go_in_call_order_whatever_order_they_finished_in():
+    """Each result joins its segment in its call's place, however far back that is; two
+    results of one call keep the order they came in (a stable sort's)."""
+    from modelwire.formatters._common import segments
+
+    calls = [call(f"c{n}", "f", "{}") for n in range(1, 6)]
+    finished = [result(cid, out, name="f") for cid, out in [("c4", "4"), ("c2", "2a"), ("c5", "5"), ("c1", "1"), ("c2", "2b"), ("c3", "3")]]
+    segs = segments([UserMsg("u", "go"), AssistantMsg("a", [*calls, *finished])], "anthropic")
+    assert [seg.kind for seg in segs] == ["user", "assistant", "results"]
+    assert [(r.id, r.output) for r in segs[2].blocks] == [("c1", "1"), ("c2", "2a"), ("c2", "2b"), ("c3", "3"), ("c4", "4"), ("c5", "5")]
+
+
 def test_anthropic_tool_results_open_the_next_user_turn_in_call_order():
     reply = AssistantMsg(
         "a",

@@ -374,12 +374,18 @@ class Walk:
                 self.add("system", index, block, msg.name)
 
     def in_call_order(self, results: list[Any]) -> None:
-        """Results kept in the order of their calls as each joins its segment: a stable sort
-        when one answers an earlier call than the result before it (the order a sort of the
-        whole segment would give)."""
+        """Results kept in the order of their calls as each joins its segment: one that
+        answers an earlier call than the result before it moves back to its place, after any
+        that answer the same call (the order a stable sort of the whole segment would give)."""
         calls = self.calls
-        if calls[results[-1].id] < calls[results[-2].id]:
-            results.sort(key=lambda r: calls[r.id])
+        place = calls[results[-1].id]
+        k = len(results) - 1
+        if place < calls[results[k - 1].id]:  # the others are in order: the new one goes in its place
+            last = results.pop()
+            k -= 1
+            while k and place < calls[results[k - 1].id]:
+                k -= 1
+            results.insert(k, last)
 
     def feed(self, index: int, msg: Msg) -> None:
         """The next message of the conversation (at ``index``)."""
@@ -437,7 +443,7 @@ class Walk:
 
     def call(self, index: int, block: Any) -> Any:
         """A tool call as sent (its segment kind is always the assistant's)."""
-        if extra(block, "server_side"):
+        if block.__dict__.get("server_side"):  # extra(), inlined: a call always takes extras
             self.server_calls.add(block.id)
             return block
         if self.conformer is not None:

@@ -143,17 +143,7 @@ class OpenAIResponsesFormatter(Formatter):
             btype = block.type
             extras = extras_of(block)  # read once per block: several of its extras decide
             if btype == "thinking":
-                raw = extras.get("reasoning_item_raw")
-                if not isinstance(raw, dict):
-                    raw = {}
-                rid = extras.get("reasoning_item_id") or raw.get("id")
-                if rid and self._native(block):
-                    reasoning, began = self._reasoning(block, extras, rid, raw, items, reasoning, replayed_raw)
-                    if began:
-                        message = None
-                elif self.thinking_as_text and block.thinking:
-                    block_text = f"<thinking>\n{block.thinking}\n</thinking>"
-                    message = self._output_text(items, message, block_text, None, False, [])
+                message, reasoning = self._thought(block, extras, items, message, reasoning, replayed_raw)
                 continue
             reasoning = None
             if btype == "text":
@@ -166,10 +156,30 @@ class OpenAIResponsesFormatter(Formatter):
                     message = self._output_text(items, message, block.text, item_id, bool(extras.get("refusal", False)), annotations)
                 continue
             message = None
+            if btype == "tool_call" and not extras:  # the usual call, as _item() sends it
+                items.append({"type": "function_call", "call_id": block.id, "name": block.name, "arguments": block.input or "{}"})
+                continue
             item = self._item(block, extras, seg)
             if item:
                 items.append(item)
         return _reasoning_first(items)
+
+    def _thought(
+        self, block: Any, extras: Any, items: list[dict[str, Any]], message: dict[str, Any] | None, reasoning: dict[str, Any] | None, replayed_raw: set[str]
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """A thinking block of the turn: its reasoning item where this endpoint made it, as
+        text when ``thinking_as_text``, else nothing; the output message and the reasoning
+        item being filled after it."""
+        raw = extras.get("reasoning_item_raw")
+        if not isinstance(raw, dict):
+            raw = {}
+        rid = extras.get("reasoning_item_id") or raw.get("id")
+        if rid and self._native(block):
+            reasoning, began = self._reasoning(block, extras, rid, raw, items, reasoning, replayed_raw)
+            return (None if began else message), reasoning
+        if self.thinking_as_text and block.thinking:
+            message = self._output_text(items, message, f"<thinking>\n{block.thinking}\n</thinking>", None, False, [])
+        return message, reasoning
 
     def _reasoning(
         self, block: Any, extras: Any, rid: str, raw: dict[str, Any], items: list[dict[str, Any]], reasoning: dict[str, Any] | None, replayed_raw: set[str]
