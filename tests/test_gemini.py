@@ -319,6 +319,33 @@ def test_a_conversation_from_another_provider_continues_on_gemini():
     assert "EqQB" not in json.dumps(payload) and "toolu_" not in json.dumps(payload)
 
 
+def test_bare_calls_get_the_placeholder_on_the_first_of_each_turn_and_a_kept_signature_anywhere():
+    """Calls with no extras (as AgentScope writes them): the first of each model turn carries
+    the placeholder and the others nothing, except one whose id keeps a Gemini signature
+    (AgentScope's ``gemini_ts:``), which carries that signature wherever it is, as does one
+    Gemini signed."""
+    bare = lambda cid: ToolCallBlock(id=cid, name="f", input="{}")  # noqa: E731
+    done = lambda cid: ToolResultBlock(id=cid, name="f", output="ok", state="success")  # noqa: E731
+    turns = [
+        UserMsg("u", "go"),
+        AssistantMsg("agent", [bare("c1"), bare("gemini_ts:c2ln"), bare("c3"), done("c1"), done("gemini_ts:c2ln"), done("c3")]),
+        AssistantMsg("agent", [bare("c4"), bare("c5"), ToolCallBlock(id="c6", name="f", input="{}", thought_signature="c2ln", provider_metadata={"google": {"protocol": "gemini"}}), done("c4"), done("c5"), done("c6")]),
+    ]
+    contents = get_formatter("gemini")(provider="google").format(turns)["contents"]
+    assert [c["parts"] for c in contents if c["role"] == "model"] == [
+        [
+            {"functionCall": {"name": "f", "args": {}}, "thoughtSignature": "skip_thought_signature_validator"},
+            {"functionCall": {"name": "f", "args": {}}, "thoughtSignature": "c2ln"},
+            {"functionCall": {"name": "f", "args": {}}},
+        ],
+        [
+            {"functionCall": {"name": "f", "args": {}}, "thoughtSignature": "skip_thought_signature_validator"},
+            {"functionCall": {"name": "f", "args": {}}},
+            {"functionCall": {"name": "f", "args": {}}, "thoughtSignature": "c2ln"},  # its own, replayed
+        ],
+    ]
+
+
 def test_vertex_signatures_are_not_replayed_to_the_gemini_api():
     reply = AssistantMsg("agent", [TextBlock(text="hi", thought_signature="c2ln", provider_metadata={"vertex": {"protocol": "gemini"}})])
     assert get_formatter("gemini")(provider="google").format([UserMsg("u", "x"), reply])["contents"][1]["parts"] == [{"text": "hi"}]

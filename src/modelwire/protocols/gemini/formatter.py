@@ -165,19 +165,17 @@ class GeminiFormatter(Formatter):
                 if block.text:
                     parts.append({"text": block.text})
                 continue
+            if btype == "tool_call" and not extras and not first_call and not block.id.startswith(GEMINI_TS):
+                # a bare call after the turn's first: where it came from decides nothing (_call_part)
+                calls[block.id] = block
+                parts.append({"functionCall": {"name": block.name, "args": parse_arguments(block)}})
+                continue
             native = replays_natively(block, PROTOCOL, provider, scope=SCOPE, endpoint=endpoint)
             signature = extras.get("thought_signature") if native else None
             if btype == "text" or btype == "thinking":
                 self._text_part(block, native, signature, parts)
             elif btype == "tool_call":
-                if extras.get("server_side", False):
-                    raw = extras.get("provider_block") if native else None
-                    if isinstance(raw, dict):
-                        parts.append(raw)
-                    continue
-                calls[block.id] = block
-                parts.append(_call_part(block, native, signature, first_call))
-                first_call = False
+                first_call = self._call(block, extras, native, signature, first_call, calls, parts)
             elif btype == "tool_result":  # a server tool's result, kept whole by the adapter
                 raw = block.metadata.get("provider_block") if native else None
                 if isinstance(raw, dict):
@@ -192,6 +190,19 @@ class GeminiFormatter(Formatter):
             else:
                 raise FormatError(seg.index_of(block), f"a {btype!r} block cannot be sent in a model turn", PROTOCOL)
         return parts
+
+    @staticmethod
+    def _call(block: Any, extras: Any, native: bool, signature: str | None, first_call: bool, calls: dict[str, Any], parts: list[dict[str, Any]]) -> bool:
+        """A tool call of the model turn into its part (a server-side one: the part it came
+        as, where Gemini ran it); whether the turn's first client call is still to come."""
+        if extras.get("server_side", False):
+            raw = extras.get("provider_block") if native else None
+            if isinstance(raw, dict):
+                parts.append(raw)
+            return first_call
+        calls[block.id] = block
+        parts.append(_call_part(block, native, signature, first_call))
+        return False
 
     def _text_part(self, block: Any, native: bool, signature: str | None, parts: list[dict[str, Any]]) -> None:
         """A text or thinking block as its part (thinking another provider made: as text
@@ -221,7 +232,7 @@ class GeminiFormatter(Formatter):
             else:
                 index = seg.index_of(result)
                 pieces = result_blocks(result)
-                text = "".join(p.text for p in pieces if p.type == "text")
+                text = "".join([p.text for p in pieces if p.type == "text"])
                 for piece in pieces:
                     if piece.type == "data":
                         media.append(media_part(piece, index))
@@ -230,7 +241,7 @@ class GeminiFormatter(Formatter):
             key = "error" if result.state in ("error", "denied", "interrupted") else "result"
             response: dict[str, Any] = {"name": result.name, "response": {key: text}}
             call = calls.get(result.id)
-            if call is not None and extra(call, "server_call_id") and replays_natively(call, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint):
+            if call is not None and call.__dict__.get("server_call_id") and replays_natively(call, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint):
                 response["id"] = result.id
             responses.append({"functionResponse": response})
         return responses + media
