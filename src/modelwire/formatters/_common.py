@@ -341,29 +341,42 @@ class Walk:
             btype = block.type
             if btype == "tool_result":
                 block, block_kind = self.result(index, block)
+                if block_kind == "results":
+                    last = self._answered(index, block, last)
+                    continue
             elif btype == "tool_call":
-                block, block_kind = self.call(index, block), "assistant"
+                block = self.call(index, block)
             elif btype == "hint":
                 self.hint(index, block)
                 last = out[-1] if out else None
                 continue
-            else:  # text, thinking, data: what call() checks of these, inlined
-                if self.open_calls and last is not None and last.kind == "results":
-                    _unanswered(self.open_calls, self.protocol)
-                block_kind = "assistant"
-            if last is not None and last.kind == block_kind:  # add(), inlined (never a user segment here)
-                blocks = last.blocks
-                blocks.append(block)
+            elif self.open_calls and last is not None and last.kind == "results":
+                _unanswered(self.open_calls, self.protocol)  # text, thinking, data: what call() checks of these
+            if last is not None and last.kind == "assistant":  # add(), inlined: the block joins the turn
+                last.blocks.append(block)
                 if index != last.index:
                     _joined(last, index, block)
-                if block_kind == "results":
-                    self.in_call_order(blocks)
             else:
-                last = Segment(block_kind, index, [block], "")
+                last = Segment("assistant", index, [block], "")
                 out.append(last)
-            if block_kind == "results" and self.held and not self.open_calls:
-                self.flush()
-                last = out[-1]
+
+    def _answered(self, index: int, block: Any, last: Segment | None) -> Segment:
+        """A client call's result into the results segment (``last``, or a new one), in call
+        order, with the hints held back added once every call is answered: the segment the
+        next block may join."""
+        if last is not None and last.kind == "results":
+            blocks = last.blocks
+            blocks.append(block)
+            if index != last.index:
+                _joined(last, index, block)
+            self.in_call_order(blocks)
+        else:
+            last = Segment("results", index, [block], "")
+            self.out.append(last)
+        if self.held and not self.open_calls:
+            self.flush()
+            last = self.out[-1]
+        return last
 
     def system(self, index: int, msg: Msg) -> None:
         """A system message: its blocks in a system segment, hints as the user's."""
