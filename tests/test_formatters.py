@@ -140,6 +140,53 @@ def test_anthropic_failed_results_are_errors(state):
     assert fmt("anthropic", msgs)["messages"][2]["content"] == [{"type": "tool_result", "tool_use_id": "c", "is_error": True}]
 
 
+@pytest.mark.parametrize(
+    "state, output, response",
+    [
+        ("success", "", {"result": ""}),
+        ("error", "", {"error": ""}),
+        ("error", "boom", {"error": "boom"}),
+        ("denied", "", {"error": "The tool call was denied."}),
+        ("interrupted", "", {"error": "The tool call was interrupted."}),
+        ("denied", "not allowed here", {"error": "not allowed here"}),
+    ],
+)
+def test_gemini_failed_results_are_errors_and_never_empty_when_refused(state, output, response):
+    msgs = [UserMsg("u", "x"), AssistantMsg("a", [call("c"), result("c", output, state=state)])]
+    assert fmt("gemini", msgs)["contents"][2] == {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": response}}]}
+
+
+def test_results_merged_into_a_user_turn_go_ahead_of_its_other_parts():
+    """Providers want tool results to open a user turn: results that join one holding other
+    parts go first, each group in its own order; other parts joining go last."""
+    from modelwire.formatters import merge_turn
+
+    def after(part):
+        return part["type"] != "tool_result"
+
+    turns = [{"role": "user", "content": [{"type": "tool_result", "id": 1}, {"type": "text", "text": "a"}]}]
+    merge_turn(turns, "user", [{"type": "tool_result", "id": 2}, {"type": "image", "n": 1}], after_results=after)
+    merge_turn(turns, "user", [{"type": "text", "text": "b"}])
+    merge_turn(turns, "user", [{"type": "tool_result", "id": 3}], after_results=after)
+    assert turns == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "id": 1},
+                {"type": "tool_result", "id": 2},
+                {"type": "tool_result", "id": 3},
+                {"type": "text", "text": "a"},
+                {"type": "image", "n": 1},
+                {"type": "text", "text": "b"},
+            ],
+        }
+    ]
+    merge_turn(turns, "assistant", [])  # nothing to add: no turn
+    merge_turn(turns, "assistant", [{"type": "text", "text": "c"}])
+    merge_turn(turns, "user", [{"type": "tool_result", "id": 4}, {"type": "text", "text": "d"}], after_results=after)
+    assert turns[1:] == [{"role": "assistant", "content": [{"type": "text", "text": "c"}]}, {"role": "user", "content": [{"type": "tool_result", "id": 4}, {"type": "text", "text": "d"}]}]
+
+
 def test_anthropic_thinking_replayed_only_when_it_came_from_anthropic():
     reply = AssistantMsg(
         "a",

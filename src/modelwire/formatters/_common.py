@@ -492,17 +492,23 @@ def segments(
     return walk.out[:last] + walk.pending(last)
 
 
-def merge_turn(turns: list[dict[str, Any]], role: str, items: list[Any], key: str = "content", finished: Callable[[dict[str, Any]], None] | None = None) -> None:
+def merge_turn(turns: list[dict[str, Any]], role: str, items: list[Any], key: str = "content", after_results: Callable[[Any], bool] | None = None) -> None:
     """Add ``items`` as a turn of ``role``, merged into the last turn when it has the same
-    role (protocols whose roles must alternate); empty ``items`` add nothing. ``finished``
-    is given the turn a new one follows (nothing joins it any more)."""
+    role (protocols whose roles must alternate); empty ``items`` add nothing.
+
+    ``after_results`` (for protocols whose tool results must open a user turn): ``items``
+    are results (with what the results returned after them), and the predicate tells the
+    parts that are not results. Merged into a turn that holds other parts, the results go
+    ahead of those, each group in its order: every turn stays results-first as it grows,
+    so none is sorted at its end."""
     if not items:
         return
     if turns and turns[-1]["role"] == role:
-        turns[-1][key] += items
+        existing = turns[-1][key]
+        existing += items
+        if after_results is not None and len(existing) > len(items) and after_results(existing[-len(items) - 1]):
+            existing.sort(key=after_results)  # stable: results first, the rest in its order
     else:
-        if finished is not None and turns:
-            finished(turns[-1])
         turns.append({"role": role, key: items})
 
 

@@ -130,14 +130,12 @@ class AnthropicFormatter(Formatter):
                         content.append({"type": "text", "text": b.text})
                 else:
                     self._user_block(b, seg, content)
-        merge_turn(acc.turns, role, content, finished=_results_first)
+        merge_turn(acc.turns, role, content, after_results=_after_results if seg.kind == "results" else None)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
         specs = tool_specs(tools)
         turns = acc.turns
-        if turns:
-            _results_first(turns[-1])
         payload: dict[str, Any] = {}
         if acc.system:
             payload["system"] = acc.system
@@ -409,14 +407,8 @@ def _marked(turn: dict[str, Any]) -> dict[str, Any]:
     return {**turn, "content": content}
 
 
-def _results_first(turn: dict[str, Any]) -> None:
-    """tool_result blocks must open a user turn."""
-    if turn["role"] == "user" and len(turn["content"]) > 1:
-        turn["content"].sort(key=_after_results)
-
-
 def _after_results(part: dict[str, Any]) -> bool:
-    """Sorts a user turn's tool results first (the rest keeps its order)."""
+    """Whether a part of a user turn goes after its tool results (which must open the turn)."""
     return part.get("type") != "tool_result"
 
 

@@ -119,14 +119,13 @@ class BedrockConverseFormatter(Formatter):
             role, content = "user", [self._result(r, seg.index_of(r)) for r in seg.blocks]
         else:
             role, content = "user", [c for b in seg.blocks for c in self._user(b, seg.index_of(b))]
-        merge_turn(acc.turns, role, content, finished=_results_first)
+        merge_turn(acc.turns, role, content, after_results=_after_results if seg.kind == "results" else None)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools through Converse here; give Nova's system tools as ServerTool(raw={'systemTool': {...}})")
         specs = tool_specs(tools)
         turns, system = acc.turns, acc.system
         if turns:
-            _results_first(turns[-1])
             if turns[0]["role"] == "assistant":
                 turns.insert(0, {"role": "user", "content": [{"text": "(the conversation continues)"}]})
         payload: dict[str, Any] = {"messages": turns}
@@ -238,14 +237,8 @@ def format_bedrock_converse(messages: Sequence[Msg], tools: Sequence[Any] | None
     return BedrockConverseFormatter(**options).format(messages, tools, tool_choice)
 
 
-def _results_first(turn: dict[str, Any]) -> None:
-    """toolResult blocks open a user turn."""
-    if turn["role"] == "user" and len(turn["content"]) > 1:
-        turn["content"].sort(key=_after_results)
-
-
 def _after_results(part: dict[str, Any]) -> bool:
-    """Sorts a user turn's tool results first (the rest keeps its order)."""
+    """Whether a part of a user turn goes after its toolResult blocks (which open the turn)."""
     return "toolResult" not in part
 
 

@@ -130,13 +130,12 @@ class GeminiFormatter(Formatter):
                         parts.append({"text": b.text})
                 else:
                     parts += self._user_part(b, seg.index_of(b))
-        merge_turn(acc.turns, role, parts, key="parts", finished=_results_first)
+        merge_turn(acc.turns, role, parts, key="parts", after_results=_after_results if seg.kind == "results" else None)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         specs, server_tools = _split_tools(tools)
         contents = acc.turns
         if contents:
-            _results_first(contents[-1])
             if contents[0]["role"] == "model":
                 contents.insert(0, {"role": "user", "parts": [{"text": ""}]})
         payload: dict[str, Any] = {"contents": contents}
@@ -275,14 +274,9 @@ def format_gemini(messages: Sequence[Msg], tools: Sequence[Any] | None = None, t
     return GeminiFormatter(**options).format(messages, tools, tool_choice)
 
 
-def _results_first(content: dict[str, Any]) -> None:
-    """functionResponse parts answer the calls of the turn before: they go first."""
-    if content["role"] == "user" and len(content["parts"]) > 1:
-        content["parts"].sort(key=_after_results)
-
-
 def _after_results(part: dict[str, Any]) -> bool:
-    """Sorts a user turn's function responses first (the rest keeps its order)."""
+    """Whether a part of a user turn goes after its function responses (which answer the
+    calls of the turn before, so they go first)."""
     return "functionResponse" not in part
 
 
