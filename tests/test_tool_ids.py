@@ -159,3 +159,26 @@ def test_an_image_to_a_text_only_model_is_refused_before_sending_or_noted():
     turn = AssistantMsg("a", [ToolCallBlock(id="c1", name="get_weather", input="{}"), ToolResultBlock(id="c1", name="get_weather", output=[TextBlock(text="map:"), chart], state="success")])
     sent = model.build_request([UserMsg("u", "x"), turn])[0]
     assert "not shown" in json.dumps(sent) and "iVBORw0KGgo" not in json.dumps(sent)
+
+
+def test_an_id_that_fits_but_was_given_to_a_rewritten_one_gets_its_own():
+    """A later call whose own id is the very id an earlier refused one was rewritten to (a
+    conversation that went to Anthropic and came back) gets another: no two calls alike."""
+    first = build("anthropic:claude-sonnet-4-5", KIMI)
+    taken = next(c["id"] for m in first["messages"] for c in m["content"] if isinstance(m["content"], list) and c["type"] == "tool_use")
+    later = [
+        *KIMI,
+        AssistantMsg(
+            "agent",
+            [
+                ToolCallBlock(id=taken, name="get_weather", input='{"city": "Rome"}'),
+                ToolResultBlock(id=taken, name="get_weather", output="hot", state="success"),
+            ],
+        ),
+    ]
+    sent = build("anthropic:claude-sonnet-4-5", later)
+    sdk_params.streaming_request("anthropic", sent)
+    uses = [c["id"] for m in sent["messages"] for c in m["content"] if isinstance(m["content"], list) and c["type"] == "tool_use"]
+    results = [c["tool_use_id"] for m in sent["messages"] for c in m["content"] if isinstance(m["content"], list) and c["type"] == "tool_result"]
+    assert uses == results and len(set(uses)) == 3
+    assert uses[0] == taken and uses[2] != taken and all(re.fullmatch(r"[a-zA-Z0-9_-]+", i) for i in uses)

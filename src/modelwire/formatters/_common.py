@@ -313,24 +313,29 @@ class Walk:
         use neither: its text carries what it found)."""
         name, speaker_names = msg.name, self.speaker_names
         out = self.out
-        last = out[-1] if out else None
-        if last is not None and (last.kind != "user" or (last.name != name and self.split_users)):
-            last = None
+        last = self._user_segment(name)
         for block in msg.content:
             btype = block.type
             if btype == "hint":
                 self.hint(index, block)
-                last = None  # the hint may have opened a segment: add() decides
+                last = self._user_segment(name)  # the hint may have opened one
             elif btype == "text" or btype == "data":
                 if speaker_names:
                     block = _speaker(block, name)
                 if last is None:
-                    self.add("user", index, block, name)
-                    last = out[-1]
+                    last = Segment("user", index, [block], name)  # add(), inlined: a new segment
+                    out.append(last)
                 else:  # add(), inlined: most of a history is blocks joining the segment before
                     last.blocks.append(block)
                     if index != last.index:
                         _joined(last, index, block)
+
+    def _user_segment(self, name: str) -> Segment | None:
+        """The segment a user block of speaker ``name`` joins (None: it opens one)."""
+        last = self.out[-1] if self.out else None
+        if last is not None and (last.kind != "user" or (last.name != name and self.split_users)):
+            return None
+        return last
 
     def own(self, index: int, msg: Msg) -> None:
         """A message of the agent's own turn: each block's kind is its own, with the tool
@@ -340,12 +345,11 @@ class Walk:
         for block in msg.content:
             btype = block.type
             if btype == "tool_result":
-                block, block_kind = self.result(index, block)
-                if block_kind == "results":
-                    last = self._answered(index, block, last)
+                if block.id not in self.server_calls:  # a server-side call's result stays in the assistant turn
+                    last = self.result(index, block, last)
                     continue
             elif btype == "tool_call":
-                block = self.call(index, block)
+                block = self.call(index, block, last)
             elif btype == "hint":
                 self.hint(index, block)
                 last = out[-1] if out else None
@@ -359,24 +363,6 @@ class Walk:
             else:
                 last = Segment("assistant", index, [block], "")
                 out.append(last)
-
-    def _answered(self, index: int, block: Any, last: Segment | None) -> Segment:
-        """A client call's result into the results segment (``last``, or a new one), in call
-        order, with the hints held back added once every call is answered: the segment the
-        next block may join."""
-        if last is not None and last.kind == "results":
-            blocks = last.blocks
-            blocks.append(block)
-            if index != last.index:
-                _joined(last, index, block)
-            self.in_call_order(blocks)
-        else:
-            last = Segment("results", index, [block], "")
-            self.out.append(last)
-        if self.held and not self.open_calls:
-            self.flush()
-            last = self.out[-1]
-        return last
 
     def system(self, index: int, msg: Msg) -> None:
         """A system message: its blocks in a system segment, hints as the user's."""
@@ -437,36 +423,51 @@ class Walk:
     # The tool rules, for the agent's own turn: a result answers an earlier call and is
     # finished, a call id is used once, and no text comes between calls and their results.
     # Client calls and results are sent with their ids and names conformed (see _toolids);
-    # server-side calls and their results as they are.
+    # server-side calls and their results as they are. One method each, checks and all:
+    # most of a history is calls and results.
 
-    def result(self, index: int, block: Any) -> tuple[Any, str]:
-        """A tool result as sent, and its segment kind (a server-side call's result stays in
-        the assistant turn)."""
-        if block.id in self.server_calls:
-            return block, "assistant"
-        if self.conformer is not None:
-            block = self.conformer.sent(block)
-        block_id, protocol = block.id, self.protocol
-        if block_id not in self.calls:
-            raise FormatError(index, f"tool result {block_id!r} answers no tool call made before it", protocol, code="orphan-result")
+    def result(self, index: int, block: Any, last: Segment | None) -> Segment:
+        """A client call's result (``block``) into the results segment (``last``, or a new
+        one), in call order, with the hints held back added once every call is answered: the
+        segment the next block may join."""
+        conformer = self.conformer
+        if conformer is not None and conformer.kept.get(block.id) != block.name:  # else its call was sent as it was
+            block = conformer.sent(block)
+        block_id, calls = block.id, self.calls
+        if block_id not in calls:
+            raise FormatError(index, f"tool result {block_id!r} answers no tool call made before it", self.protocol, code="orphan-result")
         if block.state == "running":
-            raise FormatError(index, f"tool result {block_id!r} is still running; only finished results can be sent", protocol)
+            raise FormatError(index, f"tool result {block_id!r} is still running; only finished results can be sent", self.protocol)
         self.open_calls.pop(block_id, None)
-        return block, "results"
+        if last is not None and last.kind == "results":
+            blocks = last.blocks
+            blocks.append(block)
+            if index != last.index:
+                _joined(last, index, block)
+            if calls[block_id] < calls[blocks[-2].id]:
+                self.in_call_order(blocks)
+        else:
+            last = Segment("results", index, [block], "")
+            self.out.append(last)
+        if self.held and not self.open_calls:
+            self.flush()
+            last = self.out[-1]
+        return last
 
-    def call(self, index: int, block: Any) -> Any:
-        """A tool call as sent (its segment kind is always the assistant's)."""
+    def call(self, index: int, block: Any, last: Segment | None) -> Any:
+        """A tool call as sent (its segment kind is always the assistant's); ``last`` is the
+        segment it may join."""
         if block.__dict__.get("server_side"):  # extra(), inlined: a call always takes extras
             self.server_calls.add(block.id)
             return block
         if self.conformer is not None:
-            block = self.conformer.sent(block)
-        block_id, open_calls, out = block.id, self.open_calls, self.out
-        if block_id in self.calls:
+            block = self.conformer.call(block)
+        block_id, open_calls, calls = block.id, self.open_calls, self.calls
+        if block_id in calls:
             raise FormatError(index, f"tool call id {block_id!r} is used twice", self.protocol)
-        if open_calls and out and out[-1].kind != "assistant":
+        if open_calls and last is not None and last.kind != "assistant":
             _unanswered(open_calls, self.protocol)
-        self.calls[block_id] = len(self.calls)
+        calls[block_id] = len(calls)
         open_calls[block_id] = index
         return block
 

@@ -177,6 +177,25 @@ class _Conformer:
         self.kept[block_id] = name
         return block
 
+    def call(self, block: Any) -> Any:
+        """A client tool call as sent: :meth:`sent` for a call met the first time (its id is
+        new: a second use is refused by the walk), with the usual case, an id and a name
+        that fit, taken in one pass."""
+        block_id, name = block.id, block.name
+        id_map = self.id_map
+        if id_map is not None:
+            if block_id in id_map.sent or id_map.rules._fits(block_id) is None or block_id in id_map.taken:  # type: ignore[attr-defined]
+                return self.sent(block)
+            id_map.sent[block_id] = id_map.taken[block_id] = block_id  # what new() gives an id that fits
+        if self.names is not None and name:
+            new_name = self.name_sent.get(name)
+            if new_name is None:
+                new_name = self.name_sent[name] = wire_name(name, self.names)
+            if new_name != name:
+                return block.replace(name=new_name)
+        self.kept[block_id] = name
+        return block
+
     def content(self, blocks: Sequence[Any]) -> list[Any] | None:
         """A message's blocks with the calls' and results' ids and names conformed (None:
         all of them fit)."""
