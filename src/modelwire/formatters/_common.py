@@ -581,7 +581,12 @@ def replays_natively(block: Any, protocol: str, provider: str | None, *, scope: 
     can use it (DeepSeek's reasoning is not Groq's). An origin or a target whose provider
     is unknown matches on the protocol alone.
     """
-    return origin_replays(origin(block), protocol, provider, scope=scope, endpoint=endpoint)
+    found = origin(block)  # origin_replays(), inlined: formatters ask for many blocks
+    if found is None or found.protocol != protocol:
+        return False
+    if endpoint is not None and found.endpoint is not None:
+        return found.endpoint == endpoint
+    return scope == "protocol" or provider is None or found.provider is None or found.provider == provider
 
 
 def origin_replays(found: Origin | None, protocol: str, provider: str | None, *, scope: str, endpoint: str | None = None) -> bool:

@@ -90,7 +90,7 @@ def origin(block: Any) -> Origin | None:
                 return _made(inner["protocol"], provider, endpoint if isinstance(endpoint, str) else None)
     legacy = fields.get("provider")
     if isinstance(legacy, str) and legacy:
-        return _made(legacy, None, None)
+        return _ORIGINS.get((legacy, None, None)) or _made(legacy, None, None)
     if btype == "thinking" or btype == "tool_call":
         return _claimed(block, fields)
     return None
