@@ -28,6 +28,7 @@ Rules:
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Sequence
 
 from ...errors import FormatError
@@ -41,7 +42,6 @@ from ...formatters import (
     extra,
     parse_arguments,
     replays_natively,
-    result_blocks,
     tool_choice_name,
     tool_specs,
     ServerTool,
@@ -49,12 +49,12 @@ from ...formatters import (
     split_server_tools,
 )
 from ...message import Msg
-from ..._record import extras_of
 from ...formatters._toolids import IdRules
 from . import GEMINI_TS
 from . import PROTOCOL as _WIRE
 
 __all__ = ["GeminiFormatter", "format_gemini", "PLACEHOLDER_SIGNATURE"]
+_NONE: Any = MappingProxyType({})  # the extras of a block that has none
 
 PROTOCOL = _WIRE.name
 SCOPE = _WIRE.replay_scope
@@ -159,15 +159,20 @@ class GeminiFormatter(Formatter):
         provider, endpoint = self.provider, self.endpoint
         for block in seg.blocks:
             btype = block.type
-            extras = extras_of(block)  # read once per block: several of its extras decide
+            extras = getattr(block, "__dict__", _NONE)  # extras_of(), inlined: read once per block, several of its extras decide
             if btype == "text" and not extras:  # the usual text: no origin, so no signature
                 if block.text:
                     parts.append({"text": block.text})
                 continue
-            if btype == "tool_call" and not extras and not first_call and not block.id.startswith(GEMINI_TS):
-                # a bare call after the turn's first: where it came from decides nothing (_call_part)
+            if btype == "tool_call" and not extras and not block.id.startswith(GEMINI_TS):
+                # a bare call: Gemini did not make it (nothing says so, and no id of AgentScope's
+                # keeps its signature), so the turn's first takes the placeholder (_call_part)
                 calls[block.id] = block
-                parts.append({"functionCall": {"name": block.name, "args": parse_arguments(block)}})
+                call_part: dict[str, Any] = {"functionCall": {"name": block.name, "args": parse_arguments(block)}}
+                if first_call:
+                    call_part["thoughtSignature"] = PLACEHOLDER_SIGNATURE
+                    first_call = False
+                parts.append(call_part)
                 continue
             native = replays_natively(block, PROTOCOL, provider, scope=SCOPE, endpoint=endpoint)
             signature = extras.get("thought_signature") if native else None
@@ -225,20 +230,20 @@ class GeminiFormatter(Formatter):
         responses: list[dict[str, Any]] = []
         media: list[dict[str, Any]] = []
         for result in seg.blocks:
-            output = result.output
+            output, state = result.output, result.state
             if isinstance(output, str):  # the usual result: its text as it is
                 text = output
             else:
-                index = seg.index_of(result)
-                pieces = result_blocks(result)
-                text = "".join([p.text for p in pieces if p.type == "text"])
-                for piece in pieces:
-                    if piece.type == "data":
-                        media.append(media_part(piece, index))
-            if result.state in ("denied", "interrupted") and not text:
-                text = f"The tool call was {result.state}."
-            key = "error" if result.state in ("error", "denied", "interrupted") else "result"
-            response: dict[str, Any] = {"name": result.name, "response": {key: text}}
+                text = "".join([p.text for p in output if p.type == "text"])
+                if any(p.type == "data" for p in output):  # media it returned: after the responses
+                    index = seg.index_of(result)
+                    media += [media_part(p, index) for p in output if p.type == "data"]
+            if state == "success":
+                response: dict[str, Any] = {"name": result.name, "response": {"result": text}}
+            else:  # error, denied, interrupted (a running result never gets here)
+                if not text and state != "error":
+                    text = f"The tool call was {state}."
+                response = {"name": result.name, "response": {"error": text}}
             call = calls.get(result.id)
             if call is not None and call.__dict__.get("server_call_id") and replays_natively(call, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint):
                 response["id"] = result.id

@@ -176,7 +176,7 @@ class OpenAIChatFormatter(Formatter):
                 if sends_thinking:
                     self._thinking(block, texts, reasoning, details)
             elif btype == "tool_call":
-                if extra(block, "server_side", False):
+                if block.__dict__.get("server_side"):  # extra(), inlined: a call always takes extras
                     continue  # run by another provider; its text answer carries what it found
                 calls.append({"id": block.id, "type": "function", "function": {"name": block.name, "arguments": block.input or "{}"}})
             elif btype == "tool_result":

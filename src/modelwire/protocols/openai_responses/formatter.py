@@ -23,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Sequence
 
 from ...errors import FormatError
@@ -45,12 +46,12 @@ from ...formatters import (
     split_server_tools,
 )
 
-from ..._record import extras_of
 from ...formatters._toolids import IdRules
 from ..openai_chat.formatter import TOOL_IDS, TOOL_NAMES  # the same rules on OpenAI's two APIs
 from . import PROTOCOL as _WIRE
 
 __all__ = ["OpenAIResponsesFormatter", "format_openai_responses"]
+_NONE: Any = MappingProxyType({})  # the extras of a block that has none
 
 PROTOCOL = _WIRE.name
 SCOPE = _WIRE.replay_scope
@@ -141,7 +142,7 @@ class OpenAIResponsesFormatter(Formatter):
 
         for block in seg.blocks:
             btype = block.type
-            extras = extras_of(block)  # read once per block: several of its extras decide
+            extras = getattr(block, "__dict__", _NONE)  # extras_of(), inlined: read once per block, several of its extras decide
             if btype == "thinking":
                 message, reasoning = self._thought(block, extras, items, message, reasoning, replayed_raw)
                 continue
