@@ -224,29 +224,37 @@ class OpenAIChatFormatter(Formatter):
             output = result.output
             if isinstance(output, str):  # the usual result: its text as it is
                 text = output
+            elif len(output) == 1 and output[0].type == "text":  # one text piece: its text
+                text = output[0].text
             else:
-                index = seg.index_of(result)
-                texts = []
-                data = []
-                for p in output:
-                    if p.type == "text":
-                        texts.append(p.text)
-                    elif p.source.media_type.split(";")[0].strip().lower().startswith("text/"):
-                        texts.append(media_part(p, index)["text"])  # a tool message takes text
-                    else:
-                        data.append(p)
-                text = "".join(texts)
-                if data:
-                    media.append({"type": "text", "text": f"Media returned by tool call {result.id} ({result.name}):"})
-                    media += [media_part(d, index) for d in data]
-                    if not text:
-                        text = f"[{len(data)} media item(s); sent in the next user message]"
+                text = self._result_media(result, seg.index_of(result), media)
             if result.state in ("denied", "interrupted") and not text:
                 text = f"The tool call was {result.state}."
             out.append({"role": "tool", "tool_call_id": result.id, "content": text})
         if media:
             out.append({"role": "user", "content": media})
         return out
+
+    @staticmethod
+    def _result_media(result: Any, index: int, media: list[dict[str, Any]]) -> str:
+        """The text of a result that returned media (text documents read as text, the rest
+        added to ``media``, the next user message's parts)."""
+        texts = []
+        data = []
+        for p in result.output:
+            if p.type == "text":
+                texts.append(p.text)
+            elif p.source.media_type.split(";")[0].strip().lower().startswith("text/"):
+                texts.append(media_part(p, index)["text"])  # a tool message takes text
+            else:
+                data.append(p)
+        text = "".join(texts)
+        if data:
+            media.append({"type": "text", "text": f"Media returned by tool call {result.id} ({result.name}):"})
+            media += [media_part(d, index) for d in data]
+            if not text:
+                text = f"[{len(data)} media item(s); sent in the next user message]"
+        return text
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:
