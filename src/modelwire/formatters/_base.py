@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
+from ..errors import debug_enabled
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..message import Msg
     from ._common import Segment, Walk
@@ -69,7 +71,26 @@ class Formatter:
         from ._common import format_errors
 
         with format_errors(self.protocol):
-            return self.draft(tools, tool_choice).once(messages)
+            draft = self.draft(tools, tool_choice)
+            if type(self).short is not Formatter.short:
+                payload = draft.short(messages)
+                if payload is not None:
+                    if debug_enabled():
+                        _same_as_walked(payload, self.draft(tools, tool_choice).once(messages))
+                    return payload
+                draft = self.draft(tools, tool_choice)  # the short path may have conformed some ids
+            return draft.once(messages)
+
+    def short(self, messages: Sequence[Any], conformer: Any) -> Turns | None:
+        """What :meth:`take` would keep of ``messages``, made in one pass for the usual
+        history, without the shared walk's segments; None for anything else. A formatter may
+        implement it for the blocks most histories are made of, and give None at the first
+        block or rule break it does not take: :meth:`format` then runs the shared walk,
+        which formats the unusual and raises what is wrong. ``conformer`` conforms tool ids
+        and names as the walk would (None: taken as they are). Its payload must equal the
+        walk's: with ``MODELWIRE_DEBUG=1`` (as the tests run) every payload it makes is
+        checked against the walk's."""
+        return None
 
     # -- drafts (formatters built on the shared walk) --------------------------------------
 
@@ -103,3 +124,8 @@ class Formatter:
         """The payload from ``acc`` (a copy, see :meth:`Turns.fork`: change no turn but its
         last, nor any list's items)."""
         raise NotImplementedError
+
+
+def _same_as_walked(payload: dict[str, Any], walked: dict[str, Any]) -> None:
+    if payload != walked:  # a bug in a formatter's short path
+        raise AssertionError(f"the short path's payload differs from the walk's: {payload!r:.2000} != {walked!r:.2000}")

@@ -115,24 +115,42 @@ class OpenAIChatFormatter(Formatter):
         return Walk(PROTOCOL, speaker_names=self.speaker_names, assistant_name=self.assistant_name, split_users=self.include_names)
 
     def take(self, acc: Turns, seg: Segment) -> None:
-        out = acc.turns
-        if seg.kind == "system":
+        out, kind = acc.turns, seg.kind
+        if kind == "assistant":
+            said = self._assistant(seg)
+            if said is not None:
+                out.append(said)
+        elif kind == "results":
+            self._results(seg, out)
+        elif kind == "system":
             text = "\n\n".join(b.text for b in seg.blocks if b.text)
             if text:
                 out.append({"role": self.system_role, "content": text})
-        elif seg.kind == "user":
+        else:
             content = self._user_content(seg)
             if content:
                 msg: dict[str, Any] = {"role": "user", "content": content}
                 if self.include_names and seg.name:
                     msg["name"] = sanitize_name(seg.name)
                 out.append(msg)
-        elif seg.kind == "assistant":
-            said = self._assistant(seg)
-            if said is not None:
-                out.append(said)
-        else:
-            out += self._results(seg)
+
+    def short(self, messages: Sequence[Any], conformer: Any) -> Turns | None:
+        """The usual history in one pass (see ``Formatter.short``): text, plain calls and
+        their results, user text and media, system text, thinking (not sent here); with no
+        speaker names and no thinking sent."""
+        if self.speaker_names or self.include_names or self.reasoning_field or self.thinking_as_text:
+            return None
+        run = _Usual(self, conformer)
+        try:
+            for index, msg in enumerate(messages):
+                if not isinstance(msg, Msg) or not run.message(index, msg):
+                    return None
+            run.flush(None)
+        except FormatError:  # media the walk refuses: it says where
+            return None
+        acc = Turns()
+        acc.turns = run.out
+        return acc
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools; use openai-responses: for OpenAI's web search and code interpreter")
@@ -162,36 +180,59 @@ class OpenAIChatFormatter(Formatter):
 
     def _assistant(self, seg: Any) -> dict[str, Any] | None:
         texts: list[str] = []
-        refusals: list[str] = []
-        reasoning: list[str] = []
-        details: list[Any] = []
         calls: list[dict[str, Any]] = []
-        sends_thinking = self.reasoning_field or self.thinking_as_text  # else no thinking is sent
+        more: tuple[list[str], list[str], list[Any]] | None = None  # refusals, reasoning, details: made when a block needs them
+        skip_thinking = not (self.reasoning_field or self.thinking_as_text)  # no thinking is sent
         for block in seg.blocks:
             btype = block.type
-            if btype == "text":
+            if btype == "text" and not block.__dict__:  # the usual text (no refusal)
                 if block.text:
-                    (refusals if block.__dict__.get("refusal", False) else texts).append(block.text)
-            elif btype == "thinking":
-                if sends_thinking:
-                    self._thinking(block, texts, reasoning, details)
-            elif btype == "tool_call":
-                if block.__dict__.get("server_side"):  # extra(), inlined: a call always takes extras
-                    continue  # run by another provider; its text answer carries what it found
+                    texts.append(block.text)
+            elif btype == "tool_call" and not block.__dict__:  # the usual client call
                 calls.append({"id": block.id, "type": "function", "function": {"name": block.name, "arguments": block.input or "{}"}})
-            elif btype == "tool_result":
-                continue  # a server tool's result (another provider's); see above
-            elif btype == "data":
-                if is_raw_provider_block(block):
-                    continue  # another provider's item, kept for that provider only
-                raise FormatError(seg.index_of(block), f"an assistant message cannot carry {block.source.media_type} data", PROTOCOL)
+            elif btype != "thinking" or not skip_thinking:
+                if more is None:
+                    more = ([], [], [])
+                self._other_block(block, seg, texts, calls, *more)
+        if more is None and not self.reasoning_field:
+            return self._plain(texts, calls)
+        return self._message(texts, calls, *(more or ([], [], [])))
+
+    def _other_block(self, block: Any, seg: Any, texts: list[str], calls: list[dict[str, Any]], refusals: list[str], reasoning: list[str], details: list[Any]) -> None:
+        """A block of the assistant turn other than plain text and a plain client call."""
+        btype = block.type
+        if btype == "text":
+            if block.text:
+                (refusals if block.__dict__.get("refusal", False) else texts).append(block.text)
+        elif btype == "thinking":
+            self._thinking(block, texts, reasoning, details)
+        elif btype == "tool_call":
+            if block.__dict__.get("server_side"):  # extra(), inlined: a call always takes extras
+                return  # run by another provider; its text answer carries what it found
+            calls.append({"id": block.id, "type": "function", "function": {"name": block.name, "arguments": block.input or "{}"}})
+        elif btype == "tool_result":
+            return  # a server tool's result (another provider's); see above
+        elif btype == "data":
+            if is_raw_provider_block(block):
+                return  # another provider's item, kept for that provider only
+            raise FormatError(seg.index_of(block), f"an assistant message cannot carry {block.source.media_type} data", PROTOCOL)
+
+    def _plain(self, texts: list[str], calls: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The usual assistant message: its text (or the dialect's empty content) and its
+        tool calls; None when there is nothing to send."""
+        if not (texts or calls):
+            return None
+        msg: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else self.no_content}
+        if calls:
+            msg["tool_calls"] = calls
+        return msg
+
+    def _message(self, texts: list[str], calls: list[dict[str, Any]], refusals: list[str], reasoning: list[str], details: list[Any]) -> dict[str, Any] | None:
+        """The assistant message: its text (or the dialect's empty content), a refusal, the
+        reasoning where the dialect takes it back, and its tool calls; None when there is
+        nothing to send."""
         if not (texts or refusals or calls or reasoning):
             return None
-        return self._message(texts, refusals, reasoning, details, calls)
-
-    def _message(self, texts: list[str], refusals: list[str], reasoning: list[str], details: list[Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
-        """The assistant message: its text (or the dialect's empty content), a refusal, the
-        reasoning where the dialect takes it back, and its tool calls."""
         msg: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else self.no_content}
         if refusals:
             msg["refusal"] = "".join(refusals)
@@ -217,8 +258,9 @@ class OpenAIChatFormatter(Formatter):
         elif self.thinking_as_text and block.thinking:
             texts.append(f"<think>\n{block.thinking}\n</think>")
 
-    def _results(self, seg: Any) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def _results(self, seg: Any, out: list[dict[str, Any]]) -> None:
+        """A results segment: a tool message per result, then the media they returned in a
+        user message, onto ``out``."""
         media: list[dict[str, Any]] = []
         for result in seg.blocks:
             output = result.output
@@ -233,7 +275,6 @@ class OpenAIChatFormatter(Formatter):
             out.append({"role": "tool", "tool_call_id": result.id, "content": text})
         if media:
             out.append({"role": "user", "content": media})
-        return out
 
     @staticmethod
     def _result_media(result: Any, index: int, media: list[dict[str, Any]]) -> str:
@@ -255,6 +296,144 @@ class OpenAIChatFormatter(Formatter):
             if not text:
                 text = f"[{len(data)} media item(s); sent in the next user message]"
         return text
+
+
+class _Usual:
+    """The state of :meth:`OpenAIChatFormatter.short`: the messages so far, and the run of
+    one kind (system, user, assistant, results) still open, as the shared walk's last
+    segment is. The walk's tool rules are checked as it checks them; :meth:`message` is
+    False at the first block or broken rule the walk would format otherwise or refuse."""
+
+    __slots__ = ("fmt", "conformer", "out", "kind", "texts", "calls", "results", "places", "open_calls")
+
+    def __init__(self, fmt: OpenAIChatFormatter, conformer: Any) -> None:
+        self.fmt, self.conformer = fmt, conformer
+        self.out: list[dict[str, Any]] = []
+        self.kind: str | None = None  # the kind of the run still open
+        self.texts: list[Any] = []  # the open run's texts (system, assistant) or parts (user)
+        self.calls: list[dict[str, Any]] = []
+        self.results: list[tuple[int, Any, int]] = []  # (its call's place, the result, its message's index)
+        self.places: dict[str, int] = {}  # client call id -> its place among the calls
+        self.open_calls: dict[str, int] = {}
+
+    def message(self, index: int, msg: Msg) -> bool:
+        role = msg.role
+        if role == "assistant":
+            return self.own(index, msg)
+        content = msg.content
+        if role == "user":
+            if content and self.kind != "user":
+                self.flush("user")
+            texts = self.texts
+            for b in content:
+                btype = b.type
+                if btype == "text":
+                    if b.text:
+                        texts.append({"type": "text", "text": b.text})
+                elif btype == "data":
+                    texts.append(media_part(b, index))
+                else:
+                    return False
+            return not self.open_calls  # a user message before every call is answered: the walk refuses it
+        if content and self.kind != "system":
+            self.flush("system")
+        for b in content:
+            if b.type != "text":
+                return False
+            self.texts.append(b.text)
+        return True
+
+    def own(self, index: int, msg: Msg) -> bool:
+        """An assistant message: the walk's own(), call() and result(), with the blocks
+        taken straight into the run."""
+        open_calls, conformer = self.open_calls, self.conformer
+        kept = conformer.kept if conformer is not None else None
+        for b in msg.content:
+            btype = b.type
+            if btype == "tool_result":
+                if kept is not None and kept.get(b.id) != b.name:
+                    b = conformer.sent(b)
+                if not self.result(index, b):
+                    return False
+            elif btype == "tool_call":
+                if not self.call(index, b):
+                    return False
+            elif (btype == "text" and not b.__dict__.get("refusal")) or btype == "thinking":
+                if open_calls and self.kind == "results":
+                    return False
+                if self.kind != "assistant":
+                    self.flush("assistant")
+                if btype == "text" and b.text:
+                    self.texts.append(b.text)
+            else:
+                return False
+        return True
+
+    def call(self, index: int, b: Any) -> bool:
+        """A client call (conformed here) into the assistant run, as the walk's call()."""
+        open_calls, places = self.open_calls, self.places
+        if b.__dict__.get("server_side") or (open_calls and self.kind != "assistant"):
+            return False
+        if self.conformer is not None:
+            b = self.conformer.call(b)
+        if b.id in places:
+            return False
+        places[b.id] = len(places)
+        open_calls[b.id] = index
+        if self.kind != "assistant":
+            self.flush("assistant")
+        self.calls.append({"id": b.id, "type": "function", "function": {"name": b.name, "arguments": b.input or "{}"}})
+        return True
+
+    def result(self, index: int, b: Any) -> bool:
+        """A client call's result (conformed) into the results run, as the walk's result()."""
+        place = self.places.get(b.id)
+        if place is None or b.state == "running":
+            return False
+        self.open_calls.pop(b.id, None)
+        if self.kind != "results":
+            self.flush("results")
+        self.results.append((place, b, index))
+        return True
+
+    def flush(self, kind: str | None) -> None:
+        """The open run into the messages, and a run of ``kind`` opened."""
+        out, texts = self.out, self.texts
+        if self.kind == "assistant":
+            said = self.fmt._plain(texts, self.calls)
+            if said is not None:
+                out.append(said)
+            self.calls = []
+        elif self.kind == "results":
+            self.results.sort(key=_place)  # stable: the walk's call order
+            media: list[dict[str, Any]] = []
+            out += [_tool_message(result, index, media) for _, result, index in self.results]
+            if media:
+                out.append({"role": "user", "content": media})
+            self.results = []
+        elif self.kind == "user" and texts:
+            out.append({"role": "user", "content": texts[0]["text"] if len(texts) == 1 and texts[0]["type"] == "text" else texts})
+        elif self.kind == "system" and any(texts):
+            out.append({"role": self.fmt.system_role, "content": "\n\n".join(t for t in texts if t)})
+        self.kind, self.texts = kind, []
+
+
+def _place(result: tuple[int, Any, int]) -> int:
+    return result[0]
+
+
+def _tool_message(result: Any, index: int, media: list[dict[str, Any]]) -> dict[str, Any]:
+    """A result as its tool message (what ``_results`` makes of it)."""
+    output = result.output
+    if isinstance(output, str):
+        text = output
+    elif len(output) == 1 and output[0].type == "text":
+        text = output[0].text
+    else:
+        text = OpenAIChatFormatter._result_media(result, index, media)
+    if result.state in ("denied", "interrupted") and not text:
+        text = f"The tool call was {result.state}."
+    return {"role": "tool", "tool_call_id": result.id, "content": text}
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:

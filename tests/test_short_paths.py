@@ -1,0 +1,148 @@
+"""Formatters' short paths (``Formatter.short``): the usual history formatted in one pass,
+without the shared walk's segments, must give the walk's payload; anything else must be
+left to the walk, which formats the unusual and raises what is wrong.
+
+(With ``MODELWIRE_DEBUG=1``, as the tests run, every payload a short path makes is also
+checked against the walk's, so every formatter test checks it too; these tests say which
+histories take it, and that the ones it must not take go the walk's way.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from modelwire.errors import FormatError
+from modelwire.formatters import Formatter, ToolSpec, get_formatter
+from modelwire.message import AssistantMsg, Base64Source, DataBlock, HintBlock, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
+from modelwire.protocols import protocol_names
+
+PNG = "iVBORw0KGgo="
+TOOLS = [ToolSpec("get_weather", "Weather", {"type": "object", "properties": {"city": {"type": "string"}}}), ToolSpec("get_time", "Time")]
+SHORT = [p for p in protocol_names() if type(get_formatter(p)()).short is not Formatter.short]
+
+
+def img() -> DataBlock:
+    return DataBlock(source=Base64Source(data=PNG, media_type="image/png"))
+
+
+def usual(rounds: int = 3) -> list:
+    """What most histories are made of: a system prompt, questions (some with an image),
+    replies with thinking, text, two calls answered out of order (one result returning an
+    image), an answer; one reply in two messages, two questions in a row."""
+    msgs: list = [SystemMsg("system", "Be brief.")]
+    for i in range(rounds):
+        msgs.append(UserMsg("user", [TextBlock(text=f"Question {i}"), img()] if i % 2 else f"Question {i}"))
+        msgs.append(
+            AssistantMsg(
+                "agent",
+                [
+                    ThinkingBlock(thinking="Let me think.", signature="EqQB", provider="anthropic"),
+                    TextBlock(text="I'll check."),
+                    ToolCallBlock(id=f"call_{i}_a", name="get_weather", input=f'{{"city": "c{i}"}}'),
+                    ToolCallBlock(id=f"call_{i}_b", name="get_time", input="{}"),
+                    ToolResultBlock(id=f"call_{i}_b", name="get_time", output="12:00", state="success"),
+                    ToolResultBlock(id=f"call_{i}_a", name="get_weather", output=[TextBlock(text="sunny"), img()], state="success"),
+                ],
+            )
+        )
+        msgs.append(AssistantMsg("agent", [TextBlock(text=f"Sunny in c{i}.")]))  # the same reply, a second message
+    msgs += [UserMsg("user", "Thanks."), UserMsg("user", "And tomorrow?")]
+    return msgs
+
+
+def walked(protocol: str, msgs: list, **options) -> dict:
+    return get_formatter(protocol)(**options).draft(TOOLS, "auto").once(msgs)
+
+
+def shortened(protocol: str, msgs: list, **options) -> dict | None:
+    return get_formatter(protocol)(**options).draft(TOOLS, "auto").short(msgs)
+
+
+def test_some_protocols_have_one():
+    assert "openai-chat" in SHORT
+
+
+@pytest.mark.parametrize("protocol", SHORT)
+def test_the_usual_history_takes_it_and_gives_the_walks_payload(protocol):
+    msgs = usual()
+    payload = shortened(protocol, msgs)
+    assert payload is not None
+    assert payload == walked(protocol, msgs)
+    assert payload == get_formatter(protocol)().format(msgs, TOOLS, "auto")
+
+
+def _with(msgs: list, at: int, msg) -> list:
+    return [*msgs[:at], msg, *msgs[at:]]
+
+
+UNUSUAL = {
+    # blocks it leaves to the walk
+    "a hint": lambda m: _with(m, 2, AssistantMsg("agent", [HintBlock(hint="Use metric units.")])),
+    "a server-side call": lambda m: _with(m, 3, AssistantMsg("agent", [ToolCallBlock(id="srv_1", name="web_search", input="{}", server_side=True)])),
+    "a refusal": lambda m: [*m, AssistantMsg("agent", [TextBlock(text="I can't.", refusal=True)])],
+    # rules the walk refuses
+    "a result with no call": lambda m: [*m, AssistantMsg("agent", [ToolResultBlock(id="nope", name="get_time", output="x", state="success")])],
+    "a running result": lambda m: [*m, AssistantMsg("agent", [ToolCallBlock(id="c9", name="get_time", input="{}"), ToolResultBlock(id="c9", name="get_time", output="", state="running")])],
+    "a call id used twice": lambda m: [*m, AssistantMsg("agent", [ToolCallBlock(id="call_0_a", name="get_time", input="{}")])],
+    "a question before the answer": lambda m: [*m, AssistantMsg("agent", [ToolCallBlock(id="c9", name="get_time", input="{}")]), UserMsg("user", "Well?")],
+    "text between a call and its result": lambda m: [
+        *m,
+        AssistantMsg("agent", [ToolCallBlock(id="c8", name="get_time", input="{}"), ToolCallBlock(id="c9", name="get_time", input="{}")]),
+        AssistantMsg("agent", [ToolResultBlock(id="c8", name="get_time", output="1", state="success"), TextBlock(text="and")]),
+    ],
+    "a call after a system message, its calls open": lambda m: [
+        *m,
+        AssistantMsg("agent", [ToolCallBlock(id="c8", name="get_time", input="{}")]),
+        SystemMsg("system", "Be briefer."),
+        AssistantMsg("agent", [ToolCallBlock(id="c9", name="get_time", input="{}")]),
+    ],
+}
+
+
+@pytest.mark.parametrize("case", list(UNUSUAL))
+@pytest.mark.parametrize("protocol", SHORT)
+def test_the_unusual_is_left_to_the_walk(protocol, case):
+    msgs = UNUSUAL[case](usual(2))
+    assert shortened(protocol, msgs) is None
+    try:
+        expected = walked(protocol, msgs)
+    except FormatError as exc:
+        with pytest.raises(FormatError) as raised:
+            get_formatter(protocol)().format(msgs, TOOLS, "auto")
+        assert (raised.value.index, raised.value.code, str(raised.value)) == (exc.index, exc.code, str(exc))  # the walk's own error
+    else:
+        assert get_formatter(protocol)().format(msgs, TOOLS, "auto") == expected
+
+
+def test_a_message_with_no_blocks_opens_no_run():
+    """The walk makes no segment of an empty message: two parts of a reply around one stay
+    one assistant turn."""
+    msgs = [UserMsg("user", "Hi"), AssistantMsg("agent", [TextBlock(text="a")]), UserMsg("user", []), AssistantMsg("agent", [TextBlock(text="b")])]
+    for protocol in SHORT:
+        assert shortened(protocol, msgs) == walked(protocol, msgs)
+
+
+@pytest.mark.parametrize("protocol", SHORT)
+def test_results_in_call_order_with_their_media_in_that_order(protocol):
+    """Results given out of their calls' order, several returning media: the media follow
+    in the order the results are sent (the calls'), as the walk sends them."""
+    msgs = [
+        UserMsg("user", "Two pictures"),
+        AssistantMsg(
+            "agent",
+            [
+                ToolCallBlock(id="a", name="get_weather", input="{}"),
+                ToolCallBlock(id="b", name="get_time", input="{}"),
+                ToolResultBlock(id="b", name="get_time", output=[TextBlock(text="B"), DataBlock(source=Base64Source(data="QkJC", media_type="image/png"))], state="success"),
+                ToolResultBlock(id="a", name="get_weather", output=[TextBlock(text="A"), DataBlock(source=Base64Source(data="QUFB", media_type="image/png"))], state="success"),
+            ],
+        ),
+    ]
+    payload = shortened(protocol, msgs)
+    assert payload is not None and payload == walked(protocol, msgs)
+    flat = repr(payload)
+    assert flat.index("QUFB") < flat.index("QkJC")  # a's image first: a was called first
+
+
+@pytest.mark.parametrize("protocol", SHORT)
+def test_options_it_does_not_cover_go_the_walks_way(protocol):
+    assert shortened(protocol, usual(), speaker_names=True, assistant_name="agent") is None
