@@ -17,7 +17,7 @@ from modelwire.protocols import protocol_names
 
 PNG = "iVBORw0KGgo="
 TOOLS = [ToolSpec("get_weather", "Weather", {"type": "object", "properties": {"city": {"type": "string"}}}), ToolSpec("get_time", "Time")]
-SHORT = [p for p in protocol_names() if type(get_formatter(p)()).short is not Formatter.short]
+SHORT = [p for p in protocol_names() if get_formatter(p).short is not Formatter.short]
 
 
 def img() -> DataBlock:
@@ -57,8 +57,8 @@ def shortened(protocol: str, msgs: list, **options) -> dict | None:
     return get_formatter(protocol)(**options).draft(TOOLS, "auto").short(msgs)
 
 
-def test_some_protocols_have_one():
-    assert "openai-chat" in SHORT
+def test_these_protocols_have_one():
+    assert {"openai-chat", "openai-responses", "gemini"} <= set(SHORT)
 
 
 @pytest.mark.parametrize("protocol", SHORT)
@@ -78,7 +78,6 @@ UNUSUAL = {
     # blocks it leaves to the walk
     "a hint": lambda m: _with(m, 2, AssistantMsg("agent", [HintBlock(hint="Use metric units.")])),
     "a server-side call": lambda m: _with(m, 3, AssistantMsg("agent", [ToolCallBlock(id="srv_1", name="web_search", input="{}", server_side=True)])),
-    "a refusal": lambda m: [*m, AssistantMsg("agent", [TextBlock(text="I can't.", refusal=True)])],
     # rules the walk refuses
     "a result with no call": lambda m: [*m, AssistantMsg("agent", [ToolResultBlock(id="nope", name="get_time", output="x", state="success")])],
     "a running result": lambda m: [*m, AssistantMsg("agent", [ToolCallBlock(id="c9", name="get_time", input="{}"), ToolResultBlock(id="c9", name="get_time", output="", state="running")])],
@@ -146,3 +145,29 @@ def test_results_in_call_order_with_their_media_in_that_order(protocol):
 @pytest.mark.parametrize("protocol", SHORT)
 def test_options_it_does_not_cover_go_the_walks_way(protocol):
     assert shortened(protocol, usual(), speaker_names=True, assistant_name="agent") is None
+
+
+def test_chats_own_leaves_refusals_and_dialects_that_send_thinking_to_the_walk():
+    msgs = usual(2)
+    refused = [*msgs, AssistantMsg("agent", [TextBlock(text="I can't.", refusal=True)])]
+    assert shortened("openai-chat", refused) is None
+    assert get_formatter("openai-chat")().format(refused, TOOLS, "auto")["messages"][-1] == {"role": "assistant", "content": None, "refusal": "I can't."}
+    assert shortened("openai-chat", msgs, reasoning_field="reasoning_content") is None
+    assert shortened("openai-chat", msgs, thinking_as_text=True) is None
+
+
+def test_responses_replays_agentscopes_whole_reasoning_item():
+    """AgentScope keeps a reasoning item whole on the thinking block (no item id of its own):
+    the short path sends it once, as the walk does."""
+    raw = {"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": "s"}], "encrypted_content": "E", "status": None}
+    msgs = [
+        UserMsg("user", "q"),
+        AssistantMsg("agent", [ThinkingBlock(thinking="s", reasoning_item_raw=raw, provider="openai-responses"), TextBlock(text="a")]),
+        UserMsg("user", "and?"),
+    ]
+    payload = shortened("openai-responses", msgs)
+    assert payload is not None and payload == walked("openai-responses", msgs)
+    assert payload["input"][1:3] == [
+        {"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": "s"}], "encrypted_content": "E"},
+        {"type": "message", "role": "assistant", "content": "a"},
+    ]

@@ -78,18 +78,20 @@ class Formatter:
                     if debug_enabled():
                         _same_as_walked(payload, self.draft(tools, tool_choice).once(messages))
                     return payload
-                draft = self.draft(tools, tool_choice)  # the short path may have conformed some ids
+                draft = self.draft(tools, tool_choice)  # not the usual history; the short path may have conformed ids
             return draft.once(messages)
 
     def short(self, messages: Sequence[Any], conformer: Any) -> Turns | None:
         """What :meth:`take` would keep of ``messages``, made in one pass for the usual
         history, without the shared walk's segments; None for anything else. A formatter may
-        implement it for the blocks most histories are made of, and give None at the first
-        block or rule break it does not take: :meth:`format` then runs the shared walk,
-        which formats the unusual and raises what is wrong. ``conformer`` conforms tool ids
-        and names as the walk would (None: taken as they are). Its payload must equal the
-        walk's: with ``MODELWIRE_DEBUG=1`` (as the tests run) every payload it makes is
-        checked against the walk's."""
+        implement it for the blocks most histories are made of (on
+        :class:`~modelwire.formatters._usual.UsualRun`, which keeps the walk's tool rules),
+        and give None at the first block or broken rule it does not take: :meth:`format`
+        then runs the shared walk, which formats the unusual and raises what is wrong,
+        naming the message. ``conformer`` conforms tool ids and names as the walk would
+        (None: taken as they are). Its payload must equal the walk's: with
+        ``MODELWIRE_DEBUG=1`` (as the tests run) every payload it makes is checked against
+        the walk's."""
         return None
 
     # -- drafts (formatters built on the shared walk) --------------------------------------

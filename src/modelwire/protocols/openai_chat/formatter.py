@@ -48,6 +48,7 @@ from ...formatters import (
 )
 
 from ...formatters._toolids import IdRules
+from ...formatters._usual import UsualRun, by_place
 from . import PROTOCOL as _WIRE
 
 __all__ = ["OpenAIChatFormatter", "format_openai_chat"]
@@ -135,18 +136,13 @@ class OpenAIChatFormatter(Formatter):
                 out.append(msg)
 
     def short(self, messages: Sequence[Any], conformer: Any) -> Turns | None:
-        """The usual history in one pass (see ``Formatter.short``): text, plain calls and
-        their results, user text and media, system text, thinking (not sent here); with no
-        speaker names and no thinking sent."""
+        """The usual history in one pass (see ``Formatter.short``): system and user text,
+        user media, the agent's text (no refusal) and thinking (not sent here), client calls
+        and their results; with no speaker names and no thinking sent."""
         if self.speaker_names or self.include_names or self.reasoning_field or self.thinking_as_text:
             return None
         run = _Usual(self, conformer)
-        try:
-            for index, msg in enumerate(messages):
-                if not isinstance(msg, Msg) or not run.message(index, msg):
-                    return None
-            run.flush(None)
-        except FormatError:  # media the walk refuses: it says where
+        if not run.run(messages):
             return None
         acc = Turns()
         acc.turns = run.out
@@ -298,128 +294,85 @@ class OpenAIChatFormatter(Formatter):
         return text
 
 
-class _Usual:
-    """The state of :meth:`OpenAIChatFormatter.short`: the messages so far, and the run of
-    one kind (system, user, assistant, results) still open, as the shared walk's last
-    segment is. The walk's tool rules are checked as it checks them; :meth:`message` is
-    False at the first block or broken rule the walk would format otherwise or refuse."""
+class _Usual(UsualRun):
+    """:meth:`OpenAIChatFormatter.short`'s pass: the messages so far, and the open run's
+    texts (or user parts), calls and results."""
 
-    __slots__ = ("fmt", "conformer", "out", "kind", "texts", "calls", "results", "places", "open_calls")
+    __slots__ = ("fmt", "out", "texts", "calls", "results")
 
     def __init__(self, fmt: OpenAIChatFormatter, conformer: Any) -> None:
-        self.fmt, self.conformer = fmt, conformer
+        super().__init__(conformer)
+        self.fmt = fmt
         self.out: list[dict[str, Any]] = []
-        self.kind: str | None = None  # the kind of the run still open
         self.texts: list[Any] = []  # the open run's texts (system, assistant) or parts (user)
         self.calls: list[dict[str, Any]] = []
         self.results: list[tuple[int, Any, int]] = []  # (its call's place, the result, its message's index)
-        self.places: dict[str, int] = {}  # client call id -> its place among the calls
-        self.open_calls: dict[str, int] = {}
 
-    def message(self, index: int, msg: Msg) -> bool:
-        role = msg.role
-        if role == "assistant":
-            return self.own(index, msg)
-        content = msg.content
-        if role == "user":
-            if content and self.kind != "user":
-                self.flush("user")
-            texts = self.texts
-            for b in content:
-                btype = b.type
-                if btype == "text":
-                    if b.text:
-                        texts.append({"type": "text", "text": b.text})
-                elif btype == "data":
-                    texts.append(media_part(b, index))
-                else:
-                    return False
-            return not self.open_calls  # a user message before every call is answered: the walk refuses it
-        if content and self.kind != "system":
-            self.flush("system")
+    def system(self, index: int, content: Sequence[Any]) -> bool:
         for b in content:
             if b.type != "text":
                 return False
+            if self.kind != "system":
+                self.to("system")
             self.texts.append(b.text)
         return True
 
-    def own(self, index: int, msg: Msg) -> bool:
-        """An assistant message: the walk's own(), call() and result(), with the blocks
-        taken straight into the run."""
-        open_calls, conformer = self.open_calls, self.conformer
-        kept = conformer.kept if conformer is not None else None
-        for b in msg.content:
+    def user(self, index: int, content: Sequence[Any]) -> bool:
+        for b in content:
+            if self.kind != "user":
+                self.to("user")
+            btype = b.type
+            if btype == "text":
+                if b.text:
+                    self.texts.append({"type": "text", "text": b.text})
+            elif btype == "data":
+                self.texts.append(media_part(b, index))
+            else:
+                return False
+        return True
+
+    def own(self, index: int, content: Sequence[Any]) -> bool:
+        for b in content:
             btype = b.type
             if btype == "tool_result":
-                if kept is not None and kept.get(b.id) != b.name:
-                    b = conformer.sent(b)
-                if not self.result(index, b):
+                found = self.answered(b)
+                if found is None:
                     return False
+                self.results.append((*found, index))
             elif btype == "tool_call":
-                if not self.call(index, b):
+                b = self.called(index, b)
+                if b is None:
                     return False
+                self.calls.append({"id": b.id, "type": "function", "function": {"name": b.name, "arguments": b.input or "{}"}})
             elif (btype == "text" and not b.__dict__.get("refusal")) or btype == "thinking":
-                if open_calls and self.kind == "results":
+                if self.kind != "assistant" and not self.joins("assistant"):
                     return False
-                if self.kind != "assistant":
-                    self.flush("assistant")
                 if btype == "text" and b.text:
                     self.texts.append(b.text)
             else:
                 return False
         return True
 
-    def call(self, index: int, b: Any) -> bool:
-        """A client call (conformed here) into the assistant run, as the walk's call()."""
-        open_calls, places = self.open_calls, self.places
-        if b.__dict__.get("server_side") or (open_calls and self.kind != "assistant"):
-            return False
-        if self.conformer is not None:
-            b = self.conformer.call(b)
-        if b.id in places:
-            return False
-        places[b.id] = len(places)
-        open_calls[b.id] = index
-        if self.kind != "assistant":
-            self.flush("assistant")
-        self.calls.append({"id": b.id, "type": "function", "function": {"name": b.name, "arguments": b.input or "{}"}})
-        return True
-
-    def result(self, index: int, b: Any) -> bool:
-        """A client call's result (conformed) into the results run, as the walk's result()."""
-        place = self.places.get(b.id)
-        if place is None or b.state == "running":
-            return False
-        self.open_calls.pop(b.id, None)
-        if self.kind != "results":
-            self.flush("results")
-        self.results.append((place, b, index))
-        return True
-
-    def flush(self, kind: str | None) -> None:
-        """The open run into the messages, and a run of ``kind`` opened."""
+    def to(self, kind: str | None) -> None:
+        done, self.kind = self.kind, kind
         out, texts = self.out, self.texts
-        if self.kind == "assistant":
+        if done == "assistant":
             said = self.fmt._plain(texts, self.calls)
             if said is not None:
                 out.append(said)
             self.calls = []
-        elif self.kind == "results":
-            self.results.sort(key=_place)  # stable: the walk's call order
+        elif done == "results":
+            self.results.sort(key=by_place)  # stable: the walk's call order
             media: list[dict[str, Any]] = []
             out += [_tool_message(result, index, media) for _, result, index in self.results]
             if media:
                 out.append({"role": "user", "content": media})
             self.results = []
-        elif self.kind == "user" and texts:
+        elif done == "user" and texts:
             out.append({"role": "user", "content": texts[0]["text"] if len(texts) == 1 and texts[0]["type"] == "text" else texts})
-        elif self.kind == "system" and any(texts):
+        elif done == "system" and any(texts):
             out.append({"role": self.fmt.system_role, "content": "\n\n".join(t for t in texts if t)})
-        self.kind, self.texts = kind, []
-
-
-def _place(result: tuple[int, Any, int]) -> int:
-    return result[0]
+        self.texts = []
 
 
 def _tool_message(result: Any, index: int, media: list[dict[str, Any]]) -> dict[str, Any]:

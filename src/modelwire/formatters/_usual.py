@@ -1,0 +1,125 @@
+"""What a formatter's short path (:meth:`~modelwire.formatters.Formatter.short`) shares:
+the shared walk's tool rules, for the usual history, in one pass.
+
+Most histories hold system and user text, user media, and the agent's replies: text,
+thinking, client tool calls and their results. A formatter can make its turns of those in
+one pass, without the walk's segments, if it keeps the walk's rules and its runs: blocks
+of one kind (system, user, the agent's own, results) in a row make one run, across
+messages, as they make one segment of the walk; results are sent in the order of their
+calls. :class:`UsualRun` keeps the rules and the run still open; a formatter's subclass
+takes the blocks (``system``, ``user``, ``own``) and makes a finished run its turns
+(``flush``). At the first block or broken rule it does not take, a method returns False:
+the short path gives up, and ``format()`` runs the shared walk, which formats the unusual
+and raises what is wrong, naming the message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..message import Msg
+
+__all__ = ["UsualRun"]
+
+# What a formatter raises of a conversation it cannot format (see format_errors): the walk
+# raises it again, naming the message, as a FormatError (itself a ValueError).
+_REFUSED = (ValueError, TypeError, KeyError, AttributeError, IndexError)
+
+
+class UsualRun:
+    """The walk's tool rules and the open run, for a short path (see the module doc).
+
+    A subclass implements :meth:`system`, :meth:`user` and :meth:`own` (a message's blocks:
+    True when it took them all) and :meth:`to` (the open run finished, one of another kind
+    opened). In :meth:`own`, a client call goes through :meth:`called` and a result through
+    :meth:`answered`; any other block of the agent's opens its run with ``if self.kind !=
+    "assistant" and not self.joins("assistant")``. A user or system block opens its run
+    with :meth:`to`."""
+
+    __slots__ = ("conformer", "kept", "kind", "places", "open_calls")
+
+    def __init__(self, conformer: Any) -> None:
+        self.conformer = conformer  # tool ids and names as sent (see _toolids), or None
+        self.kept = conformer.kept if conformer is not None else None  # id -> name of the calls sent as they were
+        self.kind: str | None = None  # the kind of the run still open
+        self.places: dict[str, int] = {}  # client call id -> its place among the calls
+        self.open_calls: dict[str, int] = {}  # calls not answered yet -> message index
+
+    def run(self, messages: Sequence[Any]) -> bool:
+        """Every message taken, and the last run finished; False where the walk must say."""
+        try:
+            for index, msg in enumerate(messages):
+                if not isinstance(msg, Msg):
+                    return False
+                role, content = msg.role, msg.content
+                if role == "assistant":
+                    if not self.own(index, content):
+                        return False
+                elif role == "user":
+                    if not self.user(index, content) or self.open_calls:  # a question before every call is answered
+                        return False
+                elif not self.system(index, content):
+                    return False
+            self.to(None)
+        except _REFUSED:
+            return False
+        return True
+
+    def joins(self, kind: str) -> bool:
+        """Text or thinking of the agent's (``kind`` "assistant") opening its run: False
+        between calls and their results, which the walk refuses."""
+        if self.open_calls and self.kind == "results":
+            return False
+        self.to(kind)
+        return True
+
+    def called(self, index: int, block: Any) -> Any:
+        """A client call as sent (its id and name conformed), its run open; None where the
+        walk's call() refuses it, or for a server-side call (the walk's)."""
+        open_calls, places = self.open_calls, self.places
+        if block.__dict__.get("server_side") or (open_calls and self.kind != "assistant"):
+            return None
+        if self.conformer is not None:
+            block = self.conformer.call(block)
+        if block.id in places:
+            return None
+        places[block.id] = len(places)
+        open_calls[block.id] = index
+        if self.kind != "assistant":
+            self.to("assistant")
+        return block
+
+    def answered(self, block: Any) -> tuple[int, Any] | None:
+        """A result's call's place and the result as sent, its run open; None where the
+        walk's result() refuses it."""
+        kept = self.kept
+        if kept is not None and kept.get(block.id) != block.name:
+            block = self.conformer.sent(block)
+        place = self.places.get(block.id)
+        if place is None or block.state == "running":
+            return None
+        self.open_calls.pop(block.id, None)
+        if self.kind != "results":
+            self.to("results")
+        return place, block
+
+    # -- a formatter's own ---------------------------------------------------------------
+
+    def system(self, index: int, content: Sequence[Any]) -> bool:
+        raise NotImplementedError
+
+    def user(self, index: int, content: Sequence[Any]) -> bool:
+        raise NotImplementedError
+
+    def own(self, index: int, content: Sequence[Any]) -> bool:
+        raise NotImplementedError
+
+    def to(self, kind: str | None) -> None:
+        """The open run (of ``self.kind``, if any) made into turns, and one of ``kind``
+        opened (None: the end)."""
+        raise NotImplementedError
+
+
+def by_place(result: tuple[Any, ...]) -> int:
+    """Sorts a run's results, kept as (their call's place, ...), in call order."""
+    return result[0]
