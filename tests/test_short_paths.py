@@ -58,7 +58,7 @@ def shortened(protocol: str, msgs: list, **options) -> dict | None:
 
 
 def test_these_protocols_have_one():
-    assert {"openai-chat", "openai-responses", "gemini"} <= set(SHORT)
+    assert {"anthropic", "openai-chat", "openai-responses", "gemini"} <= set(SHORT)
 
 
 @pytest.mark.parametrize("protocol", SHORT)

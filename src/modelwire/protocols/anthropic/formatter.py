@@ -53,6 +53,7 @@ from ...formatters import (
 )
 
 from ...formatters._toolids import IdRules
+from ...formatters._usual import UsualRun, by_place
 from . import PROTOCOL as _WIRE
 
 __all__ = ["AnthropicFormatter", "format_anthropic", "MAX_CACHE_BREAKPOINTS"]
@@ -131,6 +132,19 @@ class AnthropicFormatter(Formatter):
                 else:
                     self._user_block(b, seg, content)
         merge_turn(acc.turns, role, content, after_results=_after_results if seg.kind == "results" else None)
+
+    def short(self, messages: Sequence[Any], conformer: Any) -> Turns | None:
+        """The usual history in one pass (see ``Formatter.short``): system and user text,
+        user media, the agent's text, thinking and client calls, and their results; with no
+        speaker names."""
+        if self.speaker_names:
+            return None
+        run = _Usual(self, conformer)
+        if not run.run(messages):
+            return None
+        acc = Turns()
+        acc.turns, acc.system = run.turns, run.instruction
+        return acc
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
@@ -235,6 +249,89 @@ class AnthropicFormatter(Formatter):
         if last:
             marked = {id(turn) for turn in user_turns[len(user_turns) - last :]}
             payload["messages"] = [_marked(turn) if id(turn) in marked else turn for turn in payload["messages"]]
+
+
+class _Usual(UsualRun):
+    """:meth:`AnthropicFormatter.short`'s pass: the turns so far, the system blocks, and the
+    open run's content (or results)."""
+
+    __slots__ = ("fmt", "turns", "instruction", "content", "results")
+
+    def __init__(self, fmt: AnthropicFormatter, conformer: Any) -> None:
+        super().__init__(conformer)
+        self.fmt = fmt
+        self.turns: list[dict[str, Any]] = []
+        self.instruction: list[dict[str, Any]] = []  # the system blocks
+        self.content: list[dict[str, Any]] = []  # the open run's (the agent's or the user's)
+        self.results: list[tuple[int, Any]] = []  # (its call's place, the result)
+
+    def system(self, index: int, content: Sequence[Any]) -> bool:
+        for b in content:
+            if b.type != "text":
+                return False
+            if self.kind != "system":
+                self.to("system")
+            if b.text:
+                self.instruction.append({"type": "text", "text": b.text})
+        return True
+
+    def user(self, index: int, content: Sequence[Any]) -> bool:
+        for b in content:
+            if self.kind != "user":
+                self.to("user")
+            btype = b.type
+            if btype == "text":
+                if b.text:
+                    self.content.append({"type": "text", "text": b.text})
+            elif btype == "data":
+                self.content.append(media_block(b, index))
+            else:
+                return False
+        return True
+
+    def own(self, index: int, content: Sequence[Any]) -> bool:
+        """The agent's blocks, as take() makes them (the usual text and call here)."""
+        for b in content:
+            btype = b.type
+            if btype == "tool_result":
+                found = self.answered(b)
+                if found is None:
+                    return False
+                self.results.append(found)
+                continue
+            if btype == "tool_call":
+                b = self.called(index, b)
+                if b is None:
+                    return False
+            elif btype != "text" and btype != "thinking":
+                return False
+            elif self.kind != "assistant" and not self.joins("assistant"):
+                return False
+            if b.__dict__ or btype == "thinking":
+                self.fmt._assistant_block(b, _NO_SEGMENT, self.content)
+            elif btype == "text":
+                if b.text:
+                    self.content.append({"type": "text", "text": b.text})
+            else:
+                self.content.append({"type": "tool_use", "id": b.id, "name": b.name, "input": parse_arguments(b)})
+        return True
+
+    def to(self, kind: str | None) -> None:
+        done, self.kind = self.kind, kind
+        if done == "results":
+            self.results.sort(key=by_place)  # stable: the walk's call order
+            for _, result in self.results:
+                self.fmt._result(result, _NO_SEGMENT, self.content)
+            self.results = []
+            merge_turn(self.turns, "user", self.content, after_results=_after_results)
+        elif done == "assistant" or done == "user":
+            merge_turn(self.turns, done, self.content)
+        self.content = []
+
+
+# What a short path gives a method that names a block's message only in its errors (and
+# then the walk formats the history again, and says where).
+_NO_SEGMENT = Segment("assistant", 0, [])
 
 
 # The server tools Anthropic runs, as the current API names them.

@@ -335,7 +335,8 @@ class _Usual(UsualRun):
         return True
 
     def own(self, index: int, content: Sequence[Any]) -> bool:
-        """The agent's blocks, as _assistant() makes them."""
+        """The agent's blocks, as _assistant() makes them (the usual call and text here,
+        the rest by :meth:`add`)."""
         for b in content:
             btype = b.type
             if btype == "tool_result":
@@ -343,24 +344,25 @@ class _Usual(UsualRun):
                 if found is None:
                     return False
                 self.results.append((*found, index))
-                continue
-            if btype == "tool_call":
+            elif btype == "tool_call":
                 b = self.called(index, b)
                 if b is None:
                     return False
+                if b.__dict__:
+                    self.add(b, btype)
+                else:
+                    self.message = self.reasoning = None
+                    self.turn.append({"type": "function_call", "call_id": b.id, "name": b.name, "arguments": b.input or "{}"})
             elif btype != "text" and btype != "thinking":
                 return False
             elif self.kind != "assistant" and not self.joins("assistant"):
                 return False
-            if b.__dict__ or (btype == "text" and self.message is not None and "id" not in self.message):
+            elif btype == "thinking" or b.__dict__ or not b.text or (self.message is not None and "id" not in self.message):
                 self.add(b, btype)
-            elif btype == "text":  # the usual text, a message of its own (add(), inlined)
-                if b.text:
-                    self.message = {"type": "message", "role": "assistant", "content": b.text}
-                    self.turn.append(self.message)
+            else:  # the usual text: a message of its own
                 self.reasoning = None
-            else:  # the usual call, or thinking nothing says where it came from
-                self.add(b, btype)
+                self.message = {"type": "message", "role": "assistant", "content": b.text}
+                self.turn.append(self.message)
         return True
 
     def add(self, b: Any, btype: str) -> None:
