@@ -108,8 +108,11 @@ def _spec_name(tool: Any) -> str | None:
 class _IdMap:
     """Conversation ids as sent: the same original always the same, never two alike."""
 
+    __slots__ = ("rules", "fits", "sent", "taken")
+
     def __init__(self, rules: IdRules) -> None:
         self.rules = rules
+        self.fits = rules._fits  # type: ignore[attr-defined]
         self.sent: dict[str, str] = {}
         self.taken: dict[str, str] = {}
 
@@ -130,6 +133,8 @@ class _Conformer:
     """Ids and names as sent, across one conversation: the same original always the same;
     each name's answer worked out once; a provider's own tools (replayed only where they
     ran) left as they were."""
+
+    __slots__ = ("id_map", "names", "name_sent", "server", "kept")
 
     def __init__(self, ids: IdRules | None, names: IdRules | None) -> None:
         self.id_map = _IdMap(ids) if ids is not None else None
@@ -184,9 +189,10 @@ class _Conformer:
         block_id, name = block.id, block.name
         id_map = self.id_map
         if id_map is not None:
-            if block_id in id_map.sent or id_map.rules._fits(block_id) is None or block_id in id_map.taken:  # type: ignore[attr-defined]
+            taken = id_map.taken  # an id sent as itself is taken by itself; one rewritten did not fit
+            if block_id in taken or id_map.fits(block_id) is None:
                 return self.sent(block)
-            id_map.sent[block_id] = id_map.taken[block_id] = block_id  # what new() gives an id that fits
+            taken[block_id] = block_id  # what new() gives an id that fits (sent() finds it here)
         if self.names is not None and name:
             new_name = self.name_sent.get(name)
             if new_name is None:

@@ -15,6 +15,7 @@ and raises what is wrong, naming the message.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Sequence
 
 from ..message import Msg
@@ -120,6 +121,5 @@ class UsualRun:
         raise NotImplementedError
 
 
-def by_place(result: tuple[Any, ...]) -> int:
-    """Sorts a run's results, kept as (their call's place, ...), in call order."""
-    return result[0]
+# Sorts a run's results, kept as (their call's place, ...), in call order.
+by_place = itemgetter(0)

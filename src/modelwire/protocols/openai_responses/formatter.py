@@ -395,7 +395,8 @@ class _Usual(UsualRun):
         done, self.kind = self.kind, kind
         items, texts = self.items, self.texts
         if done == "assistant":
-            items += _reasoning_first(self.turn)
+            turn = self.turn
+            items += _reasoning_first(turn) if turn and turn[-1].get("type") == "reasoning" else turn
             self.turn, self.message, self.reasoning, self.replayed = [], None, None, set()
         elif done == "results":
             self.results.sort(key=by_place)  # stable: the walk's call order
