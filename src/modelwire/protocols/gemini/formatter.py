@@ -318,7 +318,15 @@ class _Usual(UsualRun):
                 b = self.called(index, b)
                 if b is None:
                     return False
-                self.call(b)
+                if b.__dict__ or b.id.startswith(GEMINI_TS):
+                    self.call(b)
+                else:  # a bare call: not Gemini's (see _model_parts); the run's first takes the placeholder
+                    self.calls[b.id] = b
+                    part: dict[str, Any] = {"functionCall": {"name": b.name, "args": parse_arguments(b)}}
+                    if self.first_call:
+                        part["thoughtSignature"] = PLACEHOLDER_SIGNATURE
+                        self.first_call = False
+                    self.parts.append(part)
             elif btype == "text" or btype == "thinking":
                 if self.kind != "assistant" and not self.joins("assistant"):
                     return False
@@ -327,23 +335,19 @@ class _Usual(UsualRun):
                         self.parts.append({"text": b.text})
                 else:
                     native = replays_natively(b, PROTOCOL, self.fmt.provider, scope=SCOPE, endpoint=self.fmt.endpoint)
-                    self.fmt._text_part(b, native, b.__dict__.get("thought_signature") if native else None, self.parts)
+                    if native or btype == "text" or self.fmt.thinking_as_text:  # else _text_part() sends nothing
+                        self.fmt._text_part(b, native, b.__dict__.get("thought_signature") if native else None, self.parts)
             else:
                 return False
         return True
 
     def call(self, b: Any) -> None:
-        """A client call (as sent) into the model run, with the signature that goes with it."""
+        """A client call (as sent) that says where it came from into the model run, with the
+        signature that goes with it."""
         self.calls[b.id] = b
-        if not b.__dict__ and not b.id.startswith(GEMINI_TS):  # a bare call: not Gemini's (see _model_parts)
-            part: dict[str, Any] = {"functionCall": {"name": b.name, "args": parse_arguments(b)}}
-            if self.first_call:
-                part["thoughtSignature"] = PLACEHOLDER_SIGNATURE
-        else:
-            native = replays_natively(b, PROTOCOL, self.fmt.provider, scope=SCOPE, endpoint=self.fmt.endpoint)
-            part = _call_part(b, native, b.__dict__.get("thought_signature") if native else None, self.first_call)
+        native = replays_natively(b, PROTOCOL, self.fmt.provider, scope=SCOPE, endpoint=self.fmt.endpoint)
+        self.parts.append(_call_part(b, native, b.__dict__.get("thought_signature") if native else None, self.first_call))
         self.first_call = False
-        self.parts.append(part)
 
     def to(self, kind: str | None) -> None:
         done, self.kind = self.kind, kind
