@@ -17,7 +17,7 @@ from modelwire.protocols import protocol_names
 
 PNG = "iVBORw0KGgo="
 TOOLS = [ToolSpec("get_weather", "Weather", {"type": "object", "properties": {"city": {"type": "string"}}}), ToolSpec("get_time", "Time")]
-SHORT = [p for p in protocol_names() if get_formatter(p).short is not Formatter.short]
+SHORT = [p for p in protocol_names() if get_formatter(p).usual_run is not Formatter.usual_run]
 
 
 def img() -> DataBlock:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._common import Segment, Walk
     from ._incremental import Draft, Turns
     from ._toolids import IdRules
+    from ._usual import UsualRun
 
 __all__ = ["Formatter"]
 
@@ -72,7 +73,7 @@ class Formatter:
 
         with format_errors(self.protocol):
             draft = self.draft(tools, tool_choice)
-            if type(self).short is not Formatter.short:
+            if type(self).usual_run is not Formatter.usual_run:
                 payload = draft.short(messages)
                 if payload is not None:
                     if debug_enabled():
@@ -83,15 +84,21 @@ class Formatter:
 
     def short(self, messages: Sequence[Any], conformer: Any) -> Turns | None:
         """What :meth:`take` would keep of ``messages``, made in one pass for the usual
-        history, without the shared walk's segments; None for anything else. A formatter may
-        implement it for the blocks most histories are made of (on
-        :class:`~modelwire.formatters._usual.UsualRun`, which keeps the walk's tool rules),
-        and give None at the first block or broken rule it does not take: :meth:`format`
-        then runs the shared walk, which formats the unusual and raises what is wrong,
-        naming the message. ``conformer`` conforms tool ids and names as the walk would
-        (None: taken as they are). Its payload must equal the walk's: with
-        ``MODELWIRE_DEBUG=1`` (as the tests run) every payload it makes is checked against
-        the walk's."""
+        history, without the shared walk's segments (by :meth:`usual_run`); None for anything
+        else: :meth:`format` then runs the shared walk, which formats the unusual and raises
+        what is wrong, naming the message. ``conformer`` conforms tool ids and names as the
+        walk would (None: taken as they are). Its payload must equal the walk's: with
+        ``MODELWIRE_DEBUG=1`` (as the tests run) every payload a short path makes is checked
+        against the walk's."""
+        run = None if self.speaker_names else self.usual_run(conformer)
+        return run.turns() if run is not None and run.run(messages) else None
+
+    def usual_run(self, conformer: Any) -> UsualRun | None:
+        """The pass of this formatter's short path (see :meth:`short`): a
+        :class:`~modelwire.formatters._usual.UsualRun` that keeps the walk's tool rules and
+        makes this provider's turns of the blocks most histories are made of, giving up at
+        the first it does not take; None where the formatter has none (or none with these
+        options)."""
         return None
 
     # -- drafts (formatters built on the shared walk) --------------------------------------

@@ -30,21 +30,26 @@ _REFUSED = (ValueError, TypeError, KeyError, AttributeError, IndexError)
 class UsualRun:
     """The walk's tool rules and the open run, for a short path (see the module doc).
 
-    A subclass implements :meth:`system`, :meth:`user` and :meth:`own` (a message's blocks:
-    True when it took them all) and :meth:`to` (the open run finished, one of another kind
-    opened). In :meth:`own`, a client call goes through :meth:`called` and a result through
+    A subclass implements :meth:`own` (the agent's message: True when it took every block),
+    :meth:`turns` (what the formatter keeps, from what the run made),
+    what a system and a user message's blocks make (:meth:`system_text`, :meth:`user_text`,
+    :meth:`user_media`), and :meth:`to` (the open run finished, one of another kind opened).
+    In :meth:`own`, a client call goes through :meth:`called` and a result through
     :meth:`answered`; any other block of the agent's opens its run with ``if self.kind !=
-    "assistant" and not self.joins("assistant")``. A user or system block opens its run
-    with :meth:`to`."""
+    "assistant" and not self.joins("assistant")``."""
 
-    __slots__ = ("conformer", "kept", "kind", "places", "open_calls")
+    __slots__ = ("fmt", "conformer", "kept", "kind", "places", "open_calls", "results")
 
-    def __init__(self, conformer: Any) -> None:
+    def __init__(self, fmt: Any, conformer: Any) -> None:
+        self.fmt = fmt  # the formatter
         self.conformer = conformer  # tool ids and names as sent (see _toolids), or None
         self.kept = conformer.kept if conformer is not None else None  # id -> name of the calls sent as they were
         self.kind: str | None = None  # the kind of the run still open
         self.places: dict[str, int] = {}  # client call id -> its place among the calls
         self.open_calls: dict[str, int] = {}  # calls not answered yet -> message index
+        # The open results run: (its call's place, the result as sent, its message's index);
+        # sorted by_place, the walk's call order.
+        self.results: list[tuple[int, Any, int]] = []
 
     def run(self, messages: Sequence[Any]) -> bool:
         """Every message taken, and the last run finished; False where the walk must say."""
@@ -90,29 +95,68 @@ class UsualRun:
             self.to("assistant")
         return block
 
-    def answered(self, block: Any) -> tuple[int, Any] | None:
-        """A result's call's place and the result as sent, its run open; None where the
-        walk's result() refuses it."""
+    def answered(self, index: int, block: Any) -> bool:
+        """A result (its id conformed) into the results run (:attr:`results`); False where
+        the walk's result() refuses it."""
         kept = self.kept
         if kept is not None and kept.get(block.id) != block.name:
             block = self.conformer.sent(block)
         place = self.places.get(block.id)
         if place is None or block.state == "running":
-            return None
+            return False
         self.open_calls.pop(block.id, None)
         if self.kind != "results":
             self.to("results")
-        return place, block
+        self.results.append((place, block, index))
+        return True
+
+    def system(self, index: int, content: Sequence[Any]) -> bool:
+        """A system message: its text (each piece to :meth:`system_text`); any other block
+        is the walk's."""
+        for b in content:
+            if b.type != "text":
+                return False
+            if self.kind != "system":
+                self.to("system")
+            self.system_text(b.text)
+        return True
+
+    def user(self, index: int, content: Sequence[Any]) -> bool:
+        """A user message: its text (to :meth:`user_text`, where not empty) and media (to
+        :meth:`user_media`); any other block is the walk's."""
+        for b in content:
+            if self.kind != "user":
+                self.to("user")
+            btype = b.type
+            if btype == "text":
+                if b.text:
+                    self.user_text(b.text)
+            elif btype == "data":
+                self.user_media(index, b)
+            else:
+                return False
+        return True
 
     # -- a formatter's own ---------------------------------------------------------------
 
-    def system(self, index: int, content: Sequence[Any]) -> bool:
+    def system_text(self, text: str) -> None:
+        """A piece of system text into the open system run (or the system prompt)."""
         raise NotImplementedError
 
-    def user(self, index: int, content: Sequence[Any]) -> bool:
+    def user_text(self, text: str) -> None:
+        """A user message's text (not empty) into the open user run."""
+        raise NotImplementedError
+
+    def user_media(self, index: int, block: Any) -> None:
+        """A user message's data block into the open user run (its index for errors)."""
         raise NotImplementedError
 
     def own(self, index: int, content: Sequence[Any]) -> bool:
+        raise NotImplementedError
+
+    def turns(self) -> Any:
+        """What the formatter's take() would have kept (a ``Turns``), once :meth:`run` took
+        every message."""
         raise NotImplementedError
 
     def to(self, kind: str | None) -> None:

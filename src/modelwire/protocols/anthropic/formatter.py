@@ -133,18 +133,10 @@ class AnthropicFormatter(Formatter):
                     self._user_block(b, seg, content)
         merge_turn(acc.turns, role, content, after_results=_after_results if seg.kind == "results" else None)
 
-    def short(self, messages: Sequence[Any], conformer: Any) -> Turns | None:
-        """The usual history in one pass (see ``Formatter.short``): system and user text,
-        user media, the agent's text, thinking and client calls, and their results; with no
-        speaker names."""
-        if self.speaker_names:
-            return None
-        run = _Usual(self, conformer)
-        if not run.run(messages):
-            return None
-        acc = Turns()
-        acc.turns, acc.system = run.turns, run.instruction
-        return acc
+    def usual_run(self, conformer: Any) -> _Usual:
+        """The short path's pass (see ``Formatter.short``): system and user text, user
+        media, the agent's text, thinking and client calls, and their results."""
+        return _Usual(self, conformer)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
@@ -255,49 +247,31 @@ class _Usual(UsualRun):
     """:meth:`AnthropicFormatter.short`'s pass: the turns so far, the system blocks, and the
     open run's content (or results)."""
 
-    __slots__ = ("fmt", "turns", "instruction", "content", "results")
+    __slots__ = ("turns_made", "instruction", "content")
 
     def __init__(self, fmt: AnthropicFormatter, conformer: Any) -> None:
-        super().__init__(conformer)
-        self.fmt = fmt
-        self.turns: list[dict[str, Any]] = []
+        super().__init__(fmt, conformer)
+        self.turns_made: list[dict[str, Any]] = []  # the provider's turns so far
         self.instruction: list[dict[str, Any]] = []  # the system blocks
         self.content: list[dict[str, Any]] = []  # the open run's (the agent's or the user's)
-        self.results: list[tuple[int, Any]] = []  # (its call's place, the result)
 
-    def system(self, index: int, content: Sequence[Any]) -> bool:
-        for b in content:
-            if b.type != "text":
-                return False
-            if self.kind != "system":
-                self.to("system")
-            if b.text:
-                self.instruction.append({"type": "text", "text": b.text})
-        return True
+    def system_text(self, text: str) -> None:
+        if text:
+            self.instruction.append({"type": "text", "text": text})
 
-    def user(self, index: int, content: Sequence[Any]) -> bool:
-        for b in content:
-            if self.kind != "user":
-                self.to("user")
-            btype = b.type
-            if btype == "text":
-                if b.text:
-                    self.content.append({"type": "text", "text": b.text})
-            elif btype == "data":
-                self.content.append(media_block(b, index))
-            else:
-                return False
-        return True
+    def user_text(self, text: str) -> None:
+        self.content.append({"type": "text", "text": text})
+
+    def user_media(self, index: int, block: Any) -> None:
+        self.content.append(media_block(block, index))
 
     def own(self, index: int, content: Sequence[Any]) -> bool:
         """The agent's blocks, as take() makes them (the usual text and call here)."""
         for b in content:
             btype = b.type
             if btype == "tool_result":
-                found = self.answered(b)
-                if found is None:
+                if not self.answered(index, b):
                     return False
-                self.results.append(found)
                 continue
             if btype == "tool_call":
                 b = self.called(index, b)
@@ -316,16 +290,21 @@ class _Usual(UsualRun):
                 self.content.append({"type": "tool_use", "id": b.id, "name": b.name, "input": parse_arguments(b)})
         return True
 
+    def turns(self) -> Turns:
+        acc = Turns()
+        acc.turns, acc.system = self.turns_made, self.instruction
+        return acc
+
     def to(self, kind: str | None) -> None:
         done, self.kind = self.kind, kind
         if done == "results":
             self.results.sort(key=by_place)  # stable: the walk's call order
-            for _, result in self.results:
+            for _, result, _ in self.results:
                 self.fmt._result(result, _NO_SEGMENT, self.content)
             self.results = []
-            merge_turn(self.turns, "user", self.content, after_results=_after_results)
+            merge_turn(self.turns_made, "user", self.content, after_results=_after_results)
         elif done == "assistant" or done == "user":
-            merge_turn(self.turns, done, self.content)
+            merge_turn(self.turns_made, done, self.content)
         self.content = []
 
 

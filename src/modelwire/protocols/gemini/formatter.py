@@ -133,18 +133,10 @@ class GeminiFormatter(Formatter):
                     parts += self._user_part(b, seg.index_of(b))
         merge_turn(acc.turns, role, parts, key="parts", after_results=_after_results if seg.kind == "results" else None)
 
-    def short(self, messages: Sequence[Any], conformer: Any) -> Turns | None:
-        """The usual history in one pass (see ``Formatter.short``): system and user text,
-        user media, the agent's text, thinking and client calls, and their results; with no
-        speaker names."""
-        if self.speaker_names:
-            return None
-        run = _Usual(self, conformer)
-        if not run.run(messages):
-            return None
-        acc = Turns({"calls": run.calls})
-        acc.turns, acc.system = run.turns, run.instruction
-        return acc
+    def usual_run(self, conformer: Any) -> _Usual:
+        """The short path's pass (see ``Formatter.short``): system and user text, user
+        media, the agent's text, thinking and client calls, and their results."""
+        return _Usual(self, conformer)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         specs, server_tools = _split_tools(tools)
@@ -269,51 +261,33 @@ class _Usual(UsualRun):
     """:meth:`GeminiFormatter.short`'s pass: the contents so far, the system parts, the
     calls met (for their results), and the open run's parts (or results)."""
 
-    __slots__ = ("fmt", "turns", "instruction", "calls", "parts", "results", "first_call")
+    __slots__ = ("turns_made", "instruction", "calls", "parts", "first_call")
 
     def __init__(self, fmt: GeminiFormatter, conformer: Any) -> None:
-        super().__init__(conformer)
-        self.fmt = fmt
-        self.turns: list[dict[str, Any]] = []
+        super().__init__(fmt, conformer)
+        self.turns_made: list[dict[str, Any]] = []  # the provider's turns so far
         self.instruction: list[dict[str, Any]] = []  # the system parts
         self.calls: dict[str, Any] = {}  # call id -> its block (as take() gathers them)
         self.parts: list[dict[str, Any]] = []  # the open run's (model or user)
-        self.results: list[tuple[int, Any]] = []  # (its call's place, the result)
         self.first_call = True  # the open model run's first client call is still to come
 
-    def system(self, index: int, content: Sequence[Any]) -> bool:
-        for b in content:
-            if b.type != "text":
-                return False
-            if self.kind != "system":
-                self.to("system")
-            if b.text:
-                self.instruction.append({"text": b.text})
-        return True
+    def system_text(self, text: str) -> None:
+        if text:
+            self.instruction.append({"text": text})
 
-    def user(self, index: int, content: Sequence[Any]) -> bool:
-        for b in content:
-            if self.kind != "user":
-                self.to("user")
-            btype = b.type
-            if btype == "text":
-                if b.text:
-                    self.parts.append({"text": b.text})
-            elif btype == "data":
-                self.parts.append(media_part(b, index))
-            else:
-                return False
-        return True
+    def user_text(self, text: str) -> None:
+        self.parts.append({"text": text})
+
+    def user_media(self, index: int, block: Any) -> None:
+        self.parts.append(media_part(block, index))
 
     def own(self, index: int, content: Sequence[Any]) -> bool:
         """The agent's blocks, as _model_parts() makes them."""
         for b in content:
             btype = b.type
             if btype == "tool_result":
-                found = self.answered(b)
-                if found is None:
+                if not self.answered(index, b):
                     return False
-                self.results.append(found)
             elif btype == "tool_call":
                 b = self.called(index, b)
                 if b is None:
@@ -349,18 +323,23 @@ class _Usual(UsualRun):
         self.parts.append(_call_part(b, native, b.__dict__.get("thought_signature") if native else None, self.first_call))
         self.first_call = False
 
+    def turns(self) -> Turns:
+        acc = Turns({"calls": self.calls})
+        acc.turns, acc.system = self.turns_made, self.instruction
+        return acc
+
     def to(self, kind: str | None) -> None:
         done, self.kind = self.kind, kind
         if done == "assistant":
-            merge_turn(self.turns, "model", self.parts, key="parts")
+            merge_turn(self.turns_made, "model", self.parts, key="parts")
             self.parts, self.first_call = [], True
         elif done == "results":
             self.results.sort(key=by_place)  # stable: the walk's call order
-            parts = self.fmt._results(Segment("results", 0, [r for _, r in self.results]), self.calls)
-            merge_turn(self.turns, "user", parts, key="parts", after_results=_after_results)
+            parts = self.fmt._results(Segment("results", 0, [r for _, r, _ in self.results]), self.calls)
+            merge_turn(self.turns_made, "user", parts, key="parts", after_results=_after_results)
             self.results = []
         elif done == "user":
-            merge_turn(self.turns, "user", self.parts, key="parts")
+            merge_turn(self.turns_made, "user", self.parts, key="parts")
             self.parts = []
 
 

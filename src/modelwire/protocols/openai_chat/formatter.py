@@ -135,18 +135,13 @@ class OpenAIChatFormatter(Formatter):
                     msg["name"] = sanitize_name(seg.name)
                 out.append(msg)
 
-    def short(self, messages: Sequence[Any], conformer: Any) -> Turns | None:
-        """The usual history in one pass (see ``Formatter.short``): system and user text,
-        user media, the agent's text (no refusal) and thinking (not sent here), client calls
-        and their results; with no speaker names and no thinking sent."""
-        if self.speaker_names or self.include_names or self.reasoning_field or self.thinking_as_text:
+    def usual_run(self, conformer: Any) -> _Usual | None:
+        """The short path's pass (see ``Formatter.short``): system and user text, user
+        media, the agent's text (no refusal) and thinking (not sent here), client calls and
+        their results; none with speaker names or a dialect that sends thinking."""
+        if self.include_names or self.reasoning_field or self.thinking_as_text:
             return None
-        run = _Usual(self, conformer)
-        if not run.run(messages):
-            return None
-        acc = Turns()
-        acc.turns = run.out
-        return acc
+        return _Usual(self, conformer)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools; use openai-responses: for OpenAI's web search and code interpreter")
@@ -298,47 +293,29 @@ class _Usual(UsualRun):
     """:meth:`OpenAIChatFormatter.short`'s pass: the messages so far, and the open run's
     texts (or user parts), calls and results."""
 
-    __slots__ = ("fmt", "out", "texts", "calls", "results")
+    __slots__ = ("out", "texts", "calls")
 
     def __init__(self, fmt: OpenAIChatFormatter, conformer: Any) -> None:
-        super().__init__(conformer)
-        self.fmt = fmt
+        super().__init__(fmt, conformer)
         self.out: list[dict[str, Any]] = []
         self.texts: list[Any] = []  # the open run's texts (system, assistant) or parts (user)
         self.calls: list[dict[str, Any]] = []
-        self.results: list[tuple[int, Any, int]] = []  # (its call's place, the result, its message's index)
 
-    def system(self, index: int, content: Sequence[Any]) -> bool:
-        for b in content:
-            if b.type != "text":
-                return False
-            if self.kind != "system":
-                self.to("system")
-            self.texts.append(b.text)
-        return True
+    def system_text(self, text: str) -> None:
+        self.texts.append(text)
 
-    def user(self, index: int, content: Sequence[Any]) -> bool:
-        for b in content:
-            if self.kind != "user":
-                self.to("user")
-            btype = b.type
-            if btype == "text":
-                if b.text:
-                    self.texts.append({"type": "text", "text": b.text})
-            elif btype == "data":
-                self.texts.append(media_part(b, index))
-            else:
-                return False
-        return True
+    def user_text(self, text: str) -> None:
+        self.texts.append({"type": "text", "text": text})
+
+    def user_media(self, index: int, block: Any) -> None:
+        self.texts.append(media_part(block, index))
 
     def own(self, index: int, content: Sequence[Any]) -> bool:
         for b in content:
             btype = b.type
             if btype == "tool_result":
-                found = self.answered(b)
-                if found is None:
+                if not self.answered(index, b):
                     return False
-                self.results.append((*found, index))
             elif btype == "tool_call":
                 b = self.called(index, b)
                 if b is None:
@@ -352,6 +329,11 @@ class _Usual(UsualRun):
             else:
                 return False
         return True
+
+    def turns(self) -> Turns:
+        acc = Turns()
+        acc.turns = self.out
+        return acc
 
     def to(self, kind: str | None) -> None:
         done, self.kind = self.kind, kind

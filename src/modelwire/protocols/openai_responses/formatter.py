@@ -118,18 +118,10 @@ class OpenAIResponsesFormatter(Formatter):
                 else:
                     items.append(self._result(r, seg.index_of(r)))
 
-    def short(self, messages: Sequence[Any], conformer: Any) -> Turns | None:
-        """The usual history in one pass (see ``Formatter.short``): system and user text,
-        user media, the agent's text, thinking and client calls, and their results; with no
-        speaker names."""
-        if self.speaker_names:
-            return None
-        run = _Usual(self, conformer)
-        if not run.run(messages):
-            return None
-        acc = Turns()
-        acc.turns, acc.system = run.items, run.instructions
-        return acc
+    def usual_run(self, conformer: Any) -> _Usual:
+        """The short path's pass (see ``Formatter.short``): system and user text, user
+        media, the agent's text, thinking and client calls, and their results."""
+        return _Usual(self, conformer)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
@@ -297,11 +289,10 @@ class _Usual(UsualRun):
     the open run's texts or content parts, and, for a run of the agent's, its items and
     the output message and reasoning item being filled (as ``_assistant`` keeps them)."""
 
-    __slots__ = ("fmt", "items", "instructions", "texts", "turn", "message", "reasoning", "replayed", "results")
+    __slots__ = ("items", "instructions", "texts", "turn", "message", "reasoning", "replayed")
 
     def __init__(self, fmt: OpenAIResponsesFormatter, conformer: Any) -> None:
-        super().__init__(conformer)
-        self.fmt = fmt
+        super().__init__(fmt, conformer)
         self.items: list[dict[str, Any]] = []
         self.instructions: list[str] = []
         self.texts: list[Any] = []  # the open system run's texts, or the user run's parts
@@ -309,30 +300,15 @@ class _Usual(UsualRun):
         self.message: dict[str, Any] | None = None
         self.reasoning: dict[str, Any] | None = None
         self.replayed: set[str] = set()  # reasoning items sent verbatim (AgentScope's way)
-        self.results: list[tuple[int, Any, int]] = []  # (its call's place, the result, its message's index)
 
-    def system(self, index: int, content: Sequence[Any]) -> bool:
-        for b in content:
-            if b.type != "text":
-                return False
-            if self.kind != "system":
-                self.to("system")
-            self.texts.append(b.text)
-        return True
+    def system_text(self, text: str) -> None:
+        self.texts.append(text)
 
-    def user(self, index: int, content: Sequence[Any]) -> bool:
-        for b in content:
-            if self.kind != "user":
-                self.to("user")
-            btype = b.type
-            if btype == "text":
-                if b.text:
-                    self.texts.append({"type": "input_text", "text": b.text})
-            elif btype == "data":
-                self.texts.append(input_media(b, index))
-            else:
-                return False
-        return True
+    def user_text(self, text: str) -> None:
+        self.texts.append({"type": "input_text", "text": text})
+
+    def user_media(self, index: int, block: Any) -> None:
+        self.texts.append(input_media(block, index))
 
     def own(self, index: int, content: Sequence[Any]) -> bool:
         """The agent's blocks, as _assistant() makes them (the usual call and text here,
@@ -340,10 +316,8 @@ class _Usual(UsualRun):
         for b in content:
             btype = b.type
             if btype == "tool_result":
-                found = self.answered(b)
-                if found is None:
+                if not self.answered(index, b):
                     return False
-                self.results.append((*found, index))
             elif btype == "tool_call":
                 b = self.called(index, b)
                 if b is None:
@@ -391,6 +365,11 @@ class _Usual(UsualRun):
             if item:
                 self.turn.append(item)
 
+    def turns(self) -> Turns:
+        acc = Turns()
+        acc.turns, acc.system = self.items, self.instructions
+        return acc
+
     def to(self, kind: str | None) -> None:
         done, self.kind = self.kind, kind
         items, texts = self.items, self.texts
@@ -412,10 +391,10 @@ class _Usual(UsualRun):
         elif done == "user" and texts:
             items.append({"type": "message", "role": "user", "content": texts})
         elif done == "system":
-            self.system_text("\n\n".join(t for t in texts if t))
+            self.system_item("\n\n".join(t for t in texts if t))
         self.texts = []
 
-    def system_text(self, text: str) -> None:
+    def system_item(self, text: str) -> None:
         """A system run's text: the instructions before any item, where asked; else an item."""
         if text and self.fmt.instructions and not self.items:
             self.instructions.append(text)
