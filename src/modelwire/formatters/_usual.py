@@ -6,11 +6,12 @@ thinking, client tool calls and their results. A formatter can make its turns of
 one pass, without the walk's segments, if it keeps the walk's rules and its runs: blocks
 of one kind (system, user, the agent's own, results) in a row make one run, across
 messages, as they make one segment of the walk; results are sent in the order of their
-calls. :class:`UsualRun` keeps the rules and the run still open; a formatter's subclass
-takes the blocks (``system``, ``user``, ``own``) and makes a finished run its turns
-(``flush``). At the first block or broken rule it does not take, a method returns False:
-the short path gives up, and ``format()`` runs the shared walk, which formats the unusual
-and raises what is wrong, naming the message.
+calls. :class:`UsualRun` keeps the rules, the run still open, and the system and user
+messages; a formatter's subclass (the pass its ``usual_run()`` gives) takes the agent's
+blocks (``own``), says what system and user text and media make, and makes each finished
+run its turns (``to``). At the first block or broken rule it does not take, a method
+returns False: the short path gives up, and ``format()`` runs the shared walk, which
+formats the unusual and raises what is wrong, naming the message.
 """
 
 from __future__ import annotations
