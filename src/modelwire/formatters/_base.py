@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
-from ..errors import debug_enabled
+from ..errors import FormatError, debug_enabled
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..message import Msg
@@ -77,7 +77,7 @@ class Formatter:
                 payload = draft.short(messages)
                 if payload is not None:
                     if debug_enabled():
-                        _same_as_walked(payload, self.draft(tools, tool_choice).once(messages))
+                        _same_as_walked(payload, lambda: self.draft(tools, tool_choice).once(messages))
                     return payload
                 draft = self.draft(tools, tool_choice)  # not the usual history; the short path may have conformed ids
             return draft.once(messages)
@@ -135,6 +135,12 @@ class Formatter:
         raise NotImplementedError
 
 
-def _same_as_walked(payload: dict[str, Any], walked: dict[str, Any]) -> None:
-    if payload != walked:  # a bug in a formatter's short path
+def _same_as_walked(payload: dict[str, Any], walk: Any) -> None:
+    """A short path's ``payload`` checked against the walk's (``walk()``): a difference, or
+    a conversation the walk refuses, is a bug in the short path."""
+    try:
+        walked = walk()
+    except FormatError as exc:
+        raise AssertionError(f"the short path made a payload of a conversation the walk refuses: {exc}") from exc
+    if payload != walked:
         raise AssertionError(f"the short path's payload differs from the walk's: {payload!r:.2000} != {walked!r:.2000}")
