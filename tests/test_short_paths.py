@@ -171,3 +171,27 @@ def test_responses_replays_agentscopes_whole_reasoning_item():
         {"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": "s"}], "encrypted_content": "E"},
         {"type": "message", "role": "assistant", "content": "a"},
     ]
+
+
+def test_a_subclass_that_changes_its_turns_keeps_them():
+    """A formatter subclassed to change how segments become turns (here: every assistant
+    message's text upper-cased) is formatted by its own take(), not by the short path it
+    inherits; one that gives its own pass takes that."""
+    from modelwire.protocols.openai_chat.formatter import OpenAIChatFormatter
+
+    class Loud(OpenAIChatFormatter):
+        def take(self, acc, seg):
+            super().take(acc, seg)
+            if seg.kind == "assistant" and acc.turns and isinstance(acc.turns[-1].get("content"), str):
+                acc.turns[-1] = {**acc.turns[-1], "content": acc.turns[-1]["content"].upper()}
+
+    msgs = usual(1)
+    loud = Loud().format(msgs, TOOLS, "auto")
+    assert [m["content"] for m in loud["messages"] if m["role"] == "assistant"] == ["I'LL CHECK.", "SUNNY IN C0."]
+
+    class Own(Loud):
+        def usual_run(self, conformer):
+            return None  # a pass of its own: none, so the walk
+
+    assert Own().format(msgs, TOOLS, "auto") == loud
+    assert [m["content"] for m in get_formatter("openai-chat")().format(msgs, TOOLS, "auto")["messages"] if m["role"] == "assistant"] == ["I'll check.", "Sunny in c0."]

@@ -73,7 +73,7 @@ class Formatter:
 
         with format_errors(self.protocol):
             draft = self.draft(tools, tool_choice)
-            if type(self).usual_run is not Formatter.usual_run:
+            if _has_short_path(type(self)):
                 payload = draft.short(messages)
                 if payload is not None:
                     if debug_enabled():
@@ -133,6 +133,27 @@ class Formatter:
         """The payload from ``acc`` (a copy, see :meth:`Turns.fork`: change no turn but its
         last, nor any list's items)."""
         raise NotImplementedError
+
+
+_SHORT: dict[type, bool] = {}  # formatter class -> whether format() takes its short path
+
+
+def _has_short_path(cls: type) -> bool:
+    """Whether ``cls`` has a short path that makes what its own ``take()`` makes: one whose
+    ``usual_run`` comes from a class below which nothing changes how segments become turns
+    (``take``, ``begin``, ``walk``). A subclass that changes those keeps its own formatting,
+    through the walk, until it gives a ``usual_run`` of its own."""
+    found = _SHORT.get(cls)
+    if found is None:
+        owner = _defines(cls, "usual_run")
+        found = owner is not Formatter and all(_defines(cls, name) in owner.__mro__ for name in ("take", "begin", "walk"))
+        _SHORT[cls] = found
+    return found
+
+
+def _defines(cls: type, name: str) -> type:
+    """The class of ``cls``'s MRO whose ``name`` ``cls`` has."""
+    return next(c for c in cls.__mro__ if name in c.__dict__)
 
 
 def _same_as_walked(payload: dict[str, Any], walk: Any) -> None:
