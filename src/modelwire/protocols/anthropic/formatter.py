@@ -244,7 +244,7 @@ class AnthropicFormatter(Formatter):
 
 
 class _Usual(UsualRun):
-    """:meth:`AnthropicFormatter.short`'s pass: the turns so far, the system blocks, and the
+    """The pass of :meth:`AnthropicFormatter.usual_run`: the turns so far, the system blocks, and the
     open run's content (or results)."""
 
     __slots__ = ("turns_made", "instruction", "content")

@@ -258,7 +258,7 @@ class GeminiFormatter(Formatter):
 
 
 class _Usual(UsualRun):
-    """:meth:`GeminiFormatter.short`'s pass: the contents so far, the system parts, the
+    """The pass of :meth:`GeminiFormatter.usual_run`: the contents so far, the system parts, the
     calls met (for their results), and the open run's parts (or results)."""
 
     __slots__ = ("turns_made", "instruction", "calls", "parts", "first_call")

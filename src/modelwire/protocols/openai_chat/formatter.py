@@ -290,7 +290,7 @@ class OpenAIChatFormatter(Formatter):
 
 
 class _Usual(UsualRun):
-    """:meth:`OpenAIChatFormatter.short`'s pass: the messages so far, and the open run's
+    """The pass of :meth:`OpenAIChatFormatter.usual_run`: the messages so far, and the open run's
     texts (or user parts), calls and results."""
 
     __slots__ = ("out", "texts", "calls")

@@ -285,7 +285,7 @@ class OpenAIResponsesFormatter(Formatter):
 
 
 class _Usual(UsualRun):
-    """:meth:`OpenAIResponsesFormatter.short`'s pass: the items so far, the instructions,
+    """The pass of :meth:`OpenAIResponsesFormatter.usual_run`: the items so far, the instructions,
     the open run's texts or content parts, and, for a run of the agent's, its items and
     the output message and reasoning item being filled (as ``_assistant`` keeps them)."""
 
