@@ -122,7 +122,7 @@ class OpenAIChatFormatter(Formatter):
             if said is not None:
                 out.append(said)
         elif kind == "results":
-            self._results(seg, out)
+            _tool_messages([(r, seg.index_of(r)) for r in seg.blocks], out)
         elif kind == "system":
             text = "\n\n".join(b.text for b in seg.blocks if b.text)
             if text:
@@ -165,9 +165,7 @@ class OpenAIChatFormatter(Formatter):
                 parts.append(media_part(block, seg.index_of(block)))
             else:
                 raise FormatError(seg.index_of(block), f"a {btype!r} block cannot be sent in a user message", PROTOCOL)
-        if len(parts) == 1 and parts[0]["type"] == "text":
-            return parts[0]["text"]
-        return parts
+        return _user_content(parts)
 
     def _assistant(self, seg: Any) -> dict[str, Any] | None:
         texts: list[str] = []
@@ -249,24 +247,6 @@ class OpenAIChatFormatter(Formatter):
         elif self.thinking_as_text and block.thinking:
             texts.append(f"<think>\n{block.thinking}\n</think>")
 
-    def _results(self, seg: Any, out: list[dict[str, Any]]) -> None:
-        """A results segment: a tool message per result, then the media they returned in a
-        user message, onto ``out``."""
-        media: list[dict[str, Any]] = []
-        for result in seg.blocks:
-            output = result.output
-            if isinstance(output, str):  # the usual result: its text as it is
-                text = output
-            elif len(output) == 1 and output[0].type == "text":  # one text piece: its text
-                text = output[0].text
-            else:
-                text = self._result_media(result, seg.index_of(result), media)
-            if result.state in ("denied", "interrupted") and not text:
-                text = f"The tool call was {result.state}."
-            out.append({"role": "tool", "tool_call_id": result.id, "content": text})
-        if media:
-            out.append({"role": "user", "content": media})
-
     @staticmethod
     def _result_media(result: Any, index: int, media: list[dict[str, Any]]) -> str:
         """The text of a result that returned media (text documents read as text, the rest
@@ -345,24 +325,37 @@ class _Usual(UsualRun):
             self.calls = []
         elif done == "results":
             self.results.sort(key=by_place)  # stable: the walk's call order
-            media: list[dict[str, Any]] = []
-            out += [_tool_message(result, index, media) for _, result, index in self.results]
-            if media:
-                out.append({"role": "user", "content": media})
+            _tool_messages([(result, index) for _, result, index in self.results], out)
             self.results = []
         elif done == "user" and texts:
-            out.append({"role": "user", "content": texts[0]["text"] if len(texts) == 1 and texts[0]["type"] == "text" else texts})
+            out.append({"role": "user", "content": _user_content(texts)})
         elif done == "system" and any(texts):
             out.append({"role": self.fmt.system_role, "content": "\n\n".join(t for t in texts if t)})
         self.texts = []
 
 
+def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A user message's content: its one text as a string, else its parts."""
+    if len(parts) == 1 and parts[0]["type"] == "text":
+        return parts[0]["text"]
+    return parts
+
+
+def _tool_messages(results: list[tuple[Any, int]], out: list[dict[str, Any]]) -> None:
+    """Results (each with its message's index) as tool messages onto ``out``, then the
+    media they returned in one user message."""
+    media: list[dict[str, Any]] = []
+    out += [_tool_message(result, index, media) for result, index in results]
+    if media:
+        out.append({"role": "user", "content": media})
+
+
 def _tool_message(result: Any, index: int, media: list[dict[str, Any]]) -> dict[str, Any]:
-    """A result as its tool message (what ``_results`` makes of it)."""
+    """A result as its tool message; media it returned onto ``media``."""
     output = result.output
-    if isinstance(output, str):
+    if isinstance(output, str):  # the usual result: its text as it is
         text = output
-    elif len(output) == 1 and output[0].type == "text":
+    elif len(output) == 1 and output[0].type == "text":  # one text piece: its text
         text = output[0].text
     else:
         text = OpenAIChatFormatter._result_media(result, index, media)
