@@ -154,6 +154,11 @@ def guarded(format: Any) -> Any:
     return run
 
 
+# What a conversation makes a formatter raise besides FormatError (a wrong-typed extra, say):
+# format_errors turns these into FormatError.
+REFUSED = (TypeError, ValueError, KeyError, AttributeError, IndexError)
+
+
 @contextlib.contextmanager
 def format_errors(protocol: str) -> Iterator[None]:
     """Inside, what a conversation makes a formatter raise is a :class:`FormatError` (see
@@ -162,7 +167,7 @@ def format_errors(protocol: str) -> Iterator[None]:
         yield
     except FormatError:
         raise
-    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+    except REFUSED as exc:
         if debug_enabled():
             raise
         raise FormatError(None, f"cannot format this conversation ({type(exc).__name__}: {exc})", protocol) from exc

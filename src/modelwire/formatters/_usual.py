@@ -20,12 +20,9 @@ from operator import itemgetter
 from typing import Any, Sequence
 
 from ..message import Msg
+from ._common import REFUSED
 
 __all__ = ["UsualRun"]
-
-# What a formatter raises of a conversation it cannot format (see format_errors): the walk
-# raises it again, naming the message, as a FormatError (itself a ValueError).
-_REFUSED = (ValueError, TypeError, KeyError, AttributeError, IndexError)
 
 
 class UsualRun:
@@ -68,7 +65,7 @@ class UsualRun:
                 elif not self.system(index, content):
                     return False
             self.to(None)
-        except _REFUSED:
+        except REFUSED:  # FormatError among them (a ValueError): the walk says it, naming the message
             return False
         return True
 

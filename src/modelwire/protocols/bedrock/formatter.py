@@ -125,9 +125,8 @@ class BedrockConverseFormatter(Formatter):
         raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools through Converse here; give Nova's system tools as ServerTool(raw={'systemTool': {...}})")
         specs = tool_specs(tools)
         turns, system = acc.turns, acc.system
-        if turns:
-            if turns[0]["role"] == "assistant":
-                turns.insert(0, {"role": "user", "content": [{"text": "(the conversation continues)"}]})
+        if turns and turns[0]["role"] == "assistant":
+            turns.insert(0, {"role": "user", "content": [{"text": "(the conversation continues)"}]})
         payload: dict[str, Any] = {"messages": turns}
         if system:
             if self.cache_system:

@@ -141,9 +141,8 @@ class GeminiFormatter(Formatter):
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         specs, server_tools = _split_tools(tools)
         contents = acc.turns
-        if contents:
-            if contents[0]["role"] == "model":
-                contents.insert(0, {"role": "user", "parts": [{"text": ""}]})
+        if contents and contents[0]["role"] == "model":
+            contents.insert(0, {"role": "user", "parts": [{"text": ""}]})
         payload: dict[str, Any] = {"contents": contents}
         if acc.system:
             payload["systemInstruction"] = {"parts": acc.system}
