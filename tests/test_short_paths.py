@@ -195,3 +195,31 @@ def test_a_subclass_that_changes_its_turns_keeps_them():
 
     assert Own().format(msgs, TOOLS, "auto") == loud
     assert [m["content"] for m in get_formatter("openai-chat")().format(msgs, TOOLS, "auto")["messages"] if m["role"] == "assistant"] == ["I'll check.", "Sunny in c0."]
+
+
+@pytest.mark.parametrize("protocol", SHORT)
+def test_in_debug_mode_a_pass_that_breaks_where_the_walk_formats_is_a_bug(protocol):
+    """A short path that raises (here: on user text) gives up, and in production the walk
+    formats the history; with ``MODELWIRE_DEBUG=1`` that is an AssertionError naming the
+    error, unless the walk refuses the history too (bad input may break the pass first)."""
+    fmt = get_formatter(protocol)
+
+    class Broken(fmt):
+        def usual_run(self, conformer):
+            run = super().usual_run(conformer)
+
+            class Pass(type(run)):
+                __slots__ = ()
+
+                def user_text(self, *args):
+                    raise TypeError("a bug in the pass")
+
+            run.__class__ = Pass
+            return run
+
+    msgs = usual(1)
+    with pytest.raises(AssertionError, match="a bug in the pass"):
+        Broken().format(msgs, TOOLS, "auto")
+    bad = [*msgs[:-1], AssistantMsg("agent", [ToolResultBlock(id="nobody_called", name="get_time", output="x", state="success")])]
+    with pytest.raises(FormatError):  # the walk refuses it: its error, not the pass's
+        Broken().format(bad, TOOLS, "auto")

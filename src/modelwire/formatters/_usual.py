@@ -19,6 +19,7 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any, Sequence
 
+from ..errors import FormatError, debug_enabled
 from ..message import Msg
 from ._common import REFUSED
 
@@ -65,9 +66,21 @@ class UsualRun:
                 elif not self.system(index, content):
                     return False
             self.to(None)
-        except REFUSED:  # FormatError among them (a ValueError): the walk says it, naming the message
+        except REFUSED as exc:  # FormatError among them (a ValueError): the walk says it, naming the message
+            if debug_enabled() and not isinstance(exc, FormatError):
+                self._walk_refuses(messages, exc)
             return False
         return True
+
+    def _walk_refuses(self, messages: Sequence[Any], exc: BaseException) -> None:
+        """With ``MODELWIRE_DEBUG=1``: an error other than ``FormatError`` out of this pass
+        is a bug in it unless the walk refuses the same messages (bad input may break the pass
+        before the walk's check names it); an ``AssertionError`` where the walk formats them."""
+        try:
+            self.fmt.draft().once(messages)
+        except REFUSED:
+            return
+        raise AssertionError(f"the short path raised {exc!r} on a conversation the walk formats") from exc
 
     def joins(self, kind: str) -> bool:
         """Text or thinking of the agent's (``kind`` "assistant") opening its run: False
