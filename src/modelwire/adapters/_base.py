@@ -490,17 +490,23 @@ class StreamDecoder:
         if 2 < count < 5 and not lines[-1] and not lines[-2] and not (sse._rest or sse._data or sse._skip_lf or sse._first) and len(chunk) <= sse.max_line and chunk.find(b"\r") < 0:
             if count == 3 and lines[0].startswith(b"data: "):
                 name = sse._event or "message"
-                sse._event = ""
-                return self._one(name, lines[0][6:])
-            if count == 4 and lines[1].startswith(b"data: ") and lines[0].startswith(b"event: "):
-                sse._event = ""
-                return self._one(_LINE_NAMES.get(lines[0]) or _line_name(lines[0]), lines[1][6:])
+                data = lines[0][6:]
+            elif count == 4 and lines[1].startswith(b"data: ") and lines[0].startswith(b"event: "):
+                name = _LINE_NAMES.get(lines[0]) or _line_name(lines[0])
+                data = lines[1][6:]
+            else:
+                return self._run(sse.feed_raw(chunk), end=False)
+            sse._event = ""
+            return self._whole(name, data)
         return self._run(sse.feed_raw(chunk), end=False)
 
-    def _one(self, name: str, data: bytes) -> list[E.AgentEvent]:
-        """One SSE event, as :meth:`_run` takes each, for one."""
+    def _whole(self, name: str, data: bytes) -> list[E.AgentEvent]:
+        """One SSE event, a piece of its own, as :meth:`_run` takes each; the adapter's short
+        path called from here (most events of a stream take it), not one call further down."""
         try:
-            out = self._event_data(name, data)
+            out = self._quick(data, name) if self._quick is not None and data != b"[DONE]" else None
+            if out is None:
+                out = self._event_data(name, data, quick=False)
         except ProviderError as err:
             self._failed([], err)
             raise
@@ -508,12 +514,13 @@ class StreamDecoder:
             self.events += out
         return out
 
-    def _event_data(self, name: str, data: bytes) -> list[E.AgentEvent]:
-        """One SSE event's data to the adapter: its own short path first, if it has one."""
+    def _event_data(self, name: str, data: bytes, quick: bool = True) -> list[E.AgentEvent]:
+        """One SSE event's data to the adapter: its own short path first, if it has one
+        (and ``quick``: not tried yet)."""
         adapter = self.adapter
         if data == b"[DONE]":
             return adapter.done()
-        if self._quick is not None:
+        if quick and self._quick is not None:
             out = self._quick(data, name)
             if out is not None:
                 return out
