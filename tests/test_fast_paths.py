@@ -186,6 +186,57 @@ def test_ollama_lines_the_short_path_must_leave_to_the_full_one():
             same_both_ways("ollama", raw)
 
 
+def test_gemini_text_chunks_the_short_path_must_leave_to_the_full_one():
+    """The usual Gemini chunk is one text part of candidate 0 continuing the open text block,
+    with the usage so far and the response id; its short path decodes only that. Chunks
+    beside it (a part or candidate with anything more, another candidate, an error or prompt
+    feedback beside the text, fields of another type) are read as the full path reads them."""
+    from modelwire.adapters import encode_sse
+
+    def chunk(parts=None, candidates=None, **top):
+        candidates = candidates if candidates is not None else [{"content": {"role": "model", "parts": parts if parts is not None else [{"text": " more"}]}, "index": 0}]
+        return (None, {"candidates": candidates, "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2}, "modelVersion": "g", **top})
+
+    def cand(**extra):
+        return {"content": {"role": "model", "parts": [{"text": " more"}]}, **extra}
+
+    opening = [chunk([{"text": "The"}]), chunk([{"text": " sky"}], responseId="resp-1")]
+    odd = [
+        chunk(responseId="resp-2"),
+        chunk([{"text": " hmm", "thought": True}]),
+        chunk([{"text": " signed", "thoughtSignature": "c2ln"}]),
+        chunk([{"text": 5}]),
+        chunk([{"text": ""}]),
+        chunk([{"text": " a"}, {"text": " b"}]),
+        chunk([]),
+        chunk([{"functionCall": {"name": "f", "args": {}}}]),
+        chunk(candidates=[cand(index=0), cand(index=1)]),
+        chunk(candidates=[cand(index=1)]),
+        chunk(candidates=[cand(index=False)]),
+        chunk(candidates=[cand()]),
+        chunk(candidates=[cand(index=0, finishReason="STOP")]),
+        chunk(candidates=[cand(index=0, safetyRatings=[])]),
+        chunk(candidates=[{"content": {"role": "model"}, "index": 0}]),
+        chunk(candidates=[{"content": {"parts": None}, "index": 0}]),
+        chunk(candidates=[{"content": None, "index": 0}]),
+        chunk(candidates=[]),
+        chunk(candidates=None),
+        chunk(error={"code": 500, "message": "busy", "status": "INTERNAL"}),
+        chunk(error=None),
+        chunk(promptFeedback={"blockReason": "SAFETY"}),
+        chunk(usageMetadata=None),
+        chunk(usageMetadata=[1]),
+        chunk(responseId=7),
+        chunk(responseId=""),
+        chunk(responseId="resp-3", createTime="2026-01-01T00:00:00Z"),
+    ]
+    closing = [chunk([{"text": " blue."}]), chunk([{"text": ""}], candidates=[cand(index=0, finishReason="STOP")])]
+    for item in odd:
+        same_both_ways("gemini", encode_sse([*opening, item, *closing]))
+    for start in ([], [chunk([{"text": "Hm", "thought": True}])]):  # no block open; a thinking block open
+        same_both_ways("gemini", encode_sse([*start, *opening, *closing]))
+
+
 def test_gemini_call_pieces_the_short_path_must_leave_to_the_full_one():
     """Vertex streams a call's arguments as partialArgs: the usual chunk adds one piece to the
     string being continued. Chunks beside it (another path, another type, a last piece, more

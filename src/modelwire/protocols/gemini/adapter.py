@@ -38,6 +38,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+from msgspec import UNSET, UnsetType
+
 from ... import event as E
 from ...adapters import OPTIONAL, STREAMING, BaseAdapter, Block, shape_problem
 from ...errors import StreamProtocolError, error_from_body
@@ -85,6 +88,33 @@ SHAPE: dict[str, tuple] = {
 }
 
 
+# What the short path reads of a chunk (see GeminiAdapter.feed_raw): one candidate (index 0
+# or none) whose one part is text and nothing else, the response id and the usage so far.
+# A part or candidate with any other field fails to decode: the full path reads it.
+class _TextPart(msgspec.Struct, forbid_unknown_fields=True):
+    text: str
+
+
+class _Content(msgspec.Struct):
+    parts: list[_TextPart]
+
+
+class _Candidate(msgspec.Struct, forbid_unknown_fields=True):
+    content: _Content
+    index: int = 0
+
+
+class _Chunk(msgspec.Struct):
+    candidates: list[_Candidate]
+    usageMetadata: dict[str, Any] | None = None
+    responseId: Any = None
+    error: msgspec.Raw | UnsetType = UNSET  # present at all: the full path's
+    promptFeedback: msgspec.Raw | UnsetType = UNSET
+
+
+_decode_chunk = msgspec.json.Decoder(_Chunk).decode
+
+
 class _StreamedCall:
     """A function call whose arguments arrive as ``partialArgs`` (Vertex)."""
 
@@ -121,6 +151,31 @@ class GeminiAdapter(BaseAdapter):
     def answered(self) -> bool:
         return self.finished or self._finish_reason is not None
 
+    def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
+        # The usual chunk of a text answer (see feed()) decoded straight into what this
+        # reads (_Chunk: the fields it does not name are skipped, not built) and made here.
+        # Anything else (another part or field, no text block open: none is while a
+        # streamed call goes on) returns None and takes the dict's way; nothing is changed before the event.
+        if self.state is not STREAMING:
+            return None
+        try:
+            chunk = _decode_chunk(raw)
+        except (ValueError, RecursionError):
+            return None
+        if len(chunk.candidates) != 1 or chunk.error is not UNSET or chunk.promptFeedback is not UNSET:
+            return None
+        candidate = chunk.candidates[0]
+        parts = candidate.content.parts
+        block = self.blocks.get(self._current)
+        if candidate.index != 0 or len(parts) != 1 or not parts[0].text or block is None or block.kind != "text":
+            return None
+        meta = self.call_metadata
+        if "response_id" not in meta and chunk.responseId:
+            meta["response_id"] = chunk.responseId
+        if chunk.usageMetadata is not None:
+            self._set_usage(chunk.usageMetadata)
+        return self.short_delta(block, parts[0].text)
+
     def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
         # Most chunks of a stream are one candidate with one text part continuing the open
         # text block, and the usage so far: that one is made here, in one call, as
@@ -152,7 +207,7 @@ class GeminiAdapter(BaseAdapter):
                 return super().feed(data, event)
             block = self.blocks.get(self._current)
             if (
-                type(text) is str and text and len(part) == 1 and block is not None and block.kind == "text" and not block.closed
+                type(text) is str and text and len(part) == 1 and block is not None and block.kind == "text"
                 and (len(candidate) == 1 or (len(candidate) == 2 and candidate.get("index") == 0))
             ):
                 self._chunk_meta(data)
