@@ -210,6 +210,7 @@ def test_gemini_text_chunks_the_short_path_must_leave_to_the_full_one():
         chunk([{"text": " a"}, {"text": " b"}]),
         chunk([]),
         chunk([{"functionCall": {"name": "f", "args": {}}}]),
+        chunk([{"text": " t", "functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "v", "willContinue": True}], "willContinue": True}}]),
         chunk(candidates=[cand(index=0), cand(index=1)]),
         chunk(candidates=[cand(index=1)]),
         chunk(candidates=[cand(index=False)]),
@@ -267,6 +268,10 @@ def test_gemini_call_pieces_the_short_path_must_leave_to_the_full_one():
         chunk(parts=[{"functionCall": {"partialArgs": [{"jsonPath": "$.text", "stringValue": " x", "willContinue": True}], "willContinue": True}, "thoughtSignature": "c2ln"}]),
         chunk({"partialArgs": [{"jsonPath": "$.text", "stringValue": " a", "willContinue": True}, {"jsonPath": "$.text", "stringValue": " b", "willContinue": True}], "willContinue": True}),
         chunk({"partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True}]}),
+        chunk({"partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True}], "willContinue": False}),
+        chunk({"partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True}], "willContinue": True, "id": "c9"}),
+        chunk({"partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True, "extra": 1}], "willContinue": True}),
+        chunk(parts=[{"text": " t", "functionCall": {"partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True}], "willContinue": True}}]),
         chunk(parts=[{"text": "between"}]),
         (None, {"error": {"code": 500, "message": "busy", "status": "INTERNAL"}}),
     ]

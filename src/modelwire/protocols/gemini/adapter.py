@@ -89,14 +89,28 @@ SHAPE: dict[str, tuple] = {
 
 
 # What the short path reads of a chunk (see GeminiAdapter.feed_raw): one candidate (index 0
-# or none) whose one part is text and nothing else, the response id and the usage so far.
-# A part or candidate with any other field fails to decode: the full path reads it.
-class _TextPart(msgspec.Struct, forbid_unknown_fields=True):
-    text: str
+# or none) with one part, the response id and the usage so far. The part is text, or one
+# more piece of the string a streamed call is continuing (Vertex's partialArgs: one entry,
+# both going on). A part, call, entry or candidate with any other field fails to decode,
+# and the full path reads it; so does a call's first and last chunk.
+class _Arg(msgspec.Struct, forbid_unknown_fields=True):
+    jsonPath: str
+    stringValue: str
+    willContinue: bool
+
+
+class _CallPiece(msgspec.Struct, forbid_unknown_fields=True):
+    partialArgs: list[_Arg]
+    willContinue: bool
+
+
+class _Part(msgspec.Struct, forbid_unknown_fields=True):
+    text: str | UnsetType = UNSET
+    functionCall: _CallPiece | UnsetType = UNSET
 
 
 class _Content(msgspec.Struct):
-    parts: list[_TextPart]
+    parts: list[_Part]
 
 
 class _Candidate(msgspec.Struct, forbid_unknown_fields=True):
@@ -152,10 +166,13 @@ class GeminiAdapter(BaseAdapter):
         return self.finished or self._finish_reason is not None
 
     def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
-        # The usual chunk of a text answer (see feed()) decoded straight into what this
-        # reads (_Chunk: the fields it does not name are skipped, not built) and made here.
-        # Anything else (another part or field, no text block open: none is while a
-        # streamed call goes on) returns None and takes the dict's way; nothing is changed before the event.
+        # Most chunks are one text part continuing the open text block, or (Vertex) one more
+        # piece of the string a streamed call is continuing: decoded straight into what this
+        # reads (_Chunk: the fields it does not name are skipped, not built), and made here
+        # as BaseAdapter.feed -> _handle -> _candidate -> _part -> _text / _continue_call
+        # make them (a piece makes no event until its call ends). Anything else (a thought,
+        # a signature, a finish reason, metadata, another part, a field missing or of another
+        # type, an error key) returns None and takes the full path; nothing is changed first.
         if self.state is not STREAMING:
             return None
         try:
@@ -166,63 +183,42 @@ class GeminiAdapter(BaseAdapter):
             return None
         candidate = chunk.candidates[0]
         parts = candidate.content.parts
-        block = self.blocks.get(self._current)
-        if candidate.index != 0 or len(parts) != 1 or not parts[0].text or block is None or block.kind != "text":
+        if candidate.index != 0 or len(parts) != 1:
             return None
+        part = parts[0]
+        if self._streamed is not None:
+            return self._piece(chunk, part.functionCall) if part.text is UNSET else None
+        text = part.text
+        block = self.blocks.get(self._current)
+        if type(text) is not str or not text or part.functionCall is not UNSET or block is None or block.kind != "text":
+            return None
+        self._chunk_meta(chunk)
+        return self.short_delta(block, text)
+
+    def _piece(self, chunk: _Chunk, call: _CallPiece | UnsetType) -> list[E.AgentEvent] | None:
+        """The usual chunk of a streamed call: one more piece of the string it is continuing,
+        kept as _continue_call keeps it; None for anything else."""
+        streamed = self._streamed
+        assert streamed is not None
+        if call is UNSET or call.willContinue is not True or len(call.partialArgs) != 1:  # its block is open: ending it ends the call
+            return None
+        arg = call.partialArgs[0]
+        if arg.willContinue is not True or arg.jsonPath != streamed.open_string:
+            return None
+        self._chunk_meta(chunk)
+        streamed.pieces.append(arg.stringValue)
+        self._now = self._clock()
+        out = self._out = []
+        return out
+
+    def _chunk_meta(self, chunk: _Chunk) -> None:
+        """What every chunk may carry beside its parts: the response id (kept once) and the
+        usage so far."""
         meta = self.call_metadata
         if "response_id" not in meta and chunk.responseId:
             meta["response_id"] = chunk.responseId
         if chunk.usageMetadata is not None:
             self._set_usage(chunk.usageMetadata)
-        return self.short_delta(block, parts[0].text)
-
-    def feed(self, data: dict[str, Any], event: str | None = None) -> list[E.AgentEvent]:
-        # Most chunks of a stream are one candidate with one text part continuing the open
-        # text block, and the usage so far: that one is made here, in one call, as
-        # BaseAdapter.feed -> _handle -> _candidate -> _part -> _text -> delta make it.
-        # Anything else (a thought, a signature, a finish reason, metadata, a part of
-        # another kind, a field missing or of another type, an error key), takes the full
-        # path; nothing is changed before the event is made.
-        # (A chunk of a call's pieces, as frequent in a tool-call stream as text is in
-        # another, leaves by a test, not an exception.) The other usual chunk, one more
-        # piece of the string a streamed call's arguments are continuing (Vertex's
-        # partialArgs), is kept here as _continue_call keeps it; it makes no event.
-        streamed = self._streamed
-        if streamed is not None:
-            if self.state is STREAMING and "error" not in data and "promptFeedback" not in data and streamed.key in self.blocks:
-                piece = _continued_piece(data, streamed.open_string)
-                if piece is not None:
-                    self._chunk_meta(data)
-                    streamed.pieces.append(piece)
-                    self._now = self._clock()
-                    out = self._out = []
-                    return out
-            return super().feed(data, event)
-        if self.state is STREAMING and "error" not in data and "promptFeedback" not in data:
-            try:
-                (candidate,) = data["candidates"]
-                (part,) = candidate["content"]["parts"]
-                text = part.get("text")
-            except (KeyError, TypeError, ValueError, AttributeError):
-                return super().feed(data, event)
-            block = self.blocks.get(self._current)
-            if (
-                type(text) is str and text and len(part) == 1 and block is not None and block.kind == "text"
-                and (len(candidate) == 1 or (len(candidate) == 2 and candidate.get("index") == 0))
-            ):
-                self._chunk_meta(data)
-                return self.short_delta(block, text)
-        return super().feed(data, event)
-
-    def _chunk_meta(self, data: dict[str, Any]) -> None:
-        """What every chunk may carry beside its parts: the response id (kept once) and the
-        usage so far."""
-        meta = self.call_metadata
-        if "response_id" not in meta and data.get("responseId"):
-            meta["response_id"] = data["responseId"]
-        usage = data.get("usageMetadata")
-        if isinstance(usage, dict):
-            self._set_usage(usage)
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("modelVersion")
@@ -497,29 +493,6 @@ def _describe(body: dict[str, Any]) -> str:
 
 
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
-
-
-def _continued_piece(data: dict[str, Any], open_string: str | None) -> str | None:
-    """The piece of string a chunk adds to the string a streamed call is continuing at
-    ``open_string``, where the chunk is only that (one candidate, one part, one
-    ``partialArgs`` entry, both going on); else None (the full path reads it)."""
-    if open_string is None:
-        return None
-    try:
-        (candidate,) = data["candidates"]
-        (part,) = candidate["content"]["parts"]
-        call = part["functionCall"]
-        (arg,) = call["partialArgs"]
-    except (KeyError, TypeError, ValueError):
-        return None  # the chunk that ends the call, once per call
-    if not (len(candidate) == 1 or (len(candidate) == 2 and candidate.get("index") == 0)) or len(part) != 1:
-        return None
-    if type(call) is not dict or len(call) != 2 or call.get("willContinue") is not True:
-        return None
-    if type(arg) is not dict or len(arg) != 3 or arg.get("willContinue") is not True or arg.get("jsonPath") != open_string:
-        return None
-    piece = arg.get("stringValue")
-    return piece if type(piece) is str else None
 
 
 _VALUE_TYPES: dict[str, Any] = {"stringValue": str, "numberValue": (int, float), "boolValue": bool, "nullValue": object}
