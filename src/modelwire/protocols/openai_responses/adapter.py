@@ -40,18 +40,25 @@ from ...errors import error_from_body
 __all__ = ["OpenAIResponsesAdapter"]
 
 
-class _Piece(msgspec.Struct):
-    """What the short path reads of an event."""
+class _TextPiece(msgspec.Struct, tag="response.output_text.delta", tag_field="type"):
+    """What the short path reads of a text delta (the tag: no type string is built)."""
 
     item_id: str  # every delta names its item: an event without one is not taken here
-    type: str = ""
     content_index: int = 0
     delta: str = ""
     sequence_number: Any = None
     summary_index: Any = UNSET
 
 
-_decode_piece = msgspec.json.Decoder(_Piece).decode
+class _ArgsPiece(msgspec.Struct, tag="response.function_call_arguments.delta", tag_field="type"):
+    """What the short path reads of a call's arguments delta."""
+
+    item_id: str
+    delta: str = ""
+    sequence_number: Any = None
+
+
+_decode_piece = msgspec.json.Decoder(_TextPiece | _ArgsPiece).decode
 
 _CALL_ITEMS = {"function_call", "custom_tool_call"}
 _INCOMPLETE = {"max_output_tokens": "max_tokens", "content_filter": "content_filter"}
@@ -141,20 +148,21 @@ class OpenAIResponsesAdapter(BaseAdapter):
             piece = _decode_piece(raw)
         except (ValueError, RecursionError):
             return None
-        etype, text = piece.type, piece.delta
+        text = piece.delta
         if not text or (item := self._items.get(piece.item_id)) is None:
             return None
-        if etype == "response.output_text.delta" and piece.summary_index is UNSET:
-            block = self.blocks.get((item.id, "content", piece.content_index))
-        elif etype == "response.function_call_arguments.delta":
+        args = type(piece) is _ArgsPiece
+        if args:
             block = self.blocks.get(item.call_key)
+        elif piece.summary_index is UNSET:
+            block = self.blocks.get((item.id, "content", piece.content_index))
         else:
             return None
         if block is None or block.kind not in DELTA_MAKERS:  # not open: closing takes it out
             return None
         if piece.sequence_number is not None:
             self.sequence = piece.sequence_number
-        if etype == "response.function_call_arguments.delta":
+        if args:
             item.args_seen = True
         return self.short_delta(block, text)
 
