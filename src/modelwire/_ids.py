@@ -1,17 +1,16 @@
 """Identifiers and timestamps for messages, blocks and events.
 
 Ids are 32 lowercase hex digits, like AgentScope's ``uuid4().hex``. Making one per
-streamed event must be cheap, so an id is 128 bits from a generator seeded from
-``os.urandom`` once per process (and again in a forked child): as unique as a uuid4,
-without a system call per event, and with no counter in it that would let one id tell
-another. Ids are not secrets: what must be unguessable (a served reply's resume token)
+streamed event must be cheap, so ids are drawn 64 at a time: 128 random bits each from one
+``os.urandom`` call per batch, as unique as a uuid4, with one system call per 64 ids and no
+counter in them that would let one id tell another (a forked child drops the batch its
+parent drew). Ids are not secrets: what must be unguessable (a served reply's resume token)
 comes from :mod:`secrets`. Timestamps are local ISO 8601.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import time
 from datetime import datetime
 
@@ -19,26 +18,18 @@ _now = datetime.now
 _fromtimestamp = datetime.fromtimestamp
 _time = time.time
 _last = [0.0, ""]
-_bits: list = []
-
+_urandom = os.urandom
 
 _pool: list[str] = []  # ids drawn ahead, 64 at a time: one draw and one format per batch
 _BATCH = 64
 
-
-def _reseed() -> None:
-    _bits[:] = [random.Random(os.urandom(32)).getrandbits]
-    _pool.clear()  # a forked child must not hand out the ids its parent drew
-
-
-_reseed()
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reseed)
+    os.register_at_fork(after_in_child=_pool.clear)  # a forked child must not hand out the ids its parent drew
 
 
 def _refill() -> str:
     # 64 ids of 16 random bytes each, as hex, split in C
-    _pool[:] = _bits[0](128 * _BATCH).to_bytes(16 * _BATCH, "big").hex(" ", 16).split(" ")
+    _pool[:] = _urandom(16 * _BATCH).hex(" ", 16).split(" ")
     return _pool.pop()
 
 
