@@ -151,18 +151,17 @@ class OpenAIResponsesAdapter(BaseAdapter):
         text = piece.delta
         if not text or (item := self._items.get(piece.item_id)) is None:
             return None
-        args = type(piece) is _ArgsPiece
-        if args:
-            block = self.blocks.get(item.call_key)
-        elif piece.summary_index is UNSET:
+        if type(piece) is _TextPiece:
+            if piece.summary_index is not UNSET:
+                return None
             block = self.blocks.get((item.id, "content", piece.content_index))
-        else:
-            return None
+        else:  # an arguments delta
+            block = self.blocks.get(item.call_key)
         if block is None or block.kind not in DELTA_MAKERS:  # not open: closing takes it out
             return None
         if piece.sequence_number is not None:
             self.sequence = piece.sequence_number
-        if args:
+        if type(piece) is not _TextPiece:
             item.args_seen = True
         return self.short_delta(block, text)
 
