@@ -186,8 +186,9 @@ class GeminiAdapter(BaseAdapter):
         if candidate.index != 0 or len(parts) != 1:
             return None
         part = parts[0]
-        if self._streamed is not None:
-            return self._piece(chunk, part.functionCall) if part.text is UNSET else None
+        streamed = self._streamed
+        if streamed is not None:
+            return self._piece(streamed, chunk, part.functionCall) if part.text is UNSET else None
         text = part.text
         block = self.blocks.get(self._current)
         if type(text) is not str or not text or part.functionCall is not UNSET or block is None or block.kind != "text":
@@ -195,11 +196,9 @@ class GeminiAdapter(BaseAdapter):
         self._chunk_meta(chunk)
         return self.short_delta(block, text)
 
-    def _piece(self, chunk: _Chunk, call: _CallPiece | UnsetType) -> list[E.AgentEvent] | None:
-        """The usual chunk of a streamed call: one more piece of the string it is continuing,
-        kept as _continue_call keeps it; None for anything else."""
-        streamed = self._streamed
-        assert streamed is not None
+    def _piece(self, streamed: _StreamedCall, chunk: _Chunk, call: _CallPiece | UnsetType) -> list[E.AgentEvent] | None:
+        """The usual chunk of ``streamed`` (the call going on): one more piece of the string it
+        is continuing, kept as _continue_call keeps it; None for anything else."""
         if call is UNSET or call.willContinue is not True or len(call.partialArgs) != 1:  # its block is open: ending it ends the call
             return None
         arg = call.partialArgs[0]
