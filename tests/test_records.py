@@ -135,6 +135,41 @@ def test_the_contract_imports_without_pydantic():
     assert out.stdout.strip() == "[]"
 
 
+def test_the_contract_loads_no_module_it_does_not_use_at_once():
+    """``import modelwire.message, modelwire.event`` is on every program's path: the clock,
+    the JSON decoder, copying and provenance load when first used."""
+    code = (
+        "import sys, modelwire.message, modelwire.event\n"
+        "print(sorted(m for m in ('datetime', 'json', 'copy', 'modelwire.message._provenance') if m in sys.modules))\n"
+        "from modelwire.message import Origin, origin\n"
+        "e = modelwire.event.event_from_json(modelwire.event.TextBlockDeltaEvent(reply_id='r', block_id='b', delta='x').to_json())\n"
+        "print(Origin('anthropic').protocol, e.delta, origin(modelwire.message.TextBlock(text='t')))"
+    )
+    src = os.path.join(os.path.dirname(__file__), "..", "src")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": src}, check=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "anthropic x None"]
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Asia/Kolkata"])
+def test_timestamps_are_what_datetime_writes(zone):
+    """Timestamps are formatted without :mod:`datetime`, a second at a time: each must be
+    what ``datetime.fromtimestamp(t).isoformat()`` writes, across a change of daylight
+    saving time and with a zero fraction (which isoformat leaves out)."""
+    code = (
+        "import datetime, random\n"
+        "from modelwire._ids import _iso, now_iso\n"
+        "base = 1710054000 * 10**6  # 2024-03-10 07:00 UTC: 02:00 in New York jumps to 03:00\n"
+        "stamps = [base + s * 10**6 + f for s in range(-3, 4) for f in (0, 1, 999_999)]\n"
+        "stamps += [random.randrange(0, 4 * 10**15) for _ in range(2000)]\n"
+        "bad = [u for u in stamps if _iso(u) != datetime.datetime.fromtimestamp(u // 10**6).replace(microsecond=u % 10**6).isoformat()]\n"
+        "before = datetime.datetime.now().isoformat(); mine = now_iso(); after = datetime.datetime.now().isoformat()\n"
+        "print(bad[:3], before <= mine <= after)"
+    )
+    env = {**os.environ, "TZ": zone, "PYTHONPATH": os.path.join(os.path.dirname(__file__), "..", "src")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "[] True"
+
+
 def test_ids_are_unique_and_a_forked_child_draws_its_own():
     ids = {new_id() for _ in range(5000)}
     assert len(ids) == 5000 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)

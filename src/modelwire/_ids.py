@@ -5,18 +5,21 @@ streamed event must be cheap, so ids are drawn 64 at a time: 128 random bits eac
 ``os.urandom`` call per batch, as unique as a uuid4, with one system call per 64 ids and no
 counter in them that would let one id tell another (a forked child drops the batch its
 parent drew). Ids are not secrets: what must be unguessable (a served reply's resume token)
-comes from :mod:`secrets`. Timestamps are local ISO 8601.
+comes from :mod:`secrets`. Timestamps are local ISO 8601, as ``datetime.now().isoformat()``
+writes them; the date and time of day are formatted once per second (without importing
+:mod:`datetime`, which a message or an event would otherwise be the only reason to load).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from datetime import datetime
 
-_now = datetime.now
-_fromtimestamp = datetime.fromtimestamp
 _time = time.time
+_time_ns = time.time_ns
+_localtime = time.localtime
+_strftime = time.strftime
+_second: tuple[int, str] = (-1, "")  # the last second formatted, and its "YYYY-MM-DDTHH:MM:SS"
 _last = [0.0, ""]
 _urandom = os.urandom
 
@@ -43,7 +46,17 @@ def new_id() -> str:
 
 def now_iso() -> str:
     """The current local time as an ISO 8601 string."""
-    return _now().isoformat()
+    return _iso(_time_ns() // 1000)
+
+
+def _iso(microseconds: int) -> str:
+    # what datetime.fromtimestamp(t).isoformat() writes: no fraction when it is zero
+    global _second
+    second, fraction = divmod(microseconds, 1_000_000)
+    known = _second  # one read: another thread may replace it, never half-way
+    if known[0] != second:
+        known = _second = (second, _strftime("%Y-%m-%dT%H:%M:%S", _localtime(second)))
+    return f"{known[1]}.{fraction:06d}" if fraction else known[1]
 
 
 def coarse_now_iso() -> str:
@@ -57,7 +70,7 @@ def coarse_now_iso() -> str:
     last = _last
     if t - last[0] < 0.001 and t >= last[0]:
         return last[1]
-    stamp = _fromtimestamp(t).isoformat()
+    stamp = _iso(int(t * 1_000_000))
     last[0] = t
     last[1] = stamp
     return stamp

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import IO, Any, Iterable, Iterator
 
 from ..errors import EventDecodeError, ValidationError
@@ -34,6 +33,8 @@ def event_to_json(event: EventBase) -> str:
 
 def event_from_json(text: str | bytes, *, line: int | None = None) -> AgentEvent:
     """Decode one event from its JSON text."""
+    import json  # here, not at import: a program that only makes events needs no decoder
+
     try:
         data = json.loads(text)
     except (ValueError, TypeError) as exc:

@@ -1,5 +1,7 @@
 """Messages and content blocks: the data an agent keeps (pure data, no I/O)."""
 
+from typing import TYPE_CHECKING, Any
+
 from ._blocks import (
     BLOCK_TYPES,
     Base64Source,
@@ -21,7 +23,6 @@ from ._blocks import (
     validate_media_type,
 )
 from .._record import Record, extras_of, fields_of
-from ._provenance import Origin, origin, provenance
 from ._msg import (
     AssistantMsg,
     BlockList,
@@ -73,3 +74,16 @@ __all__ = [
     "provenance",
     "validate_media_type",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover - loaded on first use, below
+    from ._provenance import Origin as Origin, origin as origin, provenance as provenance
+
+
+def __getattr__(name: str) -> Any:
+    # Provenance is for formatters and adapters: a program that only makes messages does
+    # not load it (its named tuple is the one class here that Python compiles code for).
+    if name in ("Origin", "origin", "provenance"):
+        from . import _provenance
+
+        return getattr(_provenance, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

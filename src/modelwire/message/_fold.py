@@ -15,7 +15,6 @@ message exactly as it was.
 from __future__ import annotations
 
 import binascii
-import copy
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -163,7 +162,12 @@ def _reply_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     fold.flush()
     _set(msg, "finished_at", ev.created_at)
     _set(msg, "finished_reason", ReplyFinishedReason(ev.finished_reason).value)
-    _set(msg, "error", copy.copy(ev.error) if ev.error is not None else None)
+    error = ev.error
+    if error is not None:
+        import copy  # here, not at import: most folds never copy
+
+        error = copy.copy(error)
+    _set(msg, "error", error)
     if ev.structured_output is not None:
         _set(msg, "structured_output", dict(ev.structured_output))
 
@@ -270,6 +274,8 @@ def _data_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
 
 
 def _hint(msg: "Msg", fold: FoldState, ev: Any) -> None:
+    import copy  # here, not at import: most folds never copy
+
     hint = ev.hint if isinstance(ev.hint, str) else [copy.deepcopy(b) for b in ev.hint]
     block = HintBlock(
         id=ev.block_id, hint=hint, source=ev.source, created_at=ev.created_at, finished_at=ev.created_at
@@ -367,6 +373,8 @@ def _calls(msg: "Msg", fold: FoldState, ev: Any, ids: list[str]) -> list[ToolCal
 
 
 def _require_confirm(msg: "Msg", fold: FoldState, ev: Any) -> None:
+    import copy  # here, not at import: most folds never copy
+
     calls = _calls(msg, fold, ev, [tc.id for tc in ev.tool_calls])
     for call, asked in zip(calls, ev.tool_calls):
         _set(call, "state", "asking")
@@ -388,6 +396,8 @@ def _require_external(msg: "Msg", fold: FoldState, ev: Any) -> None:
 
 
 def _external_result(msg: "Msg", fold: FoldState, ev: Any) -> None:
+    import copy  # here, not at import: most folds never copy
+
     for result in ev.execution_results:
         if result.id in fold.tool_result:
             continue  # already answered (for example interrupted before the result came)

@@ -8,7 +8,6 @@ are all checked, and a failed change leaves the message as it was.
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Iterable, Literal, Sequence, SupportsIndex, Union
 
 from .._ids import new_id, now_iso
@@ -285,6 +284,8 @@ class Msg(Record):
     def append_usage(self, usage: Usage) -> "Msg":
         """Add the token usage of one model call to this message's usage."""
         if self.usage is None:
+            import copy  # here, not at import: only a first usage is copied
+
             object.__setattr__(self, "usage", copy.copy(usage))
         else:
             u = self.usage
