@@ -137,6 +137,13 @@ def test_what_a_short_path_keeps_from_a_chunk_beside_its_delta_is_kept():
     events = same_both_ways("gemini", encode_sse(chunks))
     end = events[-1]
     assert end["output_tokens"] == 4 and end["metadata"]["response_id"] == "resp-9"
+    # Gemini repeats the usage on every chunk; the short path decodes it only when it is not
+    # the last chunk's again. A chunk on the full path in between changes what "the last" is.
+    first, other = {"promptTokenCount": 5, "candidatesTokenCount": 1}, {"promptTokenCount": 5, "candidatesTokenCount": 3, "totalTokenCount": 8}
+    two_parts = (None, {"candidates": [{"content": {"parts": [{"text": " a"}, {"text": " b"}]}, "index": 0}], "usageMetadata": other})
+    chunks = [gemini("The", usageMetadata=first), gemini(" sky", usageMetadata=first), two_parts, gemini(" is", usageMetadata=first), chunks[-1]]
+    end = same_both_ways("gemini", encode_sse(chunks))[-1]
+    assert end["output_tokens"] == 1 and end["metadata"]["usage"] == {**other, **first}
 
     def chat(delta, **top):
         return (None, {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": None}], **top})

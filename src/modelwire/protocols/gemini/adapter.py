@@ -120,13 +120,14 @@ class _Candidate(msgspec.Struct, forbid_unknown_fields=True):
 
 class _Chunk(msgspec.Struct):
     candidates: list[_Candidate]
-    usageMetadata: dict[str, Any] | None = None
+    usageMetadata: msgspec.Raw = msgspec.Raw()  # decoded when it differs from the last chunk's
     responseId: Any = None
     error: msgspec.Raw | UnsetType = UNSET  # present at all: the full path's
     promptFeedback: msgspec.Raw | UnsetType = UNSET
 
 
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
+_decode_usage = msgspec.json.Decoder(dict[str, Any]).decode
 
 
 class _StreamedCall:
@@ -155,6 +156,7 @@ class GeminiAdapter(BaseAdapter):
     def __init__(self, reply_id: str, **kwargs: Any) -> None:
         super().__init__(reply_id, **kwargs)
         self._usage: dict[str, Any] = {}
+        self._usage_raw = msgspec.Raw()  # the usage the short path last kept, as sent
         self._current: Any = None  # key of the open text / thinking block
         self._streamed: _StreamedCall | None = None
         self._parts = 0  # a counter for block keys
@@ -193,7 +195,8 @@ class GeminiAdapter(BaseAdapter):
         block = self.blocks.get(self._current)
         if type(text) is not str or not text or part.functionCall is not UNSET or block is None or block.kind != "text":
             return None
-        self._chunk_meta(chunk)
+        if not self._chunk_meta(chunk):
+            return None
         return self.short_delta(block, text)
 
     def _piece(self, streamed: _StreamedCall, chunk: _Chunk, call: _CallPiece | UnsetType) -> list[E.AgentEvent] | None:
@@ -202,22 +205,29 @@ class GeminiAdapter(BaseAdapter):
         if call is UNSET or call.willContinue is not True or len(call.partialArgs) != 1:  # its block is open: ending it ends the call
             return None
         arg = call.partialArgs[0]
-        if arg.willContinue is not True or arg.jsonPath != streamed.open_string:
+        if arg.willContinue is not True or arg.jsonPath != streamed.open_string or not self._chunk_meta(chunk):
             return None
-        self._chunk_meta(chunk)
         streamed.pieces.append(arg.stringValue)
         self._now = self._clock()
         out = self._out = []
         return out
 
-    def _chunk_meta(self, chunk: _Chunk) -> None:
+    def _chunk_meta(self, chunk: _Chunk) -> bool:
         """What every chunk may carry beside its parts: the response id (kept once) and the
-        usage so far."""
+        usage so far, decoded only when it is not the last chunk's again (Gemini repeats
+        it on every chunk); False, with nothing changed, when the usage is not an object."""
+        raw = chunk.usageMetadata
+        if raw and raw != self._usage_raw:  # (empty: the chunk has none)
+            try:
+                usage = _decode_usage(raw)
+            except (ValueError, RecursionError):
+                return False
+            self._set_usage(usage)
+            self._usage_raw = raw
         meta = self.call_metadata
         if "response_id" not in meta and chunk.responseId:
             meta["response_id"] = chunk.responseId
-        if chunk.usageMetadata is not None:
-            self._set_usage(chunk.usageMetadata)
+        return True
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("modelVersion")
@@ -437,6 +447,7 @@ class GeminiAdapter(BaseAdapter):
 
     def _set_usage(self, usage: dict[str, Any]) -> None:
         # Every chunk repeats the usage so far: keep it, count it once in _count_usage.
+        self._usage_raw = msgspec.Raw()  # what the short path compares with is no longer the last
         self._usage.update(usage)
         self.call_metadata["usage"] = self._usage
 
