@@ -10,12 +10,13 @@ import os
 import pickle
 import subprocess
 import sys
+import typing
 
 import pytest
 
 from modelwire import event as E
 from modelwire._ids import new_id
-from modelwire._record import maker
+from modelwire._record import Record, field, maker
 from modelwire.adapters import StreamDecoder
 from modelwire.errors import RoleError, ValidationError
 from modelwire.message import (
@@ -168,6 +169,35 @@ def test_timestamps_are_what_datetime_writes(zone):
     env = {**os.environ, "TZ": zone, "PYTHONPATH": os.path.join(os.path.dirname(__file__), "..", "src")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "[] True"
+
+
+def test_a_record_class_reads_its_annotations_as_get_type_hints_does():
+    """A record class's first use evaluates its annotations with each text compiled once per
+    process: for every record class modelwire has, and for classes whose annotations
+    leave a name to resolve or carry ``Annotated``, the result is ``get_type_hints``'s."""
+    import modelwire.agent  # noqa: F401 - every record class modelwire defines
+    import modelwire.models  # noqa: F401
+    import modelwire.serve  # noqa: F401
+    from modelwire._record import _hints
+
+    classes, todo = [], [Record]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            classes.append(sub)
+            todo.append(sub)
+    assert len(classes) > 40
+    for cls in [*classes, _Quoted, _Annotated]:
+        assert _hints(cls) == typing.get_type_hints(cls), cls
+    assert _Quoted(items=[TextBlock(text="x")]).items[0].text == "x"
+
+
+class _Quoted(Record):
+    items: list["TextBlock"] = field(default_factory=list)  # noqa: UP037 - a quoted name inside an annotation
+    block: TextBlock | None = None
+
+
+class _Annotated(Record):
+    note: typing.Annotated[str, 5] = ""
 
 
 def test_ids_are_unique_and_a_forked_child_draws_its_own():

@@ -31,6 +31,7 @@ Rules a record class follows:
 
 from __future__ import annotations
 
+import sys
 import types
 import typing
 from enum import Enum
@@ -660,11 +661,54 @@ def _lazy_field_code(name: str, fast: type | None, conv: Callable[[Any], Any], b
     return fast, conv
 
 
+_ANNOTATION_CODE: dict[str, Any] = {}  # an annotation's text, compiled (records repeat a few)
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, with each annotation's text compiled once per process
+    rather than once per class (most of what a record class's first use costs). Evaluated
+    as get_type_hints evaluates them: the module's names first, then the class's. An
+    annotation that leaves a name to resolve (a quoted name inside one) is left to
+    get_type_hints."""
+    hints: dict[str, Any] = {}
+    for base in reversed(cls.__mro__):
+        annotations = base.__dict__.get("__annotations__")
+        if not annotations:
+            continue
+        module = sys.modules.get(base.__module__)
+        names = dict(vars(base))
+        for name, value in annotations.items():
+            if isinstance(value, str):
+                code = _ANNOTATION_CODE.get(value)
+                if code is None:
+                    code = _ANNOTATION_CODE[value] = compile(value, "<annotation>", "eval")
+                value = eval(code, names, getattr(module, "__dict__", {}))  # noqa: S307 - the class's own annotation
+            elif value is None:
+                value = type(None)
+            if not _plain(value):
+                return typing.get_type_hints(cls)
+            hints[name] = value
+    return hints
+
+
+def _plain(tp: Any) -> bool:
+    """Whether an evaluated annotation holds nothing get_type_hints would change: no name
+    left to resolve, no ``Annotated`` to strip."""
+    if isinstance(tp, (str, typing.ForwardRef)):
+        return False
+    origin = get_origin(tp)
+    if origin is Literal:
+        return True
+    if origin is typing.Annotated:
+        return False
+    return all(_plain(arg) for arg in get_args(tp))
+
+
 def _compile(cls: type, force: bool = False) -> None:
     """Write the class's ``__init__`` and ``to_dict`` from its fields (once)."""
     if not force and cls.__dict__.get("__init__") is not _lazy_init and cls.__dict__.get("to_dict") is not _lazy_to_dict:
         return
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     fields: tuple[str, ...] = cls.__record_fields__  # type: ignore[attr-defined]
     specs: dict[str, _FieldSpec] = cls.__record_specs__  # type: ignore[attr-defined]
     extra: bool = cls.__record_extra__  # type: ignore[attr-defined]
