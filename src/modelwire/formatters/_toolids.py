@@ -172,15 +172,19 @@ class _Conformer:
         id_map = self.id_map
         new_id = block_id if id_map is None else (id_map.sent.get(block_id) or id_map.new(block_id))
         if self.names is not None and name:
-            new_name = self.name_sent.get(name)
-            if new_name is None:
-                new_name = self.name_sent[name] = wire_name(name, self.names)
+            new_name = self.name_sent.get(name) or self._new_name(name)
             if new_name != name:
                 return block.replace(id=new_id, name=new_name)
         if new_id != block_id:
             return block.replace(id=new_id)
         self.kept[block_id] = name
         return block
+
+    def _new_name(self, name: str) -> str:
+        """A tool name as sent, worked out the first time it is met."""
+        assert self.names is not None
+        sent = self.name_sent[name] = wire_name(name, self.names)
+        return sent
 
     def call(self, block: Any) -> Any:
         """A client tool call as sent: :meth:`sent` for a call met the first time (its id is
@@ -194,9 +198,7 @@ class _Conformer:
                 return self.sent(block)
             taken[block_id] = block_id  # what new() gives an id that fits (sent() finds it here)
         if self.names is not None and name:
-            new_name = self.name_sent.get(name)
-            if new_name is None:
-                new_name = self.name_sent[name] = wire_name(name, self.names)
+            new_name = self.name_sent.get(name) or self._new_name(name)
             if new_name != name:
                 return block.replace(name=new_name)
         self.kept[block_id] = name

@@ -169,15 +169,10 @@ class GeminiFormatter(Formatter):
                 if block.text:
                     parts.append({"text": block.text})
                 continue
-            if btype == "tool_call" and not extras and not block.id.startswith(GEMINI_TS):
-                # a bare call: Gemini did not make it (nothing says so, and no id of AgentScope's
-                # keeps its signature), so the turn's first takes the placeholder (_call_part)
+            if btype == "tool_call" and not extras and not block.id.startswith(GEMINI_TS):  # a bare call
                 calls[block.id] = block
-                call_part: dict[str, Any] = {"functionCall": {"name": block.name, "args": parse_arguments(block)}}
-                if first_call:
-                    call_part["thoughtSignature"] = PLACEHOLDER_SIGNATURE
-                    first_call = False
-                parts.append(call_part)
+                parts.append(_bare_call(block, first_call))
+                first_call = False
                 continue
             native = replays_natively(block, PROTOCOL, provider, scope=SCOPE, endpoint=endpoint)
             signature = extras.get("thought_signature") if native else None
@@ -293,13 +288,10 @@ class _Usual(UsualRun):
                     return False
                 if b.__dict__ or b.id.startswith(GEMINI_TS):
                     self.call(b)
-                else:  # a bare call: not Gemini's (see _model_parts); the run's first takes the placeholder
+                else:
                     self.calls[b.id] = b
-                    part: dict[str, Any] = {"functionCall": {"name": b.name, "args": parse_arguments(b)}}
-                    if self.first_call:
-                        part["thoughtSignature"] = PLACEHOLDER_SIGNATURE
-                        self.first_call = False
-                    self.parts.append(part)
+                    self.parts.append(_bare_call(b, self.first_call))
+                    self.first_call = False
             elif btype == "text" or btype == "thinking":
                 if self.kind != "assistant" and not self.joins("assistant"):
                     return False
@@ -383,6 +375,15 @@ def _split_tools(tools: Sequence[Any] | None) -> tuple[list[Any], list[Any]]:
     server_tools = [t for t in tools or () if isinstance(t, dict) and len(t) == 1 and next(iter(t)) in SERVER_TOOLS]
     server_tools += [server_tool(t) for t in declared]
     return tool_specs([t for t in tools or () if not any(t is s for s in server_tools)]), server_tools
+
+
+def _bare_call(block: Any, first_call: bool) -> dict[str, Any]:
+    """A call with no origin and no id of AgentScope's that keeps a signature: Gemini did not
+    make it, so the first call of its turn takes the placeholder (as in :func:`_call_part`)."""
+    part: dict[str, Any] = {"functionCall": {"name": block.name, "args": parse_arguments(block)}}
+    if first_call:
+        part["thoughtSignature"] = PLACEHOLDER_SIGNATURE
+    return part
 
 
 def _call_part(block: Any, native: bool, signature: str | None, first_call: bool) -> dict[str, Any]:
