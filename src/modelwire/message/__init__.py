@@ -85,5 +85,6 @@ def __getattr__(name: str) -> Any:
     if name in ("Origin", "origin", "provenance"):
         from . import _provenance
 
-        return getattr(_provenance, name)
+        value = globals()[name] = getattr(_provenance, name)  # kept: asked once, as modelwire's own lazy names
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

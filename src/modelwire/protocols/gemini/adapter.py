@@ -118,9 +118,12 @@ class _Candidate(msgspec.Struct, forbid_unknown_fields=True):
     index: int = 0
 
 
+_NO_USAGE = msgspec.Raw()  # empty: a chunk without usage, or none kept by the short path
+
+
 class _Chunk(msgspec.Struct):
     candidates: list[_Candidate]
-    usageMetadata: msgspec.Raw = msgspec.Raw()  # decoded when it differs from the last chunk's
+    usageMetadata: msgspec.Raw = _NO_USAGE  # decoded when it differs from the last chunk's
     responseId: Any = None
     error: msgspec.Raw | UnsetType = UNSET  # present at all: the full path's
     promptFeedback: msgspec.Raw | UnsetType = UNSET
@@ -156,7 +159,7 @@ class GeminiAdapter(BaseAdapter):
     def __init__(self, reply_id: str, **kwargs: Any) -> None:
         super().__init__(reply_id, **kwargs)
         self._usage: dict[str, Any] = {}
-        self._usage_raw = msgspec.Raw()  # the usage the short path last kept, as sent
+        self._usage_raw = _NO_USAGE  # the usage the short path last kept, as sent
         self._current: Any = None  # key of the open text / thinking block
         self._streamed: _StreamedCall | None = None
         self._parts = 0  # a counter for block keys
@@ -447,7 +450,7 @@ class GeminiAdapter(BaseAdapter):
 
     def _set_usage(self, usage: dict[str, Any]) -> None:
         # Every chunk repeats the usage so far: keep it, count it once in _count_usage.
-        self._usage_raw = msgspec.Raw()  # what the short path compares with is no longer the last
+        self._usage_raw = _NO_USAGE  # what the short path compares with is no longer the last
         self._usage.update(usage)
         self.call_metadata["usage"] = self._usage
 
