@@ -152,6 +152,17 @@ R_HEAD = [
 ]
 
 
+@pytest.mark.parametrize("bad_type", [None, 0, False, ""])
+def test_a_responses_event_whose_type_is_not_a_name_is_a_typed_error_not_a_skipped_delta(bad_type):
+    """A text delta whose ``type`` is null (or 0, or false, or empty) next to its SSE event
+    line: the event cannot be read, and skipping it would lose its text."""
+    delta = {"type": bad_type, "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": " and lost"}
+    body = sse(*R_HEAD, named=True) + f"event: response.output_text.delta\ndata: {json.dumps(delta)}\n\n".encode()
+    err, msg = fold_error("openai-responses", body)
+    assert isinstance(err, StreamProtocolError) and "type" in str(err)
+    assert msg.get_text_content() == "Half"  # what came before it is kept
+
+
 def test_responses_error_event():
     body = sse(*R_HEAD, {"type": "error", "code": "server_error", "message": "The server had an error", "param": None})
     err, msg = fold_error("openai-responses", body)

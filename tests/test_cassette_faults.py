@@ -274,3 +274,68 @@ def test_a_failing_cassette_test_is_reported_once(pytester):
     (pytester.path / "tape.json").write_text(json.dumps({"version": 1, "interactions": [{"request": {"method": "POST", "url": "http://127.0.0.1:9/v1/chat/completions", "json": {"x": 1}}, "response": {"status": 200, "body": ""}}]}))
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1, errors=0)
+
+
+def test_cassettes_recorded_from_several_threads_at_once_write_each_interaction_once(tmp_path):
+    """Eight threads, each with its own cassette, open them at the same moment: the HTTP
+    client is patched once, every cassette holds its own two interactions once, and each
+    replays strictly (no unused interaction)."""
+    import threading
+
+    from modelwire.cassettes import _hook
+
+    n = 8
+    gate = threading.Barrier(n)
+    errors: list[BaseException] = []
+    with ProviderServer() as server:
+        server.respond = lambda request: sse_reply(sse.body("openai-chat", ("text", "answer")))
+        url = server.url + "/v1"
+
+        def record(k: int) -> None:
+            try:
+                model = load_model("openai:gpt-test", api_key="k", base_url=url)
+                gate.wait()
+                with use_cassette(tmp_path / f"t{k}.json", "once"):
+                    for q in range(2):
+                        asyncio.run(model.complete([UserMsg("u", f"thread {k} question {q}")]))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=record, args=(k,)) for k in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        assert len(server.requests) == 2 * n
+    assert not _hook._ORIGINALS and _hook._USERS == 0  # every patch undone
+    for k in range(n):
+        data = json.loads((tmp_path / f"t{k}.json").read_text())
+        asked = [i["request"]["json"]["messages"][0]["content"] for i in data["interactions"]]
+        assert asked == [f"thread {k} question 0", f"thread {k} question 1"]
+        with use_cassette(tmp_path / f"t{k}.json", "none"):  # strict: all played, none twice
+            for q in range(2):
+                asyncio.run(load_model("openai:gpt-test", api_key="k", base_url=url).complete([UserMsg("u", f"thread {k} question {q}")]))
+
+
+def test_a_cassette_nested_too_deeply_is_a_cassette_error_in_the_api_and_the_cli(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from modelwire.cassettes import Cassette, import_vcr
+
+    path = tmp_path / "deep.json"
+    path.write_text('{"version": 1, "interactions": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(CassetteError, match="nested too deeply"):
+        Cassette.load(path)
+    with pytest.raises(CassetteError, match="nested too deeply"):
+        with use_cassette(path):
+            pass
+    env = {**os.environ, "MODELWIRE_DEBUG": "0"}  # as a user runs it: one line, no traceback
+    shown = subprocess.run([sys.executable, "-m", "modelwire.cli", "cassette", "show", str(path)], capture_output=True, text=True, env=env)
+    assert shown.returncode == 2 and "nested too deeply" in shown.stderr and "Traceback" not in shown.stderr
+    yaml_path = tmp_path / "deep.yaml"
+    yaml_path.write_text("interactions: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(CassetteError, match="nested too deeply"):
+        import_vcr(yaml_path)

@@ -150,6 +150,8 @@ class BaseAdapter:
         self._out: list[E.AgentEvent] = []
         self.blocks: dict[Any, Block] = {}  # provider key -> open block, in opening order
         self._ids: set[str] = set()  # every block id of this call: a provider that repeats one is refused
+        self._call_ids: dict[str, bool] = {}  # tool call id -> whether a result of the provider's answered it
+        self._call_renamed: dict[str, str] = {}  # a call id the provider gave twice -> the id of its last call
         # Tool names as sent -> the tools' own names, where the target refused a name (see
         # formatters._toolids); set by the models layer.
         self.tool_names: dict[str, str] = {}
@@ -334,25 +336,55 @@ class BaseAdapter:
         block_id = start.pop("block_id", None) or self._new_id()
         if not isinstance(block_id, str):
             raise StreamProtocolError(f"{self.protocol}: a {kind} block whose id is {type(block_id).__name__}, not a string")
-        block = Block(kind, block_id, name)
         if key in self.blocks:
             raise StreamProtocolError(f"{self.protocol}: a {kind} block started twice ({key!r})")
-        if block.id in self._ids and kind != "tool_result":
-            raise StreamProtocolError(f"{self.protocol}: the id {block.id!r} is used by two blocks of one call")
-        self._ids.add(block.id)
         if kind == "tool_call":
             if not isinstance(name, str) or not name:
-                raise StreamProtocolError(f"{self.protocol}: a tool call without a name ({block.id!r})")
-            if self.tool_names:
-                # The model called a tool by the name it was sent as: the tool's own name.
-                name = block.name = self.tool_names.get(name, name)
-        if kind == "tool_result" and any(b.id == block.id and b.kind == "tool_call" for b in self.blocks.values()):
-            # The grammar puts a result after its call's END: the call's stop is missing.
-            raise StreamProtocolError(f"{self.protocol}: a result for tool call {block.id!r} before that call ended")
+                raise StreamProtocolError(f"{self.protocol}: a tool call without a name ({block_id!r})")
+            if block_id in self._ids:
+                block_id = self._call_again(block_id)
+            self._call_ids[block_id] = False
+        elif kind == "tool_result":
+            block_id = self._result_for(block_id)
+        elif block_id in self._ids:
+            raise StreamProtocolError(f"{self.protocol}: the id {block_id!r} is used by two blocks of one call")
+        block = Block(kind, block_id, name)
+        self._ids.add(block_id)
+        if kind == "tool_call" and self.tool_names:
+            # The model called a tool by the name it was sent as: the tool's own name.
+            name = block.name = self.tool_names.get(name, name)
         # Emit the START first: a block is registered (and later closed) only once it started.
         self._emit_start(block, kind, name, start)
         self.blocks[key] = block
         return block
+
+    def _call_again(self, call_id: str) -> str:
+        """A tool call whose id a block of this call has already (servers that number calls
+        per turn, or give two parallel calls one id): the id it streams with, its own, made
+        from the provider's; a result the provider names it by goes to this one from now on."""
+        n = 2
+        while f"{call_id}_{n}" in self._ids:
+            n += 1
+        new_id = self._call_renamed[call_id] = f"{call_id}_{n}"
+        return new_id
+
+    def _result_for(self, call_id: str) -> str:
+        """The id a provider-run tool's result streams with: its call's (renamed, if the call
+        was). The grammar puts a result after its call's END, once: a result for a call still
+        streaming, for a block that is not a call, or for a call that has one already is a
+        broken stream. A call this stream did not make is one of an earlier call of the same
+        reply (a paused turn goes on in a new call): checked by whoever holds the reply."""
+        call_id = self._call_renamed.get(call_id, call_id)
+        answered = self._call_ids.get(call_id)
+        if answered:
+            raise StreamProtocolError(f"{self.protocol}: a second result for tool call {call_id!r}")
+        if answered is None and call_id in self._ids:
+            raise StreamProtocolError(f"{self.protocol}: a tool result for {call_id!r}, which is not a tool call")
+        if any(b.id == call_id and b.kind == "tool_call" for b in self.blocks.values()):
+            # The call's stop is missing.
+            raise StreamProtocolError(f"{self.protocol}: a result for tool call {call_id!r} before that call ended")
+        self._call_ids[call_id] = True
+        return call_id
 
     def _emit_start(self, block: Block, kind: str, name: str, start: dict[str, Any]) -> None:
         if kind in _TEXT_KINDS:

@@ -25,7 +25,7 @@ from typing import Any, AsyncGenerator, Iterable
 from .. import event as E
 from .. import telemetry
 from .._ids import new_id
-from ..errors import AgentBusyError, AgentError, ConfigError, FormatError, ModelwireError, ProviderError, ToolError, ToolServerError, UsageLimitExceeded, debug_enabled
+from ..errors import AgentBusyError, AgentError, ConfigError, FormatError, ModelwireError, ProviderError, StreamProtocolError, ToolError, ToolServerError, UsageLimitExceeded, debug_enabled
 from ..formatters import ServerTool, ToolSpec
 from .._sync import run_sync
 from ..message import AssistantMsg, Base64Source, DataBlock, ErrorInfo, Msg, MsgInput, Record, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg, as_messages
@@ -81,6 +81,45 @@ class _Open:
             self.results.add(ev.tool_call_id)
         elif ev.type == "TOOL_RESULT_END":
             self.results.discard(ev.tool_call_id)
+
+
+_TOOL_EVENTS = frozenset({"TOOL_CALL_START", "TOOL_CALL_DELTA", "TOOL_CALL_END", "TOOL_RESULT_START", "TOOL_RESULT_TEXT_DELTA", "TOOL_RESULT_DATA_DELTA", "TOOL_RESULT_END"})
+
+
+class _CallIds:
+    """The tool-call ids of one model call's events, kept distinct across the reply.
+
+    Providers mint ids per response (``call_0`` on every call, one constant id): a call of
+    this model call whose id an earlier call of the reply has streams with an id of its own,
+    made from the provider's (``call_0_2``), and so do its deltas, its end and a result the
+    provider names it by. A result of a provider-run tool must answer a call of this reply."""
+
+    __slots__ = ("before", "now", "renamed")
+
+    def __init__(self, reply: Msg) -> None:
+        self.before = {b.id for b in reply.content if b.type == "tool_call"}  # the reply's calls so far
+        self.now: set[str] = set()  # this model call's
+        self.renamed: dict[str, str] = {}
+
+    def see(self, ev: Any) -> Any:
+        call_id = ev.tool_call_id
+        if ev.type == "TOOL_CALL_START":
+            if call_id in self.before:
+                n = 2
+                while f"{call_id}_{n}" in self.before or f"{call_id}_{n}" in self.now:
+                    n += 1
+                new_id = self.renamed[call_id] = f"{call_id}_{n}"
+                self.now.add(new_id)
+                return ev.replace(tool_call_id=new_id)
+            self.now.add(call_id)
+            self.renamed.pop(call_id, None)
+            return ev
+        new_id = self.renamed.get(call_id)
+        if new_id is not None:
+            return ev.replace(tool_call_id=new_id)
+        if ev.type == "TOOL_RESULT_START" and call_id not in self.now and call_id not in self.before:
+            raise StreamProtocolError(f"the provider sent a result for tool call {call_id!r}, which no call of this reply made")
+        return ev
 
 
 class Agent:
@@ -501,16 +540,19 @@ class Agent:
         stream = self.model.stream(messages, tools=tools or None, tool_choice=tool_choice, options=options or None, reply_id=state.reply.id)
         if state.span is not None:
             stream = telemetry.under(state.span, stream)
+        ids = _CallIds(state.reply)
         try:
             async for ev in stream:
-                if ev.type == "MODEL_CALL_END":
+                if ev.type in _TOOL_EVENTS:
+                    ev = ids.see(ev)
+                elif ev.type == "MODEL_CALL_END":
                     stop = getattr(ev, "stop_reason", None)
                     state.refused = stop in ("refusal", "content_filter")
                     state.paused = stop == "pause_turn"
                 yield self._emit(state, ev)
         except ProviderError as err:
             for ev in err.events:  # what closes the stream's call; _guarded ends the reply
-                yield self._emit(state, ev)
+                yield self._emit(state, ids.see(ev) if ev.type in _TOOL_EVENTS else ev)
             raise
         finally:
             close = getattr(stream, "aclose", None)

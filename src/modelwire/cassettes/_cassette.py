@@ -163,6 +163,13 @@ class Cassette:
         path = Path(path)
         text = read_text(path, "a modelwire cassette")
         try:
+            return cls._read(path, text, ignore_fields)
+        except RecursionError:
+            raise CassetteError(f"{path} is not a modelwire cassette it can read (its JSON is nested too deeply)") from None
+
+    @classmethod
+    def _read(cls, path: Path, text: str, ignore_fields: Iterable[str]) -> "Cassette":
+        try:
             data = json.loads(text)
         except ValueError:
             hint = "; a VCR.py / pytest-recording YAML cassette? convert it with: modelwire cassette import" if text.lstrip().startswith(("interactions:", "version:", "---")) else ""

@@ -12,6 +12,7 @@ import contextvars
 import asyncio
 import contextlib
 import importlib
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -33,6 +34,7 @@ __all__ = ["use_cassette", "CassetteSession"]
 # side by side) each see their own. The transports stay patched while any is in use.
 _ACTIVE: contextvars.ContextVar[tuple["CassetteSession", ...]] = contextvars.ContextVar("modelwire_cassettes", default=())
 _USERS = 0
+_PATCHING = threading.Lock()
 _ORIGINALS: dict[tuple[str, str], Any] = {}
 
 
@@ -183,6 +185,8 @@ def _patch(module_name: str) -> None:
 
     async_cls = module.AsyncHTTPTransport
     sync_cls = module.HTTPTransport
+    if getattr(async_cls.handle_async_request, "_cassette_hook", False):
+        return  # patched already: wrapping again would record every interaction twice
     original_async = async_cls.handle_async_request
     original_sync = sync_cls.handle_request
     _ORIGINALS[(module_name, "async")] = original_async
@@ -220,6 +224,7 @@ def _patch(module_name: str) -> None:
         response.stream = record_sync(response.stream, _recorder(session, record, response))
         return response
 
+    handle_async_request._cassette_hook = handle_request._cassette_hook = True  # type: ignore[attr-defined]
     async_cls.handle_async_request = handle_async_request
     sync_cls.handle_request = handle_request
 
@@ -258,20 +263,23 @@ def _reset(var: Any, token: Any, fallback: Any) -> None:
 
 
 def _hold() -> None:
-    """One more cassette in use: the HTTP clients are patched while any is."""
+    """One more cassette in use: the HTTP clients are patched while any is (cassettes
+    opened from several threads at once count under one lock)."""
     global _USERS
-    if not _USERS:
-        _patch("httpx2")
-        _patch("httpx")
-    _USERS += 1
+    with _PATCHING:
+        if not _USERS:
+            _patch("httpx2")
+            _patch("httpx")
+        _USERS += 1
 
 
 def _release() -> None:
     global _USERS
-    _USERS -= 1
-    if not _USERS:
-        _unpatch("httpx2")
-        _unpatch("httpx")
+    with _PATCHING:
+        _USERS -= 1
+        if not _USERS:
+            _unpatch("httpx2")
+            _unpatch("httpx")
 
 
 def _check_played(session: CassetteSession, allow_unused: bool) -> None:

@@ -48,6 +48,13 @@ def import_vcr(source: str | Path, target: str | Path | None = None) -> Cassette
     source = Path(source)
     text = read_text(source, "a VCR.py cassette")
     try:
+        return _import(source, text, target, yaml)
+    except RecursionError:
+        raise CassetteError(f"{source} is not a VCR.py cassette it can read (nested too deeply)") from None
+
+
+def _import(source: Path, text: str, target: str | Path | None, yaml: Any) -> Cassette:
+    try:
         as_json = json.loads(text)
     except ValueError:
         as_json = None

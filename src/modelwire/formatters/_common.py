@@ -270,7 +270,7 @@ class Walk:
     their calls as they join a segment, and :meth:`pending` gives the rest as the end of the
     conversation would leave it, without changing the walk."""
 
-    __slots__ = ("protocol", "split_users", "speaker_names", "assistant_name", "out", "calls", "server_calls", "open_calls", "held", "conformer")
+    __slots__ = ("protocol", "split_users", "speaker_names", "assistant_name", "out", "calls", "server_calls", "open_calls", "held", "conformer", "reused")
 
     def __init__(self, protocol: str, *, speaker_names: bool = False, assistant_name: str | None = None, split_users: bool = False) -> None:
         self.protocol = protocol
@@ -285,6 +285,9 @@ class Walk:
         # Tool-call ids and names the target refuses, rewritten as the walk meets them (see
         # _toolids): only the agent's own calls and results are sent, so only theirs.
         self.conformer: Any = None
+        # Ids the provider gave to more than one call (ids minted per turn: call_0 on every
+        # turn): the id as conformed -> the ids its calls are sent with, in order.
+        self.reused: dict[str, list[str]] | None = None
 
     def add(self, kind: str, index: int, block: Any, name: str = "") -> None:
         out = self.out
@@ -414,6 +417,7 @@ class Walk:
             new.out[-1] = new.out[-1].copy()  # the one segment the next blocks may join
         new.calls, new.server_calls, new.open_calls, new.held = dict(self.calls), set(self.server_calls), dict(self.open_calls), list(self.held)
         new.conformer = self.conformer.copy() if self.conformer is not None else None
+        new.reused = {k: list(v) for k, v in self.reused.items()} if self.reused else None
         return new
 
     def pending(self, start: int) -> list[Segment]:
@@ -438,6 +442,8 @@ class Walk:
         conformer = self.conformer
         if conformer is not None and conformer.kept.get(block.id) != block.name:  # else its call was sent as it was
             block = conformer.sent(block)
+        if self.reused is not None and block.id in self.reused:
+            block = self._answers(block)
         block_id, calls = block.id, self.calls
         if block_id not in calls:
             raise FormatError(index, f"tool result {block_id!r} answers no tool call made before it", self.protocol, code="orphan-result")
@@ -469,12 +475,42 @@ class Walk:
             block = self.conformer.call(block)
         block_id, open_calls, calls = block.id, self.open_calls, self.calls
         if block_id in calls:
-            raise FormatError(index, f"tool call id {block_id!r} is used twice", self.protocol)
+            block = self._again(block)
+            block_id = block.id
         if open_calls and last is not None and last.kind != "assistant":
             _unanswered(open_calls, self.protocol)
         calls[block_id] = len(calls)
         open_calls[block_id] = index
         return block
+
+    def _again(self, block: Any) -> Any:
+        """A call whose id an earlier call of the conversation has (providers mint ids per
+        turn or per response): sent with an id of its own, made from the id and how many
+        calls had it before (the same history always gives the same request), in the form
+        the target takes. The results that follow it answer it (see :meth:`_answers`)."""
+        from ._toolids import REUSED_IDS
+
+        block_id, calls = block.id, self.calls
+        reused = self.reused if self.reused is not None else {}
+        self.reused = reused
+        sent = reused.setdefault(block_id, [block_id])
+        id_map = self.conformer.id_map if self.conformer is not None else None
+        rules = id_map.rules if id_map is not None else REUSED_IDS
+        salt = len(sent)
+        new_id = rules.rewrite(block_id, salt)
+        while new_id in calls:
+            salt += 1
+            new_id = rules.rewrite(block_id, salt)
+        sent.append(new_id)
+        return block.replace(id=new_id)
+
+    def _answers(self, block: Any) -> Any:
+        """A result whose id several calls had: it answers the first of them still open
+        (parallel calls with one id are answered in their order), else the last."""
+        sent = self.reused[block.id]  # type: ignore[index]
+        open_calls = self.open_calls
+        new_id = next((c for c in sent if c in open_calls), sent[-1])
+        return block if new_id == block.id else block.replace(id=new_id)
 
 
 def segments(

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from .._record import extras_of
 
-__all__ = ["IdRules", "conform", "wire_name", "name_map"]
+__all__ = ["IdRules", "conform", "wire_name", "name_map", "REUSED_IDS"]
 
 _B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -72,6 +72,11 @@ class IdRules:
         if self.first and not re.match(f"[{self.first}]", out):
             out = ("t" + out)[: self.max_len]
         return out
+
+
+# The form of the id sent for a call whose id an earlier call had, to a target with no rules
+# of its own for ids: characters every provider takes.
+REUSED_IDS = IdRules()
 
 
 def wire_name(name: str, rules: IdRules | None) -> str:

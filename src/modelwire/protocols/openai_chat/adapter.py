@@ -153,7 +153,7 @@ class OpenAIChatAdapter(BaseAdapter):
     def __init__(self, reply_id: str, *, choice_index: int = 0, **kwargs: Any) -> None:
         super().__init__(reply_id, **kwargs)
         self.choice_index = choice_index
-        self._calls_by_id: dict[str, _Call] = {}
+        self._calls_by_id: dict[Any, _Call] = {}  # by id, and by (index, id)
         self._calls_by_index: dict[int, _Call] = {}
         self._calls: list[_Call] = []
         self._finish_reason: str | None = None
@@ -324,7 +324,7 @@ class OpenAIChatAdapter(BaseAdapter):
         if piece is None:
             piece = fn.get("input")
         if call.block is None and call.name:
-            call.block = self.open_block(("call", call.id), "tool_call", name=call.name, block_id=call.id)
+            call.block = self.open_block(("call", call), "tool_call", name=call.name, block_id=call.id)
             call.block.extras.update(call.extras)
             for early in call.pending:
                 self.delta(call.block, early)
@@ -336,11 +336,19 @@ class OpenAIChatAdapter(BaseAdapter):
                 self.delta(call.block, piece)
 
     def _call_of(self, call_id: Any, index: Any) -> _Call:
-        """The call a fragment continues (by its id, else its index, else the last one), or
-        a new one. A fragment with neither id nor name is held until its name comes (some
-        servers send the name late); a call still unnamed at the end is an error."""
-        if call_id and call_id in self._calls_by_id:
-            return self._calls_by_id[call_id]
+        """The call a fragment continues (by its index and id, as the SDK's accumulator keys
+        them; by its id alone, else its index alone, else the last one), or a new one. Two
+        calls with one id and two indexes are two calls (the second streams with an id of
+        its own: see ``open_block``). A fragment with neither id nor name is held until its
+        name comes (some servers send the name late); a call still unnamed at the end is an
+        error."""
+        if call_id:
+            call = self._calls_by_id.get(call_id)
+            if call is not None and (index is None or call.index is None or call.index == index):
+                return call
+            call = self._calls_by_id.get((index, call_id))
+            if call is not None:
+                return call
         call = None
         if not call_id and index is not None:
             call = self._calls_by_index.get(index)
@@ -354,7 +362,7 @@ class OpenAIChatAdapter(BaseAdapter):
             while call_id in self._calls_by_id:
                 call_id += "_"
         call = _Call(call_id, index)
-        self._calls_by_id[call_id] = call
+        self._calls_by_id[call_id] = self._calls_by_id[(index, call_id)] = call
         self._calls.append(call)
         return call
 
@@ -368,7 +376,7 @@ class OpenAIChatAdapter(BaseAdapter):
                 call.block = Block("tool_call", call.id)
                 call.block.closed = True
                 continue
-            if not call.block.has_delta and ("call", call.id) in self.blocks:
+            if not call.block.has_delta and ("call", call) in self.blocks:
                 self.delta(call.block, "{}")
 
     def _on_done(self) -> list:

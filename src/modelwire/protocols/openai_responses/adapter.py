@@ -178,13 +178,15 @@ class OpenAIResponsesAdapter(BaseAdapter):
         return problem
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
-        etype = data.get("type") or event or ""
+        etype = data.get("type", event)
+        if not isinstance(etype, str) or not etype:
+            # null, a number, "": no event can be told from it, and skipping it would lose
+            # what it carries (a text delta).
+            raise StreamProtocolError(f"an event whose type is {etype!r}" if etype is not None or "type" in data else "an event with no type", body=data)
         sequence = data.get("sequence_number")
         if sequence is not None:
             self.sequence = sequence  # the cursor a broken background stream resumes from
         if data.get("type") is not etype:
-            if not isinstance(etype, str):
-                raise StreamProtocolError(f"an event whose type is {type(etype).__name__}", body=data)
             data["type"] = etype  # named by the SSE event line only: the handlers read it here
         handler = _HANDLERS.get(etype)
         if handler is not None:
