@@ -326,3 +326,45 @@ def test_an_event_nested_too_deeply_to_read_is_the_streams_fault(protocol):
     assert "JSON" in info.value.message
     events += info.value.events
     assert any(e.type == "TEXT_BLOCK_DELTA" for e in events) and events[-1].type == "MODEL_CALL_END"
+
+
+# -- context overflows from compatible servers -------------------------------------------------
+
+LLAMA_CPP_OVERFLOW = {  # llama.cpp's llama-server, format_error_response + n_prompt_tokens / n_ctx
+    "error": {"code": 400, "message": "request (5000 tokens) exceeds the available context size (4096 tokens), try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 5000, "n_ctx": 4096}
+}
+OVERFLOWS = {
+    "llama.cpp": LLAMA_CPP_OVERFLOW,
+    "llama.cpp behind a proxy that drops the type": {"error": {"message": LLAMA_CPP_OVERFLOW["error"]["message"], "type": None, "code": "400"}},
+    "vLLM": {"object": "error", "message": "The decoder prompt (length 5951) is longer than the maximum model length of 4096. Make sure that `max_model_len` is no smaller than the number of text tokens.", "type": "BadRequestError", "param": None, "code": 400},
+    "vLLM, OpenAI's words": {"error": {"message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.", "type": "BadRequestError", "code": 400}},
+    "LM Studio": {"error": "The number of tokens to keep from the initial prompt is greater than the context length. Try to load the model with a larger context length."},
+    "Ollama": {"error": "the input length exceeds the context length"},
+    "LiteLLM": {"error": {"message": "litellm.ContextWindowExceededError: litellm.BadRequestError: upstream said no", "type": None, "param": None, "code": "400"}},
+}
+
+
+# Each server's words on the Chat route, and llama.cpp's (which serves the Anthropic route
+# too) on all five presets pointed at it.
+CASES = [(server, "openai") for server in OVERFLOWS] + [("llama.cpp", preset) for preset in ("anthropic", "openai-responses", "ollama", "deepseek")]
+
+
+@pytest.mark.parametrize("server, preset", CASES)
+def test_a_context_overflow_from_a_compatible_server_is_a_context_too_long_error(server, preset):
+    """What each compatible server answers to a prompt over its context, sent by a real
+    server on 127.0.0.1 to each preset pointed at it: a ``ContextTooLongError``, so an agent
+    that trims its history on it does so there too."""
+    import asyncio
+
+    from modelwire.errors import ContextTooLongError
+    from modelwire.message import UserMsg
+    from modelwire.models import load_model
+    from modelwire.models.transport import RetryPolicy
+    from modelwire.testing import ProviderServer, error_reply
+
+    with ProviderServer() as srv:
+        srv.script(error_reply(400, OVERFLOWS[server]))
+        model = load_model(f"{preset}:m", api_key="k", base_url=srv.url, retry=RetryPolicy(max_retries=0), capability_lookup=False, capabilities={"context_window": 4096})
+        with pytest.raises(ProviderError) as raised:
+            asyncio.run(model.complete([UserMsg("u", "a long prompt")]))
+    assert isinstance(raised.value, ContextTooLongError), (type(raised.value).__name__, str(raised.value))

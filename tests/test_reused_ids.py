@@ -17,7 +17,7 @@ import pytest
 import sdk_oracle
 from modelwire import event as E
 from modelwire.agent import Agent
-from modelwire.message import AssistantMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg
+from modelwire.message import AssistantMsg, ToolCallBlock, ToolResultBlock, UserMsg
 from modelwire.models import load_model
 from modelwire.protocols import get_protocol
 from modelwire.testing import ProviderServer

@@ -111,3 +111,30 @@ def test_agentscopes_gemini_signature_in_the_call_id_is_sent_as_the_calls_signat
     anthropic = load_model("anthropic:claude-sonnet-4-5", api_key="k").build_request(history)[0]
     sdk_params.streaming_request("anthropic", anthropic)
     assert signature not in json.dumps(anthropic)
+
+
+def test_a_base_urls_family_is_its_host_and_port_with_default_ports_left_out():
+    anthropic = all_presets()["anthropic"]
+    assert endpoint_family(anthropic, "http://127.0.0.1:4000") != endpoint_family(anthropic, "http://127.0.0.1:8000")
+    assert endpoint_family(anthropic, "http://127.0.0.1:4000/v1") == endpoint_family(anthropic, "http://127.0.0.1:4000/anthropic/")  # path ignored
+    assert endpoint_family(anthropic, "https://gw.example.com:443/v1") == endpoint_family(anthropic, "https://GW.example.com") == "gw.example.com"
+    assert endpoint_family(anthropic, "http://gw.example.com:80") == "gw.example.com"
+    assert endpoint_family(anthropic, "http://gw.example.com:443") == "gw.example.com:443"  # not http's default
+    assert endpoint_family(anthropic, "http://[::1]:4000") == "[::1]:4000"
+
+
+def test_a_signature_made_at_one_gateway_is_not_replayed_to_another_on_the_same_host():
+    """Two local servers on 127.0.0.1 (two ports) stand for two gateways: the thinking
+    signature the first minted goes back to the first only."""
+    with ProviderServer() as first, ProviderServer() as second:
+        first.script(sse_reply(sse_body("anthropic", ("think", "Let me see.", "sig-GATEWAY-ONE"), ("text", "One."))), sse_reply(sse_body("anthropic", ("text", "Again."))))
+        second.script(sse_reply(sse_body("anthropic", ("text", "Two."))))
+        agent = Agent("a", load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=first.url))
+        asyncio.run(agent.reply("one"))
+        agent.model = load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=second.url)
+        asyncio.run(agent.reply("two"))
+        agent.model = load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=first.url)
+        asyncio.run(agent.reply("three"))
+        to_second, back_to_first = second.requests[0]["json"], first.requests[1]["json"]
+    assert "sig-GATEWAY-ONE" not in json.dumps(to_second)
+    assert "sig-GATEWAY-ONE" in json.dumps(back_to_first)

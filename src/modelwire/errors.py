@@ -241,6 +241,27 @@ class ProviderError(ModelwireError):
         """The ``{type, message}`` pair for ``Msg.error`` / ``REPLY_END.error``."""
         return {"type": self.error_type, "message": self.message}
 
+    def mask(self, secrets: Any) -> None:
+        """Replace each of ``secrets`` (the credentials the request carried) by ``***``
+        wherever this error keeps text: its message, body and arguments, and the metadata of
+        the events that close its call (a server that echoes a key, ``invalid x-api-key
+        sk-...``, must not show it to whoever reads the error)."""
+        from ._secrets import masked
+
+        secrets = [s for s in secrets if s]
+        if not secrets:
+            return
+        self.message = masked(self.message, secrets)
+        self.body = masked(self.body, secrets)
+        self.args = masked(self.args, secrets)
+        for event in self.events:
+            metadata = getattr(event, "metadata", None)
+            if metadata:
+                clean = masked(metadata, secrets)
+                if clean != metadata:
+                    metadata.clear()  # the dict the event holds (and the call's own metadata)
+                    metadata.update(clean)
+
 
 class AuthenticationError(ProviderError):
     error_type = "authentication"
@@ -466,6 +487,22 @@ def _by_type(code: str, protocol: str | None) -> type[ProviderError] | None:
     return None
 
 
+def _by_phrase(lowered: str, protocol: str | None) -> type[ProviderError] | None:
+    from .protocols import get_protocol, protocol_names
+
+    names = [protocol] if protocol else []
+    names += [n for n in protocol_names() if n != protocol]
+    for name in names:
+        try:
+            phrases = get_protocol(name).error_phrases
+        except Exception:  # noqa: BLE001 - an unknown or broken protocol has no table to read
+            continue
+        for phrase, cls in phrases.items():
+            if phrase in lowered:
+                return cls
+    return None
+
+
 def error_class(provider_type: str | None, status: int | None, message: str = "", protocol: str | None = None) -> type[ProviderError]:
     """The error class for a provider error type / code and HTTP status (``protocol``: the
     one the body came in, whose table is read first)."""
@@ -474,6 +511,10 @@ def error_class(provider_type: str | None, status: int | None, message: str = ""
         return ContextTooLongError
     if provider_type:
         found = _by_type(provider_type.lower(), protocol)
+        if found is not None:
+            return found
+    if lowered:
+        found = _by_phrase(lowered, protocol)
         if found is not None:
             return found
     if status is not None:

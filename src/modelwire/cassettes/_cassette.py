@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .._secrets import SECRET_HEADERS, SECRET_QUERY
 from ..errors import CassetteError, CassetteMismatchError, CassetteSecretError, UnusedInteractionsError
 
 __all__ = [
@@ -49,13 +50,6 @@ __all__ = [
 ]
 
 RECORD_MODES = ("none", "once", "new_episodes", "all")
-SECRET_HEADERS = frozenset(
-    {
-        "authorization", "x-api-key", "api-key", "x-goog-api-key", "x-amz-security-token", "cookie", "set-cookie",
-        "openai-organization", "openai-project", "proxy-authorization",
-    }
-)
-SECRET_QUERY = frozenset({"key", "api_key", "api-key", "token", "access_token"})
 # Headers worth keeping for a reader; the rest (dates, trace ids, rate-limit counters) is noise.
 KEPT_REQUEST_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta", "user-agent")
 KEPT_RESPONSE_HEADERS = ("content-type", "retry-after", "retry-after-ms", "request-id", "x-request-id")
@@ -377,22 +371,6 @@ def known_secrets() -> set[str]:
     extra = os.environ.get("MODELWIRE_SECRETS", "")
     values |= {v for v in extra.split(",") if v}
     return {v for v in values if v}
-
-
-def sent_secrets(url: str, headers: Iterable[tuple[str, str]]) -> set[str]:
-    """The credentials a request carries (secret headers, ``Bearer`` tokens, secret query
-    parameters): a cassette must not hold them anywhere, whatever a server echoed."""
-    found: set[str] = set()
-    for key, value in headers:
-        if key.lower() in SECRET_HEADERS and value:
-            found.add(value)
-            scheme, _, rest = value.partition(" ")
-            if rest and scheme.lower() in ("bearer", "basic", "token"):
-                found.add(rest.strip())
-    query = urlsplit(url).query
-    if query:
-        found |= {v for k, v in parse_qsl(query, keep_blank_values=True) if k.lower() in SECRET_QUERY and v}
-    return found
 
 
 def request_record(method: str, url: str, headers: Iterable[tuple[str, str]], content: bytes) -> dict[str, Any]:

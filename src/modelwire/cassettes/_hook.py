@@ -25,8 +25,8 @@ from ._cassette import (
     UnusedInteractionsError,
     request_record,
     response_record,
-    sent_secrets,
 )
+from .._secrets import sent_secrets
 
 __all__ = ["use_cassette", "CassetteSession"]
 

@@ -116,6 +116,13 @@ class AWSCredentials:
         self._session = session or botocore.session.Session(profile=os.environ.get("AWS_PROFILE") or None)
         _redact_signer_log()
 
+    def secrets(self) -> set[str]:
+        """The values of the credentials the last request was signed with (the key id, the
+        secret and the session token), to mask in what a server echoes."""
+        frozen = getattr(self, "_signed_with", None)
+        values = (getattr(frozen, name, None) for name in ("access_key", "secret_key", "token"))
+        return {v for v in values if isinstance(v, str) and v}
+
     def apply(self, method: str, url: str, headers: dict[str, str], body: bytes, *, timestamp: Any = None) -> dict[str, str]:
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
@@ -128,6 +135,7 @@ class AWSCredentials:
             raise ConfigError("bedrock needs a region: set AWS_REGION")
         request = AWSRequest(method=method, url=url, data=body, headers={k: v for k, v in headers.items() if k.lower() != "authorization"})
         frozen = credentials.get_frozen_credentials() if hasattr(credentials, "get_frozen_credentials") else credentials
+        self._signed_with = frozen
         signer = SigV4Auth(frozen, self.service, region)
         if timestamp is None:
             signer.add_auth(request)

@@ -420,6 +420,7 @@ class HTTPModel:
                         return
                     except E.ProviderError as err:
                         self._explain(err, attempt)
+                        self._mask(err, call.headers)
                         resumed = await self._after_error(err, attempt, call)
                         if resumed is _AGAIN:
                             continue
@@ -514,6 +515,21 @@ class HTTPModel:
         await _prices_loaded()
         events[-1] = self._ended(events[-1], call.trace)
         self._remember(call.full, events[-1], call.opts)
+
+    def _mask(self, err: E.ProviderError, headers: Any, url: str | None = None) -> E.ProviderError:
+        """The credentials a request carried (its key headers and query, the cloud
+        credentials that signed it) masked in its error: what a server echoes is shown to
+        people and browsers, never the key."""
+        from .._secrets import sent_secrets
+
+        secrets = sent_secrets(url or self.url(), headers.items() if hasattr(headers, "items") else headers)
+        if self.spec.api_key:
+            secrets.add(self.spec.api_key)
+        held = getattr(self._credentials, "secrets", None)
+        if held is not None:
+            secrets |= held()
+        err.mask(secrets)
+        return err
 
     def _explain(self, err: E.ProviderError, attempt: _Attempt) -> None:
         """What the error says of where it came from: the request id, and a server that
@@ -638,7 +654,7 @@ class HTTPModel:
                 try:
                     response = await self.transport.open("GET", url, headers, b"", self.timeouts.first_byte)
                     if response.status_code >= 400:
-                        last = await _http_error(response, self.wire)
+                        last = self._mask(await _http_error(response, self.wire), headers, url)
                         break
                     decoder = self.wire.decoder_for(adapter, self.spec.preset)
                     async for chunk in read_chunks(response, self.timeouts, None, loop.time() + self.timeouts.first_byte):
@@ -823,11 +839,26 @@ async def fold_call(model: Any, messages: MsgInput, tools: Any, tool_choice: Any
 
 def endpoint_family(preset: Any, base_url: str | None) -> str:
     """Which endpoints accept what this one mints: the provider's own family at its own
-    base URL, else the host of the base URL (a proxy, a gateway, a compatible server)."""
+    base URL, else the host and port of the base URL (a proxy, a gateway, a compatible
+    server: two gateways on one host are two servers), the scheme's default port left out,
+    the path ignored."""
     own = (preset.base_url or "").rstrip("/")
     if not base_url or base_url.rstrip("/") == own:
         return preset.endpoint_family or preset.name
-    return urlparse(base_url).hostname or base_url
+    parts = urlparse(base_url)
+    host = parts.hostname
+    if not host:
+        return base_url
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number: the text as given tells it apart
+        return parts.netloc.rsplit("@", 1)[-1].lower()
+    if port is None or port == _DEFAULT_PORTS.get(parts.scheme.lower()):
+        return host
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _depends_on_capabilities(opts: ModelOptions, tools: Any, tool_choice: Any) -> bool:

@@ -327,6 +327,10 @@ class WireProtocol:
     # The provider's error types and codes (lower case) -> the typed error they mean; read
     # first for a body of this protocol, then with every other protocol's (see errors.py).
     error_types: Mapping[str, type[ProviderError]] = {}
+    # Words of an error message (lower case) -> the typed error they mean, for servers whose
+    # error types do not say it (a context overflow answered as a plain 400); read with every
+    # protocol's, after the types.
+    error_phrases: Mapping[str, type[ProviderError]] = {}
 
     # The keys a preset's ``dialect`` may hold for this protocol, each with what it takes: a
     # type (or a tuple of types), or a set of the values allowed. ``check_dialect`` refuses any other key (a

@@ -86,6 +86,27 @@ class OpenAIChatProtocol(WireProtocol):
         "context_length_exceeded": E.ContextTooLongError,
         "string_above_max_length": E.InvalidRequestError,
         "tool_use_failed": E.InvalidRequestError,  # Groq: a tool call that did not fit its schema
+        # llama.cpp's llama-server (tools/server/server-common.cpp, format_error_response, as
+        # vendored in llama-cpp-python 0.3.36): 400 {"error": {"type":
+        # "exceed_context_size_error", "message": "request (N tokens) exceeds the available
+        # context size (M tokens), try increasing it", "n_prompt_tokens", "n_ctx"}}, on its
+        # Chat and its Anthropic routes.
+        "exceed_context_size_error": E.ContextTooLongError,
+    }
+    # The servers that speak this protocol, where their error type does not say it:
+    error_phrases = {
+        # llama.cpp (above), in a body whose type a proxy dropped.
+        "exceeds the available context size": E.ContextTooLongError,
+        # vLLM's input processor: 400 "The decoder prompt (length 5951) is longer than the
+        # maximum model length of 4096." ("This model's maximum context length is ..." is
+        # OpenAI's own words, read by every protocol.)
+        "longer than the maximum model length": E.ContextTooLongError,
+        # (LM Studio's "... is greater than the context length" and Ollama's "the input length
+        # exceeds the context length", 400 with truncate false, ollama/ollama PR #17944,
+        # 2026-08-23, are read by the words every protocol shares: "context length".)
+        # LiteLLM's proxy names its mapped exception first, whatever the upstream said:
+        # "litellm.ContextWindowExceededError: ..." (docs/my-website/docs/exception_mapping.md).
+        "contextwindowexceedederror": E.ContextTooLongError,
     }
     dialect_keys = {
         "reasoning_field": {"reasoning_content", "reasoning"},
