@@ -102,11 +102,11 @@ def test_each_protocol_end_to_end(server, spec, body, path, auth):
         assert sent["max_output_tokens"] == 512 and sent["input"][0]["content"][0]["text"].startswith("What")
     got = fold(events)
     expected = fold(decode_sse(spec.split(":")[0] if spec.startswith("anthropic") else ("openai-chat" if spec.startswith("openai:") else "openai-responses"), body, "r"))
-    # The model records the endpoint that minted each block (its base URL's host here);
-    # the bare adapter knows none.
+    # The model records the endpoint that minted each block (its base URL's host and port
+    # here); the bare adapter knows none.
     for block in got.content:
         for meta in (getattr(block, "provider_metadata", None) or {}).values():
-            assert meta.pop("endpoint") == "127.0.0.1"
+            assert meta.pop("endpoint") == server.url.split("://", 1)[1].rstrip("/")
     same_content(got, expected)
 
 

@@ -202,7 +202,7 @@ def test_a_failure_outside_the_reply_ends_the_stream_with_an_error_event():
     assert parse_event(json.loads(first.removeprefix("data: "))).type == "REPLY_START"  # what was sent stays
     last = text.split("\n\n")[-2]
     assert last.startswith("event: error\ndata: ")
-    assert json.loads(last.split("data: ", 1)[1]) == {"type": "ERROR", "message": "RuntimeError: the tool registry is gone"}
+    assert json.loads(last.split("data: ", 1)[1]) == {"type": "ERROR", "reply_id": "r", "message": "RuntimeError: the tool registry is gone"}  # it names its reply
 
 
 # -- pauses, history and the other encodings (their official clients: test_serve_clients.py) --
@@ -373,3 +373,93 @@ def test_mounted_under_a_prefix_the_page_and_its_files_are_found_relative_to_it(
     assert config[0] == 200 and json.loads(config[1]) == {"path": "reply", "image_origins": [], "auth": False}
     assert fold[0] == 200 and b"export function appendEvent" in fold[1]
     assert missing[0] == 404
+
+
+# -- parts of one reply, bodies that trickle, what a parked reply costs ----------------------------
+
+
+def _framed(raw: bytes) -> list[tuple[int | None, dict]]:
+    out = []
+    for block in raw.decode().split("\n\n"):
+        ident = next((int(line[4:]) for line in block.split("\n") if line.startswith("id: ")), None)
+        data = next((json.loads(line[6:]) for line in block.split("\n") if line.startswith("data: ")), None)
+        if data is not None:
+            out.append((ident, data))
+    return out
+
+
+def test_the_sse_ids_of_a_reply_go_on_across_its_parts_and_every_frame_names_it():
+    """A reply parks for a confirmation and goes on after the answer: the continuation's
+    ids follow the first part's (a client holding ``Last-Event-ID: 11`` can tell them apart),
+    and every frame of both parts names the reply."""
+    made: list = []
+    with ProviderServer() as provider:
+        provider.replies = [
+            sse_reply(body("anthropic", ("tool", "toolu_1", "weather", '{"city": "Paris"}'), usage=(20, 9))),
+            sse_reply(body("anthropic", ("text", "Sunny."), usage=(40, 7))),
+        ]
+        with Served(tracked_app(provider, made)) as url, httpx.Client() as client:
+            first = _framed(client.post(url + "/reply", json={"input": "Weather?"}).content)
+            token = first[-1][1]["value"]["resume_token"]
+            answer = json.loads(made[0].confirm({"toolu_1": True}).to_json())
+            second = _framed(client.post(url + "/reply", json={"resume": answer, "resume_token": token}).content)
+    ids = [i for i, _ in first + second]
+    assert ids == list(range(1, len(ids) + 1))
+    rid = first[0][1]["reply_id"]
+    for _, data in first + second:
+        assert data.get("reply_id", (data.get("value") or {}).get("reply_id")) == rid, data
+
+
+def test_a_request_body_that_trickles_is_cut_off_with_408():
+    """A client that sends its body a byte at a time holds a connection and a file
+    descriptor for nothing: past ``body_timeout`` it gets 408 and the connection closes."""
+    with ProviderServer() as provider:
+        app = app_for(provider)
+        app.body_timeout = 0.5
+        with Served(app) as url:
+            port = int(url.rsplit(":", 1)[1])
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(b"POST /reply HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{")
+                answer = b""
+                for _ in range(40):  # a byte every 0.1 s, for up to 4 s: the app answers first
+                    time.sleep(0.1)
+                    try:
+                        sock.sendall(b" ")
+                    except OSError:
+                        break
+                    sock.setblocking(False)
+                    try:
+                        answer += sock.recv(4096)
+                    except BlockingIOError:
+                        pass
+                    sock.setblocking(True)
+                    if answer:
+                        break
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    assert b"did not arrive within 0.5 s" in answer
+    assert provider.requests == []
+
+
+def test_a_parked_reply_is_kept_compressed_and_a_finished_one_lingers_without_its_agent():
+    """What waits is the reply's JSON, compressed; what lingers for late reconnects is its
+    frames, not the agent and its whole conversation."""
+    import random
+
+    from modelwire.agent import Tool
+
+    made: list = []
+    rnd = random.Random(7)
+    vocabulary = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9))) for _ in range(3000)]
+    text = " ".join(rnd.choice(vocabulary) for _ in range(60_000))  # words, as a long document
+    with ProviderServer() as provider:
+        provider.respond = lambda request: sse_reply(body("anthropic", ("tool", "toolu_1", "weather", '{"city": "Paris"}')))
+        app = agent_app(provider, Tool(weather, requires_confirmation=True), made=made)
+        with Served(app) as url, httpx.Client() as client:
+            posted = json.dumps({"messages": [{"role": "user", "name": "user", "content": [{"type": "text", "text": text}]}]})
+            raw = client.post(url + "/reply", content=posted, headers={"content-type": "application/json"}).content
+            assert b"REQUIRE_USER_CONFIRM" in raw
+            time.sleep(0.2)
+            lingering = list(app.live.values())
+    state = json.dumps(made[0].state_dict(), ensure_ascii=False, separators=(",", ":"))
+    assert app.store.bytes < 0.6 * len(state.encode())  # compressed: words take well under half
+    assert lingering and all(live.agent is None and live.done for live in lingering)

@@ -229,3 +229,112 @@ def test_a_lost_stream_is_taken_up_on_another_worker_and_the_reply_is_not_abando
         folded.append_event(ev)
     assert folded.to_dict() == kept.to_dict() and folded.get_text_content().split() == words
     assert not made_b and len(provider.requests) == 1 and stranger.status_code == 204
+
+
+# -- a worker that dies, a Redis that restarts or is down ---------------------------------------
+
+
+class RedisServer:
+    """A ``redis-server`` on 127.0.0.1 that can be stopped and started again on its port,
+    with its append-only file, so what it held survives the restart."""
+
+    def __init__(self, folder) -> None:
+        self.port, self.folder = free_port(), folder
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        cmd = [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.folder)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wait_for(self.port, self.proc, "redis-server")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.proc.stderr.close()
+            self.proc = None
+
+
+def _frames(raw: bytes) -> list[tuple[int | None, dict]]:
+    """(id, JSON) of each SSE frame of an events-dialect stream."""
+    out = []
+    for block in raw.decode().split("\n\n"):
+        ident, data = None, None
+        for line in block.split("\n"):
+            if line.startswith("id: "):
+                ident = int(line[4:])
+            elif line.startswith("data: "):
+                data = json.loads(line[6:])
+        if data is not None:
+            out.append((ident, data))
+    return out
+
+
+def test_a_client_following_a_reply_whose_worker_died_gets_an_error_within_seconds(redis_url):
+    """The client takes a reply up on worker B; worker A, which runs it, is killed: B ends
+    the stream with an error frame in the client's dialect, numbered on and naming the
+    reply, a few seconds later (before: 200 and then nothing for the linger time)."""
+    words = " ".join(f"w{i}" for i in range(400))
+    with ProviderServer() as provider:
+        provider.respond = lambda request: sse_reply(body("anthropic", ("text", words), usage=(5, 400)), delay=0.05)
+        with two_workers(provider, redis_url) as (a, b), httpx.Client(timeout=httpx.Timeout(20.0)) as client:
+            with client.stream("POST", a.url, json={"input": "count"}) as resp:
+                last, first = _read(resp, until=12)
+            token = next(e for e in first if e.type == "CUSTOM").value["resume_token"]
+            with client.stream("GET", b.url, headers={"last-event-id": str(last), "x-modelwire-resume-token": token}) as resp:
+                assert resp.status_code == 200
+                pieces = resp.iter_raw()
+                got = next(pieces)  # B follows the reply as A writes it
+                a.proc.kill()  # A dies mid-reply
+                a.proc.wait(10)
+                got += b"".join(pieces)  # a read timeout here (20 s) is the old behaviour
+    frames = _frames(got)
+    ident, end = frames[-1]
+    assert end["type"] == "ERROR" and "stopped" in end["message"] and end["reply_id"] == first[0].reply_id
+    ids = [i for i, _ in frames]
+    assert ids == list(range(last + 1, last + 1 + len(ids)))  # numbered on, no gap, no repeat
+    assert all(d.get("reply_id") == first[0].reply_id for _, d in frames)  # every frame names its reply
+
+
+def test_after_a_redis_restart_the_first_answer_is_taken_not_a_500(tmp_path):
+    redis = RedisServer(tmp_path)
+    redis.start()
+    try:
+        with ProviderServer() as provider:
+            provider.respond = provider_answers
+            with two_workers(provider, redis.url) as (a, _):
+                first = events_of(httpx.post(a.url, json={"input": "What is 6 * 7?"}, timeout=30).content)
+                redis.stop()
+                redis.start()  # the workers' pooled connections to it are dead now
+                answered = httpx.post(a.url, json=approve(first, first[-1].value["resume_token"]), timeout=30)
+    finally:
+        redis.stop()
+    assert answered.status_code == 200, answered.text
+    second = events_of(answered.content)
+    assert second[-1].type == "REPLY_END" and second[-1].finished_reason == "completed"
+
+
+def test_with_redis_down_a_reply_that_must_park_asks_nothing_and_ends_with_an_error(tmp_path):
+    """No one could take the answer: the confirmation is never asked, the reply's calls are
+    answered as interrupted, the stream ends with the error; a resume gets 503, not a 500
+    that blames the agent."""
+    redis = RedisServer(tmp_path)
+    redis.start()
+    url = redis.url
+    redis.stop()  # down from the start
+    with ProviderServer() as provider:
+        provider.respond = provider_answers
+        worker = Worker(provider, url)
+        try:
+            raw = httpx.post(worker.url, json={"input": "What is 6 * 7?"}, timeout=30).content
+            resumed = httpx.post(worker.url, json={"resume": {"type": "USER_INTERRUPT", "reply_id": "r"}, "resume_token": "t" * 40}, timeout=30)
+        finally:
+            worker.stop()
+    frames = [d for _, d in _frames(raw)]
+    types = [d["type"] for d in frames]
+    assert "REQUIRE_USER_CONFIRM" not in types
+    assert types[-1] == "ERROR" and "could not wait for an answer" in frames[-1]["message"]
+    end = next(d for d in frames if d["type"] == "REPLY_END")
+    assert end["finished_reason"] == "interrupted"
+    assert resumed.status_code == 503 and "could not be made" not in resumed.text

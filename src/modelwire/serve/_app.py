@@ -21,7 +21,7 @@ from ..event import ExternalExecutionResultEvent, UserInterruptEvent
 from ..message import Msg
 from ._agui import AGUIEncoder, read_agui
 from ._live import Gone, LiveReply
-from ._store import Conflict, MemoryStore, Parked, ReplyStore, key_of
+from ._store import Conflict, MemoryStore, Parked, ReplyStore, RunnerGone, StoreUnavailable, key_of
 from ._turn import BadRequest, Encoder, EventsEncoder, Resume, Turn, read_events
 from ._uimessage import UIMessageEncoder, read_ui_message
 
@@ -76,10 +76,14 @@ class EventStreamApp:
         image_origins: Iterable[str] = (),
         grace: float = 30.0,
         linger: float = 60.0,
+        body_timeout: float = 30.0,
     ) -> None:
         self.make_agent = make_agent
         self.path = path
         self.max_body = max_body
+        # A request body must arrive whole within this many seconds: a client that trickles
+        # it holds a connection (and a file descriptor) for nothing.
+        self.body_timeout = body_timeout
         self.store = store if store is not None else MemoryStore()
         self.wrap_reply = wrap_reply
         self.history = history
@@ -151,15 +155,21 @@ class EventStreamApp:
             turn = _read(read, dialect, data)
             if self._stopped(turn):
                 return await _answer(send, 204, "text/plain", b"", cors)
-            agent, rid, event, token = await self._agent_for(turn)
+            agent, rid, event, token, first = await self._agent_for(turn)
         except BadRequest as exc:
             return await _json(send, 400, {"error": str(exc)}, cors)
         except Conflict as exc:
             return await _json(send, 409, {"error": str(exc)}, cors)
+        except BodyTimeout as exc:
+            return await _json(send, 408, {"error": str(exc)}, [*(cors or []), (b"connection", b"close")])
+        except StoreUnavailable as exc:
+            _log.warning("%s", exc)
+            return await _json(send, 503, {"error": str(exc)}, [*(cors or []), (b"retry-after", b"1")])
         except Exception as exc:  # noqa: BLE001 - make_agent failed: say so, not a bare 500
             _log.error("the agent could not be made: %s: %s", type(exc).__name__, exc)
             return await _json(send, 500, {"error": f"the agent could not be made: {type(exc).__name__}: {exc}"}, cors)
-        return await self._stream(agent, turn, rid, event, token, encoder_cls(turn, getattr(agent, "session_id", "")), receive, send, cors or [])
+        enc = encoder_cls(turn, getattr(agent, "session_id", ""))
+        return await self._stream(agent, turn, rid, event, token, enc, receive, send, cors or [], dialect, first)
 
     async def _page(self, path: str, method: str, send: Send) -> None:
         """The chat page, its files and its configuration; anything else is 405 or 404."""
@@ -221,9 +231,11 @@ class EventStreamApp:
             frames = await self.store.follow(token, after)  # type: ignore[attr-defined]
         except Gone:
             return await _json(send, 409, {"error": "that part of the reply is no longer kept (the client fell too far behind)"}, cors)
+        except StoreUnavailable as exc:
+            return await _json(send, 503, {"error": str(exc)}, [*cors, (b"retry-after", b"1")])
         if frames is None:
             return await _answer(send, 204, "text/plain", b"", cors)
-        await _relay(frames, receive, send, cors)
+        await _relay(_until_runner_gone(frames), receive, send, cors)
 
     def _host_allowed(self, host: str) -> bool:
         if "*" in self.allowed_hosts or not host:
@@ -245,19 +257,23 @@ class EventStreamApp:
 
     async def _body(self, receive: Receive) -> bytes:
         chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise BadRequest("the client went away before its request ended")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                raise BadRequest(f"the request body is over {self.max_body} bytes")
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise BadRequest("the client went away before its request ended")
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.max_body:
+                        raise BadRequest(f"the request body is over {self.max_body} bytes")
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(chunks)
+        except TimeoutError:
+            raise BodyTimeout(f"the request body did not arrive within {self.body_timeout:g} s") from None
 
-    async def _agent_for(self, turn: Turn) -> tuple[Any, str | None, ResumeEvent | None, str]:
+    async def _agent_for(self, turn: Turn) -> tuple[Any, str | None, ResumeEvent | None, str, int]:
         """The agent to run, and for a resumed reply its id and the event resuming it;
         the reply's resume token (a new reply draws one, a resumed one keeps its own).
 
@@ -268,7 +284,7 @@ class EventStreamApp:
             agent = self.make_agent()
             if turn.history and self.history:
                 agent.context = list(turn.history)
-            return agent, None, None, secrets.token_urlsafe(32)
+            return agent, None, None, secrets.token_urlsafe(32), 1
         token = turn.resume.token
         parked = await self.store.take(token, turn.resume.reply_id)
         assert token is not None
@@ -282,14 +298,16 @@ class EventStreamApp:
         except Exception:
             await self.store.put(token, parked)  # the factory failed: the reply still waits
             raise
-        return agent, parked.reply_id, event, token
+        return agent, parked.reply_id, event, token, parked.next_id
 
     async def _stream(
-        self, agent: Any, turn: Turn, rid: str | None, event: ResumeEvent | None, token: str, enc: Encoder, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]
+        self, agent: Any, turn: Turn, rid: str | None, event: ResumeEvent | None, token: str, enc: Encoder, receive: Receive, send: Send,
+        cors: list[tuple[bytes, bytes]], dialect: str = "events", first: int = 1,
     ) -> None:
         """Start the reply in a task of the app's (a client that leaves does not end it at
-        once) and follow its stream on this connection."""
-        live = LiveReply(token)
+        once) and follow its stream on this connection. A continuation (``first`` > 1)
+        numbers its frames on from where the part before it stopped."""
+        live = LiveReply(token, first=first)
         live.agent, live.reply_id = agent, rid
         key = key_of(token)
         self.live[key] = live
@@ -303,16 +321,37 @@ class EventStreamApp:
         if getattr(self.store, "shared", False):
             # Other workers can take the stream up: it goes to the store as it is written.
             live.followed_elsewhere = lambda: self.store.seen(token)  # type: ignore[attr-defined]
-            live.publisher = asyncio.create_task(self._publish(live))
-        await self._follow(live, 0, receive, send, cors, enc.headers)
+            live.publisher = asyncio.create_task(self._publish(live, dialect))
+        await self._follow(live, live.first - 1, receive, send, cors, enc.headers)
 
-    async def _publish(self, live: LiveReply) -> None:
+    async def _publish(self, live: LiveReply, dialect: str) -> None:
+        """The reply's stream written to the shared store as it is made, with a beat every
+        ``store.beat`` seconds while it runs: a client following it on another worker learns
+        within seconds that this worker died."""
+        store: Any = self.store
+        beating = asyncio.create_task(self._beat(live))
         try:
-            async for batch in live.follow(0):
-                await self.store.publish(live.token, batch)  # type: ignore[attr-defined]
-            await self.store.publish(live.token, [], end=True)  # type: ignore[attr-defined]
+            about = None
+            async for batch in live.follow(live.first - 1):
+                if about is None and live.reply_id is not None:
+                    about = (dialect, live.reply_id)
+                    await store.publish(live.token, batch, about=about)
+                else:
+                    await store.publish(live.token, batch)
+            await store.publish(live.token, [], end=True)
         except Exception as exc:  # noqa: BLE001 - the local stream goes on; only other workers lose it
             _log.warning("reply %s: its stream could not be written to the store (%s: %s)", live.reply_id, type(exc).__name__, exc)
+        finally:
+            beating.cancel()
+
+    async def _beat(self, live: LiveReply) -> None:
+        store: Any = self.store
+        while not live.done:
+            try:
+                await store.alive(live.token)
+            except Exception as exc:  # noqa: BLE001 - a missed beat; the next one may get through
+                _log.debug("reply %s: a beat was not written (%s)", live.reply_id, type(exc).__name__)
+            await asyncio.sleep(store.beat)
 
     def _forget(self, key: str, live: LiveReply, chat: str | None) -> None:
         if self.live.get(key) is live:
@@ -323,35 +362,12 @@ class EventStreamApp:
     async def _run(self, live: LiveReply, agent: Any, turn: Turn, event: ResumeEvent | None, enc: Encoder) -> None:
         started = time.monotonic()
         outcome: dict[str, Any] = {"outcome": "cancelled"}
-        token = live.token
-
-        async def pump() -> None:
-            # The reply's error travels in its stream (REPLY_END, RUN_ERROR, an error part).
-            quiet: dict[str, Any] = {"raise_errors": False} if isinstance(agent, Agent) else {}
-            stream = agent.reply_stream(event=event, **quiet) if event is not None else agent.reply_stream(turn.inputs, **quiet)
-            async for ev in stream:
-                if ev.type == "REPLY_START":
-                    live.reply_id = ev.reply_id
-                    enc.msg = _reply_of(agent, ev.reply_id)
-                    live.add(enc.event(ev) + enc.token(token))  # the client can reconnect from here on
-                else:
-                    live.add(enc.event(ev))
-            rid = live.reply_id
-            calls = agent.pending_calls(rid) if rid is not None and hasattr(agent, "pending_calls") else []
-            if rid is not None and calls and enc.msg is not None and enc.msg.finished_reason is None:
-                state = json.dumps(agent.state_dict(), ensure_ascii=False, separators=(",", ":"))
-                await self.store.put(token, Parked(rid, state, time.time()))
-                outcome["outcome"] = "parked"
-                live.add(enc.parked(calls, token))
-            elif enc.msg is not None:
-                outcome["outcome"] = enc.msg.finished_reason or "ended"
-
         try:
             if self.wrap_reply is None:
-                await pump()
+                await self._pump(live, agent, turn, event, enc, outcome)
             else:
                 with self.wrap_reply():
-                    await pump()
+                    await self._pump(live, agent, turn, event, enc, outcome)
         except asyncio.CancelledError:
             self._outcome(agent, live.reply_id, enc.msg, outcome, None, started)
             live.finish()
@@ -360,12 +376,59 @@ class EventStreamApp:
             # The agent ends a reply with REPLY_END(error) for provider errors; anything
             # else is a bug worth seeing in the stream.
             self._outcome(agent, live.reply_id, enc.msg, outcome, err, started)
-            live.add(enc.error(f"{type(err).__name__}: {err}") + enc.done())
+            enc.reply_id = live.reply_id  # every frame names its reply
+            live.add(enc.error(str(err) if isinstance(err, ParkError) else f"{type(err).__name__}: {err}") + enc.done())
             live.finish()
             return
-        self._outcome(agent, live.reply_id, enc.msg, outcome, None, started)
-        live.add(enc.done())
-        live.finish()
+        else:
+            self._outcome(agent, live.reply_id, enc.msg, outcome, None, started)
+            live.add(enc.done())
+            live.finish()
+        finally:
+            # Let go of what a finished reply no longer needs while its frames linger for
+            # clients that reconnect late: the agent (its whole conversation) and the
+            # encoder's copy of the reply.
+            live.agent = None
+            enc.msg = None
+
+    async def _pump(self, live: LiveReply, agent: Any, turn: Turn, event: ResumeEvent | None, enc: Encoder, outcome: dict[str, Any]) -> None:
+        """The reply's events into its stream; the reply's error travels in it (REPLY_END,
+        RUN_ERROR, an error part). A reply that ends waiting for the client parks."""
+        quiet: dict[str, Any] = {"raise_errors": False} if isinstance(agent, Agent) else {}
+        stream = agent.reply_stream(event=event, **quiet) if event is not None else agent.reply_stream(turn.inputs, **quiet)
+        held: list[bytes] = []  # the question to the user, sent once the reply could park
+        async for ev in stream:
+            if ev.type == "REPLY_START":
+                live.reply_id = ev.reply_id
+                enc.msg = _reply_of(agent, ev.reply_id)
+                live.add(enc.event(ev) + enc.token(live.token))  # the client can reconnect from here on
+            elif ev.type in _ASKING or held:
+                held += enc.event(ev)
+            else:
+                live.add(enc.event(ev))
+        rid = live.reply_id
+        calls = agent.pending_calls(rid) if rid is not None and hasattr(agent, "pending_calls") else []
+        if rid is not None and calls and enc.msg is not None and enc.msg.finished_reason is None:
+            await self._park(live, agent, rid, enc, held + enc.parked(calls, live.token))
+            outcome["outcome"] = "parked"
+        else:
+            live.add(held)
+            if enc.msg is not None:
+                outcome["outcome"] = enc.msg.finished_reason or "ended"
+
+    async def _park(self, live: LiveReply, agent: Any, rid: str, enc: Encoder, asking: list[bytes]) -> None:
+        """The reply stored to wait for its answer, then the question sent (``asking``: the
+        frames that ask). A reply that cannot be stored asks nothing: no one could take the
+        answer. It is stopped (its calls answered as interrupted) and ends with the error."""
+        state = json.dumps(agent.state_dict(), ensure_ascii=False, separators=(",", ":"))
+        try:
+            await self.store.put(live.token, Parked(rid, state, time.time(), live.next + len(asking)))
+        except Exception as exc:
+            del state
+            async for ev in agent.reply_stream(event=UserInterruptEvent(reply_id=rid)):
+                live.add(enc.event(ev))
+            raise ParkError(f"the reply could not wait for an answer ({exc})") from exc
+        live.add(asking)
 
     async def _follow(self, live: LiveReply, after: int, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]], extra: list[tuple[bytes, bytes]]) -> None:
         """Send the reply's frames after id ``after`` on this connection until its stream
@@ -393,6 +456,32 @@ class EventStreamApp:
         model = getattr(getattr(agent, "model", None), "name", None) or type(getattr(agent, "model", None)).__name__
         level = logging.WARNING if what.startswith(("failed", "error")) or error != "-" else logging.INFO
         _log.log(level, "reply %s model=%s outcome=%s error=%s tokens=%s seconds=%.2f", rid or "-", model, what, error, tokens, time.monotonic() - started)
+
+
+# The events that ask the client a question a parked reply waits for.
+_ASKING = frozenset({"REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION"})
+
+
+class ParkError(Exception):
+    """A reply that had to wait for an answer could not be stored (the store is down, the
+    reply too large for it)."""
+
+
+class BodyTimeout(Exception):
+    """A request body that did not arrive whole within the app's ``body_timeout``."""
+
+
+async def _until_runner_gone(frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """A stream followed from another worker, ended in its own dialect with an error (its
+    frames numbered on) if that worker dies before the reply ends."""
+    try:
+        async for chunk in frames:
+            yield chunk
+    except RunnerGone as gone:
+        enc = DIALECTS.get(gone.dialect, DIALECTS["events"])[1](Turn(), "")
+        enc.reply_id = gone.reply_id or None
+        ending = enc.error("the worker running this reply stopped before the reply ended; send your message again") + enc.done()
+        yield b"".join(b"id: %d\n" % (gone.next + k) + frame for k, frame in enumerate(ending))
 
 
 _SSE_HEADERS = [

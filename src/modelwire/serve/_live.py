@@ -24,12 +24,14 @@ class Gone(Exception):
 
 
 class LiveReply:
-    def __init__(self, token: str, *, max_frames: int = 20_000, max_bytes: int = 32 * 1024 * 1024) -> None:
+    def __init__(self, token: str, *, first: int = 1, max_frames: int = 20_000, max_bytes: int = 32 * 1024 * 1024) -> None:
         self.token = token
         self.max_frames, self.max_bytes = max_frames, max_bytes
         self.frames: deque[bytes] = deque()
-        self.first = 1  # the id of frames[0]
-        self.next = 1  # the id the next frame gets
+        # Ids are unique across the parts of one reply: a continuation after the client's
+        # answer starts where the part before it stopped.
+        self.first = first  # the id of frames[0]
+        self.next = first  # the id the next frame gets
         self.bytes = 0
         self.done = False
         self.task: asyncio.Task | None = None

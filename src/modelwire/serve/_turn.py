@@ -77,6 +77,7 @@ class Encoder:
         self.turn = turn
         self.session_id = session_id
         self.msg: Msg | None = None
+        self.reply_id: str | None = None  # the reply, when no ``msg`` is at hand (a stream followed from elsewhere)
 
     @property
     def reply(self) -> Msg:
@@ -155,7 +156,8 @@ class EventsEncoder(Encoder):
         return self.token(token)  # said again last, where the answer is written
 
     def error(self, message: str) -> list[bytes]:
-        return [sse({"type": "ERROR", "message": message}, event="error")]
+        rid = self.msg.id if self.msg is not None else self.reply_id
+        return [sse({"type": "ERROR", "reply_id": rid, "message": message}, event="error")]
 
 
 RESUME_EVENT = "modelwire.resume"
