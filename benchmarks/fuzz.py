@@ -2,12 +2,16 @@
 
 Every body recorded in ``../shared/recorded-streams`` that one of the five protocols reads
 (plus bodies generated from the documented formats, so the script runs without it) is
-mutated at two depths:
+mutated at three depths:
 
 - bytes: flipped, cut, dropped, duplicated, garbage appended;
 - structure: one event's JSON has a value swapped for one of another type, a key removed,
   or events are dropped, repeated or swapped; then the body is framed again (SSE or AWS
   event-stream frames), so the mutation reaches the adapter instead of the framing;
+- ids: tool-call ids as providers reuse them (every call one id, an id given to another
+  call or to a server tool's result, an id no call has); a body so mutated that decodes
+  whole also runs as two model calls of one reply (the same ids again) and as two turns of
+  a conversation, formatted for every protocol;
 
 and fed to the decoder in random pieces, sometimes with bytes that are not JSON arriving in
 a later read after the stream's end. What it checks, for every run:
@@ -15,9 +19,10 @@ a later read after the stream's end. What it checks, for every run:
 - the only exceptions out are modelwire's typed errors, and never ``InternalError`` (with
   ``MODELWIRE_DEBUG=1`` a bug is raised as itself, so it is counted too);
 - every event list produced, closing events included, passes ``check_stream`` and folds
-  into a message that dumps to JSON.
+  into a message that dumps to JSON; the two-call replies pass it too, and formatting
+  their conversations raises nothing but ``FormatError``.
 
-    python benchmarks/fuzz.py --bodies 100000          # the full run (minutes)
+    python benchmarks/fuzz.py --bodies 150000          # the full run (minutes)
     python benchmarks/fuzz.py --check                  # a short form, what CI runs
 """
 
@@ -150,6 +155,53 @@ def mutate_structure(protocol: str, raw: bytes, rnd: random.Random) -> bytes | N
     return join_events(protocol, events)
 
 
+# Keys whose string values name a tool call (or the item that carries one) in one protocol
+# or another: a call's id, the id a result answers, a Responses item's id.
+ID_KEYS = frozenset({"id", "tool_use_id", "call_id", "toolUseId", "item_id", "tool_call_id"})
+
+
+def _id_paths(value, here=()):
+    for path in _paths(value, here):
+        if path and path[-1] in ID_KEYS:
+            yield path
+
+
+def _get(value, path):
+    for step in path:
+        value = value[step]
+    return value
+
+
+def mutate_ids(protocol: str, raw: bytes, rnd: random.Random) -> bytes | None:
+    """Ids as providers reuse them: every call of a body given one id (``call_0``, a
+    constant id), one id given to another call or to a server tool's result (a result for
+    the wrong call, for a text block, for no call), or an id taken from an earlier event."""
+    events = split_events(protocol, raw)
+    if not events:
+        return None
+    found = [(i, path) for i, (_, data) in enumerate(events) if isinstance(data, (dict, list)) for path in _id_paths(data)]
+    found = [(i, p) for i, p in found if isinstance(_get(events[i][1], p), str)]
+    if not found:
+        return None
+    values = sorted({_get(events[i][1], p) for i, p in found})
+    choice = rnd.randrange(4)
+    if choice == 0:  # one id for all (a server that answers call_0 every time)
+        same = rnd.choice([*values, "call_0", "list_dir:0"])
+        chosen = found
+    elif choice == 1:  # some of them, to one of the others
+        same = rnd.choice(values)
+        chosen = rnd.sample(found, rnd.randint(1, len(found)))
+    elif choice == 2:  # one to an id no event has
+        same = rnd.choice(["srvtoolu_nowhere", "call_99", "", "toolu_01" * 40])
+        chosen = [rnd.choice(found)]
+    else:  # one to another's, chosen at random
+        same = None
+        chosen = [rnd.choice(found)]
+    for i, path in chosen:
+        _set(events[i][1], path, same if same is not None else rnd.choice(values))
+    return join_events(protocol, events)
+
+
 def mutate_bytes(raw: bytes, rnd: random.Random) -> bytes:
     data = bytearray(raw)
     choice = rnd.randrange(5)
@@ -219,6 +271,47 @@ def check(events: list) -> None:
     json.dumps(msg.to_dict())
 
 
+def check_turns(protocol: str, bad: bytes, rnd: random.Random) -> None:
+    """The same body as two model calls of one reply (the provider gives its ids again),
+    through the agent's id keeping, then that reply twice in a conversation (again in the
+    next turn), formatted for every protocol: the reply's events keep the grammar, a
+    formatter raises nothing but ``FormatError``, and the protocol that made the reply
+    formats it."""
+    from modelwire.agent._agent import _TOOL_EVENTS, _CallIds
+    from modelwire.formatters import get_formatter
+    from modelwire.message import ToolResultBlock, UserMsg
+
+    reply = AssistantMsg("a", [], id="r")
+    stream = [Ev.ReplyStartEvent(id="s", session_id="s", reply_id="r", name="a")]
+    for _ in range(2):
+        events, error = decode(protocol, bad, rnd)
+        if error is not None:
+            return
+        ids = _CallIds(reply)
+        try:
+            events = [ids.see(e) if e.type in _TOOL_EVENTS else e for e in events]
+        except E.StreamProtocolError:
+            return  # a result for a call this reply never made: refused, typed
+        for event in events:
+            reply.append_event(event)
+        stream += events
+    stream.append(Ev.ReplyEndEvent(id="e", session_id="s", reply_id="r"))
+    reply.append_event(stream[-1])
+    Ev.check_stream(stream)
+    answered = {b.id for b in reply.content if b.type == "tool_result"}
+    calls = [b for b in reply.content if b.type == "tool_call" and not b.__dict__.get("server_side")]
+    content = list(reply.content) + [ToolResultBlock(id=c.id, name=c.name, output="ok", state="success") for c in calls if c.id not in answered]
+    turn = reply.replace(content=content)
+    history = [UserMsg("u", "one"), turn, UserMsg("u", "two"), turn.replace(id="r2"), UserMsg("u", "three")]
+    tools = [{"name": name, "parameters": {"type": "object"}} for name in sorted({c.name for c in calls})]
+    for target in PROTOCOLS:
+        try:
+            get_formatter(target)().format(history, tools or None)
+        except E.FormatError as exc:
+            if target == protocol:  # the provider that made the reply takes it back, its ids reused or not
+                raise AssertionError(f"the conversation does not go on: {exc}") from exc
+
+
 def run(bodies: int, seed: int = 0, report=print) -> dict:
     rnd = random.Random(seed)
     items = corpus()
@@ -228,8 +321,12 @@ def run(bodies: int, seed: int = 0, report=print) -> dict:
         protocol, raw = items[n % len(items)]
         kind = rnd.randrange(10)
         trailing = b""
-        if kind < 5:
+        if kind < 3:
             bad = mutate_structure(protocol, raw, rnd) or mutate_bytes(raw, rnd)
+        elif kind < 5:
+            bad = mutate_ids(protocol, raw, rnd)
+            stats["ids"] += bad is not None
+            bad = bad or mutate_structure(protocol, raw, rnd) or mutate_bytes(raw, rnd)
         elif kind < 9:
             bad = mutate_bytes(raw, rnd)
         else:
@@ -245,6 +342,9 @@ def run(bodies: int, seed: int = 0, report=print) -> dict:
             stats["typed_errors" if error is not None else "decoded"] += 1
             try:
                 check(events)
+                if error is None and 3 <= kind < 5 and any(e.type == "TOOL_CALL_START" for e in events):
+                    stats["turns"] += 1
+                    check_turns(protocol, bad, rnd)
             except Exception as exc:  # noqa: BLE001
                 problem = f"events: {type(exc).__name__}: {exc}"
         if problem is not None:
@@ -257,7 +357,7 @@ def run(bodies: int, seed: int = 0, report=print) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bodies", type=int, default=100_000)
+    parser.add_argument("--bodies", type=int, default=150_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--check", action="store_true", help="a short run (2,000 bodies), what CI runs")
     parser.add_argument("--save", type=Path, help="write one body per distinct failure into this folder")
@@ -270,6 +370,7 @@ def main() -> int:
     per = ", ".join(f"{p} {stats[p]}" for p in PROTOCOLS)
     print(f"{bodies} mutated bodies from {result['corpus']} real and generated ones ({per}) in {took:.0f} s")
     print(f"  decoded whole: {stats['decoded']}, typed errors: {stats['typed_errors']}, failures: {stats['failures']}")
+    print(f"  ids mutated in {stats['ids']} bodies; {stats['turns']} of them also run as two calls of one reply and two turns, formatted for every protocol")
     for key, (protocol, bad, trailing, problem, tb) in failures.items():
         print(f"FAIL {protocol}: {problem}\n{tb[-1500:]}")
         if args.save:

@@ -216,3 +216,26 @@ def test_a_provider_tool_result_for_a_call_twice_or_for_no_call_is_a_stream_prot
     events += raised.value.events
     E.check_stream([E.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *events, E.ReplyEndEvent(session_id="s", reply_id="r")])
     assert [e.type for e in events].count("TOOL_RESULT_START") == 1
+
+
+def test_an_id_the_agent_made_for_a_repeat_is_not_given_twice():
+    """The reply's first call is ``c``; the next model call has ``c`` twice (the adapter
+    streams the second as ``c_2``) and the agent renames the first of those to ``c_2`` too:
+    the three calls keep three ids, each with its own arguments."""
+    from modelwire.agent._agent import _CallIds
+
+    reply = AssistantMsg("a", [ToolCallBlock(id="c", name="f", input="{}")], id="r")
+    ids = _CallIds(reply)
+    events = [
+        E.ToolCallStartEvent(reply_id="r", tool_call_id="c", tool_call_name="f"),
+        E.ToolCallDeltaEvent(reply_id="r", tool_call_id="c", delta='{"n": 2}'),
+        E.ToolCallEndEvent(reply_id="r", tool_call_id="c"),
+        E.ToolCallStartEvent(reply_id="r", tool_call_id="c_2", tool_call_name="f"),  # the adapter's own rename
+        E.ToolCallDeltaEvent(reply_id="r", tool_call_id="c_2", delta='{"n": 3}'),
+        E.ToolCallEndEvent(reply_id="r", tool_call_id="c_2"),
+    ]
+    seen = [ids.see(e) for e in events]
+    starts = [e.tool_call_id for e in seen if e.type == "TOOL_CALL_START"]
+    assert len(set(starts + ["c"])) == 3
+    args = {e.tool_call_id: e.delta for e in seen if e.type == "TOOL_CALL_DELTA"}
+    assert sorted(args.values()) == ['{"n": 2}', '{"n": 3}'] and len(args) == 2

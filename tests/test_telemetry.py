@@ -158,6 +158,18 @@ def test_an_error_ends_the_call_span_with_its_type():
     assert span.attributes["error.type"] == "rate_limit" and span.status.status_code.name == "ERROR"
 
 
+def test_a_key_the_server_echoes_is_masked_in_the_span():
+    key = "sk-ant-echoed-0123456789"
+    with ProviderServer() as server:
+        server.script(Reply(status=401, body=json.dumps({"error": {"type": "authentication_error", "message": f"invalid x-api-key {key}"}}).encode(), headers={"content-type": "application/json"}))
+        model = load_model("anthropic:claude-sonnet-4-5", api_key=key, base_url=server.url, retry=RetryPolicy(max_retries=0))
+        with pytest.raises(Exception):
+            asyncio.run(model.complete([UserMsg("u", "hi")]))
+    (span,) = SPANS.get_finished_spans()
+    shown = json.dumps([span.status.description, dict(span.attributes), [(e.name, dict(e.attributes)) for e in span.events]], default=str)
+    assert key not in shown and "***" in shown
+
+
 def test_without_opentelemetry_nothing_of_it_is_imported(tmp_path):
     """In a fresh process where opentelemetry cannot be imported, a call works and imports none of it."""
     script = textwrap.dedent(

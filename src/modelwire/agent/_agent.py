@@ -104,7 +104,7 @@ class _CallIds:
     def see(self, ev: Any) -> Any:
         call_id = ev.tool_call_id
         if ev.type == "TOOL_CALL_START":
-            if call_id in self.before:
+            if call_id in self.before or call_id in self.now:  # now: an id this class gave another call
                 n = 2
                 while f"{call_id}_{n}" in self.before or f"{call_id}_{n}" in self.now:
                     n += 1
@@ -112,7 +112,6 @@ class _CallIds:
                 self.now.add(new_id)
                 return ev.replace(tool_call_id=new_id)
             self.now.add(call_id)
-            self.renamed.pop(call_id, None)
             return ev
         new_id = self.renamed.get(call_id)
         if new_id is not None:

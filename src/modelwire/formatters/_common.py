@@ -6,6 +6,8 @@ that split into turns; :func:`segments` does the split once, in a provider-neutr
 and checks the rules every provider shares:
 
 - a tool result answers a tool call made earlier in the conversation;
+- each call is sent with an id of its own: a call whose id an earlier call had (providers
+  mint ids per turn) gets one made from it, and the results that follow answer it;
 - a client-side tool call is answered before the model speaks again (server-side calls
   are answered by the provider itself);
 - the results that answer one assistant turn are put in the order of its calls.
@@ -430,7 +432,8 @@ class Walk:
         return tail.out
 
     # The tool rules, for the agent's own turn: a result answers an earlier call and is
-    # finished, a call id is used once, and no text comes between calls and their results.
+    # finished, a call id met again is sent as one of its own, and no text comes between calls
+    # and their results.
     # Client calls and results are sent with their ids and names conformed (see _toolids);
     # server-side calls and their results as they are. One method each, checks and all:
     # most of a history is calls and results.

@@ -435,7 +435,9 @@ class OpenAIResponsesAdapter(BaseAdapter):
 def _describe(raw: dict[str, Any]) -> str:
     action = raw.get("action") or {}
     if isinstance(action, dict) and action.get("query"):
-        sources = action.get("sources") or []
+        sources = action.get("sources")
+        if not isinstance(sources, list):
+            sources = []  # the raw item is kept whole; a text of the search is a courtesy
         lines = [f"searched: {action['query']}"]
         lines += [f"{s.get('url') or s.get('name')}" for s in sources if isinstance(s, dict)]
         return "\n".join(lines)
