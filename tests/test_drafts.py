@@ -13,7 +13,7 @@ import pytest
 from modelwire.formatters import ToolSpec, get_formatter
 from modelwire.message import AssistantMsg, Base64Source, DataBlock, HintBlock, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
 from modelwire.models import load_model
-from modelwire.models._http import encode_body
+from modelwire.models._body import encode_body
 from modelwire.protocols import protocol_names
 from modelwire.testing.server import ProviderServer
 

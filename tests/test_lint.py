@@ -43,3 +43,26 @@ def test_no_function_in_the_package_ranks_d_or_worse():
             if block.complexity > 20:
                 ranked.append(f"{path.relative_to(ROOT)}:{block.lineno} {block.name} ({block.complexity})")
     assert ranked == [], "\n".join(ranked)
+
+
+def test_every_error_is_exported_and_drawn_in_the_tree():
+    """``errors.__all__`` names every error class, and the module's docstring draws the
+    tree as the classes make it (a class added or moved without the drawing fails here)."""
+    import inspect
+
+    import modelwire.errors as errors
+
+    classes = [c for c in vars(errors).values() if inspect.isclass(c) and issubclass(c, errors.ModelwireError)]
+    assert sorted(c.__name__ for c in classes) == sorted(n for n in errors.__all__ if n[0].isupper())
+
+    def parent(cls):
+        return next(b for b in cls.__bases__ if issubclass(b, errors.ModelwireError))
+
+    def lines(cls, depth=0):
+        others = [b.__name__ for b in cls.__bases__ if not issubclass(b, errors.ModelwireError) and b is not Exception]
+        yield "    " + "  " * depth + cls.__name__ + (f" (also {', '.join(others)})" if others else "")
+        for sub in sorted((c for c in classes if c is not errors.ModelwireError and parent(c) is cls), key=lambda c: c.__name__):
+            yield from lines(sub, depth + 1)
+
+    drawn = "\n".join(lines(errors.ModelwireError))
+    assert drawn in errors.__doc__

@@ -2,13 +2,53 @@
 
 Every error modelwire raises on purpose derives from :class:`ModelwireError`.
 Errors about bad data also derive from :class:`ValueError`, so code that already
-catches ``ValueError`` keeps working.
+catches ``ValueError`` keeps working. The whole tree (a built-in base besides, after
+"also"; ``ConnectionError`` and ``TimeoutError`` are also the built-in ones)::
+
+    ModelwireError
+      AgentBusyError (also RuntimeError)
+      AgentError (also RuntimeError)
+      CassetteError (also AssertionError)
+        CassetteMismatchError
+        CassetteSecretError
+        UnusedInteractionsError
+      ConfigError (also ValueError)
+        MissingKeyError
+        UnknownProtocolError
+      EventApplyError (also ValueError)
+      EventDecodeError (also ValueError)
+      FormatError (also ValueError)
+      InvalidMessageError (also ValueError)
+      ProviderError
+        AuthenticationError
+        ConnectionError (also ConnectionError)
+          TimeoutError (also TimeoutError)
+        IncompleteStreamError
+        InternalError
+        InvalidRequestError
+          ContextTooLongError
+        PermissionDeniedError
+        RateLimitError
+        UpstreamError
+          OverloadedError
+          StreamProtocolError
+            EventStreamError
+            SSELineTooLongError
+      StreamGrammarError (also ValueError)
+      StructuredOutputError (also ValueError)
+      ToolArgumentsError (also ValueError)
+      ToolError (also RuntimeError)
+      ToolServerError (also RuntimeError)
+      UnsupportedOptionError (also ValueError)
+      UsageLimitExceeded (also RuntimeError)
+      ValidationError (also ValueError)
+        RoleError
 """
 
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from typing import Any, Callable, Iterable
 
 __all__ = [
     "ModelwireError",
@@ -45,8 +85,13 @@ __all__ = [
     "EventStreamError",
     "UnsupportedOptionError",
     "UnknownProtocolError",
+    "UsageLimitExceeded",
+    "StructuredOutputError",
+    "ToolError",
+    "ToolServerError",
     "error_class",
     "error_from_body",
+    "use_error_tables",
 ]
 
 
@@ -393,6 +438,13 @@ class UsageLimitExceeded(ModelwireError, RuntimeError):
         super().__init__(f"the reply reached its {limit} limit ({used:g} of {allowed:g}) before the next model call")
 
 
+class StructuredOutputError(ModelwireError, ValueError):
+    """A reply asked for a structure (``structured_model=``) whose answer did not validate.
+    The reply ends with the error on its message; ``partial`` is that message."""
+
+    partial: Any = None
+
+
 class ToolArgumentsError(ModelwireError, ValueError):
     """The model's arguments for a tool are not valid JSON or do not fit its schema."""
 
@@ -472,34 +524,32 @@ _BY_STATUS: dict[int, type[ProviderError]] = {
 _CONTEXT_WORDS = ("context length", "context window", "maximum context", "prompt is too long", "too many tokens")
 
 
-def _by_type(code: str, protocol: str | None) -> type[ProviderError] | None:
-    from .protocols import get_protocol, protocol_names
+# The error tables of the protocols, in the order a body of ``protocol`` reads them (its own
+# first): handed over by the protocol registry when it loads (:func:`use_error_tables`), so
+# this module never imports it. Each item has ``error_types`` and ``error_phrases``.
+_error_tables: Callable[[str | None], Iterable[Any]] | None = None
 
-    names = [protocol] if protocol else []
-    names += [n for n in protocol_names() if n != protocol]
-    for name in names:
-        try:
-            table = get_protocol(name).error_types
-        except Exception:  # noqa: BLE001 - an unknown or broken protocol has no table to read
-            continue
-        if code in table:
-            return table[code]
+
+def use_error_tables(tables: Callable[[str | None], Iterable[Any]]) -> None:
+    """Where :func:`error_class` finds the protocols' error types and phrases: ``tables(protocol)``
+    yields each protocol's tables, that protocol's first (the registry calls this)."""
+    global _error_tables
+    _error_tables = tables
+
+
+def _by_type(code: str, protocol: str | None) -> type[ProviderError] | None:
+    for tables in _error_tables(protocol) if _error_tables is not None else ():
+        found = tables.error_types.get(code)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
     return None
 
 
 def _by_phrase(lowered: str, protocol: str | None) -> type[ProviderError] | None:
-    from .protocols import get_protocol, protocol_names
-
-    names = [protocol] if protocol else []
-    names += [n for n in protocol_names() if n != protocol]
-    for name in names:
-        try:
-            phrases = get_protocol(name).error_phrases
-        except Exception:  # noqa: BLE001 - an unknown or broken protocol has no table to read
-            continue
-        for phrase, cls in phrases.items():
+    for tables in _error_tables(protocol) if _error_tables is not None else ():
+        for phrase, cls in tables.error_phrases.items():
             if phrase in lowered:
-                return cls
+                return cls  # type: ignore[no-any-return]
     return None
 
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
-from ..errors import FormatError, debug_enabled
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..message import Msg
     from ._common import Segment, Walk
     from ._incremental import Draft, Turns
     from ._toolids import IdRules
-    from ._usual import UsualRun
 
 __all__ = ["Formatter"]
 
@@ -72,34 +70,7 @@ class Formatter:
         from ._common import format_errors
 
         with format_errors(self.protocol):
-            draft = self.draft(tools, tool_choice)
-            if _has_short_path(type(self)):
-                payload = draft.short(messages)
-                if payload is not None:
-                    if debug_enabled():
-                        _same_as_walked(payload, lambda: self.draft(tools, tool_choice).once(messages))
-                    return payload
-                draft = self.draft(tools, tool_choice)  # not the usual history; the short path may have conformed ids
-            return draft.once(messages)
-
-    def short(self, messages: Sequence[Any], conformer: Any) -> Turns | None:
-        """What :meth:`take` would keep of ``messages``, made in one pass for the usual
-        history, without the shared walk's segments (by :meth:`usual_run`); None for anything
-        else: :meth:`format` then runs the shared walk, which formats the unusual and raises
-        what is wrong, naming the message. ``conformer`` conforms tool ids and names as the
-        walk would (None: taken as they are). Its payload must equal the walk's: with
-        ``MODELWIRE_DEBUG=1`` (as the tests run) every payload a short path makes is checked
-        against the walk's."""
-        run = None if self.speaker_names else self.usual_run(conformer)
-        return run.turns() if run is not None and run.run(messages) else None
-
-    def usual_run(self, conformer: Any) -> UsualRun | None:
-        """The pass of this formatter's short path (see :meth:`short`): a
-        :class:`~modelwire.formatters._usual.UsualRun` that keeps the walk's tool rules and
-        makes this provider's turns of the blocks most histories are made of, giving up at
-        the first it does not take; None where the formatter has none (or none with these
-        options)."""
-        return None
+            return self.draft(tools, tool_choice).once(messages)
 
     # -- drafts (formatters built on the shared walk) --------------------------------------
 
@@ -133,35 +104,3 @@ class Formatter:
         """The payload from ``acc`` (a copy, see :meth:`Turns.fork`: change no turn but its
         last, nor any list's items)."""
         raise NotImplementedError
-
-
-_SHORT: dict[type, bool] = {}  # formatter class -> whether format() takes its short path
-
-
-def _has_short_path(cls: type) -> bool:
-    """Whether ``cls`` has a short path that makes what its own ``take()`` makes: one whose
-    ``usual_run`` comes from a class below which nothing changes how segments become turns
-    (``take``, ``begin``, ``walk``). A subclass that changes those keeps its own formatting,
-    through the walk, until it gives a ``usual_run`` of its own."""
-    found = _SHORT.get(cls)
-    if found is None:
-        owner = _defines(cls, "usual_run")
-        found = owner is not Formatter and all(_defines(cls, name) in owner.__mro__ for name in ("take", "begin", "walk"))
-        _SHORT[cls] = found
-    return found
-
-
-def _defines(cls: type, name: str) -> type:
-    """The class of ``cls``'s MRO whose ``name`` ``cls`` has."""
-    return next(c for c in cls.__mro__ if name in c.__dict__)
-
-
-def _same_as_walked(payload: dict[str, Any], walk: Any) -> None:
-    """A short path's ``payload`` checked against the walk's (``walk()``): a difference, or
-    a conversation the walk refuses, is a bug in the short path."""
-    try:
-        walked = walk()
-    except FormatError as exc:
-        raise AssertionError(f"the short path made a payload of a conversation the walk refuses: {exc}") from exc
-    if payload != walked:
-        raise AssertionError(f"the short path's payload differs from the walk's: {payload!r:.2000} != {walked!r:.2000}")

@@ -155,14 +155,6 @@ class Draft:
             fmt.take(acc, seg)
         return fmt.finish(acc, self.tools, self.tool_choice)  # type: ignore[no-any-return]
 
-    def short(self, messages: Sequence[Any]) -> dict[str, Any] | None:
-        """The payload for ``messages`` by the formatter's short path
-        (:meth:`~modelwire.formatters.Formatter.short`), or None where it does not take
-        them. Either way the draft is spent."""
-        fmt = self.formatter
-        acc = fmt.short(messages, self.walk.conformer)
-        return None if acc is None else fmt.finish(acc, self.tools, self.tool_choice)  # type: ignore[no-any-return]
-
     def payload(self) -> dict[str, Any]:
         """The payload for the messages of the last :meth:`extend`; the draft is not changed."""
         fmt = self.formatter

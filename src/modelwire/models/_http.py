@@ -3,32 +3,29 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import collections
-import copy as _copy
 import json
 import logging
 from contextlib import aclosing
-from pathlib import Path
 from typing import Any, AsyncGenerator, Sequence
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
-from msgspec.json import encode as _encode_json
 
 from .. import errors as E
 from .. import telemetry
 from .._ids import new_id
-from .._record import extras_of
 from ..event import AgentEvent, ModelCallEndEvent
 from .._sync import run_sync
 from ..errors import UnsupportedOptionError, debug_enabled
 from ..formatters import ToolSpec
 from ..formatters._toolids import name_map
-from ..message import AssistantMsg, Base64Source, DataBlock, Msg, MsgInput, UserMsg, as_messages
+from ..message import AssistantMsg, Msg, MsgInput, UserMsg, as_messages
 from ..protocols import ModelCapabilities, ModelOptions, WireProtocol, get_protocol
 from ..protocols._protocol import thinking_requested
+from ._body import encode_body, http_error, read_limited, request_id_of
+from ._media import has_media, refused_media, resolve_sources, without_media
 from .config import ModelSpec
-from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks, retry_after_seconds
+from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks
 
 log = logging.getLogger("modelwire.models")
 
@@ -50,9 +47,8 @@ async def _prices_loaded() -> None:
 _CHAIN_RECORDS = 16  # stored responses kept per model for ``chain`` (the latest conversations)
 _MAX_RESUMES = 5  # times one background response is read again after its stream broke
 
-__all__ = ["HTTPModel", "resolve_sources"]
+__all__ = ["HTTPModel"]
 
-USER_AGENT = "modelwire/0.1"
 
 
 _AGAIN = object()  # a failed request is sent again
@@ -344,9 +340,9 @@ class HTTPModel:
         out: list[Msg] | None = None
         for index in range(start, len(messages)):
             msg = messages[index]
-            if not any(map(_has_media, msg.content)):
+            if not any(map(has_media, msg.content)):
                 continue
-            content = _without_media(msg.content, refused, index, self)
+            content = without_media(msg.content, refused, index, self)
             if content is not None:
                 if out is None:
                     out = list(messages)
@@ -468,7 +464,7 @@ class HTTPModel:
         _preload_prices()  # in a thread, while the answer streams (the connection's own imports done)
         first_deadline = loop.time() + self.timeouts.first_byte
         if response.status_code >= 400:
-            raise await _http_error(response, self.wire)
+            raise await http_error(response, self.wire)
         if not _is_stream(response, self.wire.stream_content_type(self.spec.preset)):
             # JSON where a stream was asked for (the whole answer, or its error), or something
             # else (an HTML page from a proxy): the server answered, so this is never retried
@@ -535,7 +531,7 @@ class HTTPModel:
         """What the error says of where it came from: the request id, and a server that
         answered in another protocol."""
         if attempt.response is not None and err.request_id is None:
-            err.request_id = _request_id(attempt.response)
+            err.request_id = request_id_of(attempt.response)
         if isinstance(err, E.StreamProtocolError) and attempt.head:
             from ..protocols import sniff
 
@@ -654,7 +650,7 @@ class HTTPModel:
                 try:
                     response = await self.transport.open("GET", url, headers, b"", self.timeouts.first_byte)
                     if response.status_code >= 400:
-                        last = self._mask(await _http_error(response, self.wire), headers, url)
+                        last = self._mask(await http_error(response, self.wire), headers, url)
                         break
                     decoder = self.wire.decoder_for(adapter, self.spec.preset)
                     async for chunk in read_chunks(response, self.timeouts, None, loop.time() + self.timeouts.first_byte):
@@ -720,7 +716,7 @@ class HTTPModel:
         from ..adapters import decode_answer
 
         content_type = response.headers.get("content-type", "")
-        raw = await _read_limited(response, self.max_source_bytes)
+        raw = await read_limited(response, self.max_source_bytes)
         text = raw.decode("utf-8", "replace")
         try:
             answer: Any = json.loads(text) if "json" in content_type.lower() else None
@@ -767,61 +763,6 @@ class HTTPModel:
 
     async def aclose(self) -> None:
         await self.transport.aclose()
-
-
-def _media_kind(media_type: str) -> str | None:
-    base = media_type.split(";")[0].strip().lower()
-    if base.startswith("image/"):
-        return "image"
-    if base == "application/pdf":
-        return "pdf"
-    if base.startswith("audio/"):
-        return "audio"
-    return None
-
-
-def refused_media(caps: ModelCapabilities) -> frozenset[str]:
-    """The kinds of media a model's capabilities say it cannot take in."""
-    return frozenset(kind for kind in ("image", "pdf", "audio") if getattr(caps, f"{kind}_input") is False)
-
-
-def _has_media(block: Any) -> bool:
-    btype = block.type
-    return btype == "data" or (btype == "tool_result" and not isinstance(block.output, str))
-
-
-def _without_media(blocks: list[Any], refused: frozenset[str], index: int, model: "HTTPModel") -> list[Any] | None:
-    """``blocks`` with the media of ``refused`` kinds noted or refused; None when none is there."""
-    out: list[Any] | None = None
-    for k, block in enumerate(blocks):
-        replacement: Any = None
-        if block.type == "data" and extras_of(block).get("provider_block_type") is not None:
-            continue  # a provider's own item, not media
-        if block.type == "data":
-            kind = _media_kind(block.source.media_type)
-            if kind in refused:
-                replacement = _media_note(kind, block, index, model)
-        elif block.type == "tool_result" and not isinstance(block.output, str):
-            inner = _without_media(list(block.output), refused, index, model)
-            if inner is not None:
-                replacement = block.replace(output=inner)
-        if replacement is not None:
-            if out is None:
-                out = list(blocks)
-            out[k] = replacement
-    return out
-
-
-def _media_note(kind: str, block: Any, index: int, model: "HTTPModel") -> Any:
-    from ..message import TextBlock
-
-    what = f"{model.provider}:{model.name} takes no {kind} input"
-    if model.on_unsupported_media == "refuse":
-        raise E.FormatError(
-            index, f"{what} ({block.source.media_type}); remove it, choose a model that takes it, or load the model with on_unsupported_media='note'", model.protocol, code="unsupported-media"
-        )
-    name = f" {block.name!r}" if getattr(block, "name", None) else ""
-    return TextBlock(text=f"[{kind}{name} not shown: {what}]")
 
 
 async def fold_call(model: Any, messages: MsgInput, tools: Any, tool_choice: Any, options: Any, reply_id: str | None, name: str) -> Msg:
@@ -890,141 +831,3 @@ def _answer_began(*batches: list[AgentEvent]) -> bool:
     never sent again, whether the error came in a piece of its own or in the piece that
     also held the answer's start (a body read a socket read at a time holds several)."""
     return any(event.type not in _CALL_BOUNDS for batch in batches for event in batch)
-
-
-def encode_body(payload: dict[str, Any]) -> bytes:
-    """A request payload as the bytes sent: compact UTF-8 JSON. A value JSON cannot hold
-    (a set, NaN, an object) is refused here, before anything is sent."""
-    try:
-        return _encode_json(payload)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise E.FormatError(None, f"the request cannot be written as JSON: {exc}") from None
-
-
-async def _read_limited(response: Any, limit: int) -> bytes:
-    parts, size = [], 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > limit:
-            break
-        parts.append(chunk)
-    return b"".join(parts)
-
-
-def _request_id(response: Any) -> str | None:
-    headers = response.headers
-    return headers.get("request-id") or headers.get("x-request-id") or headers.get("apim-request-id")
-
-
-async def _http_error(response: Any, wire: WireProtocol) -> E.ProviderError:
-    try:
-        raw = await response.aread()
-    except Exception:  # noqa: BLE001 - the status alone still makes a useful error
-        raw = b""
-    text = raw.decode("utf-8", "replace")
-    stripped = text.lstrip()
-    if stripped.startswith(("data:", "event:")):
-        # An SSE error frame as the body of an error status: its data is the error.
-        data_lines = [line[5:].strip() for line in stripped.splitlines() if line.startswith("data:")]
-        text = data_lines[0] if data_lines else text
-    try:
-        body: Any = json.loads(text) if text else {}
-    except ValueError:
-        body = {"error": {"message": text[:500] or f"HTTP {response.status_code}"}}
-    if not isinstance(body, dict) or not body:
-        body = {"error": {"message": text[:500] or f"HTTP {response.status_code}"}}
-    err = wire.error(body, status=response.status_code, request_id=_request_id(response))
-    err.retry_after = retry_after_seconds(response.headers)  # type: ignore[attr-defined]
-    return err
-
-
-# -- data sources ----------------------------------------------------------------------------
-
-
-def _needs_fetch(protocol: WireProtocol, media_type: str, url: str) -> bool:
-    """``file://`` always; an http(s) URL when the protocol says it must be inlined."""
-    if url.startswith("file:"):
-        return True
-    if not url.startswith(("http://", "https://")):
-        return False
-    return protocol.needs_inline(media_type)
-
-
-async def resolve_sources(messages: Sequence[Msg], protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> list[Msg]:
-    """Inline (as base64) the data sources the provider cannot take as a URL, and every
-    ``file://`` source, with a size limit. The given messages are not changed."""
-    out: list[Msg] = []
-    for msg in messages:
-        if not any(map(_has_url, msg.content)):  # nothing to fetch: no await per block
-            out.append(msg)
-            continue
-        changed = False
-        new_blocks = []
-        for block in msg.content:
-            new_block = await _resolve_block(block, protocol, transport, max_bytes)
-            changed |= new_block is not block
-            new_blocks.append(new_block)
-        if changed:
-            copy = _copy.deepcopy(msg)
-            copy.content = new_blocks
-            out.append(copy)
-        else:
-            out.append(msg)
-    return out
-
-
-def _has_url(block: Any) -> bool:
-    """Whether a block holds a URL source, the only kind :func:`resolve_sources` may fetch."""
-    btype = block.type
-    if btype == "data":
-        return block.source.type == "url"  # type: ignore[no-any-return]
-    if btype == "tool_result" and isinstance(block.output, list):
-        return any(b.type == "data" and b.source.type == "url" for b in block.output)
-    return False
-
-
-async def _resolve_block(block: Any, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> Any:
-    if block.type == "data":
-        return await _resolve_data(block, protocol, transport, max_bytes)
-    if block.type == "tool_result" and isinstance(block.output, list):
-        outputs = [await _resolve_data(b, protocol, transport, max_bytes) if b.type == "data" else b for b in block.output]
-        if any(a is not b for a, b in zip(outputs, block.output)):
-            return block.replace(output=outputs)
-    return block
-
-
-async def _resolve_data(block: DataBlock, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> DataBlock:
-    src = block.source
-    if src.type != "url" or not _needs_fetch(protocol, src.media_type, src.url):
-        return block
-    url = src.url
-    if url.startswith("file:"):
-        path = Path(unquote(urlparse(url).path))
-        try:
-            size = path.stat().st_size
-            if size > max_bytes:
-                raise E.InvalidRequestError(f"{path} is {size} bytes; the limit for inline data is {max_bytes}")
-            raw = await asyncio.to_thread(path.read_bytes)
-        except OSError as exc:
-            raise E.InvalidRequestError(f"cannot read {url}: {exc.strerror}") from exc
-    else:
-        raw = await _download(url, transport, max_bytes)
-    data = base64.b64encode(raw).decode("ascii")
-    return block.replace(source=Base64Source(data=data, media_type=src.media_type))
-
-
-async def _download(url: str, transport: HTTPTransport, max_bytes: int) -> bytes:
-    response = await transport.open("GET", url, {"user-agent": USER_AGENT}, b"", transport.timeouts.first_byte)
-    try:
-        if response.status_code >= 400:
-            raise E.InvalidRequestError(f"fetching {url} gave HTTP {response.status_code}", status_code=response.status_code)
-        parts = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > max_bytes:
-                raise E.InvalidRequestError(f"{url} is larger than the {max_bytes}-byte limit for inline data")
-            parts.append(chunk)
-        return b"".join(parts)
-    finally:
-        await response.aclose()

@@ -167,7 +167,7 @@ def repair(model: Any, messages: Sequence[Any]) -> list[Any]:
     previous = model.on_unsupported_media
     model.on_unsupported_media = "note"
     try:
-        from ._http import refused_media
+        from ._media import refused_media
 
         return list(model._media_checked(list(fixed), refused_media(model.capabilities)))
     finally:

@@ -26,9 +26,9 @@ works (its protocol is loaded to look). :func:`register` adds one at run time.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
-from ..errors import UnknownProtocolError
+from ..errors import UnknownProtocolError, use_error_tables
 from ..message._provenance import add_claimer
 from ._caps import ModelCapabilities
 from ._protocol import Capabilities, ModelOptions, Preset, WireProtocol, deep_merge
@@ -235,6 +235,22 @@ def _protocols() -> list[WireProtocol]:
         loaded = [get_protocol(name) for name in names]
         _names = (source, names, loaded)
     return loaded
+
+
+def _error_tables(protocol: str | None) -> Iterator[WireProtocol]:
+    """Each protocol whose error tables a body of ``protocol`` is read with, that one first (a
+    gateway in front of one provider may answer in another's words); one that cannot be
+    loaded has none to read."""
+    names = [protocol] if protocol else []
+    names += [n for n in protocol_names() if n != protocol]
+    for name in names:
+        try:
+            yield get_protocol(name)
+        except Exception:  # noqa: BLE001 - an unknown or broken protocol has no table to read
+            continue
+
+
+use_error_tables(_error_tables)
 
 
 def replay_keys() -> frozenset[str]:

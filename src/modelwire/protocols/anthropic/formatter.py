@@ -53,7 +53,6 @@ from ...formatters import (
 )
 
 from ...formatters._toolids import IdRules
-from ...formatters._usual import UsualRun, by_place
 from . import PROTOCOL as _WIRE
 
 __all__ = ["AnthropicFormatter", "format_anthropic", "MAX_CACHE_BREAKPOINTS"]
@@ -132,11 +131,6 @@ class AnthropicFormatter(Formatter):
                 else:
                     self._user_block(b, seg, content)
         merge_turn(acc.turns, role, content, after_results=_after_results if seg.kind == "results" else None)
-
-    def usual_run(self, conformer: Any) -> _Usual:
-        """The short path's pass (see ``Formatter.short``): system and user text, user
-        media, the agent's text, thinking and client calls, and their results."""
-        return _Usual(self, conformer)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
@@ -243,73 +237,7 @@ class AnthropicFormatter(Formatter):
             payload["messages"] = [_marked(turn) if id(turn) in marked else turn for turn in payload["messages"]]
 
 
-class _Usual(UsualRun):
-    """The pass of :meth:`AnthropicFormatter.usual_run`: the turns so far, the system blocks, and the
-    open run's content (or results)."""
 
-    __slots__ = ("turns_made", "instruction", "content")
-
-    def __init__(self, fmt: AnthropicFormatter, conformer: Any) -> None:
-        super().__init__(fmt, conformer)
-        self.turns_made: list[dict[str, Any]] = []  # the provider's turns so far
-        self.instruction: list[dict[str, Any]] = []  # the system blocks
-        self.content: list[dict[str, Any]] = []  # the open run's (the agent's or the user's)
-
-    def system_text(self, text: str) -> None:
-        if text:
-            self.instruction.append({"type": "text", "text": text})
-
-    def user_text(self, text: str) -> None:
-        self.content.append({"type": "text", "text": text})
-
-    def user_media(self, index: int, block: Any) -> None:
-        self.content.append(media_block(block, index))
-
-    def own(self, index: int, content: Sequence[Any]) -> bool:
-        """The agent's blocks, as take() makes them (the usual text and call here)."""
-        for b in content:
-            btype = b.type
-            if btype == "tool_result":
-                if not self.answered(index, b):
-                    return False
-                continue
-            if btype == "tool_call":
-                b = self.called(index, b)
-                if b is None:
-                    return False
-            elif btype != "text" and btype != "thinking":
-                return False
-            elif self.kind != "assistant" and not self.joins("assistant"):
-                return False
-            if b.__dict__ or btype == "thinking":
-                self.fmt._assistant_block(b, _NO_SEGMENT, self.content)
-            elif btype == "text":
-                if b.text:
-                    self.content.append({"type": "text", "text": b.text})
-            else:
-                self.content.append({"type": "tool_use", "id": b.id, "name": b.name, "input": parse_arguments(b)})
-        return True
-
-    def turns(self) -> Turns:
-        acc = Turns()
-        acc.turns, acc.system = self.turns_made, self.instruction
-        return acc
-
-    def to(self, kind: str | None) -> None:
-        done, self.kind = self.kind, kind
-        if done == "results":
-            self.results.sort(key=by_place)  # stable: the walk's call order
-            for _, result, _ in self.results:
-                self.fmt._result(result, _NO_SEGMENT, self.content)
-            self.results = []
-            merge_turn(self.turns_made, "user", self.content, after_results=_after_results)
-        elif done == "assistant" or done == "user":
-            merge_turn(self.turns_made, done, self.content)
-        self.content = []
-
-
-# What a short path gives a method that names a block's message only in its errors (and
-# then the walk formats the history again, and says where).
 _NO_SEGMENT = Segment("assistant", 0, [])
 
 

@@ -50,7 +50,6 @@ from ...formatters import (
 )
 from ...message import Msg
 from ...formatters._toolids import IdRules
-from ...formatters._usual import UsualRun, by_place
 from . import GEMINI_TS
 from . import PROTOCOL as _WIRE
 
@@ -132,11 +131,6 @@ class GeminiFormatter(Formatter):
                 else:
                     parts += self._user_part(b, seg.index_of(b))
         merge_turn(acc.turns, role, parts, key="parts", after_results=_after_results if seg.kind == "results" else None)
-
-    def usual_run(self, conformer: Any) -> _Usual:
-        """The short path's pass (see ``Formatter.short``): system and user text, user
-        media, the agent's text, thinking and client calls, and their results."""
-        return _Usual(self, conformer)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         specs, server_tools = _split_tools(tools)
@@ -250,88 +244,6 @@ class GeminiFormatter(Formatter):
             responses.append({"functionResponse": response})
         return responses + media
 
-
-class _Usual(UsualRun):
-    """The pass of :meth:`GeminiFormatter.usual_run`: the contents so far, the system parts, the
-    calls met (for their results), and the open run's parts (or results)."""
-
-    __slots__ = ("turns_made", "instruction", "calls", "parts", "first_call")
-
-    def __init__(self, fmt: GeminiFormatter, conformer: Any) -> None:
-        super().__init__(fmt, conformer)
-        self.turns_made: list[dict[str, Any]] = []  # the provider's turns so far
-        self.instruction: list[dict[str, Any]] = []  # the system parts
-        self.calls: dict[str, Any] = {}  # call id -> its block (as take() gathers them)
-        self.parts: list[dict[str, Any]] = []  # the open run's (model or user)
-        self.first_call = True  # the open model run's first client call is still to come
-
-    def system_text(self, text: str) -> None:
-        if text:
-            self.instruction.append({"text": text})
-
-    def user_text(self, text: str) -> None:
-        self.parts.append({"text": text})
-
-    def user_media(self, index: int, block: Any) -> None:
-        self.parts.append(media_part(block, index))
-
-    def own(self, index: int, content: Sequence[Any]) -> bool:
-        """The agent's blocks, as _model_parts() makes them."""
-        for b in content:
-            btype = b.type
-            if btype == "tool_result":
-                if not self.answered(index, b):
-                    return False
-            elif btype == "tool_call":
-                b = self.called(index, b)
-                if b is None:
-                    return False
-                if b.__dict__ or b.id.startswith(GEMINI_TS):
-                    self.call(b)
-                else:
-                    self.calls[b.id] = b
-                    self.parts.append(_bare_call(b, self.first_call))
-                    self.first_call = False
-            elif btype == "text" or btype == "thinking":
-                if self.kind != "assistant" and not self.joins("assistant"):
-                    return False
-                if btype == "text" and not b.__dict__:  # the usual text: no origin, so no signature
-                    if b.text:
-                        self.parts.append({"text": b.text})
-                else:
-                    native = replays_natively(b, PROTOCOL, self.fmt.provider, scope=SCOPE, endpoint=self.fmt.endpoint)
-                    if native or btype == "text" or self.fmt.thinking_as_text:  # else _text_part() sends nothing
-                        self.fmt._text_part(b, native, b.__dict__.get("thought_signature") if native else None, self.parts)
-            else:
-                return False
-        return True
-
-    def call(self, b: Any) -> None:
-        """A client call (as sent) that says where it came from into the model run, with the
-        signature that goes with it."""
-        self.calls[b.id] = b
-        native = replays_natively(b, PROTOCOL, self.fmt.provider, scope=SCOPE, endpoint=self.fmt.endpoint)
-        self.parts.append(_call_part(b, native, b.__dict__.get("thought_signature") if native else None, self.first_call))
-        self.first_call = False
-
-    def turns(self) -> Turns:
-        acc = Turns({"calls": self.calls})
-        acc.turns, acc.system = self.turns_made, self.instruction
-        return acc
-
-    def to(self, kind: str | None) -> None:
-        done, self.kind = self.kind, kind
-        if done == "assistant":
-            merge_turn(self.turns_made, "model", self.parts, key="parts")
-            self.parts, self.first_call = [], True
-        elif done == "results":
-            self.results.sort(key=by_place)  # stable: the walk's call order
-            parts = self.fmt._results(Segment("results", 0, [r for _, r, _ in self.results]), self.calls)
-            merge_turn(self.turns_made, "user", parts, key="parts", after_results=_after_results)
-            self.results = []
-        elif done == "user":
-            merge_turn(self.turns_made, "user", self.parts, key="parts")
-            self.parts = []
 
 
 def _declaration(spec: ToolSpec) -> dict[str, Any]:

@@ -48,7 +48,6 @@ from ...formatters import (
 )
 
 from ...formatters._toolids import IdRules
-from ...formatters._usual import UsualRun, by_place
 from . import PROTOCOL as _WIRE
 
 __all__ = ["OpenAIChatFormatter", "format_openai_chat"]
@@ -134,14 +133,6 @@ class OpenAIChatFormatter(Formatter):
                 if self.include_names and seg.name:
                     msg["name"] = sanitize_name(seg.name)
                 out.append(msg)
-
-    def usual_run(self, conformer: Any) -> _Usual | None:
-        """The short path's pass (see ``Formatter.short``): system and user text, user
-        media, the agent's text (no refusal) and thinking (not sent here), client calls and
-        their results; none with speaker names or a dialect that sends thinking."""
-        if self.include_names or self.reasoning_field or self.thinking_as_text:
-            return None
-        return _Usual(self, conformer)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools; use openai-responses: for OpenAI's web search and code interpreter")
@@ -268,70 +259,6 @@ class OpenAIChatFormatter(Formatter):
                 text = f"[{len(data)} media item(s); sent in the next user message]"
         return text
 
-
-class _Usual(UsualRun):
-    """The pass of :meth:`OpenAIChatFormatter.usual_run`: the messages so far, and the open run's
-    texts (or user parts), calls and results."""
-
-    __slots__ = ("out", "texts", "calls")
-
-    def __init__(self, fmt: OpenAIChatFormatter, conformer: Any) -> None:
-        super().__init__(fmt, conformer)
-        self.out: list[dict[str, Any]] = []
-        self.texts: list[Any] = []  # the open run's texts (system, assistant) or parts (user)
-        self.calls: list[dict[str, Any]] = []
-
-    def system_text(self, text: str) -> None:
-        self.texts.append(text)
-
-    def user_text(self, text: str) -> None:
-        self.texts.append({"type": "text", "text": text})
-
-    def user_media(self, index: int, block: Any) -> None:
-        self.texts.append(media_part(block, index))
-
-    def own(self, index: int, content: Sequence[Any]) -> bool:
-        for b in content:
-            btype = b.type
-            if btype == "tool_result":
-                if not self.answered(index, b):
-                    return False
-            elif btype == "tool_call":
-                b = self.called(index, b)
-                if b is None:
-                    return False
-                self.calls.append({"id": b.id, "type": "function", "function": {"name": b.name, "arguments": b.input or "{}"}})
-            elif (btype == "text" and not b.__dict__.get("refusal")) or btype == "thinking":
-                if self.kind != "assistant" and not self.joins("assistant"):
-                    return False
-                if btype == "text" and b.text:
-                    self.texts.append(b.text)
-            else:
-                return False
-        return True
-
-    def turns(self) -> Turns:
-        acc = Turns()
-        acc.turns = self.out
-        return acc
-
-    def to(self, kind: str | None) -> None:
-        done, self.kind = self.kind, kind
-        out, texts = self.out, self.texts
-        if done == "assistant":
-            said = self.fmt._plain(texts, self.calls)
-            if said is not None:
-                out.append(said)
-            self.calls = []
-        elif done == "results":
-            self.results.sort(key=by_place)  # stable: the walk's call order
-            _tool_messages([(result, index) for _, result, index in self.results], out)
-            self.results = []
-        elif done == "user" and texts:
-            out.append({"role": "user", "content": _user_content(texts)})
-        elif done == "system" and any(texts):
-            out.append({"role": self.fmt.system_role, "content": "\n\n".join(t for t in texts if t)})
-        self.texts = []
 
 
 def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:

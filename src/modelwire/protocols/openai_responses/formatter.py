@@ -47,7 +47,6 @@ from ...formatters import (
 )
 
 from ...formatters._toolids import IdRules
-from ...formatters._usual import UsualRun, by_place
 from ..openai_chat.formatter import TOOL_IDS, TOOL_NAMES  # the same rules on OpenAI's two APIs
 from . import PROTOCOL as _WIRE
 
@@ -117,11 +116,6 @@ class OpenAIResponsesFormatter(Formatter):
                     items.append({"type": "function_call_output", "call_id": r.id, "output": output})
                 else:
                     items.append(self._result(r, seg.index_of(r)))
-
-    def usual_run(self, conformer: Any) -> _Usual:
-        """The short path's pass (see ``Formatter.short``): system and user text, user
-        media, the agent's text, thinking and client calls, and their results."""
-        return _Usual(self, conformer)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
@@ -283,123 +277,6 @@ class OpenAIResponsesFormatter(Formatter):
             output = f"The tool call was {result.state}."
         return {"type": "function_call_output", "call_id": result.id, "output": output}
 
-
-class _Usual(UsualRun):
-    """The pass of :meth:`OpenAIResponsesFormatter.usual_run`: the items so far, the instructions,
-    the open run's texts or content parts, and, for a run of the agent's, its items and
-    the output message and reasoning item being filled (as ``_assistant`` keeps them)."""
-
-    __slots__ = ("items", "instructions", "texts", "turn", "message", "reasoning", "replayed")
-
-    def __init__(self, fmt: OpenAIResponsesFormatter, conformer: Any) -> None:
-        super().__init__(fmt, conformer)
-        self.items: list[dict[str, Any]] = []
-        self.instructions: list[str] = []
-        self.texts: list[Any] = []  # the open system run's texts, or the user run's parts
-        self.turn: list[dict[str, Any]] = []  # the open run's items, of the agent's
-        self.message: dict[str, Any] | None = None
-        self.reasoning: dict[str, Any] | None = None
-        self.replayed: set[str] = set()  # reasoning items sent verbatim (AgentScope's way)
-
-    def system_text(self, text: str) -> None:
-        self.texts.append(text)
-
-    def user_text(self, text: str) -> None:
-        self.texts.append({"type": "input_text", "text": text})
-
-    def user_media(self, index: int, block: Any) -> None:
-        self.texts.append(input_media(block, index))
-
-    def own(self, index: int, content: Sequence[Any]) -> bool:
-        """The agent's blocks, as _assistant() makes them (the usual call and text here,
-        the rest by :meth:`add`)."""
-        for b in content:
-            btype = b.type
-            if btype == "tool_result":
-                if not self.answered(index, b):
-                    return False
-            elif btype == "tool_call":
-                b = self.called(index, b)
-                if b is None:
-                    return False
-                if b.__dict__:
-                    self.add(b, btype)
-                else:
-                    self.message = self.reasoning = None
-                    self.turn.append({"type": "function_call", "call_id": b.id, "name": b.name, "arguments": b.input or "{}"})
-            elif btype != "text" and btype != "thinking":
-                return False
-            elif self.kind != "assistant" and not self.joins("assistant"):
-                return False
-            elif btype == "thinking" or b.__dict__ or not b.text or (self.message is not None and "id" not in self.message):
-                self.add(b, btype)
-            else:  # the usual text: a message of its own
-                self.reasoning = None
-                self.message = {"type": "message", "role": "assistant", "content": b.text}
-                self.turn.append(self.message)
-        return True
-
-    def add(self, b: Any, btype: str) -> None:
-        """One of the agent's blocks into the run's items: _assistant()'s loop, for a call,
-        a text or a thinking block."""
-        extras = b.__dict__
-        if btype == "thinking":
-            if "reasoning_item_id" in extras or "reasoning_item_raw" in extras or self.fmt.thinking_as_text:  # else _thought() sends nothing
-                self.message, self.reasoning = self.fmt._thought(b, extras, self.turn, self.message, self.reasoning, self.replayed)
-            return
-        self.reasoning = None
-        if btype == "text":
-            message = self.message
-            if b.text and not extras and (message is None or "id" in message):  # the usual text
-                self.message = {"type": "message", "role": "assistant", "content": b.text}
-                self.turn.append(self.message)
-            elif b.text:
-                item_id = extras.get("item_id") if self.fmt.item_ids else None
-                self.message = self.fmt._output_text(self.turn, message, b.text, item_id, bool(extras.get("refusal", False)), extras.get("annotations") or [])
-            return
-        self.message = None
-        if not extras:  # the usual call
-            self.turn.append({"type": "function_call", "call_id": b.id, "name": b.name, "arguments": b.input or "{}"})
-        else:
-            item = self.fmt._item(b, extras, None)  # a call: its seg is not asked
-            if item:
-                self.turn.append(item)
-
-    def turns(self) -> Turns:
-        acc = Turns()
-        acc.turns, acc.system = self.items, self.instructions
-        return acc
-
-    def to(self, kind: str | None) -> None:
-        done, self.kind = self.kind, kind
-        items, texts = self.items, self.texts
-        if done == "assistant":
-            turn = self.turn
-            items += _reasoning_first(turn) if turn and turn[-1].get("type") == "reasoning" else turn
-            self.turn, self.message, self.reasoning, self.replayed = [], None, None, set()
-        elif done == "results":
-            self.results.sort(key=by_place)  # stable: the walk's call order
-            for _, r, index in self.results:
-                output = r.output
-                if isinstance(output, str) and output:  # the usual result, as _result() sends it
-                    items.append({"type": "function_call_output", "call_id": r.id, "output": output})
-                elif not isinstance(output, str) and len(output) == 1 and output[0].type == "text" and output[0].text:  # one text piece: its text
-                    items.append({"type": "function_call_output", "call_id": r.id, "output": output[0].text})
-                else:
-                    items.append(self.fmt._result(r, index))
-            self.results = []
-        elif done == "user" and texts:
-            items.append({"type": "message", "role": "user", "content": texts})
-        elif done == "system":
-            self.system_item("\n\n".join(t for t in texts if t))
-        self.texts = []
-
-    def system_item(self, text: str) -> None:
-        """A system run's text: the instructions before any item, where asked; else an item."""
-        if text and self.fmt.instructions and not self.items:
-            self.instructions.append(text)
-        elif text:
-            self.items.append({"type": "message", "role": self.fmt.system_role, "content": text})
 
 
 def server_tool(tool: ServerTool) -> dict[str, Any]:

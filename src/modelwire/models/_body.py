@@ -1,0 +1,62 @@
+"""What crosses the wire besides the stream: a payload as the bytes sent, and an error
+response read into the protocol's typed error."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from msgspec.json import encode as _encode_json
+
+from .. import errors as E
+from ..protocols import WireProtocol
+from ..protocols._protocol import USER_AGENT
+from .transport import retry_after_seconds
+
+__all__ = ["USER_AGENT", "encode_body", "read_limited", "request_id_of", "http_error"]
+
+
+def encode_body(payload: dict[str, Any]) -> bytes:
+    """A request payload as the bytes sent: compact UTF-8 JSON. A value JSON cannot hold
+    (a set, NaN, an object) is refused here, before anything is sent."""
+    try:
+        return _encode_json(payload)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise E.FormatError(None, f"the request cannot be written as JSON: {exc}") from None
+
+
+async def read_limited(response: Any, limit: int) -> bytes:
+    parts, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            break
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def request_id_of(response: Any) -> str | None:
+    headers = response.headers
+    return headers.get("request-id") or headers.get("x-request-id") or headers.get("apim-request-id")
+
+
+async def http_error(response: Any, wire: WireProtocol) -> E.ProviderError:
+    try:
+        raw = await response.aread()
+    except Exception:  # noqa: BLE001 - the status alone still makes a useful error
+        raw = b""
+    text = raw.decode("utf-8", "replace")
+    stripped = text.lstrip()
+    if stripped.startswith(("data:", "event:")):
+        # An SSE error frame as the body of an error status: its data is the error.
+        data_lines = [line[5:].strip() for line in stripped.splitlines() if line.startswith("data:")]
+        text = data_lines[0] if data_lines else text
+    try:
+        body: Any = json.loads(text) if text else {}
+    except ValueError:
+        body = {"error": {"message": text[:500] or f"HTTP {response.status_code}"}}
+    if not isinstance(body, dict) or not body:
+        body = {"error": {"message": text[:500] or f"HTTP {response.status_code}"}}
+    err = wire.error(body, status=response.status_code, request_id=request_id_of(response))
+    err.retry_after = retry_after_seconds(response.headers)  # type: ignore[attr-defined]
+    return err

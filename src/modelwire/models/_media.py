@@ -1,0 +1,171 @@
+"""Media in a request: what a model cannot take in (refused before sending, or noted in
+words), and http(s) or file sources a provider cannot fetch itself (fetched and sent as
+base64)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy as _copy
+from pathlib import Path
+from typing import Any, Sequence
+from urllib.parse import unquote, urlparse
+
+from .. import errors as E
+from .._record import extras_of
+from ..message import Base64Source, DataBlock, Msg
+from ..protocols import ModelCapabilities, WireProtocol
+from ._body import USER_AGENT
+from .transport import HTTPTransport
+
+__all__ = ["refused_media", "has_media", "without_media", "resolve_sources"]
+
+
+# -- media a model cannot take in ------------------------------------------------------------
+
+
+def _media_kind(media_type: str) -> str | None:
+    base = media_type.split(";")[0].strip().lower()
+    if base.startswith("image/"):
+        return "image"
+    if base == "application/pdf":
+        return "pdf"
+    if base.startswith("audio/"):
+        return "audio"
+    return None
+
+
+def refused_media(caps: ModelCapabilities) -> frozenset[str]:
+    """The kinds of media a model's capabilities say it cannot take in."""
+    return frozenset(kind for kind in ("image", "pdf", "audio") if getattr(caps, f"{kind}_input") is False)
+
+
+def has_media(block: Any) -> bool:
+    btype = block.type
+    return btype == "data" or (btype == "tool_result" and not isinstance(block.output, str))
+
+
+def without_media(blocks: list[Any], refused: frozenset[str], index: int, model: Any) -> list[Any] | None:
+    """``blocks`` with the media of ``refused`` kinds noted or refused; None when none is there."""
+    out: list[Any] | None = None
+    for k, block in enumerate(blocks):
+        replacement: Any = None
+        if block.type == "data" and extras_of(block).get("provider_block_type") is not None:
+            continue  # a provider's own item, not media
+        if block.type == "data":
+            kind = _media_kind(block.source.media_type)
+            if kind in refused:
+                replacement = _media_note(kind, block, index, model)
+        elif block.type == "tool_result" and not isinstance(block.output, str):
+            inner = without_media(list(block.output), refused, index, model)
+            if inner is not None:
+                replacement = block.replace(output=inner)
+        if replacement is not None:
+            if out is None:
+                out = list(blocks)
+            out[k] = replacement
+    return out
+
+
+def _media_note(kind: str, block: Any, index: int, model: Any) -> Any:
+    from ..message import TextBlock
+
+    what = f"{model.provider}:{model.name} takes no {kind} input"
+    if model.on_unsupported_media == "refuse":
+        raise E.FormatError(
+            index, f"{what} ({block.source.media_type}); remove it, choose a model that takes it, or load the model with on_unsupported_media='note'", model.protocol, code="unsupported-media"
+        )
+    name = f" {block.name!r}" if getattr(block, "name", None) else ""
+    return TextBlock(text=f"[{kind}{name} not shown: {what}]")
+
+
+# -- sources fetched before sending ----------------------------------------------------------
+
+
+def _needs_fetch(protocol: WireProtocol, media_type: str, url: str) -> bool:
+    """``file://`` always; an http(s) URL when the protocol says it must be inlined."""
+    if url.startswith("file:"):
+        return True
+    if not url.startswith(("http://", "https://")):
+        return False
+    return protocol.needs_inline(media_type)
+
+
+async def resolve_sources(messages: Sequence[Msg], protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> list[Msg]:
+    """Inline (as base64) the data sources the provider cannot take as a URL, and every
+    ``file://`` source, with a size limit. The given messages are not changed."""
+    out: list[Msg] = []
+    for msg in messages:
+        if not any(map(_has_url, msg.content)):  # nothing to fetch: no await per block
+            out.append(msg)
+            continue
+        changed = False
+        new_blocks = []
+        for block in msg.content:
+            new_block = await _resolve_block(block, protocol, transport, max_bytes)
+            changed |= new_block is not block
+            new_blocks.append(new_block)
+        if changed:
+            copy = _copy.deepcopy(msg)
+            copy.content = new_blocks
+            out.append(copy)
+        else:
+            out.append(msg)
+    return out
+
+
+def _has_url(block: Any) -> bool:
+    """Whether a block holds a URL source, the only kind :func:`resolve_sources` may fetch."""
+    btype = block.type
+    if btype == "data":
+        return block.source.type == "url"  # type: ignore[no-any-return]
+    if btype == "tool_result" and isinstance(block.output, list):
+        return any(b.type == "data" and b.source.type == "url" for b in block.output)
+    return False
+
+
+async def _resolve_block(block: Any, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> Any:
+    if block.type == "data":
+        return await _resolve_data(block, protocol, transport, max_bytes)
+    if block.type == "tool_result" and isinstance(block.output, list):
+        outputs = [await _resolve_data(b, protocol, transport, max_bytes) if b.type == "data" else b for b in block.output]
+        if any(a is not b for a, b in zip(outputs, block.output)):
+            return block.replace(output=outputs)
+    return block
+
+
+async def _resolve_data(block: DataBlock, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> DataBlock:
+    src = block.source
+    if src.type != "url" or not _needs_fetch(protocol, src.media_type, src.url):
+        return block
+    url = src.url
+    if url.startswith("file:"):
+        path = Path(unquote(urlparse(url).path))
+        try:
+            size = path.stat().st_size
+            if size > max_bytes:
+                raise E.InvalidRequestError(f"{path} is {size} bytes; the limit for inline data is {max_bytes}")
+            raw = await asyncio.to_thread(path.read_bytes)
+        except OSError as exc:
+            raise E.InvalidRequestError(f"cannot read {url}: {exc.strerror}") from exc
+    else:
+        raw = await _download(url, transport, max_bytes)
+    data = base64.b64encode(raw).decode("ascii")
+    return block.replace(source=Base64Source(data=data, media_type=src.media_type))
+
+
+async def _download(url: str, transport: HTTPTransport, max_bytes: int) -> bytes:
+    response = await transport.open("GET", url, {"user-agent": USER_AGENT}, b"", transport.timeouts.first_byte)
+    try:
+        if response.status_code >= 400:
+            raise E.InvalidRequestError(f"fetching {url} gave HTTP {response.status_code}", status_code=response.status_code)
+        parts = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > max_bytes:
+                raise E.InvalidRequestError(f"{url} is larger than the {max_bytes}-byte limit for inline data")
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        await response.aclose()
