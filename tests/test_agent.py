@@ -475,6 +475,40 @@ def test_structured_output_never_forces_a_tool_while_claude_thinks_on_a_budget(s
     assert all(m.role != "user" or "final_answer" not in m.get_text_content() for m in agent.context)  # not kept
 
 
+def test_a_structured_answer_that_does_not_validate_raises_from_reply(server):
+    """The README promises errors are never silent: with ``structured_model=``, an answer that
+    fails validation ends the reply with the error on the message and raises it from
+    ``reply()`` (with the message as ``partial``); ``raise_errors=False`` only returns it."""
+    from modelwire.errors import StructuredOutputError
+
+    model = load_model("openai:gpt-test", api_key="sk-test", base_url=server.url + "/v1", retry=RetryPolicy(max_retries=0))
+    server.script(reply_in("openai-chat", ("text", '{"city": "Paris", "temperature_c": "warm"}')), reply_in("openai-chat", ("text", '{"city": "Oslo"}')))
+    agent = Agent("Buddy", model)
+    with pytest.raises(StructuredOutputError, match="structured output is not valid") as raised:
+        run(agent.reply(UserMsg("user", "Weather in Paris as JSON"), structured_model=Weather))
+    reply = raised.value.partial
+    assert reply.finished_reason == "error" and reply.error.type == "invalid_request" and reply.structured_output is None
+    quiet = run(agent.reply(UserMsg("user", "And Oslo?"), structured_model=Weather, raise_errors=False))
+    assert quiet.finished_reason == "error" and "not valid" in quiet.error.message
+
+
+def test_an_error_out_of_a_sync_call_is_not_chained_to_a_missing_event_loop(server):
+    """``reply_sync()`` / ``complete_sync()`` raise the error itself, not "during handling of
+    RuntimeError: no running event loop"."""
+    import traceback
+
+    from modelwire.errors import RateLimitError
+
+    server.script(error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}), error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}))
+    model = load_model("anthropic:claude-test", api_key="sk-test", base_url=server.url, retry=RetryPolicy(max_retries=0))
+    with pytest.raises(RateLimitError) as raised:
+        model.complete_sync([UserMsg("user", "hi")])
+    assert "no running event loop" not in "".join(traceback.format_exception(raised.value))
+    with pytest.raises(RateLimitError) as raised:
+        Agent("Buddy", model).reply_sync("hi")
+    assert "no running event loop" not in "".join(traceback.format_exception(raised.value))
+
+
 def test_save_load_and_continue(server, tmp_path):
     server.script(sse_reply(sse_bodies.body("anthropic", *TWO_CALLS)), sse_reply(sse_bodies.body("anthropic", *ANSWER)))
     agent = Agent("Buddy", make_model(server, "anthropic"), tools=[weather, local_time])
@@ -549,3 +583,18 @@ def test_reply_resumes_a_parked_reply_and_returns_what_was_stored(server):
     done = run(agent.reply(event=agent.confirm({"call_d": True})))
     assert done == agent.context[-1] and done.finished_reason == "completed"
     assert done.get_content_blocks("tool_result")[0].output[0].text == "removed /tmp/x"
+
+
+def test_an_agent_takes_a_model_string_and_refuses_what_is_no_model(server, monkeypatch):
+    """``Agent("b", "openai:gpt-4.1")``, as pydantic-ai users write it, loads the model; what is
+    neither a model nor a model string is refused when the agent is made, not at its first reply."""
+    from modelwire.errors import ConfigError
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+    server.script(reply_in("openai-chat", ("text", "Hello.")))
+    agent = Agent("b", "openai:gpt-4.1")
+    assert agent.model.name == "gpt-4.1"
+    assert run(agent.reply("hi")).get_text_content().strip() == "Hello."
+    with pytest.raises(ConfigError, match="model string"):
+        Agent("b", 42)

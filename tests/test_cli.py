@@ -390,3 +390,19 @@ def test_chat_with_an_mcp_server_calls_its_tools():
     results = [c for m in second["messages"] for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_result"]
     assert results and "5" in json.dumps(results[0]["content"])
     assert done.stdout.strip() == "It is 5."
+
+
+def test_a_tool_from_the_users_own_folder_runs_and_python_dash_m_modelwire_works(tmp_path):
+    """``--tool mytools:shout`` imports from the folder the command runs in (the README's
+    ``--tool mytools:search`` example), as ``python -m`` would; ``python -m modelwire`` is the
+    command itself."""
+    (tmp_path / "mytools.py").write_text('def shout(text: str) -> str:\n    """Upper-case a text."""\n    return text.upper() + "!"\n')
+    with ProviderServer() as server:
+        server.script(sse_reply(sse.body("openai-chat", ("tool", "call_1", "shout", '{"text": "hi"}'))), sse_reply(sse.body("openai-chat", ("text", "Done."))))
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELWIRE_DEBUG")}
+        env["OPENAI_API_KEY"] = "sk-x"
+        cmd = [sys.executable, "-m", "modelwire", "chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1", "--tool", "mytools:shout", "Shout hi."]
+        done = subprocess.run(cmd, capture_output=True, env=env, timeout=60, cwd=tmp_path)
+        second = server.requests[-1]["json"] if len(server.requests) == 2 else None
+    assert done.returncode == 0, done.stderr
+    assert second is not None and "HI!" in json.dumps(second["messages"])

@@ -14,6 +14,12 @@ def run_sync(coro: Coroutine[Any, Any, T], what: str) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:
+        # Outside the except block: an error of the coroutine is raised as itself, not
+        # "during handling of" the RuntimeError that said no loop was running.
         return asyncio.run(coro)
     coro.close()
     from .errors import AgentError

@@ -545,6 +545,9 @@ def _tools(args: argparse.Namespace) -> list[Any]:
     from .agent import Tool
 
     tools = []
+    if args.tool and os.getcwd() not in sys.path and "" not in sys.path:
+        # A module of the user's own folder (--tool mytools:search), as `python -m` finds it.
+        sys.path.insert(0, os.getcwd())
     for spec in args.tool or ():
         module, _, name = spec.partition(":")
         if not module or not name:

@@ -25,7 +25,20 @@ from typing import Any, AsyncGenerator, Iterable
 from .. import event as E
 from .. import telemetry
 from .._ids import new_id
-from ..errors import AgentBusyError, AgentError, ConfigError, FormatError, ModelwireError, ProviderError, StreamProtocolError, ToolError, ToolServerError, UsageLimitExceeded, debug_enabled
+from ..errors import (
+    AgentBusyError,
+    AgentError,
+    ConfigError,
+    FormatError,
+    ModelwireError,
+    ProviderError,
+    StreamProtocolError,
+    StructuredOutputError,
+    ToolError,
+    ToolServerError,
+    UsageLimitExceeded,
+    debug_enabled,
+)
 from ..formatters import ServerTool, ToolSpec
 from .._sync import run_sync
 from ..message import AssistantMsg, Base64Source, DataBlock, ErrorInfo, Msg, MsgInput, Record, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg, as_messages
@@ -128,7 +141,8 @@ class Agent:
     :class:`Tool` objects, :class:`ServerTool` declarations (tools the provider runs) and
     :class:`Toolset` sources such as :class:`MCPServer` (whose tools are listed before each
     model call). ``model``: anything with the model interface (``modelwire.models.Model``),
-    for example ``modelwire.load_model("anthropic:...")``.
+    for example ``modelwire.load_model("anthropic:...")``, or a model string, loaded here
+    (``Agent("bot", "anthropic:claude-sonnet-4-5")``).
 
     An agent with toolsets holds what they hold (an MCP server process): close it with
     ``await agent.aclose()``, or use it as ``async with Agent(...) as agent``.
@@ -150,6 +164,12 @@ class Agent:
         self.name = name
         self.limits = limits  # UsageLimits of each reply (None: only max_iters)
         self.tool_timeout = tool_timeout  # seconds a tool call may run, for tools without their own
+        if isinstance(model, str):  # "provider:model", as load_model takes it (its errors are its own)
+            from ..models import load_model
+
+            model = load_model(model)
+        elif not callable(getattr(model, "stream", None)):
+            raise ConfigError(f"an Agent's model is a model (load_model('provider:model')) or a model string, not {type(model).__name__}")
         self.model = model
         self.system_prompt = system_prompt
         self._system: tuple[str, Msg] | None = None  # the prompt, and the message sent for it
@@ -580,12 +600,11 @@ class Agent:
         try:
             output = self._structured_value(state)
         except (ValueError, ToolArgumentsError) as exc:
-            return E.ReplyEndEvent(
-                session_id=self.session_id,
-                reply_id=rid,
-                finished_reason="error",
-                error=ErrorInfo(type="invalid_request", message=f"the structured output is not valid: {exc}"),
-            )
+            message = f"the structured output is not valid: {exc}"
+            failure = StructuredOutputError(message)
+            failure.partial = state.reply
+            state.failures.append(failure)  # raised by reply() / reply_stream() once the reply ended, as any failure
+            return E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="error", error=ErrorInfo(type="invalid_request", message=message))
         return E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, structured_output=output)
 
     # -- structured output --------------------------------------------------------------------
