@@ -53,6 +53,16 @@ def test_two_processes_recording_into_one_file_lose_nothing(tmp_path):
     assert asked == sorted(f"{who} question {n}" for who in "ab" for n in range(3))
 
 
+def test_recording_leaves_nothing_beside_the_cassettes(tmp_path):
+    """The writers' lock is the folder's own: no ``.json.lock`` file is left next to each cassette."""
+    with ProviderServer() as server:
+        server.script(sse_reply(sse.body("openai-chat", ("text", "a"))), sse_reply(sse.body("openai-chat", ("text", "b"))))
+        for name in ("one.json", "two.json"):
+            with use_cassette(tmp_path / name, "once"):
+                asyncio.run(load_model("openai:gpt-test", api_key="k", base_url=server.url + "/v1").complete([UserMsg("u", name)]))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.json", "two.json"]
+
+
 def test_a_reader_never_sees_half_a_file(tmp_path):
     path = tmp_path / "big.json"
     cassette = Cassette(path)

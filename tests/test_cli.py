@@ -89,6 +89,13 @@ def test_decode_of_a_broken_stream_prints_what_it_could_and_fails():
     assert b"StreamProtocolError" in out.stderr and b"invalid JSON" in out.stderr
 
 
+def test_decode_with_the_wrong_protocol_names_the_right_one():
+    body = sse.body("anthropic", ("text", "Hello."))
+    out = run("decode", "--protocol", "openai-chat", "-", stdin=body)
+    assert out.returncode == 1
+    assert b"this looks like the stream of another protocol, anthropic: use --protocol anthropic" in out.stderr
+
+
 def test_decode_usage_errors():
     assert run("decode", "--protocol", "nope", "-").returncode == 2
     missing = run("decode", "--protocol", "anthropic", "/nonexistent/file.sse")
@@ -406,3 +413,54 @@ def test_a_tool_from_the_users_own_folder_runs_and_python_dash_m_modelwire_works
         second = server.requests[-1]["json"] if len(server.requests) == 2 else None
     assert done.returncode == 0, done.stderr
     assert second is not None and "HI!" in json.dumps(second["messages"])
+
+
+def _one_shot_on_a_terminal(server, env_extra: dict) -> bytes:
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env.update({"OPENAI_API_KEY": "sk-x", "PYTHONUNBUFFERED": "1", **env_extra})
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the CLI on a real terminal
+        os.execvpe(sys.executable, [sys.executable, "-m", "modelwire.cli", "chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1", "hello"], env)
+    try:
+        out = _read_until(fd, b"first token")
+        out += _read_until(fd, b"\n")
+        os.waitpid(pid, 0)
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.close(fd)
+    return out
+
+
+def test_no_color_turns_off_every_style_on_a_terminal():
+    """https://no-color.org: with ``NO_COLOR`` set, a terminal gets no escape sequence at
+    all (the thinking is not dimmed, the waiting mark not styled); without it, it does."""
+    with ProviderServer() as server:
+        for _ in range(2):
+            server.script(sse_reply(sse.body("openai-chat", ("think", "Hmm."), ("text", "Hi there."))))
+        styled = _one_shot_on_a_terminal(server, {})
+        plain = _one_shot_on_a_terminal(server, {"NO_COLOR": "1"})
+    assert b"\x1b[" in styled
+    assert b"Hi there." in plain and b"Hmm." in plain and b"\x1b[" not in plain
+
+
+def test_help_says_no_default_it_does_not_have():
+    out = run("chat", "--help")
+    assert out.returncode == 0 and b"(default: None)" not in out.stdout and b"(default: False)" not in out.stdout
+
+
+def test_every_provider_takes_its_base_url_from_its_variable_and_a_bad_one_is_one_line():
+    """``chat --help`` promises ``<PROVIDER>_BASE_URL``: ``DEEPSEEK_BASE_URL`` is honoured (it
+    was ignored); a base URL that is no URL and a port that is no port are each one line with
+    exit status 2, not a connection failure or an "unexpected OverflowError"."""
+    with ProviderServer() as server:
+        server.script(sse_reply(sse.body("openai-chat", ("text", "Hi from the local server."))))
+        out = run_env("chat", "--model", "deepseek:deepseek-chat", "hello", env_extra={"DEEPSEEK_API_KEY": "sk-x", "DEEPSEEK_BASE_URL": server.url})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.decode().strip() == "Hi from the local server." and len(server.requests) == 1
+    bad_url = run_env("chat", "--model", "openai:gpt-4.1", "--base-url", "not-a-url", "hello", env_extra={"OPENAI_API_KEY": "sk-x"})
+    assert bad_url.returncode == 2 and "not an http(s) URL" in bad_url.stderr.decode() and bad_url.stderr.decode().count("\n") == 1
+    bad_port = run_env("serve", "--port", "99999")
+    assert bad_port.returncode == 2 and "99999 is not a port" in bad_port.stderr.decode() and "OverflowError" not in bad_port.stderr.decode()

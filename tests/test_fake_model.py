@@ -48,6 +48,27 @@ def test_a_conversation_the_provider_would_refuse_fails_as_it_would_there():
 
 
 def test_running_out_of_scripted_replies_says_so():
+    from modelwire.errors import ConfigError
+
     agent = Agent("bot", FakeModel([[("tool", "call_1", "weather", '{"city": "Oslo"}')]]), tools=[weather])
-    with pytest.raises(AssertionError, match="call 2 has no scripted reply"):
+    with pytest.raises(ConfigError, match="call 2 has no scripted reply"):
         agent.reply_sync("Weather?")
+
+
+def test_a_mistyped_block_or_a_missing_reply_is_a_clear_typed_error():
+    """A script mistake names the call and the block (it was an IndexError deep in a fake
+    stream, or an AssertionError), and ends the reply as any model error does."""
+    from modelwire.errors import ConfigError
+
+    assert FakeModel.__doc__ and "scripted" in FakeModel.__doc__
+    mistyped = FakeModel([[("txt", "Hello.")]])
+    with pytest.raises(ConfigError, match=r"call 1, block 1: \('txt', 'Hello.'\) is not a block"):
+        Agent("bot", mistyped).reply_sync("hi")
+    short = FakeModel([[("tool", "c1")]])
+    with pytest.raises(ConfigError, match="is not a block"):
+        Agent("bot", short).reply_sync("hi")
+    once = FakeModel([[("text", "Hello.")]])
+    agent = Agent("bot", once)
+    assert agent.reply_sync("hi").get_text_content().strip() == "Hello."
+    with pytest.raises(ConfigError, match="call 2 has no scripted reply"):
+        agent.reply_sync("again")

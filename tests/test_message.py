@@ -229,3 +229,13 @@ def test_invalid_payloads_give_precise_errors():
     assert "tool_call" in text and "id" in text and "input" in text
     with pytest.raises(ValidationError, match="union_tag_invalid|does not match any of the expected tags"):
         Msg.from_dict({"name": "x", "role": "assistant", "content": [{"type": "image", "url": "x"}]})
+
+
+def test_openai_style_message_dicts_are_taken_as_input():
+    """``{"role": "user", "content": "..."}`` (no ``name``), as OpenAI's and most libraries'
+    messages are written: the role is the speaker's name; a full message's JSON is read as it is."""
+    from modelwire.message import as_messages
+
+    msgs = as_messages([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "text", "text": "yo"}]}])
+    assert [(m.role, m.name, m.get_text_content()) for m in msgs] == [("system", "system", "Be brief."), ("user", "user", "hi"), ("assistant", "assistant", "yo")]
+    assert as_messages({"role": "user", "name": "ann", "content": "hi"})[0].name == "ann"

@@ -222,3 +222,19 @@ def test_a_cassette_replays_an_ollama_call(tmp_path):
     with use_cassette(path, "none"):
         again = asyncio.run(load_model("ollama:m", base_url=url).complete("hi"))
     assert first.get_text_content() == again.get_text_content() == "Recorded words. "
+
+
+def test_a_local_server_that_is_not_running_is_said_so():
+    """Nothing listens on the port: the error asks whether the server runs there (it said only
+    "connection failed: All connection attempts failed")."""
+    import socket
+
+    from modelwire.errors import ConnectionError as MWConnectionError
+    from modelwire.models.transport import RetryPolicy
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # free, and nothing listens once closed
+    model = load_model("ollama:llama3", base_url=f"http://127.0.0.1:{port}", capability_lookup=False, retry=RetryPolicy(max_retries=0), capabilities={"context_window": 8192})
+    with pytest.raises(MWConnectionError, match=rf"nothing answers at http://127.0.0.1:{port}: is the server running there\?"):
+        asyncio.run(model.complete("hi"))

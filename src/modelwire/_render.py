@@ -12,6 +12,7 @@ prints one JSON object per event, for piping.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import IO, Any
 
@@ -61,6 +62,12 @@ _STOPS = {
 }
 
 
+def no_color() -> bool:
+    """``NO_COLOR`` set (to anything but empty): no colour or style, whatever the terminal
+    (https://no-color.org)."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
 class Pretty:
     def __init__(self, out: IO[str], *, color: bool | None = None, show_thinking: bool = True, stats: IO[str] | None = None, side: IO[str] | None = None) -> None:
         self.out = out  # the answer
@@ -68,7 +75,7 @@ class Pretty:
         # Thinking, tool lines and notes: beside the answer on a terminal; elsewhere when the
         # answer goes to a pipe or a file, so that only the answer is there.
         self.side = side or out
-        self.color = out.isatty() if color is None else color
+        self.color = out.isatty() and not no_color() if color is None else color
         self._line_start: dict[int, bool] = {}
         self.last_kind = ""  # the kind of the block written last (text after text goes on)
         self.refs: list[str] = []  # citations, listed after the reply

@@ -31,8 +31,23 @@ class UsageError(Exception):
     """A mistake on the command line: one line, exit status 2."""
 
 
+def _port(text: str) -> int:
+    """A TCP port, 1 to 65535 (0: any free one), for argparse."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0 to 65535)")
+    return port
+
+
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    pass
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        # A default worth saying: not "(default: None)" or "(default: False)" on every flag.
+        if action.default in (None, False, [], ()):
+            return action.help
+        return super()._get_help_string(action)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -92,7 +107,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
         variables = preset.dialect.get("key_envs") or ((preset.key_env,) if preset.key_env else ())
         is_set = any(os.environ.get(v) for v in variables)
         state = "yes" if is_set else ("optional" if not preset.key_required else "no")
-        base = (os.environ.get(preset.base_url_env) if preset.base_url_env else None) or preset.base_url or f"${preset.base_url_env}"
+        base = os.environ.get(preset.base_url_variable) or preset.base_url or f"${preset.base_url_variable}"
         example = f"{preset.name}:{preset.example}" if preset.example else f"{preset.name}:MODEL"
         rows.append((preset.name, preset.protocol, key, state, example, base))
     # Each column as wide as its widest cell, two spaces apart: no value runs into the next.
@@ -101,7 +116,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
         print("".join(cell.ljust(width) for cell, width in zip(row, widths)) + row[-1])
     chosen = os.environ.get("MODELWIRE_MODEL")
     print(f"\nMODELWIRE_MODEL={chosen}" if chosen else "\nMODELWIRE_MODEL is not set: chat uses -m/--model, then modelwire.toml's `default`")
-    print("each provider's base URL can be changed with its *_BASE_URL variable (shown where it has one) or --base-url")
+    print("each provider's base URL can be changed with <PROVIDER>_BASE_URL (DEEPSEEK_BASE_URL for deepseek:, shown where a provider needs one) or --base-url")
     return 0
 
 
@@ -165,7 +180,9 @@ class _Waiting:
 
     def start(self) -> None:
         if self.on:
-            sys.stderr.write("\x1b[2m…\x1b[0m")
+            from ._render import no_color
+
+            sys.stderr.write("…" if no_color() else "\x1b[2m…\x1b[0m")
             sys.stderr.flush()
             self.shown = True
 
@@ -317,7 +334,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         print(f"stop: {end.stop_reason} (the provider's: {end.provider_stop_reason})", file=sys.stderr)
     if error is not None:
         other = sniff(body)
-        hint = f"; this looks like a {other} stream: use --protocol {other}" if other and other != protocol.name else ""
+        hint = f"; this looks like the stream of another protocol, {other}: use --protocol {other}" if other and other != protocol.name else ""
         print(f"modelwire decode: {type(error).__name__}: {error.message}{hint}", file=sys.stderr)
         return 1
     return 0
@@ -609,7 +626,7 @@ def _serve_command(serve: argparse.ArgumentParser) -> None:
     serve.epilog = ENVIRONMENT
     serve.add_argument("-m", "--model", help="PROVIDER:MODEL; default: MODELWIRE_MODEL; without a model or without its key, the demo replay")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
-    serve.add_argument("--port", type=int, default=8000, help="the port to listen on")
+    serve.add_argument("--port", type=_port, default=8000, help="the port to listen on")
     _agent_flags(serve)
     serve.add_argument("--confirm-tools", action="store_true", help="ask the user before each tool call (the page shows Allow / Deny)")
     serve.add_argument("--allow-host", action="append", metavar="NAME", help="a host name clients reach this server by (besides localhost); repeatable; '*' for any")

@@ -329,19 +329,23 @@ def read_text(path: Path, kind: str) -> str:
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``<path>.lock`` while a cassette is written (POSIX ``flock``;
-    where there is none, writes are still atomic but not serialised)."""
+    """An exclusive lock on the cassette's folder while a cassette is written (POSIX ``flock``
+    on the folder itself, so no lock file is left beside the cassettes; where there is none,
+    writes are still atomic but not serialised)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(folder, fcntl.LOCK_UN)
+    finally:
+        os.close(folder)
 
 
 def _write_atomically(path: Path, text: str) -> None:

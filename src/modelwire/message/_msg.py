@@ -440,7 +440,8 @@ def SystemMsg(
 
 MsgInput = Union[str, Msg, dict, Sequence[Union[str, Msg, dict]], None]
 """What a caller may give where messages go: a string (the user's words), a message, its
-JSON (modelwire's or AgentScope's dict), or a list of those."""
+JSON (modelwire's or AgentScope's dict; an OpenAI-style ``{"role", "content"}`` dict takes its
+role as its name), or a list of those."""
 
 
 def as_messages(value: MsgInput) -> list[Msg]:
@@ -453,6 +454,9 @@ def as_messages(value: MsgInput) -> list[Msg]:
         if isinstance(item, str):
             out.append(UserMsg("user", item))
         elif isinstance(item, dict):
+            if "name" not in item and item.get("role") in ("user", "system", "assistant"):
+                # An OpenAI-style message ({"role": "user", "content": "..."}): its speaker is its role.
+                item = {**item, "name": item["role"]}
             out.append(Msg.from_dict(item))
         elif isinstance(item, Msg):
             out.append(item)

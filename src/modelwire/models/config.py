@@ -161,13 +161,28 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: Ma
     merged = {**profile_options, **{k: v for k, v in options.items() if v is not None}}
     api_key = merged.pop("api_key", None)
     base_url = merged.pop("base_url", None)
-    if base_url is None and preset.base_url_env:
-        base_url = env.get(preset.base_url_env) or None
+    if base_url is None:
+        base_url = env.get(preset.base_url_variable) or None
     if base_url is None:
         base_url = preset.base_url
     if not base_url:
-        raise ConfigError(f"{preset.name} needs a base URL: set {preset.base_url_env}")
+        raise ConfigError(f"{preset.name} needs a base URL: set {preset.base_url_variable}")
+    _check_base_url(base_url)
     return ModelSpec(preset=preset, model=model, options=merged, api_key=_key(api_key, preset, env), base_url=base_url.rstrip("/"))
+
+
+def _check_base_url(url: str) -> None:
+    """A base URL is http(s)://host[:port][/path]: anything else is a mistake to say now, not
+    a connection that fails later."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is no number or out of range
+    except ValueError as exc:
+        raise ConfigError(f"the base URL {url!r} is not a URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"the base URL {url!r} is not an http(s) URL (for example https://api.example.com/v1)")
 
 
 def _through_profiles(chosen: str, profiles: Mapping[str, Any], path: Path | None) -> tuple[str, dict[str, Any]]:

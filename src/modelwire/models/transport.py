@@ -113,6 +113,16 @@ def transport_error(exc: BaseException, timeouts: "Timeouts | None" = None) -> E
     return E.ConnectionError(f"{type(exc).__name__}: {text}")
 
 
+def _refused(exc: BaseException) -> bool:
+    """A connection nobody accepted (no server on that port)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError) or "ConnectError" in {c.__name__ for c in type(seen).__mro__}:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _is_transport_exception(exc: BaseException) -> bool:
     if isinstance(exc, E.ModelwireError):
         return False  # ours already (our ConnectionError is an OSError too)
@@ -232,6 +242,10 @@ class HTTPTransport:
             if _is_transport_exception(exc):
                 err = transport_error(exc, self.timeouts)
                 err.message = f"{err.message} ({method} {url.split('?')[0]})"
+                if _refused(exc) and request.url.host in ("localhost", "127.0.0.1", "::1", "[::1]"):
+                    # A local server (Ollama, LM Studio, llama.cpp ...) that is not running.
+                    origin = f"{request.url.scheme}://{request.url.netloc.decode('ascii', 'replace')}"
+                    err.message = f"nothing answers at {origin}: is the server running there? ({err.message})"
                 raise err from exc
             raise
 

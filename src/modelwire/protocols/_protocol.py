@@ -32,7 +32,9 @@ class Preset:
     protocol: str
     base_url: str
     key_env: str | None  # the environment variable holding the API key (None: no key needed)
-    base_url_env: str | None = None  # an environment variable that overrides the base URL
+    # The environment variable that overrides the base URL; None: <NAME>_BASE_URL
+    # (``base_url_variable``), as ``modelwire chat --help`` promises for every provider.
+    base_url_env: str | None = None
     key_required: bool = True
     auth: str = "bearer"  # bearer, none, or the header that carries the key (x-api-key, api-key ...)
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -55,6 +57,11 @@ class Preset:
     price_id: str | None = None
     # How this provider's own model names begin, to suggest PROVIDER:MODEL for a bare name.
     model_prefixes: tuple[str, ...] = ()
+
+    @property
+    def base_url_variable(self) -> str:
+        """The environment variable that overrides this provider's base URL."""
+        return self.base_url_env or self.name.upper().replace("-", "_") + "_BASE_URL"
 
 
 @dataclass(frozen=True)

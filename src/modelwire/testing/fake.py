@@ -34,7 +34,39 @@ Blocks = Sequence[tuple]
 Script = Blocks | Callable[[list[Msg], Any], Blocks]
 
 
+_ARITY = {"think": (2, 3), "text": (2, 2), "tool": (4, 4)}  # kind -> (fewest, most) items, the kind included
+
+
+def _checked(blocks: Any, call: int) -> Blocks:
+    """A scripted reply's blocks, each one a block the fake streams can write; a typed error
+    naming the call and the block otherwise."""
+    from ..errors import ConfigError
+
+    if isinstance(blocks, tuple) and blocks and isinstance(blocks[0], str):
+        blocks = [blocks]  # one block given bare
+    if not isinstance(blocks, (list, tuple)):
+        raise ConfigError(f"FakeModel: the reply for call {call} is a {type(blocks).__name__}, not a list of blocks")
+    for n, block in enumerate(blocks, 1):
+        kind = block[0] if isinstance(block, tuple) and block else None
+        arity = _ARITY.get(kind) if isinstance(kind, str) else None
+        if arity is None or not arity[0] <= len(block) <= arity[1]:
+            raise ConfigError(
+                f"FakeModel: call {call}, block {n}: {block!r} is not a block; use ('think', text), ('text', text) or ('tool', call_id, name, arguments_json)"
+            )
+    return blocks
+
+
 class FakeModel:
+    """A model for tests, with no network: each call answers with the next scripted reply
+    (see the module's doc), written as the protocol's own stream and decoded by its real
+    adapter; every request is formatted by its real formatter and kept in ``requests``.
+
+    ``replies``: a list of replies (each a list of blocks, or a function ``(messages, tools)
+    -> blocks``), or one such function for every call. ``protocol``: whose stream and
+    formatter (the first registered by default, ``anthropic``). ``usage``: the (input,
+    output) tokens each call reports. A call past the last scripted reply, or a block that
+    is not one, is a :class:`~modelwire.errors.ConfigError` naming it."""
+
     def __init__(self, replies: Sequence[Script] | Callable[[list[Msg], Any], Blocks], *, protocol: str | None = None, name: str = "fake-model", usage: tuple[int, int] = (10, 5)) -> None:
         from ..protocols import all_presets
         from ..protocols import get_protocol, protocol_names
@@ -60,14 +92,18 @@ class FakeModel:
         return self.wire.capabilities_for(self.preset)
 
     def _script(self, messages: list[Msg], tools: Any) -> Blocks:
+        from ..errors import ConfigError
+
         replies = self._replies
+        call = self._next + 1
         if callable(replies):
-            return replies(messages, tools)
+            self._next += 1
+            return _checked(replies(messages, tools), call)
         if self._next >= len(replies):
-            raise AssertionError(f"FakeModel: call {self._next + 1} has no scripted reply ({len(replies)} were given)")
+            raise ConfigError(f"FakeModel: call {call} has no scripted reply ({len(replies)} were given): add one to the list")
         script = replies[self._next]
         self._next += 1
-        return script(messages, tools) if callable(script) else script
+        return _checked(script(messages, tools) if callable(script) else script, call)
 
     async def stream(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None) -> AsyncGenerator[Any, None]:
         msgs = as_messages(messages)
