@@ -572,15 +572,21 @@ def test_interrupt_while_tools_run(server):
     assert result.state == "interrupted" and reply.finished_reason == "interrupted"
 
 
-def test_reply_resumes_a_parked_reply_and_returns_what_was_stored(server):
+def test_reply_resumes_a_parked_reply_and_returns_what_was_stored(server, caplog):
     server.script(
         sse_reply(sse_bodies.body("anthropic", ("tool", "call_d", "rm", '{"path": "/tmp/x"}'))),
         sse_reply(sse_bodies.body("anthropic", ("text", "Removed."))),
     )
     agent = Agent("Buddy", make_model(server, "anthropic"), tools=[Tool(lambda path: f"removed {path}", name="rm", requires_confirmation=True)])
-    parked = run(agent.reply(UserMsg("user", "rm /tmp/x")))
+    with caplog.at_level("WARNING", logger="modelwire.agent"):
+        parked = run(agent.reply(UserMsg("user", "rm /tmp/x")))
     assert parked == agent.context[-1] and parked.content[0].state == "asking" and parked.finished_reason is None
+    # Returned while it waits: said, with what answers it.
+    (said,) = [r.getMessage() for r in caplog.records if r.name == "modelwire.agent"]
+    assert f"reply {parked.id} is waiting, not finished" in said and "(rm) wait for the user's confirmation" in said and "agent.confirm" in said
+    caplog.clear()
     done = run(agent.reply(event=agent.confirm({"call_d": True})))
+    assert not [r for r in caplog.records if r.name == "modelwire.agent"]
     assert done == agent.context[-1] and done.finished_reason == "completed"
     assert done.get_content_blocks("tool_result")[0].output[0].text == "removed /tmp/x"
 

@@ -286,3 +286,27 @@ def test_importing_a_file_that_is_already_a_modelwire_cassette_says_so(tmp_path)
     missing = tmp_path / "missing.yaml"
     with pytest.raises(CassetteError, match="cannot read"):
         import_vcr(missing)
+
+
+def test_a_cassette_recorded_once_replays_outside_pytest_without_the_key(tmp_path, monkeypatch):
+    """``use_cassette(path, "once")`` around code that loads its model (the README's AgentScope
+    block): recorded with the key, replayed with none set, as in a fresh checkout's CI."""
+    import asyncio
+
+    from modelwire.cassettes import use_cassette
+    from modelwire.message import UserMsg
+    from modelwire.models import load_model
+    from modelwire.testing import ProviderServer, sse_reply
+    from modelwire.testing.sse import body
+
+    path = tmp_path / "once.json"
+    with ProviderServer() as server:
+        server.script(sse_reply(body("anthropic", ("text", "Recorded."))))
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-recording-key")
+        with use_cassette(path, "once"):
+            first = asyncio.run(load_model("anthropic:claude-sonnet-4-5", base_url=server.url).complete([UserMsg("u", "hi")]))
+        url = server.url
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with use_cassette(path, "once"):
+        again = asyncio.run(load_model("anthropic:claude-sonnet-4-5", base_url=url).complete([UserMsg("u", "hi")]))
+    assert first.get_text_content() == again.get_text_content() == "Recorded. "

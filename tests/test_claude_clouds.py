@@ -233,3 +233,30 @@ def test_an_agent_on_vertex_runs_a_tool_and_a_cassette_replays_it(tmp_path):
     with use_cassette(path, "none"):  # the server is gone
         again = Agent("a", load_model("vertex-anthropic:claude-sonnet-4-5@20250929", api_key="k", base_url=url), tools=[weather])
         assert asyncio.run(again.reply("Weather in Rome?")).get_text_content() == reply.get_text_content()
+
+
+def test_modelwire_decode_reads_a_claude_on_bedrock_body(tmp_path):
+    """``modelwire decode --protocol anthropic`` on what Bedrock's invoke endpoint sends
+    (Anthropic's events in AWS event-stream frames): found from the body, or named with
+    ``--preset bedrock-anthropic``; the SSE form still decodes as before."""
+    import os
+    import subprocess
+    import sys
+
+    from modelwire.testing.sse import body as sse_body
+
+    sse = sse_body("anthropic", ("text", "Framed words."))
+    events = [json.loads(line[6:]) for line in sse.decode().splitlines() if line.startswith("data: ")]
+    (tmp_path / "invoke.bin").write_bytes(b"".join(wrap_event(e) for e in events))
+    (tmp_path / "plain.sse").write_bytes(sse)
+    env = {**os.environ, "MODELWIRE_DEBUG": "0"}
+
+    def decode(*args):
+        done = subprocess.run([sys.executable, "-m", "modelwire", "decode", "--protocol", "anthropic", *args], capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == 0, done.stderr
+        from modelwire.message import Msg
+
+        return Msg.from_dict(json.loads(done.stdout)).get_text_content()
+
+    assert decode(str(tmp_path / "invoke.bin")) == decode("--preset", "bedrock-anthropic", str(tmp_path / "invoke.bin")) == "Framed words. "
+    assert decode(str(tmp_path / "plain.sse")) == "Framed words. "

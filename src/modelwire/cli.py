@@ -303,6 +303,23 @@ def _provider_exit(failed: str | None) -> int:
     return 1 if failed else 0
 
 
+def _framing_preset(protocol: Any, name: str | None, body: bytes) -> Any:
+    """The preset whose endpoint framed this body: the one named (``--preset``), else, for
+    a body that is no text stream (AWS event-stream frames: Claude on Bedrock), the first of
+    the protocol's presets whose answers arrive in other framing; None: the protocol's own."""
+    from .protocols import all_presets
+
+    presets = [p for p in all_presets().values() if p.protocol == protocol.name]
+    if name is not None:
+        found = next((p for p in presets if p.name == name), None)
+        if found is None:
+            raise UsageError(f"--preset {name!r} does not speak {protocol.name}; one of {', '.join(p.name for p in presets)}")
+        return found
+    if body[:1] != b"\x00":
+        return None  # text (SSE, NDJSON, JSON): the protocol's own framing; a frame's length starts with 0
+    return next((p for p in presets if protocol.stream_content_type(p) != protocol.content_type), None)
+
+
 def _cmd_decode(args: argparse.Namespace) -> int:
     """Raw response body -> the rebuilt assistant message (or the events)."""
     from .errors import ProviderError
@@ -314,7 +331,9 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     body = _read_bytes(args.file)
     reply = AssistantMsg(args.name, [])
     start = ReplyStartEvent(session_id="decode", reply_id=reply.id, name=args.name)
-    decoder = protocol.decoder(protocol.new_adapter(reply.id), keep=True)
+    preset = _framing_preset(protocol, args.preset, body)
+    adapter = protocol.new_adapter(reply.id)
+    decoder = protocol.decoder_for(adapter, preset, keep=True) if preset is not None else protocol.decoder(adapter, keep=True)
     error: ProviderError | None = None
     try:
         decoder.feed(body)
@@ -699,6 +718,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     decode = command("decode", "decode a raw response body (SSE, or AWS event stream) into the assistant message it carries")
     decode.add_argument("--protocol", required=True, choices=protocols, help=f"the wire protocol of the body: {', '.join(protocols)}")
+    decode.add_argument("--preset", help="the provider whose endpoint framed the body, where it frames the protocol's events its own way (bedrock-anthropic); found from the body when not given")
     decode.add_argument("--events", action="store_true", help="print the events as JSON lines instead of the message")
     decode.add_argument("--name", default="assistant", help="the name to give the rebuilt message")
     decode.add_argument("file", help="the body, or - for standard input")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,6 +96,8 @@ class _Open:
         elif ev.type == "TOOL_RESULT_END":
             self.results.discard(ev.tool_call_id)
 
+
+_log = logging.getLogger("modelwire.agent")
 
 _TOOL_EVENTS = frozenset({"TOOL_CALL_START", "TOOL_CALL_DELTA", "TOOL_CALL_END", "TOOL_RESULT_START", "TOOL_RESULT_TEXT_DELTA", "TOOL_RESULT_DATA_DELTA", "TOOL_RESULT_END"})
 
@@ -230,7 +233,23 @@ class Agent:
             assert folded is not None
             folded.append_event(ev)
         assert folded is not None
+        if folded.finished_reason is None:
+            self._say_waiting(folded.id)
         return folded
+
+    def _say_waiting(self, rid: str) -> None:
+        """A reply returned while it waits (parked): said, with what answers it, since the
+        message alone looks like an answer that stopped."""
+        calls = self.pending_calls(rid)
+        if not calls:
+            return
+        asking = [c.name for c in calls if c.state == "asking"]
+        what = (
+            f"{len(asking)} tool call(s) ({', '.join(asking)}) wait for the user's confirmation: answer with agent.reply(event=agent.confirm({{call_id: True}}))"
+            if asking
+            else f"{len(calls)} tool call(s) wait for results run elsewhere: answer with an ExternalExecutionResultEvent"
+        )
+        _log.warning("reply %s is waiting, not finished: %s (agent.pending_calls() lists them)", rid, what)
 
     def reply_sync(self, msg: MsgInput = None, *, event: ResumeEvent | None = None, structured_model: Any = None, raise_errors: bool = True) -> Msg:
         """:meth:`reply` for scripts and notebooks without an event loop of their own."""

@@ -329,7 +329,8 @@ def use_cassette(
     token = _ACTIVE.set((*_ACTIVE.get(), session))
     from ..models.config import IN_CASSETTE, REPLAYING
 
-    replay_token = REPLAYING.set(True) if record_mode == "none" else None
+    # Replaying only (no request can leave): a model loaded inside needs no API key.
+    replay_token = REPLAYING.set(True) if session.replaying and not session.recording else None
     cassette_token = IN_CASSETTE.set(True)
     failed = False
     try:
