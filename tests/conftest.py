@@ -19,10 +19,11 @@ def _no_kept_capabilities(monkeypatch):
     """Each test starts with no capability answer kept, in memory or on disk. A kept answer
     skips the lookup a test scripts (the cache is keyed by URL, and a port comes back), so
     the next scripted reply went to the wrong request. Tests of the cache set their own."""
-    from modelwire.models import _lookup
+    from modelwire.models import _learned, _lookup
 
     monkeypatch.setenv("MODELWIRE_CACHE_DIR", "")
     monkeypatch.setattr(_lookup, "_default", None)
+    monkeypatch.setattr(_learned, "_default", None)  # and no rule a refusal taught another test
 
 
 # Bugs inside modelwire surface as themselves in the tests, never as a provider's fault

@@ -464,3 +464,9 @@ def test_every_provider_takes_its_base_url_from_its_variable_and_a_bad_one_is_on
     assert bad_url.returncode == 2 and "not an http(s) URL" in bad_url.stderr.decode() and bad_url.stderr.decode().count("\n") == 1
     bad_port = run_env("serve", "--port", "99999")
     assert bad_port.returncode == 2 and "99999 is not a port" in bad_port.stderr.decode() and "OverflowError" not in bad_port.stderr.decode()
+
+
+def test_an_option_of_another_command_is_said_so_not_suggested_as_itself():
+    out = run("check", "x.json", "--model", "anthropic:claude-sonnet-4-5", "--base-url", "http://127.0.0.1:9")
+    err = out.stderr.decode()
+    assert out.returncode == 2 and "did you mean --base-url" not in err and "--base-url is an option of" in err and "chat" in err

@@ -59,7 +59,8 @@ def test_every_error_is_exported_and_drawn_in_the_tree():
         return next(b for b in cls.__bases__ if issubclass(b, errors.ModelwireError))
 
     def lines(cls, depth=0):
-        others = [b.__name__ for b in cls.__bases__ if not issubclass(b, errors.ModelwireError) and b is not Exception]
+        first = parent(cls) if cls is not errors.ModelwireError else None
+        others = [b.__name__ for b in cls.__bases__ if b is not first and b is not Exception]
         yield "    " + "  " * depth + cls.__name__ + (f" (also {', '.join(others)})" if others else "")
         for sub in sorted((c for c in classes if c is not errors.ModelwireError and parent(c) is cls), key=lambda c: c.__name__):
             yield from lines(sub, depth + 1)

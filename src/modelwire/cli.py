@@ -59,7 +59,12 @@ class _Parser(argparse.ArgumentParser):
             words = message.split(":", 1)[1].split()
             known = _all_options(self)
             for word in words:
-                close = difflib.get_close_matches(word.split("=")[0], known, n=1, cutoff=0.6)
+                name = word.split("=")[0]
+                if name in known:  # an option of another command: "did you mean" itself would mislead
+                    users = _commands_with(self, name)
+                    hint = f"; {name} is an option of {', '.join(users)}, not of this command" if users else ""
+                    break
+                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
                 if close:
                     hint = f"; did you mean {close[0]}?"
                     break
@@ -71,6 +76,17 @@ class _Parser(argparse.ArgumentParser):
                 hint = f"; did you mean {close[0]}?"
         sys.stderr.write(f"{self.prog}: {message}{hint} (see {self.prog} --help)\n")
         raise SystemExit(2)
+
+
+def _commands_with(parser: argparse.ArgumentParser, option: str) -> list[str]:
+    """The subcommands that take ``option``."""
+    return [
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name, sub in action.choices.items()
+        if any(option in a.option_strings for a in sub._actions)
+    ]
 
 
 def _all_options(parser: argparse.ArgumentParser) -> list[str]:
@@ -100,6 +116,14 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
     if args.capabilities:
         return _show_capabilities(args.capabilities)
+    if args.forget:
+        from .models._learned import learned_rules
+        from .models.config import REPLAY_KEY, resolve
+
+        spec = resolve(args.forget, api_key=REPLAY_KEY)
+        gone = learned_rules().forget(spec.model)
+        print(f"{spec.preset.name}:{spec.model}: forgot what {gone} refusal record(s) taught" if gone else f"{spec.preset.name}:{spec.model}: nothing was learned")
+        return 0
 
     rows = [("provider", "protocol", "key variable", "set?", "example model string", "base URL")]
     for preset in all_presets().values():
@@ -714,6 +738,7 @@ def build_parser() -> argparse.ArgumentParser:
     models = command("models", "list the providers: protocol, key variable and whether it is set, an example model string, base URL")
     models.epilog = ENVIRONMENT
     models.add_argument("--capabilities", metavar="MODEL", help="show what one model accepts (PROVIDER:MODEL or a profile) and where each fact came from")
+    models.add_argument("--forget", metavar="MODEL", help="forget the rules the provider's refusals taught for this model (every endpoint)")
     models.set_defaults(func=_cmd_models)
 
     decode = command("decode", "decode a raw response body (SSE, or AWS event stream) into the assistant message it carries")

@@ -27,6 +27,7 @@ catches ``ValueError`` keeps working. The whole tree (a built-in base besides, a
         InternalError
         InvalidRequestError
           ContextTooLongError
+          RefusedOptionError (also UnsupportedOptionError)
         PermissionDeniedError
         RateLimitError
         UpstreamError
@@ -84,6 +85,7 @@ __all__ = [
     "SSELineTooLongError",
     "EventStreamError",
     "UnsupportedOptionError",
+    "RefusedOptionError",
     "UnknownProtocolError",
     "UsageLimitExceeded",
     "StructuredOutputError",
@@ -418,6 +420,26 @@ class UnsupportedOptionError(ModelwireError, ValueError):
         self.model = model
         who = f"{provider}:{model}" if model else provider
         super().__init__(f"{who} does not take {option!r}" + (f": {hint}" if hint else ""))
+
+
+class RefusedOptionError(InvalidRequestError, UnsupportedOptionError):
+    """The provider refused an option for this model and said why in words modelwire reads
+    (``"thinking.type.disabled" is not supported for this model``): the rule is kept for
+    this endpoint and model, so the next such call is refused before it is sent
+    (``modelwire models --forget MODEL`` forgets it). Both an :class:`InvalidRequestError`
+    (the provider's answer) and an :class:`UnsupportedOptionError` (``option``, ``provider``,
+    ``model``)."""
+
+    def __init__(
+        self, option: str, provider: str, model: str, said: str, *, provider_type: str | None = None, status_code: int | None = None, request_id: str | None = None, body: Any = None
+    ) -> None:
+        message = f"{provider}:{model} does not take {option!r}, the provider says: {said} (kept: the next such call is refused before it is sent)"
+        # Both bases' fields, set here: each base's __init__ takes other arguments.
+        self.message, self.provider_type, self.status_code, self.request_id, self.body = message, provider_type, status_code, request_id, body
+        self.events: list = []
+        self.option, self.provider, self.model = option, provider, model
+        Exception.__init__(self, message)
+
 
 
 # -- errors of the agent, cassettes and decoders ------------------------------------------------

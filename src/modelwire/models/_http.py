@@ -175,12 +175,16 @@ class HTTPModel:
     @property
     def capabilities(self) -> ModelCapabilities:
         """What this model accepts (the agent asks this, never the protocol's name): the
-        protocol's defaults, the shipped table, then the user's ``capabilities={...}``."""
+        protocol's defaults, the shipped table, what the provider published and what its
+        refusals taught (see ``_learned``), then the user's ``capabilities={...}``."""
         if self._capabilities is None:
             from .capabilities import resolve_capabilities
 
+            from ._learned import learned_rules
+
             defaults = self.wire.model_defaults(self.spec.preset, self.name)
-            self._capabilities = resolve_capabilities(defaults, self.name, published=self._published, overrides=self._capability_overrides)
+            learned = learned_rules().get(self.endpoint, self.name)
+            self._capabilities = resolve_capabilities(defaults, self.name, published=self._published, learned=learned, overrides=self._capability_overrides)
         return self._capabilities
 
     async def lookup_capabilities(self, *, cache: Any = None) -> ModelCapabilities:
@@ -417,6 +421,7 @@ class HTTPModel:
                     except E.ProviderError as err:
                         self._explain(err, attempt)
                         self._mask(err, call.headers)
+                        err = self._learned(err)
                         resumed = await self._after_error(err, attempt, call)
                         if resumed is _AGAIN:
                             continue
@@ -526,6 +531,26 @@ class HTTPModel:
             secrets |= held()
         err.mask(secrets)
         return err
+
+    def _learned(self, err: E.ProviderError) -> E.ProviderError:
+        """A 400 whose words state a rule modelwire reads (see ``_learned``): the rule kept
+        for this endpoint and model, and the error a :class:`~modelwire.errors.RefusedOptionError`
+        quoting the provider; any other error as it is."""
+        if type(err) is not E.InvalidRequestError or err.status_code not in (None, 400, 422):
+            return err
+        from ._learned import learned_rules, refusal_in
+
+        found = refusal_in(self.protocol, err.message)
+        if found is None:
+            return err
+        refusal, learned = found
+        learned_rules().add(self.endpoint, self.name, learned, err.message)
+        self._capabilities = None  # the next call reads what was learned
+        refused = E.RefusedOptionError(
+            refusal.option, self.provider, self.name, err.message, provider_type=err.provider_type, status_code=err.status_code, request_id=err.request_id, body=err.body
+        )
+        refused.events, refused.retry_after = err.events, getattr(err, "retry_after", None)  # type: ignore[attr-defined]
+        return refused
 
     def _explain(self, err: E.ProviderError, attempt: _Attempt) -> None:
         """What the error says of where it came from: the request id, and a server that

@@ -71,16 +71,20 @@ def resolve_capabilities(
     model: str,
     *,
     published: ModelCapabilities | None = None,
+    learned: ModelCapabilities | None = None,
     overrides: Mapping[str, Any] | ModelCapabilities | None = None,
 ) -> ModelCapabilities:
     """The record for ``model``: the protocol's ``defaults``, then the table, then what the
-    provider published, then the user's ``overrides`` (each laid over the last)."""
+    provider published, then what its refusals taught (``learned``), then the user's
+    ``overrides`` (each laid over the last)."""
     caps = defaults
     table = from_table(model)
     if table is not None:
         caps = table.over(caps)
     if published is not None:
         caps = published.over(caps)
+    if learned is not None:
+        caps = learned.over(caps)
     if overrides:
         if not isinstance(overrides, ModelCapabilities):
             overrides = ModelCapabilities.from_mapping(overrides, "override")

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError
 
-__all__ = ["ModelCapabilities", "THINKING_MODES", "EFFORT_LEVELS", "DISPLAYS"]
+__all__ = ["ModelCapabilities", "Refusal", "THINKING_MODES", "EFFORT_LEVELS", "DISPLAYS"]
 
 THINKING_MODES = ("budget", "adaptive", "effort")
 EFFORT_LEVELS = ("minimal", "low", "medium", "high", "xhigh", "max")
@@ -125,3 +125,38 @@ def _checked(key: str, value: Any, source: str) -> Any:
     if not isinstance(value, bool):
         raise bad("true or false")
     return value
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A rule a provider states in its refusal, in words a program can read: a 400 whose
+    message matches ``pattern`` (a regular expression, searched case-insensitively) means
+    the model does not take ``option`` and that its capabilities are ``learn(match)`` (a
+    mapping of :class:`ModelCapabilities` fields). ``source`` names where the words come
+    from (the error text users reported, with its date, or a recorded response).
+
+    The models layer keeps what it learns per endpoint and model, so the next call is
+    refused before it is sent (see ``modelwire.models._learned``)."""
+
+    pattern: str
+    option: str
+    learn: Any  # (re.Match) -> Mapping[str, Any]
+    source: str
+
+    def learned(self, message: str) -> ModelCapabilities | None:
+        """The capabilities this refusal's words state, or None when they are not its words."""
+        import re
+
+        found = re.search(self.pattern, message, re.IGNORECASE)
+        if found is None:
+            return None
+        values = self.learn(found)
+        return ModelCapabilities.from_mapping(values, "") if values else None
+
+
+def levels_in(text: str) -> tuple[str, ...]:
+    """The effort levels named in a provider's list ("high, low, max, medium"; "'low',
+    'medium', and 'high'"), in the usual order."""
+    named = {w.strip(" '\"`.").lower() for w in text.replace(" and ", ",").split(",")}
+    return tuple(level for level in EFFORT_LEVELS if level in named)
+

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError, ProviderError, UnsupportedOptionError, error_from_body
-from ._caps import EFFORT_LEVELS, ModelCapabilities
+from ._caps import EFFORT_LEVELS, ModelCapabilities, Refusal
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..formatters import Formatter
@@ -338,6 +338,9 @@ class WireProtocol:
     # error types do not say it (a context overflow answered as a plain 400); read with every
     # protocol's, after the types.
     error_phrases: Mapping[str, type[ProviderError]] = {}
+    # Rules the provider states in its 400s (see Refusal): what the models layer learns from
+    # a refusal, to refuse the next such call before sending it; read with every protocol's.
+    refusals: Sequence[Refusal] = ()
 
     # The keys a preset's ``dialect`` may hold for this protocol, each with what it takes: a
     # type (or a tuple of types), or a set of the values allowed. ``check_dialect`` refuses any other key (a

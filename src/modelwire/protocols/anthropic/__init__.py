@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 from ...adapters import encode_sse
 from ... import errors as E
+from .._caps import Refusal, levels_in
 from .._protocol import DEFAULT_MAX_TOKENS, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 from .presets import PRESETS
 
@@ -127,6 +128,33 @@ class AnthropicProtocol(WireProtocol):
         "not_found_error": E.InvalidRequestError,
         "request_too_large": E.InvalidRequestError,
     }
+    refusals = (
+        Refusal(
+            r'"?thinking\.type\.disabled"? is not supported for this model',
+            "thinking",
+            lambda m: {"thinking_off": False},
+            'the API\'s 400 to claude-opus-5-5 and claude-fable-5-1 with thinking off, as users reported it in 2026-11: '
+            '\'"thinking.type.disabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort"\'',
+        ),
+        Refusal(
+            r'"?thinking\.type\.enabled"? is not supported for this model',
+            "thinking_budget",
+            lambda m: {"thinking": ["adaptive"]},
+            "the API's 400 to claude-sonnet-5 with thinking.type enabled ('Use thinking.type.adaptive and output_config.effort')",
+        ),
+        Refusal(
+            r"thinking may not be enabled when tool_choice forces tool use",
+            "tool_choice",
+            lambda m: {"forced_tool_thinking": False},
+            "the API's 400 to a forced tool_choice with thinking on (run-llama/llama_index#19641, 2025-08-11; on Bedrock, can1357/oh-my-pi#341, 2026-03-09)",
+        ),
+        Refusal(
+            r"supported levels: ([a-z, ]+)",
+            "reasoning_effort",
+            lambda m: {"effort": list(levels_in(m.group(1)))},
+            "a recorded claude-opus-4-6 400 to an effort it lacks: 'Supported levels: high, low, max, medium'",
+        ),
+    )
     # endpoint: Claude on a cloud (where the model goes, how it streams); model_info: the
     # provider publishes its models (the Models API)
     dialect_keys = {"endpoint": {"vertex", "bedrock"}, "model_info": {"anthropic"}}

@@ -37,6 +37,7 @@ from typing import Any
 
 from ...adapters import encode_sse
 from ... import errors as E
+from .._caps import Refusal, levels_in
 from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 from .presets import PRESETS
 
@@ -93,6 +94,30 @@ class OpenAIChatProtocol(WireProtocol):
         # Chat and its Anthropic routes.
         "exceed_context_size_error": E.ContextTooLongError,
     }
+    # OpenAI's words (the Responses API uses the same, naming reasoning.effort), and those of
+    # servers that speak its protocol.
+    refusals = (
+        Refusal(
+            r"'(?:temperature|top_p)' (?:is not supported|does not support .* only the default)",
+            "temperature",
+            lambda m: {"sampling": False},
+            "OpenAI's 400 to gpt-5 and the o-series: \"Unsupported value: 'temperature' does not support 0.01 with this model. Only the default (1)"
+            " value is supported.\" (owndev/Open-WebUI-Functions#98, 2025-11-20); \"Unsupported parameter: 'temperature' is not supported with this model.\"",
+        ),
+        Refusal(
+            r"invalid temperature: only 1 is allowed for this model",
+            "temperature",
+            lambda m: {"sampling": False},
+            "Moonshot's 400 to Kimi K3 with a temperature: 'invalid temperature: only 1 is allowed for this model' (XCNXNXNX/dsh-portable-tavern#1, 2026-08-25)",
+        ),
+        Refusal(
+            r"'(?:reasoning_effort|reasoning\.effort)' does not support .*supported values are: ([a-z', ]+)",
+            "reasoning_effort",
+            lambda m: {"effort": list(levels_in(m.group(1)))},
+            "\"Unsupported value: 'reasoning_effort' does not support 'none' with this model. Supported values are: 'minimal', 'low', 'medium',"
+            " and 'high'.\" (Kilo-Org/cloud#3807, 2026-06-08)",
+        ),
+    )
     # The servers that speak this protocol, where their error type does not say it:
     error_phrases = {
         # llama.cpp (above), in a body whose type a proxy dropped.

@@ -1,0 +1,152 @@
+"""Rules learned from the provider's own refusals: a local server answers 400 with the
+provider's real words; the first call fails with a ``RefusedOptionError`` that names the
+option and the model and quotes the provider; the next such call is refused before anything
+is sent, in this process and in a new one; ``check`` reports it; ``models --capabilities``
+shows it with its date; ``models --forget`` clears it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from modelwire.errors import InvalidRequestError, RefusedOptionError, UnsupportedOptionError
+from modelwire.message import UserMsg
+from modelwire.models import load_model
+from modelwire.models.transport import RetryPolicy
+from modelwire.testing import ProviderServer, error_reply
+from modelwire.testing.sse import body as sse_body, stream_reply
+
+ANTHROPIC_DISABLED = '"thinking.type.disabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort"'
+TOOLS = [{"name": "lookup", "description": "d", "parameters": {"type": "object", "properties": {}}}]
+
+# (preset:model, what the call asks, the provider's 400 body, the option it names, the learned field)
+CASES = {
+    "anthropic thinking off": (
+        "anthropic:claude-opus-5-5",
+        {"options": {"thinking": False}},
+        {"type": "error", "error": {"type": "invalid_request_error", "message": ANTHROPIC_DISABLED}},
+        "thinking",
+        ("thinking_off", False),
+    ),
+    "anthropic forced tool while thinking": (  # the table says Opus 5 takes it, with no source: the provider wins
+        "anthropic:claude-opus-5",
+        {"options": {"thinking": True}, "tools": TOOLS, "tool_choice": "lookup"},
+        {"type": "error", "error": {"type": "invalid_request_error", "message": "Thinking may not be enabled when tool_choice forces tool use."}},
+        "tool_choice",
+        ("forced_tool_thinking", False),
+    ),
+    "anthropic effort levels": (
+        "anthropic:claude-test-model",
+        {"options": {"reasoning_effort": "xhigh", "thinking": True}},
+        {"type": "error", "error": {"type": "invalid_request_error", "message": "output_config.effort: Supported levels: high, low, max, medium"}},
+        "reasoning_effort",
+        ("effort", ("low", "medium", "high", "max")),
+    ),
+    "openai temperature": (
+        "openai:gpt-test",
+        {"options": {"temperature": 0.01}},
+        {"error": {"message": "Unsupported value: 'temperature' does not support 0.01 with this model. Only the default (1) value is supported.", "type": "invalid_request_error", "param": "temperature", "code": "unsupported_value"}},
+        "temperature",
+        ("sampling", False),
+    ),
+    "openai effort levels": (
+        "openai:gpt-test",
+        {"options": {"reasoning_effort": "minimal"}},
+        {"error": {"message": "Unsupported value: 'reasoning_effort' does not support 'minimal' with this model. Supported values are: 'low', 'medium', and 'high'.", "type": "invalid_request_error", "param": "reasoning_effort", "code": "unsupported_value"}},
+        "reasoning_effort",
+        ("effort", ("low", "medium", "high")),
+    ),
+    "a compatible server's words (Kimi)": (
+        "openai:kimi-k3",
+        {"options": {"temperature": 0.3}},
+        {"message": "invalid temperature: only 1 is allowed for this model", "type": "invalid_request_error"},
+        "temperature",
+        ("sampling", False),
+    ),
+}
+
+
+def _call(model, ask):
+    return asyncio.run(model.complete([UserMsg("user", "hi")], tools=ask.get("tools"), tool_choice=ask.get("tool_choice"), options=ask.get("options")))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_refusal_is_learned_and_the_next_call_is_refused_before_sending(case):
+    spec, ask, body, option, (field, value) = CASES[case]
+    with ProviderServer() as server:
+        server.script(error_reply(400, body))
+        base = server.url + ("" if spec.startswith("anthropic") else "/v1")
+        model = load_model(spec, api_key="sk-test", base_url=base, retry=RetryPolicy(max_retries=0), capability_lookup=False)
+        with pytest.raises(RefusedOptionError) as first:
+            _call(model, ask)
+        # A new model object for the same endpoint and model (as a new agent would load it).
+        again = load_model(spec, api_key="sk-test", base_url=base, retry=RetryPolicy(max_retries=0), capability_lookup=False)
+        with pytest.raises(UnsupportedOptionError) as second:
+            _call(again, ask)
+        sent = len(server.requests)
+    err = first.value
+    assert isinstance(err, InvalidRequestError) and err.status_code == 400 and err.option == option and err.model == spec.split(":", 1)[1]
+    said = body.get("error", body)["message"] if isinstance(body.get("error", body), dict) else body["message"]
+    assert said in str(err) and option in str(err)
+    assert sent == 1  # the second call never left
+    assert not isinstance(second.value, RefusedOptionError) and second.value.option in (option, "thinking", "tool_choice")
+    assert getattr(again.capabilities, field) == value
+    assert "learned from the provider's refusal on " in again.capabilities.sources[field]
+
+
+def test_an_unrelated_400_teaches_nothing():
+    with ProviderServer() as server:
+        server.script(error_reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "messages: at least one message is required"}}), stream_reply("anthropic", sse_body("anthropic", ("text", "ok"))))
+        model = load_model("anthropic:claude-test-model", api_key="sk-test", base_url=server.url, retry=RetryPolicy(max_retries=0), capability_lookup=False)
+        with pytest.raises(InvalidRequestError) as raised:
+            asyncio.run(model.complete([UserMsg("user", "hi")], options={"thinking": False}))
+        assert not isinstance(raised.value, RefusedOptionError)
+        asyncio.run(model.complete([UserMsg("user", "hi")], options={"thinking": False}))  # sent again
+        assert len(server.requests) == 2
+
+
+def test_a_learned_rule_survives_a_new_process_check_reports_it_and_forget_clears_it(tmp_path):
+    """Learned in one process; another process (``modelwire check``, ``models
+    --capabilities``) knows it from the file; ``models --forget`` clears it and the call is
+    sent again."""
+    env = {**os.environ, "MODELWIRE_CACHE_DIR": str(tmp_path), "MODELWIRE_DEBUG": "0", "ANTHROPIC_API_KEY": "sk-test"}
+    env.pop("ANTHROPIC_BASE_URL", None)
+    conversation = tmp_path / "chat.json"
+    conversation.write_text(json.dumps([{"role": "user", "name": "user", "content": [{"type": "text", "text": "hi"}]}]))
+    learn = (
+        "import asyncio, sys\n"
+        "from modelwire.models import load_model\n"
+        "from modelwire.models.transport import RetryPolicy\n"
+        "from modelwire.message import UserMsg\n"
+        "m = load_model('anthropic:claude-opus-5-5', retry=RetryPolicy(max_retries=0), capability_lookup=False)\n"
+        "try:\n"
+        "    asyncio.run(m.complete([UserMsg('u', 'hi')], options={'thinking': False}))\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__)\n"
+    )
+    with ProviderServer() as server:
+        server.script(error_reply(400, CASES["anthropic thinking off"][2]), error_reply(400, CASES["anthropic thinking off"][2]))
+        env["ANTHROPIC_BASE_URL"] = server.url  # every process, the check among them, at this endpoint
+
+        def cli(*args):
+            return subprocess.run([sys.executable, "-m", "modelwire", *args], capture_output=True, text=True, env=env, timeout=60)
+
+        first = subprocess.run([sys.executable, "-c", learn, server.url], capture_output=True, text=True, env=env, timeout=60)
+        second = subprocess.run([sys.executable, "-c", learn, server.url], capture_output=True, text=True, env=env, timeout=60)
+        sent_after_two = len(server.requests)
+        check = cli("check", str(conversation), "--model", "anthropic:claude-opus-5-5", "--option", "thinking=false")
+        shown = cli("models", "--capabilities", "anthropic:claude-opus-5-5")
+        forgot = cli("models", "--forget", "anthropic:claude-opus-5-5")
+        third = subprocess.run([sys.executable, "-c", learn, server.url], capture_output=True, text=True, env=env, timeout=60)
+        sent_after_forget = len(server.requests)
+    assert first.stdout.strip() == "RefusedOptionError" and second.stdout.strip() == "UnsupportedOptionError", (first.stderr, second.stderr)
+    assert sent_after_two == 1
+    assert check.returncode == 1 and "[unsupported-option]" in check.stdout and "thinking" in check.stdout, check.stdout + check.stderr
+    assert "learned from the provider's refusal on" in shown.stdout and "thinking.type.disabled" in shown.stdout, shown.stdout + shown.stderr
+    assert forgot.returncode == 0 and "forgot" in forgot.stdout
+    assert third.stdout.strip() == "RefusedOptionError" and sent_after_forget == 2
