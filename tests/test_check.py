@@ -87,7 +87,7 @@ def test_the_command_exits_0_1_2_and_fix_writes_a_conversation_that_checks_clean
     assert out.returncode == 0 and out.stdout == b"" and b"clean" in out.stderr, out.stderr
     fixed = tmp_path / "fixed.json"
     out = run_check(str(history), "--model", "anthropic:claude-sonnet-4-5", "--json", "--fix", str(fixed))
-    assert out.returncode == 1, out.stderr
+    assert out.returncode == 0, out.stderr  # with --fix: what the fixed conversation meets
     found = json.loads(out.stdout)
     assert [(f["rule"], f["index"]) for f in found] == [("empty-text", 0), ("tool-id", 3), ("tool-name", 3)]
     assert all(f["fix"] for f in found)
@@ -120,3 +120,21 @@ def test_a_plugin_protocols_replay_keys_are_checked_too(monkeypatch):
     monkeypatch.setattr(protocols, "_registered", {**protocols._registered, "toy": Toy()})
     assert "toy_seal" in replay_keys()
     assert rules("anthropic:claude-sonnet-4-5", signed) == [("foreign-thinking", 1)]
+
+
+def test_fix_answers_an_unanswered_call_and_the_fixed_file_checks_clean(tmp_path):
+    """A call with no result before the conversation goes on: ``check`` reports it, and
+    ``--fix`` answers it with an ``interrupted`` result right after its calls (before the text
+    that follows them), so the fixed file passes and ``--fix`` exits 0."""
+    history = tmp_path / "chat.json"
+    turn = AssistantMsg("a", [ToolCallBlock(id="call_1", name="get_weather", input="{}"), TextBlock(text="Let me see.")])
+    history.write_text(json.dumps([m.to_dict() for m in [UserMsg("u", "Weather?"), turn, UserMsg("u", "Well?")]]))
+    found = run_check(str(history), "--model", "anthropic:claude-sonnet-4-5")
+    assert found.returncode == 1 and b"[unanswered-call]" in found.stdout and b"interrupted result" in found.stdout
+    fixed = tmp_path / "fixed.json"
+    out = run_check(str(history), "--model", "anthropic:claude-sonnet-4-5", "--fix", str(fixed))
+    assert out.returncode == 0, out.stdout + out.stderr
+    blocks = json.loads(fixed.read_text())[1]["content"]
+    assert [b["type"] for b in blocks] == ["tool_call", "tool_result", "text"] and blocks[1]["state"] == "interrupted"
+    assert run_check(str(fixed), "--model", "anthropic:claude-sonnet-4-5").returncode == 0
+

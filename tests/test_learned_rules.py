@@ -26,16 +26,16 @@ TOOLS = [{"name": "lookup", "description": "d", "parameters": {"type": "object",
 
 # (preset:model, what the call asks, the provider's 400 body, the option it names, the learned field)
 CASES = {
-    "anthropic thinking off": (
-        "anthropic:claude-opus-5-5",
+    "anthropic thinking off": (  # next month's flagship, which the table does not know yet
+        "anthropic:claude-opus-5-7",
         {"options": {"thinking": False}},
         {"type": "error", "error": {"type": "invalid_request_error", "message": ANTHROPIC_DISABLED}},
         "thinking",
         ("thinking_off", False),
     ),
-    "anthropic forced tool while thinking": (  # the table says Opus 5 takes it, with no source: the provider wins
-        "anthropic:claude-opus-5",
-        {"options": {"thinking": True}, "tools": TOOLS, "tool_choice": "lookup"},
+    "anthropic forced tool while thinking": (  # a gateway's Claude, declared adaptive, nothing said of forcing
+        "anthropic:gateway-claude",
+        {"options": {"thinking": True}, "tools": TOOLS, "tool_choice": "lookup", "load": {"capabilities": {"thinking": ["adaptive"]}}},
         {"type": "error", "error": {"type": "invalid_request_error", "message": "Thinking may not be enabled when tool_choice forces tool use."}},
         "tool_choice",
         ("forced_tool_thinking", False),
@@ -81,11 +81,12 @@ def test_a_refusal_is_learned_and_the_next_call_is_refused_before_sending(case):
     with ProviderServer() as server:
         server.script(error_reply(400, body))
         base = server.url + ("" if spec.startswith("anthropic") else "/v1")
-        model = load_model(spec, api_key="sk-test", base_url=base, retry=RetryPolicy(max_retries=0), capability_lookup=False)
+        extra = ask.get("load", {})
+        model = load_model(spec, api_key="sk-test", base_url=base, retry=RetryPolicy(max_retries=0), capability_lookup=False, **extra)
         with pytest.raises(RefusedOptionError) as first:
             _call(model, ask)
         # A new model object for the same endpoint and model (as a new agent would load it).
-        again = load_model(spec, api_key="sk-test", base_url=base, retry=RetryPolicy(max_retries=0), capability_lookup=False)
+        again = load_model(spec, api_key="sk-test", base_url=base, retry=RetryPolicy(max_retries=0), capability_lookup=False, **extra)
         with pytest.raises(UnsupportedOptionError) as second:
             _call(again, ask)
         sent = len(server.requests)
@@ -123,7 +124,7 @@ def test_a_learned_rule_survives_a_new_process_check_reports_it_and_forget_clear
         "from modelwire.models import load_model\n"
         "from modelwire.models.transport import RetryPolicy\n"
         "from modelwire.message import UserMsg\n"
-        "m = load_model('anthropic:claude-opus-5-5', retry=RetryPolicy(max_retries=0), capability_lookup=False)\n"
+        "m = load_model('anthropic:claude-opus-5-7', retry=RetryPolicy(max_retries=0), capability_lookup=False)\n"
         "try:\n"
         "    asyncio.run(m.complete([UserMsg('u', 'hi')], options={'thinking': False}))\n"
         "except Exception as exc:\n"
@@ -139,9 +140,9 @@ def test_a_learned_rule_survives_a_new_process_check_reports_it_and_forget_clear
         first = subprocess.run([sys.executable, "-c", learn, server.url], capture_output=True, text=True, env=env, timeout=60)
         second = subprocess.run([sys.executable, "-c", learn, server.url], capture_output=True, text=True, env=env, timeout=60)
         sent_after_two = len(server.requests)
-        check = cli("check", str(conversation), "--model", "anthropic:claude-opus-5-5", "--option", "thinking=false")
-        shown = cli("models", "--capabilities", "anthropic:claude-opus-5-5")
-        forgot = cli("models", "--forget", "anthropic:claude-opus-5-5")
+        check = cli("check", str(conversation), "--model", "anthropic:claude-opus-5-7", "--option", "thinking=false")
+        shown = cli("models", "--capabilities", "anthropic:claude-opus-5-7")
+        forgot = cli("models", "--forget", "anthropic:claude-opus-5-7")
         third = subprocess.run([sys.executable, "-c", learn, server.url], capture_output=True, text=True, env=env, timeout=60)
         sent_after_forget = len(server.requests)
     assert first.stdout.strip() == "RefusedOptionError" and second.stdout.strip() == "UnsupportedOptionError", (first.stderr, second.stderr)

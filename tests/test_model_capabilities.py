@@ -67,7 +67,11 @@ def recorded(name: str) -> dict:
         ("claude-sonnet-4-20250514", "Claude Opus 4, Sonnet 4, Sonnet 3.7"),
         ("claude-3-7-sonnet-20250219", "Claude Opus 4, Sonnet 4, Sonnet 3.7"),
         ("claude-3-5-haiku-latest", "Claude 3 / 3.5"),
-        ("claude-fable-5-1", "Claude Fable 5 / Mythos 5"),
+        ("claude-fable-5-1", "Claude Fable 5.1"),
+        ("claude-fable-5", "Claude Fable 5 / Mythos 5"),
+        ("claude-opus-5-5", "Claude Opus 5.5"),
+        ("us.anthropic.claude-opus-5-5-v1:0", "Claude Opus 5.5"),
+        ("claude-opus-5", "Claude Opus 5, Sonnet 5, Opus 4.8, Opus 4.7"),
         ("gpt-5-2025-08-07", "GPT-5"),
         ("gpt-5.2-2025-12-11", "GPT-5.2 to 5.5"),
         ("gpt-5.1", "GPT-5.1"),
@@ -169,6 +173,22 @@ def test_sampling_parameters_are_refused_where_the_model_dropped_them():
     refused("anthropic:claude-fable-5", "top_p", top_p=0.9)
     refused("openai:o4-mini", "temperature", temperature=0.5)
     assert body("anthropic:claude-opus-4-6", temperature=0.5)["temperature"] == 0.5
+
+
+def test_the_claude_5_rules_users_met_are_refused_before_sending():
+    """What Claude Opus 5.5 and Fable 5.1 answered 400 to, as users reported it: thinking off,
+    and on Opus 5.5 a forced tool; on the Opus 4.7-and-later family, a forced tool while it
+    thinks (Anthropic's extended-thinking docs). Each refused before sending, naming option and model."""
+    assert "always thinks" in refused("anthropic:claude-opus-5-5", "thinking", thinking=False)
+    assert "always thinks" in refused("anthropic:claude-fable-5-1", "thinking", thinking=False)
+    assert "cannot be made to call a tool" in refused("anthropic:claude-opus-5-5", "tool_choice", tools=TOOLS, tool_choice="required")
+    assert "while it thinks" in refused("anthropic:claude-opus-5", "tool_choice", tools=TOOLS, tool_choice="required", thinking=True)
+    assert body("anthropic:claude-opus-5", thinking=False)["thinking"] == {"type": "disabled"}  # Opus 5 itself takes it off
+    assert body("anthropic:claude-opus-5", TOOLS, "required")["tool_choice"] == {"type": "any"}  # and a forced tool without thinking
+    # A model that always thinks shows its thinking when asked, without thinking=True (refused before).
+    shown = body("anthropic:claude-opus-5-5", thinking_display="summarized")
+    assert shown["thinking"] == {"type": "adaptive", "display": "summarized"}
+    sdk_params.streaming_request("anthropic", shown)
 
 
 def test_a_forced_tool_with_thinking_is_refused_where_the_model_refuses_it():

@@ -441,7 +441,8 @@ def _load_tools(path: str | None) -> list[Any] | None:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     """A conversation -> every reason the next request to a model would be refused or
-    would lose something (0: none, 1: findings, 2: bad input)."""
+    would lose something (0: none, 1: findings, 2: bad input; with ``--fix``, of the fixed
+    conversation)."""
     from .models import load_model
     from .models._preflight import repair
     from .models.config import REPLAY_KEY, resolve
@@ -470,7 +471,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         fixed = repair(model, messages)
         with open(args.fix, "w", encoding="utf-8") as out:
             json.dump([m.to_dict() for m in fixed], out, ensure_ascii=False, indent=1)
-        print(f"the conversation with modelwire's fixes: {args.fix}", file=sys.stderr)
+        left = model.preflight(fixed, tools, args.tool_choice)
+        print(f"the conversation with modelwire's fixes: {args.fix}" + (f" ({len(left)} finding(s) no fix can repair)" if left else " (it checks clean)"), file=sys.stderr)
+        return 1 if left else 0  # what the fixed conversation would meet
     return 1 if findings else 0
 
 

@@ -68,7 +68,11 @@ def preflight(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None =
         findings.append(Finding(rule, None, str(exc), "tool_choice='auto'" if rule == "forced-tool-with-thinking" else None))
     except E.FormatError as exc:
         code = exc.code if exc.code in RULES else "format"
-        fix = "on_unsupported_media='note' puts a note in its place" if code == "unsupported-media" else ("dropped" if code == "orphan-result" else None)
+        fix = {
+            "unsupported-media": "on_unsupported_media='note' puts a note in its place",
+            "orphan-result": "dropped",
+            "unanswered-call": "answered with an interrupted result",
+        }.get(code)
         findings.append(Finding(code, exc.index, exc.rule, fix))
     return findings
 
@@ -143,26 +147,43 @@ def _name_finding(name: str, names: Any, seen_names: set[str], index: int | None
     return [Finding("tool-name", index, f"{target} refuses the tool name {name!r}", f"sent as {wire_name(name, names)!r}")]
 
 
+def _interrupted(calls: list[Any]) -> list[Any]:
+    """An ``interrupted`` result for each of ``calls`` (emptied: each is answered once)."""
+    from ..message import ToolResultBlock
+
+    out = [ToolResultBlock(id=c.id, name=c.name, output="The call was interrupted before it ran.", state="interrupted") for c in calls]
+    calls.clear()
+    return out
+
+
 def repair(model: Any, messages: Sequence[Any]) -> list[Any]:
     """The conversation with the fixes modelwire applies written into it: ids and names the
     target refuses rewritten, media it does not take replaced by a note, empty text and
-    results without their call left out. (Foreign thinking stays: it is only not sent.)"""
+    results without their call left out, a client call no result answers given an
+    ``interrupted`` one right after its calls. (Foreign thinking stays: it is only not sent.)"""
     from ..formatters._toolids import conform
 
     formatter = model.formatter
     out: list[Any] = []
     calls: set[str] = set()
+    answered = {b.id for m in messages for b in m.content if b.type == "tool_result"}
     for msg in messages:
-        kept = []
+        kept: list[Any] = []
+        waiting: list[Any] = []  # this run's calls that no result answers
         for block in msg.content:
             if block.type == "text" and not block.text:
                 continue
             if block.type == "tool_call":
                 calls.add(block.id)
+                if block.id not in answered and not extras_of(block).get("server_side"):
+                    waiting.append(block)
+            elif block.type != "tool_result" and waiting:
+                kept += _interrupted(waiting)  # before what follows the run of calls and results
             if block.type == "tool_result" and block.id not in calls:
                 continue
             kept.append(block)
-        out.append(msg.replace(content=kept) if len(kept) != len(msg.content) else msg)
+        kept += _interrupted(waiting)
+        out.append(msg.replace(content=kept) if kept != list(msg.content) else msg)
     fixed, _, _ = conform(out, None, None, getattr(formatter, "tool_id_rules", None), getattr(formatter, "tool_name_rules", None))
     previous = model.on_unsupported_media
     model.on_unsupported_media = "note"
