@@ -397,3 +397,16 @@ def test_every_family_gets_requests_its_api_accepts_or_a_named_refusal(spec, rec
             assert level in record.effort, f"{spec} sent {level}, which it does not have"
         if options.get("temperature") is not None:
             assert record.sampling is not False
+
+
+def test_azure_gets_a_strict_schema_without_a_default_and_openai_keeps_it():
+    """Azure OpenAI refuses a non-null ``default`` in a strict schema (api.openai.com takes it,
+    openai/openai-agents-python#4390): on Azure it goes into the description."""
+    schema = {"type": "object", "properties": {"tax_type": {"type": "integer", "default": 0}}, "required": ["tax_type"]}
+    openai = body("openai:gpt-4.1", json_schema=schema)["response_format"]["json_schema"]
+    assert openai["strict"] is True and openai["schema"]["properties"]["tax_type"]["default"] == 0
+    for spec, where in (("azure:my-deployment", ("response_format", "json_schema")), ("azure-responses:my-deployment", ("text", "format"))):
+        sent = load_model(spec, api_key="k", base_url="https://res.openai.azure.com", json_schema=schema).build_request([UserMsg("u", "hi")])[0]
+        fmt = sent[where[0]][where[1]]
+        prop = fmt["schema"]["properties"]["tax_type"]
+        assert fmt["strict"] is True and "default" not in prop and "default: 0" in prop["description"], spec

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import Any, Mapping
 
 from ...adapters import encode_sse
 from ... import errors as E
@@ -56,13 +56,18 @@ STRICT_RULES: dict[str, Any] = dict(
 )
 
 
-def strict_format(schema: dict[str, Any], model: str) -> tuple[dict[str, Any], bool]:
+def strict_format(schema: dict[str, Any], model: str, dialect: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
     """The schema to send and whether it can go with ``strict: true``: in the strict subset
-    where it can be written so; else as given, unenforced (said in the debug log)."""
+    where it can be written so; else as given, unenforced (said in the debug log). A server
+    whose strict mode refuses ``default`` (``dialect["strict_default"] = False``) gets it in
+    the description instead."""
     from ...formatters._schema import NotStrict, SchemaRules, strict_schema
 
+    rules = STRICT_RULES
+    if dialect is not None and dialect.get("strict_default") is False:
+        rules = {**STRICT_RULES, "keywords": STRICT_RULES["keywords"] - {"default"}}
     try:
-        strict, notes = strict_schema(schema, SchemaRules(**STRICT_RULES))
+        strict, notes = strict_schema(schema, SchemaRules(**rules))
     except NotStrict as exc:
         log.debug("json_schema for %s goes with strict: false: %s", model, exc)
         return schema, False
@@ -146,6 +151,9 @@ class OpenAIChatProtocol(WireProtocol):
         "empty_content_null": bool,
         "prompt_cache": {"openai", "automatic"},
         "model_info": {"openrouter"},
+        # False: the strict mode refuses a non-null ``default`` (Azure OpenAI; api.openai.com takes
+        # it), which then goes into the description.
+        "strict_default": bool,
     }
     description = "OpenAI Chat Completions"
     adapter = "modelwire.protocols.openai_chat.adapter:OpenAIChatAdapter"
@@ -251,7 +259,7 @@ class OpenAIChatProtocol(WireProtocol):
         if o.json_schema is not None:
             if not dialect.get("json_schema", True) or caps.structured_output is False:
                 raise refuse("json_schema", preset, "this server takes JSON mode only; ask for JSON in the prompt, or use extra_body", model=model)
-            schema, strict = strict_format(o.json_schema, model)
+            schema, strict = strict_format(o.json_schema, model, dialect)
             p["response_format"] = {"type": "json_schema", "json_schema": {"name": o.json_schema_name, "schema": schema, "strict": strict}}
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:

@@ -21,7 +21,8 @@ PRESETS = (
         "azure", "openai-chat", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", auth="api-key",
         path="/openai/deployments/{model}/chat/completions",
         query={"api-version": ("AZURE_OPENAI_API_VERSION", "2024-10-21")},
-        dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "prompt_cache": "openai"},
+        # strict_default: Azure refuses a non-null default in a strict schema (openai/openai-agents-python#4390, 2026-08-14)
+        dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "prompt_cache": "openai", "strict_default": False},
         description="Azure OpenAI (deployment name as the model)", example="my-gpt-4o-deployment",
         otel_name="azure.ai.openai", price_id="azure",
     ),
@@ -30,7 +31,7 @@ PRESETS = (
     Preset(
         "azure-v1", "openai-chat", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", key_required=False, auth="api-key",
         path="/openai/v1/chat/completions",
-        dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "credentials": "azure", "prompt_cache": "openai"},
+        dialect={"max_tokens_field": "max_completion_tokens", "reasoning_effort": True, "credentials": "azure", "prompt_cache": "openai", "strict_default": False},
         description="Azure OpenAI v1 API, Chat Completions (AZURE_OPENAI_API_KEY or Entra ID)", example="my-gpt-4o-deployment",
         otel_name="azure.ai.openai", price_id="azure",
     ),

@@ -33,6 +33,7 @@ class OpenAIResponsesProtocol(WireProtocol):
     )
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True)
     sdk_package = "openai"
+    dialect_keys = {"strict_default": bool}  # as on Chat: False where strict mode refuses a non-null default
 
     def schema_problems(self, schema: dict[str, Any]) -> list[str]:
         from ..openai_chat import PROTOCOL as CHAT
@@ -119,7 +120,7 @@ class OpenAIResponsesProtocol(WireProtocol):
                 raise refuse("parallel_tool_calls", preset, "it needs tools in the request")
             p["parallel_tool_calls"] = o.parallel_tool_calls
         if o.json_schema is not None:
-            schema, strict = strict_format(o.json_schema, model)
+            schema, strict = strict_format(o.json_schema, model, preset.dialect)
             p["text"] = {"format": {"type": "json_schema", "name": o.json_schema_name, "schema": schema, "strict": strict}}
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:

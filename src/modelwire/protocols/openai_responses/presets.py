@@ -16,7 +16,8 @@ PRESETS = (
     ),
     Preset(
         "azure-responses", "openai-responses", "", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", key_required=False, auth="api-key",
-        path="/openai/v1/responses", dialect={"credentials": "azure"},
+        # strict_default: Azure refuses a non-null default in a strict schema (openai/openai-agents-python#4390, 2026-08-14)
+        path="/openai/v1/responses", dialect={"credentials": "azure", "strict_default": False},
         description="Azure OpenAI v1 API, Responses (AZURE_OPENAI_API_KEY or Entra ID)", example="my-gpt-5-deployment",
         otel_name="azure.ai.openai", price_id="azure",
     ),
