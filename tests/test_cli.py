@@ -187,7 +187,7 @@ def test_models_capabilities_shows_each_field_and_its_source():
     out = run("models", "--capabilities", "bedrock:global.anthropic.claude-opus-4-7")
     assert out.returncode == 0, out.stderr
     lines = {line.split()[0]: line for line in out.stdout.decode().splitlines()[1:] if line.strip() and not line.startswith("not known")}
-    assert "adaptive" in lines["thinking"] and "table: Claude Opus 5, Sonnet 5, Opus 4.8, Opus 4.7" in lines["thinking"]
+    assert "adaptive" in lines["thinking"] and "table: Claude Opus 4.8, Opus 4.7" in lines["thinking"]
     assert "low, medium, high, xhigh, max" in lines["effort"] and "false" in lines["sampling"]
     assert "not known" in lines["thinking_off"]
 
@@ -470,3 +470,19 @@ def test_an_option_of_another_command_is_said_so_not_suggested_as_itself():
     out = run("check", "x.json", "--model", "anthropic:claude-sonnet-4-5", "--base-url", "http://127.0.0.1:9")
     err = out.stderr.decode()
     assert out.returncode == 2 and "did you mean --base-url" not in err and "--base-url is an option of" in err and "chat" in err
+
+
+def test_chat_asks_a_model_that_thinks_unasked_to_show_its_thinking():
+    """Opus 5 and Sonnet 5 think when not asked, with the display omitted, so their thinking
+    arrived empty: the chat, which shows thinking, asks it summarized; with
+    ``--no-show-thinking`` it asks nothing."""
+    with ProviderServer() as server:
+        for _ in range(2):
+            server.script(sse_reply(sse.body("anthropic", ("think", "Pondering."), ("text", "Hi."))))
+        base = ["chat", "--model", "anthropic:claude-sonnet-5", "--base-url", server.url]
+        shown = run_env(*base, "hello", env_extra={"ANTHROPIC_API_KEY": "sk-x"})
+        hidden = run_env(*base, "--no-show-thinking", "hello", env_extra={"ANTHROPIC_API_KEY": "sk-x"})
+    assert shown.returncode == 0 and hidden.returncode == 0, shown.stderr + hidden.stderr
+    first, second = (r["json"] for r in server.requests)
+    assert first["thinking"] == {"type": "adaptive", "display": "summarized"}
+    assert "thinking" not in second

@@ -55,10 +55,10 @@ def recorded(name: str) -> dict:
 @pytest.mark.parametrize(
     "model,family",
     [
-        ("claude-opus-4-7", "Claude Opus 5, Sonnet 5, Opus 4.8, Opus 4.7"),
-        ("us.anthropic.claude-opus-4-7-v1:0", "Claude Opus 5, Sonnet 5, Opus 4.8, Opus 4.7"),  # Bedrock
-        ("claude-opus-4-7@20260416", "Claude Opus 5, Sonnet 5, Opus 4.8, Opus 4.7"),  # Vertex
-        ("anthropic/claude-opus-4.7", "Claude Opus 5, Sonnet 5, Opus 4.8, Opus 4.7"),  # OpenRouter
+        ("claude-opus-4-7", "Claude Opus 4.8, Opus 4.7"),
+        ("us.anthropic.claude-opus-4-7-v1:0", "Claude Opus 4.8, Opus 4.7"),  # Bedrock
+        ("claude-opus-4-7@20260416", "Claude Opus 4.8, Opus 4.7"),  # Vertex
+        ("anthropic/claude-opus-4.7", "Claude Opus 4.8, Opus 4.7"),  # OpenRouter
         ("claude-opus-4-6", "Claude Opus 4.6"),
         ("global.anthropic.claude-sonnet-4-6", "Claude Sonnet 4.6"),
         ("claude-opus-4-5-20251101", "Claude Opus 4.5"),
@@ -71,7 +71,7 @@ def recorded(name: str) -> dict:
         ("claude-fable-5", "Claude Fable 5 / Mythos 5"),
         ("claude-opus-5-5", "Claude Opus 5.5"),
         ("us.anthropic.claude-opus-5-5-v1:0", "Claude Opus 5.5"),
-        ("claude-opus-5", "Claude Opus 5, Sonnet 5, Opus 4.8, Opus 4.7"),
+        ("claude-opus-5", "Claude Opus 5, Sonnet 5"),
         ("gpt-5-2025-08-07", "GPT-5"),
         ("gpt-5.2-2025-12-11", "GPT-5.2 to 5.5"),
         ("gpt-5.1", "GPT-5.1"),
@@ -185,6 +185,10 @@ def test_the_claude_5_rules_users_met_are_refused_before_sending():
     assert "while it thinks" in refused("anthropic:claude-opus-5", "tool_choice", tools=TOOLS, tool_choice="required", thinking=True)
     assert body("anthropic:claude-opus-5", thinking=False)["thinking"] == {"type": "disabled"}  # Opus 5 itself takes it off
     assert body("anthropic:claude-opus-5", TOOLS, "required")["tool_choice"] == {"type": "any"}  # and a forced tool without thinking
+    # Opus 5 and Sonnet 5 think unasked: how they show it can be asked alone (it was refused),
+    # as a model that always thinks can be.
+    assert body("anthropic:claude-sonnet-5", thinking_display="summarized")["thinking"] == {"type": "adaptive", "display": "summarized"}
+    refused("anthropic:claude-opus-4-7", "thinking_display", thinking_display="summarized")  # it thinks only when asked
     # A model that always thinks shows its thinking when asked, without thinking=True (refused before).
     shown = body("anthropic:claude-opus-5-5", thinking_display="summarized")
     assert shown["thinking"] == {"type": "adaptive", "display": "summarized"}

@@ -195,6 +195,17 @@ def _chat_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+def _shown_thinking(model: Any, args: argparse.Namespace) -> Any:
+    """A model that thinks unasked and omits what it thought (Claude Opus 5, Sonnet 5): asked
+    to show it summarized, since the chat and the page show thinking (``--no-show-thinking``
+    and ``--thinking``/``--no-thinking`` say otherwise)."""
+    caps, options = getattr(model, "capabilities", None), getattr(model, "options", None)
+    wanted = getattr(args, "show_thinking", True) and args.thinking is None
+    if wanted and caps is not None and options is not None and caps.thinking_default and caps.display_default == "omitted" and options.thinking_display is None:
+        model.options = model.options.merged({"thinking_display": "summarized"})
+    return model
+
+
 class _Waiting:
     """A small indicator on a terminal's stderr until the first token (nothing otherwise)."""
 
@@ -243,7 +254,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     from .message import UserMsg
     from .models import load_model
 
-    model = load_model(args.model, **_chat_options(args))
+    model = _shown_thinking(load_model(args.model, **_chat_options(args)), args)
     agent = Agent("assistant", model, args.system, tools=_tools(args), max_iters=args.max_iters)
     view = _view(args)
     interrupted = False
@@ -525,7 +536,7 @@ def _serve_app(args: argparse.Namespace) -> tuple[Any, str]:
     try:
         # One model for every request (its connection pool is shared); an unknown model
         # or a missing key shows here, at start.
-        model = load_model(model_name, **_chat_options(args))
+        model = _shown_thinking(load_model(model_name, **_chat_options(args)), args)
     except MissingKeyError as exc:
         return _demo_app(args, f"{exc.variable or 'the API key'} is not set for {model_name}")
 

@@ -31,6 +31,8 @@ class ModelCapabilities:
             ``"adaptive"`` (the model decides how much), ``"effort"`` (by level only);
             ``()`` when the model does not think.
         thinking_off: whether thinking can be turned off (False: the model always thinks).
+        thinking_default: whether the model thinks when thinking is not asked for (then
+            ``thinking_display`` may be asked alone: what it shows of that thinking).
         display_default: what the model shows of its thinking when not asked:
             ``"summarized"`` or ``"omitted"`` (only a signature arrives).
         effort: the effort levels the model takes (of :data:`EFFORT_LEVELS`); ``()``: none.
@@ -50,6 +52,7 @@ class ModelCapabilities:
 
     thinking: tuple[str, ...] | None = None
     thinking_off: bool | None = None
+    thinking_default: bool | None = None
     display_default: str | None = None
     effort: tuple[str, ...] | None = None
     sampling: bool | None = None

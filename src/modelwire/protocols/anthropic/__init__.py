@@ -109,9 +109,9 @@ def claude_fields(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabi
             thinking["display"] = display
         fields["thinking"] = thinking
     elif o.thinking_display is not None:
-        if caps.thinking_off is not False:
+        if caps.thinking_off is not False and caps.thinking_default is not True:
             raise refuse("thinking_display", preset, "it says how thinking is shown; turn thinking on with thinking=True", model=model)
-        # A model that always thinks: how its thinking is shown can be asked on its own.
+        # A model that thinks unasked: how its thinking is shown can be asked on its own.
         fields["thinking"] = {"type": "adaptive", "display": o.thinking_display}
     if o.reasoning_effort is not None:
         fields["output_config"] = {"effort": check_effort(o.reasoning_effort, caps, preset, model, _EFFORTS)}
