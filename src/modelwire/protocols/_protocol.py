@@ -12,6 +12,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from .. import __version__
 from ..errors import ConfigError, ProviderError, UnsupportedOptionError, error_from_body
 from ._caps import EFFORT_LEVELS, ModelCapabilities, Refusal
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Preset", "Capabilities", "ModelCapabilities", "ModelOptions", "WireProtocol", "deep_merge", "DEFAULT_MAX_TOKENS"]
 
-USER_AGENT = "modelwire/0.1"
+USER_AGENT = f"modelwire/{__version__}"
 DEFAULT_MAX_TOKENS = 4096
 
 
