@@ -424,7 +424,6 @@ class EventStreamApp:
         try:
             await self.store.put(live.token, Parked(rid, state, time.time(), live.next + len(asking)))
         except Exception as exc:
-            del state
             async for ev in agent.reply_stream(event=UserInterruptEvent(reply_id=rid)):
                 live.add(enc.event(ev))
             raise ParkError(f"the reply could not wait for an answer ({exc})") from exc
