@@ -249,3 +249,33 @@ def test_the_cache_expires():
     assert cache.get("u", "m") == {"a": 1}
     now[0] += 61
     assert cache.get("u", "m") is None
+
+
+def test_models_capabilities_live_prints_where_the_table_has_drifted(tmp_path):
+    """``modelwire models --capabilities MODEL --live`` asks the provider afresh (a local
+    server answering in the Models API's shape, built by the anthropic SDK's own type) and
+    prints each field where the shipped table differs, exit 1; a field only the provider
+    says is listed, not counted; 0 when nothing both know differs."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    published = anthropic_info("claude-opus-4-7", adaptive=True, budget=False, levels=("low", "high"))
+    with ProviderServer() as server:
+        answer(server, json_reply(published), json_reply(anthropic_info("claude-next", adaptive=True, budget=False, levels=("low", "high"))))
+        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": server.url, "MODELWIRE_DEBUG": "0", "MODELWIRE_CACHE_DIR": str(tmp_path)}
+
+        def live(model):
+            cmd = [sys.executable, "-m", "modelwire", "models", "--capabilities", model, "--live"]
+            return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+
+        drifted, unknown = live("anthropic:claude-opus-4-7"), live("anthropic:claude-next")
+        asked = len(gets(server))
+    assert drifted.returncode == 1, drifted.stdout + drifted.stderr
+    assert "effort: the table says low, medium, high, xhigh, max, the provider says low, high (the provider wins)" in drifted.stdout
+    # the fields where the answer given differs from the Opus 4.7 row, and only those
+    assert sorted(re.findall(r"^  (\w+): the table says", drifted.stdout, re.M)) == ["context_window", "effort", "max_output_tokens", "pdf_input", "server_tools"]
+    assert "thinking_off: not in the table; the provider says true" in drifted.stdout and "5 field(s) drifted" in drifted.stdout
+    assert unknown.returncode == 0 and "agrees" in unknown.stdout and "not in the table" in unknown.stdout, unknown.stdout + unknown.stderr
+    assert asked == 2  # each run asked the provider, neither read a kept answer

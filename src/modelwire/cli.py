@@ -115,7 +115,9 @@ def _cmd_models(args: argparse.Namespace) -> int:
     from .protocols import all_presets
 
     if args.capabilities:
-        return _show_capabilities(args.capabilities)
+        return _live_drift(args.capabilities) if args.live else _show_capabilities(args.capabilities)
+    if args.live:
+        raise UsageError("--live goes with --capabilities MODEL")
     if args.forget:
         from .models._learned import learned_rules
         from .models.config import REPLAY_KEY, resolve
@@ -142,6 +144,38 @@ def _cmd_models(args: argparse.Namespace) -> int:
     print(f"\nMODELWIRE_MODEL={chosen}" if chosen else "\nMODELWIRE_MODEL is not set: chat uses -m/--model, then modelwire.toml's `default`")
     print("each provider's base URL can be changed with <PROVIDER>_BASE_URL (DEEPSEEK_BASE_URL for deepseek:, shown where a provider needs one) or --base-url")
     return 0
+
+
+def _live_drift(name: str) -> int:
+    """The shipped table beside what the provider publishes now, field by field: each
+    difference (the provider wins), and each field only the provider says. Exit status 1
+    when the table has drifted, 0 when it agrees."""
+    import asyncio
+
+    from .models import load_model
+    from .models._lookup import CapabilityCache
+    from .models.capabilities import from_table
+
+    model = load_model(name)  # the key is needed: the provider is asked
+    published = asyncio.run(model.provider_capabilities(cache=CapabilityCache(None)))  # afresh, not the cached answer
+    if published is None:
+        raise UsageError(f"{model.provider}:{model.name}: the provider published nothing to compare (no models endpoint, or no answer from it)")
+    table = from_table(model.name)
+    known = table.known() if table is not None else {}
+    print(f"{model.provider}:{model.name}: the table ({table.sources.get(next(iter(known)), 'no entry') if known else 'no entry'}) beside the provider's answer")
+    drifted = 0
+    for field_name, said in published.known().items():
+        if field_name not in known:
+            print(f"  {field_name}: not in the table; the provider says {_shown(said)}")
+        elif known[field_name] != said:
+            drifted += 1
+            print(f"  {field_name}: the table says {_shown(known[field_name])}, the provider says {_shown(said)} (the provider wins)")
+    print(f"{drifted} field(s) drifted" if drifted else "the table agrees with the provider on every field both know")
+    return 1 if drifted else 0
+
+
+def _shown(value: Any) -> str:
+    return "none" if value == () else ", ".join(value) if isinstance(value, tuple) else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _show_capabilities(name: str) -> int:
@@ -752,6 +786,7 @@ def build_parser() -> argparse.ArgumentParser:
     models = command("models", "list the providers: protocol, key variable and whether it is set, an example model string, base URL")
     models.epilog = ENVIRONMENT
     models.add_argument("--capabilities", metavar="MODEL", help="show what one model accepts (PROVIDER:MODEL or a profile) and where each fact came from")
+    models.add_argument("--live", action="store_true", help="with --capabilities: ask the provider now and print where the shipped table differs (exit 1 when it does)")
     models.add_argument("--forget", metavar="MODEL", help="forget the rules the provider's refusals taught for this model (every endpoint)")
     models.set_defaults(func=_cmd_models)
 

@@ -199,16 +199,25 @@ class HTTPModel:
 
         base_url = self.spec.base_url or ""
         allowed = self.capability_lookup is True or (self.capability_lookup == "auto" and base_url.rstrip("/") == self.spec.preset.base_url.rstrip("/"))
-        url = self.wire.model_info_url(base_url, self.name, self.spec.preset) if allowed and not IN_CASSETTE.get() else None
-        if url is not None:
-            from ._lookup import published_capabilities
-
-            headers = self.wire.headers(self.spec.api_key, self.spec.preset)
-            headers.pop("content-type", None)
-            published = await published_capabilities(self.wire, url, self.name, headers, self.transport, cache=cache, body=self.wire.model_info_body(self.name))
+        if allowed and not IN_CASSETTE.get():
+            published = await self.provider_capabilities(cache=cache)
             if published is not None:
                 self._published, self._capabilities = published, None
         return self.capabilities
+
+    async def provider_capabilities(self, *, cache: Any = None) -> ModelCapabilities | None:
+        """What the provider itself publishes about this model at this base URL (its models
+        endpoint, read by the protocol), or None: it publishes nothing, or the answer did not
+        come or could not be read. ``cache``: where answers are kept (a
+        ``CapabilityCache(None)`` asks afresh)."""
+        url = self.wire.model_info_url(self.spec.base_url or "", self.name, self.spec.preset)
+        if url is None:
+            return None
+        from ._lookup import published_capabilities
+
+        headers = self.wire.headers(self.spec.api_key, self.spec.preset)
+        headers.pop("content-type", None)
+        return await published_capabilities(self.wire, url, self.name, headers, self.transport, cache=cache, body=self.wire.model_info_body(self.name))
 
     def preflight(self, messages: MsgInput, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: ModelOptions | dict | None = None) -> list[Any]:
         """Every reason the next request for these messages would be refused or would lose
