@@ -81,7 +81,7 @@ def test_resolving_a_model_string_loads_only_the_protocol_it_uses():
     )
     run = lambda *specs: subprocess.run([sys.executable, "-c", code, *specs], capture_output=True, text=True, check=True).stdout.split()
     assert run("deepseek:deepseek-chat") == ["_caps", "_protocol", "openai_chat"]
-    assert run("vertex-anthropic:claude-sonnet-4-5@20250929", "google:gemini-2.5-flash") == ["_caps", "_protocol", "anthropic", "gemini"]
+    assert run("vertex-anthropic:claude-sonnet-4-5@20250929", "google:gemini-2.5-flash") == ["_caps", "_claude", "_protocol", "anthropic", "gemini"]
 
 
 def test_a_protocol_entry_point_under_another_name_is_a_clear_error(monkeypatch):

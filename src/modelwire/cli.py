@@ -114,18 +114,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_models(args: argparse.Namespace) -> int:
     from .protocols import all_presets
 
-    if args.capabilities:
-        return _live_drift(args.capabilities) if args.live else _show_capabilities(args.capabilities)
-    if args.live:
-        raise UsageError("--live goes with --capabilities MODEL")
-    if args.forget:
-        from .models._learned import learned_rules
-        from .models.config import REPLAY_KEY, resolve
-
-        spec = resolve(args.forget, api_key=REPLAY_KEY)
-        gone = learned_rules().forget(spec.model)
-        print(f"{spec.preset.name}:{spec.model}: forgot what {gone} refusal record(s) taught" if gone else f"{spec.preset.name}:{spec.model}: nothing was learned")
-        return 0
+    if args.capabilities or args.live or args.forget:
+        return _one_model(args)
 
     rows = [("provider", "protocol", "key variable", "set?", "example model string", "base URL")]
     for preset in all_presets().values():
@@ -144,6 +134,21 @@ def _cmd_models(args: argparse.Namespace) -> int:
     print(f"\nMODELWIRE_MODEL={chosen}" if chosen else "\nMODELWIRE_MODEL is not set: chat uses -m/--model, then modelwire.toml's `default`")
     print("each provider's base URL can be changed with <PROVIDER>_BASE_URL (DEEPSEEK_BASE_URL for deepseek:, shown where a provider needs one) or --base-url")
     return 0
+
+
+def _one_model(args: argparse.Namespace) -> int:
+    """``models --capabilities MODEL [--live]`` and ``models --forget MODEL``."""
+    if args.forget:
+        from .models._learned import learned_rules
+        from .models.config import REPLAY_KEY, resolve
+
+        spec = resolve(args.forget, api_key=REPLAY_KEY)
+        gone = learned_rules().forget(spec.model)
+        print(f"{spec.preset.name}:{spec.model}: forgot what {gone} refusal record(s) taught" if gone else f"{spec.preset.name}:{spec.model}: nothing was learned")
+        return 0
+    if not args.capabilities:
+        raise UsageError("--live goes with --capabilities MODEL")
+    return _live_drift(args.capabilities) if args.live else _show_capabilities(args.capabilities)
 
 
 def _live_drift(name: str) -> int:

@@ -141,7 +141,7 @@ class BedrockConverseProtocol(WireProtocol):
             p["inferenceConfig"] = inference
         extra: dict[str, Any] = {}
         if _is_claude(model):
-            from ..anthropic import claude_fields
+            from .._claude import claude_fields
 
             forced = bool({"any", "tool"} & set(p.get("toolConfig", {}).get("toolChoice") or {}))
             extra.update(claude_fields(o, preset, model, caps, inference.get("maxTokens"), forced_tool=forced, default_budget=4096))
@@ -162,7 +162,7 @@ class BedrockConverseProtocol(WireProtocol):
                 raise refuse("json_schema", preset, "the model has no structured output on Bedrock; ask for it through a tool (the agent's structured_model does this)", model=model)
             schema = o.json_schema
             if _is_claude(model):
-                from ..anthropic import claude_schema
+                from .._claude import claude_schema
 
                 schema = claude_schema(schema, preset, model)  # Claude's subset, as on its own API
             p["outputConfig"] = {
