@@ -167,7 +167,8 @@ def _live_drift(name: str) -> int:
         raise UsageError(f"{model.provider}:{model.name}: the provider published nothing to compare (no models endpoint, or no answer from it)")
     table = from_table(model.name)
     known = table.known() if table is not None else {}
-    print(f"{model.provider}:{model.name}: the table ({table.sources.get(next(iter(known)), 'no entry') if known else 'no entry'}) beside the provider's answer")
+    entry = table.sources.get(next(iter(known)), "") if table is not None and known else ""
+    print(f"{model.provider}:{model.name}: the table ({entry or 'no entry'}) beside the provider's answer")
     drifted = 0
     for field_name, said in published.known().items():
         if field_name not in known:
