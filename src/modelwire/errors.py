@@ -251,6 +251,9 @@ class ProviderError(ModelwireError):
     """
 
     error_type = "unknown"
+    rate_limits: dict[str, Any] | None = None
+    """What the response's headers said of the caller's rate limits (see
+    ``WireProtocol.rate_limits``), when it came with any."""
     partial: Any = None
     """The reply as far as it got (a ``Msg``), when the error ended an agent's reply or a
     ``complete()``."""

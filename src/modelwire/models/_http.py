@@ -479,6 +479,9 @@ class HTTPModel:
         first_deadline = loop.time() + self.timeouts.first_byte
         if response.status_code >= 400:
             raise await http_error(response, self.wire)
+        limits = self.wire.rate_limits(response.headers)
+        if limits is not None:  # on the call's MODEL_CALL_END, in one shape for every provider
+            decoder.adapter.call_metadata["rate_limits"] = limits
         if not _is_stream(response, self.wire.stream_content_type(self.spec.preset)):
             # JSON where a stream was asked for (the whole answer, or its error), or something
             # else (an HTML page from a proxy): the server answered, so this is never retried
@@ -559,6 +562,7 @@ class HTTPModel:
             refusal.option, self.provider, self.name, err.message, provider_type=err.provider_type, status_code=err.status_code, request_id=err.request_id, body=err.body
         )
         refused.events, refused.retry_after = err.events, getattr(err, "retry_after", None)  # type: ignore[attr-defined]
+        refused.rate_limits = err.rate_limits
         return refused
 
     def _explain(self, err: E.ProviderError, attempt: _Attempt) -> None:
@@ -566,6 +570,8 @@ class HTTPModel:
         answered in another protocol."""
         if attempt.response is not None and err.request_id is None:
             err.request_id = request_id_of(attempt.response)
+        if attempt.response is not None and err.rate_limits is None:
+            err.rate_limits = self.wire.rate_limits(attempt.response.headers)
         if isinstance(err, E.StreamProtocolError) and attempt.head:
             from ..protocols import sniff
 

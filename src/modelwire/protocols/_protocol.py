@@ -562,6 +562,12 @@ class WireProtocol:
         """The typed error for an error body this protocol's servers send."""
         return error_from_body(body, self.name, status=status, request_id=request_id)
 
+    def rate_limits(self, headers: Mapping[str, str]) -> dict[str, Any] | None:
+        """What a response's headers say of the caller's rate limits, in one shape (see
+        :func:`rate_limit_shape`), or None when they say nothing (this protocol's servers send
+        none). A protocol reads its provider's own header names."""
+        return None
+
     def matches_url(self, url: str) -> bool:
         """Whether a request URL is this protocol's (for cassettes)."""
         import re
@@ -646,3 +652,47 @@ def sampling(body: dict[str, Any], o: ModelOptions, *, top_p: str = "top_p", sto
         body[top_p] = o.top_p
     if stop is not None and o.stop:
         body[stop] = list(o.stop)
+
+
+def rate_limit_shape(headers: Mapping[str, str], names: Mapping[str, tuple[str, str, str]], reset_is_duration: bool) -> dict[str, Any] | None:
+    """Rate-limit headers in one shape: ``{kind: {"limit", "remaining", "reset"}}`` for each
+    kind (``requests``, ``tokens``, ``input_tokens``, ``output_tokens``) whose headers are
+    there, ``reset`` an ISO-8601 UTC time; ``retry_after`` in seconds where the server says it.
+    ``names``: each kind's (limit, remaining, reset) header names; ``reset_is_duration``: the
+    reset is a wait ("6m0s", "1.5s", "20ms") rather than a time."""
+    import time
+
+    out: dict[str, Any] = {}
+    lowered = {k.lower(): v for k, v in headers.items()}
+    for kind, (limit, remaining, reset) in names.items():
+        entry: dict[str, Any] = {}
+        for key, header in (("limit", limit), ("remaining", remaining)):
+            value = lowered.get(header)
+            if value is not None and value.strip().isdigit():
+                entry[key] = int(value)
+        when = lowered.get(reset)
+        if when:
+            if reset_is_duration:
+                seconds = _duration(when)
+                if seconds is not None:
+                    entry["reset"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + seconds))
+            else:
+                entry["reset"] = when.strip()
+        if entry:
+            out[kind] = entry
+    retry = lowered.get("retry-after")
+    if retry is not None and retry.strip().replace(".", "", 1).isdigit():
+        out["retry_after"] = float(retry)
+    return out or None
+
+
+def _duration(text: str) -> float | None:
+    """Seconds of a wait written as OpenAI writes it ("6m0s", "1.5s", "20ms", "1h2m3s")."""
+    import re
+
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text.strip())
+    if not parts or "".join(n + u for n, u in parts) != text.strip():
+        return None
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    return sum(float(n) * scale[u] for n, u in parts)
+

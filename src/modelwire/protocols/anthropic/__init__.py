@@ -25,7 +25,7 @@ from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in
 from .._claude import EFFORTS as _EFFORTS, MIN_BUDGET, claude_fields, claude_schema
-from .._protocol import DEFAULT_MAX_TOKENS, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, refuse, sampling
+from .._protocol import DEFAULT_MAX_TOKENS, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, rate_limit_shape, refuse, sampling
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "AnthropicProtocol", "ENDPOINT_VERSIONS"]
@@ -50,6 +50,13 @@ class AnthropicProtocol(WireProtocol):
         "not_found_error": E.InvalidRequestError,
         "request_too_large": E.InvalidRequestError,
     }
+    def rate_limits(self, headers: Mapping[str, str]) -> dict[str, Any] | None:
+        """``anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,remaining,reset}``
+        (the reset an RFC 3339 time) and ``retry-after``
+        (https://docs.anthropic.com/en/api/rate-limits#response-headers)."""
+        names = {kind: tuple(f"anthropic-ratelimit-{kind.replace('_', '-')}-{part}" for part in ("limit", "remaining", "reset")) for kind in ("requests", "tokens", "input_tokens", "output_tokens")}
+        return rate_limit_shape(headers, names, reset_is_duration=False)  # type: ignore[arg-type]
+
     refusals = (
         Refusal(
             r'"?thinking\.type\.disabled"? is not supported for this model',

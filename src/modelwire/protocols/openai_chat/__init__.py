@@ -38,7 +38,7 @@ from typing import Any, Mapping
 from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in
-from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, rate_limit_shape, refuse, sampling
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "OpenAIChatProtocol", "STRICT_RULES", "strict_format", "openai_cache"]
@@ -54,6 +54,14 @@ STRICT_RULES: dict[str, Any] = dict(
     ),
     formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}),
 )
+
+
+def openai_rate_limits(headers: Mapping[str, str]) -> dict[str, Any] | None:
+    """``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` (the reset a wait, "6m0s") and
+    ``retry-after``, as OpenAI, Azure OpenAI and Groq send them
+    (https://platform.openai.com/docs/guides/rate-limits#rate-limits-in-headers)."""
+    names = {kind: (f"x-ratelimit-limit-{kind}", f"x-ratelimit-remaining-{kind}", f"x-ratelimit-reset-{kind}") for kind in ("requests", "tokens")}
+    return rate_limit_shape(headers, names, reset_is_duration=True)
 
 
 def strict_format(schema: dict[str, Any], model: str, dialect: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
@@ -99,6 +107,9 @@ class OpenAIChatProtocol(WireProtocol):
         # Chat and its Anthropic routes.
         "exceed_context_size_error": E.ContextTooLongError,
     }
+    def rate_limits(self, headers: Mapping[str, str]) -> dict[str, Any] | None:
+        return openai_rate_limits(headers)
+
     # OpenAI's words (the Responses API uses the same, naming reasoning.effort), and those of
     # servers that speak its protocol.
     refusals = (

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 from ...adapters import encode_sse
 from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 from .presets import PRESETS
-from ..openai_chat import strict_format
+from ..openai_chat import openai_rate_limits, strict_format
 
 __all__ = ["PROTOCOL", "OpenAIResponsesProtocol"]
 
@@ -34,6 +34,9 @@ class OpenAIResponsesProtocol(WireProtocol):
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True)
     sdk_package = "openai"
     dialect_keys = {"strict_default": bool}  # as on Chat: False where strict mode refuses a non-null default
+
+    def rate_limits(self, headers: Mapping[str, str]) -> dict[str, Any] | None:
+        return openai_rate_limits(headers)  # the same headers as Chat Completions
 
     def schema_problems(self, schema: dict[str, Any]) -> list[str]:
         from ..openai_chat import PROTOCOL as CHAT
