@@ -61,6 +61,13 @@ CASES = {
         "reasoning_effort",
         ("effort", ("low", "medium", "high")),
     ),
+    "bedrock forced tool": (
+        "bedrock:us.meta.llama4-test-v1:0",
+        {"tools": TOOLS, "tool_choice": "required"},
+        {"message": "This model doesn't support the toolConfig.toolChoice.any field. Remove toolConfig.toolChoice.any and try again."},
+        "tool_choice",
+        ("forced_tool", False),
+    ),
     "a compatible server's words (Kimi)": (
         "openai:kimi-k3",
         {"options": {"temperature": 0.3}},

@@ -20,6 +20,7 @@ from urllib.parse import quote
 from ...adapters import encode_frame
 from ...errors import ConfigError
 from ... import errors as E
+from .._caps import Refusal
 from .._protocol import CachePlan, Capabilities, cache_marks_problem, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 from .presets import PRESETS
 
@@ -58,6 +59,16 @@ class BedrockConverseProtocol(WireProtocol):
         "unrecognizedclientexception": E.AuthenticationError,
         "expiredtokenexception": E.AuthenticationError,
     }
+    refusals = (
+        Refusal(
+            r"doesn't support the toolConfig\.toolChoice\.(?:any|tool) field",
+            "tool_choice",
+            lambda m: {"forced_tool": False},
+            "Bedrock's ValidationException to a forced toolChoice on Llama and Nova: \"This model doesn't support the"
+            " toolConfig.toolChoice.any field. Remove toolConfig.toolChoice.any and try again\" (strands-agents/harness-sdk#1887,"
+            " 2026-03-13; aws-samples/bedrock-access-gateway#92, 2025-01-15)",
+        ),
+    )
     description = "AWS Bedrock Converse"
     adapter = "modelwire.protocols.bedrock.adapter:BedrockConverseAdapter"
     formatter = "modelwire.protocols.bedrock.formatter:BedrockConverseFormatter"
