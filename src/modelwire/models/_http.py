@@ -10,7 +10,6 @@ from contextlib import aclosing
 from typing import Any, AsyncGenerator, Sequence
 from urllib.parse import urlparse
 
-
 from .. import errors as E
 from .. import telemetry
 from .._ids import new_id
@@ -48,7 +47,6 @@ _CHAIN_RECORDS = 16  # stored responses kept per model for ``chain`` (the latest
 _MAX_RESUMES = 5  # times one background response is read again after its stream broke
 
 __all__ = ["HTTPModel"]
-
 
 
 _AGAIN = object()  # a failed request is sent again
