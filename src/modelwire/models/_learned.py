@@ -17,19 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import os
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..protocols import ModelCapabilities
+from ._lookup import cache_folder, write_json
 
 __all__ = ["LearnedRules", "learned_rules", "refusal_in"]
-
-log = logging.getLogger("modelwire.models")
 
 TTL_SECONDS = 30 * 24 * 3600  # providers change their rules; a month-old lesson is asked again
 
@@ -89,16 +85,8 @@ class LearnedRules:
         for name, value in learned.known().items():
             record["fields"][name] = {"value": list(value) if isinstance(value, tuple) else value, "learned_at": now, "said": said[:300]}
         self._memory[key] = record
-        if self.folder is None:
-            return
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{key}.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(record, out)
-            os.replace(tmp, self.folder / f"{key}.json")  # atomic: readers see the old file or the new
-        except OSError as exc:
-            log.debug("learned rules not written (%s): %s", self.folder, exc)
+        if self.folder is not None:
+            write_json(self.folder, key, record)
 
     def forget(self, model: str) -> int:
         """Forget what was learned for ``model`` at every endpoint; how many records went."""
@@ -117,23 +105,15 @@ class LearnedRules:
         return gone
 
 
-def learned_folder() -> Path | None:
-    """Beside the capability cache: ``MODELWIRE_CACHE_DIR/learned`` (``""``: memory only), else
-    the user's cache folder."""
-    chosen = os.environ.get("MODELWIRE_CACHE_DIR")
-    if chosen is not None:
-        return Path(chosen) / "learned" if chosen else None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "modelwire" / "learned"
-
-
 _default: LearnedRules | None = None
 
 
 def learned_rules() -> LearnedRules:
+    """The rules kept beside the capability cache (``cache_folder("learned")``)."""
     global _default
-    if _default is None or _default.folder != learned_folder():
-        _default = LearnedRules(learned_folder())
+    folder = cache_folder("learned")
+    if _default is None or _default.folder != folder:
+        _default = LearnedRules(folder)
     return _default
 
 

@@ -63,26 +63,32 @@ class CapabilityCache:
         key = self.key(url, model)
         now = self.clock()
         self._memory[key] = (now, data)
-        if self.folder is None:
-            return
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{key}.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump({"fetched_at": now, "url": url, "model": model, "data": data}, out)
-            os.replace(tmp, self.folder / f"{key}.json")  # atomic: readers see the old file or the new
-        except OSError as exc:
-            log.debug("capability cache not written (%s): %s", self.folder, exc)
+        if self.folder is not None:
+            write_json(self.folder, key, {"fetched_at": now, "url": url, "model": model, "data": data})
 
 
-def cache_folder() -> Path | None:
-    """``MODELWIRE_CACHE_DIR``, else the user's cache folder; ``MODELWIRE_CACHE_DIR=""`` keeps
-    answers in memory only."""
+def write_json(folder: Path, key: str, data: Any) -> None:
+    """``data`` as ``folder/<key>.json``, written atomically (processes sharing the folder read
+    the old file or the new, never half of one); a folder that cannot be written keeps nothing."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out)
+        os.replace(tmp, folder / f"{key}.json")
+    except OSError as exc:
+        log.debug("%s not written: %s", folder, exc)
+
+
+def cache_folder(kind: str = "capabilities") -> Path | None:
+    """Where modelwire keeps ``kind`` (its capability answers, or ``learned`` rules):
+    ``MODELWIRE_CACHE_DIR/kind``, else the user's cache folder; ``MODELWIRE_CACHE_DIR=""``
+    keeps them in memory only."""
     chosen = os.environ.get("MODELWIRE_CACHE_DIR")
     if chosen is not None:
-        return Path(chosen) / "capabilities" if chosen else None
+        return Path(chosen) / kind if chosen else None
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "modelwire" / "capabilities"
+    return Path(base) / "modelwire" / kind
 
 
 _default: CapabilityCache | None = None
