@@ -120,14 +120,10 @@ def learned_rules() -> LearnedRules:
 def refusal_in(protocol: str, message: str) -> tuple[Any, ModelCapabilities] | None:
     """The refusal rule whose words ``message`` has (``protocol``'s own first, then every
     protocol's: a gateway answers in the words of the provider behind it), and what it states."""
-    from ..protocols import get_protocol, protocol_names
+    from ..protocols import reading_order
 
-    for name in [protocol, *(n for n in protocol_names() if n != protocol)]:
-        try:
-            refusals = get_protocol(name).refusals
-        except Exception:  # noqa: BLE001 - an unknown or broken protocol has none to read
-            continue
-        for refusal in refusals:
+    for wire in reading_order(protocol):
+        for refusal in wire.refusals:
             learned = refusal.learned(message)
             if learned is not None:
                 return refusal, learned

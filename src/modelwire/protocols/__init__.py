@@ -45,6 +45,7 @@ __all__ = [
     "find_preset",
     "all_presets",
     "protocol_for_url",
+    "reading_order",
     "sniff",
     "replay_keys",
     "deep_merge",
@@ -237,20 +238,20 @@ def _protocols() -> list[WireProtocol]:
     return loaded
 
 
-def _error_tables(protocol: str | None) -> Iterator[WireProtocol]:
-    """Each protocol whose error tables a body of ``protocol`` is read with, that one first (a
-    gateway in front of one provider may answer in another's words); one that cannot be
-    loaded has none to read."""
+def reading_order(protocol: str | None) -> Iterator[WireProtocol]:
+    """Every protocol, ``protocol`` first: the order a provider's words (its error types and
+    phrases, its refusals) are read in, since a gateway in front of one provider may answer in
+    another's words. One that cannot be loaded has none to read."""
     names = [protocol] if protocol else []
     names += [n for n in protocol_names() if n != protocol]
     for name in names:
         try:
             yield get_protocol(name)
-        except Exception:  # noqa: BLE001 - an unknown or broken protocol has no table to read
+        except Exception:  # noqa: BLE001 - an unknown or broken protocol has no words to read
             continue
 
 
-use_error_tables(_error_tables)
+use_error_tables(reading_order)
 
 
 def replay_keys() -> frozenset[str]:
