@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Container
 
 _time = time.time
 _time_ns = time.time_ns
@@ -74,3 +78,13 @@ def coarse_now_iso() -> str:
     last[0] = t
     last[1] = stamp
     return stamp
+
+
+def id_again(given: str, taken: Container[str]) -> str:
+    """An id of its own for something whose id ``given`` is ``taken`` already (a tool call a
+    provider numbered per response): ``given_2``, ``given_3`` ..., the first not in ``taken``."""
+    n = 2
+    while f"{given}_{n}" in taken:
+        n += 1
+    return f"{given}_{n}"
+

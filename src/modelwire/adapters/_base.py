@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from msgspec.json import decode as from_json
 
-from .._ids import coarse_now_iso, new_id
+from .._ids import coarse_now_iso, id_again, new_id
 from .._record import MISSING, maker
 from ..message import provenance
 from ..errors import (
@@ -362,10 +362,7 @@ class BaseAdapter:
         """A tool call whose id a block of this call has already (servers that number calls
         per turn, or give two parallel calls one id): the id it streams with, its own, made
         from the provider's; a result the provider names it by goes to this one from now on."""
-        n = 2
-        while f"{call_id}_{n}" in self._ids:
-            n += 1
-        new_id = self._call_renamed[call_id] = f"{call_id}_{n}"
+        new_id = self._call_renamed[call_id] = id_again(call_id, self._ids)
         return new_id
 
     def _result_for(self, call_id: str) -> str:

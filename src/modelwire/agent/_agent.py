@@ -25,7 +25,7 @@ from typing import Any, AsyncGenerator, Iterable
 
 from .. import event as E
 from .. import telemetry
-from .._ids import new_id
+from .._ids import id_again, new_id
 from ..errors import (
     AgentBusyError,
     AgentError,
@@ -110,29 +110,26 @@ class _CallIds:
     made from the provider's (``call_0_2``), and so do its deltas, its end and a result the
     provider names it by. A result of a provider-run tool must answer a call of this reply."""
 
-    __slots__ = ("before", "now", "renamed")
+    __slots__ = ("calls", "renamed")
 
     def __init__(self, reply: Msg) -> None:
-        self.before = {b.id for b in reply.content if b.type == "tool_call"}  # the reply's calls so far
-        self.now: set[str] = set()  # this model call's
+        # The reply's calls so far, and this model call's as they start (with the ids given here).
+        self.calls = {b.id for b in reply.content if b.type == "tool_call"}
         self.renamed: dict[str, str] = {}
 
     def see(self, ev: Any) -> Any:
         call_id = ev.tool_call_id
         if ev.type == "TOOL_CALL_START":
-            if call_id in self.before or call_id in self.now:  # now: an id this class gave another call
-                n = 2
-                while f"{call_id}_{n}" in self.before or f"{call_id}_{n}" in self.now:
-                    n += 1
-                new_id = self.renamed[call_id] = f"{call_id}_{n}"
-                self.now.add(new_id)
-                return ev.replace(tool_call_id=new_id)
-            self.now.add(call_id)
-            return ev
+            if call_id not in self.calls:
+                self.calls.add(call_id)
+                return ev
+            new_id = self.renamed[call_id] = id_again(call_id, self.calls)
+            self.calls.add(new_id)
+            return ev.replace(tool_call_id=new_id)
         new_id = self.renamed.get(call_id)
         if new_id is not None:
             return ev.replace(tool_call_id=new_id)
-        if ev.type == "TOOL_RESULT_START" and call_id not in self.now and call_id not in self.before:
+        if ev.type == "TOOL_RESULT_START" and call_id not in self.calls:
             raise StreamProtocolError(f"the provider sent a result for tool call {call_id!r}, which no call of this reply made")
         return ev
 
