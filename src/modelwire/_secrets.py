@@ -48,7 +48,7 @@ def sent_secrets(url: str, headers: Iterable[tuple[str, str]]) -> set[str]:
 
 def masked(value: Any, secrets: Iterable[str]) -> Any:
     """``value`` with each secret in its text replaced by ``***``: strings, and the strings
-    inside lists and dicts (keys too), copied where they change; anything else as it is."""
+    inside lists, tuples and dicts (keys too), in copies; anything else as it is."""
     found = sorted((s for s in secrets if s and len(s) >= _SHORTEST), key=len, reverse=True)  # a key before its own prefix
     if not found:
         return value
@@ -65,6 +65,8 @@ def _mask(value: Any, secrets: list[str], depth: int) -> Any:
         return MASK if isinstance(value, (dict, list, tuple)) else value
     if isinstance(value, dict):
         return {_mask(k, secrets, depth + 1): _mask(v, secrets, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_mask(v, secrets, depth + 1) for v in value) if isinstance(value, list) else tuple(_mask(v, secrets, depth + 1) for v in value)
+    if isinstance(value, list):
+        return [_mask(v, secrets, depth + 1) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_mask(v, secrets, depth + 1) for v in value)
     return value
