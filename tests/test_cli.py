@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -244,15 +245,29 @@ def _read_until(fd, needle: bytes, timeout: float = 15.0) -> bytes:
     return buf
 
 
+@contextlib.contextmanager
+def _on_a_terminal(args: list[str], env: dict[str, str]):
+    """``modelwire ARGS`` on a real terminal (a pty): its pid and the terminal's fd; killed and
+    closed on the way out."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the CLI on a real terminal
+        os.execvpe(sys.executable, [sys.executable, "-m", "modelwire.cli", *args], env)
+    try:
+        yield pid, fd
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.close(fd)
+
+
 def test_interactive_chat_ctrl_c_stops_the_reply_not_the_program():
     words = " ".join(f"w{i}" for i in range(300))
     with ProviderServer() as server:
         server.script(sse_reply(sse.body("openai-chat", ("text", words)), delay=0.02), sse_reply(sse.body("openai-chat", ("text", "Second answer."))))
         env = {**os.environ, "OPENAI_API_KEY": "sk-x", "PYTHONUNBUFFERED": "1"}
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: the CLI on a real terminal
-            os.execvpe(sys.executable, [sys.executable, "-m", "modelwire.cli", "chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1"], env)
-        try:
+        with _on_a_terminal(["chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1"], env) as (pid, fd):
             _read_until(fd, b"you> ")
             os.write(fd, b"talk a lot\n")
             _read_until(fd, b"w20 ")
@@ -265,12 +280,6 @@ def test_interactive_chat_ctrl_c_stops_the_reply_not_the_program():
             os.write(fd, b"exit\n")
             _, status = os.waitpid(pid, 0)
             assert os.waitstatus_to_exitcode(status) == 0
-        finally:
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
-            os.close(fd)
         # the second request carried the interrupted first reply
         assert len(server.requests) == 2 and "w3" in json.dumps(server.requests[1]["json"]["messages"])
 
@@ -418,19 +427,10 @@ def test_a_tool_from_the_users_own_folder_runs_and_python_dash_m_modelwire_works
 def _one_shot_on_a_terminal(server, env_extra: dict) -> bytes:
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     env.update({"OPENAI_API_KEY": "sk-x", "PYTHONUNBUFFERED": "1", **env_extra})
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the CLI on a real terminal
-        os.execvpe(sys.executable, [sys.executable, "-m", "modelwire.cli", "chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1", "hello"], env)
-    try:
+    with _on_a_terminal(["chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1", "hello"], env) as (pid, fd):
         out = _read_until(fd, b"first token")
         out += _read_until(fd, b"\n")
         os.waitpid(pid, 0)
-    finally:
-        try:
-            os.kill(pid, 9)
-        except ProcessLookupError:
-            pass
-        os.close(fd)
     return out
 
 
