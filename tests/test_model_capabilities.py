@@ -71,7 +71,16 @@ def recorded(name: str) -> dict:
         ("claude-fable-5", "Claude Fable 5 / Mythos 5"),
         ("claude-opus-5-5", "Claude Opus 5.5"),
         ("us.anthropic.claude-opus-5-5-v1:0", "Claude Opus 5.5"),
-        ("claude-opus-5", "Claude Opus 5, Sonnet 5"),
+        ("claude-opus-5", "Claude Opus 5"),
+        ("claude-sonnet-5", "Claude Sonnet 5"),
+        ("mistral.mistral-large-2407-v1:0", "Mistral Large, Medium, Small, Pixtral"),  # Bedrock
+        ("mistral-medium-3-5@2604", "Mistral Medium 3.5"),  # Vertex
+        ("magistral-medium-latest", "Magistral"),
+        ("us.amazon.nova-micro-v1:0", "Amazon Nova Micro"),
+        ("amazon.nova-2-lite-v1:0", "Amazon Nova Lite, Pro, Premier"),
+        ("us.meta.llama4-maverick-17b-instruct-v1:0", "Meta Llama 4"),
+        ("openai.gpt-oss-120b-1:0", "gpt-oss"),
+        ("gemini-2.5-flash-lite", "Gemini 2.5 Flash-Lite"),
         ("gpt-5-2025-08-07", "GPT-5"),
         ("gpt-5.2-2025-12-11", "GPT-5.2 to 5.5"),
         ("gpt-5.1", "GPT-5.1"),
@@ -79,7 +88,6 @@ def recorded(name: str) -> dict:
         ("o4-mini", "OpenAI o-series"),
         ("gpt-4.1-mini", "GPT-4.1, GPT-4o"),
         ("gemini-3-pro-preview", "Gemini 3 Pro"),
-        ("gemini-2.5-flash-lite", "Gemini 2.5 Flash, Flash-Lite"),
         ("deepseek-reasoner", "DeepSeek reasoner"),
         ("deepseek-v3.2", "DeepSeek chat and others"),
     ],
@@ -87,7 +95,7 @@ def recorded(name: str) -> dict:
 def test_a_model_id_in_any_clouds_spelling_finds_its_family(model, family):
     record = from_table(model)
     assert record is not None, normalize(model)
-    assert set(record.sources.values()) == {f"table: {family}"}
+    assert record.sources and all(source.startswith(f"table: {family}: ") for source in record.sources.values())
 
 
 def test_every_table_entry_names_its_sources_and_is_reachable():
@@ -97,10 +105,10 @@ def test_every_table_entry_names_its_sources_and_is_reachable():
     data = __import__("tomllib").loads(capabilities._TABLE.read_text())["model"]
     assert len(data) == len(entries)
     for raw, (patterns, _record, family) in zip(data, entries):
-        assert raw["sources"] and all(isinstance(s, str) and s for s in raw["sources"]), family
+        assert raw["source"] and all(s["says"] and s["backs"] for s in raw["source"]), family
         # An entry the ones before it shadow entirely would never be used.
         literal = next((p for p in patterns if "*" not in p), patterns[0].replace("*", "x"))
-        assert set(from_table(literal).sources.values()) == {f"table: {family}"}, (family, literal)
+        assert all(s.startswith(f"table: {family}: ") for s in from_table(literal).sources.values()), (family, literal)
     assert from_table("kimi-k2-thinking") is None and from_table("my-own-model") is None
 
 
@@ -358,8 +366,15 @@ _TARGETS = {  # a model id of the family -> the presets it is reached through
     "o": ("openai", "openai-responses"),
     "gemini": ("google",),
     "deepseek": ("deepseek",),
+    **{kind: ("mistral", "bedrock") for kind in ("mistral", "magistral", "codestral", "devstral", "pixtral")},
+    "nova": ("bedrock",),
+    "llama4": ("bedrock",),
 }
-_VALIDATE = {"anthropic": "anthropic", "bedrock": "bedrock-converse", "openai": "openai-chat", "openai-responses": "openai-responses", "google": "gemini", "deepseek": "openai-chat"}
+_BEDROCK_PREFIX = {"claude": "us.anthropic.", "nova": "us.amazon.", "llama4": "us.meta."}  # else mistral.
+_VALIDATE = {
+    "anthropic": "anthropic", "bedrock": "bedrock-converse", "openai": "openai-chat", "openai-responses": "openai-responses", "google": "gemini",
+    "deepseek": "openai-chat", "mistral": "openai-chat",
+}
 _OPTIONS = [
     {"thinking": True},
     {"thinking": False},
@@ -376,7 +391,7 @@ def _family_cases():
         literal = next((p for p in patterns if "*" not in p), patterns[0].replace("*", "x"))
         kind = "o" if literal[0] == "o" and literal[1].isdigit() else literal.split("-")[0]
         for preset in _TARGETS[kind]:
-            spec = f"{preset}:{'us.anthropic.' + literal + '-v1:0' if preset == 'bedrock' else literal}"
+            spec = f"{preset}:{_BEDROCK_PREFIX.get(kind, 'mistral.') + literal + '-v1:0' if preset == 'bedrock' else literal}"
             yield pytest.param(spec, record, id=f"{family}-{preset}")
 
 
@@ -414,3 +429,46 @@ def test_azure_gets_a_strict_schema_without_a_default_and_openai_keeps_it():
         fmt = sent[where[0]][where[1]]
         prop = fmt["schema"]["properties"]["tax_type"]
         assert fmt["strict"] is True and "default" not in prop and "default: 0" in prop["description"], spec
+
+
+def test_a_table_field_without_a_source_is_refused_when_the_table_is_read():
+    from modelwire.models.capabilities import entries_of
+
+    head = '[[model]]\nfamily = "X"\nmatch = ["x-*"]\nsampling = false\nimage_input = true\n'
+    backed = head + '[[model.source]]\nsays = "https://example.com/docs"\nbacks = ["sampling", "image_input"]\n'
+    (patterns, record, family), = entries_of(backed)
+    assert record.sampling is False and record.sources["image_input"] == "table: X: https://example.com/docs"
+    with pytest.raises(ConfigError, match="no source backs image_input"):
+        entries_of(head + '[[model.source]]\nsays = "https://example.com/docs"\nbacks = ["sampling"]\n')
+    with pytest.raises(ConfigError, match="backs 'effort', which the entry does not set"):
+        entries_of(backed + '[[model.source]]\nsays = "a report"\nbacks = ["effort"]\n')
+    with pytest.raises(ConfigError, match="no source backs image_input, sampling"):
+        entries_of(head)
+
+
+def test_every_source_in_the_table_is_a_url_a_recording_an_sdk_or_profile_or_dated_words():
+    import re
+
+    from modelwire.models import capabilities
+
+    data = __import__("tomllib").loads(capabilities._TABLE.read_text())["model"]
+    for entry in data:
+        for source in entry["source"]:
+            says = source["says"]
+            assert re.search(r"https://|recorded|profiles/|types/|\b20\d\d-\d\d\b", says), (entry["family"], says)
+
+
+def test_opus_5_turns_thinking_off_only_at_effort_high_or_below():
+    """Claude Opus 5 refuses disabled thinking at effort xhigh and max (the API's words:
+    anthropics/claude-code#81084, 2026-07-25); at high or below it goes, in the form the
+    anthropic SDK's request type describes. Opus 4.8 takes any level with thinking off."""
+    for level in ("xhigh", "max"):
+        message = refused("anthropic:claude-opus-5", "reasoning_effort", thinking=False, reasoning_effort=level)
+        assert "low, medium, high" in message
+        refused("bedrock:us.anthropic.claude-opus-5-v1:0", "reasoning_effort", thinking=False, reasoning_effort=level)
+    sent = body("anthropic:claude-opus-5", thinking=False, reasoning_effort="high")
+    assert sent["thinking"] == {"type": "disabled"} and sent["output_config"] == {"effort": "high"}
+    sdk_params.streaming_request("anthropic", sent)
+    assert body("anthropic:claude-opus-4-8", thinking=False, reasoning_effort="max")["output_config"] == {"effort": "max"}
+    # Sonnet 5 is not Opus 5: nothing known refuses it.
+    assert body("anthropic:claude-sonnet-5", thinking=False, reasoning_effort="xhigh")["thinking"] == {"type": "disabled"}

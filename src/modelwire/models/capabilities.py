@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
@@ -18,7 +19,7 @@ from typing import Any, Mapping
 from ..errors import ConfigError
 from ..protocols import ModelCapabilities
 
-__all__ = ["ModelCapabilities", "normalize", "from_table", "table_entries", "resolve_capabilities"]
+__all__ = ["ModelCapabilities", "normalize", "from_table", "table_entries", "entries_of", "resolve_capabilities"]
 
 _TABLE = Path(__file__).with_name("capabilities.toml")
 # A cloud's prefixes and suffixes around the model's own name.
@@ -41,19 +42,39 @@ def normalize(model: str) -> str:
 @lru_cache(maxsize=1)
 def table_entries() -> tuple[tuple[tuple[str, ...], ModelCapabilities, str], ...]:
     """``(patterns, record, family)`` for every entry of the shipped table, in order."""
+    return entries_of(_TABLE.read_text(encoding="utf-8"), _TABLE.name)
+
+
+def entries_of(text: str, name: str = "table") -> tuple[tuple[tuple[str, ...], ModelCapabilities, str], ...]:
+    """The entries of a capability table written as ``capabilities.toml`` is, each field's
+    value checked and its sources kept with it. An entry without match patterns, a field no
+    ``[[model.source]]`` backs, or a source that backs a field the entry does not set is a
+    :class:`ConfigError`: a fact in the table always says where it comes from."""
     import tomllib
 
-    data = tomllib.loads(_TABLE.read_text(encoding="utf-8"))
     entries = []
-    for n, entry in enumerate(data.get("model", [])):
+    for n, entry in enumerate(tomllib.loads(text).get("model", [])):
         entry = dict(entry)
-        family = entry.pop("family")
-        patterns = tuple(entry.pop("match"))
-        sources = entry.pop("sources")
-        if not patterns or not sources:
-            raise ConfigError(f"{_TABLE.name}: entry {n} ({family}) needs match patterns and sources")
+        family = entry.pop("family", f"entry {n}")
+        patterns = tuple(entry.pop("match", ()))
+        cited = entry.pop("source", [])
+        if not patterns:
+            raise ConfigError(f"{name}: {family} needs match patterns")
         record = ModelCapabilities.from_mapping(entry, f"table: {family}")
-        entries.append((patterns, record, family))
+        sources: dict[str, list[str]] = {}
+        for source in cited:
+            says, backs = source.get("says"), source.get("backs")
+            if not isinstance(says, str) or not says or not isinstance(backs, list) or not backs:
+                raise ConfigError(f"{name}: {family}: each source needs what it says and the fields it backs")
+            for field_name in backs:
+                if field_name not in entry:
+                    raise ConfigError(f"{name}: {family}: a source backs {field_name!r}, which the entry does not set")
+                sources.setdefault(field_name, []).append(says)
+        unsourced = sorted(set(entry) - set(sources))
+        if unsourced:
+            raise ConfigError(f"{name}: {family}: no source backs {', '.join(unsourced)}; name where each fact comes from")
+        shown = {k: f"table: {family}: " + "; ".join(v) for k, v in sources.items() if k in record.known()}
+        entries.append((patterns, replace(record, sources=shown), family))
     return tuple(entries)
 
 
