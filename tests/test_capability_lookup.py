@@ -279,3 +279,34 @@ def test_models_capabilities_live_prints_where_the_table_has_drifted(tmp_path):
     assert "thinking_off: not in the table; the provider says true" in drifted.stdout and "5 field(s) drifted" in drifted.stdout
     assert unknown.returncode == 0 and "agrees" in unknown.stdout and "not in the table" in unknown.stdout, unknown.stdout + unknown.stderr
     assert asked == 2  # each run asked the provider, neither read a kept answer
+
+
+@pytest.mark.parametrize("provider", ["gemini", "openrouter"])
+def test_models_capabilities_live_against_gemini_and_openrouter(tmp_path, provider):
+    """``--live`` on the two other published sources: Gemini's models.get (the shape
+    google-genai's Model type checks) and OpenRouter's model list. Each reports where the
+    shipped table differs from what the provider says now."""
+    import os
+    import subprocess
+    import sys
+
+    from google.genai import types
+
+    if provider == "gemini":
+        info = {"name": "models/gemini-2.5-pro", "displayName": "Gemini 2.5 Pro", "inputTokenLimit": 2097152, "outputTokenLimit": 65536, "thinking": True}
+        types.Model.model_validate(info)
+        spec, env_key, path = "google:gemini-2.5-pro", {"GEMINI_API_KEY": "g-key", "GOOGLE_GEMINI_BASE_URL": None}, ""
+        drift = "context_window: the table says 1048576, the provider says 2097152 (the provider wins)"
+    else:
+        info = {"data": [{"id": "anthropic/claude-opus-4.7", "context_length": 1000000, "architecture": {"input_modalities": ["text", "image"]}, "top_provider": {"max_completion_tokens": 64000}, "supported_parameters": ["tools", "tool_choice", "reasoning", "structured_outputs"]}]}
+        spec, env_key, path = "openrouter:anthropic/claude-opus-4.7", {"OPENROUTER_API_KEY": "or-key", "OPENROUTER_BASE_URL": None}, "/v1"
+        drift = "max_output_tokens: the table says 128000, the provider says 64000 (the provider wins)"
+    with ProviderServer() as server:
+        server.respond = lambda request: json_reply(info)
+        env = {**os.environ, "MODELWIRE_DEBUG": "0", "MODELWIRE_CACHE_DIR": str(tmp_path)}
+        for name, value in env_key.items():
+            env[name] = value if value is not None else server.url + path
+        run = subprocess.run([sys.executable, "-m", "modelwire", "models", "--capabilities", spec, "--live"], capture_output=True, text=True, env=env, timeout=60)
+        asked = gets(server)
+    assert run.returncode == 1 and drift in run.stdout, run.stdout + run.stderr
+    assert len(asked) == 1

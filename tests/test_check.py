@@ -13,6 +13,7 @@ from modelwire.message import AssistantMsg, Base64Source, DataBlock, SystemMsg, 
 from modelwire.models import load_model
 from paths import HAVE_SHARED
 
+STRICT_DEFAULT = {"type": "object", "properties": {"city": {"type": "string", "default": "Paris"}}, "required": ["city"], "additionalProperties": False}
 TOOL = {"name": "get_weather", "description": "w", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
 
 
@@ -48,8 +49,17 @@ CLEAN = [UserMsg("u", "Weather in Paris?"), call_turn(), UserMsg("u", "Thanks")]
         ("anthropic:claude-sonnet-4-5", CLEAN, [TOOL], None, {"reasoning_effort": "high"}, [("unsupported-option", None)]),
         ("anthropic:claude-sonnet-4-5", CLEAN, [TOOL], None, {}, []),
         ("mistral:mistral-large-latest", CLEAN, [TOOL], None, {}, [("tool-id", 1)]),
+        ("anthropic:claude-opus-5", CLEAN, [TOOL], None, {"thinking": False, "reasoning_effort": "xhigh"}, [("unsupported-option", None)]),
+        ("anthropic:claude-opus-4-7", CLEAN, [TOOL], None, {"temperature": 0.2}, [("unsupported-option", None)]),
+        ("anthropic:claude-opus-5-5", CLEAN, [TOOL], "required", {"thinking": False}, [("forced-tool-with-thinking", None), ("unsupported-option", None)]),
+        ("openai:gpt-4.1", CLEAN, [{**TOOL, "strict": True, "parameters": STRICT_DEFAULT}], None, {"capabilities": {"strict_refused": ["default"]}}, [("strict-schema", None)]),
+        ("openai:gpt-4.1", [UserMsg("u", "word " * 80_000)], None, None, {"capabilities": {"context_window": 50_000}}, [("context-window", None)]),
+        ("openai:gpt-4.1", [UserMsg("u", "word " * 8_000)], None, None, {"capabilities": {"context_window": 50_000}}, []),
     ],
-    ids=["tool-id", "tool-name", "foreign-thinking", "forced-tool", "media", "schema", "cache", "empty-text", "orphan", "unanswered", "option", "clean", "mistral-id"],
+    ids=[
+        "tool-id", "tool-name", "foreign-thinking", "forced-tool", "media", "schema", "cache", "empty-text", "orphan", "unanswered", "option", "clean", "mistral-id",
+        "effort-with-thinking-off", "sampling", "thinking-off-always-thinks", "strict-keyword", "context-window", "fits-the-window",
+    ],
 )
 def test_each_rule(spec, messages, tools, tool_choice, options, expected):
     assert rules(spec, messages, tools, tool_choice, **options) == expected

@@ -50,6 +50,24 @@ class IdRules:
         object.__setattr__(self, "_fits", re.compile(pattern).fullmatch)
         object.__setattr__(self, "_bad", re.compile(f"[^{self.allowed}]+"))
 
+    @classmethod
+    def from_pattern(cls, said: str) -> "IdRules | None":
+        """The rules a provider states in its refusal, or None when its words are not read:
+        a pattern (``^[a-zA-Z0-9_-]+$``, ``^[a-zA-Z0-9_-]{1,64}$``), Mistral's words (``a-z,
+        A-Z, 0-9, with a length of 9``) or a length (``maximum length 40``)."""
+        found = _CLASS.search(said)
+        if found is not None:
+            allowed, low, high = found.group(1).replace("\\.", "."), found.group(2), found.group(3)
+            if low is not None and high is None:
+                return cls(allowed=allowed, exact=int(low))
+            return cls(allowed=allowed, max_len=int(high) if high else 64)
+        found = _WORDS.search(said)
+        if found is not None:
+            ranges = re.findall(r"([a-zA-Z0-9])-([a-zA-Z0-9])", found.group(1))
+            return cls(allowed="".join(f"{a}-{b}" for a, b in ranges), exact=int(found.group(2))) if ranges else None
+        found = _LONGEST.search(said)
+        return cls(max_len=int(found.group(1))) if found is not None else None
+
     def fits(self, value: str) -> bool:
         return self._fits(value) is not None  # type: ignore[attr-defined]
 
@@ -73,6 +91,11 @@ class IdRules:
             out = ("t" + out)[: self.max_len]
         return out
 
+
+# How providers state their rules (see IdRules.from_pattern).
+_CLASS = re.compile(r"\[((?:[A-Za-z0-9]-[A-Za-z0-9]|\\?[_.:-])+)\](?:\{(\d+)(?:,(\d+))?\}|[+*])")
+_WORDS = re.compile(r"must be ((?:[a-zA-Z0-9]-[a-zA-Z0-9],? ?)+),? with a length of (\d+)")
+_LONGEST = re.compile(r"maximum length (\d+)")
 
 # The form of the id sent for a call whose id an earlier call had, to a target with no rules
 # of its own for ids: characters every provider takes.

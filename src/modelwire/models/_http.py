@@ -17,7 +17,7 @@ from ..event import AgentEvent, ModelCallEndEvent
 from .._sync import run_sync
 from ..errors import UnsupportedOptionError, debug_enabled
 from ..formatters import ToolSpec
-from ..formatters._toolids import name_map
+from ..formatters._toolids import IdRules, name_map
 from ..message import AssistantMsg, Msg, MsgInput, UserMsg, as_messages
 from ..protocols import ModelCapabilities, ModelOptions, WireProtocol, get_protocol
 from ..protocols._protocol import thinking_requested
@@ -156,6 +156,8 @@ class HTTPModel:
         self.options = ModelOptions.from_dict(options)
         self.formatter = self.wire.new_formatter(spec.preset, spec.model, **formatter_options)
         self.formatter.endpoint = self.endpoint
+        # The formatter's own id and name rules, for when a refusal's pattern is forgotten.
+        self._own_tool_rules = (self.formatter.tool_id_rules, self.formatter.tool_name_rules)
         self.transport = transport or HTTPTransport(timeouts=self.timeouts)
         self.retry = retry or RetryPolicy()
         self._sleep = sleep or asyncio.sleep
@@ -183,7 +185,23 @@ class HTTPModel:
             defaults = self.wire.model_defaults(self.spec.preset, self.name)
             learned = learned_rules().get(self.endpoint, self.name)
             self._capabilities = resolve_capabilities(defaults, self.name, published=self._published, learned=learned, overrides=self._capability_overrides)
+            self._fit_tool_rules(self._capabilities)
         return self._capabilities
+
+    def _fit_tool_rules(self, caps: ModelCapabilities) -> None:
+        """Tool-call ids and tool names sent in the form the provider said it takes (the
+        pattern its refusal stated), else in the formatter's own. Rewriting an id or a name
+        keeps the meaning: a call and its result keep their pair, and a name the model calls
+        is mapped back."""
+        ids, names = self._own_tool_rules
+        if caps.tool_id_pattern and ids is not None:
+            ids = IdRules.from_pattern(caps.tool_id_pattern) or ids
+        if caps.tool_name_pattern and names is not None:
+            names = IdRules.from_pattern(caps.tool_name_pattern) or names
+        fmt = self.formatter
+        if (ids, names) != (fmt.tool_id_rules, fmt.tool_name_rules):
+            fmt.tool_id_rules, fmt.tool_name_rules = ids, names
+            self._drafts.clear()  # what was built with the other rules
 
     async def lookup_capabilities(self, *, cache: Any = None) -> ModelCapabilities:
         """Ask the provider what this model accepts, once (where it publishes it, and where
@@ -279,6 +297,8 @@ class HTTPModel:
                 raise UnsupportedOptionError(
                     "tool_choice", self.provider, "the model cannot be made to call a tool while it thinks; use tool_choice='auto', or thinking=False", model=self.name
                 )
+        if caps.strict_refused and tools:
+            _check_strict_tools(tools, caps.strict_refused, self.provider, self.name)
         refused = refused_media(caps)
         if drafts is None or self.formatter.payload_turns is None or not messages:
             payload = self.formatter.format(self._media_checked(messages, refused), tools, tool_choice)
@@ -553,11 +573,11 @@ class HTTPModel:
         found = refusal_in(self.protocol, err.message)
         if found is None:
             return err
-        refusal, learned = found
+        option, learned = found
         learned_rules().add(self.endpoint, self.name, learned, err.message)
         self._capabilities = None  # the next call reads what was learned
         refused = E.RefusedOptionError(
-            refusal.option, self.provider, self.name, err.message, provider_type=err.provider_type, status_code=err.status_code, request_id=err.request_id, body=err.body
+            option, self.provider, self.name, err.message, provider_type=err.provider_type, status_code=err.status_code, request_id=err.request_id, body=err.body
         )
         refused.events, refused.retry_after = err.events, getattr(err, "retry_after", None)  # type: ignore[attr-defined]
         refused.rate_limits = err.rate_limits
@@ -869,3 +889,40 @@ def _answer_began(*batches: list[AgentEvent]) -> bool:
     never sent again, whether the error came in a piece of its own or in the piece that
     also held the answer's start (a body read a socket read at a time holds several)."""
     return any(event.type not in _CALL_BOUNDS for batch in batches for event in batch)
+
+
+def _check_strict_tools(tools: Sequence[Any], refused: Sequence[str], provider: str, model: str) -> None:
+    """Refuse a strict tool whose schema holds a keyword the provider's strict mode refuses
+    (the schema is the caller's: it is not changed behind its back)."""
+    for given in tools:
+        spec = ToolSpec.coerce(given)
+        if spec.strict is not True:
+            continue
+        path = _keyword_in(spec.parameters, frozenset(refused), "parameters")
+        if path is not None:
+            raise UnsupportedOptionError(
+                "tools", provider, f"tool {spec.name!r}: strict mode on this model refuses {path}; remove it, or set strict=False", model=model
+            )
+
+
+def _keyword_in(node: Any, refused: frozenset[str], path: str) -> str | None:
+    """Where the first of the ``refused`` keywords is in a JSON schema (property names are
+    not keywords), or None."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            found = _keyword_in(item, refused, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return None
+    if not isinstance(node, dict):
+        return None
+    for key, value in node.items():
+        if key in refused:
+            return f"{key!r} at {path}"
+        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(value, dict):
+            found = next((f for name, sub in value.items() if (f := _keyword_in(sub, refused, f"{path}.{key}.{name}")) is not None), None)
+        else:
+            found = _keyword_in(value, refused, f"{path}.{key}")
+        if found is not None:
+            return found
+    return None

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocols import ModelCapabilities
+from ..protocols._caps import UNION_FIELDS
 from ._lookup import cache_folder, write_json
 
 __all__ = ["LearnedRules", "learned_rules", "refusal_in"]
@@ -83,6 +84,9 @@ class LearnedRules:
         record = self._read(key) or {"endpoint": endpoint, "model": model, "fields": {}}
         now = self.clock()
         for name, value in learned.known().items():
+            kept = record["fields"].get(name)
+            if name in UNION_FIELDS and isinstance(kept, dict) and isinstance(kept.get("value"), list):
+                value = tuple(dict.fromkeys([*kept["value"], *value]))  # each refusal names one more
             record["fields"][name] = {"value": list(value) if isinstance(value, tuple) else value, "learned_at": now, "said": said[:300]}
         self._memory[key] = record
         if self.folder is not None:
@@ -117,14 +121,15 @@ def learned_rules() -> LearnedRules:
     return _default
 
 
-def refusal_in(protocol: str, message: str) -> tuple[Any, ModelCapabilities] | None:
-    """The refusal rule whose words ``message`` has (``protocol``'s own first, then every
-    protocol's: a gateway answers in the words of the provider behind it), and what it states."""
+def refusal_in(protocol: str, message: str) -> tuple[str, ModelCapabilities] | None:
+    """The option a refusal's words in ``message`` refuse (``protocol``'s own words first,
+    then every protocol's: a gateway answers in the words of the provider behind it), and
+    the capabilities they state."""
     from ..protocols import reading_order
 
     for wire in reading_order(protocol):
         for refusal in wire.refusals:
-            learned = refusal.learned(message)
-            if learned is not None:
-                return refusal, learned
+            found = refusal.learned(message)
+            if found is not None:
+                return found
     return None

@@ -30,6 +30,8 @@ RULES = {
     "orphan-result": "a tool result without its call before it",
     "unanswered-call": "a tool call without its result before the conversation goes on",
     "unsupported-option": "an option the model does not take",
+    "strict-schema": "a strict tool schema holding a keyword the model's strict mode refuses",
+    "context-window": "a conversation larger than the model's context window (estimated from its text)",
     "format": "a conversation the provider's format cannot express",
 }
 
@@ -52,6 +54,7 @@ def preflight(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None =
     """What would go wrong with the next request of ``model`` (an ``HTTPModel``) for these
     messages: an empty list when nothing would."""
     seen_names: set[str] = set()  # tool names already reported
+    caps = model.capabilities  # first: what was learned sets the id and name rules too
     findings = _history_findings(model, messages, seen_names)
     findings += _tool_findings(model, tools, seen_names)
     try:
@@ -61,20 +64,78 @@ def preflight(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None =
     if opts.json_schema is not None:
         for problem in model.wire.schema_problems(opts.json_schema):
             findings.append(Finding("non-strict-schema", None, f"json_schema: {problem}", "sent with strict: false (the model may not follow it)"))
+    return findings + _request_findings(model, messages, tools, tool_choice, opts, caps)
+
+
+def _request_findings(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: Any, opts: Any, caps: Any) -> list[Finding]:
+    """What building the request refuses: every option the model does not take (each found,
+    the request is built again without it, so one check reports them all), then what the
+    conversation itself breaks, then its size."""
+    from dataclasses import fields, replace
+
+    findings: list[Finding] = []
+    names = {f.name for f in fields(opts)}
+    kept = model.options
     try:
-        model.build_request(list(messages), tools, tool_choice, options)
-    except E.UnsupportedOptionError as exc:
-        rule = "forced-tool-with-thinking" if exc.option == "tool_choice" else "unsupported-option"
-        findings.append(Finding(rule, None, str(exc), "tool_choice='auto'" if rule == "forced-tool-with-thinking" else None))
-    except E.FormatError as exc:
-        code = exc.code if exc.code in RULES else "format"
-        fix = {
-            "unsupported-media": "on_unsupported_media='note' puts a note in its place",
-            "orphan-result": "dropped",
-            "unanswered-call": "answered with an interrupted result",
-        }.get(code)
-        findings.append(Finding(code, exc.index, exc.rule, fix))
+        for _ in range(len(names) + 2):
+            model.options = opts  # the call's options, with what was already reported taken out
+            try:
+                model.build_request(list(messages), tools, tool_choice, None)
+            except E.UnsupportedOptionError as exc:
+                rule = {"tool_choice": "forced-tool-with-thinking", "tools": "strict-schema"}.get(exc.option, "unsupported-option")
+                findings.append(Finding(rule, None, str(exc), "tool_choice='auto'" if rule == "forced-tool-with-thinking" else None))
+                if exc.option == "tool_choice":
+                    tool_choice = "auto"
+                elif exc.option in names and getattr(opts, exc.option) is not None:
+                    opts = replace(opts, **{exc.option: None})
+                else:
+                    return findings  # nothing to take out (a field of the request, a strict tool)
+            except E.FormatError as exc:
+                return findings + [_format_finding(exc)]
+            else:
+                return findings + _size_findings(messages, tools, caps)
+    finally:
+        model.options = kept
     return findings
+
+
+def _format_finding(exc: E.FormatError) -> Finding:
+    code = exc.code if exc.code in RULES else "format"
+    fix = {
+        "unsupported-media": "on_unsupported_media='note' puts a note in its place",
+        "orphan-result": "dropped",
+        "unanswered-call": "answered with an interrupted result",
+    }.get(code)
+    return Finding(code, exc.index, exc.rule, fix)
+
+
+# Characters of text per token, for the estimate: English prose runs near 4, code fewer.
+_CHARS_PER_TOKEN = 4
+
+
+def _size_findings(messages: Sequence[Any], tools: Sequence[Any] | None, caps: Any) -> list[Finding]:
+    """A conversation whose text alone cannot fit the model's context window, where that is
+    known (media is left out of the estimate: what it costs differs by provider)."""
+    import json
+
+    window = caps.context_window
+    if window is None:
+        return []
+    chars = len(json.dumps([getattr(t, "parameters", t) for t in tools or ()], default=str))
+    for msg in messages:
+        for block in msg.content:
+            for name in ("text", "thinking", "input", "output"):
+                value = getattr(block, name, None)
+                if isinstance(value, str):
+                    chars += len(value)
+                elif isinstance(value, dict):  # a call's arguments
+                    chars += len(json.dumps(value, default=str))
+                elif isinstance(value, list):  # a result's blocks: their text
+                    chars += sum(len(t) for t in (getattr(item, "text", None) for item in value) if isinstance(t, str))
+    estimate = chars // _CHARS_PER_TOKEN
+    if estimate <= window:
+        return []
+    return [Finding("context-window", None, f"about {estimate:,} tokens against the model's context window of {window:,}", None)]
 
 
 def _history_findings(model: Any, messages: Sequence[Any], seen_names: set[str]) -> list[Finding]:

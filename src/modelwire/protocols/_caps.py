@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError
 
-__all__ = ["ModelCapabilities", "Refusal", "THINKING_MODES", "EFFORT_LEVELS", "DISPLAYS"]
+__all__ = ["ModelCapabilities", "Refusal", "THINKING_MODES", "EFFORT_LEVELS", "DISPLAYS", "UNION_FIELDS"]
 
 THINKING_MODES = ("budget", "adaptive", "effort")
 EFFORT_LEVELS = ("minimal", "low", "medium", "high", "xhigh", "max")
@@ -41,6 +41,17 @@ class ModelCapabilities:
         strict_tools: strict tool schemas.
         forced_tool: whether a forced tool choice (``required`` or a named tool) is accepted.
         forced_tool_thinking: whether a forced tool choice is accepted while thinking is on.
+        thinking_off_effort: the effort levels at which thinking can be turned off (Claude
+            Opus 5 refuses ``xhigh`` and ``max`` with thinking off); ``None``: any it takes.
+        budget_min / budget_max: the thinking budgets (tokens) the model takes.
+        refused_fields: top-level request fields the provider said it does not know for
+            this model (a gateway's or an older server's ``output_config``, ``thinking``);
+            a request holding one is refused before it is sent.
+        strict_refused: JSON-schema keywords the provider's strict mode refuses (Azure
+            OpenAI: ``default``).
+        tool_id_pattern / tool_name_pattern: the pattern the provider said tool-call ids /
+            tool names must match, in its own words (``^[a-zA-Z0-9_-]+$``; ``a-z, A-Z, 0-9,
+            with a length of 9``): ids and names are rewritten to fit it.
         image_input / pdf_input / audio_input: media the model takes in.
         max_output_tokens / context_window: token limits.
         server_tools: the provider's own tools the model can run (``web_search`` ...).
@@ -60,6 +71,13 @@ class ModelCapabilities:
     strict_tools: bool | None = None
     forced_tool: bool | None = None
     forced_tool_thinking: bool | None = None
+    thinking_off_effort: tuple[str, ...] | None = None
+    budget_min: int | None = None
+    budget_max: int | None = None
+    refused_fields: tuple[str, ...] | None = None
+    strict_refused: tuple[str, ...] | None = None
+    tool_id_pattern: str | None = None
+    tool_name_pattern: str | None = None
     image_input: bool | None = None
     pdf_input: bool | None = None
     audio_input: bool | None = None
@@ -102,15 +120,19 @@ class ModelCapabilities:
         return cls(**values, sources={k: source for k in values})
 
 
-_CHOICES = {"thinking": THINKING_MODES, "effort": EFFORT_LEVELS, "display_default": DISPLAYS}
-_INTS = ("max_output_tokens", "context_window")
+_CHOICES = {"thinking": THINKING_MODES, "effort": EFFORT_LEVELS, "thinking_off_effort": EFFORT_LEVELS, "display_default": DISPLAYS}
+_INTS = ("max_output_tokens", "context_window", "budget_min", "budget_max")
+_NAMES = ("thinking", "effort", "thinking_off_effort", "server_tools", "cache_ttls", "refused_fields", "strict_refused")
+_PATTERNS = ("tool_id_pattern", "tool_name_pattern")
+# Fields where what is learned adds to what was learned before (each refusal names one).
+UNION_FIELDS = frozenset({"refused_fields", "strict_refused"})
 
 
 def _checked(key: str, value: Any, source: str) -> Any:
     def bad(what: str) -> ConfigError:
         return ConfigError(f"{source}: capability {key}={value!r} must be {what}")
 
-    if key in ("thinking", "effort", "server_tools", "cache_ttls"):
+    if key in _NAMES:
         if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise bad("a list of names")
         allowed = _CHOICES.get(key)
@@ -120,6 +142,10 @@ def _checked(key: str, value: Any, source: str) -> Any:
     if key == "display_default":
         if value not in DISPLAYS:
             raise bad(" or ".join(DISPLAYS))
+        return value
+    if key in _PATTERNS:
+        if not isinstance(value, str) or not value:
+            raise bad("a pattern, as the provider states it")
         return value
     if key in _INTS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -142,19 +168,29 @@ class Refusal:
     refused before it is sent (see ``modelwire.models._learned``)."""
 
     pattern: str
-    option: str
+    option: Any  # the option's name, or (re.Match) -> it, where the words name it
     learn: Any  # (re.Match) -> Mapping[str, Any]
     source: str
 
-    def learned(self, message: str) -> ModelCapabilities | None:
-        """The capabilities this refusal's words state, or None when they are not its words."""
+    def learned(self, message: str) -> tuple[str, ModelCapabilities] | None:
+        """The option these words refuse and the capabilities they state, or None when they
+        are not this refusal's words."""
         import re
 
         found = re.search(self.pattern, message, re.IGNORECASE)
         if found is None:
             return None
         values = self.learn(found)
-        return ModelCapabilities.from_mapping(values, "") if values else None
+        if not values:
+            return None
+        option = str(self.option(found) if callable(self.option) else self.option)
+        return option, ModelCapabilities.from_mapping(values, "")
+
+
+def levels_up_to(level: str) -> tuple[str, ...]:
+    """The effort levels up to ``level`` ("Use effort 'high' or below")."""
+    level = level.strip(" '\"`").lower()
+    return EFFORT_LEVELS[: EFFORT_LEVELS.index(level) + 1] if level in EFFORT_LEVELS else ()
 
 
 def levels_in(text: str) -> tuple[str, ...]:

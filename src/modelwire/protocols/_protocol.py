@@ -447,11 +447,15 @@ class WireProtocol:
                     raise refuse(name, preset, "the model takes no sampling parameters; leave it out", model=model)
         if options.background and not self.keeps_state:
             raise refuse("background", preset, "the provider keeps no responses to run in the background; leave it out", model=model)
+        check_thinking_limits(options, caps, preset, model)
         self.apply_options(body, options, preset, model=model, caps=caps)
         plan = CachePlan.of(options.cache)
         if plan is not None:
             self.apply_cache(body, plan, preset, model=model, caps=caps)
         deep_merge(body, options.extra_body)
+        for name in caps.refused_fields or ():
+            if name in body:
+                raise refuse(name, preset, f"the provider said it does not know the request field {name!r} for this model; leave out what sends it", model=model)
         return body
 
     # Whether the provider keeps responses on its side (so that ``stateless``, ``chain`` and
@@ -634,6 +638,21 @@ def check_effort(level: str, caps: ModelCapabilities, preset: Preset, model: str
     if level not in levels:
         raise refuse("reasoning_effort", preset, f"{level!r} is not a level the model has; it takes {', '.join(levels)}", model=model)
     return level
+
+
+def check_thinking_limits(o: ModelOptions, caps: ModelCapabilities, preset: Preset, model: str) -> None:
+    """Refuse a budget outside the range the model takes, and an effort the model does not
+    take with thinking off (where those are known)."""
+    budget = o.thinking_budget
+    if budget is not None and o.thinking is not False:
+        if caps.budget_min is not None and budget < caps.budget_min:
+            raise refuse("thinking_budget", preset, f"the model takes a budget of at least {caps.budget_min} tokens", model=model)
+        if caps.budget_max is not None and budget > caps.budget_max:
+            raise refuse("thinking_budget", preset, f"the model takes a budget of at most {caps.budget_max} tokens", model=model)
+    levels = caps.thinking_off_effort
+    if o.thinking is False and o.reasoning_effort is not None and levels is not None and o.reasoning_effort not in levels:
+        takes = f"takes effort {', '.join(levels)} only" if levels else "takes no effort level"
+        raise refuse("reasoning_effort", preset, f"with thinking off the model {takes}; lower the effort, or turn thinking on", model=model)
 
 
 def thinking_requested(o: ModelOptions, caps: ModelCapabilities) -> bool:

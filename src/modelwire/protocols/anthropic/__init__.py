@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 from ...adapters import encode_sse
 from ... import errors as E
-from .._caps import Refusal, levels_in
+from .._caps import Refusal, levels_in, levels_up_to
 from .._claude import EFFORTS as _EFFORTS, MIN_BUDGET, claude_fields, claude_schema
 from .._protocol import DEFAULT_MAX_TOKENS, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, rate_limit_shape, refuse, sampling
 from .presets import PRESETS
@@ -69,7 +69,15 @@ class AnthropicProtocol(WireProtocol):
             r'"?thinking\.type\.enabled"? is not supported for this model',
             "thinking_budget",
             lambda m: {"thinking": ["adaptive"]},
-            "the API's 400 to claude-sonnet-5 with thinking.type enabled ('Use thinking.type.adaptive and output_config.effort')",
+            "the 400 to claude-sonnet-5 with thinking.type enabled, which must be adaptive (on Bedrock, aaronrussell/anthropix#20,"
+            " 2026-08-22), in the words of its thinking.type.disabled sibling ('Use thinking.type.adaptive and output_config.effort')",
+        ),
+        Refusal(
+            r"Only 'enabled' and 'disabled' are supported for thinking; 'adaptive' is not supported",
+            "thinking",
+            lambda m: {"thinking": ["budget"]},
+            "a compatible server's 400 to adaptive thinking (Qwen on DashScope's Anthropic route): \"Only 'enabled' and 'disabled' are"
+            " supported for thinking; 'adaptive' is not supported.\" (anthropics/claude-code#29531, 2026-02-28)",
         ),
         Refusal(
             r"thinking may not be enabled when tool_choice forces tool use",
@@ -82,6 +90,48 @@ class AnthropicProtocol(WireProtocol):
             "reasoning_effort",
             lambda m: {"effort": list(levels_in(m.group(1)))},
             "a recorded claude-opus-4-6 400 to an effort it lacks: 'Supported levels: high, low, max, medium'",
+        ),
+        Refusal(
+            r"effort '?(\w+)'? is not supported when thinking is disabled on this model\. Use effort '?(\w+)'? or below",
+            "reasoning_effort",
+            lambda m: {"thinking_off_effort": list(levels_up_to(m.group(2)))},
+            "the API's 400 to claude-opus-5 with thinking off at effort xhigh: \"output_config.effort 'xhigh' is not supported when thinking"
+            " is disabled on this model. Use effort 'high' or below, or enable thinking.\" (anthropics/claude-code#81084, 2026-07-25)",
+        ),
+        Refusal(
+            r"`?(?:temperature|top_p|top_k)`? is deprecated for this model",
+            "temperature",
+            lambda m: {"sampling": False},
+            "the API's 400 to claude-opus-4-7 with a temperature: \"`temperature` is deprecated for this model.\""
+            " (UKGovernmentBEIS/inspect_ai#3721, 2026-04-20; on Bedrock, DayuanJiang/next-ai-draw-io#861, 2026-06-06)",
+        ),
+        Refusal(
+            r"budget_tokens: Input should be (greater|less) than or equal to (\d+)",
+            "thinking_budget",
+            lambda m: {"budget_min" if m.group(1).lower() == "greater" else "budget_max": int(m.group(2))},
+            "the API's 400 to a thinking budget under its floor: 'thinking.enabled.budget_tokens: Input should be greater than or"
+            " equal to 1024' (through Bedrock, danny-avila/LibreChat#8346, 2025-07-09; tingly-dev/tingly-box#569, 2026-03-26)",
+        ),
+        Refusal(
+            r"(?:^|\s)([a-z_]+): Extra inputs are not permitted",  # a top-level field only (no dotted path)
+            lambda m: m.group(1),
+            lambda m: {"refused_fields": [m.group(1)]},
+            "a server's 400 to a field it does not know: 'output_config: Extra inputs are not permitted' (ding113/claude-code-hub#662,"
+            " 2026-01-27); 'context_management: Extra inputs are not permitted' (caozhiyuan/copilot-api#305, 2026-07-02)",
+        ),
+        Refusal(
+            r"tool_use\.id: String should match pattern '([^']+)'",
+            "tool_id",
+            lambda m: {"tool_id_pattern": m.group(1)},
+            "the API's 400 to a tool-call id from elsewhere: \"messages.1.content.1.tool_use.id: String should match pattern"
+            " '^[a-zA-Z0-9_-]+$'\" (CommandCodeAI/command-code#323, 2026-05-06; through a gateway, tailcallhq/forgecode#1142, 2025-07-20)",
+        ),
+        Refusal(
+            r"tools\.\d+\.(?:custom\.)?name: String should match pattern '([^']+)'",
+            "tool_name",
+            lambda m: {"tool_name_pattern": m.group(1)},
+            "the API's 400 to a tool name: \"tools.7.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'\""
+            " (apify/tester-mcp-client#11, 2025-03-07)",
         ),
     )
     # endpoint: Claude on a cloud (where the model goes, how it streams); model_info: the

@@ -23,6 +23,7 @@ from typing import Any, Mapping
 from ...adapters import encode_sse
 from ...errors import ConfigError
 from ... import errors as E
+from .._caps import Refusal
 from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 from .presets import PRESETS
 
@@ -56,6 +57,24 @@ GEMINI_TS = "gemini_ts:"
 class GeminiProtocol(WireProtocol):
     name = "gemini"
     presets = PRESETS
+    refusals = (
+        Refusal(
+            r"Budget 0 is invalid\. This model only works in thinking mode|does not support setting thinking_budget to 0",
+            "thinking",
+            lambda m: {"thinking_off": False},
+            "Gemini's 400 to gemini-2.5-pro with thinking off: 'Budget 0 is invalid. This model only works in thinking mode.'"
+            " (snailyp/gemini-balance#206, 2025-07-14); 'The model does not support setting thinking_budget to 0.'"
+            " (GewoonJaap/gemini-cli-openai#22, 2025-07-06)",
+        ),
+        Refusal(
+            r'Invalid JSON payload received\. Unknown name \\?"(\w+)\\?": Cannot find field',  # top level: no "at 'path'"
+            lambda m: m.group(1),
+            lambda m: {"refused_fields": [m.group(1)]},
+            "Google's 400 to a request field it does not know: 'Invalid JSON payload received. Unknown name \"google\": Cannot find"
+            " field.' (Alishahryar1/free-claude-code#542, 2026-05-24); '... Unknown name \"stream\": Cannot find field.'"
+            " (sourcegraph/cody#4566, 2024-06-14)",
+        ),
+    )
     error_types = {  # Google's canonical status names (Gemini API, Vertex AI)
         "resource_exhausted": E.RateLimitError,
         "unauthenticated": E.AuthenticationError,

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ...adapters import encode_sse
 from ... import errors as E
@@ -64,16 +64,20 @@ def openai_rate_limits(headers: Mapping[str, str]) -> dict[str, Any] | None:
     return rate_limit_shape(headers, names, reset_is_duration=True)
 
 
-def strict_format(schema: dict[str, Any], model: str, dialect: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
+def strict_format(schema: dict[str, Any], model: str, dialect: Mapping[str, Any] | None = None, refused: Sequence[str] | None = None) -> tuple[dict[str, Any], bool]:
     """The schema to send and whether it can go with ``strict: true``: in the strict subset
     where it can be written so; else as given, unenforced (said in the debug log). A server
-    whose strict mode refuses ``default`` (``dialect["strict_default"] = False``) gets it in
-    the description instead."""
+    whose strict mode refuses ``default`` (``dialect["strict_default"] = False``, or a
+    keyword in ``refused``: what the model's refusals taught) gets it in the description
+    instead."""
     from ...formatters._schema import NotStrict, SchemaRules, strict_schema
 
     rules = STRICT_RULES
+    gone = set(refused or ())
     if dialect is not None and dialect.get("strict_default") is False:
-        rules = {**STRICT_RULES, "keywords": STRICT_RULES["keywords"] - {"default"}}
+        gone.add("default")
+    if gone:
+        rules = {**STRICT_RULES, "keywords": STRICT_RULES["keywords"] - gone}
     try:
         strict, notes = strict_schema(schema, SchemaRules(**rules))
     except NotStrict as exc:
@@ -132,6 +136,52 @@ class OpenAIChatProtocol(WireProtocol):
             lambda m: {"effort": list(levels_in(m.group(1)))},
             "\"Unsupported value: 'reasoning_effort' does not support 'none' with this model. Supported values are: 'minimal', 'low', 'medium',"
             " and 'high'.\" (Kilo-Org/cloud#3807, 2026-06-08)",
+        ),
+        Refusal(
+            r"Unrecognized request argument supplied: (\w+)",
+            lambda m: m.group(1),
+            lambda m: {"refused_fields": [m.group(1)]},
+            "Azure OpenAI's 400 to a field the deployment does not know: 'Unrecognized request argument supplied: reasoning_effort'"
+            " (gpt-4.1 behind GitHub Copilot, formulahendry/wechat-acp#16, 2026-03-30); '... supplied: thinking' (nashsu/llm_wiki#336, 2026-06-04)",
+        ),
+        Refusal(
+            r"Invalid '(?:tools\[\d+\]|messages\[\d+\]\.tool_calls\[\d+\])\.function\.name': string does not match pattern\."
+            r" Expected a string that matches the pattern '([^']+)'",
+            "tool_name",
+            lambda m: {"tool_name_pattern": m.group(1)},
+            "OpenAI's 400 to a tool name: \"Invalid 'tools[0].function.name': string does not match pattern. Expected a string that matches"
+            " the pattern '^[a-zA-Z0-9_\\.-]+$'.\" (danishjsheikh/swagger-mcp#13, 2025-06-11); DeepSeek's, in the same words with"
+            " '^[a-zA-Z0-9_-]+$' (nikkigallery/Whimbox#61, 2026-05-04)",
+        ),
+        Refusal(
+            r"'messages\[\d+\]\.tool_calls\[\d+\]\.id': string too long\. Expected a string with (maximum length \d+)",
+            "tool_id",
+            lambda m: {"tool_id_pattern": m.group(1)},
+            "Azure OpenAI's 400 to a long tool-call id: \"'messages[2].tool_calls[0].id': string too long. Expected a string with maximum"
+            " length 40, but got a string with length 44 instead.\" (Portkey-AI/gateway#1062, 2025-04-24)",
+        ),
+        Refusal(
+            r"Tool call id was \S* but (must be (?:[a-zA-Z0-9]-[a-zA-Z0-9],? ?)+,? with a length of \d+)",
+            "tool_id",
+            lambda m: {"tool_id_pattern": m.group(1)},
+            "Mistral's 400 (and mistral_common's, in vLLM) to a tool-call id of another form: 'Tool call id was"
+            " 38f04d9ea185424a8dc6ed9a88da5 but must be a-z, A-Z, 0-9, with a length of 9.' (jackmpcollins/magentic#276, 2024-07-25;"
+            " editor-code-assistant/eca#233, 2025-12-13)",
+        ),
+        Refusal(
+            r"\S+ does not support this tool_choice",
+            "tool_choice",
+            lambda m: {"forced_tool": False},
+            "DeepSeek's 400 to a forced tool_choice on its thinking models: 'deepseek-reasoner does not support this tool_choice'"
+            " (deepseek-ai/awesome-deepseek-integration#598, 2026-04-29; i-am-bee/beeai-framework#1441, 2026-05-08)",
+        ),
+        Refusal(
+            r"Invalid schema for (?:function|response_format) '[^']*': In context=\([^)]*\), '(\w+)' is not permitted",
+            "tools",
+            lambda m: {"strict_refused": [m.group(1)]},
+            "the 400 to a keyword strict mode does not take: \"Invalid schema for function 'GetLogs': In context=('properties', 'name'),"
+            " 'default' is not permitted.\" (dotnet/extensions#6196, 2025-03-26); Azure OpenAI still refuses a non-null default"
+            " (openai/openai-agents-python#4390, 2026-08-13)",
         ),
     )
     # The servers that speak this protocol, where their error type does not say it:
@@ -252,7 +302,7 @@ class OpenAIChatProtocol(WireProtocol):
             elif dialect.get("reasoning_effort"):
                 p["reasoning_effort"] = level
             else:
-                raise refuse("reasoning_effort", preset, "this server takes no reasoning_effort; pass its own field in extra_body")
+                raise refuse("reasoning_effort", preset, "this server takes no reasoning_effort; pass its own field in extra_body", model=model)
         if o.thinking is not None or o.thinking_budget is not None:
             _thinking(p, o, preset, switch, model, caps)
         if o.thinking_display is not None:
@@ -270,7 +320,7 @@ class OpenAIChatProtocol(WireProtocol):
         if o.json_schema is not None:
             if not dialect.get("json_schema", True) or caps.structured_output is False:
                 raise refuse("json_schema", preset, "this server takes JSON mode only; ask for JSON in the prompt, or use extra_body", model=model)
-            schema, strict = strict_format(o.json_schema, model, dialect)
+            schema, strict = strict_format(o.json_schema, model, dialect, caps.strict_refused)
             p["response_format"] = {"type": "json_schema", "json_schema": {"name": o.json_schema_name, "schema": schema, "strict": strict}}
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:

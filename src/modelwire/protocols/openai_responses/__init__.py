@@ -123,7 +123,7 @@ class OpenAIResponsesProtocol(WireProtocol):
                 raise refuse("parallel_tool_calls", preset, "it needs tools in the request")
             p["parallel_tool_calls"] = o.parallel_tool_calls
         if o.json_schema is not None:
-            schema, strict = strict_format(o.json_schema, model, preset.dialect)
+            schema, strict = strict_format(o.json_schema, model, preset.dialect, caps.strict_refused)
             p["text"] = {"format": {"type": "json_schema", "name": o.json_schema_name, "schema": schema, "strict": strict}}
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
