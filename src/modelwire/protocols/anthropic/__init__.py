@@ -106,9 +106,9 @@ class AnthropicProtocol(WireProtocol):
             " (UKGovernmentBEIS/inspect_ai#3721, 2026-04-20; on Bedrock, DayuanJiang/next-ai-draw-io#861, 2026-06-06)",
         ),
         Refusal(
-            r"budget_tokens: Input should be (greater|less) than or equal to (\d+)",
+            r"budget_tokens: Input should be greater than or equal to (\d+)",
             "thinking_budget",
-            lambda m: {"budget_min" if m.group(1).lower() == "greater" else "budget_max": int(m.group(2))},
+            lambda m: {"budget_min": int(m.group(1))},
             "the API's 400 to a thinking budget under its floor: 'thinking.enabled.budget_tokens: Input should be greater than or"
             " equal to 1024' (through Bedrock, danny-avila/LibreChat#8346, 2025-07-09; tingly-dev/tingly-box#569, 2026-03-26)",
         ),
