@@ -7,6 +7,12 @@
 
 In pytest, mark a test with ``@pytest.mark.cassette`` (or use the ``cassette`` fixture) and
 pick the mode with ``--record-mode``; see ``modelwire.cassettes.pytest_plugin``.
+
+Replays do not notice when the provider changes; :func:`recheck` (``modelwire cassette
+recheck``, ``pytest --cassette-recheck``) sends the recorded requests again and reports
+where the live answers' structure drifted from the recorded ones; :func:`transpose`
+(``modelwire cassette transpose``) sends the recorded conversations to another model and
+reports both side by side.
 """
 
 from ._cassette import (
@@ -20,7 +26,9 @@ from ._cassette import (
     UnusedInteractionsError,
     canonical_json,
 )
+from ._drift import Drift, RecheckReport, recheck, recheck_async
 from ._hook import CassetteSession, use_cassette
+from ._transpose import TransposeReport, transpose, transpose_async
 from ._vcr import import_vcr
 
 __all__ = [
@@ -36,4 +44,11 @@ __all__ = [
     "SECRET_HEADERS",
     "canonical_json",
     "import_vcr",
+    "recheck",
+    "recheck_async",
+    "RecheckReport",
+    "Drift",
+    "transpose",
+    "transpose_async",
+    "TransposeReport",
 ]

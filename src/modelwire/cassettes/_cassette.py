@@ -5,6 +5,8 @@ A cassette is one JSON file a person can review::
     {
       "version": 1,
       "notes": "how it was made",
+      "provenance": {"kind": "live", "recorded_at": "2026-12-04T10:00:00Z", "modelwire": "0.1.0",
+                     "endpoints": ["https://api.anthropic.com"], "models": ["claude-opus-4-7"]},
       "interactions": [
         {"request": {"method": "POST", "url": "...", "headers": {...}, "json": {...}},
          "response": {"status": 200, "headers": {...}, "body": "event: ...\\ndata: ...\\n\\n",
@@ -13,7 +15,9 @@ A cassette is one JSON file a person can review::
     }
 
 ``body`` is the response body exactly as received (``body_base64`` when it is not UTF-8);
-``chunks`` (optional) keeps the piece boundaries as ``[seconds since the first byte,
+``provenance`` (optional) says where the answers came from: ``kind`` is ``live`` (recorded
+from a provider) or ``derived`` (written or edited by hand, e.g. a fault case), which
+``modelwire cassette recheck --update`` never overwrites. ``chunks`` (optional) keeps the piece boundaries as ``[seconds since the first byte,
 length]`` so a replay can stream the same pieces, with the same timing if asked.
 
 Recording and replay hook into the HTTP transport of ``httpx2`` (which modelwire and the
@@ -146,6 +150,7 @@ class Cassette:
     interactions: list[Interaction] = field(default_factory=list)
     notes: str = ""
     ignore_fields: tuple[str, ...] = ()
+    provenance: dict[str, Any] | None = None  # where the answers came from (see the module's docstring)
     _on_disk: str | None = field(default=None, repr=False)  # the file's text as read, to see another writer
 
     # -- files ----------------------------------------------------------------------------
@@ -177,22 +182,24 @@ class Cassette:
             raise CassetteError(f"{path}: `interactions` is a JSON {type(items).__name__}, not a list")
         if not isinstance(data.get("notes", ""), str):
             raise CassetteError(f"{path}: `notes` is not a string")
+        provenance = data.get("provenance")
+        if provenance is not None and not (isinstance(provenance, dict) and provenance.get("kind") in ("live", "derived")):
+            raise CassetteError(f"{path}: `provenance` must be an object whose kind is live or derived")
         interactions = []
         for n, item in enumerate(items):
             problem = _interaction_problem(item)
             if problem:
                 raise CassetteError(f"{path}: interaction {n} {problem}")
             interactions.append(Interaction(item["request"], item["response"]))
-        cassette = cls(path, interactions, data.get("notes", ""), tuple(ignore_fields))
+        cassette = cls(path, interactions, data.get("notes", ""), tuple(ignore_fields), provenance)
         cassette._on_disk = text
         return cassette
 
     def to_json(self) -> str:
-        data = {
-            "version": 1,
-            "notes": self.notes,
-            "interactions": [{"request": i.request, "response": i.response} for i in self.interactions],
-        }
+        data: dict[str, Any] = {"version": 1, "notes": self.notes}
+        if self.provenance is not None:
+            data["provenance"] = self.provenance
+        data["interactions"] = [{"request": i.request, "response": i.response} for i in self.interactions]
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
     def save(self, secrets: Iterable[str] = ()) -> None:
@@ -212,6 +219,7 @@ class Cassette:
                 known = {i.fingerprint() for i in theirs.interactions}
                 self.interactions = theirs.interactions + [i for i in mine if i.fingerprint() not in known]
                 self.notes = self.notes or theirs.notes
+                self.provenance = self.provenance or theirs.provenance
             text = self.to_json()
             leaked = [s for s in {*known_secrets(), *secrets} if s and len(s) >= 8 and s in text]
             if leaked:

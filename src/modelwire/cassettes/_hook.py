@@ -79,6 +79,11 @@ def _match(session: CassetteSession, request: Any) -> Any:
     method, url, headers, content = _request_parts(request)
     session.secrets |= sent_secrets(url, headers)
     record = request_record(method, url, headers, content)
+    from ..models.config import CONVERSATION
+
+    conversation = CONVERSATION.get()
+    if conversation is not None:
+        record["conversation"] = conversation  # kept beside the request (not matched on)
     try:
         return session.cassette.find(record), record
     except CassetteMismatchError as exc:
@@ -347,6 +352,9 @@ def use_cassette(
         _reset(IN_CASSETTE, cassette_token, False)
         _release()
         if session.recording and session.recorded:
+            from ._drift import provenance_after_recording
+
+            cassette.provenance = provenance_after_recording(cassette)
             cassette.save({*secrets, *session.secrets})
         if not failed and not session.reported:
             _check_played(session, allow_unused)

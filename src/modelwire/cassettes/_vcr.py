@@ -80,4 +80,8 @@ def _import(source: Path, text: str, target: str | Path | None, yaml: Any) -> Ca
         cassette.add(record, response_record(code, _headers(resp.get("headers")), [(0.0, _response_body(resp))]))
     for interaction in cassette.interactions:
         interaction.played = False
+    from ._drift import provenance_for
+
+    # Recorded by VCR.py from a provider: live, recorded at a time the YAML does not say.
+    cassette.provenance = {**provenance_for(cassette), "recorded_at": None, "imported_from": source.name}
     return cassette

@@ -11,6 +11,12 @@ runs; pytest-recording's ``rewrite`` is ``all``). pytest-recording owns ``--reco
 ``--modelwire-record-mode`` sets modelwire's, and pytest-recording's value is used for
 modelwire as well unless that is given. The folder is set by the ``modelwire_cassette_dir`` ini option (default
 ``cassettes``, relative to the rootdir).
+
+``--cassette-recheck`` (a scheduled job, not every run) also sends each test's recorded
+requests again after the test and reports, per test, where the live answers drifted (see
+:func:`modelwire.cassettes.recheck`), with a table at the end; the tests themselves still
+replay. ``--cassette-recheck-max-calls N`` bounds the requests of the whole session. A
+normal run stays offline.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("modelwire")
     group.addoption("--modelwire-record-mode", action="store", default=None, choices=RECORD_MODES, help="modelwire cassettes: how to record")
+    group.addoption("--cassette-recheck", action="store_true", default=False, help="modelwire cassettes: send each test's recorded requests again and report drift")
+    group.addoption("--cassette-recheck-max-calls", action="store", type=int, default=None, help="modelwire cassettes: the most requests --cassette-recheck sends in the session")
     parser.addini("modelwire_cassette_dir", "folder for modelwire cassettes (relative to the rootdir)", default="cassettes")
     # pytest-recording claims --record-mode and refuses to share it, whichever plugin loads
     # first: where it is installed, the option is its own, and its value applies to ours too.
@@ -94,12 +102,48 @@ def cassette(request: Any) -> Iterator[Any]:
     options = dict(marker.kwargs) if marker is not None else {}
     mode = _record_mode(request.config) or options.pop("record_mode", "none")
     options.pop("record_mode", None)
-    with use_cassette(_path(request, marker), mode, **options) as session:
+    path = _path(request, marker)
+    with use_cassette(path, mode, **options) as session:
         yield session
         # A test that failed (a request the cassette could not answer raises in the test)
         # is reported once, as a failure, not again as an error in teardown.
         report = getattr(request.node, "_modelwire_call", None)
         session.reported = report is not None and report.failed
+    if request.config.getoption("--cassette-recheck") and path.is_file():
+        _recheck_after(request, path)
+
+
+def _recheck_after(request: Any, path: Path) -> None:
+    """The test's cassette sent again (once the replay is over), its drift kept for the
+    summary, within the session's call limit."""
+    from ._drift import recheck
+
+    done = request.config.stash.setdefault(_RECHECKED, [])
+    limit = request.config.getoption("--cassette-recheck-max-calls")
+    spent = sum(r.calls for _, r in done)
+    if limit is not None and spent >= limit:
+        return
+    report = recheck([path], max_calls=None if limit is None else limit - spent)
+    done.append((request.node.nodeid, report))
+
+
+_RECHECKED = pytest.StashKey[list]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any) -> None:
+    done = config.stash.get(_RECHECKED, None)
+    if not config.getoption("--cassette-recheck", False) or done is None:
+        return
+    from ._drift import SEVERITIES
+
+    terminalreporter.section("modelwire cassette recheck")
+    worst_of = {0: "ok", 1: "warning", 2: "error"}
+    for nodeid, report in done:
+        counts = ", ".join(f"{sum(d.severity == s for d in report.drifts)} {s}" for s in reversed(SEVERITIES))
+        terminalreporter.write_line(f"{worst_of[report.exit_status]:8} {nodeid}: {report.calls} call(s); {counts}" + (f"; stopped: {report.stopped}" if report.stopped else ""))
+        for drift in report.drifts:
+            if drift.severity != "info" or terminalreporter.verbosity > 0:
+                terminalreporter.write_line(f"         {drift}")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -16,14 +16,14 @@ from .._ids import new_id
 from ..event import AgentEvent, ModelCallEndEvent
 from .._sync import run_sync
 from ..errors import UnsupportedOptionError, debug_enabled
-from ..formatters import ToolSpec
+from ..formatters import ServerTool, ToolSpec
 from ..formatters._toolids import IdRules, name_map
 from ..message import AssistantMsg, Msg, MsgInput, UserMsg, as_messages
 from ..protocols import ModelCapabilities, ModelOptions, WireProtocol, get_protocol
 from ..protocols._protocol import thinking_requested
 from ._body import encode_body, http_error, read_limited, request_id_of
 from ._media import has_media, refused_media, resolve_sources, without_media
-from .config import ModelSpec
+from .config import CONVERSATION, IN_CASSETTE, REPLAYING, ModelSpec
 from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks
 
 log = logging.getLogger("modelwire.models")
@@ -55,7 +55,7 @@ _AGAIN = object()  # a failed request is sent again
 class _Call:
     """What one call sends, kept across its requests (a retry, the whole history again)."""
 
-    __slots__ = ("full", "payload", "chained", "opts", "renamed", "body", "headers", "trace", "deadline", "attempts", "drafted")
+    __slots__ = ("full", "payload", "chained", "opts", "renamed", "body", "headers", "trace", "deadline", "attempts", "drafted", "conversation")
 
     def __init__(self, full: dict[str, Any], opts: ModelOptions, renamed: Any) -> None:
         self.full = self.payload = full  # the whole request, also when a stored response is continued
@@ -68,6 +68,7 @@ class _Call:
         self.deadline: float | None = None
         self.attempts = 0  # retries spent
         self.drafted: tuple[Any, list[Any]] | None = None  # the draft the payload came from, and its turns
+        self.conversation: dict[str, Any] | None = None  # what a cassette keeps beside the request (config.CONVERSATION)
 
 
 class _Attempt:
@@ -211,8 +212,6 @@ class HTTPModel:
         if self._looked_up:
             return self.capabilities
         self._looked_up = True
-        from .config import IN_CASSETTE
-
         base_url = self.spec.base_url or ""
         allowed = self.capability_lookup is True or (self.capability_lookup == "auto" and base_url.rstrip("/") == self.spec.preset.base_url.rstrip("/"))
         if allowed and not IN_CASSETTE.get():
@@ -485,6 +484,8 @@ class HTTPModel:
         call.body, call.headers = await self._encoded(call.payload, opts, call.drafted)
         call.trace = telemetry.model_call(self.provider, self.name, self.url(), opts, messages) if telemetry.enabled() else None
         call.deadline = asyncio.get_running_loop().time() + self.timeouts.total if self.timeouts.total else None
+        if IN_CASSETTE.get() and not REPLAYING.get():  # a cassette that may record
+            call.conversation = _conversation(messages, tools, tool_choice, opts)
         return call
 
     async def _read(self, attempt: _Attempt, call: _Call) -> AsyncGenerator[AgentEvent, None]:
@@ -492,7 +493,12 @@ class HTTPModel:
         that is not MODEL_CALL_START arrives: until then a retry may still replace them."""
         loop = asyncio.get_running_loop()
         decoder, opts, trace = attempt.decoder, call.opts, call.trace
-        attempt.response = response = await self.transport.open("POST", self.url(), call.headers, call.body, self.timeouts.first_byte, call.deadline)
+        kept = CONVERSATION.set(call.conversation) if call.conversation is not None else None
+        try:
+            attempt.response = response = await self.transport.open("POST", self.url(), call.headers, call.body, self.timeouts.first_byte, call.deadline)
+        finally:
+            if kept is not None:
+                CONVERSATION.reset(kept)
         _preload_prices()  # in a thread, while the answer streams (the connection's own imports done)
         first_deadline = loop.time() + self.timeouts.first_byte
         if response.status_code >= 400:
@@ -889,6 +895,36 @@ def _answer_began(*batches: list[AgentEvent]) -> bool:
     never sent again, whether the error came in a piece of its own or in the piece that
     also held the answer's start (a body read a socket read at a time holds several)."""
     return any(event.type not in _CALL_BOUNDS for batch in batches for event in batch)
+
+
+def _conversation(messages: Sequence[Msg], tools: Sequence[Any] | None, tool_choice: Any, opts: ModelOptions) -> dict[str, Any]:
+    """A call's conversation as a cassette keeps it: the messages in modelwire's JSON form
+    (times left out, so a recording made again reads the same), the tools, the tool choice,
+    and the options that were set."""
+    from dataclasses import asdict
+
+    def timeless(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: timeless(v) for k, v in value.items() if k not in ("created_at", "finished_at")}
+        if isinstance(value, list):
+            return [timeless(v) for v in value]
+        return value
+
+    options = {k: v for k, v in asdict(opts).items() if v not in (None, {}, [], "output") and k not in ("extra_headers",)}
+    def message(msg: Msg) -> dict[str, Any]:
+        data = timeless(msg.to_dict())
+        data.pop("id", None)  # made afresh for each object: not part of the conversation
+        for block in data.get("content") or ():
+            if isinstance(block, dict) and block.get("type") not in ("tool_call", "tool_result"):
+                block.pop("id", None)  # (a call's id pairs it with its result: kept)
+        return data
+
+    return {
+        "messages": [message(m) for m in messages],
+        "tools": [{"server_tool": t.kind, "config": t.config, "raw": t.raw} if isinstance(t, ServerTool) else asdict(ToolSpec.coerce(t)) for t in tools or ()],
+        "tool_choice": tool_choice,
+        "options": json.loads(json.dumps(options, default=str)),
+    }
 
 
 def _check_strict_tools(tools: Sequence[Any], refused: Sequence[str], provider: str, model: str) -> None:

@@ -76,6 +76,11 @@ REPLAYING: contextvars.ContextVar[bool] = contextvars.ContextVar("modelwire_repl
 # Set while any cassette is in use: no request leaves that the cassette would not hold (the
 # capability lookup is skipped).
 IN_CASSETTE: contextvars.ContextVar[bool] = contextvars.ContextVar("modelwire_in_cassette", default=False)
+# Set by the models layer around each request while a cassette is in use: the call's
+# conversation in modelwire's JSON form (messages, tools, tool choice, options), which a
+# recording keeps beside the request so that ``modelwire cassette transpose`` can format the
+# same history for another model. Nothing is built outside cassettes.
+CONVERSATION: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("modelwire_conversation", default=None)
 REPLAY_KEY = "modelwire-cassette-replay"  # never recorded: requests in replay never leave
 
 
