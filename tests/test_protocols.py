@@ -43,7 +43,7 @@ BUILT_IN_PRESETS = {
     "anthropic": {"anthropic", "vertex-anthropic", "bedrock-anthropic", "minimax", "moonshot-anthropic", "zai-anthropic", "deepseek-anthropic"},
     "openai-chat": {
         "openai", "azure", "azure-v1", "deepseek", "openrouter", "groq", "together", "mistral", "xai", "moonshot", "dashscope",
-        "ollama-openai", "vllm", "lmstudio", "llamacpp",
+        "ollama-openai", "vllm", "lmstudio", "openai-compatible", "llamacpp",
     },
     "openai-responses": {"openai-responses", "azure-responses"},
     "gemini": {"google", "vertex"},
@@ -157,7 +157,8 @@ PROTOCOL_NAMES = re.compile(r"[\"'](" + "|".join(re.escape(n) for n in [*protoco
         "testing/sse.py", "testing/server.py", "testing/fake.py", "testing/conformance.py", "adapters/_base.py", "adapters/__init__.py",
         "message/_provenance.py", "message/_msg.py", "message/_fold.py", "message/_blocks.py", "event/_events.py", "_record.py",
         "formatters/_common.py", "formatters/_toolids.py", "models/config.py", "models/capabilities.py", "telemetry.py", "cost.py",
-        "errors.py", "protocols/__init__.py", "protocols/_caps.py",
+        "errors.py", "protocols/__init__.py", "protocols/_caps.py", "conform.py", "cassettes/_drift.py", "cassettes/_transpose.py",
+        "models/_learned.py", "models/_preflight.py",
     ],
 )
 def test_generic_modules_name_no_protocol(module):

@@ -91,7 +91,7 @@ def _check_profile(profile: dict[str, Any], name: str, path: Path | None) -> Non
 
     from ..protocols import ModelOptions
 
-    known = {f.name for f in fields(ModelOptions)} | {"model", "api_key", "base_url", "timeouts", "formatter", "capabilities", "capability_lookup", "endpoint_family", "on_unsupported_media", "fallback", "max_concurrent"}
+    known = {f.name for f in fields(ModelOptions)} | {"model", "api_key", "base_url", "timeouts", "formatter", "capabilities", "capability_lookup", "endpoint_family", "on_unsupported_media", "fallback", "max_concurrent", "dialect"}
     for key in profile:
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
@@ -166,6 +166,7 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: Ma
     merged = {**profile_options, **{k: v for k, v in options.items() if v is not None}}
     api_key = merged.pop("api_key", None)
     base_url = merged.pop("base_url", None)
+    preset = _with_dialect(preset, merged.pop("dialect", None))
     if base_url is None:
         base_url = env.get(preset.base_url_variable) or None
     if base_url is None:
@@ -174,6 +175,22 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: Ma
         raise ConfigError(f"{preset.name} needs a base URL: set {preset.base_url_variable}")
     _check_base_url(base_url)
     return ModelSpec(preset=preset, model=model, options=merged, api_key=_key(api_key, preset, env), base_url=base_url.rstrip("/"))
+
+
+def _with_dialect(preset: Preset, dialect: Any) -> Preset:
+    """The preset with a profile's ``dialect = {...}`` laid over its own (each key checked by
+    its protocol, as a preset's are): how a server found by ``modelwire conform`` differs."""
+    if dialect is None:
+        return preset
+    if not isinstance(dialect, Mapping):
+        raise ConfigError(f"dialect={dialect!r} must be a table of the {preset.protocol} protocol's dialect keys")
+    from dataclasses import replace
+
+    from ..protocols import get_protocol
+
+    changed = replace(preset, dialect={**preset.dialect, **dialect})
+    get_protocol(preset.protocol).check_dialect(changed)
+    return changed
 
 
 def _check_base_url(url: str) -> None:

@@ -87,6 +87,11 @@ PRESETS = (
         key_required=False, description="LM Studio on this machine", example="qwen3-8b",
     ),
     Preset(
+        "openai-compatible", "openai-chat", "", "OPENAI_COMPATIBLE_API_KEY", "OPENAI_COMPATIBLE_BASE_URL",
+        key_required=False, dialect={"max_tokens_field": "max_tokens"},
+        description="any OpenAI-compatible server at the base URL given (`modelwire conform` finds its dialect)", example="my-model",
+    ),
+    Preset(
         "llamacpp", "openai-chat", "http://localhost:8080/v1", "LLAMACPP_API_KEY", "LLAMACPP_BASE_URL",
         key_required=False, dialect={"reasoning_field": "reasoning_content", "empty_content_null": False},
         description="a llama.cpp server (llama-server)", example="qwen3-8b",
