@@ -169,7 +169,7 @@ def test_every_shell_block_runs_or_fails_with_one_clear_error(where, code, tmp_p
         assert "Traceback" not in err and lines, f"{where}: {command!r} failed with nothing to say\n{out[-1000:]}"
         # A failure is fine only where a provider is needed (no key here), or where the
         # command's own exit status says what it found (modelwire check: 1 = findings).
-        needs_provider = lines[-1].startswith("modelwire") and re.search(r"needs an API key|_API_KEY|cannot connect|could not connect", lines[-1])
+        needs_provider = lines[-1].startswith("modelwire") and re.search(r"needs an API key|_API_KEY|cannot connect|could not connect|nothing answers at", lines[-1])
         assert needs_provider or re.match(r"^\d+ finding", lines[-1]), f"{where}: {command!r} ended with {proc.returncode}:\n{err[-2000:]}"
 
 

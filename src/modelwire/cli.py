@@ -901,8 +901,51 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("file", help="a JSON list of messages (Msg.to_dict() form), or - for standard input")
     fmt.set_defaults(func=_cmd_format)
 
-    _cassette_command(command("cassette", "inspect recorded provider traffic, or import VCR.py / pytest-recording cassettes"))
+    _cassette_command(command("cassette", "inspect recorded provider traffic, recheck it against the provider, transpose it onto another model, or import VCR.py cassettes"))
+    _conform_command(command("conform", "probe a server that says it speaks a provider's protocol (at most 40 small requests) and say what works, in which form"))
     return parser
+
+
+def _conform_command(conform: argparse.ArgumentParser) -> None:
+    conform.add_argument("--base-url", required=True, help="the server's base URL (http://127.0.0.1:8080/v1)")
+    conform.add_argument("-m", "--model", required=True, help="the model to ask for, as the server names it")
+    conform.add_argument("--protocol", help="the protocol the server says it speaks (default: the first conform can probe)")
+    conform.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the server's key (none is sent without it)")
+    conform.add_argument("--max-requests", type=_positive_int, default=40, help="the most requests the probe sends")
+    conform.add_argument("--timeout", type=float, default=300.0, help="seconds for the whole probe")
+    conform.add_argument("--json", action="store_true", help="print the report (and the profile it makes) as JSON, for CI")
+    conform.add_argument("--write-profile", metavar="NAME", help="write a profile NAME that sends what this server takes")
+    conform.add_argument("--file", default="modelwire.toml", help="with --write-profile: the file to add it to")
+    conform.set_defaults(func=_cmd_conform)
+
+
+def _cmd_conform(args: argparse.Namespace) -> int:
+    """The probe's rows; the profile written where asked."""
+    from pathlib import Path
+
+    from .conform import probe, profile_toml
+
+    key = None
+    if args.api_key_env:
+        key = os.environ.get(args.api_key_env)
+        if not key:
+            raise UsageError(f"--api-key-env {args.api_key_env}: that variable is not set")
+    report = probe(args.base_url, args.model, protocol=args.protocol, api_key=key, max_requests=args.max_requests, total=args.timeout)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1))
+    else:
+        for line in report.lines():
+            print(line)
+    if args.write_profile:
+        path = Path(args.file)
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if f"[profiles.{args.write_profile}]" in text:
+            raise UsageError(f"{path} already has a profile {args.write_profile!r}: name another, or remove it first")
+        profile = report.profile(args.write_profile)
+        path.write_text(text + ("\n" if text and not text.endswith("\n\n") else "") + profile_toml(args.write_profile, profile), encoding="utf-8")
+        key_hint = f" (its key: set OPENAI_COMPATIBLE_API_KEY=${args.api_key_env})" if args.api_key_env else ""
+        print(f"wrote the profile {args.write_profile!r} to {path}: load_model({args.write_profile!r}){key_hint}", file=sys.stderr)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -305,9 +305,16 @@ class WireProtocol:
     capabilities = Capabilities()
     presets: tuple[Preset, ...] = ()
     sdk_package: str | None = None
+    # ``module:attr`` of the checks ``modelwire conform`` runs against a server that says it
+    # speaks this protocol (a ``modelwire.conform.Checks``); empty: it cannot be probed yet.
+    conform = ""
 
     def __repr__(self) -> str:
         return f"<WireProtocol {self.name}>"
+
+    def conform_checks(self) -> Any:
+        """This protocol's probe (see :attr:`conform`), or None."""
+        return _load(self.conform) if self.conform else None
 
     # -- the pure parts --------------------------------------------------------------------
 

@@ -218,6 +218,7 @@ class OpenAIChatProtocol(WireProtocol):
     }
     description = "OpenAI Chat Completions"
     adapter = "modelwire.protocols.openai_chat.adapter:OpenAIChatAdapter"
+    conform = "modelwire.protocols.openai_chat._conform:CHECKS"
     formatter = "modelwire.protocols.openai_chat.formatter:OpenAIChatFormatter"
     path = "/chat/completions"
     signature = (b'"chat.completion.chunk"', b'"object": "chat.completion"', b'"object":"chat.completion"')

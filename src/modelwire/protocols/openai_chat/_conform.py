@@ -1,0 +1,348 @@
+"""``modelwire conform`` for a server that says it speaks OpenAI's Chat Completions: the
+checks, in order, each a few small requests, each row with its evidence and what a profile
+sets because of it (the dialect keys of this protocol, and capabilities)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...conform import Checks, ProbeFailed, Row, Server
+
+__all__ = ["CHECKS"]
+
+_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="  # one pixel
+_TOOL = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+_NOTE = {"type": "function", "function": {"name": "note_time", "description": "Note the time. Takes nothing.", "parameters": {"type": "object", "properties": {}}}}
+_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": False}
+
+
+async def _ask(server: Server, messages: list[dict[str, Any]], *, stream: bool = True, **extra: Any) -> "_Answer":
+    """One chat request; its answer read (and kept on the server, for the rows about every answer)."""
+    body: dict[str, Any] = {"model": server.model, "messages": messages, "stream": stream, "max_tokens": 48, **extra}
+    answer = _read(*await server.send("POST", "/chat/completions", {k: v for k, v in body.items() if v is not None}))
+    server.answers.append(answer)
+    return answer
+
+
+@dataclass
+class _Answer:
+    """What one streamed (or whole) chat answer held."""
+
+    status: int
+    content_type: str
+    raw: bytes
+    text: str = ""
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    finish: list[str] = field(default_factory=list)
+    reasoning: set[str] = field(default_factory=set)
+    done: bool = False
+    error: str = ""
+
+    @property
+    def good(self) -> bool:
+        return self.status < 400 and not self.error
+
+
+def _read(status: int, content_type: str, raw: bytes) -> _Answer:
+    """A chat answer's parts, from SSE chunks or from a whole JSON answer."""
+    answer = _Answer(status, content_type, raw)
+    if status >= 400:
+        answer.error = _words(raw)
+        return answer
+    text = raw.decode("utf-8", "replace")
+    if "data:" not in text[:2000]:
+        try:
+            whole = json.loads(text)
+        except ValueError:
+            answer.error = f"not JSON and not SSE: {text[:120]!r}"
+            return answer
+        _take_whole(answer, whole)
+        return answer
+    calls: dict[int, dict[str, Any]] = {}
+    for line in text.splitlines():
+        data = line[5:].strip() if line.startswith("data:") else None
+        if data is None:
+            continue
+        if data == "[DONE]":
+            answer.done = True
+            continue
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            answer.error = f"a data line that is not JSON: {data[:80]!r}"
+            continue
+        _take_chunk(answer, chunk, calls)
+    answer.calls = [calls[k] for k in sorted(calls)]
+    return answer
+
+
+def _take_chunk(answer: _Answer, chunk: Any, calls: dict[int, dict[str, Any]]) -> None:
+    if not isinstance(chunk, dict):
+        return
+    if isinstance(chunk.get("usage"), dict):
+        answer.usage = chunk["usage"]
+    if "error" in chunk:
+        answer.error = _words(json.dumps(chunk).encode())
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta") or {}
+        answer.text += delta.get("content") or ""
+        answer.reasoning |= {k for k in ("reasoning_content", "reasoning") if delta.get(k)}
+        for piece in delta.get("tool_calls") or ():
+            call = calls.setdefault(piece.get("index", 0), {"id": None, "name": "", "arguments": ""})
+            call["id"] = call["id"] or piece.get("id")
+            function = piece.get("function") or {}
+            call["name"] += function.get("name") or ""
+            call["arguments"] += function.get("arguments") or ""
+        if choice.get("finish_reason"):
+            answer.finish.append(choice["finish_reason"])
+
+
+def _take_whole(answer: _Answer, whole: Any) -> None:
+    if not isinstance(whole, dict):
+        answer.error = "a JSON answer that is not an object"
+        return
+    answer.usage = whole.get("usage") if isinstance(whole.get("usage"), dict) else None
+    for choice in whole.get("choices") or ():
+        message = choice.get("message") or {}
+        answer.text += message.get("content") or ""
+        answer.reasoning |= {k for k in ("reasoning_content", "reasoning") if message.get(k)}
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            answer.calls.append({"id": call.get("id"), "name": function.get("name", ""), "arguments": function.get("arguments") or ""})
+        if choice.get("finish_reason"):
+            answer.finish.append(choice["finish_reason"])
+
+
+def _words(raw: bytes) -> str:
+    """The server's own words in an error body, short."""
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:160]
+    error = data.get("error", data) if isinstance(data, dict) else data
+    message = error.get("message") if isinstance(error, dict) else error
+    return str(message if message else text)[:160]
+
+
+def _said(answer: _Answer) -> str:
+    return f"HTTP {answer.status}: {answer.error}" if answer.status >= 400 else answer.error
+
+
+# -- the checks ----------------------------------------------------------------------------
+
+
+async def _models(server: Server) -> list[Row]:
+    status, _, raw = await server.send("GET", "/models")
+    if status >= 400:
+        return [Row("model list", "unsupported", f"GET /models: HTTP {status}: {_words(raw)}")]
+    try:
+        ids = [m.get("id") for m in json.loads(raw).get("data", [])]
+    except (ValueError, AttributeError):
+        return [Row("model list", "quirk", f"GET /models answered, but not a list of models: {raw[:80]!r}")]
+    if server.model in ids:
+        return [Row("model list", "ok", f"{len(ids)} model(s), {server.model} among them")]
+    return [Row("model list", "quirk", f"{server.model} is not among the {len(ids)} listed: {', '.join(map(str, ids[:5]))}")]
+
+
+async def _streaming(server: Server) -> list[Row]:
+    answer = await _ask(server, [{"role": "user", "content": "Say OK."}])
+    if not answer.good:
+        raise ProbeFailed(f"a plain streamed request failed: {_said(answer)}")
+    rows = []
+    if "event-stream" in answer.content_type:
+        framing = ["[DONE] at the end" if answer.done else "no [DONE] (the stream just ends)"]
+        if b"\r\n" in answer.raw:
+            framing.append("CRLF line ends")
+        if any(line.startswith(b":") for line in answer.raw.splitlines()):
+            framing.append("comment lines")
+        rows.append(Row("streaming", "ok", f"SSE; {', '.join(framing)}; text {answer.text[:40]!r}"))
+    else:
+        rows.append(Row("streaming", "quirk", f"answered {answer.content_type or 'no content type'} to stream: true (a whole answer, read as one)"))
+    rows.append(Row("usage in the stream", "ok", f"usage {answer.usage}") if answer.usage else Row("usage in the stream", "quirk", "no usage unless asked (stream_options.include_usage)"))
+    return rows
+
+
+async def _stream_usage(server: Server) -> list[Row]:
+    answer = await _ask(server, [{"role": "user", "content": "Say OK."}], stream_options={"include_usage": True})
+    if not answer.good:
+        return [Row("stream_options.include_usage", "unsupported", f"refused: {_said(answer)}", dialect={"stream_usage": False})]
+    if answer.usage is None:
+        return [Row("stream_options.include_usage", "quirk", "taken, but no usage came (tokens will read 0)", dialect={"stream_usage": False})]
+    return [Row("stream_options.include_usage", "ok", f"usage {answer.usage}", dialect={"stream_usage": True})]
+
+
+async def _max_tokens(server: Server) -> list[Row]:
+    prompt = [{"role": "user", "content": "Count from 1 to 60, one number a word."}]
+    control = await _ask(server, prompt)
+    if control.good and _within(control, 4):
+        return [Row("max_completion_tokens", "ok", f"cannot be measured: the answer is short without a limit ({_length(control)})")]
+    limited = await _ask(server, prompt, max_tokens=None, max_completion_tokens=4)
+    if limited.good and _within(limited, 4):
+        return [Row("max_completion_tokens", "ok", f"honoured ({_length(limited)})", dialect={"max_tokens_field": "max_completion_tokens"})]
+    old = await _ask(server, prompt, max_tokens=4)
+    if old.good and _within(old, 4):
+        why = f"refused: {_said(limited)}" if not limited.good else f"ignored ({_length(limited)} with a limit of 4)"
+        return [Row("max_completion_tokens", "quirk", f"{why}; max_tokens is honoured ({_length(old)})", dialect={"max_tokens_field": "max_tokens"})]
+    return [Row("max_completion_tokens", "unsupported", f"neither limit is honoured: {_length(limited)}, then {_length(old)} with max_tokens=4")]
+
+
+def _within(answer: _Answer, limit: int) -> bool:
+    used = (answer.usage or {}).get("completion_tokens")
+    if isinstance(used, int):
+        return used <= limit
+    return len(answer.text.split()) <= limit + 1
+
+
+def _length(answer: _Answer) -> str:
+    used = (answer.usage or {}).get("completion_tokens")
+    return f"{used} completion tokens" if isinstance(used, int) else f"{len(answer.text.split())} words"
+
+
+async def _roles_and_parts(server: Server) -> list[Row]:
+    rows = []
+    for check, messages, caps in (
+        ("system role", [{"role": "system", "content": "Answer in one word."}, {"role": "user", "content": "Hi."}], {}),
+        ("developer role", [{"role": "developer", "content": "Answer in one word."}, {"role": "user", "content": "Hi."}], {}),
+        ("content as parts", [{"role": "user", "content": [{"type": "text", "text": "Say OK."}]}], {}),
+        ("image part", [{"role": "user", "content": [{"type": "text", "text": "What colour?"}, {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{_PNG}"}}]}], {"image_input": False}),
+    ):
+        answer = await _ask(server, messages)
+        rows.append(Row(check, "ok", "taken") if answer.good else Row(check, "unsupported", _said(answer), capabilities=caps))
+    return rows
+
+
+async def _tools(server: Server) -> list[Row]:
+    ask = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
+    rows = []
+    auto = await _ask(server, ask, tools=[_TOOL])
+    if not auto.good:
+        return [Row("tool definitions", "unsupported", _said(auto), capabilities={"forced_tool": False})]
+    rows.append(Row("tool definitions", "ok", f"taken; {'a call came' if auto.calls else 'answered in text'}"))
+    forced = await _ask(server, ask, tools=[_TOOL], tool_choice="required")
+    rows.append(_forced_row("forced call (required)", forced))
+    named = await _ask(server, ask, tools=[_TOOL], tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    rows.append(_forced_row("forced call (named tool)", named))
+    calls = [c for a in (auto, forced, named) for c in a.calls]
+    rows.append(_arguments_row(calls))
+    two = await _ask(server, [{"role": "user", "content": "Weather in Paris and in Rome? Call the tool once for each, at once."}], tools=[_TOOL], parallel_tool_calls=True)
+    rows.append(Row("two parallel calls", "ok" if len(two.calls) >= 2 else "quirk", f"{len(two.calls)} call(s) in one answer" if two.good else _said(two)))
+    empty = await _ask(server, [{"role": "user", "content": "Note the time."}], tools=[_NOTE], tool_choice="required")
+    rows.append(_empty_args_row(empty))
+    rows += await _tool_turn(server, calls, ask)
+    return rows
+
+
+def _forced_row(check: str, answer: _Answer) -> Row:
+    if not answer.good:
+        return Row(check, "unsupported", _said(answer), capabilities={"forced_tool": False})
+    if not answer.calls:
+        return Row(check, "quirk", "taken, but answered in text: forcing is ignored", capabilities={"forced_tool": False})
+    return Row(check, "ok", f"{answer.calls[0]['name']}({answer.calls[0]['arguments'][:40]})")
+
+
+def _arguments_row(calls: list[dict[str, Any]]) -> Row:
+    if not calls:
+        return Row("streamed arguments", "unsupported", "no call came to read")
+    bad = [c for c in calls if not _json_object(c["arguments"])]
+    if bad:
+        return Row("streamed arguments", "quirk", f"{len(bad)} of {len(calls)} call(s) with arguments that are not a JSON object: {bad[0]['arguments'][:60]!r}")
+    return Row("streamed arguments", "ok", f"{len(calls)} call(s), each a JSON object")
+
+
+def _json_object(arguments: str) -> bool:
+    try:
+        return isinstance(json.loads(arguments or "{}"), dict)
+    except ValueError:
+        return False
+
+
+def _empty_args_row(answer: _Answer) -> Row:
+    if not answer.good:
+        return Row("a call with no arguments", "unsupported", _said(answer))
+    if not answer.calls:
+        return Row("a call with no arguments", "quirk", "answered in text")
+    args = answer.calls[0]["arguments"]
+    return Row("a call with no arguments", "ok" if _json_object(args) else "quirk", f"arguments {args!r}" + ("" if args.strip() else " (empty: read as {})"))
+
+
+async def _tool_turn(server: Server, calls: list[dict[str, Any]], ask: list[dict[str, Any]]) -> list[Row]:
+    ids = [c["id"] for c in calls if c.get("id")]
+    rows = [Row("ids unique per call", "ok", f"{len(ids)} id(s), all different") if len(set(ids)) == len(ids) else Row("ids unique per call", "quirk", f"ids repeat: {ids}; modelwire renames repeats")]
+    call_id = ids[0] if ids else "call_probe0001"
+    turn = ask + [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "tool_call_id": call_id, "content": "sunny, 21 C"},
+    ]
+    answer = await _ask(server, turn, tools=[_TOOL])
+    if answer.good:
+        rows.append(Row("tool-result turn (content: null)", "ok", f"answered: {len(answer.calls)} call(s), text {answer.text[:40]!r}"))
+    else:
+        turn[1] = {**turn[1], "content": ""}
+        again = await _ask(server, turn, tools=[_TOOL])
+        if again.good:
+            rows.append(Row("tool-result turn (content: null)", "quirk", f"null refused ({_said(answer)}); content \"\" is taken", dialect={"empty_content_null": False}))
+        else:
+            rows.append(Row("tool-result turn (content: null)", "unsupported", _said(again)))
+    later = [c["id"] for c in answer.calls if c.get("id")]
+    if later and set(later) & set(ids):
+        rows.append(Row("ids unique across turns", "quirk", f"an id of the first turn came again: {sorted(set(later) & set(ids))}; modelwire renames repeats"))
+    return rows
+
+
+async def _structured(server: Server) -> list[Row]:
+    ask = [{"role": "user", "content": "Reply with a JSON object whose answer is OK."}]
+    schema = await _ask(server, ask, response_format={"type": "json_schema", "json_schema": {"name": "reply", "schema": _SCHEMA, "strict": True}})
+    rows = [
+        Row("json_schema (strict)", "ok", f"taken; {'JSON came' if _json_object(schema.text) else 'the text is not a JSON object'}")
+        if schema.good
+        else Row("json_schema (strict)", "unsupported", _said(schema), dialect={"json_schema": False})
+    ]
+    obj = await _ask(server, ask, response_format={"type": "json_object"})
+    rows.append(Row("json_object", "ok", "taken") if obj.good else Row("json_object", "unsupported", _said(obj)))
+    return rows
+
+
+async def _whole_and_errors(server: Server) -> list[Row]:
+    whole = await _ask(server, [{"role": "user", "content": "Say OK."}], stream=False)
+    rows = [Row("non-streamed answer", "ok", f"{whole.content_type}; text {whole.text[:30]!r}") if whole.good else Row("non-streamed answer", "unsupported", _said(whole))]
+    status, _, raw = await server.send("POST", "/chat/completions", {"model": server.model, "messages": "not a list", "stream": True})
+    if status < 400:
+        rows.append(Row("error shape (4xx)", "quirk", f"a malformed request was answered HTTP {status}"))
+    else:
+        try:
+            shaped = isinstance(json.loads(raw), dict)
+        except ValueError:
+            shaped = False
+        rows.append(Row("error shape (4xx)", "ok" if shaped else "quirk", f"HTTP {status}: {_words(raw)}" + ("" if shaped else " (not JSON)")))
+    return rows
+
+
+async def _reasoning_and_stops(server: Server) -> list[Row]:
+    """Where reasoning arrived in the answers so far, whether it must go back with a tool-call
+    turn, and the stop reasons seen."""
+    fields = sorted({f for a in server.answers for f in a.reasoning})
+    stops = sorted({f for a in server.answers for f in a.finish})
+    rows = [Row("stop reasons", "ok" if stops else "quirk", ", ".join(stops) if stops else "no finish_reason in any answer")]
+    if not fields:
+        return rows + [Row("reasoning fields", "ok", "no reasoning arrived (the model does not think, or does not show it)")]
+    row = Row("reasoning fields", "ok", f"reasoning arrives in {', '.join(fields)}", dialect={"reasoning_field": fields[0]})
+    turn = [
+        {"role": "user", "content": "What is the weather in Paris? Use the tool."},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_probe0001", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "tool_call_id": "call_probe0001", "content": "sunny, 21 C"},
+    ]
+    without = await _ask(server, turn, tools=[_TOOL])
+    if not without.good and "reason" in without.error.lower():
+        row.dialect["reasoning_on_tool_calls"] = True
+        row.evidence += f"; a tool-call turn without it is refused ({_said(without)}): it is sent back"
+    return rows + [row]
+
+
+CHECKS = Checks(
+    (_models, _streaming, _stream_usage, _max_tokens, _roles_and_parts, _tools, _structured, _whole_and_errors, _reasoning_and_stops),
+    preset="openai-compatible",
+)

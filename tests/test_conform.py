@@ -1,0 +1,228 @@
+"""``modelwire conform``: the probe against a scripted server with known quirks (each quirk
+row checked, and the profile it writes), against CopilotKit's aimock (an independent
+server), and bad input getting one clear line. The written profile makes a tool round
+trip through ``modelwire.Agent`` pass where the preset's own defaults fail."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from modelwire.adapters import encode_sse
+from modelwire.conform import probe
+from modelwire.errors import InvalidRequestError
+from modelwire.message import UserMsg
+from modelwire.testing import ProviderServer, error_reply
+from modelwire.testing.server import Reply
+from test_recheck import Aimock
+
+
+def _sse(chunks):
+    return Reply(body=encode_sse([(None, c) for c in chunks] + [(None, "[DONE]")]), headers={"content-type": "text/event-stream"})
+
+
+def _chunk(delta, finish=None):
+    return {"id": "c1", "object": "chat.completion.chunk", "model": "quirky-1", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def quirky(request):
+    """llama.cpp-like quirks: it ignores max_completion_tokens (max_tokens is honoured), refuses
+    stream_options, ``content: null``, the developer role, json_schema and images, sends no
+    usage, ignores a forced tool choice, and gives every call the id ``call_0``."""
+    body = request["json"] or {}
+    if request["method"] == "GET":
+        return Reply(body=json.dumps({"object": "list", "data": [{"id": "quirky-1"}]}).encode(), headers={"content-type": "application/json"})
+    if not isinstance(body.get("messages"), list):
+        return error_reply(400, {"error": {"message": "messages must be a list", "type": "invalid_request_error"}})
+    if body.get("model") != "quirky-1":
+        return error_reply(404, {"error": {"message": f"model {body.get('model')!r} not found", "type": "not_found_error"}})
+    for name in ("stream_options",):
+        if name in body:
+            return error_reply(400, {"error": {"message": f"Unrecognized request argument supplied: {name}", "type": "invalid_request_error"}})
+    messages = body["messages"]
+    refused = (
+        ("developer", any(m.get("role") == "developer" for m in messages)),
+        ("content null", any(m.get("role") == "assistant" and m.get("content") is None for m in messages)),
+        ("image", any(isinstance(m.get("content"), list) and any(p.get("type") == "image_url" for p in m["content"]) for m in messages)),
+        ("json_schema", (body.get("response_format") or {}).get("type") == "json_schema"),
+    )
+    for what, hit in refused:
+        if hit:
+            return error_reply(400, {"error": {"message": f"this server does not support {what}", "type": "invalid_request_error"}})
+    last = messages[-1]
+    if body.get("tools") and last.get("role") == "user":
+        tool = body["tools"][0]["function"]["name"]
+        if "Count" not in str(last.get("content")) and ("weather" in str(last.get("content")).lower() or "time" in str(last.get("content")).lower()):
+            args = '{"city": "Paris"}' if tool == "get_weather" else ""
+            return _sse([_chunk({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_0", "type": "function", "function": {"name": tool, "arguments": ""}}]}), _chunk({"tool_calls": [{"index": 0, "function": {"arguments": args}}]}), _chunk({}, "tool_calls")])
+    limit = body.get("max_tokens", 48)  # max_completion_tokens is ignored
+    words = ["It", "is", "sunny."] if last.get("role") == "tool" else [str(n) for n in range(1, 61)] if "Count" in str(last.get("content")) else ["OK"]
+    words = words[:limit]
+    if body.get("stream") is False:
+        whole = {"id": "c1", "object": "chat.completion", "model": "quirky-1", "choices": [{"index": 0, "message": {"role": "assistant", "content": " ".join(words)}, "finish_reason": "stop"}]}
+        return Reply(body=json.dumps(whole).encode(), headers={"content-type": "application/json"})
+    return _sse([_chunk({"role": "assistant", "content": ""})] + [_chunk({"content": w + " "}) for w in words] + [_chunk({}, "stop")])
+
+
+def test_each_quirk_is_a_row_and_the_profile_sends_what_the_server_takes():
+    with ProviderServer() as server:
+        server.respond = quirky
+        report = probe(server.url + "/v1", "quirky-1")
+    rows = {r.check: r for r in report.rows}
+    status = {check: r.status for check, r in rows.items()}
+    assert status["model list"] == "ok" and status["streaming"] == "ok"
+    assert status["usage in the stream"] == "quirk" and status["stream_options.include_usage"] == "unsupported"
+    assert "Unrecognized request argument supplied: stream_options" in rows["stream_options.include_usage"].evidence
+    assert status["max_completion_tokens"] == "quirk" and "max_tokens is honoured" in rows["max_completion_tokens"].evidence
+    assert (status["system role"], status["developer role"], status["content as parts"], status["image part"]) == ("ok", "unsupported", "ok", "unsupported")
+    assert (status["tool definitions"], status["forced call (required)"], status["streamed arguments"]) == ("ok", "ok", "ok")
+    assert status["ids unique per call"] == "quirk" and "call_0" in rows["ids unique per call"].evidence
+    assert status["a call with no arguments"] == "ok" and "read as {}" in rows["a call with no arguments"].evidence
+    assert status["tool-result turn (content: null)"] == "quirk" and "does not support content null" in rows["tool-result turn (content: null)"].evidence
+    assert (status["json_schema (strict)"], status["json_object"], status["non-streamed answer"], status["error shape (4xx)"]) == ("unsupported", "ok", "ok", "ok")
+    assert report.requests <= 40
+    profile = report.profile("quirky")
+    assert profile["model"] == "openai-compatible:quirky-1" and profile["base_url"] == report.base_url
+    assert profile["dialect"] == {"stream_usage": False, "max_tokens_field": "max_tokens", "empty_content_null": False, "json_schema": False}
+    assert profile["capabilities"] == {"image_input": False}
+
+
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"{city}: sunny"
+
+
+def test_the_written_profile_makes_an_agent_tool_round_trip_pass(tmp_path, monkeypatch):
+    """``--write-profile`` writes the profile; the agent with it runs a tool round trip on the
+    quirky server, which refuses what the preset's defaults send."""
+    from modelwire.agent import Agent
+    from modelwire.models import load_model
+
+    monkeypatch.chdir(tmp_path)
+    env = {**os.environ, "MODELWIRE_DEBUG": "0"}
+    with ProviderServer() as server:
+        server.respond = quirky
+        run = subprocess.run(
+            [sys.executable, "-m", "modelwire", "conform", "--base-url", server.url + "/v1", "-m", "quirky-1", "--write-profile", "quirky"], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "wrote the profile 'quirky'" in run.stderr and "unsupported" in run.stdout
+        written = (tmp_path / "modelwire.toml").read_text()
+        assert "[profiles.quirky]" in written and 'max_tokens_field = "max_tokens"' in written
+        reply = asyncio.run(Agent("Buddy", load_model("quirky"), tools=[weather]).reply(UserMsg("me", "What is the weather in Paris?")))
+        assert reply.get_text_content().strip() == "It is sunny.", reply.get_text_content()
+        assert [b.type for b in reply.content if b.type in ("tool_call", "tool_result")] == ["tool_call", "tool_result"]
+        sent = [r["json"] for r in server.requests if r["method"] == "POST"][-2:]
+        assert all("stream_options" not in b and "max_completion_tokens" not in b for b in sent)
+        assert sent[1]["messages"][-2]["content"] == ""  # not null
+        # Without the profile, the preset's defaults send content: null, which this server refuses.
+        plain = load_model("openai-compatible:quirky-1", base_url=server.url + "/v1", dialect={"stream_usage": False})
+        with pytest.raises(InvalidRequestError, match="does not support content null"):
+            asyncio.run(Agent("Buddy", plain, tools=[weather]).reply(UserMsg("me", "What is the weather in Paris?")))
+    again = subprocess.run(
+        [sys.executable, "-m", "modelwire", "conform", "--base-url", "http://127.0.0.1:9/v1", "-m", "x", "--write-profile", "quirky"], capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path
+    )
+    assert again.returncode != 0
+
+
+def test_against_aimock_and_its_profile(tmp_path, monkeypatch):
+    from modelwire.agent import Agent
+    from modelwire.models import load_model
+
+    fixtures = [
+        {"match": {"userMessage": "weather", "hasToolResult": False}, "response": {"toolCalls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}},
+        {"match": {"userMessage": "weather", "hasToolResult": True}, "response": {"content": "It is sunny in Paris."}},
+        {"match": {"userMessage": "Note the time"}, "response": {"toolCalls": [{"name": "note_time", "arguments": {}}]}},
+        {"match": {}, "response": {"content": "OK"}},
+    ]
+    with Aimock(tmp_path, fixtures) as server:
+        report = probe(server.url + "/v1", "gpt-4o")
+        status = {r.check: r.status for r in report.rows}
+        assert status["model list"] == "ok" and status["streaming"] == "ok" and status["stream_options.include_usage"] == "ok"
+        assert status["tool definitions"] == status["forced call (required)"] == status["forced call (named tool)"] == "ok"
+        assert status["json_object"] == status["non-streamed answer"] == status["error shape (4xx)"] == "ok"
+        assert status["tool-result turn (content: null)"] == "ok"
+        profile = report.profile("aimock")
+        monkeypatch.chdir(tmp_path)
+        from modelwire.conform import profile_toml
+
+        (tmp_path / "modelwire.toml").write_text(profile_toml("aimock", profile))
+        reply = asyncio.run(Agent("Buddy", load_model("aimock"), tools=[weather]).reply(UserMsg("me", "What is the weather in Paris?")))
+    assert reply.error is None and "sunny" in reply.get_text_content()
+    assert [b.type for b in reply.content if b.type in ("tool_call", "tool_result")] == ["tool_call", "tool_result"]
+
+
+def _one_line(*args, **env):
+    run = subprocess.run([sys.executable, "-m", "modelwire", "conform", *args], capture_output=True, text=True, env={**os.environ, "MODELWIRE_DEBUG": "0", **env}, timeout=60)
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert run.returncode != 0 and len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    return lines[0]
+
+
+def test_bad_input_gets_one_clear_line():
+    with ProviderServer() as server:
+        gone = server.url
+    assert "nothing answers at" in _one_line("--base-url", gone + "/v1", "-m", "x")
+    assert "not an http(s) URL" in _one_line("--base-url", "localhost:8080/v1", "-m", "x")
+    with ProviderServer() as server:
+        server.respond = lambda request: Reply(body=b"<html><body>Welcome to nginx!</body></html>", headers={"content-type": "text/html"})
+        assert "not JSON and not SSE" in _one_line("--base-url", server.url + "/v1", "-m", "x")
+    with ProviderServer() as server:
+        server.respond = quirky
+        assert "model 'nope' not found" in _one_line("--base-url", server.url + "/v1", "-m", "nope")
+    with ProviderServer() as server:
+        server.respond = lambda request: error_reply(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+        line = _one_line("--base-url", server.url + "/v1", "-m", "x", "--api-key-env", "PROBE_KEY", PROBE_KEY="sk-wrong")
+        assert "HTTP 401" in line and "Incorrect API key" in line
+    assert "PROBE_KEY" in _one_line("--base-url", "http://127.0.0.1:9/v1", "-m", "x", "--api-key-env", "PROBE_KEY", PROBE_KEY="")
+
+
+def test_the_probe_stops_at_its_request_budget():
+    with ProviderServer() as server:
+        server.respond = quirky
+        report = probe(server.url + "/v1", "quirky-1", max_requests=5)
+    assert report.requests == 5 and report.stopped == "5 requests sent"
+
+
+def test_a_dialect_in_a_profile_is_checked_like_a_presets():
+    from modelwire.errors import ConfigError
+    from modelwire.models import load_model
+
+    with pytest.raises(ConfigError, match="max_token_field"):
+        load_model("openai-compatible:m", base_url="http://127.0.0.1:9/v1", dialect={"max_token_field": "max_tokens"})
+    model = load_model("openai-compatible:m", base_url="http://127.0.0.1:9/v1", dialect={"max_tokens_field": "max_completion_tokens", "stream_usage": False})
+    body, _ = model.build_request([UserMsg("u", "hi")], options={"max_tokens": 9})
+    assert body["max_completion_tokens"] == 9 and "stream_options" not in body
+
+
+def thinking_server(request):
+    """DeepSeek's thinking mode: reasoning arrives in ``reasoning_content``, and a tool-call
+    turn without it is refused with DeepSeek's own words (JohnnyZ93/oai-compatible-copilot#202,
+    2026-04-24)."""
+    body = request["json"] or {}
+    if request["method"] == "POST" and isinstance(body.get("messages"), list):
+        for m in body["messages"]:
+            if m.get("role") == "assistant" and m.get("tool_calls") and not m.get("reasoning_content"):
+                return error_reply(400, {"error": {"message": "The reasoning_content in the thinking mode must be passed back to the API.", "type": "invalid_request_error"}})
+        if body.get("model") == "quirky-1" and not body.get("tools") and body.get("stream", True):
+            return _sse([_chunk({"role": "assistant", "reasoning_content": "Let me think."}), _chunk({"content": "OK"}), _chunk({}, "stop")])
+    return quirky(request)
+
+
+def test_reasoning_that_must_go_back_and_the_stop_reasons():
+    with ProviderServer() as server:
+        server.respond = thinking_server
+        report = probe(server.url + "/v1", "quirky-1")
+    rows = {r.check: r for r in report.rows}
+    assert rows["reasoning fields"].dialect == {"reasoning_field": "reasoning_content", "reasoning_on_tool_calls": True}
+    assert "must be passed back" in rows["reasoning fields"].evidence
+    assert rows["stop reasons"].status == "ok" and "tool_calls" in rows["stop reasons"].evidence and "stop" in rows["stop reasons"].evidence
+    with ProviderServer() as server:
+        server.respond = quirky
+        plain = {r.check: r for r in probe(server.url + "/v1", "quirky-1").rows}
+    assert plain["reasoning fields"].dialect == {} and "no reasoning arrived" in plain["reasoning fields"].evidence
