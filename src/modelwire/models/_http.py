@@ -911,6 +911,7 @@ def _conversation(messages: Sequence[Msg], tools: Sequence[Any] | None, tool_cho
         return value
 
     options = {k: v for k, v in asdict(opts).items() if v not in (None, {}, [], "output") and k not in ("extra_headers",)}
+
     def message(msg: Msg) -> dict[str, Any]:
         data = timeless(msg.to_dict())
         data.pop("id", None)  # made afresh for each object: not part of the conversation
