@@ -226,3 +226,82 @@ def test_reasoning_that_must_go_back_and_the_stop_reasons():
         server.respond = quirky
         plain = {r.check: r for r in probe(server.url + "/v1", "quirky-1").rows}
     assert plain["reasoning fields"].dialect == {} and "no reasoning arrived" in plain["reasoning fields"].evidence
+
+
+def anthropic_quirky(request):
+    """An Anthropic route of a compatible server: no adaptive thinking (Qwen's words,
+    anthropics/claude-code#29531, 2026-02-28), no forced tool choice, no images."""
+    from modelwire.testing.sse import body as sse_body
+
+    data = request["json"] or {}
+    if request["method"] == "GET":
+        return Reply(body=json.dumps({"data": [{"id": "qwen-next", "type": "model"}], "has_more": False}).encode(), headers={"content-type": "application/json"})
+    if not isinstance(data.get("messages"), list):
+        return error_reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "messages: Input should be a valid list"}})
+    refused = (
+        ((data.get("thinking") or {}).get("type") == "adaptive", "Only 'enabled' and 'disabled' are supported for thinking; 'adaptive' is not supported."),
+        ((data.get("tool_choice") or {}).get("type") in ("any", "tool"), "tool_choice any and tool are not supported"),
+        (any(isinstance(m.get("content"), list) and any(b.get("type") == "image" for b in m["content"]) for m in data["messages"]), "image input is not supported"),
+    )
+    for hit, words in refused:
+        if hit:
+            return error_reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": words}})
+    last = data["messages"][-1]
+    answered = isinstance(last.get("content"), list) and any(b.get("type") == "tool_result" for b in last["content"])
+    if data.get("tools") and "weather" in json.dumps(data["messages"][0]).lower() and not answered:
+        raw = sse_body("anthropic", ("tool", "toolu_q1", data["tools"][0]["name"], '{"city": "Paris"}'))
+    else:
+        raw = sse_body("anthropic", ("text", "It is sunny." if answered else "OK"))
+    if data.get("stream") is False:
+        whole = {"id": "msg_1", "type": "message", "role": "assistant", "model": "qwen-next", "content": [{"type": "text", "text": "OK"}], "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 1}}
+        return Reply(body=json.dumps(whole).encode(), headers={"content-type": "application/json"})
+    return Reply(body=raw, headers={"content-type": "text/event-stream"})
+
+
+def test_an_anthropic_route_its_quirks_and_the_profile_they_make(tmp_path, monkeypatch):
+    from modelwire.agent import Agent
+    from modelwire.conform import profile_toml
+    from modelwire.models import load_model
+
+    with ProviderServer() as server:
+        server.respond = anthropic_quirky
+        report = probe(server.url, "qwen-next", protocol="anthropic", api_key="sk-probe")
+        rows = {r.check: r for r in report.rows}
+        status = {check: r.status for check, r in rows.items()}
+        assert (status["model list"], status["streaming"], status["usage in the stream"]) == ("ok", "ok", "ok")
+        assert (status["thinking (adaptive)"], status["thinking (budget)"]) == ("unsupported", "ok")
+        assert "'adaptive' is not supported" in rows["thinking (adaptive)"].evidence
+        assert status["forced call (any)"] == status["forced call (named tool)"] == status["image block"] == "unsupported"
+        assert (status["tool definitions"], status["tool-result turn"], status["non-streamed answer"], status["error shape (4xx)"]) == ("ok", "ok", "ok", "ok")
+        assert all(r["headers"].get("x-api-key") == "sk-probe" and r["headers"].get("anthropic-version") for r in server.requests)
+        profile = report.profile("qwen")
+        assert profile["model"] == "anthropic:qwen-next" and "dialect" not in profile
+        assert profile["capabilities"] == {"image_input": False, "forced_tool": False, "thinking": ["budget"]}
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-probe")
+        (tmp_path / "modelwire.toml").write_text(profile_toml("qwen", profile))
+        model = load_model("qwen")
+        reply = asyncio.run(Agent("Buddy", model, tools=[weather]).reply(UserMsg("me", "What is the weather in Paris?")))
+        assert reply.get_text_content().strip() == "It is sunny."
+        # The profile's capabilities: thinking goes on a budget, and forcing is refused before sending.
+        body, _ = model.build_request([UserMsg("u", "hi")], options={"thinking": True, "max_tokens": 4096})
+        assert body["thinking"]["type"] == "enabled"
+        with pytest.raises(Exception, match="tool_choice"):
+            model.build_request([UserMsg("u", "hi")], tools=[weather], tool_choice="required")
+
+
+def test_aimock_on_its_anthropic_route(tmp_path):
+    fixtures = [
+        {"match": {"userMessage": "weather", "hasToolResult": False}, "response": {"toolCalls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}},
+        {"match": {"userMessage": "weather", "hasToolResult": True}, "response": {"content": "It is sunny in Paris."}},
+        {"match": {"userMessage": "Note the time"}, "response": {"toolCalls": [{"name": "note_time", "arguments": {}}]}},
+        {"match": {}, "response": {"content": "OK"}},
+    ]
+    with Aimock(tmp_path, fixtures) as server:
+        report = probe(server.url, "claude-sonnet-4-5", protocol="anthropic")
+    status = {r.check: r.status for r in report.rows}
+    assert status["streaming"] == status["tool definitions"] == status["forced call (any)"] == status["forced call (named tool)"] == "ok"
+    assert status["tool-result turn"] == status["non-streamed answer"] == status["a call with no input"] == "ok"
+    # What aimock does that the real API does not, found by the probe: no token counts, and a
+    # malformed request answered 200.
+    assert status["usage in the stream"] == "quirk" and status["error shape (4xx)"] == "quirk"

@@ -13,8 +13,9 @@ the probe found) so that ``load_model(NAME)`` sends what this server takes.
 
 What is checked, and how, belongs to the protocol: a protocol that can be probed names
 its :class:`Checks` (``WireProtocol.conform``); this module runs them, within the budget,
-and writes what they found. The OpenAI Chat protocol has them so far (llama.cpp, vLLM, LM
-Studio, LiteLLM, Ollama's ``/v1``, aimock ...).
+and writes what they found. The OpenAI Chat protocol has them (llama.cpp, vLLM, LM Studio,
+LiteLLM, Ollama's ``/v1``, aimock ...), and the Anthropic Messages protocol (the Anthropic
+routes of DeepSeek, MiniMax, Moonshot, llama.cpp, LiteLLM ...).
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ class Checks:
     checks: tuple[Callable[..., Any], ...]
     preset: str
     auth: Callable[[str], dict[str, str]] = field(default=lambda key: {"authorization": f"Bearer {key}"})
+    headers: dict[str, str] = field(default_factory=dict)  # sent with every request (a version header)
+    rank: int = 10  # which protocol is probed when none is named: the lowest (the most servers speak it)
 
 
 class ProbeFailed(Exception):
@@ -104,17 +107,17 @@ class _Budget(Exception):
 class Server:
     """The requests of one probe, counted and bounded; what a check sends through."""
 
-    def __init__(self, base_url: str, model: str, api_key: str | None, transport: Any, max_requests: int, total: float, auth: Callable[[str], dict[str, str]]) -> None:
+    def __init__(self, base_url: str, model: str, api_key: str | None, transport: Any, max_requests: int, total: float, spec: Checks) -> None:
         self.base_url, self.model, self.api_key = base_url.rstrip("/"), model, api_key
-        self.transport, self.max_requests, self.auth = transport, max_requests, auth
+        self.transport, self.max_requests, self.spec = transport, max_requests, spec
         self.deadline = time.monotonic() + total
         self.sent = 0
         self.answers: list[Any] = []  # what the checks read so far, for the rows about every answer
 
     def headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream, application/json"}
+        headers = {"content-type": "application/json", "accept": "text/event-stream, application/json", **self.spec.headers}
         if self.api_key:
-            headers.update(self.auth(self.api_key))
+            headers.update(self.spec.auth(self.api_key))
         return headers
 
     async def send(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, str, bytes]:
@@ -146,10 +149,11 @@ def probe(base_url: str, model: str, **options: Any) -> ConformReport:
 
 
 def probeable() -> list[str]:
-    """The protocols ``conform`` can probe."""
+    """The protocols ``conform`` can probe, the one probed by default first."""
     from .protocols import get_protocol, protocol_names
 
-    return [name for name in protocol_names() if get_protocol(name).conform]
+    found = [(get_protocol(name).conform_checks(), name) for name in protocol_names() if get_protocol(name).conform]
+    return [name for checks, name in sorted(found, key=lambda pair: (pair[0].rank, pair[1]))]
 
 
 async def probe_async(
@@ -172,7 +176,7 @@ async def probe_async(
     _check_base_url(base_url)
     owned = transport is None
     transport = transport or HTTPTransport(timeouts=Timeouts(total=total, first_byte=60.0))
-    server = Server(base_url, model, api_key, transport, max_requests, total, spec.auth)
+    server = Server(base_url, model, api_key, transport, max_requests, total, spec)
     report = ConformReport(base_url.rstrip("/"), model, protocol, spec.preset)
     try:
         for check in spec.checks:

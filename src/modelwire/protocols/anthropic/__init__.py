@@ -139,6 +139,7 @@ class AnthropicProtocol(WireProtocol):
     dialect_keys = {"endpoint": {"vertex", "bedrock"}, "model_info": {"anthropic"}}
     description = "Anthropic Messages"
     adapter = "modelwire.protocols.anthropic.adapter:AnthropicAdapter"
+    conform = "modelwire.protocols.anthropic._conform:CHECKS"
     formatter = "modelwire.protocols.anthropic.formatter:AnthropicFormatter"
     path = "/v1/messages"
     signature = (b"event: message_start", b'"type": "message_start"', b'"type":"message_start"', b'"content_block_delta"')

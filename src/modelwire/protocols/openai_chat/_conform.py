@@ -345,4 +345,5 @@ async def _reasoning_and_stops(server: Server) -> list[Row]:
 CHECKS = Checks(
     (_models, _streaming, _stream_usage, _max_tokens, _roles_and_parts, _tools, _structured, _whole_and_errors, _reasoning_and_stops),
     preset="openai-compatible",
+    rank=0,  # most compatible servers speak it: probed when no protocol is named
 )

@@ -1,0 +1,241 @@
+"""``modelwire conform`` for a server that says it speaks Anthropic's Messages API (the
+Anthropic routes of DeepSeek, MiniMax, Moonshot, llama.cpp, LiteLLM ...): the checks, in
+order, each a few small requests. Answers are read by modelwire's own Anthropic adapter, so
+a stream it cannot decode is itself a finding. A profile sets capabilities (this protocol
+has no dialect a server can differ in that the probe could find)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...conform import Checks, ProbeFailed, Row, Server
+
+__all__ = ["CHECKS"]
+
+_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="  # one pixel
+_TOOL = {"name": "get_weather", "description": "The weather in a city.", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+_NOTE = {"name": "note_time", "description": "Note the time. Takes nothing.", "input_schema": {"type": "object", "properties": {}}}
+_ASK = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
+
+
+@dataclass
+class _Answer:
+    status: int
+    content_type: str
+    raw: bytes
+    text: str = ""
+    calls: list[tuple[str, str, str]] = field(default_factory=list)  # (id, name, arguments)
+    thinking: bool = False
+    stop: str | None = None
+    usage: tuple[int, int] | None = None
+    error: str = ""
+
+    @property
+    def good(self) -> bool:
+        return self.status < 400 and not self.error
+
+
+async def _ask(server: Server, messages: list[dict[str, Any]], *, stream: bool = True, **extra: Any) -> _Answer:
+    body = {"model": server.model, "messages": messages, "max_tokens": 48, "stream": stream, **extra}
+    answer = _read(*await server.send("POST", "/v1/messages", body))
+    server.answers.append(answer)
+    return answer
+
+
+def _read(status: int, content_type: str, raw: bytes) -> _Answer:
+    answer = _Answer(status, content_type, raw)
+    if status >= 400:
+        answer.error = _words(raw)
+        return answer
+    if b"event:" not in raw[:2000] and b"data:" not in raw[:2000]:
+        return _whole(answer)
+    from ...adapters import decode_sse
+    from ...errors import ProviderError
+
+    try:
+        events = decode_sse("anthropic", raw, "probe")
+    except ProviderError as err:
+        events, answer.error = list(err.events or []), f"{type(err).__name__}: {err.message}"
+    names: dict[str, list[str]] = {}
+    for event in events:
+        if event.type == "TEXT_BLOCK_DELTA":
+            answer.text += event.delta
+        elif event.type == "THINKING_BLOCK_START":
+            answer.thinking = True
+        elif event.type == "TOOL_CALL_START":
+            names[event.tool_call_id] = [event.tool_call_name, ""]
+        elif event.type == "TOOL_CALL_DELTA" and event.tool_call_id in names:
+            names[event.tool_call_id][1] += event.delta
+        elif event.type == "MODEL_CALL_END":
+            answer.stop, answer.usage = event.provider_stop_reason, (event.input_tokens, event.output_tokens)
+    answer.calls = [(call_id, name, args) for call_id, (name, args) in names.items()]
+    return answer
+
+
+def _whole(answer: _Answer) -> _Answer:
+    """A whole (non-streamed) Messages answer."""
+    try:
+        data = json.loads(answer.raw)
+    except ValueError:
+        answer.error = f"not JSON and not SSE: {answer.raw[:120]!r}"
+        return answer
+    for block in data.get("content") or () if isinstance(data, dict) else ():
+        if block.get("type") == "text":
+            answer.text += block.get("text") or ""
+        elif block.get("type") == "tool_use":
+            answer.calls.append((block.get("id"), block.get("name", ""), json.dumps(block.get("input") or {})))
+        elif block.get("type") == "thinking":
+            answer.thinking = True
+    answer.stop = data.get("stop_reason") if isinstance(data, dict) else None
+    return answer
+
+
+def _words(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:160]
+    error = data.get("error", data) if isinstance(data, dict) else data
+    message = error.get("message") if isinstance(error, dict) else error
+    return str(message if message else text)[:160]
+
+
+def _said(answer: _Answer) -> str:
+    return f"HTTP {answer.status}: {answer.error}" if answer.status >= 400 else answer.error
+
+
+async def _models(server: Server) -> list[Row]:
+    status, _, raw = await server.send("GET", "/v1/models")
+    if status >= 400:
+        return [Row("model list", "unsupported", f"GET /v1/models: HTTP {status}: {_words(raw)}")]
+    try:
+        ids = [m.get("id") for m in json.loads(raw).get("data", [])]
+    except (ValueError, AttributeError):
+        return [Row("model list", "quirk", f"GET /v1/models answered, but not a list of models: {raw[:80]!r}")]
+    found = server.model in ids
+    return [Row("model list", "ok" if found else "quirk", f"{len(ids)} model(s)" + (f", {server.model} among them" if found else f"; {server.model} is not listed"))]
+
+
+async def _streaming(server: Server) -> list[Row]:
+    answer = await _ask(server, [{"role": "user", "content": "Say OK."}])
+    if not answer.good:
+        raise ProbeFailed(f"a plain streamed request failed: {_said(answer)}")
+    rows = [Row("streaming", "ok" if "event-stream" in answer.content_type else "quirk", f"{answer.content_type}; text {answer.text[:40]!r}; stop {answer.stop}")]
+    rows.append(Row("usage in the stream", "ok", f"input {answer.usage[0]}, output {answer.usage[1]}") if answer.usage and any(answer.usage) else Row("usage in the stream", "quirk", "no token counts in message_start / message_delta"))
+    return rows
+
+
+async def _system_and_media(server: Server) -> list[Row]:
+    rows = []
+    for check, extra, messages, caps in (
+        ("system (a string)", {"system": "Answer in one word."}, [{"role": "user", "content": "Hi."}], {}),
+        ("system (blocks)", {"system": [{"type": "text", "text": "Answer in one word."}]}, [{"role": "user", "content": "Hi."}], {}),
+        ("content as blocks", {}, [{"role": "user", "content": [{"type": "text", "text": "Say OK."}]}], {}),
+        ("image block", {}, [{"role": "user", "content": [{"type": "text", "text": "What colour?"}, {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _PNG}}]}], {"image_input": False}),
+    ):
+        fields: dict[str, Any] = dict(extra)
+        answer = await _ask(server, messages, **fields)
+        rows.append(Row(check, "ok", "taken") if answer.good else Row(check, "unsupported", _said(answer), capabilities=caps))
+    return rows
+
+
+async def _tools(server: Server) -> list[Row]:
+    auto = await _ask(server, _ASK, tools=[_TOOL])
+    if not auto.good:
+        return [Row("tool definitions", "unsupported", _said(auto), capabilities={"forced_tool": False})]
+    rows = [Row("tool definitions", "ok", f"taken; {'a call came' if auto.calls else 'answered in text'}")]
+    forced_rows, forced = await _forced(server)
+    rows += forced_rows
+    calls = [c for a in (auto, *forced) for c in a.calls]
+    rows += [_input_row(calls), await _empty_input(server)]
+    ids = [c[0] for c in calls if c[0]]
+    unique = len(set(ids)) == len(ids)
+    rows.append(Row("ids unique per call", "ok" if unique else "quirk", f"{len(ids)} id(s)" + ("" if unique else ", repeated: modelwire renames repeats")))
+    return rows + await _tool_turn(server, ids[0] if ids else "toolu_probe01")
+
+
+async def _forced(server: Server) -> tuple[list[Row], list[_Answer]]:
+    rows, answers = [], []
+    for check, choice in (("forced call (any)", {"type": "any"}), ("forced call (named tool)", {"type": "tool", "name": "get_weather"})):
+        answer = await _ask(server, _ASK, tools=[_TOOL], tool_choice=choice)
+        answers.append(answer)
+        if not answer.good:
+            rows.append(Row(check, "unsupported", _said(answer), capabilities={"forced_tool": False}))
+        elif not answer.calls:
+            rows.append(Row(check, "quirk", "taken, but answered in text: forcing is ignored", capabilities={"forced_tool": False}))
+        else:
+            rows.append(Row(check, "ok", f"{answer.calls[0][1]}({answer.calls[0][2][:40]})"))
+    return rows, answers
+
+
+def _input_row(calls: list[tuple[str, str, str]]) -> Row:
+    if not calls:
+        return Row("streamed input", "unsupported", "no call came to read")
+    bad = [c for c in calls if not _object(c[2])]
+    return Row("streamed input", "quirk", f"{len(bad)} of {len(calls)} not a JSON object") if bad else Row("streamed input", "ok", f"{len(calls)} call(s), each a JSON object")
+
+
+async def _empty_input(server: Server) -> Row:
+    empty = await _ask(server, [{"role": "user", "content": "Note the time."}], tools=[_NOTE], tool_choice={"type": "any"})
+    if not empty.good:
+        return Row("a call with no input", "unsupported", _said(empty))
+    if not empty.calls:
+        return Row("a call with no input", "quirk", "answered in text")
+    return Row("a call with no input", "ok" if _object(empty.calls[0][2]) else "quirk", f"input {empty.calls[0][2]!r}")
+
+
+def _object(arguments: str) -> bool:
+    try:
+        return isinstance(json.loads(arguments or "{}"), dict)
+    except ValueError:
+        return False
+
+
+async def _tool_turn(server: Server, call_id: str) -> list[Row]:
+    turn = _ASK + [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": "get_weather", "input": {"city": "Paris"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "sunny, 21 C"}]},
+    ]
+    answer = await _ask(server, turn, tools=[_TOOL])
+    return [Row("tool-result turn", "ok", f"answered: {len(answer.calls)} call(s), text {answer.text[:40]!r}") if answer.good else Row("tool-result turn", "unsupported", _said(answer))]
+
+
+async def _thinking(server: Server) -> list[Row]:
+    """Which form of thinking the server takes: adaptive, a budget, or neither."""
+    taken = []
+    rows = []
+    for check, thinking, mode in (("thinking (adaptive)", {"type": "adaptive"}, "adaptive"), ("thinking (budget)", {"type": "enabled", "budget_tokens": 1024}, "budget")):
+        answer = await _ask(server, [{"role": "user", "content": "Say OK."}], thinking=thinking, max_tokens=2048)
+        if answer.good:
+            taken.append(mode)
+            rows.append(Row(check, "ok", f"taken; thinking {'came' if answer.thinking else 'did not come'}"))
+        else:
+            rows.append(Row(check, "unsupported", _said(answer)))
+    if rows:
+        rows[-1].capabilities["thinking"] = taken
+    return rows
+
+
+async def _whole_and_errors(server: Server) -> list[Row]:
+    whole = await _ask(server, [{"role": "user", "content": "Say OK."}], stream=False)
+    rows = [Row("non-streamed answer", "ok", f"{whole.content_type}; text {whole.text[:30]!r}") if whole.good else Row("non-streamed answer", "unsupported", _said(whole))]
+    status, _, raw = await server.send("POST", "/v1/messages", {"model": server.model, "messages": "not a list", "max_tokens": 8})
+    try:
+        shaped = status >= 400 and isinstance(json.loads(raw), dict)
+    except ValueError:
+        shaped = False
+    rows.append(Row("error shape (4xx)", "ok" if shaped else "quirk", f"HTTP {status}: {_words(raw)}"))
+    stops = sorted({a.stop for a in server.answers if a.stop})
+    rows.append(Row("stop reasons", "ok" if stops else "quirk", ", ".join(stops) if stops else "no stop_reason in any answer"))
+    return rows
+
+
+CHECKS = Checks(
+    (_models, _streaming, _system_and_media, _tools, _thinking, _whole_and_errors),
+    preset="anthropic",
+    auth=lambda key: {"x-api-key": key},
+    headers={"anthropic-version": "2023-06-01"},
+)
