@@ -86,7 +86,7 @@ def test_each_quirk_is_a_row_and_the_profile_sends_what_the_server_takes():
     assert status["tool-result turn (content: null)"] == "quirk" and "does not support content null" in rows["tool-result turn (content: null)"].evidence
     assert (status["json_schema (strict)"], status["json_object"], status["non-streamed answer"], status["error shape (4xx)"]) == ("unsupported", "ok", "ok", "ok")
     assert report.requests <= 40
-    profile = report.profile("quirky")
+    profile = report.profile()
     assert profile["model"] == "openai-compatible:quirky-1" and profile["base_url"] == report.base_url
     assert profile["dialect"] == {"stream_usage": False, "max_tokens_field": "max_tokens", "empty_content_null": False, "json_schema": False}
     assert profile["capabilities"] == {"image_input": False}
@@ -147,7 +147,7 @@ def test_against_aimock_and_its_profile(tmp_path, monkeypatch):
         assert status["tool definitions"] == status["forced call (required)"] == status["forced call (named tool)"] == "ok"
         assert status["json_object"] == status["non-streamed answer"] == status["error shape (4xx)"] == "ok"
         assert status["tool-result turn (content: null)"] == "ok"
-        profile = report.profile("aimock")
+        profile = report.profile()
         monkeypatch.chdir(tmp_path)
         from modelwire.conform import profile_toml
 
@@ -274,7 +274,7 @@ def test_an_anthropic_route_its_quirks_and_the_profile_they_make(tmp_path, monke
         assert status["forced call (any)"] == status["forced call (named tool)"] == status["image block"] == "unsupported"
         assert (status["tool definitions"], status["tool-result turn"], status["non-streamed answer"], status["error shape (4xx)"]) == ("ok", "ok", "ok", "ok")
         assert all(r["headers"].get("x-api-key") == "sk-probe" and r["headers"].get("anthropic-version") for r in server.requests)
-        profile = report.profile("qwen")
+        profile = report.profile()
         assert profile["model"] == "anthropic:qwen-next" and "dialect" not in profile
         assert profile["capabilities"] == {"image_input": False, "forced_tool": False, "thinking": ["budget"]}
         monkeypatch.chdir(tmp_path)

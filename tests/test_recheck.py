@@ -337,3 +337,12 @@ def test_recheck_against_aimock_with_its_fixtures_swapped(tmp_path, key):
     found = {(d.severity, d.what) for d in changed.drifts}
     assert ("error", "block kind(s) gone: tool_call") in found and ("warning", "the stop reason changed") in found, [str(d) for d in changed.drifts]
     assert changed.exit_status == 2
+
+
+def test_update_never_writes_an_error_over_a_recorded_answer(tmp_path, key):
+    path = record(tmp_path / "c.json", body("anthropic", ("text", "Four.")))
+    before = Cassette.load(path).interactions[0].response
+    refusal = {"type": "error", "error": {"type": "invalid_request_error", "message": "`temperature` is deprecated for this model."}}
+    report, _ = live(path, error_reply(400, refusal), update=True)
+    assert report.exit_status == 2 and report.updated == []
+    assert Cassette.load(path).interactions[0].response == before

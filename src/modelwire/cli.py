@@ -941,7 +941,7 @@ def _cmd_conform(args: argparse.Namespace) -> int:
         text = path.read_text(encoding="utf-8") if path.is_file() else ""
         if f"[profiles.{args.write_profile}]" in text:
             raise UsageError(f"{path} already has a profile {args.write_profile!r}: name another, or remove it first")
-        profile = report.profile(args.write_profile)
+        profile = report.profile()
         path.write_text(text + ("\n" if text and not text.endswith("\n\n") else "") + profile_toml(args.write_profile, profile), encoding="utf-8")
         key_hint = f" (its key: set OPENAI_COMPATIBLE_API_KEY=${args.api_key_env})" if args.api_key_env else ""
         print(f"wrote the profile {args.write_profile!r} to {path}: load_model({args.write_profile!r}){key_hint}", file=sys.stderr)

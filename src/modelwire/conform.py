@@ -56,7 +56,7 @@ class ConformReport:
     stopped: str | None = None  # the request or time budget that ended the probe early
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "profile": self.profile("probed")}
+        return {**asdict(self), "profile": self.profile()}
 
     def lines(self) -> list[str]:
         width = max((len(r.check) for r in self.rows), default=10)
@@ -68,8 +68,9 @@ class ConformReport:
         out.append(f"{counts['ok']} ok, {counts['quirk']} quirk(s), {counts['unsupported']} unsupported")
         return out
 
-    def profile(self, name: str) -> dict[str, Any]:
-        """A ``[profiles.NAME]`` table: the model, the base URL, and what the probe found."""
+    def profile(self) -> dict[str, Any]:
+        """A profile's table (see :func:`profile_toml`): the model, the base URL, and the
+        dialect keys and capabilities the probe found."""
         dialect: dict[str, Any] = {}
         capabilities: dict[str, Any] = {}
         for row in self.rows:

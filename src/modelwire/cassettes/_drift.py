@@ -425,7 +425,7 @@ async def recheck_async(
     :class:`~modelwire.agent.UsageLimits`: requests, tokens, cost) is checked before each
     one, so a run never spends past it; ``timeout`` bounds each call. No tool is ever run:
     a request is sent as recorded, tool results included. ``update`` rewrites each live
-    cassette from the answers it got (never a derived one)."""
+    cassette from the answers it got (never a derived one, and never with an error)."""
     from ..models.transport import HTTPTransport, Timeouts
 
     report = RecheckReport()
@@ -477,7 +477,8 @@ async def _recheck_one(cassette: Cassette, report: RecheckReport, transport: Any
         _count(report, interaction, protocol, status, body)
         for severity, what, before, now in compare(recorded, live):
             report.drifts.append(Drift(str(cassette.path), index, severity, what, before, now))
-        answers[index] = response_record(status, headers, [(0.0, body)], keep_chunks=False)
+        if status < 400 and live.error is None:  # an error is reported, never written over a recorded answer
+            answers[index] = response_record(status, headers, [(0.0, body)], keep_chunks=False)
     return answers
 
 
