@@ -158,7 +158,7 @@ PROTOCOL_NAMES = re.compile(r"[\"'](" + "|".join(re.escape(n) for n in [*protoco
         "message/_provenance.py", "message/_msg.py", "message/_fold.py", "message/_blocks.py", "event/_events.py", "_record.py",
         "formatters/_common.py", "formatters/_toolids.py", "models/config.py", "models/capabilities.py", "telemetry.py", "cost.py",
         "errors.py", "protocols/__init__.py", "protocols/_caps.py", "conform.py", "cassettes/_drift.py", "cassettes/_transpose.py",
-        "models/_learned.py", "models/_preflight.py",
+        "models/_learned.py", "models/_preflight.py", "protocols/_probe.py",
     ],
 )
 def test_generic_modules_name_no_protocol(module):

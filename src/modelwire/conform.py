@@ -12,7 +12,8 @@ profile for ``modelwire.toml`` (the preset, the base URL, the dialect keys and c
 the probe found) so that ``load_model(NAME)`` sends what this server takes.
 
 What is checked, and how, belongs to the protocol: a protocol that can be probed names
-its :class:`Checks` (``WireProtocol.conform``); this module runs them, within the budget,
+its :class:`Checks` (``WireProtocol.conform``; the parts a probe is made of live in
+``modelwire.protocols._probe``, below the protocols); this module runs them, within the budget,
 and writes what they found. The OpenAI Chat protocol has them (llama.cpp, vLLM, LM Studio,
 LiteLLM, Ollama's ``/v1``, aimock ...), and the Anthropic Messages protocol (the Anthropic
 routes of DeepSeek, MiniMax, Moonshot, llama.cpp, LiteLLM ...).
@@ -20,29 +21,14 @@ routes of DeepSeek, MiniMax, Moonshot, llama.cpp, LiteLLM ...).
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .errors import ConfigError, ProviderError
+from .protocols._probe import STATUSES, Checks, ProbeBudget, ProbeFailed, Row, Server
 
 __all__ = ["Row", "Checks", "Server", "ConformReport", "ProbeFailed", "probe", "probe_async", "probeable", "profile_toml"]
-
-STATUSES = ("ok", "quirk", "unsupported")
-
-
-@dataclass
-class Row:
-    """One check: its name, ``ok`` / ``quirk`` / ``unsupported``, what showed it, and the
-    dialect keys or capabilities a profile sets because of it."""
-
-    check: str
-    status: str
-    evidence: str
-    dialect: dict[str, Any] = field(default_factory=dict)
-    capabilities: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -82,61 +68,6 @@ class ConformReport:
         if capabilities:
             out["capabilities"] = capabilities
         return out
-
-
-@dataclass(frozen=True)
-class Checks:
-    """What a protocol's probe is: its checks in order (each ``async (server) -> [Row]``),
-    the preset a written profile names, and how a request is authorised."""
-
-    checks: tuple[Callable[..., Any], ...]
-    preset: str
-    auth: Callable[[str], dict[str, str]] = field(default=lambda key: {"authorization": f"Bearer {key}"})
-    headers: dict[str, str] = field(default_factory=dict)  # sent with every request (a version header)
-    rank: int = 10  # which protocol is probed when none is named: the lowest (the most servers speak it)
-
-
-class ProbeFailed(Exception):
-    """Raised by a check: the server cannot be probed further (nothing it answers can be read,
-    the model is unknown, the key is refused). It ends the probe with one line."""
-
-
-class _Budget(Exception):
-    pass
-
-
-class Server:
-    """The requests of one probe, counted and bounded; what a check sends through."""
-
-    def __init__(self, base_url: str, model: str, api_key: str | None, transport: Any, max_requests: int, total: float, spec: Checks) -> None:
-        self.base_url, self.model, self.api_key = base_url.rstrip("/"), model, api_key
-        self.transport, self.max_requests, self.spec = transport, max_requests, spec
-        self.deadline = time.monotonic() + total
-        self.sent = 0
-        self.answers: list[Any] = []  # what the checks read so far, for the rows about every answer
-
-    def headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream, application/json", **self.spec.headers}
-        if self.api_key:
-            headers.update(self.spec.auth(self.api_key))
-        return headers
-
-    async def send(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, str, bytes]:
-        """The status, content type and body of one request (a ProviderError when none came)."""
-        if self.sent >= self.max_requests:
-            raise _Budget(f"{self.max_requests} requests sent")
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise _Budget("the total time ran out")
-        self.sent += 1
-        content = json.dumps(body).encode() if body is not None else b""
-        loop = asyncio.get_running_loop()
-        response = await self.transport.open(method, self.base_url + path, self.headers(), content, min(left, 60.0), loop.time() + left)
-        try:
-            raw = await asyncio.wait_for(response.aread(), left)
-        finally:
-            await response.aclose()
-        return response.status_code, response.headers.get("content-type", ""), raw
 
 
 # -- running the probe ---------------------------------------------------------------------
@@ -183,7 +114,7 @@ async def probe_async(
         for check in spec.checks:
             try:
                 rows = await check(server)
-            except _Budget as exc:
+            except ProbeBudget as exc:
                 report.stopped = str(exc)
                 break
             report.rows += rows

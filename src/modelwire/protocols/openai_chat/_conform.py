@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...conform import Checks, ProbeFailed, Row, Server
+from .._probe import Checks, ProbeFailed, Row, Server
 
 __all__ = ["CHECKS"]
 

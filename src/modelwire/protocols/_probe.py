@@ -1,0 +1,83 @@
+"""What a protocol's ``modelwire conform`` probe is made of: its :class:`Checks`, the
+:class:`Row` each check reports, the :class:`Server` it sends through (counted and bounded),
+and :class:`ProbeFailed`. Data and a bounded sender only: a protocol package imports these
+to declare its probe; :mod:`modelwire.conform` runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["Row", "Checks", "Server", "ProbeFailed", "ProbeBudget", "STATUSES"]
+
+STATUSES = ("ok", "quirk", "unsupported")
+
+
+@dataclass
+class Row:
+    """One check: its name, ``ok`` / ``quirk`` / ``unsupported``, what showed it, and the
+    dialect keys or capabilities a profile sets because of it."""
+
+    check: str
+    status: str
+    evidence: str
+    dialect: dict[str, Any] = field(default_factory=dict)
+    capabilities: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Checks:
+    """What a protocol's probe is: its checks in order (each ``async (server) -> [Row]``),
+    the preset a written profile names, and how a request is authorised."""
+
+    checks: tuple[Callable[..., Any], ...]
+    preset: str
+    auth: Callable[[str], dict[str, str]] = field(default=lambda key: {"authorization": f"Bearer {key}"})
+    headers: dict[str, str] = field(default_factory=dict)  # sent with every request (a version header)
+    rank: int = 10  # which protocol is probed when none is named: the lowest (the most servers speak it)
+
+
+class ProbeFailed(Exception):
+    """Raised by a check: the server cannot be probed further (nothing it answers can be read,
+    the model is unknown, the key is refused). It ends the probe with one line."""
+
+
+class ProbeBudget(Exception):
+    """The probe's requests or time ran out (the report says so; what was found is kept)."""
+
+
+class Server:
+    """The requests of one probe, counted and bounded; what a check sends through."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None, transport: Any, max_requests: int, total: float, spec: Checks) -> None:
+        self.base_url, self.model, self.api_key = base_url.rstrip("/"), model, api_key
+        self.transport, self.max_requests, self.spec = transport, max_requests, spec
+        self.deadline = time.monotonic() + total
+        self.sent = 0
+        self.answers: list[Any] = []  # what the checks read so far, for the rows about every answer
+
+    def headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "text/event-stream, application/json", **self.spec.headers}
+        if self.api_key:
+            headers.update(self.spec.auth(self.api_key))
+        return headers
+
+    async def send(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, str, bytes]:
+        """The status, content type and body of one request (a ProviderError when none came)."""
+        if self.sent >= self.max_requests:
+            raise ProbeBudget(f"{self.max_requests} requests sent")
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise ProbeBudget("the total time ran out")
+        self.sent += 1
+        content = json.dumps(body).encode() if body is not None else b""
+        loop = asyncio.get_running_loop()
+        response = await self.transport.open(method, self.base_url + path, self.headers(), content, min(left, 60.0), loop.time() + left)
+        try:
+            raw = await asyncio.wait_for(response.aread(), left)
+        finally:
+            await response.aclose()
+        return response.status_code, response.headers.get("content-type", ""), raw
