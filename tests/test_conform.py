@@ -22,6 +22,15 @@ from modelwire.testing.server import Reply
 from test_recheck import Aimock
 
 
+# aimock's answers, by what the user asked (its fixture format): a call, then the answer to its result.
+AIMOCK_FIXTURES = [
+    {"match": {"userMessage": "weather", "hasToolResult": False}, "response": {"toolCalls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}},
+    {"match": {"userMessage": "weather", "hasToolResult": True}, "response": {"content": "It is sunny in Paris."}},
+    {"match": {"userMessage": "Note the time"}, "response": {"toolCalls": [{"name": "note_time", "arguments": {}}]}},
+    {"match": {}, "response": {"content": "OK"}},
+]
+
+
 def _sse(chunks):
     return Reply(body=encode_sse([(None, c) for c in chunks] + [(None, "[DONE]")]), headers={"content-type": "text/event-stream"})
 
@@ -134,13 +143,7 @@ def test_against_aimock_and_its_profile(tmp_path, monkeypatch):
     from modelwire.agent import Agent
     from modelwire.models import load_model
 
-    fixtures = [
-        {"match": {"userMessage": "weather", "hasToolResult": False}, "response": {"toolCalls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}},
-        {"match": {"userMessage": "weather", "hasToolResult": True}, "response": {"content": "It is sunny in Paris."}},
-        {"match": {"userMessage": "Note the time"}, "response": {"toolCalls": [{"name": "note_time", "arguments": {}}]}},
-        {"match": {}, "response": {"content": "OK"}},
-    ]
-    with Aimock(tmp_path, fixtures) as server:
+    with Aimock(tmp_path, AIMOCK_FIXTURES) as server:
         report = probe(server.url + "/v1", "gpt-4o")
         status = {r.check: r.status for r in report.rows}
         assert status["model list"] == "ok" and status["streaming"] == "ok" and status["stream_options.include_usage"] == "ok"
@@ -291,13 +294,7 @@ def test_an_anthropic_route_its_quirks_and_the_profile_they_make(tmp_path, monke
 
 
 def test_aimock_on_its_anthropic_route(tmp_path):
-    fixtures = [
-        {"match": {"userMessage": "weather", "hasToolResult": False}, "response": {"toolCalls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}},
-        {"match": {"userMessage": "weather", "hasToolResult": True}, "response": {"content": "It is sunny in Paris."}},
-        {"match": {"userMessage": "Note the time"}, "response": {"toolCalls": [{"name": "note_time", "arguments": {}}]}},
-        {"match": {}, "response": {"content": "OK"}},
-    ]
-    with Aimock(tmp_path, fixtures) as server:
+    with Aimock(tmp_path, AIMOCK_FIXTURES) as server:
         report = probe(server.url, "claude-sonnet-4-5", protocol="anthropic")
     status = {r.check: r.status for r in report.rows}
     assert status["streaming"] == status["tool definitions"] == status["forced call (any)"] == status["forced call (named tool)"] == "ok"

@@ -172,6 +172,12 @@ class Refusal:
     learn: Any  # (re.Match) -> Mapping[str, Any]
     source: str
 
+    @classmethod
+    def unknown_field(cls, pattern: str, source: str) -> "Refusal":
+        """A refusal naming a top-level request field the server does not know (the pattern's
+        first group): the field is the option, and it is learned as refused."""
+        return cls(pattern, lambda m: m.group(1), lambda m: {"refused_fields": [m.group(1)]}, source)
+
     def learned(self, message: str) -> tuple[str, ModelCapabilities] | None:
         """The option these words refuse and the capabilities they state, or None when they
         are not this refusal's words."""

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Row", "Checks", "Server", "ProbeFailed", "ProbeBudget", "STATUSES"]
+__all__ = ["Row", "Checks", "Server", "ProbeFailed", "ProbeBudget", "STATUSES", "ONE_PIXEL_PNG", "server_words", "said", "is_json_object", "model_list"]
 
 STATUSES = ("ok", "quirk", "unsupported")
 
@@ -81,3 +81,47 @@ class Server:
         finally:
             await response.aclose()
         return response.status_code, response.headers.get("content-type", ""), raw
+
+
+# -- what every protocol's checks share -----------------------------------------------------
+
+ONE_PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+def server_words(raw: bytes) -> str:
+    """The server's own words in an error body (its ``error.message`` where it has one), short."""
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:160]
+    error = data.get("error", data) if isinstance(data, dict) else data
+    message = error.get("message") if isinstance(error, dict) else error
+    return str(message if message else text)[:160]
+
+
+def said(answer: Any) -> str:
+    """What a read answer (with ``status`` and ``error``) had to say against it."""
+    return f"HTTP {answer.status}: {answer.error}" if answer.status >= 400 else answer.error
+
+
+def is_json_object(text: str) -> bool:
+    """Whether ``text`` (a call's arguments; empty is ``{}``) is a JSON object."""
+    try:
+        return isinstance(json.loads(text or "{}"), dict)
+    except ValueError:
+        return False
+
+
+async def model_list(server: Server, path: str) -> list[Row]:
+    """The "model list" row: ``GET path`` answers ``{"data": [{"id": ...}]}`` naming the model."""
+    status, _, raw = await server.send("GET", path)
+    if status >= 400:
+        return [Row("model list", "unsupported", f"GET {path}: HTTP {status}: {server_words(raw)}")]
+    try:
+        ids = [m.get("id") for m in json.loads(raw).get("data", [])]
+    except (ValueError, AttributeError):
+        return [Row("model list", "quirk", f"GET {path} answered, but not a list of models: {raw[:80]!r}")]
+    if server.model in ids:
+        return [Row("model list", "ok", f"{len(ids)} model(s), {server.model} among them")]
+    return [Row("model list", "quirk", f"{server.model} is not among the {len(ids)} listed: {', '.join(map(str, ids[:5]))}")]

@@ -112,10 +112,8 @@ class AnthropicProtocol(WireProtocol):
             "the API's 400 to a thinking budget under its floor: 'thinking.enabled.budget_tokens: Input should be greater than or"
             " equal to 1024' (through Bedrock, danny-avila/LibreChat#8346, 2025-07-09; tingly-dev/tingly-box#569, 2026-03-26)",
         ),
-        Refusal(
+        Refusal.unknown_field(
             r"(?:^|\s)([a-z_]+): Extra inputs are not permitted",  # a top-level field only (no dotted path)
-            lambda m: m.group(1),
-            lambda m: {"refused_fields": [m.group(1)]},
             "a server's 400 to a field it does not know: 'output_config: Extra inputs are not permitted' (ding113/claude-code-hub#662,"
             " 2026-01-27); 'context_management: Extra inputs are not permitted' (caozhiyuan/copilot-api#305, 2026-07-02)",
         ),

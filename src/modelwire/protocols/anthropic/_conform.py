@@ -10,11 +10,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._probe import Checks, ProbeFailed, Row, Server
+from .._probe import ONE_PIXEL_PNG, Checks, ProbeFailed, Row, Server, is_json_object, model_list, said, server_words
 
 __all__ = ["CHECKS"]
 
-_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="  # one pixel
 _TOOL = {"name": "get_weather", "description": "The weather in a city.", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 _NOTE = {"name": "note_time", "description": "Note the time. Takes nothing.", "input_schema": {"type": "object", "properties": {}}}
 _ASK = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
@@ -47,7 +46,7 @@ async def _ask(server: Server, messages: list[dict[str, Any]], *, stream: bool =
 def _read(status: int, content_type: str, raw: bytes) -> _Answer:
     answer = _Answer(status, content_type, raw)
     if status >= 400:
-        answer.error = _words(raw)
+        answer.error = server_words(raw)
         return answer
     if b"event:" not in raw[:2000] and b"data:" not in raw[:2000]:
         return _whole(answer)
@@ -92,37 +91,16 @@ def _whole(answer: _Answer) -> _Answer:
     return answer
 
 
-def _words(raw: bytes) -> str:
-    text = raw.decode("utf-8", "replace").strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:160]
-    error = data.get("error", data) if isinstance(data, dict) else data
-    message = error.get("message") if isinstance(error, dict) else error
-    return str(message if message else text)[:160]
 
 
-def _said(answer: _Answer) -> str:
-    return f"HTTP {answer.status}: {answer.error}" if answer.status >= 400 else answer.error
 
 
-async def _models(server: Server) -> list[Row]:
-    status, _, raw = await server.send("GET", "/v1/models")
-    if status >= 400:
-        return [Row("model list", "unsupported", f"GET /v1/models: HTTP {status}: {_words(raw)}")]
-    try:
-        ids = [m.get("id") for m in json.loads(raw).get("data", [])]
-    except (ValueError, AttributeError):
-        return [Row("model list", "quirk", f"GET /v1/models answered, but not a list of models: {raw[:80]!r}")]
-    found = server.model in ids
-    return [Row("model list", "ok" if found else "quirk", f"{len(ids)} model(s)" + (f", {server.model} among them" if found else f"; {server.model} is not listed"))]
 
 
 async def _streaming(server: Server) -> list[Row]:
     answer = await _ask(server, [{"role": "user", "content": "Say OK."}])
     if not answer.good:
-        raise ProbeFailed(f"a plain streamed request failed: {_said(answer)}")
+        raise ProbeFailed(f"a plain streamed request failed: {said(answer)}")
     rows = [Row("streaming", "ok" if "event-stream" in answer.content_type else "quirk", f"{answer.content_type}; text {answer.text[:40]!r}; stop {answer.stop}")]
     rows.append(Row("usage in the stream", "ok", f"input {answer.usage[0]}, output {answer.usage[1]}") if answer.usage and any(answer.usage) else Row("usage in the stream", "quirk", "no token counts in message_start / message_delta"))
     return rows
@@ -134,18 +112,18 @@ async def _system_and_media(server: Server) -> list[Row]:
         ("system (a string)", {"system": "Answer in one word."}, [{"role": "user", "content": "Hi."}], {}),
         ("system (blocks)", {"system": [{"type": "text", "text": "Answer in one word."}]}, [{"role": "user", "content": "Hi."}], {}),
         ("content as blocks", {}, [{"role": "user", "content": [{"type": "text", "text": "Say OK."}]}], {}),
-        ("image block", {}, [{"role": "user", "content": [{"type": "text", "text": "What colour?"}, {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _PNG}}]}], {"image_input": False}),
+        ("image block", {}, [{"role": "user", "content": [{"type": "text", "text": "What colour?"}, {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ONE_PIXEL_PNG}}]}], {"image_input": False}),
     ):
         fields: dict[str, Any] = dict(extra)
         answer = await _ask(server, messages, **fields)
-        rows.append(Row(check, "ok", "taken") if answer.good else Row(check, "unsupported", _said(answer), capabilities=caps))
+        rows.append(Row(check, "ok", "taken") if answer.good else Row(check, "unsupported", said(answer), capabilities=caps))
     return rows
 
 
 async def _tools(server: Server) -> list[Row]:
     auto = await _ask(server, _ASK, tools=[_TOOL])
     if not auto.good:
-        return [Row("tool definitions", "unsupported", _said(auto), capabilities={"forced_tool": False})]
+        return [Row("tool definitions", "unsupported", said(auto), capabilities={"forced_tool": False})]
     rows = [Row("tool definitions", "ok", f"taken; {'a call came' if auto.calls else 'answered in text'}")]
     forced_rows, forced = await _forced(server)
     rows += forced_rows
@@ -163,7 +141,7 @@ async def _forced(server: Server) -> tuple[list[Row], list[_Answer]]:
         answer = await _ask(server, _ASK, tools=[_TOOL], tool_choice=choice)
         answers.append(answer)
         if not answer.good:
-            rows.append(Row(check, "unsupported", _said(answer), capabilities={"forced_tool": False}))
+            rows.append(Row(check, "unsupported", said(answer), capabilities={"forced_tool": False}))
         elif not answer.calls:
             rows.append(Row(check, "quirk", "taken, but answered in text: forcing is ignored", capabilities={"forced_tool": False}))
         else:
@@ -174,24 +152,19 @@ async def _forced(server: Server) -> tuple[list[Row], list[_Answer]]:
 def _input_row(calls: list[tuple[str, str, str]]) -> Row:
     if not calls:
         return Row("streamed input", "unsupported", "no call came to read")
-    bad = [c for c in calls if not _object(c[2])]
+    bad = [c for c in calls if not is_json_object(c[2])]
     return Row("streamed input", "quirk", f"{len(bad)} of {len(calls)} not a JSON object") if bad else Row("streamed input", "ok", f"{len(calls)} call(s), each a JSON object")
 
 
 async def _empty_input(server: Server) -> Row:
     empty = await _ask(server, [{"role": "user", "content": "Note the time."}], tools=[_NOTE], tool_choice={"type": "any"})
     if not empty.good:
-        return Row("a call with no input", "unsupported", _said(empty))
+        return Row("a call with no input", "unsupported", said(empty))
     if not empty.calls:
         return Row("a call with no input", "quirk", "answered in text")
-    return Row("a call with no input", "ok" if _object(empty.calls[0][2]) else "quirk", f"input {empty.calls[0][2]!r}")
+    return Row("a call with no input", "ok" if is_json_object(empty.calls[0][2]) else "quirk", f"input {empty.calls[0][2]!r}")
 
 
-def _object(arguments: str) -> bool:
-    try:
-        return isinstance(json.loads(arguments or "{}"), dict)
-    except ValueError:
-        return False
 
 
 async def _tool_turn(server: Server, call_id: str) -> list[Row]:
@@ -200,7 +173,7 @@ async def _tool_turn(server: Server, call_id: str) -> list[Row]:
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "sunny, 21 C"}]},
     ]
     answer = await _ask(server, turn, tools=[_TOOL])
-    return [Row("tool-result turn", "ok", f"answered: {len(answer.calls)} call(s), text {answer.text[:40]!r}") if answer.good else Row("tool-result turn", "unsupported", _said(answer))]
+    return [Row("tool-result turn", "ok", f"answered: {len(answer.calls)} call(s), text {answer.text[:40]!r}") if answer.good else Row("tool-result turn", "unsupported", said(answer))]
 
 
 async def _thinking(server: Server) -> list[Row]:
@@ -213,7 +186,7 @@ async def _thinking(server: Server) -> list[Row]:
             taken.append(mode)
             rows.append(Row(check, "ok", f"taken; thinking {'came' if answer.thinking else 'did not come'}"))
         else:
-            rows.append(Row(check, "unsupported", _said(answer)))
+            rows.append(Row(check, "unsupported", said(answer)))
     if rows:
         rows[-1].capabilities["thinking"] = taken
     return rows
@@ -221,16 +194,20 @@ async def _thinking(server: Server) -> list[Row]:
 
 async def _whole_and_errors(server: Server) -> list[Row]:
     whole = await _ask(server, [{"role": "user", "content": "Say OK."}], stream=False)
-    rows = [Row("non-streamed answer", "ok", f"{whole.content_type}; text {whole.text[:30]!r}") if whole.good else Row("non-streamed answer", "unsupported", _said(whole))]
+    rows = [Row("non-streamed answer", "ok", f"{whole.content_type}; text {whole.text[:30]!r}") if whole.good else Row("non-streamed answer", "unsupported", said(whole))]
     status, _, raw = await server.send("POST", "/v1/messages", {"model": server.model, "messages": "not a list", "max_tokens": 8})
     try:
         shaped = status >= 400 and isinstance(json.loads(raw), dict)
     except ValueError:
         shaped = False
-    rows.append(Row("error shape (4xx)", "ok" if shaped else "quirk", f"HTTP {status}: {_words(raw)}"))
+    rows.append(Row("error shape (4xx)", "ok" if shaped else "quirk", f"HTTP {status}: {server_words(raw)}"))
     stops = sorted({a.stop for a in server.answers if a.stop})
     rows.append(Row("stop reasons", "ok" if stops else "quirk", ", ".join(stops) if stops else "no stop_reason in any answer"))
     return rows
+
+
+async def _models(server: Server) -> list[Row]:
+    return await model_list(server, "/v1/models")
 
 
 CHECKS = Checks(

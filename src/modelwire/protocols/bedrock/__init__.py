@@ -68,10 +68,8 @@ class BedrockConverseProtocol(WireProtocol):
             " toolConfig.toolChoice.any field. Remove toolConfig.toolChoice.any and try again\" (strands-agents/harness-sdk#1887,"
             " 2026-03-13; aws-samples/bedrock-access-gateway#92, 2025-01-15)",
         ),
-        Refusal(
+        Refusal.unknown_field(
             r"#: extraneous key \[(\w+)\] is not permitted",  # "#:" is the top level; "#/messages/0:" a nested key
-            lambda m: m.group(1),
-            lambda m: {"refused_fields": [m.group(1)]},
             "Bedrock's ValidationException to a field the model's request schema lacks: 'Malformed input request: #: subject must not"
             " be valid against schema {\"required\":[\"messages\"]}#: extraneous key [stream] is not permitted' (sigoden/aichat#543,"
             " 2024-05-25; pingcap/autoflow#574, 2025-01-07)",

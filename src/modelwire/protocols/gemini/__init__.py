@@ -66,10 +66,8 @@ class GeminiProtocol(WireProtocol):
             " (snailyp/gemini-balance#206, 2025-07-14); 'The model does not support setting thinking_budget to 0.'"
             " (GewoonJaap/gemini-cli-openai#22, 2025-07-06)",
         ),
-        Refusal(
+        Refusal.unknown_field(
             r'Invalid JSON payload received\. Unknown name \\?"(\w+)\\?": Cannot find field',  # top level: no "at 'path'"
-            lambda m: m.group(1),
-            lambda m: {"refused_fields": [m.group(1)]},
             "Google's 400 to a request field it does not know: 'Invalid JSON payload received. Unknown name \"google\": Cannot find"
             " field.' (Alishahryar1/free-claude-code#542, 2026-05-24); '... Unknown name \"stream\": Cannot find field.'"
             " (sourcegraph/cody#4566, 2024-06-14)",

@@ -137,10 +137,8 @@ class OpenAIChatProtocol(WireProtocol):
             "\"Unsupported value: 'reasoning_effort' does not support 'none' with this model. Supported values are: 'minimal', 'low', 'medium',"
             " and 'high'.\" (Kilo-Org/cloud#3807, 2026-06-08)",
         ),
-        Refusal(
+        Refusal.unknown_field(
             r"Unrecognized request argument supplied: (\w+)",
-            lambda m: m.group(1),
-            lambda m: {"refused_fields": [m.group(1)]},
             "Azure OpenAI's 400 to a field the deployment does not know: 'Unrecognized request argument supplied: reasoning_effort'"
             " (gpt-4.1 behind GitHub Copilot, formulahendry/wechat-acp#16, 2026-03-30); '... supplied: thinking' (nashsu/llm_wiki#336, 2026-06-04)",
         ),

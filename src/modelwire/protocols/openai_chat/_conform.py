@@ -8,11 +8,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._probe import Checks, ProbeFailed, Row, Server
+from .._probe import ONE_PIXEL_PNG, Checks, ProbeFailed, Row, Server, is_json_object, model_list, said, server_words
 
 __all__ = ["CHECKS"]
 
-_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="  # one pixel
 _TOOL = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 _NOTE = {"type": "function", "function": {"name": "note_time", "description": "Note the time. Takes nothing.", "parameters": {"type": "object", "properties": {}}}}
 _SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": False}
@@ -50,7 +49,7 @@ def _read(status: int, content_type: str, raw: bytes) -> _Answer:
     """A chat answer's parts, from SSE chunks or from a whole JSON answer."""
     answer = _Answer(status, content_type, raw)
     if status >= 400:
-        answer.error = _words(raw)
+        answer.error = server_words(raw)
         return answer
     text = raw.decode("utf-8", "replace")
     if "data:" not in text[:2000]:
@@ -85,7 +84,7 @@ def _take_chunk(answer: _Answer, chunk: Any, calls: dict[int, dict[str, Any]]) -
     if isinstance(chunk.get("usage"), dict):
         answer.usage = chunk["usage"]
     if "error" in chunk:
-        answer.error = _words(json.dumps(chunk).encode())
+        answer.error = server_words(json.dumps(chunk).encode())
     for choice in chunk.get("choices") or ():
         delta = choice.get("delta") or {}
         answer.text += delta.get("content") or ""
@@ -116,42 +115,19 @@ def _take_whole(answer: _Answer, whole: Any) -> None:
             answer.finish.append(choice["finish_reason"])
 
 
-def _words(raw: bytes) -> str:
-    """The server's own words in an error body, short."""
-    text = raw.decode("utf-8", "replace").strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:160]
-    error = data.get("error", data) if isinstance(data, dict) else data
-    message = error.get("message") if isinstance(error, dict) else error
-    return str(message if message else text)[:160]
 
 
-def _said(answer: _Answer) -> str:
-    return f"HTTP {answer.status}: {answer.error}" if answer.status >= 400 else answer.error
 
 
 # -- the checks ----------------------------------------------------------------------------
 
 
-async def _models(server: Server) -> list[Row]:
-    status, _, raw = await server.send("GET", "/models")
-    if status >= 400:
-        return [Row("model list", "unsupported", f"GET /models: HTTP {status}: {_words(raw)}")]
-    try:
-        ids = [m.get("id") for m in json.loads(raw).get("data", [])]
-    except (ValueError, AttributeError):
-        return [Row("model list", "quirk", f"GET /models answered, but not a list of models: {raw[:80]!r}")]
-    if server.model in ids:
-        return [Row("model list", "ok", f"{len(ids)} model(s), {server.model} among them")]
-    return [Row("model list", "quirk", f"{server.model} is not among the {len(ids)} listed: {', '.join(map(str, ids[:5]))}")]
 
 
 async def _streaming(server: Server) -> list[Row]:
     answer = await _ask(server, [{"role": "user", "content": "Say OK."}])
     if not answer.good:
-        raise ProbeFailed(f"a plain streamed request failed: {_said(answer)}")
+        raise ProbeFailed(f"a plain streamed request failed: {said(answer)}")
     rows = []
     if "event-stream" in answer.content_type:
         framing = ["[DONE] at the end" if answer.done else "no [DONE] (the stream just ends)"]
@@ -169,7 +145,7 @@ async def _streaming(server: Server) -> list[Row]:
 async def _stream_usage(server: Server) -> list[Row]:
     answer = await _ask(server, [{"role": "user", "content": "Say OK."}], stream_options={"include_usage": True})
     if not answer.good:
-        return [Row("stream_options.include_usage", "unsupported", f"refused: {_said(answer)}", dialect={"stream_usage": False})]
+        return [Row("stream_options.include_usage", "unsupported", f"refused: {said(answer)}", dialect={"stream_usage": False})]
     if answer.usage is None:
         return [Row("stream_options.include_usage", "quirk", "taken, but no usage came (tokens will read 0)", dialect={"stream_usage": False})]
     return [Row("stream_options.include_usage", "ok", f"usage {answer.usage}", dialect={"stream_usage": True})]
@@ -185,7 +161,7 @@ async def _max_tokens(server: Server) -> list[Row]:
         return [Row("max_completion_tokens", "ok", f"honoured ({_length(limited)})", dialect={"max_tokens_field": "max_completion_tokens"})]
     old = await _ask(server, prompt, max_tokens=4)
     if old.good and _within(old, 4):
-        why = f"refused: {_said(limited)}" if not limited.good else f"ignored ({_length(limited)} with a limit of 4)"
+        why = f"refused: {said(limited)}" if not limited.good else f"ignored ({_length(limited)} with a limit of 4)"
         return [Row("max_completion_tokens", "quirk", f"{why}; max_tokens is honoured ({_length(old)})", dialect={"max_tokens_field": "max_tokens"})]
     return [Row("max_completion_tokens", "unsupported", f"neither limit is honoured: {_length(limited)}, then {_length(old)} with max_tokens=4")]
 
@@ -208,10 +184,10 @@ async def _roles_and_parts(server: Server) -> list[Row]:
         ("system role", [{"role": "system", "content": "Answer in one word."}, {"role": "user", "content": "Hi."}], {}),
         ("developer role", [{"role": "developer", "content": "Answer in one word."}, {"role": "user", "content": "Hi."}], {}),
         ("content as parts", [{"role": "user", "content": [{"type": "text", "text": "Say OK."}]}], {}),
-        ("image part", [{"role": "user", "content": [{"type": "text", "text": "What colour?"}, {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{_PNG}"}}]}], {"image_input": False}),
+        ("image part", [{"role": "user", "content": [{"type": "text", "text": "What colour?"}, {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{ONE_PIXEL_PNG}"}}]}], {"image_input": False}),
     ):
         answer = await _ask(server, messages)
-        rows.append(Row(check, "ok", "taken") if answer.good else Row(check, "unsupported", _said(answer), capabilities=caps))
+        rows.append(Row(check, "ok", "taken") if answer.good else Row(check, "unsupported", said(answer), capabilities=caps))
     return rows
 
 
@@ -220,7 +196,7 @@ async def _tools(server: Server) -> list[Row]:
     rows = []
     auto = await _ask(server, ask, tools=[_TOOL])
     if not auto.good:
-        return [Row("tool definitions", "unsupported", _said(auto), capabilities={"forced_tool": False})]
+        return [Row("tool definitions", "unsupported", said(auto), capabilities={"forced_tool": False})]
     rows.append(Row("tool definitions", "ok", f"taken; {'a call came' if auto.calls else 'answered in text'}"))
     forced = await _ask(server, ask, tools=[_TOOL], tool_choice="required")
     rows.append(_forced_row("forced call (required)", forced))
@@ -229,7 +205,7 @@ async def _tools(server: Server) -> list[Row]:
     calls = [c for a in (auto, forced, named) for c in a.calls]
     rows.append(_arguments_row(calls))
     two = await _ask(server, [{"role": "user", "content": "Weather in Paris and in Rome? Call the tool once for each, at once."}], tools=[_TOOL], parallel_tool_calls=True)
-    rows.append(Row("two parallel calls", "ok" if len(two.calls) >= 2 else "quirk", f"{len(two.calls)} call(s) in one answer" if two.good else _said(two)))
+    rows.append(Row("two parallel calls", "ok" if len(two.calls) >= 2 else "quirk", f"{len(two.calls)} call(s) in one answer" if two.good else said(two)))
     empty = await _ask(server, [{"role": "user", "content": "Note the time."}], tools=[_NOTE], tool_choice="required")
     rows.append(_empty_args_row(empty))
     rows += await _tool_turn(server, calls, ask)
@@ -238,7 +214,7 @@ async def _tools(server: Server) -> list[Row]:
 
 def _forced_row(check: str, answer: _Answer) -> Row:
     if not answer.good:
-        return Row(check, "unsupported", _said(answer), capabilities={"forced_tool": False})
+        return Row(check, "unsupported", said(answer), capabilities={"forced_tool": False})
     if not answer.calls:
         return Row(check, "quirk", "taken, but answered in text: forcing is ignored", capabilities={"forced_tool": False})
     return Row(check, "ok", f"{answer.calls[0]['name']}({answer.calls[0]['arguments'][:40]})")
@@ -247,26 +223,21 @@ def _forced_row(check: str, answer: _Answer) -> Row:
 def _arguments_row(calls: list[dict[str, Any]]) -> Row:
     if not calls:
         return Row("streamed arguments", "unsupported", "no call came to read")
-    bad = [c for c in calls if not _json_object(c["arguments"])]
+    bad = [c for c in calls if not is_json_object(c["arguments"])]
     if bad:
         return Row("streamed arguments", "quirk", f"{len(bad)} of {len(calls)} call(s) with arguments that are not a JSON object: {bad[0]['arguments'][:60]!r}")
     return Row("streamed arguments", "ok", f"{len(calls)} call(s), each a JSON object")
 
 
-def _json_object(arguments: str) -> bool:
-    try:
-        return isinstance(json.loads(arguments or "{}"), dict)
-    except ValueError:
-        return False
 
 
 def _empty_args_row(answer: _Answer) -> Row:
     if not answer.good:
-        return Row("a call with no arguments", "unsupported", _said(answer))
+        return Row("a call with no arguments", "unsupported", said(answer))
     if not answer.calls:
         return Row("a call with no arguments", "quirk", "answered in text")
     args = answer.calls[0]["arguments"]
-    return Row("a call with no arguments", "ok" if _json_object(args) else "quirk", f"arguments {args!r}" + ("" if args.strip() else " (empty: read as {})"))
+    return Row("a call with no arguments", "ok" if is_json_object(args) else "quirk", f"arguments {args!r}" + ("" if args.strip() else " (empty: read as {})"))
 
 
 async def _tool_turn(server: Server, calls: list[dict[str, Any]], ask: list[dict[str, Any]]) -> list[Row]:
@@ -284,9 +255,9 @@ async def _tool_turn(server: Server, calls: list[dict[str, Any]], ask: list[dict
         turn[1] = {**turn[1], "content": ""}
         again = await _ask(server, turn, tools=[_TOOL])
         if again.good:
-            rows.append(Row("tool-result turn (content: null)", "quirk", f"null refused ({_said(answer)}); content \"\" is taken", dialect={"empty_content_null": False}))
+            rows.append(Row("tool-result turn (content: null)", "quirk", f"null refused ({said(answer)}); content \"\" is taken", dialect={"empty_content_null": False}))
         else:
-            rows.append(Row("tool-result turn (content: null)", "unsupported", _said(again)))
+            rows.append(Row("tool-result turn (content: null)", "unsupported", said(again)))
     later = [c["id"] for c in answer.calls if c.get("id")]
     if later and set(later) & set(ids):
         rows.append(Row("ids unique across turns", "quirk", f"an id of the first turn came again: {sorted(set(later) & set(ids))}; modelwire renames repeats"))
@@ -297,18 +268,18 @@ async def _structured(server: Server) -> list[Row]:
     ask = [{"role": "user", "content": "Reply with a JSON object whose answer is OK."}]
     schema = await _ask(server, ask, response_format={"type": "json_schema", "json_schema": {"name": "reply", "schema": _SCHEMA, "strict": True}})
     rows = [
-        Row("json_schema (strict)", "ok", f"taken; {'JSON came' if _json_object(schema.text) else 'the text is not a JSON object'}")
+        Row("json_schema (strict)", "ok", f"taken; {'JSON came' if is_json_object(schema.text) else 'the text is not a JSON object'}")
         if schema.good
-        else Row("json_schema (strict)", "unsupported", _said(schema), dialect={"json_schema": False})
+        else Row("json_schema (strict)", "unsupported", said(schema), dialect={"json_schema": False})
     ]
     obj = await _ask(server, ask, response_format={"type": "json_object"})
-    rows.append(Row("json_object", "ok", "taken") if obj.good else Row("json_object", "unsupported", _said(obj)))
+    rows.append(Row("json_object", "ok", "taken") if obj.good else Row("json_object", "unsupported", said(obj)))
     return rows
 
 
 async def _whole_and_errors(server: Server) -> list[Row]:
     whole = await _ask(server, [{"role": "user", "content": "Say OK."}], stream=False)
-    rows = [Row("non-streamed answer", "ok", f"{whole.content_type}; text {whole.text[:30]!r}") if whole.good else Row("non-streamed answer", "unsupported", _said(whole))]
+    rows = [Row("non-streamed answer", "ok", f"{whole.content_type}; text {whole.text[:30]!r}") if whole.good else Row("non-streamed answer", "unsupported", said(whole))]
     status, _, raw = await server.send("POST", "/chat/completions", {"model": server.model, "messages": "not a list", "stream": True})
     if status < 400:
         rows.append(Row("error shape (4xx)", "quirk", f"a malformed request was answered HTTP {status}"))
@@ -317,7 +288,7 @@ async def _whole_and_errors(server: Server) -> list[Row]:
             shaped = isinstance(json.loads(raw), dict)
         except ValueError:
             shaped = False
-        rows.append(Row("error shape (4xx)", "ok" if shaped else "quirk", f"HTTP {status}: {_words(raw)}" + ("" if shaped else " (not JSON)")))
+        rows.append(Row("error shape (4xx)", "ok" if shaped else "quirk", f"HTTP {status}: {server_words(raw)}" + ("" if shaped else " (not JSON)")))
     return rows
 
 
@@ -338,8 +309,12 @@ async def _reasoning_and_stops(server: Server) -> list[Row]:
     without = await _ask(server, turn, tools=[_TOOL])
     if not without.good and "reason" in without.error.lower():
         row.dialect["reasoning_on_tool_calls"] = True
-        row.evidence += f"; a tool-call turn without it is refused ({_said(without)}): it is sent back"
+        row.evidence += f"; a tool-call turn without it is refused ({said(without)}): it is sent back"
     return rows + [row]
+
+
+async def _models(server: Server) -> list[Row]:
+    return await model_list(server, "/models")
 
 
 CHECKS = Checks(
