@@ -176,28 +176,22 @@ _KINDS = {"TEXT_BLOCK_START": "text", "THINKING_BLOCK_START": "thinking", "DATA_
 def _walked(events: Sequence[Any]) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...], bool, Any]:
     """The block kinds in order, each call's name and argument keys, whether anything came
     signed, and the MODEL_CALL_END (None when the call never ended)."""
+    from ..event._calls import tool_calls_in
     from ..protocols import replay_keys
 
     signed_keys = replay_keys()
     blocks: list[str] = []
-    names: dict[str, str] = {}
-    args: dict[str, list[str]] = {}
     signed = False
     end = None
     for event in events:
         etype = event.type
         if etype in _KINDS:
             blocks.append(_KINDS[etype])
-        if etype == "TOOL_CALL_START":
-            names[event.tool_call_id] = event.tool_call_name
-            args[event.tool_call_id] = []
-        elif etype == "TOOL_CALL_DELTA" and event.tool_call_id in args:
-            args[event.tool_call_id].append(event.delta)
-        elif etype.endswith("_END") and isinstance(getattr(event, "extras", None), dict):
+        if etype.endswith("_END") and isinstance(getattr(event, "extras", None), dict):
             signed = signed or any(event.extras.get(key) for key in signed_keys)
-        elif etype == "MODEL_CALL_END":
+        if etype == "MODEL_CALL_END":
             end = event
-    return tuple(blocks), tuple((names[i], _keys("".join(args[i]))) for i in names), signed, end
+    return tuple(blocks), tuple((name, _keys(arguments)) for _, name, arguments in tool_calls_in(events)), signed, end
 
 
 def _keys(arguments: str) -> tuple[str, ...]:
@@ -244,7 +238,13 @@ def _payloads(framing: str, body: bytes) -> Iterable[Any]:
     elif framing == "ndjson":
         raw = [line for line in body.splitlines() if line.strip()]
     else:
-        raw = [line[5:].strip() for line in body.splitlines() if line.startswith(b"data:")]
+        from ..adapters._sse import SSEDecoder
+
+        decoder = SSEDecoder()
+        try:
+            raw = [event.data for event in decoder.feed(body) + decoder.close()]  # multi-line data joined, as a client reads it
+        except Exception:  # noqa: BLE001 - as above
+            return []
     out = []
     for item in raw:
         try:

@@ -192,21 +192,15 @@ async def _live(model: Any, messages: list[Any], tools: Sequence[Any] | None, to
 
 
 def _side_of(name: str, events: Sequence[Any], first: float | None) -> CallSide:
+    from ..event._calls import tool_calls_in
+
     side = CallSide(name, first_token=first)
-    args: dict[str, list[str]] = {}
-    names: dict[str, str] = {}
     for event in events:
-        etype = event.type
-        if etype == "TEXT_BLOCK_DELTA":
+        if event.type == "TEXT_BLOCK_DELTA":
             side.text_chars += len(event.delta)
-        elif etype == "TOOL_CALL_START":
-            names[event.tool_call_id] = event.tool_call_name
-            args[event.tool_call_id] = []
-        elif etype == "TOOL_CALL_DELTA" and event.tool_call_id in args:
-            args[event.tool_call_id].append(event.delta)
-        elif etype == "MODEL_CALL_END":
+        elif event.type == "MODEL_CALL_END":
             side.input_tokens, side.output_tokens, side.cached_tokens = event.input_tokens, event.output_tokens, event.cache_input_tokens
-    side.tools = [(names[i], _compact("".join(args[i]))) for i in names]
+    side.tools = [(call_name, _compact(arguments)) for _, call_name, arguments in tool_calls_in(events)]
     return side
 
 

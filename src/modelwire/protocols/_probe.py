@@ -11,7 +11,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Row", "Checks", "Server", "ProbeFailed", "ProbeBudget", "STATUSES", "ONE_PIXEL_PNG", "server_words", "said", "is_json_object", "model_list"]
+__all__ = [
+    "Row", "Checks", "Server", "Answer", "ProbeFailed", "ProbeBudget", "STATUSES", "ONE_PIXEL_PNG",
+    "server_words", "said", "is_json_object", "model_list", "read_answer", "error_shape",
+]
 
 STATUSES = ("ok", "quirk", "unsupported")
 
@@ -38,6 +41,7 @@ class Checks:
     auth: Callable[[str], dict[str, str]] = field(default=lambda key: {"authorization": f"Bearer {key}"})
     headers: dict[str, str] = field(default_factory=dict)  # sent with every request (a version header)
     rank: int = 10  # which protocol is probed when none is named: the lowest (the most servers speak it)
+    protocol: str = ""  # whose adapter reads the answers (``read_answer``)
 
 
 class ProbeFailed(Exception):
@@ -89,15 +93,21 @@ ONE_PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8B
 
 
 def server_words(raw: bytes) -> str:
-    """The server's own words in an error body (its ``error.message`` where it has one), short."""
+    """The server's own words in an error body (its ``error.message`` where it has one), short
+    and on one line (a server may put a traceback in its message)."""
     text = raw.decode("utf-8", "replace").strip()
     try:
         data = json.loads(text)
     except ValueError:
-        return text[:160]
+        return _one_line(text)
     error = data.get("error", data) if isinstance(data, dict) else data
     message = error.get("message") if isinstance(error, dict) else error
-    return str(message if message else text)[:160]
+    return _one_line(str(message if message else text))
+
+
+def _one_line(text: str) -> str:
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return line[:160] + (" ..." if len(text.strip()) > len(line) else "")
 
 
 def said(answer: Any) -> str:
@@ -125,3 +135,88 @@ async def model_list(server: Server, path: str) -> list[Row]:
     if server.model in ids:
         return [Row("model list", "ok", f"{len(ids)} model(s), {server.model} among them")]
     return [Row("model list", "quirk", f"{server.model} is not among the {len(ids)} listed: {', '.join(map(str, ids[:5]))}")]
+
+
+async def error_shape(server: Server, path: str, body: dict[str, Any]) -> Row:
+    """The "error shape (4xx)" row: a malformed ``body`` should be answered 4xx with a JSON error."""
+    status, _, raw = await server.send("POST", path, body)
+    try:
+        shaped = status >= 400 and isinstance(json.loads(raw), dict)
+    except ValueError:
+        shaped = False
+    return Row("error shape (4xx)", "ok" if shaped else "quirk", f"HTTP {status}: {server_words(raw)}")
+
+
+# -- answers read by the protocol's own adapter ----------------------------------------------
+
+
+@dataclass
+class Answer:
+    """What one answer held, as modelwire's own adapter for the protocol read it (so an answer
+    the adapter cannot decode is itself a finding, in ``error``)."""
+
+    status: int
+    content_type: str
+    raw: bytes
+    text: str = ""
+    calls: list[tuple[str, str, str]] = field(default_factory=list)  # (id, name, arguments)
+    thinking: bool = False
+    stop: str | None = None
+    usage: tuple[int, int] | None = None  # (input, output) tokens, when any were counted
+    streamed: bool = False
+    error: str = ""
+
+    @property
+    def good(self) -> bool:
+        return self.status < 400 and not self.error
+
+
+def read_answer(protocol: str, status: int, content_type: str, raw: bytes) -> Answer:
+    """The answer to one request: an error's words, or what the ``protocol``'s adapter read
+    from the stream (or from a whole JSON answer, through the protocol's ``answer_events``)."""
+    from ..adapters import decode_answer, decode_sse
+    from ..errors import ProviderError
+    from . import get_protocol
+
+    answer = Answer(status, content_type, raw)
+    if status >= 400:
+        answer.error = server_words(raw)
+        return answer
+    whole = _json(raw) if "json" in content_type and "ndjson" not in content_type else None
+    wire = get_protocol(protocol)
+    try:
+        if isinstance(whole, dict):
+            events = decode_answer(wire.adapter_class()("probe"), wire.answer_events(whole))
+        else:
+            answer.streamed = True
+            events = decode_sse(protocol, raw, "probe")
+    except ProviderError as err:
+        events, answer.error = list(getattr(err, "events", None) or []), f"{type(err).__name__}: {err.message}"
+    except (NotImplementedError, ValueError, KeyError, TypeError, AttributeError) as err:
+        events, answer.error = [], f"not an answer the {protocol} adapter can read ({type(err).__name__}): {raw[:120]!r}"
+    _fold(answer, events)
+    if not events and not answer.error:
+        answer.error = f"nothing the {protocol} adapter can read: {raw[:120]!r}"
+    return answer
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _fold(answer: Answer, events: list[Any]) -> None:
+    from ..event._calls import tool_calls_in
+
+    for event in events:
+        if event.type == "TEXT_BLOCK_DELTA":
+            answer.text += event.delta
+        elif event.type == "THINKING_BLOCK_START":
+            answer.thinking = True
+        elif event.type == "MODEL_CALL_END":
+            answer.stop = event.provider_stop_reason
+            if event.input_tokens or event.output_tokens:
+                answer.usage = (event.input_tokens, event.output_tokens)
+    answer.calls = tool_calls_in(events)

@@ -6,11 +6,9 @@ has no dialect a server can differ in that the probe could find)."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from typing import Any
 
-from .._probe import ONE_PIXEL_PNG, Checks, ProbeFailed, Row, Server, is_json_object, model_list, said, server_words
+from .._probe import ONE_PIXEL_PNG, Answer, Checks, ProbeFailed, Row, Server, error_shape, is_json_object, model_list, read_answer, said
 
 __all__ = ["CHECKS"]
 
@@ -19,82 +17,11 @@ _NOTE = {"name": "note_time", "description": "Note the time. Takes nothing.", "i
 _ASK = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
 
 
-@dataclass
-class _Answer:
-    status: int
-    content_type: str
-    raw: bytes
-    text: str = ""
-    calls: list[tuple[str, str, str]] = field(default_factory=list)  # (id, name, arguments)
-    thinking: bool = False
-    stop: str | None = None
-    usage: tuple[int, int] | None = None
-    error: str = ""
-
-    @property
-    def good(self) -> bool:
-        return self.status < 400 and not self.error
-
-
-async def _ask(server: Server, messages: list[dict[str, Any]], *, stream: bool = True, **extra: Any) -> _Answer:
+async def _ask(server: Server, messages: list[dict[str, Any]], *, stream: bool = True, **extra: Any) -> Answer:
     body = {"model": server.model, "messages": messages, "max_tokens": 48, "stream": stream, **extra}
-    answer = _read(*await server.send("POST", "/v1/messages", body))
+    answer = read_answer("anthropic", *await server.send("POST", "/v1/messages", body))
     server.answers.append(answer)
     return answer
-
-
-def _read(status: int, content_type: str, raw: bytes) -> _Answer:
-    answer = _Answer(status, content_type, raw)
-    if status >= 400:
-        answer.error = server_words(raw)
-        return answer
-    if b"event:" not in raw[:2000] and b"data:" not in raw[:2000]:
-        return _whole(answer)
-    from ...adapters import decode_sse
-    from ...errors import ProviderError
-
-    try:
-        events = decode_sse("anthropic", raw, "probe")
-    except ProviderError as err:
-        events, answer.error = list(err.events or []), f"{type(err).__name__}: {err.message}"
-    names: dict[str, list[str]] = {}
-    for event in events:
-        if event.type == "TEXT_BLOCK_DELTA":
-            answer.text += event.delta
-        elif event.type == "THINKING_BLOCK_START":
-            answer.thinking = True
-        elif event.type == "TOOL_CALL_START":
-            names[event.tool_call_id] = [event.tool_call_name, ""]
-        elif event.type == "TOOL_CALL_DELTA" and event.tool_call_id in names:
-            names[event.tool_call_id][1] += event.delta
-        elif event.type == "MODEL_CALL_END":
-            answer.stop, answer.usage = event.provider_stop_reason, (event.input_tokens, event.output_tokens)
-    answer.calls = [(call_id, name, args) for call_id, (name, args) in names.items()]
-    return answer
-
-
-def _whole(answer: _Answer) -> _Answer:
-    """A whole (non-streamed) Messages answer."""
-    try:
-        data = json.loads(answer.raw)
-    except ValueError:
-        answer.error = f"not JSON and not SSE: {answer.raw[:120]!r}"
-        return answer
-    for block in data.get("content") or () if isinstance(data, dict) else ():
-        if block.get("type") == "text":
-            answer.text += block.get("text") or ""
-        elif block.get("type") == "tool_use":
-            answer.calls.append((block.get("id"), block.get("name", ""), json.dumps(block.get("input") or {})))
-        elif block.get("type") == "thinking":
-            answer.thinking = True
-    answer.stop = data.get("stop_reason") if isinstance(data, dict) else None
-    return answer
-
-
-
-
-
-
 
 
 async def _streaming(server: Server) -> list[Row]:
@@ -135,7 +62,7 @@ async def _tools(server: Server) -> list[Row]:
     return rows + await _tool_turn(server, ids[0] if ids else "toolu_probe01")
 
 
-async def _forced(server: Server) -> tuple[list[Row], list[_Answer]]:
+async def _forced(server: Server) -> tuple[list[Row], list[Answer]]:
     rows, answers = [], []
     for check, choice in (("forced call (any)", {"type": "any"}), ("forced call (named tool)", {"type": "tool", "name": "get_weather"})):
         answer = await _ask(server, _ASK, tools=[_TOOL], tool_choice=choice)
@@ -163,8 +90,6 @@ async def _empty_input(server: Server) -> Row:
     if not empty.calls:
         return Row("a call with no input", "quirk", "answered in text")
     return Row("a call with no input", "ok" if is_json_object(empty.calls[0][2]) else "quirk", f"input {empty.calls[0][2]!r}")
-
-
 
 
 async def _tool_turn(server: Server, call_id: str) -> list[Row]:
@@ -195,12 +120,7 @@ async def _thinking(server: Server) -> list[Row]:
 async def _whole_and_errors(server: Server) -> list[Row]:
     whole = await _ask(server, [{"role": "user", "content": "Say OK."}], stream=False)
     rows = [Row("non-streamed answer", "ok", f"{whole.content_type}; text {whole.text[:30]!r}") if whole.good else Row("non-streamed answer", "unsupported", said(whole))]
-    status, _, raw = await server.send("POST", "/v1/messages", {"model": server.model, "messages": "not a list", "max_tokens": 8})
-    try:
-        shaped = status >= 400 and isinstance(json.loads(raw), dict)
-    except ValueError:
-        shaped = False
-    rows.append(Row("error shape (4xx)", "ok" if shaped else "quirk", f"HTTP {status}: {server_words(raw)}"))
+    rows.append(await error_shape(server, "/v1/messages", {"model": server.model, "messages": "not a list", "max_tokens": 8}))
     stops = sorted({a.stop for a in server.answers if a.stop})
     rows.append(Row("stop reasons", "ok" if stops else "quirk", ", ".join(stops) if stops else "no stop_reason in any answer"))
     return rows
@@ -213,6 +133,7 @@ async def _models(server: Server) -> list[Row]:
 CHECKS = Checks(
     (_models, _streaming, _system_and_media, _tools, _thinking, _whole_and_errors),
     preset="anthropic",
+    protocol="anthropic",
     auth=lambda key: {"x-api-key": key},
     headers={"anthropic-version": "2023-06-01"},
 )

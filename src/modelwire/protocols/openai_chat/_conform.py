@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._probe import ONE_PIXEL_PNG, Checks, ProbeFailed, Row, Server, is_json_object, model_list, said, server_words
+from .._probe import ONE_PIXEL_PNG, Checks, ProbeFailed, Row, Server, error_shape, is_json_object, model_list, said, server_words
 
 __all__ = ["CHECKS"]
 
@@ -60,11 +60,12 @@ def _read(status: int, content_type: str, raw: bytes) -> _Answer:
             return answer
         _take_whole(answer, whole)
         return answer
+    from ...adapters._sse import SSEDecoder
+
     calls: dict[int, dict[str, Any]] = {}
-    for line in text.splitlines():
-        data = line[5:].strip() if line.startswith("data:") else None
-        if data is None:
-            continue
+    decoder = SSEDecoder()
+    for event in decoder.feed(raw) + decoder.close():
+        data = event.data.strip()
         if data == "[DONE]":
             answer.done = True
             continue
@@ -280,15 +281,7 @@ async def _structured(server: Server) -> list[Row]:
 async def _whole_and_errors(server: Server) -> list[Row]:
     whole = await _ask(server, [{"role": "user", "content": "Say OK."}], stream=False)
     rows = [Row("non-streamed answer", "ok", f"{whole.content_type}; text {whole.text[:30]!r}") if whole.good else Row("non-streamed answer", "unsupported", said(whole))]
-    status, _, raw = await server.send("POST", "/chat/completions", {"model": server.model, "messages": "not a list", "stream": True})
-    if status < 400:
-        rows.append(Row("error shape (4xx)", "quirk", f"a malformed request was answered HTTP {status}"))
-    else:
-        try:
-            shaped = isinstance(json.loads(raw), dict)
-        except ValueError:
-            shaped = False
-        rows.append(Row("error shape (4xx)", "ok" if shaped else "quirk", f"HTTP {status}: {server_words(raw)}" + ("" if shaped else " (not JSON)")))
+    rows.append(await error_shape(server, "/chat/completions", {"model": server.model, "messages": "not a list", "stream": True}))
     return rows
 
 
