@@ -129,6 +129,17 @@ def test_the_written_profile_makes_an_agent_tool_round_trip_pass(tmp_path, monke
         sent = [r["json"] for r in server.requests if r["method"] == "POST"][-2:]
         assert all("stream_options" not in b and "max_completion_tokens" not in b for b in sent)
         assert sent[1]["messages"][-2]["content"] == ""  # not null
+        # Probing again through the profile: what it handles is ok, and modelwire's own requests pass.
+        through = subprocess.run([sys.executable, "-m", "modelwire", "conform", "--profile", "quirky", "--json"], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+        assert through.returncode == 0, through.stderr
+        rows = {r["check"]: r for r in json.loads(through.stdout)["rows"]}
+        for check, key in (("stream_options.include_usage", "stream_usage = False"), ("max_completion_tokens", "max_tokens_field = 'max_tokens'"), ("image part", "image_input = False"),
+                           ("tool-result turn (content: null)", "empty_content_null = False"), ("json_schema (strict)", "json_schema = False")):
+            assert rows[check]["status"] == "ok" and f"(the profile sets {key})" in rows[check]["evidence"], rows[check]
+        assert rows["modelwire: streamed reply"]["status"] == rows["modelwire: tool round trip"]["status"] == "ok"
+        assert "modelwire: structured output" not in rows  # the profile turns json_schema off
+        # What no profile can change stays as it was: no usage at all, the developer role refused, one call at a time, ids repeated.
+        assert [c for c, r in rows.items() if r["status"] != "ok"] == ["usage in the stream", "developer role", "two parallel calls", "ids unique per call"]
         # Without the profile, the preset's defaults send content: null, which this server refuses.
         plain = load_model("openai-compatible:quirky-1", base_url=server.url + "/v1", dialect={"stream_usage": False})
         with pytest.raises(InvalidRequestError, match="does not support content null"):
@@ -266,9 +277,10 @@ def test_an_anthropic_route_its_quirks_and_the_profile_they_make(tmp_path, monke
     from modelwire.conform import profile_toml
     from modelwire.models import load_model
 
+    monkeypatch.setenv("QWEN_KEY", "sk-probe")
     with ProviderServer() as server:
         server.respond = anthropic_quirky
-        report = probe(server.url, "qwen-next", protocol="anthropic", api_key="sk-probe")
+        report = probe(server.url, "qwen-next", protocol="anthropic", api_key_env="QWEN_KEY")
         rows = {r.check: r for r in report.rows}
         status = {check: r.status for check, r in rows.items()}
         assert (status["model list"], status["streaming"], status["usage in the stream"]) == ("ok", "ok", "ok")
@@ -278,14 +290,14 @@ def test_an_anthropic_route_its_quirks_and_the_profile_they_make(tmp_path, monke
         assert (status["tool definitions"], status["tool-result turn"], status["non-streamed answer"], status["error shape (4xx)"]) == ("ok", "ok", "ok", "ok")
         assert all(r["headers"].get("x-api-key") == "sk-probe" and r["headers"].get("anthropic-version") for r in server.requests)
         profile = report.profile()
-        assert profile["model"] == "anthropic:qwen-next" and "dialect" not in profile
+        assert profile["model"] == "anthropic-compatible:qwen-next" and profile["dialect"] == {"key_envs": ["QWEN_KEY"]}
         assert profile["capabilities"] == {"image_input": False, "forced_tool": False, "thinking": ["budget"]}
         monkeypatch.chdir(tmp_path)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-probe")
         (tmp_path / "modelwire.toml").write_text(profile_toml("qwen", profile))
         model = load_model("qwen")
         reply = asyncio.run(Agent("Buddy", model, tools=[weather]).reply(UserMsg("me", "What is the weather in Paris?")))
         assert reply.get_text_content().strip() == "It is sunny."
+        assert server.requests[-1]["headers"].get("x-api-key") == "sk-probe"  # read from QWEN_KEY, as the probe did
         # The profile's capabilities: thinking goes on a budget, and forcing is refused before sending.
         body, _ = model.build_request([UserMsg("u", "hi")], options={"thinking": True, "max_tokens": 4096})
         assert body["thinking"]["type"] == "enabled"

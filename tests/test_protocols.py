@@ -40,12 +40,12 @@ def test_builtin_protocols_are_registered_with_their_parts():
 
 
 BUILT_IN_PRESETS = {
-    "anthropic": {"anthropic", "vertex-anthropic", "bedrock-anthropic", "minimax", "moonshot-anthropic", "zai-anthropic", "deepseek-anthropic"},
+    "anthropic": {"anthropic", "vertex-anthropic", "bedrock-anthropic", "minimax", "moonshot-anthropic", "zai-anthropic", "deepseek-anthropic", "anthropic-compatible"},
     "openai-chat": {
         "openai", "azure", "azure-v1", "deepseek", "openrouter", "groq", "together", "mistral", "xai", "moonshot", "dashscope",
         "ollama-openai", "vllm", "lmstudio", "openai-compatible", "llamacpp",
     },
-    "openai-responses": {"openai-responses", "azure-responses"},
+    "openai-responses": {"openai-responses", "azure-responses", "responses-compatible"},
     "gemini": {"google", "vertex"},
     "bedrock-converse": {"bedrock"},
     "ollama": {"ollama"},

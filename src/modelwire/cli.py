@@ -907,8 +907,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _conform_command(conform: argparse.ArgumentParser) -> None:
-    conform.add_argument("--base-url", required=True, help="the server's base URL (http://127.0.0.1:8080/v1)")
-    conform.add_argument("-m", "--model", required=True, help="the model to ask for, as the server names it")
+    conform.add_argument("--base-url", help="the server's base URL (http://127.0.0.1:8080/v1)")
+    conform.add_argument("-m", "--model", help="the model to ask for, as the server names it")
+    conform.add_argument("--profile", metavar="NAME", help="probe again through a profile (its server, model and key; what it handles is ok), then through modelwire")
     conform.add_argument("--protocol", help="the protocol the server says it speaks (default: the first conform can probe)")
     conform.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the server's key (none is sent without it)")
     conform.add_argument("--max-requests", type=_positive_int, default=40, help="the most requests the probe sends")
@@ -925,12 +926,18 @@ def _cmd_conform(args: argparse.Namespace) -> int:
 
     from .conform import probe, profile_toml
 
-    key = None
-    if args.api_key_env:
-        key = os.environ.get(args.api_key_env)
-        if not key:
-            raise UsageError(f"--api-key-env {args.api_key_env}: that variable is not set")
-    report = probe(args.base_url, args.model, protocol=args.protocol, api_key=key, max_requests=args.max_requests, total=args.timeout)
+    if args.api_key_env and not os.environ.get(args.api_key_env):
+        raise UsageError(f"--api-key-env {args.api_key_env}: that variable is not set")
+    if args.profile:
+        if args.base_url or args.model or args.protocol or args.write_profile:
+            raise UsageError("--profile takes the server, model and protocol from the profile: leave out --base-url, -m, --protocol and --write-profile")
+        from .conform import probe_profile
+
+        report = probe_profile(args.profile, max_requests=args.max_requests, total=args.timeout)
+    elif not (args.base_url and args.model):
+        raise UsageError("conform needs --base-url and -m MODEL (or --profile NAME, to probe again through a profile)")
+    else:
+        report = probe(args.base_url, args.model, protocol=args.protocol, api_key_env=args.api_key_env, max_requests=args.max_requests, total=args.timeout)
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
     else:
@@ -943,7 +950,7 @@ def _cmd_conform(args: argparse.Namespace) -> int:
             raise UsageError(f"{path} already has a profile {args.write_profile!r}: name another, or remove it first")
         profile = report.profile()
         path.write_text(text + ("\n" if text and not text.endswith("\n\n") else "") + profile_toml(args.write_profile, profile), encoding="utf-8")
-        key_hint = f" (its key: set OPENAI_COMPATIBLE_API_KEY=${args.api_key_env})" if args.api_key_env else ""
+        key_hint = f" (its key read from ${args.api_key_env}, as here)" if args.api_key_env else ""
         print(f"wrote the profile {args.write_profile!r} to {path}: load_model({args.write_profile!r}){key_hint}", file=sys.stderr)
     return 0
 

@@ -14,9 +14,8 @@ the probe found) so that ``load_model(NAME)`` sends what this server takes.
 What is checked, and how, belongs to the protocol: a protocol that can be probed names
 its :class:`Checks` (``WireProtocol.conform``; the parts a probe is made of live in
 ``modelwire.protocols._probe``, below the protocols); this module runs them, within the budget,
-and writes what they found. The OpenAI Chat protocol has them (llama.cpp, vLLM, LM Studio,
-LiteLLM, Ollama's ``/v1``, aimock ...), and the Anthropic Messages protocol (the Anthropic
-routes of DeepSeek, MiniMax, Moonshot, llama.cpp, LiteLLM ...).
+and writes what they found. :func:`probe_profile` probes again through a written profile, then
+talks to the server through modelwire itself with it.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from typing import Any
 from .errors import ConfigError, ProviderError
 from .protocols._probe import STATUSES, Checks, ProbeBudget, ProbeFailed, Row, Server
 
-__all__ = ["Row", "Checks", "Server", "ConformReport", "ProbeFailed", "probe", "probe_async", "probeable", "profile_toml"]
+__all__ = ["Row", "Checks", "Server", "ConformReport", "ProbeFailed", "probe", "probe_async", "probe_profile", "probe_profile_async", "probeable", "profile_toml"]
 
 
 @dataclass
@@ -40,13 +39,16 @@ class ConformReport:
     rows: list[Row] = field(default_factory=list)
     requests: int = 0
     stopped: str | None = None  # the request or time budget that ended the probe early
+    key_env: str | None = None  # the variable the key was read from: the profile reads it there too
+    profile_name: str | None = None  # the profile probed through (probe_profile)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "profile": self.profile()}
 
     def lines(self) -> list[str]:
         width = max((len(r.check) for r in self.rows), default=10)
-        out = [f"{self.protocol} at {self.base_url}, model {self.model}: {self.requests} request(s)"]
+        through = f", through the profile {self.profile_name!r}" if self.profile_name else ""
+        out = [f"{self.protocol} at {self.base_url}, model {self.model}{through}: {self.requests} request(s)"]
         out += [f"  {r.check.ljust(width)}  {r.status.ljust(11)}  {r.evidence}" for r in self.rows]
         if self.stopped:
             out.append(f"  stopped: {self.stopped}")
@@ -62,6 +64,8 @@ class ConformReport:
         for row in self.rows:
             dialect.update(row.dialect)
             capabilities.update(row.capabilities)
+        if self.key_env:
+            dialect["key_envs"] = [self.key_env]
         out: dict[str, Any] = {"model": f"{self.preset}:{self.model}", "base_url": self.base_url}
         if dialect:
             out["dialect"] = dialect
@@ -89,10 +93,20 @@ def probeable() -> list[str]:
 
 
 async def probe_async(
-    base_url: str, model: str, *, protocol: str | None = None, api_key: str | None = None, max_requests: int = 40, total: float = 300.0, transport: Any = None
+    base_url: str,
+    model: str,
+    *,
+    protocol: str | None = None,
+    api_key: str | None = None,
+    api_key_env: str | None = None,
+    max_requests: int = 40,
+    total: float = 300.0,
+    transport: Any = None,
 ) -> ConformReport:
     """The report of a bounded probe (``protocol``: the first that can be probed, when not
-    given): at most ``max_requests`` requests within ``total`` seconds. A server that cannot
+    given): at most ``max_requests`` requests within ``total`` seconds. The key is
+    ``api_key``, or read from the variable ``api_key_env`` (which a written profile then
+    names, so that the key never lands in a file). A server that cannot
     be probed at all (nothing answers, HTML, an unknown model, a refused key) is a
     :class:`~modelwire.errors.ConfigError` or a :class:`~modelwire.errors.ProviderError` that
     says so in one line."""
@@ -106,10 +120,16 @@ async def probe_async(
         raise ConfigError(f"conform probes {', '.join(can)} so far, not {protocol!r}")
     spec: Checks = get_protocol(protocol).conform_checks()
     _check_base_url(base_url)
+    if api_key is None and api_key_env:
+        import os
+
+        api_key = os.environ.get(api_key_env) or None
+        if api_key is None:
+            raise ConfigError(f"the key variable {api_key_env} is not set")
     owned = transport is None
     transport = transport or HTTPTransport(timeouts=Timeouts(total=total, first_byte=60.0))
     server = Server(base_url, model, api_key, transport, max_requests, total, spec)
-    report = ConformReport(base_url.rstrip("/"), model, protocol, spec.preset)
+    report = ConformReport(base_url.rstrip("/"), model, protocol, spec.preset, key_env=api_key_env)
     try:
         for check in spec.checks:
             try:
@@ -125,6 +145,106 @@ async def probe_async(
         if owned:
             await transport.aclose()
     return report
+
+
+# -- probing again through a profile -----------------------------------------------------------
+
+
+def probe_profile(name: str, **options: Any) -> ConformReport:
+    """Probe the server a profile points at, through the profile (see :func:`probe_profile_async`)."""
+    from ._sync import run_sync
+
+    return run_sync(probe_profile_async(name, **options), "probe_profile() (use await probe_profile_async(...))")
+
+
+async def probe_profile_async(name: str, *, max_requests: int = 40, total: float = 300.0) -> ConformReport:
+    """The probe of the server profile ``name`` points at (its base URL, model, protocol and
+    key), with each row judged against the profile: a quirk or refusal that the profile's
+    dialect keys and capabilities already handle is ``ok`` (the evidence says which key).
+    Then the same server through modelwire with the profile (``modelwire:`` rows): a streamed
+    reply, a tool round trip through :class:`~modelwire.agent.Agent` (the tool is never run:
+    its result is made up), and structured output unless the profile turns it off."""
+    from .models.config import resolve
+
+    spec = resolve(name)  # found as load_model finds it: the nearest modelwire.toml
+    can = probeable()
+    if spec.protocol not in can:
+        raise ConfigError(f"the profile {name!r} speaks {spec.protocol}; conform probes {', '.join(can)} so far")
+    report = await probe_async(spec.base_url or "", spec.model, protocol=spec.protocol, api_key=spec.api_key, max_requests=max_requests, total=total)
+    report.preset, report.profile_name = spec.preset.name, name
+    dialect, caps = dict(spec.preset.dialect), dict(spec.options.get("capabilities") or {})
+    for row in report.rows:
+        handled = [f"{k} = {v!r}" for k, v in row.dialect.items() if _same(dialect.get(k), v)] + [f"{k} = {v!r}" for k, v in row.capabilities.items() if _same(caps.get(k), v)]
+        if row.status != "ok" and handled and len(handled) == len(row.dialect) + len(row.capabilities):
+            row.status, row.evidence = "ok", f"{row.evidence} (the profile sets {', '.join(handled)})"
+    report.rows += await _through_modelwire(name, caps, dialect)
+    return report
+
+
+def _same(have: Any, want: Any) -> bool:
+    if isinstance(have, (list, tuple)) and isinstance(want, (list, tuple)):
+        return list(have) == list(want)
+    return have == want and have is not None
+
+
+async def _through_modelwire(name: str, caps: dict[str, Any], dialect: dict[str, Any]) -> list[Row]:
+    """What the profile makes of the server, through modelwire's own request path."""
+    from .agent import Agent
+    from .message import UserMsg
+    from .models import load_model
+
+    model = load_model(name)
+    rows: list[Row] = []
+    try:
+        reply = await model.complete([UserMsg("user", "Say OK.")])
+        rows.append(Row("modelwire: streamed reply", "ok", f"text {_text(reply)!r}"))
+    except ProviderError as err:
+        return [Row("modelwire: streamed reply", "unsupported", f"{type(err).__name__}: {err}")]
+
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return "sunny, 21 C"  # made up: the probe runs no tool
+
+    answer = await Agent("probe", model, tools=[get_weather], max_iters=3).reply(UserMsg("user", "What is the weather in Paris? Use the tool."))
+    kinds = [b.type for b in answer.content if b.type in ("tool_call", "tool_result")]
+    if answer.error is not None:
+        rows.append(Row("modelwire: tool round trip", "unsupported", f"{answer.error.type}: {answer.error.message}"))
+    elif "tool_result" in kinds:
+        rows.append(Row("modelwire: tool round trip", "ok", f"{kinds.count('tool_call')} call(s) and result(s), then {_text(answer)!r}"))
+    else:
+        rows.append(Row("modelwire: tool round trip", "quirk", f"the model answered without calling the tool: {_text(answer)!r}"))
+    rows.append(await _history_turn(model))
+    if caps.get("structured_output") is False or dialect.get("json_schema") is False:
+        return rows
+    try:
+        shaped = await model.complete([UserMsg("user", "Reply with a JSON object whose answer is OK.")], options={"json_schema": _ANSWER_SCHEMA})
+        rows.append(Row("modelwire: structured output", "ok", f"text {_text(shaped)!r}"))
+    except ProviderError as err:
+        rows.append(Row("modelwire: structured output", "unsupported", f"{type(err).__name__}: {err}"))
+    return rows
+
+
+async def _history_turn(model: Any) -> Row:
+    """A history with a call and its (made-up) result, sent the way the profile formats it:
+    the half of a round trip the server decides, whether or not its model calls tools."""
+    from .message import AssistantMsg, ToolCallBlock, ToolResultBlock, UserMsg
+
+    call = ToolCallBlock(id="call_probe0001", name="get_weather", input='{"city": "Paris"}', state="finished")
+    result = ToolResultBlock(id="call_probe0001", name="get_weather", output="sunny, 21 C", state="success")
+    history = [UserMsg("user", "What is the weather in Paris? Use the tool."), AssistantMsg("assistant", [call, result])]
+    tool = {"name": "get_weather", "description": "The weather in a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+    try:
+        reply = await model.complete(history, tools=[tool])
+    except ProviderError as err:
+        return Row("modelwire: tool-result turn", "unsupported", f"{type(err).__name__}: {err}")
+    return Row("modelwire: tool-result turn", "ok", f"text {_text(reply)!r}")
+
+
+def _text(msg: Any) -> str:
+    return (msg.get_text_content() or "")[:40]
+
+
+_ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": False}
 
 
 def profile_toml(name: str, profile: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ from typing import Any, Callable
 __all__ = [
     "Row", "Checks", "Server", "Answer", "ProbeFailed", "ProbeBudget", "STATUSES", "ONE_PIXEL_PNG",
     "server_words", "said", "is_json_object", "model_list", "read_answer", "error_shape",
+    "forced_row", "arguments_row", "empty_arguments_row", "ids_row", "stops_row",
 ]
 
 STATUSES = ("ok", "quirk", "unsupported")
@@ -141,10 +142,12 @@ async def error_shape(server: Server, path: str, body: dict[str, Any]) -> Row:
     """The "error shape (4xx)" row: a malformed ``body`` should be answered 4xx with a JSON error."""
     status, _, raw = await server.send("POST", path, body)
     try:
-        shaped = status >= 400 and isinstance(json.loads(raw), dict)
+        shaped = isinstance(json.loads(raw), dict)
     except ValueError:
         shaped = False
-    return Row("error shape (4xx)", "ok" if shaped else "quirk", f"HTTP {status}: {server_words(raw)}")
+    if status < 400 or status >= 500:
+        return Row("error shape (4xx)", "quirk", f"a malformed request was answered HTTP {status}: {server_words(raw)}")
+    return Row("error shape (4xx)", "ok" if shaped else "quirk", f"HTTP {status}: {server_words(raw)}" + ("" if shaped else " (not JSON)"))
 
 
 # -- answers read by the protocol's own adapter ----------------------------------------------
@@ -220,3 +223,51 @@ def _fold(answer: Answer, events: list[Any]) -> None:
             if event.input_tokens or event.output_tokens:
                 answer.usage = (event.input_tokens, event.output_tokens)
     answer.calls = tool_calls_in(events)
+
+
+# -- rows every protocol's tool checks make from read answers ---------------------------------
+
+
+def forced_row(check: str, answer: Answer) -> Row:
+    """A forced tool choice: refused, ignored (text came), or a call."""
+    if not answer.good:
+        return Row(check, "unsupported", said(answer), capabilities={"forced_tool": False})
+    if not answer.calls:
+        return Row(check, "quirk", "taken, but answered in text: forcing is ignored", capabilities={"forced_tool": False})
+    return Row(check, "ok", f"{answer.calls[0][1]}({answer.calls[0][2][:40]})")
+
+
+def arguments_row(check: str, calls: list[tuple[str, str, str]]) -> Row:
+    """Whether each call's streamed arguments join into a JSON object."""
+    if not calls:
+        return Row(check, "unsupported", "no call came to read")
+    bad = [c for c in calls if not is_json_object(c[2])]
+    if bad:
+        return Row(check, "quirk", f"{len(bad)} of {len(calls)} call(s) not a JSON object: {bad[0][2][:60]!r}")
+    return Row(check, "ok", f"{len(calls)} call(s), each a JSON object")
+
+
+def empty_arguments_row(check: str, answer: Answer) -> Row:
+    """A call to a tool that takes nothing: its arguments should read as ``{}``."""
+    if not answer.good:
+        return Row(check, "unsupported", said(answer))
+    if not answer.calls:
+        return Row(check, "quirk", "answered in text")
+    args = answer.calls[0][2]
+    return Row(check, "ok" if is_json_object(args) else "quirk", f"arguments {args!r}" + ("" if args.strip() else " (empty: read as {})"))
+
+
+def ids_row(calls: list[tuple[str, str, str]]) -> Row:
+    """Whether the calls' ids differ (modelwire renames repeats, so this is a quirk at worst)."""
+    ids = [c[0] for c in calls if c[0]]
+    if not ids:
+        return Row("ids unique per call", "unsupported", "no call came to compare")
+    if len(set(ids)) == len(ids):
+        return Row("ids unique per call", "ok", f"{len(ids)} id(s), all different")
+    return Row("ids unique per call", "quirk", f"ids repeat: {ids}; modelwire renames repeats")
+
+
+def stops_row(server: Server, field_name: str) -> Row:
+    """The stop reasons seen in every answer so far."""
+    stops = sorted({a.stop for a in server.answers if getattr(a, "stop", None)})
+    return Row("stop reasons", "ok" if stops else "quirk", ", ".join(stops) if stops else f"no {field_name} in any answer")

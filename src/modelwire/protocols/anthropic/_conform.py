@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._probe import ONE_PIXEL_PNG, Answer, Checks, ProbeFailed, Row, Server, error_shape, is_json_object, model_list, read_answer, said
+from .._probe import (
+    ONE_PIXEL_PNG, Answer, Checks, ProbeFailed, Row, Server, arguments_row, empty_arguments_row, error_shape, forced_row, ids_row, model_list, read_answer, said, stops_row,
+)
 
 __all__ = ["CHECKS"]
 
@@ -55,11 +57,9 @@ async def _tools(server: Server) -> list[Row]:
     forced_rows, forced = await _forced(server)
     rows += forced_rows
     calls = [c for a in (auto, *forced) for c in a.calls]
-    rows += [_input_row(calls), await _empty_input(server)]
-    ids = [c[0] for c in calls if c[0]]
-    unique = len(set(ids)) == len(ids)
-    rows.append(Row("ids unique per call", "ok" if unique else "quirk", f"{len(ids)} id(s)" + ("" if unique else ", repeated: modelwire renames repeats")))
-    return rows + await _tool_turn(server, ids[0] if ids else "toolu_probe01")
+    empty = await _ask(server, [{"role": "user", "content": "Note the time."}], tools=[_NOTE], tool_choice={"type": "any"})
+    rows += [arguments_row("streamed input", calls), empty_arguments_row("a call with no input", empty), ids_row(calls)]
+    return rows + await _tool_turn(server, calls[0][0] if calls and calls[0][0] else "toolu_probe01")
 
 
 async def _forced(server: Server) -> tuple[list[Row], list[Answer]]:
@@ -67,29 +67,8 @@ async def _forced(server: Server) -> tuple[list[Row], list[Answer]]:
     for check, choice in (("forced call (any)", {"type": "any"}), ("forced call (named tool)", {"type": "tool", "name": "get_weather"})):
         answer = await _ask(server, _ASK, tools=[_TOOL], tool_choice=choice)
         answers.append(answer)
-        if not answer.good:
-            rows.append(Row(check, "unsupported", said(answer), capabilities={"forced_tool": False}))
-        elif not answer.calls:
-            rows.append(Row(check, "quirk", "taken, but answered in text: forcing is ignored", capabilities={"forced_tool": False}))
-        else:
-            rows.append(Row(check, "ok", f"{answer.calls[0][1]}({answer.calls[0][2][:40]})"))
+        rows.append(forced_row(check, answer))
     return rows, answers
-
-
-def _input_row(calls: list[tuple[str, str, str]]) -> Row:
-    if not calls:
-        return Row("streamed input", "unsupported", "no call came to read")
-    bad = [c for c in calls if not is_json_object(c[2])]
-    return Row("streamed input", "quirk", f"{len(bad)} of {len(calls)} not a JSON object") if bad else Row("streamed input", "ok", f"{len(calls)} call(s), each a JSON object")
-
-
-async def _empty_input(server: Server) -> Row:
-    empty = await _ask(server, [{"role": "user", "content": "Note the time."}], tools=[_NOTE], tool_choice={"type": "any"})
-    if not empty.good:
-        return Row("a call with no input", "unsupported", said(empty))
-    if not empty.calls:
-        return Row("a call with no input", "quirk", "answered in text")
-    return Row("a call with no input", "ok" if is_json_object(empty.calls[0][2]) else "quirk", f"input {empty.calls[0][2]!r}")
 
 
 async def _tool_turn(server: Server, call_id: str) -> list[Row]:
@@ -121,8 +100,7 @@ async def _whole_and_errors(server: Server) -> list[Row]:
     whole = await _ask(server, [{"role": "user", "content": "Say OK."}], stream=False)
     rows = [Row("non-streamed answer", "ok", f"{whole.content_type}; text {whole.text[:30]!r}") if whole.good else Row("non-streamed answer", "unsupported", said(whole))]
     rows.append(await error_shape(server, "/v1/messages", {"model": server.model, "messages": "not a list", "max_tokens": 8}))
-    stops = sorted({a.stop for a in server.answers if a.stop})
-    rows.append(Row("stop reasons", "ok" if stops else "quirk", ", ".join(stops) if stops else "no stop_reason in any answer"))
+    rows.append(stops_row(server, "stop_reason"))
     return rows
 
 
@@ -132,7 +110,7 @@ async def _models(server: Server) -> list[Row]:
 
 CHECKS = Checks(
     (_models, _streaming, _system_and_media, _tools, _thinking, _whole_and_errors),
-    preset="anthropic",
+    preset="anthropic-compatible",
     protocol="anthropic",
     auth=lambda key: {"x-api-key": key},
     headers={"anthropic-version": "2023-06-01"},

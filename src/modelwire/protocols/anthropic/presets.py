@@ -58,4 +58,10 @@ PRESETS = (
         example="deepseek-chat",
         otel_name="deepseek", price_id="deepseek",
     ),
+    Preset(
+        "anthropic-compatible", "anthropic", "", "ANTHROPIC_COMPATIBLE_API_KEY", "ANTHROPIC_COMPATIBLE_BASE_URL", key_required=False,
+        auth="x-api-key", headers={"anthropic-version": "2023-06-01"},
+        description="any server with an Anthropic Messages route at the base URL given (`modelwire conform --protocol anthropic` finds what it takes)",
+        example="my-model",
+    ),
 )

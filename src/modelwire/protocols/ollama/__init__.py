@@ -31,6 +31,7 @@ class OllamaProtocol(WireProtocol):
     adapter = "modelwire.protocols.ollama.adapter:OllamaAdapter"
     formatter = "modelwire.protocols.ollama.formatter:OllamaFormatter"
     path = "/api/chat"
+    conform = "modelwire.protocols.ollama._conform:CHECKS"
     content_type = "application/x-ndjson"
     framing = "ndjson"
     signature = (b'"done":false', b'"done": false', b'"done_reason"', b'"eval_count"')

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._probe import ONE_PIXEL_PNG, Checks, ProbeFailed, Row, Server, error_shape, is_json_object, model_list, said, server_words
+from .._probe import ONE_PIXEL_PNG, Checks, ProbeFailed, Row, Server, error_shape, ids_row, is_json_object, model_list, said, server_words
 
 __all__ = ["CHECKS"]
 
@@ -139,7 +139,7 @@ async def _streaming(server: Server) -> list[Row]:
         rows.append(Row("streaming", "ok", f"SSE; {', '.join(framing)}; text {answer.text[:40]!r}"))
     else:
         rows.append(Row("streaming", "quirk", f"answered {answer.content_type or 'no content type'} to stream: true (a whole answer, read as one)"))
-    rows.append(Row("usage in the stream", "ok", f"usage {answer.usage}") if answer.usage else Row("usage in the stream", "quirk", "no usage unless asked (stream_options.include_usage)"))
+    rows.append(Row("usage in the stream", "ok", f"usage {answer.usage}") if answer.usage else Row("usage in the stream", "quirk", "no usage unless asked (stream_options.include_usage)", dialect={"stream_usage": True}))
     return rows
 
 
@@ -154,13 +154,15 @@ async def _stream_usage(server: Server) -> list[Row]:
 
 async def _max_tokens(server: Server) -> list[Row]:
     prompt = [{"role": "user", "content": "Count from 1 to 60, one number a word."}]
-    control = await _ask(server, prompt)
+    # Counted in tokens where the server counts them in a stream (words are no measure of a small model's noise).
+    counted: dict[str, Any] = {"stream_options": {"include_usage": True}} if any(a.usage for a in server.answers) else {}
+    control = await _ask(server, prompt, **counted)
     if control.good and _within(control, 4):
         return [Row("max_completion_tokens", "ok", f"cannot be measured: the answer is short without a limit ({_length(control)})")]
-    limited = await _ask(server, prompt, max_tokens=None, max_completion_tokens=4)
+    limited = await _ask(server, prompt, max_tokens=None, max_completion_tokens=4, **counted)
     if limited.good and _within(limited, 4):
         return [Row("max_completion_tokens", "ok", f"honoured ({_length(limited)})", dialect={"max_tokens_field": "max_completion_tokens"})]
-    old = await _ask(server, prompt, max_tokens=4)
+    old = await _ask(server, prompt, max_tokens=4, **counted)
     if old.good and _within(old, 4):
         why = f"refused: {said(limited)}" if not limited.good else f"ignored ({_length(limited)} with a limit of 4)"
         return [Row("max_completion_tokens", "quirk", f"{why}; max_tokens is honoured ({_length(old)})", dialect={"max_tokens_field": "max_tokens"})]
@@ -243,7 +245,7 @@ def _empty_args_row(answer: _Answer) -> Row:
 
 async def _tool_turn(server: Server, calls: list[dict[str, Any]], ask: list[dict[str, Any]]) -> list[Row]:
     ids = [c["id"] for c in calls if c.get("id")]
-    rows = [Row("ids unique per call", "ok", f"{len(ids)} id(s), all different") if len(set(ids)) == len(ids) else Row("ids unique per call", "quirk", f"ids repeat: {ids}; modelwire renames repeats")]
+    rows = [ids_row([(c.get("id") or "", c["name"], c["arguments"]) for c in calls])]
     call_id = ids[0] if ids else "call_probe0001"
     turn = ask + [
         {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},

@@ -34,6 +34,7 @@ class OpenAIResponsesProtocol(WireProtocol):
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True)
     sdk_package = "openai"
     dialect_keys = {"strict_default": bool}  # as on Chat: False where strict mode refuses a non-null default
+    conform = "modelwire.protocols.openai_responses._conform:CHECKS"
 
     def rate_limits(self, headers: Mapping[str, str]) -> dict[str, Any] | None:
         return openai_rate_limits(headers)  # the same headers as Chat Completions

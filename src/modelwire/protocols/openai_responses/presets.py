@@ -21,4 +21,9 @@ PRESETS = (
         description="Azure OpenAI v1 API, Responses (AZURE_OPENAI_API_KEY or Entra ID)", example="my-gpt-5-deployment",
         otel_name="azure.ai.openai", price_id="azure",
     ),
+    Preset(
+        "responses-compatible", "openai-responses", "", "RESPONSES_COMPATIBLE_API_KEY", "RESPONSES_COMPATIBLE_BASE_URL", key_required=False,
+        description="any server with an OpenAI Responses route at the base URL given (`modelwire conform --protocol openai-responses` finds what it takes)",
+        example="my-model",
+    ),
 )
