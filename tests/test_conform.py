@@ -305,9 +305,15 @@ def test_an_anthropic_route_its_quirks_and_the_profile_they_make(tmp_path, monke
             model.build_request([UserMsg("u", "hi")], tools=[weather], tool_choice="required")
 
 
-def test_aimock_on_its_anthropic_route(tmp_path):
+def test_aimock_on_its_anthropic_route(tmp_path, monkeypatch):
+    from modelwire.conform import probe_profile, profile_toml
+
     with Aimock(tmp_path, AIMOCK_FIXTURES) as server:
         report = probe(server.url, "claude-sonnet-4-5", protocol="anthropic")
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "modelwire.toml").write_text(profile_toml("aimock-anthropic", report.profile()))
+        again = {r.check: r for r in probe_profile("aimock-anthropic").rows}
+    assert again["modelwire: tool round trip"].status == "ok" and "It is sunny in Paris." in again["modelwire: tool round trip"].evidence
     status = {r.check: r.status for r in report.rows}
     assert status["streaming"] == status["tool definitions"] == status["forced call (any)"] == status["forced call (named tool)"] == "ok"
     assert status["tool-result turn"] == status["non-streamed answer"] == status["a call with no input"] == "ok"

@@ -105,6 +105,13 @@ def test_litellm_anthropic_route(litellm_proxy, tmp_path, monkeypatch):
     assert status["error shape (4xx)"] == "quirk" and rows["error shape (4xx)"].evidence.startswith("a malformed request was answered HTTP 500")
     assert "\n" not in rows["error shape (4xx)"].evidence
     assert report.profile() == {"model": "anthropic-compatible:echo", "base_url": litellm_proxy, "capabilities": {"thinking": []}}
+    monkeypatch.setenv("ANTHROPIC_COMPATIBLE_API_KEY", KEY)
+    _write(tmp_path, monkeypatch, "lite-anthropic", report)
+    again = {row.check: row for row in probe_profile("lite-anthropic").rows}
+    assert again["thinking (budget)"].status == "ok" and "(the profile sets thinking = [])" in again["thinking (budget)"].evidence
+    for check in ("modelwire: streamed reply", "modelwire: tool round trip", "modelwire: tool-result turn"):
+        assert again[check].status == "ok", again[check].evidence
+    assert "'It is sunny.'" in again["modelwire: tool round trip"].evidence
 
 
 def test_litellm_responses_route_fails_in_one_line(litellm_proxy):

@@ -24,7 +24,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import ConfigError, ProviderError
+from .errors import ConfigError, ProviderError, UnsupportedOptionError
 from .protocols._probe import STATUSES, Checks, ProbeBudget, ProbeFailed, Row, Server
 
 __all__ = ["Row", "Checks", "Server", "ConformReport", "ProbeFailed", "probe", "probe_async", "probe_profile", "probe_profile_async", "probeable", "profile_toml"]
@@ -219,6 +219,8 @@ async def _through_modelwire(name: str, caps: dict[str, Any], dialect: dict[str,
     try:
         shaped = await model.complete([UserMsg("user", "Reply with a JSON object whose answer is OK.")], options={"json_schema": _ANSWER_SCHEMA})
         rows.append(Row("modelwire: structured output", "ok", f"text {_text(shaped)!r}"))
+    except UnsupportedOptionError as err:
+        rows.append(Row("modelwire: structured output", "unsupported", f"refused before sending: {err}"))
     except ProviderError as err:
         rows.append(Row("modelwire: structured output", "unsupported", f"{type(err).__name__}: {err}"))
     return rows
