@@ -49,3 +49,19 @@ def decode(protocol: str, bodies: list[bytes], split_seed: int | None = None) ->
 
 def ends(events):
     return [e for e in events if e.type == "MODEL_CALL_END"]
+
+
+def decode_whole(protocol: str, answer: dict) -> tuple[Msg, list[E.EventBase]]:
+    """A whole (non-streamed) answer, decoded by the protocol's ``answer_events`` into one
+    reply and folded, with the same ids and clock as :func:`decode`."""
+    from modelwire.adapters import decode_answer
+
+    wire = get_protocol(protocol)
+    reply = AssistantMsg("agent", [], id="reply", created_at=CLOCK)
+    events: list[E.EventBase] = [E.ReplyStartEvent(id="start", created_at=CLOCK, session_id="s", reply_id="reply", name="agent")]
+    events += decode_answer(wire.adapter_class()("reply", new_id=counter_ids(), clock=lambda: CLOCK), wire.answer_events(answer))
+    events.append(E.ReplyEndEvent(id="end", created_at=CLOCK, session_id="s", reply_id="reply", finished_reason="completed"))
+    assert E.check_stream(events) == len(events)
+    for ev in events:
+        reply.append_event(ev)
+    return reply, events

@@ -253,8 +253,11 @@ class HTTPModel:
 
     # -- request -------------------------------------------------------------------------
 
-    def url(self) -> str:
-        return self.wire.url(self.spec.base_url or "", self.name, self.spec.preset)
+    def url(self, opts: ModelOptions | None = None) -> str:
+        """Where a request goes: the streamed endpoint, or the whole-answer one when ``opts``
+        ask for ``stream=False``."""
+        url = self.wire.url(self.spec.base_url or "", self.name, self.spec.preset)
+        return self.wire.whole_url(url, self.spec.preset) if opts is not None and opts.stream is False else url
 
     def headers(self, extra: dict[str, str]) -> dict[str, str]:
         return self.wire.headers(self.spec.api_key, self.spec.preset, extra)
@@ -482,7 +485,7 @@ class HTTPModel:
         elif drafted:
             call.drafted = (drafted[0], drafted[1])
         call.body, call.headers = await self._encoded(call.payload, opts, call.drafted)
-        call.trace = telemetry.model_call(self.provider, self.name, self.url(), opts, messages) if telemetry.enabled() else None
+        call.trace = telemetry.model_call(self.provider, self.name, self.url(opts), opts, messages) if telemetry.enabled() else None
         call.deadline = asyncio.get_running_loop().time() + self.timeouts.total if self.timeouts.total else None
         if IN_CASSETTE.get() and not REPLAYING.get():  # a cassette that may record
             call.conversation = _conversation(messages, tools, tool_choice, opts)
@@ -493,12 +496,7 @@ class HTTPModel:
         that is not MODEL_CALL_START arrives: until then a retry may still replace them."""
         loop = asyncio.get_running_loop()
         decoder, opts, trace = attempt.decoder, call.opts, call.trace
-        kept = CONVERSATION.set(call.conversation) if call.conversation is not None else None
-        try:
-            attempt.response = response = await self.transport.open("POST", self.url(), call.headers, call.body, self.timeouts.first_byte, call.deadline)
-        finally:
-            if kept is not None:
-                CONVERSATION.reset(kept)
+        attempt.response = response = await self._open(call)
         _preload_prices()  # in a thread, while the answer streams (the connection's own imports done)
         first_deadline = loop.time() + self.timeouts.first_byte
         if response.status_code >= 400:
@@ -507,11 +505,14 @@ class HTTPModel:
         if limits is not None:  # on the call's MODEL_CALL_END, in one shape for every provider
             decoder.adapter.call_metadata["rate_limits"] = limits
         if not _is_stream(response, self.wire.stream_content_type(self.spec.preset)):
-            # JSON where a stream was asked for (the whole answer, or its error), or something
-            # else (an HTML page from a proxy): the server answered, so this is never retried
-            # and never a connection error.
-            for event in await self._whole_answer(response, decoder.adapter, trace):
+            # The whole answer (asked for with stream=False, or sent where a stream was asked
+            # for), its error, or something else (an HTML page from a proxy): the server
+            # answered, so this is never retried and never a connection error. Its events
+            # end the call as a stream's do (priced, traced, remembered for a chain).
+            events = await self._decode_whole(response, decoder.adapter, call.deadline)
+            for event in await self._passed(events, attempt, call) + attempt.held:
                 yield event
+            attempt.held = []
             return
         async for chunk in read_chunks(response, self.timeouts, call.deadline, first_deadline):
             if len(attempt.head) < 4096:
@@ -536,6 +537,18 @@ class HTTPModel:
         held, attempt.held = attempt.held, []  # the body is over: a start still held goes too
         for event in held + out:
             yield event
+
+    async def _open(self, call: _Call) -> Any:
+        """The call's request sent; its response once the headers came. A whole answer's
+        headers come when it is written: they are waited for within the call's total."""
+        opts = call.opts
+        kept = CONVERSATION.set(call.conversation) if call.conversation is not None else None
+        waiting = self.timeouts.first_byte if opts.stream is not False else max(self.timeouts.first_byte, self.timeouts.total or 0)
+        try:
+            return await self.transport.open("POST", self.url(opts), call.headers, call.body, waiting, call.deadline)
+        finally:
+            if kept is not None:
+                CONVERSATION.reset(kept)
 
     async def _passed(self, events: list[AgentEvent], attempt: _Attempt, call: _Call) -> list[AgentEvent]:
         """The events of one piece (or of the body's end) to pass on now: released first
@@ -666,7 +679,9 @@ class HTTPModel:
         if body is None:
             body = encode_body(payload)
         headers = self.wire.request_headers(payload, self.headers(opts.extra_headers), self.spec.preset)
-        return body, await self._signed(self.url(), headers, body)
+        if opts.stream is False:
+            headers["accept"] = "application/json"
+        return body, await self._signed(self.url(opts), headers, body)
 
     def _drafted_body(self, payload: dict[str, Any], opts: ModelOptions, drafted: tuple[Any, list[Any]]) -> bytes | None:
         """The body with the draft's finished turns as their bytes, where the turns are the
@@ -767,20 +782,16 @@ class HTTPModel:
             trace.end(end)
         return end
 
-    async def _whole_answer(self, response: Any, adapter: Any, trace: Any) -> list[AgentEvent]:
-        """The events of a whole JSON answer where a stream was asked for (its call ended
-        and priced), or its error raised."""
-        events = await self._decode_whole(response, adapter)
-        if events and events[-1].type == "MODEL_CALL_END":
-            await _prices_loaded()
-            events[-1] = self._ended(events[-1], trace)
-        return events
-
-    async def _decode_whole(self, response: Any, adapter: Any) -> list[AgentEvent]:
+    async def _decode_whole(self, response: Any, adapter: Any, deadline: float | None) -> list[AgentEvent]:
+        """The events of a whole JSON answer (read within the call's deadline), or its error raised."""
         from ..adapters import decode_answer
 
         content_type = response.headers.get("content-type", "")
-        raw = await read_limited(response, self.max_source_bytes)
+        left = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
+        try:
+            raw = await asyncio.wait_for(read_limited(response, self.max_source_bytes), left)
+        except asyncio.TimeoutError:
+            raise E.TimeoutError(f"the total timeout ({self.timeouts.total:g} s) fired: while reading the whole answer", which="total", seconds=self.timeouts.total or 0.0) from None
         text = raw.decode("utf-8", "replace")
         try:
             answer: Any = json.loads(text) if "json" in content_type.lower() else None

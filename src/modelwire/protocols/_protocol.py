@@ -95,6 +95,7 @@ class ModelOptions:
     stateless: bool | None = None  # keep nothing on the provider's side (its state replayed instead)
     chain: bool | None = None  # continue the provider's stored response, sending only the new items
     background: bool | None = None  # run the response in the background (resumed if the stream drops)
+    stream: bool | None = None  # False: the whole answer at once (no streaming), decoded into the same events
     extra_headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] = field(default_factory=dict)
 
@@ -240,6 +241,7 @@ _OPTION_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "stateless": _kind(bool),
     "chain": _kind(bool),
     "background": _kind(bool),
+    "stream": _kind(bool),
     "extra_headers": _kind(dict, each=str),
     "extra_body": _kind(dict),
 }
@@ -419,6 +421,12 @@ class WireProtocol:
             url += "?" + urlencode({param: env.get(var) or default for param, (var, default) in preset.query.items()})
         return url
 
+    def whole_url(self, url: str, preset: Preset) -> str:
+        """The URL of a request for the whole answer at once (``stream=False``), given the
+        streamed request's: the same where the body says whether to stream, another
+        endpoint where the URL says it (Gemini, Bedrock, Claude on the clouds)."""
+        return url
+
     def headers(self, api_key: str | None, preset: Preset, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": self.content_type, "user-agent": USER_AGENT}
         headers.update(preset.headers)
@@ -441,9 +449,13 @@ class WireProtocol:
         the protocol's defaults when not given), ``extra_body`` merged in last."""
         body: dict[str, Any] = {"model": model} if self.model_in_body else {}
         body.update(payload)
+        streamed = options.stream is not False
         if self.stream_in_body:
-            body["stream"] = True
-        self.stream_fields(body, preset)
+            body["stream"] = streamed
+        if streamed:
+            self.stream_fields(body, preset)
+        elif options.background:
+            raise refuse("stream", preset, "a background response is read as a stream; leave stream=False out", model=model)
         if options.json_schema is None and options.json_schema_name != "output":
             raise UnsupportedOptionError("json_schema_name", preset.name, "it names a json_schema; pass the schema too")
         if caps is None:

@@ -170,6 +170,13 @@ class AnthropicProtocol(WireProtocol):
             return regional(base_url, preset, env) + f"/model/{quote(model, safe='')}/invoke-with-response-stream"
         return super().url(base_url, model, preset, env)
 
+    def whole_url(self, url: str, preset: Preset) -> str:
+        path, sep, query = url.partition("?")
+        for streamed, whole in ((":streamRawPredict", ":rawPredict"), ("/invoke-with-response-stream", "/invoke")):
+            if path.endswith(streamed):
+                return path[: -len(streamed)] + whole + sep + query
+        return url
+
     claimed_types = ("thinking",)
 
     def claims(self, block_type: str, fields: Mapping[str, Any], block_id: str) -> bool:

@@ -95,8 +95,12 @@ class BedrockConverseProtocol(WireProtocol):
     def url(self, base_url: str, model: str, preset: Preset, env: Mapping[str, str] | None = None) -> str:
         return regional(base_url, preset, os.environ if env is None else env) + self.path.format(model=quote(model, safe=""))
 
+    def whole_url(self, url: str, preset: Preset) -> str:
+        path, sep, query = url.partition("?")
+        return path[: -len("-stream")] + sep + query if path.endswith("/converse-stream") else url
+
     def matches_url(self, url: str) -> bool:
-        return url.split("?")[0].rstrip("/").endswith("/converse-stream")
+        return url.split("?")[0].rstrip("/").endswith(("/converse-stream", "/converse"))
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
         """A Converse (not streamed) answer as ConverseStream events."""

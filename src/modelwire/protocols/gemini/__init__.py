@@ -112,6 +112,11 @@ class GeminiProtocol(WireProtocol):
         # AgentScope keeps a Gemini call's thought signature in the call's id.
         return block_type == "tool_call" and block_id.startswith(GEMINI_TS)
 
+    def whole_url(self, url: str, preset: Preset) -> str:
+        path, _, query = url.partition("?")
+        rest = "&".join(part for part in query.split("&") if part and part != "alt=sse")
+        return path.replace(":streamGenerateContent", ":generateContent") + (f"?{rest}" if rest else "")
+
     def matches_url(self, url: str) -> bool:
         return ":streamGenerateContent" in url.split("?")[0] or url.split("?")[0].endswith(":generateContent")
 

@@ -56,6 +56,11 @@ STRICT_RULES: dict[str, Any] = dict(
 )
 
 
+# Where OpenAI-compatible servers put reasoning in a message (DeepSeek, vLLM, llama.cpp:
+# reasoning_content; OpenRouter, Groq: reasoning and reasoning_details).
+_REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_details")
+
+
 def openai_rate_limits(headers: Mapping[str, str]) -> dict[str, Any] | None:
     """``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` (the reset a wait, "6m0s") and
     ``retry-after``, as OpenAI, Azure OpenAI and Groq send them
@@ -323,16 +328,24 @@ class OpenAIChatProtocol(WireProtocol):
             p["response_format"] = {"type": "json_schema", "json_schema": {"name": o.json_schema_name, "schema": schema, "strict": strict}}
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
-        chunk = {k: v for k, v in answer.items() if k != "choices"}
-        choices = []
+        # The reasoning first, in a chunk of its own (as a stream sends it, before the text),
+        # then the rest with the finish reason and the usage.
+        head = {k: v for k, v in answer.items() if k not in ("choices", "usage")}
+        thinking, choices = [], []
         for choice in answer.get("choices") or []:
             message = dict(choice.get("message") or {})
+            index = choice.get("index", 0)
+            reasoning = {k: message.pop(k) for k in _REASONING_FIELDS if message.get(k)}
+            if reasoning:
+                thinking.append({"index": index, "delta": {"role": message.get("role", "assistant"), **reasoning}, "finish_reason": None})
             calls = message.pop("tool_calls", None)
             if calls:
                 message["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
-            choices.append({"index": choice.get("index", 0), "delta": message, "finish_reason": choice.get("finish_reason")})
-        chunk["choices"] = choices
-        return [(None, chunk), (None, "[DONE]")]
+            choices.append({"index": index, "delta": message, "finish_reason": choice.get("finish_reason")})
+        chunks: list[tuple[str | None, Any]] = [(None, {**head, "choices": thinking})] if thinking else []
+        chunks.append((None, {**head, **({"usage": answer["usage"]} if "usage" in answer else {}), "choices": choices}))
+        chunks.append((None, "[DONE]"))
+        return chunks
 
     def fake_stream(self, *blocks: tuple, finish: str | None = None, reasoning_field: str = "reasoning_content", usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
         """Tool calls are streamed in parallel, their fragments interleaved."""

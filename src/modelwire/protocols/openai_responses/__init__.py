@@ -149,6 +149,10 @@ class OpenAIResponsesProtocol(WireProtocol):
                 for si, part in enumerate(item.get("summary") or []):
                     add({"type": "response.reasoning_summary_part.added", "item_id": item_id, "output_index": oi, "summary_index": si, "part": {**part, "text": ""}})
                     add({"type": "response.reasoning_summary_text.delta", "item_id": item_id, "output_index": oi, "summary_index": si, "delta": part.get("text", "")})
+                for ci, part in enumerate(item.get("content") or []):  # the raw reasoning text (gpt-oss, OpenRouter)
+                    add({"type": "response.content_part.added", "item_id": item_id, "output_index": oi, "content_index": ci, "part": {**part, "text": ""}})
+                    add({"type": "response.reasoning_text.delta", "item_id": item_id, "output_index": oi, "content_index": ci, "delta": part.get("text", "")})
+                    add({"type": "response.content_part.done", "item_id": item_id, "output_index": oi, "content_index": ci, "part": part})
             else:
                 add({"type": "response.output_item.added", "output_index": oi, "item": item})
             add({"type": "response.output_item.done", "output_index": oi, "item": item})
