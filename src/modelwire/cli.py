@@ -523,6 +523,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     spec = resolve(args.model, api_key=REPLAY_KEY)  # offline: no key is needed, none is sent
     model = load_model(args.model, api_key=REPLAY_KEY, base_url=spec.base_url or "http://offline.invalid", capability_lookup=False, **options)
     findings = model.preflight(messages, tools, args.tool_choice)
+    if args.count:
+        findings = [f for f in findings if f.rule != "context-window"] + _counted(args, messages, tools, options)
     if args.json:
         sys.stdout.write(json.dumps([f.to_dict() for f in findings], ensure_ascii=False, indent=1) + "\n")
     else:
@@ -548,6 +550,41 @@ def _cmd_format(args: argparse.Namespace) -> int:
     payload = get_formatter(args.protocol)().format(messages, tools, args.tool_choice)
     json.dump(payload, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
+    return 0
+
+
+def _counted(args: argparse.Namespace, messages: list[Any], tools: Any, options: dict[str, Any]) -> list[Any]:
+    """``check --count``: the context-window finding from the provider's own count."""
+    from ._sync import run_sync
+    from .models import load_model
+    from .models._preflight import counted_finding
+
+    model = load_model(args.model, **options)
+    counted = run_sync(model.count_tokens(messages, tools=tools, tool_choice=args.tool_choice, estimate=True), "count")
+    window = model.capabilities.context_window
+    finding = counted_finding(counted, window, f"{model.provider}:{model.name}")
+    return [finding] if finding else []
+
+
+def _count_command(count: argparse.ArgumentParser) -> None:
+    count.add_argument("-m", "--model", required=True, help="PROVIDER:MODEL or a profile")
+    count.add_argument("--tools", help="a JSON file with a list of tool definitions")
+    count.add_argument("--estimate", action="store_true", help="where the provider cannot count, print an estimate from the request's size (marked as one)")
+    count.add_argument("file", help="a JSON list of messages (Msg.to_dict() form), or - for standard input")
+    count.set_defaults(func=_cmd_count)
+
+
+def _cmd_count(args: argparse.Namespace) -> int:
+    """The input tokens of a request: the number, then where it came from."""
+    from ._sync import run_sync
+    from .models import load_model
+
+    messages = _load_messages(args.file)
+    tools = _load_tools(args.tools)
+    model = load_model(args.model)
+    counted = run_sync(model.count_tokens(messages, tools=tools, estimate=args.estimate), "count")
+    print(f"{counted.input_tokens} input tokens" + (" (an estimate)" if counted.estimated else ""))
+    print(counted.source, file=sys.stderr)
     return 0
 
 
@@ -797,6 +834,7 @@ def _check_command(check: argparse.ArgumentParser) -> None:
     check.add_argument("--option", action="append", metavar="KEY=VALUE", help="a model option (thinking=true, reasoning_effort=high ...); repeatable")
     check.add_argument("--json", action="store_true", help="the findings as JSON (rule, index, message, fix)")
     check.add_argument("--fix", metavar="OUT.json", help="write the conversation with the fixes modelwire applies")
+    check.add_argument("--count", action="store_true", help="count the request's input tokens with the provider (needs its key and the network; an estimate where it cannot count) against the context window")
     check.epilog = "exit status: 0 clean, 1 findings, 2 bad input. Rules: " + "; ".join(f"{k}: {v}" for k, v in _rules().items())
     check.set_defaults(func=_cmd_check)
 
@@ -900,6 +938,7 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--tool-choice", help="auto, none, required, or a tool name")
     fmt.add_argument("file", help="a JSON list of messages (Msg.to_dict() form), or - for standard input")
     fmt.set_defaults(func=_cmd_format)
+    _count_command(command("count", "count the input tokens a request would send, with the provider's own endpoint"))
 
     _cassette_command(command("cassette", "inspect recorded provider traffic, recheck it against the provider, transpose it onto another model, or import VCR.py cassettes"))
     _conform_command(command("conform", "probe a server that says it speaks a provider's protocol (at most 40 small requests) and say what works, in which form"))

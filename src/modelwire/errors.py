@@ -37,6 +37,7 @@ catches ``ValueError`` keeps working. The whole tree (a built-in base besides, a
             SSELineTooLongError
       StreamGrammarError (also ValueError)
       StructuredOutputError (also ValueError)
+      TokenCountUnavailableError (also LookupError)
       ToolArgumentsError (also ValueError)
       ToolError (also RuntimeError)
       ToolServerError (also RuntimeError)
@@ -77,6 +78,7 @@ __all__ = [
     "FormatError",
     "ConfigError",
     "AgentError",
+    "TokenCountUnavailableError",
     "ToolArgumentsError",
     "CassetteError",
     "CassetteMismatchError",
@@ -450,6 +452,12 @@ class RefusedOptionError(InvalidRequestError, UnsupportedOptionError):
 
 class AgentError(ModelwireError, RuntimeError):
     """The agent was used in a way it cannot follow (resuming a reply that is not parked ...)."""
+
+
+class TokenCountUnavailableError(ModelwireError, LookupError):
+    """The provider has no endpoint that counts a request's input tokens (OpenAI Chat
+    Completions, Ollama ...): ``count_tokens(..., estimate=True)`` gives an estimate, marked
+    as one."""
 
 
 class UsageLimitExceeded(ModelwireError, RuntimeError):

@@ -572,6 +572,8 @@ class Agent:
         messages, tools, tool_choice, options = self._model_request(state, last_call)
         if self.limits is not None:
             self.limits.check(state.iters, state.reply.usage, state.reply.cost)  # before the call that would pass one
+            if self.limits.count_before_request:
+                await self._counted_within(messages, tools, tool_choice, options, state)
         stream = self.model.stream(messages, tools=tools or None, tool_choice=tool_choice, options=options or None, reply_id=state.reply.id)
         if state.span is not None:
             stream = telemetry.under(state.span, stream)
@@ -593,6 +595,16 @@ class Agent:
             close = getattr(stream, "aclose", None)
             if close is not None:
                 await close()
+
+    async def _counted_within(self, messages: list[Msg], tools: Any, tool_choice: Any, options: Any, state: _ReplyState) -> None:
+        """The next request's input counted by the provider, and refused if it would pass a limit."""
+        limits = self.limits
+        assert limits is not None
+        count = getattr(self.model, "count_tokens", None)
+        if count is None:
+            raise ConfigError(f"UsageLimits(count_before_request=True): the model {getattr(self.model, 'name', self.model)!r} cannot count tokens")
+        counted = await count(messages, tools=tools or None, tool_choice=tool_choice, options=options or None, estimate=limits.estimate_count)
+        limits.check_count(int(counted), state.reply.usage)
 
     async def _list_tools(self) -> dict[str, Tool]:
         """The agent's own tools and its toolsets' tools as they are now; a name given twice

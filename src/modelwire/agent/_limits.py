@@ -21,6 +21,11 @@ class UsageLimits:
         input_tokens / output_tokens / total_tokens: tokens the reply's calls used so far.
         cost: what the calls cost so far (``Msg.cost["total"]``, in its currency); a reply
             whose calls have no price cannot be held to a cost limit, which is then refused.
+        count_before_request: count each request's input tokens first, with the provider's
+            own endpoint (``model.count_tokens``), and refuse before sending a request whose
+            input would pass ``input_tokens`` or ``total_tokens``. A provider without such an
+            endpoint is refused then too (the count cannot be made), unless
+            ``estimate_count`` allows an estimate from the request's size.
     """
 
     requests: int | None = None
@@ -28,12 +33,22 @@ class UsageLimits:
     output_tokens: int | None = None
     total_tokens: int | None = None
     cost: float | None = None
+    count_before_request: bool = False
+    estimate_count: bool = False
 
     def __post_init__(self) -> None:
         for name in ("requests", "input_tokens", "output_tokens", "total_tokens", "cost"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
                 raise ConfigError(f"UsageLimits({name}={value!r}): a limit is a number, at least 0")
+
+    def check_count(self, counted: int, usage: Any) -> None:
+        """Raise if the next request's input (``counted`` tokens) would pass a token limit."""
+        used_in = usage.input_tokens if usage is not None else 0
+        used_out = usage.output_tokens if usage is not None else 0
+        for name, allowed, used in (("input_tokens", self.input_tokens, used_in + counted), ("total_tokens", self.total_tokens, used_in + used_out + counted)):
+            if allowed is not None and used > allowed:
+                raise UsageLimitExceeded(name, allowed, used)
 
     def check(self, calls: int, usage: Any, cost: dict[str, Any] | None) -> None:
         """Raise if one more model call would go past a limit (``calls`` made so far)."""

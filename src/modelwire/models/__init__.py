@@ -22,6 +22,7 @@ from .options import ModelOptions, UnsupportedOptionError
 if TYPE_CHECKING:  # pragma: no cover
     from ..event import AgentEvent
     from ..message import Msg
+    from ._count import TokenCount
     from ._fallback import FallbackModel
     from ._http import HTTPModel
     from .transport import RetryPolicy, Timeouts
@@ -30,6 +31,7 @@ __all__ = [
     "Model",
     "load_model",
     "FallbackModel",
+    "TokenCount",
     "ModelOptions",
     "UnsupportedOptionError",
     "ConfigError",
@@ -161,6 +163,10 @@ def __getattr__(name: str) -> Any:
         from ._fallback import FallbackModel
 
         return FallbackModel
+    if name == "TokenCount":
+        from ._count import TokenCount
+
+        return TokenCount
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -166,6 +166,7 @@ class HTTPModel:
         self._credentials: Any = None
         self._cache_resources: Any = None  # CacheResources, once a call asks for one
         self._chains: Any = collections.deque(maxlen=_CHAIN_RECORDS)  # stored responses a call may continue (chain)
+        self._token_counts: collections.OrderedDict[bytes, int] = collections.OrderedDict()  # count_tokens, by request body
         # What the formatter built of the last few conversations, by their first message, to
         # build each one's next request from (see modelwire.formatters._incremental).
         self._drafts: collections.OrderedDict[int, tuple[Any, Any]] = collections.OrderedDict()
@@ -817,6 +818,19 @@ class HTTPModel:
                 raise
         err.answered = True  # type: ignore[attr-defined]
         raise err
+
+    async def count_tokens(
+        self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: ModelOptions | dict | None = None, estimate: bool = False
+    ) -> Any:
+        """The input tokens this request would send (a :class:`~modelwire.models.TokenCount`),
+        counted by the provider's own endpoint for the exact body the request would have
+        (Anthropic ``count_tokens``, also on Vertex and Bedrock; OpenAI Responses
+        ``input_tokens``; Gemini ``countTokens``; Bedrock ``CountTokens``). Where the provider
+        has none, :class:`~modelwire.errors.TokenCountUnavailableError`, or with
+        ``estimate=True`` an estimate from the request's size, marked ``estimated``."""
+        from ._count import count_tokens
+
+        return await count_tokens(self, messages, tools, tool_choice, options, estimate)
 
     async def complete(
         self,

@@ -135,7 +135,16 @@ def _size_findings(messages: Sequence[Any], tools: Sequence[Any] | None, caps: A
     estimate = chars // _CHARS_PER_TOKEN
     if estimate <= window:
         return []
-    return [Finding("context-window", None, f"about {estimate:,} tokens against the model's context window of {window:,}", None)]
+    return [Finding("context-window", None, f"does not fit the model's context window: about {estimate:,} tokens (an estimate from its text) against {window:,}", None)]
+
+
+def counted_finding(counted: Any, window: int | None, target: str) -> Finding | None:
+    """The context-window finding from a count (:meth:`HTTPModel.count_tokens`): the
+    provider's own, or an estimate marked as one."""
+    if window is None or counted.input_tokens <= window:
+        return None
+    how = "an estimate from the request's size" if counted.estimated else "counted by the provider"
+    return Finding("context-window", None, f"does not fit {target}'s context window: {counted.input_tokens:,} input tokens ({how}) against {window:,}", None)
 
 
 def _history_findings(model: Any, messages: Sequence[Any], seen_names: set[str]) -> list[Finding]:

@@ -427,6 +427,18 @@ class WireProtocol:
         endpoint where the URL says it (Gemini, Bedrock, Claude on the clouds)."""
         return url
 
+    def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
+        """The URL and body of the provider's own endpoint that counts the input tokens of
+        the request ``body`` (which would go to ``url``), or None where it has none."""
+        return None
+
+    def counted(self, answer: Mapping[str, Any]) -> int:
+        """The input tokens in the counting endpoint's answer (each provider names them its way)."""
+        for key in ("input_tokens", "inputTokens", "totalTokens"):
+            if isinstance(answer.get(key), int):
+                return answer[key]
+        raise ValueError(f"no token count in {str(dict(answer))[:200]}")
+
     def headers(self, api_key: str | None, preset: Preset, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": self.content_type, "user-agent": USER_AGENT}
         headers.update(preset.headers)

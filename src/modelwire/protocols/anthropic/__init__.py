@@ -32,6 +32,9 @@ __all__ = ["PROTOCOL", "AnthropicProtocol", "ENDPOINT_VERSIONS"]
 
 # The anthropic_version each cloud endpoint wants in the body.
 ENDPOINT_VERSIONS = {"vertex": "vertex-2023-10-16", "bedrock": "bedrock-2023-05-31"}
+# What count_tokens takes of a Messages request (the SDK's MessageCountTokensParams, and the
+# beta fields of its beta twin): sampling, limits and streaming are left out.
+_COUNTED = frozenset({"messages", "system", "tools", "tool_choice", "thinking", "output_config", "mcp_servers", "context_management", "cache_control", "speed"})
 _VERTEX_PATH = "/v1/projects/{project}/locations/{location}/publishers/anthropic/models/{model}:streamRawPredict"
 _EVENTSTREAM = "application/vnd.amazon.eventstream"
 
@@ -176,6 +179,24 @@ class AnthropicProtocol(WireProtocol):
             if path.endswith(streamed):
                 return path[: -len(streamed)] + whole + sep + query
         return url
+
+    def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
+        """``POST /v1/messages/count_tokens`` (https://docs.claude.com/en/api/messages-count-tokens):
+        the fields it takes of the request. Claude on Vertex: ``.../models/count-tokens:rawPredict``
+        with the model in the body (https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude/count-tokens);
+        on Bedrock: ``CountTokens`` around the invoke body (botocore's ``CountTokens`` shape)."""
+        import base64
+        import json
+
+        path, _, query = url.partition("?")
+        endpoint = preset.dialect.get("endpoint")
+        kept = {k: v for k, v in body.items() if k in _COUNTED}
+        if endpoint == "bedrock":
+            invoke = {k: v for k, v in body.items() if k != "stream"}
+            return path.rsplit("/", 1)[0] + "/count-tokens", {"input": {"invokeModel": {"body": base64.b64encode(json.dumps(invoke).encode()).decode()}}}
+        if endpoint == "vertex":
+            return path.rsplit("/models/", 1)[0] + "/models/count-tokens:rawPredict", {"model": model, **kept}
+        return path.rstrip("/") + "/count_tokens" + (f"?{query}" if query else ""), {"model": model, **kept}
 
     claimed_types = ("thinking",)
 

@@ -99,6 +99,13 @@ class BedrockConverseProtocol(WireProtocol):
         path, sep, query = url.partition("?")
         return path[: -len("-stream")] + sep + query if path.endswith("/converse-stream") else url
 
+    def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
+        """``CountTokens`` (``POST /model/{modelId}/count-tokens``, botocore's shape): the
+        Converse request's messages, system, tools and model fields."""
+        path = url.split("?")[0]
+        kept = {k: v for k, v in body.items() if k in ("messages", "system", "toolConfig", "additionalModelRequestFields")}
+        return path.rsplit("/", 1)[0] + "/count-tokens", {"input": {"converse": kept}}
+
     def matches_url(self, url: str) -> bool:
         return url.split("?")[0].rstrip("/").endswith(("/converse-stream", "/converse"))
 

@@ -117,6 +117,15 @@ class GeminiProtocol(WireProtocol):
         rest = "&".join(part for part in query.split("&") if part and part != "alt=sse")
         return path.replace(":streamGenerateContent", ":generateContent") + (f"?{rest}" if rest else "")
 
+    def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
+        """``:countTokens``: on the Gemini API the whole request as ``generateContentRequest``
+        (https://ai.google.dev/api/tokens: system instruction and tools counted too); on Vertex
+        the request's fields themselves (google-genai's ``_CountTokensConfig_to_vertex``)."""
+        path = self.whole_url(url, preset).replace(":generateContent", ":countTokens")
+        if preset.dialect.get("endpoint") == "vertex":
+            return path, {k: v for k, v in body.items() if k in ("contents", "systemInstruction", "tools", "generationConfig")}
+        return path, {"generateContentRequest": {"model": f"models/{model}", **body}}
+
     def matches_url(self, url: str) -> bool:
         return ":streamGenerateContent" in url.split("?")[0] or url.split("?")[0].endswith(":generateContent")
 

@@ -17,6 +17,10 @@ from ..openai_chat import openai_rate_limits, strict_format
 __all__ = ["PROTOCOL", "OpenAIResponsesProtocol"]
 
 
+# What the input-token count takes of a Responses request (the SDK's InputTokenCountParams).
+_COUNTED = frozenset({"input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "reasoning", "text", "truncation", "conversation", "previous_response_id"})
+
+
 class OpenAIResponsesProtocol(WireProtocol):
     name = "openai-responses"
     presets = PRESETS
@@ -126,6 +130,13 @@ class OpenAIResponsesProtocol(WireProtocol):
         if o.json_schema is not None:
             schema, strict = strict_format(o.json_schema, model, preset.dialect, caps.strict_refused)
             p["text"] = {"format": {"type": "json_schema", "name": o.json_schema_name, "schema": schema, "strict": strict}}
+
+    def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
+        """``POST /responses/input_tokens`` (the SDK's ``responses.input_tokens.count``): the
+        fields it takes of the request."""
+        path, _, query = url.partition("?")
+        kept = {k: v for k, v in body.items() if k in _COUNTED}
+        return path.rstrip("/") + "/input_tokens" + (f"?{query}" if query else ""), {"model": model, **kept}
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
         events: list[tuple[str | None, Any]] = [("response.created", {"type": "response.created", "response": {**answer, "output": [], "status": "in_progress"}})]
