@@ -83,3 +83,62 @@ def test_a_response_without_such_headers_says_nothing():
 
         events = asyncio.run(run())
     assert events[-1].type == "MODEL_CALL_END" and "rate_limits" not in events[-1].metadata
+
+
+MISTRAL = {  # the names Mistral sends (mistralai/client-ts#169, 2026-02-12): per minute, no reset
+    "x-ratelimit-limit-tokens-minute": "5000000",
+    "x-ratelimit-remaining-tokens-minute": "4999911",
+    "x-ratelimit-tokens-query-cost": "52",
+    "x-ratelimit-limit-req-minute": "720",
+    "x-ratelimit-remaining-req-minute": "717",
+}
+
+# A Gemini 429: no rate-limit headers, the wait in a google.rpc.RetryInfo detail (the shape of
+# vercel/ai's packages/google/src/__fixtures__/google-429-retry-info.json).
+GEMINI_429 = {
+    "error": {
+        "code": 429, "status": "RESOURCE_EXHAUSTED", "message": "You exceeded your current quota, please check your plan and billing details.",
+        "details": [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests", "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "34.4s"},
+        ],
+    }
+}
+
+
+def test_mistrals_per_minute_headers_in_the_same_shape():
+    with ProviderServer() as server:
+        server.script(Reply(body=sse_body("openai-chat", ("text", "Hi.")), headers={"content-type": "text/event-stream", **MISTRAL}))
+        model = load_model("mistral:mistral-medium-latest", api_key="sk-test", base_url=server.url + "/v1")
+
+        async def run():
+            return [ev async for ev in model.stream([UserMsg("u", "hi")], reply_id="r")]
+
+        events = asyncio.run(run())
+    assert events[-1].metadata["rate_limits"] == {"requests": {"limit": 720, "remaining": 717}, "tokens": {"limit": 5000000, "remaining": 4999911}}
+
+
+def test_geminis_retry_info_is_the_errors_wait_and_is_honoured():
+    import json
+
+    from modelwire.testing import error_reply
+
+    with ProviderServer() as server:
+        server.script(error_reply(429, GEMINI_429))
+        model = load_model("google:gemini-2.5-flash", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=0))
+        with pytest.raises(RateLimitError, match="exceeded your current quota") as raised:
+            asyncio.run(model.complete([UserMsg("u", "hi")]))
+        assert raised.value.rate_limits == {"retry_after": 34.4} and raised.value.retry_after == 34.4
+        # The retry policy waits what the body says (a short one here), then the call succeeds.
+        short = json.loads(json.dumps(GEMINI_429))
+        short["error"]["details"][1]["retryDelay"] = "0.2s"
+        server.script(error_reply(429, short), Reply(body=sse_body("gemini", ("text", "Hi.")), headers={"content-type": "text/event-stream"}))
+        waits = []
+
+        async def sleep(seconds):
+            waits.append(seconds)
+
+        retried = load_model("google:gemini-2.5-flash", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=1))
+        retried._sleep = sleep
+        msg = asyncio.run(retried.complete([UserMsg("u", "hi")]))
+    assert msg.get_text_content().strip() == "Hi." and waits == [0.2]

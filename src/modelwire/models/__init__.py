@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..event import AgentEvent
     from ..message import Msg
     from ._count import TokenCount
+    from ._ratelimit import RateLimiter
     from ._fallback import FallbackModel
     from ._http import HTTPModel
     from .transport import RetryPolicy, Timeouts
@@ -32,6 +33,7 @@ __all__ = [
     "load_model",
     "FallbackModel",
     "TokenCount",
+    "RateLimiter",
     "ModelOptions",
     "UnsupportedOptionError",
     "ConfigError",
@@ -163,6 +165,10 @@ def __getattr__(name: str) -> Any:
         from ._fallback import FallbackModel
 
         return FallbackModel
+    if name in ("RateLimiter", "Permit"):
+        from . import _ratelimit
+
+        return getattr(_ratelimit, name)
     if name == "TokenCount":
         from ._count import TokenCount
 

@@ -58,5 +58,11 @@ async def http_error(response: Any, wire: WireProtocol) -> E.ProviderError:
     if not isinstance(body, dict) or not body:
         body = {"error": {"message": text[:500] or f"HTTP {response.status_code}"}}
     err = wire.error(body, status=response.status_code, request_id=request_id_of(response))
-    err.retry_after = retry_after_seconds(response.headers)  # type: ignore[attr-defined]
+    wait = retry_after_seconds(response.headers)
+    if wait is None:
+        # Where the provider says it in the body (Gemini's google.rpc.RetryInfo): the same wait.
+        wait = wire.retry_after_in(body)
+        if wait is not None and err.rate_limits is None:
+            err.rate_limits = {"retry_after": wait}
+    err.retry_after = wait  # type: ignore[attr-defined]
     return err

@@ -55,7 +55,7 @@ _AGAIN = object()  # a failed request is sent again
 class _Call:
     """What one call sends, kept across its requests (a retry, the whole history again)."""
 
-    __slots__ = ("full", "payload", "chained", "opts", "renamed", "body", "headers", "trace", "deadline", "attempts", "drafted", "conversation")
+    __slots__ = ("full", "payload", "chained", "opts", "renamed", "body", "headers", "trace", "deadline", "attempts", "drafted", "conversation", "permit")
 
     def __init__(self, full: dict[str, Any], opts: ModelOptions, renamed: Any) -> None:
         self.full = self.payload = full  # the whole request, also when a stored response is continued
@@ -69,6 +69,7 @@ class _Call:
         self.attempts = 0  # retries spent
         self.drafted: tuple[Any, list[Any]] | None = None  # the draft the payload came from, and its turns
         self.conversation: dict[str, Any] | None = None  # what a cassette keeps beside the request (config.CONVERSATION)
+        self.permit: Any = None  # the place its latest request took in a RateLimiter's budget
 
 
 class _Attempt:
@@ -101,6 +102,17 @@ class _Attempt:
         if self.response is not None:
             response, self.response = self.response, None
             await response.aclose()
+
+
+def _pacing(options: dict[str, Any]) -> tuple[int | None, Any]:
+    """``max_concurrent`` and ``rate_limiter`` taken out of a model's options, checked."""
+    limit = options.pop("max_concurrent", None)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise E.ConfigError(f"max_concurrent={limit!r} must be a whole number of calls, at least 1")
+    limiter = options.pop("rate_limiter", None)
+    if limiter is not None and not callable(getattr(limiter, "acquire", None)):
+        raise E.ConfigError(f"rate_limiter={limiter!r} must be a modelwire.models.RateLimiter")
+    return limit, limiter
 
 
 class HTTPModel:
@@ -141,10 +153,7 @@ class HTTPModel:
         if lookup not in ("auto", True, False):
             raise E.ConfigError(f"capability_lookup={lookup!r} must be 'auto', True or False")
         self.capability_lookup = lookup
-        limit = options.pop("max_concurrent", None)
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-            raise E.ConfigError(f"max_concurrent={limit!r} must be a whole number of calls, at least 1")
-        self.max_concurrent: int | None = limit
+        self.max_concurrent, self.rate_limiter = _pacing(options)
         self._slots: Any = None  # loop -> asyncio.Semaphore (a semaphore belongs to one loop)
         media = options.pop("on_unsupported_media", "refuse")
         if media not in ("refuse", "note"):
@@ -502,9 +511,7 @@ class HTTPModel:
         first_deadline = loop.time() + self.timeouts.first_byte
         if response.status_code >= 400:
             raise await http_error(response, self.wire)
-        limits = self.wire.rate_limits(response.headers)
-        if limits is not None:  # on the call's MODEL_CALL_END, in one shape for every provider
-            decoder.adapter.call_metadata["rate_limits"] = limits
+        self._note_limits(response, decoder.adapter, call)
         if not _is_stream(response, self.wire.stream_content_type(self.spec.preset)):
             # The whole answer (asked for with stream=False, or sent where a stream was asked
             # for), its error, or something else (an HTML page from a proxy): the server
@@ -539,10 +546,32 @@ class HTTPModel:
         for event in held + out:
             yield event
 
+    def _limit_key(self) -> str:
+        """What a RateLimiter's budget is kept per: the server and the model."""
+        return f"{self.spec.base_url}|{self.name}"
+
+    def _note_limits(self, response: Any, adapter: Any, call: _Call) -> None:
+        """The response's rate-limit headers, in one shape for every provider, on the call's
+        MODEL_CALL_END and taught to the rate limiter; the limiter's wait, shown there too."""
+        if call.permit is not None:
+            self.rate_limiter.answered(call.permit)
+        limits = self.wire.rate_limits(response.headers)
+        if limits is not None:
+            adapter.call_metadata["rate_limits"] = limits
+            if self.rate_limiter is not None:
+                self.rate_limiter.learn(self._limit_key(), limits)
+        if call.permit is not None and call.permit.waited:
+            adapter.call_metadata["rate_limit_wait"] = round(call.permit.waited, 3)
+
     async def _open(self, call: _Call) -> Any:
-        """The call's request sent; its response once the headers came. A whole answer's
-        headers come when it is written: they are waited for within the call's total."""
+        """The call's request sent (once a rate limiter has room for it); its response once
+        the headers came. A whole answer's headers come when it is written: they are waited
+        for within the call's total."""
         opts = call.opts
+        if self.rate_limiter is not None:
+            # Its size in tokens, about: the body's bytes, and the output it may use.
+            estimate = len(call.body) // 4 + (opts.max_tokens or 0)
+            call.permit = await self.rate_limiter.acquire(self._limit_key(), estimate, call.deadline)
         kept = CONVERSATION.set(call.conversation) if call.conversation is not None else None
         waiting = self.timeouts.first_byte if opts.stream is not False else max(self.timeouts.first_byte, self.timeouts.total or 0)
         try:
@@ -566,6 +595,9 @@ class HTTPModel:
         await _prices_loaded()
         events[-1] = self._ended(events[-1], call.trace)
         self._remember(call.full, events[-1], call.opts)
+        if call.permit is not None:
+            end = events[-1]
+            self.rate_limiter.settle(call.permit, getattr(end, "input_tokens", 0) + getattr(end, "output_tokens", 0) or None)
 
     def _mask(self, err: E.ProviderError, headers: Any, url: str | None = None) -> E.ProviderError:
         """The credentials a request carried (its key headers and query, the cloud
@@ -610,6 +642,8 @@ class HTTPModel:
             err.request_id = request_id_of(attempt.response)
         if attempt.response is not None and err.rate_limits is None:
             err.rate_limits = self.wire.rate_limits(attempt.response.headers)
+        if self.rate_limiter is not None and err.rate_limits:
+            self.rate_limiter.learn(self._limit_key(), err.rate_limits)
         if isinstance(err, E.StreamProtocolError) and attempt.head:
             from ..protocols import sniff
 

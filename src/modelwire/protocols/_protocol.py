@@ -427,6 +427,11 @@ class WireProtocol:
         endpoint where the URL says it (Gemini, Bedrock, Claude on the clouds)."""
         return url
 
+    def retry_after_in(self, body: Mapping[str, Any]) -> float | None:
+        """Seconds to wait that an error's body says (where a provider says it there rather
+        than in a ``retry-after`` header), else None."""
+        return None
+
     def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
         """The URL and body of the provider's own endpoint that counts the input tokens of
         the request ``body`` (which would go to ``url``), or None where it has none."""

@@ -117,6 +117,20 @@ class GeminiProtocol(WireProtocol):
         rest = "&".join(part for part in query.split("&") if part and part != "alt=sse")
         return path.replace(":streamGenerateContent", ":generateContent") + (f"?{rest}" if rest else "")
 
+    def retry_after_in(self, body: Mapping[str, Any]) -> float | None:
+        """A 429's ``google.rpc.RetryInfo`` detail, ``retryDelay: "34.4s"`` (the body vercel/ai's
+        ``packages/google/src/__fixtures__/google-429-retry-info.json`` recorded): Gemini sends
+        no rate-limit headers."""
+        error = body.get("error") if isinstance(body, Mapping) else None
+        for detail in (error.get("details") or ()) if isinstance(error, Mapping) else ():
+            delay = detail.get("retryDelay") if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith("google.rpc.RetryInfo") else None
+            if isinstance(delay, str) and delay.endswith("s"):
+                try:
+                    return float(delay[:-1])
+                except ValueError:
+                    return None
+        return None
+
     def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
         """``:countTokens``: on the Gemini API the whole request as ``generateContentRequest``
         (https://ai.google.dev/api/tokens: system instruction and tools counted too); on Vertex

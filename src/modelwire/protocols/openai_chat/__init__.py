@@ -66,7 +66,12 @@ def openai_rate_limits(headers: Mapping[str, str]) -> dict[str, Any] | None:
     ``retry-after``, as OpenAI, Azure OpenAI and Groq send them
     (https://platform.openai.com/docs/guides/rate-limits#rate-limits-in-headers)."""
     names = {kind: (f"x-ratelimit-limit-{kind}", f"x-ratelimit-remaining-{kind}", f"x-ratelimit-reset-{kind}") for kind in ("requests", "tokens")}
-    return rate_limit_shape(headers, names, reset_is_duration=True)
+    found = rate_limit_shape(headers, names, reset_is_duration=True)
+    if found is None or not ({"requests", "tokens"} & set(found)):
+        # Mistral's per-minute names, without a reset (mistralai/client-ts#169, 2026-02-12).
+        mistral = {"requests": ("x-ratelimit-limit-req-minute", "x-ratelimit-remaining-req-minute", ""), "tokens": ("x-ratelimit-limit-tokens-minute", "x-ratelimit-remaining-tokens-minute", "")}
+        found = rate_limit_shape(headers, mistral, reset_is_duration=True) or found
+    return found
 
 
 def strict_format(schema: dict[str, Any], model: str, dialect: Mapping[str, Any] | None = None, refused: Sequence[str] | None = None) -> tuple[dict[str, Any], bool]:
