@@ -142,3 +142,17 @@ def test_geminis_retry_info_is_the_errors_wait_and_is_honoured():
         retried._sleep = sleep
         msg = asyncio.run(retried.complete([UserMsg("u", "hi")]))
     assert msg.get_text_content().strip() == "Hi." and waits == [0.2]
+
+
+def test_openrouters_headers_on_a_429():
+    """OpenRouter's X-RateLimit-* on a 429 (https://openrouter.ai/docs/api-reference/limits): requests per
+    interval, the reset in epoch milliseconds."""
+    from modelwire.testing import error_reply
+
+    with ProviderServer() as server:
+        headers = {"X-RateLimit-Limit": "20", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1796356800000"}
+        server.script(error_reply(429, {"error": {"message": "Rate limit exceeded: free-models-per-min", "code": 429}}, headers=headers))
+        model = load_model("openrouter:meta-llama/llama-4-scout:free", api_key="sk-or-test", base_url=server.url + "/api/v1", retry=RetryPolicy(max_retries=0))
+        with pytest.raises(RateLimitError) as raised:
+            asyncio.run(model.complete([UserMsg("u", "hi")]))
+    assert raised.value.rate_limits == {"requests": {"limit": 20, "remaining": 0, "reset": "2026-12-04T04:00:00Z"}}

@@ -71,7 +71,24 @@ def openai_rate_limits(headers: Mapping[str, str]) -> dict[str, Any] | None:
         # Mistral's per-minute names, without a reset (mistralai/client-ts#169, 2026-02-12).
         mistral = {"requests": ("x-ratelimit-limit-req-minute", "x-ratelimit-remaining-req-minute", ""), "tokens": ("x-ratelimit-limit-tokens-minute", "x-ratelimit-remaining-tokens-minute", "")}
         found = rate_limit_shape(headers, mistral, reset_is_duration=True) or found
+    if found is None or "requests" not in found:
+        # OpenRouter's X-RateLimit-{Limit,Remaining,Reset} on a 429 (https://openrouter.ai/docs/api-reference/limits),
+        # requests per interval, the reset an epoch time in milliseconds.
+        generic = rate_limit_shape(headers, {"requests": ("x-ratelimit-limit", "x-ratelimit-remaining", "")}, reset_is_duration=True)
+        reset = _epoch_reset({k.lower(): v for k, v in headers.items()}.get("x-ratelimit-reset"))
+        if generic and "requests" in generic:
+            found = {**(found or {}), "requests": {**generic["requests"], **({"reset": reset} if reset else {})}}
     return found
+
+
+def _epoch_reset(value: str | None) -> str | None:
+    """An epoch time (seconds, or milliseconds) as an ISO-8601 UTC time."""
+    import time
+
+    if not value or not value.strip().isdigit():
+        return None
+    seconds = int(value) / (1000 if int(value) > 10**11 else 1)
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def strict_format(schema: dict[str, Any], model: str, dialect: Mapping[str, Any] | None = None, refused: Sequence[str] | None = None) -> tuple[dict[str, Any], bool]:
