@@ -14,7 +14,7 @@ from typing import Any, Callable
 __all__ = [
     "Row", "Checks", "Server", "Answer", "ProbeFailed", "ProbeBudget", "STATUSES", "ONE_PIXEL_PNG",
     "server_words", "said", "is_json_object", "model_list", "read_answer", "error_shape",
-    "forced_row", "arguments_row", "empty_arguments_row", "ids_row", "stops_row",
+    "forced_row", "arguments_row", "empty_arguments_row", "ids_row", "stops_row", "taken_row", "within", "length", "definitions_row",
 ]
 
 STATUSES = ("ok", "quirk", "unsupported")
@@ -228,7 +228,31 @@ def _fold(answer: Answer, events: list[Any]) -> None:
 # -- rows every protocol's tool checks make from read answers ---------------------------------
 
 
-def forced_row(check: str, answer: Answer) -> Row:
+def taken_row(check: str, answer: Any, capabilities: dict[str, Any] | None = None) -> Row:
+    """A form the server takes (``ok``) or refuses (``unsupported``, in its words; a profile
+    then sets ``capabilities``)."""
+    return Row(check, "ok", "taken") if answer.good else Row(check, "unsupported", said(answer), capabilities=dict(capabilities or {}))
+
+
+def within(answer: Answer, limit: int) -> bool:
+    """Whether the answer's output stayed within ``limit`` tokens (in words where none were counted)."""
+    return answer.usage[1] <= limit if answer.usage else len(answer.text.split()) <= limit + 1
+
+
+def length(answer: Answer) -> str:
+    """How long the answer's output was, as counted."""
+    return f"{answer.usage[1]} output tokens" if answer.usage else f"{len(answer.text.split())} words"
+
+
+def definitions_row(answer: Any) -> Row:
+    """Whether tool definitions are taken, and whether a call came for them unforced (a
+    server that refuses them cannot force one either)."""
+    if not answer.good:
+        return Row("tool definitions", "unsupported", said(answer), capabilities={"forced_tool": False})
+    return Row("tool definitions", "ok", f"taken; {'a call came' if answer.calls else 'answered in text'}")
+
+
+def forced_row(check: str, answer: Any) -> Row:
     """A forced tool choice: refused, ignored (text came), or a call."""
     if not answer.good:
         return Row(check, "unsupported", said(answer), capabilities={"forced_tool": False})
@@ -247,7 +271,7 @@ def arguments_row(check: str, calls: list[tuple[str, str, str]]) -> Row:
     return Row(check, "ok", f"{len(calls)} call(s), each a JSON object")
 
 
-def empty_arguments_row(check: str, answer: Answer) -> Row:
+def empty_arguments_row(check: str, answer: Any) -> Row:
     """A call to a tool that takes nothing: its arguments should read as ``{}``."""
     if not answer.good:
         return Row(check, "unsupported", said(answer))

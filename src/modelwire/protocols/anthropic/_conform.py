@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._probe import (
-    ONE_PIXEL_PNG, Answer, Checks, ProbeFailed, Row, Server, arguments_row, empty_arguments_row, error_shape, forced_row, ids_row, model_list, read_answer, said, stops_row,
+    ONE_PIXEL_PNG, Answer, Checks, ProbeFailed, Row, Server, arguments_row, definitions_row, empty_arguments_row, error_shape, forced_row, ids_row, model_list, read_answer, said, stops_row, taken_row,
 )
 
 __all__ = ["CHECKS"]
@@ -44,16 +44,15 @@ async def _system_and_media(server: Server) -> list[Row]:
         ("image block", {}, [{"role": "user", "content": [{"type": "text", "text": "What colour?"}, {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ONE_PIXEL_PNG}}]}], {"image_input": False}),
     ):
         fields: dict[str, Any] = dict(extra)
-        answer = await _ask(server, messages, **fields)
-        rows.append(Row(check, "ok", "taken") if answer.good else Row(check, "unsupported", said(answer), capabilities=caps))
+        rows.append(taken_row(check, await _ask(server, messages, **fields), caps))
     return rows
 
 
 async def _tools(server: Server) -> list[Row]:
     auto = await _ask(server, _ASK, tools=[_TOOL])
+    rows = [definitions_row(auto)]
     if not auto.good:
-        return [Row("tool definitions", "unsupported", said(auto), capabilities={"forced_tool": False})]
-    rows = [Row("tool definitions", "ok", f"taken; {'a call came' if auto.calls else 'answered in text'}")]
+        return rows
     forced_rows, forced = await _forced(server)
     rows += forced_rows
     calls = [c for a in (auto, *forced) for c in a.calls]

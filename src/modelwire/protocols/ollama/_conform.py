@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from .._probe import (
-    ONE_PIXEL_PNG, Answer, Checks, ProbeFailed, Row, Server, arguments_row, empty_arguments_row, error_shape, ids_row, read_answer, said, server_words, stops_row,
+    ONE_PIXEL_PNG, Answer, Checks, ProbeFailed, Row, Server, arguments_row, definitions_row, empty_arguments_row, error_shape, ids_row, length, read_answer, said, server_words, stops_row, taken_row, within,
 )
 
 __all__ = ["CHECKS"]
@@ -55,20 +55,12 @@ async def _streaming(server: Server) -> list[Row]:
 async def _num_predict(server: Server) -> list[Row]:
     prompt = [{"role": "user", "content": "Count from 1 to 60, one number a word."}]
     control = await _ask(server, prompt)
-    if control.good and _within(control, 4):
-        return [Row("options.num_predict", "ok", f"cannot be measured: the answer is short without a limit ({_length(control)})")]
+    if control.good and within(control, 4):
+        return [Row("options.num_predict", "ok", f"cannot be measured: the answer is short without a limit ({length(control)})")]
     limited = await _ask(server, prompt, num_predict=4)
     if not limited.good:
         return [Row("options.num_predict", "unsupported", said(limited))]
-    return [Row("options.num_predict", "ok" if _within(limited, 4) else "quirk", f"{_length(limited)} with a limit of 4" + ("" if _within(limited, 4) else ": ignored"))]
-
-
-def _within(answer: Answer, limit: int) -> bool:
-    return answer.usage[1] <= limit if answer.usage else len(answer.text.split()) <= limit + 1
-
-
-def _length(answer: Answer) -> str:
-    return f"{answer.usage[1]} output tokens" if answer.usage else f"{len(answer.text.split())} words"
+    return [Row("options.num_predict", "ok" if within(limited, 4) else "quirk", f"{length(limited)} with a limit of 4" + ("" if within(limited, 4) else ": ignored"))]
 
 
 async def _roles_and_media(server: Server) -> list[Row]:
@@ -78,15 +70,15 @@ async def _roles_and_media(server: Server) -> list[Row]:
         ("images", [{"role": "user", "content": "What colour?", "images": [ONE_PIXEL_PNG]}], {"image_input": False}),
     ):
         answer = await _ask(server, messages)
-        rows.append(Row(check, "ok", "taken") if answer.good else Row(check, "unsupported", said(answer), capabilities=caps))
+        rows.append(taken_row(check, answer, caps))
     return rows
 
 
 async def _tools(server: Server) -> list[Row]:
     auto = await _ask(server, _ASK, tools=[_TOOL])
+    rows = [definitions_row(auto)]
     if not auto.good:
-        return [Row("tool definitions", "unsupported", said(auto))]
-    rows = [Row("tool definitions", "ok", f"taken; {'a call came' if auto.calls else 'answered in text'}")]
+        return rows
     empty = await _ask(server, [{"role": "user", "content": "Note the time."}], tools=[_NOTE])
     calls = auto.calls + empty.calls
     rows += [arguments_row("tool arguments", auto.calls), empty_arguments_row("a call with no arguments", empty), ids_row(calls)]

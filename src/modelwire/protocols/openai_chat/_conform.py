@@ -8,7 +8,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._probe import ONE_PIXEL_PNG, Checks, ProbeFailed, Row, Server, error_shape, ids_row, is_json_object, model_list, said, server_words
+from .._probe import (
+    ONE_PIXEL_PNG, Checks, ProbeFailed, Row, Server, arguments_row, definitions_row, empty_arguments_row, error_shape, forced_row, ids_row, is_json_object, model_list, said, server_words, taken_row,
+)
 
 __all__ = ["CHECKS"]
 
@@ -33,7 +35,7 @@ class _Answer:
     content_type: str
     raw: bytes
     text: str = ""
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[tuple[str, str, str]] = field(default_factory=list)  # (id, name, arguments)
     usage: dict[str, Any] | None = None
     finish: list[str] = field(default_factory=list)
     reasoning: set[str] = field(default_factory=set)
@@ -75,7 +77,7 @@ def _read(status: int, content_type: str, raw: bytes) -> _Answer:
             answer.error = f"a data line that is not JSON: {data[:80]!r}"
             continue
         _take_chunk(answer, chunk, calls)
-    answer.calls = [calls[k] for k in sorted(calls)]
+    answer.calls = [(calls[k]["id"] or "", calls[k]["name"], calls[k]["arguments"]) for k in sorted(calls)]
     return answer
 
 
@@ -111,18 +113,12 @@ def _take_whole(answer: _Answer, whole: Any) -> None:
         answer.reasoning |= {k for k in ("reasoning_content", "reasoning") if message.get(k)}
         for call in message.get("tool_calls") or ():
             function = call.get("function") or {}
-            answer.calls.append({"id": call.get("id"), "name": function.get("name", ""), "arguments": function.get("arguments") or ""})
+            answer.calls.append((call.get("id") or "", function.get("name", ""), function.get("arguments") or ""))
         if choice.get("finish_reason"):
             answer.finish.append(choice["finish_reason"])
 
 
-
-
-
-
 # -- the checks ----------------------------------------------------------------------------
-
-
 
 
 async def _streaming(server: Server) -> list[Row]:
@@ -189,63 +185,33 @@ async def _roles_and_parts(server: Server) -> list[Row]:
         ("content as parts", [{"role": "user", "content": [{"type": "text", "text": "Say OK."}]}], {}),
         ("image part", [{"role": "user", "content": [{"type": "text", "text": "What colour?"}, {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{ONE_PIXEL_PNG}"}}]}], {"image_input": False}),
     ):
-        answer = await _ask(server, messages)
-        rows.append(Row(check, "ok", "taken") if answer.good else Row(check, "unsupported", said(answer), capabilities=caps))
+        rows.append(taken_row(check, await _ask(server, messages), caps))
     return rows
 
 
 async def _tools(server: Server) -> list[Row]:
     ask = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
-    rows = []
     auto = await _ask(server, ask, tools=[_TOOL])
+    rows = [definitions_row(auto)]
     if not auto.good:
-        return [Row("tool definitions", "unsupported", said(auto), capabilities={"forced_tool": False})]
-    rows.append(Row("tool definitions", "ok", f"taken; {'a call came' if auto.calls else 'answered in text'}"))
+        return rows
     forced = await _ask(server, ask, tools=[_TOOL], tool_choice="required")
-    rows.append(_forced_row("forced call (required)", forced))
+    rows.append(forced_row("forced call (required)", forced))
     named = await _ask(server, ask, tools=[_TOOL], tool_choice={"type": "function", "function": {"name": "get_weather"}})
-    rows.append(_forced_row("forced call (named tool)", named))
+    rows.append(forced_row("forced call (named tool)", named))
     calls = [c for a in (auto, forced, named) for c in a.calls]
-    rows.append(_arguments_row(calls))
+    rows.append(arguments_row("streamed arguments", calls))
     two = await _ask(server, [{"role": "user", "content": "Weather in Paris and in Rome? Call the tool once for each, at once."}], tools=[_TOOL], parallel_tool_calls=True)
     rows.append(Row("two parallel calls", "ok" if len(two.calls) >= 2 else "quirk", f"{len(two.calls)} call(s) in one answer" if two.good else said(two)))
     empty = await _ask(server, [{"role": "user", "content": "Note the time."}], tools=[_NOTE], tool_choice="required")
-    rows.append(_empty_args_row(empty))
+    rows.append(empty_arguments_row("a call with no arguments", empty))
     rows += await _tool_turn(server, calls, ask)
     return rows
 
 
-def _forced_row(check: str, answer: _Answer) -> Row:
-    if not answer.good:
-        return Row(check, "unsupported", said(answer), capabilities={"forced_tool": False})
-    if not answer.calls:
-        return Row(check, "quirk", "taken, but answered in text: forcing is ignored", capabilities={"forced_tool": False})
-    return Row(check, "ok", f"{answer.calls[0]['name']}({answer.calls[0]['arguments'][:40]})")
-
-
-def _arguments_row(calls: list[dict[str, Any]]) -> Row:
-    if not calls:
-        return Row("streamed arguments", "unsupported", "no call came to read")
-    bad = [c for c in calls if not is_json_object(c["arguments"])]
-    if bad:
-        return Row("streamed arguments", "quirk", f"{len(bad)} of {len(calls)} call(s) with arguments that are not a JSON object: {bad[0]['arguments'][:60]!r}")
-    return Row("streamed arguments", "ok", f"{len(calls)} call(s), each a JSON object")
-
-
-
-
-def _empty_args_row(answer: _Answer) -> Row:
-    if not answer.good:
-        return Row("a call with no arguments", "unsupported", said(answer))
-    if not answer.calls:
-        return Row("a call with no arguments", "quirk", "answered in text")
-    args = answer.calls[0]["arguments"]
-    return Row("a call with no arguments", "ok" if is_json_object(args) else "quirk", f"arguments {args!r}" + ("" if args.strip() else " (empty: read as {})"))
-
-
-async def _tool_turn(server: Server, calls: list[dict[str, Any]], ask: list[dict[str, Any]]) -> list[Row]:
-    ids = [c["id"] for c in calls if c.get("id")]
-    rows = [ids_row([(c.get("id") or "", c["name"], c["arguments"]) for c in calls])]
+async def _tool_turn(server: Server, calls: list[tuple[str, str, str]], ask: list[dict[str, Any]]) -> list[Row]:
+    ids = [c[0] for c in calls if c[0]]
+    rows = [ids_row(calls)]
     call_id = ids[0] if ids else "call_probe0001"
     turn = ask + [
         {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
@@ -261,7 +227,7 @@ async def _tool_turn(server: Server, calls: list[dict[str, Any]], ask: list[dict
             rows.append(Row("tool-result turn (content: null)", "quirk", f"null refused ({said(answer)}); content \"\" is taken", dialect={"empty_content_null": False}))
         else:
             rows.append(Row("tool-result turn (content: null)", "unsupported", said(again)))
-    later = [c["id"] for c in answer.calls if c.get("id")]
+    later = [c[0] for c in answer.calls if c[0]]
     if later and set(later) & set(ids):
         rows.append(Row("ids unique across turns", "quirk", f"an id of the first turn came again: {sorted(set(later) & set(ids))}; modelwire renames repeats"))
     return rows

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from .._probe import (
-    ONE_PIXEL_PNG, Answer, Checks, ProbeFailed, Row, Server, arguments_row, empty_arguments_row, error_shape, forced_row, ids_row, model_list, read_answer, said, stops_row,
+    ONE_PIXEL_PNG, Answer, Checks, ProbeFailed, Row, Server, arguments_row, definitions_row, empty_arguments_row, error_shape, forced_row, ids_row, is_json_object, length, model_list, read_answer, said, stops_row, taken_row, within,
 )
 
 __all__ = ["CHECKS"]
@@ -47,20 +47,12 @@ async def _streaming(server: Server) -> list[Row]:
 async def _max_output_tokens(server: Server) -> list[Row]:
     prompt = "Count from 1 to 60, one number a word."
     control = await _ask(server, prompt)
-    if control.good and _within(control, 16):
-        return [Row("max_output_tokens", "ok", f"cannot be measured: the answer is short without a limit ({_length(control)})")]
+    if control.good and within(control, 16):
+        return [Row("max_output_tokens", "ok", f"cannot be measured: the answer is short without a limit ({length(control)})")]
     limited = await _ask(server, prompt, max_output_tokens=16)  # the API's own floor is 16
     if not limited.good:
         return [Row("max_output_tokens", "unsupported", said(limited))]
-    return [Row("max_output_tokens", "ok" if _within(limited, 16) else "quirk", f"{_length(limited)} with a limit of 16" + ("" if _within(limited, 16) else ": ignored"))]
-
-
-def _within(answer: Answer, limit: int) -> bool:
-    return answer.usage[1] <= limit if answer.usage else len(answer.text.split()) <= limit + 1
-
-
-def _length(answer: Answer) -> str:
-    return f"{answer.usage[1]} output tokens" if answer.usage else f"{len(answer.text.split())} words"
+    return [Row("max_output_tokens", "ok" if within(limited, 16) else "quirk", f"{length(limited)} with a limit of 16" + ("" if within(limited, 16) else ": ignored"))]
 
 
 async def _input_forms(server: Server) -> list[Row]:
@@ -74,15 +66,15 @@ async def _input_forms(server: Server) -> list[Row]:
     )
     for check, input, extra, caps in forms:
         answer = await _ask(server, input, **extra)
-        rows.append(Row(check, "ok", "taken") if answer.good else Row(check, "unsupported", said(answer), capabilities=caps))
+        rows.append(taken_row(check, answer, caps))
     return rows
 
 
 async def _tools(server: Server) -> list[Row]:
     auto = await _ask(server, _ASK, tools=[_TOOL])
+    rows = [definitions_row(auto)]
     if not auto.good:
-        return [Row("tool definitions", "unsupported", said(auto), capabilities={"forced_tool": False})]
-    rows = [Row("tool definitions", "ok", f"taken; {'a call came' if auto.calls else 'answered in text'}")]
+        return rows
     forced = await _ask(server, _ASK, tools=[_TOOL], tool_choice="required")
     named = await _ask(server, _ASK, tools=[_TOOL], tool_choice={"type": "function", "name": "get_weather"})
     rows += [forced_row("forced call (required)", forced), forced_row("forced call (named tool)", named)]
@@ -104,20 +96,13 @@ async def _structured(server: Server) -> list[Row]:
     ask = "Reply with a JSON object whose answer is OK."
     schema = await _ask(server, ask, text={"format": {"type": "json_schema", "name": "reply", "schema": _SCHEMA, "strict": True}})
     rows = [
-        Row("json_schema (strict)", "ok", f"taken; {'JSON came' if _is_object(schema.text) else 'the text is not a JSON object'}")
+        Row("json_schema (strict)", "ok", f"taken; {'JSON came' if is_json_object(schema.text) else 'the text is not a JSON object'}")
         if schema.good
         else Row("json_schema (strict)", "unsupported", said(schema), capabilities={"structured_output": False})
     ]
     obj = await _ask(server, ask, text={"format": {"type": "json_object"}})
     rows.append(Row("json_object", "ok", "taken") if obj.good else Row("json_object", "unsupported", said(obj)))
     return rows
-
-
-def _is_object(text: str) -> bool:
-    try:
-        return isinstance(json.loads(text), dict)
-    except ValueError:
-        return False
 
 
 async def _reasoning(server: Server) -> list[Row]:
