@@ -55,10 +55,11 @@ CLEAN = [UserMsg("u", "Weather in Paris?"), call_turn(), UserMsg("u", "Thanks")]
         ("openai:gpt-4.1", CLEAN, [{**TOOL, "strict": True, "parameters": STRICT_DEFAULT}], None, {"capabilities": {"strict_refused": ["default"]}}, [("strict-schema", None)]),
         ("openai:gpt-4.1", [UserMsg("u", "word " * 80_000)], None, None, {"capabilities": {"context_window": 50_000}}, [("context-window", None)]),
         ("openai:gpt-4.1", [UserMsg("u", "word " * 8_000)], None, None, {"capabilities": {"context_window": 50_000}}, []),
+        ("anthropic:claude-sonnet-4-5", [UserMsg("u", [DataBlock(source=Base64Source(data="not base64!", media_type="image/png"))])], None, None, {}, [("bad-data", 0)]),
     ],
     ids=[
         "tool-id", "tool-name", "foreign-thinking", "forced-tool", "media", "schema", "cache", "empty-text", "orphan", "unanswered", "option", "clean", "mistral-id",
-        "effort-with-thinking-off", "sampling", "thinking-off-always-thinks", "strict-keyword", "context-window", "fits-the-window",
+        "effort-with-thinking-off", "sampling", "thinking-off-always-thinks", "strict-keyword", "context-window", "fits-the-window", "bad-data",
     ],
 )
 def test_each_rule(spec, messages, tools, tool_choice, options, expected):

@@ -98,7 +98,7 @@ def test_out_of_order_events_are_refused_and_change_nothing(steps):
         event = EVENT_KINDS[kind](reply_id, block_id)
         before = msg.to_dict()
         try:
-            msg.append_event(event)
+            msg.append_event(event, strict=True)
         except E.EventApplyError:
             assert msg.to_dict() == before
 
@@ -199,6 +199,6 @@ def test_mutated_bodies_give_typed_errors_and_valid_event_streams(seed):
             Ev.check_stream([Ev.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *events, Ev.ReplyEndEvent(session_id="s", reply_id="r")])
             msg = AssistantMsg("a", [], id="r")
             for event in [Ev.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *events]:
-                msg.append_event(event)
+                msg.append_event(event, strict=True)
             json.dumps(msg.to_dict())
             assert get_protocol(protocol)  # the registry is untouched by any of it

@@ -40,7 +40,7 @@ def case(name: str, msg: Msg, events: list[E.EventBase]) -> dict[str, Any]:
     errors = {}
     for i, ev in enumerate(events):
         try:
-            msg.append_event(ev)
+            msg.append_event(ev, strict=True)  # the page's fold refuses what a strict fold refuses
         except ModelwireError as err:
             errors[str(i)] = {"name": type(err).__name__, "message": str(err)}
     return {

@@ -54,9 +54,19 @@ def test_block_defaults_follow_the_contract():
 
 
 @pytest.mark.parametrize("bad", ["Q", "Q=JD", "not base64!", "QUJDQ", "data:image/png,QUJD"])
-def test_base64_source_rejects_invalid_data(bad):
-    with pytest.raises(ValidationError, match="base64"):
-        Base64Source(data=bad, media_type="image/png")
+def test_data_that_is_not_base64_is_kept_and_refused_where_it_would_be_sent(bad):
+    """As AgentScope does, any string is taken when built (its seed writes data="..."); a
+    formatter refuses it, naming the message and the block."""
+    from modelwire.errors import FormatError
+    from modelwire.formatters import get_formatter
+
+    source = Base64Source(data=bad, media_type="image/png")
+    assert source.data == bad
+    msg = UserMsg("u", [TextBlock(text="look"), DataBlock(source=source, id="img-1")])
+    for protocol in ("anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse", "ollama"):
+        with pytest.raises(FormatError, match=r"message \[1\]: data block 'img-1': .*base64") as info:
+            get_formatter(protocol)().format([UserMsg("u", "hi"), msg])
+        assert info.value.code == "bad-data" and info.value.index == 1
 
 
 @pytest.mark.parametrize("loose", ["QUJ", "QUJ==", "QU JD\n", "data:image/png;base64,QUJD"])
@@ -66,11 +76,15 @@ def test_base64_source_normalises_what_other_tools_write(loose):
 
 
 @pytest.mark.parametrize("bad", ["image", "", "image/", "/png", "image png"])
-def test_sources_reject_invalid_media_types(bad):
-    with pytest.raises(ValidationError, match="media type"):
-        Base64Source(data="QUJD", media_type=bad)
-    with pytest.raises(ValidationError, match="media type"):
-        URLSource(url="https://example.com/a.png", media_type=bad)
+def test_a_media_type_that_is_none_is_kept_and_refused_where_it_would_be_sent(bad):
+    from modelwire.errors import FormatError
+    from modelwire.formatters import get_formatter
+
+    for source in (Base64Source(data="QUJD", media_type=bad), URLSource(url="https://example.com/a.png", media_type=bad)):
+        assert source.media_type == bad.strip()
+        msg = UserMsg("u", [DataBlock(source=source, id="d")])
+        with pytest.raises(FormatError, match="data block 'd': .*media type"):
+            get_formatter("anthropic")().format([msg])
 
 
 def test_url_source_needs_a_scheme_and_keeps_the_string_exactly():

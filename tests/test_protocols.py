@@ -376,8 +376,13 @@ def test_data_agentscope_accepts_loads_normalised(data, media_type):
 
 
 def test_data_that_is_not_base64_says_why():
-    with pytest.raises(ValueError, match="character '\\*' at position 2"):
-        from_agentscope(asm.Msg(name="user", role="user", content=[asm.DataBlock(source=asm.Base64Source(data="ab*c", media_type="image/png"))]))
+    """Taken from AgentScope as it is; the formatter says where it goes wrong."""
+    from modelwire.errors import FormatError
+    from modelwire.formatters import get_formatter
+
+    msg = from_agentscope(asm.Msg(name="user", role="user", content=[asm.DataBlock(source=asm.Base64Source(data="ab*c", media_type="image/png"))]))
+    with pytest.raises(FormatError, match="character '\\*' at position 2"):
+        get_formatter("anthropic")().format([msg])
 
 
 def test_what_modelwire_writes_agentscope_reads_and_replays():

@@ -213,6 +213,9 @@ class Record(metaclass=_RecordMeta):
     __record_tag__: ClassVar[str | None] = None
     __record_stored__: ClassVar[tuple[str, ...]] = ()
     __record_keys__: ClassVar[frozenset[str]] = frozenset()
+    # Fields modelwire adds to AgentScope's class of the same name: model_dump() leaves them
+    # out while they hold their default, so it gives what AgentScope's gives.
+    __record_added__: ClassVar[frozenset[str]] = frozenset()
 
     def to_dict(self) -> dict[str, Any]:  # replaced per class on first use
         raise NotImplementedError
@@ -244,6 +247,52 @@ class Record(metaclass=_RecordMeta):
             values.update(extra)
         values.update(changes)
         return type(self)(**values)
+
+    # -- the pydantic names code written for AgentScope calls (its records are pydantic models);
+    # each is one of the methods above, with AgentScope's meaning.
+
+    def model_dump(self, *, mode: str = "python", exclude_none: bool = False, **unsupported: Any) -> dict[str, Any]:
+        """:meth:`to_dict` (``mode`` "python" and "json" give the same: every value is JSON
+        already); ``exclude_none`` leaves out None values at every level."""
+        _only_known("model_dump", unsupported)
+        data = _agentscope_form(self)
+        return _without_none(data) if exclude_none else data
+
+    def model_dump_json(self, *, exclude_none: bool = False, indent: int | None = None, **unsupported: Any) -> str:
+        """:meth:`to_json` (with ``indent``, indented)."""
+        _only_known("model_dump_json", unsupported)
+        data = self.model_dump(exclude_none=exclude_none)
+        if indent is None:
+            return _dumps(data)
+        import json
+
+        return json.dumps(data, ensure_ascii=False, indent=indent)
+
+    @classmethod
+    def model_validate(cls, obj: Any, **unsupported: Any) -> Self:
+        """:meth:`from_dict` (a record of this class is returned as it is)."""
+        _only_known("model_validate", unsupported)
+        return obj if isinstance(obj, cls) else cls.from_dict(obj)
+
+    @classmethod
+    def model_validate_json(cls, data: str | bytes, **unsupported: Any) -> Self:
+        """:meth:`from_dict` of JSON text."""
+        import json
+
+        _only_known("model_validate_json", unsupported)
+        try:
+            parsed = json.loads(data)
+        except ValueError as exc:
+            raise ValidationError(cls.__name__, [{"loc": (), "msg": f"invalid JSON: {exc}", "type": "json_invalid"}]) from None
+        return cls.from_dict(parsed)
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy (``deep``: its values copied too), with ``update`` applied and validated
+        (pydantic does not validate an update; modelwire refuses a bad one here)."""
+        import copy
+
+        new = copy.deepcopy(self) if deep else copy.copy(self)
+        return new.replace(**update) if update else new
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -293,6 +342,36 @@ class Record(metaclass=_RecordMeta):
             object.__setattr__(self, n, v)
         if extra:
             vars(self).update(extra)
+
+
+def _only_known(method: str, unsupported: dict[str, Any]) -> None:
+    """A pydantic argument modelwire's records do not take is refused, never ignored."""
+    if unsupported:
+        raise TypeError(f"{method}() of a modelwire record takes no {', '.join(sorted(unsupported))} (it takes what AgentScope's code passes: see its docstring)")
+
+
+def _agentscope_form(record: Record) -> dict[str, Any]:
+    """:meth:`Record.to_dict`, with the fields modelwire adds left out where they hold their
+    default, in this record and the records it holds."""
+    data = record.to_dict()
+    added, specs = type(record).__record_added__, type(record).__record_specs__
+    for name in list(data):
+        value = getattr(record, name, None)
+        if name in added and name in specs and value == specs[name].default:
+            del data[name]
+        elif isinstance(value, Record):
+            data[name] = _agentscope_form(value)
+        elif type(value) is list and any(isinstance(v, Record) for v in value):
+            data[name] = [_agentscope_form(v) if isinstance(v, Record) else d for v, d in zip(value, data[name])]
+    return data
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
 
 
 def fields_of(cls: type) -> tuple[str, ...]:

@@ -429,7 +429,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     events = [start, *decoder.events]
     events.append(ReplyEndEvent(session_id="decode", reply_id=reply.id, finished_reason="error" if error else "completed", error=ErrorInfo.from_dict(error.to_error_info()) if error else None))
     for event in events:
-        reply.append_event(event)
+        reply.append_event(event, strict=True)
     if args.events:
         sys.stdout.write(dumps_jsonl(events))
     else:

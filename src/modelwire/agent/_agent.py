@@ -228,7 +228,7 @@ class Agent:
             if ev.type == "REPLY_START":
                 folded = AssistantMsg(ev.name, [], id=ev.reply_id, created_at=self._reply_for(ev.reply_id).created_at)
             assert folded is not None
-            folded.append_event(ev)
+            folded.append_event(ev, strict=True)
         assert folded is not None
         if folded.finished_reason is None:
             self._say_waiting(folded.id)
@@ -373,7 +373,7 @@ class Agent:
         raise AgentError(f"no reply {reply_id!r} in this agent's context")
 
     def _emit(self, state: _ReplyState, ev: E.AgentEvent) -> E.AgentEvent:
-        state.reply.append_event(ev)
+        state.reply.append_event(ev, strict=True)
         return ev
 
     async def _traced(self, state: _ReplyState, inner: AsyncGenerator[E.AgentEvent, None]) -> AsyncGenerator[E.AgentEvent, None]:

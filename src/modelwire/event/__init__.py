@@ -17,6 +17,8 @@ from ._events import (
     ModelCallEndEvent,
     ModelCallStartEvent,
     ReplyEndEvent,
+    ReplyEndReason,
+    ReplyFinishedReason,
     ReplyStartEvent,
     RequireExternalExecutionEvent,
     RequireUserConfirmEvent,
@@ -42,6 +44,8 @@ from ._grammar import StreamChecker, check_stream
 __all__ = [
     "EventType",
     "StopReason",
+    "ReplyEndReason",
+    "ReplyFinishedReason",
     "EventBase",
     "AgentEvent",
     "EVENT_CLASSES",

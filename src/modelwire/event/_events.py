@@ -20,7 +20,6 @@ from typing import Any, Literal, TypeAlias, Union
 
 from .._ids import new_id, now_iso
 from .._record import Record, field
-from ..errors import ValidationError
 from ..message import (
     DataBlock,
     PermissionRule,
@@ -28,17 +27,16 @@ from ..message import (
     ToolCallBlock,
     ToolResultBlock,
     ToolResultState,
-    normalize_base64,
-    normalize_media_type,
-    validate_base64,
 )
 from ..message import ErrorInfo, ReplyFinishedReason
-from ..message._blocks import ToolResultStateValue
+from ..message._blocks import ToolResultStateValue, loose_base64, loose_media_type
 from ..message._types import ReplyFinishedReasonValue
 
 __all__ = [
     "EventType",
     "StopReason",
+    "ReplyEndReason",
+    "ReplyFinishedReason",
     "EventBase",
     "ReplyStartEvent",
     "ReplyEndEvent",
@@ -72,6 +70,15 @@ __all__ = [
     "AgentEvent",
     "EVENT_CLASSES",
 ]
+
+
+class ReplyEndReason(StrEnum):
+    """Why a reply ended, as AgentScope's ``event`` module names it (``ReplyFinishedReason``
+    adds ``error``; both are importable from here, as from AgentScope's)."""
+
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    EXCEED_MAX_ITERS = "exceed_max_iters"
 
 
 class EventType(StrEnum):
@@ -208,32 +215,17 @@ class ThinkingBlockEndEvent(_BlockEvent):
 
 def _one_source(data: str | None, url: str | None) -> None:
     if (data is None) == (url is None):
-        raise ValueError("exactly one of `data` or `url` must be given")
+        raise ValueError("Exactly one of `data` or `url` must be provided.")  # AgentScope's words
 
 
 def _media(value: str) -> str:
-    try:
-        return normalize_media_type(value)  # as a message takes it: "jpg" is image/jpeg
-    except ValueError as exc:
-        raise ValidationError(None, [{"loc": ("media_type",), "msg": str(exc), "type": "value_error"}]) from None
+    return loose_media_type(value)  # as a message takes it: "jpg" is image/jpeg; any string kept, as AgentScope keeps it
 
 
 def _data(value: str | None) -> str | None:
-    try:
-        return _base64(value)
-    except ValueError as exc:
-        raise ValidationError(None, [{"loc": ("data",), "msg": str(exc), "type": "value_error"}]) from None
-
-
-def _base64(value: str | None) -> str | None:
     """Base64 data of an event, taken as a message takes it (unpadded, URL-safe, with line
-    breaks: made standard); valid standard base64 costs one check."""
-    if value is None:
-        return value
-    try:
-        return validate_base64(value)
-    except ValueError:
-        return normalize_base64(value)
+    breaks: made standard; any other string kept, and refused where it would be sent)."""
+    return None if value is None else loose_base64(value)
 
 
 class DataBlockStartEvent(_BlockEvent):
@@ -406,3 +398,10 @@ EVENT_CLASSES: dict[str, type[EventBase]] = {
     cls.__record_tag__: cls  # type: ignore[misc]
     for cls in AgentEvent.__args__  # type: ignore[attr-defined]
 }
+
+# modelwire's additions to AgentScope's events (see Record.model_dump and the module docstring).
+ReplyEndEvent.__record_added__ = frozenset({"structured_output"})
+ModelCallEndEvent.__record_added__ = frozenset({"cost", "provider_stop_reason", "reasoning_tokens", "stop_reason"})
+for _end in (TextBlockEndEvent, ThinkingBlockEndEvent, DataBlockEndEvent, ToolCallEndEvent):
+    _end.__record_added__ = frozenset({"extras"})
+del _end

@@ -69,7 +69,7 @@ class Formatter:
             raise NotImplementedError(f"{type(self).__name__} does not say how to format a conversation")
         from ._common import format_errors
 
-        with format_errors(self.protocol):
+        with format_errors(self.protocol, messages):
             return self.draft(tools, tool_choice).once(messages)
 
     # -- drafts (formatters built on the shared walk) --------------------------------------

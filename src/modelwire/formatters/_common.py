@@ -26,6 +26,7 @@ from msgspec.json import decode as from_json
 
 from ..errors import FormatError, debug_enabled
 from ..message import DataBlock, Msg, Origin, TextBlock, ToolCallBlock, ToolResultBlock, origin, provenance
+from ..message._blocks import data_problem
 
 __all__ = [
     "ServerTool",
@@ -144,7 +145,7 @@ def guarded(format: Any) -> Any:
 
     @functools.wraps(format)
     def run(self: Any, messages: Sequence[Msg], tools: Any = None, tool_choice: Any = None) -> dict[str, Any]:
-        with format_errors(getattr(self, "protocol", "")):
+        with format_errors(getattr(self, "protocol", ""), messages):
             ids, names = getattr(self, "tool_id_rules", None), getattr(self, "tool_name_rules", None)
             if ids is not None or names is not None:
                 # Ids and names the target refuses, rewritten (see _toolids).
@@ -162,11 +163,13 @@ REFUSED = (TypeError, ValueError, KeyError, AttributeError, IndexError)
 
 
 @contextlib.contextmanager
-def format_errors(protocol: str) -> Iterator[None]:
+def format_errors(protocol: str, messages: Sequence[Msg] | None = None) -> Iterator[None]:
     """Inside, what a conversation makes a formatter raise is a :class:`FormatError` (see
-    :func:`guarded`)."""
+    :func:`guarded`); one that names only a block names its message too (in ``messages``)."""
     try:
         yield
+    except BadDataError as exc:
+        raise (located(exc, messages, protocol) if messages is not None else exc) from None
     except FormatError:
         raise
     except REFUSED as exc:
@@ -585,11 +588,35 @@ def _speaker(block: Any, name: str) -> Any:
 
 
 def data_parts(block: DataBlock) -> tuple[str, str, str]:
-    """(kind, payload, media_type): kind is base64 (payload = data) or url (payload = url)."""
+    """(kind, payload, media_type): kind is base64 (payload = data) or url (payload = url).
+    Data that is not base64, or a media type that is none (taken when built, as AgentScope
+    takes them), is refused here, where it would be sent: a ``FormatError`` naming the block
+    (and, through :func:`guarded`, its message)."""
     src = block.source
+    problem = data_problem(src.data if src.type == "base64" else None, src.media_type)
+    if problem is not None:
+        raise BadDataError(block.id, problem)
     if src.type == "base64":
         return "base64", src.data, src.media_type
     return "url", src.url, src.media_type
+
+
+class BadDataError(FormatError):
+    """Inline data a provider would refuse; ``block_id`` names the block."""
+
+    def __init__(self, block_id: str, problem: str, index: int | None = None, protocol: str = "") -> None:
+        self.block_id, self.problem = block_id, problem
+        super().__init__(index, f"data block {block_id!r}: {problem}; fix it, or send the data as a URL source", protocol, code="bad-data")
+
+
+def located(exc: FormatError, messages: Sequence[Msg], protocol: str) -> FormatError:
+    """``exc`` naming the message that holds its block, where it named only the block."""
+    if not isinstance(exc, BadDataError) or exc.index is not None:
+        return exc
+    for index, msg in enumerate(messages):
+        if any(getattr(b, "id", None) == exc.block_id for b in msg.content):
+            return BadDataError(exc.block_id, exc.problem, index, protocol or exc.protocol)
+    return exc
 
 
 def data_uri(block: DataBlock) -> str:

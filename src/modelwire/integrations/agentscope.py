@@ -165,7 +165,7 @@ class ModelwireChatModel(ChatModelBase):
         stream = self.wire_model.stream(messages, tools=tools, tool_choice=choice, options=options or None, reply_id=reply.id)
         try:
             async for event in stream:
-                reply.append_event(event)
+                reply.append_event(event, strict=True)
                 folded = True
                 chunk: list[Any] = []
                 if event.type == "TEXT_BLOCK_DELTA":

@@ -51,6 +51,9 @@ __all__ = [
     "ContentBlockTypes",
     "BLOCK_TYPES",
     "validate_base64",
+    "loose_base64",
+    "loose_media_type",
+    "data_problem",
     "validate_media_type",
     "normalize_base64",
     "normalize_media_type",
@@ -136,21 +139,61 @@ def normalize_base64(value: str) -> str:
     return validate_base64(value + "=" * (-len(value) % 4))
 
 
+def loose_base64(value: str) -> str:
+    """Base64 as :func:`normalize_base64` makes it standard, or, where it cannot (AgentScope
+    takes any string here), ``value`` as given: refused only where it would be sent."""
+    try:
+        return validate_base64(value)
+    except ValueError:
+        pass
+    try:
+        return normalize_base64(value)
+    except ValueError:
+        return value
+
+
+def loose_media_type(value: str) -> str:
+    """A media type as :func:`normalize_media_type` makes it canonical, or ``value`` as given."""
+    try:
+        return normalize_media_type(value)
+    except ValueError:
+        return value
+
+
+def data_problem(data: str | None, media_type: str | None) -> str | None:
+    """What a provider would refuse in inline data: base64 that is not, or a media type that is
+    none (both kept as given when built, as AgentScope keeps them); None when both are sound."""
+    if data is not None:
+        try:
+            validate_base64(data)
+        except ValueError as exc:
+            try:
+                normalize_base64(data)  # its words say where the data goes wrong
+            except ValueError as why:
+                return str(why)
+            return str(exc)
+    if media_type is not None:
+        try:
+            validate_media_type(media_type)
+        except ValueError as exc:
+            return str(exc)
+    return None
+
+
 class Base64Source(_Watched, Record):
     """Inline data, base64 encoded. Data and media type are normalised on the way in
     (see :func:`normalize_base64`, :func:`normalize_media_type`), so what AgentScope and
-    other tools write loads, and what is kept is always standard."""
+    other tools write loads, and what is kept is standard where it can be made so. Like
+    AgentScope, any string is taken: data that is not base64 (or a media type that is none)
+    is refused where it would be sent, naming the message and the block."""
 
     type: Literal["base64"] = "base64"
     data: str
     media_type: str
 
     def __post_init__(self) -> None:
-        try:
-            validate_base64(self.data)
-        except ValueError:
-            _oset(self, "data", _located("data", normalize_base64, self.data))
-        _oset(self, "media_type", _located("media_type", normalize_media_type, self.media_type))
+        _oset(self, "data", loose_base64(self.data))
+        _oset(self, "media_type", loose_media_type(self.media_type))
 
 
 class URLSource(_Watched, Record):
@@ -163,7 +206,7 @@ class URLSource(_Watched, Record):
     def __post_init__(self) -> None:
         if not _URL_RE.match(self.url):
             raise ValidationError(None, [{"loc": ("url",), "msg": f"{self.url[:80]!r} is not an absolute URL (it needs a scheme such as https:)", "type": "value_error"}])
-        _oset(self, "media_type", _located("media_type", normalize_media_type, self.media_type))
+        _oset(self, "media_type", loose_media_type(self.media_type))
 
 
 def _located(name: str, check: Any, value: str) -> str:

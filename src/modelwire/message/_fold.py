@@ -126,7 +126,14 @@ class FoldState:
 
 
 def _missing(event: Any, kind: str, key: str, msg: Msg) -> EventApplyError:
-    return EventApplyError(event, f"no {kind} with id {key!r} in message {msg.id!r} (was its START folded?)")
+    return _skippable(EventApplyError(event, f"no {kind} with id {key!r} in message {msg.id!r} (was its START folded?)"))
+
+
+def _skippable(err: EventApplyError) -> EventApplyError:
+    """An event AgentScope's fold skips with a warning (another reply's, or one for a block
+    the message does not hold): ``Msg.append_event`` skips it too unless ``strict``."""
+    err.skippable = True  # type: ignore[attr-defined]
+    return err
 
 
 def _check_extras(ev: Any, block: Any) -> None:
@@ -457,7 +464,7 @@ def apply_event(msg: "Msg", event: Any) -> None:
             return
         raise EventApplyError(event, f"unknown event type {event.type!r}")
     if event.reply_id != msg.id:
-        raise EventApplyError(event, f"its reply_id {event.reply_id!r} is not this message's id {msg.id!r}")
+        raise _skippable(EventApplyError(event, f"its reply_id {event.reply_id!r} is not this message's id {msg.id!r}"))
     fold = msg._fold
     if fold is None:
         fold = FoldState(msg)

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Literal, Sequence, SupportsIndex, Union
 
 from .._ids import new_id, now_iso
 from .._record import Record, converters, extras_of, field
-from ..errors import InvalidMessageError, ValidationError
+from ..errors import EventApplyError, InvalidMessageError, ValidationError
 from ._blocks import BLOCK_TYPES, ContentBlock, DataBlock, HintBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from ._fold import apply_event
 from ._types import ErrorInfo, ErrorType, ReplyFinishedReason, ReplyFinishedReasonValue, Usage, add_costs, check_role
@@ -276,9 +276,23 @@ class Msg(Record):
 
     # -- events ------------------------------------------------------------------------
 
-    def append_event(self, event: Any) -> "Msg":
-        """Fold one streamed event into this message (see ``modelwire.message._fold``)."""
-        apply_event(self, event)
+    def append_event(self, event: Any, *, strict: bool = False) -> "Msg":
+        """Fold one streamed event into this message (see ``modelwire.message._fold``).
+
+        As AgentScope's fold does, an event of another reply, or one for a block this
+        message does not hold, is skipped with a warning (logger ``modelwire.fold``) and
+        changes nothing; with ``strict=True`` it raises
+        :class:`~modelwire.errors.EventApplyError` instead (modelwire's own folds are strict:
+        a provider stream that does that is broken). Any other event that cannot be applied
+        raises in both modes, and changes nothing."""
+        try:
+            apply_event(self, event)
+        except EventApplyError as err:
+            if strict or not getattr(err, "skippable", False):
+                raise
+            import logging
+
+            logging.getLogger("modelwire.fold").warning("skipped: %s", err)
         return self
 
     def append_usage(self, usage: Usage) -> "Msg":
@@ -463,3 +477,5 @@ def as_messages(value: MsgInput) -> list[Msg]:
         else:
             raise InvalidMessageError(f"a message is a string, a Msg or a message's JSON, not {type(item).__name__}")
     return out
+
+Msg.__record_added__ = frozenset({"cost"})  # modelwire's addition (see Record.model_dump)

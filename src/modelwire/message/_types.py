@@ -90,3 +90,5 @@ def add_costs(total: dict[str, Any] | None, call: dict[str, Any]) -> dict[str, A
         out["source"] = call["source"]
     out["complete"] = not out.get("unpriced")
     return out
+
+Usage.__record_added__ = frozenset({"reasoning_tokens"})  # modelwire's addition (see Record.model_dump)

@@ -337,7 +337,7 @@ class HTTPModel:
             key, draft = (None if copied is None else (*copied, refused)), fmt.draft(tools, tool_choice)
         # The messages the draft holds passed this check, unchanged, with the same refusals.
         messages = self._media_checked(messages, refused, start=len(draft.fed))
-        with format_errors(fmt.protocol):
+        with format_errors(fmt.protocol, messages):
             payload = draft.extend(messages).payload()  # a draft that raised is not kept
         if debug_enabled():
             _same_as_full(payload, fmt, messages, tools, tool_choice)
@@ -894,7 +894,7 @@ async def fold_call(model: Any, messages: MsgInput, tools: Any, tool_choice: Any
     reply = AssistantMsg(name, [], id=reply_id or new_id())
     try:
         async for event in model.stream(messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id):
-            reply.append_event(event)
+            reply.append_event(event, strict=True)
     except E.ProviderError as err:
         err.partial = reply  # type: ignore[attr-defined]
         raise

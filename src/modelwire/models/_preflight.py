@@ -24,6 +24,7 @@ RULES = {
     "foreign-thinking": "signed thinking or encrypted reasoning another endpoint minted; the target cannot check it, so it is not sent",
     "forced-tool-with-thinking": "a forced tool choice the model refuses while it thinks (or at all)",
     "unsupported-media": "media the model does not take in",
+    "bad-data": "inline data that is not base64, or a media type that is none (taken when built, as AgentScope takes them)",
     "non-strict-schema": "a json_schema the provider's strict mode cannot express; it is sent unenforced",
     "cache-breakpoints": "more prompt-cache breakpoints than the provider allows",
     "empty-text": "an empty text block in a user or system message, which providers refuse; it is left out",

@@ -120,7 +120,7 @@ def _folded(events: list[Any]) -> Any:
 
     reply = AssistantMsg("a", [], id="r")
     for event in events:
-        reply.append_event(event)
+        reply.append_event(event, strict=True)
     return reply
 
 

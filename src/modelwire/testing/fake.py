@@ -128,7 +128,7 @@ class FakeModel:
     async def complete(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None, name: str = "assistant") -> Msg:
         reply = AssistantMsg(name, [], id=reply_id or new_id())
         async for event in self.stream(messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id):
-            reply.append_event(event)
+            reply.append_event(event, strict=True)
         return reply
 
     def complete_sync(self, messages: MsgInput, **kwargs: Any) -> Msg:
