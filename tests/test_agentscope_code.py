@@ -57,6 +57,27 @@ def test_the_names_agentscopes_event_module_exports():
     assert missing == []
 
 
+def test_types_states_and_reasons_are_agentscopes_enums():
+    """``event.type.value`` (the seeds' tutorial) and the enums' members work as in AgentScope,
+    while each stays equal to its string and writes as it."""
+    for tag, cls in E.EVENT_CLASSES.items():
+        assert cls.type is E.EventType(tag) and cls.type == tag and cls.type.value == tag
+    assert {m.value for m in E.EventType} == {m.value for m in as_event.EventType}
+    event = E.ModelCallEndEvent(reply_id="r", input_tokens=1, output_tokens=2)
+    assert event.type.value == "MODEL_CALL_END" and event.finished_reason is E.FinishedReason.COMPLETED
+    assert json.loads(E.event_to_json(event))["finished_reason"] == "completed"
+    end = E.ReplyEndEvent.from_dict({"session_id": "s", "reply_id": "r", "finished_reason": "interrupted"})
+    assert end.finished_reason is E.ReplyFinishedReason.INTERRUPTED
+    msg = Msg.from_dict({"name": "bot", "role": "assistant", "content": [{"type": "tool_call", "id": "c", "name": "f", "input": "{}", "state": "asking"}]})
+    call = msg.content[0]
+    assert call.state.value == "asking" and call.state == "asking" and msg.model_dump()["content"][0]["state"] == "asking"
+    theirs = as_message.ToolCallBlock(id="c", name="f", input="{}")
+    assert ToolCallBlock(id="c", name="f", input="{}").state.value == theirs.state.value == "pending"
+    folded = AssistantMsg("bot", [], id="r")
+    folded.append_event(E.ReplyEndEvent(session_id="s", reply_id="r", finished_reason="error"))
+    assert folded.finished_reason.value == "error"
+
+
 def test_what_agentscope_takes_is_taken_when_built():
     """The seed's own example: placeholder data, taken as AgentScope takes it."""
     source = Base64Source(data="...", media_type="image/png")

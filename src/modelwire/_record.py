@@ -565,7 +565,7 @@ def _enum_conv(enum: type[Enum]) -> Callable[[Any], Any]:
 
     def conv(v: Any) -> Any:
         try:
-            return enum(v).value
+            return enum(v)
         except (ValueError, TypeError):
             raise _fail(f"expected one of {names}, got {v!r:.60}", "enum") from None
 
@@ -708,7 +708,7 @@ def _field_code(name: str, spec: _FieldSpec, hint: Any, env: dict[str, Any], bod
         body.append(f"    if {name} is MISSING: {name} = {made}")
         check = "elif"
     elif spec.default is not MISSING:
-        env[f"_d_{name}"] = spec.default.value if isinstance(spec.default, Enum) else spec.default
+        env[f"_d_{name}"] = spec.default
         body.append(f"    if {name} is MISSING: {name} = _d_{name}")
         check = "elif"
     else:
@@ -875,7 +875,7 @@ def maker(cls: type, *names: str) -> Callable[..., Any]:
             env[f"_f_{name}"] = spec.factory
             body.append("    " + setter.format(name=name, value=_LITERALS.get(spec.factory, f"_f_{name}()")))  # type: ignore[arg-type]
         elif spec.default is not MISSING:
-            env[f"_d_{name}"] = spec.default.value if isinstance(spec.default, Enum) else spec.default
+            env[f"_d_{name}"] = spec.default
             body.append("    " + setter.format(name=name, value=f"_d_{name}"))
         else:
             raise TypeError(f"{cls.__name__}.{name} has no default; name it")

@@ -37,6 +37,7 @@ __all__ = [
     "StopReason",
     "ReplyEndReason",
     "ReplyFinishedReason",
+    "FinishedReason",
     "EventBase",
     "ReplyStartEvent",
     "ReplyEndEvent",
@@ -81,7 +82,18 @@ class ReplyEndReason(StrEnum):
     EXCEED_MAX_ITERS = "exceed_max_iters"
 
 
+class FinishedReason(StrEnum):
+    """How one model call ended (``ModelCallEndEvent.finished_reason``; AgentScope keeps this
+    enum in its ``model`` module). Why the model stopped is :class:`StopReason`."""
+
+    INTERRUPTED = "interrupted"
+    COMPLETED = "completed"
+
+
 class EventType(StrEnum):
+    """Every event's ``type``. An event's ``type`` is one of these members, so it equals its
+    string (``ev.type == "TEXT_BLOCK_DELTA"``), has a ``.value`` and writes as the string."""
+
     REPLY_START = "REPLY_START"
     REPLY_END = "REPLY_END"
     MODEL_CALL_START = "MODEL_CALL_START"
@@ -151,7 +163,7 @@ class ReplyEndEvent(EventBase):
     type: Literal["REPLY_END"] = "REPLY_END"
     session_id: str
     reply_id: str
-    finished_reason: ReplyFinishedReason | ReplyFinishedReasonValue = "completed"
+    finished_reason: ReplyFinishedReason | ReplyFinishedReasonValue = ReplyFinishedReason.COMPLETED
     error: ErrorInfo | None = None
     structured_output: dict[str, Any] | None = None
     """modelwire addition: the validated structured output, when one was asked for."""
@@ -170,7 +182,7 @@ class ModelCallEndEvent(EventBase):
     output_tokens: int
     cache_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
-    finished_reason: Literal["completed", "interrupted"] = "completed"
+    finished_reason: FinishedReason | Literal["completed", "interrupted"] = FinishedReason.COMPLETED
     reasoning_tokens: int = 0
     stop_reason: StopReason | StopReasonValue | None = None
     provider_stop_reason: str | None = None
@@ -405,3 +417,14 @@ ModelCallEndEvent.__record_added__ = frozenset({"cost", "provider_stop_reason", 
 for _end in (TextBlockEndEvent, ThinkingBlockEndEvent, DataBlockEndEvent, ToolCallEndEvent):
     _end.__record_added__ = frozenset({"extras"})
 del _end
+
+
+
+def _typed_tags() -> None:
+    """Each class's ``type`` becomes its EventType member (equal to the tag string that
+    ``to_dict`` writes), so ``ev.type.value`` works as in AgentScope."""
+    for tag, cls in EVENT_CLASSES.items():
+        type.__setattr__(cls, "type", EventType(tag))
+
+
+_typed_tags()

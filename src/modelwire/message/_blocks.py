@@ -304,7 +304,7 @@ class ToolCallBlock(_Watched, Record, extra=True):
     id: str
     name: str
     input: str
-    state: ToolCallState | ToolCallStateValue = "pending"
+    state: ToolCallState | ToolCallStateValue = ToolCallState.PENDING
     suggested_rules: list[PermissionRule] = field(default_factory=list)
     created_at: str = field(default_factory=now_iso)
     finished_at: str | None = None
@@ -317,7 +317,7 @@ class ToolResultBlock(_Watched, Record):
     id: str
     name: str
     output: str | list[Union[TextBlock, DataBlock]]
-    state: ToolResultState | ToolResultStateValue = "running"
+    state: ToolResultState | ToolResultStateValue = ToolResultState.RUNNING
     metadata: dict[str, Any] = field(default_factory=dict)
     created_at: str = field(default_factory=now_iso)
     finished_at: str | None = None

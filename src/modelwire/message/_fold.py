@@ -26,7 +26,9 @@ from ._blocks import (
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
+    ToolCallState,
     ToolResultBlock,
+    ToolResultState,
     URLSource,
 )
 from ._types import ReplyFinishedReason, Usage, check_role
@@ -168,7 +170,7 @@ def _append_block(msg: "Msg", fold: FoldState, block: Any) -> None:
 def _reply_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     fold.flush()
     _set(msg, "finished_at", ev.created_at)
-    _set(msg, "finished_reason", ReplyFinishedReason(ev.finished_reason).value)
+    _set(msg, "finished_reason", ReplyFinishedReason(ev.finished_reason))
     error = ev.error
     if error is not None:
         import copy  # here, not at import: most folds never copy
@@ -361,12 +363,12 @@ def _tool_result_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
     if isinstance(block.output, list):
         for out in block.output:
             fold.flush_one(out.source if out.type == "data" else out)
-    _set(block, "state", ev.state)
+    _set(block, "state", ToolResultState(ev.state))
     _set(block, "metadata", dict(ev.metadata))
     _set(block, "finished_at", ev.created_at)
     call = fold.tool_call.get(ev.tool_call_id)
     if call is not None:
-        _set(call, "state", "finished")
+        _set(call, "state", ToolCallState.FINISHED)
 
 
 def _calls(msg: "Msg", fold: FoldState, ev: Any, ids: list[str]) -> list[ToolCallBlock]:
@@ -384,7 +386,7 @@ def _require_confirm(msg: "Msg", fold: FoldState, ev: Any) -> None:
 
     calls = _calls(msg, fold, ev, [tc.id for tc in ev.tool_calls])
     for call, asked in zip(calls, ev.tool_calls):
-        _set(call, "state", "asking")
+        _set(call, "state", ToolCallState.ASKING)
         _set(call, "suggested_rules", [copy.copy(r) for r in asked.suggested_rules])
 
 
@@ -393,13 +395,13 @@ def _confirm_result(msg: "Msg", fold: FoldState, ev: Any) -> None:
     for call, result in zip(calls, ev.confirm_results):
         # Only calls still asking move; a late answer (after an interrupt) is stale.
         if call.state == "asking":
-            _set(call, "state", "allowed" if result.confirmed else "finished")
+            _set(call, "state", ToolCallState.ALLOWED if result.confirmed else ToolCallState.FINISHED)
 
 
 def _require_external(msg: "Msg", fold: FoldState, ev: Any) -> None:
     calls = _calls(msg, fold, ev, [tc.id for tc in ev.tool_calls])
     for call in calls:
-        _set(call, "state", "submitted")
+        _set(call, "state", ToolCallState.SUBMITTED)
 
 
 def _external_result(msg: "Msg", fold: FoldState, ev: Any) -> None:

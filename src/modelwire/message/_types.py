@@ -43,7 +43,7 @@ ErrorTypeValue = Literal["authentication", "permission", "rate_limit", "invalid_
 class ErrorInfo(Record):
     """A short, UI-facing description of the error that ended a reply."""
 
-    type: ErrorType | ErrorTypeValue = "unknown"
+    type: ErrorType | ErrorTypeValue = ErrorType.UNKNOWN
     message: str
 
 
