@@ -234,7 +234,6 @@ function dataDelta(msg, ev) {
     throw new EventApplyError(ev, `data block ${repr(ev.block_id)} already holds a URL; base64 data cannot follow it`);
   }
   appendBase64(source, ev.data);
-  if (ev.media_type && ev.media_type !== source.media_type) source.media_type = ev.media_type;
 }
 
 function dataEnd(msg, ev) {
@@ -293,12 +292,12 @@ function result(msg, ev) {
 
 function toolResultText(msg, ev) {
   const block = result(msg, ev);
-  if (!ev.delta) return; // an empty piece adds nothing, not even an empty text block
   const output = block.output;
   let last = output[output.length - 1];
   if (last === undefined || last.type !== "text") {
-    // Id and time come from the result block, so the same events build the same
-    // block however their deltas were split.
+    // As AgentScope folds it, an empty piece starts a text part too. Id and time come
+    // from the result block, so the same events build the same block however their
+    // deltas were split.
     last = textBlock(`${block.id}.${output.length}`, "", block.created_at);
     output.push(last);
   }

@@ -267,9 +267,7 @@ def _data_delta(msg: "Msg", fold: FoldState, ev: Any) -> None:
     buf = fold.buffers.get(id(source))
     if buf is None:
         buf = fold.buffer(source, "data", b64=True)
-    buf.add_b64(ev.data)
-    if ev.media_type and ev.media_type != source.media_type:
-        _set(source, "media_type", ev.media_type)
+    buf.add_b64(ev.data)  # the media type stays the start's, as AgentScope keeps it
 
 
 def _data_end(msg: "Msg", fold: FoldState, ev: Any) -> None:
@@ -316,17 +314,18 @@ def _result(msg: "Msg", fold: FoldState, ev: Any) -> ToolResultBlock:
 
 def _tool_result_text(msg: "Msg", fold: FoldState, ev: Any) -> None:
     block = _result(msg, fold, ev)
-    if not ev.delta:
-        return  # an empty piece adds nothing, not even an empty text block
     output = block.output
     assert not isinstance(output, str)  # _result made it a list
     if output and output[-1].type == "text":
         last = output[-1]
     else:
-        # Id and time come from the result block, so the same events build the same
-        # block however their deltas were split.
+        # As AgentScope folds it, an empty piece starts a text part too. Id and time come
+        # from the result block, so the same events build the same block however their
+        # deltas were split.
         last = TextBlock(text="", id=f"{block.id}.{len(output)}", created_at=block.created_at)
         output.append(last)
+    if not ev.delta:
+        return
     buf = fold.buffers.get(id(last))
     if buf is None:
         buf = fold.buffer(last, "text")
