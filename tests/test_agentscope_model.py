@@ -389,3 +389,63 @@ async def _drain(pending):
     if hasattr(result, "__aiter__"):
         async for _ in result:
             pass
+
+
+# -- what AgentScope keeps, and what it is told ---------------------------------------------------
+
+
+def _gemini_signed_text(text: str, signature: str) -> bytes:
+    chunk = {"candidates": [{"content": {"role": "model", "parts": [{"text": text, "thoughtSignature": signature}]}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2}}
+    return f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+
+
+def test_a_text_parts_signature_survives_agentscopes_saved_state():
+    """AgentScope's text blocks keep no extra field, and its saved state is all a reloaded
+    agent has: the text's Gemini signature rides in the block's id and goes back to Gemini
+    from a new agent on a new model."""
+    from agentscope.state import AgentState
+
+    with ProviderServer() as server:
+        server.script(framed_reply("gemini", _gemini_signed_text("It rains.", "c2lnLXRleHQ=")), framed_reply("gemini", _gemini_signed_text("Yes.", "c2lnLTI=")))
+        first = Agent(name="Friday", system_prompt="Be brief.", model=chat_model(server, "gemini"), toolkit=toolkit())
+        asyncio.run(first.reply(ASUserMsg(name="user", content="Weather?")))
+        saved = first.state.model_dump_json()
+        again = Agent(name="Friday", system_prompt="Be brief.", model=chat_model(server, "gemini"), toolkit=toolkit(), state=AgentState.model_validate_json(saved))
+        asyncio.run(again.reply(ASUserMsg(name="user", content="Sure?")))
+        sent = server.requests[1]["json"]
+    (part,) = [p for c in sent["contents"] if c["role"] == "model" for p in c["parts"]]
+    assert part == {"text": "It rains.", "thoughtSignature": "c2lnLXRleHQ="}
+
+
+def test_usage_is_none_where_the_provider_sent_none():
+    """A server that sends no usage in its stream (llama.cpp without include_usage): AgentScope
+    is told None, as its own models tell it, not zero tokens."""
+    chunks = [{"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hi"}, "finish_reason": None}]}, {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    raw = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+    finals = []
+    for sent in (raw, body("openai-chat", ("text", "hi"), usage=(7, 1))):
+        with ProviderServer() as server:
+            server.script(framed_reply("openai-chat", sent), framed_reply("openai-chat", sent))
+            for stream in (True, False):  # AgentScope's streamed and whole calls
+                model = chat_model(server, "openai-chat", stream=stream)
+
+                async def call(model=model):
+                    result = await model([ASUserMsg(name="user", content="hi")])
+                    return [chunk async for chunk in result][-1] if hasattr(result, "__aiter__") else result
+
+                finals.append(asyncio.run(call()))
+    assert [f.usage is None for f in finals] == [True, True, False, False]
+    assert (finals[2].usage.input_tokens, finals[2].usage.output_tokens) == (7, 1) and finals[0].content[0].text == "hi"
+
+
+def test_agentscope_is_told_the_media_the_model_takes():
+    """AgentScope strips from its input the media a model's formatter does not list: the
+    list is the model's capabilities, so an image never reaches a text-only model."""
+    text_only = ModelwireChatModel("deepseek:deepseek-chat", api_key="k")
+    assert text_only.wire_model.capabilities.image_input is False
+    assert "image/*" not in text_only.formatter.supported_input_media_types
+    assert "text/*" in text_only.formatter.supported_input_media_types
+    seeing = ModelwireChatModel("openai:gpt-4.1", api_key="k")
+    assert "image/*" in seeing.formatter.supported_input_media_types
+    told = ModelwireChatModel("openai:gpt-4.1", api_key="k", capabilities={"image_input": False, "pdf_input": False})
+    assert {"image/*", "application/pdf"}.isdisjoint(told.formatter.supported_input_media_types)

@@ -159,6 +159,15 @@ def test_an_image_to_a_text_only_model_is_refused_before_sending_or_noted():
     turn = AssistantMsg("a", [ToolCallBlock(id="c1", name="get_weather", input="{}"), ToolResultBlock(id="c1", name="get_weather", output=[TextBlock(text="map:"), chart], state="success")])
     sent = model.build_request([UserMsg("u", "x"), turn])[0]
     assert "not shown" in json.dumps(sent) and "iVBORw0KGgo" not in json.dumps(sent)
+    # An image inside a hint (a background tool's result, as AgentScope writes one) too.
+    from modelwire.message import HintBlock
+
+    hinted = [UserMsg("u", "x"), AssistantMsg("a", [TextBlock(text="ok"), HintBlock(hint=[TextBlock(text="the chart:"), chart], source="system")])]
+    sent = model.build_request(hinted)[0]
+    assert "not shown" in json.dumps(sent) and "iVBORw0KGgo" not in json.dumps(sent)
+    with pytest.raises(FormatError, match="takes no image input") as info:
+        build("deepseek:deepseek-chat", hinted)
+    assert info.value.index == 1
 
 
 def test_an_id_that_fits_but_was_given_to_a_rewritten_one_gets_its_own():

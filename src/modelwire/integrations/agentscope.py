@@ -22,6 +22,7 @@ Importing this module imports AgentScope (``pip install 'modelwire[agentscope]'`
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from typing import Any, AsyncGenerator, Type
@@ -43,7 +44,7 @@ from ..protocols.gemini import GEMINI_TS
 from ..models import load_model
 from ..models.transport import RetryPolicy
 
-__all__ = ["ModelwireChatModel", "ModelwireCredential", "to_modelwire", "to_agentscope_blocks"]
+__all__ = ["ModelwireChatModel", "ModelwireCredential", "to_modelwire", "to_agentscope_blocks", "kept_id"]
 
 _AS_BLOCKS = {"text": ASTextBlock, "thinking": ASThinkingBlock, "tool_call": ASToolCallBlock, "data": ASDataBlock}
 _MAX_KEPT = 10_000
@@ -70,8 +71,13 @@ class _Formatter:
 
     @property
     def supported_input_media_types(self) -> list[str]:
-        # modelwire inlines or refuses with a clear FormatError; let AgentScope pass media on.
-        return ["image/*", "application/pdf", "text/*", "audio/*", "video/*"]
+        """The media the model's capabilities do not refuse (AgentScope strips the others
+        from what it sends, as it does for its own models); a kind whose support is not
+        known is passed on, for modelwire to send or refuse with a ``FormatError``."""
+        caps = getattr(self._wire, "capabilities", None)
+        kinds = [("image/*", "image_input"), ("application/pdf", "pdf_input"), ("audio/*", "audio_input")]
+        taken = [media for media, flag in kinds if getattr(caps, flag, None) is not False]
+        return [*taken, "text/*", "video/*"]
 
 
 class ModelwireChatModel(ChatModelBase):
@@ -118,10 +124,11 @@ class ModelwireChatModel(ChatModelBase):
             context_size=context_size,
         )
         self.formatter = _Formatter(self.wire_model)
-        # AgentScope's text and tool-call blocks drop fields they do not declare (only its
-        # thinking blocks keep them), so provider extras such as a Gemini thought signature
-        # on a function call would not survive its context. They are kept here, by block id,
-        # and put back when AgentScope sends the blocks again.
+        # AgentScope's text, data and tool-call blocks drop fields they do not declare (only
+        # its thinking blocks keep them). A text or data block's extras (a Gemini thought
+        # signature on a text part) ride in its id, which AgentScope stores (see kept_id); a
+        # tool call's id is sent to the provider, so its extras other than a Gemini
+        # signature are kept here, by call id, for as long as this model lives.
         self._extras: dict[str, dict[str, Any]] = {}
 
     def _get_retryable_exceptions(self) -> tuple[Type[Exception], ...]:  # type: ignore[override]
@@ -149,8 +156,12 @@ class ModelwireChatModel(ChatModelBase):
             except StopAsyncIteration:
                 first = None
             return _chain(first, stream)
-        reply = await self.wire_model.complete(wire_messages, tools=tools, tool_choice=choice, options=options or None)
-        return self._final(reply, None, 0.0)
+        final = None
+        async for final in self._stream(wire_messages, tools, choice, options):
+            pass
+        if final is None:
+            raise E.IncompleteStreamError("the model sent nothing")
+        return final
 
     async def _stream(self, messages: list[Msg], tools: Any, choice: Any, options: dict[str, Any]) -> AsyncGenerator[ChatResponse, None]:
         started = time.monotonic()
@@ -162,6 +173,7 @@ class ModelwireChatModel(ChatModelBase):
         whole = bool(getattr(getattr(self.wire_model, "wire", None), "whole_tool_calls", False))
         held: dict[str, list[str]] = {}
         end = None
+        usage_sent = False  # AgentScope's usage is None where the provider sent none
         stream = self.wire_model.stream(messages, tools=tools, tool_choice=choice, options=options or None, reply_id=reply.id)
         try:
             async for event in stream:
@@ -191,6 +203,7 @@ class ModelwireChatModel(ChatModelBase):
                     chunk = [ASDataBlock.model_validate({"id": event.block_id, "source": {"type": "base64", "data": event.data, "media_type": event.media_type}})]
                 elif event.type == "MODEL_CALL_END":
                     end = event
+                    usage_sent = usage_sent or "usage" in (event.metadata or {})
                     continue
                 else:
                     continue
@@ -199,20 +212,20 @@ class ModelwireChatModel(ChatModelBase):
         finally:
             await stream.aclose()  # a cancelled AgentScope reply closes the HTTP stream
         if folded:
-            yield self._final(reply, end, time.monotonic() - started)
+            yield self._final(reply, end, time.monotonic() - started, usage_sent)
 
-    def _final(self, reply: Msg, end: Any, seconds: float) -> ChatResponse:
+    def _final(self, reply: Msg, end: Any, seconds: float, usage_sent: bool) -> ChatResponse:
         for block in reply.content:
-            if block.type in ("text", "tool_call", "data") and extras_of(block):
+            if block.type == "tool_call" and extras_of(block):
                 if len(self._extras) >= _MAX_KEPT:
                     self._extras.pop(next(iter(self._extras)))
                 self._extras[block.id] = dict(extras_of(block))
-        return _final(reply, end, seconds)
+        return _final(reply, end, seconds, usage_sent)
 
     def _restore(self, msg: Msg) -> Msg:
         for block in msg.content:
             kept = self._extras.get(block.id)
-            if kept and block.type in ("text", "tool_call", "data") and not extras_of(block):
+            if kept and block.type == "tool_call" and not extras_of(block):
                 extras_of(block).update(kept)
         return msg
 
@@ -228,8 +241,42 @@ async def _chain(first: Any, rest: AsyncGenerator[ChatResponse, None]) -> AsyncG
 
 
 def to_modelwire(msg: ASMsg) -> Msg:
-    """An AgentScope message as modelwire's, through the JSON form both share."""
-    return Msg.from_dict(json.loads(msg.model_dump_json()))
+    """An AgentScope message as modelwire's, through the JSON form both share; a text or
+    data block's extras kept in its id (:func:`kept_id`) are put back on it."""
+    data = json.loads(msg.model_dump_json())
+    content = data.get("content")
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") in _KEPT_IN_ID and str(block.get("id", "")).startswith(_KEPT):
+                _unkept(block)
+    return Msg.from_dict(data)
+
+
+_KEPT = "mw1."
+_KEPT_IN_ID = ("text", "data")
+
+
+def kept_id(block_id: str, extras: dict[str, Any] | None) -> str:
+    """The id a text or data block has in AgentScope: its own where it has no extras, else
+    ``mw1.`` and its id and extras as base64url JSON, so they are in what AgentScope saves
+    (it keeps no other field of these blocks) and come back with the block."""
+    if not extras:
+        return block_id
+    raw = json.dumps({"id": block_id, "extras": extras}, ensure_ascii=False, separators=(",", ":"))
+    return _KEPT + base64.urlsafe_b64encode(raw.encode()).decode("ascii").rstrip("=")
+
+
+def _unkept(block: dict[str, Any]) -> None:
+    encoded = block["id"][len(_KEPT):]
+    try:
+        kept = json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+        block_id, extras = kept["id"], kept["extras"]
+    except (ValueError, KeyError, TypeError):
+        return  # not one of ours: the id stays as it is
+    if isinstance(block_id, str) and isinstance(extras, dict):
+        block["id"] = block_id
+        for key, value in extras.items():
+            block.setdefault(key, value)
 
 
 def agentscope_call_id(call_id: str, extras: dict[str, Any] | None) -> str:
@@ -254,6 +301,8 @@ def to_agentscope_blocks(msg: Msg) -> tuple[list[Any], list[dict[str, Any]]]:
                 renamed[block.id] = data["id"] = new_id
         elif block.type == "tool_result" and block.id in renamed:
             data["id"] = renamed[block.id]
+        elif block.type in _KEPT_IN_ID:
+            data["id"] = kept_id(block.id, extras_of(block))
         if block.type == "tool_call" and data.get("server_side"):
             other.append(data)
         elif block.type in _AS_BLOCKS:
@@ -263,9 +312,9 @@ def to_agentscope_blocks(msg: Msg) -> tuple[list[Any], list[dict[str, Any]]]:
     return blocks, other
 
 
-def _final(reply: Msg, end: Any, seconds: float) -> ChatResponse:
+def _final(reply: Msg, end: Any, seconds: float, usage_sent: bool = True) -> ChatResponse:
     blocks, other = to_agentscope_blocks(reply)
-    usage = reply.usage
+    usage = reply.usage if usage_sent else None
     metadata: dict[str, Any] = {}
     if end is not None:
         metadata.update(stop_reason=end.stop_reason, provider_stop_reason=end.provider_stop_reason, reasoning_tokens=end.reasoning_tokens)
@@ -275,12 +324,14 @@ def _final(reply: Msg, end: Any, seconds: float) -> ChatResponse:
     return ChatResponse(
         content=blocks,
         is_last=True,
-        usage=ChatUsage(
-            input_tokens=usage.input_tokens if usage else 0,
-            output_tokens=usage.output_tokens if usage else 0,
+        usage=None
+        if usage is None
+        else ChatUsage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
             time=seconds,
-            cache_input_tokens=usage.cache_input_tokens if usage else 0,
-            cache_creation_input_tokens=usage.cache_creation_input_tokens if usage else 0,
+            cache_input_tokens=usage.cache_input_tokens,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens,
         ),
         metadata=metadata,
     )

@@ -42,7 +42,7 @@ def refused_media(caps: ModelCapabilities) -> frozenset[str]:
 
 def has_media(block: Any) -> bool:
     btype = block.type
-    return btype == "data" or (btype == "tool_result" and not isinstance(block.output, str))
+    return btype == "data" or (btype == "tool_result" and not isinstance(block.output, str)) or (btype == "hint" and not isinstance(block.hint, str))
 
 
 def without_media(blocks: list[Any], refused: frozenset[str], index: int, model: Any) -> list[Any] | None:
@@ -60,6 +60,10 @@ def without_media(blocks: list[Any], refused: frozenset[str], index: int, model:
             inner = without_media(list(block.output), refused, index, model)
             if inner is not None:
                 replacement = block.replace(output=inner)
+        elif block.type == "hint" and not isinstance(block.hint, str):
+            inner = without_media(list(block.hint), refused, index, model)
+            if inner is not None:
+                replacement = block.replace(hint=inner)
         if replacement is not None:
             if out is None:
                 out = list(blocks)
@@ -119,18 +123,21 @@ def _has_url(block: Any) -> bool:
     btype = block.type
     if btype == "data":
         return block.source.type == "url"  # type: ignore[no-any-return]
-    if btype == "tool_result" and isinstance(block.output, list):
-        return any(b.type == "data" and b.source.type == "url" for b in block.output)
+    inner = block.output if btype == "tool_result" else block.hint if btype == "hint" else None
+    if isinstance(inner, list):
+        return any(b.type == "data" and b.source.type == "url" for b in inner)
     return False
 
 
 async def _resolve_block(block: Any, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> Any:
     if block.type == "data":
         return await _resolve_data(block, protocol, transport, max_bytes)
-    if block.type == "tool_result" and isinstance(block.output, list):
-        outputs = [await _resolve_data(b, protocol, transport, max_bytes) if b.type == "data" else b for b in block.output]
-        if any(a is not b for a, b in zip(outputs, block.output)):
-            return block.replace(output=outputs)
+    field = "output" if block.type == "tool_result" else "hint" if block.type == "hint" else None
+    inner = getattr(block, field) if field else None
+    if isinstance(inner, list):
+        resolved = [await _resolve_data(b, protocol, transport, max_bytes) if b.type == "data" else b for b in inner]
+        if any(a is not b for a, b in zip(resolved, inner)):
+            return block.replace(**{field: resolved})
     return block
 
 

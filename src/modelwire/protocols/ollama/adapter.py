@@ -138,6 +138,9 @@ class OllamaAdapter(BaseAdapter):
             self.stop_reason = "tool_use" if self._calls and reason in (None, "stop") else STOP_REASONS.get(reason or "stop", "other")
             self.input_tokens = data.get("prompt_eval_count") or 0
             self.output_tokens = data.get("eval_count") or 0
+            counts = {k: data[k] for k in ("prompt_eval_count", "eval_count") if k in data}
+            if counts:
+                self.call_metadata["usage"] = counts  # as every protocol keeps the provider's own figures
             for key in _DURATIONS:
                 if isinstance(data.get(key), int):
                     self.call_metadata[key] = data[key]
