@@ -452,7 +452,7 @@ def test_a_refusal_is_the_answer_not_an_invalid_structure(server, spec):
     reply = check_invariant(agent, events)
     end = events[-1]
     assert end.type == "REPLY_END" and end.finished_reason == "completed" and end.error is None
-    assert reply.structured_output is None and reply.get_text_content() == "I can't help with that. "
+    assert reply.structured_output is None and reply.get_text_content() == "I can't help with that."
     assert len(server.requests) == 1  # not asked again for the structure
 
 

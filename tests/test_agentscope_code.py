@@ -55,6 +55,9 @@ def test_the_names_agentscopes_event_module_exports():
         assert {m.value for m in ours} == {m.value for m in theirs}
     missing = [n for n in dir(as_event) if not n.startswith("_") and not hasattr(E, n)]
     assert missing == []
+    from modelwire import message as M
+
+    assert [n for n in as_message.__all__ if not hasattr(M, n)] == []
 
 
 def test_types_states_and_reasons_are_agentscopes_enums():

@@ -77,7 +77,7 @@ def as_modelwire_events(events) -> list:
 
 def thinking_sent(protocol: str, request: dict) -> bool:
     sent = json.dumps(request["json"])
-    marker = {"anthropic": '"signature": "sig-Two tool"', "openai-chat": '"reasoning_content": "Two tools. "', "openai-responses": '"encrypted_content": "enc-0"', "gemini": '"thoughtSignature": "sig-Two tool"', "bedrock-converse": '"signature": "sig-Two tool"'}[protocol]
+    marker = {"anthropic": '"signature": "sig-Two tool"', "openai-chat": '"reasoning_content": "Two tools."', "openai-responses": '"encrypted_content": "enc-0"', "gemini": '"thoughtSignature": "sig-Two tool"', "bedrock-converse": '"signature": "sig-Two tool"'}[protocol]
     return marker in sent
 
 
@@ -191,7 +191,7 @@ def test_one_switch_decides_who_retries(who):
             return [chunk async for chunk in result][-1]
 
         final = asyncio.run(call())
-        assert [b.text for b in final.content] == ["ok "] and len(server.requests) == 2
+        assert [b.text for b in final.content] == ["ok"] and len(server.requests) == 2
     with ProviderServer() as server:
         server.script(*[error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "0"})] * 3)
         model = chat_model(server, "anthropic", retries=who, max_retries=1, retry_delay=0.01)
@@ -265,7 +265,7 @@ def test_the_same_bytes_give_the_same_response_as_agentscopes_own_models(protoco
         # AgentScope's OpenAI model keeps no reasoning from a plain Chat Completions server
         # (no reasoning field in OpenAI's dialect): we keep the reasoning_content we got.
         assert [v for v in view(ours) if v[0] != "thinking"] == [v for v in view(theirs) if v[0] != "thinking"]
-        assert view(ours)[0] == ("thinking", "Consider it. ", None)
+        assert view(ours)[0] == ("thinking", "Consider it.", None)
     assert (ours.usage.input_tokens, ours.usage.output_tokens) == (theirs.usage.input_tokens, theirs.usage.output_tokens) == (21, 8)
 
 

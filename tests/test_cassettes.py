@@ -273,7 +273,7 @@ def test_plain_httpx_clients_are_covered_too(tmp_path, key):
             first = run(fetch(server.url))
         url = server.url
     with use_cassette(path):
-        assert run(fetch(url)) == first and '"content": "httpx "' in first[1]
+        assert run(fetch(url)) == first and '"content": "httpx"' in first[1]
 
 
 def test_importing_a_file_that_is_already_a_modelwire_cassette_says_so(tmp_path):
@@ -309,4 +309,4 @@ def test_a_cassette_recorded_once_replays_outside_pytest_without_the_key(tmp_pat
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     with use_cassette(path, "once"):
         again = asyncio.run(load_model("anthropic:claude-sonnet-4-5", base_url=url).complete([UserMsg("u", "hi")]))
-    assert first.get_text_content() == again.get_text_content() == "Recorded. "
+    assert first.get_text_content() == again.get_text_content() == "Recorded."

@@ -195,7 +195,7 @@ def test_a_cassette_replays_a_bedrock_invoke_call(tmp_path):
         url = server.url
     with use_cassette(path, "none"):  # the server is gone: the cassette answers
         again = asyncio.run(load_model("bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", base_url=url).complete("hi"))
-    assert first.get_text_content() == again.get_text_content() == "Recorded words. "
+    assert first.get_text_content() == again.get_text_content() == "Recorded words."
 
 
 def test_betas_go_in_the_body_on_bedrock_and_in_the_header_elsewhere():
@@ -258,5 +258,5 @@ def test_modelwire_decode_reads_a_claude_on_bedrock_body(tmp_path):
 
         return Msg.from_dict(json.loads(done.stdout)).get_text_content()
 
-    assert decode(str(tmp_path / "invoke.bin")) == decode("--preset", "bedrock-anthropic", str(tmp_path / "invoke.bin")) == "Framed words. "
-    assert decode(str(tmp_path / "plain.sse")) == "Framed words. "
+    assert decode(str(tmp_path / "invoke.bin")) == decode("--preset", "bedrock-anthropic", str(tmp_path / "invoke.bin")) == "Framed words."
+    assert decode(str(tmp_path / "plain.sse")) == "Framed words."

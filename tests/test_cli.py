@@ -205,7 +205,7 @@ def test_chat_events_and_json_and_hidden_thinking():
         assert E.check_stream(as_json) == len(as_json)
         hidden = run_env(*base, "--no-show-thinking", "hello", env_extra=env)
         side = hidden.stderr.decode()
-        assert "(thought for 9 characters" in side and "Hmm hmm." not in side + hidden.stdout.decode()
+        assert "(thought for 8 characters" in side and "Hmm hmm." not in side + hidden.stdout.decode()
         assert hidden.stdout.decode().strip() == "Hi there."
 
 

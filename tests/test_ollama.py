@@ -221,7 +221,7 @@ def test_a_cassette_replays_an_ollama_call(tmp_path):
         url = server.url
     with use_cassette(path, "none"):
         again = asyncio.run(load_model("ollama:m", base_url=url).complete("hi"))
-    assert first.get_text_content() == again.get_text_content() == "Recorded words. "
+    assert first.get_text_content() == again.get_text_content() == "Recorded words."
 
 
 def test_a_local_server_that_is_not_running_is_said_so():

@@ -184,7 +184,7 @@ def test_reasoning_is_replayed_only_to_the_provider_that_made_it():
     reply.content.append(ToolResultBlock(id="c1", name="f", output="done", state="success"))
     conversation = [UserMsg("u", "go"), reply]
     deepseek = fmt("deepseek", conversation)["messages"][1]
-    assert deepseek["reasoning_content"] == "Call the tool. "
+    assert deepseek["reasoning_content"] == "Call the tool."
     groq = fmt("groq", conversation)["messages"][1]
     assert "reasoning" not in groq and "reasoning_content" not in groq
     moonshot = fmt("moonshot", conversation)["messages"][1]

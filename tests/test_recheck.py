@@ -255,7 +255,7 @@ def test_transpose_sends_a_recorded_tool_conversation_to_another_model_and_repor
     assert "sunny, 21 C" in json.dumps(sent[1])
     first, second = report.rows
     assert first.recorded.tools == [("lookup", '{"city":"Paris"}')] and first.target.tools == [("lookup", '{"city":"Paris"}')]
-    assert second.recorded.text_chars == len("It is sunny in Paris. ") and second.target.text_chars > 0 and second.target.tools == []
+    assert second.recorded.text_chars == len("It is sunny in Paris.") and second.target.text_chars > 0 and second.target.tools == []
     assert first.recorded.model == "claude-sonnet-4-5" and first.target.model == target
     assert first.target.first_token is not None and first.recorded.input_tokens == 10
     shown = "\n".join(report.lines())

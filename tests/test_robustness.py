@@ -393,4 +393,4 @@ def test_cassettes_in_concurrent_tasks_do_not_see_each_other(tmp_path):
     async def both():
         return await asyncio.gather(replay("a"), replay("b"))
 
-    assert asyncio.run(both()) == [(1, "for a "), (1, "for b ")]
+    assert asyncio.run(both()) == [(1, "for a"), (1, "for b")]

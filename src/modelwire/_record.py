@@ -34,12 +34,21 @@ from __future__ import annotations
 import sys
 import types
 import typing
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any, Callable, ClassVar, Literal, Self, Union, dataclass_transform, get_args, get_origin
 
 from .errors import ModelwireError, ValidationError
 
-__all__ = ["Record", "field", "extras_of", "fields_of", "maker", "dump", "MISSING"]
+__all__ = ["Record", "PlainStrEnum", "field", "extras_of", "fields_of", "maker", "dump", "MISSING"]
+
+
+class PlainStrEnum(StrEnum):
+    """A ``StrEnum`` whose members read as their strings everywhere, ``repr`` included: equal
+    to, hashed as and written as the string, with ``.value`` and ``.name`` besides. The
+    types, states and reasons of messages and events are these, so code that treats them as
+    strings and code that treats them as enums both work."""
+
+    __repr__ = str.__repr__
 
 
 class _Missing:

@@ -15,11 +15,10 @@ fields it does not know) and modelwire loads AgentScope's:
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any, Literal, TypeAlias, Union
 
 from .._ids import new_id, now_iso
-from .._record import Record, field
+from .._record import PlainStrEnum, Record, field
 from ..message import (
     DataBlock,
     PermissionRule,
@@ -73,7 +72,7 @@ __all__ = [
 ]
 
 
-class ReplyEndReason(StrEnum):
+class ReplyEndReason(PlainStrEnum):
     """Why a reply ended, as AgentScope's ``event`` module names it (``ReplyFinishedReason``
     adds ``error``; both are importable from here, as from AgentScope's)."""
 
@@ -82,7 +81,7 @@ class ReplyEndReason(StrEnum):
     EXCEED_MAX_ITERS = "exceed_max_iters"
 
 
-class FinishedReason(StrEnum):
+class FinishedReason(PlainStrEnum):
     """How one model call ended (``ModelCallEndEvent.finished_reason``; AgentScope keeps this
     enum in its ``model`` module). Why the model stopped is :class:`StopReason`."""
 
@@ -90,7 +89,7 @@ class FinishedReason(StrEnum):
     COMPLETED = "completed"
 
 
-class EventType(StrEnum):
+class EventType(PlainStrEnum):
     """Every event's ``type``. An event's ``type`` is one of these members, so it equals its
     string (``ev.type == "TEXT_BLOCK_DELTA"``), has a ``.value`` and writes as the string."""
 
@@ -124,7 +123,7 @@ class EventType(StrEnum):
     CUSTOM = "CUSTOM"
 
 
-class StopReason(StrEnum):
+class StopReason(PlainStrEnum):
     """Why one model call stopped, normalized across providers.
 
     The provider's own word travels beside it in ``provider_stop_reason``.

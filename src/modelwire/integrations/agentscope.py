@@ -167,52 +167,19 @@ class ModelwireChatModel(ChatModelBase):
         started = time.monotonic()
         reply = Msg(name="assistant", role="assistant", content=[])
         folded = False
-        open_calls: dict[str, str] = {}  # tool call id -> name, kept open in every chunk (AgentScope ends the others)
-        # Calls that arrive whole are passed on at their end, when their extras are known: a
-        # Gemini call's thought signature goes into its id, AgentScope's own way of keeping it.
-        whole = bool(getattr(getattr(self.wire_model, "wire", None), "whole_tool_calls", False))
-        held: dict[str, list[str]] = {}
-        end = None
-        usage_sent = False  # AgentScope's usage is None where the provider sent none
+        chunks = _Chunks(whole=bool(getattr(getattr(self.wire_model, "wire", None), "whole_tool_calls", False)))
         stream = self.wire_model.stream(messages, tools=tools, tool_choice=choice, options=options or None, reply_id=reply.id)
         try:
             async for event in stream:
                 reply.append_event(event, strict=True)
                 folded = True
-                chunk: list[Any] = []
-                if event.type == "TEXT_BLOCK_DELTA":
-                    chunk = [ASTextBlock(id=event.block_id, text=event.delta)]
-                elif event.type == "THINKING_BLOCK_DELTA":
-                    chunk = [ASThinkingBlock(id=event.block_id, thinking=event.delta)]
-                elif event.type == "TOOL_CALL_START":
-                    open_calls[event.tool_call_id] = event.tool_call_name
-                    if whole:
-                        held[event.tool_call_id] = []
-                elif event.type == "TOOL_CALL_DELTA":
-                    if event.tool_call_id in held:
-                        held[event.tool_call_id].append(event.delta)
-                        continue
-                    chunk = [ASToolCallBlock(id=event.tool_call_id, name=open_calls.get(event.tool_call_id, ""), input=event.delta)]
-                elif event.type == "TOOL_CALL_END":
-                    name = open_calls.pop(event.tool_call_id, None)
-                    if event.tool_call_id not in held:
-                        continue
-                    pieces = held.pop(event.tool_call_id)
-                    chunk = [ASToolCallBlock(id=agentscope_call_id(event.tool_call_id, event.extras), name=name or "", input="".join(pieces))]
-                elif event.type == "DATA_BLOCK_DELTA" and event.data:
-                    chunk = [ASDataBlock.model_validate({"id": event.block_id, "source": {"type": "base64", "data": event.data, "media_type": event.media_type}})]
-                elif event.type == "MODEL_CALL_END":
-                    end = event
-                    usage_sent = usage_sent or "usage" in (event.metadata or {})
-                    continue
-                else:
-                    continue
-                keep = [ASToolCallBlock(id=i, name=n, input="") for i, n in open_calls.items() if i not in held and not any(getattr(b, "id", None) == i for b in chunk)]
-                yield ChatResponse(content=chunk + keep, is_last=False)
+                chunk = chunks.of(event)
+                if chunk is not None:
+                    yield ChatResponse(content=chunk, is_last=False)
         finally:
             await stream.aclose()  # a cancelled AgentScope reply closes the HTTP stream
         if folded:
-            yield self._final(reply, end, time.monotonic() - started, usage_sent)
+            yield self._final(reply, chunks.end, time.monotonic() - started, chunks.usage_sent)
 
     def _final(self, reply: Msg, end: Any, seconds: float, usage_sent: bool) -> ChatResponse:
         for block in reply.content:
@@ -228,6 +195,60 @@ class ModelwireChatModel(ChatModelBase):
             if kept and block.type == "tool_call" and not extras_of(block):
                 extras_of(block).update(kept)
         return msg
+
+
+class _Chunks:
+    """modelwire's events as the blocks of AgentScope's streamed ``ChatResponse`` chunks."""
+
+    def __init__(self, whole: bool) -> None:
+        # Calls that arrive whole are passed on at their end, when their extras are known: a
+        # Gemini call's thought signature goes into its id, AgentScope's own way of keeping it.
+        self.whole = whole
+        self.open_calls: dict[str, str] = {}  # tool call id -> name, kept open in every chunk (AgentScope ends the others)
+        self.held: dict[str, list[str]] = {}
+        self.end: Any = None
+        self.usage_sent = False  # AgentScope's usage is None where the provider sent none
+
+    def of(self, event: Any) -> list[Any] | None:
+        """The blocks of the chunk ``event`` makes, or None where it makes none."""
+        chunk = self._blocks(event)
+        if chunk is None:
+            return None
+        keep = [ASToolCallBlock(id=i, name=n, input="") for i, n in self.open_calls.items() if i not in self.held and not any(getattr(b, "id", None) == i for b in chunk)]
+        return chunk + keep
+
+    def _blocks(self, event: Any) -> list[Any] | None:
+        kind = event.type
+        if kind == "TEXT_BLOCK_DELTA":
+            return [ASTextBlock(id=event.block_id, text=event.delta)]
+        if kind == "THINKING_BLOCK_DELTA":
+            return [ASThinkingBlock(id=event.block_id, thinking=event.delta)]
+        if kind == "DATA_BLOCK_DELTA" and event.data:
+            return [ASDataBlock.model_validate({"id": event.block_id, "source": {"type": "base64", "data": event.data, "media_type": event.media_type}})]
+        if kind in ("TOOL_CALL_START", "TOOL_CALL_DELTA", "TOOL_CALL_END"):
+            return self._call(event)
+        if kind == "MODEL_CALL_END":
+            self.end = event
+            self.usage_sent = self.usage_sent or "usage" in (event.metadata or {})
+        return None
+
+    def _call(self, event: Any) -> list[Any] | None:
+        call_id = event.tool_call_id
+        if event.type == "TOOL_CALL_START":
+            self.open_calls[call_id] = event.tool_call_name
+            if self.whole:
+                self.held[call_id] = []
+            return []
+        if event.type == "TOOL_CALL_DELTA":
+            if call_id in self.held:
+                self.held[call_id].append(event.delta)
+                return None
+            return [ASToolCallBlock(id=call_id, name=self.open_calls.get(call_id, ""), input=event.delta)]
+        name = self.open_calls.pop(call_id, None)
+        if call_id not in self.held:
+            return None
+        pieces = self.held.pop(call_id)
+        return [ASToolCallBlock(id=agentscope_call_id(call_id, event.extras), name=name or "", input="".join(pieces))]
 
 
 async def _chain(first: Any, rest: AsyncGenerator[ChatResponse, None]) -> AsyncGenerator[ChatResponse, None]:
@@ -314,6 +335,8 @@ def to_agentscope_blocks(msg: Msg) -> tuple[list[Any], list[dict[str, Any]]]:
 
 def _final(reply: Msg, end: Any, seconds: float, usage_sent: bool = True) -> ChatResponse:
     blocks, other = to_agentscope_blocks(reply)
+    for block in blocks:
+        block.finished_at = None  # as AgentScope's own models give their blocks to its agent
     usage = reply.usage if usage_sent else None
     metadata: dict[str, Any] = {}
     if end is not None:

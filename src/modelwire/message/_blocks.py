@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import binascii
 import re
-from enum import StrEnum
 from typing import Any, Literal, TypeAlias, Union
 
 from .._ids import new_id, now_iso
-from .._record import Record, field
+from .._record import PlainStrEnum, Record, field
 from ..errors import ValidationError
 
 _oset = object.__setattr__
@@ -266,7 +265,7 @@ class HintBlock(_Watched, Record):
     finished_at: str | None = field(default_factory=now_iso)
 
 
-class ToolCallState(StrEnum):
+class ToolCallState(PlainStrEnum):
     """pending -> asking -> allowed | finished; pending -> allowed -> finished | submitted -> finished."""
 
     PENDING = "pending"
@@ -276,7 +275,7 @@ class ToolCallState(StrEnum):
     FINISHED = "finished"
 
 
-class ToolResultState(StrEnum):
+class ToolResultState(PlainStrEnum):
     SUCCESS = "success"
     ERROR = "error"
     INTERRUPTED = "interrupted"

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any, Iterable, Literal
 
-from .._record import Record
+from .._record import PlainStrEnum, Record
 from ..errors import RoleError
 
 _ALLOWED: dict[str, frozenset[str] | None] = {
@@ -15,7 +14,7 @@ _ALLOWED: dict[str, frozenset[str] | None] = {
 }
 
 
-class ReplyFinishedReason(StrEnum):
+class ReplyFinishedReason(PlainStrEnum):
     COMPLETED = "completed"
     INTERRUPTED = "interrupted"
     EXCEED_MAX_ITERS = "exceed_max_iters"
@@ -25,7 +24,7 @@ class ReplyFinishedReason(StrEnum):
 ReplyFinishedReasonValue = Literal["completed", "interrupted", "exceed_max_iters", "error"]
 
 
-class ErrorType(StrEnum):
+class ErrorType(PlainStrEnum):
     AUTHENTICATION = "authentication"
     PERMISSION = "permission"
     RATE_LIMIT = "rate_limit"

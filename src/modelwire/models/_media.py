@@ -132,7 +132,7 @@ def _has_url(block: Any) -> bool:
 async def _resolve_block(block: Any, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> Any:
     if block.type == "data":
         return await _resolve_data(block, protocol, transport, max_bytes)
-    field = "output" if block.type == "tool_result" else "hint" if block.type == "hint" else None
+    field = "output" if block.type == "tool_result" else "hint" if block.type == "hint" else ""
     inner = getattr(block, field) if field else None
     if isinstance(inner, list):
         resolved = [await _resolve_data(b, protocol, transport, max_bytes) if b.type == "data" else b for b in inner]

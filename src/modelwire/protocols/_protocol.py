@@ -254,6 +254,13 @@ def _check_option(name: str, value: Any) -> None:
         raise ConfigError(f"option {name}={value!r} {problem}")
 
 
+def fake_words(text: str) -> list[str]:
+    """A scripted text in the pieces a fake stream sends it in: word by word, each piece but
+    the last with its following space, so the pieces join to exactly the text."""
+    words = text.split(" ")
+    return [w + " " for w in words[:-1]] + [words[-1]]
+
+
 def deep_merge(target: dict[str, Any], extra: Mapping[str, Any]) -> None:
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(target.get(key), dict):

@@ -25,7 +25,7 @@ from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in, levels_up_to
 from .._claude import EFFORTS as _EFFORTS, MIN_BUDGET, claude_fields, claude_schema
-from .._protocol import DEFAULT_MAX_TOKENS, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, rate_limit_shape, refuse, sampling
+from .._protocol import DEFAULT_MAX_TOKENS, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, rate_limit_shape, refuse, sampling, fake_words
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "AnthropicProtocol", "ENDPOINT_VERSIONS"]
@@ -352,8 +352,8 @@ class AnthropicProtocol(WireProtocol):
                 ev.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "signature_delta", "signature": signature}}))
             elif kind == "text":
                 ev.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}))
-                for word in block[1].split(" "):
-                    ev.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": word + " "}}))
+                for word in fake_words(block[1]):
+                    ev.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": word}}))
             else:
                 ev.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": block[1], "name": block[2], "input": {}}}))
                 args = block[3]

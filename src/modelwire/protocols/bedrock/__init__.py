@@ -21,7 +21,7 @@ from ...adapters import encode_frame
 from ...errors import ConfigError
 from ... import errors as E
 from .._caps import Refusal
-from .._protocol import CachePlan, Capabilities, cache_marks_problem, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .._protocol import CachePlan, Capabilities, cache_marks_problem, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling, fake_words
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "BedrockConverseProtocol", "regional"]
@@ -214,8 +214,8 @@ class BedrockConverseProtocol(WireProtocol):
                     out.append(frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"reasoningContent": {"text": piece}}}))
                 out.append(frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"reasoningContent": {"signature": f"sig-{block[1][:8]}"}}}))
             elif block[0] == "text":
-                for word in block[1].split(" "):
-                    out.append(frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": word + " "}}))
+                for word in fake_words(block[1]):
+                    out.append(frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": word}}))
             else:
                 _, call_id, name, args = block
                 out.append(frame("contentBlockStart", {"contentBlockIndex": index, "start": {"toolUse": {"toolUseId": call_id, "name": name}}}))

@@ -14,7 +14,7 @@ import json
 import logging
 from typing import Any
 
-from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse
+from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, fake_words
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "OllamaProtocol"]
@@ -130,8 +130,8 @@ class OllamaProtocol(WireProtocol):
         for block in blocks:
             if block[0] in ("think", "text"):
                 field = "thinking" if block[0] == "think" else "content"
-                for word in block[1].split(" "):
-                    line({field: word + " "})
+                for word in fake_words(block[1]):
+                    line({field: word})
             else:
                 calls.append({"function": {"name": block[2], "arguments": json.loads(block[3] or "{}")}})
         if calls:

@@ -133,18 +133,22 @@ class OllamaAdapter(BaseAdapter):
             for call in message.get("tool_calls") or ():
                 self._tool_call(call)
         if data.get("done") is True:
-            reason = data.get("done_reason")
-            self.provider_stop_reason = reason if isinstance(reason, str) else None
-            self.stop_reason = "tool_use" if self._calls and reason in (None, "stop") else STOP_REASONS.get(reason or "stop", "other")
-            self.input_tokens = data.get("prompt_eval_count") or 0
-            self.output_tokens = data.get("eval_count") or 0
-            counts = {k: data[k] for k in ("prompt_eval_count", "eval_count") if k in data}
-            if counts:
-                self.call_metadata["usage"] = counts  # as every protocol keeps the provider's own figures
-            for key in _DURATIONS:
-                if isinstance(data.get(key), int):
-                    self.call_metadata[key] = data[key]
-            self._finish()
+            self._done(data)
+
+    def _done(self, data: dict[str, Any]) -> None:
+        """The last line: the stop reason, the counts and durations, then the call's end."""
+        reason = data.get("done_reason")
+        self.provider_stop_reason = reason if isinstance(reason, str) else None
+        self.stop_reason = "tool_use" if self._calls and reason in (None, "stop") else STOP_REASONS.get(reason or "stop", "other")
+        self.input_tokens = data.get("prompt_eval_count") or 0
+        self.output_tokens = data.get("eval_count") or 0
+        counts = {k: data[k] for k in ("prompt_eval_count", "eval_count") if k in data}
+        if counts:
+            self.call_metadata["usage"] = counts  # as every protocol keeps the provider's own figures
+        for key in _DURATIONS:
+            if isinstance(data.get(key), int):
+                self.call_metadata[key] = data[key]
+        self._finish()
 
     def _close_text(self) -> None:
         if "text" in self.blocks:

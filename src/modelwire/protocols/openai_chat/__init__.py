@@ -38,7 +38,7 @@ from typing import Any, Mapping, Sequence
 from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in
-from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, rate_limit_shape, refuse, sampling
+from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, rate_limit_shape, refuse, sampling, fake_words
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "OpenAIChatProtocol", "STRICT_RULES", "strict_format", "openai_cache"]
@@ -381,8 +381,8 @@ class OpenAIChatProtocol(WireProtocol):
         for block in blocks:
             if block[0] in ("think", "text"):
                 field = reasoning_field if block[0] == "think" else "content"
-                for word in block[1].split(" "):
-                    ev.append(chunk({field: word + " "}))
+                for word in fake_words(block[1]):
+                    ev.append(chunk({field: word}))
         for k, (_, cid, name, _args) in enumerate(tools):
             ev.append(chunk({"tool_calls": [{"index": k, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}]}))
         halves = [(k, t[3][: len(t[3]) // 2], t[3][len(t[3]) // 2 :]) for k, t in enumerate(tools)]

@@ -10,7 +10,7 @@ import logging
 from typing import Any, Mapping, Sequence
 
 from ...adapters import encode_sse
-from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling, fake_words
 from .presets import PRESETS
 from ..openai_chat import openai_rate_limits, strict_format
 
@@ -197,9 +197,9 @@ class OpenAIResponsesProtocol(WireProtocol):
                 item = {"id": mid, "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": block[1], "annotations": []}]}
                 add({"type": "response.output_item.added", "output_index": oi, "item": {"id": mid, "type": "message", "status": "in_progress", "role": "assistant", "content": []}})
                 add({"type": "response.content_part.added", "item_id": mid, "output_index": oi, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})
-                for word in block[1].split(" "):
-                    add({"type": "response.output_text.delta", "item_id": mid, "output_index": oi, "content_index": 0, "delta": word + " "})
-                item["content"][0]["text"] = "".join(w + " " for w in block[1].split(" "))  # as streamed
+                for word in fake_words(block[1]):
+                    add({"type": "response.output_text.delta", "item_id": mid, "output_index": oi, "content_index": 0, "delta": word})
+                item["content"][0]["text"] = block[1]  # as streamed
                 add({"type": "response.content_part.done", "item_id": mid, "output_index": oi, "content_index": 0, "part": item["content"][0]})
             else:
                 _, cid, name, args = block
