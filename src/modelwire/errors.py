@@ -316,18 +316,26 @@ class ProviderError(ModelwireError):
 
 
 class AuthenticationError(ProviderError):
+    """The provider refused the key (HTTP 401): a missing, wrong or revoked key."""
+
     error_type = "authentication"
 
 
 class PermissionDeniedError(ProviderError):
+    """The key is good but may not do this (HTTP 403): a model or feature the account lacks."""
+
     error_type = "permission"
 
 
 class RateLimitError(ProviderError):
+    """The provider asked to slow down (HTTP 429); ``retry_after`` and ``rate_limits`` say how long."""
+
     error_type = "rate_limit"
 
 
 class InvalidRequestError(ProviderError):
+    """The provider refused the request as malformed (HTTP 400, 404, 422); its words are in the message."""
+
     error_type = "invalid_request"
 
 

@@ -36,10 +36,12 @@ def _provider_name(provider: str) -> str:
 
 
 def enabled() -> bool:
+    """Whether traces and metrics are made: ``opentelemetry-api`` is installed."""
     return _otel() is not None
 
 
 def capture_content() -> bool:
+    """Whether spans carry the messages themselves (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``)."""
     return os.environ.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "").lower() in ("true", "1")
 
 
@@ -182,6 +184,7 @@ def agent_span(agent_name: str, session_id: str, model: Any) -> Any:
 
 
 def end_agent_span(span: Any, reply: Any) -> None:
+    """End an ``invoke_agent`` span with what the reply used and how it finished."""
     if span is None:
         return
     usage = reply.usage
@@ -234,6 +237,7 @@ def tool_span(name: str, call_id: str, arguments: str | None, parent: Any) -> An
 
 
 def mark_error(span: Any, kind: str, message: str) -> None:
+    """Mark ``span`` as failed with an ``error.type`` of ``kind`` and the message."""
     if isinstance(span, _NoSpan) or _otel() is None:
         return
     trace, _ = _otel()

@@ -737,6 +737,7 @@ class AWSStreamDecoder(StreamDecoder):
 
 _MISSING = object()
 OPTIONAL = type(None)
+"""In a shape, a field that may be missing or null (``"usage": (dict, OPTIONAL)``)."""
 
 
 def shape_problem(data: Any, spec: dict[str, tuple]) -> str | None:

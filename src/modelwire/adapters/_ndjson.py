@@ -19,6 +19,8 @@ MAX_LINE = 16 * 1024 * 1024  # a line longer than this is not an answer chunk
 
 
 class NDJSONDecoder(StreamDecoder):
+    """Newline-delimited JSON (Ollama's native stream) into an adapter: one object per line, a line
+    split across reads joined, one longer than ``max_line`` refused."""
     def __init__(self, adapter: BaseAdapter, *, keep: bool = False, max_line: int = MAX_LINE) -> None:
         self.adapter = adapter
         self.keep = keep

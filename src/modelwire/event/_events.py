@@ -145,12 +145,16 @@ StopReasonValue = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use",
 
 
 class EventBase(Record):
+    """What every event has: an ``id`` (made on its first read), ``created_at`` and free ``metadata``."""
+
     id: str = field(default_factory=new_id, lazy=True)  # made on its first read when not given
     created_at: str = field(default_factory=now_iso)
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
 class ReplyStartEvent(EventBase):
+    """A reply began: its ``reply_id`` is the id of the assistant message the events fold into."""
+
     type: Literal["REPLY_START"] = "REPLY_START"
     session_id: str
     reply_id: str
@@ -159,6 +163,8 @@ class ReplyStartEvent(EventBase):
 
 
 class ReplyEndEvent(EventBase):
+    """A reply ended: folding sets the message's ``finished_at``, ``finished_reason`` and ``error``."""
+
     type: Literal["REPLY_END"] = "REPLY_END"
     session_id: str
     reply_id: str
@@ -169,12 +175,16 @@ class ReplyEndEvent(EventBase):
 
 
 class ModelCallStartEvent(EventBase):
+    """One call of the model began (a reply makes one per turn of its loop)."""
+
     type: Literal["MODEL_CALL_START"] = "MODEL_CALL_START"
     reply_id: str
     model_name: str
 
 
 class ModelCallEndEvent(EventBase):
+    """One call of the model ended: its token counts (added to the message's usage) and why it stopped."""
+
     type: Literal["MODEL_CALL_END"] = "MODEL_CALL_END"
     reply_id: str
     input_tokens: int
@@ -195,15 +205,21 @@ class _BlockEvent(EventBase):
 
 
 class TextBlockStartEvent(_BlockEvent):
+    """A text block began: folding appends an empty text block with ``block_id``."""
+
     type: Literal["TEXT_BLOCK_START"] = "TEXT_BLOCK_START"
 
 
 class TextBlockDeltaEvent(_BlockEvent):
+    """A piece of a text block's text: folding appends ``delta``."""
+
     type: Literal["TEXT_BLOCK_DELTA"] = "TEXT_BLOCK_DELTA"
     delta: str
 
 
 class TextBlockEndEvent(_BlockEvent):
+    """A text block is complete: folding sets its ``finished_at`` and its ``extras``."""
+
     type: Literal["TEXT_BLOCK_END"] = "TEXT_BLOCK_END"
     text: str | None = None
     """When set, replaces the text gathered from the deltas."""
@@ -211,15 +227,21 @@ class TextBlockEndEvent(_BlockEvent):
 
 
 class ThinkingBlockStartEvent(_BlockEvent):
+    """A thinking block began: folding appends an empty thinking block with ``block_id``."""
+
     type: Literal["THINKING_BLOCK_START"] = "THINKING_BLOCK_START"
 
 
 class ThinkingBlockDeltaEvent(_BlockEvent):
+    """A piece of the model's thinking: folding appends ``delta``."""
+
     type: Literal["THINKING_BLOCK_DELTA"] = "THINKING_BLOCK_DELTA"
     delta: str
 
 
 class ThinkingBlockEndEvent(_BlockEvent):
+    """A thinking block is complete: folding sets its ``finished_at`` and its ``extras`` (a signature ...)."""
+
     type: Literal["THINKING_BLOCK_END"] = "THINKING_BLOCK_END"
     extras: dict[str, Any] | None = None
 
@@ -240,6 +262,8 @@ def _data(value: str | None) -> str | None:
 
 
 class DataBlockStartEvent(_BlockEvent):
+    """A data block (an image, audio ...) began, with its media type."""
+
     type: Literal["DATA_BLOCK_START"] = "DATA_BLOCK_START"
     media_type: str
     name: str | None = None
@@ -249,6 +273,8 @@ class DataBlockStartEvent(_BlockEvent):
 
 
 class DataBlockDeltaEvent(_BlockEvent):
+    """A piece of a data block: base64 ``data`` (each piece padded on its own) or a whole ``url``."""
+
     type: Literal["DATA_BLOCK_DELTA"] = "DATA_BLOCK_DELTA"
     media_type: str
     data: str | None = None
@@ -262,6 +288,8 @@ class DataBlockDeltaEvent(_BlockEvent):
 
 
 class DataBlockEndEvent(_BlockEvent):
+    """A data block is complete: folding sets its ``finished_at`` and its ``extras``."""
+
     type: Literal["DATA_BLOCK_END"] = "DATA_BLOCK_END"
     extras: dict[str, Any] | None = None
 
@@ -270,6 +298,8 @@ _HintItem = Union[TextBlock, DataBlock]
 
 
 class HintBlockEvent(_BlockEvent):
+    """A hint for the model (text, or text and data), appended whole as a hint block."""
+
     type: Literal["HINT_BLOCK"] = "HINT_BLOCK"
     source: str | None = None
     hint: str | list[_HintItem]
@@ -281,31 +311,43 @@ class _ToolEvent(EventBase):
 
 
 class ToolCallStartEvent(_ToolEvent):
+    """The model began a tool call: folding appends a call with ``tool_call_id`` and ``tool_call_name``."""
+
     type: Literal["TOOL_CALL_START"] = "TOOL_CALL_START"
     tool_call_name: str
 
 
 class ToolCallDeltaEvent(_ToolEvent):
+    """A piece of a tool call's JSON arguments: folding appends ``delta`` to its ``input``."""
+
     type: Literal["TOOL_CALL_DELTA"] = "TOOL_CALL_DELTA"
     delta: str
 
 
 class ToolCallEndEvent(_ToolEvent):
+    """A tool call's arguments are complete: folding sets its ``finished_at`` and its ``extras``."""
+
     type: Literal["TOOL_CALL_END"] = "TOOL_CALL_END"
     extras: dict[str, Any] | None = None
 
 
 class ToolResultStartEvent(_ToolEvent):
+    """A tool began answering a call: folding appends a running result with the call's id."""
+
     type: Literal["TOOL_RESULT_START"] = "TOOL_RESULT_START"
     tool_call_name: str
 
 
 class ToolResultTextDeltaEvent(_ToolEvent):
+    """A piece of a tool result's text: folding appends it to the result's last text part."""
+
     type: Literal["TOOL_RESULT_TEXT_DELTA"] = "TOOL_RESULT_TEXT_DELTA"
     delta: str
 
 
 class ToolResultDataDeltaEvent(_ToolEvent):
+    """A data part of a tool result (an image a tool made ...): base64 ``data`` or a ``url``."""
+
     type: Literal["TOOL_RESULT_DATA_DELTA"] = "TOOL_RESULT_DATA_DELTA"
     block_id: str = field(default_factory=new_id)
     media_type: str
@@ -326,41 +368,55 @@ class ToolResultEndEvent(_ToolEvent):
 
 
 class ExceedMaxItersEvent(EventBase):
+    """The agent reached ``max_iters`` tool rounds; the reply ends with ``exceed_max_iters``."""
+
     type: Literal["EXCEED_MAX_ITERS"] = "EXCEED_MAX_ITERS"
     reply_id: str
     name: str
 
 
 class RequireUserConfirmEvent(EventBase):
+    """The reply waits for the user to allow or deny these calls: folding moves them to ``asking``."""
+
     type: Literal["REQUIRE_USER_CONFIRM"] = "REQUIRE_USER_CONFIRM"
     reply_id: str
     tool_calls: list[ToolCallBlock]
 
 
 class RequireExternalExecutionEvent(EventBase):
+    """The reply waits for these calls to run elsewhere: folding moves them to ``submitted``."""
+
     type: Literal["REQUIRE_EXTERNAL_EXECUTION"] = "REQUIRE_EXTERNAL_EXECUTION"
     reply_id: str
     tool_calls: list[ToolCallBlock]
 
 
 class ConfirmResult(Record):
+    """The user's answer for one call: ``confirmed``, and permission ``rules`` to remember."""
+
     confirmed: bool
     tool_call: ToolCallBlock
     rules: list[PermissionRule] | None = None
 
 
 class UserConfirmResultEvent(EventBase):
+    """The user answered: folding moves each asking call to ``allowed`` or ``finished``."""
+
     type: Literal["USER_CONFIRM_RESULT"] = "USER_CONFIRM_RESULT"
     reply_id: str
     confirm_results: list[ConfirmResult]
 
 
 class UserInterruptEvent(EventBase):
+    """The user interrupted the reply (it ends with ``finished_reason='interrupted'``)."""
+
     type: Literal["USER_INTERRUPT"] = "USER_INTERRUPT"
     reply_id: str
 
 
 class ExternalExecutionResultEvent(EventBase):
+    """Results of calls run elsewhere: folding appends them (one per call, the first wins)."""
+
     type: Literal["EXTERNAL_EXECUTION_RESULT"] = "EXTERNAL_EXECUTION_RESULT"
     reply_id: str
     execution_results: list[ToolResultBlock]

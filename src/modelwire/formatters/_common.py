@@ -120,6 +120,7 @@ def split_server_tools(tools: Iterable[Any] | None) -> tuple[list["ServerTool"],
 
 
 def refuse_server_tool(tool: "ServerTool", protocol: str, hint: str = "") -> FormatError:
+    """The ``FormatError`` for a server tool ``protocol`` has no form of (an MCP server gets the way round)."""
     if tool.kind == "mcp":  # the agent can always be the MCP client itself
         hint = (hint + "; " if hint else "") + "an MCP server can be run from the agent instead: MCPServer.http(url)"
     return FormatError(None, f"{protocol} runs no server tool {tool.kind!r}" + (f"; {hint}" if hint else ""), protocol, code="unsupported-option")
@@ -179,6 +180,7 @@ def format_errors(protocol: str, messages: Sequence[Msg] | None = None) -> Itera
 
 
 def tool_specs(tools: Iterable[Any] | None) -> list[ToolSpec]:
+    """Every tool given (a function, a ``Tool``, a dict in any provider's shape) as a ``ToolSpec``; two of one name are refused."""
     specs = [ToolSpec.coerce(t) for t in tools or ()]
     names = [s.name for s in specs]
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -620,6 +622,7 @@ def located(exc: FormatError, messages: Sequence[Msg], protocol: str) -> FormatE
 
 
 def data_uri(block: DataBlock) -> str:
+    """A data block as a URL: its own for a URL source, else a ``data:`` URI of its base64."""
     kind, payload, media_type = data_parts(block)
     return payload if kind == "url" else f"data:{media_type.split(';')[0]};base64,{payload}"
 
@@ -672,6 +675,7 @@ def origin_replays(found: Origin | None, protocol: str, provider: str | None, *,
 
 
 def is_raw_provider_block(block: Any) -> bool:
+    """Whether a data block holds a provider's own item kept as it came (not media to send)."""
     return block.type == "data" and extra(block, "provider_block_type") is not None
 
 

@@ -276,6 +276,8 @@ class ToolCallState(PlainStrEnum):
 
 
 class ToolResultState(PlainStrEnum):
+    """A tool result's state: running while it streams, then success, error, interrupted or denied."""
+
     SUCCESS = "success"
     ERROR = "error"
     INTERRUPTED = "interrupted"

@@ -15,6 +15,8 @@ _ALLOWED: dict[str, frozenset[str] | None] = {
 
 
 class ReplyFinishedReason(PlainStrEnum):
+    """How a reply ended: completed, interrupted (by the user), exceed_max_iters, or error."""
+
     COMPLETED = "completed"
     INTERRUPTED = "interrupted"
     EXCEED_MAX_ITERS = "exceed_max_iters"
@@ -25,6 +27,8 @@ ReplyFinishedReasonValue = Literal["completed", "interrupted", "exceed_max_iters
 
 
 class ErrorType(PlainStrEnum):
+    """The kind of error that ended a reply (``ErrorInfo.type``), for a UI to word it."""
+
     AUTHENTICATION = "authentication"
     PERMISSION = "permission"
     RATE_LIMIT = "rate_limit"

@@ -262,6 +262,7 @@ def fake_words(text: str) -> list[str]:
 
 
 def deep_merge(target: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    """Merge ``extra`` into ``target`` in place, dicts key by key (how ``extra_body`` joins a request)."""
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(target.get(key), dict):
             deep_merge(target[key], value)

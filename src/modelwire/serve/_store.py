@@ -95,6 +95,8 @@ class _Packed:
 
 
 class ReplyStore(Protocol):
+    """Where the server keeps replies parked for a user's answer and, when ``shared``, the running streams
+    other workers may resume (``MemoryStore`` in one process, ``RedisStore`` across several)."""
     ttl: float
     shared: bool  # whether other workers see what this one stores (then running streams go there too)
 

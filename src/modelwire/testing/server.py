@@ -38,10 +38,12 @@ class Reply:
 
 
 def sse_reply(body: bytes, **kw: Any) -> Reply:
+    """A scripted answer of ``body`` as a server-sent event stream (``kw`` as for :class:`Reply`)."""
     return Reply(body=body, headers={"content-type": "text/event-stream"}, **kw)
 
 
 def error_reply(status: int, body: dict, headers: dict[str, str] | None = None) -> Reply:
+    """A scripted error answer: ``status`` with ``body`` as JSON (and any ``headers``, such as ``retry-after``)."""
     return Reply(status=status, body=json.dumps(body).encode(), headers={"content-type": "application/json", **(headers or {})})
 
 
