@@ -157,12 +157,30 @@ def test_num_ctx_comes_from_api_show_and_an_unknown_one_is_said(caplog):
     assert (lookup["method"], lookup["path"], lookup["json"]) == ("POST", "/api/show", {"model": "qwen3:8b"})
     assert first["json"]["options"]["num_ctx"] == second["json"]["options"]["num_ctx"] == 40960
     with ProviderServer() as server, caplog.at_level(logging.WARNING, logger="modelwire.protocols.ollama"):
-        server.script(error_reply(404, {"error": "model 'nothing' not found"}), ndjson(body))
+        silent = json.dumps({"modelfile": "FROM x", "capabilities": ["completion"]}).encode()  # an answer with no context length
+        server.script(Reply(body=silent, headers={"content-type": "application/json"}), ndjson(body))
         model = load_model("ollama:never-seen-model", base_url=server.url, capability_lookup=True)
         asyncio.run(model.complete("hi"))
         sent = server.requests[-1]["json"]
     assert "num_ctx" not in sent.get("options", {})
     assert any("context length is not known" in r.getMessage() and "never-seen-model" in r.getMessage() for r in caplog.records)
+
+
+def test_a_server_that_is_not_running_is_said_first(caplog):
+    """No server: the first thing said is that nothing answers there, not a warning about a
+    context length the server was never asked for."""
+    import socket
+
+    from modelwire.errors import ConnectionError as MWConnectionError
+    from modelwire.models.transport import RetryPolicy
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    model = load_model("ollama:not-running-model", base_url=f"http://127.0.0.1:{port}", capability_lookup=True, retry=RetryPolicy(max_retries=0))
+    with caplog.at_level(logging.WARNING, logger="modelwire.protocols.ollama"), pytest.raises(MWConnectionError, match="is the server running there"):
+        asyncio.run(model.complete("hi"))
+    assert not any("context length" in r.getMessage() for r in caplog.records)
 
 
 def test_errors_carry_ollamas_text():

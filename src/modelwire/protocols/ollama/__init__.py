@@ -68,6 +68,14 @@ class OllamaProtocol(WireProtocol):
             values["image_input"] = "vision" in caps
             if "thinking" not in caps:
                 values["thinking"] = []
+        if "context_window" not in values and model not in _WARNED:
+            # Said only where the server answered: one that is not running says so itself.
+            _WARNED.add(model)
+            log.warning(
+                "ollama:%s: the context length is not known (the server did not say), so Ollama uses its default,"
+                " often 4,096 tokens; set it with capabilities={'context_window': N} or extra_body={'options': {'num_ctx': N}}",
+                model,
+            )
         if not values:
             return None
         return ModelCapabilities.from_mapping(values, "provider: POST /api/show")
@@ -80,13 +88,6 @@ class OllamaProtocol(WireProtocol):
         options: dict[str, Any] = {}
         if caps.context_window:
             options["num_ctx"] = caps.context_window
-        elif model not in _WARNED:
-            _WARNED.add(model)
-            log.warning(
-                "ollama:%s: the context length is not known (the server did not say), so Ollama uses its default,"
-                " often 4,096 tokens; set it with capabilities={'context_window': N} or extra_body={'options': {'num_ctx': N}}",
-                model,
-            )
         if o.max_tokens is not None:
             options["num_predict"] = o.max_tokens
         if o.temperature is not None:
