@@ -313,6 +313,39 @@ print("ok")
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_pricing_off_never_loads_the_catalogue_and_no_call_waits_for_it(how):
+    """``pricing=False`` (or ``MODELWIRE_PRICING=off``), in a fresh process: the call streams and
+    ends with no cost, and the price catalogue is never imported, not even in a thread."""
+    import subprocess
+    import sys
+
+    option = "pricing=False, " if how == "option" else ""
+    probe = f"""
+import asyncio, sys, threading
+import modelwire
+from modelwire.testing import ProviderServer, sse_reply
+from modelwire.testing.sse import body
+with ProviderServer() as server:
+    server.script(sse_reply(body("anthropic", ("text", "Hi."))))
+    model = modelwire.load_model("anthropic:claude-sonnet-4-5", {option}api_key="k", base_url=server.url)
+    reply = model.complete_sync("hi")
+assert reply.get_text_content() == "Hi." and reply.cost is None, reply.cost
+assert "genai_prices" not in sys.modules and not any(t.name == "modelwire-prices" for t in threading.enumerate())
+print("ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("MODELWIRE_DEBUG", "MODELWIRE_PRICING")}
+    if how == "environment":
+        env["MODELWIRE_PRICING"] = "off"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+    from modelwire import load_model
+    from modelwire.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="pricing='no' must be True or False"):
+        load_model("anthropic:claude-sonnet-4-5", api_key="k", pricing="no")
+
+
 def test_every_presets_price_id_is_in_the_catalogue_and_the_clouds_are_priced():
     """The price id lives on each preset: each one names a provider genai-prices has, and
     the presets added for Claude on the clouds and the Anthropic-compatible endpoints are

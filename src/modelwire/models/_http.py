@@ -6,6 +6,7 @@ import asyncio
 import collections
 import json
 import logging
+import os
 from contextlib import aclosing
 from typing import Any, AsyncGenerator, Sequence
 from urllib.parse import urlparse
@@ -29,18 +30,16 @@ from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks
 log = logging.getLogger("modelwire.models")
 
 
-def _preload_prices() -> None:
-    from .. import cost
-
-    cost.preload()
-
-
-async def _prices_loaded() -> None:
-    """The price catalogue loaded (off the loop) before a call's end is priced."""
-    from .. import cost
-
-    if cost.available() and not cost.ready():
-        await cost.loaded()
+def _pricing(options: dict[str, Any]) -> bool:
+    """Whether calls are priced: ``pricing=`` (True or False), else ``MODELWIRE_PRICING``
+    (``off``, ``0``, ``false`` or ``no`` turn it off), else on. Off, the price catalogue is
+    never loaded and no call waits for it; ``MODEL_CALL_END.cost`` is then None."""
+    value = options.pop("pricing", None)
+    if value is None:
+        return os.environ.get("MODELWIRE_PRICING", "").strip().lower() not in ("off", "0", "false", "no")
+    if not isinstance(value, bool):
+        raise E.ConfigError(f"pricing={value!r} must be True or False")
+    return value
 
 
 _CHAIN_RECORDS = 16  # stored responses kept per model for ``chain`` (the latest conversations)
@@ -154,6 +153,7 @@ class HTTPModel:
             raise E.ConfigError(f"capability_lookup={lookup!r} must be 'auto', True or False")
         self.capability_lookup = lookup
         self.max_concurrent, self.rate_limiter = _pacing(options)
+        self.pricing = _pricing(options)
         self._slots: Any = None  # loop -> asyncio.Semaphore (a semaphore belongs to one loop)
         media = options.pop("on_unsupported_media", "refuse")
         if media not in ("refuse", "note"):
@@ -507,7 +507,7 @@ class HTTPModel:
         loop = asyncio.get_running_loop()
         decoder, opts, trace = attempt.decoder, call.opts, call.trace
         attempt.response = response = await self._open(call)
-        _preload_prices()  # in a thread, while the answer streams (the connection's own imports done)
+        self._preload_prices()  # in a thread, while the answer streams (the connection's own imports done)
         first_deadline = loop.time() + self.timeouts.first_byte
         if response.status_code >= 400:
             raise await http_error(response, self.wire)
@@ -592,7 +592,7 @@ class HTTPModel:
     async def _end_call(self, events: list[AgentEvent], call: _Call) -> None:
         """The call's MODEL_CALL_END (the last of ``events``) priced and traced, and the
         response remembered for a chain."""
-        await _prices_loaded()
+        await self._prices_loaded()
         events[-1] = self._ended(events[-1], call.trace)
         self._remember(call.full, events[-1], call.opts)
         if call.permit is not None:
@@ -697,7 +697,7 @@ class HTTPModel:
                 err.events = closed.events
         closing = attempt.held + err.events
         if closing and closing[-1].type == "MODEL_CALL_END":
-            await _prices_loaded()
+            await self._prices_loaded()
             closing[-1] = self._ended(closing[-1], None)
         if trace is not None:
             trace.end(closing[-1] if closing and closing[-1].type == "MODEL_CALL_END" else None, error=err)
@@ -770,7 +770,7 @@ class HTTPModel:
                     async for chunk in read_chunks(response, self.timeouts, None, loop.time() + self.timeouts.first_byte):
                         events = decoder.feed(chunk)
                         if events and events[-1].type == "MODEL_CALL_END":
-                            await _prices_loaded()
+                            await self._prices_loaded()
                             events[-1] = self._ended(events[-1], trace)
                             self._remember(full, events[-1], opts)
                         for event in events:
@@ -801,6 +801,22 @@ class HTTPModel:
 
         return resume()
 
+    def _preload_prices(self) -> None:
+        """Start loading the price catalogue in a thread (once), where calls are priced."""
+        if self.pricing:
+            from .. import cost
+
+            cost.preload()
+
+    async def _prices_loaded(self) -> None:
+        """The price catalogue loaded (off the loop) before a call's end is priced."""
+        if not self.pricing:
+            return
+        from .. import cost
+
+        if cost.available() and not cost.ready():
+            await cost.loaded()
+
     def _ended(self, end: AgentEvent, trace: Any) -> AgentEvent:  # after _prices_loaded()
         """The call's MODEL_CALL_END, with its price (when genai-prices is installed), and
         the end of its span."""
@@ -808,7 +824,7 @@ class HTTPModel:
 
         if not isinstance(end, ModelCallEndEvent):
             return end
-        if cost.available():
+        if self.pricing and cost.available():
             usage = end  # the event has the four counts the price needs
             priced = cost.price(usage, provider=self.provider, model=self.name)
             if priced is not None:

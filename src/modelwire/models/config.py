@@ -91,7 +91,7 @@ def _check_profile(profile: dict[str, Any], name: str, path: Path | None) -> Non
 
     from ..protocols import ModelOptions
 
-    known = {f.name for f in fields(ModelOptions)} | {"model", "api_key", "base_url", "timeouts", "formatter", "capabilities", "capability_lookup", "endpoint_family", "on_unsupported_media", "fallback", "max_concurrent", "dialect"}
+    known = {f.name for f in fields(ModelOptions)} | {"model", "api_key", "base_url", "timeouts", "formatter", "capabilities", "capability_lookup", "endpoint_family", "on_unsupported_media", "fallback", "max_concurrent", "dialect", "pricing"}
     for key in profile:
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
