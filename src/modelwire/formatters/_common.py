@@ -621,6 +621,31 @@ def located(exc: FormatError, messages: Sequence[Msg], protocol: str) -> FormatE
     return exc
 
 
+def file_ref(block: DataBlock, endpoint: str | None, files_api: str | None, index: int, protocol: str) -> str | None:
+    """The id of the uploaded file a data block refers to (``model.upload_file``), to send by
+    reference where ``endpoint`` holds it in its ``files_api`` (the protocol's Files API:
+    OpenAI's Chat and Responses share one); None for a block that is no file reference. A
+    file held elsewhere (its bytes were not sent instead: the block keeps no local copy) is
+    a ``FormatError`` (code ``file-elsewhere``) saying what to do."""
+    fields = block.__dict__
+    file_id = fields.get("file_id") if fields else None
+    if not isinstance(file_id, str) or not file_id:
+        return None
+    holder = origin(block)
+    held_by = holder.endpoint if holder is not None else None
+    if held_by is not None and held_by == endpoint and files_api is not None and fields.get("file_api") == files_api:
+        return file_id
+    holder_name = (holder.provider or holder.protocol) if holder is not None else "another provider"
+    where = f" at {endpoint}" if endpoint else ""
+    raise FormatError(
+        index,
+        f"data block {block.id!r} is the file {file_id} held by {holder_name} ({held_by or 'its endpoint'}), which {protocol}{where} cannot read;"
+        " upload it there too (model.upload_file), or upload it from a path, whose bytes are then sent where the file is not held",
+        protocol,
+        code="file-elsewhere",
+    )
+
+
 def data_uri(block: DataBlock) -> str:
     """A data block as a URL: its own for a URL source, else a ``data:`` URI of its base64."""
     kind, payload, media_type = data_parts(block)

@@ -37,7 +37,7 @@ async def count_tokens(model: Any, messages: Any, tools: Sequence[Any] | None, t
     from ..message import as_messages
     from ._media import resolve_sources
 
-    messages = await resolve_sources(as_messages(messages), model.wire, model.transport, model.max_source_bytes)
+    messages = await resolve_sources(as_messages(messages), model.wire, model.transport, model.max_source_bytes, model.endpoint)
     payload, opts = model.build_request(messages, tools, tool_choice, options)
     found = model.wire.count_request(model.url(), payload, model.name, model.spec.preset)
     if found is None:

@@ -482,7 +482,7 @@ class HTTPModel:
         """What a call sends: the request built for the model (its capabilities looked up
         when they matter, media fetched, a cache resource made), continued from a stored
         response with ``chain``, encoded and signed, with its trace and deadline."""
-        messages = await resolve_sources(as_messages(messages), self.wire, self.transport, self.max_source_bytes)
+        messages = await resolve_sources(as_messages(messages), self.wire, self.transport, self.max_source_bytes, self.endpoint)
         if not self._looked_up and (self.wire.lookup_always or _depends_on_capabilities(self.options.merged(options), tools, tool_choice)):
             await self.lookup_capabilities()
         drafted: list[Any] = []
@@ -881,6 +881,29 @@ class HTTPModel:
         from ._count import count_tokens
 
         return await count_tokens(self, messages, tools, tool_choice, options, estimate)
+
+    async def upload_file(self, source: Any, *, media_type: str | None = None, name: str | None = None) -> Any:
+        """Upload a file (a path, or bytes with their ``media_type``) to this provider's Files
+        API once, and return a :class:`~modelwire.message.DataBlock` that refers to it: sent
+        to this endpoint it goes by id, anywhere else as its bytes (read again from the path
+        it was uploaded from), or a ``FormatError`` says what to do. Anthropic, OpenAI (Chat
+        takes PDFs by id, Responses images and PDFs) and the Gemini API hold files; the others
+        refuse with an ``UnsupportedOptionError`` saying what they take instead."""
+        from ._files import upload_file
+
+        return await upload_file(self, source, media_type, name)
+
+    async def list_files(self) -> list[Any]:
+        """The files this provider holds (``protocols.UploadedFile``: id, url, media type, name, size)."""
+        from ._files import list_files
+
+        return await list_files(self)
+
+    async def delete_file(self, file: Any) -> None:
+        """Delete a file this provider holds: its id, an ``UploadedFile``, or the block ``upload_file`` made."""
+        from ._files import delete_file
+
+        await delete_file(self, file)
 
     async def complete(
         self,

@@ -95,9 +95,11 @@ def _needs_fetch(protocol: WireProtocol, media_type: str, url: str) -> bool:
     return protocol.needs_inline(media_type)
 
 
-async def resolve_sources(messages: Sequence[Msg], protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> list[Msg]:
+async def resolve_sources(messages: Sequence[Msg], protocol: WireProtocol, transport: HTTPTransport, max_bytes: int, endpoint: str | None = None) -> list[Msg]:
     """Inline (as base64) the data sources the provider cannot take as a URL, and every
-    ``file://`` source, with a size limit. The given messages are not changed."""
+    ``file://`` source, with a size limit; an uploaded file (``model.upload_file``) is left
+    as a reference where ``endpoint`` holds it and takes its media type by reference, else
+    its bytes are read from its local copy. The given messages are not changed."""
     out: list[Msg] = []
     for msg in messages:
         if not any(map(_has_url, msg.content)):  # nothing to fetch: no await per block
@@ -106,7 +108,7 @@ async def resolve_sources(messages: Sequence[Msg], protocol: WireProtocol, trans
         changed = False
         new_blocks = []
         for block in msg.content:
-            new_block = await _resolve_block(block, protocol, transport, max_bytes)
+            new_block = await _resolve_block(block, protocol, transport, max_bytes, endpoint)
             changed |= new_block is not block
             new_blocks.append(new_block)
         if changed:
@@ -129,36 +131,60 @@ def _has_url(block: Any) -> bool:
     return False
 
 
-async def _resolve_block(block: Any, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> Any:
+async def _resolve_block(block: Any, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int, endpoint: str | None = None) -> Any:
     if block.type == "data":
-        return await _resolve_data(block, protocol, transport, max_bytes)
+        return await _resolve_data(block, protocol, transport, max_bytes, endpoint)
     field = "output" if block.type == "tool_result" else "hint" if block.type == "hint" else ""
     inner = getattr(block, field) if field else None
     if isinstance(inner, list):
-        resolved = [await _resolve_data(b, protocol, transport, max_bytes) if b.type == "data" else b for b in inner]
+        resolved = [await _resolve_data(b, protocol, transport, max_bytes, endpoint) if b.type == "data" else b for b in inner]
         if any(a is not b for a, b in zip(resolved, inner)):
             return block.replace(**{field: resolved})
     return block
 
 
-async def _resolve_data(block: DataBlock, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int) -> DataBlock:
+async def _resolve_data(block: DataBlock, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int, endpoint: str | None = None) -> DataBlock:
     src = block.source
-    if src.type != "url" or not _needs_fetch(protocol, src.media_type, src.url):
+    if src.type != "url":
+        return block
+    extras = extras_of(block)
+    if extras.get("file_id"):
+        return await _uploaded(block, extras, protocol, endpoint, max_bytes)
+    if not _needs_fetch(protocol, src.media_type, src.url):
         return block
     url = src.url
-    if url.startswith("file:"):
-        path = Path(unquote(urlparse(url).path))
-        try:
-            size = path.stat().st_size
-            if size > max_bytes:
-                raise E.InvalidRequestError(f"{path} is {size} bytes; the limit for inline data is {max_bytes}")
-            raw = await asyncio.to_thread(path.read_bytes)
-        except OSError as exc:
-            raise E.InvalidRequestError(f"cannot read {url}: {exc.strerror}") from exc
-    else:
-        raw = await _download(url, transport, max_bytes)
+    raw = await _read_file(url, max_bytes) if url.startswith("file:") else await _download(url, transport, max_bytes)
     data = base64.b64encode(raw).decode("ascii")
     return block.replace(source=Base64Source(data=data, media_type=src.media_type))
+
+
+async def _uploaded(block: DataBlock, extras: dict[str, Any], protocol: WireProtocol, endpoint: str | None, max_bytes: int) -> DataBlock:
+    """An uploaded file's block as it is where the target holds it (and takes that media type
+    by reference); else a plain block of its bytes, read from its local copy; else as it is,
+    for the formatter to refuse, saying what to do. Its URL is never fetched: it needs the
+    holder's key, and is no copy of the bytes."""
+    from ..message import origin
+
+    held = origin(block)
+    api = protocol.files_api
+    if held is not None and held.endpoint == endpoint and api is not None and extras.get("file_api") == api and protocol.takes_file_ref(block.source.media_type):
+        return block
+    local = extras.get("local_copy")
+    if not (isinstance(local, str) and local.startswith("file:")):
+        return block
+    data = base64.b64encode(await _read_file(local, max_bytes)).decode("ascii")
+    return DataBlock(id=block.id, source=Base64Source(data=data, media_type=block.source.media_type), name=block.name, created_at=block.created_at, finished_at=block.finished_at)
+
+
+async def _read_file(url: str, max_bytes: int) -> bytes:
+    path = Path(unquote(urlparse(url).path))
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise E.InvalidRequestError(f"{path} is {size} bytes; the limit for inline data is {max_bytes}")
+        return await asyncio.to_thread(path.read_bytes)
+    except OSError as exc:
+        raise E.InvalidRequestError(f"cannot read {url}: {exc.strerror}") from exc
 
 
 async def _download(url: str, transport: HTTPTransport, max_bytes: int) -> bytes:

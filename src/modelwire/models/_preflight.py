@@ -33,6 +33,7 @@ RULES = {
     "unsupported-option": "an option the model does not take",
     "strict-schema": "a strict tool schema holding a keyword the model's strict mode refuses",
     "context-window": "a conversation larger than the model's context window (estimated from its text)",
+    "file-elsewhere": "a file uploaded to another provider's Files API (model.upload_file), which the target cannot read by id",
     "format": "a conversation the provider's format cannot express",
 }
 
@@ -65,7 +66,36 @@ def preflight(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None =
     if opts.json_schema is not None:
         for problem in model.wire.schema_problems(opts.json_schema):
             findings.append(Finding("non-strict-schema", None, f"json_schema: {problem}", "sent with strict: false (the model may not follow it)"))
-    return findings + _request_findings(model, messages, tools, tool_choice, opts, caps)
+    files, messages = _file_findings(model, messages)
+    return findings + files + _request_findings(model, messages, tools, tool_choice, opts, caps)
+
+
+def _file_findings(model: Any, messages: Sequence[Any]) -> tuple[list[Finding], Sequence[Any]]:
+    """Uploaded files the target cannot read by id: each a finding, and where the block keeps
+    a local copy (whose bytes are then sent), the messages with the block standing for those
+    bytes, so the request is checked as it would be sent."""
+    from ..message import Base64Source, DataBlock, origin
+
+    findings: list[Finding] = []
+    out = list(messages)
+    target = f"{model.provider}:{model.name}"
+    for index, msg in enumerate(messages):
+        for n, block in enumerate(msg.content):
+            extras = extras_of(block) if block.type == "data" else {}
+            if not extras.get("file_id"):
+                continue
+            held = origin(block)
+            if held is not None and held.endpoint == model.endpoint and extras.get("file_api") == model.wire.files_api and model.wire.takes_file_ref(block.source.media_type):
+                continue
+            local = extras.get("local_copy")
+            if not isinstance(local, str):
+                continue  # the formatter refuses it, saying what to do
+            holder = held.provider if held is not None else "another provider"
+            findings.append(Finding("file-elsewhere", index, f"{target} cannot read the file {extras['file_id']} that {holder} holds", f"its bytes are sent, read from {local}"))
+            content = list(out[index].content)
+            content[n] = DataBlock(id=block.id, source=Base64Source(data="AAAA", media_type=block.source.media_type), name=block.name)
+            out[index] = out[index].replace(content=content)
+    return findings, out
 
 
 def _request_findings(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: Any, opts: Any, caps: Any) -> list[Finding]:

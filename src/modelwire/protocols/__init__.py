@@ -31,7 +31,7 @@ from typing import Any, Iterator, Mapping
 from ..errors import UnknownProtocolError, use_error_tables
 from ..message._provenance import add_claimer
 from ._caps import ModelCapabilities
-from ._protocol import Capabilities, ModelOptions, Preset, WireProtocol, deep_merge
+from ._protocol import Capabilities, HTTPCall, ModelOptions, Preset, UploadedFile, WireProtocol, deep_merge, multipart
 
 __all__ = [
     "WireProtocol",
@@ -49,6 +49,9 @@ __all__ = [
     "sniff",
     "replay_keys",
     "deep_merge",
+    "HTTPCall",
+    "UploadedFile",
+    "multipart",
     "ENTRY_POINT_GROUP",
     "PRESET_GROUP",
 ]

@@ -275,6 +275,42 @@ def _load(path: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+@dataclass(frozen=True)
+class HTTPCall:
+    """One request a protocol asks the models layer to send for it (an upload, a listing):
+    the URL, the method, the headers besides the usual auth, and the body."""
+
+    method: str
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+
+
+@dataclass(frozen=True)
+class UploadedFile:
+    """A file a provider holds: its ``id``, the ``url`` a reference to it carries, its
+    media type, name and size in bytes."""
+
+    id: str
+    url: str
+    media_type: str
+    name: str
+    size: int | None = None
+
+
+def multipart(fields: Mapping[str, str], file_field: str, filename: str, media_type: str, data: bytes) -> tuple[bytes, str]:
+    """A ``multipart/form-data`` body of ``fields`` and one file, and its content type (with
+    the boundary), written as RFC 7578 says and as the official SDKs send it."""
+    import secrets
+
+    boundary = "modelwire-" + secrets.token_hex(16)
+    safe = filename.replace("\\", "\\\\").replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode() for name, value in fields.items()]
+    head = f'--{boundary}\r\nContent-Disposition: form-data; name="{file_field}"; filename="{safe}"\r\nContent-Type: {media_type}\r\n\r\n'
+    body = b"".join(parts) + head.encode() + data + f"\r\n--{boundary}--\r\n".encode()
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
 class WireProtocol:
     """One wire protocol. Subclass it, set the class attributes, implement
     :meth:`apply_options` (and :meth:`fake_stream` for the test server), and register an
@@ -439,6 +475,35 @@ class WireProtocol:
         """Seconds to wait that an error's body says (where a provider says it there rather
         than in a ``retry-after`` header), else None."""
         return None
+
+    # -- files: uploaded once, referred to by id -------------------------------------------
+
+    files_refusal = "it has no Files API known to modelwire: send the data inline, or by URL"
+    files_api: str | None = None  # whose Files API holds its uploads (protocols sharing one name it alike)
+
+    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
+        """The request that uploads ``data`` to the provider's Files API, or an
+        :class:`~modelwire.errors.UnsupportedOptionError` saying what it takes instead."""
+        raise UnsupportedOptionError("upload_file", preset.name, self.files_refusal)
+
+    def file_uploaded(self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes) -> "UploadedFile | HTTPCall":
+        """The file the provider now holds, from the answer to ``call``; or the next request
+        of an upload made in several (Gemini's resumable upload)."""
+        raise UnsupportedOptionError("upload_file", self.name, self.files_refusal)
+
+    def files_url(self, base_url: str, preset: Preset) -> str:
+        """Where the provider lists the files it holds (``GET``); a file's own URL is this
+        and its id."""
+        raise UnsupportedOptionError("list_files", preset.name, self.files_refusal)
+
+    def files_listed(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
+        """The files in a listing's answer."""
+        return []
+
+    def takes_file_ref(self, media_type: str) -> bool:
+        """Whether a file the endpoint holds can be sent by reference as this media type (else
+        its bytes go, from the block's local copy)."""
+        return False
 
     def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
         """The URL and body of the provider's own endpoint that counts the input tokens of

@@ -25,7 +25,7 @@ from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in, levels_up_to
 from .._claude import EFFORTS as _EFFORTS, MIN_BUDGET, claude_fields, claude_schema
-from .._protocol import DEFAULT_MAX_TOKENS, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, rate_limit_shape, refuse, sampling, fake_words
+from .._protocol import DEFAULT_MAX_TOKENS, CachePlan, Capabilities, HTTPCall, ModelCapabilities, ModelOptions, Preset, UploadedFile, WireProtocol, fake_words, multipart, rate_limit_shape, refuse, sampling
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "AnthropicProtocol", "ENDPOINT_VERSIONS"]
@@ -179,6 +179,40 @@ class AnthropicProtocol(WireProtocol):
             if path.endswith(streamed):
                 return path[: -len(streamed)] + whole + sep + query
         return url
+
+    # -- files (https://docs.anthropic.com/en/docs/build-with-claude/files; the anthropic SDK's
+    # files.upload and FileMetadata): POST /v1/files, multipart ``file``; GET lists; a file is
+    # sent as {"type": "file", "file_id"} in an image or document block.
+
+    files_api = "anthropic"
+
+    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
+        endpoint = preset.dialect.get("endpoint")
+        if endpoint in ("vertex", "bedrock"):
+            cloud = "Vertex AI" if endpoint == "vertex" else "Bedrock"
+            raise E.UnsupportedOptionError("upload_file", preset.name, f"Claude on {cloud} has no Files API: send the data inline (a path or bytes as a base64 source)")
+        body, content_type = multipart({}, "file", name, media_type, data)
+        return HTTPCall("POST", self.files_url(base_url, preset), {"content-type": content_type, "accept": "application/json"}, body)
+
+    def file_uploaded(self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes) -> UploadedFile | HTTPCall:
+        file_id = answer["id"]
+        return UploadedFile(file_id, call.url.rstrip("/") + "/" + file_id, answer.get("mime_type") or "", answer.get("filename") or "", answer.get("size_bytes"))
+
+    def files_url(self, base_url: str, preset: Preset) -> str:
+        if preset.dialect.get("endpoint") in ("vertex", "bedrock"):
+            raise E.UnsupportedOptionError("list_files", preset.name, "Claude on the clouds has no Files API")
+        return base_url.rstrip("/") + "/v1/files"
+
+    def files_listed(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
+        url = self.files_url(base_url, preset)
+        items = [i for i in answer.get("data") or () if isinstance(i, dict) and isinstance(i.get("id"), str)]
+        return [UploadedFile(i["id"], url + "/" + i["id"], i.get("mime_type") or "", i.get("filename") or "", i.get("size_bytes")) for i in items]
+
+    def takes_file_ref(self, media_type: str) -> bool:
+        from .formatter import IMAGE_TYPES
+
+        base = media_type.split(";")[0].strip().lower()
+        return base in IMAGE_TYPES or base in ("application/pdf", "text/plain")
 
     def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
         """``POST /v1/messages/count_tokens`` (https://docs.claude.com/en/api/messages-count-tokens):

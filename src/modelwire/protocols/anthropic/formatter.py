@@ -39,6 +39,7 @@ from ...formatters import (
     is_raw_provider_block,
     ToolSpec,
     data_parts,
+    file_ref,
     parse_arguments,
     raw_provider_block,
     replays_natively,
@@ -151,7 +152,7 @@ class AnthropicFormatter(Formatter):
             if block.text:
                 out.append({"type": "text", "text": block.text})
         elif block.type == "data":
-            out.append(media_block(block, seg.index_of(block)))
+            out.append(media_block(block, seg.index_of(block), self.endpoint))
         else:
             raise FormatError(seg.index_of(block), f"a {block.type!r} block cannot be sent in a user turn", PROTOCOL)
 
@@ -206,7 +207,7 @@ class AnthropicFormatter(Formatter):
                     if piece.text:
                         content.append({"type": "text", "text": piece.text})
                 else:
-                    content.append(media_block(piece, seg.index_of(block)))
+                    content.append(media_block(piece, seg.index_of(block), self.endpoint))
             if content:
                 out["content"] = content
         if block.state in ("error", "denied", "interrupted"):
@@ -356,8 +357,11 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     return out
 
 
-def media_block(block: Any, index: int) -> dict[str, Any]:
-    """An image or document block for a data block."""
+def media_block(block: Any, index: int, endpoint: str | None = None) -> dict[str, Any]:
+    """An image or document block for a data block (a file ``endpoint`` holds by its id)."""
+    ref = file_ref(block, endpoint, "anthropic", index, PROTOCOL)
+    if ref is not None:
+        return _file_block(block, ref, index)
     kind, payload, media_type = data_parts(block)
     base = media_type.split(";")[0].strip().lower()
     if kind == "url" and payload.startswith("data:"):
@@ -387,6 +391,19 @@ def media_block(block: Any, index: int) -> dict[str, Any]:
             f" {media_type!r} cannot be sent",
             PROTOCOL,
         )
+    if block.name:
+        doc["title"] = block.name
+    return doc
+
+
+def _file_block(block: Any, file_id: str, index: int) -> dict[str, Any]:
+    """An uploaded file as an image or document block (``source.type`` ``file``)."""
+    base = block.source.media_type.split(";")[0].strip().lower()
+    if base in IMAGE_TYPES:
+        return {"type": "image", "source": {"type": "file", "file_id": file_id}}
+    if base not in ("application/pdf", "text/plain"):
+        raise FormatError(index, f"Anthropic takes files as images, PDFs and plain text; {base!r} cannot be sent", PROTOCOL)
+    doc: dict[str, Any] = {"type": "document", "source": {"type": "file", "file_id": file_id}}
     if block.name:
         doc["title"] = block.name
     return doc

@@ -99,6 +99,8 @@ class BedrockConverseProtocol(WireProtocol):
         path, sep, query = url.partition("?")
         return path[: -len("-stream")] + sep + query if path.endswith("/converse-stream") else url
 
+    files_refusal = "Bedrock has no Files API: send the data inline (a path or bytes as a base64 source)"
+
     def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
         """``CountTokens`` (``POST /model/{modelId}/count-tokens``, botocore's shape): the
         Converse request's messages, system, tools and model fields."""

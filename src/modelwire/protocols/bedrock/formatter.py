@@ -37,6 +37,7 @@ from ...formatters import (
     merge_turn,
     ToolSpec,
     data_parts,
+    file_ref,
     extra,
     parse_arguments,
     replays_natively,
@@ -156,7 +157,7 @@ class BedrockConverseFormatter(Formatter):
         if block.type == "text":
             return [{"text": block.text}] if block.text.strip() else []
         if block.type == "data":
-            return [media(block, index)]
+            return [media(block, index, self.endpoint)]
         raise FormatError(index, f"a {block.type!r} block cannot be sent in a user turn", PROTOCOL)
 
     def _assistant(self, seg: Any) -> list[dict[str, Any]]:
@@ -198,7 +199,7 @@ class BedrockConverseFormatter(Formatter):
                 if piece.text.strip():
                     content.append({"text": piece.text})
             else:
-                content.append(media(piece, index))
+                content.append(media(piece, index, self.endpoint))
         if not content:
             content = [{"text": f"The tool call was {block.state}." if block.state in ("denied", "interrupted") else "(no output)"}]
         status = "error" if block.state in ("error", "denied", "interrupted") else "success"
@@ -213,7 +214,8 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     return out
 
 
-def media(block: Any, index: int) -> dict[str, Any]:
+def media(block: Any, index: int, endpoint: str | None = None) -> dict[str, Any]:
+    file_ref(block, endpoint, None, index, PROTOCOL)  # Bedrock holds no file: a reference is refused, saying what to do
     kind, payload, media_type = data_parts(block)
     base = media_type.split(";")[0].strip().lower()
     if kind == "url" and payload.startswith("data:"):

@@ -17,14 +17,15 @@ Signatures are replayed only to the provider that made them (``replay_scope = "p
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Mapping
 
 from ...adapters import encode_sse
-from ...errors import ConfigError
+from ...errors import ConfigError, UnsupportedOptionError, UpstreamError
 from ... import errors as E
 from .._caps import Refusal
-from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .._protocol import HTTPCall, UploadedFile, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
 from .presets import PRESETS
 
 # An effort level as a thinking budget, for models that take only a budget (Gemini 2.5):
@@ -130,6 +131,48 @@ class GeminiProtocol(WireProtocol):
                 except ValueError:
                     return None
         return None
+
+    # -- files (https://ai.google.dev/api/files; google-genai's files.upload, a resumable
+    # upload: a start request answered with X-Goog-Upload-URL, then the bytes). A file is
+    # sent as {"fileData": {"mimeType", "fileUri"}}, any media type.
+
+    files_api = "gemini"
+
+    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
+        if preset.dialect.get("endpoint") == "vertex":
+            raise UnsupportedOptionError("upload_file", preset.name, "Gemini on Vertex AI has no Files API: send a gs:// URL (a URL source) or the data inline")
+        from urllib.parse import quote
+
+        size = len(data)
+        body = json.dumps({"file": {"display_name": name, "mime_type": media_type, "size_bytes": size}}).encode()  # as google-genai writes it
+        headers = {
+            "content-type": "application/json",
+            "x-goog-upload-protocol": "resumable",
+            "x-goog-upload-command": "start",
+            "x-goog-upload-header-content-length": str(size),
+            "x-goog-upload-header-content-type": media_type,
+            "x-goog-upload-file-name": quote(name, safe=" .-_()"),
+        }
+        return HTTPCall("POST", base_url.rstrip("/") + "/upload/v1beta/files", headers, body)
+
+    def file_uploaded(self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes) -> UploadedFile | HTTPCall:
+        if call.headers.get("x-goog-upload-command") == "start":
+            url = headers.get("x-goog-upload-url")
+            if not url:
+                raise UpstreamError("Gemini did not start the upload: its answer has no X-Goog-Upload-URL", body=dict(answer))
+            return HTTPCall("POST", url, {"x-goog-upload-command": "upload, finalize", "x-goog-upload-offset": "0"}, data)
+        return _file(answer.get("file") or {})
+
+    def files_url(self, base_url: str, preset: Preset) -> str:
+        if preset.dialect.get("endpoint") == "vertex":
+            raise UnsupportedOptionError("list_files", preset.name, "Gemini on Vertex AI has no Files API")
+        return base_url.rstrip("/") + "/v1beta/files"
+
+    def files_listed(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
+        return [_file(f) for f in answer.get("files") or () if isinstance(f, dict) and isinstance(f.get("uri"), str)]
+
+    def takes_file_ref(self, media_type: str) -> bool:
+        return True
 
     def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
         """``:countTokens``: on the Gemini API the whole request as ``generateContentRequest``
@@ -296,3 +339,9 @@ def _thinking_config(o: ModelOptions, preset: Preset, model: str, caps: ModelCap
 
 
 PROTOCOL = GeminiProtocol()
+
+
+def _file(data: Mapping[str, Any]) -> UploadedFile:
+    """A Gemini ``File`` (``name`` ``files/ID``, ``uri``, ``mimeType``, ``displayName``, ``sizeBytes``)."""
+    size = data.get("sizeBytes")
+    return UploadedFile(str(data.get("name", "")).removeprefix("files/"), str(data.get("uri", "")), data.get("mimeType") or "", data.get("displayName") or "", int(str(size)) if str(size).isdigit() else None)

@@ -39,6 +39,7 @@ from ...formatters import (
     merge_turn,
     ToolSpec,
     data_parts,
+    file_ref,
     extra,
     parse_arguments,
     replays_natively,
@@ -149,7 +150,7 @@ class GeminiFormatter(Formatter):
         if block.type == "text":
             return [{"text": block.text}] if block.text else []
         if block.type == "data":
-            return [media_part(block, index)]
+            return [media_part(block, index, self.endpoint)]
         raise FormatError(index, f"a {block.type!r} block cannot be sent in a user turn", PROTOCOL)
 
     def _model_parts(self, seg: Any, calls: dict[str, Any]) -> list[dict[str, Any]]:
@@ -181,7 +182,7 @@ class GeminiFormatter(Formatter):
             elif btype == "data":
                 if extras.get("provider_block_type") is not None:
                     continue  # another provider's item, or a Gemini part kept whole below
-                part = media_part(block, seg.index_of(block))
+                part = media_part(block, seg.index_of(block), self.endpoint)
                 if signature:
                     part["thoughtSignature"] = signature
                 parts.append(part)
@@ -231,7 +232,7 @@ class GeminiFormatter(Formatter):
                 text = "".join([p.text for p in output if p.type == "text"])
                 if any(p.type == "data" for p in output):  # media it returned: after the responses
                     index = seg.index_of(result)
-                    media += [media_part(p, index) for p in output if p.type == "data"]
+                    media += [media_part(p, index, self.endpoint) for p in output if p.type == "data"]
             if state == "success":
                 response: dict[str, Any] = {"name": result.name, "response": {"result": text}}
             else:  # error, denied, interrupted (a running result never gets here)
@@ -254,7 +255,9 @@ def _declaration(spec: ToolSpec) -> dict[str, Any]:
     return out
 
 
-def media_part(block: Any, index: int) -> dict[str, Any]:
+def media_part(block: Any, index: int, endpoint: str | None = None) -> dict[str, Any]:
+    if file_ref(block, endpoint, "gemini", index, PROTOCOL) is not None:
+        return {"fileData": {"mimeType": block.source.media_type.split(";")[0].strip(), "fileUri": block.source.url}}
     kind, payload, media_type = data_parts(block)
     mime = media_type.split(";")[0].strip()
     if kind == "url" and payload.startswith("data:"):

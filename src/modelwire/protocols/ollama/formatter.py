@@ -22,6 +22,7 @@ from ...formatters import (
     Formatter,
     ToolSpec,
     data_parts,
+    file_ref,
     extra,
     Segment,
     Turns,
@@ -96,7 +97,7 @@ class OllamaFormatter(Formatter):
                 if block.text:
                     texts.append(block.text)
             elif block.type == "data":
-                images.append(_image(block, seg.index_of(block)))
+                images.append(_image(block, seg.index_of(block), self.endpoint))
             else:
                 raise FormatError(seg.index_of(block), f"a {block.type!r} block cannot be sent in a user message", PROTOCOL)
         if not texts and not images:
@@ -144,7 +145,7 @@ class OllamaFormatter(Formatter):
             if piece.type == "text":
                 texts.append(piece.text)
             else:
-                images.append(_image(piece, index))
+                images.append(_image(piece, index, self.endpoint))
         text = "".join(texts)
         if not text and result.state in ("denied", "interrupted"):
             text = f"The tool call was {result.state}."
@@ -154,7 +155,8 @@ class OllamaFormatter(Formatter):
         return msg
 
 
-def _image(block: Any, index: int) -> str:
+def _image(block: Any, index: int, endpoint: str | None = None) -> str:
+    file_ref(block, endpoint, None, index, PROTOCOL)  # Ollama holds no file: a reference is refused, saying what to do
     kind, payload, media_type = data_parts(block)
     if not media_type.split(";")[0].strip().lower().startswith("image/"):
         raise FormatError(index, f"Ollama takes images only, not {media_type}", PROTOCOL, code="unsupported-media")

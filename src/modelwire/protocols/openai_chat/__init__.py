@@ -38,7 +38,7 @@ from typing import Any, Mapping, Sequence
 from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in
-from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, rate_limit_shape, refuse, sampling, fake_words
+from .._protocol import HTTPCall, UploadedFile, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, rate_limit_shape, refuse, sampling, fake_words
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "OpenAIChatProtocol", "STRICT_RULES", "strict_format", "openai_cache"]
@@ -273,6 +273,33 @@ class OpenAIChatProtocol(WireProtocol):
         except NotStrict as exc:
             return [str(exc)]
         return []
+
+    # -- files (see ``protocols._openai_files``) ---------------------------------------------
+
+    files_api = "openai"
+
+    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
+        from .. import _openai_files as _files
+
+        return _files.upload(base_url, data, media_type, name)
+
+    def file_uploaded(self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes) -> UploadedFile | HTTPCall:
+        from .. import _openai_files as _files
+
+        return _files.uploaded(answer, call, "")
+
+    def files_url(self, base_url: str, preset: Preset) -> str:
+        from .. import _openai_files as _files
+
+        return _files.files_url(base_url)
+
+    def files_listed(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
+        from .. import _openai_files as _files
+
+        return _files.listed(answer, base_url, preset)
+
+    def takes_file_ref(self, media_type: str) -> bool:
+        return media_type.split(";")[0].strip().lower() == "application/pdf"  # Chat takes files, not images, by id
 
     def model_info_url(self, base_url: str, model: str, preset: Preset) -> str | None:
         # OpenRouter publishes each model's parameters (``GET /models``); OpenAI's own

@@ -38,6 +38,7 @@ from ...formatters import (
     is_raw_provider_block,
     ToolSpec,
     data_parts,
+    file_ref,
     data_uri,
     origin,
     origin_replays,
@@ -121,7 +122,7 @@ class OpenAIChatFormatter(Formatter):
             if said is not None:
                 out.append(said)
         elif kind == "results":
-            _tool_messages([(r, seg.index_of(r)) for r in seg.blocks], out)
+            _tool_messages([(r, seg.index_of(r)) for r in seg.blocks], out, self.endpoint)
         elif kind == "system":
             text = "\n\n".join(b.text for b in seg.blocks if b.text)
             if text:
@@ -153,7 +154,7 @@ class OpenAIChatFormatter(Formatter):
                 if block.text:
                     parts.append({"type": "text", "text": block.text})
             elif btype == "data":
-                parts.append(media_part(block, seg.index_of(block)))
+                parts.append(media_part(block, seg.index_of(block), self.endpoint))
             else:
                 raise FormatError(seg.index_of(block), f"a {btype!r} block cannot be sent in a user message", PROTOCOL)
         return _user_content(parts)
@@ -239,7 +240,7 @@ class OpenAIChatFormatter(Formatter):
             texts.append(f"<think>\n{block.thinking}\n</think>")
 
     @staticmethod
-    def _result_media(result: Any, index: int, media: list[dict[str, Any]]) -> str:
+    def _result_media(result: Any, index: int, media: list[dict[str, Any]], endpoint: str | None = None) -> str:
         """The text of a result that returned media (text documents read as text, the rest
         added to ``media``, the next user message's parts)."""
         texts = []
@@ -248,13 +249,13 @@ class OpenAIChatFormatter(Formatter):
             if p.type == "text":
                 texts.append(p.text)
             elif p.source.media_type.split(";")[0].strip().lower().startswith("text/"):
-                texts.append(media_part(p, index)["text"])  # a tool message takes text
+                texts.append(media_part(p, index, endpoint)["text"])  # a tool message takes text
             else:
                 data.append(p)
         text = "".join(texts)
         if data:
             media.append({"type": "text", "text": f"Media returned by tool call {result.id} ({result.name}):"})
-            media += [media_part(d, index) for d in data]
+            media += [media_part(d, index, endpoint) for d in data]
             if not text:
                 text = f"[{len(data)} media item(s); sent in the next user message]"
         return text
@@ -268,16 +269,16 @@ def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _tool_messages(results: list[tuple[Any, int]], out: list[dict[str, Any]]) -> None:
+def _tool_messages(results: list[tuple[Any, int]], out: list[dict[str, Any]], endpoint: str | None = None) -> None:
     """Results (each with its message's index) as tool messages onto ``out``, then the
     media they returned in one user message."""
     media: list[dict[str, Any]] = []
-    out += [_tool_message(result, index, media) for result, index in results]
+    out += [_tool_message(result, index, media, endpoint) for result, index in results]
     if media:
         out.append({"role": "user", "content": media})
 
 
-def _tool_message(result: Any, index: int, media: list[dict[str, Any]]) -> dict[str, Any]:
+def _tool_message(result: Any, index: int, media: list[dict[str, Any]], endpoint: str | None = None) -> dict[str, Any]:
     """A result as its tool message; media it returned onto ``media``."""
     output = result.output
     if isinstance(output, str):  # the usual result: its text as it is
@@ -285,7 +286,7 @@ def _tool_message(result: Any, index: int, media: list[dict[str, Any]]) -> dict[
     elif len(output) == 1 and output[0].type == "text":  # one text piece: its text
         text = output[0].text
     else:
-        text = OpenAIChatFormatter._result_media(result, index, media)
+        text = OpenAIChatFormatter._result_media(result, index, media, endpoint)
     if result.state in ("denied", "interrupted") and not text:
         text = f"The tool call was {result.state}."
     return {"role": "tool", "tool_call_id": result.id, "content": text}
@@ -301,7 +302,12 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     return {"type": "function", "function": fn}
 
 
-def media_part(block: Any, index: int) -> dict[str, Any]:
+def media_part(block: Any, index: int, endpoint: str | None = None) -> dict[str, Any]:
+    ref = file_ref(block, endpoint, "openai", index, PROTOCOL)
+    if ref is not None:
+        if block.source.media_type.split(";")[0].strip().lower() != "application/pdf":
+            raise FormatError(index, "Chat Completions takes uploaded files by id as PDFs only; send this one by the Responses API (openai-responses:), or upload it from a path so its bytes are sent", PROTOCOL, code="file-elsewhere")
+        return {"type": "file", "file": {"file_id": ref}}
     kind, payload, media_type = data_parts(block)
     base = media_type.split(";")[0].strip().lower()
     if kind == "url" and not payload.startswith(("http://", "https://", "data:")):

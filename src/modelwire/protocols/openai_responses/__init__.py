@@ -10,7 +10,7 @@ import logging
 from typing import Any, Mapping, Sequence
 
 from ...adapters import encode_sse
-from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling, fake_words
+from .._protocol import HTTPCall, UploadedFile, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling, fake_words
 from .presets import PRESETS
 from ..openai_chat import openai_rate_limits, strict_format
 
@@ -130,6 +130,34 @@ class OpenAIResponsesProtocol(WireProtocol):
         if o.json_schema is not None:
             schema, strict = strict_format(o.json_schema, model, preset.dialect, caps.strict_refused)
             p["text"] = {"format": {"type": "json_schema", "name": o.json_schema_name, "schema": schema, "strict": strict}}
+
+    # -- files (see ``protocols._openai_files``) ---------------------------------------------
+
+    files_api = "openai"
+
+    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
+        from .. import _openai_files as _files
+
+        return _files.upload(base_url, data, media_type, name)
+
+    def file_uploaded(self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes) -> UploadedFile | HTTPCall:
+        from .. import _openai_files as _files
+
+        return _files.uploaded(answer, call, "")
+
+    def files_url(self, base_url: str, preset: Preset) -> str:
+        from .. import _openai_files as _files
+
+        return _files.files_url(base_url)
+
+    def files_listed(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
+        from .. import _openai_files as _files
+
+        return _files.listed(answer, base_url, preset)
+
+    def takes_file_ref(self, media_type: str) -> bool:
+        base = media_type.split(";")[0].strip().lower()
+        return base.startswith("image/") or base == "application/pdf"
 
     def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
         """``POST /responses/input_tokens`` (the SDK's ``responses.input_tokens.count``): the

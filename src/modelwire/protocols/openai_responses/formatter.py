@@ -35,6 +35,7 @@ from ...formatters import (
     is_raw_provider_block,
     ToolSpec,
     data_parts,
+    file_ref,
     data_uri,
     raw_provider_block,
     replays_natively,
@@ -131,7 +132,7 @@ class OpenAIResponsesFormatter(Formatter):
         if block.type == "text":
             return [{"type": "input_text", "text": block.text}] if block.text else []
         if block.type == "data":
-            return [input_media(block, index)]
+            return [input_media(block, index, self.endpoint)]
         raise FormatError(index, f"a {block.type!r} block cannot be sent as user input", PROTOCOL)
 
     def _assistant(self, seg: Any) -> list[dict[str, Any]]:
@@ -272,7 +273,7 @@ class OpenAIResponsesFormatter(Formatter):
                     if p.text:
                         output.append({"type": "input_text", "text": p.text})
                 else:
-                    output.append(input_media(p, index))
+                    output.append(input_media(p, index, self.endpoint))
         if result.state in ("denied", "interrupted") and not output:
             output = f"The tool call was {result.state}."
         return {"type": "function_call_output", "call_id": result.id, "output": output}
@@ -339,7 +340,12 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     return out
 
 
-def input_media(block: Any, index: int) -> dict[str, Any]:
+def input_media(block: Any, index: int, endpoint: str | None = None) -> dict[str, Any]:
+    ref = file_ref(block, endpoint, "openai", index, PROTOCOL)
+    if ref is not None:
+        if block.source.media_type.split(";")[0].strip().lower().startswith("image/"):
+            return {"type": "input_image", "file_id": ref, "detail": "auto"}
+        return {"type": "input_file", "file_id": ref}
     kind, payload, media_type = data_parts(block)
     base = media_type.split(";")[0].strip().lower()
     if kind == "url" and not payload.startswith(("http://", "https://", "data:")):
