@@ -588,6 +588,53 @@ def _cmd_count(args: argparse.Namespace) -> int:
     return 0
 
 
+def _batch_command(batch: argparse.ArgumentParser) -> None:
+    sub = batch.add_subparsers(dest="batch_command", metavar="ACTION", required=True)
+    submit = sub.add_parser("submit", help="submit a JSON-lines file of requests (each a list of messages, or {messages, tools, tool_choice, options}); print the batch id")
+    submit.add_argument("file", help="the requests, one JSON per line, or - for standard input")
+    for name, helptext in (("status", "say where a batch stands"), ("results", "print one JSON line per request, in order: its message, or its error"), ("cancel", "ask the provider to stop a batch")):
+        action = sub.add_parser(name, help=helptext)
+        action.add_argument("id", help="the batch's id, as submit printed it")
+    for action in sub.choices.values():
+        action.add_argument("-m", "--model", required=True, help="PROVIDER:MODEL or a profile (the one the batch was submitted with)")
+    sub.choices["results"].add_argument("--wait", type=float, metavar="SECONDS", help="wait for the batch to end, asking every SECONDS")
+    batch.set_defaults(func=_cmd_batch)
+
+
+def _cmd_batch(args: argparse.Namespace) -> int:
+    """``modelwire batch submit|status|results|cancel``."""
+    from ._sync import run_sync
+    from .models import load_model
+
+    model = load_model(args.model)
+
+    async def go() -> int:
+        if args.batch_command == "submit":
+            from pathlib import Path
+
+            text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+            requests = [json.loads(line) for line in text.splitlines() if line.strip()]
+            batch = await model.batch(requests)
+            print(batch.id)
+            print(f"submitted {len(requests)} requests: {batch.state.status}", file=sys.stderr)
+            return 0
+        batch = await model.batch_by_id(args.id)
+        if args.batch_command == "cancel":
+            await batch.cancel()
+        if args.batch_command == "results":
+            if args.wait is not None:
+                await batch.wait(poll=args.wait)
+            for result in await batch.results():
+                line = result.to_dict() if hasattr(result, "to_dict") else {"error": {"type": type(result).__name__, "message": str(result)}}
+                print(json.dumps(line, ensure_ascii=False))
+            return 0
+        counts = ", ".join(f"{k} {v}" for k, v in batch.state.counts.items())
+        print(f"{batch.id}: {batch.state.status}" + (" (ended)" if batch.state.ended else "") + (f"; {counts}" if counts else ""))
+        return 0
+
+    return run_sync(go(), "batch")
+
+
 def _cmd_cassette(args: argparse.Namespace) -> int:
     from .cassettes import Cassette, import_vcr
     from .cassettes._show import summarize
@@ -939,6 +986,7 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("file", help="a JSON list of messages (Msg.to_dict() form), or - for standard input")
     fmt.set_defaults(func=_cmd_format)
     _count_command(command("count", "count the input tokens a request would send, with the provider's own endpoint"))
+    _batch_command(command("batch", "submit many requests at the provider's batch price, see where they stand, read their results"))
 
     _cassette_command(command("cassette", "inspect recorded provider traffic, recheck it against the provider, transpose it onto another model, or import VCR.py cassettes"))
     _conform_command(command("conform", "probe a server that says it speaks a provider's protocol (at most 40 small requests) and say what works, in which form"))

@@ -22,6 +22,7 @@ from .options import ModelOptions, UnsupportedOptionError
 if TYPE_CHECKING:  # pragma: no cover
     from ..event import AgentEvent
     from ..message import Msg
+    from ._batch import Batch
     from ._count import TokenCount
     from ._ratelimit import RateLimiter
     from ._fallback import FallbackModel
@@ -33,6 +34,7 @@ __all__ = [
     "load_model",
     "FallbackModel",
     "TokenCount",
+    "Batch",
     "RateLimiter",
     "ModelOptions",
     "UnsupportedOptionError",
@@ -173,6 +175,10 @@ def __getattr__(name: str) -> Any:
         from ._count import TokenCount
 
         return TokenCount
+    if name == "Batch":
+        from ._batch import Batch
+
+        return Batch
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -893,6 +893,26 @@ class HTTPModel:
 
         return await upload_file(self, source, media_type, name)
 
+    async def batch(self, requests: Sequence[Any]) -> Any:
+        """Submit many requests as one batch (a :class:`~modelwire.models.Batch`), answered
+        within a day at the provider's batch price: each a conversation, or a dict with
+        ``messages`` and any of ``tools``, ``tool_choice``, ``options``, built as the same call
+        would be. ``await batch.wait()``, then ``await batch.results()``: one assistant message
+        per request, in order, or its typed error. Anthropic's Message Batches and OpenAI's Batch
+        API (Chat and Responses); the others refuse with an ``UnsupportedOptionError``."""
+        from ._batch import submit_batch
+
+        return await submit_batch(self, requests)
+
+    async def batch_by_id(self, batch_id: str) -> Any:
+        """A batch submitted earlier (by this process or another), by its id."""
+        from ._batch import Batch
+        from ..protocols import BatchState
+
+        batch = Batch(self, BatchState(batch_id, "", False))
+        await batch.status()
+        return batch
+
     async def list_files(self) -> list[Any]:
         """The files this provider holds (``protocols.UploadedFile``: id, url, media type, name, size)."""
         from ._files import list_files

@@ -31,7 +31,7 @@ from typing import Any, Iterator, Mapping
 from ..errors import UnknownProtocolError, use_error_tables
 from ..message._provenance import add_claimer
 from ._caps import ModelCapabilities
-from ._protocol import Capabilities, HTTPCall, ModelOptions, Preset, UploadedFile, WireProtocol, deep_merge, multipart
+from ._protocol import BatchState, Capabilities, HTTPCall, ModelOptions, Preset, UploadedFile, WireProtocol, deep_merge, multipart
 
 __all__ = [
     "WireProtocol",
@@ -50,6 +50,7 @@ __all__ = [
     "replay_keys",
     "deep_merge",
     "HTTPCall",
+    "BatchState",
     "UploadedFile",
     "multipart",
     "ENTRY_POINT_GROUP",

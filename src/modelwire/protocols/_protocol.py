@@ -298,6 +298,19 @@ class UploadedFile:
     size: int | None = None
 
 
+@dataclass(frozen=True)
+class BatchState:
+    """Where a batch of requests stands: its ``id``, the provider's own ``status`` word,
+    whether it ``ended`` (its results can be read), the provider's request ``counts``, and
+    the requests that read its results once it ended."""
+
+    id: str
+    status: str
+    ended: bool
+    counts: Mapping[str, int] = field(default_factory=dict)
+    results: tuple[HTTPCall, ...] = ()
+
+
 def multipart(fields: Mapping[str, str], file_field: str, filename: str, media_type: str, data: bytes) -> tuple[bytes, str]:
     """A ``multipart/form-data`` body of ``fields`` and one file, and its content type (with
     the boundary), written as RFC 7578 says and as the official SDKs send it."""
@@ -504,6 +517,34 @@ class WireProtocol:
         """Whether a file the endpoint holds can be sent by reference as this media type (else
         its bytes go, from the block's local copy)."""
         return False
+
+    # -- batches: many requests answered within a day, at a discount --------------------------
+
+    batch_refusal = "it has no batch API known to modelwire"
+    batch_discount = 1.0  # what a batched request costs, as a share of the same request sent alone
+
+    def batch_submit(self, base_url: str, preset: Preset, bodies: Sequence[Mapping[str, Any]]) -> HTTPCall:
+        """The request that submits ``bodies`` (whole-answer request bodies, in order) as one
+        batch, or an ``UnsupportedOptionError`` saying why there is none."""
+        raise UnsupportedOptionError("batch", preset.name, self.batch_refusal)
+
+    def batch_submitted(self, answer: Mapping[str, Any], call: HTTPCall, base_url: str, preset: Preset) -> "BatchState | HTTPCall":
+        """The batch's state from the answer to ``call``, or the next request of a submission
+        made in several (OpenAI's: the input file, then the batch)."""
+        return self.batch_state(answer, base_url, preset)
+
+    def batch_call(self, base_url: str, preset: Preset, batch_id: str, action: str) -> HTTPCall:
+        """The request that reads a batch's state (``action`` ``status``) or cancels it (``cancel``)."""
+        raise UnsupportedOptionError("batch", preset.name, self.batch_refusal)
+
+    def batch_state(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> BatchState:
+        """A batch's state from the provider's answer."""
+        raise UnsupportedOptionError("batch", preset.name, self.batch_refusal)
+
+    def batch_results(self, text: str) -> list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+        """A batch's results (the text its results requests read): ``(request index, the whole
+        answer or None, the error body or None)`` for each request it holds."""
+        return []
 
     def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
         """The URL and body of the provider's own endpoint that counts the input tokens of

@@ -18,6 +18,7 @@ request (a preset's ``dialect["endpoint"]``):
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, Mapping
 
@@ -25,7 +26,7 @@ from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in, levels_up_to
 from .._claude import EFFORTS as _EFFORTS, MIN_BUDGET, claude_fields, claude_schema
-from .._protocol import DEFAULT_MAX_TOKENS, CachePlan, Capabilities, HTTPCall, ModelCapabilities, ModelOptions, Preset, UploadedFile, WireProtocol, fake_words, multipart, rate_limit_shape, refuse, sampling
+from .._protocol import DEFAULT_MAX_TOKENS, BatchState, CachePlan, Capabilities, HTTPCall, ModelCapabilities, ModelOptions, Preset, UploadedFile, WireProtocol, fake_words, multipart, rate_limit_shape, refuse, sampling
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "AnthropicProtocol", "ENDPOINT_VERSIONS"]
@@ -213,6 +214,50 @@ class AnthropicProtocol(WireProtocol):
 
         base = media_type.split(";")[0].strip().lower()
         return base in IMAGE_TYPES or base in ("application/pdf", "text/plain")
+
+    # -- batches (https://docs.anthropic.com/en/docs/build-with-claude/batch-processing: "50%
+    # of standard API prices"; the anthropic SDK's messages.batches, MessageBatch and
+    # MessageBatchIndividualResponse). Results are JSONL at the batch's results_url.
+
+    batch_discount = 0.5
+
+    def _batches_url(self, base_url: str, preset: Preset) -> str:
+        if preset.dialect.get("endpoint") in ("vertex", "bedrock"):
+            raise E.UnsupportedOptionError("batch", preset.name, "Claude on the clouds takes batches as jobs over cloud storage (Vertex AI batch prediction, Bedrock batch inference), not this API")
+        return base_url.rstrip("/") + "/v1/messages/batches"
+
+    def batch_submit(self, base_url: str, preset: Preset, bodies: Any) -> HTTPCall:
+        requests = [{"custom_id": f"request-{n}", "params": {k: v for k, v in b.items() if k != "stream"}} for n, b in enumerate(bodies)]
+        return HTTPCall("POST", self._batches_url(base_url, preset), {"accept": "application/json"}, json.dumps({"requests": requests}).encode())
+
+    def batch_call(self, base_url: str, preset: Preset, batch_id: str, action: str) -> HTTPCall:
+        url = self._batches_url(base_url, preset) + "/" + batch_id
+        return HTTPCall("POST", url + "/cancel", {"accept": "application/json"}) if action == "cancel" else HTTPCall("GET", url, {"accept": "application/json"})
+
+    def batch_state(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> BatchState:
+        status = str(answer.get("processing_status") or "")
+        ended = status == "ended"
+        results = answer.get("results_url")
+        reads = (HTTPCall("GET", results, {"accept": "application/binary"}),) if ended and isinstance(results, str) else ()
+        counts = {k: v for k, v in (answer.get("request_counts") or {}).items() if isinstance(v, int)}
+        return BatchState(str(answer.get("id") or ""), status, ended, counts, reads)
+
+    def batch_results(self, text: str) -> list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+        out: list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]] = []
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            index = int(str(item.get("custom_id", "")).rpartition("-")[2])
+            result = item.get("result") or {}
+            kind = result.get("type")
+            if kind == "succeeded":
+                out.append((index, result.get("message"), None))
+            elif kind == "errored":
+                out.append((index, None, result.get("error")))
+            else:  # canceled, expired: no answer, and Anthropic's words for why
+                out.append((index, None, {"type": "error", "error": {"type": f"{kind}_error", "message": f"the batch request was {kind} before it was answered"}}))
+        return out
 
     def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
         """``POST /v1/messages/count_tokens`` (https://docs.claude.com/en/api/messages-count-tokens):

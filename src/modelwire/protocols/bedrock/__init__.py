@@ -100,6 +100,7 @@ class BedrockConverseProtocol(WireProtocol):
         return path[: -len("-stream")] + sep + query if path.endswith("/converse-stream") else url
 
     files_refusal = "Bedrock has no Files API: send the data inline (a path or bytes as a base64 source)"
+    batch_refusal = "Bedrock's batch inference is a job over S3 (CreateModelInvocationJob, input and output in buckets), not a request API: send the requests one by one"
 
     def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
         """``CountTokens`` (``POST /model/{modelId}/count-tokens``, botocore's shape): the

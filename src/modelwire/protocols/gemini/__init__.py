@@ -174,6 +174,8 @@ class GeminiProtocol(WireProtocol):
     def takes_file_ref(self, media_type: str) -> bool:
         return True
 
+    batch_refusal = "modelwire does not submit Gemini batches (batchGenerateContent) yet: send the requests one by one"
+
     def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
         """``:countTokens``: on the Gemini API the whole request as ``generateContentRequest``
         (https://ai.google.dev/api/tokens: system instruction and tools counted too); on Vertex

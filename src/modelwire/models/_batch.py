@@ -1,0 +1,159 @@
+"""Batches: many requests submitted at once, answered within a day at the provider's batch
+price (``WireProtocol.batch_submit`` and its kin).
+
+Each request is built exactly as the same call would be (formatter, options, tools, media),
+as a whole-answer body; the results are decoded by the protocol's adapter from the whole
+answers, folded into one assistant ``Msg`` per request, in the order submitted, each call
+priced at the batch price. A request the provider could not answer is its typed
+``ProviderError`` in that place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any, Sequence
+
+from .. import errors as E
+from .._ids import new_id
+from ..message import AssistantMsg, Msg, as_messages
+from ..protocols import BatchState, HTTPCall
+from ._body import http_error, read_limited
+from ._files import _send
+
+__all__ = ["Batch", "submit_batch"]
+
+_RESULTS_LIMIT = 256 << 20
+
+
+class Batch:
+    """A batch a provider holds: its ``id`` and last known ``state``; :meth:`status`,
+    :meth:`wait`, :meth:`cancel` and :meth:`results`. ``model.batch_by_id(id)`` finds one
+    again (the results come in the order submitted either way)."""
+
+    def __init__(self, model: Any, state: BatchState) -> None:
+        self.model = model
+        self.state = state
+
+    @property
+    def id(self) -> str:
+        return self.state.id
+
+    def __repr__(self) -> str:
+        return f"Batch({self.id!r}, {self.state.status!r}, {dict(self.state.counts)})"
+
+    async def status(self) -> BatchState:
+        """The batch's state, asked afresh."""
+        return await self._ask("status")
+
+    async def cancel(self) -> BatchState:
+        """Ask the provider to stop the batch (requests already answered keep their answers)."""
+        return await self._ask("cancel")
+
+    async def wait(self, *, poll: float = 30.0, deadline: float | None = None) -> BatchState:
+        """Ask every ``poll`` seconds until the batch ended; a ``TimeoutError`` once
+        ``deadline`` seconds have passed (the batch goes on: wait again, or cancel it)."""
+        loop = asyncio.get_running_loop()
+        ends = None if deadline is None else loop.time() + deadline
+        state = await self.status()
+        while not state.ended:
+            if ends is not None and loop.time() + poll > ends:
+                raise E.TimeoutError(f"batch {self.id} had not ended after {deadline:g} s ({state.status})", which="total", seconds=deadline or 0.0)
+            await asyncio.sleep(poll)
+            state = await self.status()
+        return state
+
+    async def results(self) -> list[Msg | E.ProviderError]:
+        """One assistant message per request, in the order submitted; a typed error where the
+        provider did not answer one. The batch must have ended (:meth:`wait`)."""
+        state = self.state if self.state.ended else await self.status()
+        if not state.ended:
+            raise E.AgentError(f"batch {self.id} has not ended ({state.status}): wait() for it first")
+        await self.model._prices_loaded()
+        found: dict[int, Msg | E.ProviderError] = {}
+        for call in state.results:
+            text = await _read_text(self.model, call)
+            for index, answer, error in self.model.wire.batch_results(text):
+                found[index] = _decoded(self.model, answer) if answer is not None else self.model.wire.error(dict(error or {}), status=None)
+        return [found[n] for n in sorted(found)]
+
+    async def _ask(self, action: str) -> BatchState:
+        model = self.model
+        _, answer = await _send(model, model.wire.batch_call(model.spec.base_url or "", model.spec.preset, self.id, action))
+        self.state = model.wire.batch_state(answer, model.spec.base_url or "", model.spec.preset)
+        return self.state
+
+
+async def _read_text(model: Any, call: HTTPCall) -> str:
+    headers = await model._signed(call.url, {**model.headers({}), **call.headers}, b"")
+    headers.pop("content-type", None)
+    response = await model.transport.open(call.method, call.url, headers, b"", model.timeouts.first_byte, None)
+    try:
+        if response.status_code >= 400:
+            raise model._mask(await http_error(response, model.wire), headers, call.url)
+        return await read_limited(response, _RESULTS_LIMIT)
+    finally:
+        await response.aclose()
+
+
+def _decoded(model: Any, answer: Any) -> Msg | E.ProviderError:
+    """One request's whole answer as its assistant message, priced at the batch price."""
+    from ..adapters import decode_answer
+
+    reply_id = new_id()
+    adapter = model.wire.new_adapter(reply_id, model.spec.preset, model_name=model.name)
+    adapter.endpoint = model.endpoint
+    try:
+        events = decode_answer(adapter, model.wire.answer_events(answer))
+    except E.ProviderError as err:
+        return err
+    msg = AssistantMsg("assistant", [], id=reply_id)
+    for event in events:
+        if event.type == "MODEL_CALL_END":
+            event = _batch_priced(model._ended(event, None), model.wire.batch_discount)
+        msg.append_event(event, strict=True)
+    return msg
+
+
+def _batch_priced(end: Any, discount: float) -> Any:
+    cost = end.cost
+    if not cost or discount == 1.0:
+        return end
+    priced = {k: (round(v * discount, 12) if isinstance(v, float) and k not in ("currency",) else v) for k, v in cost.items()}
+    priced["batch_discount"] = discount
+    return end.replace(cost=priced)
+
+
+def _request(item: Any) -> tuple[Any, Any, Any, Any]:
+    """(messages, tools, tool_choice, options) of one batch request: a conversation, or a
+    dict with ``messages`` and any of ``tools``, ``tool_choice``, ``options``."""
+    if isinstance(item, dict) and "messages" in item:
+        unknown = set(item) - {"messages", "tools", "tool_choice", "options"}
+        if unknown:
+            raise E.ConfigError(f"a batch request takes messages, tools, tool_choice and options, not {sorted(unknown)}")
+        return item["messages"], item.get("tools"), item.get("tool_choice"), item.get("options")
+    return item, None, None, None
+
+
+async def submit_batch(model: Any, requests: Sequence[Any]) -> Batch:
+    """Build every request as the same call would be, as a whole answer, and submit them."""
+    from ._media import resolve_sources
+
+    if not requests:
+        raise E.ConfigError("a batch needs at least one request")
+    bodies = []
+    for item in requests:
+        messages, tools, tool_choice, options = _request(item)
+        opts = model.options.merged(options)
+        messages = await resolve_sources(as_messages(messages), model.wire, model.transport, model.max_source_bytes, model.endpoint)
+        payload, _ = model.build_request(messages, tools, tool_choice, replace(opts, stream=False))
+        bodies.append(payload)
+    base_url = model.spec.base_url or ""
+    call = model.wire.batch_submit(base_url, model.spec.preset, bodies)
+    for _ in range(4):  # a submission takes at most a few requests (OpenAI's: two)
+        _, answer = await _send(model, call)
+        result = model.wire.batch_submitted(answer, call, base_url, model.spec.preset)
+        if isinstance(result, BatchState):
+            return Batch(model, result)
+        call = result
+    raise E.UpstreamError(f"{model.provider}: the batch was not submitted")

@@ -1,0 +1,97 @@
+"""OpenAI's Files and Batch APIs, shared by the Chat Completions and Responses protocols.
+
+``POST {base}/files`` (multipart: ``purpose=user_data`` and ``file``) answers a ``FileObject``
+(``id``, ``filename``, ``bytes``); ``GET {base}/files`` lists them (``data``); ``DELETE
+{base}/files/{id}`` deletes one. A file is referred to by its id: ``{"type": "file", "file":
+{"file_id"}}`` in Chat, ``input_file`` / ``input_image`` with ``file_id`` in Responses
+(https://platform.openai.com/docs/api-reference/files, and the openai SDK's
+``FileCreateParams``, ``FileObject`` and content part types).
+
+A batch (https://platform.openai.com/docs/guides/batch: "a 50% cost discount") is a JSONL
+file of requests (``custom_id``, ``method``, ``url``, ``body``) uploaded with
+``purpose=batch``, then ``POST {base}/batches`` (``input_file_id``, ``endpoint``,
+``completion_window: 24h``); its answers are the JSONL of its ``output_file_id`` and
+``error_file_id`` (the openai SDK's ``Batch``, ``BatchRequestOutput``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+from ._protocol import BatchState, HTTPCall, Preset, UploadedFile, multipart
+
+
+def files_url(base_url: str) -> str:
+    return base_url.rstrip("/") + "/files"
+
+
+def upload(base_url: str, data: bytes, media_type: str, name: str) -> HTTPCall:
+    body, content_type = multipart({"purpose": "user_data"}, "file", name, media_type, data)
+    return HTTPCall("POST", files_url(base_url), {"content-type": content_type, "accept": "application/json"}, body)
+
+
+def uploaded(answer: Mapping[str, Any], call: HTTPCall, media_type: str) -> UploadedFile:
+    file_id = answer["id"]
+    return UploadedFile(file_id, call.url.rstrip("/") + "/" + file_id, media_type, answer.get("filename") or "", answer.get("bytes"))
+
+
+def listed(answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
+    import mimetypes
+
+    out = []
+    for item in answer.get("data") or ():
+        if isinstance(item, dict) and isinstance(item.get("id"), str):
+            name = item.get("filename") or ""
+            media = mimetypes.guess_type(name)[0] or "application/octet-stream"
+            out.append(UploadedFile(item["id"], files_url(base_url) + "/" + item["id"], media, name, item.get("bytes")))
+    return out
+
+
+_RUNNING = ("validating", "in_progress", "finalizing", "cancelling")
+_JSON = {"accept": "application/json"}
+
+
+def batch_submit(base_url: str, path: str, bodies: Sequence[Mapping[str, Any]]) -> HTTPCall:
+    """The input file's upload: one line per request (``stream`` left out: a batch answers whole)."""
+    lines = [json.dumps({"custom_id": f"request-{n}", "method": "POST", "url": "/v1" + path, "body": {k: v for k, v in b.items() if k not in ("stream", "stream_options")}}) for n, b in enumerate(bodies)]
+    body, content_type = multipart({"purpose": "batch"}, "file", "batch.jsonl", "application/jsonl", ("\n".join(lines) + "\n").encode())
+    return HTTPCall("POST", files_url(base_url), {"content-type": content_type, **_JSON}, body)
+
+
+def batch_submitted(answer: Mapping[str, Any], call: HTTPCall, base_url: str, path: str) -> "BatchState | HTTPCall":
+    if call.url == files_url(base_url):  # the input file is there: the batch itself
+        create = {"input_file_id": answer["id"], "endpoint": "/v1" + path, "completion_window": "24h"}
+        return HTTPCall("POST", base_url.rstrip("/") + "/batches", {"content-type": "application/json", **_JSON}, json.dumps(create).encode())
+    return batch_state(answer, base_url)
+
+
+def batch_call(base_url: str, batch_id: str, action: str) -> HTTPCall:
+    url = base_url.rstrip("/") + "/batches/" + batch_id
+    return HTTPCall("POST", url + "/cancel", _JSON) if action == "cancel" else HTTPCall("GET", url, _JSON)
+
+
+def batch_state(answer: Mapping[str, Any], base_url: str) -> BatchState:
+    status = str(answer.get("status") or "")
+    ended = bool(status) and status not in _RUNNING
+    files = [answer.get(key) for key in ("output_file_id", "error_file_id")] if ended else []
+    reads = tuple(HTTPCall("GET", files_url(base_url) + f"/{f}/content", {"accept": "application/jsonl"}) for f in files if isinstance(f, str) and f)
+    counts = {k: v for k, v in (answer.get("request_counts") or {}).items() if isinstance(v, int)}
+    return BatchState(str(answer.get("id") or ""), status, ended, counts, reads)
+
+
+def batch_results(text: str) -> list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+    out: list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        item = json.loads(line)
+        index = int(str(item.get("custom_id", "")).rpartition("-")[2])
+        response = item.get("response") or {}
+        answer = response.get("body")
+        if item.get("error") or response.get("status_code", 200) >= 400 or not isinstance(answer, dict):
+            error = (answer if isinstance(answer, dict) and "error" in answer else None) or {"error": item.get("error") or {"message": "the batch request failed"}}
+            out.append((index, None, error))
+        else:
+            out.append((index, answer, None))
+    return out
