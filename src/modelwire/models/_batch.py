@@ -91,7 +91,7 @@ async def _read_text(model: Any, call: HTTPCall) -> str:
     try:
         if response.status_code >= 400:
             raise model._mask(await http_error(response, model.wire), headers, call.url)
-        return await read_limited(response, _RESULTS_LIMIT)
+        return (await read_limited(response, _RESULTS_LIMIT)).decode("utf-8", "replace")
     finally:
         await response.aclose()
 

@@ -39,7 +39,7 @@ async def _send(model: Any, call: HTTPCall) -> tuple[Any, dict[str, Any]]:
     try:
         if response.status_code >= 400:
             raise model._mask(await http_error(response, model.wire), headers, call.url)
-        text = await read_limited(response, _ANSWER_LIMIT)
+        text = (await read_limited(response, _ANSWER_LIMIT)).decode("utf-8", "replace")
     finally:
         await response.aclose()
     try:
