@@ -80,8 +80,11 @@ class Batch:
     async def _ask(self, action: str) -> BatchState:
         model = self.model
         _, answer = await _send(model, model.wire.batch_call(model.spec.base_url or "", model.spec.preset, self.id, action))
-        self.state = model.wire.batch_state(answer, model.spec.base_url or "", model.spec.preset)
-        return self.state
+        state = model.wire.batch_state(answer, model.spec.base_url or "", model.spec.preset)
+        if not state.id:  # an answer that is not the batch (Gemini's cancel): ask for it
+            return await self._ask("status")
+        self.state = state
+        return state
 
 
 async def _read_text(model: Any, call: HTTPCall) -> str:
@@ -149,7 +152,7 @@ async def submit_batch(model: Any, requests: Sequence[Any]) -> Batch:
         payload, _ = model.build_request(messages, tools, tool_choice, replace(opts, stream=False))
         bodies.append(payload)
     base_url = model.spec.base_url or ""
-    call = model.wire.batch_submit(base_url, model.spec.preset, bodies)
+    call = model.wire.batch_submit(base_url, model.spec.preset, model.name, bodies)
     for _ in range(4):  # a submission takes at most a few requests (OpenAI's: two)
         _, answer = await _send(model, call)
         result = model.wire.batch_submitted(answer, call, base_url, model.spec.preset)

@@ -898,8 +898,9 @@ class HTTPModel:
         within a day at the provider's batch price: each a conversation, or a dict with
         ``messages`` and any of ``tools``, ``tool_choice``, ``options``, built as the same call
         would be. ``await batch.wait()``, then ``await batch.results()``: one assistant message
-        per request, in order, or its typed error. Anthropic's Message Batches and OpenAI's Batch
-        API (Chat and Responses); the others refuse with an ``UnsupportedOptionError``."""
+        per request, in order, or its typed error. Anthropic's Message Batches, OpenAI's Batch
+        API (Chat and Responses) and the Gemini API's batch mode; the others refuse with an
+        ``UnsupportedOptionError``."""
         from ._batch import submit_batch
 
         return await submit_batch(self, requests)

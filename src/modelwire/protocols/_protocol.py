@@ -523,7 +523,7 @@ class WireProtocol:
     batch_refusal = "it has no batch API known to modelwire"
     batch_discount = 1.0  # what a batched request costs, as a share of the same request sent alone
 
-    def batch_submit(self, base_url: str, preset: Preset, bodies: Sequence[Mapping[str, Any]]) -> HTTPCall:
+    def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Sequence[Mapping[str, Any]]) -> HTTPCall:
         """The request that submits ``bodies`` (whole-answer request bodies, in order) as one
         batch, or an ``UnsupportedOptionError`` saying why there is none."""
         raise UnsupportedOptionError("batch", preset.name, self.batch_refusal)

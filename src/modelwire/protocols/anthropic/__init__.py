@@ -226,7 +226,7 @@ class AnthropicProtocol(WireProtocol):
             raise E.UnsupportedOptionError("batch", preset.name, "Claude on the clouds takes batches as jobs over cloud storage (Vertex AI batch prediction, Bedrock batch inference), not this API")
         return base_url.rstrip("/") + "/v1/messages/batches"
 
-    def batch_submit(self, base_url: str, preset: Preset, bodies: Any) -> HTTPCall:
+    def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Any) -> HTTPCall:
         requests = [{"custom_id": f"request-{n}", "params": {k: v for k, v in b.items() if k != "stream"}} for n, b in enumerate(bodies)]
         return HTTPCall("POST", self._batches_url(base_url, preset), {"accept": "application/json"}, json.dumps({"requests": requests}).encode())
 

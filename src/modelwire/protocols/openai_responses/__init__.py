@@ -159,7 +159,7 @@ class OpenAIResponsesProtocol(WireProtocol):
 
     batch_discount = 0.5
 
-    def batch_submit(self, base_url: str, preset: Preset, bodies: Any) -> HTTPCall:
+    def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Any) -> HTTPCall:
         from .. import _openai_shared as _shared
 
         return _shared.batch_submit(base_url, self.path, bodies)
