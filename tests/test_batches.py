@@ -29,7 +29,7 @@ class _Gemini:
         model = path.removeprefix("/v1beta/models/").removesuffix(":batchGenerateContent")
         requests = request["json"]["batch"]["inputConfig"]["requests"]["requests"]
         for item in requests:
-            assert item["request"].pop("model") == f"models/{model}" and set(item["metadata"]) == {"key"}
+            assert "model" not in item["request"] and set(item["metadata"]) == {"key"}
             sdk_params.gemini_request(item["request"])
         batch_id = uuid.uuid4().hex[:12]
         self.batches[batch_id] = {"requests": requests, "model": model, "canceled": False}
@@ -306,3 +306,27 @@ def test_the_command_line_submits_says_where_it_stands_and_prints_the_results_in
     first, failed, third = [json.loads(line) for line in results.stdout.splitlines()]
     assert first["content"][0]["text"] == "answer to request-0" and third["content"][0]["text"] == "answer to request-2"
     assert "prompt is too long" in failed["error"]["message"]
+
+
+def test_a_submission_is_shaped_as_the_official_sdk_shapes_it():
+    """The same one-message batch submitted by modelwire and by the provider's own SDK: the
+    same envelope, the same per-request keys, the same conversation."""
+    import anthropic
+    from google import genai
+
+    with ProviderServer() as server:
+        BatchServer(server)
+        for spec in ("anthropic:claude-sonnet-4-5", "google:gemini-2.5-flash"):
+            asyncio.run(load_model(spec, api_key="k", base_url=server.url).batch([[UserMsg("me", "hi")]]))
+        ours_anthropic, ours_gemini = [r["json"] for r in server.requests if r["method"] == "POST"]
+        server.respond = lambda request: Reply(status=500, body=b'{"error": {"code": 500, "message": "x", "status": "INTERNAL"}}', headers={"content-type": "application/json"})
+        with pytest.raises(anthropic.InternalServerError):
+            anthropic.Anthropic(api_key="k", base_url=server.url, max_retries=0).messages.batches.create(requests=[{"custom_id": "request-0", "params": ours_anthropic["requests"][0]["params"]}])
+        client = genai.Client(api_key="k", http_options={"base_url": server.url, "api_version": "v1beta"})
+        with pytest.raises(Exception, match="500"):
+            client.batches.create(model="gemini-2.5-flash", src=[{"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "metadata": {"key": "request-0"}}], config={"display_name": "modelwire"})
+        theirs_anthropic, theirs_gemini = [r["json"] for r in server.requests[-2:]]
+    assert ours_anthropic == theirs_anthropic
+    assert set(ours_gemini["batch"]) == set(theirs_gemini["batch"]) and ours_gemini["batch"]["displayName"] == theirs_gemini["batch"]["displayName"]
+    (ours,), (theirs,) = ours_gemini["batch"]["inputConfig"]["requests"]["requests"], theirs_gemini["batch"]["inputConfig"]["requests"]["requests"]
+    assert set(ours) == set(theirs) and ours["metadata"] == theirs["metadata"] and ours["request"]["contents"] == theirs["request"]["contents"]

@@ -187,7 +187,7 @@ class GeminiProtocol(WireProtocol):
         return base_url.rstrip("/") + "/v1beta"
 
     def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Any) -> HTTPCall:
-        requests = [{"request": {"model": f"models/{model}", **body}, "metadata": {"key": f"request-{n}"}} for n, body in enumerate(bodies)]
+        requests = [{"request": dict(body), "metadata": {"key": f"request-{n}"}} for n, body in enumerate(bodies)]  # the model is the URL's
         url = f"{self._batches(base_url, preset)}/models/{model}:batchGenerateContent"
         return HTTPCall("POST", url, {"accept": "application/json"}, json.dumps({"batch": {"displayName": "modelwire", "inputConfig": {"requests": {"requests": requests}}}}).encode())
 
