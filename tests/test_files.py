@@ -253,7 +253,7 @@ def test_the_block_round_trips_and_agentscope_reads_it_as_a_url_source(files, tm
     "spec,words",
     [
         ("vertex:gemini-2.5-pro", "gs:// URL"),
-        ("bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", "Bedrock has no Files API"),
+        ("bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", "Bedrock has no Files API: send an s3:// URL"),
         ("vertex-anthropic:claude-sonnet-4-5@20250929", "Claude on Vertex AI has no Files API"),
         ("bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", "Claude on Bedrock has no Files API"),
     ],
@@ -291,3 +291,26 @@ def test_check_reports_a_file_sent_where_it_is_not_held(files, tmp_path):
     assert [(f.rule, f.index) for f in found] == [("file-elsewhere", 0), ("file-elsewhere", 2)]
     assert found[0].fix == f"its bytes are sent, read from {path.resolve().as_uri()}" and found[1].fix is None
     assert "upload it there too" in found[1].message
+
+
+def test_bedrock_takes_an_s3_url_as_botocore_describes_it(monkeypatch):
+    """What the refusal offers works: an s3:// source goes as an s3Location, valid for botocore."""
+    from modelwire.message import URLSource
+
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    model = load_model("bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k")
+    doc = DataBlock(source=URLSource(url="s3://my-bucket/reports/q3.pdf", media_type="application/pdf"), name="q3.pdf")
+    image = DataBlock(source=URLSource(url="s3://my-bucket/chart.png", media_type="image/png"))
+    payload = asyncio.run(_built(model, [UserMsg("me", [TextBlock(text="Read these."), doc, image])]))
+    content = payload["messages"][0]["content"]
+    assert content[1]["document"]["source"] == {"s3Location": {"uri": "s3://my-bucket/reports/q3.pdf"}}
+    assert content[2]["image"]["source"] == {"s3Location": {"uri": "s3://my-bucket/chart.png"}}
+    sdk_params.bedrock_request(payload)
+
+
+async def _built(model: Any, messages: list[Msg]) -> dict[str, Any]:
+    """The request as a call builds it (sources resolved first: an s3:// URL is left as it is)."""
+    from modelwire.models._media import resolve_sources
+
+    resolved = await resolve_sources(messages, model.wire, model.transport, model.max_source_bytes, model.endpoint)
+    return model.build_request(resolved)[0]

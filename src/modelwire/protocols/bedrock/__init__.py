@@ -99,7 +99,7 @@ class BedrockConverseProtocol(WireProtocol):
         path, sep, query = url.partition("?")
         return path[: -len("-stream")] + sep + query if path.endswith("/converse-stream") else url
 
-    files_refusal = "Bedrock has no Files API: send the data inline (a path or bytes as a base64 source)"
+    files_refusal = "Bedrock has no Files API: send an s3:// URL (a URL source; Bedrock reads the bucket) or the data inline"
     batch_refusal = "Bedrock's batch inference is a job over S3 (CreateModelInvocationJob, input and output in buckets), not a request API: send the requests one by one"
 
     def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:

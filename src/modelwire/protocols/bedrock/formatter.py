@@ -223,13 +223,15 @@ def media(block: Any, index: int, endpoint: str | None = None) -> dict[str, Any]
         if not head.endswith(";base64"):
             raise FormatError(index, "a data: URI must be base64-encoded for Converse", PROTOCOL)
         kind = "base64"
-    if kind != "base64":
-        raise FormatError(index, f"Converse takes media as bytes; resolve {payload.split(':', 1)[0]}: sources first (the models layer does)", PROTOCOL)
+    if kind != "base64" and not payload.startswith("s3://"):
+        raise FormatError(index, f"Converse takes media as bytes or an s3:// URL; resolve {payload.split(':', 1)[0]}: sources first (the models layer does)", PROTOCOL)
+    # An s3:// URL is read by Bedrock itself (botocore's ImageSource / DocumentSource s3Location).
+    source = {"bytes": payload} if kind == "base64" else {"s3Location": {"uri": payload}}
     if base in IMAGE_FORMATS:
-        return {"image": {"format": IMAGE_FORMATS[base], "source": {"bytes": payload}}}
+        return {"image": {"format": IMAGE_FORMATS[base], "source": source}}
     if base in DOCUMENT_FORMATS:
         name = _NAME_BAD.sub(" ", (block.name or "document").rsplit(".", 1)[0]).strip() or "document"
-        return {"document": {"format": DOCUMENT_FORMATS[base], "name": name[:200], "source": {"bytes": payload}}}
+        return {"document": {"format": DOCUMENT_FORMATS[base], "name": name[:200], "source": source}}
     raise FormatError(index, f"Converse takes images ({', '.join(IMAGE_FORMATS)}) and documents ({', '.join(DOCUMENT_FORMATS)}); {media_type!r} cannot be sent", PROTOCOL)
 
 
