@@ -80,7 +80,7 @@ def test_resolving_a_model_string_loads_only_the_protocol_it_uses():
         "print(' '.join(sorted({m.split('.')[2] for m in sys.modules if m.startswith('modelwire.protocols.')})))"
     )
     run = lambda *specs: subprocess.run([sys.executable, "-c", code, *specs], capture_output=True, text=True, check=True).stdout.split()
-    assert run("deepseek:deepseek-chat") == ["_caps", "_protocol", "openai_chat"]
+    assert run("deepseek:deepseek-chat") == ["_caps", "_openai_shared", "_protocol", "openai_chat"]
     assert run("vertex-anthropic:claude-sonnet-4-5@20250929", "google:gemini-2.5-flash") == ["_caps", "_claude", "_protocol", "anthropic", "gemini"]
 
 

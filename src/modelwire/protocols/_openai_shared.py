@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from ._protocol import BatchState, HTTPCall, Preset, UploadedFile, multipart
+from ._protocol import BatchResult, BatchState, HTTPCall, Preset, UploadedFile, batch_lines, multipart
 
 
 def files_url(base_url: str) -> str:
@@ -80,13 +80,9 @@ def batch_state(answer: Mapping[str, Any], base_url: str) -> BatchState:
     return BatchState(str(answer.get("id") or ""), status, ended, counts, reads)
 
 
-def batch_results(text: str) -> list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
-    out: list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        item = json.loads(line)
-        index = int(str(item.get("custom_id", "")).rpartition("-")[2])
+def batch_results(text: str) -> list[BatchResult]:
+    out: list[BatchResult] = []
+    for index, item in batch_lines(text):
         response = item.get("response") or {}
         answer = response.get("body")
         if item.get("error") or response.get("status_code", 200) >= 400 or not isinstance(answer, dict):
@@ -95,3 +91,39 @@ def batch_results(text: str) -> list[tuple[int, Mapping[str, Any] | None, Mappin
         else:
             out.append((index, answer, None))
     return out
+
+
+class OpenAIFilesAndBatches:
+    """The Files and Batch API methods of a protocol served by OpenAI's API (a mixin before
+    ``WireProtocol``; the protocol's ``path`` names the endpoint its batch lines go to)."""
+
+    path: str
+    files_api = "openai"
+    batch_discount = 0.5
+
+    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
+        return upload(base_url, data, media_type, name)
+
+    def file_uploaded(self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes) -> UploadedFile | HTTPCall:
+        return uploaded(answer, call, "")
+
+    def files_url(self, base_url: str, preset: Preset) -> str:
+        return files_url(base_url)
+
+    def files_listed(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
+        return listed(answer, base_url, preset)
+
+    def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Sequence[Mapping[str, Any]]) -> HTTPCall:
+        return batch_submit(base_url, self.path, bodies)
+
+    def batch_submitted(self, answer: Mapping[str, Any], call: HTTPCall, base_url: str, preset: Preset) -> BatchState | HTTPCall:
+        return batch_submitted(answer, call, base_url, self.path)
+
+    def batch_call(self, base_url: str, preset: Preset, batch_id: str, action: str) -> HTTPCall:
+        return batch_call(base_url, batch_id, action)
+
+    def batch_state(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> BatchState:
+        return batch_state(answer, base_url)
+
+    def batch_results(self, text: str) -> list[BatchResult]:
+        return batch_results(text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from .. import __version__
 from ..errors import ConfigError, ProviderError, UnsupportedOptionError, error_from_body
@@ -309,6 +309,20 @@ class BatchState:
     ended: bool
     counts: Mapping[str, int] = field(default_factory=dict)
     results: tuple[HTTPCall, ...] = ()
+
+
+BatchResult = tuple[int, "Mapping[str, Any] | None", "Mapping[str, Any] | None"]  # (request index, answer, error body)
+
+
+def batch_lines(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each JSON line of a batch's results, with the index of the request it answers (its
+    ``custom_id``, ``request-N``, as ``batch_submit`` names them)."""
+    import json
+
+    for line in text.splitlines():
+        if line.strip():
+            item = json.loads(line)
+            yield int(str(item.get("custom_id", "")).rpartition("-")[2]), item
 
 
 def multipart(fields: Mapping[str, str], file_field: str, filename: str, media_type: str, data: bytes) -> tuple[bytes, str]:

@@ -26,7 +26,7 @@ from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in, levels_up_to
 from .._claude import EFFORTS as _EFFORTS, MIN_BUDGET, claude_fields, claude_schema
-from .._protocol import DEFAULT_MAX_TOKENS, BatchState, CachePlan, Capabilities, HTTPCall, ModelCapabilities, ModelOptions, Preset, UploadedFile, WireProtocol, fake_words, multipart, rate_limit_shape, refuse, sampling
+from .._protocol import DEFAULT_MAX_TOKENS, BatchResult, BatchState, batch_lines, CachePlan, Capabilities, HTTPCall, ModelCapabilities, ModelOptions, Preset, UploadedFile, WireProtocol, fake_words, multipart, rate_limit_shape, refuse, sampling
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "AnthropicProtocol", "ENDPOINT_VERSIONS"]
@@ -242,13 +242,9 @@ class AnthropicProtocol(WireProtocol):
         counts = {k: v for k, v in (answer.get("request_counts") or {}).items() if isinstance(v, int)}
         return BatchState(str(answer.get("id") or ""), status, ended, counts, reads)
 
-    def batch_results(self, text: str) -> list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
-        out: list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]] = []
-        for line in text.splitlines():
-            if not line.strip():
-                continue
-            item = json.loads(line)
-            index = int(str(item.get("custom_id", "")).rpartition("-")[2])
+    def batch_results(self, text: str) -> list[BatchResult]:
+        out: list[BatchResult] = []
+        for index, item in batch_lines(text):
             result = item.get("result") or {}
             kind = result.get("type")
             if kind == "succeeded":

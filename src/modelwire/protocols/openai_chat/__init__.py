@@ -38,7 +38,8 @@ from typing import Any, Mapping, Sequence
 from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in
-from .._protocol import BatchState, HTTPCall, UploadedFile, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, rate_limit_shape, refuse, sampling, fake_words
+from .._openai_shared import OpenAIFilesAndBatches
+from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, rate_limit_shape, refuse, sampling, fake_words
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "OpenAIChatProtocol", "STRICT_RULES", "strict_format", "openai_cache"]
@@ -117,7 +118,7 @@ def strict_format(schema: dict[str, Any], model: str, dialect: Mapping[str, Any]
 _FORMATTER_KEYS = ("reasoning_field", "reasoning_on_tool_calls", "replay_reasoning_details", "empty_content_null", "tool_id_style")
 
 
-class OpenAIChatProtocol(WireProtocol):
+class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
     name = "openai-chat"
     presets = PRESETS
     error_types = {
@@ -273,59 +274,6 @@ class OpenAIChatProtocol(WireProtocol):
         except NotStrict as exc:
             return [str(exc)]
         return []
-
-    # -- files (see ``protocols._openai_shared``) ---------------------------------------------
-
-    files_api = "openai"
-
-    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
-        from .. import _openai_shared as _files
-
-        return _files.upload(base_url, data, media_type, name)
-
-    def file_uploaded(self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes) -> UploadedFile | HTTPCall:
-        from .. import _openai_shared as _files
-
-        return _files.uploaded(answer, call, "")
-
-    def files_url(self, base_url: str, preset: Preset) -> str:
-        from .. import _openai_shared as _files
-
-        return _files.files_url(base_url)
-
-    def files_listed(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
-        from .. import _openai_shared as _files
-
-        return _files.listed(answer, base_url, preset)
-
-    # -- batches (see ``protocols._openai_shared``) -----------------------------------------
-
-    batch_discount = 0.5
-
-    def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Any) -> HTTPCall:
-        from .. import _openai_shared as _shared
-
-        return _shared.batch_submit(base_url, self.path, bodies)
-
-    def batch_submitted(self, answer: Mapping[str, Any], call: HTTPCall, base_url: str, preset: Preset) -> BatchState | HTTPCall:
-        from .. import _openai_shared as _shared
-
-        return _shared.batch_submitted(answer, call, base_url, self.path)
-
-    def batch_call(self, base_url: str, preset: Preset, batch_id: str, action: str) -> HTTPCall:
-        from .. import _openai_shared as _shared
-
-        return _shared.batch_call(base_url, batch_id, action)
-
-    def batch_state(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> BatchState:
-        from .. import _openai_shared as _shared
-
-        return _shared.batch_state(answer, base_url)
-
-    def batch_results(self, text: str) -> list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
-        from .. import _openai_shared as _shared
-
-        return _shared.batch_results(text)
 
     def takes_file_ref(self, media_type: str) -> bool:
         return media_type.split(";")[0].strip().lower() == "application/pdf"  # Chat takes files, not images, by id

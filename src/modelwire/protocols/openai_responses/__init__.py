@@ -10,7 +10,8 @@ import logging
 from typing import Any, Mapping, Sequence
 
 from ...adapters import encode_sse
-from .._protocol import BatchState, HTTPCall, UploadedFile, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling, fake_words
+from .._openai_shared import OpenAIFilesAndBatches
+from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling, fake_words
 from .presets import PRESETS
 from ..openai_chat import openai_rate_limits, strict_format
 
@@ -21,7 +22,7 @@ __all__ = ["PROTOCOL", "OpenAIResponsesProtocol"]
 _COUNTED = frozenset({"input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "reasoning", "text", "truncation", "conversation", "previous_response_id"})
 
 
-class OpenAIResponsesProtocol(WireProtocol):
+class OpenAIResponsesProtocol(OpenAIFilesAndBatches, WireProtocol):
     name = "openai-responses"
     presets = PRESETS
     description = "OpenAI Responses"
@@ -130,59 +131,6 @@ class OpenAIResponsesProtocol(WireProtocol):
         if o.json_schema is not None:
             schema, strict = strict_format(o.json_schema, model, preset.dialect, caps.strict_refused)
             p["text"] = {"format": {"type": "json_schema", "name": o.json_schema_name, "schema": schema, "strict": strict}}
-
-    # -- files (see ``protocols._openai_shared``) ---------------------------------------------
-
-    files_api = "openai"
-
-    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
-        from .. import _openai_shared as _files
-
-        return _files.upload(base_url, data, media_type, name)
-
-    def file_uploaded(self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes) -> UploadedFile | HTTPCall:
-        from .. import _openai_shared as _files
-
-        return _files.uploaded(answer, call, "")
-
-    def files_url(self, base_url: str, preset: Preset) -> str:
-        from .. import _openai_shared as _files
-
-        return _files.files_url(base_url)
-
-    def files_listed(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
-        from .. import _openai_shared as _files
-
-        return _files.listed(answer, base_url, preset)
-
-    # -- batches (see ``protocols._openai_shared``) -----------------------------------------
-
-    batch_discount = 0.5
-
-    def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Any) -> HTTPCall:
-        from .. import _openai_shared as _shared
-
-        return _shared.batch_submit(base_url, self.path, bodies)
-
-    def batch_submitted(self, answer: Mapping[str, Any], call: HTTPCall, base_url: str, preset: Preset) -> BatchState | HTTPCall:
-        from .. import _openai_shared as _shared
-
-        return _shared.batch_submitted(answer, call, base_url, self.path)
-
-    def batch_call(self, base_url: str, preset: Preset, batch_id: str, action: str) -> HTTPCall:
-        from .. import _openai_shared as _shared
-
-        return _shared.batch_call(base_url, batch_id, action)
-
-    def batch_state(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> BatchState:
-        from .. import _openai_shared as _shared
-
-        return _shared.batch_state(answer, base_url)
-
-    def batch_results(self, text: str) -> list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
-        from .. import _openai_shared as _shared
-
-        return _shared.batch_results(text)
 
     def takes_file_ref(self, media_type: str) -> bool:
         base = media_type.split(";")[0].strip().lower()
