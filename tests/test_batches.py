@@ -134,6 +134,8 @@ class BatchServer(_Gemini):
 
         lines = []
         for req in reversed(self.batches[batch_id]["requests"]):  # results come in any order
+            if "LOSE" in json.dumps(req["params"]["messages"][-1]):
+                continue  # a result the provider never wrote
             if _fails(req["params"]["messages"]):
                 result: dict[str, Any] = {"type": "errored", "error": {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 250000 tokens > 200000 maximum"}}}
             else:
@@ -330,3 +332,27 @@ def test_a_submission_is_shaped_as_the_official_sdk_shapes_it():
     assert set(ours_gemini["batch"]) == set(theirs_gemini["batch"]) and ours_gemini["batch"]["displayName"] == theirs_gemini["batch"]["displayName"]
     (ours,), (theirs,) = ours_gemini["batch"]["inputConfig"]["requests"]["requests"], theirs_gemini["batch"]["inputConfig"]["requests"]["requests"]
     assert set(ours) == set(theirs) and ours["metadata"] == theirs["metadata"] and ours["request"]["contents"] == theirs["request"]["contents"]
+
+
+def test_a_request_the_results_leave_out_is_an_error_in_its_place_and_too_many_are_refused(batches):
+    model = _model("anthropic", batches.server.url)
+
+    async def run() -> list[Any]:
+        batch = await model.batch([[UserMsg("me", "one")], [UserMsg("me", "LOSE this one")], [UserMsg("me", "three")]])
+        await batch.wait(poll=0.01, deadline=5)
+        again = await model.batch_by_id(batch.id)  # found again: the size comes from the provider's counts
+        return [await batch.results(), await again.results()]
+
+    for results in asyncio.run(run()):
+        assert len(results) == 3 and isinstance(results[0], Msg) and isinstance(results[2], Msg)
+        assert isinstance(results[1], ProviderError) and "holds no result for request 1" in str(results[1])
+    from modelwire.errors import ConfigError
+
+    sent = len(batches.server.requests)
+    model.wire.batch_limit, kept = 2, model.wire.batch_limit
+    try:
+        with pytest.raises(ConfigError, match="at most 2 requests in one batch, not 3"):
+            asyncio.run(model.batch([[UserMsg("me", "x")]] * 3))
+    finally:
+        model.wire.batch_limit = kept
+    assert len(batches.server.requests) == sent

@@ -31,9 +31,10 @@ class Batch:
     :meth:`wait`, :meth:`cancel` and :meth:`results`. ``model.batch_by_id(id)`` finds one
     again (the results come in the order submitted either way)."""
 
-    def __init__(self, model: Any, state: BatchState) -> None:
+    def __init__(self, model: Any, state: BatchState, size: int | None = None) -> None:
         self.model = model
         self.state = state
+        self.size = size  # how many requests were submitted, where this process submitted them
 
     @property
     def id(self) -> str:
@@ -75,7 +76,8 @@ class Batch:
             text = await _read_text(self.model, call)
             for index, answer, error in self.model.wire.batch_results(text):
                 found[index] = _decoded(self.model, answer) if answer is not None else self.model.wire.error(dict(error or {}), status=None)
-        return [found[n] for n in sorted(found)]
+        size = max(state.size or self.size or 0, max(found, default=-1) + 1)
+        return [found[n] if n in found else E.UpstreamError(f"batch {self.id} ({state.status}) holds no result for request {n}") for n in range(size)]
 
     async def _ask(self, action: str) -> BatchState:
         model = self.model
@@ -144,6 +146,9 @@ async def submit_batch(model: Any, requests: Sequence[Any]) -> Batch:
 
     if not requests:
         raise E.ConfigError("a batch needs at least one request")
+    limit = model.wire.batch_limit
+    if limit and len(requests) > limit:
+        raise E.ConfigError(f"{model.provider} takes at most {limit:,} requests in one batch, not {len(requests):,}: submit them as several batches")
     bodies = []
     for item in requests:
         messages, tools, tool_choice, options = _request(item)
@@ -157,6 +162,6 @@ async def submit_batch(model: Any, requests: Sequence[Any]) -> Batch:
         _, answer = await _send(model, call)
         result = model.wire.batch_submitted(answer, call, base_url, model.spec.preset)
         if isinstance(result, BatchState):
-            return Batch(model, result)
+            return Batch(model, result, len(bodies))
         call = result
     raise E.UpstreamError(f"{model.provider}: the batch was not submitted")

@@ -77,7 +77,7 @@ def batch_state(answer: Mapping[str, Any], base_url: str) -> BatchState:
     files = [answer.get(key) for key in ("output_file_id", "error_file_id")] if ended else []
     reads = tuple(HTTPCall("GET", files_url(base_url) + f"/{f}/content", {"accept": "application/jsonl"}) for f in files if isinstance(f, str) and f)
     counts = {k: v for k, v in (answer.get("request_counts") or {}).items() if isinstance(v, int)}
-    return BatchState(str(answer.get("id") or ""), status, ended, counts, reads)
+    return BatchState(str(answer.get("id") or ""), status, ended, counts, reads, counts.get("total"))
 
 
 def batch_results(text: str) -> list[BatchResult]:
@@ -100,6 +100,7 @@ class OpenAIFilesAndBatches:
     path: str
     files_api = "openai"
     batch_discount = 0.5
+    batch_limit = 50_000  # "up to 50,000 requests" in a batch's input file (https://platform.openai.com/docs/guides/batch)
 
     def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
         return upload(base_url, data, media_type, name)

@@ -309,6 +309,7 @@ class BatchState:
     ended: bool
     counts: Mapping[str, int] = field(default_factory=dict)
     results: tuple[HTTPCall, ...] = ()
+    size: int | None = None  # how many requests the batch holds, where the provider says
 
 
 BatchResult = tuple[int, "Mapping[str, Any] | None", "Mapping[str, Any] | None"]  # (request index, answer, error body)
@@ -536,6 +537,7 @@ class WireProtocol:
 
     batch_refusal = "it has no batch API known to modelwire"
     batch_discount = 1.0  # what a batched request costs, as a share of the same request sent alone
+    batch_limit = 0  # the most requests one batch takes (0: no limit known)
 
     def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Sequence[Mapping[str, Any]]) -> HTTPCall:
         """The request that submits ``bodies`` (whole-answer request bodies, in order) as one

@@ -220,6 +220,7 @@ class AnthropicProtocol(WireProtocol):
     # MessageBatchIndividualResponse). Results are JSONL at the batch's results_url.
 
     batch_discount = 0.5
+    batch_limit = 100_000  # "limited to either 100,000 Message requests or 256 MB" (the batch-processing page above)
 
     def _batches_url(self, base_url: str, preset: Preset) -> str:
         if preset.dialect.get("endpoint") in ("vertex", "bedrock"):
@@ -240,7 +241,7 @@ class AnthropicProtocol(WireProtocol):
         results = answer.get("results_url")
         reads = (HTTPCall("GET", results, {"accept": "application/binary"}),) if ended and isinstance(results, str) else ()
         counts = {k: v for k, v in (answer.get("request_counts") or {}).items() if isinstance(v, int)}
-        return BatchState(str(answer.get("id") or ""), status, ended, counts, reads)
+        return BatchState(str(answer.get("id") or ""), status, ended, counts, reads, sum(counts.values()) if counts else None)
 
     def batch_results(self, text: str) -> list[BatchResult]:
         out: list[BatchResult] = []

@@ -204,7 +204,7 @@ class GeminiProtocol(WireProtocol):
         stats = meta.get("batchStats") or {}
         counts = {k: int(v) for k, v in stats.items() if str(v).isdigit()}
         reads = (self.batch_call(base_url, preset, batch_id, "status"),) if ended and batch_id else ()
-        return BatchState(batch_id, status, ended, counts, reads)
+        return BatchState(batch_id, status, ended, counts, reads, counts.get("requestCount"))
 
     def batch_results(self, text: str) -> list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
         answer = json.loads(text)
