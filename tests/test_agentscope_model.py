@@ -449,3 +449,21 @@ def test_agentscope_is_told_the_media_the_model_takes():
     assert "image/*" in seeing.formatter.supported_input_media_types
     told = ModelwireChatModel("openai:gpt-4.1", api_key="k", capabilities={"image_input": False, "pdf_input": False})
     assert {"image/*", "application/pdf"}.isdisjoint(told.formatter.supported_input_media_types)
+
+
+def test_a_thinking_block_keeps_agentscopes_fields_visible_and_modelwires_in_its_id():
+    """AgentScope's formatters replay a thinking block's signature: it stays a field. What
+    only modelwire reads (where the reasoning came from) rides in the id, so AgentScope's
+    saved thinking block is its own shape, and the origin comes back."""
+    from agentscope.message import Msg as ASMsg
+
+    from modelwire.integrations.agentscope import to_agentscope_blocks, to_modelwire
+    from modelwire.message import AssistantMsg, ThinkingBlock, extras_of, provenance
+
+    block = ThinkingBlock(thinking="Two tools.", signature="sig-1", provider_metadata=provenance("anthropic", "anthropic", "anthropic"))
+    (theirs,), _ = to_agentscope_blocks(AssistantMsg("a", [block]))
+    dumped = theirs.model_dump(mode="json")
+    assert dumped["signature"] == "sig-1" and "provider_metadata" not in dumped and dumped["id"].startswith("mw1.")
+    saved = ASMsg.model_validate_json(ASMsg(name="a", role="assistant", content=[theirs]).model_dump_json())
+    (back,) = to_modelwire(saved).content
+    assert back.id == block.id and extras_of(back) == extras_of(block)

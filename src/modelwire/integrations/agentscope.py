@@ -274,13 +274,17 @@ def to_modelwire(msg: ASMsg) -> Msg:
 
 
 _KEPT = "mw1."
-_KEPT_IN_ID = ("text", "data")
+_KEPT_IN_ID = ("text", "data", "thinking")
+# A thinking block's fields AgentScope names itself (its formatters replay them): kept as
+# fields; modelwire's others (provenance, the reasoning field's name ...) ride in the id.
+_AGENTSCOPE_THINKING = ("signature", "redacted_thinking_data", "reasoning_item_id", "reasoning_item_raw")
 
 
 def kept_id(block_id: str, extras: dict[str, Any] | None) -> str:
-    """The id a text or data block has in AgentScope: its own where it has no extras, else
-    ``mw1.`` and its id and extras as base64url JSON, so they are in what AgentScope saves
-    (it keeps no other field of these blocks) and come back with the block."""
+    """The id a text, data or thinking block has in AgentScope: its own where it has no
+    extras (for thinking: none but the fields AgentScope names), else ``mw1.`` and its id
+    and extras as base64url JSON, so they are in what AgentScope saves (it keeps no other
+    field of text and data blocks) and come back with the block."""
     if not extras:
         return block_id
     raw = json.dumps({"id": block_id, "extras": extras}, ensure_ascii=False, separators=(",", ":"))
@@ -322,6 +326,10 @@ def to_agentscope_blocks(msg: Msg) -> tuple[list[Any], list[dict[str, Any]]]:
                 renamed[block.id] = data["id"] = new_id
         elif block.type == "tool_result" and block.id in renamed:
             data["id"] = renamed[block.id]
+        elif block.type == "thinking":
+            own = {k: v for k, v in extras_of(block).items() if k not in _AGENTSCOPE_THINKING}
+            data = {k: v for k, v in data.items() if k not in own}
+            data["id"] = kept_id(block.id, own)
         elif block.type in _KEPT_IN_ID:
             data["id"] = kept_id(block.id, extras_of(block))
         if block.type == "tool_call" and data.get("server_side"):
