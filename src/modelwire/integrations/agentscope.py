@@ -124,11 +124,12 @@ class ModelwireChatModel(ChatModelBase):
             context_size=context_size,
         )
         self.formatter = _Formatter(self.wire_model)
-        # AgentScope's text, data and tool-call blocks drop fields they do not declare (only
-        # its thinking blocks keep them). A text or data block's extras (a Gemini thought
-        # signature on a text part) ride in its id, which AgentScope stores (see kept_id); a
-        # tool call's id is sent to the provider, so its extras other than a Gemini
-        # signature are kept here, by call id, for as long as this model lives.
+        # AgentScope's text, data and tool-call blocks drop fields they do not declare. A
+        # text or data block's extras (a Gemini thought signature on a text part), and a
+        # thinking block's beyond the fields AgentScope names, ride in its id, which
+        # AgentScope stores (see kept_id); a tool call's id is sent to the provider, so its
+        # extras other than a Gemini signature are kept here, by call id, for as long as
+        # this model lives.
         self._extras: dict[str, dict[str, Any]] = {}
 
     def _get_retryable_exceptions(self) -> tuple[Type[Exception], ...]:  # type: ignore[override]
