@@ -17,9 +17,9 @@ from typing import Any, Sequence
 from .. import errors as E
 from .._ids import new_id
 from ..message import AssistantMsg, Msg, as_messages
-from ..protocols import BatchState, HTTPCall
-from ._body import http_error, read_limited
-from ._files import _send
+from ..protocols import BatchState
+from ._body import send_call
+from ._files import send_json
 
 __all__ = ["Batch", "submit_batch"]
 
@@ -73,7 +73,7 @@ class Batch:
         await self.model._prices_loaded()
         found: dict[int, Msg | E.ProviderError] = {}
         for call in state.results:
-            text = await _read_text(self.model, call)
+            text = (await send_call(self.model, call, _RESULTS_LIMIT))[1].decode("utf-8", "replace")
             for index, answer, error in self.model.wire.batch_results(text):
                 found[index] = _decoded(self.model, answer) if answer is not None else self.model.wire.error(dict(error or {}), status=None)
         size = max(state.size or self.size or 0, max(found, default=-1) + 1)
@@ -81,24 +81,12 @@ class Batch:
 
     async def _ask(self, action: str) -> BatchState:
         model = self.model
-        _, answer = await _send(model, model.wire.batch_call(model.spec.base_url or "", model.spec.preset, self.id, action))
+        _, answer = await send_json(model, model.wire.batch_call(model.spec.base_url or "", model.spec.preset, self.id, action))
         state = model.wire.batch_state(answer, model.spec.base_url or "", model.spec.preset)
         if not state.id:  # an answer that is not the batch (Gemini's cancel): ask for it
             return await self._ask("status")
         self.state = state
         return state
-
-
-async def _read_text(model: Any, call: HTTPCall) -> str:
-    headers = await model._signed(call.url, {**model.headers({}), **call.headers}, b"")
-    headers.pop("content-type", None)
-    response = await model.transport.open(call.method, call.url, headers, b"", model.timeouts.first_byte, None)
-    try:
-        if response.status_code >= 400:
-            raise model._mask(await http_error(response, model.wire), headers, call.url)
-        return (await read_limited(response, _RESULTS_LIMIT)).decode("utf-8", "replace")
-    finally:
-        await response.aclose()
 
 
 def _decoded(model: Any, answer: Any) -> Msg | E.ProviderError:
@@ -124,7 +112,7 @@ def _batch_priced(end: Any, discount: float) -> Any:
     cost = end.cost
     if not cost or discount == 1.0:
         return end
-    priced = {k: (round(v * discount, 12) if isinstance(v, float) and k not in ("currency",) else v) for k, v in cost.items()}
+    priced = {k: round(v * discount, 12) if isinstance(v, float) else v for k, v in cost.items()}
     priced["batch_discount"] = discount
     return end.replace(cost=priced)
 
@@ -159,7 +147,7 @@ async def submit_batch(model: Any, requests: Sequence[Any]) -> Batch:
     base_url = model.spec.base_url or ""
     call = model.wire.batch_submit(base_url, model.spec.preset, model.name, bodies)
     for _ in range(4):  # a submission takes at most a few requests (OpenAI's: two)
-        _, answer = await _send(model, call)
+        _, answer = await send_json(model, call)
         result = model.wire.batch_submitted(answer, call, base_url, model.spec.preset)
         if isinstance(result, BatchState):
             return Batch(model, result, len(bodies))

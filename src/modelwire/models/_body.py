@@ -9,11 +9,11 @@ from typing import Any
 from msgspec.json import encode as _encode_json
 
 from .. import errors as E
-from ..protocols import WireProtocol
+from ..protocols import HTTPCall, WireProtocol
 from ..protocols._protocol import USER_AGENT
 from .transport import retry_after_seconds
 
-__all__ = ["USER_AGENT", "encode_body", "read_limited", "request_id_of", "http_error"]
+__all__ = ["USER_AGENT", "encode_body", "read_limited", "request_id_of", "http_error", "send_call"]
 
 
 def encode_body(payload: dict[str, Any]) -> bytes:
@@ -33,6 +33,24 @@ async def read_limited(response: Any, limit: int) -> bytes:
             break
         parts.append(chunk)
     return b"".join(parts)
+
+
+async def send_call(model: Any, call: HTTPCall, limit: int) -> tuple[Any, bytes]:
+    """Send one of a protocol's requests besides the call itself (a count, an upload, a
+    batch's state) with the model's headers, auth and signing: (the response's headers, its
+    body read up to ``limit`` bytes), or the provider's typed error, its secrets masked."""
+    body = call.body or b""
+    headers = model.headers(dict(call.headers))
+    if call.body is None:
+        headers.pop("content-type", None)
+    headers = await model._signed(call.url, headers, body)
+    response = await model.transport.open(call.method, call.url, headers, body, model.timeouts.first_byte, None)
+    try:
+        if response.status_code >= 400:
+            raise model._mask(await http_error(response, model.wire), headers, call.url)
+        return response.headers, await read_limited(response, limit)
+    finally:
+        await response.aclose()
 
 
 def request_id_of(response: Any) -> str | None:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .. import errors as E
-from ._body import encode_body, http_error, read_limited
+from ..protocols import HTTPCall
+from ._body import encode_body, send_call
 
 __all__ = ["TokenCount", "count_tokens"]
 
@@ -55,15 +56,7 @@ async def count_tokens(model: Any, messages: Any, tools: Sequence[Any] | None, t
     if key in counts:
         counts.move_to_end(key)
         return TokenCount(counts[key], source=url.split("?")[0])
-    headers = {**model.headers(opts.extra_headers), "accept": "application/json"}
-    headers = await model._signed(url, headers, raw)
-    response = await model.transport.open("POST", url, headers, raw, model.timeouts.first_byte, None)
-    try:
-        if response.status_code >= 400:
-            raise model._mask(await http_error(response, model.wire), headers, url)
-        text = await read_limited(response, 1 << 20)
-    finally:
-        await response.aclose()
+    _, text = await send_call(model, HTTPCall("POST", url, {**(opts.extra_headers or {}), "accept": "application/json"}, raw), 1 << 20)
     try:
         n = model.wire.counted(json.loads(text))
     except ValueError as exc:

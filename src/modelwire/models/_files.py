@@ -21,32 +21,22 @@ from typing import Any
 from .. import errors as E
 from ..message import DataBlock, URLSource, provenance
 from ..protocols import HTTPCall, UploadedFile
-from ._body import http_error, read_limited
+from ._body import send_call
 
-__all__ = ["upload_file", "list_files", "delete_file", "file_id_of"]
+__all__ = ["upload_file", "list_files", "delete_file", "file_id_of", "send_json"]
 
 _ANSWER_LIMIT = 4 << 20  # a listing of many files is still small
 
 
-async def _send(model: Any, call: HTTPCall) -> tuple[Any, dict[str, Any]]:
-    """Send one of the protocol's requests with the model's auth; (headers, JSON answer)."""
-    headers = {**model.headers({}), **call.headers}
-    if call.body is None:
-        headers.pop("content-type", None)
-    body = call.body or b""
-    headers = await model._signed(call.url, headers, body)
-    response = await model.transport.open(call.method, call.url, headers, body, model.timeouts.first_byte, None)
-    try:
-        if response.status_code >= 400:
-            raise model._mask(await http_error(response, model.wire), headers, call.url)
-        text = (await read_limited(response, _ANSWER_LIMIT)).decode("utf-8", "replace")
-    finally:
-        await response.aclose()
+async def send_json(model: Any, call: HTTPCall) -> tuple[Any, dict[str, Any]]:
+    """Send one of the protocol's requests (see ``send_call``): (headers, its JSON answer)."""
+    headers, raw = await send_call(model, call, _ANSWER_LIMIT)
+    text = raw.decode("utf-8", "replace")
     try:
         answer = json.loads(text) if text.strip() else {}
     except ValueError:
         raise E.UpstreamError(f"{call.url.split('?')[0]} answered what is not JSON: {text[:200]!r}", body=text[:2000]) from None
-    return response.headers, answer if isinstance(answer, dict) else {}
+    return headers, answer if isinstance(answer, dict) else {}
 
 
 def _read(source: Any, media_type: str | None, name: str | None) -> tuple[bytes, str, str, str | None]:
@@ -73,7 +63,7 @@ async def upload_file(model: Any, source: Any, media_type: str | None = None, na
     base_url = model.spec.base_url or ""
     call = model.wire.file_upload(base_url, model.spec.preset, data, media_type, name)
     for _ in range(4):  # an upload takes at most a few requests (Gemini's: two)
-        headers, answer = await _send(model, call)
+        headers, answer = await send_json(model, call)
         result = model.wire.file_uploaded(answer, headers, call, data)
         if isinstance(result, UploadedFile):
             break
@@ -91,7 +81,7 @@ async def upload_file(model: Any, source: Any, media_type: str | None = None, na
 async def list_files(model: Any) -> list[UploadedFile]:
     """The files ``model``'s provider holds (the first page it lists)."""
     url = model.wire.files_url(model.spec.base_url or "", model.spec.preset)
-    _, answer = await _send(model, HTTPCall("GET", url, {"accept": "application/json"}))
+    _, answer = await send_json(model, HTTPCall("GET", url, {"accept": "application/json"}))
     return model.wire.files_listed(answer, model.spec.base_url or "", model.spec.preset)
 
 
@@ -110,4 +100,4 @@ def file_id_of(file: Any) -> str:
 async def delete_file(model: Any, file: Any) -> None:
     """Delete a file ``model``'s provider holds."""
     url = model.wire.files_url(model.spec.base_url or "", model.spec.preset).rstrip("/") + "/" + file_id_of(file)
-    await _send(model, HTTPCall("DELETE", url, {"accept": "application/json"}))
+    await send_json(model, HTTPCall("DELETE", url, {"accept": "application/json"}))
