@@ -621,6 +621,18 @@ def located(exc: FormatError, messages: Sequence[Msg], protocol: str) -> FormatE
     return exc
 
 
+def held_file(block: DataBlock, endpoint: str | None, files_api: str | None) -> str | None:
+    """The id of the uploaded file (``model.upload_file``) a data block refers to, where
+    ``endpoint`` holds it in ``files_api`` (the protocol's Files API: OpenAI's Chat and
+    Responses share one); None for any other block, and for a file held elsewhere."""
+    fields = block.__dict__
+    file_id = fields.get("file_id") if fields else None
+    if not isinstance(file_id, str) or not file_id or files_api is None or fields.get("file_api") != files_api:
+        return None
+    holder = origin(block)
+    return file_id if holder is not None and holder.endpoint is not None and holder.endpoint == endpoint else None
+
+
 def file_ref(block: DataBlock, endpoint: str | None, files_api: str | None, index: int, protocol: str) -> str | None:
     """The id of the uploaded file a data block refers to (``model.upload_file``), to send by
     reference where ``endpoint`` holds it in its ``files_api`` (the protocol's Files API:
@@ -631,10 +643,10 @@ def file_ref(block: DataBlock, endpoint: str | None, files_api: str | None, inde
     file_id = fields.get("file_id") if fields else None
     if not isinstance(file_id, str) or not file_id:
         return None
+    if held_file(block, endpoint, files_api) is not None:
+        return file_id
     holder = origin(block)
     held_by = holder.endpoint if holder is not None else None
-    if held_by is not None and held_by == endpoint and files_api is not None and fields.get("file_api") == files_api:
-        return file_id
     holder_name = (holder.provider or holder.protocol) if holder is not None else "another provider"
     where = f" at {endpoint}" if endpoint else ""
     raise FormatError(

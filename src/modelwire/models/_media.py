@@ -18,7 +18,7 @@ from ..protocols import ModelCapabilities, WireProtocol
 from ._body import USER_AGENT
 from .transport import HTTPTransport
 
-__all__ = ["refused_media", "has_media", "without_media", "resolve_sources"]
+__all__ = ["refused_media", "has_media", "without_media", "resolve_sources", "by_reference"]
 
 
 # -- media a model cannot take in ------------------------------------------------------------
@@ -158,16 +158,20 @@ async def _resolve_data(block: DataBlock, protocol: WireProtocol, transport: HTT
     return block.replace(source=Base64Source(data=data, media_type=src.media_type))
 
 
-async def _uploaded(block: DataBlock, extras: dict[str, Any], protocol: WireProtocol, endpoint: str | None, max_bytes: int) -> DataBlock:
-    """An uploaded file's block as it is where the target holds it (and takes that media type
-    by reference); else a plain block of its bytes, read from its local copy; else as it is,
-    for the formatter to refuse, saying what to do. Its URL is never fetched: it needs the
-    holder's key, and is no copy of the bytes."""
-    from ..message import origin
+def by_reference(block: DataBlock, protocol: WireProtocol, endpoint: str | None) -> bool:
+    """Whether an uploaded file goes to this target by its id: the target's endpoint holds it
+    in the protocol's Files API, and the protocol takes that media type by reference."""
+    from ..formatters._common import held_file
 
-    held = origin(block)
-    api = protocol.files_api
-    if held is not None and held.endpoint == endpoint and api is not None and extras.get("file_api") == api and protocol.takes_file_ref(block.source.media_type):
+    return held_file(block, endpoint, protocol.files_api) is not None and protocol.takes_file_ref(block.source.media_type)
+
+
+async def _uploaded(block: DataBlock, extras: dict[str, Any], protocol: WireProtocol, endpoint: str | None, max_bytes: int) -> DataBlock:
+    """An uploaded file's block as it is where it goes by reference (:func:`by_reference`);
+    else a plain block of its bytes, read from its local copy; else as it is, for the
+    formatter to refuse, saying what to do. Its URL is never fetched: it needs the holder's
+    key, and is no copy of the bytes."""
+    if by_reference(block, protocol, endpoint):
         return block
     local = extras.get("local_copy")
     if not (isinstance(local, str) and local.startswith("file:")):

@@ -76,6 +76,8 @@ def _file_findings(model: Any, messages: Sequence[Any]) -> tuple[list[Finding], 
     bytes, so the request is checked as it would be sent."""
     from ..message import Base64Source, DataBlock, origin
 
+    from ._media import by_reference
+
     findings: list[Finding] = []
     out = list(messages)
     target = f"{model.provider}:{model.name}"
@@ -84,12 +86,12 @@ def _file_findings(model: Any, messages: Sequence[Any]) -> tuple[list[Finding], 
             extras = extras_of(block) if block.type == "data" else {}
             if not extras.get("file_id"):
                 continue
-            held = origin(block)
-            if held is not None and held.endpoint == model.endpoint and extras.get("file_api") == model.wire.files_api and model.wire.takes_file_ref(block.source.media_type):
+            if by_reference(block, model.wire, model.endpoint):
                 continue
             local = extras.get("local_copy")
             if not isinstance(local, str):
                 continue  # the formatter refuses it, saying what to do
+            held = origin(block)
             holder = held.provider if held is not None else "another provider"
             findings.append(Finding("file-elsewhere", index, f"{target} cannot read the file {extras['file_id']} that {holder} holds", f"its bytes are sent, read from {local}"))
             content = list(out[index].content)
