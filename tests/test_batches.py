@@ -39,9 +39,7 @@ class _Gemini:
         from google.genai import batches as genai_batches
         from google.genai import types
 
-        batch = self.batches[batch_id]
-        self.asked[batch_id] = self.asked.get(batch_id, 0) + asked
-        ended = self.asked[batch_id] >= 2
+        batch, ended = self.asked_for(batch_id, False, asked)
         meta: dict[str, Any] = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch", "name": f"batches/{batch_id}", "model": f"models/{batch['model']}", "displayName": "modelwire"}
         meta["state"] = "BATCH_STATE_SUCCEEDED" if ended else "BATCH_STATE_CANCELLED" if batch["canceled"] else "BATCH_STATE_PENDING"
         if ended:
@@ -102,6 +100,13 @@ class BatchServer(_Gemini):
             return _json(self.gemini_state(batch_id))
         return Reply(status=404, body=b'{"error": {"message": "no such route"}}', headers={"content-type": "application/json"})
 
+    def asked_for(self, batch_id: str, cancel: bool, asked: bool) -> tuple[dict[str, Any], bool]:
+        """A batch, asked for (or cancelled) once more; whether it has ended (the second ask)."""
+        batch = self.batches[batch_id]
+        batch["canceled"] |= cancel
+        self.asked[batch_id] = self.asked.get(batch_id, 0) + asked
+        return batch, self.asked[batch_id] >= 2
+
     # -- Anthropic ----------------------------------------------------------------------------
 
     def anthropic_create(self, request: dict[str, Any]) -> Reply:
@@ -115,10 +120,7 @@ class BatchServer(_Gemini):
     def anthropic_state(self, batch_id: str, cancel: bool = False, asked: bool = True) -> dict[str, Any]:
         from anthropic.types.messages import MessageBatch
 
-        batch = self.batches[batch_id]
-        batch["canceled"] |= cancel
-        self.asked[batch_id] = self.asked.get(batch_id, 0) + asked
-        ended = self.asked[batch_id] >= 2
+        batch, ended = self.asked_for(batch_id, cancel, asked)
         n = len(batch["requests"])
         counts = {"processing": 0 if ended else n, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
         if ended:
@@ -164,10 +166,7 @@ class BatchServer(_Gemini):
     def openai_state(self, batch_id: str, cancel: bool = False, asked: bool = True) -> dict[str, Any]:
         from openai.types import Batch
 
-        batch = self.batches[batch_id]
-        batch["canceled"] |= cancel
-        self.asked[batch_id] = self.asked.get(batch_id, 0) + asked
-        ended = self.asked[batch_id] >= 2
+        batch, ended = self.asked_for(batch_id, cancel, asked)
         state: dict[str, Any] = {"id": batch_id, "object": "batch", "endpoint": batch["create"]["endpoint"], "input_file_id": batch["create"]["input_file_id"], "completion_window": "24h", "created_at": 1, "status": "completed" if ended else "cancelling" if batch["canceled"] else "in_progress"}
         if ended:
             good, bad = [], []
