@@ -51,7 +51,9 @@ def tool_events(ev, rid: str, total: int, step: int = 50) -> list:
 def data_events(ev, rid: str, chunks: int, chunk_bytes: int = 960) -> list:
     data = base64.b64encode(os.urandom(chunk_bytes)).decode()
     out = [ev.DataBlockStartEvent(reply_id=rid, block_id="d", media_type="audio/wav")]
-    out += [ev.DataBlockDeltaEvent(reply_id=rid, block_id="d", media_type="audio/wav", data=data) for _ in range(chunks)]
+    out += [
+        ev.DataBlockDeltaEvent(reply_id=rid, block_id="d", media_type="audio/wav", data=data) for _ in range(chunks)
+    ]
     out.append(ev.DataBlockEndEvent(reply_id=rid, block_id="d"))
     return out
 
@@ -119,7 +121,9 @@ def run(label: str, ev, make_msg, repeat: int) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--no-baseline", action="store_true", help="skip the AgentScope baseline")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per case, for modelwire and the baseline alike (median)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per case, for modelwire and the baseline alike (median)"
+    )
     parser.add_argument("--check", action="store_true", help="fold each case once and check it, no timings")
     args = parser.parse_args()
 
@@ -152,7 +156,12 @@ def main() -> int:
         except ImportError:
             print("\n(baseline skipped: agentscope is not installed; pip install -e '.[dev]')")
         else:
-            theirs = run("AgentScope 2.x (baseline, same runs)", as_event, lambda: as_message.AssistantMsg("a", [], id="r"), args.repeat)
+            theirs = run(
+                "AgentScope 2.x (baseline, same runs)",
+                as_event,
+                lambda: as_message.AssistantMsg("a", [], id="r"),
+                args.repeat,
+            )
             print("\nspeed-up of modelwire over the baseline:")
             for key, t in theirs.items():
                 print(f"  {key[0]:<32} {key[1]:>12}: {t / ours[key]:8.1f}x")
@@ -174,7 +183,13 @@ def memory() -> bool:
     tracemalloc.stop()
     size = len(msg.to_json())
     ratio = (kept - before) / size
-    print(f"\nmemory: a 4 MB tool-call stream folded keeps {(kept - before) / MB:.1f} MiB (peak {(peak - before) / MB:.1f} MiB) for {size / MB:.1f} MiB of JSON: {ratio:.2f}x (target <= 2x)")
+    print(
+        (
+            f"\nmemory: a 4 MB tool-call stream folded keeps {(kept - before) / MB:.1f} MiB (peak "
+            f"{(peak - before) / MB:.1f} MiB) for {size / MB:.1f} MiB of JSON: {ratio:.2f}x (target "
+            "<= 2x)"
+        )
+    )
     return ratio <= 2.0
 
 

@@ -22,7 +22,7 @@ import sys
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 
-PROBE = r'''
+PROBE = r"""
 import asyncio, sys, time
 import modelwire
 from modelwire import cost
@@ -72,7 +72,7 @@ async def main():
         print(worst * 1000)
 
 asyncio.run(main())
-'''
+"""
 
 
 def run_once(variant: str) -> float:

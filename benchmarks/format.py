@@ -64,8 +64,15 @@ def history(n: int) -> list:
             AssistantMsg(
                 "agent",
                 [
-                    ThinkingBlock(thinking="Let me think about the weather. " * 10, signature="EqQB" * 20, provider="anthropic"),
-                    ThinkingBlock(thinking="Summary of reasoning.", provider="openai-responses", reasoning_item_id=f"rs_{i}", encrypted_content="gAAA" * 50),
+                    ThinkingBlock(
+                        thinking="Let me think about the weather. " * 10, signature="EqQB" * 20, provider="anthropic"
+                    ),
+                    ThinkingBlock(
+                        thinking="Summary of reasoning.",
+                        provider="openai-responses",
+                        reasoning_item_id=f"rs_{i}",
+                        encrypted_content="gAAA" * 50,
+                    ),
                     TextBlock(text="I'll check."),
                     ToolCallBlock(id=f"call_{i}_a", name="get_weather", input=f'{{"city": "city {i}"}}'),
                     ToolCallBlock(id=f"call_{i}_b", name="get_time", input="{}"),
@@ -73,7 +80,8 @@ def history(n: int) -> list:
                     ToolResultBlock(
                         id=f"call_{i}_a",
                         name="get_weather",
-                        output=[TextBlock(text="sunny, 21C " * 5)] + ([DataBlock(source=Base64Source(data=PNG, media_type="image/png"))] if i % 7 == 0 else []),
+                        output=[TextBlock(text="sunny, 21C " * 5)]
+                        + ([DataBlock(source=Base64Source(data=PNG, media_type="image/png"))] if i % 7 == 0 else []),
                         state="success",
                     ),
                     TextBlock(text=f"It is sunny in city {i}. " * 4),
@@ -84,9 +92,19 @@ def history(n: int) -> list:
 
 
 # A model of each protocol, for the rows of the whole request (options, the protocol's body).
-MODELS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai-chat": "openai:gpt-4.1", "openai-responses": "openai-responses:gpt-5", "gemini": "google:gemini-2.5-flash"}
+MODELS = {
+    "anthropic": "anthropic:claude-sonnet-4-5",
+    "openai-chat": "openai:gpt-4.1",
+    "openai-responses": "openai-responses:gpt-5",
+    "gemini": "google:gemini-2.5-flash",
+}
 
-AGENTSCOPE = {"anthropic": "AnthropicChatFormatter", "openai-chat": "OpenAIChatFormatter", "openai-responses": "OpenAIResponseFormatter", "gemini": "GeminiChatFormatter"}
+AGENTSCOPE = {
+    "anthropic": "AnthropicChatFormatter",
+    "openai-chat": "OpenAIChatFormatter",
+    "openai-responses": "OpenAIResponseFormatter",
+    "gemini": "GeminiChatFormatter",
+}
 
 
 def _theirs(protocol: str, msgs: list) -> tuple[Any, Any] | None:
@@ -143,7 +161,11 @@ def floor_anthropic(msgs: list) -> dict[str, Any]:
                 turn(role).append({"type": "tool_use", "id": b.id, "name": b.name, "input": from_json(b.input)})
             elif t == "tool_result":
                 out = b.output
-                parts = out if isinstance(out, str) else [{"type": "text", "text": x.text} if x.type == "text" else media(x.source) for x in out]
+                parts = (
+                    out
+                    if isinstance(out, str)
+                    else [{"type": "text", "text": x.text} if x.type == "text" else media(x.source) for x in out]
+                )
                 results = turn("user")
                 results.append({"type": "tool_result", "tool_use_id": b.id, "content": parts})
                 if len(results) > 1 and order[results[-2]["tool_use_id"]] > order[b.id]:
@@ -169,7 +191,12 @@ def floor_chat(msgs: list) -> dict[str, Any]:
             continue
         if m.role == "user":
             parts = [{"type": "text", "text": b.text} if b.type == "text" else media(b.source) for b in m.content]
-            out.append({"role": "user", "content": parts[0]["text"] if len(parts) == 1 and parts[0]["type"] == "text" else parts})
+            out.append(
+                {
+                    "role": "user",
+                    "content": parts[0]["text"] if len(parts) == 1 and parts[0]["type"] == "text" else parts,
+                }
+            )
             continue
         turn = None
         results: list = []
@@ -189,7 +216,9 @@ def floor_chat(msgs: list) -> dict[str, Any]:
                     turn["content"] = b.text if turn["content"] is None else turn["content"] + "\n\n" + b.text
                 else:
                     order[b.id] = len(order)
-                    turn.setdefault("tool_calls", []).append({"id": b.id, "type": "function", "function": {"name": b.name, "arguments": b.input}})
+                    turn.setdefault("tool_calls", []).append(
+                        {"id": b.id, "type": "function", "function": {"name": b.name, "arguments": b.input}}
+                    )
             elif t == "tool_result":
                 output = b.output
                 if isinstance(output, str):
@@ -270,7 +299,16 @@ def floor_responses(msgs: list) -> dict[str, Any]:
             items.append({"type": "message", "role": "system", "content": "\n\n".join(b.text for b in m.content)})
             continue
         if m.role == "user":
-            items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": b.text} if b.type == "text" else media(b.source) for b in m.content]})
+            items.append(
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": b.text} if b.type == "text" else media(b.source)
+                        for b in m.content
+                    ],
+                }
+            )
             continue
         outputs: list = []
         for b in m.content:
@@ -281,7 +319,14 @@ def floor_responses(msgs: list) -> dict[str, Any]:
             if t == "thinking":
                 extras = extras_of(b)
                 if extras and extras.get("reasoning_item_id"):
-                    items.append({"type": "reasoning", "id": extras["reasoning_item_id"], "summary": [{"type": "summary_text", "text": b.thinking}], "encrypted_content": extras.get("encrypted_content")})
+                    items.append(
+                        {
+                            "type": "reasoning",
+                            "id": extras["reasoning_item_id"],
+                            "summary": [{"type": "summary_text", "text": b.thinking}],
+                            "encrypted_content": extras.get("encrypted_content"),
+                        }
+                    )
             elif t == "text":
                 items.append({"type": "message", "role": "assistant", "content": b.text})
             elif t == "tool_call":
@@ -292,22 +337,41 @@ def floor_responses(msgs: list) -> dict[str, Any]:
                 if isinstance(output, str):
                     outputs.append({"type": "function_call_output", "call_id": b.id, "output": output})
                 else:
-                    parts = [{"type": "input_text", "text": x.text} if x.type == "text" else media(x.source) for x in output]
+                    parts = [
+                        {"type": "input_text", "text": x.text} if x.type == "text" else media(x.source) for x in output
+                    ]
                     outputs.append({"type": "function_call_output", "call_id": b.id, "output": parts})
         items += sorted(outputs, key=lambda o: order[o["call_id"]])
     return {"input": items}
 
 
-FLOORS = {"anthropic": floor_anthropic, "openai-chat": floor_chat, "openai-responses": floor_responses, "gemini": floor_gemini}
+FLOORS = {
+    "anthropic": floor_anthropic,
+    "openai-chat": floor_chat,
+    "openai-responses": floor_responses,
+    "gemini": floor_gemini,
+}
 
 
 def _shape(protocol: str, payload: dict[str, Any]) -> list:
     """Turns (roles or item types) and the tool ids or names in each, in order: what a floor
     must agree with modelwire on."""
     if protocol == "anthropic":
-        return [(t["role"], [c.get("id") or c.get("tool_use_id") for c in t["content"] if c["type"] in ("tool_use", "tool_result")]) for t in payload["messages"]]
+        return [
+            (
+                t["role"],
+                [c.get("id") or c.get("tool_use_id") for c in t["content"] if c["type"] in ("tool_use", "tool_result")],
+            )
+            for t in payload["messages"]
+        ]
     if protocol == "openai-chat":
-        return [(m["role"], [c["id"] for c in m.get("tool_calls", ())] + ([m["tool_call_id"]] if "tool_call_id" in m else [])) for m in payload["messages"]]
+        return [
+            (
+                m["role"],
+                [c["id"] for c in m.get("tool_calls", ())] + ([m["tool_call_id"]] if "tool_call_id" in m else []),
+            )
+            for m in payload["messages"]
+        ]
     if protocol == "gemini":
         names = lambda parts: [p[k]["name"] for p in parts for k in ("functionCall", "functionResponse") if k in p]  # noqa: E731
         return [(c["role"], names(c["parts"])) for c in payload["contents"]]
@@ -365,9 +429,15 @@ def main() -> int:
     import statistics
 
     msgs = history(args.messages if not args.check else 60)
-    tools = [ToolSpec("get_weather", "Weather", {"type": "object", "properties": {"city": {"type": "string"}}}), ToolSpec("get_time", "Time")]
+    tools = [
+        ToolSpec("get_weather", "Weather", {"type": "object", "properties": {"city": {"type": "string"}}}),
+        ToolSpec("get_time", "Time"),
+    ]
     blocks = sum(len(m.content) for m in msgs)
-    print(f"{len(msgs)} messages, {blocks} blocks; CPU time, median of {args.rounds} interleaved rounds (min), each payload checked; a ratio is the median of each round's own")
+    print(
+        f"{len(msgs)} messages, {blocks} blocks; CPU time, median of {args.rounds} interleaved "
+        "rounds (min), each payload checked; a ratio is the median of each round's own"
+    )
     ok = True
     for protocol in AGENTSCOPE:
         formatter = get_formatter(protocol)()
@@ -435,30 +505,35 @@ def main() -> int:
         def paired(a: str, b: str) -> float:  # the median of each round's own ratio: a slow stretch weighs on both
             return statistics.median(x / y for x, y in zip(times[a], times[b]))
 
-        line = f"  {protocol:<18} format: modelwire {med['modelwire'] * 1000:7.1f} ms ({min(times['modelwire']) * 1000:.1f})"
+        def ms(name: str, digits: int = 1) -> str:  # the median, and the fastest round in brackets
+            return f"{med[name] * 1000:7.{digits}f} ms ({min(times[name]) * 1000:.{digits}f})"
+
+        line = f"  {protocol:<18} format: modelwire {ms('modelwire')}"
         if "AgentScope" in med:
-            line += f"   AgentScope 2.x {med['AgentScope'] * 1000:7.1f} ms ({min(times['AgentScope']) * 1000:.1f})   {paired('modelwire', 'AgentScope'):.2f}x"
+            line += f"   AgentScope 2.x {ms('AgentScope')}   {paired('modelwire', 'AgentScope'):.2f}x"
             ratio = paired("modelwire build", "AgentScope build")
             ok &= ratio <= TARGET
             line += (
-                f"\n  {'':<18} build:  modelwire {med['modelwire build'] * 1000:7.1f} ms ({min(times['modelwire build']) * 1000:.1f})"
-                f"   AgentScope 2.x {med['AgentScope build'] * 1000:7.1f} ms ({min(times['AgentScope build']) * 1000:.1f})   {ratio:.2f}x"
+                f"\n  {'':<18} build:  modelwire {ms('modelwire build')}"
+                f"   AgentScope 2.x {ms('AgentScope build')}   {ratio:.2f}x"
             )
             if ratio > TARGET:
                 line += f"   MISSED: target {TARGET:.2f}x, over by {ratio - TARGET:.2f}"
         turn_ratio = paired("modelwire next turn", "modelwire build")
         ok &= turn_ratio <= 0.15
-        line += f"\n  {'':<18} next turn: modelwire {med['modelwire next turn'] * 1000:7.2f} ms ({min(times['modelwire next turn']) * 1000:.2f}) = {turn_ratio:.3f}x its cold build"
+        line += f"\n  {'':<18} next turn: modelwire {ms('modelwire next turn', 2)} = {turn_ratio:.3f}x its cold build"
         if turn_ratio > 0.15:
             line += f"   MISSED: target 0.15x, over by {turn_ratio - 0.15:.3f}"
         model_ratio = paired("model next turn", "model build")
         ok &= model_ratio <= 0.15
         line += (
-            f"\n  {'':<18} the whole request: model build {med['model build'] * 1000:7.1f} ms, next turn {med['model next turn'] * 1000:.2f} ms = {model_ratio:.3f}x"
+            f"\n  {'':<18} the whole request: model build {med['model build'] * 1000:7.1f} ms, next "
+            f"turn {med['model next turn'] * 1000:.2f} ms = {model_ratio:.3f}x"
             + (f"   MISSED: target 0.15x, over by {model_ratio - 0.15:.3f}" if model_ratio > 0.15 else "")
         )
         if "floor" in med and "AgentScope" in med:
-            line += f"\n  {'':<18} floor {med['floor'] * 1000:7.1f} ms ({min(times['floor']) * 1000:.1f}) = {paired('floor', 'AgentScope'):.2f}x AgentScope: one walk, a dict per block, no checks"
+            floor = paired("floor", "AgentScope")
+            line += f"\n  {'':<18} floor {ms('floor')} = {floor:.2f}x AgentScope: one walk, a dict per block, no checks"
         print(line)
     if args.check:
         print("checked: every formatter gave its payload")

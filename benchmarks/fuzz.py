@@ -52,15 +52,45 @@ from modelwire.testing.sse import body as fake_body  # noqa: E402
 
 PROTOCOLS = ("anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse", "ollama")
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "recorded-streams"
-ODD_VALUES: list = [None, True, False, 0, -1, 1.5, 10**30, "", "x", "é", "\ud800", [], [1], {}, {"a": 1}, [[{}]], {"type": None}]
+ODD_VALUES: list = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.5,
+    10**30,
+    "",
+    "x",
+    "é",
+    "\ud800",
+    [],
+    [1],
+    {},
+    {"a": 1},
+    [[{}]],
+    {"type": None},
+]
 
 
 def corpus() -> list[tuple[str, bytes]]:
     """(protocol, body) pairs: generated ones always, real ones when ../shared is there."""
     out = []
     for protocol in PROTOCOLS:
-        out.append((protocol, fake_body(protocol, ("think", "Let me see."), ("text", "The answer is 42."), ("tool", "call_1", "f", '{"a": [1, 2]}'))))
-        out.append((protocol, fake_body(protocol, ("tool", "call_1", "f", "{}"), ("tool", "call_2", "g", '{"x": "y"}'))))
+        out.append(
+            (
+                protocol,
+                fake_body(
+                    protocol,
+                    ("think", "Let me see."),
+                    ("text", "The answer is 42."),
+                    ("tool", "call_1", "f", '{"a": [1, 2]}'),
+                ),
+            )
+        )
+        out.append(
+            (protocol, fake_body(protocol, ("tool", "call_1", "f", "{}"), ("tool", "call_2", "g", '{"x": "y"}')))
+        )
     if SHARED.is_dir():
         for path in sorted(SHARED.rglob("*")):
             if path.suffix not in (".sse", ".txt", ".bin", ".eventstream", ".ndjson") or not path.is_file():
@@ -179,7 +209,9 @@ def mutate_ids(protocol: str, raw: bytes, rnd: random.Random) -> bytes | None:
     events = split_events(protocol, raw)
     if not events:
         return None
-    found = [(i, path) for i, (_, data) in enumerate(events) if isinstance(data, (dict, list)) for path in _id_paths(data)]
+    found = [
+        (i, path) for i, (_, data) in enumerate(events) if isinstance(data, (dict, list)) for path in _id_paths(data)
+    ]
     found = [(i, p) for i, p in found if isinstance(_get(events[i][1], p), str)]
     if not found:
         return None
@@ -261,9 +293,17 @@ def check(events: list) -> None:
     if earlier:
         before.append(Ev.ModelCallStartEvent(reply_id="r", model_name="m"))
         for call_id in dict.fromkeys(earlier):
-            before += [Ev.ToolCallStartEvent(reply_id="r", tool_call_id=call_id, tool_call_name="t"), Ev.ToolCallEndEvent(reply_id="r", tool_call_id=call_id)]
+            before += [
+                Ev.ToolCallStartEvent(reply_id="r", tool_call_id=call_id, tool_call_name="t"),
+                Ev.ToolCallEndEvent(reply_id="r", tool_call_id=call_id),
+            ]
         before.append(Ev.ModelCallEndEvent(reply_id="r", input_tokens=0, output_tokens=0))
-    stream = [Ev.ReplyStartEvent(id="s", session_id="s", reply_id="r", name="a"), *before, *events, Ev.ReplyEndEvent(id="e", session_id="s", reply_id="r")]
+    stream = [
+        Ev.ReplyStartEvent(id="s", session_id="s", reply_id="r", name="a"),
+        *before,
+        *events,
+        Ev.ReplyEndEvent(id="e", session_id="s", reply_id="r"),
+    ]
     Ev.check_stream(stream)
     msg = AssistantMsg("a", [], id="r")
     for event in stream[:-1]:
@@ -300,7 +340,9 @@ def check_turns(protocol: str, bad: bytes, rnd: random.Random) -> None:
     Ev.check_stream(stream)
     answered = {b.id for b in reply.content if b.type == "tool_result"}
     calls = [b for b in reply.content if b.type == "tool_call" and not b.__dict__.get("server_side")]
-    content = list(reply.content) + [ToolResultBlock(id=c.id, name=c.name, output="ok", state="success") for c in calls if c.id not in answered]
+    content = list(reply.content) + [
+        ToolResultBlock(id=c.id, name=c.name, output="ok", state="success") for c in calls if c.id not in answered
+    ]
     turn = reply.replace(content=content)
     history = [UserMsg("u", "one"), turn, UserMsg("u", "two"), turn.replace(id="r2"), UserMsg("u", "three")]
     tools = [{"name": name, "parameters": {"type": "object"}} for name in sorted({c.name for c in calls})]
@@ -330,7 +372,14 @@ def run(bodies: int, seed: int = 0, report=print) -> dict:
         elif kind < 9:
             bad = mutate_bytes(raw, rnd)
         else:
-            bad, trailing = raw, bytes(rnd.choice([b"data: {oops\n\n", b"}}garbage\n\n", b"\x00\x01\x02\x03" * 5, b"event: x\ndata: [1,2\n\n"]))
+            bad, trailing = (
+                raw,
+                bytes(
+                    rnd.choice(
+                        [b"data: {oops\n\n", b"}}garbage\n\n", b"\x00\x01\x02\x03" * 5, b"event: x\ndata: [1,2\n\n"]
+                    )
+                ),
+            )
         events, error = decode(protocol, bad, rnd, trailing)
         stats[protocol] += 1
         problem = None
@@ -351,7 +400,13 @@ def run(bodies: int, seed: int = 0, report=print) -> dict:
             stats["failures"] += 1
             key = protocol + " " + problem.split(":")[0] + problem[:90]
             if key not in failures:
-                failures[key] = (protocol, bad, trailing, problem, "".join(traceback.format_exception(error)) if isinstance(error, BaseException) else "")
+                failures[key] = (
+                    protocol,
+                    bad,
+                    trailing,
+                    problem,
+                    "".join(traceback.format_exception(error)) if isinstance(error, BaseException) else "",
+                )
     return {"stats": stats, "failures": failures, "corpus": len(items)}
 
 
@@ -370,12 +425,19 @@ def main() -> int:
     per = ", ".join(f"{p} {stats[p]}" for p in PROTOCOLS)
     print(f"{bodies} mutated bodies from {result['corpus']} real and generated ones ({per}) in {took:.0f} s")
     print(f"  decoded whole: {stats['decoded']}, typed errors: {stats['typed_errors']}, failures: {stats['failures']}")
-    print(f"  ids mutated in {stats['ids']} bodies; {stats['turns']} of them also run as two calls of one reply and two turns, formatted for every protocol")
+    print(
+        (
+            f"  ids mutated in {stats['ids']} bodies; {stats['turns']} of them also run as two calls "
+            "of one reply and two turns, formatted for every protocol"
+        )
+    )
     for key, (protocol, bad, trailing, problem, tb) in failures.items():
         print(f"FAIL {protocol}: {problem}\n{tb[-1500:]}")
         if args.save:
             args.save.mkdir(parents=True, exist_ok=True)
-            (args.save / f"{len(list(args.save.iterdir())):03d}-{protocol}.bin").write_bytes(bad + b"\n#TRAILING#" + trailing)
+            (args.save / f"{len(list(args.save.iterdir())):03d}-{protocol}.bin").write_bytes(
+                bad + b"\n#TRAILING#" + trailing
+            )
     if not failures:
         print("checked: only typed errors, every event list passes check_stream")
     return 1 if failures else 0

@@ -33,12 +33,19 @@ CASES = [
     ("import modelwire.message", "import modelwire.message"),
     ("import modelwire.message + .event", "import modelwire.message, modelwire.event"),
     ("import agentscope.message (baseline)", "import agentscope.message"),
-    ("load_model('anthropic:...')", "import modelwire; modelwire.load_model('anthropic:claude-sonnet-4-5', api_key='k')"),
-    ("load_model + first request objects", "import modelwire; m = modelwire.load_model('openai:gpt-4.1', api_key='k'); m.transport.client"),
+    (
+        "load_model('anthropic:...')",
+        "import modelwire; modelwire.load_model('anthropic:claude-sonnet-4-5', api_key='k')",
+    ),
+    (
+        "load_model + first request objects",
+        "import modelwire; m = modelwire.load_model('openai:gpt-4.1', api_key='k'); m.transport.client",
+    ),
     (
         "first complete() (imports + the call)",
         "import asyncio, os, modelwire\n"
-        "m = modelwire.load_model('anthropic:claude-sonnet-4-5', api_key='k', base_url=os.environ['SERVER'], capability_lookup=False)\n"
+        "m = modelwire.load_model('anthropic:claude-sonnet-4-5', api_key='k', "
+        "base_url=os.environ['SERVER'], capability_lookup=False)\n"
         "reply = asyncio.run(m.complete('hi'))\n"
         "assert reply.get_text_content().strip() == 'Hello there.', reply",
     ),
@@ -48,7 +55,7 @@ CASES = [
 
 
 # A provider in another process: one short Anthropic answer per request, over a real socket.
-SERVER = r'''
+SERVER = r"""
 import asyncio, sys
 sys.path.insert(0, sys.argv[1])
 from modelwire.testing.sse import body
@@ -65,7 +72,8 @@ async def handle(reader, writer):
                     length = int(line.split(b":", 1)[1])
             if length:
                 await reader.readexactly(length)
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n%s" % (len(BODY), BODY))
+            head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n" % len(BODY)
+            writer.write(head + BODY)
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
@@ -79,7 +87,7 @@ async def main():
         await server.serve_forever()
 
 asyncio.run(main())
-'''
+"""
 
 
 def start_server() -> tuple[subprocess.Popen[str], str]:
@@ -98,7 +106,8 @@ FLOOR = "  the same call on httpx2 alone (floor)"
 FLOOR_CODE = r"""import asyncio, os, httpx2
 async def call():
     async with httpx2.AsyncClient() as client:
-        async with client.stream("POST", os.environ["SERVER"] + "/v1/messages", json={"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}) as response:
+        request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+        async with client.stream("POST", os.environ["SERVER"] + "/v1/messages", json=request) as response:
             body = b"".join([piece async for piece in response.aiter_bytes()])
     assert body.startswith(b'event: message_start') and body.endswith(b'"message_stop"}\n\n'), body
 asyncio.run(call())
@@ -120,7 +129,9 @@ def run_once(code: str, server: str) -> float | None:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--check", action="store_true", help="run every case once, check modelwire's imports run, no timings")
+    parser.add_argument(
+        "--check", action="store_true", help="run every case once, check modelwire's imports run, no timings"
+    )
     args = parser.parse_args()
     if args.check:
         args.runs = 1
@@ -160,7 +171,9 @@ def run_imports(code: str, server: str) -> tuple[float, float] | None:
     import re
 
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), "SERVER": server}
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", COUNT_EVERY_IMPORT + code], capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", COUNT_EVERY_IMPORT + code], capture_output=True, text=True, env=env
+    )
     if out.returncode != 0:
         return None
     ours = extras = 0.0
@@ -215,9 +228,14 @@ def report(args: argparse.Namespace, times: dict[str, list[float]], missing: set
     missed = []
     for label, target in TARGETS.items():
         if results[label] > target:
-            missed.append(f"{label}: {results[label]:.0f} ms, target at most {target} ms (over by {results[label] - target:.0f})")
+            missed.append(
+                f"{label}: {results[label]:.0f} ms, target at most {target} ms (over by {results[label] - target:.0f})"
+            )
             if label == IMPORTS and FLOOR in results:
-                missed[-1] += f"; the same call on httpx2 alone imports {results[FLOOR]:.0f} ms here, {results[label] - results[FLOOR]:.0f} ms less"
+                missed[-1] += (
+                    f"; the same call on httpx2 alone imports {results[FLOOR]:.0f} ms here, "
+                    f"{results[label] - results[FLOOR]:.0f} ms less"
+                )
     for line in missed:
         print("MISSED: " + line)
     print(f"\ntargets ({', '.join(f'{k} <= {v} ms' for k, v in TARGETS.items())}): {'met' if not missed else 'missed'}")

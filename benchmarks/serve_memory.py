@@ -47,20 +47,40 @@ def _rss(pid: int) -> int:
 
 def _conversation(n: int) -> bytes:
     rnd = random.Random(n)
-    vocabulary = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9))) for _ in range(3000)]
+    vocabulary = [
+        "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9))) for _ in range(3000)
+    ]
     text = " ".join(rnd.choice(vocabulary) for _ in range(200_000))[: 1024 * 1024]
-    return json.dumps({"messages": [{"role": "user", "name": "user", "content": [{"type": "text", "text": text}]}]}).encode()
+    return json.dumps(
+        {"messages": [{"role": "user", "name": "user", "content": [{"type": "text", "text": text}]}]}
+    ).encode()
 
 
 def run(count: int) -> tuple[int, int]:
     """(bytes of JSON posted, bytes the process grew by)."""
     with ProviderServer() as provider:
         provider.keep_requests = False
-        provider.respond = lambda request: sse_reply(body("anthropic", ("tool", "toolu_1", "calculate", '{"expression": "6 * 7"}'), usage=(20, 9)))
+        provider.respond = lambda request: sse_reply(
+            body("anthropic", ("tool", "toolu_1", "calculate", '{"expression": "6 * 7"}'), usage=(20, 9))
+        )
         port = _free_port()
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         env["ANTHROPIC_API_KEY"] = "sk-test"
-        cmd = [sys.executable, "-m", "modelwire.cli", "serve", "--port", str(port), "--model", "anthropic:claude-sonnet-4-5", "--base-url", provider.url, "--tool", "modelwire.demo:calculate", "--confirm-tools"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "modelwire.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--model",
+            "anthropic:claude-sonnet-4-5",
+            "--base-url",
+            provider.url,
+            "--tool",
+            "modelwire.demo:calculate",
+            "--confirm-tools",
+        ]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 30
@@ -81,7 +101,11 @@ def run(count: int) -> tuple[int, int]:
                     data = _conversation(n)
                     posted += len(data)
                     answer = client.post(url, content=data, headers={"content-type": "application/json"})
-                    if answer.status_code != 200 or b"REQUIRE_USER_CONFIRM" not in answer.content or b"resume_token" not in answer.content:
+                    if (
+                        answer.status_code != 200
+                        or b"REQUIRE_USER_CONFIRM" not in answer.content
+                        or b"resume_token" not in answer.content
+                    ):
                         raise AssertionError(f"reply {n} did not park: {answer.status_code} {answer.content[-300:]!r}")
                 time.sleep(0.5)
                 grown = _rss(proc.pid) - before
@@ -98,7 +122,12 @@ def main() -> int:
     args = parser.parse_args()
     posted, grown = run(3 if args.check else args.replies)
     ratio = grown / posted
-    print(f"{posted / 2**20:.1f} MiB of JSON posted in {3 if args.check else args.replies} parked replies; the process grew {grown / 2**20:.1f} MiB: {ratio:.2f}x (target {TARGET}x)")
+    print(
+        (
+            f"{posted / 2**20:.1f} MiB of JSON posted in {3 if args.check else args.replies} parked "
+            f"replies; the process grew {grown / 2**20:.1f} MiB: {ratio:.2f}x (target {TARGET}x)"
+        )
+    )
     if args.check:
         print("checked: every reply parked and gave a resume token")
         return 0

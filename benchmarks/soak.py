@@ -51,7 +51,10 @@ def concurrent(protocol: str) -> str:
             return took
 
         took = asyncio.run(run())
-    return f"{protocol:<18} 200 concurrent streams in {took * 1000:6.0f} ms ({200 / took:5.0f} streams/s), all answers right"
+    return (
+        f"{protocol:<18} 200 concurrent streams in {took * 1000:6.0f} ms ({200 / took:5.0f} "
+        "streams/s), all answers right"
+    )
 
 
 def sequential() -> str:
@@ -86,7 +89,10 @@ def cancellations() -> str:
         cancelled = asyncio.run(cancel_at_random(model, rnd, streams=100, max_after=250, poll=0.001))
         time.sleep(0.5)
         lags = [d - c for c, d in zip(sorted(cancelled), sorted(server.disconnects))]
-    return f"100 cancelled streams: {len(server.disconnects)} closes seen by the server, median {statistics.median(lags) * 1000:.0f} ms, max {max(lags) * 1000:.0f} ms after the cancel"
+    return (
+        f"100 cancelled streams: {len(server.disconnects)} closes seen by the server, median "
+        f"{statistics.median(lags) * 1000:.0f} ms, max {max(lags) * 1000:.0f} ms after the cancel"
+    )
 
 
 def huge_line() -> str:
@@ -115,7 +121,9 @@ def huge_line() -> str:
 
 def keepalives() -> str:
     with ProviderServer() as server:
-        server.script(Reply(pieces=[b": keep-alive\n\n"] * 100000, delay=0.01, headers={"content-type": "text/event-stream"}))
+        server.script(
+            Reply(pieces=[b": keep-alive\n\n"] * 100000, delay=0.01, headers={"content-type": "text/event-stream"})
+        )
         model = model_for(server.url, "openai-chat", timeouts={"total": 2.0, "chunk": 30})
 
         async def run():

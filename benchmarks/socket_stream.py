@@ -38,7 +38,7 @@ import stream as S  # noqa: E402 - the streams, the specs and the output checks
 from modelwire.message import UserMsg  # noqa: E402
 from modelwire.models import load_model  # noqa: E402
 
-SERVER = r'''
+SERVER = r"""
 import asyncio, sys
 sys.path.insert(0, sys.argv[1])
 import stream as S
@@ -64,7 +64,11 @@ async def handle(reader, writer):
             _, protocol, kind = path.split("/")[:3]
             pieces = STREAMS[(protocol, kind)]
             kind_header = TYPES.get(protocol, b"text/event-stream")
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: " + kind_header + b"\r\ntransfer-encoding: chunked\r\nconnection: keep-alive\r\n\r\n")
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: "
+                + kind_header
+                + b"\r\ntransfer-encoding: chunked\r\nconnection: keep-alive\r\n\r\n"
+            )
             for piece in pieces:
                 writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 await writer.drain()
@@ -82,7 +86,7 @@ async def main():
         await server.serve_forever()
 
 asyncio.run(main())
-'''
+"""
 
 
 def start_server() -> tuple[subprocess.Popen, str]:
@@ -108,7 +112,11 @@ def sdk(protocol: str, base: str) -> Any:
         import botocore.session
 
         client = botocore.session.get_session().create_client(
-            "bedrock-runtime", region_name="us-east-1", endpoint_url=base, aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret"
+            "bedrock-runtime",
+            region_name="us-east-1",
+            endpoint_url=base,
+            aws_access_key_id="AKIDEXAMPLE",
+            aws_secret_access_key="secret",
         )
 
         async def run() -> int:
@@ -143,7 +151,9 @@ def cpu(loop: asyncio.AbstractEventLoop, fn: Any) -> tuple[float, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--check", action="store_true", help="run each contender once over the socket, check outputs, no timings")
+    parser.add_argument(
+        "--check", action="store_true", help="run each contender once over the socket, check outputs, no timings"
+    )
     args = parser.parse_args()
     os.environ["MODELWIRE_TRACING"] = "0"
     proc, base = start_server()
@@ -189,7 +199,10 @@ def main() -> int:
     print(f"{'stream':<30}{'chunks':>7}{'modelwire':>12}{'SDK iter':>12}{'ratio':>8}")
     for label, n, med, ratio in rows:
         print(f"{label:<30}{n:>7}{med['modelwire']:>12.2f}{med['SDK']:>12.2f}{ratio:>7.2f}x")
-    print("target (modelwire <= 0.5x the SDK's plain iteration) " + ("met" if not missed else "MISSED: " + "; ".join(missed)))
+    print(
+        "target (modelwire <= 0.5x the SDK's plain iteration) "
+        + ("met" if not missed else "MISSED: " + "; ".join(missed))
+    )
     return 0
 
 

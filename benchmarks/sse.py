@@ -68,7 +68,11 @@ def main() -> int:
     args = parser.parse_args()
     pieces = anthropic_stream(False)
     expected = ours(pieces)
-    contenders = {"modelwire SSEDecoder.feed()": ours, "httpx-sse (lines split for it)": httpx_sse, "openai SDK SSEDecoder": openai_sdk}
+    contenders = {
+        "modelwire SSEDecoder.feed()": ours,
+        "httpx-sse (lines split for it)": httpx_sse,
+        "openai SDK SSEDecoder": openai_sdk,
+    }
     for label, fn in list(contenders.items()):
         try:
             got = fn(pieces)

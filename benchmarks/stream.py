@@ -17,8 +17,9 @@ counts:
    Ollama: ollama-python's ``AsyncClient.chat(stream=True)`` (on httpx).
    Target: at most 0.5x the SDK's plain iteration.
 2. The sans-I/O adapter (bytes -> events, no transport, no fold) beside a floor that
-   splits the body into lines (SSE data lines, NDJSON lines, or AWS frames, CRCs checked) and parses each with the fastest
-   JSON parser here (pydantic_core, orjson, msgspec or json, measured). Target: at most 2.5x.
+   splits the body into lines (SSE data lines, NDJSON lines, or AWS frames, CRCs checked) and
+   parses each with the fastest JSON parser here (pydantic_core, orjson, msgspec or json,
+   measured). Target: at most 2.5x.
 
     python benchmarks/stream.py [--rounds N] [--check]
 
@@ -59,21 +60,84 @@ def sse(events: list[tuple[str | None, dict | str]]) -> list[bytes]:
 
 def anthropic_stream(tools: bool) -> list[bytes]:
     ev: list[tuple[str | None, dict | str]] = [
-        ("message_start", {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-bench", "content": [], "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}})
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-bench",
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 10, "output_tokens": 1},
+                },
+            },
+        )
     ]
     if not tools:
-        ev.append(("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
-        ev += [("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": WORDS[i % 10]}}) for i in range(N)]
+        ev.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            )
+        )
+        ev += [
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": WORDS[i % 10]}},
+            )
+            for i in range(N)
+        ]
         ev.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
     else:
         # Anthropic streams tool calls one after another (no interleaving).
         for k in range(4):
-            ev.append(("content_block_start", {"type": "content_block_start", "index": k, "content_block": {"type": "tool_use", "id": f"toolu_{k}", "name": "write", "input": {}}}))
+            ev.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": k,
+                        "content_block": {"type": "tool_use", "id": f"toolu_{k}", "name": "write", "input": {}},
+                    },
+                )
+            )
             first = '{"text": "'
-            ev += [("content_block_delta", {"type": "content_block_delta", "index": k, "delta": {"type": "input_json_delta", "partial_json": first if i == 0 else WORDS[i % 10]}}) for i in range(N // 4)]
-            ev.append(("content_block_delta", {"type": "content_block_delta", "index": k, "delta": {"type": "input_json_delta", "partial_json": '"}'}}))
+            ev += [
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": k,
+                        "delta": {"type": "input_json_delta", "partial_json": first if i == 0 else WORDS[i % 10]},
+                    },
+                )
+                for i in range(N // 4)
+            ]
+            ev.append(
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": k,
+                        "delta": {"type": "input_json_delta", "partial_json": '"}'},
+                    },
+                )
+            )
             ev.append(("content_block_stop", {"type": "content_block_stop", "index": k}))
-    ev.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use" if tools else "end_turn", "stop_sequence": None}, "usage": {"output_tokens": N}}))
+    ev.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use" if tools else "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": N},
+            },
+        )
+    )
     ev.append(("message_stop", {"type": "message_stop"}))
     return sse(ev)
 
@@ -81,7 +145,18 @@ def anthropic_stream(tools: bool) -> list[bytes]:
 def chat_stream(tools: bool) -> list[bytes]:
     def chunk(delta: dict | None, finish: str | None = None, **extra) -> tuple[None, dict]:
         choices = [] if delta is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
-        return (None, {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1727346142, "model": "gpt-bench", "system_fingerprint": "fp_1", "choices": choices, **extra})
+        return (
+            None,
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "created": 1727346142,
+                "model": "gpt-bench",
+                "system_fingerprint": "fp_1",
+                "choices": choices,
+                **extra,
+            },
+        )
 
     ev: list[tuple[None, dict | str]] = [chunk({"role": "assistant", "content": ""})]
     if not tools:
@@ -89,7 +164,20 @@ def chat_stream(tools: bool) -> list[bytes]:
         finish = "stop"
     else:
         for k in range(4):
-            ev.append(chunk({"tool_calls": [{"index": k, "id": f"call_{k}", "type": "function", "function": {"name": "write", "arguments": ""}}]}))
+            ev.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": k,
+                                "id": f"call_{k}",
+                                "type": "function",
+                                "function": {"name": "write", "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            )
         # Parallel calls: the fragments of the four calls interleave.
         ev += [chunk({"tool_calls": [{"index": i % 4, "function": {"arguments": WORDS[i % 10]}}]}) for i in range(N)]
         finish = "tool_calls"
@@ -107,31 +195,109 @@ def responses_stream(tools: bool) -> list[bytes]:
         data["sequence_number"] = next(seq)
         ev.append((data["type"], data))
 
-    base = {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-bench", "output": [], "status": "in_progress"}
+    base = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "model": "gpt-bench",
+        "output": [],
+        "status": "in_progress",
+    }
     add({"type": "response.created", "response": dict(base)})
     output = []
     if not tools:
-        add({"type": "response.output_item.added", "output_index": 0, "item": {"id": "msg_1", "type": "message", "status": "in_progress", "role": "assistant", "content": []}})
-        add({"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})
+        add(
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {"id": "msg_1", "type": "message", "status": "in_progress", "role": "assistant", "content": []},
+            }
+        )
+        add(
+            {
+                "type": "response.content_part.added",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "part": {"type": "output_text", "text": "", "annotations": []},
+            }
+        )
         for i in range(N):
-            add({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": WORDS[i % 10], "logprobs": []})
+            add(
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": "msg_1",
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": WORDS[i % 10],
+                    "logprobs": [],
+                }
+            )
         full = "".join(WORDS[i % 10] for i in range(N))
-        add({"type": "response.output_text.done", "item_id": "msg_1", "output_index": 0, "content_index": 0, "text": full, "logprobs": []})
-        item = {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": full, "annotations": []}]}
+        add(
+            {
+                "type": "response.output_text.done",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "text": full,
+                "logprobs": [],
+            }
+        )
+        item = {
+            "id": "msg_1",
+            "type": "message",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": full, "annotations": []}],
+        }
         add({"type": "response.output_item.done", "output_index": 0, "item": item})
         output.append(item)
     else:
         for k in range(4):
             fid = f"fc_{k}"
-            add({"type": "response.output_item.added", "output_index": k, "item": {"id": fid, "type": "function_call", "status": "in_progress", "call_id": f"call_{k}", "name": "write", "arguments": ""}})
+            add(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": k,
+                    "item": {
+                        "id": fid,
+                        "type": "function_call",
+                        "status": "in_progress",
+                        "call_id": f"call_{k}",
+                        "name": "write",
+                        "arguments": "",
+                    },
+                }
+            )
             args = "".join(WORDS[i % 10] for i in range(N // 4))
             for i in range(N // 4):
-                add({"type": "response.function_call_arguments.delta", "item_id": fid, "output_index": k, "delta": WORDS[i % 10]})
+                add(
+                    {
+                        "type": "response.function_call_arguments.delta",
+                        "item_id": fid,
+                        "output_index": k,
+                        "delta": WORDS[i % 10],
+                    }
+                )
             add({"type": "response.function_call_arguments.done", "item_id": fid, "output_index": k, "arguments": args})
-            item = {"id": fid, "type": "function_call", "status": "completed", "call_id": f"call_{k}", "name": "write", "arguments": args}
+            item = {
+                "id": fid,
+                "type": "function_call",
+                "status": "completed",
+                "call_id": f"call_{k}",
+                "name": "write",
+                "arguments": args,
+            }
             add({"type": "response.output_item.done", "output_index": k, "item": item})
             output.append(item)
-    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": N, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": N + 10}
+    usage = {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": N,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": N + 10,
+    }
     add({"type": "response.completed", "response": dict(base, status="completed", output=output, usage=usage)})
     return sse(ev)
 
@@ -144,7 +310,15 @@ def gemini_stream(tools: bool) -> list[bytes]:
         candidate: dict = {"content": {"role": "model", "parts": parts}, "index": 0}
         if finish:
             candidate["finishReason"] = finish
-        return (None, {"candidates": [candidate], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 1}, "modelVersion": "gemini-bench", "responseId": "r1"})
+        return (
+            None,
+            {
+                "candidates": [candidate],
+                "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 1},
+                "modelVersion": "gemini-bench",
+                "responseId": "r1",
+            },
+        )
 
     ev: list[tuple[None, dict | str]] = []
     if not tools:
@@ -152,7 +326,21 @@ def gemini_stream(tools: bool) -> list[bytes]:
     else:
         for k in range(4):
             ev.append(chunk([{"functionCall": {"name": "write", "willContinue": True}}]))
-            ev += [chunk([{"functionCall": {"partialArgs": [{"jsonPath": "$.text", "stringValue": WORDS[i % 10], "willContinue": True}], "willContinue": True}}]) for i in range(N // 4)]
+            ev += [
+                chunk(
+                    [
+                        {
+                            "functionCall": {
+                                "partialArgs": [
+                                    {"jsonPath": "$.text", "stringValue": WORDS[i % 10], "willContinue": True}
+                                ],
+                                "willContinue": True,
+                            }
+                        }
+                    ]
+                )
+                for i in range(N // 4)
+            ]
             ev.append(chunk([{"functionCall": {}}]))
     ev.append(chunk([{"text": ""}], "STOP"))
     return sse(ev)
@@ -164,21 +352,42 @@ def bedrock_stream(tools: bool) -> list[bytes]:
 
     def frame(event: str, payload: dict) -> bytes:
         payload = {**payload, "p": "abcdef"}
-        return encode_frame({":event-type": event, ":content-type": "application/json", ":message-type": "event"}, json.dumps(payload, separators=(",", ":")).encode())
+        return encode_frame(
+            {":event-type": event, ":content-type": "application/json", ":message-type": "event"},
+            json.dumps(payload, separators=(",", ":")).encode(),
+        )
 
     out = [frame("messageStart", {"role": "assistant"})]
     if not tools:
-        out += [frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": WORDS[i % 10]}}) for i in range(N)]
+        out += [
+            frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": WORDS[i % 10]}}) for i in range(N)
+        ]
         out.append(frame("contentBlockStop", {"contentBlockIndex": 0}))
     else:
         for k in range(4):
-            out.append(frame("contentBlockStart", {"contentBlockIndex": k, "start": {"toolUse": {"toolUseId": f"tooluse_{k}", "name": "write"}}}))
+            out.append(
+                frame(
+                    "contentBlockStart",
+                    {"contentBlockIndex": k, "start": {"toolUse": {"toolUseId": f"tooluse_{k}", "name": "write"}}},
+                )
+            )
             first = '{"text": "'
-            out += [frame("contentBlockDelta", {"contentBlockIndex": k, "delta": {"toolUse": {"input": first if i == 0 else WORDS[i % 10]}}}) for i in range(N // 4)]
+            out += [
+                frame(
+                    "contentBlockDelta",
+                    {"contentBlockIndex": k, "delta": {"toolUse": {"input": first if i == 0 else WORDS[i % 10]}}},
+                )
+                for i in range(N // 4)
+            ]
             out.append(frame("contentBlockDelta", {"contentBlockIndex": k, "delta": {"toolUse": {"input": '"}'}}}))
             out.append(frame("contentBlockStop", {"contentBlockIndex": k}))
     out.append(frame("messageStop", {"stopReason": "tool_use" if tools else "end_turn"}))
-    out.append(frame("metadata", {"usage": {"inputTokens": 10, "outputTokens": N, "totalTokens": N + 10}, "metrics": {"latencyMs": 1}}))
+    out.append(
+        frame(
+            "metadata",
+            {"usage": {"inputTokens": 10, "outputTokens": N, "totalTokens": N + 10}, "metrics": {"latencyMs": 1}},
+        )
+    )
     return out
 
 
@@ -188,14 +397,22 @@ def ollama_stream(tools: bool) -> list[bytes]:
     deltas) and then the four calls in one line."""
 
     def line(message: dict, **extra: Any) -> bytes:
-        item = {"model": "llama-bench", "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", "content": "", **message}, "done": False, **extra}
+        item = {
+            "model": "llama-bench",
+            "created_at": "2026-01-01T00:00:00Z",
+            "message": {"role": "assistant", "content": "", **message},
+            "done": False,
+            **extra,
+        }
         return json.dumps(item, separators=(",", ":")).encode() + b"\n"
 
     field = "thinking" if tools else "content"
     out = [line({field: WORDS[i % 10]}) for i in range(N)]
     if tools:
         quarter = "".join(WORDS[i % 10] for i in range(N // 4))
-        out.append(line({"tool_calls": [{"function": {"name": "write", "arguments": {"text": quarter}}} for _ in range(4)]}))
+        out.append(
+            line({"tool_calls": [{"function": {"name": "write", "arguments": {"text": quarter}}} for _ in range(4)]})
+        )
     out.append(line({}, done=True, done_reason="stop", total_duration=1000, prompt_eval_count=10, eval_count=N))
     return out
 
@@ -204,8 +421,22 @@ def ollama_stream(tools: bool) -> list[bytes]:
 
 EXPECTED_TEXT = "".join(WORDS[i % 10] for i in range(N))
 EXPECTED_ARGS = {"text": "".join(WORDS[i % 10] for i in range(1, N // 4))}
-SPECS = {"anthropic": "anthropic:claude-bench", "openai-chat": "openai:gpt-bench", "openai-responses": "openai-responses:gpt-bench", "gemini": "google:gemini-bench", "bedrock-converse": "bedrock:nova-bench", "ollama": "ollama:llama-bench"}
-MAKERS = {"anthropic": anthropic_stream, "openai-chat": chat_stream, "openai-responses": responses_stream, "gemini": gemini_stream, "bedrock-converse": bedrock_stream, "ollama": ollama_stream}
+SPECS = {
+    "anthropic": "anthropic:claude-bench",
+    "openai-chat": "openai:gpt-bench",
+    "openai-responses": "openai-responses:gpt-bench",
+    "gemini": "google:gemini-bench",
+    "bedrock-converse": "bedrock:nova-bench",
+    "ollama": "ollama:llama-bench",
+}
+MAKERS = {
+    "anthropic": anthropic_stream,
+    "openai-chat": chat_stream,
+    "openai-responses": responses_stream,
+    "gemini": gemini_stream,
+    "bedrock-converse": bedrock_stream,
+    "ollama": ollama_stream,
+}
 
 
 def check_message(protocol: str, tools: bool, msg: Any) -> None:
@@ -224,7 +455,9 @@ def check_message(protocol: str, tools: bool, msg: Any) -> None:
     }.get(protocol)
     if protocol == "ollama":  # whole calls after the reasoning: their arguments as JSON
         assert [json.loads(c) for c in calls] == [{"text": quarter}] * 4, "ollama: tool-call arguments differ"
-        assert "".join(b.thinking for b in msg.get_content_blocks("thinking")) == EXPECTED_TEXT, "ollama: thinking differs"
+        assert "".join(b.thinking for b in msg.get_content_blocks("thinking")) == EXPECTED_TEXT, (
+            "ollama: thinking differs"
+        )
         return
     assert calls == expected, f"{protocol}: tool-call arguments differ"
 
@@ -262,7 +495,12 @@ def sdk_iteration(protocol: str, pieces: list[bytes]) -> Any:
         from botocore.eventstream import EventStream
         from botocore.parsers import EventStreamJSONParser
 
-        shape = botocore.session.Session().get_service_model("bedrock-runtime").operation_model("ConverseStream").output_shape.members["stream"]
+        shape = (
+            botocore.session.Session()
+            .get_service_model("bedrock-runtime")
+            .operation_model("ConverseStream")
+            .output_shape.members["stream"]
+        )
 
         class Body:
             def stream(self):
@@ -280,7 +518,12 @@ def sdk_iteration(protocol: str, pieces: list[bytes]) -> Any:
             for piece in pieces:
                 yield piece
 
-        client = ollama.AsyncClient(host="http://bench", transport=httpx.MockTransport(lambda r: httpx.Response(200, content=lines(), headers={"content-type": "application/x-ndjson"})))
+        client = ollama.AsyncClient(
+            host="http://bench",
+            transport=httpx.MockTransport(
+                lambda r: httpx.Response(200, content=lines(), headers={"content-type": "application/x-ndjson"})
+            ),
+        )
         return sdk_iterate(protocol, client)
     if protocol == "gemini":
         import httpx
@@ -291,7 +534,17 @@ def sdk_iteration(protocol: str, pieces: list[bytes]) -> Any:
             for piece in pieces:
                 yield piece
 
-        client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url="http://bench", async_client_args={"transport": httpx.MockTransport(lambda r: httpx.Response(200, content=body(), headers={"content-type": "text/event-stream"}))}))
+        client = genai.Client(
+            api_key="k",
+            http_options=types.HttpOptions(
+                base_url="http://bench",
+                async_client_args={
+                    "transport": httpx.MockTransport(
+                        lambda r: httpx.Response(200, content=body(), headers={"content-type": "text/event-stream"})
+                    )
+                },
+            ),
+        )
         return sdk_iterate(protocol, client)
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(_handler(pieces, "text/event-stream")))
     if protocol == "anthropic":
@@ -315,9 +568,13 @@ def sdk_iterate(protocol: str, client: Any) -> Any:
         elif protocol == "ollama":
             stream = await client.chat(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
         elif protocol == "anthropic":
-            stream = await client.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}], stream=True)
+            stream = await client.messages.create(
+                model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}], stream=True
+            )
         elif protocol == "openai-chat":
-            stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
+            stream = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "x"}], stream=True
+            )
         else:
             stream = await client.responses.create(model="m", input="x", stream=True)
         n = 0
@@ -341,7 +598,9 @@ def sdk_accumulator(protocol: str, pieces: list[bytes]) -> Any:
         client = anthropic.AsyncAnthropic(api_key="k", base_url="http://bench", http_client=http, max_retries=0)
 
         async def run() -> Any:
-            async with client.messages.stream(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}]) as stream:
+            async with client.messages.stream(
+                model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}]
+            ) as stream:
                 return await stream.get_final_message()
 
         return run
@@ -439,9 +698,11 @@ def event_floor(protocol: str, pieces: list[bytes], parse: Any) -> int:
     ndjson = protocol == "ollama"
     for piece in pieces:
         for line in piece.split(b"\n"):
-            if (line if ndjson else line.startswith(b"data: ") and line != b"data: [DONE]"):
+            if line if ndjson else line.startswith(b"data: ") and line != b"data: [DONE]":
                 parse(line if ndjson else line[6:])
-                event = TextBlockDeltaEvent(id=new_id(), created_at=coarse_now_iso(), reply_id="r", block_id="b", delta="x")
+                event = TextBlockDeltaEvent(
+                    id=new_id(), created_at=coarse_now_iso(), reply_id="r", block_id="b", delta="x"
+                )
                 assert event.id != last
                 last = event.id
                 n += 1
@@ -492,7 +753,11 @@ def main() -> int:
         for tools in (False, True):
             pieces = make(tools)
             n = len(pieces)
-            ours_run, sdk_run, acc_run = ours(protocol, pieces), sdk_iteration(protocol, pieces), sdk_accumulator(protocol, pieces)
+            ours_run, sdk_run, acc_run = (
+                ours(protocol, pieces),
+                sdk_iteration(protocol, pieces),
+                sdk_accumulator(protocol, pieces),
+            )
             expected_events = adapter_only(protocol, pieces)
 
             def run_ours() -> None:
@@ -513,7 +778,13 @@ def main() -> int:
             def run_event_floor() -> None:
                 assert event_floor(protocol, pieces, parse) >= n - 2
 
-            contenders = {"ours": run_ours, "sdk": run_sdk, "adapter": run_adapter, "floor": run_floor, "event_floor": run_event_floor}
+            contenders = {
+                "ours": run_ours,
+                "sdk": run_sdk,
+                "adapter": run_adapter,
+                "floor": run_floor,
+                "event_floor": run_event_floor,
+            }
             if acc_run is not None:
                 contenders["acc"] = run_acc
             for fn in contenders.values():
@@ -534,27 +805,39 @@ def main() -> int:
     if args.check:
         print(f"checked: every contender on {len(MAKERS) * 2} streams gave the expected output")
         return 0
-    print(f"CPU us per chunk, median of {args.rounds} interleaved rounds (min in brackets); floor parser: {parser_name}")
+    print(
+        f"CPU us per chunk, median of {args.rounds} interleaved rounds (min in brackets); floor parser: {parser_name}"
+    )
     print("ratios: the median over the rounds of each round's own ratio (the two ran one after the other)")
-    print("event floor: the floor plus one validated event (fresh id and time) per provider event, the least the event contract asks")
-    print(f"{'stream':<30}{'chunks':>7}{'real path':>16}{'SDK iter':>16}{'SDK fold':>16}{'vs SDK':>8}{'adapter':>15}{'floor':>14}{'vs floor':>9}{'event floor':>15}{'vs floor':>9}")
+    print(
+        "event floor: the floor plus one validated event (fresh id and time) per provider event, "
+        "the least the event contract asks"
+    )
+    print(
+        f"{'stream':<30}{'chunks':>7}{'real path':>16}{'SDK iter':>16}{'SDK fold':>16}{'vs SDK':>8}"
+        f"{'adapter':>15}{'floor':>14}{'vs floor':>9}{'event floor':>15}{'vs floor':>9}"
+    )
     for label, n, med, low, real, sans in rows:
         acc = f"{med['acc']:6.2f} ({low['acc']:5.2f})" if "acc" in med else "-"
         contract = med["contract"]
         print(
-            f"{label:<30}{n:>7}{med['ours']:>7.2f} ({low['ours']:5.2f}){med['sdk']:>8.2f} ({low['sdk']:5.2f}){acc:>16}{real:>7.2f}x"
+            f"{label:<30}{n:>7}{med['ours']:>7.2f} ({low['ours']:5.2f}){med['sdk']:>8.2f} "
+            f"({low['sdk']:5.2f}){acc:>16}{real:>7.2f}x"
             f"{med['adapter']:>7.2f} ({low['adapter']:4.2f}){med['floor']:>6.2f} ({low['floor']:4.2f}){sans:>8.2f}x"
             f"{med['event_floor']:>7.2f} ({low['event_floor']:4.2f}){contract:>8.2f}x"
         )
     misses = [(label, real, sans, med) for label, _, med, _, real, sans in rows if real > 0.5 or sans > 2.5]
     for label, real, sans, med in misses:
         if real > 0.5:
-            print(f"MISSED: {label}: real path {real:.2f}x the SDK's iteration (target 0.50x, over by {real - 0.5:.2f})")
+            print(
+                f"MISSED: {label}: real path {real:.2f}x the SDK's iteration (target 0.50x, over by {real - 0.5:.2f})"
+            )
         if sans > 2.5:
             contract = med["contract"]
             print(
                 f"MISSED: {label}: adapter {sans:.2f}x the floor (target 2.50x, over by {sans - 2.5:.2f});"
-                f" the event floor alone is {contract:.2f}x, leaving {max(0.0, 2.5 - contract):.2f}x for decoding SSE, state and checks"
+                f" the event floor alone is {contract:.2f}x, leaving {max(0.0, 2.5 - contract):.2f}x for "
+                "decoding SSE, state and checks"
             )
     print(f"targets (real path <= 0.5x the SDK's iteration, adapter <= 2.5x the floor) met: {ok}")
     return 0 if ok else 1

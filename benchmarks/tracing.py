@@ -81,10 +81,25 @@ def main() -> int:
     spans = len(exporter.get_finished_spans())
     off, on = statistics.median(times[False]), statistics.median(times[True])
     print(f"{len(pieces)} chunks per call, {args.rounds} interleaved rounds, {spans} spans exported")
-    print(f"tracing off: {off / len(pieces) * 1e6:6.2f} us per chunk (median; min {min(times[False]) / len(pieces) * 1e6:.2f})")
-    print(f"tracing on:  {on / len(pieces) * 1e6:6.2f} us per chunk (median; min {min(times[True]) / len(pieces) * 1e6:.2f})")
+    print(
+        (
+            f"tracing off: {off / len(pieces) * 1e6:6.2f} us per chunk (median; min "
+            f"{min(times[False]) / len(pieces) * 1e6:.2f})"
+        )
+    )
+    print(
+        (
+            f"tracing on:  {on / len(pieces) * 1e6:6.2f} us per chunk (median; min "
+            f"{min(times[True]) / len(pieces) * 1e6:.2f})"
+        )
+    )
     ratio = on / off
-    print(f"on / off: {ratio:.3f}  (target <= 1.05): {'met' if ratio <= 1.05 else 'MISSED by ' + format(ratio - 1.05, '.3f')}")
+    print(
+        (
+            f"on / off: {ratio:.3f}  (target <= 1.05): "
+            f"{'met' if ratio <= 1.05 else 'MISSED by ' + format(ratio - 1.05, '.3f')}"
+        )
+    )
     return 0 if ratio <= 1.05 else 1
 
 

@@ -21,7 +21,11 @@ from modelwire.testing.sse import body  # noqa: E402
 def record_demo() -> None:
     first = body(
         "anthropic",
-        ("think", "The user wants an exact product and sum. I will use the calculator rather than do it in my head.", "EqQBCkYIBhgCKkDemoSignature"),
+        (
+            "think",
+            "The user wants an exact product and sum. I will use the calculator rather than do it in my head.",
+            "EqQBCkYIBhgCKkDemoSignature",
+        ),
         ("text", "Let me calculate that."),
         ("tool", "toolu_demo_01", "calculate", '{"expression": "(1234 * 5678) + 42"}'),
         msg_id="msg_demo_1",

@@ -33,17 +33,57 @@ def build(work: Path) -> Path:
         return exe
     work.mkdir(parents=True, exist_ok=True)
     if not (work / f"llama_cpp_python-{VERSION}").is_dir():
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", f"llama-cpp-python=={VERSION}", "-d", str(work)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                f"llama-cpp-python=={VERSION}",
+                "-d",
+                str(work),
+            ],
+            check=True,
+        )
         subprocess.run(["tar", "xzf", f"llama_cpp_python-{VERSION}.tar.gz"], cwd=work, check=True)
     flags = "-O1 -DNDEBUG"  # -O1: the build stays near 30-50 minutes on two cores
-    options = ["-DGGML_NATIVE=ON", "-DGGML_CUDA=OFF", "-DGGML_METAL=OFF", "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-               "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_CURL=OFF", "-DBUILD_SHARED_LIBS=OFF"]
-    subprocess.run(["cmake", "-S", SOURCES, "-B", "build", "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_C_FLAGS_RELEASE={flags}", f"-DCMAKE_CXX_FLAGS_RELEASE={flags}", *options], cwd=work, check=True)
+    options = [
+        "-DGGML_NATIVE=ON",
+        "-DGGML_CUDA=OFF",
+        "-DGGML_METAL=OFF",
+        "-DLLAMA_BUILD_SERVER=ON",
+        "-DLLAMA_BUILD_TESTS=OFF",
+        "-DLLAMA_BUILD_EXAMPLES=OFF",
+        "-DLLAMA_BUILD_UI=OFF",
+        "-DLLAMA_USE_PREBUILT_UI=OFF",
+        "-DLLAMA_OPENSSL=OFF",
+        "-DLLAMA_CURL=OFF",
+        "-DBUILD_SHARED_LIBS=OFF",
+    ]
+    subprocess.run(
+        [
+            "cmake",
+            "-S",
+            SOURCES,
+            "-B",
+            "build",
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-DCMAKE_C_FLAGS_RELEASE={flags}",
+            f"-DCMAKE_CXX_FLAGS_RELEASE={flags}",
+            *options,
+        ],
+        cwd=work,
+        check=True,
+    )
     subprocess.run(["cmake", "--build", "build", "--target", "llama-server", "-j2"], cwd=work, check=True)
     return exe
 
 
-_TINY_MODEL = '''
+_TINY_MODEL = """
 import sys
 from pathlib import Path
 import numpy as np
@@ -74,7 +114,11 @@ g.add_tokenizer_pre(get("tokenizer.ggml.pre"))
 g.add_token_list(tokens)
 g.add_token_types(get("tokenizer.ggml.token_type"))
 g.add_token_merges(get("tokenizer.ggml.merges"))
-for key, add in (("tokenizer.ggml.bos_token_id", g.add_bos_token_id), ("tokenizer.ggml.eos_token_id", g.add_eos_token_id), ("tokenizer.ggml.padding_token_id", g.add_pad_token_id)):
+for key, add in (
+    ("tokenizer.ggml.bos_token_id", g.add_bos_token_id),
+    ("tokenizer.ggml.eos_token_id", g.add_eos_token_id),
+    ("tokenizer.ggml.padding_token_id", g.add_pad_token_id),
+):
     if key in vocab.fields:
         add(int(get(key)))
 g.add_add_bos_token(False)
@@ -83,15 +127,18 @@ g.add_tensor("token_embd.weight", w(len(tokens), embd))
 g.add_tensor("output_norm.weight", ones(embd))
 g.add_tensor("output.weight", w(len(tokens), embd))
 for i in range(layers):
-    for name, tensor in (("attn_norm.weight", ones(embd)), ("attn_q.weight", w(embd, embd)), ("attn_q.bias", w(embd)), ("attn_k.weight", w(kv, embd)),
-                         ("attn_k.bias", w(kv)), ("attn_v.weight", w(kv, embd)), ("attn_v.bias", w(kv)), ("attn_output.weight", w(embd, embd)),
-                         ("ffn_norm.weight", ones(embd)), ("ffn_gate.weight", w(ff, embd)), ("ffn_up.weight", w(ff, embd)), ("ffn_down.weight", w(embd, ff))):
+    for name, tensor in (
+        ("attn_norm.weight", ones(embd)), ("attn_q.weight", w(embd, embd)), ("attn_q.bias", w(embd)),
+        ("attn_k.weight", w(kv, embd)), ("attn_k.bias", w(kv)), ("attn_v.weight", w(kv, embd)), ("attn_v.bias", w(kv)),
+        ("attn_output.weight", w(embd, embd)), ("ffn_norm.weight", ones(embd)), ("ffn_gate.weight", w(ff, embd)),
+        ("ffn_up.weight", w(ff, embd)), ("ffn_down.weight", w(embd, ff)),
+    ):
         g.add_tensor(f"blk.{i}.{name}", tensor)
 g.write_header_to_file()
 g.write_kv_data_to_file()
 g.write_tensors_to_file()
 g.close()
-'''
+"""
 
 
 def tiny_model(work: Path) -> Path:
@@ -108,7 +155,28 @@ def tiny_model(work: Path) -> Path:
 
 def serve(exe: Path, model: Path, port: int) -> subprocess.Popen:
     # --jinja: the model's own chat template (tools included); -n 48 caps generated tokens; greedy.
-    args = [str(exe), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "--jinja", "-c", "4096", "-np", "1", "-t", "1", "-n", "48", "--temp", "0", "--alias", "tiny-qwen2"]
+    args = [
+        str(exe),
+        "-m",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--jinja",
+        "-c",
+        "4096",
+        "-np",
+        "1",
+        "-t",
+        "1",
+        "-n",
+        "48",
+        "--temp",
+        "0",
+        "--alias",
+        "tiny-qwen2",
+    ]
     log = open(exe.parent.parent.parent / f"llama-server-{port}.log", "wb")  # noqa: SIM115 - kept open for the server
     process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
     for _ in range(120):

@@ -17,10 +17,14 @@ def counter_ids():
     return lambda: f"id{next(n)}"
 
 
-def decode(protocol: str, bodies: list[bytes], split_seed: int | None = None) -> tuple[Msg, list[E.EventBase], ProviderError | None]:
+def decode(
+    protocol: str, bodies: list[bytes], split_seed: int | None = None
+) -> tuple[Msg, list[E.EventBase], ProviderError | None]:
     """Decode one or more model calls into one reply, as an agent would, and fold."""
     reply = AssistantMsg("agent", [], id="reply", created_at=CLOCK)
-    events: list[E.EventBase] = [E.ReplyStartEvent(id="start", created_at=CLOCK, session_id="s", reply_id="reply", name="agent")]
+    events: list[E.EventBase] = [
+        E.ReplyStartEvent(id="start", created_at=CLOCK, session_id="s", reply_id="reply", name="agent")
+    ]
     error = None
     ids = counter_ids()
     for body in bodies:
@@ -40,7 +44,15 @@ def decode(protocol: str, bodies: list[bytes], split_seed: int | None = None) ->
         except ProviderError as err:
             error = err
         events += decoder.events
-    events.append(E.ReplyEndEvent(id="end", created_at=CLOCK, session_id="s", reply_id="reply", finished_reason="error" if error else "completed"))
+    events.append(
+        E.ReplyEndEvent(
+            id="end",
+            created_at=CLOCK,
+            session_id="s",
+            reply_id="reply",
+            finished_reason="error" if error else "completed",
+        )
+    )
     assert E.check_stream(events) == len(events)
     for ev in events:
         reply.append_event(ev)
@@ -58,9 +70,15 @@ def decode_whole(protocol: str, answer: dict) -> tuple[Msg, list[E.EventBase]]:
 
     wire = get_protocol(protocol)
     reply = AssistantMsg("agent", [], id="reply", created_at=CLOCK)
-    events: list[E.EventBase] = [E.ReplyStartEvent(id="start", created_at=CLOCK, session_id="s", reply_id="reply", name="agent")]
-    events += decode_answer(wire.adapter_class()("reply", new_id=counter_ids(), clock=lambda: CLOCK), wire.answer_events(answer))
-    events.append(E.ReplyEndEvent(id="end", created_at=CLOCK, session_id="s", reply_id="reply", finished_reason="completed"))
+    events: list[E.EventBase] = [
+        E.ReplyStartEvent(id="start", created_at=CLOCK, session_id="s", reply_id="reply", name="agent")
+    ]
+    events += decode_answer(
+        wire.adapter_class()("reply", new_id=counter_ids(), clock=lambda: CLOCK), wire.answer_events(answer)
+    )
+    events.append(
+        E.ReplyEndEvent(id="end", created_at=CLOCK, session_id="s", reply_id="reply", finished_reason="completed")
+    )
     assert E.check_stream(events) == len(events)
     for ev in events:
         reply.append_event(ev)

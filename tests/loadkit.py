@@ -19,7 +19,13 @@ from modelwire.models.transport import RetryPolicy
 from modelwire.testing import ProviderServer, stream_reply
 from modelwire.testing.sse import body
 
-SPECS = {"anthropic": "anthropic:claude-test", "openai-chat": "openai:gpt-test", "openai-responses": "openai-responses:resp-test", "gemini": "google:gemini-test", "bedrock-converse": "bedrock:us.amazon.nova-micro-v1:0"}
+SPECS = {
+    "anthropic": "anthropic:claude-test",
+    "openai-chat": "openai:gpt-test",
+    "openai-responses": "openai-responses:resp-test",
+    "gemini": "google:gemini-test",
+    "bedrock-converse": "bedrock:us.amazon.nova-micro-v1:0",
+}
 
 
 def model_for(url: str, protocol: str, **kw):

@@ -3,4 +3,8 @@
 import tomllib
 from pathlib import Path
 
-EXTRAS = set(tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+EXTRAS = set(
+    tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+)

@@ -109,7 +109,9 @@ def compare_anthropic(msgs: list[Msg] | Msg, finals: list[Any] | Any, end_events
     for end, final in zip(end_events, _list(finals), strict=True):
         u = final.usage
         # modelwire's input_tokens counts every prompt token; Anthropic's leaves the cache out.
-        assert end.input_tokens == u.input_tokens + (u.cache_read_input_tokens or 0) + (u.cache_creation_input_tokens or 0)
+        assert end.input_tokens == u.input_tokens + (u.cache_read_input_tokens or 0) + (
+            u.cache_creation_input_tokens or 0
+        )
         assert end.output_tokens == u.output_tokens and end.metadata["usage"]["input_tokens"] == u.input_tokens
         assert end.cache_input_tokens == (u.cache_read_input_tokens or 0)
         assert end.cache_creation_input_tokens == (u.cache_creation_input_tokens or 0)
@@ -129,7 +131,9 @@ def compare_chat(msg: Msg, final: Any, end: Any) -> list[str]:
     assert "".join(b.text for b in refusals) == (m.refusal or "")
     calls = [b for b in msg.content if b.type == "tool_call"]
     sdk_calls = m.tool_calls or []
-    assert [(c.id, c.name, c.input) for c in calls] == [(t.id, t.function.name, t.function.arguments) for t in sdk_calls]
+    assert [(c.id, c.name, c.input) for c in calls] == [
+        (t.id, t.function.name, t.function.arguments) for t in sdk_calls
+    ]
     thinking = [b for b in msg.content if b.type == "thinking"]
     # Nothing else, and in the order a reply has them: reasoning first, calls last.
     assert len(msg.content) == len(texts) + len(refusals) + len(calls) + len(thinking), [b.type for b in msg.content]
@@ -165,7 +169,9 @@ def compare_responses(msg: Msg, final: Any, end: Any) -> list[str]:
                 assert b.type == "text" and b.item_id == item.id
                 if part.type == "output_text":
                     assert b.text == part.text
-                    assert [_strip_none(a) for a in (getattr(b, "annotations", None) or [])] == [dump(a) for a in part.annotations]
+                    assert [_strip_none(a) for a in (getattr(b, "annotations", None) or [])] == [
+                        dump(a) for a in part.annotations
+                    ]
                 else:
                     assert b.refusal and b.text == part.refusal
         elif item.type == "reasoning":
@@ -180,7 +186,12 @@ def compare_responses(msg: Msg, final: Any, end: Any) -> list[str]:
         elif item.type == "function_call":
             b = blocks[pos]
             pos += 1
-            assert b.type == "tool_call" and (b.id, b.name, b.input, b.item_id) == (item.call_id, item.name, item.arguments, item.id)
+            assert b.type == "tool_call" and (b.id, b.name, b.input, b.item_id) == (
+                item.call_id,
+                item.name,
+                item.arguments,
+                item.id,
+            )
         else:
             call, result = blocks[pos], blocks[pos + 1]
             pos += 2

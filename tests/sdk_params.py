@@ -124,8 +124,6 @@ def responses_request(payload: dict) -> None:
     check({"model": "gpt-test", **payload}, ResponseCreateParamsNonStreaming)
 
 
-
-
 # Fields OpenAI-compatible dialects add to Chat Completions, which OpenAI's own types do
 # not declare (see modelwire.protocols.openai_chat): stripped before the strict check,
 # and asserted by the tests that expect them.
@@ -162,7 +160,9 @@ def ollama_request(body: dict) -> None:
         raise ParamError(f"$: ChatRequest has no field(s) {sorted(set(body) - set(ChatRequest.model_fields))}")
     for n, message in enumerate(body["messages"]):
         if set(message) - set(Message.model_fields):
-            raise ParamError(f"$.messages[{n}]: Message has no field(s) {sorted(set(message) - set(Message.model_fields))}")
+            raise ParamError(
+                f"$.messages[{n}]: Message has no field(s) {sorted(set(message) - set(Message.model_fields))}"
+            )
 
 
 def gemini_request(body: dict) -> None:
@@ -203,7 +203,9 @@ def bedrock_request(body: dict, model: str = "some-model") -> None:
             return base64.b64decode(value)
         return value
 
-    shape = botocore.session.Session().get_service_model("bedrock-runtime").operation_model("ConverseStream").input_shape
+    shape = (
+        botocore.session.Session().get_service_model("bedrock-runtime").operation_model("ConverseStream").input_shape
+    )
     report = ParamValidator().validate({"modelId": model, **blobs(body)}, shape)
     if report.has_errors():
         raise ParamError(report.generate_report())

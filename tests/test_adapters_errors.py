@@ -56,7 +56,10 @@ def fold_error(protocol: str, body: bytes) -> tuple[ProviderError, AssistantMsg]
 
 # -- Anthropic -------------------------------------------------------------------------------
 
-A_START = {"type": "message_start", "message": {"id": "msg_1", "model": "claude-x", "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}}
+A_START = {
+    "type": "message_start",
+    "message": {"id": "msg_1", "model": "claude-x", "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}},
+}
 A_TEXT = [
     {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
     {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Partial ans"}},
@@ -64,7 +67,9 @@ A_TEXT = [
 
 
 def test_anthropic_error_event_is_typed_and_keeps_the_text():
-    body = sse(A_START, *A_TEXT, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, named=True)
+    body = sse(
+        A_START, *A_TEXT, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, named=True
+    )
     err, msg = fold_error("anthropic", body)
     assert isinstance(err, OverloadedError) and err.provider_type == "overloaded_error" and err.message == "Overloaded"
     assert err.error_type == "upstream"
@@ -73,15 +78,23 @@ def test_anthropic_error_event_is_typed_and_keeps_the_text():
 
 @pytest.mark.parametrize(
     "etype,cls",
-    [("rate_limit_error", RateLimitError), ("invalid_request_error", InvalidRequestError), ("api_error", UpstreamError)],
+    [
+        ("rate_limit_error", RateLimitError),
+        ("invalid_request_error", InvalidRequestError),
+        ("api_error", UpstreamError),
+    ],
 )
 def test_anthropic_error_types(etype, cls):
-    err, _ = fold_error("anthropic", sse(A_START, {"type": "error", "error": {"type": etype, "message": "m"}}, named=True))
+    err, _ = fold_error(
+        "anthropic", sse(A_START, {"type": "error", "error": {"type": etype, "message": "m"}}, named=True)
+    )
     assert type(err) is cls
 
 
 def test_anthropic_stream_cut_off_is_incomplete():
-    err, msg = fold_error("anthropic", sse(A_START, *A_TEXT) + b'event: content_block_delta\ndata: {"type":"content_blo')
+    err, msg = fold_error(
+        "anthropic", sse(A_START, *A_TEXT) + b'event: content_block_delta\ndata: {"type":"content_blo'
+    )
     assert isinstance(err, IncompleteStreamError) and err.error_type == "connection"
     assert msg.get_text_content() == "Partial ans"
 
@@ -146,8 +159,18 @@ def test_chat_stream_with_finish_but_no_done_is_accepted_and_noted():
 
 R_HEAD = [
     {"type": "response.created", "response": {"id": "resp_1", "model": "gpt-x", "status": "in_progress", "output": []}},
-    {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "msg_1", "content": [], "role": "assistant"}},
-    {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": ""}},
+    {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"type": "message", "id": "msg_1", "content": [], "role": "assistant"},
+    },
+    {
+        "type": "response.content_part.added",
+        "item_id": "msg_1",
+        "output_index": 0,
+        "content_index": 0,
+        "part": {"type": "output_text", "text": ""},
+    },
     {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "Half"},
 ]
 
@@ -173,7 +196,12 @@ def test_responses_error_event():
 def test_responses_failed():
     failed = {
         "type": "response.failed",
-        "response": {"id": "resp_1", "status": "failed", "error": {"code": "rate_limit_exceeded", "message": "slow down"}, "usage": None},
+        "response": {
+            "id": "resp_1",
+            "status": "failed",
+            "error": {"code": "rate_limit_exceeded", "message": "slow down"},
+            "usage": None,
+        },
     }
     err, msg = fold_error("openai-responses", sse(*R_HEAD, failed))
     assert isinstance(err, RateLimitError) and err.message == "slow down"
@@ -186,7 +214,12 @@ def test_responses_incomplete_is_a_stop_reason_not_an_error():
             "id": "resp_1",
             "status": "incomplete",
             "incomplete_details": {"reason": "max_output_tokens"},
-            "usage": {"input_tokens": 3, "output_tokens": 7, "input_tokens_details": {"cached_tokens": 1}, "output_tokens_details": {"reasoning_tokens": 2}},
+            "usage": {
+                "input_tokens": 3,
+                "output_tokens": 7,
+                "input_tokens_details": {"cached_tokens": 1},
+                "output_tokens_details": {"reasoning_tokens": 2},
+            },
             "output": [],
         },
     }
@@ -202,7 +235,10 @@ def test_responses_done_marker_before_completion_is_incomplete():
 
 
 def test_responses_delta_for_an_item_never_added():
-    body = sse(R_HEAD[0], {"type": "response.output_text.delta", "item_id": "ghost", "output_index": 5, "content_index": 0, "delta": "x"})
+    body = sse(
+        R_HEAD[0],
+        {"type": "response.output_text.delta", "item_id": "ghost", "output_index": 5, "content_index": 0, "delta": "x"},
+    )
     err, _ = fold_error("openai-responses", body)
     assert isinstance(err, StreamProtocolError) and "never added" in err.message
 
@@ -239,7 +275,7 @@ def test_sse_decoder_splits_anywhere_including_inside_utf8_and_crlf():
 
 def test_sse_cut_mid_line_is_pending():
     dec = SSEDecoder()
-    assert dec.feed(b"data: {\"a\": 1}\n\ndata: {\"b\"") != []
+    assert dec.feed(b'data: {"a": 1}\n\ndata: {"b"') != []
     assert dec.close() == [] and dec.pending
 
 
@@ -282,16 +318,27 @@ def test_chat_tool_call_without_id_gets_one_and_a_name_that_comes_late_is_used()
         "[DONE]",
     )
     msg = fold_ok("openai-chat", body)
-    assert [(c.id, c.name, c.input) for c in msg.content] == [("call_0", "search", '{"q": "x"}'), ("call_1", "noargs", "{}")]
+    assert [(c.id, c.name, c.input) for c in msg.content] == [
+        ("call_0", "search", '{"q": "x"}'),
+        ("call_1", "noargs", "{}"),
+    ]
 
 
 def test_anthropic_tool_without_argument_pieces_gets_its_start_input_or_empty_object():
     body = sse(
         A_START,
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t0", "name": "now", "input": {}}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t0", "name": "now", "input": {}},
+        },
         {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": ""}},
         {"type": "content_block_stop", "index": 0},
-        {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}},
+        },
         {"type": "content_block_stop", "index": 1},
         {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}},
         {"type": "message_stop"},
@@ -317,7 +364,9 @@ def test_an_event_nested_too_deeply_to_read_is_the_streams_fault(protocol):
     elif wire.framing == "ndjson":
         bad = deep + b"\n"
     else:
-        bad = encode_frame({":message-type": "event", ":event-type": "contentBlockDelta", ":content-type": "application/json"}, deep)
+        bad = encode_frame(
+            {":message-type": "event", ":event-type": "contentBlockDelta", ":content-type": "application/json"}, deep
+        )
     decoder = framing_decoder(wire.framing, wire.adapter_class()("r"))
     events = []
     with pytest.raises(StreamProtocolError) as info:
@@ -331,22 +380,59 @@ def test_an_event_nested_too_deeply_to_read_is_the_streams_fault(protocol):
 # -- context overflows from compatible servers -------------------------------------------------
 
 LLAMA_CPP_OVERFLOW = {  # llama.cpp's llama-server, format_error_response + n_prompt_tokens / n_ctx
-    "error": {"code": 400, "message": "request (5000 tokens) exceeds the available context size (4096 tokens), try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 5000, "n_ctx": 4096}
+    "error": {
+        "code": 400,
+        "message": "request (5000 tokens) exceeds the available context size (4096 tokens), try increasing it",
+        "type": "exceed_context_size_error",
+        "n_prompt_tokens": 5000,
+        "n_ctx": 4096,
+    }
 }
 OVERFLOWS = {
     "llama.cpp": LLAMA_CPP_OVERFLOW,
-    "llama.cpp behind a proxy that drops the type": {"error": {"message": LLAMA_CPP_OVERFLOW["error"]["message"], "type": None, "code": "400"}},
-    "vLLM": {"object": "error", "message": "The decoder prompt (length 5951) is longer than the maximum model length of 4096. Make sure that `max_model_len` is no smaller than the number of text tokens.", "type": "BadRequestError", "param": None, "code": 400},
-    "vLLM, OpenAI's words": {"error": {"message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.", "type": "BadRequestError", "code": 400}},
-    "LM Studio": {"error": "The number of tokens to keep from the initial prompt is greater than the context length. Try to load the model with a larger context length."},
+    "llama.cpp behind a proxy that drops the type": {
+        "error": {"message": LLAMA_CPP_OVERFLOW["error"]["message"], "type": None, "code": "400"}
+    },
+    "vLLM": {
+        "object": "error",
+        "message": (
+            "The decoder prompt (length 5951) is longer than the maximum model length of 4096. Make "
+            "sure that `max_model_len` is no smaller than the number of text tokens."
+        ),
+        "type": "BadRequestError",
+        "param": None,
+        "code": 400,
+    },
+    "vLLM, OpenAI's words": {
+        "error": {
+            "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.",
+            "type": "BadRequestError",
+            "code": 400,
+        }
+    },
+    "LM Studio": {
+        "error": (
+            "The number of tokens to keep from the initial prompt is greater than the context "
+            "length. Try to load the model with a larger context length."
+        )
+    },
     "Ollama": {"error": "the input length exceeds the context length"},
-    "LiteLLM": {"error": {"message": "litellm.ContextWindowExceededError: litellm.BadRequestError: upstream said no", "type": None, "param": None, "code": "400"}},
+    "LiteLLM": {
+        "error": {
+            "message": "litellm.ContextWindowExceededError: litellm.BadRequestError: upstream said no",
+            "type": None,
+            "param": None,
+            "code": "400",
+        }
+    },
 }
 
 
 # Each server's words on the Chat route, and llama.cpp's (which serves the Anthropic route
 # too) on all five presets pointed at it.
-CASES = [(server, "openai") for server in OVERFLOWS] + [("llama.cpp", preset) for preset in ("anthropic", "openai-responses", "ollama", "deepseek")]
+CASES = [(server, "openai") for server in OVERFLOWS] + [
+    ("llama.cpp", preset) for preset in ("anthropic", "openai-responses", "ollama", "deepseek")
+]
 
 
 @pytest.mark.parametrize("server, preset", CASES)
@@ -364,7 +450,14 @@ def test_a_context_overflow_from_a_compatible_server_is_a_context_too_long_error
 
     with ProviderServer() as srv:
         srv.script(error_reply(400, OVERFLOWS[server]))
-        model = load_model(f"{preset}:m", api_key="k", base_url=srv.url, retry=RetryPolicy(max_retries=0), capability_lookup=False, capabilities={"context_window": 4096})
+        model = load_model(
+            f"{preset}:m",
+            api_key="k",
+            base_url=srv.url,
+            retry=RetryPolicy(max_retries=0),
+            capability_lookup=False,
+            capabilities={"context_window": 4096},
+        )
         with pytest.raises(ProviderError) as raised:
             asyncio.run(model.complete([UserMsg("u", "a long prompt")]))
     assert isinstance(raised.value, ContextTooLongError), (type(raised.value).__name__, str(raised.value))

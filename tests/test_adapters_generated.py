@@ -15,7 +15,20 @@ import pytest
 import sdk_oracle as oracle
 from decoding import decode, ends
 
-WORDS = ["hello", " 世界", " 🙂", " naïve", " \"quoted\"", " back\\slash", " line\nbreak", " 👍🏽", " ", "", " tab\t", " 漢字かな"]
+WORDS = [
+    "hello",
+    " 世界",
+    " 🙂",
+    " naïve",
+    ' "quoted"',
+    " back\\slash",
+    " line\nbreak",
+    " 👍🏽",
+    " ",
+    "",
+    " tab\t",
+    " 漢字かな",
+]
 SEEDS = range(40)
 
 
@@ -63,8 +76,27 @@ def anthropic_stream(seed: int) -> bytes:
         if rnd.random() < 0.15:
             ev.append(("ping", {"type": "ping"}))
 
-    usage = {"input_tokens": rnd.randint(1, 999), "output_tokens": 1, "cache_read_input_tokens": rnd.randint(0, 50), "cache_creation_input_tokens": rnd.randint(0, 50)}
-    add({"type": "message_start", "message": {"id": f"msg_{seed}", "type": "message", "role": "assistant", "model": "claude-test", "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}})
+    usage = {
+        "input_tokens": rnd.randint(1, 999),
+        "output_tokens": 1,
+        "cache_read_input_tokens": rnd.randint(0, 50),
+        "cache_creation_input_tokens": rnd.randint(0, 50),
+    }
+    add(
+        {
+            "type": "message_start",
+            "message": {
+                "id": f"msg_{seed}",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-test",
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage,
+            },
+        }
+    )
     kinds = [rnd.choice(["text", "thinking", "redacted", "tool"]) for _ in range(rnd.randint(0, 5))]
     for i, kind in enumerate(kinds):
         if kind == "text":
@@ -72,18 +104,53 @@ def anthropic_stream(seed: int) -> bytes:
             for p in pieces(rnd, text(rnd)):
                 add({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": p}})
         elif kind == "thinking":
-            add({"type": "content_block_start", "index": i, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+            add(
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                }
+            )
             for p in pieces(rnd, text(rnd)):
                 add({"type": "content_block_delta", "index": i, "delta": {"type": "thinking_delta", "thinking": p}})
-            add({"type": "content_block_delta", "index": i, "delta": {"type": "signature_delta", "signature": f"Sig{seed}x{i}=="}})
+            add(
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "signature_delta", "signature": f"Sig{seed}x{i}=="},
+                }
+            )
         elif kind == "redacted":
-            add({"type": "content_block_start", "index": i, "content_block": {"type": "redacted_thinking", "data": f"EmwK{seed}{i}"}})
+            add(
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {"type": "redacted_thinking", "data": f"EmwK{seed}{i}"},
+                }
+            )
         else:
-            add({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": f"toolu_{seed}_{i}", "name": rnd.choice(["get_weather", "search"]), "input": {}}})
+            add(
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": f"toolu_{seed}_{i}",
+                        "name": rnd.choice(["get_weather", "search"]),
+                        "input": {},
+                    },
+                }
+            )
             a = args(rnd)
             encoded = json.dumps(a, ensure_ascii=rnd.random() < 0.5) if a or rnd.random() < 0.5 else ""
             for p in [""] + pieces(rnd, encoded):
-                add({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": p}})
+                add(
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": p},
+                    }
+                )
         add({"type": "content_block_stop", "index": i})
     stop = rnd.choice(["end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal"])
     delta = {"stop_reason": stop, "stop_sequence": "###" if stop == "stop_sequence" else None}
@@ -112,7 +179,16 @@ def chat_stream(seed: int) -> bytes:
 
     def chunk(delta: dict | None, finish: str | None = None, **extra) -> None:
         choices = [] if delta is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
-        chunks.append({"id": f"chatcmpl-{seed}", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test", "choices": choices, **extra})
+        chunks.append(
+            {
+                "id": f"chatcmpl-{seed}",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": "gpt-test",
+                "choices": choices,
+                **extra,
+            }
+        )
 
     chunk({"role": "assistant", "content": ""})
     reasoning_field = rnd.choice([None, "reasoning_content", "reasoning"])
@@ -131,7 +207,12 @@ def chat_stream(seed: int) -> bytes:
         lanes = []
         for k in range(n):
             encoded = json.dumps(args(rnd), ensure_ascii=rnd.random() < 0.5)
-            first = {"index": k, "id": f"call_{seed}_{k}", "type": "function", "function": {"name": f"tool{k}", "arguments": ""}}
+            first = {
+                "index": k,
+                "id": f"call_{seed}_{k}",
+                "type": "function",
+                "function": {"name": f"tool{k}", "arguments": ""},
+            }
             rest = [{"index": k, "function": {"arguments": p}} for p in pieces(rnd, encoded)]
             lanes.append([first, *rest])
         started = 0
@@ -158,7 +239,10 @@ def test_generated_chat_streams_match_the_sdk(seed):
     assert error is None
     (end,) = ends(events)
     oracle.compare_chat(msg, oracle.chat_final(body), end)
-    assert end.cache_input_tokens == json.loads(body.split(b"data: ")[-2])["usage"]["prompt_tokens_details"]["cached_tokens"]
+    assert (
+        end.cache_input_tokens
+        == json.loads(body.split(b"data: ")[-2])["usage"]["prompt_tokens_details"]["cached_tokens"]
+    )
     for split in (seed, seed + 1000):
         assert decode("openai-chat", [body], split_seed=split)[0] == msg
     assert decode("openai-chat", [body.replace(b"\n", b"\r\n")], split_seed=seed)[0] == msg  # CRLF line ends
@@ -176,7 +260,14 @@ def responses_stream(seed: int) -> bytes:
         data["sequence_number"] = next(seq)
         ev.append((data["type"], data))
 
-    base = {"id": f"resp_{seed}", "object": "response", "created_at": 1, "model": "gpt-test", "output": [], "status": "in_progress"}
+    base = {
+        "id": f"resp_{seed}",
+        "object": "response",
+        "created_at": 1,
+        "model": "gpt-test",
+        "output": [],
+        "status": "in_progress",
+    }
     add({"type": "response.created", "response": dict(base)})
     add({"type": "response.in_progress", "response": dict(base)})
     output: list[dict] = []
@@ -188,37 +279,148 @@ def responses_stream(seed: int) -> bytes:
             add({"type": "response.output_item.added", "output_index": oi, "item": dict(item, summary=[])})
             for si in range(rnd.randint(0, 3)):
                 part = text(rnd, 3)
-                add({"type": "response.reasoning_summary_part.added", "item_id": item_id, "output_index": oi, "summary_index": si, "part": {"type": "summary_text", "text": ""}})
+                add(
+                    {
+                        "type": "response.reasoning_summary_part.added",
+                        "item_id": item_id,
+                        "output_index": oi,
+                        "summary_index": si,
+                        "part": {"type": "summary_text", "text": ""},
+                    }
+                )
                 for p in pieces(rnd, part):
-                    add({"type": "response.reasoning_summary_text.delta", "item_id": item_id, "output_index": oi, "summary_index": si, "delta": p})
-                add({"type": "response.reasoning_summary_text.done", "item_id": item_id, "output_index": oi, "summary_index": si, "text": part})
-                add({"type": "response.reasoning_summary_part.done", "item_id": item_id, "output_index": oi, "summary_index": si, "part": {"type": "summary_text", "text": part}})
+                    add(
+                        {
+                            "type": "response.reasoning_summary_text.delta",
+                            "item_id": item_id,
+                            "output_index": oi,
+                            "summary_index": si,
+                            "delta": p,
+                        }
+                    )
+                add(
+                    {
+                        "type": "response.reasoning_summary_text.done",
+                        "item_id": item_id,
+                        "output_index": oi,
+                        "summary_index": si,
+                        "text": part,
+                    }
+                )
+                add(
+                    {
+                        "type": "response.reasoning_summary_part.done",
+                        "item_id": item_id,
+                        "output_index": oi,
+                        "summary_index": si,
+                        "part": {"type": "summary_text", "text": part},
+                    }
+                )
                 item["summary"].append({"type": "summary_text", "text": part})
         elif kind == "message":
             item = {"id": item_id, "type": "message", "status": "completed", "role": "assistant", "content": []}
-            add({"type": "response.output_item.added", "output_index": oi, "item": dict(item, content=[], status="in_progress")})
+            add(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": oi,
+                    "item": dict(item, content=[], status="in_progress"),
+                }
+            )
             body_text = text(rnd)
-            add({"type": "response.content_part.added", "item_id": item_id, "output_index": oi, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})
+            add(
+                {
+                    "type": "response.content_part.added",
+                    "item_id": item_id,
+                    "output_index": oi,
+                    "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []},
+                }
+            )
             for p in pieces(rnd, body_text):
-                add({"type": "response.output_text.delta", "item_id": item_id, "output_index": oi, "content_index": 0, "delta": p, "logprobs": []})
-            add({"type": "response.output_text.done", "item_id": item_id, "output_index": oi, "content_index": 0, "text": body_text, "logprobs": []})
+                add(
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": item_id,
+                        "output_index": oi,
+                        "content_index": 0,
+                        "delta": p,
+                        "logprobs": [],
+                    }
+                )
+            add(
+                {
+                    "type": "response.output_text.done",
+                    "item_id": item_id,
+                    "output_index": oi,
+                    "content_index": 0,
+                    "text": body_text,
+                    "logprobs": [],
+                }
+            )
             part = {"type": "output_text", "text": body_text, "annotations": []}
-            add({"type": "response.content_part.done", "item_id": item_id, "output_index": oi, "content_index": 0, "part": part})
+            add(
+                {
+                    "type": "response.content_part.done",
+                    "item_id": item_id,
+                    "output_index": oi,
+                    "content_index": 0,
+                    "part": part,
+                }
+            )
             item["content"].append(part)
         else:
             calls += 1
             encoded = json.dumps(args(rnd), ensure_ascii=rnd.random() < 0.5)
-            item = {"id": item_id, "type": "function_call", "status": "completed", "call_id": f"call_{seed}_{oi}", "name": f"tool{oi}", "arguments": encoded}
-            add({"type": "response.output_item.added", "output_index": oi, "item": dict(item, arguments="", status="in_progress")})
+            item = {
+                "id": item_id,
+                "type": "function_call",
+                "status": "completed",
+                "call_id": f"call_{seed}_{oi}",
+                "name": f"tool{oi}",
+                "arguments": encoded,
+            }
+            add(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": oi,
+                    "item": dict(item, arguments="", status="in_progress"),
+                }
+            )
             if rnd.random() < 0.7:  # otherwise the arguments arrive only in .done
                 for p in pieces(rnd, encoded):
-                    add({"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": oi, "delta": p})
-            add({"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": oi, "arguments": encoded})
+                    add(
+                        {
+                            "type": "response.function_call_arguments.delta",
+                            "item_id": item_id,
+                            "output_index": oi,
+                            "delta": p,
+                        }
+                    )
+            add(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": item_id,
+                    "output_index": oi,
+                    "arguments": encoded,
+                }
+            )
         add({"type": "response.output_item.done", "output_index": oi, "item": item})
         output.append(item)
-    usage = {"input_tokens": rnd.randint(1, 999), "input_tokens_details": {"cached_tokens": rnd.randint(0, 9)}, "output_tokens": rnd.randint(1, 99), "output_tokens_details": {"reasoning_tokens": rnd.randint(0, 9)}, "total_tokens": 0}
+    usage = {
+        "input_tokens": rnd.randint(1, 999),
+        "input_tokens_details": {"cached_tokens": rnd.randint(0, 9)},
+        "output_tokens": rnd.randint(1, 99),
+        "output_tokens_details": {"reasoning_tokens": rnd.randint(0, 9)},
+        "total_tokens": 0,
+    }
     if rnd.random() < 0.25:
-        final = dict(base, status="incomplete", incomplete_details={"reason": rnd.choice(["max_output_tokens", "content_filter"])}, output=output, usage=usage)
+        final = dict(
+            base,
+            status="incomplete",
+            incomplete_details={"reason": rnd.choice(["max_output_tokens", "content_filter"])},
+            output=output,
+            usage=usage,
+        )
         add({"type": "response.incomplete", "response": final})
     else:
         add({"type": "response.completed", "response": dict(base, status="completed", output=output, usage=usage)})
@@ -239,16 +441,35 @@ def test_generated_responses_streams_match_the_sdk(seed):
 
 def test_the_generators_cover_what_they_claim():
     anthropic = b"".join(anthropic_stream(s) for s in SEEDS)
-    for needle in (b"redacted_thinking", b"signature_delta", b'"partial_json": ""', b"ping", b"pause_turn", b"refusal", b"stop_sequence", "🙂".encode(), b"\\\\"):
+    for needle in (
+        b"redacted_thinking",
+        b"signature_delta",
+        b'"partial_json": ""',
+        b"ping",
+        b"pause_turn",
+        b"refusal",
+        b"stop_sequence",
+        "🙂".encode(),
+        b"\\\\",
+    ):
         assert needle in anthropic, needle
     chat = b"".join(chat_stream(s) for s in SEEDS)
     for needle in (b"reasoning_content", b'"reasoning"', b"refusal", b'"index": 2', b"content_filter", b"length"):
         assert needle in chat, needle
     interleaved = 0
     for s in SEEDS:
-        indexes = [c["choices"][0]["delta"]["tool_calls"][0]["index"] for c in (json.loads(x) for x in chat_stream(s).split(b"data: ")[1:-1]) if c["choices"] and "tool_calls" in c["choices"][0]["delta"]]
+        indexes = [
+            c["choices"][0]["delta"]["tool_calls"][0]["index"]
+            for c in (json.loads(x) for x in chat_stream(s).split(b"data: ")[1:-1])
+            if c["choices"] and "tool_calls" in c["choices"][0]["delta"]
+        ]
         interleaved += indexes != sorted(indexes)
     assert interleaved > 3
     responses = b"".join(responses_stream(s) for s in SEEDS)
-    for needle in (b"response.incomplete", b"max_output_tokens", b"reasoning_summary_text.delta", b"function_call_arguments.delta"):
+    for needle in (
+        b"response.incomplete",
+        b"max_output_tokens",
+        b"reasoning_summary_text.delta",
+        b"function_call_arguments.delta",
+    ):
         assert needle in responses, needle

@@ -21,12 +21,16 @@ ANTHROPIC = sorted(
     + list((ROOT / "anthropic-sdk-python").glob("*.txt"))
 )
 CHAT = sorted(
-    [p for p in PA.glob("*.sse") if b"chat.completion.chunk" in p.read_bytes()] + list((ROOT / "openai-python").glob("*.bin"))
+    [p for p in PA.glob("*.sse") if b"chat.completion.chunk" in p.read_bytes()]
+    + list((ROOT / "openai-python").glob("*.bin"))
 )
-RESPONSES = sorted(p for p in PA.glob("*.sse") if b"response.created" in p.read_bytes() or b"response.queued" in p.read_bytes())
+RESPONSES = sorted(
+    p for p in PA.glob("*.sse") if b"response.created" in p.read_bytes() or b"response.queued" in p.read_bytes()
+)
 # Streams that end with a provider error: the SDK raises, we raise a typed error after
 # closing what was open.
 CHAT_ERRORS = {"test_tool_use_failed_error_streaming.0.sse", "test_openrouter_stream_error.0.sse"}
+
 
 @pytest.mark.parametrize("path", ANTHROPIC, ids=lambda p: p.name)
 def test_anthropic_streams_match_the_sdk(path):
@@ -110,7 +114,11 @@ def test_openrouter_error_chunk_keeps_usage_and_reasoning():
 
 import openai  # noqa: E402  (used above for the SDK's error type)
 
-ALL = [("anthropic", p) for p in ANTHROPIC] + [("openai-chat", p) for p in CHAT] + [("openai-responses", p) for p in RESPONSES]
+ALL = (
+    [("anthropic", p) for p in ANTHROPIC]
+    + [("openai-chat", p) for p in CHAT]
+    + [("openai-responses", p) for p in RESPONSES]
+)
 
 
 @pytest.mark.parametrize("protocol,path", ALL, ids=lambda x: getattr(x, "name", x))

@@ -90,7 +90,11 @@ def check_invariant(agent, events):
     return stored
 
 
-TWO_CALLS = (("think", "I need both the weather and the time."), ("tool", "call_w", "weather", '{"city": "Paris"}'), ("tool", "call_t", "local_time", '{"city": "Paris"}'))
+TWO_CALLS = (
+    ("think", "I need both the weather and the time."),
+    ("tool", "call_w", "weather", '{"city": "Paris"}'),
+    ("tool", "call_t", "local_time", '{"city": "Paris"}'),
+)
 ANSWER = (("text", "Paris is sunny and it is 14:05."),)
 
 
@@ -103,12 +107,43 @@ def _reasoning_item(body):
 # streams sign it "sig-" plus its first eight characters): the preset that replays it, and a
 # check of the second request. A protocol missing here fails the test that reads this.
 REPLAYED_THINKING = {
-    "anthropic": (None, lambda body: body["messages"][1]["content"][0] == {"type": "thinking", "thinking": "I need both the weather and the time.", "signature": "sig-I need b"}),
-    "bedrock-converse": (None, lambda body: body["messages"][1]["content"][0] == {"reasoningContent": {"reasoningText": {"text": "I need both the weather and the time.", "signature": "sig-I need b"}}}),
-    "gemini": (None, lambda body: body["contents"][1]["parts"][:2] == [{"text": "I need both the weather and the time.", "thought": True}, {"functionCall": {"name": "weather", "args": {"city": "Paris"}}, "thoughtSignature": "sig-I need b"}]),
+    "anthropic": (
+        None,
+        lambda body: (
+            body["messages"][1]["content"][0]
+            == {"type": "thinking", "thinking": "I need both the weather and the time.", "signature": "sig-I need b"}
+        ),
+    ),
+    "bedrock-converse": (
+        None,
+        lambda body: (
+            body["messages"][1]["content"][0]
+            == {
+                "reasoningContent": {
+                    "reasoningText": {"text": "I need both the weather and the time.", "signature": "sig-I need b"}
+                }
+            }
+        ),
+    ),
+    "gemini": (
+        None,
+        lambda body: (
+            body["contents"][1]["parts"][:2]
+            == [
+                {"text": "I need both the weather and the time.", "thought": True},
+                {"functionCall": {"name": "weather", "args": {"city": "Paris"}}, "thoughtSignature": "sig-I need b"},
+            ]
+        ),
+    ),
     "ollama": (None, lambda body: body["messages"][2]["thinking"].startswith("I need both the weather and the time.")),
-    "openai-chat": ("deepseek", lambda body: body["messages"][2]["reasoning_content"].startswith("I need both the weather and the time.")),
-    "openai-responses": (None, lambda body: (_reasoning_item(body)["id"], _reasoning_item(body)["encrypted_content"]) == ("rs_0", "enc-0")),
+    "openai-chat": (
+        "deepseek",
+        lambda body: body["messages"][2]["reasoning_content"].startswith("I need both the weather and the time."),
+    ),
+    "openai-responses": (
+        None,
+        lambda body: (_reasoning_item(body)["id"], _reasoning_item(body)["encrypted_content"]) == ("rs_0", "enc-0"),
+    ),
 }
 
 
@@ -127,11 +162,15 @@ def test_parallel_tool_calls_then_an_answer_with_thinking_replayed(server, proto
     SPANS.clear()
     events = run(stream_all(agent, UserMsg("user", "Weather and time in Paris?")))
     reply = check_invariant(agent, events)
-    assert reply.finished_reason == "completed" and reply.get_text_content().strip() == "Paris is sunny and it is 14:05."
+    assert (
+        reply.finished_reason == "completed" and reply.get_text_content().strip() == "Paris is sunny and it is 14:05."
+    )
     results = {r.name: (r.state, r.output[0].text) for r in reply.get_content_blocks("tool_result")}
     assert results == {"weather": ("success", "Paris: sunny, 21C"), "local_time": ("success", "Paris: 14:05")}
     calls = reply.get_content_blocks("tool_call")
-    assert [r.id for r in reply.get_content_blocks("tool_result")] == [c.id for c in calls]  # ids the provider gave, or made where it gives none
+    assert [r.id for r in reply.get_content_blocks("tool_result")] == [
+        c.id for c in calls
+    ]  # ids the provider gave, or made where it gives none
     assert all(c.state == "finished" for c in calls)
     (w0, w1), (t0, t1) = SPANS["weather"], SPANS["local_time"]
     assert w0 < t1 and t0 < w1  # the two calls ran at the same time (an async and a sync tool)
@@ -139,13 +178,24 @@ def test_parallel_tool_calls_then_an_answer_with_thinking_replayed(server, proto
     first = server.requests[0]["json"]
     if protocol == "anthropic":
         assert first["system"] == [{"type": "text", "text": "Be brief."}]
-        assert first["tools"][0] == {"name": "weather", "description": "Current weather for a city.", "input_schema": {"type": "object", "properties": {"city": {"type": "string", "description": "the city's name"}}, "required": ["city"], "additionalProperties": False}}
+        assert first["tools"][0] == {
+            "name": "weather",
+            "description": "Current weather for a city.",
+            "input_schema": {
+                "type": "object",
+                "properties": {"city": {"type": "string", "description": "the city's name"}},
+                "required": ["city"],
+                "additionalProperties": False,
+            },
+        }
     assert reply.usage.input_tokens == 20 and [e.type for e in events].count("MODEL_CALL_START") == 2
 
 
 def test_reply_returns_what_reply_stream_folds_to(server):
     for _ in range(2):
-        server.script(sse_reply(sse_bodies.body("anthropic", *TWO_CALLS)), sse_reply(sse_bodies.body("anthropic", *ANSWER)))
+        server.script(
+            sse_reply(sse_bodies.body("anthropic", *TWO_CALLS)), sse_reply(sse_bodies.body("anthropic", *ANSWER))
+        )
     a = Agent("Buddy", make_model(server, "anthropic"), tools=[weather, local_time])
     returned = run(a.reply(UserMsg("user", "Weather and time in Paris?")))
     assert returned == a.context[-1]
@@ -202,13 +252,23 @@ def test_external_tool(server, protocol):
         reply_in(protocol, ("tool", "call_x", "deploy", '{"env": "prod"}')),
         reply_in(protocol, ("text", "Deployed.")),
     )
-    deploy = Tool(name="deploy", description="Deploy the app.", parameters={"type": "object", "properties": {"env": {"type": "string"}}}, external=True)
+    deploy = Tool(
+        name="deploy",
+        description="Deploy the app.",
+        parameters={"type": "object", "properties": {"env": {"type": "string"}}},
+        external=True,
+    )
     agent = Agent("Buddy", make_model(server, protocol), tools=[deploy])
     first = run(stream_all(agent, UserMsg("user", "Deploy to prod")))
     assert first[-1].type == "REQUIRE_EXTERNAL_EXECUTION" and agent.context[-1].content[0].state == "submitted"
     from modelwire.message import ToolResultBlock
 
-    result = E.ExternalExecutionResultEvent(reply_id=agent.context[-1].id, execution_results=[ToolResultBlock(id=agent.context[-1].content[0].id, name="deploy", output="ok: v42", state="success")])
+    result = E.ExternalExecutionResultEvent(
+        reply_id=agent.context[-1].id,
+        execution_results=[
+            ToolResultBlock(id=agent.context[-1].content[0].id, name="deploy", output="ok: v42", state="success")
+        ],
+    )
     second = run(stream_all(agent, event=result))
     reply = check_invariant(agent, first + second)
     assert reply.content[0].state == "submitted" and reply.get_content_blocks("tool_result")[0].output == "ok: v42"
@@ -238,7 +298,9 @@ def test_interrupt_mid_stream(server, protocol):
 
 def test_interrupting_a_parked_reply_answers_its_calls(server):
     server.script(sse_reply(sse_bodies.body("anthropic", ("tool", "call_d", "rm", '{"path": "/"}'))))
-    agent = Agent("Buddy", make_model(server, "anthropic"), tools=[Tool(lambda path: "no", name="rm", requires_confirmation=True)])
+    agent = Agent(
+        "Buddy", make_model(server, "anthropic"), tools=[Tool(lambda path: "no", name="rm", requires_confirmation=True)]
+    )
     first = run(stream_all(agent, UserMsg("user", "rm")))
     second = run(stream_all(agent, event=E.UserInterruptEvent(reply_id=agent.context[-1].id)))
     reply = check_invariant(agent, first + second)
@@ -283,7 +345,9 @@ def test_max_iters(server, protocol):
         assert protocol in NO_MORE_CALLS, f"say how {protocol} asks for no tool call in NO_MORE_CALLS"
         assert NO_MORE_CALLS[protocol](request["json"]), request["json"]
 
-    server.script(reply_in(protocol, ("text", "I keep checking; it is sunny."), check=last_call_has_no_tool_choice_left))
+    server.script(
+        reply_in(protocol, ("text", "I keep checking; it is sunny."), check=last_call_has_no_tool_choice_left)
+    )
     agent = Agent("Buddy", make_model(server, protocol), tools=[weather], max_iters=2)
     events = run(stream_all(agent, UserMsg("user", "Weather?")))
     reply = check_invariant(agent, events)
@@ -317,12 +381,19 @@ def test_http_error_on_first_call(server):
 def test_a_failed_reply_raises_its_typed_error_unless_asked_not_to(server):
     from modelwire import errors as Err
 
-    server.script(error_reply(401, {"error": {"message": "bad key", "type": "invalid_api_key"}}), error_reply(401, {"error": {"message": "bad key", "type": "invalid_api_key"}}))
+    server.script(
+        error_reply(401, {"error": {"message": "bad key", "type": "invalid_api_key"}}),
+        error_reply(401, {"error": {"message": "bad key", "type": "invalid_api_key"}}),
+    )
     agent = Agent("Buddy", make_model(server, "openai-responses"))
     with pytest.raises(Err.AuthenticationError, match="bad key") as caught:
         run(agent.reply("hi"))  # a plain string is the user's words
     partial = caught.value.partial
-    assert partial.finished_reason == "error" and partial.error.type == "authentication" and partial.id == agent.context[-1].id
+    assert (
+        partial.finished_reason == "error"
+        and partial.error.type == "authentication"
+        and partial.id == agent.context[-1].id
+    )
     events = []
 
     async def consume():
@@ -335,16 +406,26 @@ def test_a_failed_reply_raises_its_typed_error_unless_asked_not_to(server):
 
 
 def test_plain_strings_and_message_json_are_input_and_the_sync_entry_points_run(server):
-    server.script(sse_reply(sse_bodies.body("anthropic", ("text", "Hello."))), sse_reply(sse_bodies.body("anthropic", ("text", "Hi again."))), sse_reply(sse_bodies.body("anthropic", ("text", "Direct."))))
+    server.script(
+        sse_reply(sse_bodies.body("anthropic", ("text", "Hello."))),
+        sse_reply(sse_bodies.body("anthropic", ("text", "Hi again."))),
+        sse_reply(sse_bodies.body("anthropic", ("text", "Direct."))),
+    )
     model = make_model(server, "anthropic")
     agent = Agent("Buddy", model)
     first = agent.reply_sync("Hi")
     second = agent.reply_sync([{"role": "user", "name": "me", "content": [{"type": "text", "text": "And you?"}]}])
     direct = model.complete_sync("Just say it.")
-    assert (first.get_text_content().strip(), second.get_text_content().strip(), direct.get_text_content().strip()) == ("Hello.", "Hi again.", "Direct.")
+    assert (first.get_text_content().strip(), second.get_text_content().strip(), direct.get_text_content().strip()) == (
+        "Hello.",
+        "Hi again.",
+        "Direct.",
+    )
     sent = server.requests[1]["json"]["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"] and sent[0]["content"][0]["text"] == "Hi"
-    assert server.requests[2]["json"]["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Just say it."}]}]
+    assert server.requests[2]["json"]["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Just say it."}]}
+    ]
 
     async def inside_a_loop():
         agent.reply_sync("no")
@@ -361,7 +442,15 @@ def test_bad_arguments_and_tool_exceptions_become_error_results(server):
         return a / b
 
     server.script(
-        sse_reply(sse_bodies.body("anthropic", ("tool", "c1", "divide", '{"a": 1, "b": 0}'), ("tool", "c2", "divide", '{"a": "x"}'), ("tool", "c3", "nope", "{}"), ("tool", "c4", "divide", '{"a": 1,'))),
+        sse_reply(
+            sse_bodies.body(
+                "anthropic",
+                ("tool", "c1", "divide", '{"a": 1, "b": 0}'),
+                ("tool", "c2", "divide", '{"a": "x"}'),
+                ("tool", "c3", "nope", "{}"),
+                ("tool", "c4", "divide", '{"a": 1,'),
+            )
+        ),
         sse_reply(sse_bodies.body("anthropic", ("text", "Sorry."))),
     )
     agent = Agent("Buddy", make_model(server, "anthropic"), tools=[divide])
@@ -369,7 +458,11 @@ def test_bad_arguments_and_tool_exceptions_become_error_results(server):
     reply = check_invariant(agent, events)
     results = {r.id: (r.state, r.output[0].text) for r in reply.get_content_blocks("tool_result")}
     assert results["c1"][0] == "error" and "ZeroDivisionError" in results["c1"][1]
-    assert results["c2"][0] == "error" and "b: Field required" in results["c2"][1] and "a: Input should be a valid integer" in results["c2"][1]
+    assert (
+        results["c2"][0] == "error"
+        and "b: Field required" in results["c2"][1]
+        and "a: Input should be a valid integer" in results["c2"][1]
+    )
     assert results["c3"][0] == "error" and "no tool named 'nope'" in results["c3"][1]
     assert results["c4"][0] == "error" and "not valid JSON" in results["c4"][1]
     sent = json.dumps(server.requests[1]["json"])
@@ -386,11 +479,20 @@ def test_streaming_tools_and_data_results(server):
         yield "all good."
         yield DataBlock(id="chart", source=Base64Source(data="iVBORw0KGgo=", media_type="image/png"))
 
-    server.script(sse_reply(sse_bodies.body("openai-responses", ("tool", "c1", "report", '{"topic": "sales"}'))), sse_reply(sse_bodies.body("openai-responses", ("text", "Here."))))
+    server.script(
+        sse_reply(sse_bodies.body("openai-responses", ("tool", "c1", "report", '{"topic": "sales"}'))),
+        sse_reply(sse_bodies.body("openai-responses", ("text", "Here."))),
+    )
     agent = Agent("Buddy", make_model(server, "openai-responses"), tools=[report])
     events = run(stream_all(agent, UserMsg("user", "Report")))
     reply = check_invariant(agent, events)
-    assert [e.type for e in events if e.type.startswith("TOOL_RESULT")] == ["TOOL_RESULT_START", "TOOL_RESULT_TEXT_DELTA", "TOOL_RESULT_TEXT_DELTA", "TOOL_RESULT_DATA_DELTA", "TOOL_RESULT_END"]
+    assert [e.type for e in events if e.type.startswith("TOOL_RESULT")] == [
+        "TOOL_RESULT_START",
+        "TOOL_RESULT_TEXT_DELTA",
+        "TOOL_RESULT_TEXT_DELTA",
+        "TOOL_RESULT_DATA_DELTA",
+        "TOOL_RESULT_END",
+    ]
     (result,) = reply.get_content_blocks("tool_result")
     assert result.output[0].text == "Report on sales: all good." and result.output[1].source.media_type == "image/png"
     output = server.requests[1]["json"]["input"][-1]["output"]
@@ -409,7 +511,12 @@ class Weather(BaseModel):
 def test_structured_output(server, model_string):
     """Native JSON-schema output where the provider has it (OpenAI Chat and Responses);
     a final_answer tool where it has not (Anthropic, and DeepSeek, which takes JSON mode only)."""
-    model = load_model(model_string, api_key="sk-test", base_url=server.url + ("" if model_string.startswith("anthropic") else "/v1"), retry=RetryPolicy(max_retries=0))
+    model = load_model(
+        model_string,
+        api_key="sk-test",
+        base_url=server.url + ("" if model_string.startswith("anthropic") else "/v1"),
+        retry=RetryPolicy(max_retries=0),
+    )
     protocol = model.protocol
     native = model.capabilities.native_structured_output
     assert native == (model_string.split(":")[0] in ("openai", "openai-responses"))
@@ -434,7 +541,9 @@ def test_structured_output(server, model_string):
 
 
 def test_structured_output_is_native_on_claude_models_that_take_it(server):
-    model = load_model("anthropic:claude-opus-4-7", api_key="sk-test", base_url=server.url, retry=RetryPolicy(max_retries=0))
+    model = load_model(
+        "anthropic:claude-opus-4-7", api_key="sk-test", base_url=server.url, retry=RetryPolicy(max_retries=0)
+    )
     server.script(sse_reply(sse_bodies.body("anthropic", ("text", '{"city": "Paris", "temperature_c": 21}'))))
     agent = Agent("Buddy", model)
     reply = run(agent.reply(UserMsg("user", "Weather in Paris as JSON"), structured_model=Weather))
@@ -459,11 +568,23 @@ def test_a_refusal_is_the_answer_not_an_invalid_structure(server, spec):
 def test_structured_output_never_forces_a_tool_while_claude_thinks_on_a_budget(server):
     """Sonnet 4 has no native structured output and refuses a forced tool with budget
     thinking: after a prose answer the agent asks for the tool instead of forcing it."""
-    model = load_model("anthropic:claude-sonnet-4-20250514", api_key="sk-test", base_url=server.url, retry=RetryPolicy(max_retries=0), thinking=True)
+    model = load_model(
+        "anthropic:claude-sonnet-4-20250514",
+        api_key="sk-test",
+        base_url=server.url,
+        retry=RetryPolicy(max_retries=0),
+        thinking=True,
+    )
     assert model.forced_tool_ok({"thinking": False}) and not model.forced_tool_ok()
     server.script(
         sse_reply(sse_bodies.body("anthropic", ("think", "Hmm."), ("text", "It is 21 degrees in Paris."))),
-        sse_reply(sse_bodies.body("anthropic", ("think", "Now the tool."), ("tool", "c1", "final_answer", '{"city": "Paris", "temperature_c": 21}'))),
+        sse_reply(
+            sse_bodies.body(
+                "anthropic",
+                ("think", "Now the tool."),
+                ("tool", "c1", "final_answer", '{"city": "Paris", "temperature_c": 21}'),
+            )
+        ),
     )
     agent = Agent("Buddy", model)
     events = run(stream_all(agent, UserMsg("user", "Weather in Paris?"), structured_model=Weather))
@@ -481,13 +602,20 @@ def test_a_structured_answer_that_does_not_validate_raises_from_reply(server):
     ``reply()`` (with the message as ``partial``); ``raise_errors=False`` only returns it."""
     from modelwire.errors import StructuredOutputError
 
-    model = load_model("openai:gpt-test", api_key="sk-test", base_url=server.url + "/v1", retry=RetryPolicy(max_retries=0))
-    server.script(reply_in("openai-chat", ("text", '{"city": "Paris", "temperature_c": "warm"}')), reply_in("openai-chat", ("text", '{"city": "Oslo"}')))
+    model = load_model(
+        "openai:gpt-test", api_key="sk-test", base_url=server.url + "/v1", retry=RetryPolicy(max_retries=0)
+    )
+    server.script(
+        reply_in("openai-chat", ("text", '{"city": "Paris", "temperature_c": "warm"}')),
+        reply_in("openai-chat", ("text", '{"city": "Oslo"}')),
+    )
     agent = Agent("Buddy", model)
     with pytest.raises(StructuredOutputError, match="structured output is not valid") as raised:
         run(agent.reply(UserMsg("user", "Weather in Paris as JSON"), structured_model=Weather))
     reply = raised.value.partial
-    assert reply.finished_reason == "error" and reply.error.type == "invalid_request" and reply.structured_output is None
+    assert (
+        reply.finished_reason == "error" and reply.error.type == "invalid_request" and reply.structured_output is None
+    )
     quiet = run(agent.reply(UserMsg("user", "And Oslo?"), structured_model=Weather, raise_errors=False))
     assert quiet.finished_reason == "error" and "not valid" in quiet.error.message
 
@@ -499,8 +627,13 @@ def test_an_error_out_of_a_sync_call_is_not_chained_to_a_missing_event_loop(serv
 
     from modelwire.errors import RateLimitError
 
-    server.script(error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}), error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}))
-    model = load_model("anthropic:claude-test", api_key="sk-test", base_url=server.url, retry=RetryPolicy(max_retries=0))
+    server.script(
+        error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}),
+        error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}),
+    )
+    model = load_model(
+        "anthropic:claude-test", api_key="sk-test", base_url=server.url, retry=RetryPolicy(max_retries=0)
+    )
     with pytest.raises(RateLimitError) as raised:
         model.complete_sync([UserMsg("user", "hi")])
     assert "no running event loop" not in "".join(traceback.format_exception(raised.value))
@@ -577,13 +710,21 @@ def test_reply_resumes_a_parked_reply_and_returns_what_was_stored(server, caplog
         sse_reply(sse_bodies.body("anthropic", ("tool", "call_d", "rm", '{"path": "/tmp/x"}'))),
         sse_reply(sse_bodies.body("anthropic", ("text", "Removed."))),
     )
-    agent = Agent("Buddy", make_model(server, "anthropic"), tools=[Tool(lambda path: f"removed {path}", name="rm", requires_confirmation=True)])
+    agent = Agent(
+        "Buddy",
+        make_model(server, "anthropic"),
+        tools=[Tool(lambda path: f"removed {path}", name="rm", requires_confirmation=True)],
+    )
     with caplog.at_level("WARNING", logger="modelwire.agent"):
         parked = run(agent.reply(UserMsg("user", "rm /tmp/x")))
     assert parked == agent.context[-1] and parked.content[0].state == "asking" and parked.finished_reason is None
     # Returned while it waits: said, with what answers it.
     (said,) = [r.getMessage() for r in caplog.records if r.name == "modelwire.agent"]
-    assert f"reply {parked.id} is waiting, not finished" in said and "(rm) wait for the user's confirmation" in said and "agent.confirm" in said
+    assert (
+        f"reply {parked.id} is waiting, not finished" in said
+        and "(rm) wait for the user's confirmation" in said
+        and "agent.confirm" in said
+    )
     caplog.clear()
     done = run(agent.reply(event=agent.confirm({"call_d": True})))
     assert not [r for r in caplog.records if r.name == "modelwire.agent"]

@@ -28,12 +28,24 @@ def test_a_paused_turn_is_sent_back_and_goes_on_as_one_reply():
     web_search = {"type": "web_search_20250305", "name": "web_search"}
     with ProviderServer() as server:
         server.script(sse_reply(first.read_bytes()), sse_reply(second.read_bytes()))
-        model = load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=0), max_tokens=15000, thinking_budget=4096, extra_body={"tools": [web_search]})
+        model = load_model(
+            "anthropic:claude-sonnet-4-5",
+            api_key="k",
+            base_url=server.url,
+            retry=RetryPolicy(max_retries=0),
+            max_tokens=15000,
+            thinking_budget=4096,
+            extra_body={"tools": [web_search]},
+        )
         agent = Agent("a", model)
         events = []
 
         async def go():
-            async for e in agent.reply_stream(json.loads(PAUSED.with_name(PAUSED.name + ".0.request.json").read_text())["messages"][0]["content"][0]["text"]):
+            async for e in agent.reply_stream(
+                json.loads(PAUSED.with_name(PAUSED.name + ".0.request.json").read_text())["messages"][0]["content"][0][
+                    "text"
+                ]
+            ):
                 events.append(e)
 
         asyncio.run(go())
@@ -62,7 +74,12 @@ def test_a_hanging_tool_ends_as_an_error_result_with_its_time():
     calls = ("tool", "c1", "slow_lookup", '{"city": "Oslo"}'), ("tool", "c2", "stuck_in_a_thread", '{"city": "Oslo"}')
     with ProviderServer() as server:
         server.script(sse_reply(body("anthropic", *calls)), sse_reply(body("anthropic", ("text", "Both failed."))))
-        agent = Agent("a", load_model("anthropic:claude-test", api_key="k", base_url=server.url), tools=[Tool(slow_lookup, timeout=0.2), stuck_in_a_thread], tool_timeout=0.3)
+        agent = Agent(
+            "a",
+            load_model("anthropic:claude-test", api_key="k", base_url=server.url),
+            tools=[Tool(slow_lookup, timeout=0.2), stuck_in_a_thread],
+            tool_timeout=0.3,
+        )
 
         async def go():
             return await asyncio.wait_for(agent.reply("Look up Oslo"), 20)  # bounded: a hang fails the test
@@ -83,10 +100,18 @@ def test_a_consumer_that_stops_early_closes_the_call_and_the_reply_stays_sendabl
     the agent's next reply sends a valid history."""
     with ProviderServer() as server:
         server.script(
-            sse_reply(body("anthropic", ("tool", "toolu_1", "lookup", '{"q": "x"}'), ("text", "word " * 400)), delay=0.01),
+            sse_reply(
+                body("anthropic", ("tool", "toolu_1", "lookup", '{"q": "x"}'), ("text", "word " * 400)), delay=0.01
+            ),
             sse_reply(body("anthropic", ("text", "Second answer."))),
         )
-        agent = Agent("a", load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=0)), tools=[Tool(lambda q: "found", name="lookup")])
+        agent = Agent(
+            "a",
+            load_model(
+                "anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=0)
+            ),
+            tools=[Tool(lambda q: "found", name="lookup")],
+        )
 
         async def go():
             stream = agent.reply_stream("Look it up")
@@ -108,5 +133,10 @@ def test_a_consumer_that_stops_early_closes_the_call_and_the_reply_stays_sendabl
     (result,) = first.get_content_blocks("tool_result")
     assert result.state == "interrupted"  # the open call is answered, so the history is sendable
     assert second.get_text_content().strip() == "Second answer."
-    uses = [c for m in sent["messages"] for c in m["content"] if isinstance(c, dict) and c.get("type") in ("tool_use", "tool_result")]
+    uses = [
+        c
+        for m in sent["messages"]
+        for c in m["content"]
+        if isinstance(c, dict) and c.get("type") in ("tool_use", "tool_result")
+    ]
     assert [u["type"] for u in uses] == ["tool_use", "tool_result"]

@@ -25,7 +25,11 @@ def _theirs(msg: Msg):
 
 
 def test_model_dump_is_agentscopes_for_the_same_message():
-    msg = AssistantMsg("bot", [TextBlock(text="hi"), ToolCallBlock(id="c", name="f", input="{}")], usage=Usage(input_tokens=3, output_tokens=2))
+    msg = AssistantMsg(
+        "bot",
+        [TextBlock(text="hi"), ToolCallBlock(id="c", name="f", input="{}")],
+        usage=Usage(input_tokens=3, output_tokens=2),
+    )
     theirs = _theirs(msg)
     assert msg.model_dump() == theirs.model_dump(mode="json")  # no modelwire-only field while it is unset
     assert msg.model_dump(exclude_none=True) == theirs.model_dump(mode="json", exclude_none=True)
@@ -71,9 +75,17 @@ def test_types_states_and_reasons_are_agentscopes_enums():
     assert json.loads(E.event_to_json(event))["finished_reason"] == "completed"
     end = E.ReplyEndEvent.from_dict({"session_id": "s", "reply_id": "r", "finished_reason": "interrupted"})
     assert end.finished_reason is E.ReplyFinishedReason.INTERRUPTED
-    msg = Msg.from_dict({"name": "bot", "role": "assistant", "content": [{"type": "tool_call", "id": "c", "name": "f", "input": "{}", "state": "asking"}]})
+    msg = Msg.from_dict(
+        {
+            "name": "bot",
+            "role": "assistant",
+            "content": [{"type": "tool_call", "id": "c", "name": "f", "input": "{}", "state": "asking"}],
+        }
+    )
     call = msg.content[0]
-    assert call.state.value == "asking" and call.state == "asking" and msg.model_dump()["content"][0]["state"] == "asking"
+    assert (
+        call.state.value == "asking" and call.state == "asking" and msg.model_dump()["content"][0]["state"] == "asking"
+    )
     theirs = as_message.ToolCallBlock(id="c", name="f", input="{}")
     assert ToolCallBlock(id="c", name="f", input="{}").state.value == theirs.state.value == "pending"
     folded = AssistantMsg("bot", [], id="r")

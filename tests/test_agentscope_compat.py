@@ -112,7 +112,10 @@ def test_folding_matches_agentscope():
     r.add(E.DataBlockEndEvent, block_id="img")
     r.tool_result("c", "f", "ok ", "fine")
     r.add(E.RequireExternalExecutionEvent, tool_calls=[ToolCallBlock(id="d", name="g", input="{}")])
-    r.add(E.ExternalExecutionResultEvent, execution_results=[ToolResultBlock(id="d", name="g", output="done elsewhere", state="success")])
+    r.add(
+        E.ExternalExecutionResultEvent,
+        execution_results=[ToolResultBlock(id="d", name="g", output="done elsewhere", state="success")],
+    )
     r.add(E.HintBlockEvent, block_id="h", hint="note")
     r.end(finished_reason="interrupted")
 
@@ -139,7 +142,9 @@ def test_events_take_media_the_way_a_message_does():
     """A message takes "jpg" and unpadded base64 (as other tools write them); so do the
     events, and AgentScope's JSON round trip of them."""
     start = E.parse_event({"type": "DATA_BLOCK_START", "reply_id": "r", "block_id": "b", "media_type": "jpg"})
-    delta = E.parse_event({"type": "DATA_BLOCK_DELTA", "reply_id": "r", "block_id": "b", "media_type": "image/jpg", "data": "QUI"})
+    delta = E.parse_event(
+        {"type": "DATA_BLOCK_DELTA", "reply_id": "r", "block_id": "b", "media_type": "image/jpg", "data": "QUI"}
+    )
     assert (start.media_type, delta.media_type, delta.data) == ("image/jpeg", "image/jpeg", "QUI=")
     block = DataBlock.from_dict({"source": {"type": "base64", "data": "QUI", "media_type": "jpg"}})
     assert (block.source.media_type, block.source.data) == (delta.media_type, delta.data)

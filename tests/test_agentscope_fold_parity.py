@@ -35,7 +35,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 STREAMS = int(__import__("os").environ.get("PARITY_STREAMS", 10_000))
 MEDIA = ["image/png", "image/jpeg", "audio/wav", "application/pdf"]
-ALPHABET = "ab \n\"{}漢🙂é"
+ALPHABET = 'ab \n"{}漢🙂é'
 
 
 class _Stream:
@@ -110,18 +110,37 @@ class _Stream:
                 self.add(E.HintBlockEvent, block_id=self.new_id("hint"), hint=self.text() or "h", source="system")
             else:
                 self.tool_call()
-        self.add(E.ModelCallEndEvent, input_tokens=self.rnd.randint(0, 99), output_tokens=self.rnd.randint(0, 99), cache_input_tokens=self.rnd.randint(0, 9))
+        self.add(
+            E.ModelCallEndEvent,
+            input_tokens=self.rnd.randint(0, 99),
+            output_tokens=self.rnd.randint(0, 99),
+            cache_input_tokens=self.rnd.randint(0, 9),
+        )
 
     def tool_result(self, call: str) -> None:
         self.add(E.ToolResultStartEvent, tool_call_id=call, tool_call_name="f")
         for _ in range(self.rnd.randint(0, 4)):
             if self.rnd.random() < 0.7:
-                self.add(E.ToolResultTextDeltaEvent, tool_call_id=call, delta=self.text() if self.rnd.random() < 0.7 else "")
+                self.add(
+                    E.ToolResultTextDeltaEvent, tool_call_id=call, delta=self.text() if self.rnd.random() < 0.7 else ""
+                )
             elif self.rnd.random() < 0.5:
                 data = base64.b64encode(self.rnd.randbytes(self.rnd.randint(1, 9))).decode()
-                self.add(E.ToolResultDataDeltaEvent, tool_call_id=call, block_id=self.new_id("out"), media_type=self.rnd.choice(MEDIA), data=data)
+                self.add(
+                    E.ToolResultDataDeltaEvent,
+                    tool_call_id=call,
+                    block_id=self.new_id("out"),
+                    media_type=self.rnd.choice(MEDIA),
+                    data=data,
+                )
             else:
-                self.add(E.ToolResultDataDeltaEvent, tool_call_id=call, block_id=self.new_id("out"), media_type="image/png", url="https://example.com/o.png")
+                self.add(
+                    E.ToolResultDataDeltaEvent,
+                    tool_call_id=call,
+                    block_id=self.new_id("out"),
+                    media_type="image/png",
+                    url="https://example.com/o.png",
+                )
         self.add(E.ToolResultEndEvent, tool_call_id=call, state=self.rnd.choice(["success", "error", "denied"]))
 
     def after_calls(self) -> None:
@@ -131,7 +150,9 @@ class _Stream:
             if roll < 0.2:
                 self.add(E.RequireUserConfirmEvent, tool_calls=[block])
                 confirmed = self.rnd.random() < 0.5
-                self.add(E.UserConfirmResultEvent, confirm_results=[E.ConfirmResult(confirmed=confirmed, tool_call=block)])
+                self.add(
+                    E.UserConfirmResultEvent, confirm_results=[E.ConfirmResult(confirmed=confirmed, tool_call=block)]
+                )
                 if confirmed:
                     self.tool_result(call)
             elif roll < 0.35:
@@ -163,7 +184,11 @@ def _comparable(value: Any, in_result: bool = False) -> Any:
     result's text parts."""
     if isinstance(value, dict):
         skip = {"created_at", "finished_at"} | ({"id"} if in_result and value.get("type") == "text" else set())
-        return {k: _comparable(v, in_result or value.get("type") == "tool_result") for k, v in value.items() if k not in skip}
+        return {
+            k: _comparable(v, in_result or value.get("type") == "tool_result")
+            for k, v in value.items()
+            if k not in skip
+        }
     if isinstance(value, list):
         return [_comparable(v, in_result) for v in value]
     return value
@@ -186,5 +211,7 @@ def test_random_streams_fold_alike_in_both_libraries():
             kinds.add(event.type)
         if _comparable(ours.model_dump()) != _comparable(theirs.model_dump(mode="json")):
             differ.append(seed)
-    assert set(E.EventType) - kinds == {"CUSTOM"}  # every type but CUSTOM, which carries no reply_id (AgentScope's fold reads one)
+    assert set(E.EventType) - kinds == {
+        "CUSTOM"
+    }  # every type but CUSTOM, which carries no reply_id (AgentScope's fold reads one)
     assert differ == [], f"{len(differ)} of {STREAMS} streams fold differently, first seeds {differ[:5]}"

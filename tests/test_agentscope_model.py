@@ -72,21 +72,36 @@ def chat_model(server, protocol: str, **kw) -> ModelwireChatModel:
 
 def as_modelwire_events(events) -> list:
     """AgentScope's events, through JSON, as modelwire's: the same vocabulary."""
-    return [Ev.parse_event(json.loads(e.model_dump_json())) for e in events if hasattr(e, "model_dump_json") and getattr(e, "type", None)]
+    return [
+        Ev.parse_event(json.loads(e.model_dump_json()))
+        for e in events
+        if hasattr(e, "model_dump_json") and getattr(e, "type", None)
+    ]
 
 
 def thinking_sent(protocol: str, request: dict) -> bool:
     sent = json.dumps(request["json"])
-    marker = {"anthropic": '"signature": "sig-Two tool"', "openai-chat": '"reasoning_content": "Two tools."', "openai-responses": '"encrypted_content": "enc-0"', "gemini": '"thoughtSignature": "sig-Two tool"', "bedrock-converse": '"signature": "sig-Two tool"'}[protocol]
+    marker = {
+        "anthropic": '"signature": "sig-Two tool"',
+        "openai-chat": '"reasoning_content": "Two tools."',
+        "openai-responses": '"encrypted_content": "enc-0"',
+        "gemini": '"thoughtSignature": "sig-Two tool"',
+        "bedrock-converse": '"signature": "sig-Two tool"',
+    }[protocol]
     return marker in sent
 
 
 @pytest.mark.parametrize("protocol", list(PRESETS))
 def test_agentscopes_agent_runs_parallel_tools_on_every_protocol(protocol, monkeypatch):
     monkeypatch.setenv("AWS_REGION", "us-east-1")
-    calls = [("tool", "fc_1" if protocol == "gemini" else "call_1", "weather", '{"city": "Paris"}'), ("tool", "fc_2" if protocol == "gemini" else "call_2", "local_time", '{"city": "Paris"}')]
+    calls = [
+        ("tool", "fc_1" if protocol == "gemini" else "call_1", "weather", '{"city": "Paris"}'),
+        ("tool", "fc_2" if protocol == "gemini" else "call_2", "local_time", '{"city": "Paris"}'),
+    ]
     with ProviderServer() as server:
-        server.script(stream_reply(protocol, ("think", "Two tools."), *calls), stream_reply(protocol, ("text", "Sunny at noon.")))
+        server.script(
+            stream_reply(protocol, ("think", "Two tools."), *calls), stream_reply(protocol, ("text", "Sunny at noon."))
+        )
         agent = Agent(name="Friday", system_prompt="Be brief.", model=chat_model(server, protocol), toolkit=toolkit())
 
         async def run():
@@ -112,9 +127,16 @@ def test_a_tool_error_reaches_the_model_as_an_error_result():
             stream_reply("anthropic", ("tool", "toolu_1", "local_time", '{"city": "Atlantis"}')),
             stream_reply("anthropic", ("text", "No such city.")),
         )
-        agent = Agent(name="Friday", system_prompt="Be brief.", model=chat_model(server, "anthropic"), toolkit=toolkit())
+        agent = Agent(
+            name="Friday", system_prompt="Be brief.", model=chat_model(server, "anthropic"), toolkit=toolkit()
+        )
         asyncio.run(agent.reply(ASUserMsg(name="user", content="Time in Atlantis?")))
-        results = [c for m in server.requests[1]["json"]["messages"] for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_result"]
+        results = [
+            c
+            for m in server.requests[1]["json"]["messages"]
+            for c in m["content"]
+            if isinstance(c, dict) and c.get("type") == "tool_result"
+        ]
         assert results and results[0]["tool_use_id"] == "toolu_1" and "no such city" in json.dumps(results[0])
 
 
@@ -122,7 +144,9 @@ def test_cancelling_agentscopes_reply_closes_the_http_stream():
     words = " ".join(["word"] * 400)
     with ProviderServer() as server:
         server.script(sse_reply(body("anthropic", ("text", words)), delay=0.01))
-        agent = Agent(name="Friday", system_prompt="Be brief.", model=chat_model(server, "anthropic"), toolkit=toolkit())
+        agent = Agent(
+            name="Friday", system_prompt="Be brief.", model=chat_model(server, "anthropic"), toolkit=toolkit()
+        )
 
         async def run():
             seen = 0
@@ -169,7 +193,10 @@ def test_an_agentscope_agent_with_a_cassette_replays_with_the_server_stopped(tmp
 
     path = tmp_path / "agentscope.json"
     with ProviderServer() as server:
-        server.script(stream_reply("anthropic", ("tool", "toolu_1", "weather", '{"city": "Rome"}')), stream_reply("anthropic", ("text", "Sunny in Rome.")))
+        server.script(
+            stream_reply("anthropic", ("tool", "toolu_1", "weather", '{"city": "Rome"}')),
+            stream_reply("anthropic", ("text", "Sunny in Rome.")),
+        )
         url = server.url
         with use_cassette(path, "once"):
             first = asyncio.run(make_agent(url).reply(ASUserMsg(name="user", content="Weather in Rome?")))
@@ -182,9 +209,14 @@ def test_an_agentscope_agent_with_a_cassette_replays_with_the_server_stopped(tmp
 @pytest.mark.parametrize("who", ["modelwire", "agentscope"])
 def test_one_switch_decides_who_retries(who):
     with ProviderServer() as server:
-        server.script(error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "0"}), sse_reply(body("anthropic", ("text", "ok"))))
+        server.script(
+            error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "0"}),
+            sse_reply(body("anthropic", ("text", "ok"))),
+        )
         model = chat_model(server, "anthropic", retries=who, max_retries=1, retry_delay=0.01)
-        assert (model.max_retries, model._get_retryable_exceptions() != ()) == ((0, False) if who == "modelwire" else (1, True))
+        assert (model.max_retries, model._get_retryable_exceptions() != ()) == (
+            (0, False) if who == "modelwire" else (1, True)
+        )
 
         async def call():
             result = await model([ASUserMsg(name="user", content="hi")])
@@ -193,7 +225,10 @@ def test_one_switch_decides_who_retries(who):
         final = asyncio.run(call())
         assert [b.text for b in final.content] == ["ok"] and len(server.requests) == 2
     with ProviderServer() as server:
-        server.script(*[error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "0"})] * 3)
+        server.script(
+            *[error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "0"})]
+            * 3
+        )
         model = chat_model(server, "anthropic", retries=who, max_retries=1, retry_delay=0.01)
 
         async def call_and_read():
@@ -227,13 +262,21 @@ def _their_model(protocol: str, url: str):
     from agentscope.model import AnthropicChatModel, OpenAIChatModel
 
     if protocol == "anthropic":
-        return AnthropicChatModel(credential=AnthropicCredential(api_key="sk-test", base_url=url), model="claude-test", max_retries=0)
-    return OpenAIChatModel(credential=OpenAICredential(api_key="sk-test", base_url=url + "/v1"), model="gpt-test", max_retries=0)
+        return AnthropicChatModel(
+            credential=AnthropicCredential(api_key="sk-test", base_url=url), model="claude-test", max_retries=0
+        )
+    return OpenAIChatModel(
+        credential=OpenAICredential(api_key="sk-test", base_url=url + "/v1"), model="gpt-test", max_retries=0
+    )
 
 
 @pytest.mark.parametrize("protocol", ["anthropic", "openai-chat"])
 def test_the_same_bytes_give_the_same_response_as_agentscopes_own_models(protocol):
-    blocks = (("think", "Consider it."), ("text", "Here is the answer."), ("tool", "call_9", "weather", '{"city": "Oslo"}'))
+    blocks = (
+        ("think", "Consider it."),
+        ("text", "Here is the answer."),
+        ("tool", "call_9", "weather", '{"city": "Oslo"}'),
+    )
     raw = body(protocol, *blocks, usage=(21, 8))
     finals = {}
     for who in ("modelwire", "agentscope"):
@@ -242,7 +285,19 @@ def test_the_same_bytes_give_the_same_response_as_agentscopes_own_models(protoco
             model = chat_model(server, protocol) if who == "modelwire" else _their_model(protocol, server.url)
 
             async def call():
-                result = await model([ASUserMsg(name="user", content="hi")], tools=[{"type": "function", "function": {"name": "weather", "description": "w", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])
+                result = await model(
+                    [ASUserMsg(name="user", content="hi")],
+                    tools=[
+                        {
+                            "type": "function",
+                            "function": {
+                                "name": "weather",
+                                "description": "w",
+                                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                            },
+                        }
+                    ],
+                )
                 return [chunk async for chunk in result][-1]
 
             finals[who] = asyncio.run(call())
@@ -266,7 +321,11 @@ def test_the_same_bytes_give_the_same_response_as_agentscopes_own_models(protoco
         # (no reasoning field in OpenAI's dialect): we keep the reasoning_content we got.
         assert [v for v in view(ours) if v[0] != "thinking"] == [v for v in view(theirs) if v[0] != "thinking"]
         assert view(ours)[0] == ("thinking", "Consider it.", None)
-    assert (ours.usage.input_tokens, ours.usage.output_tokens) == (theirs.usage.input_tokens, theirs.usage.output_tokens) == (21, 8)
+    assert (
+        (ours.usage.input_tokens, ours.usage.output_tokens)
+        == (theirs.usage.input_tokens, theirs.usage.output_tokens)
+        == (21, 8)
+    )
 
 
 def test_agentscopes_structured_output_and_parameters_map_onto_modelwire():
@@ -278,9 +337,13 @@ def test_agentscopes_structured_output_and_parameters_map_onto_modelwire():
         name: str
 
     with ProviderServer() as server:
-        server.script(sse_reply(body("anthropic", ("tool", "toolu_1", "generate_structured_output", '{"name": "Oslo"}'))))
+        server.script(
+            sse_reply(body("anthropic", ("tool", "toolu_1", "generate_structured_output", '{"name": "Oslo"}')))
+        )
         model = chat_model(server, "anthropic")
-        result = asyncio.run(model.generate_structured_output([ASUserMsg(name="user", content="A city?")], structured_model=City))
+        result = asyncio.run(
+            model.generate_structured_output([ASUserMsg(name="user", content="A city?")], structured_model=City)
+        )
         sent = server.requests[0]["json"]
     assert result.content == {"name": "Oslo"}
     assert sent["tool_choice"] == {"type": "tool", "name": "generate_structured_output"}
@@ -308,11 +371,17 @@ def _agentscope_request(protocol: str, model: str, params: dict) -> dict:
     with ProviderServer() as server:
         server.script(sse_reply(body(protocol, ("text", "Four."))))
         if protocol == "anthropic":
-            theirs = AnthropicChatModel(credential=AnthropicCredential(api_key="sk-test", base_url=server.url), model=model, max_retries=0)
+            theirs = AnthropicChatModel(
+                credential=AnthropicCredential(api_key="sk-test", base_url=server.url), model=model, max_retries=0
+            )
         elif protocol == "openai-chat":
-            theirs = OpenAIChatModel(credential=OpenAICredential(api_key="sk-test", base_url=server.url + "/v1"), model=model, max_retries=0)
+            theirs = OpenAIChatModel(
+                credential=OpenAICredential(api_key="sk-test", base_url=server.url + "/v1"), model=model, max_retries=0
+            )
         else:
-            theirs = OpenAIResponseModel(credential=OpenAICredential(api_key="sk-test", base_url=server.url + "/v1"), model=model, max_retries=0)
+            theirs = OpenAIResponseModel(
+                credential=OpenAICredential(api_key="sk-test", base_url=server.url + "/v1"), model=model, max_retries=0
+            )
         theirs.parameters = theirs.Parameters(**params)
 
         async def go():
@@ -338,13 +407,60 @@ def _modelwire_request(spec: str, options: dict) -> dict:
     "protocol,model,theirs,ours,fields",
     [
         # Opus 4.7: adaptive, summarized (AgentScope's users set it; modelwire asks for it itself), xhigh.
-        ("anthropic", "claude-opus-4-7", {"max_tokens": 4096, "thinking_mode": "adaptive", "thinking_display": "summarized", "reasoning_effort": "xhigh"}, {"max_tokens": 4096, "thinking": True, "reasoning_effort": "xhigh"}, ("thinking", "output_config", "max_tokens")),
-        ("anthropic", "claude-opus-4-6", {"max_tokens": 4096, "thinking_mode": "adaptive", "thinking_display": "omitted", "reasoning_effort": "max"}, {"max_tokens": 4096, "thinking": True, "thinking_display": "omitted", "reasoning_effort": "max"}, ("thinking", "output_config")),
-        ("anthropic", "claude-sonnet-4-5", {"max_tokens": 4096, "thinking_enable": True, "thinking_budget": 2048}, {"max_tokens": 4096, "thinking_budget": 2048}, ("thinking", "max_tokens")),
-        ("anthropic", "claude-opus-4-6", {"max_tokens": 4096, "thinking_mode": "disabled"}, {"max_tokens": 4096, "thinking": False}, ("thinking",)),
-        ("openai-chat", "gpt-5.2", {"thinking_enable": True, "reasoning_effort": "xhigh"}, {"reasoning_effort": "xhigh"}, ("reasoning_effort",)),
-        ("openai-chat", "gpt-5.1", {"thinking_enable": True, "reasoning_effort": "none"}, {"thinking": False}, ("reasoning_effort",)),
-        ("openai-responses", "o4-mini", {"thinking_enable": True, "reasoning_effort": "high"}, {"reasoning_effort": "high"}, ("reasoning",)),
+        (
+            "anthropic",
+            "claude-opus-4-7",
+            {
+                "max_tokens": 4096,
+                "thinking_mode": "adaptive",
+                "thinking_display": "summarized",
+                "reasoning_effort": "xhigh",
+            },
+            {"max_tokens": 4096, "thinking": True, "reasoning_effort": "xhigh"},
+            ("thinking", "output_config", "max_tokens"),
+        ),
+        (
+            "anthropic",
+            "claude-opus-4-6",
+            {"max_tokens": 4096, "thinking_mode": "adaptive", "thinking_display": "omitted", "reasoning_effort": "max"},
+            {"max_tokens": 4096, "thinking": True, "thinking_display": "omitted", "reasoning_effort": "max"},
+            ("thinking", "output_config"),
+        ),
+        (
+            "anthropic",
+            "claude-sonnet-4-5",
+            {"max_tokens": 4096, "thinking_enable": True, "thinking_budget": 2048},
+            {"max_tokens": 4096, "thinking_budget": 2048},
+            ("thinking", "max_tokens"),
+        ),
+        (
+            "anthropic",
+            "claude-opus-4-6",
+            {"max_tokens": 4096, "thinking_mode": "disabled"},
+            {"max_tokens": 4096, "thinking": False},
+            ("thinking",),
+        ),
+        (
+            "openai-chat",
+            "gpt-5.2",
+            {"thinking_enable": True, "reasoning_effort": "xhigh"},
+            {"reasoning_effort": "xhigh"},
+            ("reasoning_effort",),
+        ),
+        (
+            "openai-chat",
+            "gpt-5.1",
+            {"thinking_enable": True, "reasoning_effort": "none"},
+            {"thinking": False},
+            ("reasoning_effort",),
+        ),
+        (
+            "openai-responses",
+            "o4-mini",
+            {"thinking_enable": True, "reasoning_effort": "high"},
+            {"reasoning_effort": "high"},
+            ("reasoning",),
+        ),
     ],
 )
 def test_modelwire_sends_what_agentscopes_own_models_send(protocol, model, theirs, ours, fields):
@@ -362,11 +478,25 @@ def test_a_gemini_signature_survives_agentscopes_storage_in_the_call_id():
     from agentscope.message import ToolResultBlock as ASResult
 
     with ProviderServer() as server:
-        server.script(sse_reply(body("gemini", ("think", "Weather first."), ("tool", "c1", "weather", '{"city": "Oslo"}'))))
+        server.script(
+            sse_reply(body("gemini", ("think", "Weather first."), ("tool", "c1", "weather", '{"city": "Oslo"}')))
+        )
         model = chat_model(server, "gemini")
 
         async def call():
-            result = await model([ASUserMsg(name="user", content="Weather?")], tools=[{"type": "function", "function": {"name": "weather", "description": "w", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])
+            result = await model(
+                [ASUserMsg(name="user", content="Weather?")],
+                tools=[
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": "weather",
+                            "description": "w",
+                            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                        },
+                    }
+                ],
+            )
             return [chunk async for chunk in result]
 
         chunks = asyncio.run(call())
@@ -374,7 +504,12 @@ def test_a_gemini_signature_survives_agentscopes_storage_in_the_call_id():
     (call_id,) = ids  # one id, streamed and final alike
     assert call_id == "gemini_ts:sig-Weather "
     # AgentScope stores the turn (its JSON), loads it, and sends it again with the result.
-    stored = ASMsg(name="assistant", role="assistant", content=[b for b in chunks[-1].content if b.type == "tool_call"] + [ASResult(id=call_id, name="weather", output="rain", state="success")])
+    stored = ASMsg(
+        name="assistant",
+        role="assistant",
+        content=[b for b in chunks[-1].content if b.type == "tool_call"]
+        + [ASResult(id=call_id, name="weather", output="rain", state="success")],
+    )
     reloaded = ASMsg.model_validate_json(stored.model_dump_json())
     with ProviderServer() as server:
         server.script(sse_reply(body("gemini", ("text", "It rains."))))
@@ -395,7 +530,15 @@ async def _drain(pending):
 
 
 def _gemini_signed_text(text: str, signature: str) -> bytes:
-    chunk = {"candidates": [{"content": {"role": "model", "parts": [{"text": text, "thoughtSignature": signature}]}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2}}
+    chunk = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": text, "thoughtSignature": signature}]},
+                "finishReason": "STOP",
+            }
+        ],
+        "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2},
+    }
     return f"data: {json.dumps(chunk)}\r\n\r\n".encode()
 
 
@@ -406,11 +549,20 @@ def test_a_text_parts_signature_survives_agentscopes_saved_state():
     from agentscope.state import AgentState
 
     with ProviderServer() as server:
-        server.script(framed_reply("gemini", _gemini_signed_text("It rains.", "c2lnLXRleHQ=")), framed_reply("gemini", _gemini_signed_text("Yes.", "c2lnLTI=")))
+        server.script(
+            framed_reply("gemini", _gemini_signed_text("It rains.", "c2lnLXRleHQ=")),
+            framed_reply("gemini", _gemini_signed_text("Yes.", "c2lnLTI=")),
+        )
         first = Agent(name="Friday", system_prompt="Be brief.", model=chat_model(server, "gemini"), toolkit=toolkit())
         asyncio.run(first.reply(ASUserMsg(name="user", content="Weather?")))
         saved = first.state.model_dump_json()
-        again = Agent(name="Friday", system_prompt="Be brief.", model=chat_model(server, "gemini"), toolkit=toolkit(), state=AgentState.model_validate_json(saved))
+        again = Agent(
+            name="Friday",
+            system_prompt="Be brief.",
+            model=chat_model(server, "gemini"),
+            toolkit=toolkit(),
+            state=AgentState.model_validate_json(saved),
+        )
         asyncio.run(again.reply(ASUserMsg(name="user", content="Sure?")))
         sent = server.requests[1]["json"]
     (part,) = [p for c in sent["contents"] if c["role"] == "model" for p in c["parts"]]
@@ -420,7 +572,14 @@ def test_a_text_parts_signature_survives_agentscopes_saved_state():
 def test_usage_is_none_where_the_provider_sent_none():
     """A server that sends no usage in its stream (llama.cpp without include_usage): AgentScope
     is told None, as its own models tell it, not zero tokens."""
-    chunks = [{"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hi"}, "finish_reason": None}]}, {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    chunks = [
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hi"}, "finish_reason": None}],
+        },
+        {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
     raw = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
     finals = []
     for sent in (raw, body("openai-chat", ("text", "hi"), usage=(7, 1))):
@@ -460,7 +619,9 @@ def test_a_thinking_block_keeps_agentscopes_fields_visible_and_modelwires_in_its
     from modelwire.integrations.agentscope import to_agentscope_blocks, to_modelwire
     from modelwire.message import AssistantMsg, ThinkingBlock, extras_of, provenance
 
-    block = ThinkingBlock(thinking="Two tools.", signature="sig-1", provider_metadata=provenance("anthropic", "anthropic", "anthropic"))
+    block = ThinkingBlock(
+        thinking="Two tools.", signature="sig-1", provider_metadata=provenance("anthropic", "anthropic", "anthropic")
+    )
     (theirs,), _ = to_agentscope_blocks(AssistantMsg("a", [block]))
     dumped = theirs.model_dump(mode="json")
     assert dumped["signature"] == "sig-1" and "provider_metadata" not in dumped and dumped["id"].startswith("mw1.")

@@ -26,14 +26,20 @@ def served(path_sse, spec, monkeypatch, **kw):
         server.script(Reply(body=raw, headers={"content-type": "text/event-stream"}))
         monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.url)
         model = load_model(spec, **kw)
-        reply = asyncio.run(model.complete([SystemMsg("s", "You are a helpful assistant"), UserMsg("u", "Say hi in Portuguese")]))
+        reply = asyncio.run(
+            model.complete([SystemMsg("s", "You are a helpful assistant"), UserMsg("u", "Say hi in Portuguese")])
+        )
         return reply, server.requests[0]
 
 
 @pytest.mark.parametrize(
     "spec,name,path",
     [
-        ("azure-responses:o4-mini", "TestAzureResponsesCommon__azure-o4-mini__simple_streaming.0", "/openai/v1/responses"),
+        (
+            "azure-responses:o4-mini",
+            "TestAzureResponsesCommon__azure-o4-mini__simple_streaming.0",
+            "/openai/v1/responses",
+        ),
         ("azure-v1:gpt-5-mini", "TestAzureCommon__azure-gpt-5-mini__tool_streaming.0", "/openai/v1/chat/completions"),
     ],
 )
@@ -42,7 +48,11 @@ def test_the_v1_api_with_a_key(spec, name, path, monkeypatch):
     if not sse.is_file():
         pytest.skip("needs ../shared/recorded-streams")
     reply, request = served(sse, spec, monkeypatch, api_key="azure-key", max_tokens=4000)
-    assert request["path"] == path and request["headers"]["api-key"] == "azure-key" and "authorization" not in request["headers"]
+    assert (
+        request["path"] == path
+        and request["headers"]["api-key"] == "azure-key"
+        and "authorization" not in request["headers"]
+    )
     sent = json.loads((AZURE / f"{name}.request.json").read_text())
     assert request["json"]["model"] == sent["model"]
     if spec.startswith("azure-responses"):
@@ -87,7 +97,9 @@ def test_without_a_key_the_request_carries_the_entra_token(monkeypatch):
     from modelwire.testing.sse import body
 
     with ProviderServer() as server:
-        server.script(Reply(body=body("openai-responses", ("text", "Olá!")), headers={"content-type": "text/event-stream"}))
+        server.script(
+            Reply(body=body("openai-responses", ("text", "Olá!")), headers={"content-type": "text/event-stream"})
+        )
         monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.url)
         monkeypatch.delenv("AZURE_OPENAI_API_KEY", raising=False)
         model = load_model("azure-responses:my-deployment")
@@ -115,8 +127,13 @@ def test_without_a_key_or_azure_identity_the_error_says_what_to_do(monkeypatch):
 
 def test_the_classic_deployments_path_stays():
     model = load_model("azure:my-deployment", api_key="k", base_url="https://res.openai.azure.com")
-    assert model.url().startswith("https://res.openai.azure.com/openai/deployments/my-deployment/chat/completions?api-version=")
-    assert load_model("azure-v1:my-deployment", api_key="k", base_url="https://res.openai.azure.com").url() == "https://res.openai.azure.com/openai/v1/chat/completions"
+    assert model.url().startswith(
+        "https://res.openai.azure.com/openai/deployments/my-deployment/chat/completions?api-version="
+    )
+    assert (
+        load_model("azure-v1:my-deployment", api_key="k", base_url="https://res.openai.azure.com").url()
+        == "https://res.openai.azure.com/openai/v1/chat/completions"
+    )
 
 
 def test_an_agent_on_azure_responses_runs_a_tool_and_a_cassette_replays_it(tmp_path, monkeypatch):
@@ -132,12 +149,23 @@ def test_an_agent_on_azure_responses_runs_a_tool_and_a_cassette_replays_it(tmp_p
     path = tmp_path / "azure.json"
     with ProviderServer() as server:
         monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.url)
-        server.script(sse_reply(body("openai-responses", ("tool", "call_1", "weather", '{"city": "Bergen"}'))), sse_reply(body("openai-responses", ("text", "Rain in Bergen."))))
+        server.script(
+            sse_reply(body("openai-responses", ("tool", "call_1", "weather", '{"city": "Bergen"}'))),
+            sse_reply(body("openai-responses", ("text", "Rain in Bergen."))),
+        )
         with use_cassette(path, "all"):
-            reply = asyncio.run(Agent("a", load_model("azure-responses:my-gpt-5", api_key="azure-key"), tools=[weather]).reply("Weather in Bergen?"))
+            reply = asyncio.run(
+                Agent("a", load_model("azure-responses:my-gpt-5", api_key="azure-key"), tools=[weather]).reply(
+                    "Weather in Bergen?"
+                )
+            )
         second = server.requests[1]
     assert reply.get_text_content().strip() == "Rain in Bergen."
     assert second["path"] == "/openai/v1/responses" and second["json"]["input"][-1]["type"] == "function_call_output"
     with use_cassette(path, "none"):
-        again = asyncio.run(Agent("a", load_model("azure-responses:my-gpt-5", api_key="azure-key"), tools=[weather]).reply("Weather in Bergen?"))
+        again = asyncio.run(
+            Agent("a", load_model("azure-responses:my-gpt-5", api_key="azure-key"), tools=[weather]).reply(
+                "Weather in Bergen?"
+            )
+        )
     assert again.get_text_content() == reply.get_text_content()

@@ -40,20 +40,54 @@ class _Gemini:
         from google.genai import types
 
         batch, ended = self.asked_for(batch_id, False, asked)
-        meta: dict[str, Any] = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch", "name": f"batches/{batch_id}", "model": f"models/{batch['model']}", "displayName": "modelwire"}
-        meta["state"] = "BATCH_STATE_SUCCEEDED" if ended else "BATCH_STATE_CANCELLED" if batch["canceled"] else "BATCH_STATE_PENDING"
+        meta: dict[str, Any] = {
+            "@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
+            "name": f"batches/{batch_id}",
+            "model": f"models/{batch['model']}",
+            "displayName": "modelwire",
+        }
+        meta["state"] = (
+            "BATCH_STATE_SUCCEEDED"
+            if ended
+            else "BATCH_STATE_CANCELLED"
+            if batch["canceled"]
+            else "BATCH_STATE_PENDING"
+        )
         if ended:
             answers = []
             for item in reversed(batch["requests"]):  # in any order: the key says which
                 key = item["metadata"]["key"]
                 if "FAIL" in json.dumps(item["request"]["contents"][-1]):
-                    answers.append({"error": {"code": 400, "message": "The input token count exceeds the maximum number of tokens allowed.", "status": "INVALID_ARGUMENT"}, "metadata": {"key": key}})
+                    answers.append(
+                        {
+                            "error": {
+                                "code": 400,
+                                "message": "The input token count exceeds the maximum number of tokens allowed.",
+                                "status": "INVALID_ARGUMENT",
+                            },
+                            "metadata": {"key": key},
+                        }
+                    )
                 else:
-                    response = {"candidates": [{"content": {"role": "model", "parts": [{"text": f"answer to {key}"}]}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 1000, "candidatesTokenCount": 100, "totalTokenCount": 1100}}
+                    response = {
+                        "candidates": [
+                            {
+                                "content": {"role": "model", "parts": [{"text": f"answer to {key}"}]},
+                                "finishReason": "STOP",
+                            }
+                        ],
+                        "usageMetadata": {
+                            "promptTokenCount": 1000,
+                            "candidatesTokenCount": 100,
+                            "totalTokenCount": 1100,
+                        },
+                    }
                     answers.append({"response": response, "metadata": {"key": key}})
             meta["output"] = {"inlinedResponses": {"inlinedResponses": answers}}
         state = {"name": f"batches/{batch_id}", "metadata": meta, "done": ended}
-        types.BatchJob._from_response(response=genai_batches._BatchJob_from_mldev(state), kwargs={})  # google-genai reads it
+        types.BatchJob._from_response(
+            response=genai_batches._BatchJob_from_mldev(state), kwargs={}
+        )  # google-genai reads it
         return state
 
 
@@ -75,14 +109,26 @@ class BatchServer(_Gemini):
         if path.startswith("/v1/messages/batches/"):
             rest = path.removeprefix("/v1/messages/batches/").split("/")
             if rest[1:] == ["results"]:
-                return Reply(body=self.anthropic_results(rest[0]).encode(), headers={"content-type": "application/binary"})
+                return Reply(
+                    body=self.anthropic_results(rest[0]).encode(), headers={"content-type": "application/binary"}
+                )
             return _json(self.anthropic_state(rest[0], cancel=rest[1:] == ["cancel"]))
         if path == "/v1/files" and method == "POST":
             form = parts(request)
             file_id = "file-" + uuid.uuid4().hex[:10]
             self.files[file_id] = form["file"][2]
             assert form["purpose"][2] == b"batch"
-            return _json({"id": file_id, "object": "file", "bytes": len(form["file"][2]), "created_at": 1, "filename": form["file"][0], "purpose": "batch", "status": "processed"})
+            return _json(
+                {
+                    "id": file_id,
+                    "object": "file",
+                    "bytes": len(form["file"][2]),
+                    "created_at": 1,
+                    "filename": form["file"][0],
+                    "purpose": "batch",
+                    "status": "processed",
+                }
+            )
         if path.startswith("/v1/files/") and path.endswith("/content"):
             return Reply(body=self.files[path.split("/")[3]], headers={"content-type": "application/jsonl"})
         if path == "/v1/batches" and method == "POST":
@@ -98,7 +144,9 @@ class BatchServer(_Gemini):
                 self.batches[batch_id]["canceled"] = True
                 return _json({})
             return _json(self.gemini_state(batch_id))
-        return Reply(status=404, body=b'{"error": {"message": "no such route"}}', headers={"content-type": "application/json"})
+        return Reply(
+            status=404, body=b'{"error": {"message": "no such route"}}', headers={"content-type": "application/json"}
+        )
 
     def asked_for(self, batch_id: str, cancel: bool, asked: bool) -> tuple[dict[str, Any], bool]:
         """A batch, asked for (or cancelled) once more; whether it has ended (the second ask)."""
@@ -127,7 +175,15 @@ class BatchServer(_Gemini):
             failed = sum(_fails(r["params"]["messages"]) for r in batch["requests"])
             counts.update(succeeded=n - failed, errored=failed)
         status = "ended" if ended else "canceling" if batch["canceled"] else "in_progress"
-        state = {"id": batch_id, "type": "message_batch", "processing_status": status, "request_counts": counts, "created_at": "2026-12-05T00:00:00Z", "expires_at": "2026-12-06T00:00:00Z", "results_url": f"{self.server.url}/v1/messages/batches/{batch_id}/results" if ended else None}
+        state = {
+            "id": batch_id,
+            "type": "message_batch",
+            "processing_status": status,
+            "request_counts": counts,
+            "created_at": "2026-12-05T00:00:00Z",
+            "expires_at": "2026-12-06T00:00:00Z",
+            "results_url": f"{self.server.url}/v1/messages/batches/{batch_id}/results" if ended else None,
+        }
         MessageBatch.model_validate(state)
         return state
 
@@ -139,10 +195,28 @@ class BatchServer(_Gemini):
             if "LOSE" in json.dumps(req["params"]["messages"][-1]):
                 continue  # a result the provider never wrote
             if _fails(req["params"]["messages"]):
-                result: dict[str, Any] = {"type": "errored", "error": {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 250000 tokens > 200000 maximum"}}}
+                result: dict[str, Any] = {
+                    "type": "errored",
+                    "error": {
+                        "type": "error",
+                        "error": {
+                            "type": "invalid_request_error",
+                            "message": "prompt is too long: 250000 tokens > 200000 maximum",
+                        },
+                    },
+                }
             else:
                 text = f"answer to {req['custom_id']}"
-                message = {"id": "msg_" + uuid.uuid4().hex[:8], "type": "message", "role": "assistant", "model": req["params"]["model"], "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1000, "output_tokens": 100}}
+                message = {
+                    "id": "msg_" + uuid.uuid4().hex[:8],
+                    "type": "message",
+                    "role": "assistant",
+                    "model": req["params"]["model"],
+                    "content": [{"type": "text", "text": text}],
+                    "stop_reason": "end_turn",
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 1000, "output_tokens": 100},
+                }
                 result = {"type": "succeeded", "message": message}
             line = {"custom_id": req["custom_id"], "result": result}
             MessageBatchIndividualResponse.model_validate(line)
@@ -158,7 +232,9 @@ class BatchServer(_Gemini):
         lines = [json.loads(line) for line in self.files[request["json"]["input_file_id"]].decode().splitlines()]
         for line in lines:
             assert set(line) == {"custom_id", "method", "url", "body"} and line["url"] == request["json"]["endpoint"]
-            sdk_params.chat_request(line["body"]) if line["url"] == "/v1/chat/completions" else sdk_params.responses_request(line["body"])
+            sdk_params.chat_request(line["body"]) if line[
+                "url"
+            ] == "/v1/chat/completions" else sdk_params.responses_request(line["body"])
         batch_id = "batch_" + uuid.uuid4().hex[:12]
         self.batches[batch_id] = {"lines": lines, "create": request["json"], "canceled": False}
         return _json(self.openai_state(batch_id, asked=False))
@@ -167,7 +243,15 @@ class BatchServer(_Gemini):
         from openai.types import Batch
 
         batch, ended = self.asked_for(batch_id, cancel, asked)
-        state: dict[str, Any] = {"id": batch_id, "object": "batch", "endpoint": batch["create"]["endpoint"], "input_file_id": batch["create"]["input_file_id"], "completion_window": "24h", "created_at": 1, "status": "completed" if ended else "cancelling" if batch["canceled"] else "in_progress"}
+        state: dict[str, Any] = {
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": batch["create"]["endpoint"],
+            "input_file_id": batch["create"]["input_file_id"],
+            "completion_window": "24h",
+            "created_at": 1,
+            "status": "completed" if ended else "cancelling" if batch["canceled"] else "in_progress",
+        }
         if ended:
             good, bad = [], []
             for line in batch["lines"]:
@@ -181,11 +265,42 @@ class BatchServer(_Gemini):
         from openai.types.chat import ChatCompletion
 
         if _fails(line["body"]["messages"]):
-            body: dict[str, Any] = {"error": {"message": "This model's maximum context length is 128000 tokens.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
-            return {"id": "batch_req_" + uuid.uuid4().hex[:6], "custom_id": line["custom_id"], "response": {"status_code": 400, "request_id": "req_1", "body": body}, "error": None}
-        body = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": line["body"]["model"], "choices": [{"index": 0, "message": {"role": "assistant", "content": f"answer to {line['custom_id']}", "refusal": None}, "finish_reason": "stop", "logprobs": None}], "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}}
+            body: dict[str, Any] = {
+                "error": {
+                    "message": "This model's maximum context length is 128000 tokens.",
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded",
+                }
+            }
+            return {
+                "id": "batch_req_" + uuid.uuid4().hex[:6],
+                "custom_id": line["custom_id"],
+                "response": {"status_code": 400, "request_id": "req_1", "body": body},
+                "error": None,
+            }
+        body = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": line["body"]["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": f"answer to {line['custom_id']}", "refusal": None},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100},
+        }
         ChatCompletion.model_validate(body)
-        return {"id": "batch_req_" + uuid.uuid4().hex[:6], "custom_id": line["custom_id"], "response": {"status_code": 200, "request_id": "req_1", "body": body}, "error": None}
+        return {
+            "id": "batch_req_" + uuid.uuid4().hex[:6],
+            "custom_id": line["custom_id"],
+            "response": {"status_code": 200, "request_id": "req_1", "body": body},
+            "error": None,
+        }
 
     def _file(self, lines: list[dict[str, Any]]) -> str | None:
         if not lines:
@@ -205,7 +320,11 @@ def batches():
         yield BatchServer(server)
 
 
-MODELS = {"anthropic": ("anthropic:claude-sonnet-4-5", ""), "openai": ("openai:gpt-4.1", "/v1"), "gemini": ("google:gemini-2.5-flash", "")}
+MODELS = {
+    "anthropic": ("anthropic:claude-sonnet-4-5", ""),
+    "openai": ("openai:gpt-4.1", "/v1"),
+    "gemini": ("google:gemini-2.5-flash", ""),
+}
 
 
 def _model(kind: str, url: str):
@@ -233,13 +352,23 @@ def test_a_batch_of_mixed_results_comes_back_in_order_at_the_batch_price(kind, b
     first, failed, third = results
     assert isinstance(first, Msg) and first.get_text_content() == "answer to request-0"
     assert isinstance(third, Msg) and third.get_text_content() == "answer to request-2"
-    assert isinstance(failed, ProviderError) and any(words in str(failed) for words in ("too long", "context length", "exceeds the maximum"))
+    assert isinstance(failed, ProviderError) and any(
+        words in str(failed) for words in ("too long", "context length", "exceeds the maximum")
+    )
     assert (first.usage.input_tokens, first.usage.output_tokens) == (1000, 100)
     from modelwire import cost
 
     if cost.available() and first.cost and first.cost.get("total") is not None:
         spec = MODELS[kind][0]
-        full = cost.price(type("U", (), {"input_tokens": 1000, "output_tokens": 100, "cache_input_tokens": 0, "cache_creation_input_tokens": 0})(), provider=spec.split(":")[0], model=spec.split(":")[1])
+        full = cost.price(
+            type(
+                "U",
+                (),
+                {"input_tokens": 1000, "output_tokens": 100, "cache_input_tokens": 0, "cache_creation_input_tokens": 0},
+            )(),
+            provider=spec.split(":")[0],
+            model=spec.split(":")[1],
+        )
         assert full is not None and first.cost["total"] == pytest.approx(full["total"] * 0.5)
 
 
@@ -273,7 +402,15 @@ def test_a_batch_is_found_again_by_id_and_cancelled(kind, batches):
     assert batches.batches[first]["canceled"]
 
 
-@pytest.mark.parametrize("spec", ["vertex:gemini-2.5-pro", "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", "ollama:qwen3:8b", "vertex-anthropic:claude-sonnet-4-5@20250929"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "vertex:gemini-2.5-pro",
+        "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "ollama:qwen3:8b",
+        "vertex-anthropic:claude-sonnet-4-5@20250929",
+    ],
+)
 def test_a_provider_without_a_batch_api_refuses_before_sending(spec, monkeypatch):
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
@@ -288,13 +425,23 @@ def test_the_command_line_submits_says_where_it_stands_and_prints_the_results_in
     import sys
 
     requests = tmp_path / "requests.jsonl"
-    lines = [[UserMsg("me", "One?").to_dict()], {"messages": [UserMsg("me", "FAIL now").to_dict()]}, [UserMsg("me", "Three?").to_dict()]]
+    lines = [
+        [UserMsg("me", "One?").to_dict()],
+        {"messages": [UserMsg("me", "FAIL now").to_dict()]},
+        [UserMsg("me", "Three?").to_dict()],
+    ]
     requests.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL")) and k != "MODELWIRE_DEBUG"}
     env.update(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=batches.server.url)
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "modelwire", "batch", *args, "-m", "anthropic:claude-sonnet-4-5"], capture_output=True, text=True, timeout=60, env=env)
+        return subprocess.run(
+            [sys.executable, "-m", "modelwire", "batch", *args, "-m", "anthropic:claude-sonnet-4-5"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
 
     submitted = cli("submit", str(requests))
     assert submitted.returncode == 0, submitted.stderr
@@ -320,17 +467,37 @@ def test_a_submission_is_shaped_as_the_official_sdk_shapes_it():
         for spec in ("anthropic:claude-sonnet-4-5", "google:gemini-2.5-flash"):
             asyncio.run(load_model(spec, api_key="k", base_url=server.url).batch([[UserMsg("me", "hi")]]))
         ours_anthropic, ours_gemini = [r["json"] for r in server.requests if r["method"] == "POST"]
-        server.respond = lambda request: Reply(status=500, body=b'{"error": {"code": 500, "message": "x", "status": "INTERNAL"}}', headers={"content-type": "application/json"})
+        server.respond = lambda request: Reply(
+            status=500,
+            body=b'{"error": {"code": 500, "message": "x", "status": "INTERNAL"}}',
+            headers={"content-type": "application/json"},
+        )
         with pytest.raises(anthropic.InternalServerError):
-            anthropic.Anthropic(api_key="k", base_url=server.url, max_retries=0).messages.batches.create(requests=[{"custom_id": "request-0", "params": ours_anthropic["requests"][0]["params"]}])
+            anthropic.Anthropic(api_key="k", base_url=server.url, max_retries=0).messages.batches.create(
+                requests=[{"custom_id": "request-0", "params": ours_anthropic["requests"][0]["params"]}]
+            )
         client = genai.Client(api_key="k", http_options={"base_url": server.url, "api_version": "v1beta"})
         with pytest.raises(Exception, match="500"):
-            client.batches.create(model="gemini-2.5-flash", src=[{"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "metadata": {"key": "request-0"}}], config={"display_name": "modelwire"})
+            client.batches.create(
+                model="gemini-2.5-flash",
+                src=[{"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "metadata": {"key": "request-0"}}],
+                config={"display_name": "modelwire"},
+            )
         theirs_anthropic, theirs_gemini = [r["json"] for r in server.requests[-2:]]
     assert ours_anthropic == theirs_anthropic
-    assert set(ours_gemini["batch"]) == set(theirs_gemini["batch"]) and ours_gemini["batch"]["displayName"] == theirs_gemini["batch"]["displayName"]
-    (ours,), (theirs,) = ours_gemini["batch"]["inputConfig"]["requests"]["requests"], theirs_gemini["batch"]["inputConfig"]["requests"]["requests"]
-    assert set(ours) == set(theirs) and ours["metadata"] == theirs["metadata"] and ours["request"]["contents"] == theirs["request"]["contents"]
+    assert (
+        set(ours_gemini["batch"]) == set(theirs_gemini["batch"])
+        and ours_gemini["batch"]["displayName"] == theirs_gemini["batch"]["displayName"]
+    )
+    (ours,), (theirs,) = (
+        ours_gemini["batch"]["inputConfig"]["requests"]["requests"],
+        theirs_gemini["batch"]["inputConfig"]["requests"]["requests"],
+    )
+    assert (
+        set(ours) == set(theirs)
+        and ours["metadata"] == theirs["metadata"]
+        and ours["request"]["contents"] == theirs["request"]["contents"]
+    )
 
 
 def test_a_request_the_results_leave_out_is_an_error_in_its_place_and_too_many_are_refused(batches):

@@ -20,7 +20,14 @@ from modelwire import event as E
 from modelwire.adapters import EventStreamDecoder, EventStreamError, encode_frame
 from modelwire.adapters import decode_sse as decode_body
 from modelwire.agent import Agent
-from modelwire.errors import IncompleteStreamError, OverloadedError, ProviderError, RateLimitError, StreamProtocolError, UpstreamError
+from modelwire.errors import (
+    IncompleteStreamError,
+    OverloadedError,
+    ProviderError,
+    RateLimitError,
+    StreamProtocolError,
+    UpstreamError,
+)
 from modelwire.formatters import get_formatter
 from modelwire.message import AssistantMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
 from modelwire.models import load_model
@@ -56,7 +63,10 @@ def reply_from(raw: bytes, **kw) -> AssistantMsg:
 @pytest.mark.parametrize("path", BODIES, ids=lambda p: p.name)
 def test_frames_decode_to_the_recorded_jsonl_split_anywhere(path):
     raw = path.read_bytes()
-    expected = [json.loads(line) for line in (path.parent / (path.name[: -len(".eventstream")] + ".decoded.jsonl")).read_text().splitlines()]
+    expected = [
+        json.loads(line)
+        for line in (path.parent / (path.name[: -len(".eventstream")] + ".decoded.jsonl")).read_text().splitlines()
+    ]
     for seed in (None, 1, 2):
         parser = EventStreamDecoder()
         frames = []
@@ -104,7 +114,13 @@ def test_frames_read_intact_before_a_corrupt_one_in_the_same_read_are_kept():
     with pytest.raises(EventStreamError) as caught:
         wire.decoder(wire.adapter_class()("r")).feed(start + block + bytes(corrupt))
     events = caught.value.events
-    assert [e.type for e in events] == ["MODEL_CALL_START", "TEXT_BLOCK_START", "TEXT_BLOCK_DELTA", "TEXT_BLOCK_END", "MODEL_CALL_END"]
+    assert [e.type for e in events] == [
+        "MODEL_CALL_START",
+        "TEXT_BLOCK_START",
+        "TEXT_BLOCK_DELTA",
+        "TEXT_BLOCK_END",
+        "MODEL_CALL_END",
+    ]
     reply = AssistantMsg("agent", [], id="r")
     for event in events:
         reply.append_event(event)
@@ -138,22 +154,41 @@ def expected_from_frames(payloads: list[tuple[str, dict]]) -> dict:
             stop = data["stopReason"]
         elif event == "metadata":
             usage = data["usage"]
-    return {"texts": texts, "reasoning": reasoning, "signatures": signatures, "redacted": redacted, "calls": calls, "usage": usage, "stop": stop}
+    return {
+        "texts": texts,
+        "reasoning": reasoning,
+        "signatures": signatures,
+        "redacted": redacted,
+        "calls": calls,
+        "usage": usage,
+        "stop": stop,
+    }
 
 
 def check_against_frames(msg, events, payloads):
     want = expected_from_frames(payloads)
-    assert "".join(b.text for b in msg.content if b.type == "text") == "".join(want["texts"][i] for i in sorted(want["texts"]))
+    assert "".join(b.text for b in msg.content if b.type == "text") == "".join(
+        want["texts"][i] for i in sorted(want["texts"])
+    )
     thinking = [b for b in msg.content if b.type == "thinking"]
     assert [b.thinking for b in thinking] == [want["reasoning"][i] for i in sorted(want["reasoning"])]
-    assert [getattr(b, "signature", None) for b in thinking] == [want["signatures"].get(i) for i in sorted(want["reasoning"])]
-    assert [getattr(b, "redacted_thinking_data", None) for b in thinking] == [want["redacted"].get(i) for i in sorted(want["reasoning"])]
+    assert [getattr(b, "signature", None) for b in thinking] == [
+        want["signatures"].get(i) for i in sorted(want["reasoning"])
+    ]
+    assert [getattr(b, "redacted_thinking_data", None) for b in thinking] == [
+        want["redacted"].get(i) for i in sorted(want["reasoning"])
+    ]
     calls = [b for b in msg.content if b.type == "tool_call"]
-    assert [(b.id, b.name, json.loads(b.input)) for b in calls] == [(c[0], c[1], json.loads(c[2] or "{}")) for _, c in sorted(want["calls"].items())]
+    assert [(b.id, b.name, json.loads(b.input)) for b in calls] == [
+        (c[0], c[1], json.loads(c[2] or "{}")) for _, c in sorted(want["calls"].items())
+    ]
     (end,) = [e for e in events if e.type == "MODEL_CALL_END"]
     u = want["usage"]
     assert (end.input_tokens, end.output_tokens, end.cache_input_tokens, end.cache_creation_input_tokens) == (
-        u["inputTokens"] + u.get("cacheReadInputTokens", 0) + u.get("cacheWriteInputTokens", 0), u["outputTokens"], u.get("cacheReadInputTokens", 0), u.get("cacheWriteInputTokens", 0)
+        u["inputTokens"] + u.get("cacheReadInputTokens", 0) + u.get("cacheWriteInputTokens", 0),
+        u["outputTokens"],
+        u.get("cacheReadInputTokens", 0),
+        u.get("cacheWriteInputTokens", 0),
     )
     assert end.provider_stop_reason == want["stop"]
 
@@ -186,11 +221,25 @@ def test_a_tool_with_no_arguments_gets_an_empty_object_and_the_padding_is_ignore
     raw = b"".join(
         [
             frame("messageStart", {"role": "assistant", "p": "abc"}),
-            frame("contentBlockStart", {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "t1", "name": "now"}}, "p": "x"}),
+            frame(
+                "contentBlockStart",
+                {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "t1", "name": "now"}}, "p": "x"},
+            ),
             frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": ""}}}),
             frame("contentBlockStop", {"contentBlockIndex": 0}),
             frame("messageStop", {"stopReason": "tool_use"}),
-            frame("metadata", {"usage": {"inputTokens": 5, "outputTokens": 2, "cacheReadInputTokens": 3, "cacheWriteInputTokens": 4}, "p": "qq"}),
+            frame(
+                "metadata",
+                {
+                    "usage": {
+                        "inputTokens": 5,
+                        "outputTokens": 2,
+                        "cacheReadInputTokens": 3,
+                        "cacheWriteInputTokens": 4,
+                    },
+                    "p": "qq",
+                },
+            ),
         ]
     )
     msg, events, _ = decode("bedrock-converse", [raw])
@@ -204,10 +253,21 @@ def test_server_side_tools_stay_server_side_with_their_results():
     raw = b"".join(
         [
             frame("messageStart", {"role": "assistant"}),
-            frame("contentBlockStart", {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "s1", "name": "nova_code_interpreter", "type": "server_tool_use"}}}),
+            frame(
+                "contentBlockStart",
+                {
+                    "contentBlockIndex": 0,
+                    "start": {
+                        "toolUse": {"toolUseId": "s1", "name": "nova_code_interpreter", "type": "server_tool_use"}
+                    },
+                },
+            ),
             frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"code": "1+1"}'}}}),
             frame("contentBlockStop", {"contentBlockIndex": 0}),
-            frame("contentBlockStart", {"contentBlockIndex": 1, "start": {"toolResult": {"toolUseId": "s1", "status": "success"}}}),
+            frame(
+                "contentBlockStart",
+                {"contentBlockIndex": 1, "start": {"toolResult": {"toolUseId": "s1", "status": "success"}}},
+            ),
             frame("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"toolResult": [{"text": "2"}]}}),
             frame("contentBlockStop", {"contentBlockIndex": 1}),
             frame("contentBlockDelta", {"contentBlockIndex": 2, "delta": {"text": "It is 2."}}),
@@ -234,7 +294,9 @@ def test_server_side_tools_stay_server_side_with_their_results():
     ],
 )
 def test_exception_frames_inside_a_200_stream_are_typed_errors(exception, cls):
-    raw = frame("messageStart", {"role": "assistant"}) + frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hel"}})
+    raw = frame("messageStart", {"role": "assistant"}) + frame(
+        "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hel"}}
+    )
     raw += frame(exception, {"message": f"{exception} happened"}, kind="exception")
     msg, events, error = decode("bedrock-converse", [raw])
     assert isinstance(error, cls) and error.message == f"{exception} happened" and error.provider_type == exception
@@ -251,8 +313,18 @@ def generated(seed: int) -> tuple[bytes, list]:
     index = 0
     if rnd.random() < 0.5:
         for piece in ["Thinking ", "about it."][: rnd.randint(1, 2)]:
-            payloads.append(("contentBlockDelta", {"contentBlockIndex": index, "delta": {"reasoningContent": {"text": piece}}}))
-        payloads.append(("contentBlockDelta", {"contentBlockIndex": index, "delta": {"reasoningContent": {"signature": base64.b64encode(rnd.randbytes(24)).decode()}}}))
+            payloads.append(
+                ("contentBlockDelta", {"contentBlockIndex": index, "delta": {"reasoningContent": {"text": piece}}})
+            )
+        payloads.append(
+            (
+                "contentBlockDelta",
+                {
+                    "contentBlockIndex": index,
+                    "delta": {"reasoningContent": {"signature": base64.b64encode(rnd.randbytes(24)).decode()}},
+                },
+            )
+        )
         payloads.append(("contentBlockStop", {"contentBlockIndex": index}))
         index += 1
     for _ in range(rnd.randint(0, 2)):
@@ -261,15 +333,37 @@ def generated(seed: int) -> tuple[bytes, list]:
         payloads.append(("contentBlockStop", {"contentBlockIndex": index}))
         index += 1
     for n in range(rnd.randint(0, 3)):
-        payloads.append(("contentBlockStart", {"contentBlockIndex": index, "start": {"toolUse": {"toolUseId": f"tooluse_{seed}_{n}", "name": "weather"}}}))
+        payloads.append(
+            (
+                "contentBlockStart",
+                {
+                    "contentBlockIndex": index,
+                    "start": {"toolUse": {"toolUseId": f"tooluse_{seed}_{n}", "name": "weather"}},
+                },
+            )
+        )
         args = json.dumps({"city": rnd.choice(["Paris", "Köln"]), "days": n}) if rnd.random() < 0.8 else ""
         cut = rnd.randint(0, len(args))
         for piece in (args[:cut], args[cut:]):
             payloads.append(("contentBlockDelta", {"contentBlockIndex": index, "delta": {"toolUse": {"input": piece}}}))
         payloads.append(("contentBlockStop", {"contentBlockIndex": index}))
         index += 1
-    payloads.append(("messageStop", {"stopReason": rnd.choice(["end_turn", "tool_use", "max_tokens", "guardrail_intervened"])}))
-    payloads.append(("metadata", {"usage": {"inputTokens": rnd.randint(1, 99), "outputTokens": rnd.randint(1, 99), "cacheReadInputTokens": rnd.randint(0, 9)}, "metrics": {"latencyMs": 5}}))
+    payloads.append(
+        ("messageStop", {"stopReason": rnd.choice(["end_turn", "tool_use", "max_tokens", "guardrail_intervened"])})
+    )
+    payloads.append(
+        (
+            "metadata",
+            {
+                "usage": {
+                    "inputTokens": rnd.randint(1, 99),
+                    "outputTokens": rnd.randint(1, 99),
+                    "cacheReadInputTokens": rnd.randint(0, 9),
+                },
+                "metrics": {"latencyMs": 5},
+            },
+        )
+    )
     out += [frame(e, {**d, "p": "x" * rnd.randint(0, 5)}) for e, d in payloads]
     return b"".join(out), payloads
 
@@ -300,12 +394,16 @@ def test_broken_streams_end_in_a_typed_error_and_a_valid_event_stream(seed):
     elif kind == 2:
         frames = EventStreamDecoder().feed(raw)
         keep = rnd.randint(1, len(frames) - 2)
-        broken = b"".join(encode_frame(f.headers, f.payload) for f in frames[:keep]) + frame("throttlingException", {"message": "Too many requests"}, kind="exception")
+        broken = b"".join(encode_frame(f.headers, f.payload) for f in frames[:keep]) + frame(
+            "throttlingException", {"message": "Too many requests"}, kind="exception"
+        )
         expected = (RateLimitError,)
     else:
         frames = EventStreamDecoder().feed(raw)
         keep = rnd.randint(1, len(frames) - 2)
-        broken = b"".join(encode_frame(f.headers, f.payload) for f in frames[:keep]) + encode_frame({":event-type": "contentBlockDelta", ":message-type": "event"}, b"{not json")
+        broken = b"".join(encode_frame(f.headers, f.payload) for f in frames[:keep]) + encode_frame(
+            {":event-type": "contentBlockDelta", ":message-type": "event"}, b"{not json"
+        )
         expected = (StreamProtocolError,)
     _, events, error = decode("bedrock-converse", [broken], split_seed=seed)  # check_stream runs inside
     if kind == 1 and error is None:
@@ -325,16 +423,37 @@ def test_the_next_request_is_rebuilt_from_the_decoded_reply():
     sent = json.loads((BEDROCK / "pydantic-ai__test_bedrock_model_iter_stream.1.request.json").read_text())
     first = json.loads((BEDROCK / "pydantic-ai__test_bedrock_model_iter_stream.0.request.json").read_text())
     reply = AssistantMsg("agent", [], id="r")
-    for event in decode_body("bedrock-converse", (BEDROCK / "pydantic-ai__test_bedrock_model_iter_stream.0.eventstream").read_bytes(), "r", provider="bedrock"):
+    for event in decode_body(
+        "bedrock-converse",
+        (BEDROCK / "pydantic-ai__test_bedrock_model_iter_stream.0.eventstream").read_bytes(),
+        "r",
+        provider="bedrock",
+    ):
         reply.append_event(event)
     (call,) = [b for b in reply.content if b.type == "tool_call"]
     reply.content.append(ToolResultBlock(id=call.id, name=call.name, output="30°C", state="success"))
-    tools = [{"name": t["toolSpec"]["name"], "description": t["toolSpec"]["description"], "parameters": t["toolSpec"]["inputSchema"]["json"]} for t in first["toolConfig"]["tools"]]
+    tools = [
+        {
+            "name": t["toolSpec"]["name"],
+            "description": t["toolSpec"]["description"],
+            "parameters": t["toolSpec"]["inputSchema"]["json"],
+        }
+        for t in first["toolConfig"]["tools"]
+    ]
     messages = [TextBlock(text=first["system"][0]["text"])]
     from modelwire.message import SystemMsg
 
-    conversation = [SystemMsg("s", first["system"][0]["text"]), UserMsg("user", first["messages"][0]["content"][0]["text"]), reply]
-    body = load_model("bedrock:us.amazon.nova-micro-v1:0", api_key="k", top_p=0.5, base_url="https://bedrock-runtime.us-east-1.amazonaws.com").build_request(conversation, tools)[0]
+    conversation = [
+        SystemMsg("s", first["system"][0]["text"]),
+        UserMsg("user", first["messages"][0]["content"][0]["text"]),
+        reply,
+    ]
+    body = load_model(
+        "bedrock:us.amazon.nova-micro-v1:0",
+        api_key="k",
+        top_p=0.5,
+        base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    ).build_request(conversation, tools)[0]
     assert body == sent
     assert messages  # the system prompt came from the recorded request
 
@@ -352,7 +471,9 @@ def test_options_make_the_recorded_request_fields(name, options):
     if "outputConfig" in sent:
         structure = sent["outputConfig"]["textFormat"]["structure"]["jsonSchema"]
         options = {**options, "json_schema": json.loads(structure["schema"])}
-    model = load_model("bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", base_url="https://x", **options)
+    model = load_model(
+        "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", base_url="https://x", **options
+    )
     body = model.build_request([UserMsg("user", sent["messages"][0]["content"][0]["text"])])[0]
     assert body["messages"] == sent["messages"]
     if "additionalModelRequestFields" in sent:
@@ -371,32 +492,64 @@ def test_the_formatter_keeps_the_services_rules():
             ThinkingBlock(thinking="signed", signature="c2ln", **bedrock),
             ThinkingBlock(thinking="", redacted_thinking_data="cmVk", **bedrock),
             ThinkingBlock(thinking="unsigned", **bedrock),
-            ThinkingBlock(thinking="claude api", signature="YW50aA==", provider_metadata={"anthropic": {"protocol": "anthropic"}}),
+            ThinkingBlock(
+                thinking="claude api", signature="YW50aA==", provider_metadata={"anthropic": {"protocol": "anthropic"}}
+            ),
             TextBlock(text="   "),
             ToolCallBlock(id="call_abc-123_long", name="f", input=""),
             ToolResultBlock(id="call_abc-123_long", name="f", output="", state="denied"),
         ],
     )
-    png = {"type": "data", "source": {"type": "base64", "data": "iVBORw0KGgo=", "media_type": "image/png"}, "name": "x.png"}
-    doc = {"type": "data", "source": {"type": "base64", "data": "JVBERg==", "media_type": "application/pdf"}, "name": "report v2.pdf"}
+    png = {
+        "type": "data",
+        "source": {"type": "base64", "data": "iVBORw0KGgo=", "media_type": "image/png"},
+        "name": "x.png",
+    }
+    doc = {
+        "type": "data",
+        "source": {"type": "base64", "data": "JVBERg==", "media_type": "application/pdf"},
+        "name": "report v2.pdf",
+    }
     messages = [UserMsg("u", [TextBlock(text="look"), png, doc]), reply, AssistantMsg("agent", [TextBlock(text="")])]
-    payload = get_formatter("bedrock-converse")(provider="bedrock", tool_id_style="mistral").format(messages, [{"name": "f"}], tool_choice="required")
+    payload = get_formatter("bedrock-converse")(provider="bedrock", tool_id_style="mistral").format(
+        messages, [{"name": "f"}], tool_choice="required"
+    )
     short = payload["messages"][1]["content"][-1]["toolUse"]["toolUseId"]
     assert payload == {
         "messages": [
-            {"role": "user", "content": [
-                {"text": "look"},
-                {"image": {"format": "png", "source": {"bytes": "iVBORw0KGgo="}}},
-                {"document": {"format": "pdf", "name": "report v2", "source": {"bytes": "JVBERg=="}}},
-            ]},
-            {"role": "assistant", "content": [
-                {"reasoningContent": {"reasoningText": {"text": "signed", "signature": "c2ln"}}},
-                {"reasoningContent": {"redactedContent": "cmVk"}},
-                {"toolUse": {"toolUseId": short, "name": "f", "input": {}}},
-            ]},
-            {"role": "user", "content": [{"toolResult": {"toolUseId": short, "content": [{"text": "The tool call was denied."}], "status": "error"}}]},
+            {
+                "role": "user",
+                "content": [
+                    {"text": "look"},
+                    {"image": {"format": "png", "source": {"bytes": "iVBORw0KGgo="}}},
+                    {"document": {"format": "pdf", "name": "report v2", "source": {"bytes": "JVBERg=="}}},
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {"reasoningContent": {"reasoningText": {"text": "signed", "signature": "c2ln"}}},
+                    {"reasoningContent": {"redactedContent": "cmVk"}},
+                    {"toolUse": {"toolUseId": short, "name": "f", "input": {}}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "toolResult": {
+                            "toolUseId": short,
+                            "content": [{"text": "The tool call was denied."}],
+                            "status": "error",
+                        }
+                    }
+                ],
+            },
         ],
-        "toolConfig": {"tools": [{"toolSpec": {"name": "f", "inputSchema": {"json": {"type": "object", "properties": {}}}}}], "toolChoice": {"any": {}}},
+        "toolConfig": {
+            "tools": [{"toolSpec": {"name": "f", "inputSchema": {"json": {"type": "object", "properties": {}}}}}],
+            "toolChoice": {"any": {}},
+        },
     }
     assert len(short) == 9 and short.isalnum()
 
@@ -410,7 +563,13 @@ def test_a_history_with_tool_blocks_keeps_a_tool_config_when_no_tool_may_be_call
     weather = {"name": "weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
     history = [
         UserMsg("u", "Weather?"),
-        AssistantMsg("a", [ToolCallBlock(id="c1", name="weather", input='{"city": "Oslo"}'), ToolResultBlock(id="c1", name="weather", output="sunny", state="success")]),
+        AssistantMsg(
+            "a",
+            [
+                ToolCallBlock(id="c1", name="weather", input='{"city": "Oslo"}'),
+                ToolResultBlock(id="c1", name="weather", output="sunny", state="success"),
+            ],
+        ),
     ]
     fmt = get_formatter("bedrock-converse")(provider="bedrock")
     for payload in (fmt.format(history, [weather], tool_choice="none"), fmt.format(history)):
@@ -418,7 +577,9 @@ def test_a_history_with_tool_blocks_keeps_a_tool_config_when_no_tool_may_be_call
         (tool,) = payload["toolConfig"]["tools"]
         assert tool["toolSpec"]["name"] != "weather" and "toolChoice" not in payload["toolConfig"]
     plain = [UserMsg("u", "Weather?")]
-    assert "toolConfig" not in fmt.format(plain, [weather], tool_choice="none") and "toolConfig" not in fmt.format(plain)
+    assert "toolConfig" not in fmt.format(plain, [weather], tool_choice="none") and "toolConfig" not in fmt.format(
+        plain
+    )
     assert fmt.format(history, [weather], tool_choice="auto")["toolConfig"]["tools"][0]["toolSpec"]["name"] == "weather"
 
 
@@ -432,12 +593,22 @@ def test_sigv4_matches_awss_published_test_vectors():
 
     from modelwire.models._credentials import AWSCredentials
 
-    signer = AWSCredentials(service="service", region="us-east-1", credentials=Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"))
+    signer = AWSCredentials(
+        service="service",
+        region="us-east-1",
+        credentials=Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"),
+    )
     at = datetime.datetime(2015, 8, 30, 12, 36, 0)
     # get-vanilla and post-vanilla from AWS's Signature Version 4 test suite
-    for method, signature in [("GET", "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"), ("POST", "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b")]:
+    for method, signature in [
+        ("GET", "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"),
+        ("POST", "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"),
+    ]:
         headers = signer.apply(method, "https://example.amazonaws.com/", {}, b"", timestamp=at)
-        assert headers["authorization"] == f"AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature={signature}"
+        assert headers["authorization"] == (
+            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+            f"SignedHeaders=host;x-amz-date, Signature={signature}"
+        )
 
 
 def test_sigv4_matches_botocores_own_client_for_the_same_request(monkeypatch):
@@ -461,17 +632,27 @@ def test_sigv4_matches_botocores_own_client_for_the_same_request(monkeypatch):
         raise Sent
 
     session = botocore.session.Session()
-    client = session.create_client("bedrock-runtime", region_name="eu-west-1", aws_access_key_id="AKIDTEST", aws_secret_access_key="secret/key", aws_session_token="token-1")
+    client = session.create_client(
+        "bedrock-runtime",
+        region_name="eu-west-1",
+        aws_access_key_id="AKIDTEST",
+        aws_secret_access_key="secret/key",
+        aws_session_token="token-1",
+    )
     client.meta.events.register("before-send", before_send)
     with pytest.raises(Sent):
-        client.converse_stream(modelId="us.amazon.nova-micro-v1:0", messages=[{"role": "user", "content": [{"text": "Hi"}]}])
+        client.converse_stream(
+            modelId="us.amazon.nova-micro-v1:0", messages=[{"role": "user", "content": [{"text": "Hi"}]}]
+        )
     model = load_model("bedrock:us.amazon.nova-micro-v1:0", base_url="https://bedrock-runtime.eu-west-1.amazonaws.com")
     assert model.url() == captured["url"]
     ours = AWSCredentials(region="eu-west-1", credentials=Credentials("AKIDTEST", "secret/key", "token-1"))
     theirs = {k.lower(): (v.decode() if isinstance(v, bytes) else v) for k, v in captured["headers"].items()}
     # the headers botocore signed (it adds amz-sdk-* and content-length after signing)
     signed = theirs["authorization"].split("SignedHeaders=")[1].split(",")[0].split(";")
-    unsigned = {k: v for k, v in theirs.items() if k in signed and k not in ("host", "x-amz-date", "x-amz-security-token")}
+    unsigned = {
+        k: v for k, v in theirs.items() if k in signed and k not in ("host", "x-amz-date", "x-amz-security-token")
+    }
     assert unsigned == {"content-type": "application/json"}
     headers = ours.apply("POST", captured["url"], unsigned, captured["body"], timestamp=at)
     assert headers["authorization"] == theirs["authorization"]
@@ -501,14 +682,24 @@ def test_the_agent_runs_tools_on_bedrock(server, auth, monkeypatch):
 
     def check(request):
         messages = request["json"]["messages"]
-        assert messages[1]["content"][0] == {"reasoningContent": {"reasoningText": {"text": "Use the tool.", "signature": "sig-Use the "}}}
+        assert messages[1]["content"][0] == {
+            "reasoningContent": {"reasoningText": {"text": "Use the tool.", "signature": "sig-Use the "}}
+        }
         assert messages[2]["content"] == [
             {"toolResult": {"toolUseId": "tooluse_1", "content": [{"text": "Paris: sunny"}], "status": "success"}},
             {"toolResult": {"toolUseId": "tooluse_2", "content": [{"text": "Rome: sunny"}], "status": "success"}},
         ]
 
     server.script(
-        stream_reply("bedrock-converse", body("bedrock-converse", ("think", "Use the tool."), ("tool", "tooluse_1", "weather", '{"city": "Paris"}'), ("tool", "tooluse_2", "weather", '{"city": "Rome"}'))),
+        stream_reply(
+            "bedrock-converse",
+            body(
+                "bedrock-converse",
+                ("think", "Use the tool."),
+                ("tool", "tooluse_1", "weather", '{"city": "Paris"}'),
+                ("tool", "tooluse_2", "weather", '{"city": "Rome"}'),
+            ),
+        ),
         stream_reply("bedrock-converse", body("bedrock-converse", ("text", "Both sunny.")), check=check),
     )
     model = load_model(
@@ -566,7 +757,9 @@ def test_a_bedrock_cassette_keeps_the_binary_body_and_no_secret(tmp_path, monkey
     assert Cassette.load(path).interactions[0].body_bytes() == raw
     with use_cassette(path):
         replayed = asyncio.run(call(url))
-    assert [(e.type, getattr(e, "delta", None)) for e in replayed] == [(e.type, getattr(e, "delta", None)) for e in recorded]
+    assert [(e.type, getattr(e, "delta", None)) for e in replayed] == [
+        (e.type, getattr(e, "delta", None)) for e in recorded
+    ]
     shown = "\n".join(summarize(Cassette.load(path)))
     assert "TEXT_BLOCK_DELTA x3" in shown and "stop: end_turn (end_turn)" in shown
 
@@ -577,7 +770,12 @@ def botocore_events(raw: bytes, pieces: int = 1) -> list[dict]:
     from botocore.eventstream import EventStream
     from botocore.parsers import EventStreamJSONParser
 
-    shape = botocore.session.Session().get_service_model("bedrock-runtime").operation_model("ConverseStream").output_shape.members["stream"]
+    shape = (
+        botocore.session.Session()
+        .get_service_model("bedrock-runtime")
+        .operation_model("ConverseStream")
+        .output_shape.members["stream"]
+    )
     size = max(1, len(raw) // pieces)
 
     class Body:

@@ -16,9 +16,24 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-@pytest.mark.parametrize("script", ["stream.py", "sse.py", "append_event.py", "format.py", "import_time.py", "fuzz.py", "first_call.py", "socket_stream.py", "serve_memory.py"])
+@pytest.mark.parametrize(
+    "script",
+    [
+        "stream.py",
+        "sse.py",
+        "append_event.py",
+        "format.py",
+        "import_time.py",
+        "fuzz.py",
+        "first_call.py",
+        "socket_stream.py",
+        "serve_memory.py",
+    ],
+)
 def test_a_benchmark_checks_what_it_measures(script):
     env = {k: v for k, v in os.environ.items() if k != "MODELWIRE_DEBUG"}
-    done = subprocess.run([sys.executable, str(BENCHMARKS / script), "--check"], capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--check"], capture_output=True, text=True, timeout=300, env=env
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "checked" in done.stdout

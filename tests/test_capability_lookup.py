@@ -43,12 +43,23 @@ def anthropic_info(model: str, *, adaptive: bool, budget: bool, levels: tuple[st
                 "citations": yes(True),
                 "code_execution": yes(False),
                 "context_management": {"supported": False},
-                "effort": {"supported": bool(levels), **{lvl: yes(lvl in levels) for lvl in ("low", "medium", "high", "max", "xhigh")}},
+                "effort": {
+                    "supported": bool(levels),
+                    **{lvl: yes(lvl in levels) for lvl in ("low", "medium", "high", "max", "xhigh")},
+                },
                 "image_input": yes(True),
                 "pdf_input": yes(False),
                 "server_tools": {"supported": True, "web_search": yes(True), "code_execution": yes(False)},
                 "structured_outputs": yes(True),
-                "thinking": {"supported": True, "types": {"adaptive": yes(adaptive), "enabled": yes(budget), "disabled": yes(True), "between_tools": yes(False)}},
+                "thinking": {
+                    "supported": True,
+                    "types": {
+                        "adaptive": yes(adaptive),
+                        "enabled": yes(budget),
+                        "disabled": yes(True),
+                        "between_tools": yes(False),
+                    },
+                },
             },
         }
     )
@@ -56,7 +67,12 @@ def anthropic_info(model: str, *, adaptive: bool, budget: bool, levels: tuple[st
 
 
 def json_reply(data, **kw) -> Reply:
-    return Reply(body=json.dumps(data).encode(), headers={"content-type": "application/json"}, pieces=[json.dumps(data).encode()], **kw)
+    return Reply(
+        body=json.dumps(data).encode(),
+        headers={"content-type": "application/json"},
+        pieces=[json.dumps(data).encode()],
+        **kw,
+    )
 
 
 def answer(server, *infos: Reply):
@@ -102,7 +118,12 @@ def test_what_anthropic_publishes_shapes_the_request_and_is_asked_once(cache_dir
     # Another model object (another process) reads the answer from the disk cache.
     with ProviderServer() as server:
         answer(server)
-        again = load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url.replace("127.0.0.1", "localhost"), capability_lookup=True)
+        again = load_model(
+            "anthropic:claude-next",
+            api_key="sk-test",
+            base_url=server.url.replace("127.0.0.1", "localhost"),
+            capability_lookup=True,
+        )
         # A different base URL is a different endpoint: asked again (and here it says 404).
         call(again, thinking=True)
         assert len(gets(server)) == 1 and posts(server)[0]["thinking"]["type"] == "enabled"
@@ -111,8 +132,14 @@ def test_what_anthropic_publishes_shapes_the_request_and_is_asked_once(cache_dir
 def test_the_disk_cache_answers_a_new_model_object(cache_dir):
     with ProviderServer() as server:
         answer(server, json_reply(anthropic_info("claude-next", adaptive=True, budget=False, levels=())))
-        call(load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True), thinking=True)
-        call(load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True), thinking=True)
+        call(
+            load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True),
+            thinking=True,
+        )
+        call(
+            load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True),
+            thinking=True,
+        )
         assert len(gets(server)) == 1
         assert [p["thinking"] for p in posts(server)] == [{"type": "adaptive"}] * 2
     assert len(list(cache_dir.glob("capabilities/*.json"))) == 1
@@ -124,9 +151,19 @@ def test_the_disk_cache_answers_a_new_model_object(cache_dir):
         error_reply(500, {"error": {"message": "boom"}}),
         Reply(body=b"<html>not json", headers={"content-type": "text/html"}, pieces=[b"<html>not json"]),
         json_reply({"type": "model", "id": "claude-next"}),  # no capabilities
-        json_reply({"type": "model", "capabilities": {"thinking": {"supported": "yes"}, "effort": {"supported": True, "low": "x"}}}),
+        json_reply(
+            {
+                "type": "model",
+                "capabilities": {"thinking": {"supported": "yes"}, "effort": {"supported": True, "low": "x"}},
+            }
+        ),
         json_reply({"type": "model", "capabilities": []}),
-        Reply(body=b'{"type": "model", "capa', headers={"content-type": "application/json"}, pieces=[b'{"type": "model", "capa'], drop_after=1),
+        Reply(
+            body=b'{"type": "model", "capa',
+            headers={"content-type": "application/json"},
+            pieces=[b'{"type": "model", "capa'],
+            drop_after=1,
+        ),
     ],
     ids=["500", "html", "no-capabilities", "wrong-types", "list", "cut"],
 )
@@ -143,7 +180,16 @@ def test_a_failing_or_malformed_answer_changes_nothing(bad, cache_dir):
 def test_a_slow_answer_is_abandoned_and_the_call_goes_on(cache_dir):
     info = json.dumps(anthropic_info("claude-next", adaptive=True, budget=False, levels=())).encode()
     with ProviderServer() as server:
-        answer(server, Reply(body=info, headers={"content-type": "application/json"}, pieces=[info[:10], info[10:]], stall_after=1, stall=30))
+        answer(
+            server,
+            Reply(
+                body=info,
+                headers={"content-type": "application/json"},
+                pieces=[info[:10], info[10:]],
+                stall_after=1,
+                stall=30,
+            ),
+        )
         model = load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True)
         call(model, thinking=True)  # within wait_for's bound: the 30 s stall was not waited for
         assert posts(server)[0]["thinking"]["type"] == "enabled"
@@ -152,12 +198,20 @@ def test_a_slow_answer_is_abandoned_and_the_call_goes_on(cache_dir):
 def test_auto_asks_only_the_providers_own_endpoint_and_never_under_a_cassette(tmp_path):
     with ProviderServer() as server:
         answer(server, json_reply(anthropic_info("claude-next", adaptive=True, budget=False, levels=())))
-        call(load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url), thinking=True)  # "auto": a custom URL
-        call(load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=False), thinking=True)
+        call(
+            load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url), thinking=True
+        )  # "auto": a custom URL
+        call(
+            load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=False),
+            thinking=True,
+        )
         from modelwire.cassettes import use_cassette
 
         with use_cassette(tmp_path / "c.json", "all"):
-            call(load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True), thinking=True)
+            call(
+                load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True),
+                thinking=True,
+            )
         assert not gets(server) and len(posts(server)) == 3
         recorded = json.loads((tmp_path / "c.json").read_text())
         assert [i["request"]["method"] for i in recorded["interactions"]] == ["POST"]
@@ -168,7 +222,11 @@ def test_auto_asks_only_the_providers_own_endpoint_and_never_under_a_cassette(tm
 def test_no_lookup_when_no_option_depends_on_it():
     with ProviderServer() as server:
         answer(server, json_reply(anthropic_info("claude-next", adaptive=True, budget=False, levels=())))
-        call(load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True, max_tokens=100))
+        call(
+            load_model(
+                "anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True, max_tokens=100
+            )
+        )
         assert not gets(server)
 
 
@@ -176,17 +234,28 @@ def test_gemini_models_get():
     from google.genai import types
 
     # The REST shape of models.get, checked by google-genai's own Model type.
-    info = {"name": "models/gemini-next", "displayName": "Gemini Next", "inputTokenLimit": 2097152, "outputTokenLimit": 32768, "thinking": False}
+    info = {
+        "name": "models/gemini-next",
+        "displayName": "Gemini Next",
+        "inputTokenLimit": 2097152,
+        "outputTokenLimit": 32768,
+        "thinking": False,
+    }
     checked = types.Model.model_validate(info)
     assert checked.input_token_limit == 2097152 and checked.thinking is False
     with ProviderServer() as server:
-        server.respond = lambda request: json_reply(info) if request["method"] == "GET" else sse_reply(sse_body("gemini", ("text", "Hi.")))
+        server.respond = lambda request: (
+            json_reply(info) if request["method"] == "GET" else sse_reply(sse_body("gemini", ("text", "Hi.")))
+        )
         model = load_model("google:gemini-next", api_key="g-key", base_url=server.url, capability_lookup=True)
         with pytest.raises(Exception, match="does not think"):
             call(model, thinking=True)
         (lookup,) = gets(server)
         assert lookup["path"] == "/v1beta/models/gemini-next" and lookup["headers"]["x-goog-api-key"] == "g-key"
-        assert model.capabilities.context_window == 2097152 and model.capabilities.sources["context_window"] == "provider: models.get"
+        assert (
+            model.capabilities.context_window == 2097152
+            and model.capabilities.sources["context_window"] == "provider: models.get"
+        )
 
 
 def test_openrouter_model_list():
@@ -204,12 +273,22 @@ def test_openrouter_model_list():
         ]
     }
     with ProviderServer() as server:
-        server.respond = lambda request: json_reply(listing) if request["method"] == "GET" else sse_reply(sse_body("openai-chat", ("text", "Hi.")))
-        model = load_model("openrouter:acme/strict-model", api_key="or-key", base_url=server.url + "/v1", capability_lookup=True)
+        server.respond = lambda request: (
+            json_reply(listing) if request["method"] == "GET" else sse_reply(sse_body("openai-chat", ("text", "Hi.")))
+        )
+        model = load_model(
+            "openrouter:acme/strict-model", api_key="or-key", base_url=server.url + "/v1", capability_lookup=True
+        )
         with pytest.raises(Exception, match="temperature"):
             call(model, temperature=0.3)  # the model lists no sampling parameters
         caps = model.capabilities
-        assert (caps.structured_output, caps.image_input, caps.context_window, caps.max_output_tokens, caps.thinking) == (False, False, 131072, 16384, ())
+        assert (
+            caps.structured_output,
+            caps.image_input,
+            caps.context_window,
+            caps.max_output_tokens,
+            caps.thinking,
+        ) == (False, False, 131072, 16384, ())
         assert gets(server)[0]["path"] == "/v1/models"
 
 
@@ -239,7 +318,9 @@ def test_the_disk_cache_is_safe_under_concurrent_processes(tmp_path):
     for w in workers:
         w.join(60)
     assert results == [150] * 4, results
-    assert [p.name for p in tmp_path.iterdir()] == [f"{CapabilityCache.key('https://api.example/v1/models/m', 'm')}.json"]  # no temp files left
+    assert [p.name for p in tmp_path.iterdir()] == [
+        f"{CapabilityCache.key('https://api.example/v1/models/m', 'm')}.json"
+    ]  # no temp files left
 
 
 def test_the_cache_expires():
@@ -263,8 +344,18 @@ def test_models_capabilities_live_prints_where_the_table_has_drifted(tmp_path):
 
     published = anthropic_info("claude-opus-4-7", adaptive=True, budget=False, levels=("low", "high"))
     with ProviderServer() as server:
-        answer(server, json_reply(published), json_reply(anthropic_info("claude-next", adaptive=True, budget=False, levels=("low", "high"))))
-        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": server.url, "MODELWIRE_DEBUG": "0", "MODELWIRE_CACHE_DIR": str(tmp_path)}
+        answer(
+            server,
+            json_reply(published),
+            json_reply(anthropic_info("claude-next", adaptive=True, budget=False, levels=("low", "high"))),
+        )
+        env = {
+            **os.environ,
+            "ANTHROPIC_API_KEY": "sk-test",
+            "ANTHROPIC_BASE_URL": server.url,
+            "MODELWIRE_DEBUG": "0",
+            "MODELWIRE_CACHE_DIR": str(tmp_path),
+        }
 
         def live(model):
             cmd = [sys.executable, "-m", "modelwire", "models", "--capabilities", model, "--live"]
@@ -273,11 +364,25 @@ def test_models_capabilities_live_prints_where_the_table_has_drifted(tmp_path):
         drifted, unknown = live("anthropic:claude-opus-4-7"), live("anthropic:claude-next")
         asked = len(gets(server))
     assert drifted.returncode == 1, drifted.stdout + drifted.stderr
-    assert "effort: the table says low, medium, high, xhigh, max, the provider says low, high (the provider wins)" in drifted.stdout
+    assert (
+        "effort: the table says low, medium, high, xhigh, max, the provider says low, high (the provider wins)"
+        in drifted.stdout
+    )
     # the fields where the answer given differs from the Opus 4.7 row, and only those
-    assert sorted(re.findall(r"^  (\w+): the table says", drifted.stdout, re.M)) == ["context_window", "effort", "max_output_tokens", "pdf_input", "server_tools"]
-    assert "thinking_off: not in the table; the provider says true" in drifted.stdout and "5 field(s) drifted" in drifted.stdout
-    assert unknown.returncode == 0 and "agrees" in unknown.stdout and "not in the table" in unknown.stdout, unknown.stdout + unknown.stderr
+    assert sorted(re.findall(r"^  (\w+): the table says", drifted.stdout, re.M)) == [
+        "context_window",
+        "effort",
+        "max_output_tokens",
+        "pdf_input",
+        "server_tools",
+    ]
+    assert (
+        "thinking_off: not in the table; the provider says true" in drifted.stdout
+        and "5 field(s) drifted" in drifted.stdout
+    )
+    assert unknown.returncode == 0 and "agrees" in unknown.stdout and "not in the table" in unknown.stdout, (
+        unknown.stdout + unknown.stderr
+    )
     assert asked == 2  # each run asked the provider, neither read a kept answer
 
 
@@ -293,20 +398,46 @@ def test_models_capabilities_live_against_gemini_and_openrouter(tmp_path, provid
     from google.genai import types
 
     if provider == "gemini":
-        info = {"name": "models/gemini-2.5-pro", "displayName": "Gemini 2.5 Pro", "inputTokenLimit": 2097152, "outputTokenLimit": 65536, "thinking": True}
+        info = {
+            "name": "models/gemini-2.5-pro",
+            "displayName": "Gemini 2.5 Pro",
+            "inputTokenLimit": 2097152,
+            "outputTokenLimit": 65536,
+            "thinking": True,
+        }
         types.Model.model_validate(info)
         spec, env_key, path = "google:gemini-2.5-pro", {"GEMINI_API_KEY": "g-key", "GOOGLE_GEMINI_BASE_URL": None}, ""
         drift = "context_window: the table says 1048576, the provider says 2097152 (the provider wins)"
     else:
-        info = {"data": [{"id": "anthropic/claude-opus-4.7", "context_length": 1000000, "architecture": {"input_modalities": ["text", "image"]}, "top_provider": {"max_completion_tokens": 64000}, "supported_parameters": ["tools", "tool_choice", "reasoning", "structured_outputs"]}]}
-        spec, env_key, path = "openrouter:anthropic/claude-opus-4.7", {"OPENROUTER_API_KEY": "or-key", "OPENROUTER_BASE_URL": None}, "/v1"
+        info = {
+            "data": [
+                {
+                    "id": "anthropic/claude-opus-4.7",
+                    "context_length": 1000000,
+                    "architecture": {"input_modalities": ["text", "image"]},
+                    "top_provider": {"max_completion_tokens": 64000},
+                    "supported_parameters": ["tools", "tool_choice", "reasoning", "structured_outputs"],
+                }
+            ]
+        }
+        spec, env_key, path = (
+            "openrouter:anthropic/claude-opus-4.7",
+            {"OPENROUTER_API_KEY": "or-key", "OPENROUTER_BASE_URL": None},
+            "/v1",
+        )
         drift = "max_output_tokens: the table says 128000, the provider says 64000 (the provider wins)"
     with ProviderServer() as server:
         server.respond = lambda request: json_reply(info)
         env = {**os.environ, "MODELWIRE_DEBUG": "0", "MODELWIRE_CACHE_DIR": str(tmp_path)}
         for name, value in env_key.items():
             env[name] = value if value is not None else server.url + path
-        run = subprocess.run([sys.executable, "-m", "modelwire", "models", "--capabilities", spec, "--live"], capture_output=True, text=True, env=env, timeout=60)
+        run = subprocess.run(
+            [sys.executable, "-m", "modelwire", "models", "--capabilities", spec, "--live"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         asked = gets(server)
     assert run.returncode == 1 and drift in run.stdout, run.stdout + run.stderr
     assert len(asked) == 1

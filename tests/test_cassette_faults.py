@@ -46,8 +46,13 @@ def test_two_processes_recording_into_one_file_lose_nothing(tmp_path):
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     with ProviderServer() as server:
-        server.respond = lambda request: sse_reply(sse.body("openai-chat", ("text", request["json"]["messages"][-1]["content"] + " answered")))
-        procs = [subprocess.Popen([sys.executable, str(script), str(path), server.url + "/v1", who, str(gate)]) for who in ("a", "b")]
+        server.respond = lambda request: sse_reply(
+            sse.body("openai-chat", ("text", request["json"]["messages"][-1]["content"] + " answered"))
+        )
+        procs = [
+            subprocess.Popen([sys.executable, str(script), str(path), server.url + "/v1", who, str(gate)])
+            for who in ("a", "b")
+        ]
         assert [p.wait(timeout=60) for p in procs] == [0, 0]
     asked = sorted(i.request["json"]["messages"][-1]["content"] for i in Cassette.load(path).interactions)
     assert asked == sorted(f"{who} question {n}" for who in "ab" for n in range(3))
@@ -56,10 +61,16 @@ def test_two_processes_recording_into_one_file_lose_nothing(tmp_path):
 def test_recording_leaves_nothing_beside_the_cassettes(tmp_path):
     """The writers' lock is the folder's own: no ``.json.lock`` file is left next to each cassette."""
     with ProviderServer() as server:
-        server.script(sse_reply(sse.body("openai-chat", ("text", "a"))), sse_reply(sse.body("openai-chat", ("text", "b"))))
+        server.script(
+            sse_reply(sse.body("openai-chat", ("text", "a"))), sse_reply(sse.body("openai-chat", ("text", "b")))
+        )
         for name in ("one.json", "two.json"):
             with use_cassette(tmp_path / name, "once"):
-                asyncio.run(load_model("openai:gpt-test", api_key="k", base_url=server.url + "/v1").complete([UserMsg("u", name)]))
+                asyncio.run(
+                    load_model("openai:gpt-test", api_key="k", base_url=server.url + "/v1").complete(
+                        [UserMsg("u", name)]
+                    )
+                )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.json", "two.json"]
 
 
@@ -67,7 +78,10 @@ def test_a_reader_never_sees_half_a_file(tmp_path):
     path = tmp_path / "big.json"
     cassette = Cassette(path)
     for n in range(200):
-        cassette.add({"method": "POST", "url": f"https://x/{n}", "json": {"q": "x" * 2000}}, {"status": 200, "body": "data: {}\n\n" * 50})
+        cassette.add(
+            {"method": "POST", "url": f"https://x/{n}", "json": {"q": "x" * 2000}},
+            {"status": 200, "body": "data: {}\n\n" * 50},
+        )
     cassette.save()
     seen, broken, stop = [], [], threading.Event()
 
@@ -94,7 +108,9 @@ def recorded(tmp_path_factory):
     with ProviderServer() as server:
         server.script(sse_reply(sse.body("openai-chat", ("text", "a recorded answer"))))
         with use_cassette(path, "once", timing=True):  # with the pieces' times, so chunks can be damaged too
-            asyncio.run(load_model("openai:gpt-test", api_key="k", base_url=server.url + "/v1").complete([UserMsg("u", "hi")]))
+            asyncio.run(
+                load_model("openai:gpt-test", api_key="k", base_url=server.url + "/v1").complete([UserMsg("u", "hi")])
+            )
         url = server.url + "/v1"
     data = json.loads(path.read_text())
     assert data["interactions"][0]["response"]["chunks"]
@@ -159,7 +175,9 @@ def test_the_undamaged_cassette_replays(tmp_path, recorded):
 
 def test_tests_of_the_same_name_in_two_classes_and_two_folders_get_two_cassettes(pytester):
     with ProviderServer() as server:
-        server.respond = lambda request: sse_reply(sse.body("openai-chat", ("text", "from " + request["json"]["messages"][-1]["content"])))
+        server.respond = lambda request: sse_reply(
+            sse.body("openai-chat", ("text", "from " + request["json"]["messages"][-1]["content"]))
+        )
         body = f"""
             import asyncio, pytest
             from modelwire.models import load_model
@@ -184,8 +202,15 @@ def test_tests_of_the_same_name_in_two_classes_and_two_folders_get_two_cassettes
             (pytester.path / folder / "test_same.py").write_text(textwrap.dedent(body))
         pytester.makeini("[pytest]\npython_files = test_*.py\n")
         pytester.runpytest("--record-mode=once", "-p", "no:cacheprovider").assert_outcomes(passed=4)
-    tapes = sorted(p.relative_to(pytester.path / "cassettes").as_posix() for p in (pytester.path / "cassettes").rglob("*.json"))
-    assert tapes == ["one/test_same/TestA/test_x.json", "one/test_same/TestB/test_x.json", "two/test_same/TestA/test_x.json", "two/test_same/TestB/test_x.json"]
+    tapes = sorted(
+        p.relative_to(pytester.path / "cassettes").as_posix() for p in (pytester.path / "cassettes").rglob("*.json")
+    )
+    assert tapes == [
+        "one/test_same/TestA/test_x.json",
+        "one/test_same/TestB/test_x.json",
+        "two/test_same/TestA/test_x.json",
+        "two/test_same/TestB/test_x.json",
+    ]
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=4)  # the server is gone: each replays its own
 
 
@@ -216,10 +241,16 @@ def test_a_key_given_in_code_and_echoed_by_the_server_is_never_written(tmp_path)
     key = "sk-given-in-code-7777777"
     path = tmp_path / "echo.json"
     with ProviderServer() as server:
-        server.respond = lambda request: sse_reply(sse.body("openai-chat", ("text", "your header was " + request["headers"]["authorization"])))
+        server.respond = lambda request: sse_reply(
+            sse.body("openai-chat", ("text", "your header was " + request["headers"]["authorization"]))
+        )
         with pytest.raises(CassetteSecretError, match="credential"):
             with use_cassette(path, "once"):
-                asyncio.run(load_model("openai:gpt-test", api_key=key, base_url=server.url + "/v1").complete([UserMsg("u", "hi")]))
+                asyncio.run(
+                    load_model("openai:gpt-test", api_key=key, base_url=server.url + "/v1").complete(
+                        [UserMsg("u", "hi")]
+                    )
+                )
     assert not path.exists()
 
 
@@ -228,15 +259,24 @@ def test_aws_secrets_from_the_environment_are_never_written(tmp_path, monkeypatc
     monkeypatch.setenv("AWS_SESSION_TOKEN", token)
     path = tmp_path / "aws.json"
     with ProviderServer() as server:
-        server.script(Reply(body=json.dumps({"error": {"message": f"token {token} expired"}}).encode(), status=400, headers={"content-type": "application/json"}))
+        server.script(
+            Reply(
+                body=json.dumps({"error": {"message": f"token {token} expired"}}).encode(),
+                status=400,
+                headers={"content-type": "application/json"},
+            )
+        )
         with pytest.raises(CassetteSecretError):
             with use_cassette(path, "once"):
                 try:
-                    asyncio.run(load_model("openai:gpt-test", api_key="k", base_url=server.url + "/v1").complete([UserMsg("u", "hi")]))
+                    asyncio.run(
+                        load_model("openai:gpt-test", api_key="k", base_url=server.url + "/v1").complete(
+                            [UserMsg("u", "hi")]
+                        )
+                    )
                 except Exception:  # noqa: BLE001 - the 400 itself is not what is tested
                     pass
     assert not path.exists()
-
 
 
 def test_the_signers_debug_log_never_shows_the_session_token(caplog):
@@ -249,7 +289,12 @@ def test_the_signers_debug_log_never_shows_the_session_token(caplog):
     token = "FwoGZXIvYXdzEXAMPLETOKEN0123456789"
     signer = AWSCredentials(region="eu-west-1", credentials=Credentials("AKIDTEST", "secret/key", token))
     with caplog.at_level(logging.DEBUG, logger="botocore"):
-        headers = signer.apply("POST", "https://bedrock-runtime.eu-west-1.amazonaws.com/model/m/converse-stream", {"content-type": "application/json"}, b"{}")
+        headers = signer.apply(
+            "POST",
+            "https://bedrock-runtime.eu-west-1.amazonaws.com/model/m/converse-stream",
+            {"content-type": "application/json"},
+            b"{}",
+        )
     assert headers["x-amz-security-token"] == token  # still sent
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "CanonicalRequest" in logged and "x-amz-security-token:<redacted>" in logged
@@ -259,11 +304,19 @@ def test_the_signers_debug_log_never_shows_the_session_token(caplog):
 def test_recording_an_unchanged_conversation_again_leaves_the_file_as_it_was(tmp_path):
     path = tmp_path / "same.json"
     with ProviderServer() as server:
-        server.respond = lambda request: Reply(body=sse.body("openai-chat", ("text", "one two three four five")), headers={"content-type": "text/event-stream"}, delay=0.01)
+        server.respond = lambda request: Reply(
+            body=sse.body("openai-chat", ("text", "one two three four five")),
+            headers={"content-type": "text/event-stream"},
+            delay=0.01,
+        )
         texts = []
         for _ in range(2):
             with use_cassette(path, "all"):
-                asyncio.run(load_model("openai:gpt-test", api_key="sk-x", base_url=server.url + "/v1").complete([UserMsg("u", "hi")]))
+                asyncio.run(
+                    load_model("openai:gpt-test", api_key="sk-x", base_url=server.url + "/v1").complete(
+                        [UserMsg("u", "hi")]
+                    )
+                )
             texts.append(path.read_text())
     assert texts[0] == texts[1] and '"chunks"' not in texts[0]  # no timings unless asked (timing=True)
 
@@ -281,7 +334,23 @@ def test_a_failing_cassette_test_is_reported_once(pytester):
             asyncio.run(model.complete([UserMsg("u", "something never recorded")]))
         """
     )
-    (pytester.path / "tape.json").write_text(json.dumps({"version": 1, "interactions": [{"request": {"method": "POST", "url": "http://127.0.0.1:9/v1/chat/completions", "json": {"x": 1}}, "response": {"status": 200, "body": ""}}]}))
+    (pytester.path / "tape.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "interactions": [
+                    {
+                        "request": {
+                            "method": "POST",
+                            "url": "http://127.0.0.1:9/v1/chat/completions",
+                            "json": {"x": 1},
+                        },
+                        "response": {"status": 200, "body": ""},
+                    }
+                ],
+            }
+        )
+    )
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1, errors=0)
 
@@ -325,7 +394,11 @@ def test_cassettes_recorded_from_several_threads_at_once_write_each_interaction_
         assert asked == [f"thread {k} question 0", f"thread {k} question 1"]
         with use_cassette(tmp_path / f"t{k}.json", "none"):  # strict: all played, none twice
             for q in range(2):
-                asyncio.run(load_model("openai:gpt-test", api_key="k", base_url=url).complete([UserMsg("u", f"thread {k} question {q}")]))
+                asyncio.run(
+                    load_model("openai:gpt-test", api_key="k", base_url=url).complete(
+                        [UserMsg("u", f"thread {k} question {q}")]
+                    )
+                )
 
 
 def test_a_cassette_nested_too_deeply_is_a_cassette_error_in_the_api_and_the_cli(tmp_path):
@@ -343,7 +416,9 @@ def test_a_cassette_nested_too_deeply_is_a_cassette_error_in_the_api_and_the_cli
         with use_cassette(path):
             pass
     env = {**os.environ, "MODELWIRE_DEBUG": "0"}  # as a user runs it: one line, no traceback
-    shown = subprocess.run([sys.executable, "-m", "modelwire.cli", "cassette", "show", str(path)], capture_output=True, text=True, env=env)
+    shown = subprocess.run(
+        [sys.executable, "-m", "modelwire.cli", "cassette", "show", str(path)], capture_output=True, text=True, env=env
+    )
     assert shown.returncode == 2 and "nested too deeply" in shown.stderr and "Traceback" not in shown.stderr
     yaml_path = tmp_path / "deep.yaml"
     yaml_path.write_text("interactions: " + "[" * 100_000 + "]" * 100_000 + "\n")

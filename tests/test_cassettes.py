@@ -81,8 +81,14 @@ def test_sdk_clients_are_recorded_and_replayed_too(tmp_path, key):
 
     async def ask(url):
         client = openai.AsyncOpenAI(base_url=url + "/v1", max_retries=0)
-        stream = await client.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "hi"}], stream=True)
-        return [chunk.choices[0].delta.content for chunk in [c async for c in stream] if chunk.choices and chunk.choices[0].delta.content]
+        stream = await client.chat.completions.create(
+            model="gpt-test", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        return [
+            chunk.choices[0].delta.content
+            for chunk in [c async for c in stream]
+            if chunk.choices and chunk.choices[0].delta.content
+        ]
 
     with ProviderServer() as server:
         server.script(sse_reply(sse.body("openai-chat", ("text", "Hello from the SDK"))))
@@ -106,13 +112,15 @@ def test_mismatch_shows_a_diff_against_the_nearest(tmp_path, key):
         with use_cassette(path):
             run(call(url + "/v1", ("Weather in Rome?",)))
     text = str(info.value)
-    assert "no recorded interaction" in text and '-' in text and "Paris" in text and "Rome" in text
+    assert "no recorded interaction" in text and "-" in text and "Paris" in text and "Rome" in text
 
 
 def test_ignored_fields_and_unused_interactions(tmp_path, key):
     path = tmp_path / "c.json"
     with ProviderServer() as server:
-        server.script(sse_reply(sse.body("openai-chat", ("text", "one"))), sse_reply(sse.body("openai-chat", ("text", "two"))))
+        server.script(
+            sse_reply(sse.body("openai-chat", ("text", "one"))), sse_reply(sse.body("openai-chat", ("text", "two")))
+        )
         with use_cassette(path, "once"):
             run(call(server.url + "/v1"))
             run(call(server.url + "/v1", ("Second question",)))
@@ -245,9 +253,26 @@ def test_pytest_plugin(pytester, tmp_path):
 
 @pytest.mark.skipif(not HAVE_SHARED, reason="../shared/recorded-streams is not present")
 def test_cassette_cli(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "modelwire.cli", "cassette", "import", str(PA / "test_anthropic_model_thinking_part_stream.yaml"), "-o", str(tmp_path / "t.json")], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "modelwire.cli",
+            "cassette",
+            "import",
+            str(PA / "test_anthropic_model_thinking_part_stream.yaml"),
+            "-o",
+            str(tmp_path / "t.json"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
-    show = subprocess.run([sys.executable, "-m", "modelwire.cli", "cassette", "show", str(tmp_path / "t.json")], capture_output=True, text=True)
+    show = subprocess.run(
+        [sys.executable, "-m", "modelwire.cli", "cassette", "show", str(tmp_path / "t.json")],
+        capture_output=True,
+        text=True,
+    )
     assert show.returncode == 0, show.stderr
     assert "POST https://api.anthropic.com/v1/messages?beta=true  model=claude-sonnet-4-0  -> HTTP 200" in show.stdout
     raw = (PA / "test_anthropic_model_thinking_part_stream.0.sse").read_text()
@@ -304,7 +329,9 @@ def test_a_cassette_recorded_once_replays_outside_pytest_without_the_key(tmp_pat
         server.script(sse_reply(body("anthropic", ("text", "Recorded."))))
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-recording-key")
         with use_cassette(path, "once"):
-            first = asyncio.run(load_model("anthropic:claude-sonnet-4-5", base_url=server.url).complete([UserMsg("u", "hi")]))
+            first = asyncio.run(
+                load_model("anthropic:claude-sonnet-4-5", base_url=server.url).complete([UserMsg("u", "hi")])
+            )
         url = server.url
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     with use_cassette(path, "once"):

@@ -9,16 +9,41 @@ import sys
 
 import pytest
 
-from modelwire.message import AssistantMsg, Base64Source, DataBlock, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
+from modelwire.message import (
+    AssistantMsg,
+    Base64Source,
+    DataBlock,
+    SystemMsg,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    UserMsg,
+)
 from modelwire.models import load_model
 from paths import HAVE_SHARED
 
-STRICT_DEFAULT = {"type": "object", "properties": {"city": {"type": "string", "default": "Paris"}}, "required": ["city"], "additionalProperties": False}
-TOOL = {"name": "get_weather", "description": "w", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+STRICT_DEFAULT = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "default": "Paris"}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+TOOL = {
+    "name": "get_weather",
+    "description": "w",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
 
 
 def call_turn(call_id="call_1", name="get_weather"):
-    return AssistantMsg("a", [ToolCallBlock(id=call_id, name=name, input='{"city": "Paris"}'), ToolResultBlock(id=call_id, name=name, output="sunny", state="success")])
+    return AssistantMsg(
+        "a",
+        [
+            ToolCallBlock(id=call_id, name=name, input='{"city": "Paris"}'),
+            ToolResultBlock(id=call_id, name=name, output="sunny", state="success"),
+        ],
+    )
 
 
 def rules(spec, messages, tools=None, tool_choice=None, **options):
@@ -32,34 +57,200 @@ CLEAN = [UserMsg("u", "Weather in Paris?"), call_turn(), UserMsg("u", "Thanks")]
 @pytest.mark.parametrize(
     "spec,messages,tools,tool_choice,options,expected",
     [
-        ("anthropic:claude-sonnet-4-5", [UserMsg("u", "x"), call_turn("functions.get_weather:0")], [TOOL], None, {}, [("tool-id", 1)]),
-        ("openai:gpt-4.1", [UserMsg("u", "x"), call_turn(name="fs/read")], [{**TOOL, "name": "fs/read"}], None, {}, [("tool-name", 1)]),
         (
             "anthropic:claude-sonnet-4-5",
-            [UserMsg("u", "x"), AssistantMsg("a", [ThinkingBlock(thinking="hm", signature="sig-M", provider_metadata={"minimax": {"protocol": "anthropic", "endpoint": "minimax"}}), TextBlock(text="hi")])],
-            None, None, {}, [("foreign-thinking", 1)],
+            [UserMsg("u", "x"), call_turn("functions.get_weather:0")],
+            [TOOL],
+            None,
+            {},
+            [("tool-id", 1)],
         ),
-        ("anthropic:claude-sonnet-4-5", CLEAN, [TOOL], "required", {"thinking": True}, [("forced-tool-with-thinking", None)]),
-        ("deepseek:deepseek-chat", [UserMsg("u", [TextBlock(text="see"), DataBlock(source=Base64Source(data="iVBORw0KGgo=", media_type="image/png"))])], None, None, {}, [("unsupported-media", 0)]),
-        ("openai:gpt-4.1", CLEAN, [TOOL], None, {"json_schema": {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {"type": "integer"}}}}}, [("non-strict-schema", None)]),
-        ("anthropic:claude-sonnet-4-5", [SystemMsg("s", "Be brief."), *CLEAN, AssistantMsg("a", [TextBlock(text="Welcome.")]), UserMsg("u", "Bye")], [TOOL], None, {"formatter": {"cache_system": True, "cache_tools": True, "cache_last_turns": 3}}, [("cache-breakpoints", None)]),
-        ("openai:gpt-4.1", [UserMsg("u", [TextBlock(text="")]), AssistantMsg("a", [TextBlock(text="hi")]), UserMsg("u", "ok")], None, None, {}, [("empty-text", 0)]),
-        ("openai:gpt-4.1", [UserMsg("u", "x"), AssistantMsg("a", [ToolResultBlock(id="nowhere", name="get_weather", output="?", state="success")])], None, None, {}, [("orphan-result", 1)]),
-        ("openai:gpt-4.1", [UserMsg("u", "x"), AssistantMsg("a", [ToolCallBlock(id="c9", name="get_weather", input="{}")]), UserMsg("u", "and?")], None, None, {}, [("unanswered-call", 1)]),
-        ("anthropic:claude-sonnet-4-5", CLEAN, [TOOL], None, {"reasoning_effort": "high"}, [("unsupported-option", None)]),
+        (
+            "openai:gpt-4.1",
+            [UserMsg("u", "x"), call_turn(name="fs/read")],
+            [{**TOOL, "name": "fs/read"}],
+            None,
+            {},
+            [("tool-name", 1)],
+        ),
+        (
+            "anthropic:claude-sonnet-4-5",
+            [
+                UserMsg("u", "x"),
+                AssistantMsg(
+                    "a",
+                    [
+                        ThinkingBlock(
+                            thinking="hm",
+                            signature="sig-M",
+                            provider_metadata={"minimax": {"protocol": "anthropic", "endpoint": "minimax"}},
+                        ),
+                        TextBlock(text="hi"),
+                    ],
+                ),
+            ],
+            None,
+            None,
+            {},
+            [("foreign-thinking", 1)],
+        ),
+        (
+            "anthropic:claude-sonnet-4-5",
+            CLEAN,
+            [TOOL],
+            "required",
+            {"thinking": True},
+            [("forced-tool-with-thinking", None)],
+        ),
+        (
+            "deepseek:deepseek-chat",
+            [
+                UserMsg(
+                    "u",
+                    [
+                        TextBlock(text="see"),
+                        DataBlock(source=Base64Source(data="iVBORw0KGgo=", media_type="image/png")),
+                    ],
+                )
+            ],
+            None,
+            None,
+            {},
+            [("unsupported-media", 0)],
+        ),
+        (
+            "openai:gpt-4.1",
+            CLEAN,
+            [TOOL],
+            None,
+            {
+                "json_schema": {
+                    "type": "object",
+                    "properties": {"m": {"type": "object", "additionalProperties": {"type": "integer"}}},
+                }
+            },
+            [("non-strict-schema", None)],
+        ),
+        (
+            "anthropic:claude-sonnet-4-5",
+            [SystemMsg("s", "Be brief."), *CLEAN, AssistantMsg("a", [TextBlock(text="Welcome.")]), UserMsg("u", "Bye")],
+            [TOOL],
+            None,
+            {"formatter": {"cache_system": True, "cache_tools": True, "cache_last_turns": 3}},
+            [("cache-breakpoints", None)],
+        ),
+        (
+            "openai:gpt-4.1",
+            [UserMsg("u", [TextBlock(text="")]), AssistantMsg("a", [TextBlock(text="hi")]), UserMsg("u", "ok")],
+            None,
+            None,
+            {},
+            [("empty-text", 0)],
+        ),
+        (
+            "openai:gpt-4.1",
+            [
+                UserMsg("u", "x"),
+                AssistantMsg("a", [ToolResultBlock(id="nowhere", name="get_weather", output="?", state="success")]),
+            ],
+            None,
+            None,
+            {},
+            [("orphan-result", 1)],
+        ),
+        (
+            "openai:gpt-4.1",
+            [
+                UserMsg("u", "x"),
+                AssistantMsg("a", [ToolCallBlock(id="c9", name="get_weather", input="{}")]),
+                UserMsg("u", "and?"),
+            ],
+            None,
+            None,
+            {},
+            [("unanswered-call", 1)],
+        ),
+        (
+            "anthropic:claude-sonnet-4-5",
+            CLEAN,
+            [TOOL],
+            None,
+            {"reasoning_effort": "high"},
+            [("unsupported-option", None)],
+        ),
         ("anthropic:claude-sonnet-4-5", CLEAN, [TOOL], None, {}, []),
         ("mistral:mistral-large-latest", CLEAN, [TOOL], None, {}, [("tool-id", 1)]),
-        ("anthropic:claude-opus-5", CLEAN, [TOOL], None, {"thinking": False, "reasoning_effort": "xhigh"}, [("unsupported-option", None)]),
+        (
+            "anthropic:claude-opus-5",
+            CLEAN,
+            [TOOL],
+            None,
+            {"thinking": False, "reasoning_effort": "xhigh"},
+            [("unsupported-option", None)],
+        ),
         ("anthropic:claude-opus-4-7", CLEAN, [TOOL], None, {"temperature": 0.2}, [("unsupported-option", None)]),
-        ("anthropic:claude-opus-5-5", CLEAN, [TOOL], "required", {"thinking": False}, [("forced-tool-with-thinking", None), ("unsupported-option", None)]),
-        ("openai:gpt-4.1", CLEAN, [{**TOOL, "strict": True, "parameters": STRICT_DEFAULT}], None, {"capabilities": {"strict_refused": ["default"]}}, [("strict-schema", None)]),
-        ("openai:gpt-4.1", [UserMsg("u", "word " * 80_000)], None, None, {"capabilities": {"context_window": 50_000}}, [("context-window", None)]),
-        ("openai:gpt-4.1", [UserMsg("u", "word " * 8_000)], None, None, {"capabilities": {"context_window": 50_000}}, []),
-        ("anthropic:claude-sonnet-4-5", [UserMsg("u", [DataBlock(source=Base64Source(data="not base64!", media_type="image/png"))])], None, None, {}, [("bad-data", 0)]),
+        (
+            "anthropic:claude-opus-5-5",
+            CLEAN,
+            [TOOL],
+            "required",
+            {"thinking": False},
+            [("forced-tool-with-thinking", None), ("unsupported-option", None)],
+        ),
+        (
+            "openai:gpt-4.1",
+            CLEAN,
+            [{**TOOL, "strict": True, "parameters": STRICT_DEFAULT}],
+            None,
+            {"capabilities": {"strict_refused": ["default"]}},
+            [("strict-schema", None)],
+        ),
+        (
+            "openai:gpt-4.1",
+            [UserMsg("u", "word " * 80_000)],
+            None,
+            None,
+            {"capabilities": {"context_window": 50_000}},
+            [("context-window", None)],
+        ),
+        (
+            "openai:gpt-4.1",
+            [UserMsg("u", "word " * 8_000)],
+            None,
+            None,
+            {"capabilities": {"context_window": 50_000}},
+            [],
+        ),
+        (
+            "anthropic:claude-sonnet-4-5",
+            [UserMsg("u", [DataBlock(source=Base64Source(data="not base64!", media_type="image/png"))])],
+            None,
+            None,
+            {},
+            [("bad-data", 0)],
+        ),
     ],
     ids=[
-        "tool-id", "tool-name", "foreign-thinking", "forced-tool", "media", "schema", "cache", "empty-text", "orphan", "unanswered", "option", "clean", "mistral-id",
-        "effort-with-thinking-off", "sampling", "thinking-off-always-thinks", "strict-keyword", "context-window", "fits-the-window", "bad-data",
+        "tool-id",
+        "tool-name",
+        "foreign-thinking",
+        "forced-tool",
+        "media",
+        "schema",
+        "cache",
+        "empty-text",
+        "orphan",
+        "unanswered",
+        "option",
+        "clean",
+        "mistral-id",
+        "effort-with-thinking-off",
+        "sampling",
+        "thinking-off-always-thinks",
+        "strict-keyword",
+        "context-window",
+        "fits-the-window",
+        "bad-data",
     ],
 )
 def test_each_rule(spec, messages, tools, tool_choice, options, expected):
@@ -76,7 +267,9 @@ def test_no_false_findings_on_the_recorded_conversations_sent_back_to_their_make
         if protocol == "openai-responses" and provider != "openai-responses":
             continue  # a Responses recording from a provider without a preset of its own
         target = {"bedrock-converse": "bedrock"}.get(protocol, provider)
-        findings = load_model(f"{target}:some-model", api_key="k", capability_lookup=False).preflight(conversation(protocol, provider, path))
+        findings = load_model(f"{target}:some-model", api_key="k", capability_lookup=False).preflight(
+            conversation(protocol, provider, path)
+        )
         assert findings == [], (path.name, [str(f) for f in findings])
         checked += 1
     assert checked > 50
@@ -86,12 +279,26 @@ def run_check(*args, stdin=None):
     import os
 
     env = {k: v for k, v in os.environ.items() if k != "MODELWIRE_DEBUG"}  # as a person runs it
-    return subprocess.run([sys.executable, "-m", "modelwire.cli", "check", *args], capture_output=True, timeout=60, input=stdin, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "modelwire.cli", "check", *args], capture_output=True, timeout=60, input=stdin, env=env
+    )
 
 
 def test_the_command_exits_0_1_2_and_fix_writes_a_conversation_that_checks_clean(tmp_path):
     history = tmp_path / "chat.json"
-    history.write_text(json.dumps([m.to_dict() for m in [UserMsg("u", [TextBlock(text="")]), AssistantMsg("a", [TextBlock(text="ok")]), UserMsg("u", "Weather?"), call_turn("functions.get_weather:0", "fs/read")]]))
+    history.write_text(
+        json.dumps(
+            [
+                m.to_dict()
+                for m in [
+                    UserMsg("u", [TextBlock(text="")]),
+                    AssistantMsg("a", [TextBlock(text="ok")]),
+                    UserMsg("u", "Weather?"),
+                    call_turn("functions.get_weather:0", "fs/read"),
+                ]
+            ]
+        )
+    )
     clean = tmp_path / "clean.json"
     clean.write_text(json.dumps([m.to_dict() for m in CLEAN]))
     out = run_check(str(clean), "--model", "anthropic:claude-sonnet-4-5")
@@ -120,8 +327,24 @@ def test_a_plugin_protocols_replay_keys_are_checked_too(monkeypatch):
     from modelwire import protocols
     from modelwire.protocols import WireProtocol, replay_keys
 
-    assert replay_keys() == {"signature", "redacted_thinking_data", "encrypted_content", "reasoning_item_raw", "thought_signature", "reasoning_details"}
-    signed = [UserMsg("u", "x"), AssistantMsg("a", [ThinkingBlock(thinking="hm", toy_seal="s", provider_metadata={"toy": {"protocol": "toy"}}), TextBlock(text="hi")])]
+    assert replay_keys() == {
+        "signature",
+        "redacted_thinking_data",
+        "encrypted_content",
+        "reasoning_item_raw",
+        "thought_signature",
+        "reasoning_details",
+    }
+    signed = [
+        UserMsg("u", "x"),
+        AssistantMsg(
+            "a",
+            [
+                ThinkingBlock(thinking="hm", toy_seal="s", provider_metadata={"toy": {"protocol": "toy"}}),
+                TextBlock(text="hi"),
+            ],
+        ),
+    ]
     assert rules("anthropic:claude-sonnet-4-5", signed) == []  # nothing says toy_seal is a seal
 
     class Toy(WireProtocol):
@@ -138,7 +361,9 @@ def test_fix_answers_an_unanswered_call_and_the_fixed_file_checks_clean(tmp_path
     ``--fix`` answers it with an ``interrupted`` result right after its calls (before the text
     that follows them), so the fixed file passes and ``--fix`` exits 0."""
     history = tmp_path / "chat.json"
-    turn = AssistantMsg("a", [ToolCallBlock(id="call_1", name="get_weather", input="{}"), TextBlock(text="Let me see.")])
+    turn = AssistantMsg(
+        "a", [ToolCallBlock(id="call_1", name="get_weather", input="{}"), TextBlock(text="Let me see.")]
+    )
     history.write_text(json.dumps([m.to_dict() for m in [UserMsg("u", "Weather?"), turn, UserMsg("u", "Well?")]]))
     found = run_check(str(history), "--model", "anthropic:claude-sonnet-4-5")
     assert found.returncode == 1 and b"[unanswered-call]" in found.stdout and b"interrupted result" in found.stdout
@@ -148,4 +373,3 @@ def test_fix_answers_an_unanswered_call_and_the_fixed_file_checks_clean(tmp_path
     blocks = json.loads(fixed.read_text())[1]["content"]
     assert [b["type"] for b in blocks] == ["tool_call", "tool_result", "text"] and blocks[1]["state"] == "interrupted"
     assert run_check(str(fixed), "--model", "anthropic:claude-sonnet-4-5").returncode == 0
-

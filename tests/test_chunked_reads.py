@@ -49,7 +49,14 @@ class RawServer:
         try:
             while self.scripts:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
+                length = next(
+                    (
+                        int(line.split(b":", 1)[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
                 await reader.readexactly(length)
                 for step in self.scripts.pop(0):
                     if isinstance(step, float):
@@ -65,7 +72,9 @@ class RawServer:
             writer.close()
 
 
-async def read_body(client: httpx2.AsyncClient, url: str, whole: bool) -> tuple[list[bytes], BaseException | None, bool]:
+async def read_body(
+    client: httpx2.AsyncClient, url: str, whole: bool
+) -> tuple[list[bytes], BaseException | None, bool]:
     """The pieces of one response's body (read as the transport reads it), the error that
     ended it if any, and whether the whole-chunk reader was installed."""
     pieces: list[bytes] = []
@@ -102,7 +111,9 @@ def split_anywhere(data: bytes, rng: random.Random) -> list[bytes | float]:
 @pytest.mark.parametrize("seed", range(25))
 def test_the_same_bytes_however_the_socket_splits_them(seed):
     rng = random.Random(seed)
-    pieces = [bytes(rng.randrange(256) for _ in range(rng.choice([1, 5, 80, 300, 3000]))) for _ in range(rng.randrange(1, 60))]
+    pieces = [
+        bytes(rng.randrange(256) for _ in range(rng.choice([1, 5, 80, 300, 3000]))) for _ in range(rng.randrange(1, 60))
+    ]
     body = chunked(pieces, trailer=b"x-trailer: 1\r\n" if seed % 3 == 0 else b"")
     plain, whole = asyncio.run(both([HEAD, *split_anywhere(body, rng)]))
     assert plain[1] is None and whole[1] is None
@@ -111,7 +122,7 @@ def test_the_same_bytes_however_the_socket_splits_them(seed):
 
 
 def test_whole_chunks_in_one_read_come_as_one_piece():
-    pieces = [b"data: {\"n\": %d}\n\n" % i for i in range(200)]
+    pieces = [b'data: {"n": %d}\n\n' % i for i in range(200)]
     plain, whole = asyncio.run(both([HEAD + chunked(pieces)]))  # one write: one or a few reads
     assert len(plain[0]) == 200  # h11: a piece per chunk
     assert len(whole[0]) < 10
@@ -244,7 +255,16 @@ HALF = [
     {"model": "m", "created_at": "t", "message": {"role": "assistant", "content": " an answer"}, "done": False},
 ]
 FAILURE = {"error": "an unexpected error occurred while loading the model"}
-WHOLE = [*HALF, {"model": "m", "created_at": "t", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}]
+WHOLE = [
+    *HALF,
+    {
+        "model": "m",
+        "created_at": "t",
+        "message": {"role": "assistant", "content": ""},
+        "done": True,
+        "done_reason": "stop",
+    },
+]
 NDJSON_HEAD = HEAD.replace(b"text/event-stream", b"application/x-ndjson")
 
 
@@ -261,7 +281,12 @@ def test_an_error_after_the_answer_began_is_never_retried_whatever_piece_it_came
     async def run() -> tuple[BaseException, int]:
         async with RawServer() as server:
             server.scripts = [first, [NDJSON_HEAD + chunked([_ollama_reply(*WHOLE)])]]
-            model = load_model("ollama:m", base_url=server.url, capability_lookup=False, retry=RetryPolicy(max_retries=2, initial_delay=0.01))
+            model = load_model(
+                "ollama:m",
+                base_url=server.url,
+                capability_lookup=False,
+                retry=RetryPolicy(max_retries=2, initial_delay=0.01),
+            )
             with pytest.raises(E.ProviderError, match="while loading the model") as info:
                 await model.complete([UserMsg("u", "hi")])
             await model.aclose()
@@ -279,8 +304,16 @@ def test_an_error_before_the_answer_began_is_retried_in_the_same_piece_as_its_st
 
     async def run() -> str | None:
         async with RawServer() as server:
-            server.scripts = [[NDJSON_HEAD + chunked([_ollama_reply(start, FAILURE)])], [NDJSON_HEAD + chunked([_ollama_reply(*WHOLE)])]]
-            model = load_model("ollama:m", base_url=server.url, capability_lookup=False, retry=RetryPolicy(max_retries=2, initial_delay=0.01))
+            server.scripts = [
+                [NDJSON_HEAD + chunked([_ollama_reply(start, FAILURE)])],
+                [NDJSON_HEAD + chunked([_ollama_reply(*WHOLE)])],
+            ]
+            model = load_model(
+                "ollama:m",
+                base_url=server.url,
+                capability_lookup=False,
+                retry=RetryPolicy(max_retries=2, initial_delay=0.01),
+            )
             reply = await model.complete([UserMsg("u", "hi")])
             await model.aclose()
             return reply.get_text_content("")

@@ -46,8 +46,15 @@ def sdk_bedrock_final(raw: bytes):
     def handler(request):
         return httpx2.Response(200, content=raw, headers={"content-type": EVENTSTREAM})
 
-    client = anthropic.AnthropicBedrock(api_key="bedrock-api-key", aws_region="us-east-1", http_client=httpx2.Client(transport=httpx2.MockTransport(handler)), max_retries=0)
-    with client.messages.stream(model="us.anthropic.claude-opus-4-6-v1", max_tokens=16, messages=[{"role": "user", "content": "x"}]) as stream:
+    client = anthropic.AnthropicBedrock(
+        api_key="bedrock-api-key",
+        aws_region="us-east-1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+        max_retries=0,
+    )
+    with client.messages.stream(
+        model="us.anthropic.claude-opus-4-6-v1", max_tokens=16, messages=[{"role": "user", "content": "x"}]
+    ) as stream:
         return stream.get_final_message()
 
 
@@ -57,13 +64,25 @@ def sdk_vertex_final(raw: bytes):
     def handler(request):
         return httpx2.Response(200, content=raw, headers={"content-type": "text/event-stream"})
 
-    client = anthropic.AnthropicVertex(region="us-east5", project_id="proj", access_token="tok", http_client=httpx2.Client(transport=httpx2.MockTransport(handler)), max_retries=0)
-    with client.messages.stream(model="claude-3-7-sonnet@20250219", max_tokens=16, messages=[{"role": "user", "content": "x"}]) as stream:
+    client = anthropic.AnthropicVertex(
+        region="us-east5",
+        project_id="proj",
+        access_token="tok",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+        max_retries=0,
+    )
+    with client.messages.stream(
+        model="claude-3-7-sonnet@20250219", max_tokens=16, messages=[{"role": "user", "content": "x"}]
+    ) as stream:
         return stream.get_final_message()
 
 
 def complete(spec: str, server, raw: bytes, content_type: str, messages=None, **kw):
-    server.script(Reply(body=raw, headers={"content-type": content_type}, pieces=[raw[i : i + 97] for i in range(0, len(raw), 97)]))
+    server.script(
+        Reply(
+            body=raw, headers={"content-type": content_type}, pieces=[raw[i : i + 97] for i in range(0, len(raw), 97)]
+        )
+    )
     model = load_model(spec, api_key="k", base_url=server.url, **kw)
     events = []
 
@@ -96,7 +115,8 @@ def test_vertex_recordings_decode_as_the_sdks_vertex_client_reads_them(path):
     with ProviderServer() as server:
         reply, events, model = complete("vertex-anthropic:claude-3-7-sonnet@20250219", server, raw, "text/event-stream")
         (request,) = server.requests
-    assert request["path"] == "/v1/projects/proj/locations/us-east5/publishers/anthropic/models/claude-3-7-sonnet@20250219:streamRawPredict"
+    where = "/v1/projects/proj/locations/us-east5/publishers/anthropic/models"
+    assert request["path"] == where + "/claude-3-7-sonnet@20250219:streamRawPredict"
     end = [e for e in events if e.type == "MODEL_CALL_END"]
     assert compare_anthropic(reply, sdk_vertex_final(raw), end) == []
 
@@ -104,8 +124,14 @@ def test_vertex_recordings_decode_as_the_sdks_vertex_client_reads_them(path):
 @pytest.mark.parametrize(
     "spec,recorded",
     [
-        ("bedrock-anthropic:us.anthropic.claude-opus-4-6-v1", INVOKE / "TestBedrockCommon__bedrock-anthropic-claude-opus-4-6__simple_streaming.0.request.json"),
-        ("vertex-anthropic:claude-3-7-sonnet@20250219", VERTEX / "TestGoogleCommon__vertex-claude-3-7-sonnet__simple_streaming.0.request.json"),
+        (
+            "bedrock-anthropic:us.anthropic.claude-opus-4-6-v1",
+            INVOKE / "TestBedrockCommon__bedrock-anthropic-claude-opus-4-6__simple_streaming.0.request.json",
+        ),
+        (
+            "vertex-anthropic:claude-3-7-sonnet@20250219",
+            VERTEX / "TestGoogleCommon__vertex-claude-3-7-sonnet__simple_streaming.0.request.json",
+        ),
     ],
 )
 def test_the_request_body_is_the_one_the_cloud_took(spec, recorded):
@@ -124,12 +150,24 @@ def test_a_throttling_frame_is_a_rate_limit_error_and_keeps_what_came():
     from modelwire.adapters import encode_frame
     from modelwire.testing.sse import body as sse_body
 
-    events = [json.loads(line[6:]) for line in sse_body("anthropic", ("text", "Olá! Tudo bem")).decode().splitlines() if line.startswith("data: ")]
+    events = [
+        json.loads(line[6:])
+        for line in sse_body("anthropic", ("text", "Olá! Tudo bem")).decode().splitlines()
+        if line.startswith("data: ")
+    ]
     raw = b"".join(wrap_event(e) for e in events[:4])
-    raw += encode_frame({":exception-type": "throttlingException", ":content-type": "application/json", ":message-type": "exception"}, b'{"message": "Too many requests, please wait."}')
+    raw += encode_frame(
+        {":exception-type": "throttlingException", ":content-type": "application/json", ":message-type": "exception"},
+        b'{"message": "Too many requests, please wait."}',
+    )
     with ProviderServer() as server:
         server.script(Reply(body=raw, headers={"content-type": EVENTSTREAM}, pieces=[raw]))
-        model = load_model("bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=0))
+        model = load_model(
+            "bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            api_key="k",
+            base_url=server.url,
+            retry=RetryPolicy(max_retries=0),
+        )
         with pytest.raises(RateLimitError, match="Too many requests") as info:
             asyncio.run(model.complete("hi"))
     assert info.value.partial is not None and "Olá" in info.value.partial.get_text_content()
@@ -139,10 +177,15 @@ def test_bad_chunks_are_typed_errors():
     from modelwire.adapters import encode_frame
     from modelwire.errors import StreamProtocolError
 
-    frame = encode_frame({":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}, b'{"bytes": "not base64 !!"}')
+    frame = encode_frame(
+        {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"},
+        b'{"bytes": "not base64 !!"}',
+    )
     with ProviderServer() as server:
         server.script(Reply(body=frame, headers={"content-type": EVENTSTREAM}, pieces=[frame]))
-        model = load_model("bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", base_url=server.url)
+        model = load_model(
+            "bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", base_url=server.url
+        )
         with pytest.raises(StreamProtocolError, match="base64"):
             asyncio.run(model.complete("hi"))
 
@@ -152,19 +195,40 @@ def test_an_agent_runs_a_tool_through_bedrock_and_its_thinking_replays_to_the_an
     from modelwire.testing.sse import body as sse_body
 
     def invoke(*blocks):
-        events = [json.loads(line[6:]) for line in sse_body("anthropic", *blocks).decode().splitlines() if line.startswith("data: ")]
+        events = [
+            json.loads(line[6:])
+            for line in sse_body("anthropic", *blocks).decode().splitlines()
+            if line.startswith("data: ")
+        ]
         raw = b"".join(wrap_event(e) for e in events)
-        return Reply(body=raw, headers={"content-type": EVENTSTREAM}, pieces=[raw[i : i + 64] for i in range(0, len(raw), 64)])
+        return Reply(
+            body=raw, headers={"content-type": EVENTSTREAM}, pieces=[raw[i : i + 64] for i in range(0, len(raw), 64)]
+        )
 
     def weather(city: str) -> str:
         """The weather in a city."""
         return f"sunny in {city}"
 
     with ProviderServer() as server:
-        server.script(invoke(("think", "I should look it up.", "sig-BEDROCK"), ("tool", "toolu_bdrk_1", "weather", '{"city": "Lisbon"}')), invoke(("text", "It is sunny.")))
+        server.script(
+            invoke(
+                ("think", "I should look it up.", "sig-BEDROCK"),
+                ("tool", "toolu_bdrk_1", "weather", '{"city": "Lisbon"}'),
+            ),
+            invoke(("text", "It is sunny.")),
+        )
         # At its own base URL the preset is of the Anthropic family; a local server is its own
         # host, so the test says which family it stands for.
-        agent = Agent("a", load_model("bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", base_url=server.url, endpoint_family="anthropic"), tools=[weather])
+        agent = Agent(
+            "a",
+            load_model(
+                "bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                api_key="k",
+                base_url=server.url,
+                endpoint_family="anthropic",
+            ),
+            tools=[weather],
+        )
         reply = asyncio.run(agent.reply("Weather in Lisbon?"))
         second = server.requests[1]["json"]
     from modelwire.models._http import endpoint_family
@@ -178,29 +242,45 @@ def test_an_agent_runs_a_tool_through_bedrock_and_its_thinking_replays_to_the_an
     to_anthropic = load_model("anthropic:claude-sonnet-4-5", api_key="k").build_request(agent.context)[0]
     assert "sig-BEDROCK" in json.dumps(to_anthropic)
     # ... but not a compatible server's.
-    assert "sig-BEDROCK" not in json.dumps(load_model("minimax:MiniMax-M2", api_key="k").build_request(agent.context)[0])
+    assert "sig-BEDROCK" not in json.dumps(
+        load_model("minimax:MiniMax-M2", api_key="k").build_request(agent.context)[0]
+    )
 
 
 def test_a_cassette_replays_a_bedrock_invoke_call(tmp_path):
     from modelwire.cassettes import use_cassette
     from modelwire.testing.sse import body as sse_body
 
-    events = [json.loads(line[6:]) for line in sse_body("anthropic", ("text", "Recorded words.")).decode().splitlines() if line.startswith("data: ")]
+    events = [
+        json.loads(line[6:])
+        for line in sse_body("anthropic", ("text", "Recorded words.")).decode().splitlines()
+        if line.startswith("data: ")
+    ]
     raw = b"".join(wrap_event(e) for e in events)
     path = tmp_path / "invoke.json"
     with ProviderServer() as server:
         server.script(Reply(body=raw, headers={"content-type": EVENTSTREAM}, pieces=[raw]))
         with use_cassette(path, "all"):
-            first = asyncio.run(load_model("bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", base_url=server.url).complete("hi"))
+            first = asyncio.run(
+                load_model(
+                    "bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", base_url=server.url
+                ).complete("hi")
+            )
         url = server.url
     with use_cassette(path, "none"):  # the server is gone: the cassette answers
-        again = asyncio.run(load_model("bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", base_url=url).complete("hi"))
+        again = asyncio.run(
+            load_model(
+                "bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", base_url=url
+            ).complete("hi")
+        )
     assert first.get_text_content() == again.get_text_content() == "Recorded words."
 
 
 def test_betas_go_in_the_body_on_bedrock_and_in_the_header_elsewhere():
     beta = {"anthropic-beta": "context-1m-2025-08-07, interleaved-thinking-2025-05-14"}
-    bedrock = load_model("bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", extra_headers=beta)
+    bedrock = load_model(
+        "bedrock-anthropic:us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="k", extra_headers=beta
+    )
     body = bedrock.build_request([UserMsg("u", "hi")])[0]
     assert body["anthropic_beta"] == ["context-1m-2025-08-07", "interleaved-thinking-2025-05-14"]
     assert "anthropic-beta" not in bedrock.headers(bedrock.options.extra_headers)
@@ -221,9 +301,16 @@ def test_an_agent_on_vertex_runs_a_tool_and_a_cassette_replays_it(tmp_path):
 
     path = tmp_path / "vertex.json"
     with ProviderServer() as server:
-        server.script(sse_reply(sse_body("anthropic", ("tool", "toolu_vrtx_1", "weather", '{"city": "Rome"}'))), sse_reply(sse_body("anthropic", ("text", "Sunny in Rome."))))
+        server.script(
+            sse_reply(sse_body("anthropic", ("tool", "toolu_vrtx_1", "weather", '{"city": "Rome"}'))),
+            sse_reply(sse_body("anthropic", ("text", "Sunny in Rome."))),
+        )
         with use_cassette(path, "all"):
-            agent = Agent("a", load_model("vertex-anthropic:claude-sonnet-4-5@20250929", api_key="k", base_url=server.url), tools=[weather])
+            agent = Agent(
+                "a",
+                load_model("vertex-anthropic:claude-sonnet-4-5@20250929", api_key="k", base_url=server.url),
+                tools=[weather],
+            )
             reply = asyncio.run(agent.reply("Weather in Rome?"))
         second = server.requests[1]
         url = server.url
@@ -231,7 +318,9 @@ def test_an_agent_on_vertex_runs_a_tool_and_a_cassette_replays_it(tmp_path):
     assert second["path"].endswith("/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict")
     assert second["json"]["anthropic_version"] == "vertex-2023-10-16" and "model" not in second["json"]
     with use_cassette(path, "none"):  # the server is gone
-        again = Agent("a", load_model("vertex-anthropic:claude-sonnet-4-5@20250929", api_key="k", base_url=url), tools=[weather])
+        again = Agent(
+            "a", load_model("vertex-anthropic:claude-sonnet-4-5@20250929", api_key="k", base_url=url), tools=[weather]
+        )
         assert asyncio.run(again.reply("Weather in Rome?")).get_text_content() == reply.get_text_content()
 
 
@@ -252,11 +341,21 @@ def test_modelwire_decode_reads_a_claude_on_bedrock_body(tmp_path):
     env = {**os.environ, "MODELWIRE_DEBUG": "0"}
 
     def decode(*args):
-        done = subprocess.run([sys.executable, "-m", "modelwire", "decode", "--protocol", "anthropic", *args], capture_output=True, text=True, env=env, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "modelwire", "decode", "--protocol", "anthropic", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         from modelwire.message import Msg
 
         return Msg.from_dict(json.loads(done.stdout)).get_text_content()
 
-    assert decode(str(tmp_path / "invoke.bin")) == decode("--preset", "bedrock-anthropic", str(tmp_path / "invoke.bin")) == "Framed words."
+    assert (
+        decode(str(tmp_path / "invoke.bin"))
+        == decode("--preset", "bedrock-anthropic", str(tmp_path / "invoke.bin"))
+        == "Framed words."
+    )
     assert decode(str(tmp_path / "plain.sse")) == "Framed words."

@@ -44,7 +44,12 @@ def test_demo_streams_a_tool_call_and_an_answer():
 def test_demo_events_and_json():
     events_out = run("demo", "--events")
     lines = events_out.stdout.decode().splitlines()
-    assert lines[0] == "[00] REPLY_START" and lines[-1].startswith("[") and "REPLY_END" in lines[-1] and "finished_reason='completed'" in lines[-1]
+    assert (
+        lines[0] == "[00] REPLY_START"
+        and lines[-1].startswith("[")
+        and "REPLY_END" in lines[-1]
+        and "finished_reason='completed'" in lines[-1]
+    )
     assert any("TOOL_CALL_START" in line and "tool_call_name='calculate'" in line for line in lines)
     json_out = run("demo", "--json")
     events = E.loads_jsonl(json_out.stdout)
@@ -67,7 +72,9 @@ def test_decode_prints_the_rebuilt_message():
 
 @pytest.mark.skipif(not ROOT.is_dir(), reason="../shared/recorded-streams is not present")
 def test_decode_events_from_stdin_are_a_valid_stream():
-    body = (ROOT / "openai-python" / "f82268f2fefd5cfbc7eeb59c297688be2f6ca0849a6e4f17851b517310841d9b.bin").read_bytes()
+    body = (
+        ROOT / "openai-python" / "f82268f2fefd5cfbc7eeb59c297688be2f6ca0849a6e4f17851b517310841d9b.bin"
+    ).read_bytes()
     out = run("decode", "--protocol", "openai-chat", "--events", "-", stdin=body)
     assert out.returncode == 0, out.stderr
     events = E.loads_jsonl(out.stdout)
@@ -108,7 +115,13 @@ def test_format_prints_the_payload(tmp_path):
 
     conv = [
         UserMsg("u", "Weather?"),
-        AssistantMsg("a", [ToolCallBlock(id="c1", name="get_weather", input='{"city": "Oslo"}'), ToolResultBlock(id="c1", name="get_weather", output="snow", state="success")]),
+        AssistantMsg(
+            "a",
+            [
+                ToolCallBlock(id="c1", name="get_weather", input='{"city": "Oslo"}'),
+                ToolResultBlock(id="c1", name="get_weather", output="snow", state="success"),
+            ],
+        ),
     ]
     msgs = tmp_path / "conv.json"
     msgs.write_text(json.dumps([m.to_dict() for m in conv]))
@@ -117,7 +130,9 @@ def test_format_prints_the_payload(tmp_path):
     out = run("format", "--protocol", "anthropic", "--tools", str(tools), "--tool-choice", "auto", str(msgs))
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
-    assert payload["messages"][1]["content"] == [{"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Oslo"}}]
+    assert payload["messages"][1]["content"] == [
+        {"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Oslo"}}
+    ]
     assert payload["messages"][2]["content"] == [{"type": "tool_result", "tool_use_id": "c1", "content": "snow"}]
     assert payload["tool_choice"] == {"type": "auto"}
     chat = json.loads(run("format", "--protocol", "openai-chat", "-", stdin=msgs.read_bytes()).stdout)
@@ -128,7 +143,14 @@ def test_format_errors_name_the_message(tmp_path):
     from modelwire.message import AssistantMsg, ToolResultBlock, UserMsg
 
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps([UserMsg("u", "x").to_dict(), AssistantMsg("a", [ToolResultBlock(id="ghost", name="f", output="", state="success")]).to_dict()]))
+    bad.write_text(
+        json.dumps(
+            [
+                UserMsg("u", "x").to_dict(),
+                AssistantMsg("a", [ToolResultBlock(id="ghost", name="f", output="", state="success")]).to_dict(),
+            ]
+        )
+    )
     out = run("format", "--protocol", "openai-responses", str(bad))
     assert out.returncode == 2 and b"message [1]" in out.stderr and b"ghost" in out.stderr
     notjson = tmp_path / "x.json"
@@ -149,24 +171,48 @@ from modelwire.testing.server import ProviderServer, sse_reply  # noqa: E402
 
 def run_env(*args, env_extra=None, stdin=None):
     env = user_env(**(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "modelwire.cli", *args], input=stdin, capture_output=True, timeout=60, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "modelwire.cli", *args], input=stdin, capture_output=True, timeout=60, env=env
+    )
 
 
 def test_chat_one_shot_renders_tool_calls_usage_and_first_token_time():
     with ProviderServer() as server:
         server.script(
-            sse_reply(sse.body("openai-chat", ("think", "Need to compute."), ("tool", "call_1", "calculate", '{"expression": "6 * 7"}'), usage=(100, 20))),
+            sse_reply(
+                sse.body(
+                    "openai-chat",
+                    ("think", "Need to compute."),
+                    ("tool", "call_1", "calculate", '{"expression": "6 * 7"}'),
+                    usage=(100, 20),
+                )
+            ),
             sse_reply(sse.body("openai-chat", ("text", "It is 42."), usage=(130, 5))),
         )
-        out = run_env("chat", "--model", "deepseek:deepseek-chat", "--base-url", server.url + "/v1", "--tool", "modelwire.demo:calculate", "What is 6 * 7?", env_extra={"DEEPSEEK_API_KEY": "sk-x"})
+        out = run_env(
+            "chat",
+            "--model",
+            "deepseek:deepseek-chat",
+            "--base-url",
+            server.url + "/v1",
+            "--tool",
+            "modelwire.demo:calculate",
+            "What is 6 * 7?",
+            env_extra={"DEEPSEEK_API_KEY": "sk-x"},
+        )
         assert out.returncode == 0, out.stderr
         text, side = out.stdout.decode(), out.stderr.decode()
         # Piped, stdout holds the answer only; thinking and tool lines go to stderr.
         assert text.strip() == "It is 42."
         assert "thinking: Need to compute." in side
         assert '-> calculate({"expression": "6 * 7"})' in side and "<- calculate [success] 42" in side
-        assert "[completed | stop: end_turn | tokens in 230 (cache read 0, cache write 0) out 25 | first token " in out.stderr.decode()  # stats on stderr
-        assert '"content": "42"' in json.dumps(server.requests[1]["json"]) or "42" in json.dumps(server.requests[1]["json"]["messages"][-1])
+        assert (
+            "[completed | stop: end_turn | tokens in 230 (cache read 0, cache write 0) out 25 | first token "
+            in out.stderr.decode()
+        )  # stats on stderr
+        assert '"content": "42"' in json.dumps(server.requests[1]["json"]) or "42" in json.dumps(
+            server.requests[1]["json"]["messages"][-1]
+        )
 
 
 def test_chat_thinking_and_effort_flags_reach_the_request_for_that_model():
@@ -177,7 +223,9 @@ def test_chat_thinking_and_effort_flags_reach_the_request_for_that_model():
         assert out.returncode == 0, out.stderr
         sent = server.requests[0]["json"]
         # Opus 4.7 omits its thinking unless asked: the CLI asks for it summarized, and shows it.
-        assert sent["thinking"] == {"type": "adaptive", "display": "summarized"} and sent["output_config"] == {"effort": "xhigh"}
+        assert sent["thinking"] == {"type": "adaptive", "display": "summarized"} and sent["output_config"] == {
+            "effort": "xhigh"
+        }
         assert "thinking: Summarized thinking." in out.stderr.decode() and out.stdout.decode().strip() == "Four."
         refused = run_env(*base, "--effort", "minimal", "2+2?", env_extra={"ANTHROPIC_API_KEY": "sk-x"})
         assert refused.returncode != 0 and "'minimal' is not a level the model has" in refused.stderr.decode()
@@ -187,7 +235,11 @@ def test_chat_thinking_and_effort_flags_reach_the_request_for_that_model():
 def test_models_capabilities_shows_each_field_and_its_source():
     out = run("models", "--capabilities", "bedrock:global.anthropic.claude-opus-4-7")
     assert out.returncode == 0, out.stderr
-    lines = {line.split()[0]: line for line in out.stdout.decode().splitlines()[1:] if line.strip() and not line.startswith("not known")}
+    lines = {
+        line.split()[0]: line
+        for line in out.stdout.decode().splitlines()[1:]
+        if line.strip() and not line.startswith("not known")
+    }
     assert "adaptive" in lines["thinking"] and "table: Claude Opus 4.8, Opus 4.7" in lines["thinking"]
     assert "low, medium, high, xhigh, max" in lines["effort"] and "false" in lines["sampling"]
     assert "not known" in lines["thinking_off"]
@@ -200,7 +252,11 @@ def test_chat_events_and_json_and_hidden_thinking():
         base = ["chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1"]
         env = {"OPENAI_API_KEY": "sk-x"}
         events = run_env(*base, "--events", "hello", env_extra=env).stdout.decode().splitlines()
-        assert events[0] == "[00] REPLY_START" and "TEXT_BLOCK_DELTA" in events[-6] or any("TEXT_BLOCK_DELTA" in line for line in events)
+        assert (
+            events[0] == "[00] REPLY_START"
+            and "TEXT_BLOCK_DELTA" in events[-6]
+            or any("TEXT_BLOCK_DELTA" in line for line in events)
+        )
         as_json = E.loads_jsonl(run_env(*base, "--json", "hello", env_extra=env).stdout)
         assert E.check_stream(as_json) == len(as_json)
         hidden = run_env(*base, "--no-show-thinking", "hello", env_extra=env)
@@ -211,7 +267,9 @@ def test_chat_events_and_json_and_hidden_thinking():
 
 def test_chat_without_a_model_says_what_to_set(tmp_path):
     env = {k: v for k, v in user_env().items() if k != "MODELWIRE_MODEL"}
-    out = subprocess.run([sys.executable, "-m", "modelwire.cli", "chat", "hi"], capture_output=True, timeout=60, env=env, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "modelwire.cli", "chat", "hi"], capture_output=True, timeout=60, env=env, cwd=tmp_path
+    )
     assert out.returncode == 2 and b"MODELWIRE_MODEL" in out.stderr
 
 
@@ -265,7 +323,10 @@ def _on_a_terminal(args: list[str], env: dict[str, str]):
 def test_interactive_chat_ctrl_c_stops_the_reply_not_the_program():
     words = " ".join(f"w{i}" for i in range(300))
     with ProviderServer() as server:
-        server.script(sse_reply(sse.body("openai-chat", ("text", words)), delay=0.02), sse_reply(sse.body("openai-chat", ("text", "Second answer."))))
+        server.script(
+            sse_reply(sse.body("openai-chat", ("text", words)), delay=0.02),
+            sse_reply(sse.body("openai-chat", ("text", "Second answer."))),
+        )
         env = {**os.environ, "OPENAI_API_KEY": "sk-x", "PYTHONUNBUFFERED": "1"}
         with _on_a_terminal(["chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1"], env) as (pid, fd):
             _read_until(fd, b"you> ")
@@ -294,7 +355,11 @@ def test_serve_without_the_key_serves_the_demo_and_says_why():
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     env = {k: v for k, v in user_env().items() if not k.endswith("_API_KEY")}
-    proc = subprocess.Popen([sys.executable, "-m", "modelwire.cli", "serve", "-m", "anthropic:claude-sonnet-4-5", "--port", str(port)], stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "modelwire.cli", "serve", "-m", "anthropic:claude-sonnet-4-5", "--port", str(port)],
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -318,15 +383,28 @@ def test_serve_with_an_unknown_model_fails_at_once_in_one_line():
 
 def test_chat_sends_no_tool_and_no_system_prompt_unless_asked():
     with ProviderServer() as server:
-        server.script(sse_reply(sse.body("openai-chat", ("text", "Hi."))), sse_reply(sse.body("openai-chat", ("text", "Hi."))))
+        server.script(
+            sse_reply(sse.body("openai-chat", ("text", "Hi."))), sse_reply(sse.body("openai-chat", ("text", "Hi.")))
+        )
         base = ["chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1"]
         plain = run_env(*base, "hello", env_extra={"OPENAI_API_KEY": "sk-x"})
-        chosen = run_env(*base, "--tool", "modelwire.demo:calculate", "--system", "Be terse.", "hello", env_extra={"OPENAI_API_KEY": "sk-x"})
+        chosen = run_env(
+            *base,
+            "--tool",
+            "modelwire.demo:calculate",
+            "--system",
+            "Be terse.",
+            "hello",
+            env_extra={"OPENAI_API_KEY": "sk-x"},
+        )
         bad = run_env(*base, "--tool", "nosuchmodule:f", "hello", env_extra={"OPENAI_API_KEY": "sk-x"})
     assert plain.returncode == 0 and chosen.returncode == 0, plain.stderr + chosen.stderr
     first, second = (r["json"] for r in server.requests)
     assert "tools" not in first and [m["role"] for m in first["messages"]] == ["user"]
-    assert [t["function"]["name"] for t in second["tools"]] == ["calculate"] and second["messages"][0] == {"role": "system", "content": "Be terse."}
+    assert [t["function"]["name"] for t in second["tools"]] == ["calculate"] and second["messages"][0] == {
+        "role": "system",
+        "content": "Be terse.",
+    }
     assert bad.returncode == 2 and b"--tool nosuchmodule:f" in bad.stderr
 
 
@@ -335,10 +413,29 @@ def test_piped_text_and_a_prompt_are_sent_together():
         server.script(sse_reply(sse.body("openai-chat", ("text", "A summary."))))
         env = {**os.environ, "OPENAI_API_KEY": "sk-x"}
         env.pop("MODELWIRE_DEBUG", None)
-        done = subprocess.run([sys.executable, "-m", "modelwire.cli", "chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1", "Summarize this."], input=b"The long text.", capture_output=True, env=env, timeout=60)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "modelwire.cli",
+                "chat",
+                "--model",
+                "openai:gpt-test",
+                "--base-url",
+                server.url + "/v1",
+                "Summarize this.",
+            ],
+            input=b"The long text.",
+            capture_output=True,
+            env=env,
+            timeout=60,
+        )
     assert done.returncode == 0, done.stderr
     (message,) = server.requests[0]["json"]["messages"]
-    assert message["content"] == "The long text.\n\nSummarize this." or message["content"][0]["text"] == "The long text.\n\nSummarize this."
+    assert (
+        message["content"] == "The long text.\n\nSummarize this."
+        or message["content"][0]["text"] == "The long text.\n\nSummarize this."
+    )
     assert done.stdout.decode().strip() == "A summary."
 
 
@@ -367,7 +464,12 @@ def test_serve_on_a_port_in_use_says_so_before_any_banner():
         port = busy.getsockname()[1]
         out = run_env("serve", "--port", str(port))
     err = out.stderr.decode()
-    assert out.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in err and "serving" not in err and "on http://" not in err
+    assert (
+        out.returncode == 2
+        and f"cannot listen on 127.0.0.1:{port}" in err
+        and "serving" not in err
+        and "on http://" not in err
+    )
 
 
 @pytest.mark.parametrize("view", [[], ["--events"], ["--json"]])
@@ -378,9 +480,26 @@ def test_piping_into_head_ends_quietly(view):
     text = "\n".join(f"line {i} " + "x" * 80 for i in range(3000))
     with ProviderServer() as server:
         server.respond = lambda request: sse_reply(sse.body("anthropic", ("text", text)))
-        env = user_env(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=server.url, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+        env = user_env(
+            ANTHROPIC_API_KEY="k",
+            ANTHROPIC_BASE_URL=server.url,
+            PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+        )
         flags = " ".join(view)
-        done = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -m modelwire.cli chat -m anthropic:claude-sonnet-4-5 {flags} hi | head -1"], capture_output=True, text=True, env=env, timeout=60)
+        done = subprocess.run(
+            [
+                "bash",
+                "-c",
+                (
+                    f"set -o pipefail; {sys.executable} -m modelwire.cli chat -m anthropic:claude-sonnet-4-5 "
+                    f"{flags} hi | head -1"
+                ),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
     assert done.stdout.strip() and len(done.stdout.splitlines()) == 1
     assert done.stderr == "", done.stderr[-3000:]
 
@@ -397,13 +516,28 @@ def test_chat_with_an_mcp_server_calls_its_tools():
         )
         env = user_env(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=server.url)
         done = subprocess.run(
-            [sys.executable, "-m", "modelwire.cli", "chat", "-m", "anthropic:claude-sonnet-4-5", "--mcp", f"{sys.executable} {server_script}", "What is 2 + 3?"],
-            capture_output=True, text=True, env=env, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "modelwire.cli",
+                "chat",
+                "-m",
+                "anthropic:claude-sonnet-4-5",
+                "--mcp",
+                f"{sys.executable} {server_script}",
+                "What is 2 + 3?",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
         )
         assert done.returncode == 0 and len(server.requests) == 2, done.stderr[-3000:]
         first, second = (r["json"] for r in server.requests)
     assert "add" in [t["name"] for t in first["tools"]]
-    results = [c for m in second["messages"] for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_result"]
+    results = [
+        c for m in second["messages"] for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_result"
+    ]
     assert results and "5" in json.dumps(results[0]["content"])
     assert done.stdout.strip() == "It is 5."
 
@@ -412,12 +546,29 @@ def test_a_tool_from_the_users_own_folder_runs_and_python_dash_m_modelwire_works
     """``--tool mytools:shout`` imports from the folder the command runs in (the README's
     ``--tool mytools:search`` example), as ``python -m`` would; ``python -m modelwire`` is the
     command itself."""
-    (tmp_path / "mytools.py").write_text('def shout(text: str) -> str:\n    """Upper-case a text."""\n    return text.upper() + "!"\n')
+    (tmp_path / "mytools.py").write_text(
+        'def shout(text: str) -> str:\n    """Upper-case a text."""\n    return text.upper() + "!"\n'
+    )
     with ProviderServer() as server:
-        server.script(sse_reply(sse.body("openai-chat", ("tool", "call_1", "shout", '{"text": "hi"}'))), sse_reply(sse.body("openai-chat", ("text", "Done."))))
+        server.script(
+            sse_reply(sse.body("openai-chat", ("tool", "call_1", "shout", '{"text": "hi"}'))),
+            sse_reply(sse.body("openai-chat", ("text", "Done."))),
+        )
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELWIRE_DEBUG")}
         env["OPENAI_API_KEY"] = "sk-x"
-        cmd = [sys.executable, "-m", "modelwire", "chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1", "--tool", "mytools:shout", "Shout hi."]
+        cmd = [
+            sys.executable,
+            "-m",
+            "modelwire",
+            "chat",
+            "--model",
+            "openai:gpt-test",
+            "--base-url",
+            server.url + "/v1",
+            "--tool",
+            "mytools:shout",
+            "Shout hi.",
+        ]
         done = subprocess.run(cmd, capture_output=True, env=env, timeout=60, cwd=tmp_path)
         second = server.requests[-1]["json"] if len(server.requests) == 2 else None
     assert done.returncode == 0, done.stderr
@@ -427,7 +578,10 @@ def test_a_tool_from_the_users_own_folder_runs_and_python_dash_m_modelwire_works
 def _one_shot_on_a_terminal(server, env_extra: dict) -> bytes:
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     env.update({"OPENAI_API_KEY": "sk-x", "PYTHONUNBUFFERED": "1", **env_extra})
-    with _on_a_terminal(["chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1", "hello"], env) as (pid, fd):
+    with _on_a_terminal(["chat", "--model", "openai:gpt-test", "--base-url", server.url + "/v1", "hello"], env) as (
+        pid,
+        fd,
+    ):
         out = _read_until(fd, b"first token")
         out += _read_until(fd, b"\n")
         os.waitpid(pid, 0)
@@ -457,19 +611,40 @@ def test_every_provider_takes_its_base_url_from_its_variable_and_a_bad_one_is_on
     exit status 2, not a connection failure or an "unexpected OverflowError"."""
     with ProviderServer() as server:
         server.script(sse_reply(sse.body("openai-chat", ("text", "Hi from the local server."))))
-        out = run_env("chat", "--model", "deepseek:deepseek-chat", "hello", env_extra={"DEEPSEEK_API_KEY": "sk-x", "DEEPSEEK_BASE_URL": server.url})
+        out = run_env(
+            "chat",
+            "--model",
+            "deepseek:deepseek-chat",
+            "hello",
+            env_extra={"DEEPSEEK_API_KEY": "sk-x", "DEEPSEEK_BASE_URL": server.url},
+        )
     assert out.returncode == 0, out.stderr
     assert out.stdout.decode().strip() == "Hi from the local server." and len(server.requests) == 1
-    bad_url = run_env("chat", "--model", "openai:gpt-4.1", "--base-url", "not-a-url", "hello", env_extra={"OPENAI_API_KEY": "sk-x"})
-    assert bad_url.returncode == 2 and "not an http(s) URL" in bad_url.stderr.decode() and bad_url.stderr.decode().count("\n") == 1
+    bad_url = run_env(
+        "chat", "--model", "openai:gpt-4.1", "--base-url", "not-a-url", "hello", env_extra={"OPENAI_API_KEY": "sk-x"}
+    )
+    assert (
+        bad_url.returncode == 2
+        and "not an http(s) URL" in bad_url.stderr.decode()
+        and bad_url.stderr.decode().count("\n") == 1
+    )
     bad_port = run_env("serve", "--port", "99999")
-    assert bad_port.returncode == 2 and "99999 is not a port" in bad_port.stderr.decode() and "OverflowError" not in bad_port.stderr.decode()
+    assert (
+        bad_port.returncode == 2
+        and "99999 is not a port" in bad_port.stderr.decode()
+        and "OverflowError" not in bad_port.stderr.decode()
+    )
 
 
 def test_an_option_of_another_command_is_said_so_not_suggested_as_itself():
     out = run("check", "x.json", "--model", "anthropic:claude-sonnet-4-5", "--base-url", "http://127.0.0.1:9")
     err = out.stderr.decode()
-    assert out.returncode == 2 and "did you mean --base-url" not in err and "--base-url is an option of" in err and "chat" in err
+    assert (
+        out.returncode == 2
+        and "did you mean --base-url" not in err
+        and "--base-url is an option of" in err
+        and "chat" in err
+    )
 
 
 def test_chat_asks_a_model_that_thinks_unasked_to_show_its_thinking():

@@ -54,7 +54,12 @@ def test_model_strings():
 
 
 def test_sdk_environment_conventions():
-    env = {"OPENAI_API_KEY": "k1", "OPENAI_BASE_URL": "http://proxy.local/v1/", "ANTHROPIC_API_KEY": "k2", "ANTHROPIC_BASE_URL": "http://a.local"}
+    env = {
+        "OPENAI_API_KEY": "k1",
+        "OPENAI_BASE_URL": "http://proxy.local/v1/",
+        "ANTHROPIC_API_KEY": "k2",
+        "ANTHROPIC_BASE_URL": "http://a.local",
+    }
     assert resolve("openai:gpt-4.1", env=env).base_url == "http://proxy.local/v1"
     spec = resolve("anthropic:c", env=env)
     assert (spec.api_key, spec.base_url) == ("k2", "http://a.local")
@@ -69,7 +74,11 @@ def test_profiles_default_and_modelwire_model(config):
     spec = resolve(None, env=ENV, config_path=config)
     assert (spec.preset.name, spec.model, spec.options) == ("openai", "gpt-4.1-mini", {"temperature": 0.2})
     spec = resolve("alias", env=ENV, config_path=config)
-    assert spec.model == "claude-sonnet-4-5" and spec.options == {"max_tokens": 8000, "thinking": True, "temperature": 0.5}
+    assert spec.model == "claude-sonnet-4-5" and spec.options == {
+        "max_tokens": 8000,
+        "thinking": True,
+        "temperature": 0.5,
+    }
     spec = resolve(None, env={**ENV, "MODELWIRE_MODEL": "deep"}, config_path=config)
     assert spec.preset.name == "anthropic"
     spec = resolve(None, env={**ENV, "MODELWIRE_MODEL": "groq:llama-3.3-70b", "GROQ_API_KEY": "g"}, config_path=config)
@@ -81,7 +90,9 @@ def test_profiles_default_and_modelwire_model(config):
 
 
 def test_pyproject_tool_table(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.modelwire]\ndefault = "deepseek:deepseek-chat"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.modelwire]\ndefault = "deepseek:deepseek-chat"\n'
+    )
     from modelwire.models.config import find_config
 
     (tmp_path / "sub").mkdir()
@@ -137,7 +148,11 @@ def test_every_preset(name):
     if name == "azure":
         assert url.startswith("https://res.openai.azure.com/openai/deployments/m1/chat/completions?api-version=")
     else:
-        assert url.startswith(preset.base_url) and url.endswith({"anthropic": "/v1/messages", "openai-responses": "/responses", "ollama": "/api/chat"}.get(preset.protocol, "/chat/completions"))
+        assert url.startswith(preset.base_url) and url.endswith(
+            {"anthropic": "/v1/messages", "openai-responses": "/responses", "ollama": "/api/chat"}.get(
+                preset.protocol, "/chat/completions"
+            )
+        )
     if not preset.key_required:
         assert resolve(f"{name}:m", env={}).api_key is None  # local servers need no key
 
@@ -159,16 +174,40 @@ def test_options_mapped_per_provider():
     assert a["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
     assert build("anthropic:c")["max_tokens"] == 4096  # Anthropic requires it: a default is sent
     c = build("openai:gpt-5.1", {**common, "stop": "END", "reasoning_effort": "low", "json_schema": schema})
-    assert (c["max_completion_tokens"], c["stop"], c["reasoning_effort"], c["parallel_tool_calls"]) == (1000, ["END"], "low", False)
-    strict = {**schema, "additionalProperties": False, "required": ["a"]}  # strict mode: closed, every property required
-    assert c["response_format"] == {"type": "json_schema", "json_schema": {"name": "output", "schema": strict, "strict": True}}
+    assert (c["max_completion_tokens"], c["stop"], c["reasoning_effort"], c["parallel_tool_calls"]) == (
+        1000,
+        ["END"],
+        "low",
+        False,
+    )
+    strict = {
+        **schema,
+        "additionalProperties": False,
+        "required": ["a"],
+    }  # strict mode: closed, every property required
+    assert c["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "output", "schema": strict, "strict": True},
+    }
     assert build("deepseek:deepseek-chat", {"max_tokens": 5})["max_tokens"] == 5  # compatible servers use max_tokens
     reasoning = {"max_tokens": 1000, "parallel_tool_calls": False}  # o-series: no sampling parameters
-    r = build("openai-responses:o4-mini", {**reasoning, "reasoning_effort": "high", "reasoning_summary": "auto", "json_schema": schema})
-    assert (r["max_output_tokens"], r["reasoning"], r["parallel_tool_calls"]) == (1000, {"effort": "high", "summary": "auto"}, False)
+    r = build(
+        "openai-responses:o4-mini",
+        {**reasoning, "reasoning_effort": "high", "reasoning_summary": "auto", "json_schema": schema},
+    )
+    assert (r["max_output_tokens"], r["reasoning"], r["parallel_tool_calls"]) == (
+        1000,
+        {"effort": "high", "summary": "auto"},
+        False,
+    )
     assert r["text"] == {"format": {"type": "json_schema", "name": "output", "schema": strict, "strict": True}}
-    extra = build("openai:gpt-4.1", {"extra_body": {"service_tier": "flex", "stream_options": {"include_obfuscation": False}}})
-    assert extra["service_tier"] == "flex" and extra["stream_options"] == {"include_usage": True, "include_obfuscation": False}
+    extra = build(
+        "openai:gpt-4.1", {"extra_body": {"service_tier": "flex", "stream_options": {"include_obfuscation": False}}}
+    )
+    assert extra["service_tier"] == "flex" and extra["stream_options"] == {
+        "include_usage": True,
+        "include_obfuscation": False,
+    }
 
 
 @pytest.mark.parametrize(

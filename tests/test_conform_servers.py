@@ -28,13 +28,30 @@ KEY = "sk-local-conform"  # the proxy's master key: it refuses every request wit
 def litellm_proxy():
     exe = LITELLM / ".venv" / "bin" / "litellm"
     if not exe.is_file():
-        pytest.skip("needs tests/litellm/.venv (python3 -m venv tests/litellm/.venv && tests/litellm/.venv/bin/pip install -r tests/litellm/requirements.txt)")
+        pytest.skip(
+            (
+                "needs tests/litellm/.venv (python3 -m venv tests/litellm/.venv && "
+                "tests/litellm/.venv/bin/pip install -r tests/litellm/requirements.txt)"
+            )
+        )
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**os.environ, "LITELLM_MASTER_KEY": KEY, "PYTHONPATH": str(LITELLM), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_DOCS": "True"}
+    env = {
+        **os.environ,
+        "LITELLM_MASTER_KEY": KEY,
+        "PYTHONPATH": str(LITELLM),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "NO_DOCS": "True",
+    }
     log = open(LITELLM / ".venv" / f"proxy-{port}.log", "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen([str(exe), "--config", "config.yaml", "--host", "127.0.0.1", "--port", str(port)], cwd=LITELLM, env=env, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [str(exe), "--config", "config.yaml", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=LITELLM,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 120
     try:
         while True:
@@ -69,8 +86,17 @@ def test_litellm_chat_route_its_profile_and_a_probe_through_it(litellm_proxy, tm
     assert status["model list"] == status["streaming"] == status["stream_options.include_usage"] == "ok"
     assert "[DONE] at the end" in rows["streaming"].evidence
     # The proxy sends usage only when asked: the profile asks.
-    assert status["usage in the stream"] == "quirk" and rows["stream_options.include_usage"].dialect == {"stream_usage": True}
-    for check in ("tool definitions", "forced call (required)", "forced call (named tool)", "streamed arguments", "ids unique per call", "tool-result turn (content: null)"):
+    assert status["usage in the stream"] == "quirk" and rows["stream_options.include_usage"].dialect == {
+        "stream_usage": True
+    }
+    for check in (
+        "tool definitions",
+        "forced call (required)",
+        "forced call (named tool)",
+        "streamed arguments",
+        "ids unique per call",
+        "tool-result turn (content: null)",
+    ):
         assert status[check] == "ok", (check, rows[check].evidence)
     assert rows["a call with no arguments"].evidence == "arguments '{}'"
     assert status["json_schema (strict)"] == status["json_object"] == status["non-streamed answer"] == "ok"
@@ -78,14 +104,25 @@ def test_litellm_chat_route_its_profile_and_a_probe_through_it(litellm_proxy, tm
     assert status["error shape (4xx)"] == "ok" and rows["error shape (4xx)"].evidence.startswith("HTTP 400")
     assert rows["stop reasons"].evidence == "stop, tool_calls"
     profile = report.profile()
-    assert profile["model"] == "openai-compatible:echo" and profile["dialect"] == {"stream_usage": True, "key_envs": ["LITELLM_PROXY_KEY".replace("PROXY", "PROBE")]}
+    assert profile["model"] == "openai-compatible:echo" and profile["dialect"] == {
+        "stream_usage": True,
+        "key_envs": ["LITELLM_PROXY_KEY".replace("PROXY", "PROBE")],
+    }
     assert KEY not in profile_toml("lite", profile)  # the key stays in its variable
 
     _write(tmp_path, monkeypatch, "lite", report)
     again = probe_profile("lite")
     status = _status(again)
-    assert status["usage in the stream"] == "ok" and "the profile sets stream_usage = True" in {r.check: r for r in again.rows}["usage in the stream"].evidence
-    assert status["modelwire: streamed reply"] == status["modelwire: tool round trip"] == status["modelwire: structured output"] == "ok"
+    assert (
+        status["usage in the stream"] == "ok"
+        and "the profile sets stream_usage = True" in {r.check: r for r in again.rows}["usage in the stream"].evidence
+    )
+    assert (
+        status["modelwire: streamed reply"]
+        == status["modelwire: tool round trip"]
+        == status["modelwire: structured output"]
+        == "ok"
+    )
     assert "'It is sunny.'" in {r.check: r for r in again.rows}["modelwire: tool round trip"].evidence
     # Every row is ok but what the model does (one call where two were asked for).
     assert [c for c, s in status.items() if s != "ok"] == ["two parallel calls"]
@@ -95,20 +132,35 @@ def test_litellm_anthropic_route(litellm_proxy, tmp_path, monkeypatch):
     report = probe(litellm_proxy, "echo", protocol="anthropic", api_key=KEY)
     rows = {row.check: row for row in report.rows}
     status = _status(report)
-    assert status["streaming"] == status["usage in the stream"] == status["tool definitions"] == status["forced call (any)"] == "ok"
+    assert (
+        status["streaming"]
+        == status["usage in the stream"]
+        == status["tool definitions"]
+        == status["forced call (any)"]
+        == "ok"
+    )
     assert status["tool-result turn"] == status["non-streamed answer"] == status["a call with no input"] == "ok"
     assert rows["stop reasons"].evidence == "end_turn, tool_use"
     # What LiteLLM does with Anthropic's thinking for a provider that has none: a 400 in its words.
     assert status["thinking (adaptive)"] == status["thinking (budget)"] == "unsupported"
     assert "UnsupportedParamsError" in rows["thinking (budget)"].evidence
     # A malformed request is answered 500, not 4xx, with its traceback cut to one line.
-    assert status["error shape (4xx)"] == "quirk" and rows["error shape (4xx)"].evidence.startswith("a malformed request was answered HTTP 500")
+    assert status["error shape (4xx)"] == "quirk" and rows["error shape (4xx)"].evidence.startswith(
+        "a malformed request was answered HTTP 500"
+    )
     assert "\n" not in rows["error shape (4xx)"].evidence
-    assert report.profile() == {"model": "anthropic-compatible:echo", "base_url": litellm_proxy, "capabilities": {"thinking": []}}
+    assert report.profile() == {
+        "model": "anthropic-compatible:echo",
+        "base_url": litellm_proxy,
+        "capabilities": {"thinking": []},
+    }
     monkeypatch.setenv("ANTHROPIC_COMPATIBLE_API_KEY", KEY)
     _write(tmp_path, monkeypatch, "lite-anthropic", report)
     again = {row.check: row for row in probe_profile("lite-anthropic").rows}
-    assert again["thinking (budget)"].status == "ok" and "(the profile sets thinking = [])" in again["thinking (budget)"].evidence
+    assert (
+        again["thinking (budget)"].status == "ok"
+        and "(the profile sets thinking = [])" in again["thinking (budget)"].evidence
+    )
     for check in ("modelwire: streamed reply", "modelwire: tool round trip", "modelwire: tool-result turn"):
         assert again[check].status == "ok", again[check].evidence
     assert "'It is sunny.'" in again["modelwire: tool round trip"].evidence
@@ -125,8 +177,22 @@ def test_a_refused_key_on_the_proxy_is_one_line(litellm_proxy):
     """Without a database LiteLLM checks no other key than its master key: it answers 400 in
     its own words, which the one line carries."""
     run = subprocess.run(
-        [sys.executable, "-m", "modelwire", "conform", "--base-url", litellm_proxy + "/v1", "-m", "echo", "--api-key-env", "PROBE_KEY"],
-        capture_output=True, text=True, env={**os.environ, "PROBE_KEY": "sk-wrong", "MODELWIRE_DEBUG": "0"}, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "modelwire",
+            "conform",
+            "--base-url",
+            litellm_proxy + "/v1",
+            "-m",
+            "echo",
+            "--api-key-env",
+            "PROBE_KEY",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PROBE_KEY": "sk-wrong", "MODELWIRE_DEBUG": "0"},
+        timeout=120,
     )
     lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert run.returncode != 0 and len(lines) == 1 and "HTTP 400: No connected db." in lines[0], run.stderr
@@ -137,11 +203,32 @@ def test_aimock_responses_route_and_its_profile(tmp_path, monkeypatch):
         report = probe(server.url + "/v1", "gpt-4o", protocol="openai-responses")
         rows = {row.check: row for row in report.rows}
         status = _status(report)
-        for check in ("model list", "streaming", "instructions", "input as items", "developer role", "image input", "tool definitions", "forced call (required)",
-                      "forced call (named tool)", "streamed arguments", "a call with no arguments", "ids unique per call", "tool-result turn",
-                      "json_schema (strict)", "json_object", "store: false", "non-streamed answer", "previous_response_id", "stop reasons"):
+        for check in (
+            "model list",
+            "streaming",
+            "instructions",
+            "input as items",
+            "developer role",
+            "image input",
+            "tool definitions",
+            "forced call (required)",
+            "forced call (named tool)",
+            "streamed arguments",
+            "a call with no arguments",
+            "ids unique per call",
+            "tool-result turn",
+            "json_schema (strict)",
+            "json_object",
+            "store: false",
+            "non-streamed answer",
+            "previous_response_id",
+            "stop reasons",
+        ):
             assert status[check] == "ok", (check, rows[check].evidence)
-        assert "It is sunny in Paris." in rows["tool-result turn"].evidence and rows["a call with no arguments"].evidence == "arguments '{}'"
+        assert (
+            "It is sunny in Paris." in rows["tool-result turn"].evidence
+            and rows["a call with no arguments"].evidence == "arguments '{}'"
+        )
         # What aimock does that OpenAI does not: no token counts, a malformed input answered 500.
         assert status["usage in the stream"] == "quirk" and status["error shape (4xx)"] == "quirk"
         assert report.profile() == {"model": "responses-compatible:gpt-4o", "base_url": server.url + "/v1"}
@@ -155,12 +242,31 @@ def test_aimock_ollama_route_and_its_profile(tmp_path, monkeypatch):
         report = probe(server.url, "gpt-4o", protocol="ollama")
         rows = {row.check: row for row in report.rows}
         status = _status(report)
-        for check in ("model list", "streaming", "system role", "images", "tool definitions", "tool arguments", "a call with no arguments", "tool-result turn",
-                      "format (a schema)", "format: json", "think", "non-streamed answer", "error shape (4xx)", "stop reasons"):
+        for check in (
+            "model list",
+            "streaming",
+            "system role",
+            "images",
+            "tool definitions",
+            "tool arguments",
+            "a call with no arguments",
+            "tool-result turn",
+            "format (a schema)",
+            "format: json",
+            "think",
+            "non-streamed answer",
+            "error shape (4xx)",
+            "stop reasons",
+        ):
             assert status[check] == "ok", (check, rows[check].evidence)
         assert "x-ndjson" in rows["streaming"].evidence and "It is sunny in Paris." in rows["tool-result turn"].evidence
         assert status["usage in the stream"] == "quirk"  # aimock counts no tokens
         assert report.profile() == {"model": "ollama:gpt-4o", "base_url": server.url}
         _write(tmp_path, monkeypatch, "aimock-ollama", report)
         again = _status(probe_profile("aimock-ollama"))
-    assert again["modelwire: streamed reply"] == again["modelwire: tool round trip"] == again["modelwire: structured output"] == "ok"
+    assert (
+        again["modelwire: streamed reply"]
+        == again["modelwire: tool round trip"]
+        == again["modelwire: structured output"]
+        == "ok"
+    )

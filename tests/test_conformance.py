@@ -27,8 +27,12 @@ def test_an_undeclared_extra_fails_the_suite(monkeypatch):
     wire = get_protocol("anthropic")
     monkeypatch.setattr(type(wire), "extras_keys", tuple(k for k in wire.extras_keys if k != "signature"))
     monkeypatch.setattr(type(wire), "replay_keys", ())
-    with pytest.raises(conformance.ConformanceError, match=r"anthropic: its adapter writes \['signature'\] on a thinking block"):
+    with pytest.raises(
+        conformance.ConformanceError, match=r"anthropic: its adapter writes \['signature'\] on a thinking block"
+    ):
         conformance.extras_are_declared("anthropic")
     monkeypatch.setattr(type(wire), "replay_keys", ("signature",))
-    with pytest.raises(conformance.ConformanceError, match=r"replay_keys \['signature'\] are not among its extras_keys"):
+    with pytest.raises(
+        conformance.ConformanceError, match=r"replay_keys \['signature'\] are not among its extras_keys"
+    ):
         conformance.extras_are_declared("anthropic")

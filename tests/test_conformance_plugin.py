@@ -65,12 +65,15 @@ class ToyFormatter(Formatter):
         turns = []
         for seg in segments(messages, NAME):
             if seg.kind == "results":
-                turns.append({"role": "tool", "results": [{"id": r.id, "text": "".join(b.text for b in result_blocks(r) if b.type == "text")} for r in seg.blocks]})
+                results = [{"id": r.id, "text": "".join(b.text for b in result_blocks(r) if b.type == "text")}
+                           for r in seg.blocks]
+                turns.append({"role": "tool", "results": results})
             else:
                 turns.append({
                     "role": seg.kind,
                     "text": "".join(b.text for b in seg.blocks if b.type == "text"),
-                    "calls": [{"id": b.id, "name": b.name, "arguments": parse_arguments(b)} for b in seg.blocks if b.type == "tool_call"],
+                    "calls": [{"id": b.id, "name": b.name, "arguments": parse_arguments(b)}
+                              for b in seg.blocks if b.type == "tool_call"],
                 })
         return {"turns": turns, "tools": [{"name": s.name, "schema": s.parameters} for s in tool_specs(tools)]}
 
@@ -84,14 +87,16 @@ class ToyProtocol(WireProtocol):
     framing = "ndjson"
     content_type = "application/x-ndjson"
     capabilities = Capabilities(thinking=True, parallel_tool_calls=True)
-    presets = (Preset(NAME, NAME, "http://127.0.0.1:1", None, "NDTOY_BASE_URL", key_required=False, auth="none", example="toy-1"),)
+    presets = (Preset(NAME, NAME, "http://127.0.0.1:1", None, "NDTOY_BASE_URL", key_required=False, auth="none",
+                      example="toy-1"),)
 
     def apply_options(self, body, options, preset, model="", caps=None):
         taken = {"max_tokens": "limit", "temperature": "temperature"}
         for name, field in taken.items():
             if getattr(options, name) is not None:
                 body[field] = getattr(options, name)
-        for name in ("top_p", "stop", "thinking", "thinking_budget", "reasoning_effort", "reasoning_summary", "thinking_display", "parallel_tool_calls", "json_schema"):
+        for name in ("top_p", "stop", "thinking", "thinking_budget", "reasoning_effort", "reasoning_summary",
+                     "thinking_display", "parallel_tool_calls", "json_schema"):
             if getattr(options, name) is not None:
                 raise UnsupportedOptionError(name, preset.name, "ndtoy takes only max_tokens and temperature")
         if options.json_schema_name != "output":
@@ -102,7 +107,8 @@ class ToyProtocol(WireProtocol):
         for block in blocks:
             if block[0] in ("think", "text"):
                 lines += [{"kind": block[0], "text": piece} for piece in block[1].split(" ")]
-                lines = [{**line, "text": line["text"] + " "} if i < len(lines) - 1 else line for i, line in enumerate(lines)]
+                lines = [{**line, "text": line["text"] + " "} if i < len(lines) - 1 else line
+                         for i, line in enumerate(lines)]
             elif block[0] == "tool":
                 lines.append({"kind": "call", "id": block[1], "name": block[2], "arguments": json.loads(block[3])})
         reason = "calls" if any(b[0] == "tool" for b in blocks) else "stop"

@@ -19,16 +19,24 @@ from docs_blocks import ROOT
 
 DOCS = ROOT / "docs"
 PUBLIC = [
-    "modelwire", "modelwire.message", "modelwire.event", "modelwire.models", "modelwire.agent", "modelwire.cassettes",
-    "modelwire.testing", "modelwire.serve", "modelwire.errors", "modelwire.conform", "modelwire.cost", "modelwire.telemetry",
-    "modelwire.protocols", "modelwire.adapters", "modelwire.formatters", "modelwire.integrations.agentscope",
+    "modelwire", "modelwire.message", "modelwire.event", "modelwire.models", "modelwire.agent",
+    "modelwire.cassettes", "modelwire.testing", "modelwire.serve", "modelwire.errors", "modelwire.conform",
+    "modelwire.cost", "modelwire.telemetry", "modelwire.protocols", "modelwire.adapters", "modelwire.formatters",
+    "modelwire.integrations.agentscope",
 ]  # fmt: skip
 
 
 def test_the_site_builds_strictly(tmp_path):
     mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent))
     assert mkdocs, "the dev extra installs mkdocs-material and mkdocstrings"
-    done = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True, timeout=600, env={"NO_MKDOCS_2_WARNING": "1", "PATH": str(Path(sys.executable).parent)})
+    done = subprocess.run(
+        [mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"NO_MKDOCS_2_WARNING": "1", "PATH": str(Path(sys.executable).parent)},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     page = (tmp_path / "site" / "reference" / "message" / "index.html").read_text()
     assert "append_event" in page and "ToolCallBlock" in page  # the reference is made from the docstrings
@@ -77,7 +85,11 @@ def _drawn_tree() -> dict[str, tuple[str | None, list[str]]]:
 def test_the_exceptions_page_draws_the_tree_errors_py_defines():
     from modelwire import errors
 
-    defined = {n: getattr(errors, n) for n in errors.__all__ if inspect.isclass(getattr(errors, n)) and issubclass(getattr(errors, n), BaseException)}
+    defined = {
+        n: getattr(errors, n)
+        for n in errors.__all__
+        if inspect.isclass(getattr(errors, n)) and issubclass(getattr(errors, n), BaseException)
+    }
     drawn = _drawn_tree()
     assert set(drawn) == set(defined)
     for name, (parent, also) in drawn.items():

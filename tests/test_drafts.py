@@ -11,14 +11,28 @@ import json
 import pytest
 
 from modelwire.formatters import ToolSpec, get_formatter
-from modelwire.message import AssistantMsg, Base64Source, DataBlock, HintBlock, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
+from modelwire.message import (
+    AssistantMsg,
+    Base64Source,
+    DataBlock,
+    HintBlock,
+    SystemMsg,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    UserMsg,
+)
 from modelwire.models import load_model
 from modelwire.models._body import encode_body
 from modelwire.protocols import protocol_names
 from modelwire.testing.server import ProviderServer
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(200))).decode()
-TOOLS = [ToolSpec("get_weather", "Weather", {"type": "object", "properties": {"city": {"type": "string"}}}), ToolSpec("get_time", "Time")]
+TOOLS = [
+    ToolSpec("get_weather", "Weather", {"type": "object", "properties": {"city": {"type": "string"}}}),
+    ToolSpec("get_time", "Time"),
+]
 
 
 def turn(i: int) -> list:
@@ -36,7 +50,9 @@ def turn(i: int) -> list:
     ]
     if i % 4 == 1:
         answer.append(HintBlock(hint="Answer in one line."))
-    answer.append(ToolResultBlock(id=f"call {i}.a", name="get_weather", output=[TextBlock(text="sunny")], state="success"))
+    answer.append(
+        ToolResultBlock(id=f"call {i}.a", name="get_weather", output=[TextBlock(text="sunny")], state="success")
+    )
     out = [UserMsg("user", user), AssistantMsg("agent", answer)]
     if i % 5 == 2:
         out.append(AssistantMsg("agent", [TextBlock(text=f"It is sunny in c{i}.")]))
@@ -71,7 +87,10 @@ def test_a_conversation_cut_inside_a_turn_goes_on_from_there(protocol):
     # Every message count, including those that stop between a call and its result's message.
     formatter = get_formatter(protocol)()
     history = [SystemMsg("system", "Hi.")] + [m for i in range(6) for m in turn(i)]
-    split = [AssistantMsg("agent", [ToolCallBlock(id="x1", name="get_time", input="{}")]), AssistantMsg("agent", [ToolResultBlock(id="x1", name="get_time", output="9", state="success")])]
+    split = [
+        AssistantMsg("agent", [ToolCallBlock(id="x1", name="get_time", input="{}")]),
+        AssistantMsg("agent", [ToolResultBlock(id="x1", name="get_time", output="9", state="success")]),
+    ]
     history += split + [UserMsg("user", "thanks")]
     draft = formatter.draft(TOOLS, "auto")
     for n in range(1, len(history) + 1):
@@ -120,7 +139,14 @@ def _edits():
 # Edits a protocol's request does not show, because it sends no such field: text citations
 # (Anthropic's own) and, on Ollama, a source's media type. A draft must see them all the
 # same: the next request may go to a target that shows them.
-NOT_SHOWN = {("openai-chat", "extra"), ("openai-responses", "extra"), ("gemini", "extra"), ("bedrock-converse", "extra"), ("ollama", "extra"), ("ollama", "source")}
+NOT_SHOWN = {
+    ("openai-chat", "extra"),
+    ("openai-responses", "extra"),
+    ("gemini", "extra"),
+    ("bedrock-converse", "extra"),
+    ("ollama", "extra"),
+    ("ollama", "source"),
+}
 
 
 @pytest.mark.parametrize("edit", _edits(), ids=lambda f: f.__name__)
@@ -133,7 +159,9 @@ def test_a_change_to_a_sent_message_is_seen(protocol, edit):
     messages = list(messages)
     edit(messages)
     after = full(formatter, messages)
-    assert (after == before) == ((protocol, edit.__name__) in NOT_SHOWN)  # the edit is one its request shows, unless said
+    assert (after == before) == (
+        (protocol, edit.__name__) in NOT_SHOWN
+    )  # the edit is one its request shows, unless said
     assert not draft.matches(messages)
 
 
@@ -183,7 +211,9 @@ def test_an_agent_keeps_one_draft_and_goes_on_from_it():
     assert kept[1] is first  # the same draft, gone on from
     # It keeps the system prompt and the first reply's messages; the reply streaming when a
     # request went is formatted with that request only.
-    assert first.fed[0].role == "system" and first.fed[1:] == agent.context[: len(first.fed) - 1] and len(first.fed) >= 3
+    assert (
+        first.fed[0].role == "system" and first.fed[1:] == agent.context[: len(first.fed) - 1] and len(first.fed) >= 3
+    )
 
 
 def ToolSpecTool():
@@ -196,7 +226,15 @@ def ToolSpecTool():
     return Tool(get_time)
 
 
-@pytest.mark.parametrize("spec", ["anthropic:claude-sonnet-4-5", "bedrock:us.anthropic.claude-sonnet-4-5-v1:0", "bedrock:amazon.nova-pro-v1:0", "google:gemini-2.5-flash"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "anthropic:claude-sonnet-4-5",
+        "bedrock:us.anthropic.claude-sonnet-4-5-v1:0",
+        "bedrock:amazon.nova-pro-v1:0",
+        "google:gemini-2.5-flash",
+    ],
+)
 def test_cache_marks_never_land_on_a_drafts_turns(spec):
     """A cache plan marks the last turn, the system prompt and the tools of each request:
     on copies, so the next request built on the draft is still a full build's."""
@@ -217,7 +255,9 @@ def test_a_draft_that_raised_is_dropped_and_the_next_build_starts_again():
     messages: list = [SystemMsg("system", "Hi.")] + turn(0)
     model.build_request(messages, TOOLS, drafts=[])
     assert len(model._drafts) == 1
-    bad = messages + [AssistantMsg("agent", [ToolResultBlock(id="nowhere", name="get_time", output="1", state="success")])]
+    bad = messages + [
+        AssistantMsg("agent", [ToolResultBlock(id="nowhere", name="get_time", output="1", state="success")])
+    ]
     from modelwire.errors import FormatError
 
     with pytest.raises(FormatError, match="answers no tool call"):
@@ -238,7 +278,9 @@ def test_other_tools_start_a_new_draft():
 
 
 def test_new_messages_are_media_checked_and_a_change_of_refusals_starts_again():
-    model = load_model("anthropic:claude-sonnet-4-5", api_key="k", capabilities={"image_input": False}, on_unsupported_media="note")
+    model = load_model(
+        "anthropic:claude-sonnet-4-5", api_key="k", capabilities={"image_input": False}, on_unsupported_media="note"
+    )
     messages: list = [SystemMsg("system", "Hi.")] + turn(1) + turn(2)
     model.build_request(messages, TOOLS, drafts=[])
     messages += turn(3)  # its question holds an image

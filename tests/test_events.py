@@ -19,7 +19,9 @@ def one_of_each() -> list[E.EventBase]:
     r = "r1"
     return [
         E.ReplyStartEvent(session_id="s", reply_id=r, name="agent"),
-        E.ReplyEndEvent(session_id="s", reply_id=r, finished_reason="error", error={"type": "upstream", "message": "x"}),
+        E.ReplyEndEvent(
+            session_id="s", reply_id=r, finished_reason="error", error={"type": "upstream", "message": "x"}
+        ),
         E.ModelCallStartEvent(reply_id=r, model_name="claude"),
         E.ModelCallEndEvent(
             reply_id=r,

@@ -58,7 +58,12 @@ def test_a_failed_call_moves_to_another_protocol_with_a_history_it_takes(source,
     wire = get_protocol(target)
     with ProviderServer() as a, ProviderServer() as b:
         a.script(error_reply(503, {"error": {"message": "upstream down", "type": "server_error"}}))
-        b.script(Reply(body=body(target, ("text", "From the backup.")), headers={"content-type": wire.stream_content_type(spec.preset)}))
+        b.script(
+            Reply(
+                body=body(target, ("text", "From the backup.")),
+                headers={"content-type": wire.stream_content_type(spec.preset)},
+            )
+        )
         primary = load_model(MODELS[source], api_key="k", base_url=a.url, retry=no_retry, capability_lookup=False)
         backup = load_model(MODELS[target], api_key="k", base_url=b.url, retry=no_retry, capability_lookup=False)
         reply = asyncio.run(FallbackModel([primary, backup]).complete(history))

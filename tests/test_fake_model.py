@@ -21,7 +21,13 @@ def weather(city: str) -> str:
 
 @pytest.mark.parametrize("protocol", protocol_names())
 def test_an_agent_runs_a_tool_round_on_a_fake_model_of_each_protocol(protocol):
-    model = FakeModel([[("think", "They want weather."), ("tool", "call_1", "weather", '{"city": "Paris"}')], [("text", "It is sunny in Paris.")]], protocol=protocol)
+    model = FakeModel(
+        [
+            [("think", "They want weather."), ("tool", "call_1", "weather", '{"city": "Paris"}')],
+            [("text", "It is sunny in Paris.")],
+        ],
+        protocol=protocol,
+    )
     agent = Agent("bot", model, tools=[weather])
     reply = agent.reply_sync("Weather in Paris?")
     assert reply.get_text_content().strip() == "It is sunny in Paris."

@@ -19,7 +19,11 @@ BODIES = (".sse", ".txt", ".bin", ".eventstream", ".ndjson")
 RECORDED = sorted(p for p in ROOT.rglob("*") if p.suffix in BODIES and p.is_file()) if HAVE_SHARED else []
 SCRIPTS = [
     (("text", "Hello there, how are you today?"),),
-    (("think", "Let me think about it."), ("text", "Sunny."), ("tool", "call_1", "get_weather", '{"city": "Paris", "days": [1, 2]}')),
+    (
+        ("think", "Let me think about it."),
+        ("text", "Sunny."),
+        ("tool", "call_1", "get_weather", '{"city": "Paris", "days": [1, 2]}'),
+    ),
     (("tool", "call_1", "get_weather", '{"city": "Oslo"}'), ("tool", "call_2", "get_time", '{"city": "Lima"}')),
     (("text", ""), ("text", "after an empty one")),
 ]
@@ -101,21 +105,54 @@ def test_a_delta_with_a_field_of_another_type_takes_the_full_path():
         {"type": "content_block_delta", "index": [0], "delta": {"type": "text_delta", "text": "x"}},
         {"type": "content_block_delta", "index": 0, "delta": ["text_delta"]},
         {"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "x"}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}, "error": {"type": "overloaded_error", "message": "busy"}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": {"cited_text": "c"}}},
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": "x"},
+            "error": {"type": "overloaded_error", "message": "busy"},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "citations_delta", "citation": {"cited_text": "c"}},
+        },
     ]
     for event in odd:
-        raw = encode_sse([(e["type"], e) for e in [*start, event, {"type": "content_block_stop", "index": 0}, {"type": "message_stop"}]])
+        raw = encode_sse(
+            [
+                (e["type"], e)
+                for e in [*start, event, {"type": "content_block_stop", "index": 0}, {"type": "message_stop"}]
+            ]
+        )
         same_both_ways("anthropic", raw)
     # blocks that do not stream deltas: one of a type added later (kept as data), a result
     opened = [
         {"type": "content_block_start", "index": 0, "content_block": {"type": "compaction", "content": ""}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+        },
     ]
     for block in opened:
-        for kind, field in (("text_delta", "text"), ("input_json_delta", "partial_json"), ("thinking_delta", "thinking")):
+        for kind, field in (
+            ("text_delta", "text"),
+            ("input_json_delta", "partial_json"),
+            ("thinking_delta", "thinking"),
+        ):
             delta = {"type": "content_block_delta", "index": 0, "delta": {"type": kind, field: "x"}}
-            raw = encode_sse([(e["type"], e) for e in [start[0], block, delta, {"type": "content_block_stop", "index": 0}, {"type": "message_stop"}]])
+            raw = encode_sse(
+                [
+                    (e["type"], e)
+                    for e in [
+                        start[0],
+                        block,
+                        delta,
+                        {"type": "content_block_stop", "index": 0},
+                        {"type": "message_stop"},
+                    ]
+                ]
+            )
             same_both_ways("anthropic", raw)
 
 
@@ -132,27 +169,63 @@ def test_what_a_short_path_keeps_from_a_chunk_beside_its_delta_is_kept():
         gemini("The"),
         gemini(" sky", usageMetadata={"promptTokenCount": 5, "candidatesTokenCount": 2}, responseId="resp-9"),
         gemini(" is blue.", usageMetadata={"promptTokenCount": 5, "candidatesTokenCount": 4}),
-        (None, {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}]}),
+        (
+            None,
+            {
+                "candidates": [
+                    {"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}
+                ]
+            },
+        ),
     ]
     events = same_both_ways("gemini", encode_sse(chunks))
     end = events[-1]
     assert end["output_tokens"] == 4 and end["metadata"]["response_id"] == "resp-9"
     # Gemini repeats the usage on every chunk; the short path decodes it only when it is not
     # the last chunk's again. A chunk on the full path in between changes what "the last" is.
-    first, other = {"promptTokenCount": 5, "candidatesTokenCount": 1}, {"promptTokenCount": 5, "candidatesTokenCount": 3, "totalTokenCount": 8}
-    two_parts = (None, {"candidates": [{"content": {"parts": [{"text": " a"}, {"text": " b"}]}, "index": 0}], "usageMetadata": other})
-    chunks = [gemini("The", usageMetadata=first), gemini(" sky", usageMetadata=first), two_parts, gemini(" is", usageMetadata=first), chunks[-1]]
+    first, other = (
+        {"promptTokenCount": 5, "candidatesTokenCount": 1},
+        {"promptTokenCount": 5, "candidatesTokenCount": 3, "totalTokenCount": 8},
+    )
+    two_parts = (
+        None,
+        {"candidates": [{"content": {"parts": [{"text": " a"}, {"text": " b"}]}, "index": 0}], "usageMetadata": other},
+    )
+    chunks = [
+        gemini("The", usageMetadata=first),
+        gemini(" sky", usageMetadata=first),
+        two_parts,
+        gemini(" is", usageMetadata=first),
+        chunks[-1],
+    ]
     end = same_both_ways("gemini", encode_sse(chunks))[-1]
     assert end["output_tokens"] == 1 and end["metadata"]["usage"] == {**other, **first}
 
     def chat(delta, **top):
-        return (None, {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": None}], **top})
+        return (
+            None,
+            {
+                "id": "c1",
+                "object": "chat.completion.chunk",
+                "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+                **top,
+            },
+        )
 
     chunks = [
         chat({"role": "assistant", "content": ""}),
         chat({"content": "Hi"}),
         chat({"content": " there"}, usage={"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}),
-        (None, {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        (
+            None,
+            {
+                "id": "c1",
+                "object": "chat.completion.chunk",
+                "model": "m",
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            },
+        ),
         (None, "[DONE]"),
     ]
     events = same_both_ways("openai-chat", encode_sse(chunks))
@@ -165,7 +238,13 @@ def test_ollama_lines_the_short_path_must_leave_to_the_full_one():
     import json
 
     def line(message=None, **top):
-        return {"model": "m", "created_at": "t", "message": {"role": "assistant", "content": "", **(message or {})}, "done": False, **top}
+        return {
+            "model": "m",
+            "created_at": "t",
+            "message": {"role": "assistant", "content": "", **(message or {})},
+            "done": False,
+            **top,
+        }
 
     opened = [line({"thinking": "Hmm"}), line({"content": "Hi"})]
     odd = [
@@ -186,7 +265,14 @@ def test_ollama_lines_the_short_path_must_leave_to_the_full_one():
         {"model": "m", "message": ["content"], "done": False},
         line({"content": " z"}, done=True, done_reason="stop", eval_count=3),
     ]
-    end = {"model": "m", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop", "prompt_eval_count": 1, "eval_count": 2}
+    end = {
+        "model": "m",
+        "message": {"role": "assistant", "content": ""},
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": 1,
+        "eval_count": 2,
+    }
     for start in (opened, opened[:1]):  # the text open; the thinking still open
         for item in odd:
             raw = b"".join(json.dumps(x).encode() + b"\n" for x in [*start, item, line({"content": " after"}), end])
@@ -201,8 +287,22 @@ def test_gemini_text_chunks_the_short_path_must_leave_to_the_full_one():
     from modelwire.adapters import encode_sse
 
     def chunk(parts=None, candidates=None, **top):
-        candidates = candidates if candidates is not None else [{"content": {"role": "model", "parts": parts if parts is not None else [{"text": " more"}]}, "index": 0}]
-        return (None, {"candidates": candidates, "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2}, "modelVersion": "g", **top})
+        candidates = (
+            candidates
+            if candidates is not None
+            else [
+                {"content": {"role": "model", "parts": parts if parts is not None else [{"text": " more"}]}, "index": 0}
+            ]
+        )
+        return (
+            None,
+            {
+                "candidates": candidates,
+                "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2},
+                "modelVersion": "g",
+                **top,
+            },
+        )
 
     def cand(**extra):
         return {"content": {"role": "model", "parts": [{"text": " more"}]}, **extra}
@@ -217,7 +317,17 @@ def test_gemini_text_chunks_the_short_path_must_leave_to_the_full_one():
         chunk([{"text": " a"}, {"text": " b"}]),
         chunk([]),
         chunk([{"functionCall": {"name": "f", "args": {}}}]),
-        chunk([{"text": " t", "functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "v", "willContinue": True}], "willContinue": True}}]),
+        chunk(
+            [
+                {
+                    "text": " t",
+                    "functionCall": {
+                        "partialArgs": [{"jsonPath": "$.a", "stringValue": "v", "willContinue": True}],
+                        "willContinue": True,
+                    },
+                }
+            ]
+        ),
         chunk(candidates=[cand(index=0), cand(index=1)]),
         chunk(candidates=[cand(index=1)]),
         chunk(candidates=[cand(index=False)]),
@@ -257,11 +367,17 @@ def test_gemini_call_pieces_the_short_path_must_leave_to_the_full_one():
 
     def chunk(call=None, parts=None, **candidate_extra):
         parts = parts if parts is not None else [{"functionCall": call}]
-        out = {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0, **candidate_extra}], "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": next(tokens)}}
+        out = {
+            "candidates": [{"content": {"role": "model", "parts": parts}, "index": 0, **candidate_extra}],
+            "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": next(tokens)},
+        }
         return (None, out)
 
     def piece(value, path="$.text", more=True, kind="stringValue", **candidate_extra):
-        return chunk({"partialArgs": [{"jsonPath": path, kind: value, "willContinue": more}], "willContinue": True}, **candidate_extra)
+        return chunk(
+            {"partialArgs": [{"jsonPath": path, kind: value, "willContinue": more}], "willContinue": True},
+            **candidate_extra,
+        )
 
     opening = [chunk({"name": "write", "willContinue": True}), piece("The"), piece(" quick")]
     odd = [
@@ -272,13 +388,54 @@ def test_gemini_call_pieces_the_short_path_must_leave_to_the_full_one():
         piece(" over", finishReason="STOP"),
         piece(" over", citationMetadata={"citations": [{"uri": "https://example.com"}]}),
         (None, {**piece(" id")[1], "responseId": "resp-7"}),
-        chunk(parts=[{"functionCall": {"partialArgs": [{"jsonPath": "$.text", "stringValue": " x", "willContinue": True}], "willContinue": True}, "thoughtSignature": "c2ln"}]),
-        chunk({"partialArgs": [{"jsonPath": "$.text", "stringValue": " a", "willContinue": True}, {"jsonPath": "$.text", "stringValue": " b", "willContinue": True}], "willContinue": True}),
+        chunk(
+            parts=[
+                {
+                    "functionCall": {
+                        "partialArgs": [{"jsonPath": "$.text", "stringValue": " x", "willContinue": True}],
+                        "willContinue": True,
+                    },
+                    "thoughtSignature": "c2ln",
+                }
+            ]
+        ),
+        chunk(
+            {
+                "partialArgs": [
+                    {"jsonPath": "$.text", "stringValue": " a", "willContinue": True},
+                    {"jsonPath": "$.text", "stringValue": " b", "willContinue": True},
+                ],
+                "willContinue": True,
+            }
+        ),
         chunk({"partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True}]}),
-        chunk({"partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True}], "willContinue": False}),
-        chunk({"partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True}], "willContinue": True, "id": "c9"}),
-        chunk({"partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True, "extra": 1}], "willContinue": True}),
-        chunk(parts=[{"text": " t", "functionCall": {"partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True}], "willContinue": True}}]),
+        chunk(
+            {"partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True}], "willContinue": False}
+        ),
+        chunk(
+            {
+                "partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True}],
+                "willContinue": True,
+                "id": "c9",
+            }
+        ),
+        chunk(
+            {
+                "partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True, "extra": 1}],
+                "willContinue": True,
+            }
+        ),
+        chunk(
+            parts=[
+                {
+                    "text": " t",
+                    "functionCall": {
+                        "partialArgs": [{"jsonPath": "$.text", "stringValue": " y", "willContinue": True}],
+                        "willContinue": True,
+                    },
+                }
+            ]
+        ),
         chunk(parts=[{"text": "between"}]),
         (None, {"error": {"code": 500, "message": "busy", "status": "INTERNAL"}}),
     ]
@@ -297,20 +454,32 @@ def test_responses_deltas_the_short_path_must_leave_to_the_full_one():
 
     from modelwire.adapters import encode_sse
 
-    events = [json.loads(line[6:]) for line in body("openai-responses", ("text", "Hi there"), ("tool", "call_1", "f", '{"a":1}')).split(b"\n") if line.startswith(b"data: ")]
+    events = [
+        json.loads(line[6:])
+        for line in body("openai-responses", ("text", "Hi there"), ("tool", "call_1", "f", '{"a":1}')).split(b"\n")
+        if line.startswith(b"data: ")
+    ]
     text, args = events[3], events[8]
     assert text["type"] == "response.output_text.delta" and args["type"] == "response.function_call_arguments.delta"
     odd = [
-        {**text, "delta": 5}, {**text, "delta": ""}, {**text, "item_id": "msg_9"}, {**text, "item_id": 3}, {**text, "summary_index": 0},
-        {**text, "content_index": 1}, {**text, "content_index": None}, {**text, "sequence_number": "7"},
-        {**text, "error": {"message": "busy"}}, {k: v for k, v in text.items() if k != "item_id"},
-        {**args, "item_id": "msg_0"}, {**args, "delta": None}, {**text, "type": "response.reasoning_summary_text.delta"},
+        {**text, "delta": 5},
+        {**text, "delta": ""},
+        {**text, "item_id": "msg_9"},
+        {**text, "item_id": 3},
+        {**text, "summary_index": 0},
+        {**text, "content_index": 1},
+        {**text, "content_index": None},
+        {**text, "sequence_number": "7"},
+        {**text, "error": {"message": "busy"}},
+        {k: v for k, v in text.items() if k != "item_id"},
+        {**args, "item_id": "msg_0"},
+        {**args, "delta": None},
+        {**text, "type": "response.reasoning_summary_text.delta"},
     ]
     for position in (4, 8):  # beside the open text part, then beside the open call
         for item in odd:
             raw = encode_sse([(e["type"], e) for e in [*events[:position], item, *events[position:]]])
             same_both_ways("openai-responses", raw)
-
 
 
 def test_bedrock_frames_the_short_path_must_leave_to_the_full_one():
@@ -320,7 +489,12 @@ def test_bedrock_frames_the_short_path_must_leave_to_the_full_one():
 
     from modelwire.adapters._eventstream import EventStreamDecoder, encode_frame
 
-    frames = [(f.headers, json.loads(f.payload)) for f in EventStreamDecoder().feed(body("bedrock-converse", ("text", "Hi there"), ("tool", "call_1", "f", '{"a":1}')))]
+    frames = [
+        (f.headers, json.loads(f.payload))
+        for f in EventStreamDecoder().feed(
+            body("bedrock-converse", ("text", "Hi there"), ("tool", "call_1", "f", '{"a":1}'))
+        )
+    ]
     text, args = frames[1], frames[5]
     assert text[1]["delta"] == {"text": "Hi "} and "toolUse" in args[1]["delta"]
 
@@ -328,16 +502,24 @@ def test_bedrock_frames_the_short_path_must_leave_to_the_full_one():
         return (headers, payload)
 
     odd = [
-        frame({**text[1], "error": {"message": "busy"}}), frame({"contentBlockIndex": 1, "delta": {"text": "x"}}),
-        frame({"contentBlockIndex": 0, "delta": {"toolUse": {"input": "{}"}}}), frame({"contentBlockIndex": 0, "delta": {"text": None}}),
-        frame({"contentBlockIndex": 0, "delta": {"toolUse": ["x"]}}), frame({"contentBlockIndex": "0", "delta": {"text": "x"}}),
-        frame({"delta": {"text": "x"}}), frame({"contentBlockIndex": 0, "delta": {"reasoningContent": {"text": "hm"}}}),
-        frame({"contentBlockIndex": 0, "delta": {"text": "x", "toolUse": {"input": "{}"}}}), frame({"contentBlockIndex": 0, "delta": {"text": ""}}),
-        frame(text[1], {**text[0], ":event-type": "contentBlockStop"}), frame(text[1], {**text[0], ":message-type": "exception", ":exception-type": "throttlingException"}),
+        frame({**text[1], "error": {"message": "busy"}}),
+        frame({"contentBlockIndex": 1, "delta": {"text": "x"}}),
+        frame({"contentBlockIndex": 0, "delta": {"toolUse": {"input": "{}"}}}),
+        frame({"contentBlockIndex": 0, "delta": {"text": None}}),
+        frame({"contentBlockIndex": 0, "delta": {"toolUse": ["x"]}}),
+        frame({"contentBlockIndex": "0", "delta": {"text": "x"}}),
+        frame({"delta": {"text": "x"}}),
+        frame({"contentBlockIndex": 0, "delta": {"reasoningContent": {"text": "hm"}}}),
+        frame({"contentBlockIndex": 0, "delta": {"text": "x", "toolUse": {"input": "{}"}}}),
+        frame({"contentBlockIndex": 0, "delta": {"text": ""}}),
+        frame(text[1], {**text[0], ":event-type": "contentBlockStop"}),
+        frame(text[1], {**text[0], ":message-type": "exception", ":exception-type": "throttlingException"}),
     ]
     for position in (2, 6):  # beside the open text, then beside the open call
         for item in odd:
-            raw = b"".join(encode_frame(h, json.dumps(p).encode()) for h, p in [*frames[:position], item, *frames[position:]])
+            raw = b"".join(
+                encode_frame(h, json.dumps(p).encode()) for h, p in [*frames[:position], item, *frames[position:]]
+            )
             same_both_ways("bedrock-converse", raw)
 
 
@@ -348,7 +530,11 @@ def test_chat_chunks_the_short_path_must_leave_to_the_full_one():
 
     from modelwire.adapters import encode_sse
 
-    chunks = [json.loads(line[6:]) for line in body("openai-chat", ("text", "Hi there"), ("tool", "call_1", "f", '{"a": 1}')).split(b"\n") if line.startswith(b"data: {")]
+    chunks = [
+        json.loads(line[6:])
+        for line in body("openai-chat", ("text", "Hi there"), ("tool", "call_1", "f", '{"a": 1}')).split(b"\n")
+        if line.startswith(b"data: {")
+    ]
     text, args = chunks[1], chunks[4]
     assert text["choices"][0]["delta"] == {"content": "Hi "} and "tool_calls" in args["choices"][0]["delta"]
 
@@ -358,19 +544,35 @@ def test_chat_chunks_the_short_path_must_leave_to_the_full_one():
 
     piece = {"index": 0, "function": {"arguments": "x"}}
     odd = [
-        with_delta(text, {"content": "x", "role": "assistant"}), with_delta(text, {"content": "x", "refusal": None}),
-        with_delta(text, {"content": "x", "reasoning_content": "hm"}), with_delta(text, {"content": "x", "audio": {}}),
-        with_delta(text, {"content": None}), with_delta(text, {"content": 5}), with_delta(text, {}),
-        with_delta(text, finish_reason="stop"), with_delta(text, logprobs={"content": []}), with_delta(text, index=1),
-        {**text, "usage": {"prompt_tokens": 1, "completion_tokens": 1}}, {**text, "x_groq": {"id": "g"}}, {**text, "error": {"message": "busy"}},
-        {**text, "choices": [text["choices"][0], {**text["choices"][0], "index": 1}]}, {**text, "choices": []},
-        with_delta(text, {"content": "x", "tool_calls": [piece]}), with_delta(text, {"content": "x", "tool_calls": None}),
-        with_delta(args, {"tool_calls": None}), with_delta(args, {"tool_calls": []}), with_delta(args, {"tool_calls": [piece, {**piece, "index": 1}]}),
-        with_delta(args, {"tool_calls": [{**piece, "id": "call_9"}]}), with_delta(args, {"tool_calls": [{**piece, "type": "function"}]}),
+        with_delta(text, {"content": "x", "role": "assistant"}),
+        with_delta(text, {"content": "x", "refusal": None}),
+        with_delta(text, {"content": "x", "reasoning_content": "hm"}),
+        with_delta(text, {"content": "x", "audio": {}}),
+        with_delta(text, {"content": None}),
+        with_delta(text, {"content": 5}),
+        with_delta(text, {}),
+        with_delta(text, finish_reason="stop"),
+        with_delta(text, logprobs={"content": []}),
+        with_delta(text, index=1),
+        {**text, "usage": {"prompt_tokens": 1, "completion_tokens": 1}},
+        {**text, "x_groq": {"id": "g"}},
+        {**text, "error": {"message": "busy"}},
+        {**text, "choices": [text["choices"][0], {**text["choices"][0], "index": 1}]},
+        {**text, "choices": []},
+        with_delta(text, {"content": "x", "tool_calls": [piece]}),
+        with_delta(text, {"content": "x", "tool_calls": None}),
+        with_delta(args, {"tool_calls": None}),
+        with_delta(args, {"tool_calls": []}),
+        with_delta(args, {"tool_calls": [piece, {**piece, "index": 1}]}),
+        with_delta(args, {"tool_calls": [{**piece, "id": "call_9"}]}),
+        with_delta(args, {"tool_calls": [{**piece, "type": "function"}]}),
         with_delta(args, {"tool_calls": [{"index": 0, "function": {"arguments": "x", "name": "g"}}]}),
-        with_delta(args, {"tool_calls": [{"index": 3, "function": {"arguments": "x"}}]}), with_delta(args, {"tool_calls": [{"index": "0", "function": {"arguments": "x"}}]}),
-        with_delta(args, {"tool_calls": [{"index": 0, "function": {"arguments": None}}]}), with_delta(args, {"tool_calls": [{"index": 0, "function": None}]}),
-        with_delta(args, {"tool_calls": [{"index": 0}]}), with_delta(args, {"tool_calls": [{**piece, "extra": 1}]}),
+        with_delta(args, {"tool_calls": [{"index": 3, "function": {"arguments": "x"}}]}),
+        with_delta(args, {"tool_calls": [{"index": "0", "function": {"arguments": "x"}}]}),
+        with_delta(args, {"tool_calls": [{"index": 0, "function": {"arguments": None}}]}),
+        with_delta(args, {"tool_calls": [{"index": 0, "function": None}]}),
+        with_delta(args, {"tool_calls": [{"index": 0}]}),
+        with_delta(args, {"tool_calls": [{**piece, "extra": 1}]}),
     ]
     for position in (2, 5):  # beside the open text, then beside the open call
         for item in odd:

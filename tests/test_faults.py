@@ -23,7 +23,11 @@ QUESTION = [UserMsg("user", "Hi")]
 
 
 def checked(events):
-    wrapped = [Ev.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *events, Ev.ReplyEndEvent(session_id="s", reply_id="r")]
+    wrapped = [
+        Ev.ReplyStartEvent(session_id="s", reply_id="r", name="a"),
+        *events,
+        Ev.ReplyEndEvent(session_id="s", reply_id="r"),
+    ]
     Ev.check_stream(wrapped)
     return events
 
@@ -47,7 +51,11 @@ TRAILING = {
     "ndjson": [b"{not json\n", b"<html>\n", b"[1, 2"],
     "aws-eventstream": [b"\x00\x00\x00\x20 not a frame at all, really not"],
 }
-AFTER_THE_END = [pytest.param(p, garbage, id=f"{p}-{i}") for p in protocol_names() for i, garbage in enumerate(TRAILING[get_protocol(p).framing])]
+AFTER_THE_END = [
+    pytest.param(p, garbage, id=f"{p}-{i}")
+    for p in protocol_names()
+    for i, garbage in enumerate(TRAILING[get_protocol(p).framing])
+]
 
 
 # -- 1: bytes after the end ---------------------------------------------------------------
@@ -68,7 +76,9 @@ def test_bytes_that_are_not_json_after_the_end_are_ignored_in_a_later_read(proto
 def test_trailing_garbage_on_a_real_socket_keeps_the_reply(server, protocol, garbage):
     whole = fake_body(protocol, ("text", "Hello there."))
     wire = get_protocol(protocol)
-    server.script(Reply(body=whole, pieces=[*wire.split_stream(whole), garbage], headers={"content-type": wire.content_type}))
+    server.script(
+        Reply(body=whole, pieces=[*wire.split_stream(whole), garbage], headers={"content-type": wire.content_type})
+    )
     reply = asyncio.run(server.model(protocol).complete(QUESTION))
     assert reply.get_text_content().strip() == "Hello there."
 
@@ -78,7 +88,9 @@ def test_a_corrupt_bedrock_frame_after_the_end_is_ignored(server):
     wire = get_protocol("bedrock-converse")
     bad = bytearray(encode_frame({":message-type": "event", ":event-type": "metadata"}, b"{}"))
     bad[-1] ^= 0xFF  # message CRC broken
-    server.script(Reply(body=whole, pieces=[*wire.split_stream(whole), bytes(bad)], headers={"content-type": wire.content_type}))
+    server.script(
+        Reply(body=whole, pieces=[*wire.split_stream(whole), bytes(bad)], headers={"content-type": wire.content_type})
+    )
     model = server.model("bedrock-converse")
     assert asyncio.run(model.complete(QUESTION)).get_text_content().strip() == "Hello there."
 
@@ -97,29 +109,64 @@ def test_a_broken_frame_before_the_end_still_fails_with_the_events_so_far():
     "protocol,events",
     [
         # an output_index that is a string: once raised TypeError from close()
-        ("openai-responses", [
-            {"type": "response.created", "response": {"id": "r1", "model": "gpt-5"}},
-            {"type": "response.output_item.added", "output_index": "0", "item": {"type": "reasoning", "id": "rs_1"}},
-            {"type": "response.output_item.done", "output_index": 0, "item": {"type": "reasoning", "id": "rs_1"}},
-            {"type": "response.completed", "response": {"id": "r1", "status": "completed", "output": []}},
-        ]),
-        ("openai-responses", [
-            {"type": "response.created", "response": {"id": "r1", "model": "gpt-5"}},
-            {"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": "fc_1", "call_id": {"x": 1}, "name": "f"}},
-        ]),
-        ("openai-responses", [
-            {"type": "response.created", "response": {"id": "r1", "model": "gpt-5"}},
-            {"type": "response.completed", "response": {"id": "r1", "status": "completed", "output": [], "usage": {"output_tokens_details": [1]}}},
-        ]),
-        ("anthropic", [
-            {"type": "message_start", "message": {"id": "m", "model": "claude", "usage": {"input_tokens": 1}}},
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta"}},
-        ]),
-        ("anthropic", [
-            {"type": "message_start", "message": {"id": "m", "model": "claude", "usage": {"input_tokens": 1}}},
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": 5}},
-        ]),
+        (
+            "openai-responses",
+            [
+                {"type": "response.created", "response": {"id": "r1", "model": "gpt-5"}},
+                {
+                    "type": "response.output_item.added",
+                    "output_index": "0",
+                    "item": {"type": "reasoning", "id": "rs_1"},
+                },
+                {"type": "response.output_item.done", "output_index": 0, "item": {"type": "reasoning", "id": "rs_1"}},
+                {"type": "response.completed", "response": {"id": "r1", "status": "completed", "output": []}},
+            ],
+        ),
+        (
+            "openai-responses",
+            [
+                {"type": "response.created", "response": {"id": "r1", "model": "gpt-5"}},
+                {
+                    "type": "response.output_item.added",
+                    "output_index": 0,
+                    "item": {"type": "function_call", "id": "fc_1", "call_id": {"x": 1}, "name": "f"},
+                },
+            ],
+        ),
+        (
+            "openai-responses",
+            [
+                {"type": "response.created", "response": {"id": "r1", "model": "gpt-5"}},
+                {
+                    "type": "response.completed",
+                    "response": {
+                        "id": "r1",
+                        "status": "completed",
+                        "output": [],
+                        "usage": {"output_tokens_details": [1]},
+                    },
+                },
+            ],
+        ),
+        (
+            "anthropic",
+            [
+                {"type": "message_start", "message": {"id": "m", "model": "claude", "usage": {"input_tokens": 1}}},
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta"}},
+            ],
+        ),
+        (
+            "anthropic",
+            [
+                {"type": "message_start", "message": {"id": "m", "model": "claude", "usage": {"input_tokens": 1}}},
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": 5},
+                },
+            ],
+        ),
     ],
 )
 def test_fields_of_the_wrong_type_are_a_stream_protocol_error(protocol, events, monkeypatch):
@@ -133,14 +180,24 @@ def test_fields_of_the_wrong_type_are_a_stream_protocol_error(protocol, events, 
 
 @pytest.mark.parametrize(
     "delta",
-    [{"reasoningContent": {"redactedContent": True}}, {"reasoningContent": {"text": "a", "signature": 3}}, {"toolResult": [{"text": 1}]}],
+    [
+        {"reasoningContent": {"redactedContent": True}},
+        {"reasoningContent": {"text": "a", "signature": 3}},
+        {"toolResult": [{"text": 1}]},
+    ],
 )
 def test_bedrock_fields_of_the_wrong_type_are_a_stream_protocol_error(delta, monkeypatch):
     monkeypatch.setenv("MODELWIRE_DEBUG", "1")
     frames = [
         encode_frame({":message-type": "event", ":event-type": "messageStart"}, b'{"role": "assistant"}'),
-        encode_frame({":message-type": "event", ":event-type": "contentBlockDelta"}, json.dumps({"contentBlockIndex": 0, "delta": {"reasoningContent": {"text": "x"}}}).encode()),
-        encode_frame({":message-type": "event", ":event-type": "contentBlockDelta"}, json.dumps({"contentBlockIndex": 0, "delta": delta}).encode()),
+        encode_frame(
+            {":message-type": "event", ":event-type": "contentBlockDelta"},
+            json.dumps({"contentBlockIndex": 0, "delta": {"reasoningContent": {"text": "x"}}}).encode(),
+        ),
+        encode_frame(
+            {":message-type": "event", ":event-type": "contentBlockDelta"},
+            json.dumps({"contentBlockIndex": 0, "delta": delta}).encode(),
+        ),
     ]
     got, err = decode("bedrock-converse", [b"".join(frames)])
     assert isinstance(err, E.StreamProtocolError) and not isinstance(err, E.InternalError), err
@@ -150,7 +207,9 @@ def test_bedrock_fields_of_the_wrong_type_are_a_stream_protocol_error(delta, mon
 def test_a_non_object_bedrock_delta_is_a_stream_protocol_error():
     frames = [
         encode_frame({":message-type": "event", ":event-type": "messageStart"}, b'{"role": "assistant"}'),
-        encode_frame({":message-type": "event", ":event-type": "contentBlockDelta"}, b'{"contentBlockIndex": 0, "delta": [1]}'),
+        encode_frame(
+            {":message-type": "event", ":event-type": "contentBlockDelta"}, b'{"contentBlockIndex": 0, "delta": [1]}'
+        ),
     ]
     got, err = decode("bedrock-converse", [b"".join(frames)])
     assert isinstance(err, E.StreamProtocolError)
@@ -165,11 +224,23 @@ def test_a_server_tool_result_while_its_call_is_open_is_refused_and_the_events_a
 
     events = [
         {"type": "message_start", "message": {"id": "m", "model": "claude", "usage": {"input_tokens": 1}}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"query": "x"}'}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": '{"query": "x"}'},
+        },
         # the call's content_block_stop is missing (or misspelled)
         {"type": "content_block_stopp", "index": 0},
-        {"type": "content_block_start", "index": 1, "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+        },
     ]
     got, err = decode("anthropic", [encode_sse([(e["type"], e) for e in events])])
     assert isinstance(err, E.StreamProtocolError) and "before that call ended" in err.message
@@ -189,7 +260,13 @@ def test_chat_tool_call_that_never_got_a_name_closes_the_model_call():
     from modelwire.adapters import encode_sse
 
     chunks = [
-        {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "function": {"arguments": "{}"}}]}}]},
+        {
+            "id": "c",
+            "model": "m",
+            "choices": [
+                {"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "function": {"arguments": "{}"}}]}}
+            ],
+        },
         {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
     ]
     got, err = decode("openai-chat", [encode_sse([(None, c) for c in chunks]) + b"data: [DONE]\n\n"])
@@ -263,7 +340,13 @@ def _timed(coro):
 
 def test_total_bounds_the_call_across_retries(silent_server):
     url, accepted = silent_server
-    model = load_model("openai:gpt-4o", api_key="k", base_url=url, timeouts={"total": 1.0, "first_byte": 10}, retry=RetryPolicy(max_retries=3, initial_delay=0.01))
+    model = load_model(
+        "openai:gpt-4o",
+        api_key="k",
+        base_url=url,
+        timeouts={"total": 1.0, "first_byte": 10},
+        retry=RetryPolicy(max_retries=3, initial_delay=0.01),
+    )
     err, took = _timed(model.complete(QUESTION))
     assert isinstance(err, E.TimeoutError) and (err.which, err.seconds) == ("total", 1.0)
     assert "(1 s)" in err.message and "-" not in err.message.split("fired")[0]
@@ -272,7 +355,13 @@ def test_total_bounds_the_call_across_retries(silent_server):
 
 def test_first_byte_is_counted_from_sending_not_from_the_pool_wait(silent_server):
     url, _ = silent_server
-    model = load_model("openai:gpt-4o", api_key="k", base_url=url, timeouts={"first_byte": 0.4, "pool": 5}, retry=RetryPolicy(max_retries=0))
+    model = load_model(
+        "openai:gpt-4o",
+        api_key="k",
+        base_url=url,
+        timeouts={"first_byte": 0.4, "pool": 5},
+        retry=RetryPolicy(max_retries=0),
+    )
     err, took = _timed(model.complete(QUESTION))
     assert isinstance(err, E.TimeoutError) and (err.which, err.seconds) == ("first_byte", 0.4)
     assert "0.4 s after the request was sent" in err.message
@@ -282,8 +371,16 @@ def test_first_byte_is_counted_from_sending_not_from_the_pool_wait(silent_server
 def test_a_retry_after_longer_than_what_is_left_raises_the_rate_limit_error(server):
     from modelwire.testing.server import error_reply
 
-    server.script(error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "5"}))
-    model = load_model("openai:gpt-4o", api_key="k", base_url=server.url + "/v1", timeouts={"total": 3.0}, retry=RetryPolicy(max_retries=2))
+    server.script(
+        error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "5"})
+    )
+    model = load_model(
+        "openai:gpt-4o",
+        api_key="k",
+        base_url=server.url + "/v1",
+        timeouts={"total": 3.0},
+        retry=RetryPolicy(max_retries=2),
+    )
     err, took = _timed(model.complete(QUESTION))
     assert isinstance(err, E.RateLimitError) and err.message == "slow down"
     assert took < 1.0 and len(server.requests) == 1
@@ -292,7 +389,13 @@ def test_a_retry_after_longer_than_what_is_left_raises_the_rate_limit_error(serv
 def test_a_total_timeout_while_the_body_streams_says_so(server):
     whole = fake_body("openai-chat", ("text", "one two three four five six seven eight"))
     server.script(Reply(body=whole, headers={"content-type": "text/event-stream"}, delay=0.3))
-    model = load_model("openai:gpt-4o", api_key="k", base_url=server.url + "/v1", timeouts={"total": 0.5}, retry=RetryPolicy(max_retries=0))
+    model = load_model(
+        "openai:gpt-4o",
+        api_key="k",
+        base_url=server.url + "/v1",
+        timeouts={"total": 0.5},
+        retry=RetryPolicy(max_retries=0),
+    )
     err, _ = _timed(model.complete(QUESTION))
     assert isinstance(err, E.TimeoutError) and err.which == "total" and "while reading the body" in err.message
     assert "no response headers" not in err.message
@@ -305,15 +408,33 @@ def test_an_error_that_is_a_plain_string_keeps_its_text(server):
     from modelwire.testing.server import error_reply
 
     server.script(error_reply(404, {"error": 'model "llama9" not found, try pulling it first'}))
-    err, _ = _timed(load_model("openai:gpt-4o", api_key="k", base_url=server.url + "/v1", retry=RetryPolicy(max_retries=0)).complete(QUESTION))
+    err, _ = _timed(
+        load_model(
+            "openai:gpt-4o", api_key="k", base_url=server.url + "/v1", retry=RetryPolicy(max_retries=0)
+        ).complete(QUESTION)
+    )
     assert isinstance(err, E.InvalidRequestError) and err.message == 'model "llama9" not found, try pulling it first'
 
 
 def test_a_proxy_that_wants_credentials_says_so(server):
-    server.script(Reply(status=407, body=b"<html>Proxy Authentication Required</html>", headers={"content-type": "text/html", "proxy-authenticate": "Basic"}))
-    err, _ = _timed(load_model("openai:gpt-4o", api_key="k", base_url=server.url + "/v1", retry=RetryPolicy(max_retries=0)).complete(QUESTION))
+    server.script(
+        Reply(
+            status=407,
+            body=b"<html>Proxy Authentication Required</html>",
+            headers={"content-type": "text/html", "proxy-authenticate": "Basic"},
+        )
+    )
+    err, _ = _timed(
+        load_model(
+            "openai:gpt-4o", api_key="k", base_url=server.url + "/v1", retry=RetryPolicy(max_retries=0)
+        ).complete(QUESTION)
+    )
     assert isinstance(err, E.AuthenticationError) and err.status_code == 407
-    assert "proxy wants credentials" in err.message and "HTTPS_PROXY" in err.message and "Proxy Authentication Required" in err.message
+    assert (
+        "proxy wants credentials" in err.message
+        and "HTTPS_PROXY" in err.message
+        and "Proxy Authentication Required" in err.message
+    )
 
 
 # -- 10: what independent servers really send --------------------------------------------------
@@ -321,8 +442,21 @@ def test_a_proxy_that_wants_credentials_says_so(server):
 
 def test_a_whole_responses_object_answered_to_a_stream_request_is_the_reply(server):
     answer = {
-        "id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5", "error": None, "incomplete_details": None,
-        "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "Hello there.", "annotations": []}]}],
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "model": "gpt-5",
+        "error": None,
+        "incomplete_details": None,
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": "Hello there.", "annotations": []}],
+            }
+        ],
         "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8},
     }
     server.script(Reply(body=json.dumps(answer).encode(), headers={"content-type": "application/json"}))
@@ -336,11 +470,39 @@ def test_chat_deltas_with_both_function_call_and_tool_calls_give_one_valid_call(
     # llama.cpp's server: every fragment carries the legacy function_call beside tool_calls
     pieces = ['{"city"', ': "Paris"}']
     chunks = [
-        {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {
-            "function_call": {"name": "get_weather", "arguments": pieces[0]},
-            "tool_calls": [{"index": 0, "id": "call_abc", "type": "function", "function": {"name": "get_weather", "arguments": pieces[0]}}]}}]},
-        {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {
-            "function_call": {"arguments": pieces[1]}, "tool_calls": [{"index": 0, "function": {"arguments": pieces[1]}}]}}]},
+        {
+            "id": "c",
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "function_call": {"name": "get_weather", "arguments": pieces[0]},
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_abc",
+                                "type": "function",
+                                "function": {"name": "get_weather", "arguments": pieces[0]},
+                            }
+                        ],
+                    },
+                }
+            ],
+        },
+        {
+            "id": "c",
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "function_call": {"arguments": pieces[1]},
+                        "tool_calls": [{"index": 0, "function": {"arguments": pieces[1]}}],
+                    },
+                }
+            ],
+        },
         {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
     ]
     events, err = decode("openai-chat", [encode_sse([(None, c) for c in chunks]) + b"data: [DONE]\n\n"])
@@ -354,7 +516,10 @@ def test_chat_deltas_with_both_function_call_and_tool_calls_give_one_valid_call(
 def test_llamacpp_gets_an_empty_string_where_openai_gets_null():
     from modelwire.message import AssistantMsg, ToolCallBlock
 
-    history = [UserMsg("u", "Weather?"), AssistantMsg("a", [ToolCallBlock(id="call_1", name="get_weather", input='{"city": "Paris"}')])]
+    history = [
+        UserMsg("u", "Weather?"),
+        AssistantMsg("a", [ToolCallBlock(id="call_1", name="get_weather", input='{"city": "Paris"}')]),
+    ]
     for spec, expected in (("llamacpp:qwen3-8b", ""), ("openai:gpt-4o", None)):
         body, _ = load_model(spec, api_key="k").build_request(history)
         (turn,) = [m for m in body["messages"] if m["role"] == "assistant"]
@@ -404,11 +569,17 @@ def test_arguments_nested_absurdly_deep_are_an_error_result_and_the_agent_goes_o
     from modelwire.testing.server import sse_reply
 
     deep = '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"
-    server.script(sse_reply(fake_body("anthropic", ("tool", "toolu_1", "f", deep))), sse_reply(fake_body("anthropic", ("text", "Sorry."))), sse_reply(fake_body("anthropic", ("text", "Hello."))))
+    server.script(
+        sse_reply(fake_body("anthropic", ("tool", "toolu_1", "f", deep))),
+        sse_reply(fake_body("anthropic", ("text", "Sorry."))),
+        sse_reply(fake_body("anthropic", ("text", "Hello."))),
+    )
     agent = _agent_on(server, f)
     events = asyncio.run(_reply(agent, "go"))
     (result,) = [b for b in agent.context[-1].content if b.type == "tool_result"]
-    text = result.output if isinstance(result.output, str) else "".join(b.text for b in result.output if b.type == "text")
+    text = (
+        result.output if isinstance(result.output, str) else "".join(b.text for b in result.output if b.type == "text")
+    )
     assert result.state == "error" and "nested too deeply" in text
     assert events[-1].finished_reason == "completed"
     assert asyncio.run(_reply(agent, "again"))[-1].finished_reason == "completed"
@@ -417,14 +588,22 @@ def test_arguments_nested_absurdly_deep_are_an_error_result_and_the_agent_goes_o
 def test_tool_data_the_model_cannot_take_is_said_in_words_and_kept_aside(server):
     from modelwire.testing.server import sse_reply
 
-    server.script(sse_reply(fake_body("anthropic", ("tool", "toolu_1", "svg", "{}"))), sse_reply(fake_body("anthropic", ("text", "I see."))), sse_reply(fake_body("anthropic", ("text", "Hello."))))
+    server.script(
+        sse_reply(fake_body("anthropic", ("tool", "toolu_1", "svg", "{}"))),
+        sse_reply(fake_body("anthropic", ("text", "I see."))),
+        sse_reply(fake_body("anthropic", ("text", "Hello."))),
+    )
     agent = _agent_on(server, svg)
     events = asyncio.run(_reply(agent, "draw"))
     assert events[-1].finished_reason == "completed"
     (result,) = [b for b in agent.context[-1].content if b.type == "tool_result"]
     assert result.state == "error" and result.metadata["unsent_output"][0]["media_type"] == "image/svg+xml"
     sent = server.requests[1]["json"]["messages"][-1]["content"][0]
-    assert sent["type"] == "tool_result" and "image/svg+xml" in json.dumps(sent["content"]) and "cannot take" in json.dumps(sent["content"])
+    assert (
+        sent["type"] == "tool_result"
+        and "image/svg+xml" in json.dumps(sent["content"])
+        and "cannot take" in json.dumps(sent["content"])
+    )
     assert asyncio.run(_reply(agent, "again"))[-1].finished_reason == "completed"
 
 
@@ -447,7 +626,11 @@ async def _collect(stream):
 def test_a_lone_surrogate_is_refused_when_the_message_is_built():
     from modelwire.message import AssistantMsg, TextBlock
 
-    for build in (lambda: UserMsg("u", "x\ud800y"), lambda: UserMsg("u", [TextBlock(text="\udfff")]), lambda: AssistantMsg("a", "ok", metadata={"k": "\ud800"})):
+    for build in (
+        lambda: UserMsg("u", "x\ud800y"),
+        lambda: UserMsg("u", [TextBlock(text="\udfff")]),
+        lambda: AssistantMsg("a", "ok", metadata={"k": "\ud800"}),
+    ):
         with pytest.raises(E.InvalidMessageError, match="lone surrogate"):
             build()
     msg = UserMsg("u", "fine")
@@ -473,9 +656,36 @@ def test_absurd_nesting_is_refused_when_the_message_is_built():
     "body,words",
     [
         (b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
-        (json.dumps({"threadId": "t", "runId": "r", "messages": [{"id": "m1", "role": "assistant", "content": "", "toolCalls": [None]}]}).encode(), "ag-ui"),
-        (json.dumps({"threadId": "t", "runId": "r", "messages": [{"id": True, "role": "user", "content": "hi"}]}).encode(), "ag-ui"),
-        (json.dumps({"messages": [{"id": "u1", "role": "user", "parts": [{"type": "file", "mediaType": "image/png", "url": ["x"]}]}]}).encode(), "ui-message"),
+        (
+            json.dumps(
+                {
+                    "threadId": "t",
+                    "runId": "r",
+                    "messages": [{"id": "m1", "role": "assistant", "content": "", "toolCalls": [None]}],
+                }
+            ).encode(),
+            "ag-ui",
+        ),
+        (
+            json.dumps(
+                {"threadId": "t", "runId": "r", "messages": [{"id": True, "role": "user", "content": "hi"}]}
+            ).encode(),
+            "ag-ui",
+        ),
+        (
+            json.dumps(
+                {
+                    "messages": [
+                        {
+                            "id": "u1",
+                            "role": "user",
+                            "parts": [{"type": "file", "mediaType": "image/png", "url": ["x"]}],
+                        }
+                    ]
+                }
+            ).encode(),
+            "ui-message",
+        ),
     ],
 )
 def test_a_malformed_body_is_a_400_that_says_why(body, words):
@@ -501,7 +711,9 @@ def test_a_compressed_stream_is_decoded_before_the_adapter_reads_it(server, prot
     packed = gzip.compress(whole)
     wire = get_protocol(protocol)
     pieces = [packed[i : i + 40] for i in range(0, len(packed), 40)]
-    server.script(Reply(body=packed, pieces=pieces, headers={"content-type": wire.content_type, "content-encoding": "gzip"}))
+    server.script(
+        Reply(body=packed, pieces=pieces, headers={"content-type": wire.content_type, "content-encoding": "gzip"})
+    )
     server.script(Reply(body=whole, pieces=wire.split_stream(whole), headers={"content-type": wire.content_type}))
     model = server.model(protocol)
     for _ in range(2):

@@ -58,7 +58,11 @@ class FilesServer:
         if path.startswith(("/v1/files/", "/v1beta/files/")) and method == "DELETE":
             file_id = path.rsplit("/", 1)[1]
             del self.held[file_id]
-            answer = {"id": file_id, "type": "file_deleted"} if not file_id.startswith("file-") else {"id": file_id, "object": "file", "deleted": True}
+            answer = (
+                {"id": file_id, "type": "file_deleted"}
+                if not file_id.startswith("file-")
+                else {"id": file_id, "object": "file", "deleted": True}
+            )
             return _json(answer)
         if path == "/v1beta/files":
             return self.listing(path)
@@ -69,13 +73,26 @@ class FilesServer:
         if path == "/upload/v1beta/files" and request["headers"].get("x-goog-upload-command") == "start":
             session = uuid.uuid4().hex
             self.held["pending:" + session] = request["json"]["file"]
-            return Reply(body=b"", headers={"x-goog-upload-url": f"{self.server.url}/upload/v1beta/files/{session}", "x-goog-upload-status": "active"})
+            return Reply(
+                body=b"",
+                headers={
+                    "x-goog-upload-url": f"{self.server.url}/upload/v1beta/files/{session}",
+                    "x-goog-upload-status": "active",
+                },
+            )
         if path.startswith("/upload/v1beta/files/"):
             from google.genai import types
 
             started = self.held.pop("pending:" + path.rsplit("/", 1)[1])
             file_id = uuid.uuid4().hex[:12]
-            made = {"name": f"files/{file_id}", "displayName": started.get("display_name"), "mimeType": started["mime_type"], "sizeBytes": str(len(request["body"])), "uri": f"{self.server.url}/v1beta/files/{file_id}", "state": "ACTIVE"}
+            made = {
+                "name": f"files/{file_id}",
+                "displayName": started.get("display_name"),
+                "mimeType": started["mime_type"],
+                "sizeBytes": str(len(request["body"])),
+                "uri": f"{self.server.url}/v1beta/files/{file_id}",
+                "state": "ACTIVE",
+            }
             types.File.model_validate(made)
             self.held[file_id] = {**made, "bytes": request["body"]}
             return _json({"file": made}, {"x-goog-upload-status": "final"})
@@ -84,31 +101,64 @@ class FilesServer:
         if "purpose" in form:  # OpenAI
             from openai.types import FileObject
 
-            made = {"id": "file-" + uuid.uuid4().hex[:12], "object": "file", "bytes": len(data), "created_at": 1, "filename": filename, "purpose": form["purpose"][2].decode(), "status": "processed"}
+            made = {
+                "id": "file-" + uuid.uuid4().hex[:12],
+                "object": "file",
+                "bytes": len(data),
+                "created_at": 1,
+                "filename": filename,
+                "purpose": form["purpose"][2].decode(),
+                "status": "processed",
+            }
             FileObject.model_validate(made)
         else:
             from anthropic.types import FileMetadata
 
-            made = {"id": "file_" + uuid.uuid4().hex[:12], "type": "file", "filename": filename, "mime_type": media_type, "size_bytes": len(data), "created_at": "2026-12-05T00:00:00Z", "downloadable": False}
+            made = {
+                "id": "file_" + uuid.uuid4().hex[:12],
+                "type": "file",
+                "filename": filename,
+                "mime_type": media_type,
+                "size_bytes": len(data),
+                "created_at": "2026-12-05T00:00:00Z",
+                "downloadable": False,
+            }
             FileMetadata.model_validate(made)
         self.held[made["id"]] = {**made, "bytes": data}
         return _json(made)
 
     def listing(self, path: str) -> Reply:
-        files = [{k: v for k, v in f.items() if k != "bytes"} for k, f in self.held.items() if not k.startswith("pending:")]
+        files = [
+            {k: v for k, v in f.items() if k != "bytes"} for k, f in self.held.items() if not k.startswith("pending:")
+        ]
         if path == "/v1beta/files":
             return _json({"files": [f for f in files if "uri" in f]})
         openai = [f for f in files if f.get("object") == "file"]
         if openai:
             return _json({"object": "list", "data": openai, "has_more": False})
-        return _json({"data": [f for f in files if f.get("type") == "file"], "has_more": False, "first_id": None, "last_id": None})
+        return _json(
+            {
+                "data": [f for f in files if f.get("type") == "file"],
+                "has_more": False,
+                "first_id": None,
+                "last_id": None,
+            }
+        )
 
     def answer(self, request: dict[str, Any], path: str) -> Reply:
         sent = json.dumps(request["json"])
         for file_id in self.held:
             if file_id in sent:
                 self.referred.append(file_id)
-        protocol = "anthropic" if path.endswith("/messages") else "openai-responses" if path.endswith("/responses") else "gemini" if "generateContent" in path else "openai-chat"
+        protocol = (
+            "anthropic"
+            if path.endswith("/messages")
+            else "openai-responses"
+            if path.endswith("/responses")
+            else "gemini"
+            if "generateContent" in path
+            else "openai-chat"
+        )
         return sse_reply(body(protocol, ("text", "It is a PDF.")))
 
 
@@ -136,15 +186,21 @@ def _sdk_upload(kind: str, url: str, path) -> None:
     if kind == "anthropic":
         import anthropic
 
-        anthropic.Anthropic(api_key="k", base_url=url, max_retries=0).files.upload(file=(path.name, path.read_bytes(), "application/pdf"))
+        anthropic.Anthropic(api_key="k", base_url=url, max_retries=0).files.upload(
+            file=(path.name, path.read_bytes(), "application/pdf")
+        )
     elif kind == "openai":
         import openai
 
-        openai.OpenAI(api_key="k", base_url=url + "/v1", max_retries=0).files.create(file=(path.name, path.read_bytes(), "application/pdf"), purpose="user_data")
+        openai.OpenAI(api_key="k", base_url=url + "/v1", max_retries=0).files.create(
+            file=(path.name, path.read_bytes(), "application/pdf"), purpose="user_data"
+        )
     else:
         from google import genai
 
-        client = genai.Client(api_key="k", http_options={"base_url": url, "api_version": "v1beta"})  # kept: a dropped client closes its connection
+        client = genai.Client(
+            api_key="k", http_options={"base_url": url, "api_version": "v1beta"}
+        )  # kept: a dropped client closes its connection
         client.files.upload(file=str(path), config={"mime_type": "application/pdf", "display_name": path.name})
 
 
@@ -156,15 +212,20 @@ def test_an_upload_is_the_official_sdks_byte_for_byte(kind, files, tmp_path):
     block = asyncio.run(model.upload_file(path))
     ours = files.uploads[:]
     _sdk_upload(kind, files.server.url, path)
-    theirs = files.uploads[len(ours):]
-    assert [u["path"].split("?")[0].rsplit("/", 1)[0] for u in ours] == [u["path"].split("?")[0].rsplit("/", 1)[0] for u in theirs]
+    theirs = files.uploads[len(ours) :]
+    assert [u["path"].split("?")[0].rsplit("/", 1)[0] for u in ours] == [
+        u["path"].split("?")[0].rsplit("/", 1)[0] for u in theirs
+    ]
     if kind == "gemini":
         (start, upload), (their_start, their_upload) = ours, theirs
         goog = {k: v for k, v in start["headers"].items() if k.startswith("x-goog-upload")}
         assert goog == {k: v for k, v in their_start["headers"].items() if k.startswith("x-goog-upload")}
         assert start["json"] == their_start["json"]
         assert upload["body"] == their_upload["body"] == PDF
-        assert (upload["headers"]["x-goog-upload-command"], upload["headers"]["x-goog-upload-offset"]) == ("upload, finalize", "0")
+        assert (upload["headers"]["x-goog-upload-command"], upload["headers"]["x-goog-upload-offset"]) == (
+            "upload, finalize",
+            "0",
+        )
     else:
         assert parts(ours[0]) == parts(theirs[0])
         assert parts(ours[0])["file"] == ("report.pdf", "application/pdf", PDF)
@@ -187,7 +248,9 @@ def test_a_pdf_attached_once_goes_by_id_at_its_origin_and_as_bytes_elsewhere(fil
     history: list[Msg] = [UserMsg("me", [TextBlock(text="What is this?"), block])]
     history.append(asyncio.run(models["anthropic"].complete(history)))
     sent = files.server.requests[-1]["json"]
-    assert {"type": "document", "source": {"type": "file", "file_id": file_id}, "title": "contract.pdf"} in sent["messages"][0]["content"]
+    assert {"type": "document", "source": {"type": "file", "file_id": file_id}, "title": "contract.pdf"} in sent[
+        "messages"
+    ][0]["content"]
     sdk_params.streaming_request("anthropic", sent)
     history.append(UserMsg("me", "And now?"))
     history.append(asyncio.run(models["openai"].complete(history)))  # another provider: the bytes
@@ -203,7 +266,9 @@ def test_a_pdf_attached_once_goes_by_id_at_its_origin_and_as_bytes_elsewhere(fil
     assert files.referred.count(file_id) == 2
 
 
-@pytest.mark.parametrize("kind,protocol", [("openai", "openai-chat"), ("responses", "openai-responses"), ("gemini", "gemini")])
+@pytest.mark.parametrize(
+    "kind,protocol", [("openai", "openai-chat"), ("responses", "openai-responses"), ("gemini", "gemini")]
+)
 def test_each_api_refers_to_its_own_file_as_its_sdk_says(kind, protocol, files, tmp_path):
     path = tmp_path / "chart.pdf"
     path.write_bytes(PDF)
@@ -217,7 +282,13 @@ def test_each_api_refers_to_its_own_file_as_its_sdk_says(kind, protocol, files, 
         "openai-responses": {"type": "input_file", "file_id": file_id},
         "gemini": {"fileData": {"mimeType": "application/pdf", "fileUri": block.source.url}},
     }[protocol]
-    contents = sent["contents"][0]["parts"] if protocol == "gemini" else sent["input"][0]["content"] if protocol == "openai-responses" else sent["messages"][0]["content"]
+    contents = (
+        sent["contents"][0]["parts"]
+        if protocol == "gemini"
+        else sent["input"][0]["content"]
+        if protocol == "openai-responses"
+        else sent["messages"][0]["content"]
+    )
     assert expected in contents, contents
     sdk_params.streaming_request(protocol, sent)
 
@@ -271,7 +342,12 @@ def test_an_assistant_turn_with_a_held_file_formats_offline_too():
     endpoint that holds it, and nowhere else."""
     from modelwire.message import URLSource, provenance
 
-    block = DataBlock(source=URLSource(url="https://api.anthropic.com/v1/files/file_1", media_type="application/pdf"), file_id="file_1", file_api="anthropic", provider_metadata=provenance("anthropic", "anthropic", "anthropic"))
+    block = DataBlock(
+        source=URLSource(url="https://api.anthropic.com/v1/files/file_1", media_type="application/pdf"),
+        file_id="file_1",
+        file_api="anthropic",
+        provider_metadata=provenance("anthropic", "anthropic", "anthropic"),
+    )
     model = load_model("anthropic:claude-sonnet-4-5", api_key="k")
     payload = model.build_request([UserMsg("me", [block]), AssistantMsg("a", "ok"), UserMsg("me", "so?")])[0]
     assert payload["messages"][0]["content"][0]["source"] == {"type": "file", "file_id": "file_1"}
@@ -285,7 +361,11 @@ def test_check_reports_a_file_sent_where_it_is_not_held(files, tmp_path):
     models = _models(files.server.url)
     kept = asyncio.run(models["anthropic"].upload_file(path))
     bare = asyncio.run(models["anthropic"].upload_file(PDF, media_type="application/pdf", name="bare.pdf"))
-    conversation = [UserMsg("me", [TextBlock(text="Compare."), kept]), AssistantMsg("a", "Done."), UserMsg("me", [bare])]
+    conversation = [
+        UserMsg("me", [TextBlock(text="Compare."), kept]),
+        AssistantMsg("a", "Done."),
+        UserMsg("me", [bare]),
+    ]
     assert models["anthropic"].preflight(conversation) == []
     found = models["gemini"].preflight(conversation)
     assert [(f.rule, f.index) for f in found] == [("file-elsewhere", 0), ("file-elsewhere", 2)]

@@ -118,7 +118,9 @@ def test_tool_results_gather_text_and_data_and_finish_the_call():
 
 
 def test_text_delta_on_a_result_whose_output_is_a_string():
-    msg = AssistantMsg("a", [ToolCallBlock(id="c", name="f", input="{}"), ToolResultBlock(id="c", name="f", output="pre")], id="r")
+    msg = AssistantMsg(
+        "a", [ToolCallBlock(id="c", name="f", input="{}"), ToolResultBlock(id="c", name="f", output="pre")], id="r"
+    )
     msg.append_event(E.ToolResultTextDeltaEvent(reply_id="r", tool_call_id="c", delta="+more"))
     assert msg.content[1].output[0].text == "pre+more"
 
@@ -127,7 +129,10 @@ def test_confirmation_flow_moves_call_states():
     rule = PermissionRule(tool_name="rm", rule_content="*.tmp", behavior="allow", source="user")
     r = Reply().start().call().tool_call("a", "rm", "{}").tool_call("b", "rm", "{}").call_end()
     msg = fold(r.events)
-    asked = [ToolCallBlock(id="a", name="rm", input="{}", suggested_rules=[rule]), ToolCallBlock(id="b", name="rm", input="{}")]
+    asked = [
+        ToolCallBlock(id="a", name="rm", input="{}", suggested_rules=[rule]),
+        ToolCallBlock(id="b", name="rm", input="{}"),
+    ]
     msg.append_event(E.RequireUserConfirmEvent(reply_id=msg.id, tool_calls=asked))
     assert [c.state for c in msg.content] == ["asking", "asking"]
     assert msg.content[0].suggested_rules == [rule]
@@ -138,7 +143,11 @@ def test_confirmation_flow_moves_call_states():
     msg.append_event(E.UserConfirmResultEvent(reply_id=msg.id, confirm_results=results))
     assert [c.state for c in msg.content] == ["allowed", "finished"]
     # A late, stale answer moves nothing.
-    msg.append_event(E.UserConfirmResultEvent(reply_id=msg.id, confirm_results=[E.ConfirmResult(confirmed=False, tool_call=asked[0])]))
+    msg.append_event(
+        E.UserConfirmResultEvent(
+            reply_id=msg.id, confirm_results=[E.ConfirmResult(confirmed=False, tool_call=asked[0])]
+        )
+    )
     assert msg.content[0].state == "allowed"
 
 
@@ -210,7 +219,10 @@ def test_append_event_takes_parsed_events_and_names_the_parser_for_json():
         E.ToolResultTextDeltaEvent(reply_id="r", tool_call_id="nope", delta="x"),
         E.ToolResultEndEvent(reply_id="r", tool_call_id="nope", state="success"),
         E.DataBlockDeltaEvent(reply_id="r", block_id="nope", media_type="image/png", data="QUJD"),
-        E.RequireUserConfirmEvent(reply_id="r", tool_calls=[ToolCallBlock(id="c", name="f", input="{}"), ToolCallBlock(id="zz", name="f", input="{}")]),
+        E.RequireUserConfirmEvent(
+            reply_id="r",
+            tool_calls=[ToolCallBlock(id="c", name="f", input="{}"), ToolCallBlock(id="zz", name="f", input="{}")],
+        ),
     ],
     ids=lambda e: e.type,
 )

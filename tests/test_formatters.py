@@ -55,7 +55,11 @@ def result(cid, output="ok", state="success", name="f"):
     return ToolResultBlock(id=cid, name=name, output=output, state=state)
 
 
-WEATHER = ToolSpec("get_weather", "Weather for a city", {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+WEATHER = ToolSpec(
+    "get_weather",
+    "Weather for a city",
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
 
 
 # -- Anthropic -------------------------------------------------------------------------------
@@ -84,10 +88,20 @@ def test_results_of_many_calls_go_in_call_order_whatever_order_they_finished_in(
     from modelwire.formatters._common import segments
 
     calls = [call(f"c{n}", "f", "{}") for n in range(1, 6)]
-    finished = [result(cid, out, name="f") for cid, out in [("c4", "4"), ("c2", "2a"), ("c5", "5"), ("c1", "1"), ("c2", "2b"), ("c3", "3")]]
+    finished = [
+        result(cid, out, name="f")
+        for cid, out in [("c4", "4"), ("c2", "2a"), ("c5", "5"), ("c1", "1"), ("c2", "2b"), ("c3", "3")]
+    ]
     segs = segments([UserMsg("u", "go"), AssistantMsg("a", [*calls, *finished])], "anthropic")
     assert [seg.kind for seg in segs] == ["user", "assistant", "results"]
-    assert [(r.id, r.output) for r in segs[2].blocks] == [("c1", "1"), ("c2", "2a"), ("c2", "2b"), ("c3", "3"), ("c4", "4"), ("c5", "5")]
+    assert [(r.id, r.output) for r in segs[2].blocks] == [
+        ("c1", "1"),
+        ("c2", "2a"),
+        ("c2", "2b"),
+        ("c3", "3"),
+        ("c4", "4"),
+        ("c5", "5"),
+    ]
 
 
 def test_anthropic_tool_results_open_the_next_user_turn_in_call_order():
@@ -137,7 +151,9 @@ def test_anthropic_tool_results_open_the_next_user_turn_in_call_order():
 @pytest.mark.parametrize("state", ["error", "denied", "interrupted"])
 def test_anthropic_failed_results_are_errors(state):
     msgs = [UserMsg("u", "x"), AssistantMsg("a", [call("c"), result("c", "", state=state)])]
-    assert fmt("anthropic", msgs)["messages"][2]["content"] == [{"type": "tool_result", "tool_use_id": "c", "is_error": True}]
+    assert fmt("anthropic", msgs)["messages"][2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "c", "is_error": True}
+    ]
 
 
 @pytest.mark.parametrize(
@@ -153,7 +169,10 @@ def test_anthropic_failed_results_are_errors(state):
 )
 def test_gemini_failed_results_are_errors_and_never_empty_when_refused(state, output, response):
     msgs = [UserMsg("u", "x"), AssistantMsg("a", [call("c"), result("c", output, state=state)])]
-    assert fmt("gemini", msgs)["contents"][2] == {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": response}}]}
+    assert fmt("gemini", msgs)["contents"][2] == {
+        "role": "user",
+        "parts": [{"functionResponse": {"name": "f", "response": response}}],
+    }
 
 
 def test_results_merged_into_a_user_turn_go_ahead_of_its_other_parts():
@@ -184,7 +203,10 @@ def test_results_merged_into_a_user_turn_go_ahead_of_its_other_parts():
     merge_turn(turns, "assistant", [])  # nothing to add: no turn
     merge_turn(turns, "assistant", [{"type": "text", "text": "c"}])
     merge_turn(turns, "user", [{"type": "tool_result", "id": 4}, {"type": "text", "text": "d"}], after_results=after)
-    assert turns[1:] == [{"role": "assistant", "content": [{"type": "text", "text": "c"}]}, {"role": "user", "content": [{"type": "tool_result", "id": 4}, {"type": "text", "text": "d"}]}]
+    assert turns[1:] == [
+        {"role": "assistant", "content": [{"type": "text", "text": "c"}]},
+        {"role": "user", "content": [{"type": "tool_result", "id": 4}, {"type": "text", "text": "d"}]},
+    ]
 
 
 def test_anthropic_thinking_replayed_only_when_it_came_from_anthropic():
@@ -213,13 +235,41 @@ def test_anthropic_thinking_replayed_only_when_it_came_from_anthropic():
 
 
 def test_anthropic_server_tools_replayed_as_they_came():
-    raw_result = {"type": "web_search_tool_result", "tool_use_id": "srv_1", "content": [{"type": "web_search_result", "url": "https://x", "title": "X", "encrypted_content": "E"}]}
+    raw_result = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srv_1",
+        "content": [{"type": "web_search_result", "url": "https://x", "title": "X", "encrypted_content": "E"}],
+    }
     reply = AssistantMsg(
         "a",
         [
-            call("srv_1", "web_search", '{"query": "q"}', server_side=True, provider="anthropic", provider_block_type="server_tool_use"),
-            ToolResultBlock(id="srv_1", name="web_search", output="X <https://x>", state="success", metadata={"provider": "anthropic", "provider_block": raw_result}),
-            TextBlock(text="Found it.", citations=[{"type": "web_search_result_location", "url": "https://x", "title": "X", "encrypted_index": "I", "cited_text": "c"}]),
+            call(
+                "srv_1",
+                "web_search",
+                '{"query": "q"}',
+                server_side=True,
+                provider="anthropic",
+                provider_block_type="server_tool_use",
+            ),
+            ToolResultBlock(
+                id="srv_1",
+                name="web_search",
+                output="X <https://x>",
+                state="success",
+                metadata={"provider": "anthropic", "provider_block": raw_result},
+            ),
+            TextBlock(
+                text="Found it.",
+                citations=[
+                    {
+                        "type": "web_search_result_location",
+                        "url": "https://x",
+                        "title": "X",
+                        "encrypted_index": "I",
+                        "cited_text": "c",
+                    }
+                ],
+            ),
         ],
     )
     content = fmt("anthropic", [UserMsg("u", "search"), reply])["messages"][1]["content"]
@@ -245,7 +295,11 @@ def test_anthropic_media_sources():
     assert fmt("anthropic", msgs)["messages"][0]["content"] == [
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
         {"type": "image", "source": {"type": "url", "url": "https://example.com/a.jpg"}},
-        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": PDF}, "title": "report.pdf"},
+        {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": PDF},
+            "title": "report.pdf",
+        },
         {"type": "document", "source": {"type": "url", "url": "https://example.com/a.pdf"}},
         {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "hello"}},
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
@@ -258,14 +312,26 @@ def test_anthropic_tools_tool_choice_and_cache_control():
     eph = {"type": "ephemeral"}
     assert payload["system"] == [{"type": "text", "text": "sys", "cache_control": eph}]
     assert payload["tools"] == [
-        {"name": "get_weather", "description": "Weather for a city", "input_schema": WEATHER.parameters, "cache_control": eph}
+        {
+            "name": "get_weather",
+            "description": "Weather for a city",
+            "input_schema": WEATHER.parameters,
+            "cache_control": eph,
+        }
     ]
     assert payload["tool_choice"] == {"type": "tool", "name": "get_weather"}
     assert payload["messages"][0]["content"][-1]["cache_control"] == eph
     assert payload["messages"][2]["content"][-1]["cache_control"] == eph
     assert "cache_control" not in payload["messages"][1]["content"][-1]
     with pytest.raises(FormatError, match="5 cache breakpoints.*allows 4"):
-        fmt("anthropic", msgs + [AssistantMsg("a", "r2"), UserMsg("u", "3")], [WEATHER], cache_system=True, cache_tools=True, cache_last_turns=3)
+        fmt(
+            "anthropic",
+            msgs + [AssistantMsg("a", "r2"), UserMsg("u", "3")],
+            [WEATHER],
+            cache_system=True,
+            cache_tools=True,
+            cache_last_turns=3,
+        )
     for choice, expected in [("auto", {"type": "auto"}), ("none", {"type": "none"}), ("required", {"type": "any"})]:
         assert fmt("anthropic", msgs, [WEATHER], choice)["tool_choice"] == expected
 
@@ -333,7 +399,12 @@ def test_hints_inside_a_tool_turn_follow_its_results(protocol):
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_speaker_names_show_who_said_what(protocol):
-    msgs = [UserMsg("alice", "I like tea."), UserMsg("bob", "I like coffee."), AssistantMsg("critic", "Both fine."), AssistantMsg("me", "Tea!")]
+    msgs = [
+        UserMsg("alice", "I like tea."),
+        UserMsg("bob", "I like coffee."),
+        AssistantMsg("critic", "Both fine."),
+        AssistantMsg("me", "Tea!"),
+    ]
     payload = fmt(protocol, msgs, speaker_names=True, assistant_name="me")
     flat = str(payload)
     for line in ("alice: I like tea.", "bob: I like coffee.", "critic: Both fine."):
@@ -358,7 +429,13 @@ def test_chat_turns_tool_messages_and_media_from_tools():
             TextBlock(text="Sunny; chart attached."),
         ],
     )
-    payload = fmt("openai-chat", [SystemMsg("s", "sys"), UserMsg("u", "Paris?"), reply], [WEATHER], "auto", system_role="developer")
+    payload = fmt(
+        "openai-chat",
+        [SystemMsg("s", "sys"), UserMsg("u", "Paris?"), reply],
+        [WEATHER],
+        "auto",
+        system_role="developer",
+    )
     assert payload == {
         "messages": [
             {"role": "developer", "content": "sys"},
@@ -367,7 +444,11 @@ def test_chat_turns_tool_messages_and_media_from_tools():
                 "role": "assistant",
                 "content": "Let me look.",
                 "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                    },
                     {"id": "c2", "type": "function", "function": {"name": "chart", "arguments": "{}"}},
                 ],
             },
@@ -382,7 +463,16 @@ def test_chat_turns_tool_messages_and_media_from_tools():
             },
             {"role": "assistant", "content": "Sunny; chart attached."},
         ],
-        "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city", "parameters": WEATHER.parameters}}],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "Weather for a city",
+                    "parameters": WEATHER.parameters,
+                },
+            }
+        ],
         "tool_choice": "auto",
     }
 
@@ -399,7 +489,9 @@ def test_chat_user_parts():
         {"type": "file", "file": {"filename": "r.pdf", "file_data": f"data:application/pdf;base64,{PDF}"}},
     ]
     with pytest.raises(FormatError, match="audio as base64 only"):
-        fmt("openai-chat", [UserMsg("u", [DataBlock(source=URLSource(url="https://x/a.mp3", media_type="audio/mpeg"))])])
+        fmt(
+            "openai-chat", [UserMsg("u", [DataBlock(source=URLSource(url="https://x/a.mp3", media_type="audio/mpeg"))])]
+        )
 
 
 def test_chat_names_only_when_asked_and_sanitized():
@@ -427,14 +519,26 @@ def test_chat_reasoning_replayed_only_to_dialects_that_want_it():
     assert deepseek[1]["reasoning_content"] == "think 1" and deepseek[1]["tool_calls"][0]["id"] == "c"
     assert "reasoning_content" not in deepseek[3]  # Claude's thinking is not DeepSeek's to replay
     # A tool-call turn with no reasoning of its own still gets the field when the dialect needs it.
-    bare = fmt("openai-chat", [UserMsg("u", "q"), AssistantMsg("a", [call("c"), result("c")])], reasoning_field="reasoning_content", reasoning_on_tool_calls=True)
+    bare = fmt(
+        "openai-chat",
+        [UserMsg("u", "q"), AssistantMsg("a", [call("c"), result("c")])],
+        reasoning_field="reasoning_content",
+        reasoning_on_tool_calls=True,
+    )
     assert bare["messages"][1]["reasoning_content"] == ""
 
 
 def test_chat_refusal_and_tool_choice_shapes():
     msgs = [UserMsg("u", "bad"), AssistantMsg("a", [TextBlock(text="I can't help with that.", refusal=True)])]
-    assert fmt("openai-chat", msgs)["messages"][1] == {"role": "assistant", "content": None, "refusal": "I can't help with that."}
-    assert fmt("openai-chat", msgs, [WEATHER], {"name": "get_weather"})["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+    assert fmt("openai-chat", msgs)["messages"][1] == {
+        "role": "assistant",
+        "content": None,
+        "refusal": "I can't help with that.",
+    }
+    assert fmt("openai-chat", msgs, [WEATHER], {"name": "get_weather"})["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "get_weather"},
+    }
 
 
 # -- OpenAI Responses ------------------------------------------------------------------------
@@ -444,30 +548,84 @@ def test_responses_items_in_original_position():
     reply = AssistantMsg(
         "a",
         [
-            ThinkingBlock(thinking="step 1", provider="openai-responses", reasoning_item_id="rs_1", reasoning_part="summary", summary_index=0, encrypted_content="gAAA"),
-            ThinkingBlock(thinking="step 2", provider="openai-responses", reasoning_item_id="rs_1", reasoning_part="summary", summary_index=1),
+            ThinkingBlock(
+                thinking="step 1",
+                provider="openai-responses",
+                reasoning_item_id="rs_1",
+                reasoning_part="summary",
+                summary_index=0,
+                encrypted_content="gAAA",
+            ),
+            ThinkingBlock(
+                thinking="step 2",
+                provider="openai-responses",
+                reasoning_item_id="rs_1",
+                reasoning_part="summary",
+                summary_index=1,
+            ),
             call("call_1", "get_weather", '{"city": "Paris"}', item_id="fc_1"),
             ToolResultBlock(id="call_1", name="get_weather", output=[TextBlock(text="sunny"), img()], state="success"),
             ThinkingBlock(thinking="", provider="openai-responses", reasoning_item_id="rs_2", encrypted_content="gBBB"),
             TextBlock(text="Sunny.", item_id="msg_1", annotations=[]),
         ],
     )
-    payload = fmt("openai-responses", [SystemMsg("s", "sys"), UserMsg("u", [TextBlock(text="Paris?"), img()]), reply], [WEATHER], "required", instructions=True)
+    payload = fmt(
+        "openai-responses",
+        [SystemMsg("s", "sys"), UserMsg("u", [TextBlock(text="Paris?"), img()]), reply],
+        [WEATHER],
+        "required",
+        instructions=True,
+    )
     assert payload == {
         "instructions": "sys",
         "input": [
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Paris?"}, {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}", "detail": "auto"}]},
-            {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "step 1"}, {"type": "summary_text", "text": "step 2"}], "encrypted_content": "gAAA"},
-            {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}', "id": "fc_1"},
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "Paris?"},
+                    {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}", "detail": "auto"},
+                ],
+            },
+            {
+                "type": "reasoning",
+                "id": "rs_1",
+                "summary": [{"type": "summary_text", "text": "step 1"}, {"type": "summary_text", "text": "step 2"}],
+                "encrypted_content": "gAAA",
+            },
+            {
+                "type": "function_call",
+                "call_id": "call_1",
+                "name": "get_weather",
+                "arguments": '{"city": "Paris"}',
+                "id": "fc_1",
+            },
             {
                 "type": "function_call_output",
                 "call_id": "call_1",
-                "output": [{"type": "input_text", "text": "sunny"}, {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}", "detail": "auto"}],
+                "output": [
+                    {"type": "input_text", "text": "sunny"},
+                    {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}", "detail": "auto"},
+                ],
             },
             {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gBBB"},
-            {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "Sunny.", "annotations": []}], "status": "completed"},
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Sunny.", "annotations": []}],
+                "status": "completed",
+            },
         ],
-        "tools": [{"type": "function", "name": "get_weather", "description": "Weather for a city", "parameters": WEATHER.parameters, "strict": False}],
+        "tools": [
+            {
+                "type": "function",
+                "name": "get_weather",
+                "description": "Weather for a city",
+                "parameters": WEATHER.parameters,
+                "strict": False,
+            }
+        ],
         "tool_choice": "required",
     }
     without_ids = fmt("openai-responses", [UserMsg("u", "q"), reply], item_ids=False)["input"]
@@ -476,7 +634,9 @@ def test_responses_items_in_original_position():
 
 
 def test_responses_other_providers_thinking_is_not_replayed_and_system_items():
-    reply = AssistantMsg("a", [ThinkingBlock(thinking="claude's", signature="s", provider="anthropic"), TextBlock(text="hi")])
+    reply = AssistantMsg(
+        "a", [ThinkingBlock(thinking="claude's", signature="s", provider="anthropic"), TextBlock(text="hi")]
+    )
     payload = fmt("openai-responses", [SystemMsg("s", "sys"), UserMsg("u", "q"), reply], system_role="developer")
     assert payload["input"] == [
         {"type": "message", "role": "developer", "content": "sys"},
@@ -490,8 +650,16 @@ def test_which_urls_each_provider_fetches_itself():
     from modelwire.protocols.openai_chat.formatter import OpenAIChatFormatter
     from modelwire.protocols.openai_responses.formatter import OpenAIResponsesFormatter
 
-    assert [AnthropicFormatter.needs_inline(t) for t in ("image/png", "application/pdf", "text/plain")] == [False, False, True]
-    assert [OpenAIChatFormatter.needs_inline(t) for t in ("image/png", "audio/wav", "application/pdf")] == [False, True, True]
+    assert [AnthropicFormatter.needs_inline(t) for t in ("image/png", "application/pdf", "text/plain")] == [
+        False,
+        False,
+        True,
+    ]
+    assert [OpenAIChatFormatter.needs_inline(t) for t in ("image/png", "audio/wav", "application/pdf")] == [
+        False,
+        True,
+        True,
+    ]
     assert not OpenAIResponsesFormatter.needs_inline("application/pdf")
     with pytest.raises(FormatError, match="text/plain documents as base64 only"):
         fmt("anthropic", [UserMsg("u", [DataBlock(source=URLSource(url="https://x/a.txt", media_type="text/plain"))])])

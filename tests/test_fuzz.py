@@ -41,16 +41,29 @@ def message_dicts(draw):
             st.fixed_dictionaries(
                 {"type": block_types},
                 optional={
-                    "text": json_values, "thinking": json_values, "id": st.text(max_size=4), "name": json_values, "input": json_values,
-                    "output": json_values, "state": st.sampled_from(["success", "error", "running", "bogus"]), "hint": json_values,
-                    "source": json_values, "signature": json_values, "provider_metadata": json_values,
+                    "text": json_values,
+                    "thinking": json_values,
+                    "id": st.text(max_size=4),
+                    "name": json_values,
+                    "input": json_values,
+                    "output": json_values,
+                    "state": st.sampled_from(["success", "error", "running", "bogus"]),
+                    "hint": json_values,
+                    "source": json_values,
+                    "signature": json_values,
+                    "provider_metadata": json_values,
                 },
             ),
             max_size=4,
         )
         | json_values
     )
-    return draw(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system", "robot"]), "content": st.just(content)}, optional={"name": json_values, "metadata": json_values, "usage": json_values}))
+    return draw(
+        st.fixed_dictionaries(
+            {"role": st.sampled_from(["user", "assistant", "system", "robot"]), "content": st.just(content)},
+            optional={"name": json_values, "metadata": json_values, "usage": json_values},
+        )
+    )
 
 
 @FAST
@@ -65,7 +78,26 @@ def test_msg_from_dict_takes_anything_and_raises_only_typed_errors(data):
 
 
 @FAST
-@given(st.dictionaries(st.sampled_from(["type", "reply_id", "block_id", "delta", "tool_call_id", "tool_call_name", "extras", "data", "media_type", "input_tokens"]), json_values, max_size=6))
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "type",
+                "reply_id",
+                "block_id",
+                "delta",
+                "tool_call_id",
+                "tool_call_name",
+                "extras",
+                "data",
+                "media_type",
+                "input_tokens",
+            ]
+        ),
+        json_values,
+        max_size=6,
+    )
+)
 def test_parse_event_raises_only_typed_errors(data):
     if "type" in data and not isinstance(data["type"], str):
         data["type"] = "TEXT_BLOCK_DELTA"
@@ -91,7 +123,14 @@ EVENT_KINDS = [
 
 
 @FAST
-@given(st.lists(st.tuples(st.integers(0, len(EVENT_KINDS) - 1), st.sampled_from(["a", "b"]), st.sampled_from(["r", "r", "other"])), max_size=25))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, len(EVENT_KINDS) - 1), st.sampled_from(["a", "b"]), st.sampled_from(["r", "r", "other"])
+        ),
+        max_size=25,
+    )
+)
 def test_out_of_order_events_are_refused_and_change_nothing(steps):
     msg = AssistantMsg("a", [], id="r")
     for kind, block_id, reply_id in steps:
@@ -110,23 +149,89 @@ def conversations(draw):
     for _ in range(draw(st.integers(0, 4))):
         role = draw(st.sampled_from(["user", "assistant", "system"]))
         if role == "user":
-            out.append({"role": "user", "name": "u", "content": draw(st.sampled_from(["hi", "", [{"type": "data", "source": {"type": "base64", "data": "iVBORw0KGgo=", "media_type": draw(st.sampled_from(["image/png", "application/pdf", "text/plain", "audio/wav", "video/mp4"]))}}]]))})
+            out.append(
+                {
+                    "role": "user",
+                    "name": "u",
+                    "content": draw(
+                        st.sampled_from(
+                            [
+                                "hi",
+                                "",
+                                [
+                                    {
+                                        "type": "data",
+                                        "source": {
+                                            "type": "base64",
+                                            "data": "iVBORw0KGgo=",
+                                            "media_type": draw(
+                                                st.sampled_from(
+                                                    [
+                                                        "image/png",
+                                                        "application/pdf",
+                                                        "text/plain",
+                                                        "audio/wav",
+                                                        "video/mp4",
+                                                    ]
+                                                )
+                                            ),
+                                        },
+                                    }
+                                ],
+                            ]
+                        )
+                    ),
+                }
+            )
         elif role == "system":
             out.append({"role": "system", "name": "s", "content": draw(st.text(max_size=5))})
         else:
             blocks = []
             for _ in range(draw(st.integers(0, 4))):
                 kind = draw(st.sampled_from(["text", "thinking", "tool_call", "tool_result", "hint"]))
-                extras = draw(st.dictionaries(st.sampled_from(["signature", "provider_metadata", "reasoning_item_id", "reasoning_item_raw", "thought_signature", "server_side", "redacted_thinking_data", "citations"]), json_values, max_size=2))
+                extras = draw(
+                    st.dictionaries(
+                        st.sampled_from(
+                            [
+                                "signature",
+                                "provider_metadata",
+                                "reasoning_item_id",
+                                "reasoning_item_raw",
+                                "thought_signature",
+                                "server_side",
+                                "redacted_thinking_data",
+                                "citations",
+                            ]
+                        ),
+                        json_values,
+                        max_size=2,
+                    )
+                )
                 cid = draw(st.sampled_from(ids))
                 if kind == "text":
                     blocks.append({"type": "text", "text": draw(st.text(max_size=5)), **extras})
                 elif kind == "thinking":
                     blocks.append({"type": "thinking", "thinking": draw(st.text(max_size=5)), **extras})
                 elif kind == "tool_call":
-                    blocks.append({"type": "tool_call", "id": cid, "name": "f", "input": draw(st.sampled_from(["{}", '{"a": 1}', "{bad", "", "[1]"])), **extras})
+                    blocks.append(
+                        {
+                            "type": "tool_call",
+                            "id": cid,
+                            "name": "f",
+                            "input": draw(st.sampled_from(["{}", '{"a": 1}', "{bad", "", "[1]"])),
+                            **extras,
+                        }
+                    )
                 elif kind == "tool_result":
-                    blocks.append({"type": "tool_result", "id": cid, "name": "f", "output": draw(st.sampled_from(["ok", "", []])), "state": draw(st.sampled_from(["success", "error", "running", "denied"]))})
+                    blocks.append(
+                        {
+                            "type": "tool_result",
+                            "id": cid,
+                            "name": "f",
+                            "output": draw(st.sampled_from(["ok", "", []])),
+                            "state": draw(st.sampled_from(["success", "error", "running", "denied"])),
+                        }
+                    )
                 else:
                     blocks.append({"type": "hint", "hint": "look"})
             out.append({"role": "assistant", "name": "a", "content": blocks})
@@ -141,14 +246,19 @@ def test_formatters_raise_only_format_errors_on_odd_conversations(data, protocol
     except (ValidationError, E.ModelwireError):
         return
     try:
-        payload = get_formatter(protocol)().format(messages, [{"name": "f", "description": "d", "parameters": {"type": "object"}}], choice)
+        payload = get_formatter(protocol)().format(
+            messages, [{"name": "f", "description": "d", "parameters": {"type": "object"}}], choice
+        )
     except E.FormatError:
         return
     json.dumps(payload)  # whatever is produced can be sent
 
 
 def _bodies():
-    out = [(p, body(p, ("think", "Let me see."), ("text", "The answer is 42."), ("tool", "call_1", "f", '{"a": [1, 2]}'))) for p in PROTOCOLS]
+    out = [
+        (p, body(p, ("think", "Let me see."), ("text", "The answer is 42."), ("tool", "call_1", "f", '{"a": [1, 2]}')))
+        for p in PROTOCOLS
+    ]
     if HAVE_SHARED:
         for name in ("test_anthropic_model_thinking_part_stream.0.sse", "test_openai_responses_streaming_usage.0.sse"):
             out.append(("anthropic" if "anthropic" in name else "openai-responses", (PA / name).read_bytes()))
@@ -171,7 +281,13 @@ def _mutate(raw: bytes, rnd: random.Random, protocol: str) -> bytes:
         del data[i : i + rnd.randint(1, 40)]
     elif choice == 3 and protocol != "bedrock-converse":  # swap a JSON value's type
         text = data.decode("utf-8", "replace")
-        for old, new in [('": "', '": ['), ('": 0', '": "0"'), ('": {', '": "'), ('": true', '": 7'), ('": [', '": {"x": ')]:
+        for old, new in [
+            ('": "', '": ['),
+            ('": 0', '": "0"'),
+            ('": {', '": "'),
+            ('": true', '": 7'),
+            ('": [', '": {"x": '),
+        ]:
             if old in text:
                 k = rnd.randrange(text.count(old))
                 parts = text.split(old)
@@ -196,7 +312,13 @@ def test_mutated_bodies_give_typed_errors_and_valid_event_streams(seed):
                 events = decode_sse(protocol, bad, "r")
             except E.ProviderError as err:
                 events = err.events
-            Ev.check_stream([Ev.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *events, Ev.ReplyEndEvent(session_id="s", reply_id="r")])
+            Ev.check_stream(
+                [
+                    Ev.ReplyStartEvent(session_id="s", reply_id="r", name="a"),
+                    *events,
+                    Ev.ReplyEndEvent(session_id="s", reply_id="r"),
+                ]
+            )
             msg = AssistantMsg("a", [], id="r")
             for event in [Ev.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *events]:
                 msg.append_event(event, strict=True)

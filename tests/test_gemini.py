@@ -18,7 +18,16 @@ from modelwire.adapters import decode_sse
 from modelwire.agent import Agent
 from modelwire.errors import IncompleteStreamError, ProviderError, RateLimitError, StreamProtocolError
 from modelwire.formatters import get_formatter
-from modelwire.message import AssistantMsg, Msg, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
+from modelwire.message import (
+    AssistantMsg,
+    Msg,
+    SystemMsg,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    UserMsg,
+)
 from modelwire.models import load_model
 from modelwire.models.transport import RetryPolicy
 from modelwire.testing import sse_reply
@@ -52,12 +61,18 @@ def sdk_view(raw: bytes) -> dict:
     """What google-genai's own types say the chunks hold, accumulated the simple way."""
     text, thought, signatures, calls, streamed, usage, finish, empty_signed = "", "", [], [], 0, {}, None, 0
     for chunk in sse_chunks(raw):
-        response = genai_types.GenerateContentResponse._from_response(response=chunk, kwargs={})  # as the SDK reads the wire
+        response = genai_types.GenerateContentResponse._from_response(
+            response=chunk, kwargs={}
+        )  # as the SDK reads the wire
         if response.usage_metadata is not None:
             usage.update(response.usage_metadata.model_dump(exclude_none=True))
         for candidate in response.candidates or []:
             if candidate.finish_reason is not None:
-                finish = candidate.finish_reason.value if hasattr(candidate.finish_reason, "value") else candidate.finish_reason
+                finish = (
+                    candidate.finish_reason.value
+                    if hasattr(candidate.finish_reason, "value")
+                    else candidate.finish_reason
+                )
             for part in (candidate.content.parts if candidate.content else None) or []:
                 if part.thought_signature is not None:
                     signatures.append(part.thought_signature)
@@ -74,7 +89,16 @@ def sdk_view(raw: bytes) -> dict:
                         thought += part.text
                     else:
                         text += part.text
-    return {"text": text, "thought": thought, "signatures": signatures, "calls": calls, "streamed": streamed, "usage": usage, "finish": finish, "empty_signed": empty_signed}
+    return {
+        "text": text,
+        "thought": thought,
+        "signatures": signatures,
+        "calls": calls,
+        "streamed": streamed,
+        "usage": usage,
+        "finish": finish,
+        "empty_signed": empty_signed,
+    }
 
 
 @needs_shared
@@ -96,9 +120,15 @@ def test_recorded_streams_match_the_sdk(path):
         elif b.type == "tool_result" and (b.metadata.get("provider_block") or {}).get("thoughtSignature"):
             ours_signatures.append(sig(b.metadata["provider_block"]["thoughtSignature"]))
     assert ours_signatures == want["signatures"]  # every one, in order, none merged away
-    assert sum(1 for b in blocks if b.type == "text" and b.text == "" and getattr(b, "thought_signature", None)) == want["empty_signed"]
+    assert (
+        sum(1 for b in blocks if b.type == "text" and b.text == "" and getattr(b, "thought_signature", None))
+        == want["empty_signed"]
+    )
     client_calls = [b for b in blocks if b.type == "tool_call" and not getattr(b, "server_side", False)]
-    whole = [(b.name, json.loads(b.input), b.id if getattr(b, "server_call_id", False) else None) for b in client_calls[: len(client_calls)]]
+    whole = [
+        (b.name, json.loads(b.input), b.id if getattr(b, "server_call_id", False) else None)
+        for b in client_calls[: len(client_calls)]
+    ]
     assert len(client_calls) == len(want["calls"]) + want["streamed"]
     for expected in want["calls"]:
         assert expected in whole
@@ -117,8 +147,20 @@ def test_streamed_arguments_rebuild_the_objects_the_stream_describes():
     """Values read off the recorded partialArgs by hand."""
     msg, _, _ = decode("gemini", [(GEMINI / "vercel-ai__google-stream-no-args-tool-call.sse").read_bytes()])
     calls = [(b.name, json.loads(b.input)) for b in msg.content if b.type == "tool_call"]
-    assert calls == [("read_theme", {}), ("read_screen", {"id": "A"}), ("read_screen", {"id": "B"}), ("read_screen", {"id": "C"})]
-    msg, _, _ = decode("gemini", [(GEMINI / "vercel-ai__google-stream-tool-call-array-arguments-missing-terminal-function-call.sse").read_bytes()])
+    assert calls == [
+        ("read_theme", {}),
+        ("read_screen", {"id": "A"}),
+        ("read_screen", {"id": "B"}),
+        ("read_screen", {"id": "C"}),
+    ]
+    msg, _, _ = decode(
+        "gemini",
+        [
+            (
+                GEMINI / "vercel-ai__google-stream-tool-call-array-arguments-missing-terminal-function-call.sse"
+            ).read_bytes()
+        ],
+    )
     (call,) = [b for b in msg.content if b.type == "tool_call"]
     args = json.loads(call.input)
     raw = (GEMINI / "vercel-ai__google-stream-tool-call-array-arguments-missing-terminal-function-call.sse").read_text()
@@ -144,7 +186,9 @@ def test_recorded_streams_resplit_at_random_give_the_same_message(seed):
 
 
 @needs_shared
-@pytest.mark.parametrize("path", sorted((GEMINI / "nonstream").glob("*.response.json")) if HAVE_SHARED else [], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", sorted((GEMINI / "nonstream").glob("*.response.json")) if HAVE_SHARED else [], ids=lambda p: p.name
+)
 def test_whole_responses_decode_as_one_chunk(path):
     """A streamed chunk has the shape of a whole response: the edge cases recorded without streaming."""
     data = json.loads(path.read_text())
@@ -158,7 +202,12 @@ def test_whole_responses_decode_as_one_chunk(path):
         return
     reason = candidates[0].get("finishReason")
     assert end.provider_stop_reason == reason
-    expected = {"MAX_TOKENS": "max_tokens", "SAFETY": "content_filter", "MODEL_ARMOR": "content_filter", "UNEXPECTED_TOOL_CALL": "error"}.get(reason)
+    expected = {
+        "MAX_TOKENS": "max_tokens",
+        "SAFETY": "content_filter",
+        "MODEL_ARMOR": "content_filter",
+        "UNEXPECTED_TOOL_CALL": "error",
+    }.get(reason)
     if expected:
         assert end.stop_reason == expected
     parts = (candidates[0].get("content") or {}).get("parts") or []
@@ -205,7 +254,10 @@ def _continue(stream: str, results: list[str]) -> list[Msg]:
 @pytest.mark.parametrize(
     "name, question",
     [
-        ("pydantic-ai__test_google_streaming_tool_call_thought_signature", "What is the capital of the user country? Call the tool"),
+        (
+            "pydantic-ai__test_google_streaming_tool_call_thought_signature",
+            "What is the capital of the user country? Call the tool",
+        ),
         ("pydantic-ai__test_native_output_with_function_tools_stream", "What is the largest city in the user country?"),
     ],
 )
@@ -247,7 +299,13 @@ def test_the_formatter_writes_each_rule_by_hand():
     png = "iVBORw0KGgo="
     messages = [
         SystemMsg("sys", "Be brief."),
-        UserMsg("user", [TextBlock(text="Look:"), {"type": "data", "source": {"type": "base64", "data": png, "media_type": "image/png"}}]),
+        UserMsg(
+            "user",
+            [
+                TextBlock(text="Look:"),
+                {"type": "data", "source": {"type": "base64", "data": png, "media_type": "image/png"}},
+            ],
+        ),
         AssistantMsg(
             "agent",
             [
@@ -256,12 +314,27 @@ def test_the_formatter_writes_each_rule_by_hand():
                 gemini_call("fc_1", "weather", {"city": "Paris"}, server_id=True),
                 gemini_call("call_local", "time", {}, server_id=False),
                 ToolResultBlock(id="fc_1", name="weather", output="sunny", state="success"),
-                ToolResultBlock(id="call_local", name="time", output=[TextBlock(text="noon"), {"type": "data", "source": {"type": "base64", "data": png, "media_type": "image/png"}}], state="error"),
+                ToolResultBlock(
+                    id="call_local",
+                    name="time",
+                    output=[
+                        TextBlock(text="noon"),
+                        {"type": "data", "source": {"type": "base64", "data": png, "media_type": "image/png"}},
+                    ],
+                    state="error",
+                ),
                 TextBlock(text="", thought_signature="c2lnMg==", **gem),
             ],
         ),
     ]
-    tools = [{"name": "weather", "description": "Weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}, {"name": "time"}]
+    tools = [
+        {
+            "name": "weather",
+            "description": "Weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+        {"name": "time"},
+    ]
     payload = get_formatter("gemini")(provider="google").format(messages, tools, tool_choice="weather")
     gemini_request(payload)
     assert payload == {
@@ -287,10 +360,18 @@ def test_the_formatter_writes_each_rule_by_hand():
             },
             {"role": "model", "parts": [{"text": "", "thoughtSignature": "c2lnMg=="}]},
         ],
-        "tools": [{"functionDeclarations": [
-            {"name": "weather", "description": "Weather", "parametersJsonSchema": {"type": "object", "properties": {"city": {"type": "string"}}}},
-            {"name": "time", "parametersJsonSchema": {"type": "object", "properties": {}}},
-        ]}],
+        "tools": [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": "weather",
+                        "description": "Weather",
+                        "parametersJsonSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
+                    },
+                    {"name": "time", "parametersJsonSchema": {"type": "object", "properties": {}}},
+                ]
+            }
+        ],
         "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["weather"]}},
     }
 
@@ -301,9 +382,15 @@ def test_a_conversation_from_another_provider_continues_on_gemini():
     reply = AssistantMsg(
         "agent",
         [
-            ThinkingBlock(thinking="claude thinks", signature="EqQB", provider_metadata={"anthropic": {"protocol": "anthropic"}}),
-            ToolCallBlock(id="toolu_1", name="f", input='{"a": 1}', provider_metadata={"anthropic": {"protocol": "anthropic"}}),
-            ToolCallBlock(id="toolu_2", name="f", input='{"a": 2}', provider_metadata={"anthropic": {"protocol": "anthropic"}}),
+            ThinkingBlock(
+                thinking="claude thinks", signature="EqQB", provider_metadata={"anthropic": {"protocol": "anthropic"}}
+            ),
+            ToolCallBlock(
+                id="toolu_1", name="f", input='{"a": 1}', provider_metadata={"anthropic": {"protocol": "anthropic"}}
+            ),
+            ToolCallBlock(
+                id="toolu_2", name="f", input='{"a": 2}', provider_metadata={"anthropic": {"protocol": "anthropic"}}
+            ),
             ToolResultBlock(id="toolu_1", name="f", output="one", state="success"),
             ToolResultBlock(id="toolu_2", name="f", output="two", state="success"),
         ],
@@ -328,8 +415,26 @@ def test_bare_calls_get_the_placeholder_on_the_first_of_each_turn_and_a_kept_sig
     done = lambda cid: ToolResultBlock(id=cid, name="f", output="ok", state="success")  # noqa: E731
     turns = [
         UserMsg("u", "go"),
-        AssistantMsg("agent", [bare("c1"), bare("gemini_ts:c2ln"), bare("c3"), done("c1"), done("gemini_ts:c2ln"), done("c3")]),
-        AssistantMsg("agent", [bare("c4"), bare("c5"), ToolCallBlock(id="c6", name="f", input="{}", thought_signature="c2ln", provider_metadata={"google": {"protocol": "gemini"}}), done("c4"), done("c5"), done("c6")]),
+        AssistantMsg(
+            "agent", [bare("c1"), bare("gemini_ts:c2ln"), bare("c3"), done("c1"), done("gemini_ts:c2ln"), done("c3")]
+        ),
+        AssistantMsg(
+            "agent",
+            [
+                bare("c4"),
+                bare("c5"),
+                ToolCallBlock(
+                    id="c6",
+                    name="f",
+                    input="{}",
+                    thought_signature="c2ln",
+                    provider_metadata={"google": {"protocol": "gemini"}},
+                ),
+                done("c4"),
+                done("c5"),
+                done("c6"),
+            ],
+        ),
     ]
     contents = get_formatter("gemini")(provider="google").format(turns)["contents"]
     assert [c["parts"] for c in contents if c["role"] == "model"] == [
@@ -347,13 +452,29 @@ def test_bare_calls_get_the_placeholder_on_the_first_of_each_turn_and_a_kept_sig
 
 
 def test_vertex_signatures_are_not_replayed_to_the_gemini_api():
-    reply = AssistantMsg("agent", [TextBlock(text="hi", thought_signature="c2ln", provider_metadata={"vertex": {"protocol": "gemini"}})])
-    assert get_formatter("gemini")(provider="google").format([UserMsg("u", "x"), reply])["contents"][1]["parts"] == [{"text": "hi"}]
-    assert get_formatter("gemini")(provider="vertex").format([UserMsg("u", "x"), reply])["contents"][1]["parts"] == [{"text": "hi", "thoughtSignature": "c2ln"}]
+    reply = AssistantMsg(
+        "agent", [TextBlock(text="hi", thought_signature="c2ln", provider_metadata={"vertex": {"protocol": "gemini"}})]
+    )
+    assert get_formatter("gemini")(provider="google").format([UserMsg("u", "x"), reply])["contents"][1]["parts"] == [
+        {"text": "hi"}
+    ]
+    assert get_formatter("gemini")(provider="vertex").format([UserMsg("u", "x"), reply])["contents"][1]["parts"] == [
+        {"text": "hi", "thoughtSignature": "c2ln"}
+    ]
 
 
 def test_options_map_onto_generation_config():
-    model = load_model("google:gemini-2.5-flash", api_key="k", max_tokens=100, temperature=0.5, top_p=0.9, stop=["END"], thinking=True, thinking_budget=512, json_schema={"type": "object"})
+    model = load_model(
+        "google:gemini-2.5-flash",
+        api_key="k",
+        max_tokens=100,
+        temperature=0.5,
+        top_p=0.9,
+        stop=["END"],
+        thinking=True,
+        thinking_budget=512,
+        json_schema={"type": "object"},
+    )
     body = model.build_request([UserMsg("u", "hi")])[0]
     gemini_request(body)
     assert body["generationConfig"] == {
@@ -374,13 +495,19 @@ def test_urls_and_keys_of_both_endpoints(monkeypatch):
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.setenv("GOOGLE_API_KEY", "g-key")
     google = load_model("google:gemini-2.5-flash")
-    assert google.url() == "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    assert (
+        google.url()
+        == "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    )
     assert google.headers({})["x-goog-api-key"] == "g-key" and "authorization" not in google.headers({})
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "proj")
     monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "europe-west4")
     monkeypatch.setenv("GOOGLE_ACCESS_TOKEN", "ya29.token")
     vertex = load_model("vertex:gemini-2.5-pro")
-    assert vertex.url() == "https://europe-west4-aiplatform.googleapis.com/v1/projects/proj/locations/europe-west4/publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+    assert (
+        vertex.url()
+        == "https://europe-west4-aiplatform.googleapis.com/v1/projects/proj/locations/europe-west4/publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+    )
     assert vertex.headers({})["authorization"] == "Bearer ya29.token"
 
 
@@ -388,9 +515,18 @@ def test_urls_and_keys_of_both_endpoints(monkeypatch):
 
 
 def test_an_error_inside_the_stream_is_typed_and_closes_what_was_open():
-    raw = b'data: {"candidates":[{"content":{"parts":[{"text":"Hel"}],"role":"model"}}]}\r\n\r\ndata: {"error":{"code":429,"message":"Resource has been exhausted","status":"RESOURCE_EXHAUSTED"}}\r\n\r\n'
+    raw = (
+        b"data: "
+        b'{"candidates":[{"content":{"parts":[{"text":"Hel"}],"role":"model"}}]}\r\n\r\ndata: '
+        b'{"error":{"code":429,"message":"Resource has been '
+        b'exhausted","status":"RESOURCE_EXHAUSTED"}}\r\n\r\n'
+    )
     msg, events, error = decode("gemini", [raw])
-    assert isinstance(error, RateLimitError) and error.provider_type == "RESOURCE_EXHAUSTED" and "exhausted" in error.message
+    assert (
+        isinstance(error, RateLimitError)
+        and error.provider_type == "RESOURCE_EXHAUSTED"
+        and "exhausted" in error.message
+    )
     assert msg.get_text_content() == "Hel"
 
 
@@ -535,7 +671,12 @@ def local_time(city: str) -> str:
 def test_the_agent_runs_parallel_tools_on_gemini(server, preset, monkeypatch):
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "proj")
     monkeypatch.setenv("GOOGLE_ACCESS_TOKEN", "ya29.test")
-    first = fake_body("gemini", ("think", "Two tools."), ("tool", "fc_1", "weather", '{"city": "Paris"}'), ("tool", "local_1", "local_time", '{"city": "Paris"}'))
+    first = fake_body(
+        "gemini",
+        ("think", "Two tools."),
+        ("tool", "fc_1", "weather", '{"city": "Paris"}'),
+        ("tool", "local_1", "local_time", '{"city": "Paris"}'),
+    )
 
     def check(request):
         contents = request["json"]["contents"]
@@ -548,11 +689,18 @@ def test_the_agent_runs_parallel_tools_on_gemini(server, preset, monkeypatch):
             {"name": "weather", "response": {"result": "Paris: sunny"}, "id": "fc_1"},
             {"name": "local_time", "response": {"result": "Paris: noon"}},
         ]
-        auth = request["headers"].get("x-goog-api-key") if preset == "google" else request["headers"].get("authorization")
+        auth = (
+            request["headers"].get("x-goog-api-key") if preset == "google" else request["headers"].get("authorization")
+        )
         assert auth in ("g-key", "Bearer ya29.test")
 
     server.script(sse_reply(first), sse_reply(fake_body("gemini", ("text", "Sunny, noon.")), check=check))
-    model = load_model(f"{preset}:gemini-test", api_key="g-key" if preset == "google" else None, base_url=server.url, retry=RetryPolicy(max_retries=0))
+    model = load_model(
+        f"{preset}:gemini-test",
+        api_key="g-key" if preset == "google" else None,
+        base_url=server.url,
+        retry=RetryPolicy(max_retries=0),
+    )
     agent = Agent("Buddy", model, tools=[weather, local_time])
 
     async def run():
@@ -566,7 +714,10 @@ def test_the_agent_runs_parallel_tools_on_gemini(server, preset, monkeypatch):
     if preset == "google":
         assert paths[0] == "/v1beta/models/gemini-test:streamGenerateContent?alt=sse"
     else:
-        assert paths[0] == "/v1/projects/proj/locations/global/publishers/google/models/gemini-test:streamGenerateContent?alt=sse"
+        assert (
+            paths[0]
+            == "/v1/projects/proj/locations/global/publishers/google/models/gemini-test:streamGenerateContent?alt=sse"
+        )
 
 
 def test_structured_output_is_native_on_gemini(server):
@@ -604,13 +755,17 @@ def test_a_gemini_cassette_records_replays_and_shows(tmp_path, monkeypatch):
     with use_cassette(path) as session:
         replayed = asyncio.run(call(url))
     assert session.replayed == 1
-    assert [(e.type, getattr(e, "delta", None)) for e in replayed] == [(e.type, getattr(e, "delta", None)) for e in recorded]
+    assert [(e.type, getattr(e, "delta", None)) for e in replayed] == [
+        (e.type, getattr(e, "delta", None)) for e in recorded
+    ]
     shown = "\n".join(summarize(Cassette.load(path)))
     assert "TEXT_BLOCK_DELTA x2" in shown and "stop: end_turn (STOP)" in shown
 
 
 def test_geminis_own_tools_go_beside_the_functions():
-    payload = get_formatter("gemini")().format([UserMsg("u", "search")], [{"googleSearch": {}}, {"name": "f"}, {"codeExecution": {}}])
+    payload = get_formatter("gemini")().format(
+        [UserMsg("u", "search")], [{"googleSearch": {}}, {"name": "f"}, {"codeExecution": {}}]
+    )
     gemini_request(payload)
     assert payload["tools"] == [
         {"functionDeclarations": [{"name": "f", "parametersJsonSchema": {"type": "object", "properties": {}}}]},
@@ -623,7 +778,9 @@ def test_a_string_argument_in_many_pieces_is_joined_in_order():
     """Vertex streams a long string argument in many ``partialArgs`` pieces; they are
     joined into it (the arguments keep their order), and another path ends the string."""
     text = "".join(chr(0x61 + i % 26) for i in range(5000))
-    pieces = [{"jsonPath": "$.body", "stringValue": text[i : i + 7], "willContinue": True} for i in range(0, len(text), 7)]
+    pieces = [
+        {"jsonPath": "$.body", "stringValue": text[i : i + 7], "willContinue": True} for i in range(0, len(text), 7)
+    ]
     pieces += [
         {"jsonPath": "$.body", "stringValue": "!"},
         {"jsonPath": "$.title", "stringValue": "t"},

@@ -47,7 +47,11 @@ def broken(mutate):
 CASES = {
     "does not start with REPLY_START": (lambda ev, r: ev.pop(0), 0, "begin with REPLY_START"),
     "does not end with REPLY_END": (lambda ev, r: ev.pop(), None, "end with REPLY_END"),
-    "event after REPLY_END": (lambda ev, r: ev.append(E.UserInterruptEvent(reply_id=r.reply_id)), "last", "follow REPLY_END"),
+    "event after REPLY_END": (
+        lambda ev, r: ev.append(E.UserInterruptEvent(reply_id=r.reply_id)),
+        "last",
+        "follow REPLY_END",
+    ),
     "wrong reply_id": (
         lambda ev, r: ev.insert(3, E.TextBlockDeltaEvent(reply_id="other", block_id="t", delta="x")),
         3,
@@ -146,13 +150,21 @@ def test_human_in_the_loop_events_must_name_ended_calls():
         r = Reply().start().add(cls, tool_calls=[ghost]).end()
         with pytest.raises(StreamGrammarError, match="ghost"):
             E.check_stream(r.events)
-    r = Reply().start().add(E.ExternalExecutionResultEvent, execution_results=[ToolResultBlock(id="ghost", name="f", output="")]).end()
+    r = (
+        Reply()
+        .start()
+        .add(E.ExternalExecutionResultEvent, execution_results=[ToolResultBlock(id="ghost", name="f", output="")])
+        .end()
+    )
     with pytest.raises(StreamGrammarError, match="ghost"):
         E.check_stream(r.events)
 
     ext = Reply().start().call().tool_call("c", "f", "{}").call_end()
     ext.add(E.RequireExternalExecutionEvent, tool_calls=[call])
-    ext.add(E.ExternalExecutionResultEvent, execution_results=[ToolResultBlock(id="c", name="f", output="x", state="success")])
+    ext.add(
+        E.ExternalExecutionResultEvent,
+        execution_results=[ToolResultBlock(id="c", name="f", output="x", state="success")],
+    )
     ext.end()
     E.check_stream(ext.events)
 

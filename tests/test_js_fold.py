@@ -61,7 +61,13 @@ def recorded_cases() -> list[dict]:
     out = []
     for protocol, path in ALL:
         _, events, _ = decode(protocol, [path.read_bytes()])
-        out.append(case(f"{protocol} {path.name}", AssistantMsg("agent", [], id="reply", created_at="2026-01-01T00:00:00"), events))
+        out.append(
+            case(
+                f"{protocol} {path.name}",
+                AssistantMsg("agent", [], id="reply", created_at="2026-01-01T00:00:00"),
+                events,
+            )
+        )
     return out
 
 
@@ -84,7 +90,7 @@ def demo_case() -> dict:
 
 def generated_cases(n: int) -> list[dict]:
     rnd = random.Random(20261130)
-    alphabet = "ab \n\"\\{}漢🙂é\t"
+    alphabet = 'ab \n"\\{}漢🙂é\t'
     out = []
     for k in range(n):
         calls, serial = [], 0
@@ -125,15 +131,35 @@ def edge_cases() -> list[dict]:
     r.add(E.ThinkingBlockEndEvent, block_id="th", extras={"thinking": "x"})  # refused: extras clash
     r.add(E.HintBlockEvent, block_id="h", hint="be brief", source="system")
     r.tool_call("c1", "chart", '{"a":', " 1}").tool_call("c2", "rm", "{}")
-    r.call_end(10, 5, cache_input_tokens=3, reasoning_tokens=2, cost={"currency": "USD", "total": 0.1, "input": 0.07, "output": 0.03})
-    r.call().call_end(1, 1, cost={"currency": "USD", "total": 0.2, "input": 0.1, "output": 0.1, "source": "genai-prices"})
+    r.call_end(
+        10,
+        5,
+        cache_input_tokens=3,
+        reasoning_tokens=2,
+        cost={"currency": "USD", "total": 0.1, "input": 0.07, "output": 0.03},
+    )
+    r.call().call_end(
+        1, 1, cost={"currency": "USD", "total": 0.2, "input": 0.1, "output": 0.1, "source": "genai-prices"}
+    )
     r.call().call_end(1, 1, cost={"currency": "USD", "total": None, "unknown": "model not priced"})
     r.add(E.ToolResultStartEvent, tool_call_id="c1", tool_call_name="chart")
     r.add(E.ToolResultTextDeltaEvent, tool_call_id="c1", delta="")
     r.add(E.ToolResultTextDeltaEvent, tool_call_id="c1", delta="see ")
     for piece in (png[:2], png[2:100], png[100:]):
-        r.add(E.ToolResultDataDeltaEvent, tool_call_id="c1", block_id="out-img", media_type="image/png", data=base64.b64encode(piece).decode())
-    r.add(E.ToolResultDataDeltaEvent, tool_call_id="c1", block_id="out-url", media_type="image/png", url="https://example.com/b.png")
+        r.add(
+            E.ToolResultDataDeltaEvent,
+            tool_call_id="c1",
+            block_id="out-img",
+            media_type="image/png",
+            data=base64.b64encode(piece).decode(),
+        )
+    r.add(
+        E.ToolResultDataDeltaEvent,
+        tool_call_id="c1",
+        block_id="out-url",
+        media_type="image/png",
+        url="https://example.com/b.png",
+    )
     r.add(E.ToolResultTextDeltaEvent, tool_call_id="c1", delta="above")
     r.add(E.ToolResultEndEvent, tool_call_id="c1", state="success", metadata={"ms": 3})
     rule = PermissionRule(tool_name="rm", rule_content="*.tmp", behavior="allow", source="user")
@@ -148,7 +174,13 @@ def edge_cases() -> list[dict]:
     r.add(E.UserInterruptEvent)
     r.add(E.ExceedMaxItersEvent, name="agent")
     r.end(finished_reason="error", error={"type": "rate_limit", "message": "slow down"}, structured_output={"ok": True})
-    out.append(case("every block kind, padded base64, costs, confirmation, refusals", AssistantMsg("agent", [], id="reply-1", created_at="2026-01-01T00:00:00"), r.events))
+    out.append(
+        case(
+            "every block kind, padded base64, costs, confirmation, refusals",
+            AssistantMsg("agent", [], id="reply-1", created_at="2026-01-01T00:00:00"),
+            r.events,
+        )
+    )
 
     # external execution; a result whose output was a string gets more text
     r = Reply().start().call().tool_call("x", "deploy", "{}").call_end()
@@ -158,12 +190,20 @@ def edge_cases() -> list[dict]:
     r.add(E.ExternalExecutionResultEvent, execution_results=[done])  # a duplicate answer is ignored
     r.add(E.ToolResultTextDeltaEvent, tool_call_id="x", delta=" twice")
     r.end()
-    out.append(case("external execution", AssistantMsg("agent", [], id="reply-1", created_at="2026-01-01T00:00:00"), r.events))
+    out.append(
+        case("external execution", AssistantMsg("agent", [], id="reply-1", created_at="2026-01-01T00:00:00"), r.events)
+    )
 
     # a message that already holds blocks, and a user message that refuses a tool call
-    held = AssistantMsg("agent", [ToolCallBlock(id="k", name="f", input="{"), ToolResultBlock(id="k", name="f", output="", state="running")], id="reply-1")
+    held = AssistantMsg(
+        "agent",
+        [ToolCallBlock(id="k", name="f", input="{"), ToolResultBlock(id="k", name="f", output="", state="running")],
+        id="reply-1",
+    )
     r = Reply().add(E.ToolCallDeltaEvent, tool_call_id="k", delta="}").add(E.ToolCallEndEvent, tool_call_id="k")
-    r.add(E.ToolResultTextDeltaEvent, tool_call_id="k", delta="ok").add(E.ToolResultEndEvent, tool_call_id="k", state="success")
+    r.add(E.ToolResultTextDeltaEvent, tool_call_id="k", delta="ok").add(
+        E.ToolResultEndEvent, tool_call_id="k", state="success"
+    )
     out.append(case("blocks already in the message", held, r.events))
     r = Reply().text("u", "hi").add(E.ToolCallStartEvent, tool_call_id="c", tool_call_name="f")
     out.append(case("role rules", UserMsg("user", "question", id="reply-1"), r.events))
@@ -192,6 +232,18 @@ def test_typescript_types_check_strictly():
     tsc = shutil.which("tsc") or shutil.which("tsc", path=str(ROOT / "tests" / "js" / "node_modules" / ".bin"))
     if tsc is None:
         pytest.skip("tsc is not installed: npm ci --prefix tests/js installs it")
-    args = [str(tsc), "--strict", "--noEmit", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022"]
-    proc = subprocess.run([*args, str(ROOT / "tests" / "js" / "types_check.ts")], capture_output=True, text=True, timeout=120)
+    args = [
+        str(tsc),
+        "--strict",
+        "--noEmit",
+        "--module",
+        "nodenext",
+        "--moduleResolution",
+        "nodenext",
+        "--target",
+        "es2022",
+    ]
+    proc = subprocess.run(
+        [*args, str(ROOT / "tests" / "js" / "types_check.ts")], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr

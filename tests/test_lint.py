@@ -14,7 +14,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_ruff_finds_nothing():
     pytest.importorskip("ruff", reason="the dev extra installs ruff")
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_the_code_is_laid_out_by_ruff_format():
+    """One layout everywhere (``ruff format``, lines of 120): a change shows what it changes."""
+    pytest.importorskip("ruff", reason="the dev extra installs ruff")
+    args = [sys.executable, "-m", "ruff", "format", "--check", "--no-cache", "."]
+    done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
@@ -27,7 +41,9 @@ def test_no_function_in_the_package_is_longer_than_60_lines():
     for path in sorted((ROOT / "src" / "modelwire").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 60:
-                long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+                long.append(
+                    f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+                )
     assert long == [], "\n".join(long)
 
 
@@ -62,7 +78,9 @@ def test_every_error_is_exported_and_drawn_in_the_tree():
         first = parent(cls) if cls is not errors.ModelwireError else None
         others = [b.__name__ for b in cls.__bases__ if b is not first and b is not Exception]
         yield "    " + "  " * depth + cls.__name__ + (f" (also {', '.join(others)})" if others else "")
-        for sub in sorted((c for c in classes if c is not errors.ModelwireError and parent(c) is cls), key=lambda c: c.__name__):
+        for sub in sorted(
+            (c for c in classes if c is not errors.ModelwireError and parent(c) is cls), key=lambda c: c.__name__
+        ):
             yield from lines(sub, depth + 1)
 
     drawn = "\n".join(lines(errors.ModelwireError))

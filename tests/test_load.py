@@ -20,6 +20,7 @@ from modelwire.message import AssistantMsg, UserMsg
 from modelwire.testing import ProviderServer, Reply, sse_reply
 from modelwire.testing.sse import body
 
+
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
 
@@ -100,7 +101,9 @@ def test_a_huge_line_without_a_newline_ends_in_a_typed_error_with_bounded_memory
     size = MAX_LINE + 4 * 1024 * 1024
     piece = b"x" * (1024 * 1024)
     with ProviderServer() as server:
-        server.script(Reply(pieces=[b"data: "] + [piece] * (size // len(piece)), headers={"content-type": "text/event-stream"}))
+        server.script(
+            Reply(pieces=[b"data: "] + [piece] * (size // len(piece)), headers={"content-type": "text/event-stream"})
+        )
         model = model_for(server.url, "openai-chat")
 
         async def run():

@@ -36,7 +36,9 @@ def results(reply):
 
 
 def text_of(result) -> str:
-    return "".join(b.text for b in result.output if b.type == "text") if isinstance(result.output, list) else result.output
+    return (
+        "".join(b.text for b in result.output if b.type == "text") if isinstance(result.output, list) else result.output
+    )
 
 
 def run(coro):
@@ -46,7 +48,12 @@ def run(coro):
 def test_stdio_tools_are_listed_called_and_their_results_kept():
     model = FakeModel(
         [
-            [("tool", "c1", "add", '{"a": 2, "b": 3}'), ("tool", "c2", "logo", "{}"), ("tool", "c3", "fail", '{"message": "no such city"}'), ("tool", "c4", "notes", "{}")],
+            [
+                ("tool", "c1", "add", '{"a": 2, "b": 3}'),
+                ("tool", "c2", "logo", "{}"),
+                ("tool", "c3", "fail", '{"message": "no such city"}'),
+                ("tool", "c4", "notes", "{}"),
+            ],
             [("text", "done")],
         ],
         protocol="anthropic",
@@ -60,20 +67,33 @@ def test_stdio_tools_are_listed_called_and_their_results_kept():
     sent = {t["name"]: t for t in model.requests[0]["tools"]}
     assert {"add", "logo", "notes", "fail", "slow", "die", "pid", "unlock", "whoami"} <= set(sent)
     assert sent["add"]["description"] == "Add two integers."
-    assert sent["add"]["input_schema"]["properties"]["a"]["type"] == "integer" and sent["add"]["input_schema"]["required"] == ["a", "b"]
+    assert sent["add"]["input_schema"]["properties"]["a"]["type"] == "integer" and sent["add"]["input_schema"][
+        "required"
+    ] == ["a", "b"]
     got = results(reply)
     assert got["add"].state == "success" and text_of(got["add"]) == "5"
     (image,) = [b for b in got["logo"].output if b.type == "data"]
     assert image.source.media_type == "image/png" and image.source.data.startswith("iVBORw0KGgo")
-    assert got["fail"].state == "error" and "no such city" in text_of(got["fail"]) and "ToolError" not in text_of(got["fail"])
+    assert (
+        got["fail"].state == "error"
+        and "no such city" in text_of(got["fail"])
+        and "ToolError" not in text_of(got["fail"])
+    )
     assert text_of(got["notes"]) == "two notes\n[note://1]\nbuy milk\n[resource second: note://2]"
     # The image went back to the provider as an image in the tool result.
-    back = [c for m in model.requests[1]["messages"] for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_result" and c["tool_use_id"] == "c2"]
+    back = [
+        c
+        for m in model.requests[1]["messages"]
+        for c in m["content"]
+        if isinstance(c, dict) and c.get("type") == "tool_result" and c["tool_use_id"] == "c2"
+    ]
     assert back[0]["content"][0]["type"] == "image" and back[0]["content"][0]["source"]["media_type"] == "image/png"
 
 
 def test_a_tool_list_changed_by_a_call_is_seen_at_the_next_model_call():
-    model = FakeModel([[("tool", "c1", "unlock", "{}")], [("tool", "c2", "secret", "{}")], [("text", "42")]], protocol="openai-chat")
+    model = FakeModel(
+        [[("tool", "c1", "unlock", "{}")], [("tool", "c2", "secret", "{}")], [("text", "42")]], protocol="openai-chat"
+    )
 
     async def main():
         async with Agent("a", model, tools=[stdio()]) as agent:
@@ -86,7 +106,10 @@ def test_a_tool_list_changed_by_a_call_is_seen_at_the_next_model_call():
 
 
 def test_a_server_that_dies_during_a_call_gives_an_error_result_and_is_started_again():
-    model = FakeModel([[("tool", "c1", "pid", "{}")], [("tool", "c2", "die", "{}")], [("tool", "c3", "pid", "{}")], [("text", "ok")]], protocol="anthropic")
+    model = FakeModel(
+        [[("tool", "c1", "pid", "{}")], [("tool", "c2", "die", "{}")], [("tool", "c3", "pid", "{}")], [("text", "ok")]],
+        protocol="anthropic",
+    )
 
     async def main():
         async with Agent("a", model, tools=[stdio()]) as agent:
@@ -101,7 +124,10 @@ def test_a_server_that_dies_during_a_call_gives_an_error_result_and_is_started_a
 
 
 def test_a_call_that_outlives_the_timeout_is_an_error_result_and_the_server_stays_usable():
-    model = FakeModel([[("tool", "c1", "slow", '{"seconds": 30}')], [("tool", "c2", "add", '{"a": 1, "b": 1}')], [("text", "ok")]], protocol="anthropic")
+    model = FakeModel(
+        [[("tool", "c1", "slow", '{"seconds": 30}')], [("tool", "c2", "add", '{"a": 1, "b": 1}')], [("text", "ok")]],
+        protocol="anthropic",
+    )
 
     async def main():
         async with Agent("a", model, tools=[stdio(timeout=0.5)]) as agent:
@@ -147,7 +173,15 @@ def test_the_server_process_ends_with_the_agent():
 
 
 def test_reply_sync_starts_the_server_on_each_loop():
-    model = FakeModel([[("tool", "c1", "add", '{"a": 1, "b": 2}')], [("text", "3")], [("tool", "c2", "add", '{"a": 2, "b": 2}')], [("text", "4")]], protocol="anthropic")
+    model = FakeModel(
+        [
+            [("tool", "c1", "add", '{"a": 1, "b": 2}')],
+            [("text", "3")],
+            [("tool", "c2", "add", '{"a": 2, "b": 2}')],
+            [("text", "4")],
+        ],
+        protocol="anthropic",
+    )
     agent = Agent("a", model, tools=[stdio()])
     assert text_of(results(agent.reply_sync("one"))["add"]) == "3"
     assert text_of(results(agent.reply_sync("two"))["add"]) == "4"  # a new loop: connected again
@@ -172,7 +206,10 @@ def test_prefix_allowed_tools_and_a_name_given_twice():
 
 
 def test_an_interrupt_during_a_call_ends_the_reply_and_the_server_answers_the_next():
-    model = FakeModel([[("tool", "c1", "slow", '{"seconds": 30}')], [("tool", "c2", "add", '{"a": 1, "b": 1}')], [("text", "ok")]], protocol="anthropic")
+    model = FakeModel(
+        [[("tool", "c1", "slow", '{"seconds": 30}')], [("tool", "c2", "add", '{"a": 1, "b": 1}')], [("text", "ok")]],
+        protocol="anthropic",
+    )
 
     async def main():
         async with Agent("a", model, tools=[stdio()]) as agent:
@@ -224,10 +261,15 @@ def http_server():
 
 
 def test_http_server_tools_with_headers(http_server):
-    model = FakeModel([[("tool", "c1", "whoami", "{}"), ("tool", "c2", "add", '{"a": 20, "b": 22}')], [("text", "ok")]], protocol="openai-responses")
+    model = FakeModel(
+        [[("tool", "c1", "whoami", "{}"), ("tool", "c2", "add", '{"a": 20, "b": 22}')], [("text", "ok")]],
+        protocol="openai-responses",
+    )
 
     async def main():
-        async with Agent("a", model, tools=[MCPServer.http(http_server, headers={"Authorization": "Bearer t0ken"})]) as agent:
+        async with Agent(
+            "a", model, tools=[MCPServer.http(http_server, headers={"Authorization": "Bearer t0ken"})]
+        ) as agent:
             return await agent.reply("go")
 
     got = results(run(main()))
@@ -288,7 +330,13 @@ async def until_relisted(server: MCPServer) -> None:
 def test_via_provider_declares_the_same_server_for_the_provider():
     server = MCPServer.http("https://mcp.example.com/mcp", name="docs", headers={"X-Key": "k"}, allowed_tools=["ask"])
     tool = server.via_provider(require_approval="never")
-    assert tool.kind == "mcp" and tool.config == {"url": "https://mcp.example.com/mcp", "name": "docs", "headers": {"X-Key": "k"}, "allowed_tools": ["ask"], "require_approval": "never"}
+    assert tool.kind == "mcp" and tool.config == {
+        "url": "https://mcp.example.com/mcp",
+        "name": "docs",
+        "headers": {"X-Key": "k"},
+        "allowed_tools": ["ask"],
+        "require_approval": "never",
+    }
     with pytest.raises(ConfigError, match="not an HTTP server"):
         stdio().via_provider()
     with pytest.raises(ValueError, match="http:// or https://"):

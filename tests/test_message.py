@@ -80,7 +80,10 @@ def test_a_media_type_that_is_none_is_kept_and_refused_where_it_would_be_sent(ba
     from modelwire.errors import FormatError
     from modelwire.formatters import get_formatter
 
-    for source in (Base64Source(data="QUJD", media_type=bad), URLSource(url="https://example.com/a.png", media_type=bad)):
+    for source in (
+        Base64Source(data="QUJD", media_type=bad),
+        URLSource(url="https://example.com/a.png", media_type=bad),
+    ):
         assert source.media_type == bad.strip()
         msg = UserMsg("u", [DataBlock(source=source, id="d")])
         with pytest.raises(FormatError, match="data block 'd': .*media type"):
@@ -250,6 +253,16 @@ def test_openai_style_message_dicts_are_taken_as_input():
     messages are written: the role is the speaker's name; a full message's JSON is read as it is."""
     from modelwire.message import as_messages
 
-    msgs = as_messages([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "text", "text": "yo"}]}])
-    assert [(m.role, m.name, m.get_text_content()) for m in msgs] == [("system", "system", "Be brief."), ("user", "user", "hi"), ("assistant", "assistant", "yo")]
+    msgs = as_messages(
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "text", "text": "yo"}]},
+        ]
+    )
+    assert [(m.role, m.name, m.get_text_content()) for m in msgs] == [
+        ("system", "system", "Be brief."),
+        ("user", "user", "hi"),
+        ("assistant", "assistant", "yo"),
+    ]
     assert as_messages({"role": "user", "name": "ann", "content": "hi"})[0].name == "ann"

@@ -23,7 +23,13 @@ from modelwire.models.capabilities import from_table, normalize, table_entries
 from paths import ROOT
 
 KEYS = {"api_key": "sk-test"}
-TOOLS = [ToolSpec("get_weather", "The weather.", {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})]
+TOOLS = [
+    ToolSpec(
+        "get_weather",
+        "The weather.",
+        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    )
+]
 BEDROCK = "https://bedrock-runtime.us-east-1.amazonaws.com"
 
 
@@ -129,7 +135,11 @@ def test_opus_47_request_is_the_one_recorded_against_the_real_api():
     sent = recorded("anthropic-adaptive/pydantic-ai/test_anthropic_opus_47_features.0.request.json")
     mine = body("anthropic:claude-opus-4-7", thinking=True, reasoning_effort="xhigh", max_tokens=4096)
     # display "summarized" is asked for by modelwire itself: Opus 4.7 omits thinking by default.
-    assert (mine["thinking"], mine["output_config"], mine["max_tokens"]) == (sent["thinking"], sent["output_config"], sent["max_tokens"])
+    assert (mine["thinking"], mine["output_config"], mine["max_tokens"]) == (
+        sent["thinking"],
+        sent["output_config"],
+        sent["max_tokens"],
+    )
     sdk_params.streaming_request("anthropic", mine)
 
 
@@ -139,13 +149,21 @@ def test_opus_46_takes_adaptive_thinking_and_shows_it_by_default():
     assert mine["thinking"] == sent["thinking"] == {"type": "adaptive"}
     sdk_params.streaming_request("anthropic", mine)
     # And a forced tool goes with adaptive thinking, as the recorded request did.
-    forced = recorded("anthropic-adaptive/pydantic-ai/test_anthropic_opus_46_adaptive_thinking_accepts_tool_output_unified.0.request.json")
+    forced = recorded(
+        "anthropic-adaptive/pydantic-ai/test_anthropic_opus_46_adaptive_thinking_accepts_tool_output_unified.0.request.json"
+    )
     mine = body("anthropic:claude-opus-4-6", TOOLS, "required", thinking=True, reasoning_effort="high")
-    assert (mine["thinking"], mine["output_config"], mine["tool_choice"]) == (forced["thinking"], forced["output_config"], forced["tool_choice"])
+    assert (mine["thinking"], mine["output_config"], mine["tool_choice"]) == (
+        forced["thinking"],
+        forced["output_config"],
+        forced["tool_choice"],
+    )
 
 
 def test_effort_levels_a_model_lacks_are_refused_before_sending():
-    error = recorded("anthropic-adaptive/pydantic-ai/test_anthropic_explicit_effort_xhigh_unsupported_model_errors.0.error.json")
+    error = recorded(
+        "anthropic-adaptive/pydantic-ai/test_anthropic_explicit_effort_xhigh_unsupported_model_errors.0.error.json"
+    )
     message = refused("anthropic:claude-opus-4-6", "reasoning_effort", reasoning_effort="xhigh")
     # The levels named are the ones the real API listed when it refused the same request.
     api_levels = set(error["error"]["message"].split("Supported levels: ")[1].rstrip(".").split(", "))
@@ -158,19 +176,36 @@ def test_effort_levels_a_model_lacks_are_refused_before_sending():
 
 def test_budget_and_adaptive_forms_follow_the_model():
     assert "adaptive thinking only" in refused("anthropic:claude-opus-4-7", "thinking_budget", thinking_budget=2000)
-    assert body("anthropic:claude-opus-4-6", thinking_budget=2000)["thinking"] == {"type": "enabled", "budget_tokens": 2000}  # still taken
+    assert body("anthropic:claude-opus-4-6", thinking_budget=2000)["thinking"] == {
+        "type": "enabled",
+        "budget_tokens": 2000,
+    }  # still taken
     assert body("anthropic:claude-sonnet-4-5", thinking=True)["thinking"] == {"type": "enabled", "budget_tokens": 2048}
-    assert body("anthropic:claude-test", thinking=True)["thinking"]["type"] == "enabled"  # an unknown model: the protocol's form
+    assert (
+        body("anthropic:claude-test", thinking=True)["thinking"]["type"] == "enabled"
+    )  # an unknown model: the protocol's form
     assert "does not think" in refused("anthropic:claude-3-5-haiku-latest", "thinking", thinking=True)
     refused("anthropic:claude-sonnet-4-5", "thinking_budget", thinking_budget=512)  # below the least Claude takes
-    for spec, kw in [("anthropic:claude-opus-4-7", {"thinking": True}), ("anthropic:claude-sonnet-4-5", {"thinking": True}), ("anthropic:claude-opus-4-6", {"thinking_budget": 2000})]:
+    for spec, kw in [
+        ("anthropic:claude-opus-4-7", {"thinking": True}),
+        ("anthropic:claude-sonnet-4-5", {"thinking": True}),
+        ("anthropic:claude-opus-4-6", {"thinking_budget": 2000}),
+    ]:
         sdk_params.streaming_request("anthropic", body(spec, **kw))
 
 
 def test_thinking_display():
-    assert body("anthropic:claude-opus-4-6", thinking=True, thinking_display="omitted")["thinking"] == {"type": "adaptive", "display": "omitted"}
-    assert body("anthropic:claude-opus-4-7", thinking=True, thinking_display="omitted")["thinking"] == {"type": "adaptive", "display": "omitted"}
-    sdk_params.streaming_request("anthropic", body("anthropic:claude-sonnet-4-5", thinking=True, thinking_display="summarized"))
+    assert body("anthropic:claude-opus-4-6", thinking=True, thinking_display="omitted")["thinking"] == {
+        "type": "adaptive",
+        "display": "omitted",
+    }
+    assert body("anthropic:claude-opus-4-7", thinking=True, thinking_display="omitted")["thinking"] == {
+        "type": "adaptive",
+        "display": "omitted",
+    }
+    sdk_params.streaming_request(
+        "anthropic", body("anthropic:claude-sonnet-4-5", thinking=True, thinking_display="summarized")
+    )
     refused("anthropic:claude-opus-4-7", "thinking_display", thinking_display="summarized")  # thinking is off
     with pytest.raises(ConfigError, match="thinking_display"):
         load_model("anthropic:claude-opus-4-7", **KEYS, thinking_display="full")
@@ -189,13 +224,24 @@ def test_the_claude_5_rules_users_met_are_refused_before_sending():
     thinks (Anthropic's extended-thinking docs). Each refused before sending, naming option and model."""
     assert "always thinks" in refused("anthropic:claude-opus-5-5", "thinking", thinking=False)
     assert "always thinks" in refused("anthropic:claude-fable-5-1", "thinking", thinking=False)
-    assert "cannot be made to call a tool" in refused("anthropic:claude-opus-5-5", "tool_choice", tools=TOOLS, tool_choice="required")
-    assert "while it thinks" in refused("anthropic:claude-opus-5", "tool_choice", tools=TOOLS, tool_choice="required", thinking=True)
-    assert body("anthropic:claude-opus-5", thinking=False)["thinking"] == {"type": "disabled"}  # Opus 5 itself takes it off
-    assert body("anthropic:claude-opus-5", TOOLS, "required")["tool_choice"] == {"type": "any"}  # and a forced tool without thinking
+    assert "cannot be made to call a tool" in refused(
+        "anthropic:claude-opus-5-5", "tool_choice", tools=TOOLS, tool_choice="required"
+    )
+    assert "while it thinks" in refused(
+        "anthropic:claude-opus-5", "tool_choice", tools=TOOLS, tool_choice="required", thinking=True
+    )
+    assert body("anthropic:claude-opus-5", thinking=False)["thinking"] == {
+        "type": "disabled"
+    }  # Opus 5 itself takes it off
+    assert body("anthropic:claude-opus-5", TOOLS, "required")["tool_choice"] == {
+        "type": "any"
+    }  # and a forced tool without thinking
     # Opus 5 and Sonnet 5 think unasked: how they show it can be asked alone (it was refused),
     # as a model that always thinks can be.
-    assert body("anthropic:claude-sonnet-5", thinking_display="summarized")["thinking"] == {"type": "adaptive", "display": "summarized"}
+    assert body("anthropic:claude-sonnet-5", thinking_display="summarized")["thinking"] == {
+        "type": "adaptive",
+        "display": "summarized",
+    }
     refused("anthropic:claude-opus-4-7", "thinking_display", thinking_display="summarized")  # it thinks only when asked
     # A model that always thinks shows its thinking when asked, without thinking=True (refused before).
     shown = body("anthropic:claude-opus-5-5", thinking_display="summarized")
@@ -204,26 +250,40 @@ def test_the_claude_5_rules_users_met_are_refused_before_sending():
 
 
 def test_a_forced_tool_with_thinking_is_refused_where_the_model_refuses_it():
-    assert "while it thinks" in refused("anthropic:claude-sonnet-4-5", "tool_choice", tools=TOOLS, tool_choice="required", thinking=True)
+    assert "while it thinks" in refused(
+        "anthropic:claude-sonnet-4-5", "tool_choice", tools=TOOLS, tool_choice="required", thinking=True
+    )
     # A Claude model the table does not know: the protocol's own rule (no forcing on a budget).
-    assert "on a budget" in refused("anthropic:claude-test", "tool_choice", tools=TOOLS, tool_choice="required", thinking=True)
+    assert "on a budget" in refused(
+        "anthropic:claude-test", "tool_choice", tools=TOOLS, tool_choice="required", thinking=True
+    )
     refused("anthropic:claude-sonnet-4-5", "tool_choice", tools=TOOLS, tool_choice="get_weather", thinking_budget=2000)
     refused("anthropic:claude-fable-5-1", "tool_choice", tools=TOOLS, tool_choice="required")  # never forced
     refused("deepseek:deepseek-reasoner", "tool_choice", tools=TOOLS, tool_choice="required")  # it always thinks
     refused("deepseek:deepseek-chat", "tool_choice", tools=TOOLS, tool_choice="required", thinking=True)
     assert body("deepseek:deepseek-chat", TOOLS, "required")["tool_choice"] == "required"  # fine without thinking
     assert body("anthropic:claude-sonnet-4-5", TOOLS, "required")["tool_choice"] == {"type": "any"}
-    refused("bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", "tool_choice", tools=TOOLS, tool_choice="required", thinking=True)
+    refused(
+        "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "tool_choice",
+        tools=TOOLS,
+        tool_choice="required",
+        thinking=True,
+    )
 
 
 def test_bedrock_claude_gets_the_same_thinking_as_the_recorded_request():
-    sent = recorded("anthropic-adaptive/pydantic-ai/test_bedrock_model_thinking_part_anthropic_adaptive_effort.0.request.json")
+    sent = recorded(
+        "anthropic-adaptive/pydantic-ai/test_bedrock_model_thinking_part_anthropic_adaptive_effort.0.request.json"
+    )
     mine = body("bedrock:us.anthropic.claude-sonnet-4-6", thinking=True, reasoning_effort="high")
     assert mine["additionalModelRequestFields"] == sent["additionalModelRequestFields"]
     sdk_params.bedrock_request(mine)
     opus = body("bedrock:global.anthropic.claude-opus-4-7", thinking=True)["additionalModelRequestFields"]
     assert opus == {"thinking": {"type": "adaptive", "display": "summarized"}}
-    assert "adaptive thinking only" in refused("bedrock:global.anthropic.claude-opus-4-7", "thinking_budget", thinking_budget=2000)
+    assert "adaptive thinking only" in refused(
+        "bedrock:global.anthropic.claude-opus-4-7", "thinking_budget", thinking_budget=2000
+    )
     refused("bedrock:us.amazon.nova-micro-v1:0", "thinking_display", thinking_display="summarized")
 
 
@@ -252,7 +312,10 @@ def test_openai_gets_the_strict_schema_the_sdk_would_write():
     chat = body("openai:gpt-4.1", json_schema=schema)["response_format"]["json_schema"]
     assert chat["strict"] is True and chat["schema"] == to_strict_json_schema(Person)
     responses = body("openai-responses:gpt-5.1", json_schema=schema)
-    assert responses["text"]["format"]["schema"] == to_strict_json_schema(Person) and responses["text"]["format"]["strict"] is True
+    assert (
+        responses["text"]["format"]["schema"] == to_strict_json_schema(Person)
+        and responses["text"]["format"]["strict"] is True
+    )
     sdk_params.streaming_request("openai-chat", body("openai:gpt-4.1", json_schema=schema))
     sdk_params.streaming_request("openai-responses", responses)
     assert schema == Person.model_json_schema()  # the user's schema is not changed
@@ -276,8 +339,16 @@ def test_claude_gets_native_structured_output_with_the_schema_the_sdk_would_writ
     assert set(both["output_config"]) == {"format", "effort"}
     refused("anthropic:claude-sonnet-4-20250514", "json_schema", json_schema={"type": "object"})  # not on Sonnet 4
     refused("anthropic:minimax-m2", "json_schema", json_schema={"type": "object"})  # not known: not sent
-    said = body("anthropic:minimax-m2", json_schema={"type": "object", "properties": {}}, capabilities={"structured_output": True})
-    assert said["output_config"]["format"]["schema"] == {"type": "object", "properties": {}, "additionalProperties": False}
+    said = body(
+        "anthropic:minimax-m2",
+        json_schema={"type": "object", "properties": {}},
+        capabilities={"structured_output": True},
+    )
+    assert said["output_config"]["format"]["schema"] == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
 
 
 def test_bedrock_claude_structured_output_is_the_recorded_one():
@@ -298,7 +369,11 @@ def test_recorded_structured_output_requests_are_what_modelwire_sends():
     checked = 0
     for path in sorted(folder.rglob("*.request.json")):
         sent = json.loads(path.read_text())
-        fmt = (sent.get("output_config") or {}).get("format") or ((sent.get("response_format") or {}).get("json_schema")) or ((sent.get("text") or {}).get("format"))
+        fmt = (
+            (sent.get("output_config") or {}).get("format")
+            or ((sent.get("response_format") or {}).get("json_schema"))
+            or ((sent.get("text") or {}).get("format"))
+        )
         if not fmt or "schema" not in fmt:
             continue
         schema = fmt["schema"]
@@ -308,7 +383,9 @@ def test_recorded_structured_output_requests_are_what_modelwire_sends():
         else:
             spec = "openai:gpt-4.1" if "response_format" in sent else "openai-responses:gpt-4.1"
             out = body(spec, json_schema=schema)
-            mine = (out.get("response_format") or {}).get("json_schema", {}).get("schema") or out["text"]["format"]["schema"]
+            mine = (out.get("response_format") or {}).get("json_schema", {}).get("schema") or out["text"]["format"][
+                "schema"
+            ]
         assert _without_descriptions(mine) == _without_descriptions(schema), path.name
         checked += 1
     assert checked >= 2
@@ -337,10 +414,20 @@ def test_openai_effort_and_turning_reasoning_off():
     assert body("openai-responses:gpt-5.1", thinking=False)["reasoning"] == {"effort": "none"}
     refused("openai-responses:o3", "thinking", thinking=False)
     assert body("openai-responses:o3", thinking=True, thinking_display="omitted")["reasoning"] == {"effort": "medium"}
-    assert body("openai-responses:o3", reasoning_effort="low", thinking_display="summarized")["reasoning"] == {"effort": "low", "summary": "auto"}
+    assert body("openai-responses:o3", reasoning_effort="low", thinking_display="summarized")["reasoning"] == {
+        "effort": "low",
+        "summary": "auto",
+    }
     refused("openai:gpt-5.1", "thinking_display", thinking=True, thinking_display="summarized")  # Chat has no switch
-    for spec, kw in [("openai:gpt-5.1", {"thinking": False}), ("openai-responses:gpt-5.1", {"thinking": False}), ("openai-responses:o3", {"reasoning_effort": "high"})]:
-        sdk_params.streaming_request(spec.split(":")[0].replace("openai", "openai-chat") if spec.startswith("openai:") else "openai-responses", body(spec, **kw))
+    for spec, kw in [
+        ("openai:gpt-5.1", {"thinking": False}),
+        ("openai-responses:gpt-5.1", {"thinking": False}),
+        ("openai-responses:o3", {"reasoning_effort": "high"}),
+    ]:
+        sdk_params.streaming_request(
+            spec.split(":")[0].replace("openai", "openai-chat") if spec.startswith("openai:") else "openai-responses",
+            body(spec, **kw),
+        )
 
 
 def test_gemini_levels_budgets_and_display():
@@ -348,12 +435,18 @@ def test_gemini_levels_budgets_and_display():
     assert sent["generationConfig"]["thinkingConfig"] == {"thinkingLevel": "LOW"}
     sdk_params.gemini_request(sent)  # google-genai's enum names
     refused("google:gemini-3-pro-preview", "reasoning_effort", reasoning_effort="medium")  # Pro: low or high
-    assert body("google:gemini-3-flash-preview", reasoning_effort="minimal")["generationConfig"]["thinkingConfig"] == {"thinkingLevel": "MINIMAL"}
+    assert body("google:gemini-3-flash-preview", reasoning_effort="minimal")["generationConfig"]["thinkingConfig"] == {
+        "thinkingLevel": "MINIMAL"
+    }
     budget = body("google:gemini-2.5-flash", reasoning_effort="medium")["generationConfig"]["thinkingConfig"]
     assert budget == {"thinkingBudget": 8192}  # 2.5 takes budgets only
     refused("google:gemini-2.5-pro", "thinking", thinking=False)  # Pro always thinks
-    assert body("google:gemini-2.5-flash", thinking=False)["generationConfig"]["thinkingConfig"] == {"thinkingBudget": 0}
-    assert body("google:gemini-2.5-flash", thinking=True, thinking_display="omitted")["generationConfig"]["thinkingConfig"] == {"includeThoughts": False}
+    assert body("google:gemini-2.5-flash", thinking=False)["generationConfig"]["thinkingConfig"] == {
+        "thinkingBudget": 0
+    }
+    assert body("google:gemini-2.5-flash", thinking=True, thinking_display="omitted")["generationConfig"][
+        "thinkingConfig"
+    ] == {"includeThoughts": False}
     refused("google:gemini-2.0-flash", "thinking", thinking=True)
     sdk_params.gemini_request(body("google:gemini-2.5-flash", thinking=True, thinking_budget=2048))
 
@@ -372,8 +465,13 @@ _TARGETS = {  # a model id of the family -> the presets it is reached through
 }
 _BEDROCK_PREFIX = {"claude": "us.anthropic.", "nova": "us.amazon.", "llama4": "us.meta."}  # else mistral.
 _VALIDATE = {
-    "anthropic": "anthropic", "bedrock": "bedrock-converse", "openai": "openai-chat", "openai-responses": "openai-responses", "google": "gemini",
-    "deepseek": "openai-chat", "mistral": "openai-chat",
+    "anthropic": "anthropic",
+    "bedrock": "bedrock-converse",
+    "openai": "openai-chat",
+    "openai-responses": "openai-responses",
+    "google": "gemini",
+    "deepseek": "openai-chat",
+    "mistral": "openai-chat",
 }
 _OPTIONS = [
     {"thinking": True},
@@ -391,7 +489,8 @@ def _family_cases():
         literal = next((p for p in patterns if "*" not in p), patterns[0].replace("*", "x"))
         kind = "o" if literal[0] == "o" and literal[1].isdigit() else literal.split("-")[0]
         for preset in _TARGETS[kind]:
-            spec = f"{preset}:{_BEDROCK_PREFIX.get(kind, 'mistral.') + literal + '-v1:0' if preset == 'bedrock' else literal}"
+            name = _BEDROCK_PREFIX.get(kind, "mistral.") + literal + "-v1:0" if preset == "bedrock" else literal
+            spec = f"{preset}:{name}"
             yield pytest.param(spec, record, id=f"{family}-{preset}")
 
 
@@ -424,8 +523,13 @@ def test_azure_gets_a_strict_schema_without_a_default_and_openai_keeps_it():
     schema = {"type": "object", "properties": {"tax_type": {"type": "integer", "default": 0}}, "required": ["tax_type"]}
     openai = body("openai:gpt-4.1", json_schema=schema)["response_format"]["json_schema"]
     assert openai["strict"] is True and openai["schema"]["properties"]["tax_type"]["default"] == 0
-    for spec, where in (("azure:my-deployment", ("response_format", "json_schema")), ("azure-responses:my-deployment", ("text", "format"))):
-        sent = load_model(spec, api_key="k", base_url="https://res.openai.azure.com", json_schema=schema).build_request([UserMsg("u", "hi")])[0]
+    for spec, where in (
+        ("azure:my-deployment", ("response_format", "json_schema")),
+        ("azure-responses:my-deployment", ("text", "format")),
+    ):
+        sent = load_model(spec, api_key="k", base_url="https://res.openai.azure.com", json_schema=schema).build_request(
+            [UserMsg("u", "hi")]
+        )[0]
         fmt = sent[where[0]][where[1]]
         prop = fmt["schema"]["properties"]["tax_type"]
         assert fmt["strict"] is True and "default" not in prop and "default: 0" in prop["description"], spec
@@ -436,7 +540,7 @@ def test_a_table_field_without_a_source_is_refused_when_the_table_is_read():
 
     head = '[[model]]\nfamily = "X"\nmatch = ["x-*"]\nsampling = false\nimage_input = true\n'
     backed = head + '[[model.source]]\nsays = "https://example.com/docs"\nbacks = ["sampling", "image_input"]\n'
-    (patterns, record, family), = entries_of(backed)
+    ((patterns, record, family),) = entries_of(backed)
     assert record.sampling is False and record.sources["image_input"] == "table: X: https://example.com/docs"
     with pytest.raises(ConfigError, match="no source backs image_input"):
         entries_of(head + '[[model.source]]\nsays = "https://example.com/docs"\nbacks = ["sampling"]\n')
@@ -469,6 +573,10 @@ def test_opus_5_turns_thinking_off_only_at_effort_high_or_below():
     sent = body("anthropic:claude-opus-5", thinking=False, reasoning_effort="high")
     assert sent["thinking"] == {"type": "disabled"} and sent["output_config"] == {"effort": "high"}
     sdk_params.streaming_request("anthropic", sent)
-    assert body("anthropic:claude-opus-4-8", thinking=False, reasoning_effort="max")["output_config"] == {"effort": "max"}
+    assert body("anthropic:claude-opus-4-8", thinking=False, reasoning_effort="max")["output_config"] == {
+        "effort": "max"
+    }
     # Sonnet 5 is not Opus 5: nothing known refuses it.
-    assert body("anthropic:claude-sonnet-5", thinking=False, reasoning_effort="xhigh")["thinking"] == {"type": "disabled"}
+    assert body("anthropic:claude-sonnet-5", thinking=False, reasoning_effort="xhigh")["thinking"] == {
+        "type": "disabled"
+    }

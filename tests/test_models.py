@@ -24,14 +24,39 @@ from modelwire.testing.sse import body as fake_body  # noqa: E402
 # Transport, retry, timeout and cancellation tests need only small bodies, which
 # modelwire.testing writes from the documented formats; the real recordings are used
 # as well when ../shared is there.
-ANTHROPIC_BODY = fake_body("anthropic", ("think", "The user asks about the weather in Paris."), ("text", "It is sunny in Paris today, with a light breeze."))
-CHAT_BODY = fake_body("openai-chat", ("tool", "call_1", "get_weather", '{"city": "Paris", "unit": "celsius"}'), ("tool", "call_2", "get_time", '{"city": "Paris"}'))
+ANTHROPIC_BODY = fake_body(
+    "anthropic",
+    ("think", "The user asks about the weather in Paris."),
+    ("text", "It is sunny in Paris today, with a light breeze."),
+)
+CHAT_BODY = fake_body(
+    "openai-chat",
+    ("tool", "call_1", "get_weather", '{"city": "Paris", "unit": "celsius"}'),
+    ("tool", "call_2", "get_time", '{"city": "Paris"}'),
+)
 RESPONSES_BODY = fake_body("openai-responses", ("think", "Plan the answer."), ("text", "It is sunny in Paris today."))
 RECORDED = (
     [
-        ("anthropic:claude-sonnet-4-0", (PA / "test_anthropic_model_thinking_part_stream.0.sse").read_bytes(), "/v1/messages", ("x-api-key", "sk-test-123")),
-        ("openai:gpt-4o", (ROOT / "openai-python" / "f82268f2fefd5cfbc7eeb59c297688be2f6ca0849a6e4f17851b517310841d9b.bin").read_bytes(), "/v1/chat/completions", ("authorization", "Bearer sk-test-123")),
-        ("openai-responses:gpt-4.1", (PA / "test_openai_responses_streaming_usage.0.sse").read_bytes(), "/v1/responses", ("authorization", "Bearer sk-test-123")),
+        (
+            "anthropic:claude-sonnet-4-0",
+            (PA / "test_anthropic_model_thinking_part_stream.0.sse").read_bytes(),
+            "/v1/messages",
+            ("x-api-key", "sk-test-123"),
+        ),
+        (
+            "openai:gpt-4o",
+            (
+                ROOT / "openai-python" / "f82268f2fefd5cfbc7eeb59c297688be2f6ca0849a6e4f17851b517310841d9b.bin"
+            ).read_bytes(),
+            "/v1/chat/completions",
+            ("authorization", "Bearer sk-test-123"),
+        ),
+        (
+            "openai-responses:gpt-4.1",
+            (PA / "test_openai_responses_streaming_usage.0.sse").read_bytes(),
+            "/v1/responses",
+            ("authorization", "Bearer sk-test-123"),
+        ),
     ]
     if HAVE_SHARED
     else []
@@ -62,7 +87,11 @@ async def collect(model, messages=QUESTION, **kw):
 
 def fold(events):
     msg = AssistantMsg("a", [], id="r")
-    wrapped = [Ev.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *events, Ev.ReplyEndEvent(session_id="s", reply_id="r")]
+    wrapped = [
+        Ev.ReplyStartEvent(session_id="s", reply_id="r", name="a"),
+        *events,
+        Ev.ReplyEndEvent(session_id="s", reply_id="r"),
+    ]
     Ev.check_stream(wrapped)
     for e in wrapped:
         msg.append_event(e)
@@ -70,7 +99,9 @@ def fold(events):
 
 
 def same_content(a, b):
-    strip = lambda m: [{k: v for k, v in blk.items() if k not in ("id", "created_at", "finished_at")} for blk in m.to_dict()["content"]]  # noqa: E731
+    strip = lambda m: [
+        {k: v for k, v in blk.items() if k not in ("id", "created_at", "finished_at")} for blk in m.to_dict()["content"]
+    ]  # noqa: E731
     assert strip(a) == strip(b)
 
 
@@ -94,14 +125,24 @@ def test_each_protocol_end_to_end(server, spec, body, path, auth):
     sent = request["json"]
     assert sent["model"] == spec.split(":")[1] and sent["stream"] is True and sent["temperature"] == 0.3
     if spec.startswith("anthropic"):
-        assert sent["max_tokens"] == 512 and sent["messages"] == [{"role": "user", "content": [{"type": "text", "text": "What is the weather in Paris?"}]}]
+        assert sent["max_tokens"] == 512 and sent["messages"] == [
+            {"role": "user", "content": [{"type": "text", "text": "What is the weather in Paris?"}]}
+        ]
         assert request["headers"]["anthropic-version"] == "2023-06-01"
     elif spec.startswith("openai:"):
         assert sent["max_completion_tokens"] == 512 and sent["stream_options"] == {"include_usage": True}
     else:
         assert sent["max_output_tokens"] == 512 and sent["input"][0]["content"][0]["text"].startswith("What")
     got = fold(events)
-    expected = fold(decode_sse(spec.split(":")[0] if spec.startswith("anthropic") else ("openai-chat" if spec.startswith("openai:") else "openai-responses"), body, "r"))
+    expected = fold(
+        decode_sse(
+            spec.split(":")[0]
+            if spec.startswith("anthropic")
+            else ("openai-chat" if spec.startswith("openai:") else "openai-responses"),
+            body,
+            "r",
+        )
+    )
     # The model records the endpoint that minted each block (its base URL's host and port
     # here); the bare adapter knows none.
     for block in got.content:
@@ -119,7 +160,13 @@ def test_complete_folds_the_stream(server):
 
 
 def test_authentication_error_is_typed_and_not_retried(server):
-    server.script(error_reply(401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}, {"request-id": "req_abc"}))
+    server.script(
+        error_reply(
+            401,
+            {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}},
+            {"request-id": "req_abc"},
+        )
+    )
     events, err = run(collect(model_for(server, "anthropic:claude")))
     assert isinstance(err, E.AuthenticationError) and err.error_type == "authentication"
     assert err.message == "invalid x-api-key" and err.request_id == "req_abc" and err.status_code == 401
@@ -148,7 +195,9 @@ def test_rate_limit_is_retried_honouring_retry_after(server):
 def test_server_errors_retry_with_backoff_then_give_up(server):
     for _ in range(3):
         server.script(error_reply(500, {"error": {"message": "boom", "type": "server_error"}}))
-    model = model_for(server, "openai-responses:gpt-5", retry=RetryPolicy(max_retries=2, initial_delay=0.2, jitter=0.25))
+    model = model_for(
+        server, "openai-responses:gpt-5", retry=RetryPolicy(max_retries=2, initial_delay=0.2, jitter=0.25)
+    )
     waits = []
 
     async def sleep(seconds):
@@ -162,10 +211,15 @@ def test_server_errors_retry_with_backoff_then_give_up(server):
 
 def test_overloaded_at_the_start_of_a_stream_is_retried(server):
     overloaded = (
-        b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"claude","content":[],"usage":{"input_tokens":3,"output_tokens":0}}}\n\n'
+        b"event: message_start\ndata: "
+        b'{"type":"message_start","message":{"id":"m","model":"claude","content":[],"usage":{"input_tokens":3,"output_tokens":0}}}\n\n'
         b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
     )
-    server.script(sse_reply(overloaded), error_reply(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}), sse_reply(ANTHROPIC_BODY))
+    server.script(
+        sse_reply(overloaded),
+        error_reply(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        sse_reply(ANTHROPIC_BODY),
+    )
     events, err = run(collect(model_for(server, "anthropic:claude")))
     assert err is None and len(server.requests) == 3
     assert [e.type for e in events].count("MODEL_CALL_START") == 1
@@ -185,7 +239,11 @@ def test_a_stalled_stream_times_out(server):
     model = model_for(server, "openai:gpt-4o", timeouts={"chunk": 0.3, "first_byte": 5})
     t0 = time.monotonic()
     events, err = run(collect(model))
-    assert isinstance(err, E.TimeoutError) and (err.which, err.seconds) == ("chunk", 0.3) and "chunk timeout (0.3 s)" in err.message
+    assert (
+        isinstance(err, E.TimeoutError)
+        and (err.which, err.seconds) == ("chunk", 0.3)
+        and "chunk timeout (0.3 s)" in err.message
+    )
     assert time.monotonic() - t0 < 2.5
     assert fold(events).content[0].type == "tool_call"
 
@@ -297,7 +355,9 @@ def test_inline_size_limit(server, tmp_path):
     big.write_bytes(b"x" * 2000)
     model = model_for(server, "anthropic:claude")
     model.max_source_bytes = 1000
-    events, err = run(collect(model, [UserMsg("u", [DataBlock(source=URLSource(url=big.as_uri(), media_type="image/png"))])]))
+    events, err = run(
+        collect(model, [UserMsg("u", [DataBlock(source=URLSource(url=big.as_uri(), media_type="image/png"))])])
+    )
     assert isinstance(err, E.InvalidRequestError) and "limit" in err.message and server.requests == []
 
 

@@ -12,7 +12,16 @@ import logging
 import pytest
 
 from modelwire.errors import IncompleteStreamError, ProviderError, StreamProtocolError
-from modelwire.message import AssistantMsg, Base64Source, DataBlock, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg
+from modelwire.message import (
+    AssistantMsg,
+    Base64Source,
+    DataBlock,
+    SystemMsg,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    UserMsg,
+)
 from modelwire.models import load_model
 from modelwire.protocols import get_protocol
 from modelwire.testing import ProviderServer, Reply
@@ -38,9 +47,20 @@ def show(context_length: int = 40960, capabilities=("completion", "tools", "thin
     from ollama._types import ShowResponse
 
     info = {"general.architecture": "qwen3", "qwen3.context_length": context_length, "qwen3.embedding_length": 4096}
-    data = {"modelfile": "FROM qwen3", "template": "{{ .Prompt }}", "details": {"family": "qwen3", "parameter_size": "8.2B"}, "model_info": info, "capabilities": list(capabilities)}
+    data = {
+        "modelfile": "FROM qwen3",
+        "template": "{{ .Prompt }}",
+        "details": {"family": "qwen3", "parameter_size": "8.2B"},
+        "model_info": info,
+        "capabilities": list(capabilities),
+    }
     ShowResponse.model_validate(data)
-    return Reply(body=json.dumps(data).encode(), headers={"content-type": "application/json"}, pieces=[json.dumps(data).encode()], check=_is_show)
+    return Reply(
+        body=json.dumps(data).encode(),
+        headers={"content-type": "application/json"},
+        pieces=[json.dumps(data).encode()],
+        check=_is_show,
+    )
 
 
 def _is_show(request: dict) -> None:
@@ -60,7 +80,14 @@ def reference(raw: bytes) -> dict:
         thinking += chunk.message.thinking or ""
         calls += [(c.function.name, dict(c.function.arguments)) for c in chunk.message.tool_calls or []]
         last = chunk
-    return {"text": text, "thinking": thinking, "calls": calls, "input": last.prompt_eval_count, "output": last.eval_count, "done_reason": last.done_reason}
+    return {
+        "text": text,
+        "thinking": thinking,
+        "calls": calls,
+        "input": last.prompt_eval_count,
+        "output": last.eval_count,
+        "done_reason": last.done_reason,
+    }
 
 
 def decoded(raw: bytes) -> tuple[AssistantMsg, list]:
@@ -84,7 +111,12 @@ def test_recorded_streams_decode_as_the_ollama_client_reads_them(path):
     thinking = "".join(b.thinking for b in msg.get_content_blocks("thinking"))
     assert ((msg.get_text_content() or ""), thinking, got_calls) == (want["text"], want["thinking"], want["calls"])
     end = events[-1]
-    assert (end.type, end.input_tokens, end.output_tokens, end.provider_stop_reason) == ("MODEL_CALL_END", want["input"], want["output"], want["done_reason"])
+    assert (end.type, end.input_tokens, end.output_tokens, end.provider_stop_reason) == (
+        "MODEL_CALL_END",
+        want["input"],
+        want["output"],
+        want["done_reason"],
+    )
     assert end.stop_reason == ("tool_use" if got_calls else "end_turn")
     assert len({c.id for c in msg.get_content_blocks("tool_call")}) == len(got_calls)  # each call its own id
 
@@ -113,16 +145,48 @@ def check_request(body: dict) -> None:
 def test_the_request_has_options_think_format_tools_images_and_results():
     history = [
         SystemMsg("s", "Be brief."),
-        UserMsg("u", [TextBlock(text="What is this?"), DataBlock(source=Base64Source(data="iVBORw0KGgo=", media_type="image/png"))]),
-        AssistantMsg("a", [ToolCallBlock(id="call_1", name="weather", input='{"city": "Oslo"}'), ToolResultBlock(id="call_1", name="weather", output="rain", state="success")]),
+        UserMsg(
+            "u",
+            [
+                TextBlock(text="What is this?"),
+                DataBlock(source=Base64Source(data="iVBORw0KGgo=", media_type="image/png")),
+            ],
+        ),
+        AssistantMsg(
+            "a",
+            [
+                ToolCallBlock(id="call_1", name="weather", input='{"city": "Oslo"}'),
+                ToolResultBlock(id="call_1", name="weather", output="rain", state="success"),
+            ],
+        ),
         UserMsg("u", "And tomorrow?"),
     ]
-    tools = [{"name": "weather", "description": "w", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
-    model = load_model("ollama:qwen3:8b", max_tokens=256, temperature=0.2, top_p=0.9, stop=["END"], reasoning_effort="high", json_schema={"type": "object"}, capabilities={"context_window": 32768})
+    tools = [
+        {
+            "name": "weather",
+            "description": "w",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        }
+    ]
+    model = load_model(
+        "ollama:qwen3:8b",
+        max_tokens=256,
+        temperature=0.2,
+        top_p=0.9,
+        stop=["END"],
+        reasoning_effort="high",
+        json_schema={"type": "object"},
+        capabilities={"context_window": 32768},
+    )
     body = model.build_request(history, tools)[0]
     check_request(body)
     assert body["options"] == {"num_ctx": 32768, "num_predict": 256, "temperature": 0.2, "top_p": 0.9, "stop": ["END"]}
-    assert (body["think"], body["format"], body["stream"], body["model"]) == ("high", {"type": "object"}, True, "qwen3:8b")
+    assert (body["think"], body["format"], body["stream"], body["model"]) == (
+        "high",
+        {"type": "object"},
+        True,
+        "qwen3:8b",
+    )
     assert body["messages"][1]["images"] == ["iVBORw0KGgo="]
     assert body["messages"][2]["tool_calls"] == [{"function": {"name": "weather", "arguments": {"city": "Oslo"}}}]
     assert body["messages"][3] == {"role": "tool", "content": "rain", "tool_name": "weather"}
@@ -133,7 +197,10 @@ def test_the_request_has_options_think_format_tools_images_and_results():
     with pytest.raises(Exception, match="tool_choice"):
         model.build_request(history, tools, "required")
     # keep_alive and anything else go through extra_body.
-    assert load_model("ollama:m", extra_body={"keep_alive": "10m"}).build_request([UserMsg("u", "x")])[0]["keep_alive"] == "10m"
+    assert (
+        load_model("ollama:m", extra_body={"keep_alive": "10m"}).build_request([UserMsg("u", "x")])[0]["keep_alive"]
+        == "10m"
+    )
 
 
 def test_the_recorded_request_is_what_modelwire_sends():
@@ -141,7 +208,9 @@ def test_the_recorded_request_is_what_modelwire_sends():
     if not path.is_file():
         pytest.skip("needs ../shared/recorded-streams")
     sent = json.loads(path.read_text())
-    body = load_model("ollama:gemma3:1b", max_tokens=50, temperature=0, capabilities={"context_window": 32768}).build_request([UserMsg("u", "Count from 1 to 5")])[0]
+    body = load_model(
+        "ollama:gemma3:1b", max_tokens=50, temperature=0, capabilities={"context_window": 32768}
+    ).build_request([UserMsg("u", "Count from 1 to 5")])[0]
     assert (body["model"], body["messages"], body["stream"]) == (sent["model"], sent["messages"], sent["stream"])
     assert {k: body["options"][k] for k in sent["options"]} == sent["options"]
 
@@ -157,13 +226,17 @@ def test_num_ctx_comes_from_api_show_and_an_unknown_one_is_said(caplog):
     assert (lookup["method"], lookup["path"], lookup["json"]) == ("POST", "/api/show", {"model": "qwen3:8b"})
     assert first["json"]["options"]["num_ctx"] == second["json"]["options"]["num_ctx"] == 40960
     with ProviderServer() as server, caplog.at_level(logging.WARNING, logger="modelwire.protocols.ollama"):
-        silent = json.dumps({"modelfile": "FROM x", "capabilities": ["completion"]}).encode()  # an answer with no context length
+        silent = json.dumps(
+            {"modelfile": "FROM x", "capabilities": ["completion"]}
+        ).encode()  # an answer with no context length
         server.script(Reply(body=silent, headers={"content-type": "application/json"}), ndjson(body))
         model = load_model("ollama:never-seen-model", base_url=server.url, capability_lookup=True)
         asyncio.run(model.complete("hi"))
         sent = server.requests[-1]["json"]
     assert "num_ctx" not in sent.get("options", {})
-    assert any("context length is not known" in r.getMessage() and "never-seen-model" in r.getMessage() for r in caplog.records)
+    assert any(
+        "context length is not known" in r.getMessage() and "never-seen-model" in r.getMessage() for r in caplog.records
+    )
 
 
 def test_a_server_that_is_not_running_is_said_first(caplog):
@@ -177,8 +250,16 @@ def test_a_server_that_is_not_running_is_said_first(caplog):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    model = load_model("ollama:not-running-model", base_url=f"http://127.0.0.1:{port}", capability_lookup=True, retry=RetryPolicy(max_retries=0))
-    with caplog.at_level(logging.WARNING, logger="modelwire.protocols.ollama"), pytest.raises(MWConnectionError, match="is the server running there"):
+    model = load_model(
+        "ollama:not-running-model",
+        base_url=f"http://127.0.0.1:{port}",
+        capability_lookup=True,
+        retry=RetryPolicy(max_retries=0),
+    )
+    with (
+        caplog.at_level(logging.WARNING, logger="modelwire.protocols.ollama"),
+        pytest.raises(MWConnectionError, match="is the server running there"),
+    ):
         asyncio.run(model.complete("hi"))
     assert not any("context length" in r.getMessage() for r in caplog.records)
 
@@ -217,8 +298,16 @@ def test_an_agent_runs_a_tool_and_answers():
         return f"rain in {city}"
 
     with ProviderServer() as server:
-        server.script(show(), ndjson(WIRE.fake_stream(("think", "I need the weather."), ("tool", "", "weather", '{"city": "Oslo"}'))), ndjson(WIRE.fake_stream(("text", "It rains in Oslo."))))
-        agent = Agent("a", load_model("ollama:qwen3:8b", base_url=server.url, capability_lookup=True, thinking=True), tools=[weather])
+        server.script(
+            show(),
+            ndjson(WIRE.fake_stream(("think", "I need the weather."), ("tool", "", "weather", '{"city": "Oslo"}'))),
+            ndjson(WIRE.fake_stream(("text", "It rains in Oslo."))),
+        )
+        agent = Agent(
+            "a",
+            load_model("ollama:qwen3:8b", base_url=server.url, capability_lookup=True, thinking=True),
+            tools=[weather],
+        )
         reply = asyncio.run(agent.reply("Weather in Oslo?"))
         second = server.requests[2]["json"]
     assert reply.get_text_content().strip() == "It rains in Oslo."
@@ -253,6 +342,14 @@ def test_a_local_server_that_is_not_running_is_said_so():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # free, and nothing listens once closed
-    model = load_model("ollama:llama3", base_url=f"http://127.0.0.1:{port}", capability_lookup=False, retry=RetryPolicy(max_retries=0), capabilities={"context_window": 8192})
-    with pytest.raises(MWConnectionError, match=rf"nothing answers at http://127.0.0.1:{port}: is the server running there\?"):
+    model = load_model(
+        "ollama:llama3",
+        base_url=f"http://127.0.0.1:{port}",
+        capability_lookup=False,
+        retry=RetryPolicy(max_retries=0),
+        capabilities={"context_window": 8192},
+    )
+    with pytest.raises(
+        MWConnectionError, match=rf"nothing answers at http://127.0.0.1:{port}: is the server running there\?"
+    ):
         asyncio.run(model.complete("hi"))

@@ -33,8 +33,12 @@ from modelwire.testing.sse import body
 from test_serve import Served, agent_app
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-playwright_api = pytest.importorskip("playwright.sync_api", reason="the page tests drive Chromium with playwright (dev extra)")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium; .ci/run installs it)")
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="the page tests drive Chromium with playwright (dev extra)"
+)
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="needs Chromium (apt-get install chromium; .ci/run installs it)"
+)
 ARTIFACTS = Path(os.environ.get("MODELWIRE_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
 
 
@@ -59,7 +63,9 @@ class ServeProcess:
         self.port = free_port()
         clean = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "MODELWIRE_MODEL"}
         cmd = [sys.executable, "-m", "modelwire.cli", "serve", "--port", str(self.port), *args]
-        self.proc = subprocess.Popen(cmd, env={**clean, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            cmd, env={**clean, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
 
     def __enter__(self) -> str:
         deadline = time.monotonic() + 20
@@ -69,7 +75,12 @@ class ServeProcess:
                 return f"http://127.0.0.1:{self.port}/"
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"modelwire serve did not start: {self.proc.stderr.read() if self.proc.poll() is not None else 'timeout'}")
+                    raise AssertionError(
+                        (
+                            "modelwire serve did not start: "
+                            f"{self.proc.stderr.read() if self.proc.poll() is not None else 'timeout'}"
+                        )
+                    )
                 time.sleep(0.05)
 
     def __exit__(self, *exc) -> None:
@@ -125,13 +136,17 @@ def test_the_stop_button_ends_the_reply_and_closes_the_provider_connection(brows
     long = body("anthropic", ("text", " ".join(["word"] * 600)))
     with ProviderServer() as provider:
         provider.replies = [sse_reply(long, delay=0.02)]
-        with ServeProcess("--model", "anthropic:claude-sonnet-4-5", "--base-url", provider.url, env={"ANTHROPIC_API_KEY": "sk-test"}) as url:
+        with ServeProcess(
+            "--model", "anthropic:claude-sonnet-4-5", "--base-url", provider.url, env={"ANTHROPIC_API_KEY": "sk-test"}
+        ) as url:
             page = browser.new_page()
             page.goto(url)
             assert page.locator("#banner").is_hidden()
             page.fill("#input", "Talk for a long time.")
             page.click("#send")
-            page.wait_for_function("() => (document.querySelector('article.assistant .text')?.textContent.length ?? 0) > 40", timeout=15000)
+            page.wait_for_function(
+                "() => (document.querySelector('article.assistant .text')?.textContent.length ?? 0) > 40", timeout=15000
+            )
             assert page.is_enabled("#stop") and page.is_disabled("#send")
             page.click("#stop")
             clicked = time.monotonic()
@@ -152,15 +167,27 @@ PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQG
 
 def photo(city: str):
     """A photo of a city."""
-    return [f"a photo of {city}", DataBlock(source={"type": "base64", "data": PIXEL, "media_type": "image/png"}, name=f"{city}.png")]
+    return [
+        f"a photo of {city}",
+        DataBlock(source={"type": "base64", "data": PIXEL, "media_type": "image/png"}, name=f"{city}.png"),
+    ]
 
 
 @pytest.mark.parametrize("answer", ["Allow", "Deny"])
 def test_a_confirmation_prompt_runs_or_denies_the_tool_and_an_image_result_is_shown(browser, answer):
     with ProviderServer() as provider:
         provider.replies = [
-            sse_reply(body("anthropic", ("think", "I should fetch a photo."), ("tool", "toolu_1", "photo", '{"city": "Oslo"}'), usage=(30, 10))),
-            sse_reply(body("anthropic", ("text", "Here is Oslo." if answer == "Allow" else "No photo then."), usage=(50, 5))),
+            sse_reply(
+                body(
+                    "anthropic",
+                    ("think", "I should fetch a photo."),
+                    ("tool", "toolu_1", "photo", '{"city": "Oslo"}'),
+                    usage=(30, 10),
+                )
+            ),
+            sse_reply(
+                body("anthropic", ("text", "Here is Oslo." if answer == "Allow" else "No photo then."), usage=(50, 5))
+            ),
         ]
 
         with Served(agent_app(provider, Tool(photo, requires_confirmation=True))) as url:
@@ -184,7 +211,9 @@ def test_a_confirmation_prompt_runs_or_denies_the_tool_and_an_image_result_is_sh
             confirm_gone = page.locator(".confirm").count() == 0
     assert confirm_gone
     if answer == "Allow":
-        assert result.startswith("a photo of Oslo") and images == [[1, "image"]]  # decoded; result data events carry no name
+        assert result.startswith("a photo of Oslo") and images == [
+            [1, "image"]
+        ]  # decoded; result data events carry no name
         assert text.strip() == "Here is Oslo."
     else:
         assert result.startswith("(denied)") and images == []
@@ -222,7 +251,12 @@ def test_an_external_tool_is_answered_from_the_page_and_the_reply_goes_on(browse
             sse_reply(body("anthropic", ("text", "They open at nine."), usage=(50, 5))),
         ]
 
-        lookup = Tool(name="lookup", description="Looked up by a person.", parameters={"type": "object", "properties": {"q": {"type": "string"}}}, external=True)
+        lookup = Tool(
+            name="lookup",
+            description="Looked up by a person.",
+            parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+            external=True,
+        )
         with Served(agent_app(provider, lookup)) as url:
             page = browser.new_page()
             page.goto(url + "/")
@@ -252,7 +286,9 @@ def page_with_stream(raw: bytes):
         if scope["type"] == "http" and scope["method"] == "POST":
             while (await receive()).get("more_body"):
                 pass
-            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
+            )
             await send({"type": "http.response.body", "body": raw})
             return
         await page_app(scope, receive, send)
@@ -264,8 +300,15 @@ def test_events_in_the_same_read_as_an_error_event_are_shown(browser):
     """A server failure after part of a reply, all in one network read: the part is kept."""
     from modelwire.event import ReplyStartEvent, TextBlockDeltaEvent, TextBlockStartEvent, event_to_json
 
-    frames = [ReplyStartEvent(session_id="s", reply_id="r1", name="Buddy"), TextBlockStartEvent(reply_id="r1", block_id="b1"), TextBlockDeltaEvent(reply_id="r1", block_id="b1", delta="a partial answer")]
-    one_read = b"".join(b"data: " + event_to_json(e).encode() + b"\n\n" for e in frames) + b'event: error\ndata: {"type": "ERROR", "message": "the server broke"}\n\n'
+    frames = [
+        ReplyStartEvent(session_id="s", reply_id="r1", name="Buddy"),
+        TextBlockStartEvent(reply_id="r1", block_id="b1"),
+        TextBlockDeltaEvent(reply_id="r1", block_id="b1", delta="a partial answer"),
+    ]
+    one_read = (
+        b"".join(b"data: " + event_to_json(e).encode() + b"\n\n" for e in frames)
+        + b'event: error\ndata: {"type": "ERROR", "message": "the server broke"}\n\n'
+    )
 
     with Served(page_with_stream(one_read)) as url:
         page = browser.new_page()
@@ -292,7 +335,9 @@ def test_a_reload_in_the_middle_of_a_reply_takes_it_up_again(browser):
             page.goto(url + "/")
             page.fill("#input", "Count for me.")
             page.keyboard.press("Enter")
-            page.wait_for_function("() => (document.querySelector('article.assistant .text')?.textContent.length ?? 0) > 60", timeout=15000)
+            page.wait_for_function(
+                "() => (document.querySelector('article.assistant .text')?.textContent.length ?? 0) > 60", timeout=15000
+            )
             page.reload()  # the connection goes with the old page; the reply goes on on the server
             page.wait_for_selector("article.assistant .stats", timeout=20000)
             shown = page.inner_text("article.assistant .text")
@@ -308,7 +353,14 @@ def test_a_reload_in_the_middle_of_a_reply_takes_it_up_again(browser):
 def test_tool_output_images_load_only_from_data_urls(browser):
     """A prompt-injected tool could put data in an image URL for the browser to fetch."""
     from modelwire.event import (
-        ReplyEndEvent, ReplyStartEvent, ToolCallEndEvent, ToolCallStartEvent, ToolResultDataDeltaEvent, ToolResultEndEvent, ToolResultStartEvent, event_to_json,
+        ReplyEndEvent,
+        ReplyStartEvent,
+        ToolCallEndEvent,
+        ToolCallStartEvent,
+        ToolResultDataDeltaEvent,
+        ToolResultEndEvent,
+        ToolResultStartEvent,
+        event_to_json,
     )
 
     r = "r1"
@@ -317,7 +369,13 @@ def test_tool_output_images_load_only_from_data_urls(browser):
         ToolCallStartEvent(reply_id=r, tool_call_id="c1", tool_call_name="photo"),
         ToolCallEndEvent(reply_id=r, tool_call_id="c1"),
         ToolResultStartEvent(reply_id=r, tool_call_id="c1", tool_call_name="photo"),
-        ToolResultDataDeltaEvent(reply_id=r, tool_call_id="c1", block_id="d1", media_type="image/png", url="http://127.0.0.1:9/leak.png?secret=42"),
+        ToolResultDataDeltaEvent(
+            reply_id=r,
+            tool_call_id="c1",
+            block_id="d1",
+            media_type="image/png",
+            url="http://127.0.0.1:9/leak.png?secret=42",
+        ),
         ToolResultDataDeltaEvent(reply_id=r, tool_call_id="c1", block_id="d2", media_type="image/png", data=PIXEL),
         ToolResultEndEvent(reply_id=r, tool_call_id="c1", state="success"),
         ReplyEndEvent(session_id="s", reply_id=r),

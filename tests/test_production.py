@@ -42,7 +42,11 @@ def events_of(model, messages):
 
 def well_formed(events) -> bool:
     """One model call's events, as a reply would hold them, pass the grammar check."""
-    framed = [E.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *events, E.ReplyEndEvent(session_id="s", reply_id="r")]
+    framed = [
+        E.ReplyStartEvent(session_id="s", reply_id="r", name="a"),
+        *events,
+        E.ReplyEndEvent(session_id="s", reply_id="r"),
+    ]
     return E.check_stream(framed) == len(framed)
 
 
@@ -59,7 +63,11 @@ def test_an_overloaded_model_fails_over_and_the_end_says_who_answered():
     end = events[-1]
     assert end.metadata["fallback"]["answered_by"] == "openai:gpt-4.1"
     (failed,) = end.metadata["fallback"]["failed"]
-    assert failed["model"] == "anthropic:claude-sonnet-4-5" and "OverloadedError" in failed["error"] and "Overloaded" in failed["error"]
+    assert (
+        failed["model"] == "anthropic:claude-sonnet-4-5"
+        and "OverloadedError" in failed["error"]
+        and "Overloaded" in failed["error"]
+    )
     assert "".join(e.delta for e in events if e.type == "TEXT_BLOCK_DELTA").strip() == "From the backup."
 
 
@@ -85,7 +93,9 @@ def test_no_failover_once_output_has_begun_nor_for_a_bad_request():
         with pytest.raises((ConnectionError, IncompleteStreamError)) as info:
             asyncio.run(FallbackModel([anthropic(a), openai(b)]).complete("hi"))
         assert info.value.partial.get_text_content() and not b.requests  # what came is kept; no silent switch
-        a.script(error_reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "bad request"}}))
+        a.script(
+            error_reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "bad request"}})
+        )
         with pytest.raises(InvalidRequestError):
             asyncio.run(FallbackModel([anthropic(a), openai(b)]).complete("hi"))
         assert not b.requests
@@ -131,10 +141,23 @@ def test_when_all_fail_the_last_error_says_the_others_failed_too_and_the_reply_e
 def test_the_next_model_gets_the_history_made_valid_for_it():
     history = [
         UserMsg("u", "Weather in Paris?"),
-        AssistantMsg("a", [ToolCallBlock(id="functions.get_weather:0", name="get_weather", input='{"city": "Paris"}'), ToolResultBlock(id="functions.get_weather:0", name="get_weather", output="sunny", state="success"), TextBlock(text="Sunny.")]),
+        AssistantMsg(
+            "a",
+            [
+                ToolCallBlock(id="functions.get_weather:0", name="get_weather", input='{"city": "Paris"}'),
+                ToolResultBlock(id="functions.get_weather:0", name="get_weather", output="sunny", state="success"),
+                TextBlock(text="Sunny."),
+            ],
+        ),
         UserMsg("u", "And tomorrow?"),
     ]
-    tools = [{"name": "get_weather", "description": "w", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    tools = [
+        {
+            "name": "get_weather",
+            "description": "w",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        }
+    ]
     with ProviderServer() as a, ProviderServer() as b:
         a.script(error_reply(503, {"error": {"message": "down", "type": "server_error"}}))
         b.script(sse_reply(body("anthropic", ("text", "Rain."))))
@@ -150,10 +173,17 @@ def test_load_model_with_a_list_and_a_profile_with_a_fallback(tmp_path, monkeypa
     with ProviderServer() as a, ProviderServer() as b:
         a.script(OVERLOADED)
         b.script(sse_reply(body("openai-chat", ("text", "Listed backup."))))
-        model = load_model(["anthropic:claude-sonnet-4-5", "openai:gpt-4.1"], api_key="k", retry=NO_RETRY, base_url=None)
+        model = load_model(
+            ["anthropic:claude-sonnet-4-5", "openai:gpt-4.1"], api_key="k", retry=NO_RETRY, base_url=None
+        )
         assert isinstance(model, FallbackModel) and [m.name for m in model.models] == ["claude-sonnet-4-5", "gpt-4.1"]
         config = tmp_path / "modelwire.toml"
-        config.write_text(f'[profiles.safe]\nmodel = "anthropic:claude-sonnet-4-5"\nbase_url = "{a.url}"\nfallback = ["openai:gpt-4.1"]\n')
+        config.write_text(
+            (
+                f'[profiles.safe]\nmodel = "anthropic:claude-sonnet-4-5"\nbase_url = "{a.url}"\nfallback '
+                '= ["openai:gpt-4.1"]\n'
+            )
+        )
         monkeypatch.chdir(tmp_path)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
         monkeypatch.setenv("OPENAI_API_KEY", "k")
@@ -216,7 +246,12 @@ def weather(city: str) -> str:
 
 @pytest.mark.parametrize(
     "limits,name",
-    [(UsageLimits(requests=1), "requests"), (UsageLimits(output_tokens=20), "output_tokens"), (UsageLimits(total_tokens=50), "total_tokens"), (UsageLimits(cost=0.01), "cost")],
+    [
+        (UsageLimits(requests=1), "requests"),
+        (UsageLimits(output_tokens=20), "output_tokens"),
+        (UsageLimits(total_tokens=50), "total_tokens"),
+        (UsageLimits(cost=0.01), "cost"),
+    ],
 )
 def test_a_limit_stops_the_reply_before_the_call_that_would_pass_it(limits, name):
     with ProviderServer() as server:
@@ -224,7 +259,12 @@ def test_a_limit_stops_the_reply_before_the_call_that_would_pass_it(limits, name
             sse_reply(body("anthropic", ("tool", "toolu_1", "weather", '{"city": "Oslo"}'), usage=(30, 20))),
             sse_reply(body("anthropic", ("text", "Sunny."))),
         )
-        agent = Agent("a", load_model("anthropic:claude-test", api_key="k", base_url=server.url, retry=NO_RETRY), tools=[weather], limits=limits)
+        agent = Agent(
+            "a",
+            load_model("anthropic:claude-test", api_key="k", base_url=server.url, retry=NO_RETRY),
+            tools=[weather],
+            limits=limits,
+        )
         events = []
 
         async def go():
@@ -234,12 +274,21 @@ def test_a_limit_stops_the_reply_before_the_call_that_would_pass_it(limits, name
         asyncio.run(go())
         assert len(server.requests) == 1  # the second call was not made
     end = events[-1]
-    assert end.type == "REPLY_END" and end.finished_reason == "error" and end.error.type == "rate_limit" and name in end.error.message
+    assert (
+        end.type == "REPLY_END"
+        and end.finished_reason == "error"
+        and end.error.type == "rate_limit"
+        and name in end.error.message
+    )
     reply = agent.context[-1]
     assert reply.get_content_blocks("tool_result")[0].output[0].text == "sunny in Oslo"  # kept
     assert E.check_stream(events) == len(events)
     with pytest.raises(UsageLimitExceeded) as info:
-        server_free = Agent("a", load_model("anthropic:claude-test", api_key="k", base_url="http://127.0.0.1:9"), limits=UsageLimits(requests=0))
+        server_free = Agent(
+            "a",
+            load_model("anthropic:claude-test", api_key="k", base_url="http://127.0.0.1:9"),
+            limits=UsageLimits(requests=0),
+        )
         asyncio.run(server_free.reply("hi"))
     assert info.value.limit == "requests"
 

@@ -102,7 +102,10 @@ def render(spec: list[CallSpec], split_seed: int, order_seed: int, reply_id: str
             elif b.kind == "data":
                 lane = [(E.DataBlockStartEvent, {"block_id": b.id, "media_type": "image/png"})]
                 lane += [
-                    (E.DataBlockDeltaEvent, {"block_id": b.id, "media_type": "image/png", "data": base64.b64encode(p).decode()})
+                    (
+                        E.DataBlockDeltaEvent,
+                        {"block_id": b.id, "media_type": "image/png", "data": base64.b64encode(p).decode()},
+                    )
                     for p in pieces
                 ]
                 lane.append((E.DataBlockEndEvent, {"block_id": b.id}))
@@ -130,12 +133,20 @@ def render(spec: list[CallSpec], split_seed: int, order_seed: int, reply_id: str
                 out.append(ev(cls, **kw))
         out.append(ev(E.ModelCallEndEvent, input_tokens=len(call.blocks), output_tokens=1, cache_input_tokens=1))
         for call_id, output, state in call.results:
-            out.append(E.ToolResultStartEvent(id=f"{call_id}-rs", created_at=TS, reply_id=reply_id, tool_call_id=call_id, tool_call_name="f"))
+            out.append(
+                E.ToolResultStartEvent(
+                    id=f"{call_id}-rs", created_at=TS, reply_id=reply_id, tool_call_id=call_id, tool_call_name="f"
+                )
+            )
             # An empty result is sent with no piece: one empty piece alone is content to the
             # fold (an empty text part, as AgentScope folds it), not a way of splitting nothing.
             for p in _cut(output, split) if output else []:
                 out.append(ev(E.ToolResultTextDeltaEvent, tool_call_id=call_id, delta=p))
-            out.append(E.ToolResultEndEvent(id=f"{call_id}-re", created_at=TS, reply_id=reply_id, tool_call_id=call_id, state=state))
+            out.append(
+                E.ToolResultEndEvent(
+                    id=f"{call_id}-re", created_at=TS, reply_id=reply_id, tool_call_id=call_id, state=state
+                )
+            )
     out.append(E.ReplyEndEvent(id="end", created_at=TS, session_id="s", reply_id=reply_id))
     return out
 

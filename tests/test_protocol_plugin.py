@@ -62,12 +62,15 @@ class TinyFormatter(Formatter):
         turns = []
         for seg in segments(messages, "tiny"):
             if seg.kind == "results":
-                turns.append({"role": "tool", "results": [{"id": r.id, "text": "".join(b.text for b in result_blocks(r) if b.type == "text")} for r in seg.blocks]})
+                results = [{"id": r.id, "text": "".join(b.text for b in result_blocks(r) if b.type == "text")}
+                           for r in seg.blocks]
+                turns.append({"role": "tool", "results": results})
             else:
                 turns.append({
                     "role": seg.kind,
                     "text": "".join(b.text for b in seg.blocks if b.type == "text"),
-                    "calls": [{"id": b.id, "name": b.name, "args": parse_arguments(b)} for b in seg.blocks if b.type == "tool_call"],
+                    "calls": [{"id": b.id, "name": b.name, "args": parse_arguments(b)}
+                              for b in seg.blocks if b.type == "tool_call"],
                 })
         return {"turns": turns, "tools": [s.name for s in tool_specs(tools)]}
 
@@ -80,12 +83,14 @@ class TinyProtocol(WireProtocol):
     path = "/tiny/{model}/stream"
     model_in_body = False
     capabilities = Capabilities(parallel_tool_calls=True)
-    presets = (Preset("tiny", "tiny", "http://127.0.0.1:1", None, "TINY_BASE_URL", key_required=False, auth="none", example="small"),)
+    presets = (Preset("tiny", "tiny", "http://127.0.0.1:1", None, "TINY_BASE_URL", key_required=False, auth="none",
+                      example="small"),)
 
     def apply_options(self, body, options, preset, model="", caps=None):
         if options.max_tokens is not None:
             body["limit"] = options.max_tokens
-        for name in ("temperature", "top_p", "stop", "thinking", "thinking_budget", "reasoning_effort", "reasoning_summary", "json_schema"):
+        for name in ("temperature", "top_p", "stop", "thinking", "thinking_budget", "reasoning_effort",
+                     "reasoning_summary", "json_schema"):
             if getattr(options, name) is not None:
                 raise self.unsupported(name, preset)
 
@@ -116,7 +121,9 @@ def plugin(tmp_path, monkeypatch):
     info = tmp_path / "tiny_protocol-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tiny-protocol\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[modelwire.protocols]\ntiny = tiny_protocol:PROTOCOL\n\n[modelwire.presets]\ntiny = tiny_protocol:PROTOCOL\n")
+    (info / "entry_points.txt").write_text(
+        "[modelwire.protocols]\ntiny = tiny_protocol:PROTOCOL\n\n[modelwire.presets]\ntiny = tiny_protocol:PROTOCOL\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(protocols, "_entry_points", None)
     monkeypatch.setattr(protocols, "_loaded", {})
@@ -144,7 +151,12 @@ def test_load_model_and_complete_on_the_plugin(plugin, server, monkeypatch):
     assert reply.usage.input_tokens == 3
     request = server.requests[0]
     assert request["path"] == "/tiny/small/stream"
-    assert request["json"] == {"turns": [{"role": "user", "text": "hi", "calls": []}], "tools": [], "stream": True, "limit": 50}
+    assert request["json"] == {
+        "turns": [{"role": "user", "text": "hi", "calls": []}],
+        "tools": [],
+        "stream": True,
+        "limit": 50,
+    }
 
 
 def test_the_agent_runs_tools_on_the_plugin(plugin, server, monkeypatch):
@@ -155,7 +167,10 @@ def test_the_agent_runs_tools_on_the_plugin(plugin, server, monkeypatch):
         return a + b
 
     server.script(
-        Reply(body=body(("tool", "c1", "add", '{"a": 2, "b": 3}'), ("tool", "c2", "add", '{"a": 1, "b": 1}')), headers={"content-type": "text/event-stream"}),
+        Reply(
+            body=body(("tool", "c1", "add", '{"a": 2, "b": 3}'), ("tool", "c2", "add", '{"a": 1, "b": 1}')),
+            headers={"content-type": "text/event-stream"},
+        ),
         Reply(body=body(("text", "5 and 2")), headers={"content-type": "text/event-stream"}),
     )
     agent = Agent("Buddy", load_model("tiny:small"), tools=[add])
@@ -172,13 +187,30 @@ def test_the_agent_runs_tools_on_the_plugin(plugin, server, monkeypatch):
 
 def test_modelwire_chat_on_the_plugin(plugin, server):
     server.script(Reply(body=body(("text", "from the plugin")), headers={"content-type": "text/event-stream"}))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin), os.environ.get("PYTHONPATH", "")]), "TINY_BASE_URL": server.url}
-    done = subprocess.run([sys.executable, "-m", "modelwire.cli", "chat", "--model", "tiny:small", "Hi"], env=env, capture_output=True, text=True, timeout=60)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(plugin), os.environ.get("PYTHONPATH", "")]),
+        "TINY_BASE_URL": server.url,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "modelwire.cli", "chat", "--model", "tiny:small", "Hi"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "from the plugin" in done.stdout
-    listing = subprocess.run([sys.executable, "-m", "modelwire.cli", "models"], env=env, capture_output=True, text=True, timeout=60)
+    listing = subprocess.run(
+        [sys.executable, "-m", "modelwire.cli", "models"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert "tiny" in listing.stdout
     decoded = subprocess.run(
-        [sys.executable, "-m", "modelwire.cli", "decode", "--protocol", "tiny", "-"], env=env, input=body(("text", "x")).decode(), capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "modelwire.cli", "decode", "--protocol", "tiny", "-"],
+        env=env,
+        input=body(("text", "x")).decode(),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert decoded.returncode == 0 and json.loads(decoded.stdout)["content"][0]["text"] == "x "

@@ -31,7 +31,14 @@ def fmt(preset: str, messages, tools=None, **options):
 
 
 def test_builtin_protocols_are_registered_with_their_parts():
-    assert set(protocol_names()) >= {"anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse", "ollama"}
+    assert set(protocol_names()) >= {
+        "anthropic",
+        "openai-chat",
+        "openai-responses",
+        "gemini",
+        "bedrock-converse",
+        "ollama",
+    }
     for name in protocol_names():
         proto = get_protocol(name)
         assert proto.name == name and isinstance(proto.capabilities, Capabilities)
@@ -40,10 +47,33 @@ def test_builtin_protocols_are_registered_with_their_parts():
 
 
 BUILT_IN_PRESETS = {
-    "anthropic": {"anthropic", "vertex-anthropic", "bedrock-anthropic", "minimax", "moonshot-anthropic", "zai-anthropic", "deepseek-anthropic", "anthropic-compatible"},
+    "anthropic": {
+        "anthropic",
+        "vertex-anthropic",
+        "bedrock-anthropic",
+        "minimax",
+        "moonshot-anthropic",
+        "zai-anthropic",
+        "deepseek-anthropic",
+        "anthropic-compatible",
+    },
     "openai-chat": {
-        "openai", "azure", "azure-v1", "deepseek", "openrouter", "groq", "together", "mistral", "xai", "moonshot", "dashscope",
-        "ollama-openai", "vllm", "lmstudio", "openai-compatible", "llamacpp",
+        "openai",
+        "azure",
+        "azure-v1",
+        "deepseek",
+        "openrouter",
+        "groq",
+        "together",
+        "mistral",
+        "xai",
+        "moonshot",
+        "dashscope",
+        "ollama-openai",
+        "vllm",
+        "lmstudio",
+        "openai-compatible",
+        "llamacpp",
     },
     "openai-responses": {"openai-responses", "azure-responses", "responses-compatible"},
     "gemini": {"google", "vertex"},
@@ -65,7 +95,9 @@ def test_built_ins_are_entry_points_of_the_package_as_a_plugin_declares_them():
         brought = {p.name for p in get_protocol(name).presets}
         assert brought == BUILT_IN_PRESETS[name], name
         assert all(p.protocol == name for p in get_protocol(name).presets)
-        assert {preset: presets[preset] for preset in brought} == dict.fromkeys(brought, value)  # each names its protocol
+        assert {preset: presets[preset] for preset in brought} == dict.fromkeys(
+            brought, value
+        )  # each names its protocol
     assert set(presets) == set().union(*BUILT_IN_PRESETS.values())
 
 
@@ -79,9 +111,17 @@ def test_resolving_a_model_string_loads_only_the_protocol_it_uses():
         "    modelwire.load_model(spec, api_key='k')\n"
         "print(' '.join(sorted({m.split('.')[2] for m in sys.modules if m.startswith('modelwire.protocols.')})))"
     )
-    run = lambda *specs: subprocess.run([sys.executable, "-c", code, *specs], capture_output=True, text=True, check=True).stdout.split()
+    run = lambda *specs: subprocess.run(
+        [sys.executable, "-c", code, *specs], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert run("deepseek:deepseek-chat") == ["_caps", "_openai_shared", "_protocol", "openai_chat"]
-    assert run("vertex-anthropic:claude-sonnet-4-5@20250929", "google:gemini-2.5-flash") == ["_caps", "_claude", "_protocol", "anthropic", "gemini"]
+    assert run("vertex-anthropic:claude-sonnet-4-5@20250929", "google:gemini-2.5-flash") == [
+        "_caps",
+        "_claude",
+        "_protocol",
+        "anthropic",
+        "gemini",
+    ]
 
 
 def test_a_protocol_entry_point_under_another_name_is_a_clear_error(monkeypatch):
@@ -94,8 +134,13 @@ def test_a_protocol_entry_point_under_another_name_is_a_clear_error(monkeypatch)
             return get_protocol("anthropic")
 
     monkeypatch.setattr(protocols, "_loaded", {**protocols._loaded})
-    monkeypatch.setattr(protocols, "_entry_points", {"modelwire.protocols": {"anthropc": Entry()}, "modelwire.presets": {}})
-    with pytest.raises(UnknownProtocolError, match="entry point 'anthropc' gives a protocol named 'anthropic': the two names must be the same"):
+    monkeypatch.setattr(
+        protocols, "_entry_points", {"modelwire.protocols": {"anthropc": Entry()}, "modelwire.presets": {}}
+    )
+    with pytest.raises(
+        UnknownProtocolError,
+        match="entry point 'anthropc' gives a protocol named 'anthropic': the two names must be the same",
+    ):
         protocols.get_protocol("anthropc")
 
 
@@ -109,8 +154,13 @@ def test_a_preset_entry_point_naming_the_wrong_protocol_is_a_clear_error(monkeyp
             return get_protocol("ollama")
 
     monkeypatch.setattr(protocols, "_presets", {})
-    monkeypatch.setattr(protocols, "_entry_points", {"modelwire.protocols": {}, "modelwire.presets": {"mistaken": Entry()}})
-    with pytest.raises(UnknownProtocolError, match="'mistaken' names modelwire.protocols.ollama:PROTOCOL, which brings no preset of that name"):
+    monkeypatch.setattr(
+        protocols, "_entry_points", {"modelwire.protocols": {}, "modelwire.presets": {"mistaken": Entry()}}
+    )
+    with pytest.raises(
+        UnknownProtocolError,
+        match="'mistaken' names modelwire.protocols.ollama:PROTOCOL, which brings no preset of that name",
+    ):
         protocols.find_preset("mistaken")
 
 
@@ -120,14 +170,24 @@ def test_a_dialect_key_the_protocol_does_not_read_is_an_error():
 
     chat = get_protocol("openai-chat")
     with pytest.raises(ConfigError, match="reads no dialect key 'reasoning_feild'; did you mean 'reasoning_field'"):
-        chat.check_dialect(Preset("mine", "openai-chat", "http://127.0.0.1:1", None, dialect={"reasoning_feild": "reasoning"}))
-    with pytest.raises(ConfigError, match="dialect thinking_switch='ollama' must be 'deepseek' or 'openrouter' or 'qwen' or 'vllm'"):
-        chat.check_dialect(Preset("mine", "openai-chat", "http://127.0.0.1:1", None, dialect={"thinking_switch": "ollama"}))
+        chat.check_dialect(
+            Preset("mine", "openai-chat", "http://127.0.0.1:1", None, dialect={"reasoning_feild": "reasoning"})
+        )
+    with pytest.raises(
+        ConfigError, match="dialect thinking_switch='ollama' must be 'deepseek' or 'openrouter' or 'qwen' or 'vllm'"
+    ):
+        chat.check_dialect(
+            Preset("mine", "openai-chat", "http://127.0.0.1:1", None, dialect={"thinking_switch": "ollama"})
+        )
     with pytest.raises(ConfigError, match="dialect stream_usage=1 must be bool"):
         chat.check_dialect(Preset("mine", "openai-chat", "http://127.0.0.1:1", None, dialect={"stream_usage": 1}))
     with pytest.raises(ConfigError, match="the gemini protocol reads no dialect key 'reasoning_field'"):
-        get_protocol("gemini").check_dialect(Preset("mine", "gemini", "http://127.0.0.1:1", None, dialect={"reasoning_field": "reasoning"}))
-    get_protocol("anthropic").check_dialect(Preset("mine", "anthropic", "http://127.0.0.1:1", None, dialect={"credentials": "aws", "endpoint": "bedrock"}))
+        get_protocol("gemini").check_dialect(
+            Preset("mine", "gemini", "http://127.0.0.1:1", None, dialect={"reasoning_field": "reasoning"})
+        )
+    get_protocol("anthropic").check_dialect(
+        Preset("mine", "anthropic", "http://127.0.0.1:1", None, dialect={"credentials": "aws", "endpoint": "bedrock"})
+    )
 
 
 def test_error_codes_belong_to_their_protocol_and_are_read_across_them():
@@ -135,9 +195,13 @@ def test_error_codes_belong_to_their_protocol_and_are_read_across_them():
 
     assert "throttlingexception" in get_protocol("bedrock-converse").error_types
     assert "throttlingexception" not in get_protocol("anthropic").error_types
-    assert isinstance(error_from_body({"type": "ThrottlingException", "message": "slow down"}, "bedrock-converse"), RateLimitError)
+    assert isinstance(
+        error_from_body({"type": "ThrottlingException", "message": "slow down"}, "bedrock-converse"), RateLimitError
+    )
     # A gateway in front of Claude that answers in Google's words is still understood.
-    assert isinstance(error_from_body({"error": {"status": "UNAVAILABLE", "message": "busy"}}, "anthropic"), OverloadedError)
+    assert isinstance(
+        error_from_body({"error": {"status": "UNAVAILABLE", "message": "busy"}}, "anthropic"), OverloadedError
+    )
 
 
 def test_an_unknown_protocol_is_a_clear_error():
@@ -152,13 +216,46 @@ PROTOCOL_NAMES = re.compile(r"[\"'](" + "|".join(re.escape(n) for n in [*protoco
 @pytest.mark.parametrize(
     "module",
     [
-        "models/options.py", "models/_http.py", "models/transport.py", "models/__init__.py", "models/_fallback.py", "models/_cache.py",
-        "models/_lookup.py", "agent/_agent.py", "agent/_mcp.py", "agent/_tools.py", "cli.py", "cassettes/_show.py", "cassettes/_hook.py",
-        "testing/sse.py", "testing/server.py", "testing/fake.py", "testing/conformance.py", "adapters/_base.py", "adapters/__init__.py",
-        "message/_provenance.py", "message/_msg.py", "message/_fold.py", "message/_blocks.py", "event/_events.py", "_record.py",
-        "formatters/_common.py", "formatters/_toolids.py", "models/config.py", "models/capabilities.py", "telemetry.py", "cost.py",
-        "errors.py", "protocols/__init__.py", "protocols/_caps.py", "conform.py", "cassettes/_drift.py", "cassettes/_transpose.py",
-        "models/_learned.py", "models/_preflight.py", "protocols/_probe.py",
+        "models/options.py",
+        "models/_http.py",
+        "models/transport.py",
+        "models/__init__.py",
+        "models/_fallback.py",
+        "models/_cache.py",
+        "models/_lookup.py",
+        "agent/_agent.py",
+        "agent/_mcp.py",
+        "agent/_tools.py",
+        "cli.py",
+        "cassettes/_show.py",
+        "cassettes/_hook.py",
+        "testing/sse.py",
+        "testing/server.py",
+        "testing/fake.py",
+        "testing/conformance.py",
+        "adapters/_base.py",
+        "adapters/__init__.py",
+        "message/_provenance.py",
+        "message/_msg.py",
+        "message/_fold.py",
+        "message/_blocks.py",
+        "event/_events.py",
+        "_record.py",
+        "formatters/_common.py",
+        "formatters/_toolids.py",
+        "models/config.py",
+        "models/capabilities.py",
+        "telemetry.py",
+        "cost.py",
+        "errors.py",
+        "protocols/__init__.py",
+        "protocols/_caps.py",
+        "conform.py",
+        "cassettes/_drift.py",
+        "cassettes/_transpose.py",
+        "models/_learned.py",
+        "models/_preflight.py",
+        "protocols/_probe.py",
     ],
 )
 def test_generic_modules_name_no_protocol(module):
@@ -175,7 +272,12 @@ def test_reasoning_is_replayed_only_to_the_provider_that_made_it():
     from modelwire.testing.sse import body
     from modelwire.adapters import decode_sse
 
-    events = decode_sse("openai-chat", body("openai-chat", ("think", "Call the tool."), ("tool", "c1", "f", "{}")), "r", provider="deepseek")
+    events = decode_sse(
+        "openai-chat",
+        body("openai-chat", ("think", "Call the tool."), ("tool", "c1", "f", "{}")),
+        "r",
+        provider="deepseek",
+    )
     reply = AssistantMsg("a", [], id="r")
     for event in events:
         reply.append_event(event)
@@ -236,7 +338,9 @@ def test_thinking_false_never_turns_thinking_on(preset):
         assert err.option == "thinking"
         return
     text = json.dumps(body)
-    assert not re.search(r'"type": "enabled"|"enabled": true|"enable_thinking": true|"budget_tokens"|"effort"', text), body
+    assert not re.search(r'"type": "enabled"|"enabled": true|"enable_thinking": true|"budget_tokens"|"effort"', text), (
+        body
+    )
 
 
 @pytest.mark.parametrize("preset", ["anthropic", "deepseek", "dashscope", "openrouter"])
@@ -249,10 +353,19 @@ def test_thinking_maps_onto_each_servers_own_switch():
     assert _request("openai-responses", thinking=True)[0]["reasoning"] == {"effort": "medium", "summary": "auto"}
     assert _request("deepseek", thinking=True)[0]["thinking"] == {"type": "enabled"}
     assert _request("deepseek", thinking=False)[0]["thinking"] == {"type": "disabled"}
-    assert (_request("dashscope", thinking=True, thinking_budget=500)[0]["enable_thinking"], _request("dashscope", thinking_budget=500)[0]["thinking_budget"]) == (True, 500)
+    assert (
+        _request("dashscope", thinking=True, thinking_budget=500)[0]["enable_thinking"],
+        _request("dashscope", thinking_budget=500)[0]["thinking_budget"],
+    ) == (True, 500)
     assert _request("vllm", thinking=False)[0]["chat_template_kwargs"] == {"enable_thinking": False}
-    assert _request("openrouter", thinking=True, thinking_budget=800)[0]["reasoning"] == {"enabled": True, "max_tokens": 800}
-    assert _request("anthropic", thinking=True, max_tokens=4000)[0]["thinking"] == {"type": "enabled", "budget_tokens": 2000}
+    assert _request("openrouter", thinking=True, thinking_budget=800)[0]["reasoning"] == {
+        "enabled": True,
+        "max_tokens": 800,
+    }
+    assert _request("anthropic", thinking=True, max_tokens=4000)[0]["thinking"] == {
+        "type": "enabled",
+        "budget_tokens": 2000,
+    }
     with pytest.raises(UnsupportedOptionError, match="reasoning_effort"):
         _request("openai", thinking=True)
 
@@ -289,7 +402,11 @@ def test_agentscope_signed_thinking_opens_the_anthropic_tool_turn():
     payload = fmt("anthropic", as_tool_turn(thinking, *call_and_result()))
     sdk_params.streaming_request("anthropic", payload)
     assistant = payload["messages"][1]
-    assert assistant["content"][0] == {"type": "thinking", "thinking": "I should call the tool.", "signature": "EqQBsig=="}
+    assert assistant["content"][0] == {
+        "type": "thinking",
+        "thinking": "I should call the tool.",
+        "signature": "EqQBsig==",
+    }
     assert assistant["content"][1]["type"] == "tool_use"
 
 
@@ -301,7 +418,12 @@ def test_agentscope_redacted_thinking_is_replayed_to_anthropic():
 
 
 def test_agentscope_reasoning_item_reaches_the_responses_input_between_its_texts():
-    raw = {"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": "Think."}], "encrypted_content": "gAAAAenc"}
+    raw = {
+        "id": "rs_1",
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "Think."}],
+        "encrypted_content": "gAAAAenc",
+    }
     messages = [
         from_agentscope(asm.Msg(name="user", role="user", content=[asm.TextBlock(text="hi")])),
         from_agentscope(
@@ -338,7 +460,10 @@ def test_agentscope_plain_thinking_goes_back_to_deepseek_in_full():
 
 @pytest.mark.parametrize("where", ["user", "tool_result"])
 def test_text_documents_go_to_chat_completions_as_text(where):
-    doc = asm.DataBlock(source=asm.Base64Source(data=base64.b64encode(b"line one\nline two").decode(), media_type="text/plain"), name="notes.txt")
+    doc = asm.DataBlock(
+        source=asm.Base64Source(data=base64.b64encode(b"line one\nline two").decode(), media_type="text/plain"),
+        name="notes.txt",
+    )
     if where == "user":
         messages = [from_agentscope(asm.Msg(name="user", role="user", content=[asm.TextBlock(text="Summarize:"), doc]))]
     else:
@@ -348,7 +473,10 @@ def test_text_documents_go_to_chat_completions_as_text(where):
                 asm.Msg(
                     name="agent",
                     role="assistant",
-                    content=[asm.ToolCallBlock(id="c1", name="read", input="{}"), asm.ToolResultBlock(id="c1", name="read", output=[doc], state="success")],
+                    content=[
+                        asm.ToolCallBlock(id="c1", name="read", input="{}"),
+                        asm.ToolResultBlock(id="c1", name="read", output=[doc], state="success"),
+                    ],
                 )
             ),
         ]
@@ -368,10 +496,16 @@ def test_text_documents_go_to_chat_completions_as_text(where):
     ],
 )
 def test_data_agentscope_accepts_loads_normalised(data, media_type):
-    msg = from_agentscope(asm.Msg(name="user", role="user", content=[asm.DataBlock(source=asm.Base64Source(data=data, media_type=media_type))]))
+    msg = from_agentscope(
+        asm.Msg(
+            name="user", role="user", content=[asm.DataBlock(source=asm.Base64Source(data=data, media_type=media_type))]
+        )
+    )
     source = msg.content[0].source
     assert re.fullmatch(r"[A-Za-z0-9+/]*={0,2}", source.data) and len(source.data) % 4 == 0
-    assert base64.b64decode(source.data) == base64.urlsafe_b64decode(data.split(",")[-1].replace("\n", "").replace("+", "-").replace("/", "_") + "==")
+    assert base64.b64decode(source.data) == base64.urlsafe_b64decode(
+        data.split(",")[-1].replace("\n", "").replace("+", "-").replace("/", "_") + "=="
+    )
     assert source.media_type in ("image/jpeg", "image/png")
 
 
@@ -380,7 +514,13 @@ def test_data_that_is_not_base64_says_why():
     from modelwire.errors import FormatError
     from modelwire.formatters import get_formatter
 
-    msg = from_agentscope(asm.Msg(name="user", role="user", content=[asm.DataBlock(source=asm.Base64Source(data="ab*c", media_type="image/png"))]))
+    msg = from_agentscope(
+        asm.Msg(
+            name="user",
+            role="user",
+            content=[asm.DataBlock(source=asm.Base64Source(data="ab*c", media_type="image/png"))],
+        )
+    )
     with pytest.raises(FormatError, match="character '\\*' at position 2"):
         get_formatter("anthropic")().format([msg])
 
@@ -391,7 +531,12 @@ def test_what_modelwire_writes_agentscope_reads_and_replays():
     from modelwire.testing.sse import body
 
     reply = AssistantMsg("a", [], id="r")
-    for event in decode_sse("openai-responses", body("openai-responses", ("think", "Plan."), ("text", "Done.")), "r", provider="openai-responses"):
+    for event in decode_sse(
+        "openai-responses",
+        body("openai-responses", ("think", "Plan."), ("text", "Done.")),
+        "r",
+        provider="openai-responses",
+    ):
         reply.append_event(event)
     theirs = asm.Msg.model_validate(json.loads(json.dumps(reply.to_dict())))
     from agentscope.formatter import OpenAIResponseFormatter  # noqa: PLC0415
@@ -454,14 +599,32 @@ def _extras_keys_named(path: Path) -> set[str]:
 
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "extra" and len(node.args) >= 2:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "extra"
+            and len(node.args) >= 2
+        ):
             key = node.args[1]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "setdefault", "pop") and node.args:
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "setdefault", "pop")
+            and node.args
+        ):
             receiver = node.func.value
-            key = node.args[0] if (receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", None)) == "extras" else None
+            key = (
+                node.args[0]
+                if (receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", None)) == "extras"
+                else None
+            )
         elif isinstance(node, ast.Subscript):
             receiver = node.value
-            key = node.slice if (receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", None)) == "extras" else None
+            key = (
+                node.slice
+                if (receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", None)) == "extras"
+                else None
+            )
         else:
             continue
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
@@ -525,7 +688,10 @@ def test_every_formatter_is_a_formatter_and_another_class_is_refused():
         name = "wrong"
         formatter = "json:JSONEncoder"
 
-    with pytest.raises(TypeError, match="the wrong protocol's formatter 'json:JSONEncoder' is not a modelwire.formatters.Formatter subclass"):
+    with pytest.raises(
+        TypeError,
+        match="the wrong protocol's formatter 'json:JSONEncoder' is not a modelwire.formatters.Formatter subclass",
+    ):
         Wrong().formatter_class()
 
 

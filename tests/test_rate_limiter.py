@@ -62,13 +62,29 @@ class BudgetServer:
             if used + cost > self.budget:
                 self.refused += 1
                 wait = self.spent[0][0] + self.period - now
-                return error_reply(429, {"error": {"message": "Rate limit reached for tokens per min", "type": "tokens", "code": "rate_limit_exceeded"}}, headers={"retry-after": f"{max(wait, 0.01):.3f}"})
+                return error_reply(
+                    429,
+                    {
+                        "error": {
+                            "message": "Rate limit reached for tokens per min",
+                            "type": "tokens",
+                            "code": "rate_limit_exceeded",
+                        }
+                    },
+                    headers={"retry-after": f"{max(wait, 0.01):.3f}"},
+                )
             self.spent.append((now, cost))
             self.arrivals.append(now)
             remaining = self.budget - used - cost
         headers = {"content-type": "text/event-stream"}
         if self.send_limits:
-            headers.update({"x-ratelimit-limit-tokens": str(self.budget), "x-ratelimit-remaining-tokens": str(remaining), "x-ratelimit-reset-tokens": f"{self.period:g}s"})
+            headers.update(
+                {
+                    "x-ratelimit-limit-tokens": str(self.budget),
+                    "x-ratelimit-remaining-tokens": str(remaining),
+                    "x-ratelimit-reset-tokens": f"{self.period:g}s",
+                }
+            )
         prompt = cost - MAX_TOKENS
         return Reply(body=sse_body("openai-chat", ("text", "Sunny."), usage=(prompt, MAX_TOKENS)), headers=headers)
 
@@ -84,7 +100,9 @@ def _estimate(model) -> int:
 
 
 async def _calls(model, n: int):
-    return await asyncio.gather(*(model.complete(PROMPT, options={"max_tokens": MAX_TOKENS}) for _ in range(n)), return_exceptions=True)
+    return await asyncio.gather(
+        *(model.complete(PROMPT, options={"max_tokens": MAX_TOKENS}) for _ in range(n)), return_exceptions=True
+    )
 
 
 def test_fifty_calls_under_a_small_token_budget_never_get_a_429(monkeypatch):
@@ -93,7 +111,9 @@ def test_fifty_calls_under_a_small_token_budget_never_get_a_429(monkeypatch):
     with ProviderServer() as server:
         server.respond = server_budget
         limiter = RateLimiter(tpm=BUDGET, period=PERIOD)
-        model = load_model("openai:gpt-4.1", base_url=server.url + "/v1", rate_limiter=limiter, retry=RetryPolicy(max_retries=0))
+        model = load_model(
+            "openai:gpt-4.1", base_url=server.url + "/v1", rate_limiter=limiter, retry=RetryPolicy(max_retries=0)
+        )
         ends = asyncio.run(_ends(model, 50))
         estimate = _estimate(model)
     assert [type(r).__name__ for r in ends if isinstance(r, BaseException)] == []
@@ -135,7 +155,9 @@ def test_the_limits_are_learned_from_the_headers(monkeypatch):
     with ProviderServer() as server:
         server.respond = server_budget
         limiter = RateLimiter(period=PERIOD)
-        model = load_model("openai:gpt-4.1", base_url=server.url + "/v1", rate_limiter=limiter, retry=RetryPolicy(max_retries=0))
+        model = load_model(
+            "openai:gpt-4.1", base_url=server.url + "/v1", rate_limiter=limiter, retry=RetryPolicy(max_retries=0)
+        )
         asyncio.run(model.complete(PROMPT, options={"max_tokens": MAX_TOKENS}))
         assert limiter.limits(f"{server.url}/v1|gpt-4.1") == (None, BUDGET)
         replies = asyncio.run(_calls(model, 30))
@@ -150,7 +172,12 @@ def test_a_429_pauses_every_caller_of_the_endpoint(monkeypatch):
     with ProviderServer() as server:
         server.respond = server_budget
         limiter = RateLimiter(period=PERIOD)
-        model = load_model("openai:gpt-4.1", base_url=server.url + "/v1", rate_limiter=limiter, retry=RetryPolicy(max_retries=3, initial_delay=0.01))
+        model = load_model(
+            "openai:gpt-4.1",
+            base_url=server.url + "/v1",
+            rate_limiter=limiter,
+            retry=RetryPolicy(max_retries=3, initial_delay=0.01),
+        )
         replies = asyncio.run(_calls(model, 30))
     assert all(hasattr(r, "content") for r in replies), [r for r in replies if not hasattr(r, "content")][:1]
     # Without the pause, each of the 30 would meet 429s until its retries ran out.
@@ -163,7 +190,13 @@ def test_a_wait_past_the_deadline_is_refused_before_sending(monkeypatch):
     with ProviderServer() as server:
         server.respond = server_budget
         limiter = RateLimiter(rpm=1, period=30.0)
-        model = load_model("openai:gpt-4.1", base_url=server.url + "/v1", rate_limiter=limiter, timeouts={"total": 2.0}, retry=RetryPolicy(max_retries=0))
+        model = load_model(
+            "openai:gpt-4.1",
+            base_url=server.url + "/v1",
+            rate_limiter=limiter,
+            timeouts={"total": 2.0},
+            retry=RetryPolicy(max_retries=0),
+        )
         asyncio.run(model.complete(PROMPT))
         with pytest.raises(RateLimitError, match="past the call's deadline"):
             asyncio.run(model.complete(PROMPT))
@@ -187,9 +220,11 @@ _WORKER = textwrap.dedent(
 
     async def main():
         limiter = RateLimiter(tpm={budget}, period={period}, redis=sys.argv[2])
-        model = load_model("openai:gpt-4.1", base_url=sys.argv[1], api_key="sk-test", rate_limiter=limiter, retry=RetryPolicy(max_retries=0))
+        model = load_model("openai:gpt-4.1", base_url=sys.argv[1], api_key="sk-test", rate_limiter=limiter,
+                           retry=RetryPolicy(max_retries=0))
         prompt = [UserMsg("u", "What is the weather in Paris today? " * 4)]
-        replies = await asyncio.gather(*(model.complete(prompt, options={{"max_tokens": {max_tokens}}}) for _ in range(25)), return_exceptions=True)
+        calls = (model.complete(prompt, options={{"max_tokens": {max_tokens}}}) for _ in range(25))
+        replies = await asyncio.gather(*calls, return_exceptions=True)
         await limiter.aclose()
         print(sum(hasattr(r, "content") for r in replies))
 
@@ -206,7 +241,16 @@ def test_two_processes_share_one_budget_through_redis(redis_url, monkeypatch):  
     with ProviderServer() as server:
         server.respond = server_budget
         env = {**os.environ, "MODELWIRE_DEBUG": "0"}
-        workers = [subprocess.Popen([sys.executable, "-c", code, server.url + "/v1", redis_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+        workers = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, server.url + "/v1", redis_url],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+            for _ in range(2)
+        ]
         outs = [w.communicate(timeout=120) for w in workers]
         estimate = _estimate(load_model("openai:gpt-4.1", base_url=server.url + "/v1"))
     assert [o[0].strip() for o in outs] == ["25", "25"], [o[1][-800:] for o in outs]

@@ -40,8 +40,14 @@ OPENAI = {  # https://platform.openai.com/docs/guides/rate-limits#rate-limits-in
 
 def test_anthropics_headers_reach_the_calls_end_in_one_shape():
     with ProviderServer() as server:
-        server.script(Reply(body=sse_body("anthropic", ("text", "Hi.")), headers={"content-type": "text/event-stream", **ANTHROPIC}))
-        model = load_model("anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=server.url, retry=RetryPolicy(max_retries=0))
+        server.script(
+            Reply(
+                body=sse_body("anthropic", ("text", "Hi.")), headers={"content-type": "text/event-stream", **ANTHROPIC}
+            )
+        )
+        model = load_model(
+            "anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=server.url, retry=RetryPolicy(max_retries=0)
+        )
         events = []
 
         async def run():
@@ -60,14 +66,21 @@ def test_anthropics_headers_reach_the_calls_end_in_one_shape():
 @pytest.mark.parametrize("spec", ["openai:gpt-4.1", "openai-responses:gpt-4.1"])
 def test_openais_headers_on_a_429_are_on_the_error(spec):
     with ProviderServer() as server:
-        body = b'{"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}}'
+        body = (
+            b'{"error": {"message": "Rate limit reached for requests", "type": "requests", "code": '
+            b'"rate_limit_exceeded"}}'
+        )
         server.script(Reply(status=429, body=body, headers={"content-type": "application/json", **OPENAI}))
         model = load_model(spec, api_key="sk-test", base_url=server.url + "/v1", retry=RetryPolicy(max_retries=0))
         before = time.time()
         with pytest.raises(RateLimitError) as raised:
             asyncio.run(model.complete([UserMsg("u", "hi")]))
     limits = raised.value.rate_limits
-    assert limits["requests"]["limit"] == 60 and limits["requests"]["remaining"] == 0 and limits["tokens"]["remaining"] == 149984
+    assert (
+        limits["requests"]["limit"] == 60
+        and limits["requests"]["remaining"] == 0
+        and limits["tokens"]["remaining"] == 149984
+    )
     assert limits["retry_after"] == 90.0
     reset = time.mktime(time.strptime(limits["requests"]["reset"], "%Y-%m-%dT%H:%M:%SZ")) - time.mktime(time.gmtime(0))
     assert before + 88 <= reset <= time.time() + 92  # "1m30s" from the answer, as a time
@@ -97,9 +110,19 @@ MISTRAL = {  # the names Mistral sends (mistralai/client-ts#169, 2026-02-12): pe
 # vercel/ai's packages/google/src/__fixtures__/google-429-retry-info.json).
 GEMINI_429 = {
     "error": {
-        "code": 429, "status": "RESOURCE_EXHAUSTED", "message": "You exceeded your current quota, please check your plan and billing details.",
+        "code": 429,
+        "status": "RESOURCE_EXHAUSTED",
+        "message": "You exceeded your current quota, please check your plan and billing details.",
         "details": [
-            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests", "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
+            {
+                "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                "violations": [
+                    {
+                        "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                        "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+                    }
+                ],
+            },
             {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "34.4s"},
         ],
     }
@@ -108,14 +131,21 @@ GEMINI_429 = {
 
 def test_mistrals_per_minute_headers_in_the_same_shape():
     with ProviderServer() as server:
-        server.script(Reply(body=sse_body("openai-chat", ("text", "Hi.")), headers={"content-type": "text/event-stream", **MISTRAL}))
+        server.script(
+            Reply(
+                body=sse_body("openai-chat", ("text", "Hi.")), headers={"content-type": "text/event-stream", **MISTRAL}
+            )
+        )
         model = load_model("mistral:mistral-medium-latest", api_key="sk-test", base_url=server.url + "/v1")
 
         async def run():
             return [ev async for ev in model.stream([UserMsg("u", "hi")], reply_id="r")]
 
         events = asyncio.run(run())
-    assert events[-1].metadata["rate_limits"] == {"requests": {"limit": 720, "remaining": 717}, "tokens": {"limit": 5000000, "remaining": 4999911}}
+    assert events[-1].metadata["rate_limits"] == {
+        "requests": {"limit": 720, "remaining": 717},
+        "tokens": {"limit": 5000000, "remaining": 4999911},
+    }
 
 
 def test_geminis_retry_info_is_the_errors_wait_and_is_honoured():
@@ -125,20 +155,27 @@ def test_geminis_retry_info_is_the_errors_wait_and_is_honoured():
 
     with ProviderServer() as server:
         server.script(error_reply(429, GEMINI_429))
-        model = load_model("google:gemini-2.5-flash", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=0))
+        model = load_model(
+            "google:gemini-2.5-flash", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=0)
+        )
         with pytest.raises(RateLimitError, match="exceeded your current quota") as raised:
             asyncio.run(model.complete([UserMsg("u", "hi")]))
         assert raised.value.rate_limits == {"retry_after": 34.4} and raised.value.retry_after == 34.4
         # The retry policy waits what the body says (a short one here), then the call succeeds.
         short = json.loads(json.dumps(GEMINI_429))
         short["error"]["details"][1]["retryDelay"] = "0.2s"
-        server.script(error_reply(429, short), Reply(body=sse_body("gemini", ("text", "Hi.")), headers={"content-type": "text/event-stream"}))
+        server.script(
+            error_reply(429, short),
+            Reply(body=sse_body("gemini", ("text", "Hi.")), headers={"content-type": "text/event-stream"}),
+        )
         waits = []
 
         async def sleep(seconds):
             waits.append(seconds)
 
-        retried = load_model("google:gemini-2.5-flash", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=1))
+        retried = load_model(
+            "google:gemini-2.5-flash", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=1)
+        )
         retried._sleep = sleep
         msg = asyncio.run(retried.complete([UserMsg("u", "hi")]))
     assert msg.get_text_content().strip() == "Hi." and waits == [0.2]
@@ -151,8 +188,17 @@ def test_openrouters_headers_on_a_429():
 
     with ProviderServer() as server:
         headers = {"X-RateLimit-Limit": "20", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1796356800000"}
-        server.script(error_reply(429, {"error": {"message": "Rate limit exceeded: free-models-per-min", "code": 429}}, headers=headers))
-        model = load_model("openrouter:meta-llama/llama-4-scout:free", api_key="sk-or-test", base_url=server.url + "/api/v1", retry=RetryPolicy(max_retries=0))
+        server.script(
+            error_reply(
+                429, {"error": {"message": "Rate limit exceeded: free-models-per-min", "code": 429}}, headers=headers
+            )
+        )
+        model = load_model(
+            "openrouter:meta-llama/llama-4-scout:free",
+            api_key="sk-or-test",
+            base_url=server.url + "/api/v1",
+            retry=RetryPolicy(max_retries=0),
+        )
         with pytest.raises(RateLimitError) as raised:
             asyncio.run(model.complete([UserMsg("u", "hi")]))
     assert raised.value.rate_limits == {"requests": {"limit": 20, "remaining": 0, "reset": "2026-12-04T04:00:00Z"}}

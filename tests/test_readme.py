@@ -27,8 +27,18 @@ SHELL = blocks("bash")
 def answer(request):
     """A short text answer in the protocol the request was sent in."""
     path = request["path"]
-    protocol = "anthropic" if path.endswith("/messages") else "openai-responses" if path.endswith("/responses") else "gemini" if "generateContent" in path else "openai-chat"
-    return Reply(body=body(protocol, ("text", "Hello from the test server")), headers={"content-type": "text/event-stream"})
+    protocol = (
+        "anthropic"
+        if path.endswith("/messages")
+        else "openai-responses"
+        if path.endswith("/responses")
+        else "gemini"
+        if "generateContent" in path
+        else "openai-chat"
+    )
+    return Reply(
+        body=body(protocol, ("text", "Hello from the test server")), headers={"content-type": "text/event-stream"}
+    )
 
 
 def user_env(server, tmp_path) -> dict[str, str]:
@@ -58,7 +68,14 @@ def test_every_python_block_runs_as_written(n, tmp_path):
         server.respond = answer
         script = tmp_path / "block.py"
         script.write_text(code)
-        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=user_env(server, tmp_path))
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=user_env(server, tmp_path),
+        )
     assert done.returncode == 0, f"README block {n} failed:\n{code}\n--- stderr:\n{done.stderr[-2000:]}"
 
 
@@ -69,10 +86,24 @@ def test_the_pytest_block_records_and_replays(tmp_path):
     with ProviderServer() as server:
         server.respond = answer
         env = user_env(server, tmp_path)
-        first = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--record-mode=once"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+        first = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--record-mode=once"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=env,
+        )
         assert first.returncode == 0, first.stdout + first.stderr
     env.pop("ANTHROPIC_API_KEY")  # replay needs no key, and the server is gone
-    again = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    again = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
     assert again.returncode == 0, again.stdout + again.stderr
     assert list((tmp_path / "cassettes").rglob("*.json"))
 
@@ -83,7 +114,14 @@ def test_the_testing_section_is_a_test_file_that_passes_with_no_network_and_no_k
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL")) and k != "MODELWIRE_DEBUG"}
     env["PYTHONPATH"] = os.pathsep.join(sys.path)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
     assert done.returncode == 0 and " passed" in done.stdout, done.stdout + done.stderr
 
 
@@ -93,7 +131,14 @@ def test_the_conformance_block_is_a_test_file_that_passes(tmp_path):
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL")) and k != "MODELWIRE_DEBUG"}
     env["PYTHONPATH"] = os.pathsep.join(sys.path)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
     assert done.returncode == 0 and " passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
 
 
@@ -104,9 +149,18 @@ def test_the_pytest_plugin_lives_beside_pytest_recording(tmp_path):
     with ProviderServer() as server:
         server.respond = answer
         env = user_env(server, tmp_path)
-        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--modelwire-record-mode=once"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--modelwire-record-mode=once"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=env,
+        )
     assert run.returncode == 0, run.stdout + run.stderr
-    help_text = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env).stdout
+    help_text = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
+    ).stdout
     assert "--modelwire-record-mode" in help_text and "--record-mode" in help_text
 
 
@@ -140,19 +194,36 @@ def test_every_shell_block_runs_or_fails_with_one_clear_error(where, code, tmp_p
     import pyproject_extras
 
     bin_dir = str(Path(sys.executable).parent)
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL")) and k not in ("MODELWIRE_DEBUG", "MODELWIRE_MODEL")}
-    env.update(PATH=bin_dir + os.pathsep + env.get("PATH", ""), MODELWIRE_CACHE_DIR=str(tmp_path / "cache"), HOME=str(tmp_path))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith(("_API_KEY", "_BASE_URL")) and k not in ("MODELWIRE_DEBUG", "MODELWIRE_MODEL")
+    }
+    env.update(
+        PATH=bin_dir + os.pathsep + env.get("PATH", ""), MODELWIRE_CACHE_DIR=str(tmp_path / "cache"), HOME=str(tmp_path)
+    )
     for command in commands(code):
         pip = PIP.match(command)
         if pip:
             for extra in filter(None, (pip.group(4) or "").split(",")):
-                assert extra in pyproject_extras.EXTRAS, f"{where}: {command!r} names an extra pyproject.toml does not have"
+                assert extra in pyproject_extras.EXTRAS, (
+                    f"{where}: {command!r} names an extra pyproject.toml does not have"
+                )
             continue
         if SETUP.match(command):
             continue
         server = command.endswith("&")
         command = command.rstrip("&").strip().replace(".venv/bin/modelwire", "modelwire")
-        proc = subprocess.Popen(["bash", "-c", command], cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             out, err = proc.communicate(timeout=8 if server or " serve" in command else 120)
         except subprocess.TimeoutExpired:
@@ -161,7 +232,9 @@ def test_every_shell_block_runs_or_fails_with_one_clear_error(where, code, tmp_p
             os.killpg(proc.pid, signal.SIGTERM)
             out, err = proc.communicate(timeout=10)
             assert " serve" in command or server, f"{where}: {command!r} did not end"
-            assert "Traceback" not in err and "serving" in (out + err).lower() or "on http://" in err, f"{where}: {command!r}\n{err[-2000:]}"
+            assert "Traceback" not in err and "serving" in (out + err).lower() or "on http://" in err, (
+                f"{where}: {command!r}\n{err[-2000:]}"
+            )
             continue
         if proc.returncode == 0:
             continue
@@ -169,8 +242,12 @@ def test_every_shell_block_runs_or_fails_with_one_clear_error(where, code, tmp_p
         assert "Traceback" not in err and lines, f"{where}: {command!r} failed with nothing to say\n{out[-1000:]}"
         # A failure is fine only where a provider is needed (no key here), or where the
         # command's own exit status says what it found (modelwire check: 1 = findings).
-        needs_provider = lines[-1].startswith("modelwire") and re.search(r"needs an API key|_API_KEY|cannot connect|could not connect|nothing answers at", lines[-1])
-        assert needs_provider or re.match(r"^\d+ finding", lines[-1]), f"{where}: {command!r} ended with {proc.returncode}:\n{err[-2000:]}"
+        needs_provider = lines[-1].startswith("modelwire") and re.search(
+            r"needs an API key|_API_KEY|cannot connect|could not connect|nothing answers at", lines[-1]
+        )
+        assert needs_provider or re.match(r"^\d+ finding", lines[-1]), (
+            f"{where}: {command!r} ended with {proc.returncode}:\n{err[-2000:]}"
+        )
 
 
 # -- one line per mistake -------------------------------------------------------------------------
@@ -179,7 +256,15 @@ def test_every_shell_block_runs_or_fails_with_one_clear_error(where, code, tmp_p
 def cli(*args: str, stdin: str | None = None, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k != "MODELWIRE_DEBUG" and k != "MODELWIRE_MODEL"}
     environment.update(env)
-    return subprocess.run([sys.executable, "-m", "modelwire.cli", *args], input=stdin, capture_output=True, text=True, timeout=60, env=environment, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "modelwire.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+        cwd=cwd,
+    )
 
 
 def one_line(done: subprocess.CompletedProcess, code: int, *words: str) -> None:
@@ -193,10 +278,16 @@ def one_line(done: subprocess.CompletedProcess, code: int, *words: str) -> None:
 def test_mistakes_in_the_command_line_get_one_line_and_a_fix(tmp_path):
     one_line(cli("chta"), 2, "did you mean chat?")
     one_line(cli("chat", "--modle", "x", "hi"), 2, "did you mean --model?")
-    one_line(cli("chat", "-m", "antropic:claude-sonnet-4-5", "hi", cwd=tmp_path), 2, "did you mean anthropic:claude-sonnet-4-5?")
+    one_line(
+        cli("chat", "-m", "antropic:claude-sonnet-4-5", "hi", cwd=tmp_path),
+        2,
+        "did you mean anthropic:claude-sonnet-4-5?",
+    )
     one_line(cli("chat", "-m", "Anthropic:claude-x", "hi", cwd=tmp_path), 2, "did you mean anthropic:claude-x?")
     one_line(cli("chat", "-m", "gpt-4o", "hi", cwd=tmp_path), 2, "did you mean openai:gpt-4o?")
-    one_line(cli("chat", "-m", "anthropic:claude-x", "hi", cwd=tmp_path, ANTHROPIC_API_KEY=""), 2, "set ANTHROPIC_API_KEY")
+    one_line(
+        cli("chat", "-m", "anthropic:claude-x", "hi", cwd=tmp_path, ANTHROPIC_API_KEY=""), 2, "set ANTHROPIC_API_KEY"
+    )
     one_line(cli("chat", "hi", cwd=tmp_path), 2, "MODELWIRE_MODEL")
     one_line(cli("chat", "-m", "openai:gpt-x", cwd=tmp_path, stdin="   ", OPENAI_API_KEY="k"), 2, "the prompt is empty")
     one_line(cli("decode", "--protocol", "antropic", "-"), 2, "did you mean anthropic?")
@@ -204,8 +295,16 @@ def test_mistakes_in_the_command_line_get_one_line_and_a_fix(tmp_path):
 
 
 def test_a_misspelled_option_in_modelwire_toml_is_named(tmp_path):
-    (tmp_path / "modelwire.toml").write_text('default = "fast"\n[profiles.fast]\nmodel = "openai:gpt-4.1"\ntemprature = 0.2\n')
-    one_line(cli("chat", "hi", cwd=tmp_path, OPENAI_API_KEY="k"), 2, "modelwire.toml", "'temprature'", "did you mean temperature?")
+    (tmp_path / "modelwire.toml").write_text(
+        'default = "fast"\n[profiles.fast]\nmodel = "openai:gpt-4.1"\ntemprature = 0.2\n'
+    )
+    one_line(
+        cli("chat", "hi", cwd=tmp_path, OPENAI_API_KEY="k"),
+        2,
+        "modelwire.toml",
+        "'temprature'",
+        "did you mean temperature?",
+    )
 
 
 def test_format_and_cassette_mistakes_are_named(tmp_path):
@@ -255,11 +354,27 @@ def test_chat_against_a_server_of_another_protocol_says_so():
 def test_chat_takes_a_piped_prompt_and_keeps_stdout_for_the_answer():
     with ProviderServer() as server:
         server.respond = answer
-        done = cli("chat", "-m", "openai:gpt-x", "--base-url", server.url + "/v1", "--max-tokens", "50", "--temperature", "0.1", stdin="Hello?\n", OPENAI_API_KEY="k")
+        done = cli(
+            "chat",
+            "-m",
+            "openai:gpt-x",
+            "--base-url",
+            server.url + "/v1",
+            "--max-tokens",
+            "50",
+            "--temperature",
+            "0.1",
+            stdin="Hello?\n",
+            OPENAI_API_KEY="k",
+        )
         sent = server.requests[0]["json"]
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Hello from the test server" and "tokens in" in done.stderr
-    assert sent["messages"][-1]["content"] == "Hello?" and sent["max_completion_tokens"] == 50 and sent["temperature"] == 0.1
+    assert (
+        sent["messages"][-1]["content"] == "Hello?"
+        and sent["max_completion_tokens"] == 50
+        and sent["temperature"] == 0.1
+    )
 
 
 def test_help_teaches():
@@ -272,7 +387,9 @@ def test_help_teaches():
 
 
 def test_a_broken_pipe_is_quiet():
-    done = subprocess.run(f"{sys.executable} -m modelwire.cli models | head -1", shell=True, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        f"{sys.executable} -m modelwire.cli models | head -1", shell=True, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0 and done.stderr == ""
 
 
@@ -282,12 +399,24 @@ def test_an_older_python_gets_modelwires_own_message(tmp_path):
     import glob
     import shutil
 
-    candidates = [*sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.10*/bin/python3.10"))), shutil.which("python3.10")]
-    older = next((c for c in candidates if c and subprocess.run([c, "--version"], capture_output=True).returncode == 0), None)
+    candidates = [
+        *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.10*/bin/python3.10"))),
+        shutil.which("python3.10"),
+    ]
+    older = next(
+        (c for c in candidates if c and subprocess.run([c, "--version"], capture_output=True).returncode == 0), None
+    )
     if older is None:
         pytest.skip("no Python 3.10 on this machine")
     subprocess.run([older, "-m", "venv", str(tmp_path / "venv")], check=True, timeout=120)
-    done = subprocess.run([str(tmp_path / "venv" / "bin" / "pip"), "install", "-q", "-e", str(ROOT)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [str(tmp_path / "venv" / "bin" / "pip"), "install", "-q", "-e", str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode != 0
-    assert "modelwire needs Python 3.11 or newer, and this is Python 3.10" in done.stdout + done.stderr, (done.stdout + done.stderr)[-3000:]
+    assert "modelwire needs Python 3.11 or newer, and this is Python 3.10" in done.stdout + done.stderr, (
+        done.stdout + done.stderr
+    )[-3000:]
     assert "No matching distribution" not in done.stdout + done.stderr

@@ -61,13 +61,21 @@ def test_an_unchanged_provider_reports_nothing_and_the_key_comes_from_the_enviro
     assert sent[0]["headers"]["x-api-key"] == key  # the credential is the environment's ...
     assert key not in path.read_text()  # ... and never the cassette's
     provenance = json.loads(path.read_text())["provenance"]
-    assert provenance["kind"] == "live" and provenance["models"] == ["claude-test"] and provenance["endpoints"][0].startswith("http://127.0.0.1:")
+    assert (
+        provenance["kind"] == "live"
+        and provenance["models"] == ["claude-test"]
+        and provenance["endpoints"][0].startswith("http://127.0.0.1:")
+    )
 
 
 def test_a_new_field_is_info(tmp_path, key):
     path = record(tmp_path / "c.json", TOOL_TURN)
-    report, _ = live(path, stream_reply("anthropic", TOOL_TURN.replace(b'"role"', b'"service_tier": "standard", "role"')))
-    assert [(d.severity, d.what) for d in report.drifts] == [("info", "new field(s) in the provider's events: message.service_tier")]
+    report, _ = live(
+        path, stream_reply("anthropic", TOOL_TURN.replace(b'"role"', b'"service_tier": "standard", "role"'))
+    )
+    assert [(d.severity, d.what) for d in report.drifts] == [
+        ("info", "new field(s) in the provider's events: message.service_tier")
+    ]
     assert report.exit_status == 0
 
 
@@ -75,22 +83,36 @@ def test_a_new_stop_reason_is_a_warning(tmp_path, key):
     path = record(tmp_path / "c.json", body("anthropic", ("text", "Four.")))
     report, _ = live(path, stream_reply("anthropic", body("anthropic", ("text", "Four."), stop="refusal")))
     (drift,) = report.drifts
-    assert (drift.severity, drift.what, drift.recorded, drift.live) == ("warning", "the stop reason changed", "end_turn", "refusal")
+    assert (drift.severity, drift.what, drift.recorded, drift.live) == (
+        "warning",
+        "the stop reason changed",
+        "end_turn",
+        "refusal",
+    )
     assert report.exit_status == 1
 
 
 def test_a_400_is_an_error_naming_the_providers_type(tmp_path, key):
     path = record(tmp_path / "c.json", TOOL_TURN)
-    refusal = {"type": "error", "error": {"type": "invalid_request_error", "message": "`temperature` is deprecated for this model."}}
+    refusal = {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": "`temperature` is deprecated for this model."},
+    }
     report, _ = live(path, error_reply(400, refusal))
     (drift,) = report.drifts
-    assert drift.severity == "error" and drift.recorded == "HTTP 200" and drift.live == "HTTP 400 InvalidRequestError (invalid_request_error)"
+    assert (
+        drift.severity == "error"
+        and drift.recorded == "HTTP 200"
+        and drift.live == "HTTP 400 InvalidRequestError (invalid_request_error)"
+    )
     assert report.exit_status == 2
 
 
 def test_a_new_block_kind_is_an_error_and_the_text_may_differ(tmp_path, key):
     path = record(tmp_path / "c.json", body("anthropic", ("text", "Four.")))
-    report, _ = live(path, stream_reply("anthropic", body("anthropic", ("think", "two and two"), ("text", "It is four, of course."))))
+    report, _ = live(
+        path, stream_reply("anthropic", body("anthropic", ("think", "two and two"), ("text", "It is four, of course.")))
+    )
     severities = {(d.severity, d.what) for d in report.drifts}
     assert ("error", "new block kind(s): thinking") in severities
     assert ("warning", "a signature or encrypted reasoning now comes") in severities
@@ -100,8 +122,12 @@ def test_a_new_block_kind_is_an_error_and_the_text_may_differ(tmp_path, key):
 
 def test_other_tool_arguments_and_a_new_model_snapshot(tmp_path, key):
     path = record(tmp_path / "c.json", TOOL_TURN)
-    other = body("anthropic", ("text", "Let me look."), ("tool", "toolu_99", "lookup", '{"city": "Rome", "units": "metric"}'))
-    report, _ = live(path, stream_reply("anthropic", other.replace(b'"model": "claude-test"', b'"model": "claude-test-20261201"')))
+    other = body(
+        "anthropic", ("text", "Let me look."), ("tool", "toolu_99", "lookup", '{"city": "Rome", "units": "metric"}')
+    )
+    report, _ = live(
+        path, stream_reply("anthropic", other.replace(b'"model": "claude-test"', b'"model": "claude-test-20261201"'))
+    )
     found = {(d.severity, d.what): (d.recorded, d.live) for d in report.drifts}
     assert found[("warning", "the arguments of lookup have other keys")] == (["city"], ["city", "units"])
     assert found[("info", "the model answered as another snapshot")] == ("claude-test", "claude-test-20261201")
@@ -114,7 +140,9 @@ def test_no_answer_at_all_is_an_error(tmp_path, key):
         gone = server.url
     report = recheck([path], base_url=gone, timeout=5)
     (drift,) = report.drifts
-    assert drift.severity == "error" and drift.what.startswith("no answer: nothing answers at") and report.exit_status == 2
+    assert (
+        drift.severity == "error" and drift.what.startswith("no answer: nothing answers at") and report.exit_status == 2
+    )
 
 
 def test_a_budget_and_a_call_limit_stop_the_run_before_the_next_request(tmp_path, key):
@@ -161,7 +189,11 @@ def test_the_command_prints_json_and_exits_by_the_worst_finding(tmp_path, key):
     with ProviderServer() as server:
         server.script(stream_reply("anthropic", body("anthropic", ("text", "Four."), stop="max_tokens")))
         run = subprocess.run(
-            [sys.executable, "-m", "modelwire", "cassette", "recheck", str(path), "--base-url", server.url, "--json"], capture_output=True, text=True, env=env, timeout=60
+            [sys.executable, "-m", "modelwire", "cassette", "recheck", str(path), "--base-url", server.url, "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
         )
     assert run.returncode == 1, run.stdout + run.stderr
     data = json.loads(run.stdout)
@@ -185,7 +217,8 @@ def test_pytest_cassette_recheck_reports_drift_per_test_and_a_normal_run_stays_o
 
                 @pytest.mark.cassette
                 def test_four():
-                    reply = asyncio.run(load_model("anthropic:claude-test", base_url={url!r}).complete([UserMsg("u", "2+2?")]))
+                    model = load_model("anthropic:claude-test", base_url={url!r})
+                    reply = asyncio.run(model.complete([UserMsg("u", "2+2?")]))
                     assert "Four" in reply.get_text_content()
                 """
             )
@@ -194,17 +227,28 @@ def test_pytest_cassette_recheck_reports_drift_per_test_and_a_normal_run_stays_o
         env = {**os.environ, "MODELWIRE_DEBUG": "0"}
 
         def pytest_run(*flags):
-            return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *flags], cwd=project, capture_output=True, text=True, env=env, timeout=120)
+            return subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *flags],
+                cwd=project,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            )
 
         offline = pytest_run()
         asked_offline = len(server.requests)
         server.script(stream_reply("anthropic", body("anthropic", ("text", "Four."), stop="max_tokens")))
         rechecked = pytest_run("--cassette-recheck")
         asked = len(server.requests)
-    assert offline.returncode == 0 and "modelwire cassette recheck" not in offline.stdout and asked_offline == 1, offline.stdout
+    assert offline.returncode == 0 and "modelwire cassette recheck" not in offline.stdout and asked_offline == 1, (
+        offline.stdout
+    )
     assert rechecked.returncode == 0, rechecked.stdout + rechecked.stderr  # the test replayed and passed
     assert "modelwire cassette recheck" in rechecked.stdout and asked == 2
-    assert "warning  test_math.py::test_four: 1 call(s); 0 error, 1 warning, 0 info" in rechecked.stdout, rechecked.stdout
+    assert "warning  test_math.py::test_four: 1 call(s); 0 error, 1 warning, 0 info" in rechecked.stdout, (
+        rechecked.stdout
+    )
     assert "the stop reason changed" in rechecked.stdout
 
 
@@ -213,13 +257,26 @@ def record_tool_conversation(path):
     tool, the (recorded) result goes back, the model answers."""
     from modelwire.message import AssistantMsg, ToolCallBlock, ToolResultBlock
 
-    lookup = {"name": "lookup", "description": "the weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+    lookup = {
+        "name": "lookup",
+        "description": "the weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
     first = [UserMsg("u", "Weather in Paris?")]
     second = first + [
-        AssistantMsg("a", [ToolCallBlock(id="toolu_01", name="lookup", input='{"city": "Paris"}'), ToolResultBlock(id="toolu_01", name="lookup", output="sunny, 21 C", state="success")]),
+        AssistantMsg(
+            "a",
+            [
+                ToolCallBlock(id="toolu_01", name="lookup", input='{"city": "Paris"}'),
+                ToolResultBlock(id="toolu_01", name="lookup", output="sunny, 21 C", state="success"),
+            ],
+        ),
     ]
     with ProviderServer() as server:
-        server.script(stream_reply("anthropic", TOOL_TURN), stream_reply("anthropic", body("anthropic", ("text", "It is sunny in Paris."))))
+        server.script(
+            stream_reply("anthropic", TOOL_TURN),
+            stream_reply("anthropic", body("anthropic", ("text", "It is sunny in Paris."))),
+        )
         with use_cassette(path, "all"):
             model = load_model("anthropic:claude-sonnet-4-5", base_url=server.url)
             asyncio.run(model.complete(first, tools=[lookup]))
@@ -231,7 +288,9 @@ def record_tool_conversation(path):
     "target, protocol",
     [("openai:gpt-4.1", "openai-chat"), ("google:gemini-2.5-flash", "gemini")],
 )
-def test_transpose_sends_a_recorded_tool_conversation_to_another_model_and_reports_both(tmp_path, key, monkeypatch, target, protocol):
+def test_transpose_sends_a_recorded_tool_conversation_to_another_model_and_reports_both(
+    tmp_path, key, monkeypatch, target, protocol
+):
     import sdk_params
     from modelwire.cassettes import transpose
 
@@ -254,12 +313,18 @@ def test_transpose_sends_a_recorded_tool_conversation_to_another_model_and_repor
     # The second request carries the recorded tool call and its recorded result.
     assert "sunny, 21 C" in json.dumps(sent[1])
     first, second = report.rows
-    assert first.recorded.tools == [("lookup", '{"city":"Paris"}')] and first.target.tools == [("lookup", '{"city":"Paris"}')]
-    assert second.recorded.text_chars == len("It is sunny in Paris.") and second.target.text_chars > 0 and second.target.tools == []
+    assert first.recorded.tools == [("lookup", '{"city":"Paris"}')] and first.target.tools == [
+        ("lookup", '{"city":"Paris"}')
+    ]
+    assert (
+        second.recorded.text_chars == len("It is sunny in Paris.")
+        and second.target.text_chars > 0
+        and second.target.tools == []
+    )
     assert first.recorded.model == "claude-sonnet-4-5" and first.target.model == target
     assert first.target.first_token is not None and first.recorded.input_tokens == 10
     shown = "\n".join(report.lines())
-    assert "call [0]" in shown and "lookup({\"city\":\"Paris\"})" in shown and target in shown
+    assert "call [0]" in shown and 'lookup({"city":"Paris"})' in shown and target in shown
     recorded_out = Cassette.load(out)
     assert len(recorded_out.interactions) == 2 and recorded_out.provenance["kind"] == "live"
     assert "sk-openai-test" not in out.read_text() and "g-test-0123456789" not in out.read_text()
@@ -278,7 +343,9 @@ def test_transpose_skips_what_was_recorded_without_its_conversation(tmp_path, ke
         transpose(path, "openai:gpt-4.1", out=path)
 
 
-AIMOCK = __import__("pathlib").Path(__file__).parent / "js" / "node_modules" / "@copilotkit" / "aimock" / "dist" / "cli.js"
+AIMOCK = (
+    __import__("pathlib").Path(__file__).parent / "js" / "node_modules" / "@copilotkit" / "aimock" / "dist" / "cli.js"
+)
 
 
 class Aimock:
@@ -301,7 +368,11 @@ class Aimock:
         import socket
         import time
 
-        self.process = subprocess.Popen(["node", str(AIMOCK), "-p", str(self.port), "-f", str(self.file), "--log-level", "silent"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.process = subprocess.Popen(
+            ["node", str(AIMOCK), "-p", str(self.port), "-f", str(self.file), "--log-level", "silent"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -322,27 +393,47 @@ def test_recheck_against_aimock_with_its_fixtures_swapped(tmp_path, key):
     """An independent server: a cassette recorded from aimock's Anthropic route while its
     fixture answers with a tool call; rechecked against the same fixture (nothing above
     info) and against one that now answers in text (the tool call gone: an error)."""
-    calls_a_tool = [{"match": {"userMessage": "weather"}, "response": {"toolCalls": [{"name": "lookup", "arguments": {"city": "Paris"}}]}}]
+    calls_a_tool = [
+        {
+            "match": {"userMessage": "weather"},
+            "response": {"toolCalls": [{"name": "lookup", "arguments": {"city": "Paris"}}]},
+        }
+    ]
     answers_in_text = [{"match": {"userMessage": "weather"}, "response": {"content": "It is sunny in Paris."}}]
-    lookup = {"name": "lookup", "description": "the weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    lookup = {
+        "name": "lookup",
+        "description": "the weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
     path = tmp_path / "aimock.json"
     with Aimock(tmp_path, calls_a_tool) as server:
         with use_cassette(path, "all"):
-            reply = asyncio.run(load_model("anthropic:claude-sonnet-4-5", base_url=server.url).complete([UserMsg("u", "weather in Paris?")], tools=[lookup]))
+            reply = asyncio.run(
+                load_model("anthropic:claude-sonnet-4-5", base_url=server.url).complete(
+                    [UserMsg("u", "weather in Paris?")], tools=[lookup]
+                )
+            )
         assert [b.name for b in reply.content if b.type == "tool_call"] == ["lookup"]
         same = recheck([path], base_url=server.url)
     with Aimock(tmp_path, answers_in_text) as server:
         changed = recheck([path], base_url=server.url)
-    assert same.calls == 1 and same.exit_status == 0 and all(d.severity == "info" for d in same.drifts), [str(d) for d in same.drifts]
+    assert same.calls == 1 and same.exit_status == 0 and all(d.severity == "info" for d in same.drifts), [
+        str(d) for d in same.drifts
+    ]
     found = {(d.severity, d.what) for d in changed.drifts}
-    assert ("error", "block kind(s) gone: tool_call") in found and ("warning", "the stop reason changed") in found, [str(d) for d in changed.drifts]
+    assert ("error", "block kind(s) gone: tool_call") in found and ("warning", "the stop reason changed") in found, [
+        str(d) for d in changed.drifts
+    ]
     assert changed.exit_status == 2
 
 
 def test_update_never_writes_an_error_over_a_recorded_answer(tmp_path, key):
     path = record(tmp_path / "c.json", body("anthropic", ("text", "Four.")))
     before = Cassette.load(path).interactions[0].response
-    refusal = {"type": "error", "error": {"type": "invalid_request_error", "message": "`temperature` is deprecated for this model."}}
+    refusal = {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": "`temperature` is deprecated for this model."},
+    }
     report, _ = live(path, error_reply(400, refusal), update=True)
     assert report.exit_status == 2 and report.updated == []
     assert Cassette.load(path).interactions[0].response == before

@@ -44,7 +44,13 @@ def test_every_missing_field_is_named_at_once():
 
 def test_a_wrong_type_says_where_inside_the_message():
     with pytest.raises(ValidationError) as info:
-        Msg.from_dict({"name": "a", "role": "assistant", "content": [{"type": "tool_result", "id": "c", "name": "f", "output": [{"type": "text", "text": 3}]}]})
+        Msg.from_dict(
+            {
+                "name": "a",
+                "role": "assistant",
+                "content": [{"type": "tool_result", "id": "c", "name": "f", "output": [{"type": "text", "text": 3}]}],
+            }
+        )
     (error,) = info.value.errors()
     assert error["loc"] == ("content", 0, "tool_result", "output", 0, "text", "text")
     assert error["type"] == "string_type" and "invalid Msg" in str(info.value)
@@ -96,7 +102,13 @@ def test_replace_checks_what_it_changes_and_shares_the_rest():
 
 @pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
 def test_copies_are_equal_and_own_their_parts(how):
-    msg = AssistantMsg("a", [TextBlock(text="x", citations=[{"n": 1}]), DataBlock(source={"type": "url", "url": "https://x/y.png", "media_type": "png"})])
+    msg = AssistantMsg(
+        "a",
+        [
+            TextBlock(text="x", citations=[{"n": 1}]),
+            DataBlock(source={"type": "url", "url": "https://x/y.png", "media_type": "png"}),
+        ],
+    )
     msg.usage = Usage(input_tokens=1, output_tokens=2)
     made = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": lambda m: pickle.loads(pickle.dumps(m))}[how](msg)
     assert made == msg and made.to_json() == msg.to_json()
@@ -130,9 +142,14 @@ def test_a_role_error_survives_pickling_with_its_details():
 
 
 def test_the_contract_imports_without_pydantic():
-    code = "import sys, modelwire.message, modelwire.event, modelwire.agent; print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))"
+    code = (
+        "import sys, modelwire.message, modelwire.event, modelwire.agent; print(sorted(m for m "
+        "in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))"
+    )
     src = os.path.join(os.path.dirname(__file__), "..", "src")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": src}, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": src}, check=True
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -143,11 +160,14 @@ def test_the_contract_loads_no_module_it_does_not_use_at_once():
         "import sys, modelwire.message, modelwire.event\n"
         "print(sorted(m for m in ('datetime', 'json', 'copy', 'modelwire.message._provenance') if m in sys.modules))\n"
         "from modelwire.message import Origin, origin\n"
-        "e = modelwire.event.event_from_json(modelwire.event.TextBlockDeltaEvent(reply_id='r', block_id='b', delta='x').to_json())\n"
+        "e = modelwire.event.event_from_json(modelwire.event.TextBlockDeltaEvent(reply_id='r', "
+        "block_id='b', delta='x').to_json())\n"
         "print(Origin('anthropic').protocol, e.delta, origin(modelwire.message.TextBlock(text='t')))"
     )
     src = os.path.join(os.path.dirname(__file__), "..", "src")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": src}, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": src}, check=True
+    )
     assert out.stdout.split("\n")[:2] == ["[]", "anthropic x None"]
 
 
@@ -162,7 +182,8 @@ def test_timestamps_are_what_datetime_writes(zone):
         "base = 1710054000 * 10**6  # 2024-03-10 07:00 UTC: 02:00 in New York jumps to 03:00\n"
         "stamps = [base + s * 10**6 + f for s in range(-3, 4) for f in (0, 1, 999_999)]\n"
         "stamps += [random.randrange(0, 4 * 10**15) for _ in range(2000)]\n"
-        "bad = [u for u in stamps if _iso(u) != datetime.datetime.fromtimestamp(u // 10**6).replace(microsecond=u % 10**6).isoformat()]\n"
+        "bad = [u for u in stamps if _iso(u) != datetime.datetime.fromtimestamp(u // "
+        "10**6).replace(microsecond=u % 10**6).isoformat()]\n"
         "before = datetime.datetime.now().isoformat(); mine = now_iso(); after = datetime.datetime.now().isoformat()\n"
         "print(bad[:3], before <= mine <= after)"
     )

@@ -17,72 +17,164 @@ from modelwire.protocols import get_protocol, protocol_names
 # (protocol the words come back on, the provider's words, the option named, what is learned)
 WORDS = [
     # Anthropic, 2026-11 (the report)
-    ("anthropic", '"thinking.type.disabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort"', "thinking", {"thinking_off": False}),
+    (
+        "anthropic",
+        (
+            '"thinking.type.disabled" is not supported for this model. Use "thinking.type.adaptive" '
+            'and "output_config.effort"'
+        ),
+        "thinking",
+        {"thinking_off": False},
+    ),
     # Anthropic: thinking.type.enabled on an adaptive-only model
-    ("anthropic", '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort"', "thinking_budget", {"thinking": ("adaptive",)}),
+    (
+        "anthropic",
+        (
+            '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" '
+            'and "output_config.effort"'
+        ),
+        "thinking_budget",
+        {"thinking": ("adaptive",)},
+    ),
     # anthropics/claude-code#29531, 2026-02-28 (Qwen behind an Anthropic route)
-    ("anthropic", "Only 'enabled' and 'disabled' are supported for thinking; 'adaptive' is not supported.", "thinking", {"thinking": ("budget",)}),
+    (
+        "anthropic",
+        "Only 'enabled' and 'disabled' are supported for thinking; 'adaptive' is not supported.",
+        "thinking",
+        {"thinking": ("budget",)},
+    ),
     # run-llama/llama_index#19641, 2025-08-11
-    ("anthropic", "Thinking may not be enabled when tool_choice forces tool use.", "tool_choice", {"forced_tool_thinking": False}),
+    (
+        "anthropic",
+        "Thinking may not be enabled when tool_choice forces tool use.",
+        "tool_choice",
+        {"forced_tool_thinking": False},
+    ),
     # a recorded claude-opus-4-6 400
-    ("anthropic", "output_config.effort: Supported levels: high, low, max, medium", "reasoning_effort", {"effort": ("low", "medium", "high", "max")}),
+    (
+        "anthropic",
+        "output_config.effort: Supported levels: high, low, max, medium",
+        "reasoning_effort",
+        {"effort": ("low", "medium", "high", "max")},
+    ),
     # anthropics/claude-code#81084, 2026-07-25
     (
         "anthropic",
-        "output_config.effort 'xhigh' is not supported when thinking is disabled on this model. Use effort 'high' or below, or enable thinking.",
+        (
+            "output_config.effort 'xhigh' is not supported when thinking is disabled on this model. "
+            "Use effort 'high' or below, or enable thinking."
+        ),
         "reasoning_effort",
         {"thinking_off_effort": ("minimal", "low", "medium", "high")},
     ),
     # UKGovernmentBEIS/inspect_ai#3721, 2026-04-20
     ("anthropic", "`temperature` is deprecated for this model.", "temperature", {"sampling": False}),
     # on Bedrock, DayuanJiang/next-ai-draw-io#861, 2026-06-06
-    ("bedrock", "The model returned the following errors: temperature is deprecated for this model.", "temperature", {"sampling": False}),
-    # through Bedrock, danny-avila/LibreChat#8346, 2025-07-09
-    ("bedrock", "The model returned the following errors: thinking.enabled.budget_tokens: Input should be greater than or equal to 1024", "thinking_budget", {"budget_min": 1024}),
-    # ding113/claude-code-hub#662, 2026-01-27; caozhiyuan/copilot-api#305, 2026-07-02
-    ("anthropic", "output_config: Extra inputs are not permitted", "output_config", {"refused_fields": ("output_config",)}),
-    ("anthropic", "context_management: Extra inputs are not permitted", "context_management", {"refused_fields": ("context_management",)}),
-    # CommandCodeAI/command-code#323, 2026-05-06
-    ("anthropic", "messages.1.content.1.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'", "tool_id", {"tool_id_pattern": "^[a-zA-Z0-9_-]+$"}),
-    # apify/tester-mcp-client#11, 2025-03-07
-    ("anthropic", "tools.7.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'", "tool_name", {"tool_name_pattern": "^[a-zA-Z0-9_-]{1,64}$"}),
-    # owndev/Open-WebUI-Functions#98, 2025-11-20
     (
-        "openai-chat",
-        "Unsupported value: 'temperature' does not support 0.01 with this model. Only the default (1) value is supported.",
+        "bedrock",
+        "The model returned the following errors: temperature is deprecated for this model.",
         "temperature",
         {"sampling": False},
     ),
-    ("openai-responses", "Unsupported parameter: 'temperature' is not supported with this model.", "temperature", {"sampling": False}),
+    # through Bedrock, danny-avila/LibreChat#8346, 2025-07-09
+    (
+        "bedrock",
+        (
+            "The model returned the following errors: thinking.enabled.budget_tokens: Input should "
+            "be greater than or equal to 1024"
+        ),
+        "thinking_budget",
+        {"budget_min": 1024},
+    ),
+    # ding113/claude-code-hub#662, 2026-01-27; caozhiyuan/copilot-api#305, 2026-07-02
+    (
+        "anthropic",
+        "output_config: Extra inputs are not permitted",
+        "output_config",
+        {"refused_fields": ("output_config",)},
+    ),
+    (
+        "anthropic",
+        "context_management: Extra inputs are not permitted",
+        "context_management",
+        {"refused_fields": ("context_management",)},
+    ),
+    # CommandCodeAI/command-code#323, 2026-05-06
+    (
+        "anthropic",
+        "messages.1.content.1.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
+        "tool_id",
+        {"tool_id_pattern": "^[a-zA-Z0-9_-]+$"},
+    ),
+    # apify/tester-mcp-client#11, 2025-03-07
+    (
+        "anthropic",
+        "tools.7.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'",
+        "tool_name",
+        {"tool_name_pattern": "^[a-zA-Z0-9_-]{1,64}$"},
+    ),
+    # owndev/Open-WebUI-Functions#98, 2025-11-20
+    (
+        "openai-chat",
+        (
+            "Unsupported value: 'temperature' does not support 0.01 with this model. Only the "
+            "default (1) value is supported."
+        ),
+        "temperature",
+        {"sampling": False},
+    ),
+    (
+        "openai-responses",
+        "Unsupported parameter: 'temperature' is not supported with this model.",
+        "temperature",
+        {"sampling": False},
+    ),
     # XCNXNXNX/dsh-portable-tavern#1, 2026-08-25
     ("openai-chat", "invalid temperature: only 1 is allowed for this model", "temperature", {"sampling": False}),
     # Kilo-Org/cloud#3807, 2026-06-08
     (
         "openai-chat",
-        "Unsupported value: 'reasoning_effort' does not support 'none' with this model. Supported values are: 'minimal', 'low', 'medium', and 'high'.",
+        (
+            "Unsupported value: 'reasoning_effort' does not support 'none' with this model. "
+            "Supported values are: 'minimal', 'low', 'medium', and 'high'."
+        ),
         "reasoning_effort",
         {"effort": ("minimal", "low", "medium", "high")},
     ),
     # formulahendry/wechat-acp#16, 2026-03-30; nashsu/llm_wiki#336, 2026-06-04
-    ("openai-chat", "Unrecognized request argument supplied: reasoning_effort", "reasoning_effort", {"refused_fields": ("reasoning_effort",)}),
+    (
+        "openai-chat",
+        "Unrecognized request argument supplied: reasoning_effort",
+        "reasoning_effort",
+        {"refused_fields": ("reasoning_effort",)},
+    ),
     ("openai-chat", "Unrecognized request argument supplied: thinking", "thinking", {"refused_fields": ("thinking",)}),
     # danishjsheikh/swagger-mcp#13, 2025-06-11; nikkigallery/Whimbox#61, 2026-05-04 (DeepSeek)
     (
         "openai-chat",
-        "Invalid 'tools[0].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_\\.-]+$'.",
+        (
+            "Invalid 'tools[0].function.name': string does not match pattern. Expected a string that "
+            "matches the pattern '^[a-zA-Z0-9_\\.-]+$'."
+        ),
         "tool_name",
         {"tool_name_pattern": "^[a-zA-Z0-9_\\.-]+$"},
     ),
     (
         "openai-chat",
-        "Invalid 'messages[9].tool_calls[0].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+        (
+            "Invalid 'messages[9].tool_calls[0].function.name': string does not match pattern. "
+            "Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+        ),
         "tool_name",
         {"tool_name_pattern": "^[a-zA-Z0-9_-]+$"},
     ),
     # Portkey-AI/gateway#1062, 2025-04-24
     (
         "openai-chat",
-        "'messages[2].tool_calls[0].id': string too long. Expected a string with maximum length 40, but got a string with length 44 instead.",
+        (
+            "'messages[2].tool_calls[0].id': string too long. Expected a string with maximum length "
+            "40, but got a string with length 44 instead."
+        ),
         "tool_id",
         {"tool_id_pattern": "maximum length 40"},
     ),
@@ -96,24 +188,46 @@ WORDS = [
     # deepseek-ai/awesome-deepseek-integration#598, 2026-04-29
     ("openai-chat", "deepseek-reasoner does not support this tool_choice", "tool_choice", {"forced_tool": False}),
     # dotnet/extensions#6196, 2025-03-26
-    ("openai-chat", "Invalid schema for function 'GetLogs': In context=('properties', 'name'), 'default' is not permitted.", "tools", {"strict_refused": ("default",)}),
+    (
+        "openai-chat",
+        "Invalid schema for function 'GetLogs': In context=('properties', 'name'), 'default' is not permitted.",
+        "tools",
+        {"strict_refused": ("default",)},
+    ),
     # snailyp/gemini-balance#206, 2025-07-14; GewoonJaap/gemini-cli-openai#22, 2025-07-06
     ("gemini", "Budget 0 is invalid. This model only works in thinking mode.", "thinking", {"thinking_off": False}),
     ("gemini", "The model does not support setting thinking_budget to 0.", "thinking", {"thinking_off": False}),
     # Alishahryar1/free-claude-code#542, 2026-05-24; sourcegraph/cody#4566, 2024-06-14
-    ("gemini", 'Invalid JSON payload received. Unknown name "google": Cannot find field.', "google", {"refused_fields": ("google",)}),
-    ("gemini", 'Invalid JSON payload received. Unknown name \\"stream\\": Cannot find field.', "stream", {"refused_fields": ("stream",)}),
+    (
+        "gemini",
+        'Invalid JSON payload received. Unknown name "google": Cannot find field.',
+        "google",
+        {"refused_fields": ("google",)},
+    ),
+    (
+        "gemini",
+        'Invalid JSON payload received. Unknown name \\"stream\\": Cannot find field.',
+        "stream",
+        {"refused_fields": ("stream",)},
+    ),
     # strands-agents/harness-sdk#1887, 2026-03-13
     (
         "bedrock",
-        "This model doesn't support the toolConfig.toolChoice.any field. Remove toolConfig.toolChoice.any and try again.",
+        (
+            "This model doesn't support the toolConfig.toolChoice.any field. Remove "
+            "toolConfig.toolChoice.any and try again."
+        ),
         "tool_choice",
         {"forced_tool": False},
     ),
     # sigoden/aichat#543, 2024-05-25
     (
         "bedrock",
-        'Malformed input request: #: subject must not be valid against schema {"required":["messages"]}#: extraneous key [stream] is not permitted, please reformat your input and try again.',
+        (
+            "Malformed input request: #: subject must not be valid against schema "
+            '{"required":["messages"]}#: extraneous key [stream] is not permitted, please reformat '
+            "your input and try again."
+        ),
         "stream",
         {"refused_fields": ("stream",)},
     ),
@@ -124,7 +238,11 @@ NOT_RULES = [
     "messages: at least one message is required",
     "messages.65.content.1.tool_use.text: Extra inputs are not permitted",  # a block's field, not the request's
     "Malformed input request: #/messages/0/content/0: extraneous key [type] is not permitted",  # a nested key
-    "Invalid JSON payload received. Unknown name \"const\" at 'tools[0].function_declarations[5].parameters.properties[8].value.any_of[0]': Cannot find field.",
+    (
+        'Invalid JSON payload received. Unknown name "const" at '
+        "'tools[0].function_declarations[5].parameters.properties[8].value.any_of[0]': Cannot "
+        "find field."
+    ),
     "The thinking budget (52428) is invalid.",  # says no range to learn
 ]
 
@@ -154,7 +272,9 @@ def test_every_rule_a_protocol_knows_is_read_by_one_of_the_texts_above():
 
 def test_each_text_is_read_by_exactly_one_rule():
     for _protocol, said, _option, _fields in WORDS:
-        readers = [r.pattern for name in protocol_names() for r in get_protocol(name).refusals if r.learned(said) is not None]
+        readers = [
+            r.pattern for name in protocol_names() for r in get_protocol(name).refusals if r.learned(said) is not None
+        ]
         assert len(readers) == 1, (said, readers)
 
 
@@ -215,7 +335,12 @@ def test_effort_with_thinking_off_is_refused_above_the_levels_the_model_takes_so
 
 def test_a_refused_strict_keyword_moves_out_of_a_json_schema_and_refuses_a_strict_tool():
     model = _model("openai:gpt-next", strict_refused=["default"])
-    schema = {"type": "object", "properties": {"limit": {"type": "integer", "default": 10}}, "required": ["limit"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"limit": {"type": "integer", "default": 10}},
+        "required": ["limit"],
+        "additionalProperties": False,
+    }
     body, _ = model.build_request(HI, options={"json_schema": schema})
     sent = body["response_format"]["json_schema"]
     assert sent["strict"] is True and "default" not in sent["schema"]["properties"]["limit"]
@@ -224,6 +349,11 @@ def test_a_refused_strict_keyword_moves_out_of_a_json_schema_and_refuses_a_stric
         model.build_request(HI, tools=[tool])
     assert raised.value.option == "tools" and "'default' at parameters.properties.limit" in str(raised.value)
     # A property named like the keyword is not the keyword; a tool that is not strict is the caller's.
-    named = {"type": "object", "properties": {"default": {"type": "string"}}, "required": ["default"], "additionalProperties": False}
+    named = {
+        "type": "object",
+        "properties": {"default": {"type": "string"}},
+        "required": ["default"],
+        "additionalProperties": False,
+    }
     model.build_request(HI, tools=[{**tool, "parameters": named}])
     model.build_request(HI, tools=[{**tool, "strict": False}])

@@ -25,7 +25,7 @@ def test_the_version_is_written_in_one_place():
     from importlib.metadata import version
 
     assert version("modelwire") == modelwire.__version__
-    assert not re.search(r'^version\s*=', (ROOT / "pyproject.toml").read_text(), re.M)  # dynamic, from the package
+    assert not re.search(r"^version\s*=", (ROOT / "pyproject.toml").read_text(), re.M)  # dynamic, from the package
     from modelwire.protocols._protocol import USER_AGENT
 
     assert USER_AGENT == f"modelwire/{modelwire.__version__}"
@@ -33,24 +33,44 @@ def test_the_version_is_written_in_one_place():
 
 def test_the_built_wheel_installs_and_runs_outside_the_source_tree(tmp_path):
     dist = tmp_path / "dist"
-    built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)], capture_output=True, text=True, timeout=600)
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)], capture_output=True, text=True, timeout=600
+    )
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
     wheels, sdists = list(dist.glob("*.whl")), list(dist.glob("*.tar.gz"))
     assert len(wheels) == 1 and len(sdists) == 1
-    checked = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, wheels + sdists)], capture_output=True, text=True, timeout=120)
+    checked = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, wheels + sdists)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     env_dir = tmp_path / "clean"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
-    installed = subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheels[0])], capture_output=True, text=True, timeout=600)
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", str(wheels[0])], capture_output=True, text=True, timeout=600
+    )
     assert installed.returncode == 0, installed.stdout[-2000:] + installed.stderr[-2000:]
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELWIRE_DEBUG") and not k.endswith("_API_KEY")}
-    imported = subprocess.run([str(python), "-c", "import modelwire, sys; print(modelwire.__version__, modelwire.__file__)"], capture_output=True, text=True, cwd=outside, env=env, timeout=120)
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELWIRE_DEBUG") and not k.endswith("_API_KEY")
+    }
+    imported = subprocess.run(
+        [str(python), "-c", "import modelwire, sys; print(modelwire.__version__, modelwire.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=outside,
+        env=env,
+        timeout=120,
+    )
     assert imported.returncode == 0, imported.stderr
     version, where = imported.stdout.split()
     assert Path(where).is_relative_to(env_dir) and not Path(where).is_relative_to(ROOT)
-    demo = subprocess.run([str(env_dir / "bin" / "modelwire"), "demo"], capture_output=True, text=True, cwd=outside, env=env, timeout=300)
+    demo = subprocess.run(
+        [str(env_dir / "bin" / "modelwire"), "demo"], capture_output=True, text=True, cwd=outside, env=env, timeout=300
+    )
     assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
     assert demo.stdout.strip()

@@ -34,7 +34,12 @@ def answers(*bodies):
 
 
 def tool_turn(resp_id):
-    return fake.body("openai-responses", ("think", "They want weather."), ("tool", "call_1", "weather", '{"city": "Paris"}'), resp_id=resp_id)
+    return fake.body(
+        "openai-responses",
+        ("think", "They want weather."),
+        ("tool", "call_1", "weather", '{"city": "Paris"}'),
+        resp_id=resp_id,
+    )
 
 
 def text_turn(resp_id, text="Sunny."):
@@ -53,7 +58,9 @@ def test_stateless_stores_nothing_and_replays_reasoning_encrypted():
         sdk_params.streaming_request("openai-responses", body)
     items = second["input"]
     reasoning = [i for i in items if i["type"] == "reasoning"]
-    assert reasoning and all(r["encrypted_content"].startswith("enc-") and r["id"].startswith("rs_") for r in reasoning)  # the pair the API checks
+    assert reasoning and all(
+        r["encrypted_content"].startswith("enc-") and r["id"].startswith("rs_") for r in reasoning
+    )  # the pair the API checks
     calls = [i for i in items if i["type"] == "function_call"]
     assert calls and all("id" not in c for c in calls)  # an id the server did not store is a 400
     assert [i["type"] for i in items] == ["message", "reasoning", "function_call", "function_call_output"]
@@ -63,7 +70,9 @@ def test_stateless_leaves_out_what_only_the_store_had():
     from modelwire.message import AssistantMsg, TextBlock, ThinkingBlock
 
     origin = {"openai-responses": {"protocol": "openai-responses", "endpoint": "openai"}}
-    stored_reasoning = ThinkingBlock(thinking="hm", reasoning_item_raw={"type": "reasoning", "id": "rs_9", "summary": []}, provider_metadata=origin)
+    stored_reasoning = ThinkingBlock(
+        thinking="hm", reasoning_item_raw={"type": "reasoning", "id": "rs_9", "summary": []}, provider_metadata=origin
+    )
     said = TextBlock(text="Hello.", item_id="msg_9")
     history = [UserMsg("u", "Hi"), AssistantMsg("a", [stored_reasoning, said]), UserMsg("u", "Again")]
     model = load_model("openai-responses:o4-mini", api_key="k", stateless=True)
@@ -97,7 +106,14 @@ def test_chain_sends_only_the_new_items_after_the_stored_response():
 
 
 def test_chain_sends_the_whole_history_when_the_server_forgot():
-    forgot = {"error": {"message": "Previous response with id 'resp_1' not found.", "type": "invalid_request_error", "param": "previous_response_id", "code": "previous_response_not_found"}}
+    forgot = {
+        "error": {
+            "message": "Previous response with id 'resp_1' not found.",
+            "type": "invalid_request_error",
+            "param": "previous_response_id",
+            "code": "previous_response_not_found",
+        }
+    }
     with ProviderServer() as server:
         server.script(sse_reply(tool_turn("resp_1")), error_reply(400, forgot), sse_reply(text_turn("resp_2")))
         model = load_model("openai-responses:o4-mini", api_key="k", base_url=server.url, chain=True)
@@ -117,7 +133,9 @@ def test_the_options_that_need_a_store_are_refused_without_one():
     assert info.value.option == "background"
     # A provider that stores nothing: stateless and chain are what happens anyway.
     plain = load_model("anthropic:claude-sonnet-4-5", api_key="k").build_request(HI)[0]
-    assert load_model("anthropic:claude-sonnet-4-5", api_key="k", stateless=True, chain=True).build_request(HI)[0] == plain
+    assert (
+        load_model("anthropic:claude-sonnet-4-5", api_key="k", stateless=True, chain=True).build_request(HI)[0] == plain
+    )
 
 
 def test_a_background_stream_that_drops_is_read_again_from_its_cursor():
@@ -130,15 +148,25 @@ def test_a_background_stream_that_drops_is_read_again_from_its_cursor():
         # The connection drops after the first event (sequence_number 0), as in the recording,
         # whose second interaction is GET .../responses/{id}?starting_after=0&stream=true.
         server.script(sse_reply(body, drop_after=1), sse_reply(resumed))
-        model = load_model("openai-responses:gpt-4o", api_key="k", base_url=server.url, background=True, stateless=False)
+        model = load_model(
+            "openai-responses:gpt-4o", api_key="k", base_url=server.url, background=True, stateless=False
+        )
         events = asyncio.run(_events(model, recorded["input"][0]["content"]))
         post, get = server.requests
     assert post["json"]["background"] is True
-    assert get["method"] == "GET" and get["path"] == "/responses/resp_0850765c843cca5300699cc47d93c0819089a181f5feeff8eb?stream=true&starting_after=0"
+    assert (
+        get["method"] == "GET"
+        and get["path"]
+        == "/responses/resp_0850765c843cca5300699cc47d93c0819089a181f5feeff8eb?stream=true&starting_after=0"
+    )
     text = "".join(e.delta for e in events if e.type == "TEXT_BLOCK_DELTA")
     assert text == "2 + 2 equals 4."
     kinds = [e.type for e in events]
-    assert kinds.count("MODEL_CALL_START") == 1 and kinds[-1] == "MODEL_CALL_END" and events[-1].finished_reason == "completed"
+    assert (
+        kinds.count("MODEL_CALL_START") == 1
+        and kinds[-1] == "MODEL_CALL_END"
+        and events[-1].finished_reason == "completed"
+    )
 
 
 async def _events(model, prompt):

@@ -126,7 +126,13 @@ def test_a_history_that_repeats_an_id_is_sent_with_each_call_its_own(protocol):
     itself unchanged, and what did not repeat sent as it was."""
     history = [
         UserMsg("user", "a"),
-        AssistantMsg("agent", [ToolCallBlock(id="list_dir:0", name="list_dir", input='{"path": "a"}'), ToolResultBlock(id="list_dir:0", name="list_dir", output="A", state="success")]),
+        AssistantMsg(
+            "agent",
+            [
+                ToolCallBlock(id="list_dir:0", name="list_dir", input='{"path": "a"}'),
+                ToolResultBlock(id="list_dir:0", name="list_dir", output="A", state="success"),
+            ],
+        ),
         UserMsg("user", "b"),
         AssistantMsg(
             "agent",
@@ -162,7 +168,12 @@ def _answers(protocol: str, payload: dict) -> dict[str, str]:
         # the result's id is the nearest id before its output text
         at = text.index(f'"{letter}"')
         head = text[:at]
-        key = {"anthropic": '"tool_use_id": "', "openai-chat": '"tool_call_id": "', "openai-responses": '"call_id": "', "bedrock-converse": '"toolUseId": "'}[protocol]
+        key = {
+            "anthropic": '"tool_use_id": "',
+            "openai-chat": '"tool_call_id": "',
+            "openai-responses": '"call_id": "',
+            "bedrock-converse": '"toolUseId": "',
+        }[protocol]
         start = head.rindex(key) + len(key)
         out[head[start : head.index('"', start)]] = letter
     return out
@@ -183,8 +194,25 @@ def test_two_parallel_calls_with_one_id_stay_two_calls_as_the_sdk_reads_them():
         {"index": 1, "id": "edit:22", "type": "function", "function": {"name": "edit", "arguments": ""}},
         {"index": 1, "function": {"arguments": '{"line": 2}'}},
     ]
-    frames = [{"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [tc]}, "finish_reason": None}]} for tc in chunks]
-    frames.append({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    frames = [
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"tool_calls": [tc]}, "finish_reason": None}],
+        }
+        for tc in chunks
+    ]
+    frames.append(
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+        }
+    )
     raw = b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames) + b"data: [DONE]\n\n"
     final = sdk_oracle.chat_final(raw)
     oracle = [json.loads(c.function.arguments) for c in final.choices[0].message.tool_calls]
@@ -204,17 +232,45 @@ def test_a_provider_tool_result_for_a_call_twice_or_for_no_call_is_a_stream_prot
     from modelwire.errors import StreamProtocolError
 
     wire = get_protocol("anthropic")
-    start = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "model": "c", "content": [], "usage": {"input_tokens": 1, "output_tokens": 0}}}
-    use = {"type": "content_block_start", "index": 0, "content_block": {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}}
-    result = {"type": "content_block_start", "index": 1, "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}}
-    again = {"type": "content_block_start", "index": 2, "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}}
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "model": "c",
+            "content": [],
+            "usage": {"input_tokens": 1, "output_tokens": 0},
+        },
+    }
+    use = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+    }
+    result = {
+        "type": "content_block_start",
+        "index": 1,
+        "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+    }
+    again = {
+        "type": "content_block_start",
+        "index": 2,
+        "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+    }
     adapter = wire.adapter_class()("r")
     events = adapter.feed(start) + adapter.feed(use) + adapter.feed({"type": "content_block_stop", "index": 0})
     events += adapter.feed(result) + adapter.feed({"type": "content_block_stop", "index": 1})
     with pytest.raises(StreamProtocolError, match="second result") as raised:
         adapter.feed(again)
     events += raised.value.events
-    E.check_stream([E.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *events, E.ReplyEndEvent(session_id="s", reply_id="r")])
+    E.check_stream(
+        [
+            E.ReplyStartEvent(session_id="s", reply_id="r", name="a"),
+            *events,
+            E.ReplyEndEvent(session_id="s", reply_id="r"),
+        ]
+    )
     assert [e.type for e in events].count("TOOL_RESULT_START") == 1
 
 

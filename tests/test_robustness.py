@@ -30,7 +30,11 @@ from modelwire.testing.sse import body
 
 NO_RETRY = RetryPolicy(max_retries=0)
 RETRY = RetryPolicy(max_retries=2, initial_delay=0.01, max_delay=0.02)
-PRESETS = {"anthropic": "anthropic:claude-test", "openai-chat": "openai:gpt-test", "openai-responses": "openai-responses:resp-test"}
+PRESETS = {
+    "anthropic": "anthropic:claude-test",
+    "openai-chat": "openai:gpt-test",
+    "openai-responses": "openai-responses:resp-test",
+}
 
 
 def model(server, protocol, **kw):
@@ -51,14 +55,23 @@ async def collect(m, **kw):
 
 def valid(events) -> None:
     """The events of one model call, wrapped in a reply, pass check_stream."""
-    Ev.check_stream([Ev.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *events, Ev.ReplyEndEvent(session_id="s", reply_id="r")])
+    Ev.check_stream(
+        [
+            Ev.ReplyStartEvent(session_id="s", reply_id="r", name="a"),
+            *events,
+            Ev.ReplyEndEvent(session_id="s", reply_id="r"),
+        ]
+    )
 
 
 def raw(text: str, content_type: str = "text/event-stream", status: int = 200) -> Reply:
     return Reply(status=status, body=text.encode(), headers={"content-type": content_type})
 
 
-LITELLM_ERROR = ': ping\n\n: ping\n\ndata: {"error": {"message": "litellm.RateLimitError: too many requests", "type": "throttling_error", "code": "429"}}\n\ndata: [DONE]\n\n'
+LITELLM_ERROR = (
+    ': ping\n\n: ping\n\ndata: {"error": {"message": "litellm.RateLimitError: too many '
+    'requests", "type": "throttling_error", "code": "429"}}\n\ndata: [DONE]\n\n'
+)
 
 
 # -- every way a server says "error" --------------------------------------------------------------
@@ -86,12 +99,114 @@ def test_a_stream_of_only_done_is_an_error_not_an_empty_reply(server, protocol):
 def test_a_whole_json_answer_to_a_streaming_request_is_the_same_reply(server, protocol):
     # each protocol's non-streaming answer (a protocol missing here fails)
     answers = {
-        "anthropic": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "content": [{"type": "thinking", "thinking": "Hm.", "signature": "c2ln"}, {"type": "text", "text": "Hello!"}, {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}}], "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 7, "output_tokens": 3}},
-        "openai-chat": {"id": "c1", "object": "chat.completion", "model": "gpt-x", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello!", "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]}, "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 7, "completion_tokens": 3}},
-        "openai-responses": {"id": "resp_1", "object": "response", "model": "gpt-x", "status": "completed", "output": [{"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": "Hm."}], "encrypted_content": "enc"}, {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "Hello!", "annotations": []}]}, {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "f", "arguments": '{"a": 1}', "status": "completed"}], "usage": {"input_tokens": 7, "output_tokens": 3}},
-        "gemini": {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hm.", "thought": True}, {"text": "Hello!"}, {"functionCall": {"id": "call_1", "name": "f", "args": {"a": 1}}}]}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 3}, "modelVersion": "gemini-x"},
-        "bedrock-converse": {"output": {"message": {"role": "assistant", "content": [{"reasoningContent": {"reasoningText": {"text": "Hm.", "signature": "c2ln"}}}, {"text": "Hello!"}, {"toolUse": {"toolUseId": "call_1", "name": "f", "input": {"a": 1}}}]}}, "stopReason": "tool_use", "usage": {"inputTokens": 7, "outputTokens": 3, "totalTokens": 10}},
-        "ollama": {"model": "m", "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", "content": "Hello!", "thinking": "Hm.", "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]}, "done": True, "done_reason": "stop", "prompt_eval_count": 7, "eval_count": 3},
+        "anthropic": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-x",
+            "content": [
+                {"type": "thinking", "thinking": "Hm.", "signature": "c2ln"},
+                {"type": "text", "text": "Hello!"},
+                {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}},
+            ],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 7, "output_tokens": 3},
+        },
+        "openai-chat": {
+            "id": "c1",
+            "object": "chat.completion",
+            "model": "gpt-x",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": "Hello!",
+                        "tool_calls": [
+                            {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+                        ],
+                    },
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 3},
+        },
+        "openai-responses": {
+            "id": "resp_1",
+            "object": "response",
+            "model": "gpt-x",
+            "status": "completed",
+            "output": [
+                {
+                    "id": "rs_1",
+                    "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": "Hm."}],
+                    "encrypted_content": "enc",
+                },
+                {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": "Hello!", "annotations": []}],
+                },
+                {
+                    "id": "fc_1",
+                    "type": "function_call",
+                    "call_id": "call_1",
+                    "name": "f",
+                    "arguments": '{"a": 1}',
+                    "status": "completed",
+                },
+            ],
+            "usage": {"input_tokens": 7, "output_tokens": 3},
+        },
+        "gemini": {
+            "candidates": [
+                {
+                    "content": {
+                        "role": "model",
+                        "parts": [
+                            {"text": "Hm.", "thought": True},
+                            {"text": "Hello!"},
+                            {"functionCall": {"id": "call_1", "name": "f", "args": {"a": 1}}},
+                        ],
+                    },
+                    "finishReason": "STOP",
+                }
+            ],
+            "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 3},
+            "modelVersion": "gemini-x",
+        },
+        "bedrock-converse": {
+            "output": {
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"reasoningContent": {"reasoningText": {"text": "Hm.", "signature": "c2ln"}}},
+                        {"text": "Hello!"},
+                        {"toolUse": {"toolUseId": "call_1", "name": "f", "input": {"a": 1}}},
+                    ],
+                }
+            },
+            "stopReason": "tool_use",
+            "usage": {"inputTokens": 7, "outputTokens": 3, "totalTokens": 10},
+        },
+        "ollama": {
+            "model": "m",
+            "created_at": "2026-01-01T00:00:00Z",
+            "message": {
+                "role": "assistant",
+                "content": "Hello!",
+                "thinking": "Hm.",
+                "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}],
+            },
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": 7,
+            "eval_count": 3,
+        },
     }
     server.script(raw(json.dumps(answers[protocol]), "application/json"))
     events, err = asyncio.run(collect(server.model(protocol, retry=RETRY)))
@@ -104,7 +219,9 @@ def test_a_whole_json_answer_to_a_streaming_request_is_the_same_reply(server, pr
     (call,) = msg.get_content_blocks("tool_call")
     given = {"anthropic": "toolu_1", "ollama": call.id}.get(protocol, "call_1")  # Ollama gives no ids: one is made
     assert (call.id, call.name, json.loads(call.input)) == (given, "f", {"a": 1})
-    expected = ["text", "tool_call"] if protocol == "openai-chat" else ["thinking", "text", "tool_call"]  # Chat's answer has no reasoning
+    expected = (
+        ["text", "tool_call"] if protocol == "openai-chat" else ["thinking", "text", "tool_call"]
+    )  # Chat's answer has no reasoning
     assert [b.type for b in msg.content] == expected
     assert msg.usage.input_tokens == 7 and msg.usage.output_tokens == 3
     end = [e for e in events if e.type == "MODEL_CALL_END"][0]
@@ -113,7 +230,15 @@ def test_a_whole_json_answer_to_a_streaming_request_is_the_same_reply(server, pr
 
 @pytest.mark.parametrize("protocol", protocol_names())
 def test_a_json_error_with_status_200_is_typed_and_not_retried(server, protocol):
-    server.script(raw('{"error": {"message": "Rate limit reached for gpt-x", "type": "rate_limit_exceeded", "code": "rate_limit_exceeded"}}', "application/json"))
+    server.script(
+        raw(
+            (
+                '{"error": {"message": "Rate limit reached for gpt-x", "type": "rate_limit_exceeded", '
+                '"code": "rate_limit_exceeded"}}'
+            ),
+            "application/json",
+        )
+    )
     events, err = asyncio.run(collect(server.model(protocol, retry=RETRY)))
     assert isinstance(err, E.RateLimitError) and "Rate limit reached" in err.message
     assert len(server.requests) == 1  # a 200 answer is never retried
@@ -127,7 +252,15 @@ def test_an_html_page_with_status_200_is_an_upstream_error_quoting_it(server):
 
 
 def test_an_sse_error_frame_as_the_body_of_a_500_gives_its_message(server):
-    server.script(raw('event: error\ndata: {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}\n\n', status=500))
+    server.script(
+        raw(
+            (
+                'event: error\ndata: {"type": "error", "error": {"type": "api_error", "message": '
+                '"Internal server error"}}\n\n'
+            ),
+            status=500,
+        )
+    )
     _, err = asyncio.run(collect(model(server, "anthropic")))
     assert isinstance(err, E.UpstreamError) and err.message == "Internal server error" and err.status_code == 500
 
@@ -151,7 +284,16 @@ def test_a_second_message_start_is_refused():
 
 
 def test_a_chat_tool_call_that_never_gets_a_name_is_an_error():
-    chunk = {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 7, "function": {"arguments": '{"a": 1}'}}]}, "finish_reason": None}]}
+    chunk = {
+        "id": "c",
+        "choices": [
+            {
+                "index": 0,
+                "delta": {"tool_calls": [{"index": 7, "function": {"arguments": '{"a": 1}'}}]},
+                "finish_reason": None,
+            }
+        ],
+    }
     end = {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
     text = f"data: {json.dumps(chunk)}\n\ndata: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode()
     with pytest.raises(E.StreamProtocolError, match="never got a name") as info:
@@ -163,10 +305,16 @@ def test_a_chat_tool_call_that_never_gets_a_name_is_an_error():
 @pytest.mark.parametrize(
     "protocol, mutate",
     [
-        ("anthropic", lambda b: b.replace(b'"message": {', b'"message": "oops", "x": {', 1)),  # message_start.message a string
+        (
+            "anthropic",
+            lambda b: b.replace(b'"message": {', b'"message": "oops", "x": {', 1),
+        ),  # message_start.message a string
         ("openai-chat", lambda b: b.replace(b'"finish_reason": "tool_calls"', b'"finish_reason": ["tool_calls"]')),
         ("openai-responses", lambda b: b.replace(b'"output_index": 0', b'"output_index": "0"', 1)),
-        ("anthropic", lambda b: b + b'data: {"type": "content_block_delta", "index": 9, "delta": {}}\n\n'),  # after the end
+        (
+            "anthropic",
+            lambda b: b + b'data: {"type": "content_block_delta", "index": 9, "delta": {}}\n\n',
+        ),  # after the end
         ("anthropic", lambda b: b.replace(b'"name": "f"', b'"name": 5')),  # a tool_use named 5
     ],
 )
@@ -267,7 +415,14 @@ def test_formatters_raise_only_format_errors(monkeypatch):
         for tools in bad_tools:
             with pytest.raises(E.FormatError):
                 get_formatter(protocol)().format([UserMsg("u", "hi")], tools)
-        weird = AssistantMsg("a", [ThinkingBlock(thinking="t", signature=5, reasoning_item_id=7, provider_metadata={"x": {"protocol": protocol}})])
+        weird = AssistantMsg(
+            "a",
+            [
+                ThinkingBlock(
+                    thinking="t", signature=5, reasoning_item_id=7, provider_metadata={"x": {"protocol": protocol}}
+                )
+            ],
+        )
         try:
             get_formatter(protocol)().format([UserMsg("u", "hi"), weird])
         except E.FormatError:
@@ -281,6 +436,7 @@ def test_the_sse_decoder_limits_a_line_and_buffers_it_linearly():
         assert decoder.feed(b"x" * 100) == []
     with pytest.raises(SSELineTooLongError):
         decoder.feed(b"x" * 100)
+
     # Many small pieces of one long line cost the same per byte as few large ones.
     def cost(piece_size: int) -> float:
         d = SSEDecoder(max_line=64 * 1024 * 1024)
@@ -323,14 +479,23 @@ def test_first_byte_is_honoured_and_named(server):
 
 def test_the_total_timeout_ends_a_never_ending_stream_of_keepalives(server):
     keepalives = [b": keep-alive\n\n"] * 400
-    server.script(Reply(pieces=[body("openai-chat", ("text", "hi")).split(b"\n\n")[0] + b"\n\n", *keepalives], delay=0.01, headers={"content-type": "text/event-stream"}))
+    server.script(
+        Reply(
+            pieces=[body("openai-chat", ("text", "hi")).split(b"\n\n")[0] + b"\n\n", *keepalives],
+            delay=0.01,
+            headers={"content-type": "text/event-stream"},
+        )
+    )
     m = model(server, "openai-chat", timeouts={"total": 0.6, "chunk": 5})
     _, err = asyncio.run(collect(m))
     assert isinstance(err, E.TimeoutError) and err.which == "total"
 
 
 def test_the_pool_size_is_an_option_and_a_full_pool_is_a_named_timeout(server):
-    server.script(sse_reply(body("openai-chat", ("text", "slow")), stall_after=1, stall=1.5), sse_reply(body("openai-chat", ("text", "second"))))
+    server.script(
+        sse_reply(body("openai-chat", ("text", "slow")), stall_after=1, stall=1.5),
+        sse_reply(body("openai-chat", ("text", "second"))),
+    )
     m = model(server, "openai-chat", max_connections=1, timeouts={"pool": 0.2, "first_byte": 5})
 
     async def both():
@@ -357,7 +522,10 @@ def test_one_model_across_event_loops_works_and_leaves_nothing_open(server):
 
 
 def test_an_agent_refuses_a_second_concurrent_reply(server):
-    server.script(sse_reply(body("openai-chat", ("text", "one two three four")), delay=0.05), sse_reply(body("openai-chat", ("text", "x"))))
+    server.script(
+        sse_reply(body("openai-chat", ("text", "one two three four")), delay=0.05),
+        sse_reply(body("openai-chat", ("text", "x"))),
+    )
     agent = Agent("a", model(server, "openai-chat"))
 
     async def both():
@@ -386,7 +554,9 @@ def test_cassettes_in_concurrent_tasks_do_not_see_each_other(tmp_path):
     async def replay(name):
         with use_cassette(paths[name]) as session:
             await asyncio.sleep(0.01)  # the other task enters its own cassette meanwhile
-            events, err = await collect(load_model("openai:gpt-test", api_key="k", base_url=url + "/v1", retry=NO_RETRY))
+            events, err = await collect(
+                load_model("openai:gpt-test", api_key="k", base_url=url + "/v1", retry=NO_RETRY)
+            )
             await asyncio.sleep(0.01)
         return session.replayed, "".join(e.delta for e in events if e.type == "TEXT_BLOCK_DELTA")
 

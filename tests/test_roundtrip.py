@@ -13,7 +13,16 @@ from decoding import decode
 from paths import HAVE_SHARED, PA
 
 from modelwire.formatters import get_formatter
-from modelwire.message import AssistantMsg, Msg, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
+from modelwire.message import (
+    AssistantMsg,
+    Msg,
+    SystemMsg,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    UserMsg,
+)
 
 if not HAVE_SHARED:  # pragma: no cover - the shared folder sits beside the repository
     pytest.skip("../shared/recorded-streams is not present", allow_module_level=True)
@@ -30,7 +39,9 @@ def body(name: str, n: int) -> bytes:
 def typographic_to_ascii(text: str) -> str:
     """The recorder normalized typographic quotes and dashes in request bodies (see the
     cassettes' INDEX.md); do the same to ours before comparing."""
-    return text.translate(str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '\\"', "\u201d": '\\"', "\u2013": "-", "\u2014": "-"}))
+    return text.translate(
+        str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '\\"', "\u201d": '\\"', "\u2013": "-", "\u2014": "-"})
+    )
 
 
 def strip_none(value):
@@ -53,11 +64,15 @@ def chat_prefix(messages: list[dict]) -> list[Msg]:
             blocks = []
             content = m.get("content") or ""
             if content.startswith("<think>\n") and content.endswith("\n</think>"):
-                blocks.append(ThinkingBlock(thinking=content[8:-9], provider="openai-chat", reasoning_field="reasoning"))
+                blocks.append(
+                    ThinkingBlock(thinking=content[8:-9], provider="openai-chat", reasoning_field="reasoning")
+                )
             elif content:
                 blocks.append(TextBlock(text=content))
             for tc in m.get("tool_calls") or ():
-                blocks.append(ToolCallBlock(id=tc["id"], name=tc["function"]["name"], input=tc["function"]["arguments"]))
+                blocks.append(
+                    ToolCallBlock(id=tc["id"], name=tc["function"]["name"], input=tc["function"]["arguments"])
+                )
             out.append(AssistantMsg("assistant", blocks))
         elif m["role"] == "tool":
             out[-1].content.append(_result(out[-1], m["tool_call_id"], m["content"]))
@@ -86,7 +101,15 @@ def test_chat_next_request_is_what_the_client_sent(name, steps):
         assert error is None
         sent = request(name, n + 1)["messages"]
         # The tool results the client ran, as they appear in its next request.
-        add_results(reply, [m for m in sent[len(sent) - sum(1 for m in sent if m["role"] == "tool"):] if m["role"] == "tool" and any(b.id == m["tool_call_id"] for b in reply.content if b.type == "tool_call")])
+        add_results(
+            reply,
+            [
+                m
+                for m in sent[len(sent) - sum(1 for m in sent if m["role"] == "tool") :]
+                if m["role"] == "tool"
+                and any(b.id == m["tool_call_id"] for b in reply.content if b.type == "tool_call")
+            ],
+        )
         conversation.append(reply)
         payload = get_formatter("openai-chat")().format(conversation)
         sdk_params.chat_request(payload)
@@ -116,7 +139,11 @@ def test_responses_next_request_is_what_the_client_sent():
     sdk_params.responses_request(payload)
     ours = payload["input"]
     # The user message: the client used the short form {"role", "content": str}.
-    assert ours[0] == {"type": "message", "role": "user", "content": [{"type": "input_text", "text": sent[0]["content"]}]}
+    assert ours[0] == {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": sent[0]["content"]}],
+    }
     # The client (this cassette's pydantic-ai version) sent the function call's item id
     # (fc_...) as its call_id; the stream's call_id is call_..., which is what we send,
     # and what the API matches function_call_output against.

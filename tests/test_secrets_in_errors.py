@@ -33,7 +33,11 @@ def _echo(status: int = 401):
     def respond(request: dict) -> Reply:
         seen = " ".join(f"{k}={v}" for k, v in request["headers"].items())
         text = f"invalid credentials: {seen} at {request['path']}"
-        return Reply(status=status, body=json.dumps({"error": {"message": text, "type": "authentication_error", "echo": [text]}}).encode(), headers={"content-type": "application/json"})
+        return Reply(
+            status=status,
+            body=json.dumps({"error": {"message": text, "type": "authentication_error", "echo": [text]}}).encode(),
+            headers={"content-type": "application/json"},
+        )
 
     return respond
 
@@ -44,19 +48,41 @@ SETUPS = {
     "azure api-key": ("azure:my-deployment", {"api_key": KEY}, {}),
     "gemini key": ("google:gemini-2.5-flash", {"api_key": KEY}, {}),
     "bedrock api key": ("bedrock:us.amazon.nova-micro-v1:0", {}, {"AWS_BEARER_TOKEN_BEDROCK": KEY}),
-    "sigv4 session": ("bedrock:us.amazon.nova-micro-v1:0", {}, {"AWS_ACCESS_KEY_ID": "AKIDSENTINEL0", "AWS_SECRET_ACCESS_KEY": KEY, "AWS_SESSION_TOKEN": "session-token-sentinel-0"}),
+    "sigv4 session": (
+        "bedrock:us.amazon.nova-micro-v1:0",
+        {},
+        {
+            "AWS_ACCESS_KEY_ID": "AKIDSENTINEL0",
+            "AWS_SECRET_ACCESS_KEY": KEY,
+            "AWS_SESSION_TOKEN": "session-token-sentinel-0",
+        },
+    ),
 }
 SECRETS = (KEY, "AKIDSENTINEL0", "session-token-sentinel-0")
 
 
 def _shown(err: ProviderError) -> str:
-    return " ".join([str(err), repr(err.args), json.dumps(err.to_error_info()), json.dumps(err.body, default=str), *(json.dumps(getattr(e, "metadata", None) or {}, default=str) for e in err.events)])
+    return " ".join(
+        [
+            str(err),
+            repr(err.args),
+            json.dumps(err.to_error_info()),
+            json.dumps(err.body, default=str),
+            *(json.dumps(getattr(e, "metadata", None) or {}, default=str) for e in err.events),
+        ]
+    )
 
 
 @pytest.mark.parametrize("setup", list(SETUPS))
 def test_an_echoed_credential_is_masked_in_the_error(setup, monkeypatch):
     spec, kwargs, env = SETUPS[setup]
-    for name in ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+    for name in (
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     for name, value in env.items():
@@ -65,7 +91,9 @@ def test_an_echoed_credential_is_masked_in_the_error(setup, monkeypatch):
         pytest.importorskip("botocore")
     with ProviderServer() as server:
         server.respond = _echo()
-        model = load_model(spec, base_url=server.url, retry=RetryPolicy(max_retries=0), capability_lookup=False, **kwargs)
+        model = load_model(
+            spec, base_url=server.url, retry=RetryPolicy(max_retries=0), capability_lookup=False, **kwargs
+        )
         agent = Agent("a", model)
 
         events: list = []
@@ -93,10 +121,21 @@ def test_a_credential_echoed_inside_a_stream_is_masked_in_the_closing_events():
     """A 200 stream whose error event echoes the key: the MODEL_CALL_END metadata and the
     error carry ``***``."""
     error = {"type": "error", "error": {"type": "authentication_error", "message": f"key {KEY} was revoked"}}
-    raw = sse_body("anthropic", ("text", "Hel")).split(b"event: content_block_stop")[0] + b"event: error\ndata: " + json.dumps(error).encode() + b"\n\n"
+    raw = (
+        sse_body("anthropic", ("text", "Hel")).split(b"event: content_block_stop")[0]
+        + b"event: error\ndata: "
+        + json.dumps(error).encode()
+        + b"\n\n"
+    )
     with ProviderServer() as server:
         server.script(stream_reply("anthropic", raw))
-        model = load_model("anthropic:claude-sonnet-4-5", api_key=KEY, base_url=server.url, retry=RetryPolicy(max_retries=0), capability_lookup=False)
+        model = load_model(
+            "anthropic:claude-sonnet-4-5",
+            api_key=KEY,
+            base_url=server.url,
+            retry=RetryPolicy(max_retries=0),
+            capability_lookup=False,
+        )
         got: list = []
 
         async def run():
@@ -114,6 +153,12 @@ def test_the_cli_error_line_shows_no_echoed_key():
     with ProviderServer() as server:
         server.respond = _echo()
         env = {**os.environ, "OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url, "MODELWIRE_DEBUG": "0"}
-        out = subprocess.run([sys.executable, "-m", "modelwire.cli", "chat", "-m", "openai:gpt-4.1", "hi"], capture_output=True, text=True, env=env, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-m", "modelwire.cli", "chat", "-m", "openai:gpt-4.1", "hi"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
     assert out.returncode == 1, out.stderr
     assert "***" in out.stderr and KEY not in out.stderr + out.stdout

@@ -81,12 +81,17 @@ def test_the_message_and_event_examples_of_the_messages_and_events_page():
     namespace.update(vars(E), agent=_agent([("text", "unused")]))
     with pytest.raises(FormatError, match=r"message \[1\]: data block .*data is not base64"):
         _run(_ours(blocks[2]), namespace)
-    namespace.update(user_msg=UserMsg(name="user", content="这张图片里有什么？"), agent=_agent([("think", "先看代码"), ("text", "好的")]))
+    namespace.update(
+        user_msg=UserMsg(name="user", content="这张图片里有什么？"),
+        agent=_agent([("think", "先看代码"), ("text", "好的")]),
+    )
     _run(_ours(blocks[2]), namespace)
     assert namespace["msg"].get_text_content() == "好的" and namespace["msg"].finished_reason == "completed"
 
     # The printing example, with a tool call and its result.
-    namespace["agent"] = _agent([("text", "我来看看。"), ("tool", "call_1", "fix_bug", '{"path": "a.py"}')], [("text", "修好了。")])
+    namespace["agent"] = _agent(
+        [("text", "我来看看。"), ("tool", "call_1", "fix_bug", '{"path": "a.py"}')], [("text", "修好了。")]
+    )
     printed = _run(_ours(blocks[3]), namespace)
     assert printed == "我来看看。\n[正在调用 fix_bug...]\n[工具执行完成：success]\n修好了。\n[完成]\n"
     msg = namespace["msg"]
@@ -107,7 +112,11 @@ def _as_agentscope(events: list[E.EventBase]) -> list[Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         from agentscope import event as as_event
-    classes = {cls.model_fields["type"].default: cls for cls in (getattr(as_event, n) for n in as_event.__all__) if isinstance(cls, type) and "type" in getattr(cls, "model_fields", {})}
+    classes = {
+        cls.model_fields["type"].default: cls
+        for cls in (getattr(as_event, n) for n in as_event.__all__)
+        if isinstance(cls, type) and "type" in getattr(cls, "model_fields", {})
+    }
     out = []
     for event in events:
         data = json.loads(E.event_to_json(event))

@@ -44,7 +44,9 @@ class Served:
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         sock.close()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> str:
@@ -63,7 +65,9 @@ class Served:
 def agent_app(provider: ProviderServer, *tools, made: list | None = None) -> EventStreamApp:
     """An app whose agents (one per reply, on one Anthropic model talking to ``provider``,
     with ``tools``) are appended to ``made`` when given."""
-    model = load_model("anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0))
+    model = load_model(
+        "anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0)
+    )
 
     def make_agent() -> Agent:
         agent = Agent("Buddy", model, "Be brief.", tools=list(tools))
@@ -85,7 +89,14 @@ def events_of(raw: bytes) -> list:
 def test_a_reply_with_a_tool_is_served_as_events_and_folds_the_same_in_javascript():
     with ProviderServer() as provider:
         provider.replies = [
-            sse_reply(body("anthropic", ("think", "They want weather."), ("tool", "toolu_1", "weather", '{"city": "Paris"}'), usage=(20, 9))),
+            sse_reply(
+                body(
+                    "anthropic",
+                    ("think", "They want weather."),
+                    ("tool", "toolu_1", "weather", '{"city": "Paris"}'),
+                    usage=(20, 9),
+                )
+            ),
             sse_reply(body("anthropic", ("text", "It is sunny in Paris."), usage=(40, 7))),
         ]
         with Served(app_for(provider)) as url:
@@ -121,7 +132,9 @@ def test_a_reply_with_a_tool_is_served_as_events_and_folds_the_same_in_javascrip
         process.stdout.write(JSON.stringify(reply));
     """ % (ROOT / "src" / "modelwire" / "js" / "fold.mjs").as_uri()
     # the served bytes in small pieces, as a browser would read them
-    proc = subprocess.run([NODE, "--input-type=module", "-e", script], input=resp.content, capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [NODE, "--input-type=module", "-e", script], input=resp.content, capture_output=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr.decode()
     assert json.loads(proc.stdout) == reply.to_dict()
 
@@ -154,7 +167,13 @@ def test_a_client_that_goes_away_leaves_the_reply_its_grace_period_then_it_is_ca
         (b"not json", "not JSON"),
         (b'{"input": ""}', "non-empty string"),
         (b'{"input": "a", "messages": []}', 'send {"input"'),
-        (b'{"messages": [{"role": "user", "name": "u", "content": [{"type": "tool_call", "id": "c", "name": "f", "input": "{}"}]}]}', "not valid"),
+        (
+            (
+                b'{"messages": [{"role": "user", "name": "u", "content": [{"type": "tool_call", "id": '
+                b'"c", "name": "f", "input": "{}"}]}]}'
+            ),
+            "not valid",
+        ),
     ],
 )
 def test_a_bad_request_gets_400_with_the_reason_and_no_agent_runs(payload, reason):
@@ -182,7 +201,9 @@ def test_an_agent_that_cannot_be_made_is_a_500_that_says_why():
     with Served(EventStreamApp(make_agent)) as url:
         resp = httpx.post(url + "/reply", json={"input": "hi"})
     assert resp.status_code == 500
-    assert resp.json() == {"error": "the agent could not be made: ConfigError: anthropic needs an API key: set ANTHROPIC_API_KEY"}
+    assert resp.json() == {
+        "error": "the agent could not be made: ConfigError: anthropic needs an API key: set ANTHROPIC_API_KEY"
+    }
 
 
 def test_a_failure_outside_the_reply_ends_the_stream_with_an_error_event():
@@ -202,7 +223,11 @@ def test_a_failure_outside_the_reply_ends_the_stream_with_an_error_event():
     assert parse_event(json.loads(first.removeprefix("data: "))).type == "REPLY_START"  # what was sent stays
     last = text.split("\n\n")[-2]
     assert last.startswith("event: error\ndata: ")
-    assert json.loads(last.split("data: ", 1)[1]) == {"type": "ERROR", "reply_id": "r", "message": "RuntimeError: the tool registry is gone"}  # it names its reply
+    assert json.loads(last.split("data: ", 1)[1]) == {
+        "type": "ERROR",
+        "reply_id": "r",
+        "message": "RuntimeError: the tool registry is gone",
+    }  # it names its reply
 
 
 # -- pauses, history and the other encodings (their official clients: test_serve_clients.py) --
@@ -239,10 +264,32 @@ def test_a_parked_reply_resumes_with_the_answer_posted_as_an_event_and_wrong_ans
                 asked, resume = first[-2], first[-1]
                 token = resume.value["resume_token"]
                 answer = json.loads(made[0].confirm({"toolu_1": True}).to_json())
-                unknown = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": "nope"}, "resume_token": token})
+                unknown = client.post(
+                    url + "/reply",
+                    json={"resume": {"type": "USER_INTERRUPT", "reply_id": "nope"}, "resume_token": token},
+                )
                 no_token = client.post(url + "/reply", json={"resume": answer})
                 wrong_token = client.post(url + "/reply", json={"resume": answer, "resume_token": token[:-2] + "xx"})
-                wrong_call = client.post(url + "/reply", json={"resume": {**answer, "confirm_results": [{"confirmed": True, "tool_call": {"type": "tool_call", "id": "toolu_9", "name": "weather", "input": "{}"}}]}, "resume_token": token})
+                wrong_call = client.post(
+                    url + "/reply",
+                    json={
+                        "resume": {
+                            **answer,
+                            "confirm_results": [
+                                {
+                                    "confirmed": True,
+                                    "tool_call": {
+                                        "type": "tool_call",
+                                        "id": "toolu_9",
+                                        "name": "weather",
+                                        "input": "{}",
+                                    },
+                                }
+                            ],
+                        },
+                        "resume_token": token,
+                    },
+                )
                 second = events_of(client.post(url + "/reply", json={"resume": answer, "resume_token": token}).content)
                 again = client.post(url + "/reply", json={"resume": answer, "resume_token": token})
     assert asked.type == "REQUIRE_USER_CONFIRM" and [c.id for c in asked.tool_calls] == ["toolu_1"]
@@ -275,15 +322,32 @@ def test_a_conversation_posted_as_messages_is_the_agents_history():
             with httpx.Client() as client:
                 client.post(url + "/reply", json={"input": "Weather?"})
                 history = [m.to_dict() for m in made[0].context]
-                client.post(url + "/reply", json={"messages": history + [{"role": "user", "name": "user", "content": [{"type": "text", "text": "And now?"}]}]})
+                client.post(
+                    url + "/reply",
+                    json={
+                        "messages": history
+                        + [{"role": "user", "name": "user", "content": [{"type": "text", "text": "And now?"}]}]
+                    },
+                )
                 ends_with_assistant = client.post(url + "/reply", json={"messages": history})
     sent = provider.requests[2]["json"]["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user", "assistant", "user"]
     assert "sunny in Paris" in json.dumps(sent[2]) and sent[-1]["content"][-1]["text"] == "And now?"
-    assert ends_with_assistant.status_code == 400 and "last message must be the user's" in ends_with_assistant.json()["error"]
+    assert (
+        ends_with_assistant.status_code == 400
+        and "last message must be the user's" in ends_with_assistant.json()["error"]
+    )
 
 
-AG_UI_INPUT = {"threadId": "t1", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "Weather?"}], "state": None, "tools": [], "context": [], "forwardedProps": {}}
+AG_UI_INPUT = {
+    "threadId": "t1",
+    "runId": "r1",
+    "messages": [{"id": "u1", "role": "user", "content": "Weather?"}],
+    "state": None,
+    "tools": [],
+    "context": [],
+    "forwardedProps": {},
+}
 
 
 def test_ag_ui_events_are_valid_ag_ui_through_an_interrupt_an_image_result_and_an_error():
@@ -303,7 +367,15 @@ def test_ag_ui_events_are_valid_ag_ui_through_an_interrupt_an_image_result_and_a
 
     with ProviderServer() as provider:
         provider.replies = [
-            sse_reply(body("anthropic", ("think", "A photo."), ("text", "Asking."), ("tool", "toolu_1", "photo", '{"city": "Oslo"}'), usage=(20, 9))),
+            sse_reply(
+                body(
+                    "anthropic",
+                    ("think", "A photo."),
+                    ("text", "Asking."),
+                    ("tool", "toolu_1", "photo", '{"city": "Oslo"}'),
+                    usage=(20, 9),
+                )
+            ),
             sse_reply(body("anthropic", ("text", "Here it is."), usage=(40, 7))),
             error_reply(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
         ]
@@ -311,7 +383,11 @@ def test_ag_ui_events_are_valid_ag_ui_through_an_interrupt_an_image_result_and_a
             with httpx.Client() as client:
                 run1 = frames_of(client.post(url + "/reply", json=AG_UI_INPUT).content)
                 interrupt_id = run1[-1]["outcome"]["interrupts"][0]["id"]
-                resume = {**AG_UI_INPUT, "runId": "r2", "resume": [{"interruptId": interrupt_id, "status": "resolved", "payload": {"approved": True}}]}
+                resume = {
+                    **AG_UI_INPUT,
+                    "runId": "r2",
+                    "resume": [{"interruptId": interrupt_id, "status": "resolved", "payload": {"approved": True}}],
+                }
                 run2 = frames_of(client.post(url + "/reply", json=resume).content)
                 run3 = frames_of(client.post(url + "/reply", json={**AG_UI_INPUT, "runId": "r3"}).content)
     for frame in run1 + run2 + run3:
@@ -320,12 +396,25 @@ def test_ag_ui_events_are_valid_ag_ui_through_an_interrupt_an_image_result_and_a
     assert run1[1]["name"] == "modelwire.resume" and run1[1]["value"]["resume_token"] == interrupt_id.partition(".")[0]
     token, _, call_id = interrupt_id.partition(".")
     assert len(token) >= 40 and call_id == "toolu_1"  # the reply's resume token, then the call
-    assert run1[-1]["outcome"] == {"type": "interrupt", "interrupts": [{"id": interrupt_id, "reason": "tool_approval", "toolCallId": "toolu_1", "message": 'Allow photo({"city": "Oslo"})?'}]}
+    assert run1[-1]["outcome"] == {
+        "type": "interrupt",
+        "interrupts": [
+            {
+                "id": interrupt_id,
+                "reason": "tool_approval",
+                "toolCallId": "toolu_1",
+                "message": 'Allow photo({"city": "Oslo"})?',
+            }
+        ],
+    }
     (call,) = [f for f in run1 if f["type"] == "TOOL_CALL_START"]
     (text,) = [f for f in run1 if f["type"] == "TEXT_MESSAGE_START"]
     assert call["parentMessageId"] == text["messageId"]  # the call hangs off its model call's text
     (result,) = [f for f in run2 if f["type"] == "TOOL_CALL_RESULT"]
-    assert result["content"] == [{"type": "text", "text": "a photo of Oslo"}, {"type": "image", "source": {"type": "data", "value": pixel, "mimeType": "image/png"}}]
+    assert result["content"] == [
+        {"type": "text", "text": "a photo of Oslo"},
+        {"type": "image", "source": {"type": "data", "value": pixel, "mimeType": "image/png"}},
+    ]
     assert run2[0]["type"] == "RUN_STARTED" and run2[0]["runId"] == "r2"
     assert run2[-1]["type"] == "RUN_FINISHED" and run2[-1]["usage"][0]["inputTokens"] == 40
     assert run3[-1]["type"] == "RUN_ERROR" and "Overloaded" in run3[-1]["message"] and run3[-1]["code"]
@@ -335,11 +424,25 @@ def test_the_ui_message_stream_ends_an_error_with_an_error_part_finish_and_done(
     from modelwire.testing import error_reply
 
     with ProviderServer() as provider:
-        provider.replies = [error_reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long"}})]
+        provider.replies = [
+            error_reply(
+                400, {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long"}}
+            )
+        ]
         with Served(app_for(provider)) as url:
             with httpx.Client() as client:
-                resp = client.post(url + "/reply", json={"id": "chat1", "trigger": "submit-message", "messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]})
-                wrong_part = client.post(url + "/reply", json={"messages": [{"id": "m1", "role": "user", "parts": [{"type": "tool-x", "toolCallId": "c"}]}]})
+                resp = client.post(
+                    url + "/reply",
+                    json={
+                        "id": "chat1",
+                        "trigger": "submit-message",
+                        "messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+                    },
+                )
+                wrong_part = client.post(
+                    url + "/reply",
+                    json={"messages": [{"id": "m1", "role": "user", "parts": [{"type": "tool-x", "toolCallId": "c"}]}]},
+                )
                 unknown = client.post(url + "/reply?encoding=smoke-signals", json=AG_UI_INPUT)
     assert resp.headers["x-vercel-ai-ui-message-stream"] == "v1"
     frames = frames_of(resp.content)
@@ -365,10 +468,16 @@ def test_mounted_under_a_prefix_the_page_and_its_files_are_found_relative_to_it(
         async def send(message: dict) -> None:
             sent.append(message)
 
-        await app({"type": "http", "method": "GET", "path": path, "root_path": "/chat", "query_string": b"", "headers": []}, receive, send)
+        await app(
+            {"type": "http", "method": "GET", "path": path, "root_path": "/chat", "query_string": b"", "headers": []},
+            receive,
+            send,
+        )
         return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
 
-    page, config, fold, missing = (asyncio.run(get(p)) for p in ("/chat/", "/chat/config.json", "/chat/fold.mjs", "/chat/nothing"))
+    page, config, fold, missing = (
+        asyncio.run(get(p)) for p in ("/chat/", "/chat/config.json", "/chat/fold.mjs", "/chat/nothing")
+    )
     assert page[0] == 200 and b'from "./fold.mjs"' in page[1] and b'fetch("config.json")' in page[1]
     assert config[0] == 200 and json.loads(config[1]) == {"path": "reply", "image_origins": [], "auth": False}
     assert fold[0] == 200 and b"export function appendEvent" in fold[1]
@@ -419,7 +528,12 @@ def test_a_request_body_that_trickles_is_cut_off_with_408():
         with Served(app) as url:
             port = int(url.rsplit(":", 1)[1])
             with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-                sock.sendall(b"POST /reply HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{")
+                sock.sendall(
+                    (
+                        b"POST /reply HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: "
+                        b"application/json\r\ncontent-length: 100\r\n\r\n{"
+                    )
+                )
                 answer = b""
                 for _ in range(40):  # a byte every 0.1 s, for up to 4 s: the app answers first
                     time.sleep(0.1)
@@ -449,13 +563,19 @@ def test_a_parked_reply_is_kept_compressed_and_a_finished_one_lingers_without_it
 
     made: list = []
     rnd = random.Random(7)
-    vocabulary = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9))) for _ in range(3000)]
+    vocabulary = [
+        "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9))) for _ in range(3000)
+    ]
     text = " ".join(rnd.choice(vocabulary) for _ in range(60_000))  # words, as a long document
     with ProviderServer() as provider:
-        provider.respond = lambda request: sse_reply(body("anthropic", ("tool", "toolu_1", "weather", '{"city": "Paris"}')))
+        provider.respond = lambda request: sse_reply(
+            body("anthropic", ("tool", "toolu_1", "weather", '{"city": "Paris"}'))
+        )
         app = agent_app(provider, Tool(weather, requires_confirmation=True), made=made)
         with Served(app) as url, httpx.Client() as client:
-            posted = json.dumps({"messages": [{"role": "user", "name": "user", "content": [{"type": "text", "text": text}]}]})
+            posted = json.dumps(
+                {"messages": [{"role": "user", "name": "user", "content": [{"type": "text", "text": text}]}]}
+            )
             raw = client.post(url + "/reply", content=posted, headers={"content-type": "application/json"}).content
             assert b"REQUIRE_USER_CONFIRM" in raw
             time.sleep(0.2)

@@ -28,7 +28,9 @@ from test_serve import Served, agent_app
 JS = Path(__file__).resolve().parent / "js"
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(
-    NODE is None or not (JS / "node_modules" / "ai").is_dir() or not (JS / "node_modules" / "@ag-ui" / "client").is_dir(),
+    NODE is None
+    or not (JS / "node_modules" / "ai").is_dir()
+    or not (JS / "node_modules" / "@ag-ui" / "client").is_dir(),
     reason="needs node and the npm clients: npm ci --prefix tests/js",
 )
 
@@ -39,7 +41,13 @@ def weather(city: str) -> str:
 
 
 def tool_turn(call_id: str = "toolu_1") -> bytes:
-    return body("anthropic", ("think", "They want weather."), ("text", "Let me look."), ("tool", call_id, "weather", '{"city": "Paris"}'), usage=(20, 9))
+    return body(
+        "anthropic",
+        ("think", "They want weather."),
+        ("text", "Let me look."),
+        ("tool", call_id, "weather", '{"city": "Paris"}'),
+        usage=(20, 9),
+    )
 
 
 def answer_turn(text: str = "It is sunny in Paris.") -> bytes:
@@ -52,7 +60,12 @@ def signed_turn(signature: str) -> bytes:
 
 def external_weather() -> Tool:
     """weather, run outside the agent (by the client)."""
-    return Tool(name="weather", description="The weather, looked up elsewhere.", parameters={"type": "object", "properties": {"city": {"type": "string"}}}, external=True)
+    return Tool(
+        name="weather",
+        description="The weather, looked up elsewhere.",
+        parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+        external=True,
+    )
 
 
 class Setup:
@@ -63,7 +76,9 @@ class Setup:
     def kept(self):
         """The one reply the agents kept: a parked reply is data, taken up on resume by a
         fresh agent from the factory, and it stays the same message."""
-        assert len({a.context[-1].id for a in self.agents}) == 1, "a resume must continue the parked reply, not start another"
+        assert len({a.context[-1].id for a in self.agents}) == 1, (
+            "a resume must continue the parked reply, not start another"
+        )
         return self.agents[-1].context[-1]
 
 
@@ -79,7 +94,9 @@ def run(replies: tuple[bytes, ...], tool: Tool, scenario: str, text: str, arg: s
 
 
 def client(scenario: str, url: str, text: str, arg: str = "") -> dict:
-    proc = subprocess.run([NODE, str(JS / "clients.mjs"), scenario, url + "/reply", text, arg], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [NODE, str(JS / "clients.mjs"), scenario, url + "/reply", text, arg], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)
 
@@ -94,7 +111,9 @@ def ui_view(message: dict) -> list:
             output = p.get("output") or p.get("errorText")
             if output is not None and not isinstance(output, str):
                 output = json.dumps(output)  # a client-side tool's own output, kept as JSON text
-            out.append(("tool", p["toolCallId"], p["type"][5:], json.dumps(p["input"], sort_keys=True), p["state"], output))
+            out.append(
+                ("tool", p["toolCallId"], p["type"][5:], json.dumps(p["input"], sort_keys=True), p["state"], output)
+            )
     return out
 
 
@@ -110,7 +129,11 @@ def kept_view(msg, denied_state: str = "output-denied") -> list:
         elif b.type == "tool_call":
             r = results.get(b.id)
             state = {"success": "output-available", "error": "output-error", "denied": denied_state}[r.state]
-            output = None if r.state == "denied" else (r.output if isinstance(r.output, str) else "".join(x.text for x in r.output))
+            output = (
+                None
+                if r.state == "denied"
+                else (r.output if isinstance(r.output, str) else "".join(x.text for x in r.output))
+            )
             out.append(("tool", b.id, b.name, json.dumps(json.loads(b.input), sort_keys=True), state, output))
     return out
 
@@ -126,12 +149,22 @@ def test_vercel_chat_rebuilds_the_reply_the_agent_kept():
     assert [p["type"] for p in assistant["parts"]].count("step-start") == 2  # one step per model call
     meta = assistant["metadata"]
     assert meta["finishedReason"] == "completed"
-    assert (meta["usage"]["input_tokens"], meta["usage"]["output_tokens"]) == (kept.usage.input_tokens, kept.usage.output_tokens) == (60, 16)
+    assert (
+        (meta["usage"]["input_tokens"], meta["usage"]["output_tokens"])
+        == (kept.usage.input_tokens, kept.usage.output_tokens)
+        == (60, 16)
+    )
 
 
 @pytest.mark.parametrize("answer", ["yes", "no"])
 def test_vercel_chat_answers_a_tool_approval_and_the_same_reply_resumes(answer):
-    got, setup, sent = run((tool_turn(), answer_turn("Done." if answer == "yes" else "Understood, I did not look.")), Tool(weather, requires_confirmation=True), "ui-approve", "Weather in Paris?", answer)
+    got, setup, sent = run(
+        (tool_turn(), answer_turn("Done." if answer == "yes" else "Understood, I did not look.")),
+        Tool(weather, requires_confirmation=True),
+        "ui-approve",
+        "Weather in Paris?",
+        answer,
+    )
     assert got["error"] is None and got["requests"] == 2  # the approval went back by itself
     assert len(got["messages"]) == 2  # the resumed stream continued the same assistant message
     kept = setup.kept()
@@ -146,7 +179,9 @@ def test_vercel_chat_answers_a_tool_approval_and_the_same_reply_resumes(answer):
 
 
 def test_vercel_chat_runs_a_client_side_tool_and_its_output_reaches_the_model():
-    got, setup, sent = run((tool_turn(), answer_turn("The browser says so.")), external_weather(), "ui-external", "Weather in Paris?")
+    got, setup, sent = run(
+        (tool_turn(), answer_turn("The browser says so.")), external_weather(), "ui-external", "Weather in Paris?"
+    )
     assert got["error"] is None and got["requests"] == 2
     kept = setup.kept()
     assert kept.finished_reason == "completed"
@@ -195,18 +230,32 @@ def test_agui_http_agent_rebuilds_the_reply_the_agent_kept():
 
 @pytest.mark.parametrize("answer", ["yes", "no"])
 def test_agui_interrupt_is_answered_by_a_resumed_run(answer):
-    got, setup, sent = run((tool_turn(), answer_turn("Done.")), Tool(weather, requires_confirmation=True), "agui-approve", "Weather in Paris?", answer)
+    got, setup, sent = run(
+        (tool_turn(), answer_turn("Done.")),
+        Tool(weather, requires_confirmation=True),
+        "agui-approve",
+        "Weather in Paris?",
+        answer,
+    )
     (interrupt,) = got["interrupts"]
-    assert (interrupt["id"].partition(".")[2], interrupt["reason"], interrupt["toolCallId"]) == ("toolu_1", "tool_approval", "toolu_1")
+    assert (interrupt["id"].partition(".")[2], interrupt["reason"], interrupt["toolCallId"]) == (
+        "toolu_1",
+        "tool_approval",
+        "toolu_1",
+    )
     assert got["pending"] == []  # the second run answered it
     kept = setup.kept()
     assert kept.finished_reason == "completed"
-    assert next(b for b in kept.content if b.type == "tool_result").state == ("success" if answer == "yes" else "denied")
+    assert next(b for b in kept.content if b.type == "tool_result").state == (
+        "success" if answer == "yes" else "denied"
+    )
     assert agui_view(got["messages"][1:]) == kept_agui_view(kept)
 
 
 def test_agui_external_tool_output_resumes_the_run():
-    got, setup, sent = run((tool_turn(), answer_turn("Thanks.")), external_weather(), "agui-external", "Weather in Paris?")
+    got, setup, sent = run(
+        (tool_turn(), answer_turn("Thanks.")), external_weather(), "agui-external", "Weather in Paris?"
+    )
     assert [i["reason"] for i in got["interrupts"]] == ["external_execution"]
     kept = setup.kept()
     assert next(b for b in kept.content if b.type == "tool_result").output == "ran toolu_1 outside"
@@ -215,7 +264,13 @@ def test_agui_external_tool_output_resumes_the_run():
 
 
 def test_agui_thinking_signatures_come_back_with_the_next_run():
-    got, setup, sent = run((signed_turn("sig-AbC123"), answer_turn("Still sunny.")), Tool(weather), "agui-twice", "Weather in Paris?", "And tomorrow?")
+    got, setup, sent = run(
+        (signed_turn("sig-AbC123"), answer_turn("Still sunny.")),
+        Tool(weather),
+        "agui-twice",
+        "Weather in Paris?",
+        "And tomorrow?",
+    )
     (reasoning,) = [m for m in got["messages"] if m["role"] == "reasoning"]
     assert reasoning["content"] == "They want weather." and "sig-AbC123" in reasoning["encryptedValue"]
     # The second run's request replays the thinking with its signature, as Anthropic requires.
@@ -224,13 +279,23 @@ def test_agui_thinking_signatures_come_back_with_the_next_run():
 
 
 def test_vercel_chat_sends_thinking_signatures_back_with_the_conversation():
-    got, setup, sent = run((signed_turn("sig-XyZ789"), answer_turn("Still sunny.")), Tool(weather), "ui-twice", "Weather in Paris?", "And tomorrow?")
+    got, setup, sent = run(
+        (signed_turn("sig-XyZ789"), answer_turn("Still sunny.")),
+        Tool(weather),
+        "ui-twice",
+        "Weather in Paris?",
+        "And tomorrow?",
+    )
     assert got["error"] is None and got["requests"] == 2 and len(got["messages"]) == 4
     reasoning = next(p for p in got["messages"][1]["parts"] if p["type"] == "reasoning")
     assert reasoning["providerMetadata"]["modelwire"]["signature"] == "sig-XyZ789"
     # useChat posted the conversation back; the second request replays the signed thinking.
     assert [m["role"] for m in sent[1]["json"]["messages"]] == ["user", "assistant", "user"]
-    assert sent[1]["json"]["messages"][1]["content"][0] == {"type": "thinking", "thinking": "They want weather.", "signature": "sig-XyZ789"}
+    assert sent[1]["json"]["messages"][1]["content"][0] == {
+        "type": "thinking",
+        "thinking": "They want weather.",
+        "signature": "sig-XyZ789",
+    }
 
 
 def test_use_chat_takes_a_reply_up_again_after_a_lost_connection():

@@ -29,7 +29,9 @@ from modelwire.testing.sse import body
 from test_serve import Served, agent_app, events_of, weather
 
 REDIS = shutil.which("redis-server")
-pytestmark = pytest.mark.skipif(REDIS is None, reason="needs redis-server (apt-get install redis-server; .ci/run installs it)")
+pytestmark = pytest.mark.skipif(
+    REDIS is None, reason="needs redis-server (apt-get install redis-server; .ci/run installs it)"
+)
 
 
 def free_port() -> int:
@@ -46,14 +48,24 @@ def wait_for(port: int, proc: subprocess.Popen, what: str) -> None:
             return
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"{what} did not start: {proc.stderr.read() if proc.stderr and proc.poll() is not None else 'timeout'}")
+                raise AssertionError(
+                    (
+                        f"{what} did not start: "
+                        f"{proc.stderr.read() if proc.stderr and proc.poll() is not None else 'timeout'}"
+                    )
+                )
             time.sleep(0.05)
 
 
 @pytest.fixture
 def redis_url(tmp_path):
     port = free_port()
-    proc = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_for(port, proc, "redis-server")
     yield f"redis://127.0.0.1:{port}/0"
     proc.terminate()
@@ -76,7 +88,23 @@ class Worker:
         self.port = port or free_port()
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "MODELWIRE_MODEL"}
         env["ANTHROPIC_API_KEY"] = "sk-test"
-        cmd = [sys.executable, "-m", "modelwire.cli", "serve", "--port", str(self.port), "--model", "anthropic:claude-sonnet-4-5", "--base-url", provider.url, "--tool", "modelwire.demo:calculate", "--confirm-tools", "--store", store]
+        cmd = [
+            sys.executable,
+            "-m",
+            "modelwire.cli",
+            "serve",
+            "--port",
+            str(self.port),
+            "--model",
+            "anthropic:claude-sonnet-4-5",
+            "--base-url",
+            provider.url,
+            "--tool",
+            "modelwire.demo:calculate",
+            "--confirm-tools",
+            "--store",
+            store,
+        ]
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         wait_for(self.port, self.proc, "modelwire serve")
         self.url = f"http://127.0.0.1:{self.port}/reply"
@@ -108,7 +136,11 @@ def fold(*streams) -> AssistantMsg:
 
 def approve(parked_events, token):
     asked = next(e for e in parked_events if e.type == "REQUIRE_USER_CONFIRM")
-    event = {"type": "USER_CONFIRM_RESULT", "reply_id": asked.reply_id, "confirm_results": [{"confirmed": True, "tool_call": asked.tool_calls[0].to_dict()}]}
+    event = {
+        "type": "USER_CONFIRM_RESULT",
+        "reply_id": asked.reply_id,
+        "confirm_results": [{"confirmed": True, "tool_call": asked.tool_calls[0].to_dict()}],
+    }
     return {"resume": event, "resume_token": token}
 
 
@@ -123,10 +155,16 @@ def test_parked_on_one_worker_resumed_on_another_after_both_restarted(redis_url)
             second = events_of(httpx.post(b.url, json=approve(first, token), timeout=30).content)
             again = httpx.post(a.url, json=approve(first, token), timeout=30)
     assert [e.type for e in first][-2:] == ["REQUIRE_USER_CONFIRM", "CUSTOM"]
-    assert second[0].type == "USER_CONFIRM_RESULT" and second[-1].type == "REPLY_END" and second[-1].finished_reason == "completed"
+    assert (
+        second[0].type == "USER_CONFIRM_RESULT"
+        and second[-1].type == "REPLY_END"
+        and second[-1].finished_reason == "completed"
+    )
     reply = fold(first, second)
     (result,) = [b for b in reply.content if b.type == "tool_result"]
-    assert result.state == "success" and "42" in (result.output if isinstance(result.output, str) else result.output[0].text)
+    assert result.state == "success" and "42" in (
+        result.output if isinstance(result.output, str) else result.output[0].text
+    )
     assert reply.get_text_content().strip() == "It is 42."
     assert again.status_code == 409  # taken once, whichever worker is asked
     assert "42" in json.dumps(provider.requests[-1]["json"]["messages"][-1])  # the calculator ran on the second worker
@@ -153,14 +191,20 @@ def test_the_rebuilt_reply_is_the_one_the_first_worker_kept(redis_url):
     made_a: list = []
     made_b: list = []
     with ProviderServer() as provider:
-        provider.respond = lambda request: sse_reply(body("anthropic", ("text", "Sunny."))) if "tool_result" in json.dumps(request["json"]["messages"]) else sse_reply(body("anthropic", ("tool", "toolu_1", "weather", '{"city": "Paris"}')))
+        provider.respond = lambda request: (
+            sse_reply(body("anthropic", ("text", "Sunny.")))
+            if "tool_result" in json.dumps(request["json"]["messages"])
+            else sse_reply(body("anthropic", ("tool", "toolu_1", "weather", '{"city": "Paris"}')))
+        )
         app_a = agent_app(provider, Tool(weather, requires_confirmation=True), made=made_a)
         app_b = agent_app(provider, Tool(weather, requires_confirmation=True), made=made_b)
         app_a.store, app_b.store = RedisStore(redis_url), RedisStore(redis_url)
         with Served(app_a) as url_a, Served(app_b) as url_b:
             first = events_of(httpx.post(url_a + "/reply", json={"input": "Weather?"}, timeout=30).content)
             parked = copy.deepcopy(made_a[0].context[-1])
-            second = events_of(httpx.post(url_b + "/reply", json=approve(first, first[-1].value["resume_token"]), timeout=30).content)
+            second = events_of(
+                httpx.post(url_b + "/reply", json=approve(first, first[-1].value["resume_token"]), timeout=30).content
+            )
     kept = made_b[-1].context[-1]
     assert kept.id == parked.id and kept.content[0].to_dict() == {**parked.content[0].to_dict(), "state": "finished"}
     rebuilt = AssistantMsg(first[0].name, [], id=first[0].reply_id, created_at=kept.created_at)
@@ -217,7 +261,9 @@ def test_a_lost_stream_is_taken_up_on_another_worker_and_the_reply_is_not_abando
                 last, first = _read(resp, until=15)  # then the connection is lost
             token = next(e for e in first if e.type == "CUSTOM").value["resume_token"]
             time.sleep(0.1)
-            with client.stream("GET", url_b + "/reply", headers={"last-event-id": str(last), "x-modelwire-resume-token": token}) as resp:
+            with client.stream(
+                "GET", url_b + "/reply", headers={"last-event-id": str(last), "x-modelwire-resume-token": token}
+            ) as resp:
                 assert resp.status_code == 200
                 _, rest = _read(resp)
             stranger = client.get(url_b + "/reply", headers={"last-event-id": "1", "x-modelwire-resume-token": "nope"})
@@ -244,7 +290,21 @@ class RedisServer:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
-        cmd = [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.folder)]
+        cmd = [
+            REDIS,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--dir",
+            str(self.folder),
+        ]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         wait_for(self.port, self.proc, "redis-server")
 
@@ -282,7 +342,9 @@ def test_a_client_following_a_reply_whose_worker_died_gets_an_error_within_secon
             with client.stream("POST", a.url, json={"input": "count"}) as resp:
                 last, first = _read(resp, until=12)
             token = next(e for e in first if e.type == "CUSTOM").value["resume_token"]
-            with client.stream("GET", b.url, headers={"last-event-id": str(last), "x-modelwire-resume-token": token}) as resp:
+            with client.stream(
+                "GET", b.url, headers={"last-event-id": str(last), "x-modelwire-resume-token": token}
+            ) as resp:
                 assert resp.status_code == 200
                 pieces = resp.iter_raw()
                 got = next(pieces)  # B follows the reply as A writes it
@@ -328,7 +390,11 @@ def test_with_redis_down_a_reply_that_must_park_asks_nothing_and_ends_with_an_er
         worker = Worker(provider, url)
         try:
             raw = httpx.post(worker.url, json={"input": "What is 6 * 7?"}, timeout=30).content
-            resumed = httpx.post(worker.url, json={"resume": {"type": "USER_INTERRUPT", "reply_id": "r"}, "resume_token": "t" * 40}, timeout=30)
+            resumed = httpx.post(
+                worker.url,
+                json={"resume": {"type": "USER_INTERRUPT", "reply_id": "r"}, "resume_token": "t" * 40},
+                timeout=30,
+            )
         finally:
             worker.stop()
     frames = [d for _, d in _frames(raw)]

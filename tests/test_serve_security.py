@@ -52,19 +52,64 @@ def test_another_client_cannot_take_over_a_parked_reply_by_guessing():
             attacker_events, attacker_token = park(client, url, "Oslo")
             victim_rid = victim_events[0].reply_id
             # The attacker knows ids from its own stream; the victim's reply id was guessed.
-            approve = {"type": "USER_CONFIRM_RESULT", "reply_id": victim_rid, "confirm_results": [{"confirmed": True, "tool_call": {"type": "tool_call", "id": "toolu_0", "name": "weather", "input": "{}"}}]}
+            approve = {
+                "type": "USER_CONFIRM_RESULT",
+                "reply_id": victim_rid,
+                "confirm_results": [
+                    {
+                        "confirmed": True,
+                        "tool_call": {"type": "tool_call", "id": "toolu_0", "name": "weather", "input": "{}"},
+                    }
+                ],
+            }
             tries = [
                 client.post(url + "/reply", json={"resume": approve, "resume_token": attacker_token}),
                 client.post(url + "/reply", json={"resume": approve}),
-                client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": victim_rid}, "resume_token": attacker_token}),
+                client.post(
+                    url + "/reply",
+                    json={"resume": {"type": "USER_INTERRUPT", "reply_id": victim_rid}, "resume_token": attacker_token},
+                ),
                 # AG-UI names calls only: the attacker's token with the victim's call id
-                client.post(url + "/reply", json={"threadId": "t", "runId": "r", "messages": [], "resume": [{"interruptId": f"{attacker_token}.toolu_0", "status": "resolved", "payload": {"approved": True}}]}),
+                client.post(
+                    url + "/reply",
+                    json={
+                        "threadId": "t",
+                        "runId": "r",
+                        "messages": [],
+                        "resume": [
+                            {
+                                "interruptId": f"{attacker_token}.toolu_0",
+                                "status": "resolved",
+                                "payload": {"approved": True},
+                            }
+                        ],
+                    },
+                ),
             ]
-            owner = events_of(client.post(url + "/reply", json={"resume": {**approve, "confirm_results": [{"confirmed": True, "tool_call": victim_events[-2].tool_calls[0].to_dict()}]}, "resume_token": victim_token}).content)
+            owner = events_of(
+                client.post(
+                    url + "/reply",
+                    json={
+                        "resume": {
+                            **approve,
+                            "confirm_results": [
+                                {"confirmed": True, "tool_call": victim_events[-2].tool_calls[0].to_dict()}
+                            ],
+                        },
+                        "resume_token": victim_token,
+                    },
+                ).content
+            )
     assert [t.status_code for t in tries] == [409] * 4 and len({t.text for t in tries}) == 1
-    assert owner[-1].type == "REPLY_END" and owner[-1].finished_reason == "completed"  # the victim's reply was untouched
+    assert (
+        owner[-1].type == "REPLY_END" and owner[-1].finished_reason == "completed"
+    )  # the victim's reply was untouched
     resumed = made[-1].context[-1]  # the victim's reply, taken up by a fresh agent
-    assert resumed.id == victim_rid and resumed.content[1].state == "success" and made[1].context[-1].finished_reason is None
+    assert (
+        resumed.id == victim_rid
+        and resumed.content[1].state == "success"
+        and made[1].context[-1].finished_reason is None
+    )
 
 
 def test_ids_tell_nothing_about_other_ids():
@@ -80,8 +125,14 @@ def test_a_wrong_reply_id_and_a_right_one_without_its_token_look_the_same():
         provider.replies = tool_turns(1)
         with Served(asking_app(provider, made)) as url, httpx.Client() as client:
             events, _ = park(client, url)
-            real = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": events[0].reply_id}, "resume_token": "x" * 43})
-            guessed = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": new_id()}, "resume_token": "x" * 43})
+            real = client.post(
+                url + "/reply",
+                json={"resume": {"type": "USER_INTERRUPT", "reply_id": events[0].reply_id}, "resume_token": "x" * 43},
+            )
+            guessed = client.post(
+                url + "/reply",
+                json={"resume": {"type": "USER_INTERRUPT", "reply_id": new_id()}, "resume_token": "x" * 43},
+            )
     assert (real.status_code, real.text) == (guessed.status_code, guessed.text) == (409, guessed.text)
 
 
@@ -101,9 +152,15 @@ def test_a_body_that_is_not_declared_json_or_from_another_origin_never_runs_the_
         made: list = []
         with Served(asking_app(provider, made)) as url, httpx.Client() as client:
             plain = client.post(url + "/reply", content=b'{"input": "hi"}', headers={"content-type": "text/plain"})
-            form = client.post(url + "/reply", content=b'{"input": "hi"}', headers={"content-type": "application/x-www-form-urlencoded"})
+            form = client.post(
+                url + "/reply",
+                content=b'{"input": "hi"}',
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            )
             other = client.post(url + "/reply", json={"input": "hi"}, headers={"origin": "https://attacker.example"})
-            preflight = client.options(url + "/reply", headers={"origin": "https://attacker.example", "access-control-request-method": "POST"})
+            preflight = client.options(
+                url + "/reply", headers={"origin": "https://attacker.example", "access-control-request-method": "POST"}
+            )
     assert (plain.status_code, form.status_code, other.status_code, preflight.status_code) == (415, 415, 403, 403)
     assert not made and not provider.requests
 
@@ -114,11 +171,25 @@ def test_an_allowed_origin_gets_proper_cors_answers():
         made: list = []
         app = asking_app(provider, made, allowed_origins={"https://app.example"})
         with Served(app) as url, httpx.Client() as client:
-            preflight = client.options(url + "/reply", headers={"origin": "https://app.example", "access-control-request-method": "POST", "access-control-request-headers": "content-type"})
+            preflight = client.options(
+                url + "/reply",
+                headers={
+                    "origin": "https://app.example",
+                    "access-control-request-method": "POST",
+                    "access-control-request-headers": "content-type",
+                },
+            )
             reply = client.post(url + "/reply", json={"input": "hi"}, headers={"origin": "https://app.example"})
     assert preflight.status_code == 204 and preflight.headers["access-control-allow-origin"] == "https://app.example"
-    assert "content-type" in preflight.headers["access-control-allow-headers"] and preflight.headers["access-control-allow-methods"] == "POST"
-    assert reply.status_code == 200 and reply.headers["access-control-allow-origin"] == "https://app.example" and "Origin" in reply.headers["vary"]
+    assert (
+        "content-type" in preflight.headers["access-control-allow-headers"]
+        and preflight.headers["access-control-allow-methods"] == "POST"
+    )
+    assert (
+        reply.status_code == 200
+        and reply.headers["access-control-allow-origin"] == "https://app.example"
+        and "Origin" in reply.headers["vary"]
+    )
 
 
 def test_the_page_is_served_with_a_content_security_policy():
@@ -126,7 +197,12 @@ def test_the_page_is_served_with_a_content_security_policy():
         page = httpx.get(url + "/")
         config = httpx.get(url + "/config.json")
     csp = page.headers["content-security-policy"]
-    assert "frame-ancestors 'none'" in csp and "img-src 'self' data:" in csp and "'unsafe-inline'" not in csp and "script-src 'self' 'sha256-" in csp
+    assert (
+        "frame-ancestors 'none'" in csp
+        and "img-src 'self' data:" in csp
+        and "'unsafe-inline'" not in csp
+        and "script-src 'self' 'sha256-" in csp
+    )
     assert page.headers["x-content-type-options"] == "nosniff" and page.headers["x-frame-options"] == "DENY"
     assert config.headers["x-content-type-options"] == "nosniff"
 
@@ -146,19 +222,40 @@ def test_a_bearer_token_guards_the_reply_endpoint():
 def test_a_flood_of_large_parked_replies_stays_within_the_byte_bound():
     parked = MemoryStore(limit=1000, max_bytes=3_000_000)
     with ProviderServer() as provider:
-        provider.respond = lambda request: sse_reply(body("anthropic", ("tool", f"toolu_{len(provider.requests)}", "weather", '{"city": "Paris"}')))
+        provider.respond = lambda request: sse_reply(
+            body("anthropic", ("tool", f"toolu_{len(provider.requests)}", "weather", '{"city": "Paris"}'))
+        )
         made: list = []
         with Served(asking_app(provider, made, store=parked)) as url, httpx.Client() as client:
             # Text that does not compress (the store keeps parked JSON compressed): ~380 kB each as kept.
             noise = base64.b64encode(os.urandom(375_000)).decode()
-            big = [{"role": "user", "name": "u", "content": [{"type": "text", "text": noise}]}, {"role": "assistant", "name": "a", "content": [{"type": "text", "text": "ok"}]}]
+            big = [
+                {"role": "user", "name": "u", "content": [{"type": "text", "text": noise}]},
+                {"role": "assistant", "name": "a", "content": [{"type": "text", "text": "ok"}]},
+            ]
             tokens = []
             for n in range(20):
-                events = events_of(client.post(url + "/reply", json={"messages": [*big, {"role": "user", "name": "u", "content": [{"type": "text", "text": f"q{n}"}]}]}).content)
+                events = events_of(
+                    client.post(
+                        url + "/reply",
+                        json={
+                            "messages": [
+                                *big,
+                                {"role": "user", "name": "u", "content": [{"type": "text", "text": f"q{n}"}]},
+                            ]
+                        },
+                    ).content
+                )
                 tokens.append((events[0].reply_id, events[-1].value["resume_token"]))
                 assert parked.bytes <= 3_000_000
-            newest = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": tokens[-1][0]}, "resume_token": tokens[-1][1]})
-            oldest = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": tokens[0][0]}, "resume_token": tokens[0][1]})
+            newest = client.post(
+                url + "/reply",
+                json={"resume": {"type": "USER_INTERRUPT", "reply_id": tokens[-1][0]}, "resume_token": tokens[-1][1]},
+            )
+            oldest = client.post(
+                url + "/reply",
+                json={"resume": {"type": "USER_INTERRUPT", "reply_id": tokens[0][0]}, "resume_token": tokens[0][1]},
+            )
     assert 1 <= len(parked) + 1 <= 8  # a handful of ~380 kB replies fit in 3 MB
     assert newest.status_code == 200 and oldest.status_code == 409  # the oldest made room
 
@@ -172,10 +269,21 @@ def test_a_refused_answer_does_not_make_a_parked_reply_younger():
             events, token = park(client, url)
             rid = events[0].reply_id
             time.sleep(0.6)
-            wrong_call = {"type": "USER_CONFIRM_RESULT", "reply_id": rid, "confirm_results": [{"confirmed": True, "tool_call": {"type": "tool_call", "id": "toolu_9", "name": "weather", "input": "{}"}}]}
+            wrong_call = {
+                "type": "USER_CONFIRM_RESULT",
+                "reply_id": rid,
+                "confirm_results": [
+                    {
+                        "confirmed": True,
+                        "tool_call": {"type": "tool_call", "id": "toolu_9", "name": "weather", "input": "{}"},
+                    }
+                ],
+            }
             refused = client.post(url + "/reply", json={"resume": wrong_call, "resume_token": token})
             time.sleep(0.5)  # 1.1 s after parking, 0.5 s after the refused answer
-            late = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": rid}, "resume_token": token})
+            late = client.post(
+                url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": rid}, "resume_token": token}
+            )
     assert refused.status_code == 409 and late.status_code == 409  # expired: counted from parking
 
 
@@ -226,13 +334,21 @@ def test_a_page_on_another_origin_cannot_make_the_agent_run():
     with ProviderServer() as provider:
         provider.replies = [sse_reply(body("anthropic", ("text", "Hello.")))]
         made: list = []
-        with Served(asking_app(provider, made)) as target, Served(EventStreamApp(lambda: None, allowed_hosts=["*"])) as elsewhere:
+        with (
+            Served(asking_app(provider, made)) as target,
+            Served(EventStreamApp(lambda: None, allowed_hosts=["*"])) as elsewhere,
+        ):
             # The second server is another origin (another port); its page attacks the first.
             attack = f"""async () => {{
                 const results = [];
-                for (const [mode, type] of [["no-cors", "text/plain"], ["no-cors", "application/json"], ["cors", "application/json"]]) {{
+                const modes = [
+                    ["no-cors", "text/plain"], ["no-cors", "application/json"], ["cors", "application/json"],
+                ];
+                for (const [mode, type] of modes) {{
                     try {{
-                        const r = await fetch("{target}/reply", {{ method: "POST", mode, headers: {{ "content-type": type }}, body: JSON.stringify({{ input: "spend the key" }}) }});
+                        const body = JSON.stringify({{ input: "spend the key" }});
+                        const headers = {{ "content-type": type }};
+                        const r = await fetch("{target}/reply", {{ method: "POST", mode, headers, body }});
                         results.push(mode + ":" + r.status);
                     }} catch (e) {{ results.push(mode + ":blocked"); }}
                 }}
@@ -257,7 +373,23 @@ def test_serving_on_every_interface_says_what_guards_it():
 
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "MODELWIRE_MODEL"}
-    proc = subprocess.Popen([sys.executable, "-m", "modelwire.cli", "serve", "--host", "0.0.0.0", "--port", str(port), "--allow-host", "agents.example"], env=env, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "modelwire.cli",
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(port),
+            "--allow-host",
+            "agents.example",
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = [proc.stderr.readline() for _ in range(2)]
     finally:
@@ -265,7 +397,9 @@ def test_serving_on_every_interface_says_what_guards_it():
         proc.wait(10)
     warning = lines[1]
     assert "warning: 0.0.0.0 is not a loopback address" in warning
-    assert "agents.example" in warning and "NO token" in warning and "--token" in warning and "--allow-origin" in warning
+    assert (
+        "agents.example" in warning and "NO token" in warning and "--token" in warning and "--allow-origin" in warning
+    )
 
 
 # -- streams that resume -----------------------------------------------------------------------
@@ -295,14 +429,18 @@ def test_a_client_that_lost_its_connection_takes_up_the_rest_with_last_event_id(
                         if len(first) >= 12:
                             break  # the connection is lost here
             rest, ids = [], []
-            with client.stream("GET", url + "/reply", headers={"last-event-id": str(last_id), "x-modelwire-resume-token": token}) as resp:
+            with client.stream(
+                "GET", url + "/reply", headers={"last-event-id": str(last_id), "x-modelwire-resume-token": token}
+            ) as resp:
                 assert resp.status_code == 200
                 for line in _lines(resp):
                     if line.startswith("id: "):
                         ids.append(int(line[4:]))
                     elif line.startswith("data: "):
                         rest.append(parse_event(json.loads(line[6:])))
-            stranger = client.get(url + "/reply", headers={"last-event-id": "3", "x-modelwire-resume-token": "not-the-token"})
+            stranger = client.get(
+                url + "/reply", headers={"last-event-id": "3", "x-modelwire-resume-token": "not-the-token"}
+            )
     assert ids[0] == last_id + 1 and ids == list(range(ids[0], ids[0] + len(ids)))  # no gap, no repeat
     assert rest[-1].type == "REPLY_END" and rest[-1].finished_reason == "completed"
     events = [e for e in first + rest if e.type != "CUSTOM"]
@@ -330,7 +468,13 @@ def test_a_users_stop_ends_a_running_reply_at_once():
                         events.append(ev)
                         token = ev.value["resume_token"] if ev.type == "CUSTOM" else token
                         if len(events) == 20:  # in the middle of the model's text
-                            stop = client.post(url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": events[0].reply_id}, "resume_token": token})
+                            stop = client.post(
+                                url + "/reply",
+                                json={
+                                    "resume": {"type": "USER_INTERRUPT", "reply_id": events[0].reply_id},
+                                    "resume_token": token,
+                                },
+                            )
                             stopped = time.monotonic()
             ended = time.monotonic()
     assert stop.status_code == 204
@@ -413,7 +557,8 @@ def test_fold_mjs_reads_a_reply_through_a_lost_connection_and_folds_it_whole():
             script = f"""
                 import {{ readReply, appendEvent, messageFor }} from "{fold}";
                 let msg = null, custom = 0, seen = new Set(), repeats = 0;
-                for await (const event of readReply("http://127.0.0.1:{proxy.port}/reply", {{ body: {{ input: "count" }}, delay: 50 }})) {{
+                const url = "http://127.0.0.1:{proxy.port}/reply";
+                for await (const event of readReply(url, {{ body: {{ input: "count" }}, delay: 50 }})) {{
                     if (event.type === "CUSTOM") {{ custom += 1; continue; }}
                     if (seen.has(event.id)) repeats += 1;
                     seen.add(event.id);
@@ -421,7 +566,9 @@ def test_fold_mjs_reads_a_reply_through_a_lost_connection_and_folds_it_whole():
                 }}
                 process.stdout.write(JSON.stringify({{ msg, custom, repeats }}));
             """
-            proc = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
+            proc = subprocess.run(
+                [node, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60
+            )
             proxy.close()
             connections = proxy.connections
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -62,13 +62,32 @@ def _sources() -> list[tuple[str, str, object]]:
 
 
 SOURCES = _sources()
-TARGETS = ["anthropic", "openai", "openai-responses", "deepseek", "groq", "openrouter", "google", "vertex", "bedrock", "mistral", "minimax", "bedrock-anthropic", "vertex-anthropic", "ollama", "azure-v1", "azure-responses"]
+TARGETS = [
+    "anthropic",
+    "openai",
+    "openai-responses",
+    "deepseek",
+    "groq",
+    "openrouter",
+    "google",
+    "vertex",
+    "bedrock",
+    "mistral",
+    "minimax",
+    "bedrock-anthropic",
+    "vertex-anthropic",
+    "ollama",
+    "azure-v1",
+    "azure-responses",
+]
 
 
 def _bedrock_id_pattern() -> str:
     import botocore.session
 
-    shape = botocore.session.Session().get_service_model("bedrock-runtime").shape_for("ToolUseBlock").members["toolUseId"]
+    shape = (
+        botocore.session.Session().get_service_model("bedrock-runtime").shape_for("ToolUseBlock").members["toolUseId"]
+    )
     return f"^{shape.metadata['pattern']}$"
 
 
@@ -100,7 +119,9 @@ def conversation(protocol: str, provider: str, path) -> list:
     answered = {b.id for b in reply.content if b.type == "tool_result"}
     for call in [b for b in reply.content if b.type == "tool_call" and not getattr(b, "server_side", False)]:
         if call.id not in answered:
-            reply.content.append(ToolResultBlock(id=call.id, name=call.name, output=f"result of {call.id}", state="success"))
+            reply.content.append(
+                ToolResultBlock(id=call.id, name=call.name, output=f"result of {call.id}", state="success")
+            )
     return [UserMsg("user", "Go on."), reply, UserMsg("user", "And then?")]
 
 
@@ -119,7 +140,11 @@ def test_a_recorded_reply_continues_on_every_target(source, target):
     # checked by being exactly what was received; the rest of the payload strictly.
     checked = _without(body, raw_items)
     if "anthropic_version" in checked:  # Claude on a cloud: the model is in the URL, the version in the body
-        checked = {"model": "some-model", "stream": True, **{k: v for k, v in checked.items() if k != "anthropic_version"}}
+        checked = {
+            "model": "some-model",
+            "stream": True,
+            **{k: v for k, v in checked.items() if k != "anthropic_version"},
+        }
     sdk_params.streaming_request(model.protocol, checked)
 
     for block in reply.content:
@@ -128,7 +153,9 @@ def test_a_recorded_reply_continues_on_every_target(source, target):
         elif block.type == "tool_call" and not getattr(block, "server_side", False):
             if model.protocol == "ollama":
                 assert f'"name": "{block.name}"' in sent, f"tool call {block.name} lost"  # Ollama pairs calls by order
-            elif model.protocol == "gemini" and not (origin(block) and origin(block).provider == target and getattr(block, "server_call_id", False)):
+            elif model.protocol == "gemini" and not (
+                origin(block) and origin(block).provider == target and getattr(block, "server_call_id", False)
+            ):
                 # Gemini pairs calls and results by position; only its own server ids travel
                 assert f'"name": "{block.name}"' in sent, f"tool call {block.name} lost"
             else:
@@ -142,9 +169,16 @@ def test_a_recorded_reply_continues_on_every_target(source, target):
         elif block.type == "thinking":
             came_from = origin(block)
             takes_back = model.protocol != "openai-chat" or model.formatter.reasoning_field is not None
-            native = takes_back and came_from is not None and came_from.protocol == model.protocol and (model.protocol == "anthropic" or came_from.provider == target)
+            native = (
+                takes_back
+                and came_from is not None
+                and came_from.protocol == model.protocol
+                and (model.protocol == "anthropic" or came_from.provider == target)
+            )
             for marker in _markers(block):
-                assert (marker in sent) == native, f"{marker[:30]!r} from {came_from} on {target}: expected {'kept' if native else 'not sent'}"
+                assert (marker in sent) == native, (
+                    f"{marker[:30]!r} from {came_from} on {target}: expected {'kept' if native else 'not sent'}"
+                )
         signature = getattr(block, "thought_signature", None)
         if signature:  # Gemini signs any part: only Gemini, and only the same endpoint, gets it back
             native = model.protocol == "gemini" and origin(block).provider == target
@@ -235,4 +269,6 @@ def _markers(block) -> list[str]:
 
 def test_the_matrix_covers_every_protocol_and_several_providers():
     assert {p for p, _, _ in SOURCES} == {"anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse"}
-    assert {"groq", "openrouter", "openai", "anthropic", "google", "vertex", "bedrock"} <= {prov for _, prov, _ in SOURCES}
+    assert {"groq", "openrouter", "openai", "anthropic", "google", "vertex", "bedrock"} <= {
+        prov for _, prov, _ in SOURCES
+    }

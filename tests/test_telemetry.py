@@ -34,6 +34,7 @@ from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
+
 class _OnlyHere(InMemorySpanExporter):
     """The tracer provider is process-wide once set: spans are kept only while a test of
     this module runs, so other tests (the soak ones) do not pay for them."""
@@ -54,8 +55,22 @@ metrics.set_meter_provider(MeterProvider(metric_readers=[READER]))
 # For each registered protocol (a protocol missing here fails its test): a model of a
 # priced provider that speaks it (None: none is priced), and the provider's name in
 # OpenTelemetry's GenAI conventions (a preset that has none there is named by itself).
-PRESETS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai-chat": "openai:gpt-4o", "openai-responses": "openai-responses:gpt-4.1", "gemini": "google:gemini-2.5-flash", "bedrock-converse": "bedrock:us.amazon.nova-micro-v1:0", "ollama": "ollama:llama3.2"}
-PROVIDER_NAMES = {"anthropic": "anthropic", "openai-chat": "openai", "openai-responses": "openai", "gemini": "gcp.gemini", "bedrock-converse": "aws.bedrock", "ollama": "ollama"}
+PRESETS = {
+    "anthropic": "anthropic:claude-sonnet-4-5",
+    "openai-chat": "openai:gpt-4o",
+    "openai-responses": "openai-responses:gpt-4.1",
+    "gemini": "google:gemini-2.5-flash",
+    "bedrock-converse": "bedrock:us.amazon.nova-micro-v1:0",
+    "ollama": "ollama:llama3.2",
+}
+PROVIDER_NAMES = {
+    "anthropic": "anthropic",
+    "openai-chat": "openai",
+    "openai-responses": "openai",
+    "gemini": "gcp.gemini",
+    "bedrock-converse": "aws.bedrock",
+    "ollama": "ollama",
+}
 PRICED = {"anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse"}
 
 
@@ -89,7 +104,12 @@ def run_agent(server, protocol):
     agent = Agent("Buddy", model, tools=[weather, local_time])
     ids = ("fc_1", "fc_2") if protocol == "gemini" else ("call_1", "call_2")
     server.script(
-        stream_reply(protocol, ("tool", ids[0], "weather", '{"city": "Paris"}'), ("tool", ids[1], "local_time", '{"city": "Paris"}'), usage=(100, 20)),
+        stream_reply(
+            protocol,
+            ("tool", ids[0], "weather", '{"city": "Paris"}'),
+            ("tool", ids[1], "local_time", '{"city": "Paris"}'),
+            usage=(100, 20),
+        ),
         stream_reply(protocol, ("text", "Sunny."), usage=(150, 10)),
     )
     return asyncio.run(agent.reply(UserMsg("user", "Weather and time in Paris?")))
@@ -112,7 +132,11 @@ def test_a_reply_with_two_parallel_tool_calls_gives_the_span_tree(protocol, monk
     first = min(chats, key=lambda s: s.start_time)
     a = first.attributes
     model = PRESETS[protocol].split(":", 1)[1]
-    assert (a["gen_ai.operation.name"], a["gen_ai.provider.name"], a["gen_ai.request.model"]) == ("chat", PROVIDER_NAMES[protocol], model)
+    assert (a["gen_ai.operation.name"], a["gen_ai.provider.name"], a["gen_ai.request.model"]) == (
+        "chat",
+        PROVIDER_NAMES[protocol],
+        model,
+    )
     assert (a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"]) == (100, 20)
     assert a["gen_ai.request.max_tokens"] == 500 and a["gen_ai.request.temperature"] == 0.2
     assert a["server.address"] == "127.0.0.1" and "modelwire.time_to_first_token" in a
@@ -121,9 +145,17 @@ def test_a_reply_with_two_parallel_tool_calls_gives_the_span_tree(protocol, monk
     broken = tools[0].attributes
     (call,) = [c for c in reply.get_content_blocks("tool_call") if c.name == "local_time"]
     assert call.id == {"gemini": "fc_2", "ollama": call.id}.get(protocol, "call_2")  # Ollama gives no ids: one is made
-    assert (broken["gen_ai.tool.name"], broken["gen_ai.tool.call.id"], broken["error.type"]) == ("local_time", call.id, "RuntimeError")
+    assert (broken["gen_ai.tool.name"], broken["gen_ai.tool.call.id"], broken["error.type"]) == (
+        "local_time",
+        call.id,
+        "RuntimeError",
+    )
     assert root.attributes["gen_ai.usage.input_tokens"] == reply.usage.input_tokens == 250
-    assert not any(k.startswith(("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments")) for s in spans for k in s.attributes)
+    assert not any(
+        k.startswith(("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments"))
+        for s in spans
+        for k in s.attributes
+    )
 
 
 def test_content_is_recorded_only_when_asked(monkeypatch):
@@ -150,8 +182,16 @@ def test_token_usage_and_duration_metrics():
 
 def test_an_error_ends_the_call_span_with_its_type():
     with ProviderServer() as server:
-        server.script(Reply(status=429, body=b'{"error": {"type": "rate_limit_error", "message": "slow"}}', headers={"content-type": "application/json"}))
-        model = load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=0))
+        server.script(
+            Reply(
+                status=429,
+                body=b'{"error": {"type": "rate_limit_error", "message": "slow"}}',
+                headers={"content-type": "application/json"},
+            )
+        )
+        model = load_model(
+            "anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url, retry=RetryPolicy(max_retries=0)
+        )
         with pytest.raises(Exception):
             asyncio.run(model.complete([UserMsg("u", "hi")]))
     (span,) = SPANS.get_finished_spans()
@@ -161,12 +201,25 @@ def test_an_error_ends_the_call_span_with_its_type():
 def test_a_key_the_server_echoes_is_masked_in_the_span():
     key = "sk-ant-echoed-0123456789"
     with ProviderServer() as server:
-        server.script(Reply(status=401, body=json.dumps({"error": {"type": "authentication_error", "message": f"invalid x-api-key {key}"}}).encode(), headers={"content-type": "application/json"}))
-        model = load_model("anthropic:claude-sonnet-4-5", api_key=key, base_url=server.url, retry=RetryPolicy(max_retries=0))
+        server.script(
+            Reply(
+                status=401,
+                body=json.dumps(
+                    {"error": {"type": "authentication_error", "message": f"invalid x-api-key {key}"}}
+                ).encode(),
+                headers={"content-type": "application/json"},
+            )
+        )
+        model = load_model(
+            "anthropic:claude-sonnet-4-5", api_key=key, base_url=server.url, retry=RetryPolicy(max_retries=0)
+        )
         with pytest.raises(Exception):
             asyncio.run(model.complete([UserMsg("u", "hi")]))
     (span,) = SPANS.get_finished_spans()
-    shown = json.dumps([span.status.description, dict(span.attributes), [(e.name, dict(e.attributes)) for e in span.events]], default=str)
+    shown = json.dumps(
+        [span.status.description, dict(span.attributes), [(e.name, dict(e.attributes)) for e in span.events]],
+        default=str,
+    )
     assert key not in shown and "***" in shown
 
 
@@ -181,7 +234,8 @@ def test_without_opentelemetry_nothing_of_it_is_imported(tmp_path):
                     raise ModuleNotFoundError(name)
         sys.meta_path.insert(0, Block())
         import importlib.util
-        importlib.util.find_spec = (lambda real: lambda name, *a: None if name.startswith("opentelemetry") else real(name, *a))(importlib.util.find_spec)
+        real = importlib.util.find_spec
+        importlib.util.find_spec = lambda name, *a: None if name.startswith("opentelemetry") else real(name, *a)
         from modelwire.testing import ProviderServer, sse_reply
         from modelwire.testing.sse import body
         from modelwire.models import load_model
@@ -194,7 +248,13 @@ def test_without_opentelemetry_nothing_of_it_is_imported(tmp_path):
         print("otel modules:", sorted(m for m in sys.modules if m.startswith("opentelemetry")))
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert done.returncode == 0, done.stderr
     assert "otel modules: []" in done.stdout
 
@@ -212,21 +272,55 @@ def test_cache_tokens_are_priced_at_their_own_rates():
 
 
 def test_an_unknown_model_has_no_price_and_says_so():
-    got = cost.price(Usage(input_tokens=10, output_tokens=5), provider="openai", model="gpt-nonexistent-9", input_includes_cache=True)
+    got = cost.price(
+        Usage(input_tokens=10, output_tokens=5), provider="openai", model="gpt-nonexistent-9", input_includes_cache=True
+    )
     assert got["total"] is None and "no price for 'gpt-nonexistent-9'" in got["unknown"]
-    local = cost.price(Usage(input_tokens=10, output_tokens=5), provider="ollama", model="qwen3", input_includes_cache=True)
+    local = cost.price(
+        Usage(input_tokens=10, output_tokens=5), provider="ollama", model="qwen3", input_includes_cache=True
+    )
     assert local["total"] is None and "catalogue" in local["unknown"]
 
 
 RECORDED_COSTS = [
     # protocol, preset, recording, model, expected (published rates, per million tokens)
-    ("anthropic", "anthropic", "pydantic-ai/test_anthropic_model_thinking_part_stream.0.sse", "claude-sonnet-4-20250514", 43 * 3e-6 + 282 * 15e-6),
-    ("openai-chat", "openai", "openai-python/f82268f2fefd5cfbc7eeb59c297688be2f6ca0849a6e4f17851b517310841d9b.bin", "gpt-4o-2024-08-06", 149 * 2.5e-6 + 60 * 10e-6),
+    (
+        "anthropic",
+        "anthropic",
+        "pydantic-ai/test_anthropic_model_thinking_part_stream.0.sse",
+        "claude-sonnet-4-20250514",
+        43 * 3e-6 + 282 * 15e-6,
+    ),
+    (
+        "openai-chat",
+        "openai",
+        "openai-python/f82268f2fefd5cfbc7eeb59c297688be2f6ca0849a6e4f17851b517310841d9b.bin",
+        "gpt-4o-2024-08-06",
+        149 * 2.5e-6 + 60 * 10e-6,
+    ),
     # gpt-5: $1.25 input, $0.125 cached input, $10 output; 8,320 of the 9,463 input tokens cached
-    ("openai-responses", "openai-responses", "pydantic-ai/test_openai_responses_model_web_search_tool_stream.0.sse", "gpt-5-2025-08-07", (9463 - 8320) * 1.25e-6 + 8320 * 0.125e-6 + 582 * 10e-6),
-    ("gemini", "google", "gemini/pydantic-ai__test_google_stream_usage_is_live_mid_stream.0.sse", "gemini-2.5-flash", 18 * 0.30e-6 + 115 * 2.50e-6),
+    (
+        "openai-responses",
+        "openai-responses",
+        "pydantic-ai/test_openai_responses_model_web_search_tool_stream.0.sse",
+        "gpt-5-2025-08-07",
+        (9463 - 8320) * 1.25e-6 + 8320 * 0.125e-6 + 582 * 10e-6,
+    ),
+    (
+        "gemini",
+        "google",
+        "gemini/pydantic-ai__test_google_stream_usage_is_live_mid_stream.0.sse",
+        "gemini-2.5-flash",
+        18 * 0.30e-6 + 115 * 2.50e-6,
+    ),
     # Nova Micro: $0.035 input, $0.14 output
-    ("bedrock-converse", "bedrock", "bedrock/pydantic-ai__test_bedrock_model_stream.0.eventstream", "us.amazon.nova-micro-v1:0", 13 * 0.035e-6 + 82 * 0.14e-6),
+    (
+        "bedrock-converse",
+        "bedrock",
+        "bedrock/pydantic-ai__test_bedrock_model_stream.0.eventstream",
+        "us.amazon.nova-micro-v1:0",
+        13 * 0.035e-6 + 82 * 0.14e-6,
+    ),
 ]
 
 
@@ -239,7 +333,11 @@ def test_recorded_replies_cost_what_the_published_rates_say(protocol, preset, pa
     with ProviderServer() as server:
         server.script(Reply(body=raw, pieces=[raw], headers={"content-type": get_protocol(protocol).content_type}))
         base = server.url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
-        reply = asyncio.run(load_model(f"{preset}:{model}", api_key="k", base_url=base, retry=RetryPolicy(max_retries=0)).complete([UserMsg("u", "hi")]))
+        reply = asyncio.run(
+            load_model(f"{preset}:{model}", api_key="k", base_url=base, retry=RetryPolicy(max_retries=0)).complete(
+                [UserMsg("u", "hi")]
+            )
+        )
     assert reply.cost["total"] == pytest.approx(expected, rel=1e-9)
     assert reply.cost["complete"] and reply.cost["source"].startswith("genai-prices")
     assert decode_sse  # the adapters are the same path: covered by the recorded-stream tests
@@ -253,8 +351,14 @@ def test_a_replys_cost_adds_up_its_calls_and_lists_the_unpriced_ones():
     assert reply.cost["calls"] == 2 and reply.cost["complete"]
     with ProviderServer() as server:
         server.script(stream_reply("anthropic", ("text", "hi")))
-        unknown = asyncio.run(load_model("anthropic:claude-imaginary", api_key="k", base_url=server.url).complete([UserMsg("u", "hi")]))
-    assert unknown.cost["total"] is None and not unknown.cost["complete"] and "claude-imaginary" in unknown.cost["unpriced"][0]
+        unknown = asyncio.run(
+            load_model("anthropic:claude-imaginary", api_key="k", base_url=server.url).complete([UserMsg("u", "hi")])
+        )
+    assert (
+        unknown.cost["total"] is None
+        and not unknown.cost["complete"]
+        and "claude-imaginary" in unknown.cost["unpriced"][0]
+    )
 
 
 def test_after_a_failover_the_answering_calls_span_says_why_the_others_did_not():
@@ -268,7 +372,9 @@ def test_after_a_failover_the_answering_calls_span_says_why_the_others_did_not()
     with ProviderServer() as a, ProviderServer() as b:
         a.script(overloaded)
         b.script(sse_reply(body("openai-chat", ("text", "From the backup."))))
-        primary = load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=a.url, retry=RetryPolicy(max_retries=0))
+        primary = load_model(
+            "anthropic:claude-sonnet-4-5", api_key="k", base_url=a.url, retry=RetryPolicy(max_retries=0)
+        )
         backup = load_model("openai:gpt-4.1", api_key="k", base_url=b.url + "/v1", retry=RetryPolicy(max_retries=0))
         reply = asyncio.run(FallbackModel([primary, backup]).complete("Hi"))
     assert reply.get_text_content().strip() == "From the backup."
@@ -359,7 +465,12 @@ def test_every_presets_price_id_is_in_the_catalogue_and_the_clouds_are_priced():
         if preset.price_id is not None:
             assert preset.price_id in catalogue, f"{preset.name}: {preset.price_id!r} is not a genai-prices provider"
     usage = Usage(input_tokens=1000, output_tokens=100)
-    for provider, model in [("bedrock-anthropic", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"), ("vertex-anthropic", "claude-sonnet-4-5@20250929"), ("minimax", "MiniMax-M2"), ("azure-v1", "gpt-4.1")]:
+    for provider, model in [
+        ("bedrock-anthropic", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("vertex-anthropic", "claude-sonnet-4-5@20250929"),
+        ("minimax", "MiniMax-M2"),
+        ("azure-v1", "gpt-4.1"),
+    ]:
         priced = cost.price(usage, provider=provider, model=model)
         assert priced["total"] and priced["total"] > 0, (provider, priced)
     assert cost.price(usage, provider="ollama", model="qwen3")["total"] is None  # a local server: no price, said so
@@ -387,7 +498,17 @@ def test_an_answer_that_comes_only_at_the_bodys_end_records_its_first_token():
     # One NDJSON line with the whole answer and no newline after it: the decoder gives
     # every event when the body ends, and the first token is still recorded before the
     # span ends.
-    line = json.dumps({"model": "llama3.2", "created_at": "t", "message": {"role": "assistant", "content": "Sunny."}, "done": True, "done_reason": "stop", "prompt_eval_count": 10, "eval_count": 2}).encode()
+    line = json.dumps(
+        {
+            "model": "llama3.2",
+            "created_at": "t",
+            "message": {"role": "assistant", "content": "Sunny."},
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": 10,
+            "eval_count": 2,
+        }
+    ).encode()
     with ProviderServer() as server:
         server.script(Reply(body=line, headers={"content-type": get_protocol("ollama").content_type}, pieces=[line]))
         reply = asyncio.run(server.model("ollama", "llama3.2", preset="ollama").complete([UserMsg("user", "Weather?")]))

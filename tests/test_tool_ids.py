@@ -30,7 +30,13 @@ KIMI = [
     ),
     UserMsg("user", "Thanks. And tomorrow?"),
 ]
-TOOLS = [{"name": "get_weather", "description": "w", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+TOOLS = [
+    {
+        "name": "get_weather",
+        "description": "w",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
+]
 
 
 def build(spec, messages, tools=TOOLS, tool_choice=None):
@@ -41,14 +47,27 @@ def build(spec, messages, tools=TOOLS, tool_choice=None):
 def test_kimi_ids_to_anthropic_are_rewritten_consistently_and_replay_to_the_origin_unchanged():
     sent = build("anthropic:claude-sonnet-4-5", KIMI)
     sdk_params.streaming_request("anthropic", sent)
-    uses = [c["id"] for m in sent["messages"] for c in m["content"] if isinstance(m["content"], list) and c["type"] == "tool_use"]
-    results = [c["tool_use_id"] for m in sent["messages"] for c in m["content"] if isinstance(m["content"], list) and c["type"] == "tool_result"]
+    uses = [
+        c["id"]
+        for m in sent["messages"]
+        for c in m["content"]
+        if isinstance(m["content"], list) and c["type"] == "tool_use"
+    ]
+    results = [
+        c["tool_use_id"]
+        for m in sent["messages"]
+        for c in m["content"]
+        if isinstance(m["content"], list) and c["type"] == "tool_result"
+    ]
     assert uses == results and len(set(uses)) == 2
     assert all(re.fullmatch(r"[a-zA-Z0-9_-]+", i) for i in uses)
     assert build("anthropic:claude-sonnet-4-5", KIMI) == sent  # deterministic
     assert KIMI[1].content[1].id == "functions.get_weather:0"  # the history itself is not changed
     back = build("groq:moonshotai/kimi-k2-instruct", KIMI)  # the origin: byte for byte as before
-    assert [c["id"] for m in back["messages"] for c in m.get("tool_calls") or []] == ["functions.get_weather:0", "functions.get_weather:1"]
+    assert [c["id"] for m in back["messages"] for c in m.get("tool_calls") or []] == [
+        "functions.get_weather:0",
+        "functions.get_weather:1",
+    ]
 
 
 def test_mistral_ids_are_nine_letters_and_digits():
@@ -56,7 +75,16 @@ def test_mistral_ids_are_nine_letters_and_digits():
     calls = [c["id"] for m in sent["messages"] for c in m.get("tool_calls") or []]
     answered = [m["tool_call_id"] for m in sent["messages"] if m["role"] == "tool"]
     assert calls == answered and all(re.fullmatch(r"[a-zA-Z0-9]{9}", i) for i in calls) and len(set(calls)) == 2
-    nine = [UserMsg("u", "x"), AssistantMsg("a", [ToolCallBlock(id="abcDEF123", name="get_weather", input="{}"), ToolResultBlock(id="abcDEF123", name="get_weather", output="ok", state="success")])]
+    nine = [
+        UserMsg("u", "x"),
+        AssistantMsg(
+            "a",
+            [
+                ToolCallBlock(id="abcDEF123", name="get_weather", input="{}"),
+                ToolResultBlock(id="abcDEF123", name="get_weather", output="ok", state="success"),
+            ],
+        ),
+    ]
     assert [c["id"] for m in build("mistral:m", nine)["messages"] for c in m.get("tool_calls") or []] == ["abcDEF123"]
 
 
@@ -70,16 +98,38 @@ def test_ids_that_clean_up_alike_stay_apart():
     a, b = "call.1", "call:1"
     history = [
         UserMsg("u", "x"),
-        AssistantMsg("a", [ToolCallBlock(id=a, name="get_weather", input="{}"), ToolCallBlock(id=b, name="get_weather", input="{}"), ToolResultBlock(id=a, name="get_weather", output="A", state="success"), ToolResultBlock(id=b, name="get_weather", output="B", state="success")]),
+        AssistantMsg(
+            "a",
+            [
+                ToolCallBlock(id=a, name="get_weather", input="{}"),
+                ToolCallBlock(id=b, name="get_weather", input="{}"),
+                ToolResultBlock(id=a, name="get_weather", output="A", state="success"),
+                ToolResultBlock(id=b, name="get_weather", output="B", state="success"),
+            ],
+        ),
     ]
     sent = build("anthropic:claude-sonnet-4-5", history)
-    results = {c["tool_use_id"]: c["content"] for m in sent["messages"] if isinstance(m["content"], list) for c in m["content"] if c["type"] == "tool_result"}
+    results = {
+        c["tool_use_id"]: c["content"]
+        for m in sent["messages"]
+        if isinstance(m["content"], list)
+        for c in m["content"]
+        if c["type"] == "tool_result"
+    }
     assert len(results) == 2 and sorted(results.values()) == ["A", "B"]
 
 
 MCP_TOOLS = [
-    {"name": "fs/read_file", "description": "read", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}},
-    {"name": "github.search:issues", "description": "search", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}},
+    {
+        "name": "fs/read_file",
+        "description": "read",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+    },
+    {
+        "name": "github.search:issues",
+        "description": "search",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+    },
 ]
 
 
@@ -94,7 +144,16 @@ MCP_TOOLS = [
     ],
 )
 def test_mcp_style_names_are_sent_as_each_target_takes_them(spec, pattern):
-    history = [UserMsg("u", "read it"), AssistantMsg("a", [ToolCallBlock(id="c1", name="fs/read_file", input='{"path": "a"}'), ToolResultBlock(id="c1", name="fs/read_file", output="text", state="success")])]
+    history = [
+        UserMsg("u", "read it"),
+        AssistantMsg(
+            "a",
+            [
+                ToolCallBlock(id="c1", name="fs/read_file", input='{"path": "a"}'),
+                ToolResultBlock(id="c1", name="fs/read_file", output="text", state="success"),
+            ],
+        ),
+    ]
     sent = json.dumps(build(spec, history, MCP_TOOLS, "github.search:issues"))
     names = set(re.findall(r'"name": "([^"]+)"', sent))
     assert "fs/read_file" not in names
@@ -113,6 +172,7 @@ def test_the_model_calls_a_renamed_tool_and_the_agent_runs_the_right_function():
 
     tool = Tool(read_file, name="fs/read_file")
     with ProviderServer() as server:
+
         def respond(request):
             names = [t["name"] for t in request["json"].get("tools", [])]
             if len(server.requests) == 1:
@@ -144,25 +204,40 @@ def _with_image():
 def test_an_image_to_a_text_only_model_is_refused_before_sending_or_noted():
     from modelwire.errors import FormatError
 
-    with pytest.raises(FormatError, match=r"deepseek:deepseek-chat takes no image input.*on_unsupported_media='note'") as info:
+    with pytest.raises(
+        FormatError, match=r"deepseek:deepseek-chat takes no image input.*on_unsupported_media='note'"
+    ) as info:
         build("deepseek:deepseek-chat", _with_image())
     assert info.value.index == 0
     model = load_model("deepseek:deepseek-chat", api_key="k", on_unsupported_media="note")
     sent = model.build_request(_with_image())[0]
     (user,) = [m for m in sent["messages"] if m["role"] == "user"]
-    assert "image_url" not in json.dumps(user) and "[image 'chart.png' not shown: deepseek:deepseek-chat takes no image input]" in json.dumps(user)
+    assert "image_url" not in json.dumps(
+        user
+    ) and "[image 'chart.png' not shown: deepseek:deepseek-chat takes no image input]" in json.dumps(user)
     assert "image_url" in json.dumps(build("openai:gpt-4.1", _with_image()))  # a model that takes images
     # A tool's image result is noted too, inside the result.
     from modelwire.message import Base64Source, DataBlock
 
     chart = DataBlock(source=Base64Source(data="iVBORw0KGgo=", media_type="image/png"))
-    turn = AssistantMsg("a", [ToolCallBlock(id="c1", name="get_weather", input="{}"), ToolResultBlock(id="c1", name="get_weather", output=[TextBlock(text="map:"), chart], state="success")])
+    turn = AssistantMsg(
+        "a",
+        [
+            ToolCallBlock(id="c1", name="get_weather", input="{}"),
+            ToolResultBlock(id="c1", name="get_weather", output=[TextBlock(text="map:"), chart], state="success"),
+        ],
+    )
     sent = model.build_request([UserMsg("u", "x"), turn])[0]
     assert "not shown" in json.dumps(sent) and "iVBORw0KGgo" not in json.dumps(sent)
     # An image inside a hint (a background tool's result, as AgentScope writes one) too.
     from modelwire.message import HintBlock
 
-    hinted = [UserMsg("u", "x"), AssistantMsg("a", [TextBlock(text="ok"), HintBlock(hint=[TextBlock(text="the chart:"), chart], source="system")])]
+    hinted = [
+        UserMsg("u", "x"),
+        AssistantMsg(
+            "a", [TextBlock(text="ok"), HintBlock(hint=[TextBlock(text="the chart:"), chart], source="system")]
+        ),
+    ]
     sent = model.build_request(hinted)[0]
     assert "not shown" in json.dumps(sent) and "iVBORw0KGgo" not in json.dumps(sent)
     with pytest.raises(FormatError, match="takes no image input") as info:
@@ -174,7 +249,12 @@ def test_an_id_that_fits_but_was_given_to_a_rewritten_one_gets_its_own():
     """A later call whose own id is the very id an earlier refused one was rewritten to (a
     conversation that went to Anthropic and came back) gets another: no two calls alike."""
     first = build("anthropic:claude-sonnet-4-5", KIMI)
-    taken = next(c["id"] for m in first["messages"] for c in m["content"] if isinstance(m["content"], list) and c["type"] == "tool_use")
+    taken = next(
+        c["id"]
+        for m in first["messages"]
+        for c in m["content"]
+        if isinstance(m["content"], list) and c["type"] == "tool_use"
+    )
     later = [
         *KIMI,
         AssistantMsg(
@@ -187,7 +267,17 @@ def test_an_id_that_fits_but_was_given_to_a_rewritten_one_gets_its_own():
     ]
     sent = build("anthropic:claude-sonnet-4-5", later)
     sdk_params.streaming_request("anthropic", sent)
-    uses = [c["id"] for m in sent["messages"] for c in m["content"] if isinstance(m["content"], list) and c["type"] == "tool_use"]
-    results = [c["tool_use_id"] for m in sent["messages"] for c in m["content"] if isinstance(m["content"], list) and c["type"] == "tool_result"]
+    uses = [
+        c["id"]
+        for m in sent["messages"]
+        for c in m["content"]
+        if isinstance(m["content"], list) and c["type"] == "tool_use"
+    ]
+    results = [
+        c["tool_use_id"]
+        for m in sent["messages"]
+        for c in m["content"]
+        if isinstance(m["content"], list) and c["type"] == "tool_result"
+    ]
     assert uses == results and len(set(uses)) == 3
     assert uses[0] == taken and uses[2] != taken and all(re.fullmatch(r"[a-zA-Z0-9_-]+", i) for i in uses)

@@ -15,7 +15,7 @@ import pytest
 from docs_blocks import blocks
 
 BLOCKS = [code for _, code in blocks("python")]  # the README's and the docs pages' examples
-NARROWING = '''
+NARROWING = """
 from modelwire.agent import Agent
 from modelwire.testing import FakeModel
 
@@ -27,7 +27,7 @@ async def texts() -> list[str]:
         elif event.type == "MODEL_CALL_END":
             out.append(str(event.output_tokens))
     return out
-'''
+"""
 
 
 def test_the_package_says_it_is_typed():
@@ -45,7 +45,13 @@ def scripts(tmp_path_factory):
 
 def test_the_readme_examples_pass_mypy_strict(scripts):
     pytest.importorskip("mypy", reason="the dev extra installs mypy")
-    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "."], cwd=scripts, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "."],
+        cwd=scripts,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert f"no issues found in {len(BLOCKS) + 1} source files" in done.stdout
 
@@ -54,7 +60,9 @@ def test_the_readme_examples_pass_pyright(scripts):
     pyright = shutil.which("pyright", path=str(Path(sys.executable).parent))
     if pyright is None:
         pytest.skip("the dev extra installs pyright")
-    done = subprocess.run([pyright, "--pythonpath", sys.executable, "."], cwd=scripts, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [pyright, "--pythonpath", sys.executable, "."], cwd=scripts, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0 and "0 errors" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
 
 
@@ -67,7 +75,13 @@ def test_pyright_finds_no_errors_in_the_package():
     if pyright is None:
         pytest.skip("the dev extra installs pyright")
     root = Path(__file__).resolve().parent.parent
-    done = subprocess.run([pyright, "--pythonpath", sys.executable, "--outputjson"], cwd=root, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [pyright, "--pythonpath", sys.executable, "--outputjson"], cwd=root, capture_output=True, text=True, timeout=900
+    )
     report = json.loads(done.stdout)
-    errors = [f"{d['file'].split('/src/')[-1]}:{d['range']['start']['line'] + 1}: {d['message']}" for d in report["generalDiagnostics"] if d["severity"] == "error"]
+    errors = [
+        f"{d['file'].split('/src/')[-1]}:{d['range']['start']['line'] + 1}: {d['message']}"
+        for d in report["generalDiagnostics"]
+        if d["severity"] == "error"
+    ]
     assert report["summary"]["filesAnalyzed"] > 50 and not errors, "\n".join(errors[:40])

@@ -19,42 +19,119 @@ PROMPT, READ, WRITTEN, OUTPUT = 957, 900, 50, 3
 
 
 def anthropic() -> bytes:
-    start = {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "stop_reason": None,
-             "usage": {"input_tokens": PROMPT - READ - WRITTEN, "cache_read_input_tokens": READ, "cache_creation_input_tokens": WRITTEN, "output_tokens": 1}}}
-    return encode_sse([
-        ("message_start", start),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi."}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": OUTPUT}}),
-        ("message_stop", {"type": "message_stop"}),
-    ])
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [],
+            "stop_reason": None,
+            "usage": {
+                "input_tokens": PROMPT - READ - WRITTEN,
+                "cache_read_input_tokens": READ,
+                "cache_creation_input_tokens": WRITTEN,
+                "output_tokens": 1,
+            },
+        },
+    }
+    return encode_sse(
+        [
+            ("message_start", start),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi."}},
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                    "usage": {"output_tokens": OUTPUT},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
 
 
 def bedrock() -> bytes:
     def frame(event, payload):
-        return encode_frame({":event-type": event, ":content-type": "application/json", ":message-type": "event"}, json.dumps(payload).encode())
+        return encode_frame(
+            {":event-type": event, ":content-type": "application/json", ":message-type": "event"},
+            json.dumps(payload).encode(),
+        )
 
-    return b"".join([
-        frame("messageStart", {"role": "assistant"}),
-        frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hi."}}),
-        frame("contentBlockStop", {"contentBlockIndex": 0}),
-        frame("messageStop", {"stopReason": "end_turn"}),
-        frame("metadata", {"usage": {"inputTokens": PROMPT - READ - WRITTEN, "outputTokens": OUTPUT, "cacheReadInputTokens": READ, "cacheWriteInputTokens": WRITTEN}, "metrics": {"latencyMs": 5}}),
-    ])
+    return b"".join(
+        [
+            frame("messageStart", {"role": "assistant"}),
+            frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hi."}}),
+            frame("contentBlockStop", {"contentBlockIndex": 0}),
+            frame("messageStop", {"stopReason": "end_turn"}),
+            frame(
+                "metadata",
+                {
+                    "usage": {
+                        "inputTokens": PROMPT - READ - WRITTEN,
+                        "outputTokens": OUTPUT,
+                        "cacheReadInputTokens": READ,
+                        "cacheWriteInputTokens": WRITTEN,
+                    },
+                    "metrics": {"latencyMs": 5},
+                },
+            ),
+        ]
+    )
 
 
 def openai_chat() -> bytes:
-    chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4.1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi."}, "finish_reason": None}]}
-    last = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4.1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-    usage = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4.1", "choices": [],
-             "usage": {"prompt_tokens": PROMPT, "completion_tokens": OUTPUT, "total_tokens": PROMPT + OUTPUT, "prompt_tokens_details": {"cached_tokens": READ}}}
+    chunk = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4.1",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi."}, "finish_reason": None}],
+    }
+    last = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4.1",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+    }
+    usage = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4.1",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": PROMPT,
+            "completion_tokens": OUTPUT,
+            "total_tokens": PROMPT + OUTPUT,
+            "prompt_tokens_details": {"cached_tokens": READ},
+        },
+    }
     return encode_sse([(None, chunk), (None, last), (None, usage), (None, "[DONE]")])
 
 
 def gemini() -> bytes:
-    chunk = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi."}]}, "finishReason": "STOP", "index": 0}],
-             "usageMetadata": {"promptTokenCount": PROMPT, "candidatesTokenCount": OUTPUT, "totalTokenCount": PROMPT + OUTPUT, "cachedContentTokenCount": READ}, "modelVersion": "gemini-2.5-flash"}
+    chunk = {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "Hi."}]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {
+            "promptTokenCount": PROMPT,
+            "candidatesTokenCount": OUTPUT,
+            "totalTokenCount": PROMPT + OUTPUT,
+            "cachedContentTokenCount": READ,
+        },
+        "modelVersion": "gemini-2.5-flash",
+    }
     return encode_sse([(None, chunk)])
 
 
@@ -63,7 +140,12 @@ def test_a_provider_that_leaves_the_cache_out_gets_it_counted_in(protocol, body)
     msg, events, error = decode(protocol, [body()])
     assert error is None
     (end,) = [e for e in events if e.type == "MODEL_CALL_END"]
-    assert (end.input_tokens, end.cache_input_tokens, end.cache_creation_input_tokens, end.output_tokens) == (PROMPT, READ, WRITTEN, OUTPUT)
+    assert (end.input_tokens, end.cache_input_tokens, end.cache_creation_input_tokens, end.output_tokens) == (
+        PROMPT,
+        READ,
+        WRITTEN,
+        OUTPUT,
+    )
     raw = end.metadata["usage"]
     assert raw.get("input_tokens", raw.get("inputTokens")) == PROMPT - READ - WRITTEN  # the provider's own figure, kept
     assert msg.usage.input_tokens == PROMPT
@@ -86,6 +168,11 @@ def test_the_cost_of_a_cached_call_is_what_it_was():
     (end,) = [e for e in events if e.type == "MODEL_CALL_END"]
     now = cost.price(end, provider="anthropic", model="claude-sonnet-4-5")
     # The provider's own figures, priced as before the change (input without the cache).
-    raw = SimpleNamespace(input_tokens=PROMPT - READ - WRITTEN, output_tokens=OUTPUT, cache_input_tokens=READ, cache_creation_input_tokens=WRITTEN)
+    raw = SimpleNamespace(
+        input_tokens=PROMPT - READ - WRITTEN,
+        output_tokens=OUTPUT,
+        cache_input_tokens=READ,
+        cache_creation_input_tokens=WRITTEN,
+    )
     before = cost.price(raw, provider="anthropic", model="claude-sonnet-4-5", input_includes_cache=False)
     assert now["total"] == pytest.approx(before["total"]) and now["total"] > 0

@@ -44,7 +44,11 @@ def _twins():
     return (
         [("anthropic", p, oracle.anthropic_final) for p in ANTHROPIC]
         + [("openai-chat", p, oracle.chat_final) for p in CHAT if p.name not in CHAT_ERRORS]
-        + [("openai-responses", p, oracle.responses_final) for p in RESPONSES if not ("starting_after" in p.name and p.name.endswith(".1.sse"))]
+        + [
+            ("openai-responses", p, oracle.responses_final)
+            for p in RESPONSES
+            if not ("starting_after" in p.name and p.name.endswith(".1.sse"))
+        ]
     )
 
 
@@ -76,9 +80,17 @@ def test_a_whole_answer_decodes_to_the_same_message_as_its_stream(protocol, path
     differs = SDK_DIFFERS.get(path.name)
     assert _blocks(answered, differs) == _blocks(streamed, differs)
     (end,), (whole_end,) = ends(events), ends(whole_events)
-    assert (whole_end.finished_reason, whole_end.stop_reason, whole_end.provider_stop_reason) == (end.finished_reason, end.stop_reason, end.provider_stop_reason)
+    assert (whole_end.finished_reason, whole_end.stop_reason, whole_end.provider_stop_reason) == (
+        end.finished_reason,
+        end.stop_reason,
+        end.provider_stop_reason,
+    )
     if differs != "usage":
-        assert (whole_end.input_tokens, whole_end.output_tokens, whole_end.cache_input_tokens) == (end.input_tokens, end.output_tokens, end.cache_input_tokens)
+        assert (whole_end.input_tokens, whole_end.output_tokens, whole_end.cache_input_tokens) == (
+            end.input_tokens,
+            end.output_tokens,
+            end.cache_input_tokens,
+        )
 
 
 # -- through a model, on a local server --------------------------------------------------------
@@ -88,35 +100,116 @@ _ARGS = {"city": "Paris"}
 # One answer per protocol, as its provider sends it without streaming: a text, then a call.
 WHOLE = {
     "anthropic": {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use", "stop_sequence": None,
-        "content": [{"type": "text", "text": "Looking."}, {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": _ARGS}],
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "content": [
+            {"type": "text", "text": "Looking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": _ARGS},
+        ],
         "usage": {"input_tokens": 10, "output_tokens": 5},
     },
     "openai-chat": {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": "Looking.", "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": json.dumps(_ARGS)}}]}}],
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": "Looking.",
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": json.dumps(_ARGS)},
+                        }
+                    ],
+                },
+            }
+        ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     },
     "openai-responses": {
-        "id": "resp_1", "object": "response", "created_at": 1, "model": "m", "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "model": "m",
+        "status": "completed",
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
         "output": [
-            {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "Looking.", "annotations": []}]},
-            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather", "arguments": json.dumps(_ARGS), "status": "completed"},
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": "Looking.", "annotations": []}],
+            },
+            {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_1",
+                "name": "get_weather",
+                "arguments": json.dumps(_ARGS),
+                "status": "completed",
+            },
         ],
-        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
+        "usage": {
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "total_tokens": 15,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
     },
     "gemini": {
-        "candidates": [{"index": 0, "finishReason": "STOP", "content": {"role": "model", "parts": [{"text": "Looking."}, {"functionCall": {"name": "get_weather", "args": _ARGS}}]}}],
-        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}, "modelVersion": "m",
+        "candidates": [
+            {
+                "index": 0,
+                "finishReason": "STOP",
+                "content": {
+                    "role": "model",
+                    "parts": [{"text": "Looking."}, {"functionCall": {"name": "get_weather", "args": _ARGS}}],
+                },
+            }
+        ],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+        "modelVersion": "m",
     },
     "bedrock-converse": {
-        "output": {"message": {"role": "assistant", "content": [{"text": "Looking."}, {"toolUse": {"toolUseId": "tooluse_1", "name": "get_weather", "input": _ARGS}}]}},
-        "stopReason": "tool_use", "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15}, "metrics": {"latencyMs": 12},
+        "output": {
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"text": "Looking."},
+                    {"toolUse": {"toolUseId": "tooluse_1", "name": "get_weather", "input": _ARGS}},
+                ],
+            }
+        },
+        "stopReason": "tool_use",
+        "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
+        "metrics": {"latencyMs": 12},
     },
     "ollama": {
-        "model": "m", "created_at": "2026-12-04T00:00:00Z", "done": True, "done_reason": "stop", "prompt_eval_count": 10, "eval_count": 5,
-        "message": {"role": "assistant", "content": "Looking.", "tool_calls": [{"function": {"name": "get_weather", "arguments": _ARGS}}]},
+        "model": "m",
+        "created_at": "2026-12-04T00:00:00Z",
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": 10,
+        "eval_count": 5,
+        "message": {
+            "role": "assistant",
+            "content": "Looking.",
+            "tool_calls": [{"function": {"name": "get_weather", "arguments": _ARGS}}],
+        },
     },
 }
 
@@ -160,10 +253,22 @@ PRESETS = [
     ("google", "gemini-2.5-flash", "gemini", "/v1beta/models/gemini-2.5-flash:generateContent"),
     ("bedrock", "amazon.nova-pro-v1:0", "bedrock-converse", "/model/amazon.nova-pro-v1%3A0/converse"),
     ("ollama", "qwen3:8b", "ollama", "/api/chat"),
-    ("bedrock-anthropic", "anthropic.claude-sonnet-4-5-v1:0", "anthropic", "/model/anthropic.claude-sonnet-4-5-v1%3A0/invoke"),
+    (
+        "bedrock-anthropic",
+        "anthropic.claude-sonnet-4-5-v1:0",
+        "anthropic",
+        "/model/anthropic.claude-sonnet-4-5-v1%3A0/invoke",
+    ),
 ]
 
-KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "google": "GEMINI_API_KEY", "bedrock": "AWS_BEARER_TOKEN_BEDROCK", "bedrock-anthropic": "AWS_BEARER_TOKEN_BEDROCK"}
+KEYS = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+    "google": "GEMINI_API_KEY",
+    "bedrock": "AWS_BEARER_TOKEN_BEDROCK",
+    "bedrock-anthropic": "AWS_BEARER_TOKEN_BEDROCK",
+}
 
 
 def _model(preset, name, server, monkeypatch, **options):
@@ -178,19 +283,31 @@ def _answer(protocol: str, streamed_path: str):
 
     def respond(request):
         data = request["json"] or {}
-        streamed = data.get("stream", True) is not False and not request["path"].split("?")[0].endswith((":generateContent", "/converse", "/invoke"))
+        streamed = data.get("stream", True) is not False and not request["path"].split("?")[0].endswith(
+            (":generateContent", "/converse", "/invoke")
+        )
         if not streamed:
             return Reply(body=json.dumps(WHOLE[protocol]).encode(), headers={"content-type": "application/json"})
         from modelwire.protocols import get_protocol
 
-        stream = sse_body(protocol, ("text", "Looking."), ("tool", _call_id(protocol), "get_weather", json.dumps(_ARGS)), usage=(10, 5))
+        stream = sse_body(
+            protocol,
+            ("text", "Looking."),
+            ("tool", _call_id(protocol), "get_weather", json.dumps(_ARGS)),
+            usage=(10, 5),
+        )
         return Reply(body=stream, headers={"content-type": get_protocol(protocol).content_type})
 
     return respond
 
 
 def _call_id(protocol):
-    return {"anthropic": "toolu_1", "openai-chat": "call_1", "openai-responses": "call_1", "bedrock-converse": "tooluse_1"}.get(protocol, "call_1")
+    return {
+        "anthropic": "toolu_1",
+        "openai-chat": "call_1",
+        "openai-responses": "call_1",
+        "bedrock-converse": "tooluse_1",
+    }.get(protocol, "call_1")
 
 
 def _calls(msg):
@@ -198,15 +315,25 @@ def _calls(msg):
 
 
 @pytest.mark.parametrize("preset,name,protocol,path", PRESETS, ids=[p[0] for p in PRESETS])
-def test_stream_false_sends_the_whole_answer_request_and_folds_the_same_message(preset, name, protocol, path, monkeypatch):
+def test_stream_false_sends_the_whole_answer_request_and_folds_the_same_message(
+    preset, name, protocol, path, monkeypatch
+):
     _check_answer_type(protocol, WHOLE[protocol])
-    tools = [{"name": "get_weather", "description": "The weather in a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
+    tools = [
+        {
+            "name": "get_weather",
+            "description": "The weather in a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        }
+    ]
     with ProviderServer() as server:
         server.respond = _answer(protocol, path)
         model = _model(preset, name, server, monkeypatch)
         whole = asyncio.run(model.complete([UserMsg("u", "Weather in Paris?")], tools=tools, options={"stream": False}))
         sent = server.requests[-1]
-        if preset == "bedrock-anthropic":  # its stream is AWS event-stream framing: the whole answer is what is checked here
+        if (
+            preset == "bedrock-anthropic"
+        ):  # its stream is AWS event-stream framing: the whole answer is what is checked here
             streamed, first = whole, {"path": "", "json": {}}
         else:
             streamed = asyncio.run(model.complete([UserMsg("u", "Weather in Paris?")], tools=tools))
@@ -214,16 +341,28 @@ def test_stream_false_sends_the_whole_answer_request_and_folds_the_same_message(
     assert sent["path"].split("?")[0] == path, sent["path"]
     assert "alt=sse" not in sent["path"] and sent["headers"].get("accept") == "application/json"
     body = sent["json"]
-    if "stream" in body or protocol in ("openai-chat", "openai-responses", "anthropic", "ollama") and preset != "bedrock-anthropic":
+    if (
+        "stream" in body
+        or protocol in ("openai-chat", "openai-responses", "anthropic", "ollama")
+        and preset != "bedrock-anthropic"
+    ):
         assert body.pop("stream") is False
     assert "stream_options" not in body
     if preset != "bedrock-anthropic":
         _check_request(protocol, body)
     assert first["path"] != sent["path"] or first["json"].get("stream") is True
-    assert whole.get_text_content() == streamed.get_text_content().strip() == "Looking."  # the fake stream sends words with a space after each
+    assert (
+        whole.get_text_content() == streamed.get_text_content().strip() == "Looking."
+    )  # the fake stream sends words with a space after each
     assert _calls(whole) == _calls(streamed) == [("get_weather", _ARGS)]
-    assert (whole.usage.input_tokens, whole.usage.output_tokens) == (streamed.usage.input_tokens, streamed.usage.output_tokens) == (10, 5)
-    assert whole.error is None and whole.metadata.get("finished_reason", whole.finished_reason) == streamed.finished_reason
+    assert (
+        (whole.usage.input_tokens, whole.usage.output_tokens)
+        == (streamed.usage.input_tokens, streamed.usage.output_tokens)
+        == (10, 5)
+    )
+    assert (
+        whole.error is None and whole.metadata.get("finished_reason", whole.finished_reason) == streamed.finished_reason
+    )
 
 
 def _check_request(protocol: str, body: dict) -> None:
@@ -237,7 +376,11 @@ def _check_request(protocol: str, body: dict) -> None:
         assert not report.has_errors(), report.generate_report()
     elif protocol in ("anthropic", "openai-chat", "openai-responses"):
         body = {**body, "stream": False}
-        {"anthropic": sdk_params.anthropic_request, "openai-chat": sdk_params.chat_request, "openai-responses": sdk_params.responses_request}[protocol](body)
+        {
+            "anthropic": sdk_params.anthropic_request,
+            "openai-chat": sdk_params.chat_request,
+            "openai-responses": sdk_params.responses_request,
+        }[protocol](body)
     elif protocol == "gemini":
         sdk_params.gemini_request(body)
     else:
@@ -249,7 +392,9 @@ def test_stream_false_from_a_profile_and_per_model(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     with ProviderServer() as server:
         server.respond = _answer("openai-chat", "/v1/chat/completions")
-        (tmp_path / "modelwire.toml").write_text(f'[profiles.whole]\nmodel = "openai:gpt-4.1"\nbase_url = "{server.url}/v1"\nstream = false\n')
+        (tmp_path / "modelwire.toml").write_text(
+            f'[profiles.whole]\nmodel = "openai:gpt-4.1"\nbase_url = "{server.url}/v1"\nstream = false\n'
+        )
         for model in (load_model("whole"), load_model("openai:gpt-4.1", base_url=server.url + "/v1", stream=False)):
             msg = asyncio.run(model.complete([UserMsg("u", "hi")]))
             assert server.requests[-1]["json"]["stream"] is False and msg.get_text_content() == "Looking."
@@ -261,15 +406,33 @@ def test_stream_false_from_a_profile_and_per_model(tmp_path, monkeypatch):
 def test_a_whole_answer_is_retried_after_a_429_and_its_error_is_typed(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     with ProviderServer() as server:
-        answers = iter([error_reply(429, {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}, headers={"retry-after": "0"})])
+        answers = iter(
+            [
+                error_reply(
+                    429,
+                    {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
+                    headers={"retry-after": "0"},
+                )
+            ]
+        )
         server.respond = lambda request: next(answers, None) or _answer("anthropic", "/v1/messages")(request)
-        model = load_model("anthropic:claude-sonnet-4-5", base_url=server.url, retry=RetryPolicy(max_retries=1, initial_delay=0.0))
+        model = load_model(
+            "anthropic:claude-sonnet-4-5", base_url=server.url, retry=RetryPolicy(max_retries=1, initial_delay=0.0)
+        )
         msg = asyncio.run(model.complete([UserMsg("u", "hi")], options={"stream": False}))
         assert len(server.requests) == 2 and all(r["json"]["stream"] is False for r in server.requests)
         assert _calls(msg) == [("get_weather", _ARGS)]
-        server.respond = lambda request: error_reply(429, {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}, headers={"retry-after": "0"})
+        server.respond = lambda request: error_reply(
+            429,
+            {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
+            headers={"retry-after": "0"},
+        )
         with pytest.raises(RateLimitError, match="slow down"):
-            asyncio.run(load_model("anthropic:claude-sonnet-4-5", base_url=server.url, retry=RetryPolicy(max_retries=0)).complete([UserMsg("u", "hi")], options={"stream": False}))
+            asyncio.run(
+                load_model(
+                    "anthropic:claude-sonnet-4-5", base_url=server.url, retry=RetryPolicy(max_retries=0)
+                ).complete([UserMsg("u", "hi")], options={"stream": False})
+            )
 
 
 def test_a_whole_answer_waits_within_the_total_not_the_first_byte_timeout(monkeypatch):
@@ -285,10 +448,20 @@ def test_a_whole_answer_waits_within_the_total_not_the_first_byte_timeout(monkey
 
     with ProviderServer() as server:
         server.respond = slow
-        patient = load_model("openai:gpt-4.1", base_url=server.url + "/v1", timeouts=Timeouts(first_byte=0.2, total=10), retry=RetryPolicy(max_retries=0))
+        patient = load_model(
+            "openai:gpt-4.1",
+            base_url=server.url + "/v1",
+            timeouts=Timeouts(first_byte=0.2, total=10),
+            retry=RetryPolicy(max_retries=0),
+        )
         msg = asyncio.run(patient.complete([UserMsg("u", "hi")], options={"stream": False}))
         assert msg.get_text_content() == "Looking."
-        hasty = load_model("openai:gpt-4.1", base_url=server.url + "/v1", timeouts=Timeouts(first_byte=0.2, total=0.3), retry=RetryPolicy(max_retries=0))
+        hasty = load_model(
+            "openai:gpt-4.1",
+            base_url=server.url + "/v1",
+            timeouts=Timeouts(first_byte=0.2, total=0.3),
+            retry=RetryPolicy(max_retries=0),
+        )
         with pytest.raises(MwTimeoutError):
             asyncio.run(hasty.complete([UserMsg("u", "hi")], options={"stream": False}))
         with pytest.raises(MwTimeoutError, match="first_byte"):
@@ -322,7 +495,12 @@ def test_an_agent_runs_a_tool_round_trip_on_whole_answers(monkeypatch):
     def respond(request):
         assert request["json"]["stream"] is False
         if request["json"]["messages"][-1]["role"] == "tool":
-            answer = {**WHOLE["openai-chat"], "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "It is sunny."}}]}
+            answer = {
+                **WHOLE["openai-chat"],
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "It is sunny."}}
+                ],
+            }
             return Reply(body=json.dumps(answer).encode(), headers={"content-type": "application/json"})
         return Reply(body=json.dumps(WHOLE["openai-chat"]).encode(), headers={"content-type": "application/json"})
 
@@ -332,7 +510,9 @@ def test_an_agent_runs_a_tool_round_trip_on_whole_answers(monkeypatch):
 
     with ProviderServer() as server:
         server.respond = respond
-        agent = Agent("bot", load_model("openai:gpt-4.1", base_url=server.url + "/v1", stream=False), tools=[get_weather])
+        agent = Agent(
+            "bot", load_model("openai:gpt-4.1", base_url=server.url + "/v1", stream=False), tools=[get_weather]
+        )
         reply = asyncio.run(agent.reply(UserMsg("u", "Weather in Paris?")))
     assert reply.error is None and reply.get_text_content().endswith("It is sunny.")
     assert [b.type for b in reply.content if b.type in ("tool_call", "tool_result")] == ["tool_call", "tool_result"]
@@ -352,8 +532,14 @@ def test_gemini_and_bedrock_whole_urls_keep_their_query():
     from modelwire.protocols.gemini import PROTOCOL as GEMINI
 
     preset = GEMINI.presets[0]
-    assert GEMINI.whole_url("https://h/v1beta/models/m:streamGenerateContent?alt=sse", preset) == "https://h/v1beta/models/m:generateContent"
-    assert GEMINI.whole_url("https://h/v1beta/models/m:streamGenerateContent?alt=sse&key=k", preset) == "https://h/v1beta/models/m:generateContent?key=k"
+    assert (
+        GEMINI.whole_url("https://h/v1beta/models/m:streamGenerateContent?alt=sse", preset)
+        == "https://h/v1beta/models/m:generateContent"
+    )
+    assert (
+        GEMINI.whole_url("https://h/v1beta/models/m:streamGenerateContent?alt=sse&key=k", preset)
+        == "https://h/v1beta/models/m:generateContent?key=k"
+    )
     bedrock = get_protocol("bedrock-converse")
     assert bedrock.whole_url("https://b/model/x/converse-stream", bedrock.presets[0]) == "https://b/model/x/converse"
     assert base64  # the module's imports are used by the tests above

@@ -31,7 +31,19 @@ def _chat(blocks: list) -> bytes:
     index: dict[str, int] = {}
 
     def chunk(delta, finish=None):
-        return "data: " + json.dumps({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "mock-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
+        return (
+            "data: "
+            + json.dumps(
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion.chunk",
+                    "created": 1,
+                    "model": "mock-model",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                }
+            )
+            + "\n\n"
+        )
 
     out = [chunk({"role": "assistant", "content": ""})]
     for block in blocks:
@@ -41,7 +53,10 @@ def _chat(blocks: list) -> bytes:
             out.append(chunk({"reasoning_content": block.thinking}))
         elif block.type == "tool_call":
             first = block.id not in index
-            call: dict[str, Any] = {"index": index.setdefault(block.id, len(index)), "function": {"arguments": block.input}}
+            call: dict[str, Any] = {
+                "index": index.setdefault(block.id, len(index)),
+                "function": {"arguments": block.input},
+            }
             if first:
                 call.update(id=block.id, type="function")
                 call["function"]["name"] = block.name
@@ -54,19 +69,52 @@ def _messages(blocks: list, usage: Any) -> bytes:
     from modelwire.adapters import encode_sse
 
     cache_read, cache_write = usage.cache_input_tokens or 0, usage.cache_creation_input_tokens or 0
-    first = {"input_tokens": usage.input_tokens - cache_read - cache_write, "output_tokens": 1, "cache_read_input_tokens": cache_read, "cache_creation_input_tokens": cache_write}
-    ev = [("message_start", {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "mock-model", "content": [], "stop_reason": None, "usage": first}})]
+    first = {
+        "input_tokens": usage.input_tokens - cache_read - cache_write,
+        "output_tokens": 1,
+        "cache_read_input_tokens": cache_read,
+        "cache_creation_input_tokens": cache_write,
+    }
+    ev = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "mock-model",
+                    "content": [],
+                    "stop_reason": None,
+                    "usage": first,
+                },
+            },
+        )
+    ]
     open_key, n, tools = None, -1, False
     for block in blocks:
         key = (block.type, getattr(block, "id", None) if block.type == "tool_call" else None)
         if key != open_key:
             if open_key is not None:
                 if open_key[0] == "thinking":
-                    ev.append(("content_block_delta", {"type": "content_block_delta", "index": n, "delta": {"type": "signature_delta", "signature": "sig"}}))
+                    ev.append(
+                        (
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": n,
+                                "delta": {"type": "signature_delta", "signature": "sig"},
+                            },
+                        )
+                    )
                 ev.append(("content_block_stop", {"type": "content_block_stop", "index": n}))
             n += 1
             open_key = key
-            start = {"text": {"type": "text", "text": ""}, "thinking": {"type": "thinking", "thinking": "", "signature": ""}}.get(block.type) or {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
+            start = {
+                "text": {"type": "text", "text": ""},
+                "thinking": {"type": "thinking", "thinking": "", "signature": ""},
+            }.get(block.type) or {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
             ev.append(("content_block_start", {"type": "content_block_start", "index": n, "content_block": start}))
         if block.type == "text":
             delta = {"type": "text_delta", "text": block.text}
@@ -78,9 +126,27 @@ def _messages(blocks: list, usage: Any) -> bytes:
         ev.append(("content_block_delta", {"type": "content_block_delta", "index": n, "delta": delta}))
     if open_key is not None:
         if open_key[0] == "thinking":
-            ev.append(("content_block_delta", {"type": "content_block_delta", "index": n, "delta": {"type": "signature_delta", "signature": "sig"}}))
+            ev.append(
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": n,
+                        "delta": {"type": "signature_delta", "signature": "sig"},
+                    },
+                )
+            )
         ev.append(("content_block_stop", {"type": "content_block_stop", "index": n}))
-    ev.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use" if tools else "end_turn", "stop_sequence": None}, "usage": {"output_tokens": usage.output_tokens}}))
+    ev.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use" if tools else "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": usage.output_tokens},
+            },
+        )
+    )
     ev.append(("message_stop", {"type": "message_stop"}))
     return encode_sse(ev)
 
@@ -89,14 +155,33 @@ class MockModel(ModelwireChatModel):
     """AgentScope's test MockModel, backed by modelwire: the scripted responses are served as
     an OpenAI chat stream by a real local server and read by ModelwireChatModel."""
 
-    def __init__(self, model: str = "mock-model", stream: bool = True, context_size: int = 1000, mock_chat_responses: list | None = None, mock_structured_response: Any = None, formatter: Any = None) -> None:
+    def __init__(
+        self,
+        model: str = "mock-model",
+        stream: bool = True,
+        context_size: int = 1000,
+        mock_chat_responses: list | None = None,
+        mock_structured_response: Any = None,
+        formatter: Any = None,
+    ) -> None:
         self._server = ProviderServer()
         self._server.__enter__()
-        super().__init__(f"openai:{model}", api_key="sk-test", base_url=self._server.url + "/v1", stream=stream, context_size=context_size)
+        super().__init__(
+            f"openai:{model}",
+            api_key="sk-test",
+            base_url=self._server.url + "/v1",
+            stream=stream,
+            context_size=context_size,
+        )
         from modelwire.models import load_model
         from modelwire.models.transport import RetryPolicy
 
-        self._wires = {"openai": self.wire_model, "anthropic": load_model(f"anthropic:{model}", api_key="sk-test", base_url=self._server.url, retry=RetryPolicy(max_retries=2))}
+        self._wires = {
+            "openai": self.wire_model,
+            "anthropic": load_model(
+                f"anthropic:{model}", api_key="sk-test", base_url=self._server.url, retry=RetryPolicy(max_retries=2)
+            ),
+        }
         self._kinds: list[str] = []
         for wire in self._wires.values():  # what a first call pays once (the catalogue, the HTTP client)
             wire.capabilities
@@ -137,7 +222,7 @@ class MockModel(ModelwireChatModel):
     def set_structured_response(self, mock_response: StructuredResponse) -> None:
         self.mock_structured_response = mock_response
 
-    async def _call_api_with_structured_output(self, model_name: str, messages: list[Msg], structured_model: Any, **kwargs: Any) -> StructuredResponse:
+    async def _call_api_with_structured_output(
+        self, model_name: str, messages: list[Msg], structured_model: Any, **kwargs: Any
+    ) -> StructuredResponse:
         return self.mock_structured_response
-
-

@@ -30,11 +30,23 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CONTRACT = ["message_test.py", "event_test.py", "event_to_message_test.py"]
-AGENT = ["agent_basic_test.py", "agent_interrupt_test.py", "agent_structured_output_test.py", "hitl_external_execution_test.py", "hitl_mixed_test.py", "hitl_user_confirmation_test.py"]
+AGENT = [
+    "agent_basic_test.py",
+    "agent_interrupt_test.py",
+    "agent_structured_output_test.py",
+    "hitl_external_execution_test.py",
+    "hitl_mixed_test.py",
+    "hitl_user_confirmation_test.py",
+]
 
 
 def _pytest(folder: Path, files: list[str]) -> set[str]:
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", *files], cwd=folder, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", *files],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
     print(done.stdout.strip().splitlines()[-1])
     return {line.split()[1] for line in done.stdout.splitlines() if line.startswith("PASSED ")}
 

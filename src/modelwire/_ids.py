@@ -87,4 +87,3 @@ def id_again(given: str, taken: Container[str]) -> str:
     while f"{given}_{n}" in taken:
         n += 1
     return f"{given}_{n}"
-

@@ -67,14 +67,22 @@ MISSING: Any = _Missing()
 class _FieldSpec:
     __slots__ = ("default", "factory", "convert", "lazy")
 
-    def __init__(self, default: Any, factory: Callable[[], Any] | None, convert: Callable[[Any], Any] | None, lazy: bool = False) -> None:
+    def __init__(
+        self, default: Any, factory: Callable[[], Any] | None, convert: Callable[[Any], Any] | None, lazy: bool = False
+    ) -> None:
         self.default = default
         self.factory = factory
         self.convert = convert
         self.lazy = lazy
 
 
-def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | None = None, convert: Callable[[Any], Any] | None = None, lazy: bool = False) -> Any:
+def field(
+    *,
+    default: Any = MISSING,
+    default_factory: Callable[[], Any] | None = None,
+    convert: Callable[[Any], Any] | None = None,
+    lazy: bool = False,
+) -> Any:
     """A field with a default factory, or with its own converter (which replaces the one
     derived from the annotation; it takes the given value and returns the one to keep).
 
@@ -148,7 +156,9 @@ def _inherited(bases: tuple[type, ...]) -> tuple[list[str], dict[str, _FieldSpec
     return fields, specs, base_slots, base_extra
 
 
-def _own_fields(own: list[str], ns: dict[str, Any], tag: Any, fields: list[str], specs: dict[str, _FieldSpec], base_slots: set[str]) -> list[str]:
+def _own_fields(
+    own: list[str], ns: dict[str, Any], tag: Any, fields: list[str], specs: dict[str, _FieldSpec], base_slots: set[str]
+) -> list[str]:
     """A record class's own fields added to ``fields`` and ``specs`` (their defaults taken out
     of the namespace), and the slots the class needs for them."""
     slots = list(ns.get("__slots__", ()))
@@ -172,7 +182,9 @@ class _RecordMeta(type):
     __record_stored__: tuple[str, ...]
     __record_keys__: frozenset[str]
 
-    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any], extra: bool | None = None, **kw: Any) -> Any:
+    def __new__(
+        mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any], extra: bool | None = None, **kw: Any
+    ) -> Any:
         fields, specs, base_slots, base_extra = _inherited(bases)
         annotations = ns.get("__annotations__", {})
         own = [n for n, a in annotations.items() if not _is_classvar(a)]
@@ -233,7 +245,10 @@ class Record(metaclass=_RecordMeta):
     def from_dict(cls, data: Any) -> Any:
         """Build the record from its JSON form (a dict); raises ``ValidationError``."""
         if not isinstance(data, dict):
-            raise ValidationError(cls.__name__, [{"loc": (), "msg": f"expected an object, got {type(data).__name__}", "type": "model_type"}])
+            raise ValidationError(
+                cls.__name__,
+                [{"loc": (), "msg": f"expected an object, got {type(data).__name__}", "type": "model_type"}],
+            )
         if not cls.__record_extra__:
             known = cls.__record_keys__
             if not known.issuperset(data):
@@ -292,7 +307,9 @@ class Record(metaclass=_RecordMeta):
         try:
             parsed = json.loads(data)
         except ValueError as exc:
-            raise ValidationError(cls.__name__, [{"loc": (), "msg": f"invalid JSON: {exc}", "type": "json_invalid"}]) from None
+            raise ValidationError(
+                cls.__name__, [{"loc": (), "msg": f"invalid JSON: {exc}", "type": "json_invalid"}]
+            ) from None
         return cls.from_dict(parsed)
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Self:
@@ -356,7 +373,12 @@ class Record(metaclass=_RecordMeta):
 def _only_known(method: str, unsupported: dict[str, Any]) -> None:
     """A pydantic argument modelwire's records do not take is refused, never ignored."""
     if unsupported:
-        raise TypeError(f"{method}() of a modelwire record takes no {', '.join(sorted(unsupported))} (it takes what AgentScope's code passes: see its docstring)")
+        raise TypeError(
+            (
+                f"{method}() of a modelwire record takes no {', '.join(sorted(unsupported))} (it takes "
+                "what AgentScope's code passes: see its docstring)"
+            )
+        )
 
 
 def _agentscope_form(record: Record) -> dict[str, Any]:
@@ -526,12 +548,17 @@ def _tagged_conv(members: list[type]) -> Callable[[Any], Any]:
             if member is None:
                 if tag is None:
                     raise _fail(f"the object has no 'type' (one of {tags})", "union_tag_not_found")
-                raise _fail(f"'type' {tag!r} does not match any of the expected tags: {tags}", "union_tag_invalid", ("type",))
+                raise _fail(
+                    f"'type' {tag!r} does not match any of the expected tags: {tags}", "union_tag_invalid", ("type",)
+                )
             try:
                 return member.from_dict(v)
             except ValidationError as exc:
                 raise exc.under(tag) from None
-        raise _fail(f"expected one of {', '.join(c.__name__ for c in classes)} (or its JSON object), got {type(v).__name__}", "model_type")
+        raise _fail(
+            f"expected one of {', '.join(c.__name__ for c in classes)} (or its JSON object), got {type(v).__name__}",
+            "model_type",
+        )
 
     return conv
 
@@ -695,11 +722,16 @@ _POST_INIT = [
     "    try: self.__post_init__()",
     "    except ValidationError as exc: raise exc.named(cls.__name__) from None",
     "    except ModelwireError: raise",
-    "    except ValueError as exc: raise ValidationError(cls.__name__, [{'loc': (), 'msg': str(exc), 'type': 'value_error'}]) from None",
+    (
+        "    except ValueError as exc: raise ValidationError(cls.__name__, [{'loc': (), 'msg': "
+        "str(exc), 'type': 'value_error'}]) from None"
+    ),
 ]
 
 
-def _field_code(name: str, spec: _FieldSpec, hint: Any, env: dict[str, Any], body: list[str], required: list[str], setter: str) -> tuple[type | None, Callable[[Any], Any]]:
+def _field_code(
+    name: str, spec: _FieldSpec, hint: Any, env: dict[str, Any], body: list[str], required: list[str], setter: str
+) -> tuple[type | None, Callable[[Any], Any]]:
     """The constructor's lines for one field (its default, its check and conversion, its
     assignment), added to ``body``; its fast type (None: always converted) and converter."""
     if spec.convert is not None:
@@ -740,7 +772,9 @@ def _check_code(name: str, fast: type | None, keyword: str, pad: str) -> list[st
     ]
 
 
-def _lazy_field_code(name: str, fast: type | None, conv: Callable[[Any], Any], body: list[str], setter: str) -> tuple[type | None, Callable[[Any], Any]]:
+def _lazy_field_code(
+    name: str, fast: type | None, conv: Callable[[Any], Any], body: list[str], setter: str
+) -> tuple[type | None, Callable[[Any], Any]]:
     """The constructor's lines for a lazy field: checked and set when given, else left unset."""
     body.append(f"    if {name} is not MISSING:")
     if conv is not _identity:
@@ -792,34 +826,19 @@ def _plain(tp: Any) -> bool:
     return all(_plain(arg) for arg in get_args(tp))
 
 
-def _compile(cls: type, force: bool = False) -> None:
-    """Write the class's ``__init__`` and ``to_dict`` from its fields (once)."""
-    if not force and cls.__dict__.get("__init__") is not _lazy_init and cls.__dict__.get("to_dict") is not _lazy_to_dict:
-        return
-    hints = _hints(cls)
-    fields: tuple[str, ...] = cls.__record_fields__  # type: ignore[attr-defined]
-    specs: dict[str, _FieldSpec] = cls.__record_specs__  # type: ignore[attr-defined]
-    extra: bool = cls.__record_extra__  # type: ignore[attr-defined]
-    tag = cls.__dict__.get("__record_tag__", getattr(cls, "__record_tag__", None))
-    env: dict[str, Any] = {"MISSING": MISSING, "ValidationError": ValidationError, "ModelwireError": ModelwireError, "_type": type, "cls": cls, "_dump": dump, "_oset": object.__setattr__}
-    args, body = [], []
-    convs: dict[str, Callable[[Any], Any]] = {}
-    fasts: dict[str, type | None] = {}
-    required: list[str] = []
-    setter = "_oset(self, {name!r}, {name})" if "__setattr__" in _own_attrs(cls) else "self.{name} = {name}"
-    for name in fields:
-        if name == "type" and tag is not None:
-            env["_tag"] = tag
-            args.append("type=MISSING")
-            body.append("    if type is not MISSING and type != _tag:")
-            body.append("        raise ValidationError(cls.__name__, [{'loc': ('type',), 'msg': f'expected {_tag!r}, got {type!r:.40}', 'type': 'literal_error'}])")
-            continue
-        fast, conv = _field_code(name, specs[name], hints[name], env, body, required, setter)
-        convs[name] = conv
-        fasts[name] = fast
-        args.append(f"{name}=MISSING")
-    if extra:
-        args.append("**_extra")
+# The check of a tagged class's ``type`` argument, in the ``__init__`` _compile writes.
+_TAG_CHECK = [
+    "    if type is not MISSING and type != _tag:",
+    "        raise ValidationError(cls.__name__, [{'loc': ('type',), 'msg': f'expected {_tag!r}, "
+    "got {type!r:.40}', 'type': 'literal_error'}])",
+]
+
+
+def _init_from(
+    cls: type, args: list[str], body: list[str], required: list[str], extra: bool, env: dict[str, Any]
+) -> Callable[..., None]:
+    """The ``__init__`` written from its fields' lines: required fields checked first, extra
+    keyword arguments kept last, then ``__post_init__``."""
     if required:
         env["_missing"] = _missing
         names = ", ".join(required)
@@ -834,7 +853,49 @@ def _compile(cls: type, force: bool = False) -> None:
         body.append("    pass")
     src = f"def __init__(self, *, {', '.join(args)}):\n" + "\n".join(body) + "\n"
     exec(src, env)  # noqa: S102 - the code is written here from the class's own field names
-    init = env["__init__"]
+    return env["__init__"]
+
+
+def _compile(cls: type, force: bool = False) -> None:
+    """Write the class's ``__init__`` and ``to_dict`` from its fields (once)."""
+    if (
+        not force
+        and cls.__dict__.get("__init__") is not _lazy_init
+        and cls.__dict__.get("to_dict") is not _lazy_to_dict
+    ):
+        return
+    hints = _hints(cls)
+    fields: tuple[str, ...] = cls.__record_fields__  # type: ignore[attr-defined]
+    specs: dict[str, _FieldSpec] = cls.__record_specs__  # type: ignore[attr-defined]
+    extra: bool = cls.__record_extra__  # type: ignore[attr-defined]
+    tag = cls.__dict__.get("__record_tag__", getattr(cls, "__record_tag__", None))
+    env: dict[str, Any] = {
+        "MISSING": MISSING,
+        "ValidationError": ValidationError,
+        "ModelwireError": ModelwireError,
+        "_type": type,
+        "cls": cls,
+        "_dump": dump,
+        "_oset": object.__setattr__,
+    }
+    args, body = [], []
+    convs: dict[str, Callable[[Any], Any]] = {}
+    fasts: dict[str, type | None] = {}
+    required: list[str] = []
+    setter = "_oset(self, {name!r}, {name})" if "__setattr__" in _own_attrs(cls) else "self.{name} = {name}"
+    for name in fields:
+        if name == "type" and tag is not None:
+            env["_tag"] = tag
+            args.append("type=MISSING")
+            body += _TAG_CHECK
+            continue
+        fast, conv = _field_code(name, specs[name], hints[name], env, body, required, setter)
+        convs[name] = conv
+        fasts[name] = fast
+        args.append(f"{name}=MISSING")
+    if extra:
+        args.append("**_extra")
+    init = _init_from(cls, args, body, required, extra, env)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     type.__setattr__(cls, "__record_converters__", convs)
     type.__setattr__(cls, "__record_fast__", fasts)
@@ -860,7 +921,14 @@ def maker(cls: type, *names: str) -> Callable[..., Any]:
     convs = converters(cls)
     fasts: dict[str, type | None] = cls.__dict__["__record_fast__"]
     specs: dict[str, _FieldSpec] = cls.__record_specs__  # type: ignore[attr-defined]
-    env: dict[str, Any] = {"cls": cls, "_new": object.__new__, "_type": type, "ValidationError": ValidationError, "_oset": object.__setattr__, "MISSING": MISSING}
+    env: dict[str, Any] = {
+        "cls": cls,
+        "_new": object.__new__,
+        "_type": type,
+        "ValidationError": ValidationError,
+        "_oset": object.__setattr__,
+        "MISSING": MISSING,
+    }
     body = ["    self = _new(cls)"]
     setter = "_oset(self, {name!r}, {value})" if "__setattr__" in _own_attrs(cls) else "self.{name} = {value}"
     for name in cls.__record_stored__:  # type: ignore[attr-defined]
@@ -921,7 +989,9 @@ def _scalar(tp: Any) -> bool:
     return False
 
 
-def _to_dict_for(cls: type, fields: tuple[str, ...], hints: dict[str, Any], extra: bool, tag: Any) -> Callable[[Any], dict[str, Any]]:
+def _to_dict_for(
+    cls: type, fields: tuple[str, ...], hints: dict[str, Any], extra: bool, tag: Any
+) -> Callable[[Any], dict[str, Any]]:
     items = []
     for name in fields:
         if name == "type" and tag is not None:
@@ -950,5 +1020,7 @@ def _missing(cls: type, names: tuple[str, ...], values: tuple[Any, ...]) -> Vali
 def _check_extra(extra: dict[str, Any]) -> dict[str, Any]:
     for key in extra:
         if key.startswith("_"):
-            raise ValidationError(None, [{"loc": (key,), "msg": "an extra field's name cannot start with '_'", "type": "extra_forbidden"}])
+            raise ValidationError(
+                None, [{"loc": (key,), "msg": "an extra field's name cannot start with '_'", "type": "extra_forbidden"}]
+            )
     return extra

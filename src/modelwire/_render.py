@@ -69,7 +69,15 @@ def no_color() -> bool:
 
 
 class Pretty:
-    def __init__(self, out: IO[str], *, color: bool | None = None, show_thinking: bool = True, stats: IO[str] | None = None, side: IO[str] | None = None) -> None:
+    def __init__(
+        self,
+        out: IO[str],
+        *,
+        color: bool | None = None,
+        show_thinking: bool = True,
+        stats: IO[str] | None = None,
+        side: IO[str] | None = None,
+    ) -> None:
         self.out = out  # the answer
         self.stats = stats or out  # the closing line and errors (stderr in the chat)
         # Thinking, tool lines and notes: beside the answer on a terminal; elsewhere when the
@@ -106,7 +114,6 @@ class Pretty:
         stream = self.side if side else self.out
         if not self._line_start.get(id(stream), True):
             self._write("\n", side)
-
 
     def __call__(self, event: Any) -> None:
         if event.type in ("TEXT_BLOCK_DELTA", "THINKING_BLOCK_DELTA") and self.first_token is None:
@@ -150,7 +157,9 @@ class Pretty:
         if extras.get("redacted_thinking_data") and not self.thinking_chars:
             self._write(self._style("(redacted thinking: the provider keeps it encrypted)", DIM), True)
         elif not self.show_thinking and self.thinking_chars:
-            self._write(self._style(f"(thought for {self.thinking_chars} characters; --show-thinking to read it)", DIM), True)
+            self._write(
+                self._style(f"(thought for {self.thinking_chars} characters; --show-thinking to read it)", DIM), True
+            )
         self._newline(True)
 
     def _on_tool_call_start(self, event: Any) -> None:
@@ -185,7 +194,11 @@ class Pretty:
 
     def _on_require_user_confirm(self, event: Any) -> None:
         self._newline(True)
-        self._write(self._style("waiting for your confirmation of: " + ", ".join(c.name for c in event.tool_calls), BOLD) + "\n", True)
+        self._write(
+            self._style("waiting for your confirmation of: " + ", ".join(c.name for c in event.tool_calls), BOLD)
+            + "\n",
+            True,
+        )
 
     def _on_model_call_end(self, event: Any) -> None:
         self.usage[0] += event.input_tokens
@@ -196,7 +209,11 @@ class Pretty:
             self.stop.append(event.stop_reason)
             if event.stop_reason in _STOPS:
                 self._newline(True)
-                self._write(self._style(f"({_STOPS[event.stop_reason]})", RED if event.stop_reason != "pause_turn" else DIM) + "\n", True)
+                self._write(
+                    self._style(f"({_STOPS[event.stop_reason]})", RED if event.stop_reason != "pause_turn" else DIM)
+                    + "\n",
+                    True,
+                )
         if event.cost is not None:
             from .message._types import add_costs
 
@@ -213,12 +230,18 @@ class Pretty:
         ttft = f"{self.first_token:.2f}s" if self.first_token is not None else "-"
         stop = self.stop[-1] if self.stop else "-"
         line = (
-            f"[{self.finished_reason or 'paused'} | stop: {stop} | tokens in {self.usage[0]} (cache read {self.usage[2]},"
-            f" cache write {self.usage[3]}) out {self.usage[1]} | first token {ttft} | {time.monotonic() - self.t0:.2f}s{cost_text(self.cost)}]"
+            f"[{self.finished_reason or 'paused'} | stop: {stop} | tokens in {self.usage[0]} (cache "
+            f"read {self.usage[2]},"
+            f" cache write {self.usage[3]}) out {self.usage[1]} | first token {ttft} | "
+            f"{time.monotonic() - self.t0:.2f}s{cost_text(self.cost)}]"
         )
         self.stats.write(self._style(line, DIM) + "\n")
         if self.error is not None:
-            hint = "; check the provider's key variable (`modelwire models` lists them)" if self.error.type == "authentication" else ""
+            hint = (
+                "; check the provider's key variable (`modelwire models` lists them)"
+                if self.error.type == "authentication"
+                else ""
+            )
             self.stats.write(self._style(f"error ({self.error.type}): {self.error.message}{hint}", RED) + "\n")
         self.stats.flush()
 
@@ -250,5 +273,5 @@ def _citation(citation: Any) -> str:
     quoted = citation.get("cited_text") or ""
     text = " ".join(x for x in (title, f"<{url}>" if url else "") if x)
     if quoted and not text:
-        text = f"\"{quoted[:80]}\""
+        text = f'"{quoted[:80]}"'
     return text or citation.get("type", "source")

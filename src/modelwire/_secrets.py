@@ -17,8 +17,16 @@ __all__ = ["SECRET_HEADERS", "SECRET_QUERY", "MASK", "sent_secrets", "masked"]
 
 SECRET_HEADERS = frozenset(
     {
-        "authorization", "x-api-key", "api-key", "x-goog-api-key", "x-amz-security-token", "cookie", "set-cookie",
-        "openai-organization", "openai-project", "proxy-authorization",
+        "authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "x-amz-security-token",
+        "cookie",
+        "set-cookie",
+        "openai-organization",
+        "openai-project",
+        "proxy-authorization",
     }
 )
 SECRET_QUERY = frozenset({"key", "api_key", "api-key", "token", "access_token"})
@@ -49,7 +57,9 @@ def sent_secrets(url: str, headers: Iterable[tuple[str, str]]) -> set[str]:
 def masked(value: Any, secrets: Iterable[str]) -> Any:
     """``value`` with each secret in its text replaced by ``***``: strings, and the strings
     inside lists, tuples and dicts (keys too), in copies; anything else as it is."""
-    found = sorted((s for s in secrets if s and len(s) >= _SHORTEST), key=len, reverse=True)  # a key before its own prefix
+    found = sorted(
+        (s for s in secrets if s and len(s) >= _SHORTEST), key=len, reverse=True
+    )  # a key before its own prefix
     if not found:
         return value
     return _mask(value, found, 0)

@@ -24,4 +24,9 @@ def run_sync(coro: Coroutine[Any, Any, T], what: str) -> T:
     coro.close()
     from .errors import AgentError
 
-    raise AgentError(f"{what}_sync() cannot run inside a running event loop (a notebook cell, an async function): use `await {what}(...)` there")
+    raise AgentError(
+        (
+            f"{what}_sync() cannot run inside a running event loop (a notebook cell, an async "
+            f"function): use `await {what}(...)` there"
+        )
+    )

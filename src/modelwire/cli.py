@@ -13,7 +13,7 @@ import difflib
 import json
 import os
 import sys
-from typing import Any, Iterator, NoReturn
+from typing import Any, Callable, Iterator, NoReturn
 
 from . import __version__
 
@@ -142,8 +142,17 @@ def _cmd_models(args: argparse.Namespace) -> int:
     for row in rows:
         print("".join(cell.ljust(width) for cell, width in zip(row, widths)) + row[-1])
     chosen = os.environ.get("MODELWIRE_MODEL")
-    print(f"\nMODELWIRE_MODEL={chosen}" if chosen else "\nMODELWIRE_MODEL is not set: chat uses -m/--model, then modelwire.toml's `default`")
-    print("each provider's base URL can be changed with <PROVIDER>_BASE_URL (DEEPSEEK_BASE_URL for deepseek:, shown where a provider needs one) or --base-url")
+    print(
+        f"\nMODELWIRE_MODEL={chosen}"
+        if chosen
+        else "\nMODELWIRE_MODEL is not set: chat uses -m/--model, then modelwire.toml's `default`"
+    )
+    print(
+        (
+            "each provider's base URL can be changed with <PROVIDER>_BASE_URL (DEEPSEEK_BASE_URL for "
+            "deepseek:, shown where a provider needs one) or --base-url"
+        )
+    )
     return 0
 
 
@@ -155,7 +164,11 @@ def _one_model(args: argparse.Namespace) -> int:
 
         spec = resolve(args.forget, api_key=REPLAY_KEY)
         gone = learned_rules().forget(spec.model)
-        print(f"{spec.preset.name}:{spec.model}: forgot what {gone} refusal record(s) taught" if gone else f"{spec.preset.name}:{spec.model}: nothing was learned")
+        print(
+            f"{spec.preset.name}:{spec.model}: forgot what {gone} refusal record(s) taught"
+            if gone
+            else f"{spec.preset.name}:{spec.model}: nothing was learned"
+        )
         return 0
     if not args.capabilities:
         raise UsageError("--live goes with --capabilities MODEL")
@@ -175,7 +188,12 @@ def _live_drift(name: str) -> int:
     model = load_model(name)  # the key is needed: the provider is asked
     published = asyncio.run(model.provider_capabilities(cache=CapabilityCache(None)))  # afresh, not the cached answer
     if published is None:
-        raise UsageError(f"{model.provider}:{model.name}: the provider published nothing to compare (no models endpoint, or no answer from it)")
+        raise UsageError(
+            (
+                f"{model.provider}:{model.name}: the provider published nothing to compare (no models "
+                "endpoint, or no answer from it)"
+            )
+        )
     table = from_table(model.name)
     known = table.known() if table is not None else {}
     entry = table.sources.get(next(iter(known)), "") if table is not None and known else ""
@@ -186,13 +204,26 @@ def _live_drift(name: str) -> int:
             print(f"  {field_name}: not in the table; the provider says {_shown(said)}")
         elif known[field_name] != said:
             drifted += 1
-            print(f"  {field_name}: the table says {_shown(known[field_name])}, the provider says {_shown(said)} (the provider wins)")
+            print(
+                (
+                    f"  {field_name}: the table says {_shown(known[field_name])}, the provider says "
+                    f"{_shown(said)} (the provider wins)"
+                )
+            )
     print(f"{drifted} field(s) drifted" if drifted else "the table agrees with the provider on every field both know")
     return 1 if drifted else 0
 
 
 def _shown(value: Any) -> str:
-    return "none" if value == () else ", ".join(value) if isinstance(value, tuple) else str(value).lower() if isinstance(value, bool) else str(value)
+    return (
+        "none"
+        if value == ()
+        else ", ".join(value)
+        if isinstance(value, tuple)
+        else str(value).lower()
+        if isinstance(value, bool)
+        else str(value)
+    )
 
 
 def _show_capabilities(name: str) -> int:
@@ -222,12 +253,29 @@ def _show_capabilities(name: str) -> int:
         if f.name == "sources":
             continue
         value = getattr(caps, f.name)
-        shown = "not known" if value is None else ("none" if value == () else ", ".join(value) if isinstance(value, tuple) else str(value).lower() if isinstance(value, bool) else str(value))
+        shown = (
+            "not known"
+            if value is None
+            else (
+                "none"
+                if value == ()
+                else ", ".join(value)
+                if isinstance(value, tuple)
+                else str(value).lower()
+                if isinstance(value, bool)
+                else str(value)
+            )
+        )
         rows.append((f.name, shown, caps.sources.get(f.name, "")))
     width = [max(len(r[i]) for r in rows) + 2 for i in range(2)]
     for row in rows:
         print(row[0].ljust(width[0]) + row[1].ljust(width[1]) + row[2])
-    print("\nnot known: modelwire sends what the protocol takes and the provider decides; set any field with capabilities={...} in a profile")
+    print(
+        (
+            "\nnot known: modelwire sends what the protocol takes and the provider decides; set any "
+            "field with capabilities={...} in a profile"
+        )
+    )
     return 0
 
 
@@ -252,7 +300,14 @@ def _shown_thinking(model: Any, args: argparse.Namespace) -> Any:
     and ``--thinking``/``--no-thinking`` say otherwise)."""
     caps, options = getattr(model, "capabilities", None), getattr(model, "options", None)
     wanted = getattr(args, "show_thinking", True) and args.thinking is None
-    if wanted and caps is not None and options is not None and caps.thinking_default and caps.display_default == "omitted" and options.thinking_display is None:
+    if (
+        wanted
+        and caps is not None
+        and options is not None
+        and caps.thinking_default
+        and caps.display_default == "omitted"
+        and options.thinking_display is None
+    ):
         model.options = model.options.merged({"thinking_display": "summarized"})
     return model
 
@@ -314,7 +369,11 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         nonlocal interrupted
         # Piped or redirected, stdout gets the answer only; the rest goes to stderr.
         side = sys.stdout if sys.stdout.isatty() else sys.stderr
-        render = renderer(view, sys.stdout, show_thinking=args.show_thinking, stats=sys.stderr, side=side) if view == "pretty" else renderer(view, sys.stdout)
+        render = (
+            renderer(view, sys.stdout, show_thinking=args.show_thinking, stats=sys.stderr, side=side)
+            if view == "pretty"
+            else renderer(view, sys.stdout)
+        )
         loop = asyncio.get_running_loop()
         waiting = _Waiting() if view == "pretty" else None
 
@@ -330,7 +389,9 @@ def _cmd_chat(args: argparse.Namespace) -> int:
                 # aclosing: when rendering fails (a reader gone: BrokenPipeError), the reply's
                 # stream and its HTTP response are closed here, in the loop, not left for the
                 # interpreter's exit, where closing them prints a traceback.
-                async with contextlib.aclosing(agent.reply_stream(UserMsg("user", prompt), raise_errors=False)) as events:  # said from the reply below
+                async with contextlib.aclosing(
+                    agent.reply_stream(UserMsg("user", prompt), raise_errors=False)
+                ) as events:  # said from the reply below
                     async for event in events:
                         if waiting and event.type not in ("REPLY_START", "MODEL_CALL_START"):
                             waiting.stop()
@@ -360,7 +421,7 @@ def _chat_session(args: argparse.Namespace, runner: Any, one: Any, model: Any, i
         stdin = sys.stdin.read().strip() if piped else ""
         prompt = "\n\n".join(p for p in (stdin, " ".join(args.prompt or ())) if p)
         if not prompt:
-            raise UsageError("the prompt is empty; give one (modelwire chat \"Hi\") or pipe one in")
+            raise UsageError('the prompt is empty; give one (modelwire chat "Hi") or pipe one in')
         failed = runner.run(one(prompt))
         if interrupted():
             return 130
@@ -369,7 +430,10 @@ def _chat_session(args: argparse.Namespace, runner: Any, one: Any, model: Any, i
         import readline  # noqa: F401 - line editing and history at the prompt
     except ImportError:  # pragma: no cover - not on this platform
         pass
-    print(f"modelwire chat with {model.provider}:{model.name} (Ctrl-C stops a reply, Ctrl-D or 'exit' quits)", file=sys.stderr)
+    print(
+        f"modelwire chat with {model.provider}:{model.name} (Ctrl-C stops a reply, Ctrl-D or 'exit' quits)",
+        file=sys.stderr,
+    )
     while True:
         try:
             prompt = input("you> ")
@@ -399,7 +463,9 @@ def _framing_preset(protocol: Any, name: str | None, body: bytes) -> Any:
     if name is not None:
         found = next((p for p in presets if p.name == name), None)
         if found is None:
-            raise UsageError(f"--preset {name!r} does not speak {protocol.name}; one of {', '.join(p.name for p in presets)}")
+            raise UsageError(
+                f"--preset {name!r} does not speak {protocol.name}; one of {', '.join(p.name for p in presets)}"
+            )
         return found
     if body[:1] != b"\x00":
         return None  # text (SSE, NDJSON, JSON): the protocol's own framing; a frame's length starts with 0
@@ -419,7 +485,9 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     start = ReplyStartEvent(session_id="decode", reply_id=reply.id, name=args.name)
     preset = _framing_preset(protocol, args.preset, body)
     adapter = protocol.new_adapter(reply.id)
-    decoder = protocol.decoder_for(adapter, preset, keep=True) if preset is not None else protocol.decoder(adapter, keep=True)
+    decoder = (
+        protocol.decoder_for(adapter, preset, keep=True) if preset is not None else protocol.decoder(adapter, keep=True)
+    )
     error: ProviderError | None = None
     try:
         decoder.feed(body)
@@ -427,7 +495,14 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     except ProviderError as exc:
         error = exc
     events = [start, *decoder.events]
-    events.append(ReplyEndEvent(session_id="decode", reply_id=reply.id, finished_reason="error" if error else "completed", error=ErrorInfo.from_dict(error.to_error_info()) if error else None))
+    events.append(
+        ReplyEndEvent(
+            session_id="decode",
+            reply_id=reply.id,
+            finished_reason="error" if error else "completed",
+            error=ErrorInfo.from_dict(error.to_error_info()) if error else None,
+        )
+    )
     for event in events:
         reply.append_event(event, strict=True)
     if args.events:
@@ -439,7 +514,11 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         print(f"stop: {end.stop_reason} (the provider's: {end.provider_stop_reason})", file=sys.stderr)
     if error is not None:
         other = sniff(body)
-        hint = f"; this looks like the stream of another protocol, {other}: use --protocol {other}" if other and other != protocol.name else ""
+        hint = (
+            f"; this looks like the stream of another protocol, {other}: use --protocol {other}"
+            if other and other != protocol.name
+            else ""
+        )
         print(f"modelwire decode: {type(error).__name__}: {error.message}{hint}", file=sys.stderr)
         return 1
     return 0
@@ -488,7 +567,9 @@ def _load_messages(path: str) -> list[Any]:
             problems = exc.errors() if isinstance(exc, ValidationError) else [{"loc": (), "msg": str(exc)}]
             first = problems[0]
             where = ".".join(str(p) for p in first["loc"]) or "the message"
-            raise UsageError(f"{path}: message [{n}]: {where}: {first['msg']} (a message has `name`, `role` and `content`)") from None
+            raise UsageError(
+                f"{path}: message [{n}]: {where}: {first['msg']} (a message has `name`, `role` and `content`)"
+            ) from None
     return messages
 
 
@@ -497,7 +578,9 @@ def _load_tools(path: str | None) -> list[Any] | None:
         return None
     tools = _load_json(path, "a list of tool definitions")
     if not isinstance(tools, list):
-        raise UsageError(f"{path} holds a JSON {type(tools).__name__}; it should hold a list of tool definitions ([{{\"name\": ...}}])")
+        raise UsageError(
+            f'{path} holds a JSON {type(tools).__name__}; it should hold a list of tool definitions ([{{"name": ...}}])'
+        )
     return tools
 
 
@@ -521,7 +604,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
         except ValueError:
             options[key] = raw
     spec = resolve(args.model, api_key=REPLAY_KEY)  # offline: no key is needed, none is sent
-    model = load_model(args.model, api_key=REPLAY_KEY, base_url=spec.base_url or "http://offline.invalid", capability_lookup=False, **options)
+    model = load_model(
+        args.model,
+        api_key=REPLAY_KEY,
+        base_url=spec.base_url or "http://offline.invalid",
+        capability_lookup=False,
+        **options,
+    )
     findings = model.preflight(messages, tools, args.tool_choice)
     if args.count:
         findings = [f for f in findings if f.rule != "context-window"] + _counted(args, messages, tools, options)
@@ -530,13 +619,22 @@ def _cmd_check(args: argparse.Namespace) -> int:
     else:
         for finding in findings:
             print(finding)
-        print(f"{len(findings)} finding(s) for {model.provider}:{model.name}" if findings else f"clean: the next request to {model.provider}:{model.name} would be accepted as it is", file=sys.stderr)
+        print(
+            f"{len(findings)} finding(s) for {model.provider}:{model.name}"
+            if findings
+            else f"clean: the next request to {model.provider}:{model.name} would be accepted as it is",
+            file=sys.stderr,
+        )
     if args.fix:
         fixed = repair(model, messages)
         with open(args.fix, "w", encoding="utf-8") as out:
             json.dump([m.to_dict() for m in fixed], out, ensure_ascii=False, indent=1)
         left = model.preflight(fixed, tools, args.tool_choice)
-        print(f"the conversation with modelwire's fixes: {args.fix}" + (f" ({len(left)} finding(s) no fix can repair)" if left else " (it checks clean)"), file=sys.stderr)
+        print(
+            f"the conversation with modelwire's fixes: {args.fix}"
+            + (f" ({len(left)} finding(s) no fix can repair)" if left else " (it checks clean)"),
+            file=sys.stderr,
+        )
         return 1 if left else 0  # what the fixed conversation would meet
     return 1 if findings else 0
 
@@ -569,7 +667,11 @@ def _counted(args: argparse.Namespace, messages: list[Any], tools: Any, options:
 def _count_command(count: argparse.ArgumentParser) -> None:
     count.add_argument("-m", "--model", required=True, help="PROVIDER:MODEL or a profile")
     count.add_argument("--tools", help="a JSON file with a list of tool definitions")
-    count.add_argument("--estimate", action="store_true", help="where the provider cannot count, print an estimate from the request's size (marked as one)")
+    count.add_argument(
+        "--estimate",
+        action="store_true",
+        help="where the provider cannot count, print an estimate from the request's size (marked as one)",
+    )
     count.add_argument("file", help="a JSON list of messages (Msg.to_dict() form), or - for standard input")
     count.set_defaults(func=_cmd_count)
 
@@ -590,14 +692,28 @@ def _cmd_count(args: argparse.Namespace) -> int:
 
 def _batch_command(batch: argparse.ArgumentParser) -> None:
     sub = batch.add_subparsers(dest="batch_command", metavar="ACTION", required=True)
-    submit = sub.add_parser("submit", help="submit a JSON-lines file of requests (each a list of messages, or {messages, tools, tool_choice, options}); print the batch id")
+    submit = sub.add_parser(
+        "submit",
+        help=(
+            "submit a JSON-lines file of requests (each a list of messages, or {messages, tools, "
+            "tool_choice, options}); print the batch id"
+        ),
+    )
     submit.add_argument("file", help="the requests, one JSON per line, or - for standard input")
-    for name, helptext in (("status", "say where a batch stands"), ("results", "print one JSON line per request, in order: its message, or its error"), ("cancel", "ask the provider to stop a batch")):
+    for name, helptext in (
+        ("status", "say where a batch stands"),
+        ("results", "print one JSON line per request, in order: its message, or its error"),
+        ("cancel", "ask the provider to stop a batch"),
+    ):
         action = sub.add_parser(name, help=helptext)
         action.add_argument("id", help="the batch's id, as submit printed it")
     for action in sub.choices.values():
-        action.add_argument("-m", "--model", required=True, help="PROVIDER:MODEL or a profile (the one the batch was submitted with)")
-    sub.choices["results"].add_argument("--wait", type=float, metavar="SECONDS", help="wait for the batch to end, asking every SECONDS")
+        action.add_argument(
+            "-m", "--model", required=True, help="PROVIDER:MODEL or a profile (the one the batch was submitted with)"
+        )
+    sub.choices["results"].add_argument(
+        "--wait", type=float, metavar="SECONDS", help="wait for the batch to end, asking every SECONDS"
+    )
     batch.set_defaults(func=_cmd_batch)
 
 
@@ -625,11 +741,19 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             if args.wait is not None:
                 await batch.wait(poll=args.wait)
             for result in await batch.results():
-                line = result.to_dict() if hasattr(result, "to_dict") else {"error": {"type": type(result).__name__, "message": str(result)}}
+                line = (
+                    result.to_dict()
+                    if hasattr(result, "to_dict")
+                    else {"error": {"type": type(result).__name__, "message": str(result)}}
+                )
                 print(json.dumps(line, ensure_ascii=False))
             return 0
         counts = ", ".join(f"{k} {v}" for k, v in batch.state.counts.items())
-        print(f"{batch.id}: {batch.state.status}" + (" (ended)" if batch.state.ended else "") + (f"; {counts}" if counts else ""))
+        print(
+            f"{batch.id}: {batch.state.status}"
+            + (" (ended)" if batch.state.ended else "")
+            + (f"; {counts}" if counts else "")
+        )
         return 0
 
     return run_sync(go(), "batch")
@@ -661,7 +785,14 @@ def _cassette_recheck(args: argparse.Namespace) -> int:
     limits = None
     if args.max_tokens is not None or args.max_cost is not None:
         limits = UsageLimits(total_tokens=args.max_tokens, cost=args.max_cost)
-    report = recheck(args.paths, base_url=args.base_url, max_calls=args.max_calls, limits=limits, timeout=args.timeout, update=args.update)
+    report = recheck(
+        args.paths,
+        base_url=args.base_url,
+        max_calls=args.max_calls,
+        limits=limits,
+        timeout=args.timeout,
+        update=args.update,
+    )
     if args.json:
         print(json.dumps(report.to_dict(), indent=1, default=str))
     else:
@@ -671,10 +802,19 @@ def _cassette_recheck(args: argparse.Namespace) -> int:
             print(f"updated {path}")
     unanswered = [d for d in report.drifts if d.what.startswith("no answer")]
     if unanswered and len(unanswered) == report.calls:
-        print(f"modelwire: could not connect: {len(unanswered)} request(s) had no answer ({unanswered[0].what.removeprefix('no answer: ')})", file=sys.stderr)
+        print(
+            (
+                f"modelwire: could not connect: {len(unanswered)} request(s) had no answer "
+                f"({unanswered[0].what.removeprefix('no answer: ')})"
+            ),
+            file=sys.stderr,
+        )
     elif report.exit_status:
         worse = sum(d.severity != "info" for d in report.drifts)
-        print(f"{worse} finding(s) above info" + (f"; stopped: {report.stopped}" if report.stopped else ""), file=sys.stderr)
+        print(
+            f"{worse} finding(s) above info" + (f"; stopped: {report.stopped}" if report.stopped else ""),
+            file=sys.stderr,
+        )
     return report.exit_status
 
 
@@ -688,7 +828,11 @@ def _cassette_transpose(args: argparse.Namespace) -> int:
     text = json.dumps(report.to_dict(), indent=1) if args.json else "\n".join(report.lines())
     print(text)
     if args.report:
-        Path(args.report).write_text((json.dumps(report.to_dict(), indent=1) if args.report.endswith(".json") else "\n".join(report.lines())) + "\n", encoding="utf-8")
+        Path(args.report).write_text(
+            (json.dumps(report.to_dict(), indent=1) if args.report.endswith(".json") else "\n".join(report.lines()))
+            + "\n",
+            encoding="utf-8",
+        )
     return 1 if any(row.target.error for row in report.rows) else 0
 
 
@@ -738,7 +882,12 @@ def _protections(args: argparse.Namespace) -> dict[str, Any]:
         hosts.append(args.host)
     from .serve import store_for
 
-    return {"allowed_hosts": hosts, "allowed_origins": args.allow_origin or (), "auth_token": args.token, "store": store_for(args.store)}
+    return {
+        "allowed_hosts": hosts,
+        "allowed_origins": args.allow_origin or (),
+        "auth_token": args.token,
+        "store": store_for(args.store),
+    }
 
 
 def _demo_app(args: argparse.Namespace, why: str) -> tuple[Any, str]:
@@ -761,7 +910,9 @@ def _demo_app(args: argparse.Namespace, why: str) -> tuple[Any, str]:
     # history) replays it; a confirmed or denied call resumes into its second exchange.
     wrap = lambda: use_cassette(demo_cassette(), "none", ignore_fields=("messages.*.content",), allow_unused=True)  # noqa: E731
     config = {"model": "demo replay", "banner": banner, "prompt": DEMO_QUESTION}
-    return EventStreamApp(make_demo, wrap_reply=wrap, history=False, page_config=config, **_protections(args)), f"the demo replay ({why})"
+    return EventStreamApp(
+        make_demo, wrap_reply=wrap, history=False, page_config=config, **_protections(args)
+    ), f"the demo replay ({why})"
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -776,10 +927,21 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         guards = [
             f"host names {', '.join(sorted(app.allowed_hosts))} (add the names clients use with --allow-host)",
-            "pages of this origin only" + (f" and {', '.join(sorted(app.allowed_origins))}" if app.allowed_origins else " (--allow-origin for a front end elsewhere)"),
-            "a bearer token (--token)" if args.token else "NO token: anyone who reaches this port can run the agent on your key (--token SECRET)",
+            "pages of this origin only"
+            + (
+                f" and {', '.join(sorted(app.allowed_origins))}"
+                if app.allowed_origins
+                else " (--allow-origin for a front end elsewhere)"
+            ),
+            "a bearer token (--token)"
+            if args.token
+            else "NO token: anyone who reaches this port can run the agent on your key (--token SECRET)",
         ]
-        sys.stderr.write(f"modelwire serve: warning: {args.host} is not a loopback address; what guards it: " + "; ".join(guards) + "\n")
+        sys.stderr.write(
+            f"modelwire serve: warning: {args.host} is not a loopback address; what guards it: "
+            + "; ".join(guards)
+            + "\n"
+        )
     sys.stderr.flush()
     import logging
 
@@ -824,7 +986,7 @@ def _mcp_server(spec: str) -> Any:
         return MCPServer.http(spec)
     words = shlex.split(spec)
     if not words:
-        raise UsageError("--mcp takes a URL or a command line, such as --mcp \"uvx mcp-server-time\"")
+        raise UsageError('--mcp takes a URL or a command line, such as --mcp "uvx mcp-server-time"')
     return MCPServer.stdio(words[0], words[1:])
 
 
@@ -838,7 +1000,9 @@ def _check_port(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except OSError as exc:
-            raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror} (another server there? choose another with --port)") from None
+            raise UsageError(
+                f"cannot listen on {host}:{port}: {exc.strerror} (another server there? choose another with --port)"
+            ) from None
 
 
 def _agent_flags(parser: argparse.ArgumentParser) -> None:
@@ -847,60 +1011,152 @@ def _agent_flags(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--base-url", help="send requests to this base URL instead of the provider's")
     parser.add_argument("--system", default=None, help="the system prompt (default: none)")
-    parser.add_argument("--tool", action="append", metavar="MODULE:FUNCTION", help="a Python function the agent may call, such as modelwire.demo:calculate; repeatable (default: no tools)")
-    parser.add_argument("--mcp", action="append", metavar="SERVER", help='an MCP server whose tools the agent may call: a URL (streamable HTTP) or a command line ("uvx mcp-server-time"); repeatable (needs the mcp extra)')
+    parser.add_argument(
+        "--tool",
+        action="append",
+        metavar="MODULE:FUNCTION",
+        help="a Python function the agent may call, such as modelwire.demo:calculate; repeatable (default: no tools)",
+    )
+    parser.add_argument(
+        "--mcp",
+        action="append",
+        metavar="SERVER",
+        help=(
+            "an MCP server whose tools the agent may call: a URL (streamable HTTP) or a command line "
+            '("uvx mcp-server-time"); repeatable (needs the mcp extra)'
+        ),
+    )
     parser.add_argument("--max-tokens", type=int, help="the most tokens one model call may write")
     parser.add_argument("--temperature", type=float, help="sampling temperature")
-    parser.add_argument("--thinking", action=argparse.BooleanOptionalAction, default=None, help="turn the model's thinking on (shown, summarized where the model would omit it) or off")
-    parser.add_argument("--effort", choices=EFFORT_LEVELS, metavar="LEVEL", help=f"how hard the model works: {', '.join(EFFORT_LEVELS)} (the levels your model has)")
+    parser.add_argument(
+        "--thinking",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="turn the model's thinking on (shown, summarized where the model would omit it) or off",
+    )
+    parser.add_argument(
+        "--effort",
+        choices=EFFORT_LEVELS,
+        metavar="LEVEL",
+        help=f"how hard the model works: {', '.join(EFFORT_LEVELS)} (the levels your model has)",
+    )
     parser.add_argument("--max-iters", type=int, default=8, help="the most model calls in one reply (tool rounds)")
 
 
 def _serve_command(serve: argparse.ArgumentParser) -> None:
     """The flags of ``modelwire serve``."""
     serve.epilog = ENVIRONMENT
-    serve.add_argument("-m", "--model", help="PROVIDER:MODEL; default: MODELWIRE_MODEL; without a model or without its key, the demo replay")
+    serve.add_argument(
+        "-m",
+        "--model",
+        help="PROVIDER:MODEL; default: MODELWIRE_MODEL; without a model or without its key, the demo replay",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     serve.add_argument("--port", type=_port, default=8000, help="the port to listen on")
     _agent_flags(serve)
-    serve.add_argument("--confirm-tools", action="store_true", help="ask the user before each tool call (the page shows Allow / Deny)")
-    serve.add_argument("--allow-host", action="append", metavar="NAME", help="a host name clients reach this server by (besides localhost); repeatable; '*' for any")
-    serve.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="an origin (https://app.example) whose pages may call /reply; repeatable")
-    serve.add_argument("--store", metavar="URL", help="where parked replies wait: memory (this process, the default) or redis://HOST:PORT/DB, shared by workers and kept across restarts")
-    serve.add_argument("--token", metavar="SECRET", help="require 'authorization: Bearer SECRET' on /reply (the page takes it from #token=SECRET)")
+    serve.add_argument(
+        "--confirm-tools", action="store_true", help="ask the user before each tool call (the page shows Allow / Deny)"
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        help="a host name clients reach this server by (besides localhost); repeatable; '*' for any",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="an origin (https://app.example) whose pages may call /reply; repeatable",
+    )
+    serve.add_argument(
+        "--store",
+        metavar="URL",
+        help=(
+            "where parked replies wait: memory (this process, the default) or redis://HOST:PORT/DB, "
+            "shared by workers and kept across restarts"
+        ),
+    )
+    serve.add_argument(
+        "--token",
+        metavar="SECRET",
+        help="require 'authorization: Bearer SECRET' on /reply (the page takes it from #token=SECRET)",
+    )
     serve.set_defaults(func=_cmd_serve)
-
 
 
 def _check_command(check: argparse.ArgumentParser) -> None:
     """The arguments of ``modelwire check``."""
-    check.add_argument("file", help="the conversation: a JSON list of messages (or an Agent.save file), or - for standard input")
-    check.add_argument("-m", "--model", required=True, help="PROVIDER:MODEL (or a profile) the conversation goes to next")
+    check.add_argument(
+        "file", help="the conversation: a JSON list of messages (or an Agent.save file), or - for standard input"
+    )
+    check.add_argument(
+        "-m", "--model", required=True, help="PROVIDER:MODEL (or a profile) the conversation goes to next"
+    )
     check.add_argument("--tools", help="a JSON file with a list of tool definitions")
     check.add_argument("--tool-choice", help="auto, none, required, or a tool name")
-    check.add_argument("--option", action="append", metavar="KEY=VALUE", help="a model option (thinking=true, reasoning_effort=high ...); repeatable")
+    check.add_argument(
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a model option (thinking=true, reasoning_effort=high ...); repeatable",
+    )
     check.add_argument("--json", action="store_true", help="the findings as JSON (rule, index, message, fix)")
     check.add_argument("--fix", metavar="OUT.json", help="write the conversation with the fixes modelwire applies")
-    check.add_argument("--count", action="store_true", help="count the request's input tokens with the provider (needs its key and the network; an estimate where it cannot count) against the context window")
-    check.epilog = "exit status: 0 clean, 1 findings, 2 bad input. Rules: " + "; ".join(f"{k}: {v}" for k, v in _rules().items())
+    check.add_argument(
+        "--count",
+        action="store_true",
+        help=(
+            "count the request's input tokens with the provider (needs its key and the network; an "
+            "estimate where it cannot count) against the context window"
+        ),
+    )
+    check.epilog = "exit status: 0 clean, 1 findings, 2 bad input. Rules: " + "; ".join(
+        f"{k}: {v}" for k, v in _rules().items()
+    )
     check.set_defaults(func=_cmd_check)
-
 
 
 def _cassette_command(cas: argparse.ArgumentParser) -> None:
     """The actions of ``modelwire cassette``: show, recheck, transpose and import."""
     cas_sub = cas.add_subparsers(dest="cassette_command", metavar="ACTION", required=True, parser_class=_Parser)
-    show = cas_sub.add_parser("show", help="summarize a cassette: requests, models, events, usage, cost", description="summarize a cassette: requests, models, events, usage, cost", formatter_class=_Formatter)
+    show = cas_sub.add_parser(
+        "show",
+        help="summarize a cassette: requests, models, events, usage, cost",
+        description="summarize a cassette: requests, models, events, usage, cost",
+        formatter_class=_Formatter,
+    )
     show.add_argument("file", help="a modelwire cassette (JSON)")
-    show.add_argument("--cache", action="store_true", help="per call: prompt-cache reads and writes, and what broke the cached prefix since the call before")
+    show.add_argument(
+        "--cache",
+        action="store_true",
+        help="per call: prompt-cache reads and writes, and what broke the cached prefix since the call before",
+    )
+    _recheck_action(cas_sub)
+    _transpose_action(cas_sub)
+    imp = cas_sub.add_parser(
+        "import",
+        help="convert a VCR.py / pytest-recording YAML cassette into a modelwire one",
+        description="convert a VCR.py / pytest-recording YAML cassette into a modelwire one",
+        formatter_class=_Formatter,
+    )
+    imp.add_argument("file", help="the YAML cassette")
+    imp.add_argument("-o", "--output", help="where to write (default: FILE with .json; never FILE itself)")
+    cas.set_defaults(func=_cmd_cassette)
+
+
+def _recheck_action(cas_sub: Any) -> None:
+    """``modelwire cassette recheck``."""
     re_ = cas_sub.add_parser(
         "recheck",
-        help="send each recorded request again and report where the live answers drifted (exit 0, 1 warnings, 2 errors)",
+        help=(
+            "send each recorded request again and report where the live answers drifted (exit 0, 1 warnings, 2 errors)"
+        ),
         description=(
-            "send each recorded request again (credentials from the environment), decode the live answer with the same"
-            " adapter and compare its structure with the recorded one: info (a new field, a new model snapshot), warning"
-            " (a changed stop reason, usage fields, block order), error (an HTTP error, a missing block kind, a stream the"
-            " grammar refuses). Exit status 0, 1 (warnings) or 2 (errors). No tool is run."
+            "send each recorded request again (credentials from the environment), decode the live answer with "
+            "the same adapter and compare its structure with the recorded one: info (a new field, a new model "
+            "snapshot), warning (a changed stop reason, usage fields, block order), error (an HTTP error, a missing "
+            "block kind, a stream the grammar refuses). Exit status 0, 1 (warnings) or 2 (errors). No tool is run."
         ),
         formatter_class=_Formatter,
     )
@@ -908,37 +1164,45 @@ def _cassette_command(cas: argparse.ArgumentParser) -> None:
     re_.add_argument("--base-url", help="send to this origin instead of the recorded one (the recorded path kept)")
     re_.add_argument("--json", action="store_true", help="print the report as JSON, for machines")
     re_.add_argument("--max-calls", type=_positive_int, help="send at most this many requests")
-    re_.add_argument("--max-tokens", type=_positive_int, help="stop before a request once the live answers used this many tokens")
+    re_.add_argument(
+        "--max-tokens", type=_positive_int, help="stop before a request once the live answers used this many tokens"
+    )
     re_.add_argument("--max-cost", type=float, help="stop before a request once the live answers cost this much")
     re_.add_argument("--timeout", type=float, default=60.0, help="seconds per call")
-    re_.add_argument("--update", action="store_true", help="rewrite each live cassette from the answers it got (never a derived one)")
+    re_.add_argument(
+        "--update", action="store_true", help="rewrite each live cassette from the answers it got (never a derived one)"
+    )
+
+
+def _transpose_action(cas_sub: Any) -> None:
+    """``modelwire cassette transpose``."""
     tr = cas_sub.add_parser(
         "transpose",
         help="send each recorded conversation to another model and report both side by side",
         description=(
-            "for each recorded model call, format the same history (tool results as recorded) for the target model, made"
-            " valid for it as check --fix makes it, send it, record the answers into OUT, and print per call the tool"
-            " calls each model chose, text length, tokens, cost and time to first token. No tool is run."
+            "for each recorded model call, format the same history (tool results as recorded) for the target "
+            "model, made valid for it as check --fix makes it, send it, record the answers into OUT, and print per "
+            "call the tool calls each model chose, text length, tokens, cost and time to first token. No tool is run."
         ),
         formatter_class=_Formatter,
     )
-    tr.add_argument("path", metavar="PATH", help="a cassette recorded through modelwire (it keeps each call's conversation)")
+    tr.add_argument(
+        "path", metavar="PATH", help="a cassette recorded through modelwire (it keeps each call's conversation)"
+    )
     tr.add_argument("-m", "--model", required=True, metavar="TARGET", help="the model to send to, provider:model")
     tr.add_argument("-o", "--output", metavar="OUT", help="the cassette to record into (default: PATH.<target>.json)")
     tr.add_argument("--report", metavar="FILE", help="also write the report to FILE (JSON when it ends in .json)")
     tr.add_argument("--base-url", help="the target's base URL (a gateway, a local server)")
     tr.add_argument("--json", action="store_true", help="print the report as JSON")
-    imp = cas_sub.add_parser("import", help="convert a VCR.py / pytest-recording YAML cassette into a modelwire one", description="convert a VCR.py / pytest-recording YAML cassette into a modelwire one", formatter_class=_Formatter)
-    imp.add_argument("file", help="the YAML cassette")
-    imp.add_argument("-o", "--output", help="where to write (default: FILE with .json; never FILE itself)")
-    cas.set_defaults(func=_cmd_cassette)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .protocols import protocol_names
-
-    protocols = protocol_names()
-    parser = _Parser(prog="modelwire", description="Plug real LLM providers into agents.", epilog=ENVIRONMENT, formatter_class=_Formatter)
+    parser = _Parser(
+        prog="modelwire",
+        description="Plug real LLM providers into agents.",
+        epilog=ENVIRONMENT,
+        formatter_class=_Formatter,
+    )
     parser.add_argument("--version", action="version", version=f"modelwire {__version__}")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks instead of one-line errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -946,63 +1210,127 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name: str, text: str) -> argparse.ArgumentParser:
         cmd = sub.add_parser(name, help=text, description=text, formatter_class=_Formatter)
         # Global flags work after the subcommand too (modelwire chat ... --debug).
-        cmd.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show Python tracebacks instead of one-line errors")
+        cmd.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="show Python tracebacks instead of one-line errors",
+        )
         return cmd
 
-    demo = command("demo", "a small agent with a real tool, replaying a recorded conversation (no API key, no network)")
+    for name, text, build in _COMMANDS:
+        build(command(name, text))
+    return parser
+
+
+def _demo_command(demo: argparse.ArgumentParser) -> None:
     _view_flags(demo)
     demo.set_defaults(func=_cmd_demo)
 
-    chat = command("chat", "talk to a model through the agent: one prompt (as arguments or piped in), or interactive without one")
+
+def _chat_command(chat: argparse.ArgumentParser) -> None:
     chat.epilog = ENVIRONMENT
-    chat.add_argument("prompt", nargs="*", help="the prompt; without one (and nothing piped in), an interactive session starts")
-    chat.add_argument("-m", "--model", help="PROVIDER:MODEL (anthropic:claude-sonnet-4-5, openai:gpt-4.1 ...) or a profile name; default: MODELWIRE_MODEL, then modelwire.toml")
+    chat.add_argument(
+        "prompt", nargs="*", help="the prompt; without one (and nothing piped in), an interactive session starts"
+    )
+    chat.add_argument(
+        "-m",
+        "--model",
+        help=(
+            "PROVIDER:MODEL (anthropic:claude-sonnet-4-5, openai:gpt-4.1 ...) or a profile name; "
+            "default: MODELWIRE_MODEL, then modelwire.toml"
+        ),
+    )
     _agent_flags(chat)
-    chat.add_argument("--show-thinking", action=argparse.BooleanOptionalAction, default=True, help="show thinking (dimmed) or collapse it to one line")
+    chat.add_argument(
+        "--show-thinking",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="show thinking (dimmed) or collapse it to one line",
+    )
     _view_flags(chat)
     chat.set_defaults(func=_cmd_chat)
 
-    _serve_command(command("serve", "serve an agent to browsers: a chat page at /, its events at POST /reply (modelwire events, AG-UI or the Vercel UI message stream)"))
-    models = command("models", "list the providers: protocol, key variable and whether it is set, an example model string, base URL")
+
+def _models_command(models: argparse.ArgumentParser) -> None:
     models.epilog = ENVIRONMENT
-    models.add_argument("--capabilities", metavar="MODEL", help="show what one model accepts (PROVIDER:MODEL or a profile) and where each fact came from")
-    models.add_argument("--live", action="store_true", help="with --capabilities: ask the provider now and print where the shipped table differs (exit 1 when it does)")
-    models.add_argument("--forget", metavar="MODEL", help="forget the rules the provider's refusals taught for this model (every endpoint)")
+    models.add_argument(
+        "--capabilities",
+        metavar="MODEL",
+        help="show what one model accepts (PROVIDER:MODEL or a profile) and where each fact came from",
+    )
+    models.add_argument(
+        "--live",
+        action="store_true",
+        help=(
+            "with --capabilities: ask the provider now and print where the shipped table differs (exit 1 when it does)"
+        ),
+    )
+    models.add_argument(
+        "--forget",
+        metavar="MODEL",
+        help="forget the rules the provider's refusals taught for this model (every endpoint)",
+    )
     models.set_defaults(func=_cmd_models)
 
-    decode = command("decode", "decode a raw response body (SSE, or AWS event stream) into the assistant message it carries")
-    decode.add_argument("--protocol", required=True, choices=protocols, help=f"the wire protocol of the body: {', '.join(protocols)}")
-    decode.add_argument("--preset", help="the provider whose endpoint framed the body, where it frames the protocol's events its own way (bedrock-anthropic); found from the body when not given")
+
+def _decode_command(decode: argparse.ArgumentParser) -> None:
+    from .protocols import protocol_names
+
+    protocols = protocol_names()
+    decode.add_argument(
+        "--protocol", required=True, choices=protocols, help=f"the wire protocol of the body: {', '.join(protocols)}"
+    )
+    decode.add_argument(
+        "--preset",
+        help=(
+            "the provider whose endpoint framed the body, where it frames the protocol's events its "
+            "own way (bedrock-anthropic); found from the body when not given"
+        ),
+    )
     decode.add_argument("--events", action="store_true", help="print the events as JSON lines instead of the message")
     decode.add_argument("--name", default="assistant", help="the name to give the rebuilt message")
     decode.add_argument("file", help="the body, or - for standard input")
     decode.set_defaults(func=_cmd_decode)
 
-    _check_command(command("check", "find, offline, every reason the next request of a conversation to a model would be refused or would lose something"))
-    fmt = command("format", "turn a JSON list of messages into a provider's request payload")
-    fmt.add_argument("--protocol", required=True, choices=protocols, help=f"the wire protocol of the payload: {', '.join(protocols)}")
+
+def _format_command(fmt: argparse.ArgumentParser) -> None:
+    from .protocols import protocol_names
+
+    protocols = protocol_names()
+    fmt.add_argument(
+        "--protocol", required=True, choices=protocols, help=f"the wire protocol of the payload: {', '.join(protocols)}"
+    )
     fmt.add_argument("--tools", help="a JSON file with a list of tool definitions")
     fmt.add_argument("--tool-choice", help="auto, none, required, or a tool name")
     fmt.add_argument("file", help="a JSON list of messages (Msg.to_dict() form), or - for standard input")
     fmt.set_defaults(func=_cmd_format)
-    _count_command(command("count", "count the input tokens a request would send, with the provider's own endpoint"))
-    _batch_command(command("batch", "submit many requests at the provider's batch price, see where they stand, read their results"))
-
-    _cassette_command(command("cassette", "inspect recorded provider traffic, recheck it against the provider, transpose it onto another model, or import VCR.py cassettes"))
-    _conform_command(command("conform", "probe a server that says it speaks a provider's protocol (at most 40 small requests) and say what works, in which form"))
-    return parser
 
 
 def _conform_command(conform: argparse.ArgumentParser) -> None:
     conform.add_argument("--base-url", help="the server's base URL (http://127.0.0.1:8080/v1)")
     conform.add_argument("-m", "--model", help="the model to ask for, as the server names it")
-    conform.add_argument("--profile", metavar="NAME", help="probe again through a profile (its server, model and key; what it handles is ok), then through modelwire")
-    conform.add_argument("--protocol", help="the protocol the server says it speaks (default: the first conform can probe)")
-    conform.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the server's key (none is sent without it)")
+    conform.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="probe again through a profile (its server, model and key; what it handles is ok), then through modelwire",
+    )
+    conform.add_argument(
+        "--protocol", help="the protocol the server says it speaks (default: the first conform can probe)"
+    )
+    conform.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="the environment variable holding the server's key (none is sent without it)",
+    )
     conform.add_argument("--max-requests", type=_positive_int, default=40, help="the most requests the probe sends")
     conform.add_argument("--timeout", type=float, default=300.0, help="seconds for the whole probe")
-    conform.add_argument("--json", action="store_true", help="print the report (and the profile it makes) as JSON, for CI")
-    conform.add_argument("--write-profile", metavar="NAME", help="write a profile NAME that sends what this server takes")
+    conform.add_argument(
+        "--json", action="store_true", help="print the report (and the profile it makes) as JSON, for CI"
+    )
+    conform.add_argument(
+        "--write-profile", metavar="NAME", help="write a profile NAME that sends what this server takes"
+    )
     conform.add_argument("--file", default="modelwire.toml", help="with --write-profile: the file to add it to")
     conform.set_defaults(func=_cmd_conform)
 
@@ -1017,14 +1345,26 @@ def _cmd_conform(args: argparse.Namespace) -> int:
         raise UsageError(f"--api-key-env {args.api_key_env}: that variable is not set")
     if args.profile:
         if args.base_url or args.model or args.protocol or args.write_profile:
-            raise UsageError("--profile takes the server, model and protocol from the profile: leave out --base-url, -m, --protocol and --write-profile")
+            raise UsageError(
+                (
+                    "--profile takes the server, model and protocol from the profile: leave out --base-url, "
+                    "-m, --protocol and --write-profile"
+                )
+            )
         from .conform import probe_profile
 
         report = probe_profile(args.profile, max_requests=args.max_requests, total=args.timeout)
     elif not (args.base_url and args.model):
         raise UsageError("conform needs --base-url and -m MODEL (or --profile NAME, to probe again through a profile)")
     else:
-        report = probe(args.base_url, args.model, protocol=args.protocol, api_key_env=args.api_key_env, max_requests=args.max_requests, total=args.timeout)
+        report = probe(
+            args.base_url,
+            args.model,
+            protocol=args.protocol,
+            api_key_env=args.api_key_env,
+            max_requests=args.max_requests,
+            total=args.timeout,
+        )
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
     else:
@@ -1036,9 +1376,15 @@ def _cmd_conform(args: argparse.Namespace) -> int:
         if f"[profiles.{args.write_profile}]" in text:
             raise UsageError(f"{path} already has a profile {args.write_profile!r}: name another, or remove it first")
         profile = report.profile()
-        path.write_text(text + ("\n" if text and not text.endswith("\n\n") else "") + profile_toml(args.write_profile, profile), encoding="utf-8")
+        path.write_text(
+            text + ("\n" if text and not text.endswith("\n\n") else "") + profile_toml(args.write_profile, profile),
+            encoding="utf-8",
+        )
         key_hint = f" (its key read from ${args.api_key_env}, as here)" if args.api_key_env else ""
-        print(f"wrote the profile {args.write_profile!r} to {path}: load_model({args.write_profile!r}){key_hint}", file=sys.stderr)
+        print(
+            f"wrote the profile {args.write_profile!r} to {path}: load_model({args.write_profile!r}){key_hint}",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -1071,7 +1417,12 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, (UsageError, ModelwireError, OSError)):
             sys.stderr.write(f"modelwire: {exc}\n")
             return 2
-        sys.stderr.write(f"modelwire: unexpected {type(exc).__name__}: {exc} (run again with --debug for the traceback; it may be a bug in modelwire)\n")
+        sys.stderr.write(
+            (
+                f"modelwire: unexpected {type(exc).__name__}: {exc} (run again with --debug for the "
+                "traceback; it may be a bug in modelwire)\n"
+            )
+        )
         return 1
 
 
@@ -1080,6 +1431,62 @@ def _provider_line(err: Any, args: argparse.Namespace) -> str:
     if err.error_type == "authentication":
         line += "; check the provider's key variable (`modelwire models` lists them)"
     return line
+
+
+# modelwire's commands, in the order --help lists them: name, what it does, and what adds its flags.
+_COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None]], ...] = (
+    (
+        "demo",
+        "a small agent with a real tool, replaying a recorded conversation (no API key, no network)",
+        _demo_command,
+    ),
+    (
+        "chat",
+        "talk to a model through the agent: one prompt (as arguments or piped in), or interactive without one",
+        _chat_command,
+    ),
+    (
+        "serve",
+        "serve an agent to browsers: a chat page at /, its events at POST /reply (modelwire "
+        "events, AG-UI or the Vercel UI message stream)",
+        _serve_command,
+    ),
+    (
+        "models",
+        "list the providers: protocol, key variable and whether it is set, an example model string, base URL",
+        _models_command,
+    ),
+    (
+        "decode",
+        "decode a raw response body (SSE, or AWS event stream) into the assistant message it carries",
+        _decode_command,
+    ),
+    (
+        "check",
+        "find, offline, every reason the next request of a conversation to a model would be "
+        "refused or would lose something",
+        _check_command,
+    ),
+    ("format", "turn a JSON list of messages into a provider's request payload", _format_command),
+    ("count", "count the input tokens a request would send, with the provider's own endpoint", _count_command),
+    (
+        "batch",
+        "submit many requests at the provider's batch price, see where they stand, read their results",
+        _batch_command,
+    ),
+    (
+        "cassette",
+        "inspect recorded provider traffic, recheck it against the provider, transpose it onto "
+        "another model, or import VCR.py cassettes",
+        _cassette_command,
+    ),
+    (
+        "conform",
+        "probe a server that says it speaks a provider's protocol (at most 40 small requests) "
+        "and say what works, in which form",
+        _conform_command,
+    ),
+)
 
 
 if __name__ == "__main__":  # pragma: no cover

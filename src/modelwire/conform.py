@@ -27,7 +27,19 @@ from typing import Any
 from .errors import ConfigError, ProviderError, UnsupportedOptionError
 from .protocols._probe import STATUSES, Checks, ProbeBudget, ProbeFailed, Row, Server
 
-__all__ = ["Row", "Checks", "Server", "ConformReport", "ProbeFailed", "probe", "probe_async", "probe_profile", "probe_profile_async", "probeable", "profile_toml"]
+__all__ = [
+    "Row",
+    "Checks",
+    "Server",
+    "ConformReport",
+    "ProbeFailed",
+    "probe",
+    "probe_async",
+    "probe_profile",
+    "probe_profile_async",
+    "probeable",
+    "profile_toml",
+]
 
 
 @dataclass
@@ -170,11 +182,20 @@ async def probe_profile_async(name: str, *, max_requests: int = 40, total: float
     can = probeable()
     if spec.protocol not in can:
         raise ConfigError(f"the profile {name!r} speaks {spec.protocol}; conform probes {', '.join(can)} so far")
-    report = await probe_async(spec.base_url or "", spec.model, protocol=spec.protocol, api_key=spec.api_key, max_requests=max_requests, total=total)
+    report = await probe_async(
+        spec.base_url or "",
+        spec.model,
+        protocol=spec.protocol,
+        api_key=spec.api_key,
+        max_requests=max_requests,
+        total=total,
+    )
     report.preset, report.profile_name = spec.preset.name, name
     dialect, caps = dict(spec.preset.dialect), dict(spec.options.get("capabilities") or {})
     for row in report.rows:
-        handled = [f"{k} = {v!r}" for k, v in row.dialect.items() if _same(dialect.get(k), v)] + [f"{k} = {v!r}" for k, v in row.capabilities.items() if _same(caps.get(k), v)]
+        handled = [f"{k} = {v!r}" for k, v in row.dialect.items() if _same(dialect.get(k), v)] + [
+            f"{k} = {v!r}" for k, v in row.capabilities.items() if _same(caps.get(k), v)
+        ]
         if row.status != "ok" and handled and len(handled) == len(row.dialect) + len(row.capabilities):
             row.status, row.evidence = "ok", f"{row.evidence} (the profile sets {', '.join(handled)})"
     report.rows += await _through_modelwire(name, caps, dialect)
@@ -205,19 +226,33 @@ async def _through_modelwire(name: str, caps: dict[str, Any], dialect: dict[str,
         """The weather in a city."""
         return "sunny, 21 C"  # made up: the probe runs no tool
 
-    answer = await Agent("probe", model, tools=[get_weather], max_iters=3).reply(UserMsg("user", "What is the weather in Paris? Use the tool."))
+    answer = await Agent("probe", model, tools=[get_weather], max_iters=3).reply(
+        UserMsg("user", "What is the weather in Paris? Use the tool.")
+    )
     kinds = [b.type for b in answer.content if b.type in ("tool_call", "tool_result")]
     if answer.error is not None:
         rows.append(Row("modelwire: tool round trip", "unsupported", f"{answer.error.type}: {answer.error.message}"))
     elif "tool_result" in kinds:
-        rows.append(Row("modelwire: tool round trip", "ok", f"{kinds.count('tool_call')} call(s) and result(s), then {_text(answer)!r}"))
+        rows.append(
+            Row(
+                "modelwire: tool round trip",
+                "ok",
+                f"{kinds.count('tool_call')} call(s) and result(s), then {_text(answer)!r}",
+            )
+        )
     else:
-        rows.append(Row("modelwire: tool round trip", "quirk", f"the model answered without calling the tool: {_text(answer)!r}"))
+        rows.append(
+            Row(
+                "modelwire: tool round trip", "quirk", f"the model answered without calling the tool: {_text(answer)!r}"
+            )
+        )
     rows.append(await _history_turn(model))
     if caps.get("structured_output") is False or dialect.get("json_schema") is False:
         return rows
     try:
-        shaped = await model.complete([UserMsg("user", "Reply with a JSON object whose answer is OK.")], options={"json_schema": _ANSWER_SCHEMA})
+        shaped = await model.complete(
+            [UserMsg("user", "Reply with a JSON object whose answer is OK.")], options={"json_schema": _ANSWER_SCHEMA}
+        )
         rows.append(Row("modelwire: structured output", "ok", f"text {_text(shaped)!r}"))
     except UnsupportedOptionError as err:
         rows.append(Row("modelwire: structured output", "unsupported", f"refused before sending: {err}"))
@@ -233,8 +268,15 @@ async def _history_turn(model: Any) -> Row:
 
     call = ToolCallBlock(id="call_probe0001", name="get_weather", input='{"city": "Paris"}', state="finished")
     result = ToolResultBlock(id="call_probe0001", name="get_weather", output="sunny, 21 C", state="success")
-    history = [UserMsg("user", "What is the weather in Paris? Use the tool."), AssistantMsg("assistant", [call, result])]
-    tool = {"name": "get_weather", "description": "The weather in a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+    history = [
+        UserMsg("user", "What is the weather in Paris? Use the tool."),
+        AssistantMsg("assistant", [call, result]),
+    ]
+    tool = {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
     try:
         reply = await model.complete(history, tools=[tool])
     except ProviderError as err:
@@ -246,7 +288,12 @@ def _text(msg: Any) -> str:
     return (msg.get_text_content() or "")[:40]
 
 
-_ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": False}
+_ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
 
 
 def profile_toml(name: str, profile: dict[str, Any]) -> str:

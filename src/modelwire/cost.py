@@ -53,7 +53,9 @@ def preload() -> None:
             from genai_prices import data_snapshot
 
             first = data_snapshot.get_snapshot().providers[0]  # warm its lookups on any priced model
-            genai_prices.calc_price(genai_prices.Usage(input_tokens=1, output_tokens=1), first.models[0].id, provider_id=first.id)
+            genai_prices.calc_price(
+                genai_prices.Usage(input_tokens=1, output_tokens=1), first.models[0].id, provider_id=first.id
+            )
         except Exception:  # noqa: BLE001 - pricing then fails where it is asked, and says why
             pass
 
@@ -97,15 +99,30 @@ def price(
     source = f"genai-prices {genai_prices.__version__}"
     catalogue = catalogue_id(provider)
     if catalogue is None:
-        return {"currency": "USD", "total": None, "unknown": f"{provider} is not in {source}'s catalogue", "source": source}
+        return {
+            "currency": "USD",
+            "total": None,
+            "unknown": f"{provider} is not in {source}'s catalogue",
+            "source": source,
+        }
     cache_read = getattr(usage, "cache_input_tokens", 0) or 0
     cache_write = getattr(usage, "cache_creation_input_tokens", 0) or 0
     total_input = usage.input_tokens + (0 if input_includes_cache else cache_read + cache_write)
-    counted = genai_prices.Usage(input_tokens=total_input, output_tokens=usage.output_tokens, cache_read_tokens=cache_read, cache_write_tokens=cache_write)
+    counted = genai_prices.Usage(
+        input_tokens=total_input,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+    )
     try:
         calc = genai_prices.calc_price(counted, model, provider_id=catalogue)
     except LookupError:
-        return {"currency": "USD", "total": None, "unknown": f"no price for {model!r} at {catalogue} in {source}", "source": source}
+        return {
+            "currency": "USD",
+            "total": None,
+            "unknown": f"no price for {model!r} at {catalogue} in {source}",
+            "source": source,
+        }
     return {
         "currency": "USD",
         "total": float(calc.total_price),

@@ -64,7 +64,9 @@ def demo_agent():  # noqa: ANN201
     from .agent import Agent
     from .models import load_model
 
-    model = load_model(DEMO_MODEL, api_key="replay-key-not-secret", base_url=DEMO_BASE_URL, max_tokens=2048, thinking_budget=1024)
+    model = load_model(
+        DEMO_MODEL, api_key="replay-key-not-secret", base_url=DEMO_BASE_URL, max_tokens=2048, thinking_budget=1024
+    )
     return Agent("Calc", model, DEMO_SYSTEM, tools=[calculate], max_iters=4)
 
 
@@ -97,7 +99,7 @@ def run_demo(out: IO[str], view: str = "pretty", record: bool = False) -> int:
     if not record and view == "pretty":
         out.write(
             "\nTo run it for real: export ANTHROPIC_API_KEY=...  (or OPENAI_API_KEY=...)\n"
-            f"  modelwire chat --model {DEMO_MODEL} \"{DEMO_QUESTION}\"\n"
+            f'  modelwire chat --model {DEMO_MODEL} "{DEMO_QUESTION}"\n'
         )
     return 0
 

@@ -160,8 +160,6 @@ def _rebuild(cls: type, title: str | None, errors: list[dict[str, Any]]) -> "Val
     return err
 
 
-
-
 class RoleError(ValidationError):
     """A message holds a block its role does not allow.
 
@@ -174,7 +172,16 @@ class RoleError(ValidationError):
         self.where = where
         allowed = _ROLE_HELP.get(role, "")
         loc = f" ({where})" if where else ""
-        super().__init__(None, [{"loc": (), "msg": f"a {role!r} message cannot hold a {block_type!r} block{loc}; {allowed}", "type": "role"}])
+        super().__init__(
+            None,
+            [
+                {
+                    "loc": (),
+                    "msg": f"a {role!r} message cannot hold a {block_type!r} block{loc}; {allowed}",
+                    "type": "role",
+                }
+            ],
+        )
 
     def _text(self) -> str:
         return self._errors[0]["msg"] if len(self._errors) == 1 and not self._errors[0]["loc"] else super()._text()
@@ -444,15 +451,32 @@ class RefusedOptionError(InvalidRequestError, UnsupportedOptionError):
     ``model``)."""
 
     def __init__(
-        self, option: str, provider: str, model: str, said: str, *, provider_type: str | None = None, status_code: int | None = None, request_id: str | None = None, body: Any = None
+        self,
+        option: str,
+        provider: str,
+        model: str,
+        said: str,
+        *,
+        provider_type: str | None = None,
+        status_code: int | None = None,
+        request_id: str | None = None,
+        body: Any = None,
     ) -> None:
-        message = f"{provider}:{model} does not take {option!r}, the provider says: {said} (kept: the next such call is refused before it is sent)"
+        message = (
+            f"{provider}:{model} does not take {option!r}, the provider says: {said} (kept: the next "
+            "such call is refused before it is sent)"
+        )
         # Both bases' fields, set here: each base's __init__ takes other arguments.
-        self.message, self.provider_type, self.status_code, self.request_id, self.body = message, provider_type, status_code, request_id, body
+        self.message, self.provider_type, self.status_code, self.request_id, self.body = (
+            message,
+            provider_type,
+            status_code,
+            request_id,
+            body,
+        )
         self.events: list = []
         self.option, self.provider, self.model = option, provider, model
         Exception.__init__(self, message)
-
 
 
 # -- errors of the agent, cassettes and decoders ------------------------------------------------
@@ -594,7 +618,9 @@ def _by_phrase(lowered: str, protocol: str | None) -> type[ProviderError] | None
     return None
 
 
-def error_class(provider_type: str | None, status: int | None, message: str = "", protocol: str | None = None) -> type[ProviderError]:
+def error_class(
+    provider_type: str | None, status: int | None, message: str = "", protocol: str | None = None
+) -> type[ProviderError]:
     """The error class for a provider error type / code and HTTP status (``protocol``: the
     one the body came in, whose table is read first)."""
     lowered = message.lower()
@@ -642,7 +668,9 @@ def _status_in(err: dict[str, Any]) -> int | None:
     return None
 
 
-def error_from_body(body: Any, protocol: str, status: int | None = None, request_id: str | None = None) -> ProviderError:
+def error_from_body(
+    body: Any, protocol: str, status: int | None = None, request_id: str | None = None
+) -> ProviderError:
     """Build the typed error for a provider's error body.
 
     Understands ``{"type": "error", "error": {"type", "message"}}`` (Anthropic),
@@ -655,12 +683,19 @@ def error_from_body(body: Any, protocol: str, status: int | None = None, request
         return UpstreamError(str(body)[:500], status_code=status, request_id=request_id, body=body)
     message = str(err.get("message") or err.get("detail") or "the provider reported an error")
     if status == 407:
-        message = f"the HTTP proxy wants credentials (HTTP 407; put them in the proxy URL, HTTPS_PROXY=http://user:password@host:port): {message}"
+        message = (
+            "the HTTP proxy wants credentials (HTTP 407; put them in the proxy URL, "
+            f"HTTPS_PROXY=http://user:password@host:port): {message}"
+        )
     code = err.get("code")
     ptype = err.get("type")
     if isinstance(err.get("status"), str) and err["status"]:
         ptype = err["status"]  # Google: {"code": 429, "status": "RESOURCE_EXHAUSTED"}
-    provider_type = str(code) if isinstance(code, str) and code else (ptype if isinstance(ptype, str) and ptype != "error" else None)
+    provider_type = (
+        str(code)
+        if isinstance(code, str) and code
+        else (ptype if isinstance(ptype, str) and ptype != "error" else None)
+    )
     if provider_type is None and code is not None:
         provider_type = str(code)
     if status is None:

@@ -22,10 +22,21 @@ import os
 import time
 from typing import Any, AsyncGenerator
 
-__all__ = ["enabled", "capture_content", "ModelCallTrace", "model_call", "agent_span", "end_agent_span", "under", "tool_span", "mark_error"]
+__all__ = [
+    "enabled",
+    "capture_content",
+    "ModelCallTrace",
+    "model_call",
+    "agent_span",
+    "end_agent_span",
+    "under",
+    "tool_span",
+    "mark_error",
+]
 
 _api: Any = None  # (trace, metrics) once looked up; False when not installed
 _instruments: dict[str, Any] = {}
+
 
 def _provider_name(provider: str) -> str:
     """The conventions' name for a provider: its preset's ``otel_name``, else its own."""
@@ -48,7 +59,10 @@ def capture_content() -> bool:
 def _otel() -> Any:
     global _api
     if _api is None:
-        if os.environ.get("MODELWIRE_TRACING", "1") in ("0", "false") or importlib.util.find_spec("opentelemetry") is None:
+        if (
+            os.environ.get("MODELWIRE_TRACING", "1") in ("0", "false")
+            or importlib.util.find_spec("opentelemetry") is None
+        ):
             _api = False
         else:
             from opentelemetry import metrics, trace
@@ -63,9 +77,15 @@ def _instrument(name: str) -> Any:
         _, metrics = _otel()
         meter = metrics.get_meter("modelwire")
         if name == "tokens":
-            found = meter.create_histogram("gen_ai.client.token.usage", unit="{token}", description="Measures number of input and output tokens used")
+            found = meter.create_histogram(
+                "gen_ai.client.token.usage",
+                unit="{token}",
+                description="Measures number of input and output tokens used",
+            )
         else:
-            found = meter.create_histogram("gen_ai.client.operation.duration", unit="s", description="GenAI operation duration")
+            found = meter.create_histogram(
+                "gen_ai.client.operation.duration", unit="s", description="GenAI operation duration"
+            )
         _instruments[name] = found
     return found
 
@@ -153,7 +173,11 @@ def model_call(provider: str, model: str, url: str, options: Any, messages: Any 
         "gen_ai.provider.name": _provider_name(provider),
         "gen_ai.request.model": model,
     }
-    span_attrs: dict[str, Any] = {**attrs, "server.address": parts.hostname or "", "server.port": parts.port or (443 if parts.scheme == "https" else 80)}
+    span_attrs: dict[str, Any] = {
+        **attrs,
+        "server.address": parts.hostname or "",
+        "server.port": parts.port or (443 if parts.scheme == "https" else 80),
+    }
     for key in ("temperature", "top_p", "max_tokens"):
         value = getattr(options, key, None)
         if isinstance(value, (int, float)):
@@ -174,7 +198,11 @@ def agent_span(agent_name: str, session_id: str, model: Any) -> Any:
     tool runs of the reply are its children (see :func:`under` and :func:`tool_span`)."""
     if _otel() is None:
         return None
-    attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent_name, "gen_ai.conversation.id": session_id}
+    attrs = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": agent_name,
+        "gen_ai.conversation.id": session_id,
+    }
     provider = getattr(model, "provider", None)
     if provider:
         attrs["gen_ai.provider.name"] = _provider_name(provider)
@@ -230,10 +258,20 @@ def tool_span(name: str, call_id: str, arguments: str | None, parent: Any) -> An
     if parent is None or _otel() is None:
         return _NoSpan()
     trace, _ = _otel()
-    attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": call_id, "gen_ai.tool.type": "function"}
+    attrs = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.type": "function",
+    }
     if arguments is not None and capture_content():
         attrs["gen_ai.tool.call.arguments"] = arguments
-    return _tracer().start_as_current_span(f"execute_tool {name}", context=trace.set_span_in_context(parent), kind=trace.SpanKind.INTERNAL, attributes=attrs)
+    return _tracer().start_as_current_span(
+        f"execute_tool {name}",
+        context=trace.set_span_in_context(parent),
+        kind=trace.SpanKind.INTERNAL,
+        attributes=attrs,
+    )
 
 
 def mark_error(span: Any, kind: str, message: str) -> None:

@@ -18,7 +18,9 @@ from mcp.server.mcpserver.utilities.types import Image
 from mcp_types import EmbeddedResource, ResourceLink, TextContent, TextResourceContents
 
 # a 1x1 red PNG
-PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
 
 mcp = MCPServer("test-tools")
 
@@ -40,7 +42,9 @@ def notes() -> list:
     """Notes as an embedded resource and a link."""
     return [
         TextContent(type="text", text="two notes"),
-        EmbeddedResource(type="resource", resource=TextResourceContents(uri="note://1", mime_type="text/plain", text="buy milk")),
+        EmbeddedResource(
+            type="resource", resource=TextResourceContents(uri="note://1", mime_type="text/plain", text="buy milk")
+        ),
         ResourceLink(type="resource_link", uri="note://2", name="second"),
     ]
 

@@ -18,7 +18,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import COMMON_EXTRAS, DELTA_MAKERS, OPTIONAL, STREAMING, AWSStreamDecoder, BaseAdapter, Block, StreamDecoder, debug, decode_answer, shape_problem
+from ._base import (
+    COMMON_EXTRAS,
+    DELTA_MAKERS,
+    OPTIONAL,
+    STREAMING,
+    AWSStreamDecoder,
+    BaseAdapter,
+    Block,
+    StreamDecoder,
+    debug,
+    decode_answer,
+    shape_problem,
+)
 from ._eventstream import EventStreamDecoder, EventStreamError, Frame, encode_frame
 from ._sse import SSEDecoder, SSEEvent, encode_sse, split_sse
 
@@ -40,8 +52,18 @@ __all__ = [
     "debug",
     "decode_answer",
     "shape_problem",
-    "StreamDecoder", "SSEDecoder", "SSEEvent", "encode_sse", "split_sse", "get_adapter", "decode_sse",
-    "NDJSONDecoder", "FRAMINGS", "framing_decoder", "split_framed"]
+    "StreamDecoder",
+    "SSEDecoder",
+    "SSEEvent",
+    "encode_sse",
+    "split_sse",
+    "get_adapter",
+    "decode_sse",
+    "NDJSONDecoder",
+    "FRAMINGS",
+    "framing_decoder",
+    "split_framed",
+]
 
 FRAMINGS = ("sse", "ndjson", "aws-eventstream")  # how a protocol frames its stream (WireProtocol.framing)
 

@@ -45,13 +45,25 @@ from .. import event as E
 from ._eventstream import EventStreamDecoder as FrameParser
 from ._sse import _LINE_NAMES, SSEDecoder, _line_name
 
-__all__ = ["BaseAdapter", "StreamDecoder", "AWSStreamDecoder", "Block", "debug", "shape_problem", "OPTIONAL", "decode_answer", "COMMON_EXTRAS"]
+__all__ = [
+    "BaseAdapter",
+    "StreamDecoder",
+    "AWSStreamDecoder",
+    "Block",
+    "debug",
+    "shape_problem",
+    "OPTIONAL",
+    "decode_answer",
+    "COMMON_EXTRAS",
+]
 
 # Block extras the shared kits write and read for any protocol: where a block came from
 # (provenance), a call a provider ran itself, a provider's own block kept whole, a block cut
 # off before its end, and deltas of a kind the adapter does not know. Each protocol declares
 # its own beside these (WireProtocol.extras_keys).
-COMMON_EXTRAS = frozenset({"provider_metadata", "server_side", "provider_block_type", "provider_block", "truncated", "provider_deltas"})
+COMMON_EXTRAS = frozenset(
+    {"provider_metadata", "server_side", "provider_block_type", "provider_block", "truncated", "provider_deltas"}
+)
 
 _log = logging.getLogger("modelwire.adapters")
 _STOP_REASONS = frozenset(E.StopReason)
@@ -68,6 +80,7 @@ def _is_error_frame(data: dict[str, Any]) -> bool:
         return False
     err = data.get("error")
     return isinstance(err, (dict, str)) and not data.get("choices") and not data.get("candidates")
+
 
 _TEXT_KINDS = {
     "text": (E.TextBlockStartEvent, E.TextBlockDeltaEvent, E.TextBlockEndEvent),
@@ -306,7 +319,13 @@ class BaseAdapter:
             return StreamProtocolError(f"malformed {self.protocol} stream event: {problem}", body=data)
         if debug():
             raise exc
-        return InternalError(f"modelwire could not handle a {self.protocol} event ({type(exc).__name__}: {exc}); this is a bug in modelwire", body=data)
+        return InternalError(
+            (
+                f"modelwire could not handle a {self.protocol} event ({type(exc).__name__}: {exc}); this "
+                "is a bug in modelwire"
+            ),
+            body=data,
+        )
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         return None
@@ -335,7 +354,9 @@ class BaseAdapter:
     def open_block(self, key: Any, kind: str, name: str = "", **start: Any) -> Block:
         block_id = start.pop("block_id", None) or self._new_id()
         if not isinstance(block_id, str):
-            raise StreamProtocolError(f"{self.protocol}: a {kind} block whose id is {type(block_id).__name__}, not a string")
+            raise StreamProtocolError(
+                f"{self.protocol}: a {kind} block whose id is {type(block_id).__name__}, not a string"
+            )
         if key in self.blocks:
             raise StreamProtocolError(f"{self.protocol}: a {kind} block started twice ({key!r})")
         if kind == "tool_call":
@@ -455,7 +476,13 @@ class BaseAdapter:
             self.provider_stop_reason = str(self.provider_stop_reason)[:200]
         if self.stop_reason is not None and self.stop_reason not in _STOP_REASONS:
             self.stop_reason = "other"
-        for name in ("input_tokens", "output_tokens", "cache_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"):
+        for name in (
+            "input_tokens",
+            "output_tokens",
+            "cache_input_tokens",
+            "cache_creation_input_tokens",
+            "reasoning_tokens",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 setattr(self, name, 0)  # a provider's nonsense count is not passed on
@@ -516,7 +543,14 @@ class StreamDecoder:
         # here in one split; any other piece goes through the full decoder.
         lines = chunk.split(b"\n", 4)  # at most five parts, however long the piece
         count = len(lines)
-        if 2 < count < 5 and not lines[-1] and not lines[-2] and not (sse._rest or sse._data or sse._skip_lf or sse._first) and len(chunk) <= sse.max_line and chunk.find(b"\r") < 0:
+        if (
+            2 < count < 5
+            and not lines[-1]
+            and not lines[-2]
+            and not (sse._rest or sse._data or sse._skip_lf or sse._first)
+            and len(chunk) <= sse.max_line
+            and chunk.find(b"\r") < 0
+        ):
             if count == 3 and lines[0].startswith(b"data: "):
                 name = sse._event or "message"
                 data = lines[0][6:]
@@ -559,8 +593,14 @@ class StreamDecoder:
             obj = _json_replaced(data)
         if isinstance(obj, dict):
             return adapter.feed(obj, name)
-        _refuse(adapter, obj if isinstance(obj, ProviderError) else StreamProtocolError(
-            f"a data line holds {type(obj).__name__}, not an object", body=data[:200].decode("utf-8", "replace")))
+        _refuse(
+            adapter,
+            obj
+            if isinstance(obj, ProviderError)
+            else StreamProtocolError(
+                f"a data line holds {type(obj).__name__}, not an object", body=data[:200].decode("utf-8", "replace")
+            ),
+        )
         return []
 
     def close(self) -> list[E.AgentEvent]:
@@ -700,7 +740,11 @@ class AWSStreamDecoder(StreamDecoder):
         try:
             obj = from_json(payload) if payload else {}
         except (ValueError, RecursionError) as exc:
-            adapter.fail(StreamProtocolError(f"invalid JSON in an event-stream frame: {exc}", body=payload[:200].decode("utf-8", "replace")))
+            adapter.fail(
+                StreamProtocolError(
+                    f"invalid JSON in an event-stream frame: {exc}", body=payload[:200].decode("utf-8", "replace")
+                )
+            )
             return []  # not reached: fail() raises while the call is open
         kind = headers.get(":message-type", "event")
         event_type = headers.get(":event-type")
@@ -715,7 +759,9 @@ class AWSStreamDecoder(StreamDecoder):
             adapter.fail(error_from_body({"type": exception, "message": str(message or exception)}, adapter.protocol))
         elif kind == "error":
             code = str(headers.get(":error-code") or "error")
-            adapter.fail(error_from_body({"type": code, "message": str(headers.get(":error-message") or code)}, adapter.protocol))
+            adapter.fail(
+                error_from_body({"type": code, "message": str(headers.get(":error-message") or code)}, adapter.protocol)
+            )
         elif not isinstance(obj, dict):
             adapter.fail(StreamProtocolError(f"an event-stream frame holds {type(obj).__name__}, not an object"))
         return self._event(obj, event_type)
@@ -755,7 +801,10 @@ def shape_problem(data: Any, spec: dict[str, tuple]) -> str | None:
             if isinstance(value, bool) and bool not in types:
                 return f"{where} is a boolean"
             if not isinstance(value, tuple(t for t in types if t is not OPTIONAL)):
-                return f"{where} is {type(value).__name__}, not {' or '.join(t.__name__ for t in types if t is not OPTIONAL)}"
+                return (
+                    f"{where} is {type(value).__name__}, not "
+                    f"{' or '.join(t.__name__ for t in types if t is not OPTIONAL)}"
+                )
     return None
 
 

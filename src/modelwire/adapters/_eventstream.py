@@ -86,7 +86,9 @@ class EventStreamDecoder:
                 if zlib.crc32(buf[pos : pos + 8]) != prelude_crc:
                     raise EventStreamError("event-stream prelude CRC mismatch (the frame is corrupt)")
                 if total < _PRELUDE + 4 + headers_length or total > self._max:
-                    raise EventStreamError(f"event-stream frame of impossible length {total} (headers {headers_length})")
+                    raise EventStreamError(
+                        f"event-stream frame of impossible length {total} (headers {headers_length})"
+                    )
                 if size - pos < total:
                     break
                 frame = bytes(buf[pos : pos + total])

@@ -21,6 +21,7 @@ MAX_LINE = 16 * 1024 * 1024  # a line longer than this is not an answer chunk
 class NDJSONDecoder(StreamDecoder):
     """Newline-delimited JSON (Ollama's native stream) into an adapter: one object per line, a line
     split across reads joined, one longer than ``max_line`` refused."""
+
     def __init__(self, adapter: BaseAdapter, *, keep: bool = False, max_line: int = MAX_LINE) -> None:
         self.adapter = adapter
         self.keep = keep
@@ -38,7 +39,9 @@ class NDJSONDecoder(StreamDecoder):
                         obj = from_json(chunk)  # JSON allows the newline after it
                     except (ValueError, RecursionError):
                         obj = None
-                    out = self.adapter.feed(obj, None) if type(obj) is dict else self._line(chunk)  # else refused as the line says
+                    out = (
+                        self.adapter.feed(obj, None) if type(obj) is dict else self._line(chunk)
+                    )  # else refused as the line says
             except ProviderError as err:
                 self._failed([], err)
                 raise
@@ -93,10 +96,21 @@ class NDJSONDecoder(StreamDecoder):
         try:
             obj: Any = from_json(line)
         except (ValueError, RecursionError) as exc:
-            _refuse(self.adapter, StreamProtocolError(f"invalid JSON in an NDJSON line: {exc}", body=line[:200].decode("utf-8", "replace")))
+            _refuse(
+                self.adapter,
+                StreamProtocolError(
+                    f"invalid JSON in an NDJSON line: {exc}", body=line[:200].decode("utf-8", "replace")
+                ),
+            )
             return []
         if not isinstance(obj, dict):
-            _refuse(self.adapter, StreamProtocolError(f"an NDJSON line holds {type(obj).__name__}, not an object", body=line[:200].decode("utf-8", "replace")))
+            _refuse(
+                self.adapter,
+                StreamProtocolError(
+                    f"an NDJSON line holds {type(obj).__name__}, not an object",
+                    body=line[:200].decode("utf-8", "replace"),
+                ),
+            )
             return []
         return self.adapter.feed(obj, None)
 

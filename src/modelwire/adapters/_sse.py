@@ -132,7 +132,9 @@ class SSEDecoder:
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines = data.split(b"\n")
         self._rest = lines.pop()
-        if len(data) > self.max_line and (len(self._rest) > self.max_line or any(len(line) > self.max_line for line in lines)):
+        if len(data) > self.max_line and (
+            len(self._rest) > self.max_line or any(len(line) > self.max_line for line in lines)
+        ):
             raise SSELineTooLongError(f"an SSE line longer than {self.max_line} bytes")
         return self._lines(lines)
 
@@ -149,7 +151,9 @@ class SSEDecoder:
                 continue
             if not line:
                 if data:
-                    out.append((event or "message", data[0] if len(data) == 1 else b"\n".join(data), self.last_id, self.retry))
+                    out.append(
+                        (event or "message", data[0] if len(data) == 1 else b"\n".join(data), self.last_id, self.retry)
+                    )
                     data = []
                 event = ""
                 continue

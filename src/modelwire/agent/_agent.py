@@ -42,7 +42,21 @@ from ..errors import (
 )
 from ..formatters import ServerTool, ToolSpec
 from .._sync import run_sync
-from ..message import AssistantMsg, Base64Source, DataBlock, ErrorInfo, Msg, MsgInput, Record, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg, as_messages
+from ..message import (
+    AssistantMsg,
+    Base64Source,
+    DataBlock,
+    ErrorInfo,
+    Msg,
+    MsgInput,
+    Record,
+    SystemMsg,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    UserMsg,
+    as_messages,
+)
 from ..event._events import StopReasonValue
 from ..message._blocks import ToolResultStateValue
 from ._tools import Tool, ToolArgumentsError, Toolset
@@ -99,7 +113,17 @@ class _Open:
 
 _log = logging.getLogger("modelwire.agent")
 
-_TOOL_EVENTS = frozenset({"TOOL_CALL_START", "TOOL_CALL_DELTA", "TOOL_CALL_END", "TOOL_RESULT_START", "TOOL_RESULT_TEXT_DELTA", "TOOL_RESULT_DATA_DELTA", "TOOL_RESULT_END"})
+_TOOL_EVENTS = frozenset(
+    {
+        "TOOL_CALL_START",
+        "TOOL_CALL_DELTA",
+        "TOOL_CALL_END",
+        "TOOL_RESULT_START",
+        "TOOL_RESULT_TEXT_DELTA",
+        "TOOL_RESULT_DATA_DELTA",
+        "TOOL_RESULT_END",
+    }
+)
 
 
 class _CallIds:
@@ -130,7 +154,9 @@ class _CallIds:
         if new_id is not None:
             return ev.replace(tool_call_id=new_id)
         if ev.type == "TOOL_RESULT_START" and call_id not in self.calls:
-            raise StreamProtocolError(f"the provider sent a result for tool call {call_id!r}, which no call of this reply made")
+            raise StreamProtocolError(
+                f"the provider sent a result for tool call {call_id!r}, which no call of this reply made"
+            )
         return ev
 
 
@@ -169,7 +195,12 @@ class Agent:
 
             model = load_model(model)
         elif not callable(getattr(model, "stream", None)):
-            raise ConfigError(f"an Agent's model is a model (load_model('provider:model')) or a model string, not {type(model).__name__}")
+            raise ConfigError(
+                (
+                    "an Agent's model is a model (load_model('provider:model')) or a model string, not "
+                    f"{type(model).__name__}"
+                )
+            )
         self.model = model
         self.system_prompt = system_prompt
         self._system: tuple[str, Msg] | None = None  # the prompt, and the message sent for it
@@ -212,7 +243,12 @@ class Agent:
         await self.aclose()
 
     async def reply(
-        self, msg: MsgInput = None, *, event: ResumeEvent | None = None, structured_model: Any = None, raise_errors: bool = True
+        self,
+        msg: MsgInput = None,
+        *,
+        event: ResumeEvent | None = None,
+        structured_model: Any = None,
+        raise_errors: bool = True,
     ) -> Msg:
         """Run one reply (or resume a parked one) and return its message as it stands.
 
@@ -224,7 +260,9 @@ class Agent:
         :class:`~modelwire.errors.ModelwireError` that stopped it."""
         # A resumed reply folds its new events onto the message as it was parked.
         folded: Msg | None = None if event is None else copy.deepcopy(self._reply_for(event.reply_id))
-        async for ev in self.reply_stream(msg, event=event, structured_model=structured_model, raise_errors=raise_errors):
+        async for ev in self.reply_stream(
+            msg, event=event, structured_model=structured_model, raise_errors=raise_errors
+        ):
             if ev.type == "REPLY_START":
                 folded = AssistantMsg(ev.name, [], id=ev.reply_id, created_at=self._reply_for(ev.reply_id).created_at)
             assert folded is not None
@@ -242,15 +280,29 @@ class Agent:
             return
         asking = [c.name for c in calls if c.state == "asking"]
         what = (
-            f"{len(asking)} tool call(s) ({', '.join(asking)}) wait for the user's confirmation: answer with agent.reply(event=agent.confirm({{call_id: True}}))"
+            (
+                f"{len(asking)} tool call(s) ({', '.join(asking)}) wait for the user's confirmation: "
+                "answer with agent.reply(event=agent.confirm({call_id: True}))"
+            )
             if asking
-            else f"{len(calls)} tool call(s) wait for results run elsewhere: answer with an ExternalExecutionResultEvent"
+            else (
+                f"{len(calls)} tool call(s) wait for results run elsewhere: answer with an ExternalExecutionResultEvent"
+            )
         )
         _log.warning("reply %s is waiting, not finished: %s (agent.pending_calls() lists them)", rid, what)
 
-    def reply_sync(self, msg: MsgInput = None, *, event: ResumeEvent | None = None, structured_model: Any = None, raise_errors: bool = True) -> Msg:
+    def reply_sync(
+        self,
+        msg: MsgInput = None,
+        *,
+        event: ResumeEvent | None = None,
+        structured_model: Any = None,
+        raise_errors: bool = True,
+    ) -> Msg:
         """:meth:`reply` for scripts and notebooks without an event loop of their own."""
-        return run_sync(self.reply(msg, event=event, structured_model=structured_model, raise_errors=raise_errors), "agent.reply")
+        return run_sync(
+            self.reply(msg, event=event, structured_model=structured_model, raise_errors=raise_errors), "agent.reply"
+        )
 
     def interrupt(self) -> None:
         """Stop the running reply as soon as possible (it ends with ``interrupted``).
@@ -265,7 +317,12 @@ class Agent:
             task.cancel()  # cut the current wait short; _guarded turns it into an interrupt
 
     async def reply_stream(
-        self, msg: MsgInput = None, *, event: ResumeEvent | None = None, structured_model: Any = None, raise_errors: bool = True
+        self,
+        msg: MsgInput = None,
+        *,
+        event: ResumeEvent | None = None,
+        structured_model: Any = None,
+        raise_errors: bool = True,
     ) -> AsyncGenerator[E.AgentEvent, None]:
         """Yield the events of one reply, or of the rest of a parked reply (``event=``).
 
@@ -278,7 +335,12 @@ class Agent:
         me = asyncio.current_task()
         owner = self._running
         if owner is not None and owner is not me and not owner.done():
-            raise AgentBusyError(f"agent {self.name!r} is already replying in another task; one reply at a time (make one Agent per concurrent conversation)")
+            raise AgentBusyError(
+                (
+                    f"agent {self.name!r} is already replying in another task; one reply at a time (make one "
+                    "Agent per concurrent conversation)"
+                )
+            )
         self._running = me
         failures: list[Exception] = []
         inner = self._reply_stream(as_messages(msg), event=event, structured_model=structured_model, failures=failures)
@@ -295,7 +357,12 @@ class Agent:
             raise failures[0]
 
     async def _reply_stream(
-        self, inputs: list[Msg], *, event: ResumeEvent | None = None, structured_model: Any = None, failures: list[Exception]
+        self,
+        inputs: list[Msg],
+        *,
+        event: ResumeEvent | None = None,
+        structured_model: Any = None,
+        failures: list[Exception],
     ) -> AsyncGenerator[E.AgentEvent, None]:
         self._interrupt = asyncio.Event()
         if event is not None:
@@ -307,7 +374,9 @@ class Agent:
                 state = self._states[reply.id] = _ReplyState(reply)
             state.failures = failures
             if state.reply.finished_reason is not None:
-                raise AgentError(f"reply {state.reply.id!r} has ended ({state.reply.finished_reason}); it cannot be resumed")
+                raise AgentError(
+                    f"reply {state.reply.id!r} has ended ({state.reply.finished_reason}); it cannot be resumed"
+                )
             yield self._emit(state, event)  # a resumed stream starts by echoing what resumed it
             if event.type == "USER_INTERRUPT":
                 async for ev in self._finish_interrupted(state, _Open()):
@@ -336,7 +405,11 @@ class Agent:
         if reply is None:
             return []
         answered = {r.id for r in reply.get_content_blocks("tool_result")}
-        return [c for c in reply.get_content_blocks("tool_call") if c.state in ("asking", "submitted") and c.id not in answered]
+        return [
+            c
+            for c in reply.get_content_blocks("tool_call")
+            if c.state in ("asking", "submitted") and c.id not in answered
+        ]
 
     def confirm(self, decisions: dict[str, bool], reply_id: str | None = None) -> E.UserConfirmResultEvent:
         """The ``USER_CONFIRM_RESULT`` event answering the asking calls (``{call id: yes/no}``)."""
@@ -376,7 +449,9 @@ class Agent:
         state.reply.append_event(ev, strict=True)
         return ev
 
-    async def _traced(self, state: _ReplyState, inner: AsyncGenerator[E.AgentEvent, None]) -> AsyncGenerator[E.AgentEvent, None]:
+    async def _traced(
+        self, state: _ReplyState, inner: AsyncGenerator[E.AgentEvent, None]
+    ) -> AsyncGenerator[E.AgentEvent, None]:
         """The reply's span around ``inner`` (no layer at all when tracing is off)."""
         if not telemetry.enabled():
             try:
@@ -394,7 +469,9 @@ class Agent:
             telemetry.end_agent_span(state.span, state.reply)
             state.span = None
 
-    async def _guarded(self, state: _ReplyState, inner: AsyncGenerator[E.AgentEvent, None]) -> AsyncGenerator[E.AgentEvent, None]:
+    async def _guarded(
+        self, state: _ReplyState, inner: AsyncGenerator[E.AgentEvent, None]
+    ) -> AsyncGenerator[E.AgentEvent, None]:
         """Keep track of what is open, so an interrupt or a cancellation can close it.
 
         ``interrupt()`` while the agent waits (for the model, for a tool) cancels that wait
@@ -446,7 +523,9 @@ class Agent:
             self._task = None
             self._outside = False
 
-    async def _finish_failed(self, state: _ReplyState, tracker: _Open, exc: Exception) -> AsyncGenerator[E.AgentEvent, None]:
+    async def _finish_failed(
+        self, state: _ReplyState, tracker: _Open, exc: Exception
+    ) -> AsyncGenerator[E.AgentEvent, None]:
         """End the reply with ``exc`` as its error: what is open is closed, open calls get
         an error result (so the history stays sendable), and the agent can reply again."""
         rid = state.reply.id
@@ -454,7 +533,15 @@ class Agent:
             yield self._emit(state, ev)
         async for ev in self._answer_open_calls(state, "The reply ended with an error before this call ran.", "error"):
             yield ev
-        yield self._emit(state, E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="error", error=ErrorInfo.from_dict(_error_info(exc))))
+        yield self._emit(
+            state,
+            E.ReplyEndEvent(
+                session_id=self.session_id,
+                reply_id=rid,
+                finished_reason="error",
+                error=ErrorInfo.from_dict(_error_info(exc)),
+            ),
+        )
         self._states.pop(rid, None)
 
     def _close_open(self, state: _ReplyState, tracker: _Open, model_call_reason: StopReasonValue) -> list[E.AgentEvent]:
@@ -467,9 +554,17 @@ class Agent:
         out += [E.ToolCallEndEvent(reply_id=rid, tool_call_id=c) for c in sorted(tracker.calls)]
         if tracker.model_call:
             out.append(
-                E.ModelCallEndEvent(reply_id=rid, input_tokens=0, output_tokens=0, finished_reason="interrupted", stop_reason=model_call_reason)
+                E.ModelCallEndEvent(
+                    reply_id=rid,
+                    input_tokens=0,
+                    output_tokens=0,
+                    finished_reason="interrupted",
+                    stop_reason=model_call_reason,
+                )
             )
-        out += [E.ToolResultEndEvent(reply_id=rid, tool_call_id=c, state="interrupted") for c in sorted(tracker.results)]
+        out += [
+            E.ToolResultEndEvent(reply_id=rid, tool_call_id=c, state="interrupted") for c in sorted(tracker.results)
+        ]
         for ev in out:
             tracker.see(ev)
         return out
@@ -480,7 +575,9 @@ class Agent:
             yield self._emit(state, ev)
         async for ev in self._answer_open_calls(state, "The call was interrupted before it finished.", "interrupted"):
             yield ev
-        yield self._emit(state, E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="interrupted"))
+        yield self._emit(
+            state, E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="interrupted")
+        )
         self._states.pop(rid, None)
 
     async def _loop(self, state: _ReplyState) -> AsyncGenerator[E.AgentEvent, None]:
@@ -509,22 +606,33 @@ class Agent:
             if self.toolsets:
                 self._active = await self._list_tools()
             last_call = state.iters >= self.max_iters
-            async with aclosing(self._ask_model(state, last_call)) as asking:  # the model's stream closed at once if the caller stops
+            async with aclosing(
+                self._ask_model(state, last_call)
+            ) as asking:  # the model's stream closed at once if the caller stops
                 async for ev in asking:
                     yield ev
             state.iters += 1
 
             if last_call:
                 yield self._emit(state, E.ExceedMaxItersEvent(reply_id=rid, name=self.name))
-                async for ev in self._answer_open_calls(state, "The agent stopped: too many iterations.", "interrupted"):
+                async for ev in self._answer_open_calls(
+                    state, "The agent stopped: too many iterations.", "interrupted"
+                ):
                     yield ev
-                yield self._emit(state, E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="exceed_max_iters"))
+                yield self._emit(
+                    state, E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="exceed_max_iters")
+                )
                 self._states.pop(rid, None)
                 return
             if not self._open_calls(state):
                 if state.paused:
                     continue  # the provider paused a long turn: sent back as it is, it goes on (bounded by max_iters)
-                if state.structured is not None and not state.native_structured and reply.structured_output is None and not state.refused:
+                if (
+                    state.structured is not None
+                    and not state.native_structured
+                    and reply.structured_output is None
+                    and not state.refused
+                ):
                     state.forced_structured = True  # answered in prose: ask once more, for the structure
                     continue
                 yield self._emit(state, self._end(state))
@@ -543,7 +651,13 @@ class Agent:
                 options["json_schema_name"] = state.structured.__name__
                 state.native_structured = True
             else:
-                tools.append(ToolSpec(STRUCTURED_TOOL, "Give the final answer in this structure. Call it once, last.", _schema(state.structured)))
+                tools.append(
+                    ToolSpec(
+                        STRUCTURED_TOOL,
+                        "Give the final answer in this structure. Call it once, last.",
+                        _schema(state.structured),
+                    )
+                )
                 if state.forced_structured:
                     if self._can_force(options):
                         tool_choice = STRUCTURED_TOOL
@@ -574,7 +688,9 @@ class Agent:
             self.limits.check(state.iters, state.reply.usage, state.reply.cost)  # before the call that would pass one
             if self.limits.count_before_request:
                 await self._counted_within(messages, tools, tool_choice, options, state)
-        stream = self.model.stream(messages, tools=tools or None, tool_choice=tool_choice, options=options or None, reply_id=state.reply.id)
+        stream = self.model.stream(
+            messages, tools=tools or None, tool_choice=tool_choice, options=options or None, reply_id=state.reply.id
+        )
         if state.span is not None:
             stream = telemetry.under(state.span, stream)
         ids = _CallIds(state.reply)
@@ -596,14 +712,27 @@ class Agent:
             if close is not None:
                 await close()
 
-    async def _counted_within(self, messages: list[Msg], tools: Any, tool_choice: Any, options: Any, state: _ReplyState) -> None:
+    async def _counted_within(
+        self, messages: list[Msg], tools: Any, tool_choice: Any, options: Any, state: _ReplyState
+    ) -> None:
         """The next request's input counted by the provider, and refused if it would pass a limit."""
         limits = self.limits
         assert limits is not None
         count = getattr(self.model, "count_tokens", None)
         if count is None:
-            raise ConfigError(f"UsageLimits(count_before_request=True): the model {getattr(self.model, 'name', self.model)!r} cannot count tokens")
-        counted = await count(messages, tools=tools or None, tool_choice=tool_choice, options=options or None, estimate=limits.estimate_count)
+            raise ConfigError(
+                (
+                    "UsageLimits(count_before_request=True): the model "
+                    f"{getattr(self.model, 'name', self.model)!r} cannot count tokens"
+                )
+            )
+        counted = await count(
+            messages,
+            tools=tools or None,
+            tool_choice=tool_choice,
+            options=options or None,
+            estimate=limits.estimate_count,
+        )
         limits.check_count(int(counted), state.reply.usage)
 
     async def _list_tools(self) -> dict[str, Tool]:
@@ -614,7 +743,12 @@ class Agent:
         for toolset in self.toolsets:
             for t in await toolset.list_tools():
                 if t.name in active:
-                    raise ConfigError(f"the tool name {t.name!r} comes from both {owner[t.name]} and {toolset.name!r}; give the toolset a prefix (MCPServer(..., prefix=...))")
+                    raise ConfigError(
+                        (
+                            f"the tool name {t.name!r} comes from both {owner[t.name]} and {toolset.name!r}; give the "
+                            "toolset a prefix (MCPServer(..., prefix=...))"
+                        )
+                    )
                 active[t.name] = t
                 owner[t.name] = repr(toolset.name)
         return active
@@ -632,7 +766,12 @@ class Agent:
             failure = StructuredOutputError(message)
             failure.partial = state.reply
             state.failures.append(failure)  # raised by reply() / reply_stream() once the reply ended, as any failure
-            return E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, finished_reason="error", error=ErrorInfo(type="invalid_request", message=message))
+            return E.ReplyEndEvent(
+                session_id=self.session_id,
+                reply_id=rid,
+                finished_reason="error",
+                error=ErrorInfo(type="invalid_request", message=message),
+            )
         return E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, structured_output=output)
 
     # -- structured output --------------------------------------------------------------------
@@ -648,7 +787,10 @@ class Agent:
         return bool(getattr(capabilities, "native_structured_output", False))
 
     def _structured_done(self, state: _ReplyState) -> bool:
-        return any(c.name == STRUCTURED_TOOL and c.state == "finished" and self._result_state(state, c.id) == "success" for c in state.reply.get_content_blocks("tool_call"))
+        return any(
+            c.name == STRUCTURED_TOOL and c.state == "finished" and self._result_state(state, c.id) == "success"
+            for c in state.reply.get_content_blocks("tool_call")
+        )
 
     def _result_state(self, state: _ReplyState, call_id: str) -> str | None:
         for r in state.reply.get_content_blocks("tool_result"):
@@ -677,10 +819,14 @@ class Agent:
         return [
             c
             for c in state.reply.get_content_blocks("tool_call")
-            if c.id not in answered and not getattr(c, "server_side", False) and c.state in ("pending", "allowed", "asking", "submitted")
+            if c.id not in answered
+            and not getattr(c, "server_side", False)
+            and c.state in ("pending", "allowed", "asking", "submitted")
         ]
 
-    async def _answer_open_calls(self, state: _ReplyState, text: str, result_state: ToolResultStateValue) -> AsyncGenerator[E.AgentEvent, None]:
+    async def _answer_open_calls(
+        self, state: _ReplyState, text: str, result_state: ToolResultStateValue
+    ) -> AsyncGenerator[E.AgentEvent, None]:
         for call in self._open_calls(state):
             for ev in self._result_events(state.reply.id, call, text, result_state):
                 yield self._emit(state, ev)
@@ -707,11 +853,19 @@ class Agent:
         if ask:
             yield self._emit(state, E.RequireUserConfirmEvent(reply_id=rid, tool_calls=[copy.deepcopy(c) for c in ask]))
         if external:
-            yield self._emit(state, E.RequireExternalExecutionEvent(reply_id=rid, tool_calls=[copy.deepcopy(c) for c in external]))
+            yield self._emit(
+                state, E.RequireExternalExecutionEvent(reply_id=rid, tool_calls=[copy.deepcopy(c) for c in external])
+            )
         if ask or external or any(c.state in ("asking", "submitted") for c in self._open_calls(state)):
             yield _PARK
 
-    def _sort_calls(self, state: _ReplyState, calls: list[ToolCallBlock]) -> tuple[list[tuple[ToolCallBlock, Tool | None, dict[str, Any] | None, str | None]], list[ToolCallBlock], list[ToolCallBlock]]:
+    def _sort_calls(
+        self, state: _ReplyState, calls: list[ToolCallBlock]
+    ) -> tuple[
+        list[tuple[ToolCallBlock, Tool | None, dict[str, Any] | None, str | None]],
+        list[ToolCallBlock],
+        list[ToolCallBlock],
+    ]:
         """The open calls sorted into those to run now (with a tool and its arguments, or
         with the answer the model gets instead: ``!`` for an error), those that wait for the
         user's confirmation, and those the client runs."""
@@ -730,11 +884,28 @@ class Agent:
                 continue
             if getattr(call, "truncated", False):
                 # Cut off (max_tokens) before its arguments were complete: never run it.
-                run.append((call, None, None, "!This call was cut off by the max_tokens limit before its arguments were complete; it was not run. Call it again with fewer words before it, or ask for more max_tokens."))
+                run.append(
+                    (
+                        call,
+                        None,
+                        None,
+                        (
+                            "!This call was cut off by the max_tokens limit before its arguments were complete; it "
+                            "was not run. Call it again with fewer words before it, or ask for more max_tokens."
+                        ),
+                    )
+                )
                 continue
             tool = self._active.get(call.name)
             if tool is None:
-                run.append((call, None, None, f"!There is no tool named {call.name!r}. Tools: {', '.join(self._active) or 'none'}."))
+                run.append(
+                    (
+                        call,
+                        None,
+                        None,
+                        f"!There is no tool named {call.name!r}. Tools: {', '.join(self._active) or 'none'}.",
+                    )
+                )
                 continue
             try:
                 args = tool.parse(call.input)
@@ -749,8 +920,12 @@ class Agent:
                 run.append((call, tool, args, None))
         return run, ask, external
 
-    def _result_events(self, rid: str, call: ToolCallBlock, text: str, result_state: ToolResultStateValue) -> list[E.AgentEvent]:
-        events: list[E.AgentEvent] = [E.ToolResultStartEvent(reply_id=rid, tool_call_id=call.id, tool_call_name=call.name)]
+    def _result_events(
+        self, rid: str, call: ToolCallBlock, text: str, result_state: ToolResultStateValue
+    ) -> list[E.AgentEvent]:
+        events: list[E.AgentEvent] = [
+            E.ToolResultStartEvent(reply_id=rid, tool_call_id=call.id, tool_call_name=call.name)
+        ]
         if text:
             events.append(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=text))
         events.append(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state=result_state))
@@ -780,7 +955,16 @@ class Agent:
         rule = None
         if formatter is not None:
             data = DataBlock(source=Base64Source(data="AAAA", media_type=media_type))
-            probe = [UserMsg("user", "?"), AssistantMsg("a", [ToolCallBlock(id="c", name="t", input="{}"), ToolResultBlock(id="c", name="t", output=[data], state="success")])]
+            probe = [
+                UserMsg("user", "?"),
+                AssistantMsg(
+                    "a",
+                    [
+                        ToolCallBlock(id="c", name="t", input="{}"),
+                        ToolResultBlock(id="c", name="t", output=[data], state="success"),
+                    ],
+                ),
+            ]
             try:
                 formatter.format(probe)
             except FormatError as exc:
@@ -801,7 +985,9 @@ class Agent:
                     text = fixed[1:] if fixed is not None and error else (fixed or "")
                     if text:
                         await queue.put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=text))
-                    await queue.put(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state="error" if error else "success"))
+                    await queue.put(
+                        E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state="error" if error else "success")
+                    )
                     return
                 assert args is not None  # a tool to run has its arguments
                 await self._run_tool(rid, call, tool, args, queue.put, span)
@@ -821,7 +1007,9 @@ class Agent:
             for task in tasks:
                 task.cancel()
 
-    async def _run_tool(self, rid: str, call: ToolCallBlock, tool: Tool, args: dict[str, Any], put: Any, span: Any) -> None:
+    async def _run_tool(
+        self, rid: str, call: ToolCallBlock, tool: Tool, args: dict[str, Any], put: Any, span: Any
+    ) -> None:
         """One tool run to its end: its output as result events (``put`` each), ended with
         its state. A tool's error, an exception or a timeout is a result the model reads;
         output the model cannot take ends it as an error, kept in the metadata."""
@@ -848,17 +1036,27 @@ class Agent:
                     except Exception as exc:  # noqa: BLE001 - a tool's failure is the model's to read
                         state = "error"
                         telemetry.mark_error(tool_trace, type(exc).__name__, str(exc))
-                        await put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=f"Error: {type(exc).__name__}: {exc}"))
+                        await put(
+                            E.ToolResultTextDeltaEvent(
+                                reply_id=rid, tool_call_id=call.id, delta=f"Error: {type(exc).__name__}: {exc}"
+                            )
+                        )
             except TimeoutError:
                 # A hanging tool ends as an error the model reads, not as a hung reply (a
                 # function in a worker thread cannot be stopped: its result is dropped).
                 state = "error"
                 telemetry.mark_error(tool_trace, "TimeoutError", f"no result after {limit:g} s")
-                await put(E.ToolResultTextDeltaEvent(reply_id=rid, tool_call_id=call.id, delta=f"Error: the tool gave no result within {limit:g} s"))
+                await put(
+                    E.ToolResultTextDeltaEvent(
+                        reply_id=rid, tool_call_id=call.id, delta=f"Error: the tool gave no result within {limit:g} s"
+                    )
+                )
         metadata: dict[str, Any] = {}
         if refused:
             state = "error"
-            metadata["unsent_output"] = [{"media_type": ev.media_type, "data": ev.data, "url": ev.url} for ev in refused]
+            metadata["unsent_output"] = [
+                {"media_type": ev.media_type, "data": ev.data, "url": ev.url} for ev in refused
+            ]
         await put(E.ToolResultEndEvent(reply_id=rid, tool_call_id=call.id, state=state, metadata=metadata))
 
 
@@ -897,8 +1095,16 @@ def _output_events(rid: str, call_id: str, value: Any) -> list[E.AgentEvent]:
     if isinstance(value, DataBlock):
         src = value.source
         if src.type == "base64":
-            return [E.ToolResultDataDeltaEvent(reply_id=rid, tool_call_id=call_id, block_id=value.id, media_type=src.media_type, data=src.data)]
-        return [E.ToolResultDataDeltaEvent(reply_id=rid, tool_call_id=call_id, block_id=value.id, media_type=src.media_type, url=src.url)]
+            return [
+                E.ToolResultDataDeltaEvent(
+                    reply_id=rid, tool_call_id=call_id, block_id=value.id, media_type=src.media_type, data=src.data
+                )
+            ]
+        return [
+            E.ToolResultDataDeltaEvent(
+                reply_id=rid, tool_call_id=call_id, block_id=value.id, media_type=src.media_type, url=src.url
+            )
+        ]
     if isinstance(value, (list, tuple)) and all(isinstance(v, (str, TextBlock, DataBlock)) for v in value):
         return [ev for v in value for ev in _output_events(rid, call_id, v)]
     dump = getattr(value, "model_dump_json", None)  # a pydantic model
@@ -910,5 +1116,3 @@ def _output_events(rid: str, call_id: str, value: Any) -> list[E.AgentEvent]:
         return _output_events(rid, call_id, json.dumps(value, ensure_ascii=False, default=str))
     except (TypeError, ValueError):
         return _output_events(rid, call_id, str(value))
-
-

@@ -46,7 +46,10 @@ class UsageLimits:
         """Raise if the next request's input (``counted`` tokens) would pass a token limit."""
         used_in = usage.input_tokens if usage is not None else 0
         used_out = usage.output_tokens if usage is not None else 0
-        for name, allowed, used in (("input_tokens", self.input_tokens, used_in + counted), ("total_tokens", self.total_tokens, used_in + used_out + counted)):
+        for name, allowed, used in (
+            ("input_tokens", self.input_tokens, used_in + counted),
+            ("total_tokens", self.total_tokens, used_in + used_out + counted),
+        ):
             if allowed is not None and used > allowed:
                 raise UsageLimitExceeded(name, allowed, used)
 
@@ -56,7 +59,11 @@ class UsageLimits:
             raise UsageLimitExceeded("requests", self.requests, calls)
         used_in = usage.input_tokens if usage is not None else 0
         used_out = usage.output_tokens if usage is not None else 0
-        for name, allowed, used in (("input_tokens", self.input_tokens, used_in), ("output_tokens", self.output_tokens, used_out), ("total_tokens", self.total_tokens, used_in + used_out)):
+        for name, allowed, used in (
+            ("input_tokens", self.input_tokens, used_in),
+            ("output_tokens", self.output_tokens, used_out),
+            ("total_tokens", self.total_tokens, used_in + used_out),
+        ):
             if allowed is not None and used >= allowed:
                 raise UsageLimitExceeded(name, allowed, used)
         if self.cost is not None:

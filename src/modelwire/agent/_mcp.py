@@ -113,13 +113,17 @@ class MCPServer(Toolset):
         return cls(params, name=name or os.path.basename(command), **options)
 
     @classmethod
-    def http(cls, url: str, *, headers: Mapping[str, str] | None = None, name: str | None = None, **options: Any) -> "MCPServer":
+    def http(
+        cls, url: str, *, headers: Mapping[str, str] | None = None, name: str | None = None, **options: Any
+    ) -> "MCPServer":
         """A server at ``url`` over streamable HTTP; ``headers`` go with every request (an
         ``Authorization`` header, say)."""
         from urllib.parse import urlsplit
 
         if urlsplit(url).scheme not in ("http", "https"):
-            raise ValueError(f"MCPServer.http({url!r}): the URL of a streamable HTTP server starts with http:// or https://")
+            raise ValueError(
+                f"MCPServer.http({url!r}): the URL of a streamable HTTP server starts with http:// or https://"
+            )
         return cls(None, name=name or urlsplit(url).hostname or "mcp", url=url, headers=headers, **options)
 
     def via_provider(self, **config: Any) -> ServerTool:
@@ -127,7 +131,9 @@ class MCPServer(Toolset):
         with its URL, name, headers and allowed tools (``config`` adds to them:
         ``require_approval``, ``authorization_token`` ...)."""
         if self.url is None:
-            raise ConfigError(f"MCP server {self.name!r} is not an HTTP server: a provider can reach only a remote one by URL")
+            raise ConfigError(
+                f"MCP server {self.name!r} is not an HTTP server: a provider can reach only a remote one by URL"
+            )
         declared: dict[str, Any] = {"url": self.url, "name": self.name}
         if self.headers:
             declared["headers"] = dict(self.headers)
@@ -163,7 +169,12 @@ class MCPServer(Toolset):
         from mcp import Client
 
         try:
-            async with AsyncExitStack() as stack, Client(self._client_target(stack), **{"message_handler": self._on_message, **self.client_options}) as client:
+            async with (
+                AsyncExitStack() as stack,
+                Client(
+                    self._client_target(stack), **{"message_handler": self._on_message, **self.client_options}
+                ) as client,
+            ):
                 listener = asyncio.create_task(self._listen(client, closing)) if self._listens(client) else None
                 ready.set_result(client)
                 try:
@@ -173,7 +184,11 @@ class MCPServer(Toolset):
                         listener.cancel()
         except BaseException as exc:
             if not ready.done():
-                ready.set_exception(exc if isinstance(exc, Exception) else ToolServerError(self.name, "the connection was cancelled while it opened"))
+                ready.set_exception(
+                    exc
+                    if isinstance(exc, Exception)
+                    else ToolServerError(self.name, "the connection was cancelled while it opened")
+                )
             if not isinstance(exc, Exception):
                 raise
             log.debug("MCP server %r: the connection ended with %s: %s", self.name, type(exc).__name__, exc)
@@ -232,7 +247,9 @@ class MCPServer(Toolset):
                     self._client = await asyncio.shield(ready)
             except TimeoutError:
                 await self._stop()
-                raise ToolServerError(self.name, f"no answer to the handshake within {self.connect_timeout:g} s") from None
+                raise ToolServerError(
+                    self.name, f"no answer to the handshake within {self.connect_timeout:g} s"
+                ) from None
             except ToolServerError:
                 await self._stop()
                 raise
@@ -323,7 +340,12 @@ class MCPServer(Toolset):
             if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:
                 raise ToolError(f"the MCP server refused the call: {exc.error.message}") from None
             self._broken = self._broken or f"the connection closed during a call of {name}"
-            raise ToolError(f"the MCP server {self.name!r} closed the connection during the call ({_reason(exc)}); it is started again for the next call") from None
+            raise ToolError(
+                (
+                    f"the MCP server {self.name!r} closed the connection during the call ({_reason(exc)}); it "
+                    "is started again for the next call"
+                )
+            ) from None
         output = _content(result)
         if result.is_error:
             raise ToolError(output or "the tool failed (the server said no more)")
@@ -368,7 +390,13 @@ def _content(result: Any) -> list[Any]:
         elif kind == "resource":
             resource = item.resource
             if getattr(resource, "blob", None) is not None:
-                out.append(DataBlock(source=Base64Source(data=resource.blob, media_type=resource.mime_type or "application/octet-stream")))
+                out.append(
+                    DataBlock(
+                        source=Base64Source(
+                            data=resource.blob, media_type=resource.mime_type or "application/octet-stream"
+                        )
+                    )
+                )
             else:
                 text(f"[{resource.uri}]\n{resource.text}")
         elif kind == "resource_link":

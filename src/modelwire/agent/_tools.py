@@ -109,7 +109,10 @@ class Tool:
         try:
             validated = self._model.model_validate(args)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors(include_url=False))
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
+                for e in exc.errors(include_url=False)
+            )
             raise ToolArgumentsError(f"the arguments do not fit the tool's schema: {problems}") from None
         return {k: getattr(validated, k) for k in type(validated).model_fields}
 

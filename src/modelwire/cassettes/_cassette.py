@@ -17,7 +17,8 @@ A cassette is one JSON file a person can review::
 ``body`` is the response body exactly as received (``body_base64`` when it is not UTF-8);
 ``provenance`` (optional) says where the answers came from: ``kind`` is ``live`` (recorded
 from a provider) or ``derived`` (written or edited by hand, e.g. a fault case), which
-``modelwire cassette recheck --update`` never overwrites. ``chunks`` (optional) keeps the piece boundaries as ``[seconds since the first byte,
+``modelwire cassette recheck --update`` never overwrites. ``chunks`` (optional) keeps the piece boundaries as ``[seconds
+since the first byte,
 length]`` so a replay can stream the same pieces, with the same timing if asked.
 
 Recording and replay hook into the HTTP transport of ``httpx2`` (which modelwire and the
@@ -57,10 +58,6 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
 # Headers worth keeping for a reader; the rest (dates, trace ids, rate-limit counters) is noise.
 KEPT_REQUEST_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta", "user-agent")
 KEPT_RESPONSE_HEADERS = ("content-type", "retry-after", "retry-after-ms", "request-id", "x-request-id")
-
-
-
-
 
 
 def canonical_json(value: Any, ignore: Iterable[str] = ()) -> str:
@@ -164,26 +161,38 @@ class Cassette:
         try:
             return cls._read(path, text, ignore_fields)
         except RecursionError:
-            raise CassetteError(f"{path} is not a modelwire cassette it can read (its JSON is nested too deeply)") from None
+            raise CassetteError(
+                f"{path} is not a modelwire cassette it can read (its JSON is nested too deeply)"
+            ) from None
 
     @classmethod
     def _read(cls, path: Path, text: str, ignore_fields: Iterable[str]) -> "Cassette":
         try:
             data = json.loads(text)
         except ValueError:
-            hint = "; a VCR.py / pytest-recording YAML cassette? convert it with: modelwire cassette import" if text.lstrip().startswith(("interactions:", "version:", "---")) else ""
+            hint = (
+                "; a VCR.py / pytest-recording YAML cassette? convert it with: modelwire cassette import"
+                if text.lstrip().startswith(("interactions:", "version:", "---"))
+                else ""
+            )
             raise CassetteError(f"{path} is not a modelwire cassette (not JSON){hint}") from None
         if not isinstance(data, dict):
-            raise CassetteError(f"{path} is not a modelwire cassette (a JSON {type(data).__name__}, not an object with `interactions`)")
+            raise CassetteError(
+                f"{path} is not a modelwire cassette (a JSON {type(data).__name__}, not an object with `interactions`)"
+            )
         if data.get("version") != 1:
-            raise CassetteError(f"{path}: unknown cassette version {data.get('version')!r} (this modelwire reads version 1)")
+            raise CassetteError(
+                f"{path}: unknown cassette version {data.get('version')!r} (this modelwire reads version 1)"
+            )
         items = data.get("interactions", [])
         if not isinstance(items, list):
             raise CassetteError(f"{path}: `interactions` is a JSON {type(items).__name__}, not a list")
         if not isinstance(data.get("notes", ""), str):
             raise CassetteError(f"{path}: `notes` is not a string")
         provenance = data.get("provenance")
-        if provenance is not None and not (isinstance(provenance, dict) and provenance.get("kind") in ("live", "derived")):
+        if provenance is not None and not (
+            isinstance(provenance, dict) and provenance.get("kind") in ("live", "derived")
+        ):
             raise CassetteError(f"{path}: `provenance` must be an object whose kind is live or derived")
         interactions = []
         for n, item in enumerate(items):
@@ -224,7 +233,9 @@ class Cassette:
             leaked = [s for s in {*known_secrets(), *secrets} if s and len(s) >= 8 and s in text]
             if leaked:
                 shown = ", ".join(f"{s[:4]}...({len(s)} chars)" for s in leaked)
-                raise CassetteSecretError(f"refusing to write {self.path}: it contains the value of a credential ({shown})")
+                raise CassetteSecretError(
+                    f"refusing to write {self.path}: it contains the value of a credential ({shown})"
+                )
             _write_atomically(self.path, text)
             self._on_disk = text
 
@@ -253,7 +264,11 @@ class Cassette:
 
         def score(i: Interaction) -> float:
             other = self._key(i.request)
-            return (other[0] == key[0]) + (other[1] == key[1]) + difflib.SequenceMatcher(None, other[2], key[2]).quick_ratio()
+            return (
+                (other[0] == key[0])
+                + (other[1] == key[1])
+                + difflib.SequenceMatcher(None, other[2], key[2]).quick_ratio()
+            )
 
         nearest = max(candidates, key=score)
         other = self._key(nearest.request)
@@ -279,7 +294,11 @@ class Cassette:
 def _interaction_problem(item: Any) -> str | None:
     """What is wrong with one interaction of a cassette file, or None: every field the
     replay reads is checked here, so a damaged file is a CassetteError, never a crash later."""
-    if not isinstance(item, dict) or not isinstance(item.get("request"), dict) or not isinstance(item.get("response"), dict):
+    if (
+        not isinstance(item, dict)
+        or not isinstance(item.get("request"), dict)
+        or not isinstance(item.get("response"), dict)
+    ):
         return "needs a `request` and a `response` object"
     request, response = item["request"], item["response"]
     for side, record, keys in (("request", request, ("method", "url")), ("response", response, ("status",))):
@@ -318,9 +337,14 @@ def _body_problem(response: dict[str, Any]) -> str | None:
 def _is_piece(chunk: Any) -> bool:
     """One recorded piece: ``[seconds since the first, length]``."""
     return (
-        isinstance(chunk, list) and len(chunk) == 2
-        and isinstance(chunk[0], (int, float)) and not isinstance(chunk[0], bool) and chunk[0] >= 0
-        and isinstance(chunk[1], int) and not isinstance(chunk[1], bool) and chunk[1] >= 0
+        isinstance(chunk, list)
+        and len(chunk) == 2
+        and isinstance(chunk[0], (int, float))
+        and not isinstance(chunk[0], bool)
+        and chunk[0] >= 0
+        and isinstance(chunk[1], int)
+        and not isinstance(chunk[1], bool)
+        and chunk[1] >= 0
     )
 
 
@@ -375,7 +399,13 @@ def known_secrets() -> set[str]:
     each preset's API-key variables, the AWS keys and session token, ``MODELWIRE_SECRETS``."""
     from ..protocols import all_presets
 
-    names = {"MODELWIRE_SECRETS", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "GOOGLE_ACCESS_TOKEN"}
+    names = {
+        "MODELWIRE_SECRETS",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_SECURITY_TOKEN",
+        "GOOGLE_ACCESS_TOKEN",
+    }
     for preset in all_presets().values():
         names |= {preset.key_env} if preset.key_env else set()
         names |= set(preset.dialect.get("key_envs") or ())
@@ -386,7 +416,11 @@ def known_secrets() -> set[str]:
 
 
 def request_record(method: str, url: str, headers: Iterable[tuple[str, str]], content: bytes) -> dict[str, Any]:
-    record: dict[str, Any] = {"method": method.upper(), "url": clean_url(url), "headers": clean_headers(headers, KEPT_REQUEST_HEADERS)}
+    record: dict[str, Any] = {
+        "method": method.upper(),
+        "url": clean_url(url),
+        "headers": clean_headers(headers, KEPT_REQUEST_HEADERS),
+    }
     if content:
         try:
             record["json"] = json.loads(content)
@@ -395,7 +429,9 @@ def request_record(method: str, url: str, headers: Iterable[tuple[str, str]], co
     return record
 
 
-def response_record(status: int, headers: Iterable[tuple[str, str]], pieces: list[tuple[float, bytes]], keep_chunks: bool = True) -> dict[str, Any]:
+def response_record(
+    status: int, headers: Iterable[tuple[str, str]], pieces: list[tuple[float, bytes]], keep_chunks: bool = True
+) -> dict[str, Any]:
     body = b"".join(p for _, p in pieces)
     record: dict[str, Any] = {"status": status, "headers": clean_headers(headers, KEPT_RESPONSE_HEADERS)}
     try:

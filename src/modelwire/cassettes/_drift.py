@@ -30,11 +30,23 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ._cassette import Cassette, Interaction, response_record
 
-__all__ = ["Shape", "Drift", "RecheckReport", "answer_shape", "compare", "recheck", "recheck_async", "provenance_for", "SEVERITIES"]
+__all__ = [
+    "Shape",
+    "Drift",
+    "RecheckReport",
+    "answer_shape",
+    "compare",
+    "recheck",
+    "recheck_async",
+    "provenance_for",
+    "SEVERITIES",
+]
 
 SEVERITIES = ("info", "warning", "error")
 _FIELD_DEPTH = 3  # how deep the provider's fields are compared ("message.usage.input_tokens")
-_FREE_KEYS = frozenset({"args", "arguments", "input", "partialArgs", "functionCall.args"})  # a tool's own argument names vary
+_FREE_KEYS = frozenset(
+    {"args", "arguments", "input", "partialArgs", "functionCall.args"}
+)  # a tool's own argument names vary
 
 
 @dataclass(frozen=True)
@@ -70,7 +82,11 @@ class Drift:
         return asdict(self)
 
     def __str__(self) -> str:
-        both = f": recorded {self.recorded!r}, live {self.live!r}" if self.recorded is not None or self.live is not None else ""
+        both = (
+            f": recorded {self.recorded!r}, live {self.live!r}"
+            if self.recorded is not None or self.live is not None
+            else ""
+        )
         return f"{self.severity.upper():7} {self.cassette} [{self.index}] {self.what}{both}"
 
 
@@ -97,8 +113,15 @@ class RecheckReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "exit_status": self.exit_status, "calls": self.calls, "checked": self.checked, "updated": self.updated, "skipped": self.skipped,
-            "stopped": self.stopped, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost": self.cost,
+            "exit_status": self.exit_status,
+            "calls": self.calls,
+            "checked": self.checked,
+            "updated": self.updated,
+            "skipped": self.skipped,
+            "stopped": self.stopped,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": self.cost,
             "drifts": [d.to_dict() for d in self.drifts],
         }
 
@@ -109,7 +132,8 @@ class RecheckReport:
             out.append(f"STOPPED {self.stopped}")
         counts = {s: sum(d.severity == s for d in self.drifts) for s in SEVERITIES}
         out.append(
-            f"{len(self.checked)} cassette(s), {self.calls} call(s), {self.input_tokens} input and {self.output_tokens} output tokens:"
+            f"{len(self.checked)} cassette(s), {self.calls} call(s), {self.input_tokens} input and "
+            f"{self.output_tokens} output tokens:"
             f" {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info"
         )
         return out
@@ -142,7 +166,11 @@ def _json_or_message(body: bytes, status: int) -> dict[str, Any]:
         data = json.loads(body or b"{}")
     except ValueError:
         data = None
-    return data if isinstance(data, dict) and data else {"error": {"message": body[:300].decode("utf-8", "replace") or f"HTTP {status}"}}
+    return (
+        data
+        if isinstance(data, dict) and data
+        else {"error": {"message": body[:300].decode("utf-8", "replace") or f"HTTP {status}"}}
+    )
 
 
 def _error_name(err: Any) -> str:
@@ -170,7 +198,12 @@ def _shape_of(status: int, events: Sequence[Any], error: str | None, fields: fro
     )
 
 
-_KINDS = {"TEXT_BLOCK_START": "text", "THINKING_BLOCK_START": "thinking", "DATA_BLOCK_START": "data", "TOOL_CALL_START": "tool_call"}
+_KINDS = {
+    "TEXT_BLOCK_START": "text",
+    "THINKING_BLOCK_START": "thinking",
+    "DATA_BLOCK_START": "data",
+    "TOOL_CALL_START": "tool_call",
+}
 
 
 def _walked(events: Sequence[Any]) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...], bool, Any]:
@@ -211,7 +244,13 @@ def _grammar_problem(events: Sequence[Any]) -> str | None:
         return "no events"
     reply = getattr(events[0], "reply_id", "recheck")
     try:
-        check_stream([ReplyStartEvent(session_id="recheck", reply_id=reply, name="recheck"), *events, ReplyEndEvent(session_id="recheck", reply_id=reply)])
+        check_stream(
+            [
+                ReplyStartEvent(session_id="recheck", reply_id=reply, name="recheck"),
+                *events,
+                ReplyEndEvent(session_id="recheck", reply_id=reply),
+            ]
+        )
     except StreamGrammarError as exc:
         return str(exc)
     return None
@@ -242,7 +281,9 @@ def _payloads(framing: str, body: bytes) -> Iterable[Any]:
 
         decoder = SSEDecoder()
         try:
-            raw = [event.data for event in decoder.feed(body) + decoder.close()]  # multi-line data joined, as a client reads it
+            raw = [
+                event.data for event in decoder.feed(body) + decoder.close()
+            ]  # multi-line data joined, as a client reads it
         except Exception:  # noqa: BLE001 - as above
             return []
     out = []
@@ -278,7 +319,14 @@ def compare(recorded: Shape, live: Shape) -> list[tuple[str, str, Any, Any]]:
     out: list[tuple[str, str, Any, Any]] = []
     if live.status != recorded.status or live.error != recorded.error:
         severity = "error" if live.status >= 400 or live.error else "info"
-        out.append((severity, "the answer's status changed" if live.status != recorded.status else "the answer's error changed", _status(recorded), _status(live)))
+        out.append(
+            (
+                severity,
+                "the answer's status changed" if live.status != recorded.status else "the answer's error changed",
+                _status(recorded),
+                _status(live),
+            )
+        )
         if live.status >= 400:
             return out  # nothing else to compare with an error
     if live.grammar and not recorded.grammar:
@@ -313,7 +361,9 @@ def _order(blocks: Sequence[str]) -> tuple[str, ...]:
 def _tool_drift(recorded: Shape, live: Shape) -> list[tuple[str, str, Any, Any]]:
     out: list[tuple[str, str, Any, Any]] = []
     if [n for n, _ in recorded.tools] != [n for n, _ in live.tools]:
-        out.append(("warning", "the model calls other tools", [n for n, _ in recorded.tools], [n for n, _ in live.tools]))
+        out.append(
+            ("warning", "the model calls other tools", [n for n, _ in recorded.tools], [n for n, _ in live.tools])
+        )
     else:
         for (name, before), (_, now) in zip(recorded.tools, live.tools):
             if before != now:
@@ -326,15 +376,29 @@ def _call_drift(recorded: Shape, live: Shape) -> list[tuple[str, str, Any, Any]]
     if live.stop_reason != recorded.stop_reason:
         out.append(("warning", "the stop reason changed", recorded.stop_reason, live.stop_reason))
     if live.usage_fields != recorded.usage_fields:
-        gone, new = sorted(set(recorded.usage_fields) - set(live.usage_fields)), sorted(set(live.usage_fields) - set(recorded.usage_fields))
-        what = "; ".join(filter(None, (f"gone: {', '.join(gone)}" if gone else "", f"new: {', '.join(new)}" if new else "")))
-        out.append(("warning", f"the usage fields changed ({what})", list(recorded.usage_fields), list(live.usage_fields)))
+        gone, new = (
+            sorted(set(recorded.usage_fields) - set(live.usage_fields)),
+            sorted(set(live.usage_fields) - set(recorded.usage_fields)),
+        )
+        what = "; ".join(
+            filter(None, (f"gone: {', '.join(gone)}" if gone else "", f"new: {', '.join(new)}" if new else ""))
+        )
+        out.append(
+            ("warning", f"the usage fields changed ({what})", list(recorded.usage_fields), list(live.usage_fields))
+        )
     if live.model != recorded.model:
         out.append(("info", "the model answered as another snapshot", recorded.model, live.model))
     if live.fingerprint != recorded.fingerprint and recorded.fingerprint is not None:
         out.append(("info", "the system_fingerprint changed", recorded.fingerprint, live.fingerprint))
     if recorded.signed != live.signed:  # (thinking itself is a block kind, compared above)
-        out.append(("warning", f"a signature or encrypted reasoning {'no longer comes' if recorded.signed else 'now comes'}", recorded.signed, live.signed))
+        out.append(
+            (
+                "warning",
+                f"a signature or encrypted reasoning {'no longer comes' if recorded.signed else 'now comes'}",
+                recorded.signed,
+                live.signed,
+            )
+        )
     return out
 
 
@@ -371,7 +435,11 @@ def provenance_after_recording(cassette: Cassette) -> dict[str, Any] | None:
             on_disk = Cassette.load(cassette.path)
         except Exception:  # noqa: BLE001 - an unreadable file is replaced; its provenance with it
             on_disk = None
-        if on_disk is not None and on_disk.provenance and [i.fingerprint() for i in on_disk.interactions] == [i.fingerprint() for i in cassette.interactions]:
+        if (
+            on_disk is not None
+            and on_disk.provenance
+            and [i.fingerprint() for i in on_disk.interactions] == [i.fingerprint() for i in cassette.interactions]
+        ):
             return on_disk.provenance
     return provenance_for(cassette)
 
@@ -435,7 +503,9 @@ async def recheck_async(
         for path in paths:
             cassette = Cassette.load(path)
             report.checked.append(str(path))
-            answers = await _recheck_one(cassette, report, transport, base_url=base_url, max_calls=max_calls, limits=limits, timeout=timeout)
+            answers = await _recheck_one(
+                cassette, report, transport, base_url=base_url, max_calls=max_calls, limits=limits, timeout=timeout
+            )
             if update and answers:
                 _update(cassette, answers, report)
             if report.stopped:
@@ -446,7 +516,16 @@ async def recheck_async(
     return report
 
 
-async def _recheck_one(cassette: Cassette, report: RecheckReport, transport: Any, *, base_url: str | None, max_calls: int | None, limits: Any, timeout: float) -> dict[int, dict[str, Any]]:
+async def _recheck_one(
+    cassette: Cassette,
+    report: RecheckReport,
+    transport: Any,
+    *,
+    base_url: str | None,
+    max_calls: int | None,
+    limits: Any,
+    timeout: float,
+) -> dict[int, dict[str, Any]]:
     """Each model call of ``cassette`` sent again; the live answers, by interaction."""
     from ..errors import ProviderError, UsageLimitExceeded
 
@@ -454,7 +533,12 @@ async def _recheck_one(cassette: Cassette, report: RecheckReport, transport: Any
     for index, interaction in enumerate(cassette.interactions):
         protocol = _protocol_of(interaction)
         if protocol is None:
-            report.skipped.append(f"{cassette.path} [{index}]: not a model call modelwire knows ({interaction.request['method']} {interaction.request['url']})")
+            report.skipped.append(
+                (
+                    f"{cassette.path} [{index}]: not a model call modelwire knows "
+                    f"({interaction.request['method']} {interaction.request['url']})"
+                )
+            )
             continue
         if max_calls is not None and report.calls >= max_calls:
             report.stopped = f"--max-calls {max_calls} reached"
@@ -462,7 +546,11 @@ async def _recheck_one(cassette: Cassette, report: RecheckReport, transport: Any
         try:
             if limits is not None:
                 spent = {"total": report.cost, "complete": report.cost_complete}
-                limits.check(report.calls, SimpleNamespace(input_tokens=report.input_tokens, output_tokens=report.output_tokens), spent)
+                limits.check(
+                    report.calls,
+                    SimpleNamespace(input_tokens=report.input_tokens, output_tokens=report.output_tokens),
+                    spent,
+                )
             status, headers, body = await _send(interaction, protocol, transport, base_url, timeout)
         except UsageLimitExceeded as exc:
             report.stopped = f"the budget: {exc}"
@@ -482,7 +570,9 @@ async def _recheck_one(cassette: Cassette, report: RecheckReport, transport: Any
     return answers
 
 
-async def _send(interaction: Interaction, protocol: str, transport: Any, base_url: str | None, timeout: float) -> tuple[int, list[tuple[str, str]], bytes]:
+async def _send(
+    interaction: Interaction, protocol: str, transport: Any, base_url: str | None, timeout: float
+) -> tuple[int, list[tuple[str, str]], bytes]:
     """The recorded request sent again (to ``base_url``'s origin when given), with the
     credentials the environment holds for its provider; the status, headers and body."""
     request = interaction.request
@@ -559,7 +649,11 @@ def _update(cassette: Cassette, answers: dict[int, dict[str, Any]], report: Rech
     """``cassette`` rewritten from the live answers, when it is a live one."""
     kind = (cassette.provenance or {}).get("kind")
     if kind != "live":
-        why = "it is derived (written or edited by hand)" if kind == "derived" else 'it says nothing of where it came from (add "provenance": {"kind": "live"} if it was recorded)'
+        why = (
+            "it is derived (written or edited by hand)"
+            if kind == "derived"
+            else 'it says nothing of where it came from (add "provenance": {"kind": "live"} if it was recorded)'
+        )
         report.skipped.append(f"{cassette.path}: not updated: {why}")
         return
     for index, response in answers.items():

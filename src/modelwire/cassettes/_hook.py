@@ -32,7 +32,9 @@ __all__ = ["use_cassette", "CassetteSession"]
 
 # The cassettes in use, per task: a context variable, so concurrent tasks (and tests run
 # side by side) each see their own. The transports stay patched while any is in use.
-_ACTIVE: contextvars.ContextVar[tuple["CassetteSession", ...]] = contextvars.ContextVar("modelwire_cassettes", default=())
+_ACTIVE: contextvars.ContextVar[tuple["CassetteSession", ...]] = contextvars.ContextVar(
+    "modelwire_cassettes", default=()
+)
 _USERS = 0
 _PATCHING = threading.Lock()
 _ORIGINALS: dict[tuple[str, str], Any] = {}
@@ -175,7 +177,9 @@ def _recorder(session: CassetteSession, record: dict[str, Any], response: Any) -
         if saved:
             return
         saved.append(True)
-        session.cassette.add(record, response_record(response.status_code, response.headers.items(), pieces, keep_chunks=session.timing))
+        session.cassette.add(
+            record, response_record(response.status_code, response.headers.items(), pieces, keep_chunks=session.timing)
+        )
         session.recorded += 1
 
     return done
@@ -205,7 +209,12 @@ def _patch(module_name: str) -> None:
     def replayed(interaction: Any, request: Any, stream_cls: Any, session: CassetteSession) -> Any:
         session.replayed += 1
         r = interaction.response
-        return module.Response(r["status"], headers=r.get("headers", {}), stream=stream_cls(interaction.pieces(), session.realtime), request=request)
+        return module.Response(
+            r["status"],
+            headers=r.get("headers", {}),
+            stream=stream_cls(interaction.pieces(), session.realtime),
+            request=request,
+        )
 
     async def handle_async_request(self: Any, request: Any) -> Any:
         session = _session()
@@ -242,12 +251,16 @@ def _unpatch(module_name: str) -> None:
     module.HTTPTransport.handle_request = _ORIGINALS.pop((module_name, "sync"))
 
 
-def _open(path: Path, existed: bool, record_mode: str, ignore_fields: tuple[str, ...] | list[str], notes: str) -> Cassette:
+def _open(
+    path: Path, existed: bool, record_mode: str, ignore_fields: tuple[str, ...] | list[str], notes: str
+) -> Cassette:
     """The cassette a block uses: the file's, or a new one to record into."""
     if existed and record_mode != "all":
         cassette = Cassette.load(path, ignore_fields)
     elif record_mode == "none":
-        raise CassetteError(f"no cassette at {path}; record it first (record_mode='once', or pytest --record-mode=once)")
+        raise CassetteError(
+            f"no cassette at {path}; record it first (record_mode='once', or pytest --record-mode=once)"
+        )
     else:
         cassette = Cassette(path, [], notes, tuple(ignore_fields))
         if existed:  # record_mode "all": replaces the file, unless another writer changed it meanwhile
@@ -296,7 +309,9 @@ def _check_played(session: CassetteSession, allow_unused: bool) -> None:
     unused = cassette.unused()
     if unused and not allow_unused and session.replaying and session.mode != "new_episodes":
         listed = "\n".join(f"  {i.request['method']} {i.request['url']}" for i in unused[:10])
-        raise UnusedInteractionsError(f"{len(unused)} recorded interaction(s) in {cassette.path} were never played:\n{listed}")
+        raise UnusedInteractionsError(
+            f"{len(unused)} recorded interaction(s) in {cassette.path} were never played:\n{listed}"
+        )
 
 
 @contextlib.contextmanager

@@ -33,7 +33,12 @@ def summarize(cassette: Cassette, cache: bool = False) -> list[str]:
         lines.append(f"[{n}] {req['method']} {req['url']}  model={model}  -> HTTP {resp['status']}")
         wire = protocol_for_url(req["url"])
         content_type = resp.get("headers", {}).get("content-type", "")
-        if wire is None or resp["status"] >= 400 or wire.content_type not in content_type and "data:" not in resp.get("body", "")[:200]:
+        if (
+            wire is None
+            or resp["status"] >= 400
+            or wire.content_type not in content_type
+            and "data:" not in resp.get("body", "")[:200]
+        ):
             continue
         events, problem = decoded[n] = _decoded(interaction, wire.name)
         counts = Counter(e.type for e in events)
@@ -42,12 +47,21 @@ def summarize(cassette: Cassette, cache: bool = False) -> list[str]:
         lines.append(f"     events: {shown}")
         if end is not None:
             lines.append(
-                f"     usage: input {end.input_tokens}, output {end.output_tokens}, cache read {end.cache_input_tokens},"
-                f" cache write {end.cache_creation_input_tokens}, reasoning {end.reasoning_tokens}; stop: {end.stop_reason} ({end.provider_stop_reason})"
+                f"     usage: input {end.input_tokens}, output {end.output_tokens}, cache read "
+                f"{end.cache_input_tokens},"
+                f" cache write {end.cache_creation_input_tokens}, reasoning {end.reasoning_tokens}; stop: "
+                f"{end.stop_reason} ({end.provider_stop_reason})"
             )
             priced = _price(req["url"], wire, model if model != "-" else str(end.metadata.get("model") or ""), end)
             if priced is not None:
-                lines.append("     cost: " + (f"${priced['total']:.6f} ({priced['source']})" if priced.get("total") is not None else priced["unknown"]))
+                lines.append(
+                    "     cost: "
+                    + (
+                        f"${priced['total']:.6f} ({priced['source']})"
+                        if priced.get("total") is not None
+                        else priced["unknown"]
+                    )
+                )
         if problem:
             lines.append(problem)
     if cache:
@@ -73,7 +87,9 @@ def _cache_usage(events: list[Any], url: str, wire: Any, body: dict[str, Any]) -
         return ""
     total = end.input_tokens  # every prompt token, cache reads and writes included
     share = f" ({100 * end.cache_input_tokens / total:.0f}% of the input)" if total and end.cache_input_tokens else ""
-    return f"read {end.cache_input_tokens}{share}, written {end.cache_creation_input_tokens}" + _cache_cost(url, wire, str(body.get("model") or end.metadata.get("model") or ""), end, total)
+    return f"read {end.cache_input_tokens}{share}, written {end.cache_creation_input_tokens}" + _cache_cost(
+        url, wire, str(body.get("model") or end.metadata.get("model") or ""), end, total
+    )
 
 
 def cache_report(cassette: Cassette, decoded: dict[int, tuple[list[Any], str]] | None = None) -> list[str]:
@@ -93,7 +109,12 @@ def cache_report(cassette: Cassette, decoded: dict[int, tuple[list[Any], str]] |
         body = req.get("json") if isinstance(req.get("json"), dict) else None
         if wire is None or body is None:
             if body is not None and req["url"].split("?")[0].endswith("/cachedContents"):
-                lines.append(f"[{n}] creates a prompt cache ({resp['status']}): {', '.join(k for k in body if k not in ('model', 'ttl'))}, ttl {body.get('ttl')}")
+                lines.append(
+                    (
+                        f"[{n}] creates a prompt cache ({resp['status']}): "
+                        f"{', '.join(k for k in body if k not in ('model', 'ttl'))}, ttl {body.get('ttl')}"
+                    )
+                )
             continue
         usage = ""
         if resp["status"] < 400:
@@ -122,7 +143,9 @@ def _cache_cost(url: str, wire: Any, model: str, end: Any, total_input: int) -> 
     if not model or not (end.cache_input_tokens or end.cache_creation_input_tokens):
         return ""
     actual = _price(url, wire, model, end)
-    uncached = SimpleNamespace(input_tokens=total_input, output_tokens=end.output_tokens, cache_input_tokens=0, cache_creation_input_tokens=0)
+    uncached = SimpleNamespace(
+        input_tokens=total_input, output_tokens=end.output_tokens, cache_input_tokens=0, cache_creation_input_tokens=0
+    )
     plain = _price(url, wire, model, uncached)
     if not actual or not plain or actual.get("total") is None or plain.get("total") is None:
         return ""
@@ -148,7 +171,10 @@ def prefix_change(before: list[tuple[str, Any]], after: list[tuple[str, Any]]) -
         return f"prefix broken at {label}: " + _tools_change(old, new)
     if kind == "history":
         return f"prefix broken at {label}: the history was rewritten there ({_first_difference(old, new)})"
-    return f"prefix broken at {label}: the {'system prompt' if kind == 'system' else label} changed ({_first_difference(old, new)})"
+    return (
+        f"prefix broken at {label}: the {'system prompt' if kind == 'system' else label} changed "
+        f"({_first_difference(old, new)})"
+    )
 
 
 def _kind(label: str) -> str:
@@ -237,7 +263,14 @@ def _price(url: str, wire: Any, model: str, end: Any) -> dict | None:
     if not cost.available() or not model:
         return None
     host = urlsplit(url).hostname or ""
-    provider = next((p.name for p in all_presets().values() if p.protocol == wire.name and p.base_url and urlsplit(p.base_url.replace("{region}", "x")).hostname == host), None)
+    provider = next(
+        (
+            p.name
+            for p in all_presets().values()
+            if p.protocol == wire.name and p.base_url and urlsplit(p.base_url.replace("{region}", "x")).hostname == host
+        ),
+        None,
+    )
     if provider is None:
         provider = next((p.name for p in all_presets().values() if p.protocol == wire.name), wire.name)
     return cost.price(end, provider=provider, model=model)

@@ -74,7 +74,14 @@ def _side(side: CallSide) -> list[str]:
     calls = ", ".join(f"{name}({_short(args)})" for name, args in side.tools) or "none"
     cost = f"${side.cost:.6f}" if side.cost is not None else "unknown"
     first = f"{side.first_token:.2f} s" if side.first_token is not None else "-"
-    lines = [side.model, f"tool calls: {calls}", f"text: {side.text_chars} chars", f"tokens: in {side.input_tokens}, out {side.output_tokens}, cached {side.cached_tokens}", f"cost: {cost}", f"first token: {first}"]
+    lines = [
+        side.model,
+        f"tool calls: {calls}",
+        f"text: {side.text_chars} chars",
+        f"tokens: in {side.input_tokens}, out {side.output_tokens}, cached {side.cached_tokens}",
+        f"cost: {cost}",
+        f"first token: {first}",
+    ]
     if side.error:
         lines.append(f"error: {side.error}")
     return lines
@@ -91,7 +98,9 @@ def transpose(path: str | Path, target: str, **options: Any) -> TransposeReport:
     return run_sync(transpose_async(path, target, **options), "transpose() (use await transpose_async(...))")
 
 
-async def transpose_async(path: str | Path, target: str, *, out: str | Path | None = None, base_url: str | None = None, model: Any = None) -> TransposeReport:
+async def transpose_async(
+    path: str | Path, target: str, *, out: str | Path | None = None, base_url: str | None = None, model: Any = None
+) -> TransposeReport:
     """Send each recorded conversation of ``path`` to ``target`` (``provider:model``; ``model``:
     a model object to use instead, for tests), recording the answers into ``out`` (default:
     beside ``path``, named after the target)."""
@@ -108,7 +117,12 @@ async def transpose_async(path: str | Path, target: str, *, out: str | Path | No
     calls = [(n, i, i.request.get("conversation")) for n, i in enumerate(source.interactions)]
     for index, _interaction, conversation in calls:
         if not isinstance(conversation, dict):
-            report.skipped.append(f"[{index}]: recorded without its conversation (recorded before modelwire kept it, or not through modelwire)")
+            report.skipped.append(
+                (
+                    f"[{index}]: recorded without its conversation (recorded before modelwire kept it, or not "
+                    "through modelwire)"
+                )
+            )
     if any(isinstance(c, dict) for _, _, c in calls):
         model = model or (load_model(target, base_url=base_url) if base_url else load_model(target))
         with use_cassette(out, "all", allow_unused=True):
@@ -128,10 +142,14 @@ async def _one(index: int, interaction: Interaction, conversation: dict[str, Any
     fixed = repair(model, messages)
     notes = [str(f) for f in model.preflight(messages, tools or None, tool_choice) if f.fix]
     if tools and tool_choice not in (None, "auto", "none") and not model.forced_tool_ok():
-        notes.append(f"tool_choice {tool_choice!r} sent as 'auto': {model.provider}:{model.name} cannot be made to call a tool")
+        notes.append(
+            f"tool_choice {tool_choice!r} sent as 'auto': {model.provider}:{model.name} cannot be made to call a tool"
+        )
         tool_choice = "auto"
     options = {k: v for k, v in (conversation.get("options") or {}).items() if k in ("max_tokens",)}
-    return TransposeRow(index, _recorded(interaction), await _live(model, fixed, tools or None, tool_choice, options), notes)
+    return TransposeRow(
+        index, _recorded(interaction), await _live(model, fixed, tools or None, tool_choice, options), notes
+    )
 
 
 def _tool(data: dict[str, Any]) -> Any:
@@ -166,7 +184,9 @@ def _recorded(interaction: Interaction) -> CallSide:
     return side
 
 
-async def _live(model: Any, messages: list[Any], tools: Sequence[Any] | None, tool_choice: Any, options: dict[str, Any]) -> CallSide:
+async def _live(
+    model: Any, messages: list[Any], tools: Sequence[Any] | None, tool_choice: Any, options: dict[str, Any]
+) -> CallSide:
     from ..errors import ProviderError
 
     name = f"{model.provider}:{model.name}"
@@ -199,14 +219,22 @@ def _side_of(name: str, events: Sequence[Any], first: float | None) -> CallSide:
         if event.type == "TEXT_BLOCK_DELTA":
             side.text_chars += len(event.delta)
         elif event.type == "MODEL_CALL_END":
-            side.input_tokens, side.output_tokens, side.cached_tokens = event.input_tokens, event.output_tokens, event.cache_input_tokens
+            side.input_tokens, side.output_tokens, side.cached_tokens = (
+                event.input_tokens,
+                event.output_tokens,
+                event.cache_input_tokens,
+            )
     side.tools = [(call_name, _compact(arguments)) for _, call_name, arguments in tool_calls_in(events)]
     return side
 
 
 def _compact(arguments: str) -> str:
     try:
-        return json.dumps(json.loads(arguments), ensure_ascii=False, separators=(",", ":"), sort_keys=True) if arguments.strip() else "{}"
+        return (
+            json.dumps(json.loads(arguments), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+            if arguments.strip()
+            else "{}"
+        )
     except ValueError:
         return arguments
 

@@ -71,12 +71,18 @@ def _import(source: Path, text: str, target: str | Path | None, yaml: Any) -> Ca
         raise CassetteError(f"importing {source} would overwrite it; name another file with -o")
     cassette = Cassette(out, notes=f"imported from the VCR.py cassette {source.name}")
     for n, item in enumerate(data["interactions"]):
-        if not isinstance(item, dict) or not isinstance(item.get("request"), dict) or not isinstance(item.get("response"), dict):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("request"), dict)
+            or not isinstance(item.get("response"), dict)
+        ):
             raise CassetteError(f"{source}: interaction {n} needs a `request` and a `response`")
         req, resp = item["request"], item["response"]
         status = resp.get("status", {})
         code = status.get("code", 200) if isinstance(status, dict) else int(status)
-        record = request_record(req.get("method", "GET"), req.get("uri", ""), _headers(req.get("headers")), _request_body(req))
+        record = request_record(
+            req.get("method", "GET"), req.get("uri", ""), _headers(req.get("headers")), _request_body(req)
+        )
         cassette.add(record, response_record(code, _headers(resp.get("headers")), [(0.0, _response_body(resp))]))
     for interaction in cassette.interactions:
         interaction.played = False

@@ -7,7 +7,8 @@
     def test_other(cassette): ...             # the fixture gives the CassetteSession
 
 ``--record-mode {none,once,new_episodes,all}`` (default ``none``: replay only, as CI
-runs; pytest-recording's ``rewrite`` is ``all``). pytest-recording owns ``--record-mode`` when it is installed too; then (and always)
+runs; pytest-recording's ``rewrite`` is ``all``). pytest-recording owns ``--record-mode`` when it is installed too; then
+(and always)
 ``--modelwire-record-mode`` sets modelwire's, and pytest-recording's value is used for
 modelwire as well unless that is given. The folder is set by the ``modelwire_cassette_dir`` ini option (default
 ``cassettes``, relative to the rootdir).
@@ -31,10 +32,29 @@ RECORD_MODES = ("none", "once", "new_episodes", "all")
 
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("modelwire")
-    group.addoption("--modelwire-record-mode", action="store", default=None, choices=RECORD_MODES, help="modelwire cassettes: how to record")
-    group.addoption("--cassette-recheck", action="store_true", default=False, help="modelwire cassettes: send each test's recorded requests again and report drift")
-    group.addoption("--cassette-recheck-max-calls", action="store", type=int, default=None, help="modelwire cassettes: the most requests --cassette-recheck sends in the session")
-    parser.addini("modelwire_cassette_dir", "folder for modelwire cassettes (relative to the rootdir)", default="cassettes")
+    group.addoption(
+        "--modelwire-record-mode",
+        action="store",
+        default=None,
+        choices=RECORD_MODES,
+        help="modelwire cassettes: how to record",
+    )
+    group.addoption(
+        "--cassette-recheck",
+        action="store_true",
+        default=False,
+        help="modelwire cassettes: send each test's recorded requests again and report drift",
+    )
+    group.addoption(
+        "--cassette-recheck-max-calls",
+        action="store",
+        type=int,
+        default=None,
+        help="modelwire cassettes: the most requests --cassette-recheck sends in the session",
+    )
+    parser.addini(
+        "modelwire_cassette_dir", "folder for modelwire cassettes (relative to the rootdir)", default="cassettes"
+    )
     # pytest-recording claims --record-mode and refuses to share it, whichever plugin loads
     # first: where it is installed, the option is its own, and its value applies to ours too.
     from importlib.util import find_spec
@@ -42,7 +62,13 @@ def pytest_addoption(parser: Any) -> None:
     if find_spec("pytest_recording") is not None:
         return
     try:
-        group.addoption("--record-mode", action="store", default=None, choices=(*RECORD_MODES, "rewrite"), help="modelwire cassettes: how to record")
+        group.addoption(
+            "--record-mode",
+            action="store",
+            default=None,
+            choices=(*RECORD_MODES, "rewrite"),
+            help="modelwire cassettes: how to record",
+        )
     except ValueError:
         pass  # another plugin has it: its value applies to ours too
 
@@ -64,12 +90,19 @@ def _record_mode(config: Any) -> str | None:
     if mode not in RECORD_MODES:
         from ..errors import CassetteError
 
-        raise CassetteError(f"--record-mode={mode!r} means nothing to modelwire cassettes; use one of {', '.join(RECORD_MODES)} (or rewrite)")
+        raise CassetteError(
+            (
+                f"--record-mode={mode!r} means nothing to modelwire cassettes; use one of "
+                f"{', '.join(RECORD_MODES)} (or rewrite)"
+            )
+        )
     return mode
 
 
 def pytest_configure(config: Any) -> None:
-    config.addinivalue_line("markers", "cassette(path=None, **options): replay this test's provider traffic from a modelwire cassette")
+    config.addinivalue_line(
+        "markers", "cassette(path=None, **options): replay this test's provider traffic from a modelwire cassette"
+    )
 
 
 def _path(request: Any, marker: Any) -> Path:
@@ -140,7 +173,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any)
     worst_of = {0: "ok", 1: "warning", 2: "error"}
     for nodeid, report in done:
         counts = ", ".join(f"{sum(d.severity == s for d in report.drifts)} {s}" for s in reversed(SEVERITIES))
-        terminalreporter.write_line(f"{worst_of[report.exit_status]:8} {nodeid}: {report.calls} call(s); {counts}" + (f"; stopped: {report.stopped}" if report.stopped else ""))
+        terminalreporter.write_line(
+            f"{worst_of[report.exit_status]:8} {nodeid}: {report.calls} call(s); {counts}"
+            + (f"; stopped: {report.stopped}" if report.stopped else "")
+        )
         for drift in report.drifts:
             if drift.severity != "info" or terminalreporter.verbosity > 0:
                 terminalreporter.write_line(f"         {drift}")

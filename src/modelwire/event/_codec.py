@@ -9,6 +9,7 @@ from ._events import EVENT_CLASSES, AgentEvent, EventBase
 
 __all__ = ["parse_event", "event_to_json", "event_from_json", "dumps_jsonl", "write_jsonl", "iter_jsonl", "loads_jsonl"]
 
+
 def parse_event(data: dict[str, Any] | EventBase) -> AgentEvent:
     """Build the typed event for a JSON-ready dict (dispatching on its ``type``)."""
     if isinstance(data, EventBase):

@@ -141,7 +141,18 @@ class StopReason(PlainStrEnum):
     OTHER = "other"
 
 
-StopReasonValue = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal", "content_filter", "error", "interrupted", "other"]
+StopReasonValue = Literal[
+    "end_turn",
+    "max_tokens",
+    "stop_sequence",
+    "tool_use",
+    "pause_turn",
+    "refusal",
+    "content_filter",
+    "error",
+    "interrupted",
+    "other",
+]
 
 
 class EventBase(Record):
@@ -252,7 +263,9 @@ def _one_source(data: str | None, url: str | None) -> None:
 
 
 def _media(value: str) -> str:
-    return loose_media_type(value)  # as a message takes it: "jpg" is image/jpeg; any string kept, as AgentScope keeps it
+    return loose_media_type(
+        value
+    )  # as a message takes it: "jpg" is image/jpeg; any string kept, as AgentScope keeps it
 
 
 def _data(value: str | None) -> str | None:
@@ -472,7 +485,6 @@ ModelCallEndEvent.__record_added__ = frozenset({"cost", "provider_stop_reason", 
 for _end in (TextBlockEndEvent, ThinkingBlockEndEvent, DataBlockEndEvent, ToolCallEndEvent):
     _end.__record_added__ = frozenset({"extras"})
 del _end
-
 
 
 def _typed_tags() -> None:

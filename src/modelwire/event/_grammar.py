@@ -84,7 +84,12 @@ class StreamChecker:
             self._model_call(event, etype)
         elif etype == "HINT_BLOCK":
             self._new_block_id(event, event.block_id)
-        elif etype in ("REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION", "USER_CONFIRM_RESULT", "EXTERNAL_EXECUTION_RESULT"):
+        elif etype in (
+            "REQUIRE_USER_CONFIRM",
+            "REQUIRE_EXTERNAL_EXECUTION",
+            "USER_CONFIRM_RESULT",
+            "EXTERNAL_EXECUTION_RESULT",
+        ):
             self._human_in_the_loop(event, etype)
         elif etype == "REPLY_END":
             self._close(event)

@@ -49,7 +49,14 @@ class Formatter:
     payload_turns: ClassVar[str | None] = None
     turn_content: ClassVar[str | None] = None
 
-    def __init__(self, *, provider: str | None = None, speaker_names: bool = False, assistant_name: str | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        provider: str | None = None,
+        speaker_names: bool = False,
+        assistant_name: str | None = None,
+        **options: Any,
+    ) -> None:
         # A subclass takes its own options; one that takes none refuses any, never drops it.
         if options:
             raise TypeError(f"{type(self).__name__} takes no option {next(iter(options))!r}")
@@ -64,7 +71,9 @@ class Formatter:
         """Whether an http(s) source of this media type must be sent as base64."""
         return False
 
-    def format(self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None) -> dict[str, Any]:
+    def format(
+        self, messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None
+    ) -> dict[str, Any]:
         if self.payload_turns is None:
             raise NotImplementedError(f"{type(self).__name__} does not say how to format a conversation")
         from ._common import format_errors

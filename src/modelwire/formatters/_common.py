@@ -77,7 +77,9 @@ class ToolSpec:
         if not isinstance(tool.get("name"), str) or not tool["name"]:
             raise FormatError(None, f"a tool definition needs a name: {json.dumps(tool, default=str)[:120]}")
         if schema is not None and not isinstance(schema, dict):
-            raise FormatError(None, f"tool {tool['name']!r}: its parameters must be a JSON schema object, not {type(schema).__name__}")
+            raise FormatError(
+                None, f"tool {tool['name']!r}: its parameters must be a JSON schema object, not {type(schema).__name__}"
+            )
         if not isinstance(tool.get("description") or "", str):
             raise FormatError(None, f"tool {tool['name']!r}: its description must be a string")
         return cls(
@@ -102,13 +104,17 @@ class ServerTool:
 
     def __init__(self, kind: str = "", *, raw: dict[str, Any] | None = None, **config: Any) -> None:
         if not kind and raw is None:
-            raise ValueError("a ServerTool needs a kind (web_search, code_execution, web_fetch) or the provider's raw definition")
+            raise ValueError(
+                "a ServerTool needs a kind (web_search, code_execution, web_fetch) or the provider's raw definition"
+            )
         self.kind = kind or "raw"
         self.config = config
         self.raw = raw
 
     def __repr__(self) -> str:
-        return f"ServerTool({self.kind!r}{', raw' if self.raw is not None else ''}{''.join(f', {k}={v!r}' for k, v in self.config.items())})"
+        raw = ", raw" if self.raw is not None else ""
+        config = "".join(f", {k}={v!r}" for k, v in self.config.items())
+        return f"ServerTool({self.kind!r}{raw}{config})"
 
 
 def split_server_tools(tools: Iterable[Any] | None) -> tuple[list["ServerTool"], list[Any]]:
@@ -123,7 +129,12 @@ def refuse_server_tool(tool: "ServerTool", protocol: str, hint: str = "") -> For
     """The ``FormatError`` for a server tool ``protocol`` has no form of (an MCP server gets the way round)."""
     if tool.kind == "mcp":  # the agent can always be the MCP client itself
         hint = (hint + "; " if hint else "") + "an MCP server can be run from the agent instead: MCPServer.http(url)"
-    return FormatError(None, f"{protocol} runs no server tool {tool.kind!r}" + (f"; {hint}" if hint else ""), protocol, code="unsupported-option")
+    return FormatError(
+        None,
+        f"{protocol} runs no server tool {tool.kind!r}" + (f"; {hint}" if hint else ""),
+        protocol,
+        code="unsupported-option",
+    )
 
 
 def raw_server_tools(tools: Iterable[Any] | None, protocol: str, hint: str) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -180,7 +191,8 @@ def format_errors(protocol: str, messages: Sequence[Msg] | None = None) -> Itera
 
 
 def tool_specs(tools: Iterable[Any] | None) -> list[ToolSpec]:
-    """Every tool given (a function, a ``Tool``, a dict in any provider's shape) as a ``ToolSpec``; two of one name are refused."""
+    """Every tool given (a function, a ``Tool``, a dict in any provider's shape) as a ``ToolSpec``; two of one name are
+    refused."""
     specs = [ToolSpec.coerce(t) for t in tools or ()]
     names = [s.name for s in specs]
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -277,9 +289,28 @@ class Walk:
     their calls as they join a segment, and :meth:`pending` gives the rest as the end of the
     conversation would leave it, without changing the walk."""
 
-    __slots__ = ("protocol", "split_users", "speaker_names", "assistant_name", "out", "calls", "server_calls", "open_calls", "held", "conformer", "reused")
+    __slots__ = (
+        "protocol",
+        "split_users",
+        "speaker_names",
+        "assistant_name",
+        "out",
+        "calls",
+        "server_calls",
+        "open_calls",
+        "held",
+        "conformer",
+        "reused",
+    )
 
-    def __init__(self, protocol: str, *, speaker_names: bool = False, assistant_name: str | None = None, split_users: bool = False) -> None:
+    def __init__(
+        self,
+        protocol: str,
+        *,
+        speaker_names: bool = False,
+        assistant_name: str | None = None,
+        split_users: bool = False,
+    ) -> None:
         self.protocol = protocol
         self.split_users = split_users or speaker_names
         self.speaker_names = speaker_names
@@ -406,7 +437,12 @@ class Walk:
         if not isinstance(msg, Msg):
             raise FormatError(index, f"expected a Msg, got {type(msg).__name__}", self.protocol)
         role = msg.role
-        if role == "user" or (self.speaker_names and role == "assistant" and self.assistant_name is not None and msg.name != self.assistant_name):
+        if role == "user" or (
+            self.speaker_names
+            and role == "assistant"
+            and self.assistant_name is not None
+            and msg.name != self.assistant_name
+        ):
             self.user(index, msg)
         elif role == "system":
             self.system(index, msg)
@@ -418,11 +454,21 @@ class Walk:
     def copy(self) -> "Walk":
         """A walk that goes on from where this one is, without changing it."""
         new = Walk.__new__(Walk)
-        new.protocol, new.split_users, new.speaker_names, new.assistant_name = self.protocol, self.split_users, self.speaker_names, self.assistant_name
+        new.protocol, new.split_users, new.speaker_names, new.assistant_name = (
+            self.protocol,
+            self.split_users,
+            self.speaker_names,
+            self.assistant_name,
+        )
         new.out = list(self.out)
         if new.out:
             new.out[-1] = new.out[-1].copy()  # the one segment the next blocks may join
-        new.calls, new.server_calls, new.open_calls, new.held = dict(self.calls), set(self.server_calls), dict(self.open_calls), list(self.held)
+        new.calls, new.server_calls, new.open_calls, new.held = (
+            dict(self.calls),
+            set(self.server_calls),
+            dict(self.open_calls),
+            list(self.held),
+        )
         new.conformer = self.conformer.copy() if self.conformer is not None else None
         new.reused = {k: list(v) for k, v in self.reused.items()} if self.reused else None
         return new
@@ -454,9 +500,16 @@ class Walk:
             block = self._answers(block)
         block_id, calls = block.id, self.calls
         if block_id not in calls:
-            raise FormatError(index, f"tool result {block_id!r} answers no tool call made before it", self.protocol, code="orphan-result")
+            raise FormatError(
+                index,
+                f"tool result {block_id!r} answers no tool call made before it",
+                self.protocol,
+                code="orphan-result",
+            )
         if block.state == "running":
-            raise FormatError(index, f"tool result {block_id!r} is still running; only finished results can be sent", self.protocol)
+            raise FormatError(
+                index, f"tool result {block_id!r} is still running; only finished results can be sent", self.protocol
+            )
         self.open_calls.pop(block_id, None)
         if last is not None and last.kind == "results":
             blocks = last.blocks
@@ -542,7 +595,13 @@ def segments(
     return walk.out[:last] + walk.pending(last)
 
 
-def merge_turn(turns: list[dict[str, Any]], role: str, items: list[Any], key: str = "content", after_results: Callable[[Any], bool] | None = None) -> None:
+def merge_turn(
+    turns: list[dict[str, Any]],
+    role: str,
+    items: list[Any],
+    key: str = "content",
+    after_results: Callable[[Any], bool] | None = None,
+) -> None:
     """Add ``items`` as a turn of ``role``, merged into the last turn when it has the same
     role (protocols whose roles must alternate); empty ``items`` add nothing.
 
@@ -608,7 +667,12 @@ class BadDataError(FormatError):
 
     def __init__(self, block_id: str, problem: str, index: int | None = None, protocol: str = "") -> None:
         self.block_id, self.problem = block_id, problem
-        super().__init__(index, f"data block {block_id!r}: {problem}; fix it, or send the data as a URL source", protocol, code="bad-data")
+        super().__init__(
+            index,
+            f"data block {block_id!r}: {problem}; fix it, or send the data as a URL source",
+            protocol,
+            code="bad-data",
+        )
 
 
 def located(exc: FormatError, messages: Sequence[Msg], protocol: str) -> FormatError:
@@ -651,8 +715,10 @@ def file_ref(block: DataBlock, endpoint: str | None, files_api: str | None, inde
     where = f" at {endpoint}" if endpoint else ""
     raise FormatError(
         index,
-        f"data block {block.id!r} is the file {file_id} held by {holder_name} ({held_by or 'its endpoint'}), which {protocol}{where} cannot read;"
-        " upload it there too (model.upload_file), or upload it from a path, whose bytes are then sent where the file is not held",
+        f"data block {block.id!r} is the file {file_id} held by {holder_name} "
+        f"({held_by or 'its endpoint'}), which {protocol}{where} cannot read;"
+        " upload it there too (model.upload_file), or upload it from a path, whose bytes are "
+        "then sent where the file is not held",
         protocol,
         code="file-elsewhere",
     )
@@ -664,7 +730,14 @@ def data_uri(block: DataBlock) -> str:
     return payload if kind == "url" else f"data:{media_type.split(';')[0]};base64,{payload}"
 
 
-def raw_provider_block(block: DataBlock, protocol: str, provider: str | None = None, *, scope: str = "provider", endpoint: str | None = None) -> dict[str, Any] | None:
+def raw_provider_block(
+    block: DataBlock,
+    protocol: str,
+    provider: str | None = None,
+    *,
+    scope: str = "provider",
+    endpoint: str | None = None,
+) -> dict[str, Any] | None:
     """The provider item a data block carries whole (see the adapters), if the target
     (``protocol``, ``provider``, ``endpoint``) can take it back (see :func:`replays_natively`)."""
     if block.source.type != "base64" or not replays_natively(block, protocol, provider, scope=scope, endpoint=endpoint):
@@ -672,16 +745,22 @@ def raw_provider_block(block: DataBlock, protocol: str, provider: str | None = N
     try:
         raw = json.loads(base64.b64decode(block.source.data))
     except ValueError as exc:
-        raise FormatError(None, f"data block {block.id!r} claims to hold a {protocol} item but its data is not JSON: {exc}", protocol) from None
+        raise FormatError(
+            None, f"data block {block.id!r} claims to hold a {protocol} item but its data is not JSON: {exc}", protocol
+        ) from None
     if not isinstance(raw, dict):
-        raise FormatError(None, f"data block {block.id!r} claims to hold a {protocol} item but holds {type(raw).__name__}", protocol)
+        raise FormatError(
+            None, f"data block {block.id!r} claims to hold a {protocol} item but holds {type(raw).__name__}", protocol
+        )
     return raw
 
 
 # -- provenance: which provider-specific blocks a target takes back -------------------------
 
 
-def replays_natively(block: Any, protocol: str, provider: str | None, *, scope: str, endpoint: str | None = None) -> bool:
+def replays_natively(
+    block: Any, protocol: str, provider: str | None, *, scope: str, endpoint: str | None = None
+) -> bool:
     """Whether a target (``protocol`` spoken to ``provider`` at ``endpoint``) takes this
     block back as it is.
 
@@ -700,7 +779,9 @@ def replays_natively(block: Any, protocol: str, provider: str | None, *, scope: 
     return scope == "protocol" or provider is None or found.provider is None or found.provider == provider
 
 
-def origin_replays(found: Origin | None, protocol: str, provider: str | None, *, scope: str, endpoint: str | None = None) -> bool:
+def origin_replays(
+    found: Origin | None, protocol: str, provider: str | None, *, scope: str, endpoint: str | None = None
+) -> bool:
     """:func:`replays_natively` for a block whose origin was read already (``found``)."""
     if found is None or found.protocol != protocol:
         return False

@@ -92,7 +92,20 @@ class Draft:
     module doc). :meth:`extend` takes the messages of the next request, :meth:`payload`
     makes its payload, :meth:`turns_encoded` the turns as bytes for the body."""
 
-    __slots__ = ("formatter", "key", "tools", "tool_choice", "walk", "taken", "acc", "fed", "marks", "edits", "raws", "tail")
+    __slots__ = (
+        "formatter",
+        "key",
+        "tools",
+        "tool_choice",
+        "walk",
+        "taken",
+        "acc",
+        "fed",
+        "marks",
+        "edits",
+        "raws",
+        "tail",
+    )
 
     def __init__(self, formatter: Any, tools: Sequence[Any] | None = None, tool_choice: Any = None) -> None:
         from ._toolids import _Conformer, _renamed

@@ -23,7 +23,23 @@ __all__ = ["SchemaRules", "NotStrict", "strict_schema"]
 
 # Keywords that carry the structure; each is handled below, never moved.
 _STRUCTURE = frozenset(
-    {"type", "properties", "required", "additionalProperties", "items", "anyOf", "oneOf", "allOf", "$ref", "$defs", "definitions", "enum", "const", "description", "title"}
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "$ref",
+        "$defs",
+        "definitions",
+        "enum",
+        "const",
+        "description",
+        "title",
+    }
 )
 
 
@@ -66,7 +82,9 @@ def strict_schema(schema: dict[str, Any], rules: SchemaRules) -> tuple[dict[str,
     return _node(schema, rules, schema, "#", notes, ()), notes
 
 
-def _node(node: Any, rules: SchemaRules, root: dict[str, Any], path: str, notes: list[str], seen: tuple[str, ...]) -> Any:
+def _node(
+    node: Any, rules: SchemaRules, root: dict[str, Any], path: str, notes: list[str], seen: tuple[str, ...]
+) -> Any:
     if not isinstance(node, dict):
         if node is True:
             raise NotStrict(f"{path} allows any value; give it a type")
@@ -99,17 +117,29 @@ def _node(node: Any, rules: SchemaRules, root: dict[str, Any], path: str, notes:
     return out
 
 
-def _definitions(node: dict[str, Any], rules: SchemaRules, root: dict[str, Any], path: str, notes: list[str], seen: tuple[str, ...]) -> dict[str, Any]:
+def _definitions(
+    node: dict[str, Any], rules: SchemaRules, root: dict[str, Any], path: str, notes: list[str], seen: tuple[str, ...]
+) -> dict[str, Any]:
     """The node's ``$defs`` / ``definitions``, each strict, taken out of ``node``."""
     out: dict[str, Any] = {}
     for defs_key in ("$defs", "definitions"):
         defs = node.pop(defs_key, None)
         if isinstance(defs, dict):
-            out[defs_key] = {name: _node(sub, rules, root, f"{path}/{defs_key}/{name}", notes, seen) for name, sub in defs.items()}
+            out[defs_key] = {
+                name: _node(sub, rules, root, f"{path}/{defs_key}/{name}", notes, seen) for name, sub in defs.items()
+            }
     return out
 
 
-def _combinators(node: dict[str, Any], out: dict[str, Any], rules: SchemaRules, root: dict[str, Any], path: str, notes: list[str], seen: tuple[str, ...]) -> None:
+def _combinators(
+    node: dict[str, Any],
+    out: dict[str, Any],
+    rules: SchemaRules,
+    root: dict[str, Any],
+    path: str,
+    notes: list[str],
+    seen: tuple[str, ...],
+) -> None:
     """``anyOf`` / ``oneOf`` / ``allOf``, each member strict (``oneOf`` as ``anyOf`` where
     the target takes only that)."""
     if "oneOf" in node and rules.any_of_for_one_of:
@@ -119,7 +149,16 @@ def _combinators(node: dict[str, Any], out: dict[str, Any], rules: SchemaRules, 
             out[key] = [_node(v, rules, root, f"{path}/{key}/{i}", notes, seen) for i, v in enumerate(node.pop(key))]
 
 
-def _with_ref(ref: Any, node: dict[str, Any], out: dict[str, Any], rules: SchemaRules, root: dict[str, Any], path: str, notes: list[str], seen: tuple[str, ...]) -> dict[str, Any]:
+def _with_ref(
+    ref: Any,
+    node: dict[str, Any],
+    out: dict[str, Any],
+    rules: SchemaRules,
+    root: dict[str, Any],
+    path: str,
+    notes: list[str],
+    seen: tuple[str, ...],
+) -> dict[str, Any]:
     """A node with a ``$ref``: alone, with what is beside it dropped (noted), or with the
     target inlined under what is beside it."""
     rest = {k: v for k, v in node.items() if not (k == "default" and v is None and rules.drop_null_default)}
@@ -136,10 +175,20 @@ def _with_ref(ref: Any, node: dict[str, Any], out: dict[str, Any], rules: Schema
     return {**out, **_node({**target, **rest}, rules, root, path, notes, (*seen, ref))}
 
 
-def _object(node: dict[str, Any], out: dict[str, Any], rules: SchemaRules, root: dict[str, Any], path: str, notes: list[str], seen: tuple[str, ...]) -> None:
+def _object(
+    node: dict[str, Any],
+    out: dict[str, Any],
+    rules: SchemaRules,
+    root: dict[str, Any],
+    path: str,
+    notes: list[str],
+    seen: tuple[str, ...],
+) -> None:
     """An object's properties, each strict, no extra properties, and the required list."""
     props = node.pop("properties", {}) or {}
-    out["properties"] = {name: _node(sub, rules, root, f"{path}/properties/{name}", notes, seen) for name, sub in props.items()}
+    out["properties"] = {
+        name: _node(sub, rules, root, f"{path}/properties/{name}", notes, seen) for name, sub in props.items()
+    }
     extra = node.pop("additionalProperties", False)
     if extra not in (False, None):
         raise NotStrict(f"{path} allows extra properties (a mapping); strict mode needs every property named")
@@ -147,16 +196,26 @@ def _object(node: dict[str, Any], out: dict[str, Any], rules: SchemaRules, root:
     required = node.pop("required", None)
     if rules.all_required:
         # Every property, in the schema's own order where it already lists them all.
-        covers = isinstance(required, list) and set(required) == set(out["properties"]) and len(required) == len(out["properties"])
+        covers = (
+            isinstance(required, list)
+            and set(required) == set(out["properties"])
+            and len(required) == len(out["properties"])
+        )
         out["required"] = list(required) if covers else list(out["properties"])
     elif required is not None:
         out["required"] = list(required)
 
 
-def _keep_or_describe(node: dict[str, Any], out: dict[str, Any], kind: Any, rules: SchemaRules, path: str, notes: list[str]) -> None:
+def _keep_or_describe(
+    node: dict[str, Any], out: dict[str, Any], kind: Any, rules: SchemaRules, path: str, notes: list[str]
+) -> None:
     """The keywords left: kept where the strict subset takes them, else moved into the
     description (noted)."""
-    moved = {k: v for k, v in node.items() if not _kept(k, v, rules) or (k == "format" and rules.format_on_strings_only and kind != "string")}
+    moved = {
+        k: v
+        for k, v in node.items()
+        if not _kept(k, v, rules) or (k == "format" and rules.format_on_strings_only and kind != "string")
+    }
     out.update((k, v) for k, v in node.items() if k not in moved)
     if moved:
         note = "{" + ", ".join(f"{k}: {v}" for k, v in moved.items()) + "}"

@@ -248,7 +248,9 @@ class _Conformer:
         return content
 
 
-def conform(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: Any, ids: IdRules | None, names: IdRules | None) -> tuple[Sequence[Any], Sequence[Any] | None, Any]:
+def conform(
+    messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: Any, ids: IdRules | None, names: IdRules | None
+) -> tuple[Sequence[Any], Sequence[Any] | None, Any]:
     """``messages``, ``tools`` and ``tool_choice`` with every client tool-call id and tool
     name the target refuses rewritten (see the module doc). Nothing is copied when
     everything fits."""

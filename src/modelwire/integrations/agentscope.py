@@ -48,7 +48,14 @@ __all__ = ["ModelwireChatModel", "ModelwireCredential", "to_modelwire", "to_agen
 
 _AS_BLOCKS = {"text": ASTextBlock, "thinking": ASThinkingBlock, "tool_call": ASToolCallBlock, "data": ASDataBlock}
 _MAX_KEPT = 10_000
-_RETRYABLE = (E.RateLimitError, E.OverloadedError, E.ConnectionError, E.TimeoutError, E.UpstreamError, E.IncompleteStreamError)
+_RETRYABLE = (
+    E.RateLimitError,
+    E.OverloadedError,
+    E.ConnectionError,
+    E.TimeoutError,
+    E.UpstreamError,
+    E.IncompleteStreamError,
+)
 
 
 class ModelwireCredential(CredentialBase):
@@ -164,12 +171,16 @@ class ModelwireChatModel(ChatModelBase):
             raise E.IncompleteStreamError("the model sent nothing")
         return final
 
-    async def _stream(self, messages: list[Msg], tools: Any, choice: Any, options: dict[str, Any]) -> AsyncGenerator[ChatResponse, None]:
+    async def _stream(
+        self, messages: list[Msg], tools: Any, choice: Any, options: dict[str, Any]
+    ) -> AsyncGenerator[ChatResponse, None]:
         started = time.monotonic()
         reply = Msg(name="assistant", role="assistant", content=[])
         folded = False
         chunks = _Chunks(whole=bool(getattr(getattr(self.wire_model, "wire", None), "whole_tool_calls", False)))
-        stream = self.wire_model.stream(messages, tools=tools, tool_choice=choice, options=options or None, reply_id=reply.id)
+        stream = self.wire_model.stream(
+            messages, tools=tools, tool_choice=choice, options=options or None, reply_id=reply.id
+        )
         try:
             async for event in stream:
                 reply.append_event(event, strict=True)
@@ -205,7 +216,9 @@ class _Chunks:
         # Calls that arrive whole are passed on at their end, when their extras are known: a
         # Gemini call's thought signature goes into its id, AgentScope's own way of keeping it.
         self.whole = whole
-        self.open_calls: dict[str, str] = {}  # tool call id -> name, kept open in every chunk (AgentScope ends the others)
+        self.open_calls: dict[
+            str, str
+        ] = {}  # tool call id -> name, kept open in every chunk (AgentScope ends the others)
         self.held: dict[str, list[str]] = {}
         self.end: Any = None
         self.usage_sent = False  # AgentScope's usage is None where the provider sent none
@@ -215,7 +228,11 @@ class _Chunks:
         chunk = self._blocks(event)
         if chunk is None:
             return None
-        keep = [ASToolCallBlock(id=i, name=n, input="") for i, n in self.open_calls.items() if i not in self.held and not any(getattr(b, "id", None) == i for b in chunk)]
+        keep = [
+            ASToolCallBlock(id=i, name=n, input="")
+            for i, n in self.open_calls.items()
+            if i not in self.held and not any(getattr(b, "id", None) == i for b in chunk)
+        ]
         return chunk + keep
 
     def _blocks(self, event: Any) -> list[Any] | None:
@@ -225,7 +242,14 @@ class _Chunks:
         if kind == "THINKING_BLOCK_DELTA":
             return [ASThinkingBlock(id=event.block_id, thinking=event.delta)]
         if kind == "DATA_BLOCK_DELTA" and event.data:
-            return [ASDataBlock.model_validate({"id": event.block_id, "source": {"type": "base64", "data": event.data, "media_type": event.media_type}})]
+            return [
+                ASDataBlock.model_validate(
+                    {
+                        "id": event.block_id,
+                        "source": {"type": "base64", "data": event.data, "media_type": event.media_type},
+                    }
+                )
+            ]
         if kind in ("TOOL_CALL_START", "TOOL_CALL_DELTA", "TOOL_CALL_END"):
             return self._call(event)
         if kind == "MODEL_CALL_END":
@@ -269,7 +293,11 @@ def to_modelwire(msg: ASMsg) -> Msg:
     content = data.get("content")
     if isinstance(content, list):
         for block in content:
-            if isinstance(block, dict) and block.get("type") in _KEPT_IN_ID and str(block.get("id", "")).startswith(_KEPT):
+            if (
+                isinstance(block, dict)
+                and block.get("type") in _KEPT_IN_ID
+                and str(block.get("id", "")).startswith(_KEPT)
+            ):
                 _unkept(block)
     return Msg.from_dict(data)
 
@@ -293,7 +321,7 @@ def kept_id(block_id: str, extras: dict[str, Any] | None) -> str:
 
 
 def _unkept(block: dict[str, Any]) -> None:
-    encoded = block["id"][len(_KEPT):]
+    encoded = block["id"][len(_KEPT) :]
     try:
         kept = json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
         block_id, extras = kept["id"], kept["extras"]
@@ -310,7 +338,11 @@ def agentscope_call_id(call_id: str, extras: dict[str, Any] | None) -> str:
     (``gemini_ts:<signature>``, as AgentScope's own Gemini model writes it), so it survives
     AgentScope's storage, which keeps no other field of a tool call."""
     signature = (extras or {}).get("thought_signature")
-    return GEMINI_TS + signature if isinstance(signature, str) and signature and not call_id.startswith(GEMINI_TS) else call_id
+    return (
+        GEMINI_TS + signature
+        if isinstance(signature, str) and signature and not call_id.startswith(GEMINI_TS)
+        else call_id
+    )
 
 
 def to_agentscope_blocks(msg: Msg) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -349,8 +381,14 @@ def _final(reply: Msg, end: Any, seconds: float, usage_sent: bool = True) -> Cha
     usage = reply.usage if usage_sent else None
     metadata: dict[str, Any] = {}
     if end is not None:
-        metadata.update(stop_reason=end.stop_reason, provider_stop_reason=end.provider_stop_reason, reasoning_tokens=end.reasoning_tokens)
-        metadata.update({k: v for k, v in (end.metadata or {}).items() if k in ("provider", "protocol", "model", "response_id")})
+        metadata.update(
+            stop_reason=end.stop_reason,
+            provider_stop_reason=end.provider_stop_reason,
+            reasoning_tokens=end.reasoning_tokens,
+        )
+        metadata.update(
+            {k: v for k, v in (end.metadata or {}).items() if k in ("provider", "protocol", "model", "response_id")}
+        )
     if other:
         metadata["server_tool_blocks"] = other
     return ChatResponse(

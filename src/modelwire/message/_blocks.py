@@ -34,6 +34,7 @@ class _Watched:
         _oset(self, name, value)
         EDITS[0] += 1
 
+
 __all__ = [
     "TextBlock",
     "ThinkingBlock",
@@ -59,9 +60,7 @@ __all__ = [
 ]
 
 # RFC 6838 type/subtype, optional parameters after ';'.
-_MEDIA_TYPE_RE = re.compile(
-    r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;.*)?$"
-)
+_MEDIA_TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;.*)?$")
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
 
 
@@ -124,7 +123,9 @@ def normalize_base64(value: str) -> str:
     if value.startswith("data:"):
         head, comma, rest = value.partition(",")
         if not comma or not head.endswith(";base64"):
-            raise ValueError("a data: URI as base64 data must be ';base64,'-encoded; use a URL source for other data: URIs")
+            raise ValueError(
+                "a data: URI as base64 data must be ';base64,'-encoded; use a URL source for other data: URIs"
+            )
         value = rest
     value = "".join(value.split())
     if "-" in value or "_" in value:
@@ -204,7 +205,16 @@ class URLSource(_Watched, Record):
 
     def __post_init__(self) -> None:
         if not _URL_RE.match(self.url):
-            raise ValidationError(None, [{"loc": ("url",), "msg": f"{self.url[:80]!r} is not an absolute URL (it needs a scheme such as https:)", "type": "value_error"}])
+            raise ValidationError(
+                None,
+                [
+                    {
+                        "loc": ("url",),
+                        "msg": f"{self.url[:80]!r} is not an absolute URL (it needs a scheme such as https:)",
+                        "type": "value_error",
+                    }
+                ],
+            )
         _oset(self, "media_type", loose_media_type(self.media_type))
 
 

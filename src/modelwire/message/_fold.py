@@ -128,7 +128,9 @@ class FoldState:
 
 
 def _missing(event: Any, kind: str, key: str, msg: Msg) -> EventApplyError:
-    return _skippable(EventApplyError(event, f"no {kind} with id {key!r} in message {msg.id!r} (was its START folded?)"))
+    return _skippable(
+        EventApplyError(event, f"no {kind} with id {key!r} in message {msg.id!r} (was its START folded?)")
+    )
 
 
 def _skippable(err: EventApplyError) -> EventApplyError:
@@ -284,9 +286,7 @@ def _hint(msg: "Msg", fold: FoldState, ev: Any) -> None:
     import copy  # here, not at import: most folds never copy
 
     hint = ev.hint if isinstance(ev.hint, str) else [copy.deepcopy(b) for b in ev.hint]
-    block = HintBlock(
-        id=ev.block_id, hint=hint, source=ev.source, created_at=ev.created_at, finished_at=ev.created_at
-    )
+    block = HintBlock(id=ev.block_id, hint=hint, source=ev.source, created_at=ev.created_at, finished_at=ev.created_at)
     _append_block(msg, fold, block)
 
 

@@ -13,7 +13,16 @@ from typing import Any, Iterable, Literal, Sequence, SupportsIndex, Union
 from .._ids import new_id, now_iso
 from .._record import Record, converters, extras_of, field
 from ..errors import EventApplyError, InvalidMessageError, ValidationError
-from ._blocks import BLOCK_TYPES, ContentBlock, DataBlock, HintBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ._blocks import (
+    BLOCK_TYPES,
+    ContentBlock,
+    DataBlock,
+    HintBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 from ._fold import apply_event
 from ._types import ErrorInfo, ErrorType, ReplyFinishedReason, ReplyFinishedReasonValue, Usage, add_costs, check_role
 
@@ -61,7 +70,12 @@ def _check_value(value: Any, depth: int = 0) -> None:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise ValueError(f"a string holds a lone surrogate ({value[exc.start:exc.end]!r} at {exc.start}), which no provider takes") from None
+            raise ValueError(
+                (
+                    f"a string holds a lone surrogate ({value[exc.start : exc.end]!r} at {exc.start}), which "
+                    "no provider takes"
+                )
+            ) from None
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_value(key, depth + 1)
@@ -163,19 +177,39 @@ def _content(value: Any) -> list[Any]:
     if isinstance(value, str):
         return [TextBlock(text=value)]
     if not isinstance(value, (list, tuple)):
-        raise ValidationError(None, [{"loc": (), "msg": f"expected a list of content blocks or a string, got {type(value).__name__}", "type": "list_type"}])
+        raise ValidationError(
+            None,
+            [
+                {
+                    "loc": (),
+                    "msg": f"expected a list of content blocks or a string, got {type(value).__name__}",
+                    "type": "list_type",
+                }
+            ],
+        )
     out = []
     for i, item in enumerate(value):
         if isinstance(item, _BLOCK_CLASSES):
             out.append(item)
             continue
         if not isinstance(item, dict):
-            raise ValidationError(None, [{"loc": (i,), "msg": f"expected a content block ({', '.join(BLOCK_TYPES)}), got {type(item).__name__}", "type": "model_type"}])
+            raise ValidationError(
+                None,
+                [
+                    {
+                        "loc": (i,),
+                        "msg": f"expected a content block ({', '.join(BLOCK_TYPES)}), got {type(item).__name__}",
+                        "type": "model_type",
+                    }
+                ],
+            )
         cls = BLOCK_TYPES.get(item.get("type"))  # type: ignore[arg-type]
         if cls is None:
             tag = item.get("type")
             what = "has no 'type'" if tag is None else f"'type' {tag!r:.40} does not match any of the expected tags"
-            raise ValidationError(None, [{"loc": (i, "type"), "msg": f"{what}: {', '.join(BLOCK_TYPES)}", "type": "union_tag_invalid"}])
+            raise ValidationError(
+                None, [{"loc": (i, "type"), "msg": f"{what}: {', '.join(BLOCK_TYPES)}", "type": "union_tag_invalid"}]
+            )
         try:
             out.append(cls.from_dict(item))
         except ValidationError as exc:
@@ -203,7 +237,9 @@ class Msg(Record):
     """modelwire addition: the price of the model calls of this message (``modelwire.cost``)."""
 
     def __post_init__(self) -> None:
-        _check_value([self.name, self.metadata, self.structured_output, self.cost, self.finished_at, self.created_at, self.id])
+        _check_value(
+            [self.name, self.metadata, self.structured_output, self.cost, self.finished_at, self.created_at, self.id]
+        )
         content = self._content
         _check_value(content)
         check_role(self.role, content)
@@ -477,5 +513,6 @@ def as_messages(value: MsgInput) -> list[Msg]:
         else:
             raise InvalidMessageError(f"a message is a string, a Msg or a message's JSON, not {type(item).__name__}")
     return out
+
 
 Msg.__record_added__ = frozenset({"cost"})  # modelwire's addition (see Record.model_dump)

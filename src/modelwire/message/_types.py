@@ -40,7 +40,17 @@ class ErrorType(PlainStrEnum):
     UNKNOWN = "unknown"
 
 
-ErrorTypeValue = Literal["authentication", "permission", "rate_limit", "invalid_request", "upstream", "connection", "internal", "setup", "unknown"]
+ErrorTypeValue = Literal[
+    "authentication",
+    "permission",
+    "rate_limit",
+    "invalid_request",
+    "upstream",
+    "connection",
+    "internal",
+    "setup",
+    "unknown",
+]
 
 
 class ErrorInfo(Record):
@@ -75,13 +85,22 @@ def check_role(role: str, blocks: Iterable[Any], start: int = 0) -> None:
             raise RoleError(role, str(btype if btype is not None else type(block).__name__), f"content[{i}]")
 
 
-
-
 def add_costs(total: dict[str, Any] | None, call: dict[str, Any]) -> dict[str, Any]:
     """The cost of a message after one more model call. A call without a price is listed
     (``unpriced``), never guessed: the total then covers the priced calls only and
     ``complete`` is false."""
-    out = dict(total) if total else {"currency": call.get("currency", "USD"), "total": None, "input": None, "output": None, "calls": 0, "unpriced": []}
+    out = (
+        dict(total)
+        if total
+        else {
+            "currency": call.get("currency", "USD"),
+            "total": None,
+            "input": None,
+            "output": None,
+            "calls": 0,
+            "unpriced": [],
+        }
+    )
     out["calls"] = out.get("calls", 0) + 1
     if call.get("total") is None:
         out["unpriced"] = [*out.get("unpriced", []), call.get("unknown") or "no price"]
@@ -93,5 +112,6 @@ def add_costs(total: dict[str, Any] | None, call: dict[str, Any]) -> dict[str, A
         out["source"] = call["source"]
     out["complete"] = not out.get("unpriced")
     return out
+
 
 Usage.__record_added__ = frozenset({"reasoning_tokens"})  # modelwire's addition (see Record.model_dump)

@@ -135,7 +135,14 @@ def load_model(
         names = list(name)
         if not names or not all(isinstance(n, str) for n in names):
             raise ConfigError("load_model() takes a model name, or a list of model names to fail over between")
-        shared = dict(client=client, api_key=api_key, base_url=base_url, timeouts=timeouts, retry=retry, max_connections=max_connections)
+        shared = dict(
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+            timeouts=timeouts,
+            retry=retry,
+            max_connections=max_connections,
+        )
         return FallbackModel([load_model(n, **shared, **options) for n in names])
 
     sdk = _sdk_parts(client)
@@ -148,18 +155,35 @@ def load_model(
     spec = resolve(name, api_key=api_key, base_url=base_url, **options)
     fallback = spec.options.pop("fallback", None)
     if fallback:
-        from ._fallback import FallbackModel
-
-        if isinstance(fallback, str) or not all(isinstance(n, str) for n in fallback):
-            raise ConfigError(f"{name}: fallback must be a list of model names")
-        primary = load_model(f"{spec.preset.name}:{spec.model}", client=client, api_key=spec.api_key, base_url=spec.base_url, timeouts=timeouts, retry=retry, max_connections=max_connections, **spec.options)
-        return FallbackModel([primary, *(load_model(n, timeouts=timeouts, retry=retry, max_connections=max_connections) for n in fallback)])  # type: ignore[return-value]
+        return _profile_fallback(name, spec, fallback, client, timeouts, retry, max_connections)
     if isinstance(timeouts, dict):
         timeouts = Timeouts(**timeouts)
     if timeouts is not None:
         spec.options["timeouts"] = timeouts
     transport = HTTPTransport(client, timeouts=timeouts or Timeouts(), max_connections=max_connections)
     return HTTPModel(spec, transport=transport, retry=retry)
+
+
+def _profile_fallback(
+    name: Any, spec: Any, fallback: Any, client: Any, timeouts: Any, retry: Any, max_connections: int
+) -> Any:
+    """A profile with ``fallback = [...]``: its own model first, then each named one."""
+    from ._fallback import FallbackModel
+
+    if isinstance(fallback, str) or not all(isinstance(n, str) for n in fallback):
+        raise ConfigError(f"{name}: fallback must be a list of model names")
+    primary = load_model(
+        f"{spec.preset.name}:{spec.model}",
+        client=client,
+        api_key=spec.api_key,
+        base_url=spec.base_url,
+        timeouts=timeouts,
+        retry=retry,
+        max_connections=max_connections,
+        **spec.options,
+    )
+    others = [load_model(n, timeouts=timeouts, retry=retry, max_connections=max_connections) for n in fallback]
+    return FallbackModel([primary, *others])
 
 
 def __getattr__(name: str) -> Any:
@@ -187,7 +211,11 @@ def _sdk_parts(client: Any) -> dict[str, Any] | None:
     from ..protocols import get_protocol, protocol_names
 
     package = type(client).__module__.split(".")[0]
-    protocol = next((p for p in map(get_protocol, protocol_names()) if p.sdk_package == package), None) if client is not None else None
+    protocol = (
+        next((p for p in map(get_protocol, protocol_names()) if p.sdk_package == package), None)
+        if client is not None
+        else None
+    )
     if protocol is None or client is None:
         return None
     base_url = protocol.sdk_base_url(str(client.base_url))

@@ -59,7 +59,11 @@ class Batch:
         state = await self.status()
         while not state.ended:
             if ends is not None and loop.time() + poll > ends:
-                raise E.TimeoutError(f"batch {self.id} had not ended after {deadline:g} s ({state.status})", which="total", seconds=deadline or 0.0)
+                raise E.TimeoutError(
+                    f"batch {self.id} had not ended after {deadline:g} s ({state.status})",
+                    which="total",
+                    seconds=deadline or 0.0,
+                )
             await asyncio.sleep(poll)
             state = await self.status()
         return state
@@ -75,13 +79,24 @@ class Batch:
         for call in state.results:
             text = (await send_call(self.model, call, _RESULTS_LIMIT))[1].decode("utf-8", "replace")
             for index, answer, error in self.model.wire.batch_results(text):
-                found[index] = _decoded(self.model, answer) if answer is not None else self.model.wire.error(dict(error or {}), status=None)
+                found[index] = (
+                    _decoded(self.model, answer)
+                    if answer is not None
+                    else self.model.wire.error(dict(error or {}), status=None)
+                )
         size = max(state.size or self.size or 0, max(found, default=-1) + 1)
-        return [found[n] if n in found else E.UpstreamError(f"batch {self.id} ({state.status}) holds no result for request {n}") for n in range(size)]
+        return [
+            found[n]
+            if n in found
+            else E.UpstreamError(f"batch {self.id} ({state.status}) holds no result for request {n}")
+            for n in range(size)
+        ]
 
     async def _ask(self, action: str) -> BatchState:
         model = self.model
-        _, answer = await send_json(model, model.wire.batch_call(model.spec.base_url or "", model.spec.preset, self.id, action))
+        _, answer = await send_json(
+            model, model.wire.batch_call(model.spec.base_url or "", model.spec.preset, self.id, action)
+        )
         state = model.wire.batch_state(answer, model.spec.base_url or "", model.spec.preset)
         if not state.id:  # an answer that is not the batch (Gemini's cancel): ask for it
             return await self._ask("status")
@@ -123,7 +138,9 @@ def _request(item: Any) -> tuple[Any, Any, Any, Any]:
     if isinstance(item, dict) and "messages" in item:
         unknown = set(item) - {"messages", "tools", "tool_choice", "options"}
         if unknown:
-            raise E.ConfigError(f"a batch request takes messages, tools, tool_choice and options, not {sorted(unknown)}")
+            raise E.ConfigError(
+                f"a batch request takes messages, tools, tool_choice and options, not {sorted(unknown)}"
+            )
         return item["messages"], item.get("tools"), item.get("tool_choice"), item.get("options")
     return item, None, None, None
 
@@ -136,12 +153,19 @@ async def submit_batch(model: Any, requests: Sequence[Any]) -> Batch:
         raise E.ConfigError("a batch needs at least one request")
     limit = model.wire.batch_limit
     if limit and len(requests) > limit:
-        raise E.ConfigError(f"{model.provider} takes at most {limit:,} requests in one batch, not {len(requests):,}: submit them as several batches")
+        raise E.ConfigError(
+            (
+                f"{model.provider} takes at most {limit:,} requests in one batch, not {len(requests):,}: "
+                "submit them as several batches"
+            )
+        )
     bodies = []
     for item in requests:
         messages, tools, tool_choice, options = _request(item)
         opts = model.options.merged(options)
-        messages = await resolve_sources(as_messages(messages), model.wire, model.transport, model.max_source_bytes, model.endpoint)
+        messages = await resolve_sources(
+            as_messages(messages), model.wire, model.transport, model.max_source_bytes, model.endpoint
+        )
         payload, _ = model.build_request(messages, tools, tool_choice, replace(opts, stream=False))
         bodies.append(payload)
     base_url = model.spec.base_url or ""

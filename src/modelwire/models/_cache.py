@@ -28,7 +28,9 @@ class CacheResources:
         self._known: dict[str, tuple[str | None, float]] = {}  # content key -> (name or None: refused, until)
         self._lock: asyncio.Lock | None = None
 
-    async def name_for(self, url: str, create: dict[str, Any], send: Callable[[str, bytes], Awaitable[tuple[int, bytes]]]) -> str | None:
+    async def name_for(
+        self, url: str, create: dict[str, Any], send: Callable[[str, bytes], Awaitable[tuple[int, bytes]]]
+    ) -> str | None:
         """The name of a live resource holding ``create``'s content, created if needed
         (``send(url, body)`` POSTs and answers ``(status, body)``); None: none to use."""
         content = {k: v for k, v in create.items() if k != "ttl"}
@@ -49,7 +51,12 @@ class CacheResources:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a cache is a saving: the call goes on without it
-                log.warning("prompt cache not created at %s (%s: %s); the call goes on without it", url.split("?")[0], type(exc).__name__, exc)
+                log.warning(
+                    "prompt cache not created at %s (%s: %s); the call goes on without it",
+                    url.split("?")[0],
+                    type(exc).__name__,
+                    exc,
+                )
                 self._known[key] = (None, self._clock() + lifetime)
                 return None
             name = None
@@ -60,7 +67,12 @@ class CacheResources:
                     name = None
             if not isinstance(name, str) or not name:
                 reason = raw[:300].decode("utf-8", "replace").strip()
-                log.warning("prompt cache not created at %s (HTTP %s: %s); the call goes on without it", url.split("?")[0], status, reason)
+                log.warning(
+                    "prompt cache not created at %s (HTTP %s: %s); the call goes on without it",
+                    url.split("?")[0],
+                    status,
+                    reason,
+                )
                 self._known[key] = (None, self._clock() + lifetime)
                 return None
             self._known[key] = (name, self._clock() + lifetime)

@@ -79,7 +79,13 @@ def _h11_of(stream: Any) -> Any:
     the one expected (another transport, HTTP/2, a cassette's, a version that moved them)."""
     from h11 import Connection
 
-    for layer, attribute in (("BoundAsyncStream", "_stream"), ("AsyncResponseStream", "_httpcore_stream"), ("PoolByteStream", "_stream"), ("HTTP11ConnectionByteStream", "_connection"), ("AsyncHTTP11Connection", "_h11_state")):
+    for layer, attribute in (
+        ("BoundAsyncStream", "_stream"),
+        ("AsyncResponseStream", "_httpcore_stream"),
+        ("PoolByteStream", "_stream"),
+        ("HTTP11ConnectionByteStream", "_connection"),
+        ("AsyncHTTP11Connection", "_h11_state"),
+    ):
         if type(stream).__name__ != layer:
             return None
         stream = getattr(stream, attribute, None)
@@ -96,7 +102,12 @@ def take_whole_chunks(stream: Any) -> bool:
         from h11._readers import ChunkedReader
 
         reader = conn._reader
-        if type(reader) is not ChunkedReader or reader._bytes_in_chunk or reader._bytes_to_discard or reader._reading_trailer:
+        if (
+            type(reader) is not ChunkedReader
+            or reader._bytes_in_chunk
+            or reader._bytes_to_discard
+            or reader._reading_trailer
+        ):
             return False  # not chunked, or already part-read
         if not hasattr(conn._receive_buffer, "_data") or not hasattr(conn._receive_buffer, "_extract"):
             return False

@@ -33,18 +33,24 @@ class TokenCount:
         return self.input_tokens
 
 
-async def count_tokens(model: Any, messages: Any, tools: Sequence[Any] | None, tool_choice: Any, options: Any, estimate: bool) -> TokenCount:
+async def count_tokens(
+    model: Any, messages: Any, tools: Sequence[Any] | None, tool_choice: Any, options: Any, estimate: bool
+) -> TokenCount:
     """The input tokens ``model`` would send for this request (see :meth:`HTTPModel.count_tokens`)."""
     from ..message import as_messages
     from ._media import resolve_sources
 
-    messages = await resolve_sources(as_messages(messages), model.wire, model.transport, model.max_source_bytes, model.endpoint)
+    messages = await resolve_sources(
+        as_messages(messages), model.wire, model.transport, model.max_source_bytes, model.endpoint
+    )
     payload, opts = model.build_request(messages, tools, tool_choice, options)
     found = model.wire.count_request(model.url(), payload, model.name, model.spec.preset)
     if found is None:
         if estimate:
             size = len(encode_body(payload))
-            return TokenCount(math.ceil(size / 4), estimated=True, source=f"estimate: {size} bytes of request body at 4 bytes a token")
+            return TokenCount(
+                math.ceil(size / 4), estimated=True, source=f"estimate: {size} bytes of request body at 4 bytes a token"
+            )
         raise E.TokenCountUnavailableError(
             f"{model.provider} ({model.wire.description}) has no endpoint that counts a request's tokens;"
             " count_tokens(..., estimate=True) gives an estimate from the request's size, marked as one"
@@ -56,11 +62,15 @@ async def count_tokens(model: Any, messages: Any, tools: Sequence[Any] | None, t
     if key in counts:
         counts.move_to_end(key)
         return TokenCount(counts[key], source=url.split("?")[0])
-    _, text = await send_call(model, HTTPCall("POST", url, {**(opts.extra_headers or {}), "accept": "application/json"}, raw), 1 << 20)
+    _, text = await send_call(
+        model, HTTPCall("POST", url, {**(opts.extra_headers or {}), "accept": "application/json"}, raw), 1 << 20
+    )
     try:
         n = model.wire.counted(json.loads(text))
     except ValueError as exc:
-        raise E.UpstreamError(f"the count at {url.split('?')[0]} answered what is not a count: {text[:200]!r} ({exc})", body=text[:2000]) from None
+        raise E.UpstreamError(
+            f"the count at {url.split('?')[0]} answered what is not a count: {text[:200]!r} ({exc})", body=text[:2000]
+        ) from None
     counts[key] = n
     while len(counts) > _KEPT:
         counts.popitem(last=False)

@@ -64,7 +64,12 @@ class AzureCredentials:
             try:
                 self._token = self._credential.get_token(self.SCOPE)
             except Exception as exc:  # ClientAuthenticationError and kin: one line that says what to do
-                raise ConfigError(f"Azure OpenAI: no Microsoft Entra ID token ({type(exc).__name__}: {exc}); set AZURE_OPENAI_API_KEY, or sign in (az login)") from None
+                raise ConfigError(
+                    (
+                        f"Azure OpenAI: no Microsoft Entra ID token ({type(exc).__name__}: {exc}); set "
+                        "AZURE_OPENAI_API_KEY, or sign in (az login)"
+                    )
+                ) from None
         return {**headers, "authorization": f"Bearer {self._token.token}"}
 
 
@@ -83,7 +88,9 @@ class GoogleCredentials:
         try:
             self._credentials: Any = google.auth.default(scopes=self.SCOPES)[0]
         except Exception as exc:  # DefaultCredentialsError and kin: say what to do instead
-            raise ConfigError(f"vertex: no Google credentials found ({type(exc).__name__}); set GOOGLE_ACCESS_TOKEN") from None
+            raise ConfigError(
+                f"vertex: no Google credentials found ({type(exc).__name__}); set GOOGLE_ACCESS_TOKEN"
+            ) from None
 
     def apply(self, method: str, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
         if not self._credentials.valid:
@@ -102,7 +109,9 @@ class AWSCredentials:
     """SigV4 for ``service`` (``bedrock``); ``credentials`` (botocore ``Credentials``) skip
     the chain, for tests and for callers that resolved them already."""
 
-    def __init__(self, session: Any = None, *, service: str = "bedrock", credentials: Any = None, region: str | None = None) -> None:
+    def __init__(
+        self, session: Any = None, *, service: str = "bedrock", credentials: Any = None, region: str | None = None
+    ) -> None:
         self.service = service
         self._fixed = credentials
         self._region = region
@@ -123,17 +132,29 @@ class AWSCredentials:
         values = (getattr(frozen, name, None) for name in ("access_key", "secret_key", "token"))
         return {v for v in values if isinstance(v, str) and v}
 
-    def apply(self, method: str, url: str, headers: dict[str, str], body: bytes, *, timestamp: Any = None) -> dict[str, str]:
+    def apply(
+        self, method: str, url: str, headers: dict[str, str], body: bytes, *, timestamp: Any = None
+    ) -> dict[str, str]:
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
 
         credentials = self._fixed or self._session.get_credentials()
         if credentials is None:
-            raise ConfigError("bedrock: no AWS credentials found (environment, profile, SSO or instance role); or set AWS_BEARER_TOKEN_BEDROCK")
+            raise ConfigError(
+                (
+                    "bedrock: no AWS credentials found (environment, profile, SSO or instance role); or set "
+                    "AWS_BEARER_TOKEN_BEDROCK"
+                )
+            )
         region = self._region or aws_region() or self._session.get_config_variable("region") or _region_of(url)
         if not region:
             raise ConfigError("bedrock needs a region: set AWS_REGION")
-        request = AWSRequest(method=method, url=url, data=body, headers={k: v for k, v in headers.items() if k.lower() != "authorization"})
+        request = AWSRequest(
+            method=method,
+            url=url,
+            data=body,
+            headers={k: v for k, v in headers.items() if k.lower() != "authorization"},
+        )
         frozen = credentials.get_frozen_credentials() if hasattr(credentials, "get_frozen_credentials") else credentials
         self._signed_with = frozen
         signer = SigV4Auth(frozen, self.service, region)

@@ -44,7 +44,14 @@ class FallbackModel:
     """Several models as one (see the module doc). ``cooldown``: seconds a failed model is
     kept out; ``clock``: a monotonic clock (for tests)."""
 
-    def __init__(self, models: Sequence[Any], *, cooldown: float = 30.0, continue_after_output: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        models: Sequence[Any],
+        *,
+        cooldown: float = 30.0,
+        continue_after_output: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if len(models) < 1:
             raise E.ConfigError("a FallbackModel needs at least one model")
         self.models = list(models)
@@ -60,7 +67,10 @@ class FallbackModel:
     def order(self) -> list[Any]:
         """The models in the order the next call tries them: those kept out go last."""
         now = self._clock()
-        return [self.models[i] for i in sorted(range(len(self.models)), key=lambda i: (self._out_until.get(i, 0.0) > now, i))]
+        return [
+            self.models[i]
+            for i in sorted(range(len(self.models)), key=lambda i: (self._out_until.get(i, 0.0) > now, i))
+        ]
 
     @property
     def capabilities(self) -> Any:
@@ -70,7 +80,15 @@ class FallbackModel:
         check = getattr(self.order()[0], "forced_tool_ok", None)
         return bool(check(options)) if callable(check) else True
 
-    async def stream(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None) -> AsyncGenerator[Any, None]:
+    async def stream(
+        self,
+        messages: MsgInput,
+        *,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        options: Any = None,
+        reply_id: str | None = None,
+    ) -> AsyncGenerator[Any, None]:
         messages = as_messages(messages)
         reply_id = reply_id or new_id()
         order = self.order()
@@ -139,7 +157,16 @@ class FallbackModel:
         self._out_until[self.models.index(model)] = self._clock() + self.cooldown
         return {"model": _label(model), "error": f"{type(err).__name__}: {err.message}"[:300]}
 
-    async def complete(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None, name: str = "assistant") -> Msg:
+    async def complete(
+        self,
+        messages: MsgInput,
+        *,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        options: Any = None,
+        reply_id: str | None = None,
+        name: str = "assistant",
+    ) -> Msg:
         from ._http import fold_call
 
         return await fold_call(self, messages, tools, tool_choice, options, reply_id, name)

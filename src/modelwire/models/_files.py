@@ -35,7 +35,9 @@ async def send_json(model: Any, call: HTTPCall) -> tuple[Any, dict[str, Any]]:
     try:
         answer = json.loads(text) if text.strip() else {}
     except ValueError:
-        raise E.UpstreamError(f"{call.url.split('?')[0]} answered what is not JSON: {text[:200]!r}", body=text[:2000]) from None
+        raise E.UpstreamError(
+            f"{call.url.split('?')[0]} answered what is not JSON: {text[:200]!r}", body=text[:2000]
+        ) from None
     return headers, answer if isinstance(answer, dict) else {}
 
 
@@ -48,7 +50,9 @@ def _read(source: Any, media_type: str | None, name: str | None) -> tuple[bytes,
         name = name or path.name
         media_type = media_type or mimetypes.guess_type(path.name)[0]
         if media_type is None:
-            raise E.ConfigError(f"upload_file: the media type of {path.name!r} cannot be told from its name; pass media_type=")
+            raise E.ConfigError(
+                f"upload_file: the media type of {path.name!r} cannot be told from its name; pass media_type="
+            )
         return path.read_bytes(), media_type, name, path.as_uri()
     if isinstance(source, (bytes, bytearray, memoryview)):
         if media_type is None:
@@ -72,7 +76,11 @@ async def upload_file(model: Any, source: Any, media_type: str | None = None, na
         raise E.UpstreamError(f"{model.provider}: the upload of {name!r} did not finish")
     if not result.id or not result.url:
         raise E.UpstreamError(f"{model.provider}: the upload of {name!r} was answered with no file id", body=answer)
-    extras: dict[str, Any] = {"file_id": result.id, "file_api": model.wire.files_api, "provider_metadata": provenance(model.provider, model.protocol, model.endpoint)}
+    extras: dict[str, Any] = {
+        "file_id": result.id,
+        "file_api": model.wire.files_api,
+        "provider_metadata": provenance(model.provider, model.protocol, model.endpoint),
+    }
     if local is not None:
         extras["local_copy"] = local
     return DataBlock(source=URLSource(url=result.url, media_type=media_type), name=name, **extras)
@@ -94,7 +102,9 @@ def file_id_of(file: Any) -> str:
     found = getattr(file, "__dict__", {}).get("file_id") if isinstance(file, DataBlock) else None
     if isinstance(found, str) and found:
         return found
-    raise E.ConfigError(f"delete_file takes a file id, an UploadedFile or a block made by upload_file, not {type(file).__name__}")
+    raise E.ConfigError(
+        f"delete_file takes a file id, an UploadedFile or a block made by upload_file, not {type(file).__name__}"
+    )
 
 
 async def delete_file(model: Any, file: Any) -> None:

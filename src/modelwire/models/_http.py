@@ -54,7 +54,21 @@ _AGAIN = object()  # a failed request is sent again
 class _Call:
     """What one call sends, kept across its requests (a retry, the whole history again)."""
 
-    __slots__ = ("full", "payload", "chained", "opts", "renamed", "body", "headers", "trace", "deadline", "attempts", "drafted", "conversation", "permit")
+    __slots__ = (
+        "full",
+        "payload",
+        "chained",
+        "opts",
+        "renamed",
+        "body",
+        "headers",
+        "trace",
+        "deadline",
+        "attempts",
+        "drafted",
+        "conversation",
+        "permit",
+    )
 
     def __init__(self, full: dict[str, Any], opts: ModelOptions, renamed: Any) -> None:
         self.full = self.payload = full  # the whole request, also when a stored response is continued
@@ -67,7 +81,9 @@ class _Call:
         self.deadline: float | None = None
         self.attempts = 0  # retries spent
         self.drafted: tuple[Any, list[Any]] | None = None  # the draft the payload came from, and its turns
-        self.conversation: dict[str, Any] | None = None  # what a cassette keeps beside the request (config.CONVERSATION)
+        self.conversation: dict[str, Any] | None = (
+            None  # what a cassette keeps beside the request (config.CONVERSATION)
+        )
         self.permit: Any = None  # the place its latest request took in a RateLimiter's budget
 
 
@@ -175,7 +191,9 @@ class HTTPModel:
         self._credentials: Any = None
         self._cache_resources: Any = None  # CacheResources, once a call asks for one
         self._chains: Any = collections.deque(maxlen=_CHAIN_RECORDS)  # stored responses a call may continue (chain)
-        self._token_counts: collections.OrderedDict[bytes, int] = collections.OrderedDict()  # count_tokens, by request body
+        self._token_counts: collections.OrderedDict[bytes, int] = (
+            collections.OrderedDict()
+        )  # count_tokens, by request body
         # What the formatter built of the last few conversations, by their first message, to
         # build each one's next request from (see modelwire.formatters._incremental).
         self._drafts: collections.OrderedDict[int, tuple[Any, Any]] = collections.OrderedDict()
@@ -195,7 +213,9 @@ class HTTPModel:
 
             defaults = self.wire.model_defaults(self.spec.preset, self.name)
             learned = learned_rules().get(self.endpoint, self.name)
-            self._capabilities = resolve_capabilities(defaults, self.name, published=self._published, learned=learned, overrides=self._capability_overrides)
+            self._capabilities = resolve_capabilities(
+                defaults, self.name, published=self._published, learned=learned, overrides=self._capability_overrides
+            )
             self._fit_tool_rules(self._capabilities)
         return self._capabilities
 
@@ -223,7 +243,9 @@ class HTTPModel:
             return self.capabilities
         self._looked_up = True
         base_url = self.spec.base_url or ""
-        allowed = self.capability_lookup is True or (self.capability_lookup == "auto" and base_url.rstrip("/") == self.spec.preset.base_url.rstrip("/"))
+        allowed = self.capability_lookup is True or (
+            self.capability_lookup == "auto" and base_url.rstrip("/") == self.spec.preset.base_url.rstrip("/")
+        )
         if allowed and not IN_CASSETTE.get():
             published = await self.provider_capabilities(cache=cache)
             if published is not None:
@@ -242,9 +264,17 @@ class HTTPModel:
 
         headers = self.wire.headers(self.spec.api_key, self.spec.preset)
         headers.pop("content-type", None)
-        return await published_capabilities(self.wire, url, self.name, headers, self.transport, cache=cache, body=self.wire.model_info_body(self.name))
+        return await published_capabilities(
+            self.wire, url, self.name, headers, self.transport, cache=cache, body=self.wire.model_info_body(self.name)
+        )
 
-    def preflight(self, messages: MsgInput, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: ModelOptions | dict | None = None) -> list[Any]:
+    def preflight(
+        self,
+        messages: MsgInput,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        options: ModelOptions | dict | None = None,
+    ) -> list[Any]:
         """Every reason the next request for these messages would be refused or would lose
         something, found offline (see :mod:`._preflight`): an empty list when none."""
         from ._preflight import preflight
@@ -304,10 +334,21 @@ class HTTPModel:
         caps = self.capabilities
         if tools and tool_choice not in (None, "auto", "none"):
             if caps.forced_tool is False:
-                raise UnsupportedOptionError("tool_choice", self.provider, "the model cannot be made to call a tool; use tool_choice='auto'", model=self.name)
+                raise UnsupportedOptionError(
+                    "tool_choice",
+                    self.provider,
+                    "the model cannot be made to call a tool; use tool_choice='auto'",
+                    model=self.name,
+                )
             if caps.forced_tool_thinking is False and thinking_requested(opts, caps):
                 raise UnsupportedOptionError(
-                    "tool_choice", self.provider, "the model cannot be made to call a tool while it thinks; use tool_choice='auto', or thinking=False", model=self.name
+                    "tool_choice",
+                    self.provider,
+                    (
+                        "the model cannot be made to call a tool while it thinks; use tool_choice='auto', or "
+                        "thinking=False"
+                    ),
+                    model=self.name,
                 )
         if caps.strict_refused and tools:
             _check_strict_tools(tools, caps.strict_refused, self.provider, self.name)
@@ -318,7 +359,14 @@ class HTTPModel:
             payload = self._drafted(messages, tools, tool_choice, refused, drafts)
         return self.wire.body(self.name, payload, opts, self.spec.preset, caps), opts
 
-    def _drafted(self, messages: Sequence[Msg], tools: Sequence[Any] | None, tool_choice: Any, refused: frozenset[str], drafted: list[Any]) -> dict[str, Any]:
+    def _drafted(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[Any] | None,
+        tool_choice: Any,
+        refused: frozenset[str],
+        drafted: list[Any],
+    ) -> dict[str, Any]:
         """The payload, built on what was built for this conversation's last request when
         its messages are still there and unchanged (only the new ones are media-checked and
         formatted), else afresh; the draft is kept for the next one and put in ``drafted``
@@ -443,11 +491,22 @@ class HTTPModel:
         slot = self._slots.get(asyncio.get_running_loop()) if self._slots is not None else None
         return 0 if slot is None or self.max_concurrent is None else self.max_concurrent - slot._value
 
-    async def _stream(self, messages: MsgInput, tools: Sequence[Any] | None, tool_choice: Any, options: ModelOptions | dict | None, reply_id: str) -> AsyncGenerator[AgentEvent, None]:
+    async def _stream(
+        self,
+        messages: MsgInput,
+        tools: Sequence[Any] | None,
+        tool_choice: Any,
+        options: ModelOptions | dict | None,
+        reply_id: str,
+    ) -> AsyncGenerator[AgentEvent, None]:
         call = await self._prepare(messages, tools, tool_choice, options)
         try:
             while True:
-                attempt = _Attempt(self.wire.decoder_for(self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name), self.spec.preset))
+                attempt = _Attempt(
+                    self.wire.decoder_for(
+                        self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name), self.spec.preset
+                    )
+                )
                 attempt.decoder.adapter.endpoint = self.endpoint
                 if call.renamed:
                     attempt.decoder.adapter.tool_names = call.renamed
@@ -478,24 +537,36 @@ class HTTPModel:
             if call.trace is not None and not call.trace.ended:
                 call.trace.end(error=asyncio.CancelledError("the call was closed before it ended"))
 
-    async def _prepare(self, messages: MsgInput, tools: Sequence[Any] | None, tool_choice: Any, options: ModelOptions | dict | None) -> _Call:
+    async def _prepare(
+        self, messages: MsgInput, tools: Sequence[Any] | None, tool_choice: Any, options: ModelOptions | dict | None
+    ) -> _Call:
         """What a call sends: the request built for the model (its capabilities looked up
         when they matter, media fetched, a cache resource made), continued from a stored
         response with ``chain``, encoded and signed, with its trace and deadline."""
-        messages = await resolve_sources(as_messages(messages), self.wire, self.transport, self.max_source_bytes, self.endpoint)
-        if not self._looked_up and (self.wire.lookup_always or _depends_on_capabilities(self.options.merged(options), tools, tool_choice)):
+        messages = await resolve_sources(
+            as_messages(messages), self.wire, self.transport, self.max_source_bytes, self.endpoint
+        )
+        if not self._looked_up and (
+            self.wire.lookup_always or _depends_on_capabilities(self.options.merged(options), tools, tool_choice)
+        ):
             await self.lookup_capabilities()
         drafted: list[Any] = []
         payload, opts = self.build_request(messages, tools, tool_choice, options, drafts=drafted)
         payload = await self._with_cache_resource(payload, opts)
         call = _Call(payload, opts, name_map(tools, getattr(self.formatter, "tool_name_rules", None)))
-        chained = self.wire.chain(payload, self._chains) if opts.chain and self.wire.keeps_state and self._chains else None
+        chained = (
+            self.wire.chain(payload, self._chains) if opts.chain and self.wire.keeps_state and self._chains else None
+        )
         if chained is not None:
             call.payload = call.chained = chained
         elif drafted:
             call.drafted = (drafted[0], drafted[1])
         call.body, call.headers = await self._encoded(call.payload, opts, call.drafted)
-        call.trace = telemetry.model_call(self.provider, self.name, self.url(opts), opts, messages) if telemetry.enabled() else None
+        call.trace = (
+            telemetry.model_call(self.provider, self.name, self.url(opts), opts, messages)
+            if telemetry.enabled()
+            else None
+        )
         call.deadline = asyncio.get_running_loop().time() + self.timeouts.total if self.timeouts.total else None
         if IN_CASSETTE.get() and not REPLAYING.get():  # a cassette that may record
             call.conversation = _conversation(messages, tools, tool_choice, opts)
@@ -529,11 +600,21 @@ class HTTPModel:
             if not events:
                 continue
             # The usual piece (the answer under way, not ending) is passed on as it is.
-            for event in events if attempt.passed_on and events[-1].type != "MODEL_CALL_END" else await self._passed(events, attempt, call):
+            for event in (
+                events
+                if attempt.passed_on and events[-1].type != "MODEL_CALL_END"
+                else await self._passed(events, attempt, call)
+            ):
                 yield event
         if opts.background and decoder.adapter.started and not decoder.adapter.finished:
             # The body ended before the response did: read the rest.
-            resumed = self._resumed(decoder.adapter, opts, trace, call.full, E.IncompleteStreamError("the background stream ended before its response"))
+            resumed = self._resumed(
+                decoder.adapter,
+                opts,
+                trace,
+                call.full,
+                E.IncompleteStreamError("the background stream ended before its response"),
+            )
             if resumed is not None:
                 held, attempt.held = attempt.held, []
                 for event in held:
@@ -573,7 +654,11 @@ class HTTPModel:
             estimate = len(call.body) // 4 + (opts.max_tokens or 0)
             call.permit = await self.rate_limiter.acquire(self._limit_key(), estimate, call.deadline)
         kept = CONVERSATION.set(call.conversation) if call.conversation is not None else None
-        waiting = self.timeouts.first_byte if opts.stream is not False else max(self.timeouts.first_byte, self.timeouts.total or 0)
+        waiting = (
+            self.timeouts.first_byte
+            if opts.stream is not False
+            else max(self.timeouts.first_byte, self.timeouts.total or 0)
+        )
         try:
             return await self.transport.open("POST", self.url(opts), call.headers, call.body, waiting, call.deadline)
         finally:
@@ -597,7 +682,9 @@ class HTTPModel:
         self._remember(call.full, events[-1], call.opts)
         if call.permit is not None:
             end = events[-1]
-            self.rate_limiter.settle(call.permit, getattr(end, "input_tokens", 0) + getattr(end, "output_tokens", 0) or None)
+            self.rate_limiter.settle(
+                call.permit, getattr(end, "input_tokens", 0) + getattr(end, "output_tokens", 0) or None
+            )
 
     def _mask(self, err: E.ProviderError, headers: Any, url: str | None = None) -> E.ProviderError:
         """The credentials a request carried (its key headers and query, the cloud
@@ -629,7 +716,14 @@ class HTTPModel:
         learned_rules().add(self.endpoint, self.name, learned, err.message)
         self._capabilities = None  # the next call reads what was learned
         refused = E.RefusedOptionError(
-            option, self.provider, self.name, err.message, provider_type=err.provider_type, status_code=err.status_code, request_id=err.request_id, body=err.body
+            option,
+            self.provider,
+            self.name,
+            err.message,
+            provider_type=err.provider_type,
+            status_code=err.status_code,
+            request_id=err.request_id,
+            body=err.body,
         )
         refused.events, refused.retry_after = err.events, getattr(err, "retry_after", None)  # type: ignore[attr-defined]
         refused.rate_limits = err.rate_limits
@@ -649,7 +743,10 @@ class HTTPModel:
 
             other = sniff(attempt.head)
             if other is not None and other != self.protocol:
-                err.message = f"the server at {self.url().split('?')[0]} answered in another protocol ({other}), not {self.protocol}: {err.message}"
+                err.message = (
+                    f"the server at {self.url().split('?')[0]} answered in another protocol ({other}), not "
+                    f"{self.protocol}: {err.message}"
+                )
 
     async def _after_error(self, err: E.ProviderError, attempt: _Attempt, call: _Call) -> Any:
         """What follows a failed request: ``_AGAIN`` (sent again: the whole history, or a
@@ -664,7 +761,12 @@ class HTTPModel:
             call.body, call.headers = await self._encoded(call.payload, call.opts)
             await attempt.close()
             return _AGAIN
-        if call.opts.background and isinstance(err, (E.ConnectionError, E.IncompleteStreamError)) and adapter.started and not adapter.finished:
+        if (
+            call.opts.background
+            and isinstance(err, (E.ConnectionError, E.IncompleteStreamError))
+            and adapter.started
+            and not adapter.finished
+        ):
             # A background response goes on without us: read the rest of it rather than
             # start it again.
             resumed = self._resumed(adapter, call.opts, call.trace, call.full, err)
@@ -673,8 +775,14 @@ class HTTPModel:
                 return resumed
         if attempt.passed_on or getattr(err, "answered", False) or _answer_began(attempt.held, err.events):
             return None
-        delay = self.retry.delay(call.attempts, getattr(err, "retry_after", None)) if self.retry.retryable(err) else None
-        if delay is not None and call.deadline is not None and asyncio.get_running_loop().time() + delay >= call.deadline:
+        delay = (
+            self.retry.delay(call.attempts, getattr(err, "retry_after", None)) if self.retry.retryable(err) else None
+        )
+        if (
+            delay is not None
+            and call.deadline is not None
+            and asyncio.get_running_loop().time() + delay >= call.deadline
+        ):
             # One deadline for the call: a wait that would cross it is not begun, and the
             # error that made it wait is the one raised.
             delay = None
@@ -706,7 +814,9 @@ class HTTPModel:
         err.events = []
         raise err
 
-    async def _encoded(self, payload: dict[str, Any], opts: ModelOptions, drafted: tuple[Any, list[Any]] | None = None) -> tuple[bytes, dict[str, str]]:
+    async def _encoded(
+        self, payload: dict[str, Any], opts: ModelOptions, drafted: tuple[Any, list[Any]] | None = None
+    ) -> tuple[bytes, dict[str, str]]:
         """A request's body bytes and its headers: the protocol's for what the body holds,
         the call's extra ones, cloud credentials applied. The finished turns of a draft are
         encoded once, for every request that sends them."""
@@ -718,7 +828,9 @@ class HTTPModel:
             headers["accept"] = "application/json"
         return body, await self._signed(self.url(opts), headers, body)
 
-    def _drafted_body(self, payload: dict[str, Any], opts: ModelOptions, drafted: tuple[Any, list[Any]]) -> bytes | None:
+    def _drafted_body(
+        self, payload: dict[str, Any], opts: ModelOptions, drafted: tuple[Any, list[Any]]
+    ) -> bytes | None:
         """The body with the draft's finished turns as their bytes, where the turns are the
         ones the draft made (None otherwise: the plain encoding then), and not given in
         ``extra_body``. (What the protocol adds to the body, cache marks included, goes on
@@ -734,16 +846,24 @@ class HTTPModel:
 
     def _remember(self, full: dict[str, Any], end: AgentEvent, opts: ModelOptions) -> None:
         """Keep what a later call needs to continue this one on the server (``chain``)."""
-        if not isinstance(end, ModelCallEndEvent) or not opts.chain or not self.wire.keeps_state or end.finished_reason != "completed":
+        if (
+            not isinstance(end, ModelCallEndEvent)
+            or not opts.chain
+            or not self.wire.keeps_state
+            or end.finished_reason != "completed"
+        ):
             return
         record = self.wire.chain_record(full, end.metadata)
         if record is not None:
             self._chains.append(record)
 
-    def _resumed(self, adapter: Any, opts: ModelOptions, trace: Any, full: dict[str, Any], err: E.ProviderError) -> AsyncGenerator[AgentEvent, None] | None:
+    def _resumed(
+        self, adapter: Any, opts: ModelOptions, trace: Any, full: dict[str, Any], err: E.ProviderError
+    ) -> AsyncGenerator[AgentEvent, None] | None:
         """The rest of a background response whose stream broke, read again from the last
         event received (the provider's cursor), into the same adapter; None when the
         protocol cannot say where (the error then stands)."""
+
         def where() -> str | None:
             seen = {**adapter.call_metadata, "sequence_number": getattr(adapter, "sequence", None)}
             return self.wire.resume_url(self.spec.base_url or "", self.spec.preset, seen)
@@ -752,7 +872,6 @@ class HTTPModel:
             return None
 
         async def resume() -> AsyncGenerator[AgentEvent, None]:
-            loop = asyncio.get_running_loop()
             last: E.ProviderError = err
             for _ in range(_MAX_RESUMES):
                 url = where()
@@ -766,21 +885,11 @@ class HTTPModel:
                     if response.status_code >= 400:
                         last = self._mask(await http_error(response, self.wire), headers, url)
                         break
-                    decoder = self.wire.decoder_for(adapter, self.spec.preset)
-                    async for chunk in read_chunks(response, self.timeouts, None, loop.time() + self.timeouts.first_byte):
-                        events = decoder.feed(chunk)
-                        if events and events[-1].type == "MODEL_CALL_END":
-                            await self._prices_loaded()
-                            events[-1] = self._ended(events[-1], trace)
-                            self._remember(full, events[-1], opts)
-                        for event in events:
-                            yield event
-                    if not adapter.finished:
-                        last = E.IncompleteStreamError("the resumed background stream ended before its response")
-                        continue
-                    for event in decoder.close():
+                    async for event in self._read_resumed(response, adapter, opts, trace, full):
                         yield event
-                    return
+                    if adapter.finished:
+                        return
+                    last = E.IncompleteStreamError("the resumed background stream ended before its response")
                 except (E.ConnectionError, E.IncompleteStreamError) as again:
                     last = again
                     if adapter.finished:
@@ -800,6 +909,25 @@ class HTTPModel:
             raise last
 
         return resume()
+
+    async def _read_resumed(
+        self, response: Any, adapter: Any, opts: ModelOptions, trace: Any, full: dict[str, Any]
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """A resumed background stream's events, into the adapter that read the broken one
+        (closed only when its response ended)."""
+        decoder = self.wire.decoder_for(adapter, self.spec.preset)
+        deadline = asyncio.get_running_loop().time() + self.timeouts.first_byte
+        async for chunk in read_chunks(response, self.timeouts, None, deadline):
+            events = decoder.feed(chunk)
+            if events and events[-1].type == "MODEL_CALL_END":
+                await self._prices_loaded()
+                events[-1] = self._ended(events[-1], trace)
+                self._remember(full, events[-1], opts)
+            for event in events:
+                yield event
+        if adapter.finished:
+            for event in decoder.close():
+                yield event
 
     def _preload_prices(self) -> None:
         """Start loading the price catalogue in a thread (once), where calls are priced."""
@@ -842,7 +970,11 @@ class HTTPModel:
         try:
             raw = await asyncio.wait_for(read_limited(response, self.max_source_bytes), left)
         except asyncio.TimeoutError:
-            raise E.TimeoutError(f"the total timeout ({self.timeouts.total:g} s) fired: while reading the whole answer", which="total", seconds=self.timeouts.total or 0.0) from None
+            raise E.TimeoutError(
+                f"the total timeout ({self.timeouts.total:g} s) fired: while reading the whole answer",
+                which="total",
+                seconds=self.timeouts.total or 0.0,
+            ) from None
         text = raw.decode("utf-8", "replace")
         try:
             answer: Any = json.loads(text) if "json" in content_type.lower() else None
@@ -850,19 +982,31 @@ class HTTPModel:
             answer = None
         if answer is None:
             err = E.UpstreamError(
-                f"the server at {self.url()} answered HTTP {response.status_code} with {content_type or 'no content type'},"
+                f"the server at {self.url()} answered HTTP {response.status_code} with "
+                f"{content_type or 'no content type'},"
                 f" not a {self.wire.description} stream: {text[:300]!r}",
                 status_code=response.status_code,
                 body=text[:2000],
             )
-        elif isinstance(answer, dict) and answer.get("error") and not answer.get("choices") and not answer.get("candidates"):
+        elif (
+            isinstance(answer, dict)
+            and answer.get("error")
+            and not answer.get("choices")
+            and not answer.get("candidates")
+        ):
             # A Responses object always carries "error" (null unless it failed): only a value is one.
             err = self.wire.error(answer, status=None)
         else:
             try:
                 return decode_answer(adapter, self.wire.answer_events(answer))
             except NotImplementedError:
-                err = E.UpstreamError(f"the server answered with JSON, which the {self.wire.name} protocol cannot read as a reply: {text[:300]!r}", body=answer)
+                err = E.UpstreamError(
+                    (
+                        f"the server answered with JSON, which the {self.wire.name} protocol cannot read as a "
+                        f"reply: {text[:300]!r}"
+                    ),
+                    body=answer,
+                )
             except E.ProviderError as decoded:
                 decoded.answered = True  # type: ignore[attr-defined]
                 raise
@@ -870,7 +1014,13 @@ class HTTPModel:
         raise err
 
     async def count_tokens(
-        self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: ModelOptions | dict | None = None, estimate: bool = False
+        self,
+        messages: MsgInput,
+        *,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        options: ModelOptions | dict | None = None,
+        estimate: bool = False,
     ) -> Any:
         """The input tokens this request would send (a :class:`~modelwire.models.TokenCount`),
         counted by the provider's own endpoint for the exact body the request would have
@@ -948,12 +1098,16 @@ class HTTPModel:
         await self.transport.aclose()
 
 
-async def fold_call(model: Any, messages: MsgInput, tools: Any, tool_choice: Any, options: Any, reply_id: str | None, name: str) -> Msg:
+async def fold_call(
+    model: Any, messages: MsgInput, tools: Any, tool_choice: Any, options: Any, reply_id: str | None, name: str
+) -> Msg:
     """A model's ``complete()``: the folded events of one ``stream()`` call; on failure the
     typed error with ``partial`` set to the message received so far."""
     reply = AssistantMsg(name, [], id=reply_id or new_id())
     try:
-        async for event in model.stream(messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id):
+        async for event in model.stream(
+            messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id
+        ):
             reply.append_event(event, strict=True)
     except E.ProviderError as err:
         err.partial = reply  # type: ignore[attr-defined]
@@ -988,7 +1142,15 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 def _depends_on_capabilities(opts: ModelOptions, tools: Any, tool_choice: Any) -> bool:
     """Whether the request for these options differs from model to model (else the
     capability lookup is not worth its time)."""
-    shaped = (opts.thinking, opts.thinking_budget, opts.reasoning_effort, opts.thinking_display, opts.json_schema, opts.temperature, opts.top_p)
+    shaped = (
+        opts.thinking,
+        opts.thinking_budget,
+        opts.reasoning_effort,
+        opts.thinking_display,
+        opts.json_schema,
+        opts.temperature,
+        opts.top_p,
+    )
     return any(v is not None for v in shaped) or bool(tools and tool_choice not in (None, "auto", "none"))
 
 
@@ -1016,7 +1178,9 @@ def _answer_began(*batches: list[AgentEvent]) -> bool:
     return any(event.type not in _CALL_BOUNDS for batch in batches for event in batch)
 
 
-def _conversation(messages: Sequence[Msg], tools: Sequence[Any] | None, tool_choice: Any, opts: ModelOptions) -> dict[str, Any]:
+def _conversation(
+    messages: Sequence[Msg], tools: Sequence[Any] | None, tool_choice: Any, opts: ModelOptions
+) -> dict[str, Any]:
     """A call's conversation as a cassette keeps it: the messages in modelwire's JSON form
     (times left out, so a recording made again reads the same), the tools, the tool choice,
     and the options that were set."""
@@ -1029,7 +1193,9 @@ def _conversation(messages: Sequence[Msg], tools: Sequence[Any] | None, tool_cho
             return [timeless(v) for v in value]
         return value
 
-    options = {k: v for k, v in asdict(opts).items() if v not in (None, {}, [], "output") and k not in ("extra_headers",)}
+    options = {
+        k: v for k, v in asdict(opts).items() if v not in (None, {}, [], "output") and k not in ("extra_headers",)
+    }
 
     def message(msg: Msg) -> dict[str, Any]:
         data = timeless(msg.to_dict())
@@ -1041,7 +1207,12 @@ def _conversation(messages: Sequence[Msg], tools: Sequence[Any] | None, tool_cho
 
     return {
         "messages": [message(m) for m in messages],
-        "tools": [{"server_tool": t.kind, "config": t.config, "raw": t.raw} if isinstance(t, ServerTool) else asdict(ToolSpec.coerce(t)) for t in tools or ()],
+        "tools": [
+            {"server_tool": t.kind, "config": t.config, "raw": t.raw}
+            if isinstance(t, ServerTool)
+            else asdict(ToolSpec.coerce(t))
+            for t in tools or ()
+        ],
         "tool_choice": tool_choice,
         "options": json.loads(json.dumps(options, default=str)),
     }
@@ -1057,7 +1228,10 @@ def _check_strict_tools(tools: Sequence[Any], refused: Sequence[str], provider: 
         path = _keyword_in(spec.parameters, frozenset(refused), "parameters")
         if path is not None:
             raise UnsupportedOptionError(
-                "tools", provider, f"tool {spec.name!r}: strict mode on this model refuses {path}; remove it, or set strict=False", model=model
+                "tools",
+                provider,
+                f"tool {spec.name!r}: strict mode on this model refuses {path}; remove it, or set strict=False",
+                model=model,
             )
 
 
@@ -1076,7 +1250,14 @@ def _keyword_in(node: Any, refused: frozenset[str], path: str) -> str | None:
         if key in refused:
             return f"{key!r} at {path}"
         if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(value, dict):
-            found = next((f for name, sub in value.items() if (f := _keyword_in(sub, refused, f"{path}.{key}.{name}")) is not None), None)
+            found = next(
+                (
+                    f
+                    for name, sub in value.items()
+                    if (f := _keyword_in(sub, refused, f"{path}.{key}.{name}")) is not None
+                ),
+                None,
+            )
         else:
             found = _keyword_in(value, refused, f"{path}.{key}")
         if found is not None:

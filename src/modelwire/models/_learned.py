@@ -87,7 +87,11 @@ class LearnedRules:
             kept = record["fields"].get(name)
             if name in UNION_FIELDS and isinstance(kept, dict) and isinstance(kept.get("value"), list):
                 value = tuple(dict.fromkeys([*kept["value"], *value]))  # each refusal names one more
-            record["fields"][name] = {"value": list(value) if isinstance(value, tuple) else value, "learned_at": now, "said": said[:300]}
+            record["fields"][name] = {
+                "value": list(value) if isinstance(value, tuple) else value,
+                "learned_at": now,
+                "said": said[:300],
+            }
         self._memory[key] = record
         if self.folder is not None:
             write_json(self.folder, key, record)

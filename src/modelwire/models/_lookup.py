@@ -102,7 +102,15 @@ def default_cache() -> CapabilityCache:
 
 
 async def published_capabilities(
-    wire: Any, url: str, model: str, headers: dict[str, str], transport: Any, *, cache: CapabilityCache | None = None, budget: float = LOOKUP_SECONDS, body: bytes | None = None
+    wire: Any,
+    url: str,
+    model: str,
+    headers: dict[str, str],
+    transport: Any,
+    *,
+    cache: CapabilityCache | None = None,
+    budget: float = LOOKUP_SECONDS,
+    body: bytes | None = None,
 ) -> ModelCapabilities | None:
     """What the provider publishes about ``model`` at ``url``, or None (never raises)."""
     cache = cache or default_cache()
@@ -111,7 +119,11 @@ async def published_capabilities(
         try:
             async with asyncio.timeout(budget):
                 method = "GET" if body is None else "POST"
-                sent = {**headers, "accept": "application/json", **({"content-type": "application/json"} if body is not None else {})}
+                sent = {
+                    **headers,
+                    "accept": "application/json",
+                    **({"content-type": "application/json"} if body is not None else {}),
+                }
                 response = await transport.open(method, url, sent, body or b"", budget)
                 try:
                     raw = await response.aread()

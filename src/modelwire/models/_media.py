@@ -42,7 +42,11 @@ def refused_media(caps: ModelCapabilities) -> frozenset[str]:
 
 def has_media(block: Any) -> bool:
     btype = block.type
-    return btype == "data" or (btype == "tool_result" and not isinstance(block.output, str)) or (btype == "hint" and not isinstance(block.hint, str))
+    return (
+        btype == "data"
+        or (btype == "tool_result" and not isinstance(block.output, str))
+        or (btype == "hint" and not isinstance(block.hint, str))
+    )
 
 
 def without_media(blocks: list[Any], refused: frozenset[str], index: int, model: Any) -> list[Any] | None:
@@ -77,7 +81,13 @@ def _media_note(kind: str, block: Any, index: int, model: Any) -> Any:
     what = f"{model.provider}:{model.name} takes no {kind} input"
     if model.on_unsupported_media == "refuse":
         raise E.FormatError(
-            index, f"{what} ({block.source.media_type}); remove it, choose a model that takes it, or load the model with on_unsupported_media='note'", model.protocol, code="unsupported-media"
+            index,
+            (
+                f"{what} ({block.source.media_type}); remove it, choose a model that takes it, or load "
+                "the model with on_unsupported_media='note'"
+            ),
+            model.protocol,
+            code="unsupported-media",
         )
     name = f" {block.name!r}" if getattr(block, "name", None) else ""
     return TextBlock(text=f"[{kind}{name} not shown: {what}]")
@@ -95,7 +105,13 @@ def _needs_fetch(protocol: WireProtocol, media_type: str, url: str) -> bool:
     return protocol.needs_inline(media_type)
 
 
-async def resolve_sources(messages: Sequence[Msg], protocol: WireProtocol, transport: HTTPTransport, max_bytes: int, endpoint: str | None = None) -> list[Msg]:
+async def resolve_sources(
+    messages: Sequence[Msg],
+    protocol: WireProtocol,
+    transport: HTTPTransport,
+    max_bytes: int,
+    endpoint: str | None = None,
+) -> list[Msg]:
     """Inline (as base64) the data sources the provider cannot take as a URL, and every
     ``file://`` source, with a size limit; an uploaded file (``model.upload_file``) is left
     as a reference where ``endpoint`` holds it and takes its media type by reference, else
@@ -131,19 +147,25 @@ def _has_url(block: Any) -> bool:
     return False
 
 
-async def _resolve_block(block: Any, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int, endpoint: str | None = None) -> Any:
+async def _resolve_block(
+    block: Any, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int, endpoint: str | None = None
+) -> Any:
     if block.type == "data":
         return await _resolve_data(block, protocol, transport, max_bytes, endpoint)
     field = "output" if block.type == "tool_result" else "hint" if block.type == "hint" else ""
     inner = getattr(block, field) if field else None
     if isinstance(inner, list):
-        resolved = [await _resolve_data(b, protocol, transport, max_bytes, endpoint) if b.type == "data" else b for b in inner]
+        resolved = [
+            await _resolve_data(b, protocol, transport, max_bytes, endpoint) if b.type == "data" else b for b in inner
+        ]
         if any(a is not b for a, b in zip(resolved, inner)):
             return block.replace(**{field: resolved})
     return block
 
 
-async def _resolve_data(block: DataBlock, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int, endpoint: str | None = None) -> DataBlock:
+async def _resolve_data(
+    block: DataBlock, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int, endpoint: str | None = None
+) -> DataBlock:
     src = block.source
     if src.type != "url":
         return block
@@ -163,10 +185,14 @@ def by_reference(block: DataBlock, protocol: WireProtocol, endpoint: str | None)
     in the protocol's Files API, and the protocol takes that media type by reference."""
     from ..formatters._common import held_file
 
-    return held_file(block, endpoint, protocol.files_api) is not None and protocol.takes_file_ref(block.source.media_type)
+    return held_file(block, endpoint, protocol.files_api) is not None and protocol.takes_file_ref(
+        block.source.media_type
+    )
 
 
-async def _uploaded(block: DataBlock, extras: dict[str, Any], protocol: WireProtocol, endpoint: str | None, max_bytes: int) -> DataBlock:
+async def _uploaded(
+    block: DataBlock, extras: dict[str, Any], protocol: WireProtocol, endpoint: str | None, max_bytes: int
+) -> DataBlock:
     """An uploaded file's block as it is where it goes by reference (:func:`by_reference`);
     else a plain block of its bytes, read from its local copy; else as it is, for the
     formatter to refuse, saying what to do. Its URL is never fetched: it needs the holder's
@@ -177,7 +203,13 @@ async def _uploaded(block: DataBlock, extras: dict[str, Any], protocol: WireProt
     if not (isinstance(local, str) and local.startswith("file:")):
         return block
     data = base64.b64encode(await _read_file(local, max_bytes)).decode("ascii")
-    return DataBlock(id=block.id, source=Base64Source(data=data, media_type=block.source.media_type), name=block.name, created_at=block.created_at, finished_at=block.finished_at)
+    return DataBlock(
+        id=block.id,
+        source=Base64Source(data=data, media_type=block.source.media_type),
+        name=block.name,
+        created_at=block.created_at,
+        finished_at=block.finished_at,
+    )
 
 
 async def _read_file(url: str, max_bytes: int) -> bytes:
@@ -195,7 +227,9 @@ async def _download(url: str, transport: HTTPTransport, max_bytes: int) -> bytes
     response = await transport.open("GET", url, {"user-agent": USER_AGENT}, b"", transport.timeouts.first_byte)
     try:
         if response.status_code >= 400:
-            raise E.InvalidRequestError(f"fetching {url} gave HTTP {response.status_code}", status_code=response.status_code)
+            raise E.InvalidRequestError(
+                f"fetching {url} gave HTTP {response.status_code}", status_code=response.status_code
+            )
         parts = []
         size = 0
         async for chunk in response.aiter_bytes():

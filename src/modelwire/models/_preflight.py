@@ -21,10 +21,14 @@ __all__ = ["Finding", "RULES", "preflight", "repair"]
 RULES = {
     "tool-id": "a tool-call id the target refuses; it is rewritten, the same for the call and its result",
     "tool-name": "a tool name the target refuses; it is rewritten, and mapped back when the model calls it",
-    "foreign-thinking": "signed thinking or encrypted reasoning another endpoint minted; the target cannot check it, so it is not sent",
+    "foreign-thinking": (
+        "signed thinking or encrypted reasoning another endpoint minted; the target cannot check it, so it is not sent"
+    ),
     "forced-tool-with-thinking": "a forced tool choice the model refuses while it thinks (or at all)",
     "unsupported-media": "media the model does not take in",
-    "bad-data": "inline data that is not base64, or a media type that is none (taken when built, as AgentScope takes them)",
+    "bad-data": (
+        "inline data that is not base64, or a media type that is none (taken when built, as AgentScope takes them)"
+    ),
     "non-strict-schema": "a json_schema the provider's strict mode cannot express; it is sent unenforced",
     "cache-breakpoints": "more prompt-cache breakpoints than the provider allows",
     "empty-text": "an empty text block in a user or system message, which providers refuse; it is left out",
@@ -33,9 +37,12 @@ RULES = {
     "unsupported-option": "an option the model does not take",
     "strict-schema": "a strict tool schema holding a keyword the model's strict mode refuses",
     "context-window": "a conversation larger than the model's context window (estimated from its text)",
-    "file-elsewhere": "a file uploaded to another provider's Files API (model.upload_file), which the target cannot read by id",
+    "file-elsewhere": (
+        "a file uploaded to another provider's Files API (model.upload_file), which the target cannot read by id"
+    ),
     "format": "a conversation the provider's format cannot express",
 }
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -52,7 +59,13 @@ class Finding:
         return f"[{self.rule}] {where}: {self.message}" + (f" (fix: {self.fix})" if self.fix else "")
 
 
-def preflight(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None) -> list[Finding]:
+def preflight(
+    model: Any,
+    messages: Sequence[Any],
+    tools: Sequence[Any] | None = None,
+    tool_choice: Any = None,
+    options: Any = None,
+) -> list[Finding]:
     """What would go wrong with the next request of ``model`` (an ``HTTPModel``) for these
     messages: an empty list when nothing would."""
     seen_names: set[str] = set()  # tool names already reported
@@ -65,7 +78,14 @@ def preflight(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None =
         return findings + [Finding("unsupported-option", None, str(exc))]
     if opts.json_schema is not None:
         for problem in model.wire.schema_problems(opts.json_schema):
-            findings.append(Finding("non-strict-schema", None, f"json_schema: {problem}", "sent with strict: false (the model may not follow it)"))
+            findings.append(
+                Finding(
+                    "non-strict-schema",
+                    None,
+                    f"json_schema: {problem}",
+                    "sent with strict: false (the model may not follow it)",
+                )
+            )
     files, messages = _file_findings(model, messages)
     return findings + files + _request_findings(model, messages, tools, tool_choice, opts, caps)
 
@@ -93,14 +113,25 @@ def _file_findings(model: Any, messages: Sequence[Any]) -> tuple[list[Finding], 
                 continue  # the formatter refuses it, saying what to do
             held = origin(block)
             holder = held.provider if held is not None else "another provider"
-            findings.append(Finding("file-elsewhere", index, f"{target} cannot read the file {extras['file_id']} that {holder} holds", f"its bytes are sent, read from {local}"))
+            findings.append(
+                Finding(
+                    "file-elsewhere",
+                    index,
+                    f"{target} cannot read the file {extras['file_id']} that {holder} holds",
+                    f"its bytes are sent, read from {local}",
+                )
+            )
             content = list(out[index].content)
-            content[n] = DataBlock(id=block.id, source=Base64Source(data="AAAA", media_type=block.source.media_type), name=block.name)
+            content[n] = DataBlock(
+                id=block.id, source=Base64Source(data="AAAA", media_type=block.source.media_type), name=block.name
+            )
             out[index] = out[index].replace(content=content)
     return findings, out
 
 
-def _request_findings(model: Any, messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: Any, opts: Any, caps: Any) -> list[Finding]:
+def _request_findings(
+    model: Any, messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: Any, opts: Any, caps: Any
+) -> list[Finding]:
     """What building the request refuses: every option the model does not take (each found,
     the request is built again without it, so one check reports them all), then what the
     conversation itself breaks, then its size."""
@@ -115,8 +146,12 @@ def _request_findings(model: Any, messages: Sequence[Any], tools: Sequence[Any] 
             try:
                 model.build_request(list(messages), tools, tool_choice, None)
             except E.UnsupportedOptionError as exc:
-                rule = {"tool_choice": "forced-tool-with-thinking", "tools": "strict-schema"}.get(exc.option, "unsupported-option")
-                findings.append(Finding(rule, None, str(exc), "tool_choice='auto'" if rule == "forced-tool-with-thinking" else None))
+                rule = {"tool_choice": "forced-tool-with-thinking", "tools": "strict-schema"}.get(
+                    exc.option, "unsupported-option"
+                )
+                findings.append(
+                    Finding(rule, None, str(exc), "tool_choice='auto'" if rule == "forced-tool-with-thinking" else None)
+                )
                 if exc.option == "tool_choice":
                     tool_choice = "auto"
                 elif exc.option in names and getattr(opts, exc.option) is not None:
@@ -168,7 +203,17 @@ def _size_findings(messages: Sequence[Any], tools: Sequence[Any] | None, caps: A
     estimate = chars // _CHARS_PER_TOKEN
     if estimate <= window:
         return []
-    return [Finding("context-window", None, f"does not fit the model's context window: about {estimate:,} tokens (an estimate from its text) against {window:,}", None)]
+    return [
+        Finding(
+            "context-window",
+            None,
+            (
+                f"does not fit the model's context window: about {estimate:,} tokens (an estimate from "
+                f"its text) against {window:,}"
+            ),
+            None,
+        )
+    ]
 
 
 def counted_finding(counted: Any, window: int | None, target: str) -> Finding | None:
@@ -177,7 +222,12 @@ def counted_finding(counted: Any, window: int | None, target: str) -> Finding | 
     if window is None or counted.input_tokens <= window:
         return None
     how = "an estimate from the request's size" if counted.estimated else "counted by the provider"
-    return Finding("context-window", None, f"does not fit {target}'s context window: {counted.input_tokens:,} input tokens ({how}) against {window:,}", None)
+    return Finding(
+        "context-window",
+        None,
+        f"does not fit {target}'s context window: {counted.input_tokens:,} input tokens ({how}) against {window:,}",
+        None,
+    )
 
 
 def _history_findings(model: Any, messages: Sequence[Any], seen_names: set[str]) -> list[Finding]:
@@ -197,7 +247,9 @@ def _history_findings(model: Any, messages: Sequence[Any], seen_names: set[str])
             extras = extras_of(block)
             if btype == "text" and not block.text and msg.role != "assistant":
                 # (Empty text a provider itself sent in a reply is its own habit, and dropped.)
-                findings.append(Finding("empty-text", index, f"an empty text block in a {msg.role} message", "left out"))
+                findings.append(
+                    Finding("empty-text", index, f"an empty text block in a {msg.role} message", "left out")
+                )
             elif btype in ("tool_call", "tool_result"):
                 if btype == "tool_call" and extras.get("server_side"):
                     server.add(block.id)
@@ -206,7 +258,14 @@ def _history_findings(model: Any, messages: Sequence[Any], seen_names: set[str])
                     continue
                 if ids is not None and not ids.fits(block.id) and block.id not in seen_ids:
                     seen_ids.add(block.id)
-                    findings.append(Finding("tool-id", index, f"{target} refuses the tool-call id {block.id!r}", "rewritten as the target takes it, the same for its result"))
+                    findings.append(
+                        Finding(
+                            "tool-id",
+                            index,
+                            f"{target} refuses the tool-call id {block.id!r}",
+                            "rewritten as the target takes it, the same for its result",
+                        )
+                    )
                 findings += _name_finding(block.name, names, seen_names, index, target)
             if btype in ("thinking", "data", "text", "tool_call") and any(extras.get(key) for key in signed):
                 findings += _foreign(model, block, index, target)
@@ -222,7 +281,14 @@ def _foreign(model: Any, block: Any, index: int, target: str) -> list[Finding]:
         return []
     made = origin(block)
     maker = made.endpoint or made.provider or made.protocol if made else "another provider"
-    return [Finding("foreign-thinking", index, f"{block.type} signed by {maker} cannot be checked by {target}", "not sent; the model does not see that reasoning")]
+    return [
+        Finding(
+            "foreign-thinking",
+            index,
+            f"{block.type} signed by {maker} cannot be checked by {target}",
+            "not sent; the model does not see that reasoning",
+        )
+    ]
 
 
 def _tool_findings(model: Any, tools: Sequence[Any] | None, seen_names: set[str]) -> list[Finding]:
@@ -247,14 +313,19 @@ def _name_finding(name: str, names: Any, seen_names: set[str], index: int | None
     if names is None or not name or name in seen_names or wire_name(name, names) == name:
         return []
     seen_names.add(name)
-    return [Finding("tool-name", index, f"{target} refuses the tool name {name!r}", f"sent as {wire_name(name, names)!r}")]
+    return [
+        Finding("tool-name", index, f"{target} refuses the tool name {name!r}", f"sent as {wire_name(name, names)!r}")
+    ]
 
 
 def _interrupted(calls: list[Any]) -> list[Any]:
     """An ``interrupted`` result for each of ``calls`` (emptied: each is answered once)."""
     from ..message import ToolResultBlock
 
-    out = [ToolResultBlock(id=c.id, name=c.name, output="The call was interrupted before it ran.", state="interrupted") for c in calls]
+    out = [
+        ToolResultBlock(id=c.id, name=c.name, output="The call was interrupted before it ran.", state="interrupted")
+        for c in calls
+    ]
     calls.clear()
     return out
 
@@ -287,7 +358,9 @@ def repair(model: Any, messages: Sequence[Any]) -> list[Any]:
             kept.append(block)
         kept += _interrupted(waiting)
         out.append(msg.replace(content=kept) if kept != list(msg.content) else msg)
-    fixed, _, _ = conform(out, None, None, getattr(formatter, "tool_id_rules", None), getattr(formatter, "tool_name_rules", None))
+    fixed, _, _ = conform(
+        out, None, None, getattr(formatter, "tool_id_rules", None), getattr(formatter, "tool_name_rules", None)
+    )
     previous = model.on_unsupported_media
     model.on_unsupported_media = "note"
     try:

@@ -4,7 +4,8 @@ instead of sending into a 429.
 Each request first takes a place within the budget (``acquire``): its estimated tokens (the
 request's size and its output limit) against ``tpm``, and one request against ``rpm``, over
 the last ``period`` seconds, counted from when its answer began (``answered``). When the
-answer ends, the place holds the tokens really used where they were more (``settle``). The provider's rate-limit headers teach it (``learn``): the limits it did not
+answer ends, the place holds the tokens really used where they were more (``settle``). The provider's rate-limit headers
+teach it (``learn``): the limits it did not
 know, and a pause until the reset when the provider says nothing is left, or for the
 ``retry-after`` of a 429. In one process the budget lives in memory; with ``redis=URL`` it
 lives in Redis and every process with the same ``key`` shares it (a sorted set per endpoint,
@@ -54,7 +55,15 @@ class RateLimiter:
     models with ``load_model(..., rate_limiter=limiter)``; one limiter serves many models.
     """
 
-    def __init__(self, rpm: int | None = None, tpm: int | None = None, *, period: float = 60.0, redis: str | None = None, key: str = "modelwire:ratelimit") -> None:
+    def __init__(
+        self,
+        rpm: int | None = None,
+        tpm: int | None = None,
+        *,
+        period: float = 60.0,
+        redis: str | None = None,
+        key: str = "modelwire:ratelimit",
+    ) -> None:
         for name, value in (("rpm", rpm), ("tpm", tpm)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise E.ConfigError(f"RateLimiter({name}={value!r}): a limit is a whole number, at least 1")
@@ -90,7 +99,9 @@ class RateLimiter:
                 permit.waited = waited
                 return permit
             if deadline is not None and loop.time() + wait > deadline:
-                raise E.RateLimitError(f"the rate limiter would wait {wait:.1f} s for {endpoint}, past the call's deadline")
+                raise E.RateLimitError(
+                    f"the rate limiter would wait {wait:.1f} s for {endpoint}, past the call's deadline"
+                )
             log.info("rate limit: waiting %.2f s for %s (%d tokens)", wait, endpoint, tokens)
             await asyncio.sleep(wait)
             waited += wait
@@ -172,11 +183,15 @@ class RateLimiter:
             try:
                 import redis.asyncio as redis
             except ImportError:
-                raise E.ConfigError("RateLimiter(redis=...) needs the redis package: pip install 'modelwire[redis]'") from None
+                raise E.ConfigError(
+                    "RateLimiter(redis=...) needs the redis package: pip install 'modelwire[redis]'"
+                ) from None
             self._client = redis.from_url(self._redis_url or "")
         return self._client
 
-    async def _try_redis(self, endpoint: str, tokens: int, rpm: int | None, tpm: int | None, now: float) -> tuple[float, Permit | None]:
+    async def _try_redis(
+        self, endpoint: str, tokens: int, rpm: int | None, tpm: int | None, now: float
+    ) -> tuple[float, Permit | None]:
         client = self._redis()
         key = f"{self.key}:{endpoint}"
         pause = await client.get(key + ":pause")
@@ -189,10 +204,21 @@ class RateLimiter:
         return 0.0, Permit(endpoint, tokens, member=member, at=now)
 
     def _pending_settle(self, permit: Permit, used: int) -> None:
-        self._spawn(self._redis().eval(_SETTLE, 1, f"{self.key}:{permit.endpoint}", permit.member, permit.member.rsplit("-", 1)[0] + f"-{used}", permit.at))
+        self._spawn(
+            self._redis().eval(
+                _SETTLE,
+                1,
+                f"{self.key}:{permit.endpoint}",
+                permit.member,
+                permit.member.rsplit("-", 1)[0] + f"-{used}",
+                permit.at,
+            )
+        )
 
     def _pending_pause(self, endpoint: str, until: float) -> None:
-        self._spawn(self._redis().set(f"{self.key}:{endpoint}:pause", str(until), px=max(1, int((until - time.time()) * 1000))))
+        self._spawn(
+            self._redis().set(f"{self.key}:{endpoint}:pause", str(until), px=max(1, int((until - time.time()) * 1000)))
+        )
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -208,7 +234,9 @@ class RateLimiter:
             await client.aclose()
 
 
-def _wait(entries: list[tuple[float, int]], tokens: int, rpm: int | None, tpm: int | None, now: float, period: float) -> float:
+def _wait(
+    entries: list[tuple[float, int]], tokens: int, rpm: int | None, tpm: int | None, now: float, period: float
+) -> float:
     """Seconds until one more request of ``tokens`` fits the places of the last period."""
     wait = 0.0
     if rpm and len(entries) + 1 > rpm:

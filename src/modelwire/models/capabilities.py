@@ -23,7 +23,9 @@ __all__ = ["ModelCapabilities", "normalize", "from_table", "table_entries", "ent
 
 _TABLE = Path(__file__).with_name("capabilities.toml")
 # A cloud's prefixes and suffixes around the model's own name.
-_PREFIX = re.compile(r"^(?:(?:us|eu|apac|au|jp|global|us-gov)\.)?(?:anthropic|amazon|meta|mistral|openai|deepseek|qwen|google|moonshot|cohere)\.")
+_PREFIX = re.compile(
+    r"^(?:(?:us|eu|apac|au|jp|global|us-gov)\.)?(?:anthropic|amazon|meta|mistral|openai|deepseek|qwen|google|moonshot|cohere)\."
+)
 _SUFFIX = re.compile(r"(?:-v\d+:\d+|@[\w.-]+|:\w+)$")
 _DOT = re.compile(r"(?<=\d)\.(?=\d)")
 
@@ -72,7 +74,9 @@ def entries_of(text: str, name: str = "table") -> tuple[tuple[tuple[str, ...], M
                 sources.setdefault(field_name, []).append(says)
         unsourced = sorted(set(entry) - set(sources))
         if unsourced:
-            raise ConfigError(f"{name}: {family}: no source backs {', '.join(unsourced)}; name where each fact comes from")
+            raise ConfigError(
+                f"{name}: {family}: no source backs {', '.join(unsourced)}; name where each fact comes from"
+            )
         shown = {k: f"table: {family}: " + "; ".join(v) for k, v in sources.items() if k in record.known()}
         entries.append((patterns, replace(record, sources=shown), family))
     return tuple(entries)

@@ -65,8 +65,16 @@ def parse(spec: str) -> tuple[Preset, str]:
 
         names = list(all_presets())
         lowered = {n.lower(): n for n in names}
-        close = [lowered[provider.lower()]] if provider.lower() in lowered else difflib.get_close_matches(provider.lower(), names, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]}:{model}?" if close else f"known providers: {', '.join(names)} (`modelwire models` lists them)"
+        close = (
+            [lowered[provider.lower()]]
+            if provider.lower() in lowered
+            else difflib.get_close_matches(provider.lower(), names, n=1, cutoff=0.6)
+        )
+        hint = (
+            f"did you mean {close[0]}:{model}?"
+            if close
+            else f"known providers: {', '.join(names)} (`modelwire models` lists them)"
+        )
         raise ConfigError(f"unknown provider {provider!r} in {spec!r}; {hint}")
     return preset, model
 
@@ -80,7 +88,9 @@ IN_CASSETTE: contextvars.ContextVar[bool] = contextvars.ContextVar("modelwire_in
 # conversation in modelwire's JSON form (messages, tools, tool choice, options), which a
 # recording keeps beside the request so that ``modelwire cassette transpose`` can format the
 # same history for another model. Nothing is built outside cassettes.
-CONVERSATION: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("modelwire_conversation", default=None)
+CONVERSATION: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "modelwire_conversation", default=None
+)
 REPLAY_KEY = "modelwire-cassette-replay"  # never recorded: requests in replay never leave
 
 
@@ -91,7 +101,21 @@ def _check_profile(profile: dict[str, Any], name: str, path: Path | None) -> Non
 
     from ..protocols import ModelOptions
 
-    known = {f.name for f in fields(ModelOptions)} | {"model", "api_key", "base_url", "timeouts", "formatter", "capabilities", "capability_lookup", "endpoint_family", "on_unsupported_media", "fallback", "max_concurrent", "dialect", "pricing"}
+    known = {f.name for f in fields(ModelOptions)} | {
+        "model",
+        "api_key",
+        "base_url",
+        "timeouts",
+        "formatter",
+        "capabilities",
+        "capability_lookup",
+        "endpoint_family",
+        "on_unsupported_media",
+        "fallback",
+        "max_concurrent",
+        "dialect",
+        "pricing",
+    }
     for key in profile:
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
@@ -107,7 +131,12 @@ def _check_key(key: str, preset: Preset) -> None:
         raise ConfigError(f"the {preset.name} key ({where}) has spaces or a line break around it; remove them")
     bad = next((i for i, c in enumerate(key) if not (" " < c < "\x7f")), None)
     if bad is not None:
-        raise ConfigError(f"the {preset.name} key ({where}) has a character that cannot be sent (position {bad}); check what was pasted")
+        raise ConfigError(
+            (
+                f"the {preset.name} key ({where}) has a character that cannot be sent (position {bad}); "
+                "check what was pasted"
+            )
+        )
 
 
 def find_config(start: Path | None = None) -> Path | None:
@@ -149,7 +178,9 @@ def load_config(path: Path | None) -> dict[str, Any]:
 _CONFIG_KEYS = ("default", "profiles")
 
 
-def resolve(name: str | None = None, *, config_path: Path | None = None, env: Mapping[str, str] | None = None, **options: Any) -> ModelSpec:
+def resolve(
+    name: str | None = None, *, config_path: Path | None = None, env: Mapping[str, str] | None = None, **options: Any
+) -> ModelSpec:
     """Turn a model string, a profile name or nothing (environment, then config) into a ModelSpec."""
     env = os.environ if env is None else env
     path = config_path if config_path is not None else find_config()
@@ -174,7 +205,9 @@ def resolve(name: str | None = None, *, config_path: Path | None = None, env: Ma
     if not base_url:
         raise ConfigError(f"{preset.name} needs a base URL: set {preset.base_url_variable}")
     _check_base_url(base_url)
-    return ModelSpec(preset=preset, model=model, options=merged, api_key=_key(api_key, preset, env), base_url=base_url.rstrip("/"))
+    return ModelSpec(
+        preset=preset, model=model, options=merged, api_key=_key(api_key, preset, env), base_url=base_url.rstrip("/")
+    )
 
 
 def _with_dialect(preset: Preset, dialect: Any) -> Preset:
@@ -223,7 +256,13 @@ def _through_profiles(chosen: str, profiles: Mapping[str, Any], path: Path | Non
             where = f" in {path}" if path else " (no modelwire.toml found)"
             guess = guess_provider(chosen)
             close = difflib.get_close_matches(chosen, sorted(profiles), n=1, cutoff=0.6)
-            hint = f"; did you mean the profile {close[0]!r}?" if close else f"; did you mean {guess}:{chosen}?" if guess else ""
+            hint = (
+                f"; did you mean the profile {close[0]!r}?"
+                if close
+                else f"; did you mean {guess}:{chosen}?"
+                if guess
+                else ""
+            )
             raise ConfigError(f"{chosen!r} is neither PROVIDER:MODEL nor a profile{where}{hint}")
         if isinstance(profile, str):
             chosen = profile

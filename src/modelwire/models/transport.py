@@ -94,7 +94,12 @@ def retry_after_seconds(headers: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-_HTTPX_TIMEOUTS = {"ConnectTimeout": "connect", "PoolTimeout": "pool", "ReadTimeout": "chunk", "WriteTimeout": "connect"}
+_HTTPX_TIMEOUTS = {
+    "ConnectTimeout": "connect",
+    "PoolTimeout": "pool",
+    "ReadTimeout": "chunk",
+    "WriteTimeout": "connect",
+}
 
 
 def transport_error(exc: BaseException, timeouts: "Timeouts | None" = None) -> E.ProviderError:
@@ -104,7 +109,11 @@ def transport_error(exc: BaseException, timeouts: "Timeouts | None" = None) -> E
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "TimeoutException" in names:
         which = next((w for n, w in _HTTPX_TIMEOUTS.items() if n in names), None)
         seconds = getattr(timeouts, which, None) if timeouts is not None and which else None
-        label = f"the {which} timeout ({seconds:g} s)" if which and seconds is not None else (f"the {which} timeout" if which else "a timeout")
+        label = (
+            f"the {which} timeout ({seconds:g} s)"
+            if which and seconds is not None
+            else (f"the {which} timeout" if which else "a timeout")
+        )
         return E.TimeoutError(f"{label} fired: {text}", which=which, seconds=seconds)
     if names & {"RemoteProtocolError", "ReadError", "WriteError", "ConnectError", "NetworkError", "ProtocolError"}:
         return E.ConnectionError(f"connection failed: {text}")
@@ -127,7 +136,9 @@ def _is_transport_exception(exc: BaseException) -> bool:
     if isinstance(exc, E.ModelwireError):
         return False  # ours already (our ConnectionError is an OSError too)
     names = {cls.__name__ for cls in type(exc).__mro__}
-    return bool(names & {"TransportError", "RequestError", "TimeoutException"}) or isinstance(exc, (OSError, asyncio.TimeoutError))
+    return bool(names & {"TransportError", "RequestError", "TimeoutException"}) or isinstance(
+        exc, (OSError, asyncio.TimeoutError)
+    )
 
 
 class HTTPTransport:
@@ -165,7 +176,9 @@ class HTTPTransport:
             # gap after it) are measured by open() and read_chunks(), which know which fired.
             self._client = httpx2.AsyncClient(
                 timeout=httpx2.Timeout(connect=t.connect, read=None, write=t.connect, pool=t.pool),
-                limits=httpx2.Limits(max_connections=self._max_connections, max_keepalive_connections=self._max_connections),
+                limits=httpx2.Limits(
+                    max_connections=self._max_connections, max_keepalive_connections=self._max_connections
+                ),
             )
         return self._client
 
@@ -194,7 +207,15 @@ class HTTPTransport:
         await generator.__anext__()
         self._keepers[loop] = generator
 
-    async def open(self, method: str, url: str, headers: dict[str, str], content: bytes, first_byte: float, deadline: float | None = None) -> Any:
+    async def open(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        content: bytes,
+        first_byte: float,
+        deadline: float | None = None,
+    ) -> Any:
         """Send the request; return the response once its headers arrived (body not read).
 
         Each phase has its own bound: waiting for a pooled connection (``pool``) and
@@ -227,27 +248,43 @@ class HTTPTransport:
         except TimeoutError as exc:  # ours (asyncio.timeout) or httpx's: name the one that fired
             if "TimeoutException" in {c.__name__ for c in type(exc).__mro__}:
                 raise transport_error(exc, self.timeouts) from exc
-            host = request.url.host
-            if deadline is not None and deadline <= (sent[0] + first_byte if sent else limit):
-                raise E.TimeoutError(
-                    f"the total timeout ({t.total:g} s) fired while waiting for the response headers from {host}", which="total", seconds=t.total
-                ) from exc
-            waited = loop.time() - (sent[0] if sent else begun)
-            raise E.TimeoutError(
-                f"the first_byte timeout ({first_byte:g} s) fired: no response headers from {host} {waited:.1f} s after the request was sent",
-                which="first_byte",
-                seconds=first_byte,
-            ) from exc
+            started = sent[0] if sent else None
+            raise self._timed_out(request.url.host, started, begun, limit, first_byte, deadline) from exc
         except Exception as exc:
             if _is_transport_exception(exc):
-                err = transport_error(exc, self.timeouts)
-                err.message = f"{err.message} ({method} {url.split('?')[0]})"
-                if _refused(exc) and request.url.host in ("localhost", "127.0.0.1", "::1", "[::1]"):
-                    # A local server (Ollama, LM Studio, llama.cpp ...) that is not running.
-                    origin = f"{request.url.scheme}://{request.url.netloc.decode('ascii', 'replace')}"
-                    err.message = f"nothing answers at {origin}: is the server running there? ({err.message})"
-                raise err from exc
+                raise self._unreached(exc, method, url, request) from exc
             raise
+
+    def _timed_out(
+        self, host: str, sent: float | None, begun: float, limit: float, first_byte: float, deadline: float | None
+    ) -> E.TimeoutError:
+        """Which of modelwire's own bounds fired while waiting for the headers: the call's
+        ``total``, or ``first_byte`` counted from the moment the request was sent."""
+        t = self.timeouts
+        if deadline is not None and deadline <= (sent + first_byte if sent is not None else limit):
+            return E.TimeoutError(
+                f"the total timeout ({t.total:g} s) fired while waiting for the response headers from {host}",
+                which="total",
+                seconds=t.total,
+            )
+        waited = asyncio.get_running_loop().time() - (sent if sent is not None else begun)
+        return E.TimeoutError(
+            f"the first_byte timeout ({first_byte:g} s) fired: no response headers from {host} "
+            f"{waited:.1f} s after the request was sent",
+            which="first_byte",
+            seconds=first_byte,
+        )
+
+    def _unreached(self, exc: BaseException, method: str, url: str, request: Any) -> E.ProviderError:
+        """The HTTP client's own failure as modelwire's error, naming the request (and, for a
+        local server that refused the connection, that it may not be running)."""
+        err = transport_error(exc, self.timeouts)
+        err.message = f"{err.message} ({method} {url.split('?')[0]})"
+        if _refused(exc) and request.url.host in ("localhost", "127.0.0.1", "::1", "[::1]"):
+            # A local server (Ollama, LM Studio, llama.cpp ...) that is not running.
+            origin = f"{request.url.scheme}://{request.url.netloc.decode('ascii', 'replace')}"
+            err.message = f"nothing answers at {origin}: is the server running there? ({err.message})"
+        return err
 
     async def aclose(self) -> None:
         if self._owned and self._client is not None:
@@ -269,7 +306,19 @@ class _Watchdog:
     only ever cancels the task while it waits for the next piece of this body, so a slow
     consumer between pieces is never interrupted."""
 
-    __slots__ = ("loop", "task", "timeouts", "deadline", "first_deadline", "started", "reading", "first", "fired", "handle", "armed")
+    __slots__ = (
+        "loop",
+        "task",
+        "timeouts",
+        "deadline",
+        "first_deadline",
+        "started",
+        "reading",
+        "first",
+        "fired",
+        "handle",
+        "armed",
+    )
 
     def __init__(self, timeouts: Timeouts, deadline: float | None, first_deadline: float) -> None:
         self.loop = asyncio.get_running_loop()
@@ -340,14 +389,21 @@ def _pieces(response: Any) -> Any:
     ``aiter_bytes``, which decodes."""
     stream: Any = getattr(response, "stream", None)
     encoding = response.headers.get("content-encoding", "")
-    if encoding.strip().lower() in ("", "identity") and hasattr(stream, "__aiter__") and not hasattr(response, "_content") and not response.is_stream_consumed:
+    if (
+        encoding.strip().lower() in ("", "identity")
+        and hasattr(stream, "__aiter__")
+        and not hasattr(response, "_content")
+        and not response.is_stream_consumed
+    ):
         response.is_stream_consumed = True  # as aiter_raw marks it: a second read is refused
         take_whole_chunks(stream)  # a chunked body a socket read at a time (see _chunks)
         return stream.__aiter__()
     return response.aiter_bytes().__aiter__()
 
 
-async def read_chunks(response: Any, timeouts: Timeouts, deadline: float | None, first_deadline: float) -> AsyncIterator[bytes]:
+async def read_chunks(
+    response: Any, timeouts: Timeouts, deadline: float | None, first_deadline: float
+) -> AsyncIterator[bytes]:
     """The response body piece by piece, with the first-byte, gap and total timeouts."""
     iterator = _pieces(response)
     watch = _Watchdog(timeouts, deadline, first_deadline)
@@ -365,8 +421,14 @@ async def read_chunks(response: Any, timeouts: Timeouts, deadline: float | None,
                 if watch.task is not None:
                     watch.task.uncancel()
                 which, seconds = watch.fired
-                what = {"first_byte": "nothing came for the first byte of the body", "chunk": "nothing came between two pieces of the body", "total": "while reading the body"}[which]
-                raise E.TimeoutError(f"the {which} timeout ({seconds:g} s) fired: {what}", which=which, seconds=seconds) from None
+                what = {
+                    "first_byte": "nothing came for the first byte of the body",
+                    "chunk": "nothing came between two pieces of the body",
+                    "total": "while reading the body",
+                }[which]
+                raise E.TimeoutError(
+                    f"the {which} timeout ({seconds:g} s) fired: {what}", which=which, seconds=seconds
+                ) from None
             except Exception as exc:
                 if _is_transport_exception(exc):
                     raise transport_error(exc, timeouts) from exc

@@ -31,7 +31,17 @@ from typing import Any, Iterator, Mapping
 from ..errors import UnknownProtocolError, use_error_tables
 from ..message._provenance import add_claimer
 from ._caps import ModelCapabilities
-from ._protocol import BatchState, Capabilities, HTTPCall, ModelOptions, Preset, UploadedFile, WireProtocol, deep_merge, multipart
+from ._protocol import (
+    BatchState,
+    Capabilities,
+    HTTPCall,
+    ModelOptions,
+    Preset,
+    UploadedFile,
+    WireProtocol,
+    deep_merge,
+    multipart,
+)
 
 __all__ = [
     "WireProtocol",
@@ -83,7 +93,9 @@ def _own(group: str) -> dict[str, Any]:
                 "modelwire's entry points, which register its protocols, are missing: install it"
                 " (pip install modelwire, or pip install -e . in a checkout) rather than adding its source to the path"
             ) from None
-        _own_entry_points = {g: {ep.name: ep for ep in found if ep.group == g} for g in (ENTRY_POINT_GROUP, PRESET_GROUP)}
+        _own_entry_points = {
+            g: {ep.name: ep for ep in found if ep.group == g} for g in (ENTRY_POINT_GROUP, PRESET_GROUP)
+        }
     return _own_entry_points[group]
 
 
@@ -115,7 +127,9 @@ def register(protocol: WireProtocol) -> WireProtocol:
 def _entry_protocol(entry: Any) -> WireProtocol:
     found = entry.load()
     if not isinstance(found, WireProtocol):
-        raise UnknownProtocolError(f"the {entry.group} entry point {entry.name!r} gives {type(found).__name__}, not a WireProtocol")
+        raise UnknownProtocolError(
+            f"the {entry.group} entry point {entry.name!r} gives {type(found).__name__}, not a WireProtocol"
+        )
     return found
 
 
@@ -129,7 +143,12 @@ def get_protocol(name: str) -> WireProtocol:
         raise UnknownProtocolError(f"unknown protocol {name!r}; known: {', '.join(protocol_names())}")
     found = _entry_protocol(entry)
     if found.name != name:
-        raise UnknownProtocolError(f"the {ENTRY_POINT_GROUP} entry point {name!r} gives a protocol named {found.name!r}: the two names must be the same")
+        raise UnknownProtocolError(
+            (
+                f"the {ENTRY_POINT_GROUP} entry point {name!r} gives a protocol named {found.name!r}: the "
+                "two names must be the same"
+            )
+        )
     _loaded[name] = found
     return found
 
@@ -152,7 +171,9 @@ def find_preset(name: str) -> Preset | None:
     if entry is not None:
         found = _preset_of(_entry_protocol(entry), name)
         if found is None:
-            raise UnknownProtocolError(f"the {PRESET_GROUP} entry point {name!r} names {entry.value}, which brings no preset of that name")
+            raise UnknownProtocolError(
+                f"the {PRESET_GROUP} entry point {name!r} names {entry.value}, which brings no preset of that name"
+            )
         return found
     return all_presets().get(name)
 
@@ -167,7 +188,9 @@ def _checked(protocol: WireProtocol, preset: Preset) -> Preset:
     typo is an error at its first use), then known."""
     if _presets.get(preset.name) is not preset:
         if preset.protocol != protocol.name:
-            raise UnknownProtocolError(f"the preset {preset.name!r} says its protocol is {preset.protocol!r}, but {protocol.name!r} brings it")
+            raise UnknownProtocolError(
+                f"the preset {preset.name!r} says its protocol is {preset.protocol!r}, but {protocol.name!r} brings it"
+            )
         protocol.check_dialect(preset)
         _presets[preset.name] = preset
     return preset
@@ -190,7 +213,10 @@ def _claim(block_type: str, fields: Mapping[str, Any], block_id: str) -> str | N
     return None
 
 
-_claims_of: tuple[Any, dict[str, list[tuple[str, Any]]]] = (None, {})  # (the protocols, those that claim blocks, by type)
+_claims_of: tuple[Any, dict[str, list[tuple[str, Any]]]] = (
+    None,
+    {},
+)  # (the protocols, those that claim blocks, by type)
 
 
 def _claimants() -> dict[str, list[tuple[str, Any]]]:

@@ -94,7 +94,11 @@ class ModelCapabilities:
 
     def known(self) -> dict[str, Any]:
         """The fields that are known, by name."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sources" and getattr(self, f.name) is not None}
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name != "sources" and getattr(self, f.name) is not None
+        }
 
     def over(self, base: "ModelCapabilities") -> "ModelCapabilities":
         """This record's known fields laid over ``base`` (and their sources)."""
@@ -120,7 +124,12 @@ class ModelCapabilities:
         return cls(**values, sources={k: source for k in values})
 
 
-_CHOICES = {"thinking": THINKING_MODES, "effort": EFFORT_LEVELS, "thinking_off_effort": EFFORT_LEVELS, "display_default": DISPLAYS}
+_CHOICES = {
+    "thinking": THINKING_MODES,
+    "effort": EFFORT_LEVELS,
+    "thinking_off_effort": EFFORT_LEVELS,
+    "display_default": DISPLAYS,
+}
 _INTS = ("max_output_tokens", "context_window", "budget_min", "budget_max")
 _NAMES = ("thinking", "effort", "thinking_off_effort", "server_tools", "cache_ttls", "refused_fields", "strict_refused")
 _PATTERNS = ("tool_id_pattern", "tool_name_pattern")
@@ -204,4 +213,3 @@ def levels_in(text: str) -> tuple[str, ...]:
     'medium', and 'high'"), in the usual order."""
     named = {w.strip(" '\"`.").lower() for w in text.replace(" and ", ",").split(",")}
     return tuple(level for level in EFFORT_LEVELS if level in named)
-

@@ -33,7 +33,9 @@ def upload(base_url: str, data: bytes, media_type: str, name: str) -> HTTPCall:
 
 def uploaded(answer: Mapping[str, Any], call: HTTPCall, media_type: str) -> UploadedFile:
     file_id = answer["id"]
-    return UploadedFile(file_id, call.url.rstrip("/") + "/" + file_id, media_type, answer.get("filename") or "", answer.get("bytes"))
+    return UploadedFile(
+        file_id, call.url.rstrip("/") + "/" + file_id, media_type, answer.get("filename") or "", answer.get("bytes")
+    )
 
 
 def listed(answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
@@ -54,15 +56,32 @@ _JSON = {"accept": "application/json"}
 
 def batch_submit(base_url: str, path: str, bodies: Sequence[Mapping[str, Any]]) -> HTTPCall:
     """The input file's upload: one line per request (``stream`` left out: a batch answers whole)."""
-    lines = [json.dumps({"custom_id": f"request-{n}", "method": "POST", "url": "/v1" + path, "body": {k: v for k, v in b.items() if k not in ("stream", "stream_options")}}) for n, b in enumerate(bodies)]
-    body, content_type = multipart({"purpose": "batch"}, "file", "batch.jsonl", "application/jsonl", ("\n".join(lines) + "\n").encode())
+    lines = [
+        json.dumps(
+            {
+                "custom_id": f"request-{n}",
+                "method": "POST",
+                "url": "/v1" + path,
+                "body": {k: v for k, v in b.items() if k not in ("stream", "stream_options")},
+            }
+        )
+        for n, b in enumerate(bodies)
+    ]
+    body, content_type = multipart(
+        {"purpose": "batch"}, "file", "batch.jsonl", "application/jsonl", ("\n".join(lines) + "\n").encode()
+    )
     return HTTPCall("POST", files_url(base_url), {"content-type": content_type, **_JSON}, body)
 
 
 def batch_submitted(answer: Mapping[str, Any], call: HTTPCall, base_url: str, path: str) -> "BatchState | HTTPCall":
     if call.url == files_url(base_url):  # the input file is there: the batch itself
         create = {"input_file_id": answer["id"], "endpoint": "/v1" + path, "completion_window": "24h"}
-        return HTTPCall("POST", base_url.rstrip("/") + "/batches", {"content-type": "application/json", **_JSON}, json.dumps(create).encode())
+        return HTTPCall(
+            "POST",
+            base_url.rstrip("/") + "/batches",
+            {"content-type": "application/json", **_JSON},
+            json.dumps(create).encode(),
+        )
     return batch_state(answer, base_url)
 
 
@@ -75,7 +94,11 @@ def batch_state(answer: Mapping[str, Any], base_url: str) -> BatchState:
     status = str(answer.get("status") or "")
     ended = bool(status) and status not in _RUNNING
     files = [answer.get(key) for key in ("output_file_id", "error_file_id")] if ended else []
-    reads = tuple(HTTPCall("GET", files_url(base_url) + f"/{f}/content", {"accept": "application/jsonl"}) for f in files if isinstance(f, str) and f)
+    reads = tuple(
+        HTTPCall("GET", files_url(base_url) + f"/{f}/content", {"accept": "application/jsonl"})
+        for f in files
+        if isinstance(f, str) and f
+    )
     counts = {k: v for k, v in (answer.get("request_counts") or {}).items() if isinstance(v, int)}
     return BatchState(str(answer.get("id") or ""), status, ended, counts, reads, counts.get("total"))
 
@@ -86,7 +109,9 @@ def batch_results(text: str) -> list[BatchResult]:
         response = item.get("response") or {}
         answer = response.get("body")
         if item.get("error") or response.get("status_code", 200) >= 400 or not isinstance(answer, dict):
-            error = (answer if isinstance(answer, dict) and "error" in answer else None) or {"error": item.get("error") or {"message": "the batch request failed"}}
+            error = (answer if isinstance(answer, dict) and "error" in answer else None) or {
+                "error": item.get("error") or {"message": "the batch request failed"}
+            }
             out.append((index, None, error))
         else:
             out.append((index, answer, None))
@@ -100,12 +125,16 @@ class OpenAIFilesAndBatches:
     path: str
     files_api = "openai"
     batch_discount = 0.5
-    batch_limit = 50_000  # "up to 50,000 requests" in a batch's input file (https://platform.openai.com/docs/guides/batch)
+    batch_limit = (
+        50_000  # "up to 50,000 requests" in a batch's input file (https://platform.openai.com/docs/guides/batch)
+    )
 
     def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
         return upload(base_url, data, media_type, name)
 
-    def file_uploaded(self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes) -> UploadedFile | HTTPCall:
+    def file_uploaded(
+        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes
+    ) -> UploadedFile | HTTPCall:
         return uploaded(answer, call, "")
 
     def files_url(self, base_url: str, preset: Preset) -> str:
@@ -117,7 +146,9 @@ class OpenAIFilesAndBatches:
     def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Sequence[Mapping[str, Any]]) -> HTTPCall:
         return batch_submit(base_url, self.path, bodies)
 
-    def batch_submitted(self, answer: Mapping[str, Any], call: HTTPCall, base_url: str, preset: Preset) -> BatchState | HTTPCall:
+    def batch_submitted(
+        self, answer: Mapping[str, Any], call: HTTPCall, base_url: str, preset: Preset
+    ) -> BatchState | HTTPCall:
         return batch_submitted(answer, call, base_url, self.path)
 
     def batch_call(self, base_url: str, preset: Preset, batch_id: str, action: str) -> HTTPCall:

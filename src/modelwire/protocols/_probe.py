@@ -12,9 +12,29 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 __all__ = [
-    "Row", "Checks", "Server", "Answer", "ProbeFailed", "ProbeBudget", "STATUSES", "ONE_PIXEL_PNG",
-    "server_words", "said", "is_json_object", "model_list", "read_answer", "error_shape",
-    "forced_row", "arguments_row", "empty_arguments_row", "ids_row", "stops_row", "taken_row", "within", "length", "definitions_row",
+    "Row",
+    "Checks",
+    "Server",
+    "Answer",
+    "ProbeFailed",
+    "ProbeBudget",
+    "STATUSES",
+    "ONE_PIXEL_PNG",
+    "server_words",
+    "said",
+    "is_json_object",
+    "model_list",
+    "read_answer",
+    "error_shape",
+    "forced_row",
+    "arguments_row",
+    "empty_arguments_row",
+    "ids_row",
+    "stops_row",
+    "taken_row",
+    "within",
+    "length",
+    "definitions_row",
 ]
 
 STATUSES = ("ok", "quirk", "unsupported")
@@ -57,7 +77,16 @@ class ProbeBudget(Exception):
 class Server:
     """The requests of one probe, counted and bounded; what a check sends through."""
 
-    def __init__(self, base_url: str, model: str, api_key: str | None, transport: Any, max_requests: int, total: float, spec: Checks) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        transport: Any,
+        max_requests: int,
+        total: float,
+        spec: Checks,
+    ) -> None:
         self.base_url, self.model, self.api_key = base_url.rstrip("/"), model, api_key
         self.transport, self.max_requests, self.spec = transport, max_requests, spec
         self.deadline = time.monotonic() + total
@@ -65,7 +94,11 @@ class Server:
         self.answers: list[Any] = []  # what the checks read so far, for the rows about every answer
 
     def headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream, application/json", **self.spec.headers}
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream, application/json",
+            **self.spec.headers,
+        }
         if self.api_key:
             headers.update(self.spec.auth(self.api_key))
         return headers
@@ -80,7 +113,9 @@ class Server:
         self.sent += 1
         content = json.dumps(body).encode() if body is not None else b""
         loop = asyncio.get_running_loop()
-        response = await self.transport.open(method, self.base_url + path, self.headers(), content, min(left, 60.0), loop.time() + left)
+        response = await self.transport.open(
+            method, self.base_url + path, self.headers(), content, min(left, 60.0), loop.time() + left
+        )
         try:
             raw = await asyncio.wait_for(response.aread(), left)
         finally:
@@ -135,7 +170,9 @@ async def model_list(server: Server, path: str) -> list[Row]:
         return [Row("model list", "quirk", f"GET {path} answered, but not a list of models: {raw[:80]!r}")]
     if server.model in ids:
         return [Row("model list", "ok", f"{len(ids)} model(s), {server.model} among them")]
-    return [Row("model list", "quirk", f"{server.model} is not among the {len(ids)} listed: {', '.join(map(str, ids[:5]))}")]
+    return [
+        Row("model list", "quirk", f"{server.model} is not among the {len(ids)} listed: {', '.join(map(str, ids[:5]))}")
+    ]
 
 
 async def error_shape(server: Server, path: str, body: dict[str, Any]) -> Row:
@@ -147,7 +184,11 @@ async def error_shape(server: Server, path: str, body: dict[str, Any]) -> Row:
         shaped = False
     if status < 400 or status >= 500:
         return Row("error shape (4xx)", "quirk", f"a malformed request was answered HTTP {status}: {server_words(raw)}")
-    return Row("error shape (4xx)", "ok" if shaped else "quirk", f"HTTP {status}: {server_words(raw)}" + ("" if shaped else " (not JSON)"))
+    return Row(
+        "error shape (4xx)",
+        "ok" if shaped else "quirk",
+        f"HTTP {status}: {server_words(raw)}" + ("" if shaped else " (not JSON)"),
+    )
 
 
 # -- answers read by the protocol's own adapter ----------------------------------------------
@@ -196,7 +237,10 @@ def read_answer(protocol: str, status: int, content_type: str, raw: bytes) -> An
     except ProviderError as err:
         events, answer.error = list(getattr(err, "events", None) or []), f"{type(err).__name__}: {err.message}"
     except (NotImplementedError, ValueError, KeyError, TypeError, AttributeError) as err:
-        events, answer.error = [], f"not an answer the {protocol} adapter can read ({type(err).__name__}): {raw[:120]!r}"
+        events, answer.error = (
+            [],
+            f"not an answer the {protocol} adapter can read ({type(err).__name__}): {raw[:120]!r}",
+        )
     _fold(answer, events)
     if not events and not answer.error:
         answer.error = f"nothing the {protocol} adapter can read: {raw[:120]!r}"
@@ -231,7 +275,11 @@ def _fold(answer: Answer, events: list[Any]) -> None:
 def taken_row(check: str, answer: Any, capabilities: dict[str, Any] | None = None) -> Row:
     """A form the server takes (``ok``) or refuses (``unsupported``, in its words; a profile
     then sets ``capabilities``)."""
-    return Row(check, "ok", "taken") if answer.good else Row(check, "unsupported", said(answer), capabilities=dict(capabilities or {}))
+    return (
+        Row(check, "ok", "taken")
+        if answer.good
+        else Row(check, "unsupported", said(answer), capabilities=dict(capabilities or {}))
+    )
 
 
 def within(answer: Answer, limit: int) -> bool:
@@ -257,7 +305,9 @@ def forced_row(check: str, answer: Any) -> Row:
     if not answer.good:
         return Row(check, "unsupported", said(answer), capabilities={"forced_tool": False})
     if not answer.calls:
-        return Row(check, "quirk", "taken, but answered in text: forcing is ignored", capabilities={"forced_tool": False})
+        return Row(
+            check, "quirk", "taken, but answered in text: forcing is ignored", capabilities={"forced_tool": False}
+        )
     return Row(check, "ok", f"{answer.calls[0][1]}({answer.calls[0][2][:40]})")
 
 
@@ -278,7 +328,11 @@ def empty_arguments_row(check: str, answer: Any) -> Row:
     if not answer.calls:
         return Row(check, "quirk", "answered in text")
     args = answer.calls[0][2]
-    return Row(check, "ok" if is_json_object(args) else "quirk", f"arguments {args!r}" + ("" if args.strip() else " (empty: read as {})"))
+    return Row(
+        check,
+        "ok" if is_json_object(args) else "quirk",
+        f"arguments {args!r}" + ("" if args.strip() else " (empty: read as {})"),
+    )
 
 
 def ids_row(calls: list[tuple[str, str, str]]) -> Row:
@@ -294,4 +348,6 @@ def ids_row(calls: list[tuple[str, str, str]]) -> Row:
 def stops_row(server: Server, field_name: str) -> Row:
     """The stop reasons seen in every answer so far."""
     stops = sorted({a.stop for a in server.answers if getattr(a, "stop", None)})
-    return Row("stop reasons", "ok" if stops else "quirk", ", ".join(stops) if stops else f"no {field_name} in any answer")
+    return Row(
+        "stop reasons", "ok" if stops else "quirk", ", ".join(stops) if stops else f"no {field_name} in any answer"
+    )

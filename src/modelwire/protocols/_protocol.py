@@ -19,7 +19,15 @@ from ._caps import EFFORT_LEVELS, ModelCapabilities, Refusal
 if TYPE_CHECKING:  # pragma: no cover
     from ..formatters import Formatter
 
-__all__ = ["Preset", "Capabilities", "ModelCapabilities", "ModelOptions", "WireProtocol", "deep_merge", "DEFAULT_MAX_TOKENS"]
+__all__ = [
+    "Preset",
+    "Capabilities",
+    "ModelCapabilities",
+    "ModelOptions",
+    "WireProtocol",
+    "deep_merge",
+    "DEFAULT_MAX_TOKENS",
+]
 
 USER_AGENT = f"modelwire/{__version__}"
 DEFAULT_MAX_TOKENS = 4096
@@ -159,7 +167,14 @@ def _kind(*kinds: type, each: type | None = None) -> Callable[[Any], str | None]
 
 
 CACHE_TTLS = ("5m", "1h")
-_CACHE_KEYS = {"ttl": "5m or 1h", "system": "a bool", "tools": "a bool", "history": "a bool", "key": "a string", "placement": "breakpoints or provider"}
+_CACHE_KEYS = {
+    "ttl": "5m or 1h",
+    "system": "a bool",
+    "tools": "a bool",
+    "history": "a bool",
+    "key": "a string",
+    "placement": "breakpoints or provider",
+}
 
 
 @dataclass(frozen=True)
@@ -189,7 +204,9 @@ class CachePlan:
         return cls(**value)
 
 
-def cache_marks_problem(marks: Sequence[Mapping[str, Any]], limit: int, noun: str, provider: str) -> tuple[str, str] | None:
+def cache_marks_problem(
+    marks: Sequence[Mapping[str, Any]], limit: int, noun: str, provider: str
+) -> tuple[str, str] | None:
     """What is wrong with a request's cache marks, in prompt order, under the rules Claude
     and Bedrock share: at most ``limit``, and no 1-hour mark after a 5-minute one. A
     ``(code, message)`` pair (``cache-breakpoints`` or ``cache-ttl-order``), or None."""
@@ -197,7 +214,10 @@ def cache_marks_problem(marks: Sequence[Mapping[str, Any]], limit: int, noun: st
         return "cache-breakpoints", f"{len(marks)} {noun}s in the request; {provider} allows {limit}"
     ttls = [mark.get("ttl", "5m") for mark in marks]
     if "5m" in ttls and "1h" in ttls[ttls.index("5m") :]:
-        return "cache-ttl-order", f"a 1-hour {noun} comes after a 5-minute one; {provider} wants the longer-lived ones first"
+        return (
+            "cache-ttl-order",
+            f"a 1-hour {noun} comes after a 5-minute one; {provider} wants the longer-lived ones first",
+        )
     return None
 
 
@@ -209,7 +229,11 @@ def _cache_check(value: Any) -> str | None:
     for key, item in value.items():
         if key not in _CACHE_KEYS:
             return f"takes no {key!r} (it takes {', '.join(_CACHE_KEYS)})"
-        ok = {"ttl": item in CACHE_TTLS, "key": isinstance(item, str) and bool(item), "placement": item in ("breakpoints", "provider")}.get(key, isinstance(item, bool))
+        ok = {
+            "ttl": item in CACHE_TTLS,
+            "key": isinstance(item, str) and bool(item),
+            "placement": item in ("breakpoints", "provider"),
+        }.get(key, isinstance(item, bool))
         if not ok:
             return f"{key} must be {_CACHE_KEYS[key]}"
     return None
@@ -326,15 +350,23 @@ def batch_lines(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
             yield int(str(item.get("custom_id", "")).rpartition("-")[2]), item
 
 
-def multipart(fields: Mapping[str, str], file_field: str, filename: str, media_type: str, data: bytes) -> tuple[bytes, str]:
+def multipart(
+    fields: Mapping[str, str], file_field: str, filename: str, media_type: str, data: bytes
+) -> tuple[bytes, str]:
     """A ``multipart/form-data`` body of ``fields`` and one file, and its content type (with
     the boundary), written as RFC 7578 says and as the official SDKs send it."""
     import secrets
 
     boundary = "modelwire-" + secrets.token_hex(16)
     safe = filename.replace("\\", "\\\\").replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
-    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode() for name, value in fields.items()]
-    head = f'--{boundary}\r\nContent-Disposition: form-data; name="{file_field}"; filename="{safe}"\r\nContent-Type: {media_type}\r\n\r\n'
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+        for name, value in fields.items()
+    ]
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{file_field}"; '
+        f'filename="{safe}"\r\nContent-Type: {media_type}\r\n\r\n'
+    )
     body = b"".join(parts) + head.encode() + data + f"\r\n--{boundary}--\r\n".encode()
     return body, f"multipart/form-data; boundary={boundary}"
 
@@ -400,7 +432,12 @@ class WireProtocol:
 
         cls = _load(self.formatter)
         if not (isinstance(cls, type) and issubclass(cls, Formatter)):
-            raise TypeError(f"the {self.name} protocol's formatter {self.formatter!r} is not a modelwire.formatters.Formatter subclass")
+            raise TypeError(
+                (
+                    f"the {self.name} protocol's formatter {self.formatter!r} is not a "
+                    "modelwire.formatters.Formatter subclass"
+                )
+            )
         return cls
 
     def formatter_options(self, preset: Preset, model: str = "") -> dict[str, Any]:
@@ -441,7 +478,9 @@ class WireProtocol:
 
                 close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
                 hint = f"; did you mean {close[0]!r}?" if close else f"; it reads {', '.join(sorted(allowed))}"
-                raise ConfigError(f"preset {preset.name!r}: the {self.name} protocol reads no dialect key {key!r}{hint}")
+                raise ConfigError(
+                    f"preset {preset.name!r}: the {self.name} protocol reads no dialect key {key!r}{hint}"
+                )
             if isinstance(spec, (set, frozenset)):
                 ok = value in spec
                 what = " or ".join(repr(v) for v in sorted(spec))
@@ -514,7 +553,9 @@ class WireProtocol:
         :class:`~modelwire.errors.UnsupportedOptionError` saying what it takes instead."""
         raise UnsupportedOptionError("upload_file", preset.name, self.files_refusal)
 
-    def file_uploaded(self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes) -> "UploadedFile | HTTPCall":
+    def file_uploaded(
+        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes
+    ) -> "UploadedFile | HTTPCall":
         """The file the provider now holds, from the answer to ``call``; or the next request
         of an upload made in several (Gemini's resumable upload)."""
         raise UnsupportedOptionError("upload_file", self.name, self.files_refusal)
@@ -544,7 +585,9 @@ class WireProtocol:
         batch, or an ``UnsupportedOptionError`` saying why there is none."""
         raise UnsupportedOptionError("batch", preset.name, self.batch_refusal)
 
-    def batch_submitted(self, answer: Mapping[str, Any], call: HTTPCall, base_url: str, preset: Preset) -> "BatchState | HTTPCall":
+    def batch_submitted(
+        self, answer: Mapping[str, Any], call: HTTPCall, base_url: str, preset: Preset
+    ) -> "BatchState | HTTPCall":
         """The batch's state from the answer to ``call``, or the next request of a submission
         made in several (OpenAI's: the input file, then the batch)."""
         return self.batch_state(answer, base_url, preset)
@@ -562,7 +605,9 @@ class WireProtocol:
         answer or None, the error body or None)`` for each request it holds."""
         return []
 
-    def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
+    def count_request(
+        self, url: str, body: dict[str, Any], model: str, preset: Preset
+    ) -> tuple[str, dict[str, Any]] | None:
         """The URL and body of the provider's own endpoint that counts the input tokens of
         the request ``body`` (which would go to ``url``), or None where it has none."""
         return None
@@ -590,7 +635,14 @@ class WireProtocol:
         header for something the body holds (a beta feature) adds it here."""
         return headers
 
-    def body(self, model: str, payload: dict[str, Any], options: ModelOptions, preset: Preset, caps: ModelCapabilities | None = None) -> dict[str, Any]:
+    def body(
+        self,
+        model: str,
+        payload: dict[str, Any],
+        options: ModelOptions,
+        preset: Preset,
+        caps: ModelCapabilities | None = None,
+    ) -> dict[str, Any]:
         """The request body: the formatter's payload, ``model`` and ``stream`` where this
         protocol wants them, the options mapped for this model (``caps``: what it accepts;
         the protocol's defaults when not given), ``extra_body`` merged in last."""
@@ -602,7 +654,9 @@ class WireProtocol:
         if streamed:
             self.stream_fields(body, preset)
         elif options.background:
-            raise refuse("stream", preset, "a background response is read as a stream; leave stream=False out", model=model)
+            raise refuse(
+                "stream", preset, "a background response is read as a stream; leave stream=False out", model=model
+            )
         if options.json_schema is None and options.json_schema_name != "output":
             raise UnsupportedOptionError("json_schema_name", preset.name, "it names a json_schema; pass the schema too")
         if caps is None:
@@ -612,7 +666,12 @@ class WireProtocol:
                 if getattr(options, name) is not None:
                     raise refuse(name, preset, "the model takes no sampling parameters; leave it out", model=model)
         if options.background and not self.keeps_state:
-            raise refuse("background", preset, "the provider keeps no responses to run in the background; leave it out", model=model)
+            raise refuse(
+                "background",
+                preset,
+                "the provider keeps no responses to run in the background; leave it out",
+                model=model,
+            )
         check_thinking_limits(options, caps, preset, model)
         self.apply_options(body, options, preset, model=model, caps=caps)
         plan = CachePlan.of(options.cache)
@@ -621,7 +680,15 @@ class WireProtocol:
         deep_merge(body, options.extra_body)
         for name in caps.refused_fields or ():
             if name in body:
-                raise refuse(name, preset, f"the provider said it does not know the request field {name!r} for this model; leave out what sends it", model=model)
+                raise refuse(
+                    name,
+                    preset,
+                    (
+                        f"the provider said it does not know the request field {name!r} for this model; leave out "
+                        "what sends it"
+                    ),
+                    model=model,
+                )
         return body
 
     # Whether the provider keeps responses on its side (so that ``stateless``, ``chain`` and
@@ -649,7 +716,14 @@ class WireProtocol:
         what its adapter recorded so far; None when it cannot be resumed."""
         return None
 
-    def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_cache(
+        self,
+        body: dict[str, Any],
+        plan: CachePlan,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
         """Put the prompt-caching ``plan`` into ``body`` as this provider takes it (in
         place), or refuse it: a provider with no caching to ask for refuses ``cache``."""
         raise refuse("cache", preset, "the provider has no prompt caching to ask for; leave cache out", model=model)
@@ -723,7 +797,15 @@ class WireProtocol:
         None when the answer does not describe the model)."""
         return None
 
-    def apply_options(self, body: dict[str, Any], options: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(
+        self,
+        body: dict[str, Any],
+        options: ModelOptions,
+        /,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
         """Put ``options`` into ``body`` in this protocol's shape for this model (in place),
         or raise :class:`~modelwire.errors.UnsupportedOptionError`. Never drop one silently."""
         raise NotImplementedError
@@ -795,14 +877,21 @@ def refuse(option: str, preset: Preset, hint: str = "", model: str = "") -> Unsu
     return UnsupportedOptionError(option, preset.name, hint, model=model or None)
 
 
-def check_effort(level: str, caps: ModelCapabilities, preset: Preset, model: str, accepted: tuple[str, ...] = EFFORT_LEVELS) -> str:
+def check_effort(
+    level: str, caps: ModelCapabilities, preset: Preset, model: str, accepted: tuple[str, ...] = EFFORT_LEVELS
+) -> str:
     """``level`` if the model takes it (``accepted``: what the protocol can carry, when the
     model's levels are not known), or a refusal that lists the levels it has."""
     levels = caps.effort if caps.effort is not None else accepted
     if not levels:
         raise refuse("reasoning_effort", preset, "the model takes no effort level", model=model)
     if level not in levels:
-        raise refuse("reasoning_effort", preset, f"{level!r} is not a level the model has; it takes {', '.join(levels)}", model=model)
+        raise refuse(
+            "reasoning_effort",
+            preset,
+            f"{level!r} is not a level the model has; it takes {', '.join(levels)}",
+            model=model,
+        )
     return level
 
 
@@ -812,13 +901,27 @@ def check_thinking_limits(o: ModelOptions, caps: ModelCapabilities, preset: Pres
     budget = o.thinking_budget
     if budget is not None and o.thinking is not False:
         if caps.budget_min is not None and budget < caps.budget_min:
-            raise refuse("thinking_budget", preset, f"the model takes a budget of at least {caps.budget_min} tokens", model=model)
+            raise refuse(
+                "thinking_budget", preset, f"the model takes a budget of at least {caps.budget_min} tokens", model=model
+            )
         if caps.budget_max is not None and budget > caps.budget_max:
-            raise refuse("thinking_budget", preset, f"the model takes a budget of at most {caps.budget_max} tokens", model=model)
+            raise refuse(
+                "thinking_budget", preset, f"the model takes a budget of at most {caps.budget_max} tokens", model=model
+            )
     levels = caps.thinking_off_effort
-    if o.thinking is False and o.reasoning_effort is not None and levels is not None and o.reasoning_effort not in levels:
+    if (
+        o.thinking is False
+        and o.reasoning_effort is not None
+        and levels is not None
+        and o.reasoning_effort not in levels
+    ):
         takes = f"takes effort {', '.join(levels)} only" if levels else "takes no effort level"
-        raise refuse("reasoning_effort", preset, f"with thinking off the model {takes}; lower the effort, or turn thinking on", model=model)
+        raise refuse(
+            "reasoning_effort",
+            preset,
+            f"with thinking off the model {takes}; lower the effort, or turn thinking on",
+            model=model,
+        )
 
 
 def thinking_requested(o: ModelOptions, caps: ModelCapabilities) -> bool:
@@ -839,7 +942,9 @@ def sampling(body: dict[str, Any], o: ModelOptions, *, top_p: str = "top_p", sto
         body[stop] = list(o.stop)
 
 
-def rate_limit_shape(headers: Mapping[str, str], names: Mapping[str, tuple[str, str, str]], reset_is_duration: bool) -> dict[str, Any] | None:
+def rate_limit_shape(
+    headers: Mapping[str, str], names: Mapping[str, tuple[str, str, str]], reset_is_duration: bool
+) -> dict[str, Any] | None:
     """Rate-limit headers in one shape: ``{kind: {"limit", "remaining", "reset"}}`` for each
     kind (``requests``, ``tokens``, ``input_tokens``, ``output_tokens``) whose headers are
     there, ``reset`` an ISO-8601 UTC time; ``retry_after`` in seconds where the server says it.
@@ -880,4 +985,3 @@ def _duration(text: str) -> float | None:
         return None
     scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
     return sum(float(n) * scale[u] for n, u in parts)
-

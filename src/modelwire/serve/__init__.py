@@ -27,4 +27,14 @@ from ._app import LOOPBACK, EventStreamApp
 from ._store import Conflict, MemoryStore, Parked, RedisStore, ReplyStore, store_for
 from ._turn import BadRequest
 
-__all__ = ["BadRequest", "Conflict", "EventStreamApp", "LOOPBACK", "MemoryStore", "Parked", "RedisStore", "ReplyStore", "store_for"]
+__all__ = [
+    "BadRequest",
+    "Conflict",
+    "EventStreamApp",
+    "LOOPBACK",
+    "MemoryStore",
+    "Parked",
+    "RedisStore",
+    "ReplyStore",
+    "store_for",
+]

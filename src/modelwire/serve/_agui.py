@@ -6,7 +6,8 @@ travels as the reasoning message's encrypted value and comes back with it. A too
 hangs off the text message of its model call (or stands as its own assistant message);
 a finished tool result becomes ``TOOL_CALL_RESULT`` with a tool message of its own. Model calls are steps. A reply that
 parks ends the run with an ``interrupt`` outcome, one interrupt per waiting call (its id
-is the reply's resume token, a dot and the call id; ``toolCallId`` is the call id); the next run answers them in ``resume``: ``{"approved": bool}`` for a
+is the reply's resume token, a dot and the call id; ``toolCallId`` is the call id); the next run answers them in
+``resume``: ``{"approved": bool}`` for a
 confirmation, the tool's output (a string, or ``{"output": ..., "error": ...}``) for an
 external call; a ``cancelled`` entry stops the reply.
 """
@@ -17,7 +18,21 @@ import json
 from typing import Any
 
 from ..event import AgentEvent
-from ..message import AssistantMsg, Base64Source, DataBlock, Msg, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, URLSource, UserMsg, extras_of, fields_of
+from ..message import (
+    AssistantMsg,
+    Base64Source,
+    DataBlock,
+    Msg,
+    SystemMsg,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    URLSource,
+    UserMsg,
+    extras_of,
+    fields_of,
+)
 from ._turn import JSON, BadRequest, Encoder, Resume, Turn, split_history, sse
 
 PROTOCOL_VERSION = "1.0"
@@ -115,7 +130,9 @@ def _assistant(m: JSON, thinking: list[Any], where: str) -> Msg:
     blocks = thinking + _content(m.get("content"), where)
     for call in m.get("toolCalls") or []:
         fn = call.get("function") or {}
-        blocks.append(ToolCallBlock(id=call["id"], name=fn.get("name", ""), input=fn.get("arguments") or "{}", state="finished"))
+        blocks.append(
+            ToolCallBlock(id=call["id"], name=fn.get("name", ""), input=fn.get("arguments") or "{}", state="finished")
+        )
     return AssistantMsg(m.get("name") or "assistant", blocks, id=m.get("id"), finished_reason="completed")
 
 
@@ -124,12 +141,16 @@ def _answer(m: JSON, calls: dict[str, Msg], where: str) -> None:
     call_id = m.get("toolCallId")
     owner = calls.get(call_id) if isinstance(call_id, str) else None
     if owner is None:
-        raise BadRequest(f"{where}: a tool message answers call {m.get('toolCallId')!r}, which no assistant message made")
+        raise BadRequest(
+            f"{where}: a tool message answers call {m.get('toolCallId')!r}, which no assistant message made"
+        )
     call = next(b for b in owner.content if b.type == "tool_call" and b.id == m["toolCallId"])
     content = m.get("content")
     output = content if isinstance(content, str) else _content(content, where)
     state = "error" if m.get("error") else "success"
-    owner.content.append(ToolResultBlock(id=call.id, name=call.name, output=output or (m.get("error") or ""), state=state))
+    owner.content.append(
+        ToolResultBlock(id=call.id, name=call.name, output=output or (m.get("error") or ""), state=state)
+    )
 
 
 def _messages(messages: list[Any]) -> list[Msg]:
@@ -161,10 +182,20 @@ def _messages(messages: list[Any]) -> list[Msg]:
     return out
 
 
-_BLOCK_EVENTS = frozenset({
-    "TEXT_BLOCK_START", "TEXT_BLOCK_DELTA", "TEXT_BLOCK_END", "THINKING_BLOCK_START", "THINKING_BLOCK_DELTA", "THINKING_BLOCK_END",
-    "DATA_BLOCK_END", "TOOL_CALL_START", "TOOL_CALL_DELTA", "TOOL_CALL_END",
-})
+_BLOCK_EVENTS = frozenset(
+    {
+        "TEXT_BLOCK_START",
+        "TEXT_BLOCK_DELTA",
+        "TEXT_BLOCK_END",
+        "THINKING_BLOCK_START",
+        "THINKING_BLOCK_DELTA",
+        "THINKING_BLOCK_END",
+        "DATA_BLOCK_END",
+        "TOOL_CALL_START",
+        "TOOL_CALL_DELTA",
+        "TOOL_CALL_END",
+    }
+)
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_input_tokens", "cache_creation_input_tokens", "reasoning_tokens")
 
 
@@ -182,7 +213,16 @@ class AGUIEncoder(Encoder):
             return []
         self.started = True
         self.run_id = self.run_id or self.reply.id
-        return [sse({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id, "protocolVersion": PROTOCOL_VERSION})]
+        return [
+            sse(
+                {
+                    "type": "RUN_STARTED",
+                    "threadId": self.thread_id,
+                    "runId": self.run_id,
+                    "protocolVersion": PROTOCOL_VERSION,
+                }
+            )
+        ]
 
     def event(self, ev: AgentEvent) -> list[bytes]:
         out = self._start()
@@ -247,13 +287,30 @@ class AGUIEncoder(Encoder):
         block = next(b for b in self.reply.content if b.id == block_id)
         if extras_of(block):
             value = json.dumps(extras_of(block), ensure_ascii=False, separators=(",", ":"))
-            out.append(sse({"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": block_id, "encryptedValue": value}))
+            out.append(
+                sse(
+                    {
+                        "type": "REASONING_ENCRYPTED_VALUE",
+                        "subtype": "message",
+                        "entityId": block_id,
+                        "encryptedValue": value,
+                    }
+                )
+            )
         out.append(sse({"type": "REASONING_END", "messageId": block_id}))
         return out
 
     def _result(self, call_id: str) -> bytes:
         result = next(b for b in self.reply.content if b.type == "tool_result" and b.id == call_id)
-        return sse({"type": "TOOL_CALL_RESULT", "messageId": f"{call_id}.result", "toolCallId": call_id, "role": "tool", "content": _parts(result.output)})
+        return sse(
+            {
+                "type": "TOOL_CALL_RESULT",
+                "messageId": f"{call_id}.result",
+                "toolCallId": call_id,
+                "role": "tool",
+                "content": _parts(result.output),
+            }
+        )
 
     def _usage(self) -> list[JSON]:
         u = self.usage
@@ -274,7 +331,12 @@ class AGUIEncoder(Encoder):
         if ev.finished_reason == "error":
             message, code = (ev.error.message, ev.error.type) if ev.error else ("the reply failed", "unknown")
             return sse({"type": "RUN_ERROR", "message": message, "code": code})
-        end: JSON = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id, "metadata": {"finishedReason": ev.finished_reason}}
+        end: JSON = {
+            "type": "RUN_FINISHED",
+            "threadId": self.thread_id,
+            "runId": self.run_id,
+            "metadata": {"finishedReason": ev.finished_reason},
+        }
         if ev.finished_reason == "interrupted":
             end["outcome"] = {"type": "cancelled"}
         if ev.structured_output is not None:
@@ -284,7 +346,15 @@ class AGUIEncoder(Encoder):
         return sse(end)
 
     def token(self, token: str) -> list[bytes]:
-        return self._start() + [sse({"type": "CUSTOM", "name": "modelwire.resume", "value": {"reply_id": self.msg.id if self.msg else None, "resume_token": token}})]
+        return self._start() + [
+            sse(
+                {
+                    "type": "CUSTOM",
+                    "name": "modelwire.resume",
+                    "value": {"reply_id": self.msg.id if self.msg else None, "resume_token": token},
+                }
+            )
+        ]
 
     def parked(self, calls: list[ToolCallBlock], token: str) -> list[bytes]:
         interrupts = []
@@ -295,10 +365,17 @@ class AGUIEncoder(Encoder):
                     "id": f"{token}.{call.id}",
                     "reason": "tool_approval" if asking else "external_execution",
                     "toolCallId": call.id,
-                    "message": f"Allow {call.name}({call.input})?" if asking else f"Run {call.name}({call.input}) and send its result.",
+                    "message": f"Allow {call.name}({call.input})?"
+                    if asking
+                    else f"Run {call.name}({call.input}) and send its result.",
                 }
             )
-        end: JSON = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id, "outcome": {"type": "interrupt", "interrupts": interrupts}}
+        end: JSON = {
+            "type": "RUN_FINISHED",
+            "threadId": self.thread_id,
+            "runId": self.run_id,
+            "outcome": {"type": "interrupt", "interrupts": interrupts},
+        }
         if usage := self._usage():
             end["usage"] = usage
         return self._start() + [sse(end)]

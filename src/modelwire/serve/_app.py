@@ -30,7 +30,10 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 HERE = Path(__file__).parent
-STATIC = {"/": (HERE / "page.html", "text/html; charset=utf-8"), "/fold.mjs": (HERE.parent / "js" / "fold.mjs", "text/javascript; charset=utf-8")}
+STATIC = {
+    "/": (HERE / "page.html", "text/html; charset=utf-8"),
+    "/fold.mjs": (HERE.parent / "js" / "fold.mjs", "text/javascript; charset=utf-8"),
+}
 MAX_BODY = 16 * 1024 * 1024
 
 DIALECTS: dict[str, tuple[Callable[[dict[str, Any]], Turn], type[Encoder]]] = {
@@ -103,8 +106,10 @@ class EventStreamApp:
         page = STATIC["/"][0].read_text(encoding="utf-8")
         images = " ".join(("data:", *self.image_origins))
         self.csp = (
-            f"default-src 'self'; script-src 'self' {_hashes(page, 'script')}; style-src 'self' {_hashes(page, 'style')}; "
-            f"img-src 'self' {images}; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+            f"default-src 'self'; script-src 'self' {_hashes(page, 'script')}; style-src 'self' "
+            f"{_hashes(page, 'style')}; "
+            f"img-src 'self' {images}; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+            "form-action 'self'; frame-ancestors 'none'"
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -116,7 +121,15 @@ class EventStreamApp:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
         host = headers.get("host", "")
         if not self._host_allowed(host):
-            return await _json(send, 403, {"error": f"this server does not answer to the host name {host.rsplit(':', 1)[0][:100]!r} (allowed_hosts)"})
+            return await _json(
+                send,
+                403,
+                {
+                    "error": (
+                        f"this server does not answer to the host name {host.rsplit(':', 1)[0][:100]!r} (allowed_hosts)"
+                    )
+                },
+            )
         origin = headers.get("origin")
         cors = self._cors(origin, host)
         if path == self.path and method == "OPTIONS":
@@ -132,22 +145,47 @@ class EventStreamApp:
             return await self._post(scope, headers, receive, send, cors)
         return await self._page(path, method, send)
 
-    async def _take_up(self, headers: dict[str, str], receive: Receive, send: Send, origin: str | None, cors: list[tuple[bytes, bytes]] | None, chat: str | None) -> None:
+    async def _take_up(
+        self,
+        headers: dict[str, str],
+        receive: Receive,
+        send: Send,
+        origin: str | None,
+        cors: list[tuple[bytes, bytes]] | None,
+        chat: str | None,
+    ) -> None:
         """A client taking up a running reply's stream again after a lost connection (from an
         allowed origin, with the token)."""
         if origin is not None and cors is None:
             return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
         if not self._authorized(headers):
-            return await _json(send, 401, {"error": "this server wants 'authorization: Bearer <token>'"}, [*(cors or []), (b"www-authenticate", b"Bearer")])
+            return await _json(
+                send,
+                401,
+                {"error": "this server wants 'authorization: Bearer <token>'"},
+                [*(cors or []), (b"www-authenticate", b"Bearer")],
+            )
         return await self._reconnect(headers, receive, send, cors or [], chat)
 
-    async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send, cors: list[tuple[bytes, bytes]] | None) -> None:
+    async def _post(
+        self,
+        scope: Scope,
+        headers: dict[str, str],
+        receive: Receive,
+        send: Send,
+        cors: list[tuple[bytes, bytes]] | None,
+    ) -> None:
         """A turn POSTed from an allowed origin: checked, read in its dialect, and answered
         with the reply's stream."""
         if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
             return await _json(send, 415, {"error": "POST a JSON body with content-type: application/json"}, cors)
         if not self._authorized(headers):
-            return await _json(send, 401, {"error": "this server wants 'authorization: Bearer <token>'"}, [*(cors or []), (b"www-authenticate", b"Bearer")])
+            return await _json(
+                send,
+                401,
+                {"error": "this server wants 'authorization: Bearer <token>'"},
+                [*(cors or []), (b"www-authenticate", b"Bearer")],
+            )
         try:
             data = _json_body(await self._body(receive))
             dialect = _dialect(data, scope.get("query_string", b"").decode("latin-1"))
@@ -175,19 +213,28 @@ class EventStreamApp:
         """The chat page, its files and its configuration; anything else is 405 or 404."""
         if path == "/config.json" and method == "GET":
             # Relative to the page, so the page works wherever the app is mounted.
-            config = {"path": self.path.lstrip("/"), "image_origins": list(self.image_origins), "auth": self.auth_token is not None, **self.page_config}
+            config = {
+                "path": self.path.lstrip("/"),
+                "image_origins": list(self.image_origins),
+                "auth": self.auth_token is not None,
+                **self.page_config,
+            }
             return await _json(send, 200, config)
         if path in STATIC and method in ("GET", "HEAD"):
             file, content_type = STATIC[path]
             body = file.read_bytes()
-            page = [(b"content-security-policy", self.csp.encode()), (b"x-frame-options", b"DENY")] if path == "/" else []
+            page = (
+                [(b"content-security-policy", self.csp.encode()), (b"x-frame-options", b"DENY")] if path == "/" else []
+            )
             return await _answer(send, 200, content_type, body if method == "GET" else b"", page)
         if path in STATIC or path == self.path:
             return await _json(send, 405, {"error": f"{method} is not allowed on {path}"})
         await _json(send, 404, {"error": f"nothing at {path}"})
 
     def _authorized(self, headers: dict[str, str]) -> bool:
-        return self.auth_token is None or hmac.compare_digest(headers.get("authorization", "").encode(), f"Bearer {self.auth_token}".encode())
+        return self.auth_token is None or hmac.compare_digest(
+            headers.get("authorization", "").encode(), f"Bearer {self.auth_token}".encode()
+        )
 
     def _stopped(self, turn: Turn) -> bool:
         """A user's Stop for a reply running here: interrupted at once (it ends with
@@ -201,7 +248,14 @@ class EventStreamApp:
         live.agent.interrupt()
         return True
 
-    async def _reconnect(self, headers: dict[str, str], receive: Receive, send: Send, cors: list[tuple[bytes, bytes]], chat: str | None = None) -> None:
+    async def _reconnect(
+        self,
+        headers: dict[str, str],
+        receive: Receive,
+        send: Send,
+        cors: list[tuple[bytes, bytes]],
+        chat: str | None = None,
+    ) -> None:
         """``Last-Event-ID`` and the reply's resume token (``x-modelwire-resume-token``): the
         rest of its stream, with no gap and no repeat. 204 when no reply of that token runs
         or lingers here (one answer for every miss). ``chat``: useChat's resume route, which
@@ -221,16 +275,22 @@ class EventStreamApp:
         if live is None or after < 0 or after >= live.next:
             return await _answer(send, 204, "text/plain", b"", cors)
         if after + 1 < live.first:
-            return await _json(send, 409, {"error": "that part of the reply is no longer kept (the client fell too far behind)"}, cors)
+            return await _json(
+                send, 409, {"error": "that part of the reply is no longer kept (the client fell too far behind)"}, cors
+            )
         # A client that falls behind the buffer while it follows sees its stream end there.
         await self._follow(live, after, receive, send, cors, [])
 
-    async def _follow_elsewhere(self, token: str, after: int, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]) -> None:
+    async def _follow_elsewhere(
+        self, token: str, after: int, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]
+    ) -> None:
         """A reply running on another worker: its stream as that worker writes it to the store."""
         try:
             frames = await self.store.follow(token, after)  # type: ignore[attr-defined]
         except Gone:
-            return await _json(send, 409, {"error": "that part of the reply is no longer kept (the client fell too far behind)"}, cors)
+            return await _json(
+                send, 409, {"error": "that part of the reply is no longer kept (the client fell too far behind)"}, cors
+            )
         except StoreUnavailable as exc:
             return await _json(send, 503, {"error": str(exc)}, [*cors, (b"retry-after", b"1")])
         if frames is None:
@@ -252,7 +312,11 @@ class EventStreamApp:
         if netloc and netloc == host.lower():
             return []  # same origin
         if origin.rstrip("/").lower() in self.allowed_origins or "*" in self.allowed_origins:
-            return [(b"access-control-allow-origin", origin.encode("latin-1")), (b"vary", b"Origin"), (b"access-control-expose-headers", b"x-vercel-ai-ui-message-stream")]
+            return [
+                (b"access-control-allow-origin", origin.encode("latin-1")),
+                (b"vary", b"Origin"),
+                (b"access-control-expose-headers", b"x-vercel-ai-ui-message-stream"),
+            ]
         return None
 
     async def _body(self, receive: Receive) -> bytes:
@@ -301,8 +365,18 @@ class EventStreamApp:
         return agent, parked.reply_id, event, token, parked.next_id
 
     async def _stream(
-        self, agent: Any, turn: Turn, rid: str | None, event: ResumeEvent | None, token: str, enc: Encoder, receive: Receive, send: Send,
-        cors: list[tuple[bytes, bytes]], dialect: str = "events", first: int = 1,
+        self,
+        agent: Any,
+        turn: Turn,
+        rid: str | None,
+        event: ResumeEvent | None,
+        token: str,
+        enc: Encoder,
+        receive: Receive,
+        send: Send,
+        cors: list[tuple[bytes, bytes]],
+        dialect: str = "events",
+        first: int = 1,
     ) -> None:
         """Start the reply in a task of the app's (a client that leaves does not end it at
         once) and follow its stream on this connection. A continuation (``first`` > 1)
@@ -317,7 +391,9 @@ class EventStreamApp:
         if isinstance(chat, str):
             self.chats[chat] = key
         live.task = asyncio.create_task(self._run(live, agent, turn, event, enc))
-        live.task.add_done_callback(lambda _: asyncio.get_running_loop().call_later(self.linger, self._forget, key, live, chat))
+        live.task.add_done_callback(
+            lambda _: asyncio.get_running_loop().call_later(self.linger, self._forget, key, live, chat)
+        )
         if getattr(self.store, "shared", False):
             # Other workers can take the stream up: it goes to the store as it is written.
             live.followed_elsewhere = lambda: self.store.seen(token)  # type: ignore[attr-defined]
@@ -340,7 +416,12 @@ class EventStreamApp:
                     await store.publish(live.token, batch)
             await store.publish(live.token, [], end=True)
         except Exception as exc:  # noqa: BLE001 - the local stream goes on; only other workers lose it
-            _log.warning("reply %s: its stream could not be written to the store (%s: %s)", live.reply_id, type(exc).__name__, exc)
+            _log.warning(
+                "reply %s: its stream could not be written to the store (%s: %s)",
+                live.reply_id,
+                type(exc).__name__,
+                exc,
+            )
         finally:
             beating.cancel()
 
@@ -391,11 +472,15 @@ class EventStreamApp:
             live.agent = None
             enc.msg = None
 
-    async def _pump(self, live: LiveReply, agent: Any, turn: Turn, event: ResumeEvent | None, enc: Encoder, outcome: dict[str, Any]) -> None:
+    async def _pump(
+        self, live: LiveReply, agent: Any, turn: Turn, event: ResumeEvent | None, enc: Encoder, outcome: dict[str, Any]
+    ) -> None:
         """The reply's events into its stream; the reply's error travels in it (REPLY_END,
         RUN_ERROR, an error part). A reply that ends waiting for the client parks."""
         quiet: dict[str, Any] = {"raise_errors": False} if isinstance(agent, Agent) else {}
-        stream = agent.reply_stream(event=event, **quiet) if event is not None else agent.reply_stream(turn.inputs, **quiet)
+        stream = (
+            agent.reply_stream(event=event, **quiet) if event is not None else agent.reply_stream(turn.inputs, **quiet)
+        )
         held: list[bytes] = []  # the question to the user, sent once the reply could park
         async for ev in stream:
             if ev.type == "REPLY_START":
@@ -429,7 +514,15 @@ class EventStreamApp:
             raise ParkError(f"the reply could not wait for an answer ({exc})") from exc
         live.add(asking)
 
-    async def _follow(self, live: LiveReply, after: int, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]], extra: list[tuple[bytes, bytes]]) -> None:
+    async def _follow(
+        self,
+        live: LiveReply,
+        after: int,
+        receive: Receive,
+        send: Send,
+        cors: list[tuple[bytes, bytes]],
+        extra: list[tuple[bytes, bytes]],
+    ) -> None:
         """Send the reply's frames after id ``after`` on this connection until its stream
         ends or the client leaves (then the reply has its grace period)."""
 
@@ -443,7 +536,15 @@ class EventStreamApp:
         finally:
             live.detach(self.grace)
 
-    def _outcome(self, agent: Any, rid: str | None, msg: Msg | None, outcome: dict[str, Any], err: BaseException | None, started: float) -> None:
+    def _outcome(
+        self,
+        agent: Any,
+        rid: str | None,
+        msg: Msg | None,
+        outcome: dict[str, Any],
+        err: BaseException | None,
+        started: float,
+    ) -> None:
         """One log line per reply (never content, never a secret): id, model, how it
         ended, the error's type, tokens, seconds."""
         what = outcome["outcome"]
@@ -454,7 +555,16 @@ class EventStreamApp:
         tokens = f"{usage.input_tokens}/{usage.output_tokens}" if usage else "-"
         model = getattr(getattr(agent, "model", None), "name", None) or type(getattr(agent, "model", None)).__name__
         level = logging.WARNING if what.startswith(("failed", "error")) or error != "-" else logging.INFO
-        _log.log(level, "reply %s model=%s outcome=%s error=%s tokens=%s seconds=%.2f", rid or "-", model, what, error, tokens, time.monotonic() - started)
+        _log.log(
+            level,
+            "reply %s model=%s outcome=%s error=%s tokens=%s seconds=%.2f",
+            rid or "-",
+            model,
+            what,
+            error,
+            tokens,
+            time.monotonic() - started,
+        )
 
 
 # The events that ask the client a question a parked reply waits for.
@@ -479,7 +589,10 @@ async def _until_runner_gone(frames: AsyncIterator[bytes]) -> AsyncIterator[byte
     except RunnerGone as gone:
         enc = DIALECTS.get(gone.dialect, DIALECTS["events"])[1](Turn(), "")
         enc.reply_id = gone.reply_id or None
-        ending = enc.error("the worker running this reply stopped before the reply ended; send your message again") + enc.done()
+        ending = (
+            enc.error("the worker running this reply stopped before the reply ended; send your message again")
+            + enc.done()
+        )
         yield b"".join(b"id: %d\n" % (gone.next + k) + frame for k, frame in enumerate(ending))
 
 
@@ -564,7 +677,11 @@ def _read(read: Callable[[dict[str, Any]], Turn], dialect: str, data: dict[str, 
     except Exception as exc:  # noqa: BLE001 - sorted: the client's data, not the server's state
         from ..errors import ValidationError
 
-        what = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3]) if isinstance(exc, ValidationError) else f"{type(exc).__name__}: {exc}"
+        what = (
+            "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3])
+            if isinstance(exc, ValidationError)
+            else f"{type(exc).__name__}: {exc}"
+        )
         raise BadRequest(f"the body is not a valid {dialect} request ({what[:300]})") from None
 
 
@@ -596,7 +713,9 @@ def _dialect(data: dict[str, Any], query: str) -> str:
     return "events"
 
 
-async def _answer(send: Send, status: int, content_type: str, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+async def _answer(
+    send: Send, status: int, content_type: str, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
     headers = [
         (b"content-type", content_type.encode()),
         (b"content-length", str(len(body)).encode()),
@@ -621,7 +740,12 @@ async def _preflight(send: Send, origin: str | None, cors: list[tuple[bytes, byt
     """A CORS preflight: allowed for an allowed origin, refused for any other."""
     if origin is None or cors is None:
         return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
-    preflight = [*cors, (b"access-control-allow-methods", b"POST"), (b"access-control-allow-headers", b"content-type, authorization, last-event-id"), (b"access-control-max-age", b"600")]
+    preflight = [
+        *cors,
+        (b"access-control-allow-methods", b"POST"),
+        (b"access-control-allow-headers", b"content-type, authorization, last-event-id"),
+        (b"access-control-max-age", b"600"),
+    ]
     await _answer(send, 204, "text/plain", b"", preflight)
 
 

@@ -24,7 +24,9 @@ class Gone(Exception):
 
 
 class LiveReply:
-    def __init__(self, token: str, *, first: int = 1, max_frames: int = 20_000, max_bytes: int = 32 * 1024 * 1024) -> None:
+    def __init__(
+        self, token: str, *, first: int = 1, max_frames: int = 20_000, max_bytes: int = 32 * 1024 * 1024
+    ) -> None:
         self.token = token
         self.max_frames, self.max_bytes = max_frames, max_bytes
         self.frames: deque[bytes] = deque()

@@ -28,7 +28,16 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Protocol
 
-__all__ = ["Conflict", "Parked", "ReplyStore", "MemoryStore", "RedisStore", "StoreUnavailable", "RunnerGone", "store_for"]
+__all__ = [
+    "Conflict",
+    "Parked",
+    "ReplyStore",
+    "MemoryStore",
+    "RedisStore",
+    "StoreUnavailable",
+    "RunnerGone",
+    "store_for",
+]
 
 
 class Conflict(Exception):
@@ -39,7 +48,12 @@ class Conflict(Exception):
     client cannot tell a guessed id from a wrong one."""
 
     def __init__(self) -> None:
-        super().__init__("no reply waits for this answer here (it ended, expired, was answered already, or the resume token is not its own)")
+        super().__init__(
+            (
+                "no reply waits for this answer here (it ended, expired, was answered already, or the "
+                "resume token is not its own)"
+            )
+        )
 
 
 class StoreUnavailable(Exception):
@@ -97,6 +111,7 @@ class _Packed:
 class ReplyStore(Protocol):
     """Where the server keeps replies parked for a user's answer and, when ``shared``, the running streams
     other workers may resume (``MemoryStore`` in one process, ``RedisStore`` across several)."""
+
     ttl: float
     shared: bool  # whether other workers see what this one stores (then running streams go there too)
 
@@ -182,8 +197,15 @@ class RedisStore:
     beat, beat_timeout = 1.0, 3.0
 
     def __init__(
-        self, url: str, *, ttl: float = 1800.0, prefix: str = "modelwire:parked:", max_reply_bytes: int = 16 * 1024 * 1024,
-        max_frames: int = 20_000, linger: float = 300.0, client: Any = None,
+        self,
+        url: str,
+        *,
+        ttl: float = 1800.0,
+        prefix: str = "modelwire:parked:",
+        max_reply_bytes: int = 16 * 1024 * 1024,
+        max_frames: int = 20_000,
+        linger: float = 300.0,
+        client: Any = None,
     ) -> None:
         self.url, self.ttl, self.prefix, self.max_reply_bytes = url, ttl, prefix, max_reply_bytes
         self.max_frames, self.linger = max_frames, linger
@@ -219,7 +241,9 @@ class RedisStore:
 
     async def put(self, token: str, parked: Parked) -> None:
         if parked.size > self.max_reply_bytes:
-            raise OverflowError(f"a parked reply of {parked.size} bytes is over this store's max_reply_bytes ({self.max_reply_bytes})")
+            raise OverflowError(
+                f"a parked reply of {parked.size} bytes is over this store's max_reply_bytes ({self.max_reply_bytes})"
+            )
         left = self.ttl - (time.time() - parked.parked_at)
         if left <= 0:
             return
@@ -227,7 +251,15 @@ class RedisStore:
 
         async def step() -> None:
             async with self.client.pipeline(transaction=True) as pipe:
-                pipe.hset(key, mapping={"reply_id": parked.reply_id, "state": parked.state, "parked_at": repr(parked.parked_at), "next_id": parked.next_id})
+                pipe.hset(
+                    key,
+                    mapping={
+                        "reply_id": parked.reply_id,
+                        "state": parked.state,
+                        "parked_at": repr(parked.parked_at),
+                        "next_id": parked.next_id,
+                    },
+                )
                 pipe.pexpire(key, max(1, int(left * 1000)))
                 await pipe.execute()
 
@@ -238,7 +270,9 @@ class RedisStore:
             raise Conflict()
         if self._take is None:
             self._take = self.client.register_script(_TAKE)
-        fields = await self._once_more("find the parked reply", lambda: self._take(keys=[self.prefix + key_of(token)], args=[reply_id or ""]))
+        fields = await self._once_more(
+            "find the parked reply", lambda: self._take(keys=[self.prefix + key_of(token)], args=[reply_id or ""])
+        )
         if not fields:
             raise Conflict()
         rid, state, parked_at, next_id = (f.decode() if isinstance(f, bytes) else f for f in fields)
@@ -249,7 +283,9 @@ class RedisStore:
     def _stream_key(self, token: str) -> str:
         return self.prefix + "stream:" + key_of(token)
 
-    async def publish(self, token: str, frames: list[tuple[int, bytes]], end: bool = False, *, about: tuple[str, str] | None = None) -> None:
+    async def publish(
+        self, token: str, frames: list[tuple[int, bytes]], end: bool = False, *, about: tuple[str, str] | None = None
+    ) -> None:
         """Frames of a running reply (``(id, frame)``), and ``end`` once its stream ended;
         ``about``: the stream's dialect and reply id, for a follower that must end it with an
         error if this worker dies. Each call is also a beat (see :meth:`alive`)."""

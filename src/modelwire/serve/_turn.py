@@ -114,7 +114,9 @@ def read_events(data: JSON) -> Turn:
     keys = [k for k in ("input", "messages", "resume") if k in data]
     token = data.get("resume_token")
     if len(keys) != 1:
-        raise BadRequest('send {"input": "text"}, {"messages": [message, ...]} or {"resume": event, "resume_token": token}')
+        raise BadRequest(
+            'send {"input": "text"}, {"messages": [message, ...]} or {"resume": event, "resume_token": token}'
+        )
     if "input" in data:
         if not isinstance(data["input"], str) or not data["input"]:
             raise BadRequest('"input" must be a non-empty string')
@@ -134,7 +136,9 @@ def read_events(data: JSON) -> Turn:
         raise BadRequest(f'"resume" is not an event: {str(exc).splitlines()[0]}') from None
     token = token if isinstance(token, str) else None
     if ev.type == "USER_CONFIRM_RESULT":
-        return Turn(resume=Resume(ev.reply_id, confirm={r.tool_call.id: r.confirmed for r in ev.confirm_results}, token=token))
+        return Turn(
+            resume=Resume(ev.reply_id, confirm={r.tool_call.id: r.confirmed for r in ev.confirm_results}, token=token)
+        )
     if ev.type == "EXTERNAL_EXECUTION_RESULT":
         return Turn(resume=Resume(ev.reply_id, results={r.id: r for r in ev.execution_results}, token=token))
     if ev.type == "USER_INTERRUPT":
@@ -150,7 +154,15 @@ class EventsEncoder(Encoder):
 
     def token(self, token: str) -> list[bytes]:
         # Not an event of the reply (CUSTOM folds into nothing): what a client must keep.
-        return [sse(event_to_json(CustomEvent(name=RESUME_EVENT, value={"reply_id": self.msg.id if self.msg else None, "resume_token": token})))]
+        return [
+            sse(
+                event_to_json(
+                    CustomEvent(
+                        name=RESUME_EVENT, value={"reply_id": self.msg.id if self.msg else None, "resume_token": token}
+                    )
+                )
+            )
+        ]
 
     def parked(self, calls: list[ToolCallBlock], token: str) -> list[bytes]:
         return self.token(token)  # said again last, where the answer is written

@@ -20,7 +20,21 @@ import json
 from typing import Any
 
 from ..event import AgentEvent
-from ..message import AssistantMsg, Base64Source, DataBlock, Msg, SystemMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, URLSource, UserMsg, extras_of, fields_of
+from ..message import (
+    AssistantMsg,
+    Base64Source,
+    DataBlock,
+    Msg,
+    SystemMsg,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    URLSource,
+    UserMsg,
+    extras_of,
+    fields_of,
+)
 from ._turn import JSON, BadRequest, Encoder, Resume, Turn, split_history, sse
 
 FINISH = {"completed": "stop", "error": "error", "interrupted": "interrupted", "exceed_max_iters": "other"}
@@ -59,7 +73,11 @@ def _answers(msg: JSON) -> Resume:
 
 
 def _is_tool(part: Any) -> bool:
-    return isinstance(part, dict) and isinstance(part.get("type"), str) and (part["type"].startswith("tool-") or part["type"] == "dynamic-tool")
+    return (
+        isinstance(part, dict)
+        and isinstance(part.get("type"), str)
+        and (part["type"].startswith("tool-") or part["type"] == "dynamic-tool")
+    )
 
 
 def _tool_name(part: JSON) -> str:
@@ -71,7 +89,9 @@ def _result(part: JSON, call_id: str) -> ToolResultBlock:
         return ToolResultBlock(id=call_id, name=_tool_name(part), output=str(part.get("errorText", "")), state="error")
     output = part.get("output")
     if isinstance(output, list) and all(isinstance(p, dict) and p.get("type") in ("text", "file") for p in output):
-        return ToolResultBlock(id=call_id, name=_tool_name(part), output=[_file_or_text(p) for p in output], state="success")
+        return ToolResultBlock(
+            id=call_id, name=_tool_name(part), output=[_file_or_text(p) for p in output], state="success"
+        )
     text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
     return ToolResultBlock(id=call_id, name=_tool_name(part), output=text, state="success")
 
@@ -81,7 +101,9 @@ def _file_or_text(part: JSON) -> Any:
         return TextBlock(text=part.get("text", ""))
     url, media = part.get("url", ""), part.get("mediaType") or "application/octet-stream"
     if url.startswith("data:") and ";base64," in url:
-        return DataBlock(source=Base64Source(data=url.split(";base64,", 1)[1], media_type=media), name=part.get("filename"))
+        return DataBlock(
+            source=Base64Source(data=url.split(";base64,", 1)[1], media_type=media), name=part.get("filename")
+        )
     return DataBlock(source=URLSource(url=url, media_type=media), name=part.get("filename"))
 
 
@@ -91,12 +113,21 @@ def _tool_blocks(part: JSON, where: str) -> list[Any]:
     call_id = part.get("toolCallId")
     if not isinstance(call_id, str):
         raise BadRequest(f"{where}: a tool part without its toolCallId")
-    call = ToolCallBlock(id=call_id, name=_tool_name(part), input=json.dumps(part.get("input", {}), ensure_ascii=False), state="finished")
+    call = ToolCallBlock(
+        id=call_id, name=_tool_name(part), input=json.dumps(part.get("input", {}), ensure_ascii=False), state="finished"
+    )
     if part.get("state") in ("output-available", "output-error"):
         return [call, _result(part, call_id)]
     if part.get("state") == "output-denied":
-        return [call, ToolResultBlock(id=call_id, name=_tool_name(part), output="The user denied this tool call.", state="denied")]
-    raise BadRequest(f"{where}: tool call {call_id!r} has no output (state {part.get('state')!r}); answer it or drop it")
+        return [
+            call,
+            ToolResultBlock(
+                id=call_id, name=_tool_name(part), output="The user denied this tool call.", state="denied"
+            ),
+        ]
+    raise BadRequest(
+        f"{where}: tool call {call_id!r} has no output (state {part.get('state')!r}); answer it or drop it"
+    )
 
 
 def _message(m: JSON, where: str) -> Msg:
@@ -112,11 +143,15 @@ def _message(m: JSON, where: str) -> Msg:
             blocks.append(_file_or_text(part))
         elif kind == "reasoning" and role == "assistant":
             kept = (part.get("providerMetadata") or {}).get("modelwire")
-            extras = {k: v for k, v in kept.items() if k not in fields_of(ThinkingBlock)} if isinstance(kept, dict) else {}
+            extras = (
+                {k: v for k, v in kept.items() if k not in fields_of(ThinkingBlock)} if isinstance(kept, dict) else {}
+            )
             blocks.append(ThinkingBlock(thinking=part.get("text", ""), **extras))
         elif _is_tool(part) and role == "assistant":
             blocks += _tool_blocks(part, where)
-        elif kind in ("step-start", "source-url", "source-document") or (isinstance(kind, str) and kind.startswith("data-")):
+        elif kind in ("step-start", "source-url", "source-document") or (
+            isinstance(kind, str) and kind.startswith("data-")
+        ):
             continue  # display parts: steps, citations, application data, not conversation
         else:
             raise BadRequest(f"{where}: unknown part {kind!r} in a {role} message")
@@ -161,11 +196,21 @@ class UIMessageEncoder(Encoder):
         elif ev.type in _FOLDED_ENDS:
             out.append(sse(self._folded_end(ev)))
         elif ev.type == "REQUIRE_USER_CONFIRM":
-            out += [sse({"type": "tool-approval-request", "approvalId": c.id, "toolCallId": c.id}) for c in ev.tool_calls]
+            out += [
+                sse({"type": "tool-approval-request", "approvalId": c.id, "toolCallId": c.id}) for c in ev.tool_calls
+            ]
         elif ev.type == "REPLY_END":
             if ev.finished_reason == "error":
                 out.append(sse({"type": "error", "errorText": ev.error.message if ev.error else "the reply failed"}))
-            out.append(sse({"type": "finish", "finishReason": FINISH.get(ev.finished_reason, "other"), "messageMetadata": self._metadata(ev.finished_reason)}))
+            out.append(
+                sse(
+                    {
+                        "type": "finish",
+                        "finishReason": FINISH.get(ev.finished_reason, "other"),
+                        "messageMetadata": self._metadata(ev.finished_reason),
+                    }
+                )
+            )
         elif ev.type == "CUSTOM":
             out.append(sse({"type": f"data-{ev.name}", "data": ev.value}))
         return out
@@ -187,9 +232,20 @@ class UIMessageEncoder(Encoder):
         if ev.type == "TOOL_CALL_END":
             call = next(b for b in self.reply.content if b.type == "tool_call" and b.id == ev.tool_call_id)
             try:
-                return {"type": "tool-input-available", "toolCallId": call.id, "toolName": call.name, "input": json.loads(call.input or "{}")}
+                return {
+                    "type": "tool-input-available",
+                    "toolCallId": call.id,
+                    "toolName": call.name,
+                    "input": json.loads(call.input or "{}"),
+                }
             except ValueError as exc:
-                return {"type": "tool-input-error", "toolCallId": call.id, "toolName": call.name, "input": call.input, "errorText": f"the arguments are not JSON: {exc}"}
+                return {
+                    "type": "tool-input-error",
+                    "toolCallId": call.id,
+                    "toolName": call.name,
+                    "input": call.input,
+                    "errorText": f"the arguments are not JSON: {exc}",
+                }
         result = next(b for b in self.reply.content if b.type == "tool_result" and b.id == ev.tool_call_id)
         return _output(result)
 
@@ -207,7 +263,15 @@ class UIMessageEncoder(Encoder):
     def parked(self, calls: list[ToolCallBlock], token: str) -> list[bytes]:
         # The message waits on the client: approvals asked, client-side tools to run. The
         # resume token rides in the message's metadata, which useChat posts back with it.
-        return self._start() + [sse({"type": "finish", "finishReason": "tool-calls", "messageMetadata": {**self._metadata("waiting"), "resumeToken": token}})]
+        return self._start() + [
+            sse(
+                {
+                    "type": "finish",
+                    "finishReason": "tool-calls",
+                    "messageMetadata": {**self._metadata("waiting"), "resumeToken": token},
+                }
+            )
+        ]
 
     def error(self, message: str) -> list[bytes]:
         return (self._start() if self.msg is not None else []) + [sse({"type": "error", "errorText": message})]
@@ -216,7 +280,9 @@ class UIMessageEncoder(Encoder):
         return [sse("[DONE]")]
 
 
-_FOLDED_ENDS = frozenset({"THINKING_BLOCK_END", "DATA_BLOCK_END", "TOOL_CALL_END", "TOOL_RESULT_END"})  # parts made from the folded block
+_FOLDED_ENDS = frozenset(
+    {"THINKING_BLOCK_END", "DATA_BLOCK_END", "TOOL_CALL_END", "TOOL_RESULT_END"}
+)  # parts made from the folded block
 
 
 def _kind(event_type: str) -> str:
@@ -231,11 +297,18 @@ def _url(block: DataBlock) -> str:
 def _output(result: ToolResultBlock) -> JSON:
     if result.state == "denied":
         return {"type": "tool-output-denied", "toolCallId": result.id}
-    text = result.output if isinstance(result.output, str) else "".join(b.text for b in result.output if b.type == "text")
+    text = (
+        result.output if isinstance(result.output, str) else "".join(b.text for b in result.output if b.type == "text")
+    )
     if result.state in ("error", "interrupted"):
         return {"type": "tool-output-error", "toolCallId": result.id, "errorText": text or result.state}
     if isinstance(result.output, str) or all(b.type == "text" for b in result.output):
         output: Any = text
     else:
-        output = [{"type": "text", "text": b.text} if b.type == "text" else {"type": "file", "mediaType": b.source.media_type, "url": _url(b)} for b in result.output]
+        output = [
+            {"type": "text", "text": b.text}
+            if b.type == "text"
+            else {"type": "file", "mediaType": b.source.media_type, "url": _url(b)}
+            for b in result.output
+        ]
     return {"type": "tool-output-available", "toolCallId": result.id, "output": output}

@@ -70,7 +70,13 @@ OPTION_VALUES: dict[str, Any] = {
     "extra_headers": {"x-trace": "1"},
     "extra_body": {"seed": 7},
 }
-_TOOLS = [{"name": "get_weather", "description": "The weather in a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+_TOOLS = [
+    {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
+]
 
 
 def _fail(protocol: str, what: str) -> ConformanceError:
@@ -112,7 +118,11 @@ def _decode(protocol: str, pieces: list[bytes], reply_id: str = "r") -> tuple[li
 def _framed(events: list[Any]) -> list[Any]:
     from .. import event as E
 
-    return [E.ReplyStartEvent(session_id="s", reply_id="r", name="a"), *events, E.ReplyEndEvent(session_id="s", reply_id="r")]
+    return [
+        E.ReplyStartEvent(session_id="s", reply_id="r", name="a"),
+        *events,
+        E.ReplyEndEvent(session_id="s", reply_id="r"),
+    ]
 
 
 def _folded(events: list[Any]) -> Any:
@@ -132,7 +142,12 @@ def _scripts(protocol: str) -> list[tuple]:
         (("text", "Let me check."), ("tool", "call_2", "get_weather", '{"city": "Rome"}')),
     ]
     if wire.capabilities.parallel_tool_calls:
-        scripts.append((("tool", "call_3", "get_weather", '{"city": "Oslo"}'), ("tool", "call_4", "get_weather", '{"city": "Lima"}')))
+        scripts.append(
+            (
+                ("tool", "call_3", "get_weather", '{"city": "Oslo"}'),
+                ("tool", "call_4", "get_weather", '{"city": "Lima"}'),
+            )
+        )
     if wire.capabilities.thinking:
         scripts.append((("think", "They want the weather."), ("text", "Sunny.")))
     return scripts
@@ -163,12 +178,18 @@ def streams_decode(protocol: str) -> None:
     wire = _wire(protocol)
     for blocks in _scripts(protocol):
         body = wire.fake_stream(*blocks)
-        ways = {"whole": [body], "event by event": wire.split_stream(body), "byte by byte": [body[i : i + 1] for i in range(len(body))]}
+        ways = {
+            "whole": [body],
+            "event by event": wire.split_stream(body),
+            "byte by byte": [body[i : i + 1] for i in range(len(body))],
+        }
         folded: dict[str, Any] = {}
         for way, pieces in ways.items():
             events, error = _decode(protocol, pieces)
             if error is not None:
-                raise _fail(protocol, f"its own fake_stream{blocks!r}, fed {way}, failed: {type(error).__name__}: {error}")
+                raise _fail(
+                    protocol, f"its own fake_stream{blocks!r}, fed {way}, failed: {type(error).__name__}: {error}"
+                )
             try:
                 check_stream(_framed(events))
             except Exception as exc:
@@ -177,7 +198,13 @@ def streams_decode(protocol: str) -> None:
                 raise _fail(protocol, f"fake_stream{blocks!r} ({way}) does not end its call exactly once")
             folded[way] = _folded(events)
         _holds_what_was_sent(protocol, folded["whole"], blocks)
-        dumps = {way: [{k: v for k, v in b.to_dict().items() if k not in ("id", "created_at", "finished_at")} for b in msg.content] for way, msg in folded.items()}
+        dumps = {
+            way: [
+                {k: v for k, v in b.to_dict().items() if k not in ("id", "created_at", "finished_at")}
+                for b in msg.content
+            ]
+            for way, msg in folded.items()
+        }
         if not (dumps["whole"] == dumps["event by event"] == dumps["byte by byte"]):
             raise _fail(protocol, f"fake_stream{blocks!r} folds differently depending on how the body is split")
 
@@ -208,7 +235,10 @@ def extras_are_declared(protocol: str) -> None:
         for block in _folded(events).content:
             unknown = set(extras_of(block) or ()) - declared
             if unknown:
-                raise _fail(protocol, f"its adapter writes {sorted(unknown)} on a {block.type} block, which extras_keys does not declare")
+                raise _fail(
+                    protocol,
+                    f"its adapter writes {sorted(unknown)} on a {block.type} block, which extras_keys does not declare",
+                )
 
 
 def broken_streams_are_typed(protocol: str) -> None:
@@ -216,8 +246,14 @@ def broken_streams_are_typed(protocol: str) -> None:
     from ..event import check_stream
 
     wire = _wire(protocol)
-    body = wire.fake_stream(("text", "It is sunny in Paris, and warm."), ("tool", "call_1", "get_weather", '{"city": "Paris"}'))
-    for label, pieces in (("cut in half", [body[: len(body) // 2]]), ("garbage", [b"\x00\xffnot a stream\n\n" * 3]), ("empty", [])):
+    body = wire.fake_stream(
+        ("text", "It is sunny in Paris, and warm."), ("tool", "call_1", "get_weather", '{"city": "Paris"}')
+    )
+    for label, pieces in (
+        ("cut in half", [body[: len(body) // 2]]),
+        ("garbage", [b"\x00\xffnot a stream\n\n" * 3]),
+        ("empty", []),
+    ):
         try:
             events, error = _decode(protocol, pieces)
         except Exception as exc:
@@ -230,7 +266,9 @@ def broken_streams_are_typed(protocol: str) -> None:
             try:
                 check_stream(_framed(events))
             except Exception as exc:
-                raise _fail(protocol, f"the events of a body {label}, closed by its error, break the grammar: {exc}") from None
+                raise _fail(
+                    protocol, f"the events of a body {label}, closed by its error, break the grammar: {exc}"
+                ) from None
 
 
 def formatter_pairs_calls(protocol: str) -> None:
@@ -241,12 +279,21 @@ def formatter_pairs_calls(protocol: str) -> None:
     formatter = wire.new_formatter(preset, "conformance")
     call = ToolCallBlock(id="call_1", name="get_weather", input='{"city": "Paris"}')
     result = ToolResultBlock(id="call_1", name="get_weather", output="sunny", state="success")
-    good = [SystemMsg("s", "Be brief."), UserMsg("u", "Weather in Paris?"), AssistantMsg("a", [call, result, TextBlock(text="Sunny.")]), UserMsg("u", "Thanks")]
+    good = [
+        SystemMsg("s", "Be brief."),
+        UserMsg("u", "Weather in Paris?"),
+        AssistantMsg("a", [call, result, TextBlock(text="Sunny.")]),
+        UserMsg("u", "Thanks"),
+    ]
     try:
         payload = formatter.format(good, _TOOLS)
     except Exception as exc:
         raise _fail(protocol, f"a plain tool round does not format: {type(exc).__name__}: {exc}") from None
-    if not isinstance(payload, dict) or "call_1" not in json.dumps(payload) and "get_weather" not in json.dumps(payload):
+    if (
+        not isinstance(payload, dict)
+        or "call_1" not in json.dumps(payload)
+        and "get_weather" not in json.dumps(payload)
+    ):
         raise _fail(protocol, "the formatted tool round lost its call")
     bad = {
         "a tool call with no result": [UserMsg("u", "x"), AssistantMsg("a", [copy.copy(call)]), UserMsg("u", "and?")],
@@ -270,7 +317,13 @@ def options_mapped_or_refused(protocol: str) -> None:
     preset = _preset(protocol)
 
     def request(**options: Any) -> tuple[Any, Any]:
-        model = load_model(f"{preset.name}:conformance-model", api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False, **options)
+        model = load_model(
+            f"{preset.name}:conformance-model",
+            api_key="k",
+            base_url="http://127.0.0.1:9",
+            capability_lookup=False,
+            **options,
+        )
         body, opts = model.build_request([UserMsg("u", "hi")], _TOOLS)
         return body, model.wire.request_headers(body, model.headers(opts.extra_headers), preset)
 
@@ -297,7 +350,9 @@ def switches_in(protocol: str) -> None:
     formatter = wire.new_formatter(preset, "conformance")
     for other in protocol_names():
         try:
-            source = FakeModel([[("think", "Checking."), ("tool", "call_9", "get_weather", '{"city": "Paris"}')]], protocol=other)
+            source = FakeModel(
+                [[("think", "Checking."), ("tool", "call_9", "get_weather", '{"city": "Paris"}')]], protocol=other
+            )
         except ValueError:
             continue  # a protocol no preset speaks cannot make a reply
         if not _wire(other).capabilities.thinking:
@@ -333,20 +388,38 @@ def cassettes_replay(protocol: str) -> None:
             path = Path(folder) / "call.json"
             with ProviderServer() as server:
                 server.script(Reply(body=body, headers={"content-type": wire.stream_content_type(preset)}))
-                model = load_model(f"{preset.name}:conformance-model", api_key="k", base_url=server.url, capability_lookup=False)
+                model = load_model(
+                    f"{preset.name}:conformance-model", api_key="k", base_url=server.url, capability_lookup=False
+                )
                 with use_cassette(path, "once"):
                     recorded = asyncio.run(model.complete([UserMsg("u", "hi")]))
                 url = server.url
-            replayer = load_model(f"{preset.name}:conformance-model", api_key="k", base_url=url, capability_lookup=False)
+            replayer = load_model(
+                f"{preset.name}:conformance-model", api_key="k", base_url=url, capability_lookup=False
+            )
             with use_cassette(path, "none"):
                 replayed = asyncio.run(replayer.complete([UserMsg("u", "hi")]))
     finally:
         os.environ.update(saved)
-    if (recorded.get_text_content() or "").strip() != "Recorded answer." or replayed.get_text_content() != recorded.get_text_content():
-        raise _fail(protocol, f"a recorded call replayed as {replayed.get_text_content()!r}, not {recorded.get_text_content()!r}")
+    if (
+        recorded.get_text_content() or ""
+    ).strip() != "Recorded answer." or replayed.get_text_content() != recorded.get_text_content():
+        raise _fail(
+            protocol,
+            f"a recorded call replayed as {replayed.get_text_content()!r}, not {recorded.get_text_content()!r}",
+        )
 
 
-CHECKS: list[Check] = [presets_declare_their_dialects, streams_decode, extras_are_declared, broken_streams_are_typed, formatter_pairs_calls, options_mapped_or_refused, switches_in, cassettes_replay]
+CHECKS: list[Check] = [
+    presets_declare_their_dialects,
+    streams_decode,
+    extras_are_declared,
+    broken_streams_are_typed,
+    formatter_pairs_calls,
+    options_mapped_or_refused,
+    switches_in,
+    cassettes_replay,
+]
 
 
 def check_names() -> list[str]:

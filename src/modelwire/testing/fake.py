@@ -51,7 +51,10 @@ def _checked(blocks: Any, call: int) -> Blocks:
         arity = _ARITY.get(kind) if isinstance(kind, str) else None
         if arity is None or not arity[0] <= len(block) <= arity[1]:
             raise ConfigError(
-                f"FakeModel: call {call}, block {n}: {block!r} is not a block; use ('think', text), ('text', text) or ('tool', call_id, name, arguments_json)"
+                (
+                    f"FakeModel: call {call}, block {n}: {block!r} is not a block; use ('think', text), "
+                    "('text', text) or ('tool', call_id, name, arguments_json)"
+                )
             )
     return blocks
 
@@ -67,7 +70,14 @@ class FakeModel:
     output) tokens each call reports. A call past the last scripted reply, or a block that
     is not one, is a :class:`~modelwire.errors.ConfigError` naming it."""
 
-    def __init__(self, replies: Sequence[Script] | Callable[[list[Msg], Any], Blocks], *, protocol: str | None = None, name: str = "fake-model", usage: tuple[int, int] = (10, 5)) -> None:
+    def __init__(
+        self,
+        replies: Sequence[Script] | Callable[[list[Msg], Any], Blocks],
+        *,
+        protocol: str | None = None,
+        name: str = "fake-model",
+        usage: tuple[int, int] = (10, 5),
+    ) -> None:
         from ..protocols import all_presets
         from ..protocols import get_protocol, protocol_names
 
@@ -100,12 +110,22 @@ class FakeModel:
             self._next += 1
             return _checked(replies(messages, tools), call)
         if self._next >= len(replies):
-            raise ConfigError(f"FakeModel: call {call} has no scripted reply ({len(replies)} were given): add one to the list")
+            raise ConfigError(
+                f"FakeModel: call {call} has no scripted reply ({len(replies)} were given): add one to the list"
+            )
         script = replies[self._next]
         self._next += 1
         return _checked(script(messages, tools) if callable(script) else script, call)
 
-    async def stream(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None) -> AsyncGenerator[Any, None]:
+    async def stream(
+        self,
+        messages: MsgInput,
+        *,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        options: Any = None,
+        reply_id: str | None = None,
+    ) -> AsyncGenerator[Any, None]:
         msgs = as_messages(messages)
         self.requests.append(self.formatter.format(msgs, tools, tool_choice))  # a FormatError here as in production
         raw = self.wire.fake_stream(*self._script(msgs, tools), usage=self.usage)
@@ -125,9 +145,20 @@ class FakeModel:
             err.events = []
             raise
 
-    async def complete(self, messages: MsgInput, *, tools: Sequence[Any] | None = None, tool_choice: Any = None, options: Any = None, reply_id: str | None = None, name: str = "assistant") -> Msg:
+    async def complete(
+        self,
+        messages: MsgInput,
+        *,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        options: Any = None,
+        reply_id: str | None = None,
+        name: str = "assistant",
+    ) -> Msg:
         reply = AssistantMsg(name, [], id=reply_id or new_id())
-        async for event in self.stream(messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id):
+        async for event in self.stream(
+            messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id
+        ):
             reply.append_event(event, strict=True)
         return reply
 

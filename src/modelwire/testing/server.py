@@ -44,7 +44,9 @@ def sse_reply(body: bytes, **kw: Any) -> Reply:
 
 def error_reply(status: int, body: dict, headers: dict[str, str] | None = None) -> Reply:
     """A scripted error answer: ``status`` with ``body`` as JSON (and any ``headers``, such as ``retry-after``)."""
-    return Reply(status=status, body=json.dumps(body).encode(), headers={"content-type": "application/json", **(headers or {})})
+    return Reply(
+        status=status, body=json.dumps(body).encode(), headers={"content-type": "application/json", **(headers or {})}
+    )
 
 
 class _Server(ThreadingHTTPServer):
@@ -86,7 +88,13 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        request = {"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "json": body, "body": raw}
+        request = {
+            "method": self.command,
+            "path": self.path,
+            "headers": {k.lower(): v for k, v in self.headers.items()},
+            "json": body,
+            "body": raw,
+        }
         reply = self.owner._reply_for(request)
         self.send_response(reply.status)
         for key, value in reply.headers.items():
@@ -182,7 +190,9 @@ class ProviderServer:
             try:
                 reply.check(request)
             except Exception as exc:  # noqa: BLE001 - tell the client what was wrong
-                reply = error_reply(400, {"error": {"type": "invalid_request_error", "message": f"server check failed: {exc}"}})
+                reply = error_reply(
+                    400, {"error": {"type": "invalid_request_error", "message": f"server check failed: {exc}"}}
+                )
         return reply
 
     def __enter__(self) -> "ProviderServer":

@@ -26,7 +26,25 @@ from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in, levels_up_to
 from .._claude import EFFORTS as _EFFORTS, MIN_BUDGET, claude_fields, claude_schema
-from .._protocol import DEFAULT_MAX_TOKENS, BatchResult, BatchState, batch_lines, CachePlan, Capabilities, HTTPCall, ModelCapabilities, ModelOptions, Preset, UploadedFile, WireProtocol, fake_words, multipart, rate_limit_shape, refuse, sampling
+from .._protocol import (
+    DEFAULT_MAX_TOKENS,
+    BatchResult,
+    BatchState,
+    batch_lines,
+    CachePlan,
+    Capabilities,
+    HTTPCall,
+    ModelCapabilities,
+    ModelOptions,
+    Preset,
+    UploadedFile,
+    WireProtocol,
+    fake_words,
+    multipart,
+    rate_limit_shape,
+    refuse,
+    sampling,
+)
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "AnthropicProtocol", "ENDPOINT_VERSIONS"]
@@ -35,11 +53,25 @@ __all__ = ["PROTOCOL", "AnthropicProtocol", "ENDPOINT_VERSIONS"]
 ENDPOINT_VERSIONS = {"vertex": "vertex-2023-10-16", "bedrock": "bedrock-2023-05-31"}
 # What count_tokens takes of a Messages request (the SDK's MessageCountTokensParams, and the
 # beta fields of its beta twin): sampling, limits and streaming are left out.
-_COUNTED = frozenset({"messages", "system", "tools", "tool_choice", "thinking", "output_config", "mcp_servers", "context_management", "cache_control", "speed"})
+_COUNTED = frozenset(
+    {
+        "messages",
+        "system",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "output_config",
+        "mcp_servers",
+        "context_management",
+        "cache_control",
+        "speed",
+    }
+)
 _VERTEX_PATH = "/v1/projects/{project}/locations/{location}/publishers/anthropic/models/{model}:streamRawPredict"
 _EVENTSTREAM = "application/vnd.amazon.eventstream"
 
 log = logging.getLogger("modelwire.protocols.anthropic")
+
 
 class AnthropicProtocol(WireProtocol):
     name = "anthropic"
@@ -54,11 +86,17 @@ class AnthropicProtocol(WireProtocol):
         "not_found_error": E.InvalidRequestError,
         "request_too_large": E.InvalidRequestError,
     }
+
     def rate_limits(self, headers: Mapping[str, str]) -> dict[str, Any] | None:
         """``anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,remaining,reset}``
         (the reset an RFC 3339 time) and ``retry-after``
         (https://docs.anthropic.com/en/api/rate-limits#response-headers)."""
-        names = {kind: tuple(f"anthropic-ratelimit-{kind.replace('_', '-')}-{part}" for part in ("limit", "remaining", "reset")) for kind in ("requests", "tokens", "input_tokens", "output_tokens")}
+        names = {
+            kind: tuple(
+                f"anthropic-ratelimit-{kind.replace('_', '-')}-{part}" for part in ("limit", "remaining", "reset")
+            )
+            for kind in ("requests", "tokens", "input_tokens", "output_tokens")
+        }
         return rate_limit_shape(headers, names, reset_is_duration=False)  # type: ignore[arg-type]
 
     refusals = (
@@ -66,28 +104,35 @@ class AnthropicProtocol(WireProtocol):
             r'"?thinking\.type\.disabled"? is not supported for this model',
             "thinking",
             lambda m: {"thinking_off": False},
-            'the API\'s 400 to claude-opus-5-5 and claude-fable-5-1 with thinking off, as users reported it in 2026-11: '
-            '\'"thinking.type.disabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort"\'',
+            "the API's 400 to claude-opus-5-5 and claude-fable-5-1 with thinking off, as users reported it in 2026-11: "
+            '\'"thinking.type.disabled" is not supported for this model. Use '
+            '"thinking.type.adaptive" and "output_config.effort"\'',
         ),
         Refusal(
             r'"?thinking\.type\.enabled"? is not supported for this model',
             "thinking_budget",
             lambda m: {"thinking": ["adaptive"]},
-            "the 400 to claude-sonnet-5 with thinking.type enabled, which must be adaptive (on Bedrock, aaronrussell/anthropix#20,"
-            " 2026-08-22), in the words of its thinking.type.disabled sibling ('Use thinking.type.adaptive and output_config.effort')",
+            "the 400 to claude-sonnet-5 with thinking.type enabled, which must be adaptive (on "
+            "Bedrock, aaronrussell/anthropix#20,"
+            " 2026-08-22), in the words of its thinking.type.disabled sibling ('Use "
+            "thinking.type.adaptive and output_config.effort')",
         ),
         Refusal(
             r"Only 'enabled' and 'disabled' are supported for thinking; 'adaptive' is not supported",
             "thinking",
             lambda m: {"thinking": ["budget"]},
-            "a compatible server's 400 to adaptive thinking (Qwen on DashScope's Anthropic route): \"Only 'enabled' and 'disabled' are"
+            "a compatible server's 400 to adaptive thinking (Qwen on DashScope's Anthropic route): "
+            "\"Only 'enabled' and 'disabled' are"
             " supported for thinking; 'adaptive' is not supported.\" (anthropics/claude-code#29531, 2026-02-28)",
         ),
         Refusal(
             r"thinking may not be enabled when tool_choice forces tool use",
             "tool_choice",
             lambda m: {"forced_tool_thinking": False},
-            "the API's 400 to a forced tool_choice with thinking on (run-llama/llama_index#19641, 2025-08-11; on Bedrock, can1357/oh-my-pi#341, 2026-03-09)",
+            (
+                "the API's 400 to a forced tool_choice with thinking on (run-llama/llama_index#19641, "
+                "2025-08-11; on Bedrock, can1357/oh-my-pi#341, 2026-03-09)"
+            ),
         ),
         Refusal(
             r"supported levels: ([a-z, ]+)",
@@ -96,37 +141,47 @@ class AnthropicProtocol(WireProtocol):
             "a recorded claude-opus-4-6 400 to an effort it lacks: 'Supported levels: high, low, max, medium'",
         ),
         Refusal(
-            r"effort '?(\w+)'? is not supported when thinking is disabled on this model\. Use effort '?(\w+)'? or below",
+            (
+                r"effort '?(\w+)'? is not supported when thinking is disabled on this model\. Use effort "
+                r"'?(\w+)'? or below"
+            ),
             "reasoning_effort",
             lambda m: {"thinking_off_effort": list(levels_up_to(m.group(2)))},
-            "the API's 400 to claude-opus-5 with thinking off at effort xhigh: \"output_config.effort 'xhigh' is not supported when thinking"
-            " is disabled on this model. Use effort 'high' or below, or enable thinking.\" (anthropics/claude-code#81084, 2026-07-25)",
+            "the API's 400 to claude-opus-5 with thinking off at effort xhigh: "
+            "\"output_config.effort 'xhigh' is not supported when thinking"
+            " is disabled on this model. Use effort 'high' or below, or enable thinking.\" "
+            "(anthropics/claude-code#81084, 2026-07-25)",
         ),
         Refusal(
             r"`?(?:temperature|top_p|top_k)`? is deprecated for this model",
             "temperature",
             lambda m: {"sampling": False},
-            "the API's 400 to claude-opus-4-7 with a temperature: \"`temperature` is deprecated for this model.\""
+            'the API\'s 400 to claude-opus-4-7 with a temperature: "`temperature` is deprecated for this model."'
             " (UKGovernmentBEIS/inspect_ai#3721, 2026-04-20; on Bedrock, DayuanJiang/next-ai-draw-io#861, 2026-06-06)",
         ),
         Refusal(
             r"budget_tokens: Input should be greater than or equal to (\d+)",
             "thinking_budget",
             lambda m: {"budget_min": int(m.group(1))},
-            "the API's 400 to a thinking budget under its floor: 'thinking.enabled.budget_tokens: Input should be greater than or"
-            " equal to 1024' (through Bedrock, danny-avila/LibreChat#8346, 2025-07-09; tingly-dev/tingly-box#569, 2026-03-26)",
+            "the API's 400 to a thinking budget under its floor: 'thinking.enabled.budget_tokens: "
+            "Input should be greater than or"
+            " equal to 1024' (through Bedrock, danny-avila/LibreChat#8346, 2025-07-09; "
+            "tingly-dev/tingly-box#569, 2026-03-26)",
         ),
         Refusal.unknown_field(
             r"(?:^|\s)([a-z_]+): Extra inputs are not permitted",  # a top-level field only (no dotted path)
-            "a server's 400 to a field it does not know: 'output_config: Extra inputs are not permitted' (ding113/claude-code-hub#662,"
-            " 2026-01-27); 'context_management: Extra inputs are not permitted' (caozhiyuan/copilot-api#305, 2026-07-02)",
+            "a server's 400 to a field it does not know: 'output_config: Extra inputs are not permitted' "
+            "(ding113/claude-code-hub#662, 2026-01-27); 'context_management: Extra inputs are not permitted' "
+            "(caozhiyuan/copilot-api#305, 2026-07-02)",
         ),
         Refusal(
             r"tool_use\.id: String should match pattern '([^']+)'",
             "tool_id",
             lambda m: {"tool_id_pattern": m.group(1)},
-            "the API's 400 to a tool-call id from elsewhere: \"messages.1.content.1.tool_use.id: String should match pattern"
-            " '^[a-zA-Z0-9_-]+$'\" (CommandCodeAI/command-code#323, 2026-05-06; through a gateway, tailcallhq/forgecode#1142, 2025-07-20)",
+            "the API's 400 to a tool-call id from elsewhere: \"messages.1.content.1.tool_use.id: "
+            "String should match pattern"
+            " '^[a-zA-Z0-9_-]+$'\" (CommandCodeAI/command-code#323, 2026-05-06; through a gateway, "
+            "tailcallhq/forgecode#1142, 2025-07-20)",
         ),
         Refusal(
             r"tools\.\d+\.(?:custom\.)?name: String should match pattern '([^']+)'",
@@ -144,7 +199,12 @@ class AnthropicProtocol(WireProtocol):
     conform = "modelwire.protocols.anthropic._conform:CHECKS"
     formatter = "modelwire.protocols.anthropic.formatter:AnthropicFormatter"
     path = "/v1/messages"
-    signature = (b"event: message_start", b'"type": "message_start"', b'"type":"message_start"', b'"content_block_delta"')
+    signature = (
+        b"event: message_start",
+        b'"type": "message_start"',
+        b'"type":"message_start"',
+        b'"content_block_delta"',
+    )
     replay_scope = "protocol"
     replay_keys = ("signature", "redacted_thinking_data")
     extras_keys = ("signature", "redacted_thinking_data", "citations", "server_name", "caller")
@@ -191,13 +251,27 @@ class AnthropicProtocol(WireProtocol):
         endpoint = preset.dialect.get("endpoint")
         if endpoint in ("vertex", "bedrock"):
             cloud = "Vertex AI" if endpoint == "vertex" else "Bedrock"
-            raise E.UnsupportedOptionError("upload_file", preset.name, f"Claude on {cloud} has no Files API: send the data inline (a path or bytes as a base64 source)")
+            raise E.UnsupportedOptionError(
+                "upload_file",
+                preset.name,
+                f"Claude on {cloud} has no Files API: send the data inline (a path or bytes as a base64 source)",
+            )
         body, content_type = multipart({}, "file", name, media_type, data)
-        return HTTPCall("POST", self.files_url(base_url, preset), {"content-type": content_type, "accept": "application/json"}, body)
+        return HTTPCall(
+            "POST", self.files_url(base_url, preset), {"content-type": content_type, "accept": "application/json"}, body
+        )
 
-    def file_uploaded(self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes) -> UploadedFile | HTTPCall:
+    def file_uploaded(
+        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes
+    ) -> UploadedFile | HTTPCall:
         file_id = answer["id"]
-        return UploadedFile(file_id, call.url.rstrip("/") + "/" + file_id, answer.get("mime_type") or "", answer.get("filename") or "", answer.get("size_bytes"))
+        return UploadedFile(
+            file_id,
+            call.url.rstrip("/") + "/" + file_id,
+            answer.get("mime_type") or "",
+            answer.get("filename") or "",
+            answer.get("size_bytes"),
+        )
 
     def files_url(self, base_url: str, preset: Preset) -> str:
         if preset.dialect.get("endpoint") in ("vertex", "bedrock"):
@@ -207,7 +281,12 @@ class AnthropicProtocol(WireProtocol):
     def files_listed(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
         url = self.files_url(base_url, preset)
         items = [i for i in answer.get("data") or () if isinstance(i, dict) and isinstance(i.get("id"), str)]
-        return [UploadedFile(i["id"], url + "/" + i["id"], i.get("mime_type") or "", i.get("filename") or "", i.get("size_bytes")) for i in items]
+        return [
+            UploadedFile(
+                i["id"], url + "/" + i["id"], i.get("mime_type") or "", i.get("filename") or "", i.get("size_bytes")
+            )
+            for i in items
+        ]
 
     def takes_file_ref(self, media_type: str) -> bool:
         from .formatter import IMAGE_TYPES
@@ -224,24 +303,47 @@ class AnthropicProtocol(WireProtocol):
 
     def _batches_url(self, base_url: str, preset: Preset) -> str:
         if preset.dialect.get("endpoint") in ("vertex", "bedrock"):
-            raise E.UnsupportedOptionError("batch", preset.name, "Claude on the clouds takes batches as jobs over cloud storage (Vertex AI batch prediction, Bedrock batch inference), not this API")
+            raise E.UnsupportedOptionError(
+                "batch",
+                preset.name,
+                (
+                    "Claude on the clouds takes batches as jobs over cloud storage (Vertex AI batch "
+                    "prediction, Bedrock batch inference), not this API"
+                ),
+            )
         return base_url.rstrip("/") + "/v1/messages/batches"
 
     def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Any) -> HTTPCall:
-        requests = [{"custom_id": f"request-{n}", "params": {k: v for k, v in b.items() if k != "stream"}} for n, b in enumerate(bodies)]
-        return HTTPCall("POST", self._batches_url(base_url, preset), {"accept": "application/json"}, json.dumps({"requests": requests}).encode())
+        requests = [
+            {"custom_id": f"request-{n}", "params": {k: v for k, v in b.items() if k != "stream"}}
+            for n, b in enumerate(bodies)
+        ]
+        return HTTPCall(
+            "POST",
+            self._batches_url(base_url, preset),
+            {"accept": "application/json"},
+            json.dumps({"requests": requests}).encode(),
+        )
 
     def batch_call(self, base_url: str, preset: Preset, batch_id: str, action: str) -> HTTPCall:
         url = self._batches_url(base_url, preset) + "/" + batch_id
-        return HTTPCall("POST", url + "/cancel", {"accept": "application/json"}) if action == "cancel" else HTTPCall("GET", url, {"accept": "application/json"})
+        return (
+            HTTPCall("POST", url + "/cancel", {"accept": "application/json"})
+            if action == "cancel"
+            else HTTPCall("GET", url, {"accept": "application/json"})
+        )
 
     def batch_state(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> BatchState:
         status = str(answer.get("processing_status") or "")
         ended = status == "ended"
         results = answer.get("results_url")
-        reads = (HTTPCall("GET", results, {"accept": "application/binary"}),) if ended and isinstance(results, str) else ()
+        reads = (
+            (HTTPCall("GET", results, {"accept": "application/binary"}),) if ended and isinstance(results, str) else ()
+        )
         counts = {k: v for k, v in (answer.get("request_counts") or {}).items() if isinstance(v, int)}
-        return BatchState(str(answer.get("id") or ""), status, ended, counts, reads, sum(counts.values()) if counts else None)
+        return BatchState(
+            str(answer.get("id") or ""), status, ended, counts, reads, sum(counts.values()) if counts else None
+        )
 
     def batch_results(self, text: str) -> list[BatchResult]:
         out: list[BatchResult] = []
@@ -253,13 +355,28 @@ class AnthropicProtocol(WireProtocol):
             elif kind == "errored":
                 out.append((index, None, result.get("error")))
             else:  # canceled, expired: no answer, and Anthropic's words for why
-                out.append((index, None, {"type": "error", "error": {"type": f"{kind}_error", "message": f"the batch request was {kind} before it was answered"}}))
+                out.append(
+                    (
+                        index,
+                        None,
+                        {
+                            "type": "error",
+                            "error": {
+                                "type": f"{kind}_error",
+                                "message": f"the batch request was {kind} before it was answered",
+                            },
+                        },
+                    )
+                )
         return out
 
-    def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
+    def count_request(
+        self, url: str, body: dict[str, Any], model: str, preset: Preset
+    ) -> tuple[str, dict[str, Any]] | None:
         """``POST /v1/messages/count_tokens`` (https://docs.claude.com/en/api/messages-count-tokens):
         the fields it takes of the request. Claude on Vertex: ``.../models/count-tokens:rawPredict``
-        with the model in the body (https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude/count-tokens);
+        with the model in the body
+        (https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude/count-tokens);
         on Bedrock: ``CountTokens`` around the invoke body (botocore's ``CountTokens`` shape)."""
         import base64
         import json
@@ -269,7 +386,9 @@ class AnthropicProtocol(WireProtocol):
         kept = {k: v for k, v in body.items() if k in _COUNTED}
         if endpoint == "bedrock":
             invoke = {k: v for k, v in body.items() if k != "stream"}
-            return path.rsplit("/", 1)[0] + "/count-tokens", {"input": {"invokeModel": {"body": base64.b64encode(json.dumps(invoke).encode()).decode()}}}
+            return path.rsplit("/", 1)[0] + "/count-tokens", {
+                "input": {"invokeModel": {"body": base64.b64encode(json.dumps(invoke).encode()).decode()}}
+            }
         if endpoint == "vertex":
             return path.rsplit("/models/", 1)[0] + "/models/count-tokens:rawPredict", {"model": model, **kept}
         return path.rstrip("/") + "/count_tokens" + (f"?{query}" if query else ""), {"model": model, **kept}
@@ -278,17 +397,33 @@ class AnthropicProtocol(WireProtocol):
 
     def claims(self, block_type: str, fields: Mapping[str, Any], block_id: str) -> bool:
         # AgentScope's fields for Claude's thinking: its signature, or the redacted data.
-        return block_type == "thinking" and bool(fields.get("signature") or fields.get("redacted_thinking_data") is not None)
+        return block_type == "thinking" and bool(
+            fields.get("signature") or fields.get("redacted_thinking_data") is not None
+        )
 
     def matches_url(self, url: str) -> bool:
         path = url.split("?")[0].rstrip("/")
-        return path.endswith((":streamRawPredict", ":rawPredict", "/invoke-with-response-stream", "/invoke")) or super().matches_url(url)
+        return path.endswith(
+            (":streamRawPredict", ":rawPredict", "/invoke-with-response-stream", "/invoke")
+        ) or super().matches_url(url)
 
-    def body(self, model: str, payload: dict[str, Any], options: ModelOptions, preset: Preset, caps: ModelCapabilities | None = None) -> dict[str, Any]:
+    def body(
+        self,
+        model: str,
+        payload: dict[str, Any],
+        options: ModelOptions,
+        preset: Preset,
+        caps: ModelCapabilities | None = None,
+    ) -> dict[str, Any]:
         endpoint = preset.dialect.get("endpoint")
         body = super().body(model, payload, options, preset, caps)
         if endpoint in ENDPOINT_VERSIONS and body.get("mcp_servers"):
-            raise refuse("tools", preset, f"Claude on {endpoint.title()} has no MCP connector: run the server from the agent instead (MCPServer)", model=model)
+            raise refuse(
+                "tools",
+                preset,
+                f"Claude on {endpoint.title()} has no MCP connector: run the server from the agent instead (MCPServer)",
+                model=model,
+            )
         if endpoint in ENDPOINT_VERSIONS:
             body.pop("model", None)  # in the URL
             if endpoint == "bedrock":
@@ -331,7 +466,9 @@ class AnthropicProtocol(WireProtocol):
     def model_defaults(self, preset: Preset, model: str = "") -> ModelCapabilities:
         # Any server speaking the protocol takes the budget form; output_config.format only
         # where the model is known to take it.
-        return ModelCapabilities(structured_output=False, sources={"structured_output": "the anthropic protocol (not known for this model)"})
+        return ModelCapabilities(
+            structured_output=False, sources={"structured_output": "the anthropic protocol (not known for this model)"}
+        )
 
     def model_info_url(self, base_url: str, model: str, preset: Preset) -> str | None:
         # Anthropic's Models API; Anthropic-compatible servers publish no capabilities.
@@ -355,7 +492,12 @@ class AnthropicProtocol(WireProtocol):
         effort = on("effort")
         if effort is not None:
             values["effort"] = [level for level in _EFFORTS if on("effort", level)] if effort else []
-        for name, key in (("structured_output", "structured_outputs"), ("strict_tools", "structured_outputs"), ("image_input", "image_input"), ("pdf_input", "pdf_input")):
+        for name, key in (
+            ("structured_output", "structured_outputs"),
+            ("strict_tools", "structured_outputs"),
+            ("image_input", "image_input"),
+            ("pdf_input", "pdf_input"),
+        ):
             if on(key) is not None:
                 values[name] = on(key)
         if on("server_tools") is not None:
@@ -365,13 +507,25 @@ class AnthropicProtocol(WireProtocol):
                 values[name] = data[key]
         return ModelCapabilities.from_mapping(values, "provider: GET /v1/models")
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(
+        self,
+        p: dict[str, Any],
+        o: ModelOptions,
+        /,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
         p["max_tokens"] = o.max_tokens or DEFAULT_MAX_TOKENS
         sampling(p, o, stop="stop_sequences")
         forced = (p.get("tool_choice") or {}).get("type") in ("any", "tool")
         fields = claude_fields(o, preset, model, caps, p["max_tokens"], forced_tool=forced, default_budget=MIN_BUDGET)
         if o.reasoning_summary is not None:
-            raise refuse("reasoning_summary", preset, "Claude streams its thinking itself; use thinking=True, and thinking_display")
+            raise refuse(
+                "reasoning_summary",
+                preset,
+                "Claude streams its thinking itself; use thinking=True, and thinking_display",
+            )
         if o.parallel_tool_calls is not None:
             if o.parallel_tool_calls is False:
                 choice = p.setdefault("tool_choice", {"type": "auto"})
@@ -386,18 +540,41 @@ class AnthropicProtocol(WireProtocol):
                     " agent's structured_model does this), or say capabilities={'structured_output': True}",
                     model=model,
                 )
-            fields.setdefault("output_config", {})["format"] = {"type": "json_schema", "schema": claude_schema(o.json_schema, preset, model)}
+            fields.setdefault("output_config", {})["format"] = {
+                "type": "json_schema",
+                "schema": claude_schema(o.json_schema, preset, model),
+            }
         p.update(fields)
 
     prompt_order = ("tools", "system", "messages")
     cache_marker_keys = ("cache_control",)
 
-    def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_cache(
+        self,
+        body: dict[str, Any],
+        plan: CachePlan,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
         if plan.key is not None:
-            raise refuse("cache", preset, "Anthropic takes no cache key (its cache follows the prompt's prefix); leave key out", model=model)
+            raise refuse(
+                "cache",
+                preset,
+                "Anthropic takes no cache key (its cache follows the prompt's prefix); leave key out",
+                model=model,
+            )
         if plan.placement == "provider":
             if preset.dialect.get("endpoint") in ENDPOINT_VERSIONS:
-                raise refuse("cache", preset, "the top-level cache_control (automatic placement) is Anthropic's own API's; use placement='breakpoints'", model=model)
+                raise refuse(
+                    "cache",
+                    preset,
+                    (
+                        "the top-level cache_control (automatic placement) is Anthropic's own API's; use "
+                        "placement='breakpoints'"
+                    ),
+                    model=model,
+                )
             body["cache_control"] = {"type": "ephemeral", **({"ttl": plan.ttl} if plan.ttl != "5m" else {})}
             return
         from .formatter import place_cache
@@ -413,34 +590,49 @@ class AnthropicProtocol(WireProtocol):
             ("message_stop", {"type": "message_stop"}),
         ]
 
-    def fake_stream(self, *blocks: tuple, stop: str | None = None, msg_id: str = "msg_1", usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
-        ev: list[tuple[str, Any]] = [
-            ("message_start", {"type": "message_start", "message": {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-test", "content": [], "stop_reason": None, "usage": {"input_tokens": usage[0], "output_tokens": 1}}})
-        ]
+    def fake_stream(
+        self, *blocks: tuple, stop: str | None = None, msg_id: str = "msg_1", usage: tuple[int, int] = (10, 5), **_: Any
+    ) -> bytes:
+        ev: list[tuple[str, Any]] = []
+
+        def add(kind: str, **data: Any) -> None:
+            ev.append((kind, {"type": kind, **data}))
+
+        started = {"input_tokens": usage[0], "output_tokens": 1}
+        message = {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-test", "content": []}
+        add("message_start", message={**message, "stop_reason": None, "usage": started})
         for i, block in enumerate(blocks):
-            kind = block[0]
-            if kind == "think":
-                text = block[1]
-                signature = block[2] if len(block) > 2 else f"sig-{text[:8]}"
-                ev.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}))
-                for piece in (text[: len(text) // 2], text[len(text) // 2 :]):
-                    ev.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "thinking_delta", "thinking": piece}}))
-                ev.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "signature_delta", "signature": signature}}))
-            elif kind == "text":
-                ev.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}))
-                for word in fake_words(block[1]):
-                    ev.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": word}}))
-            else:
-                ev.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": block[1], "name": block[2], "input": {}}}))
-                args = block[3]
-                for piece in ("", args[: len(args) // 2], args[len(args) // 2 :]):
-                    ev.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": piece}}))
-            ev.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+            start, deltas = _fake_block(block)
+            add("content_block_start", index=i, content_block=start)
+            for delta in deltas:
+                add("content_block_delta", index=i, delta=delta)
+            add("content_block_stop", index=i)
         if stop is None:
             stop = "tool_use" if any(b[0] == "tool" for b in blocks) else "end_turn"
-        ev.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": usage[1]}}))
-        ev.append(("message_stop", {"type": "message_stop"}))
+        add("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage={"output_tokens": usage[1]})
+        add("message_stop")
         return encode_sse(ev)
+
+
+def _fake_block(block: tuple) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A fake stream's block: how it starts, and its deltas (text a word at a time; thinking
+    and arguments in halves, thinking then signed)."""
+    if block[0] == "think":
+        text = block[1]
+        signature = block[2] if len(block) > 2 else f"sig-{text[:8]}"
+        halves = [
+            {"type": "thinking_delta", "thinking": piece} for piece in (text[: len(text) // 2], text[len(text) // 2 :])
+        ]
+        return {"type": "thinking", "thinking": "", "signature": ""}, [
+            *halves,
+            {"type": "signature_delta", "signature": signature},
+        ]
+    if block[0] == "text":
+        return {"type": "text", "text": ""}, [{"type": "text_delta", "text": word} for word in fake_words(block[1])]
+    args = block[3]
+    pieces = ("", args[: len(args) // 2], args[len(args) // 2 :])
+    start = {"type": "tool_use", "id": block[1], "name": block[2], "input": {}}
+    return start, [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
 
 
 def _thinking_info(caps: dict[str, Any]) -> dict[str, Any]:
@@ -448,7 +640,11 @@ def _thinking_info(caps: dict[str, Any]) -> dict[str, Any]:
     thinking = _supported(caps, ("thinking",))
     if thinking is None:
         return {}
-    modes = [mode for mode, key in (("adaptive", "adaptive"), ("budget", "enabled")) if _supported(caps, ("thinking", "types", key))]
+    modes = [
+        mode
+        for mode, key in (("adaptive", "adaptive"), ("budget", "enabled"))
+        if _supported(caps, ("thinking", "types", key))
+    ]
     values: dict[str, Any] = {"thinking": modes if thinking else []}
     off = _supported(caps, ("thinking", "types", "disabled"))
     if off is not None:

@@ -47,5 +47,11 @@ def wrap_event(event: dict[str, Any]) -> bytes:
 
     from ...adapters import encode_frame
 
-    payload = {"bytes": base64.b64encode(json.dumps(event).encode()).decode(), "p": "abcdefghij"[: len(event.get("type", "")) % 10]}
-    return encode_frame({":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}, json.dumps(payload).encode())
+    payload = {
+        "bytes": base64.b64encode(json.dumps(event).encode()).decode(),
+        "p": "abcdefghij"[: len(event.get("type", "")) % 10],
+    }
+    return encode_frame(
+        {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"},
+        json.dumps(payload).encode(),
+    )

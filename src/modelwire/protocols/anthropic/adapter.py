@@ -51,14 +51,58 @@ STOP_REASONS = {
 
 _SERVER_CALLS = {"server_tool_use", "mcp_tool_use"}
 # What the adapter reads of each event (checked when it failed: see BaseAdapter.shape_problem).
-_USAGE = {"input_tokens": (int, OPTIONAL), "output_tokens": (int, OPTIONAL), "cache_read_input_tokens": (int, OPTIONAL), "cache_creation_input_tokens": (int, OPTIONAL)}
-_DELTA_FIELDS = {"text_delta": ("text", str), "input_json_delta": ("partial_json", str), "thinking_delta": ("thinking", str), "signature_delta": ("signature", str), "citations_delta": ("citation", dict)}
+_USAGE = {
+    "input_tokens": (int, OPTIONAL),
+    "output_tokens": (int, OPTIONAL),
+    "cache_read_input_tokens": (int, OPTIONAL),
+    "cache_creation_input_tokens": (int, OPTIONAL),
+}
+_DELTA_FIELDS = {
+    "text_delta": ("text", str),
+    "input_json_delta": ("partial_json", str),
+    "thinking_delta": ("thinking", str),
+    "signature_delta": ("signature", str),
+    "citations_delta": ("citation", dict),
+}
 SHAPES: dict[str, dict[str, tuple]] = {
-    "message_start": {"message": (dict,), "message.id": (str, OPTIONAL), "message.model": (str, OPTIONAL), "message.content": (list, OPTIONAL), "message.content[]": (dict,), "message.usage": (dict, OPTIONAL), **{f"message.usage.{k}": v for k, v in _USAGE.items()}},
-    "content_block_start": {"index": (int,), "content_block": (dict,), "content_block.type": (str,), "content_block.id": (str, OPTIONAL), "content_block.name": (str, OPTIONAL), "content_block.text": (str, OPTIONAL), "content_block.thinking": (str, OPTIONAL), "content_block.signature": (str, OPTIONAL), "content_block.citations": (list, OPTIONAL), "content_block.data": (str, OPTIONAL), "content_block.tool_use_id": (str, OPTIONAL)},
-    "content_block_delta": {"index": (int,), "delta": (dict,), "delta.type": (str,), "delta.text": (str, OPTIONAL), "delta.thinking": (str, OPTIONAL), "delta.partial_json": (str, OPTIONAL), "delta.signature": (str, OPTIONAL)},
+    "message_start": {
+        "message": (dict,),
+        "message.id": (str, OPTIONAL),
+        "message.model": (str, OPTIONAL),
+        "message.content": (list, OPTIONAL),
+        "message.content[]": (dict,),
+        "message.usage": (dict, OPTIONAL),
+        **{f"message.usage.{k}": v for k, v in _USAGE.items()},
+    },
+    "content_block_start": {
+        "index": (int,),
+        "content_block": (dict,),
+        "content_block.type": (str,),
+        "content_block.id": (str, OPTIONAL),
+        "content_block.name": (str, OPTIONAL),
+        "content_block.text": (str, OPTIONAL),
+        "content_block.thinking": (str, OPTIONAL),
+        "content_block.signature": (str, OPTIONAL),
+        "content_block.citations": (list, OPTIONAL),
+        "content_block.data": (str, OPTIONAL),
+        "content_block.tool_use_id": (str, OPTIONAL),
+    },
+    "content_block_delta": {
+        "index": (int,),
+        "delta": (dict,),
+        "delta.type": (str,),
+        "delta.text": (str, OPTIONAL),
+        "delta.thinking": (str, OPTIONAL),
+        "delta.partial_json": (str, OPTIONAL),
+        "delta.signature": (str, OPTIONAL),
+    },
     "content_block_stop": {"index": (int,)},
-    "message_delta": {"delta": (dict,), "delta.stop_reason": (str, OPTIONAL), "usage": (dict, OPTIONAL), **{f"usage.{k}": v for k, v in _USAGE.items()}},
+    "message_delta": {
+        "delta": (dict,),
+        "delta.stop_reason": (str, OPTIONAL),
+        "usage": (dict, OPTIONAL),
+        **{f"usage.{k}": v for k, v in _USAGE.items()},
+    },
 }
 _CALL_FIELDS = {"type", "id", "name", "input"}
 
@@ -131,7 +175,9 @@ class AnthropicAdapter(BaseAdapter):
         # Strict: the id, the model and the input tokens come in message_start. A stream
         # that begins otherwise is not an Anthropic stream (ping and error may come first).
         if data.get("type") not in ("message_start", "ping", "error") and "error" not in data:
-            raise StreamProtocolError(f"an anthropic stream must begin with message_start, not {str(data.get('type'))[:40]!r}", body=data)
+            raise StreamProtocolError(
+                f"an anthropic stream must begin with message_start, not {str(data.get('type'))[:40]!r}", body=data
+            )
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         spec = SHAPES.get(data.get("type"))  # type: ignore[arg-type]
@@ -310,8 +356,14 @@ def _result_text(content: Any) -> str:
     """A readable rendering of a server tool's result (the raw block is kept beside it)."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list) and content and all(isinstance(c, dict) and isinstance(c.get("url"), str) for c in content):
+    if (
+        isinstance(content, list)
+        and content
+        and all(isinstance(c, dict) and isinstance(c.get("url"), str) for c in content)
+    ):
         return "\n".join(f"{c.get('title') or c['url']} <{c['url']}>" for c in content)
-    if isinstance(content, list) and all(isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text", ""), str) for c in content):
+    if isinstance(content, list) and all(
+        isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text", ""), str) for c in content
+    ):
         return "".join(c.get("text", "") for c in content)
     return json.dumps(content, ensure_ascii=False)

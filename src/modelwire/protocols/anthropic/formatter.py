@@ -184,7 +184,11 @@ class AnthropicFormatter(Formatter):
                 out.append(raw)
         elif btype == "data":
             if not is_raw_provider_block(block):
-                raise FormatError(seg.index_of(block), f"an assistant turn cannot carry {block.source.media_type} data for Anthropic", PROTOCOL)
+                raise FormatError(
+                    seg.index_of(block),
+                    f"an assistant turn cannot carry {block.source.media_type} data for Anthropic",
+                    PROTOCOL,
+                )
             raw = raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
             if raw:
                 out.append(raw)
@@ -216,7 +220,9 @@ class AnthropicFormatter(Formatter):
     # -- prompt caching -----------------------------------------------------------------------
 
     def _cache(self, payload: dict[str, Any]) -> None:
-        wanted = int(self.cache_system and bool(payload.get("system"))) + int(self.cache_tools and bool(payload.get("tools")))
+        wanted = int(self.cache_system and bool(payload.get("system"))) + int(
+            self.cache_tools and bool(payload.get("tools"))
+        )
         user_turns = [t for t in payload["messages"] if t["role"] == "user"]
         last = min(self.cache_last_turns, len(user_turns))
         if wanted + last > MAX_CACHE_BREAKPOINTS:
@@ -238,12 +244,15 @@ class AnthropicFormatter(Formatter):
             payload["messages"] = [_marked(turn) if id(turn) in marked else turn for turn in payload["messages"]]
 
 
-
 _NO_SEGMENT = Segment("assistant", 0, [])
 
 
 # The server tools Anthropic runs, as the current API names them.
-SERVER_TOOLS = {"web_search": "web_search_20250305", "code_execution": "code_execution_20250825", "web_fetch": "web_fetch_20250910"}
+SERVER_TOOLS = {
+    "web_search": "web_search_20250305",
+    "code_execution": "code_execution_20250825",
+    "web_fetch": "web_fetch_20250910",
+}
 
 
 def server_tool(tool: ServerTool) -> dict[str, Any]:
@@ -251,7 +260,9 @@ def server_tool(tool: ServerTool) -> dict[str, Any]:
     if tool.raw is not None:
         return dict(tool.raw)
     if tool.kind not in SERVER_TOOLS:
-        raise refuse_server_tool(tool, PROTOCOL, f"it runs {', '.join(SERVER_TOOLS)}; or give its own definition as ServerTool(raw={{...}})")
+        raise refuse_server_tool(
+            tool, PROTOCOL, f"it runs {', '.join(SERVER_TOOLS)}; or give its own definition as ServerTool(raw={{...}})"
+        )
     return {"type": SERVER_TOOLS[tool.kind], "name": tool.kind, **tool.config}
 
 
@@ -264,11 +275,18 @@ def _mcp_config(tool: ServerTool) -> dict[str, Any]:
     config = dict(tool.config)
     unknown = set(config) - _MCP_KEYS
     if unknown or not config.get("url") or not config.get("name"):
-        raise refuse_server_tool(tool, PROTOCOL, f"its MCP connector takes {', '.join(sorted(_MCP_KEYS))} (url and name required)" + (f", not {', '.join(sorted(unknown))}" if unknown else ""))
+        raise refuse_server_tool(
+            tool,
+            PROTOCOL,
+            f"its MCP connector takes {', '.join(sorted(_MCP_KEYS))} (url and name required)"
+            + (f", not {', '.join(sorted(unknown))}" if unknown else ""),
+        )
     headers = {k.lower(): v for k, v in (config.pop("headers", None) or {}).items()}
     auth = headers.pop("authorization", "")
     if headers or (auth and not auth.startswith("Bearer ")):
-        raise refuse_server_tool(tool, PROTOCOL, "its MCP connector sends no headers but an Authorization bearer token (authorization_token)")
+        raise refuse_server_tool(
+            tool, PROTOCOL, "its MCP connector sends no headers but an Authorization bearer token (authorization_token)"
+        )
     if auth:
         config.setdefault("authorization_token", auth[len("Bearer ") :])
     return config
@@ -313,14 +331,27 @@ def place_cache(body: dict[str, Any], ttl: str, system: bool = True, tools: bool
     if history:
         for at in range(len(turns) - 1, -1, -1):
             content = turns[at].get("content")
-            where = next((k for k in range(len(content) - 1, -1, -1) if isinstance(content[k], dict) and content[k].get("type") not in _UNMARKABLE), None) if isinstance(content, list) else None
+            where = (
+                next(
+                    (
+                        k
+                        for k in range(len(content) - 1, -1, -1)
+                        if isinstance(content[k], dict) and content[k].get("type") not in _UNMARKABLE
+                    ),
+                    None,
+                )
+                if isinstance(content, list)
+                else None
+            )
             if where is not None:
                 if "cache_control" not in content[where]:
                     turns[at] = {**turns[at], "content": _with_mark(content, where, mark)}
                 break
     from .._protocol import cache_marks_problem
 
-    marks = [item["cache_control"] for item in _in_prompt_order(body) if isinstance(item, dict) and "cache_control" in item]
+    marks = [
+        item["cache_control"] for item in _in_prompt_order(body) if isinstance(item, dict) and "cache_control" in item
+    ]
     problem = cache_marks_problem(marks, MAX_CACHE_BREAKPOINTS, "cache breakpoint", "Anthropic")
     if problem is not None:
         raise FormatError(None, problem[1], PROTOCOL, code=problem[0])
@@ -374,14 +405,26 @@ def media_block(block: Any, index: int, endpoint: str | None = None) -> dict[str
             PROTOCOL,
         )
     if base in IMAGE_TYPES:
-        source = {"type": "base64", "media_type": base, "data": payload} if kind == "base64" else {"type": "url", "url": payload}
+        source = (
+            {"type": "base64", "media_type": base, "data": payload}
+            if kind == "base64"
+            else {"type": "url", "url": payload}
+        )
         return {"type": "image", "source": source}
     if base == "application/pdf":
-        source = {"type": "base64", "media_type": base, "data": payload} if kind == "base64" else {"type": "url", "url": payload}
+        source = (
+            {"type": "base64", "media_type": base, "data": payload}
+            if kind == "base64"
+            else {"type": "url", "url": payload}
+        )
         doc: dict[str, Any] = {"type": "document", "source": source}
     elif base == "text/plain":
         if kind == "url":
-            raise FormatError(index, "Anthropic takes text/plain documents as base64 only; resolve the URL first (the models layer does)", PROTOCOL)
+            raise FormatError(
+                index,
+                "Anthropic takes text/plain documents as base64 only; resolve the URL first (the models layer does)",
+                PROTOCOL,
+            )
         text = base64.b64decode(payload).decode("utf-8", "replace")
         doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": text}}
     else:
@@ -402,7 +445,9 @@ def _file_block(block: Any, file_id: str, index: int) -> dict[str, Any]:
     if base in IMAGE_TYPES:
         return {"type": "image", "source": {"type": "file", "file_id": file_id}}
     if base not in ("application/pdf", "text/plain"):
-        raise FormatError(index, f"Anthropic takes files as images, PDFs and plain text; {base!r} cannot be sent", PROTOCOL)
+        raise FormatError(
+            index, f"Anthropic takes files as images, PDFs and plain text; {base!r} cannot be sent", PROTOCOL
+        )
     doc: dict[str, Any] = {"type": "document", "source": {"type": "file", "file_id": file_id}}
     if block.name:
         doc["title"] = block.name
@@ -416,7 +461,9 @@ def _data_uri_payload(uri: str, index: int) -> str:
     return base64.b64encode(unquote_to_bytes(data)).decode("ascii")
 
 
-def format_anthropic(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
+def format_anthropic(
+    messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any
+) -> dict[str, Any]:
     """Shortcut for ``AnthropicFormatter(**options).format(messages, tools, tool_choice)``."""
     return AnthropicFormatter(**options).format(messages, tools, tool_choice)
 
@@ -444,7 +491,11 @@ def _tools(payload: dict[str, Any], specs: list[Any], server: list[Any], tool_ch
         payload["mcp_servers"] = [mcp_server(t) for t in mcp]
     mode, name = tool_choice_name(tool_choice, specs)
     if mode is not None:
-        payload["tool_choice"] = {"type": "any"} if mode == "required" else ({"type": "tool", "name": name} if mode == "tool" else {"type": mode})
+        payload["tool_choice"] = (
+            {"type": "any"}
+            if mode == "required"
+            else ({"type": "tool", "name": name} if mode == "tool" else {"type": mode})
+        )
 
 
 def _signed_thinking(block: Any, extras: Any) -> dict[str, Any] | None:

@@ -21,7 +21,19 @@ from ...adapters import encode_frame
 from ...errors import ConfigError
 from ... import errors as E
 from .._caps import Refusal
-from .._protocol import CachePlan, Capabilities, cache_marks_problem, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling, fake_words
+from .._protocol import (
+    CachePlan,
+    Capabilities,
+    cache_marks_problem,
+    ModelCapabilities,
+    ModelOptions,
+    Preset,
+    WireProtocol,
+    check_effort,
+    refuse,
+    sampling,
+    fake_words,
+)
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "BedrockConverseProtocol", "regional"]
@@ -32,7 +44,9 @@ def regional(base_url: str, preset: Preset, env: Mapping[str, str]) -> str:
     if "{region}" in base_url:
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
         if not region:
-            raise ConfigError(f"{preset.name} needs a region: set AWS_REGION (or {preset.base_url_env or 'a base URL'})")
+            raise ConfigError(
+                f"{preset.name} needs a region: set AWS_REGION (or {preset.base_url_env or 'a base URL'})"
+            )
         base_url = base_url.replace("{region}", region)
     return base_url.rstrip("/")
 
@@ -65,14 +79,15 @@ class BedrockConverseProtocol(WireProtocol):
             "tool_choice",
             lambda m: {"forced_tool": False},
             "Bedrock's ValidationException to a forced toolChoice on Llama and Nova: \"This model doesn't support the"
-            " toolConfig.toolChoice.any field. Remove toolConfig.toolChoice.any and try again\" (strands-agents/harness-sdk#1887,"
+            ' toolConfig.toolChoice.any field. Remove toolConfig.toolChoice.any and try again" '
+            "(strands-agents/harness-sdk#1887,"
             " 2026-03-13; aws-samples/bedrock-access-gateway#92, 2025-01-15)",
         ),
         Refusal.unknown_field(
             r"#: extraneous key \[(\w+)\] is not permitted",  # "#:" is the top level; "#/messages/0:" a nested key
-            "Bedrock's ValidationException to a field the model's request schema lacks: 'Malformed input request: #: subject must not"
-            " be valid against schema {\"required\":[\"messages\"]}#: extraneous key [stream] is not permitted' (sigoden/aichat#543,"
-            " 2024-05-25; pingcap/autoflow#574, 2025-01-07)",
+            "Bedrock's ValidationException to a field the model's request schema lacks: 'Malformed input request: "
+            '#: subject must not be valid against schema {"required":["messages"]}#: extraneous key [stream] is not '
+            "permitted' (sigoden/aichat#543, 2024-05-25; pingcap/autoflow#574, 2025-01-07)",
         ),
     )
     description = "AWS Bedrock Converse"
@@ -87,26 +102,39 @@ class BedrockConverseProtocol(WireProtocol):
     extras_keys = ("signature", "redacted_thinking_data", "citations", "raw")
     content_type = "application/vnd.amazon.eventstream"
     framing = "aws-eventstream"
-    capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True)
+    capabilities = Capabilities(
+        native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True
+    )
 
     def formatter_options(self, preset: Preset, model: str = "") -> dict[str, Any]:
         return {"tool_id_style": "mistral"} if "mistral" in model.lower() else {}
 
     def url(self, base_url: str, model: str, preset: Preset, env: Mapping[str, str] | None = None) -> str:
-        return regional(base_url, preset, os.environ if env is None else env) + self.path.format(model=quote(model, safe=""))
+        return regional(base_url, preset, os.environ if env is None else env) + self.path.format(
+            model=quote(model, safe="")
+        )
 
     def whole_url(self, url: str, preset: Preset) -> str:
         path, sep, query = url.partition("?")
         return path[: -len("-stream")] + sep + query if path.endswith("/converse-stream") else url
 
-    files_refusal = "Bedrock has no Files API: send an s3:// URL (a URL source; Bedrock reads the bucket) or the data inline"
-    batch_refusal = "Bedrock's batch inference is a job over S3 (CreateModelInvocationJob, input and output in buckets), not a request API: send the requests one by one"
+    files_refusal = (
+        "Bedrock has no Files API: send an s3:// URL (a URL source; Bedrock reads the bucket) or the data inline"
+    )
+    batch_refusal = (
+        "Bedrock's batch inference is a job over S3 (CreateModelInvocationJob, input and output "
+        "in buckets), not a request API: send the requests one by one"
+    )
 
-    def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
+    def count_request(
+        self, url: str, body: dict[str, Any], model: str, preset: Preset
+    ) -> tuple[str, dict[str, Any]] | None:
         """``CountTokens`` (``POST /model/{modelId}/count-tokens``, botocore's shape): the
         Converse request's messages, system, tools and model fields."""
         path = url.split("?")[0]
-        kept = {k: v for k, v in body.items() if k in ("messages", "system", "toolConfig", "additionalModelRequestFields")}
+        kept = {
+            k: v for k, v in body.items() if k in ("messages", "system", "toolConfig", "additionalModelRequestFields")
+        }
         return path.rsplit("/", 1)[0] + "/count-tokens", {"input": {"converse": kept}}
 
     def matches_url(self, url: str) -> bool:
@@ -117,36 +145,43 @@ class BedrockConverseProtocol(WireProtocol):
         message = (answer.get("output") or {}).get("message") or {}
         events: list[tuple[str | None, Any]] = [("messageStart", {"role": message.get("role", "assistant")})]
         for i, block in enumerate(message.get("content") or []):
-            if "toolUse" in block:
-                tool = block["toolUse"]
-                events.append(("contentBlockStart", {"contentBlockIndex": i, "start": {"toolUse": {"toolUseId": tool.get("toolUseId"), "name": tool.get("name")}}}))
-                events.append(("contentBlockDelta", {"contentBlockIndex": i, "delta": {"toolUse": {"input": json.dumps(tool.get("input") or {})}}}))
-            elif "text" in block:
-                events.append(("contentBlockDelta", {"contentBlockIndex": i, "delta": {"text": block["text"]}}))
-            elif "reasoningContent" in block:
-                reasoning = block["reasoningContent"]
-                text = reasoning.get("reasoningText") or {}
-                if "redactedContent" in reasoning:
-                    events.append(("contentBlockDelta", {"contentBlockIndex": i, "delta": {"reasoningContent": {"redactedContent": reasoning["redactedContent"]}}}))
-                else:
-                    events.append(("contentBlockDelta", {"contentBlockIndex": i, "delta": {"reasoningContent": {"text": text.get("text", "")}}}))
-                    if text.get("signature"):
-                        events.append(("contentBlockDelta", {"contentBlockIndex": i, "delta": {"reasoningContent": {"signature": text["signature"]}}}))
-            else:
-                continue
+            start, deltas = _block_deltas(block)
+            if start is None and not deltas:
+                continue  # a block the stream has no form for
+            if start is not None:
+                events.append(("contentBlockStart", {"contentBlockIndex": i, "start": start}))
+            events.extend(("contentBlockDelta", {"contentBlockIndex": i, "delta": delta}) for delta in deltas)
             events.append(("contentBlockStop", {"contentBlockIndex": i}))
-        events.append(("messageStop", {"stopReason": answer.get("stopReason"), **({"additionalModelResponseFields": answer["additionalModelResponseFields"]} if answer.get("additionalModelResponseFields") else {})}))
-        events.append(("metadata", {"usage": answer.get("usage") or {}, **({"metrics": answer["metrics"]} if "metrics" in answer else {})}))
+        stop: dict[str, Any] = {"stopReason": answer.get("stopReason")}
+        if answer.get("additionalModelResponseFields"):
+            stop["additionalModelResponseFields"] = answer["additionalModelResponseFields"]
+        events.append(("messageStop", stop))
+        metadata = {"usage": answer.get("usage") or {}}
+        if "metrics" in answer:
+            metadata["metrics"] = answer["metrics"]
+        events.append(("metadata", metadata))
         return events
 
     prompt_order = ("toolConfig", "system", "messages")
     cache_marker_keys = ("cachePoint",)
 
-    def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_cache(
+        self,
+        body: dict[str, Any],
+        plan: CachePlan,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
         """``cachePoint`` blocks after the tools, the system prompt and the last message
         (at most 4 in a request; a 1-hour one never after a 5-minute one)."""
         if plan.key is not None or plan.placement == "provider":
-            raise refuse("cache", preset, "Converse takes cachePoint blocks only: no cache key, no automatic placement", model=model)
+            raise refuse(
+                "cache",
+                preset,
+                "Converse takes cachePoint blocks only: no cache key, no automatic placement",
+                model=model,
+            )
         point = {"cachePoint": {"type": "default", **({"ttl": plan.ttl} if plan.ttl != "5m" else {})}}
         lists = []
         if plan.tools and body.get("toolConfig", {}).get("tools"):
@@ -158,30 +193,35 @@ class BedrockConverseProtocol(WireProtocol):
         for items in lists:
             if not (items and "cachePoint" in items[-1]):
                 items.append(json.loads(json.dumps(point)))
-        marks = [b["cachePoint"] for b in [*body.get("toolConfig", {}).get("tools", ()), *body.get("system", ()), *(c for m in body.get("messages", ()) for c in m["content"])] if "cachePoint" in b]
+        marks = [
+            b["cachePoint"]
+            for b in [
+                *body.get("toolConfig", {}).get("tools", ()),
+                *body.get("system", ()),
+                *(c for m in body.get("messages", ()) for c in m["content"]),
+            ]
+            if "cachePoint" in b
+        ]
         problem = cache_marks_problem(marks, 4, "cache point", "Converse")
         if problem is not None:
             raise refuse("cache", preset, problem[1], model=model)
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(
+        self,
+        p: dict[str, Any],
+        o: ModelOptions,
+        /,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
         inference: dict[str, Any] = {}
         if o.max_tokens is not None:
             inference["maxTokens"] = o.max_tokens
         sampling(inference, o, top_p="topP", stop="stopSequences")
         if inference:
             p["inferenceConfig"] = inference
-        extra: dict[str, Any] = {}
-        if _is_claude(model):
-            from .._claude import claude_fields
-
-            forced = bool({"any", "tool"} & set(p.get("toolConfig", {}).get("toolChoice") or {}))
-            extra.update(claude_fields(o, preset, model, caps, inference.get("maxTokens"), forced_tool=forced, default_budget=4096))
-        else:
-            for option in ("thinking", "thinking_budget", "thinking_display"):
-                if getattr(o, option) is not None:
-                    raise refuse(option, preset, "on Bedrock, thinking is mapped for Claude models; pass the model's own switch in extra_body['additionalModelRequestFields']", model=model)
-            if o.reasoning_effort is not None:
-                extra["reasoning_effort"] = check_effort(o.reasoning_effort, caps, preset, model)  # gpt-oss and other OpenAI-style models
+        extra = _model_fields(p, o, preset, model, caps, inference.get("maxTokens"))
         if extra:
             p["additionalModelRequestFields"] = extra
         if o.reasoning_summary is not None:
@@ -189,45 +229,135 @@ class BedrockConverseProtocol(WireProtocol):
         if o.parallel_tool_calls is not None:
             raise refuse("parallel_tool_calls", preset, "Converse has no switch for parallel calls")
         if o.json_schema is not None:
-            if caps.structured_output is False:
-                raise refuse("json_schema", preset, "the model has no structured output on Bedrock; ask for it through a tool (the agent's structured_model does this)", model=model)
-            schema = o.json_schema
-            if _is_claude(model):
-                from .._claude import claude_schema
-
-                schema = claude_schema(schema, preset, model)  # Claude's subset, as on its own API
-            p["outputConfig"] = {
-                "textFormat": {
-                    "type": "json_schema",
-                    "structure": {"jsonSchema": {"name": o.json_schema_name, "schema": json.dumps(schema)}},
-                }
-            }
+            p["outputConfig"] = _output_config(o.json_schema, o.json_schema_name, preset, model, caps)
 
     def fake_stream(self, *blocks: tuple, usage: tuple[int, int] = (10, 5), stop: str | None = None, **_: Any) -> bytes:
         """``("think", text)`` is Claude-style reasoning with a signature."""
 
         def frame(event: str, payload: dict[str, Any]) -> bytes:
             payload = {**payload, "p": "abcdefgh"[: len(event) % 8]}  # AWS pads with random letters
-            return encode_frame({":event-type": event, ":content-type": "application/json", ":message-type": "event"}, json.dumps(payload).encode())
+            return encode_frame(
+                {":event-type": event, ":content-type": "application/json", ":message-type": "event"},
+                json.dumps(payload).encode(),
+            )
 
         out = [frame("messageStart", {"role": "assistant"})]
         for index, block in enumerate(blocks):
             if block[0] == "think":
                 for piece in (block[1][: len(block[1]) // 2], block[1][len(block[1]) // 2 :]):
-                    out.append(frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"reasoningContent": {"text": piece}}}))
-                out.append(frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"reasoningContent": {"signature": f"sig-{block[1][:8]}"}}}))
+                    out.append(
+                        frame(
+                            "contentBlockDelta",
+                            {"contentBlockIndex": index, "delta": {"reasoningContent": {"text": piece}}},
+                        )
+                    )
+                out.append(
+                    frame(
+                        "contentBlockDelta",
+                        {
+                            "contentBlockIndex": index,
+                            "delta": {"reasoningContent": {"signature": f"sig-{block[1][:8]}"}},
+                        },
+                    )
+                )
             elif block[0] == "text":
                 for word in fake_words(block[1]):
                     out.append(frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": word}}))
             else:
                 _, call_id, name, args = block
-                out.append(frame("contentBlockStart", {"contentBlockIndex": index, "start": {"toolUse": {"toolUseId": call_id, "name": name}}}))
-                out.append(frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"toolUse": {"input": args}}}))
+                out.append(
+                    frame(
+                        "contentBlockStart",
+                        {"contentBlockIndex": index, "start": {"toolUse": {"toolUseId": call_id, "name": name}}},
+                    )
+                )
+                out.append(
+                    frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"toolUse": {"input": args}}})
+                )
             out.append(frame("contentBlockStop", {"contentBlockIndex": index}))
         stop = stop or ("tool_use" if any(b[0] == "tool" for b in blocks) else "end_turn")
         out.append(frame("messageStop", {"stopReason": stop}))
-        out.append(frame("metadata", {"usage": {"inputTokens": usage[0], "outputTokens": usage[1], "totalTokens": sum(usage)}, "metrics": {"latencyMs": 12}}))
+        out.append(
+            frame(
+                "metadata",
+                {
+                    "usage": {"inputTokens": usage[0], "outputTokens": usage[1], "totalTokens": sum(usage)},
+                    "metrics": {"latencyMs": 12},
+                },
+            )
+        )
         return b"".join(out)
 
 
 PROTOCOL = BedrockConverseProtocol()
+
+
+def _model_fields(
+    p: dict[str, Any], o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities, max_tokens: Any
+) -> dict[str, Any]:
+    """The ``additionalModelRequestFields`` the options ask for: Claude's thinking as on its
+    own API; a reasoning effort for OpenAI-style models; other thinking switches refused."""
+    extra: dict[str, Any] = {}
+    if _is_claude(model):
+        from .._claude import claude_fields
+
+        forced = bool({"any", "tool"} & set(p.get("toolConfig", {}).get("toolChoice") or {}))
+        extra.update(claude_fields(o, preset, model, caps, max_tokens, forced_tool=forced, default_budget=4096))
+    else:
+        for option in ("thinking", "thinking_budget", "thinking_display"):
+            if getattr(o, option) is not None:
+                raise refuse(
+                    option,
+                    preset,
+                    (
+                        "on Bedrock, thinking is mapped for Claude models; pass the model's own switch in "
+                        "extra_body['additionalModelRequestFields']"
+                    ),
+                    model=model,
+                )
+        if o.reasoning_effort is not None:
+            extra["reasoning_effort"] = check_effort(
+                o.reasoning_effort, caps, preset, model
+            )  # gpt-oss and other OpenAI-style models
+    return extra
+
+
+def _output_config(
+    schema: dict[str, Any], name: str, preset: Preset, model: str, caps: ModelCapabilities
+) -> dict[str, Any]:
+    """Structured output as Converse takes it (Claude's schema subset checked as on its own API)."""
+    if caps.structured_output is False:
+        raise refuse(
+            "json_schema",
+            preset,
+            "the model has no structured output on Bedrock; ask for it through a tool (the agent's "
+            "structured_model does this)",
+            model=model,
+        )
+    if _is_claude(model):
+        from .._claude import claude_schema
+
+        schema = claude_schema(schema, preset, model)  # Claude's subset, as on its own API
+    structure = {"jsonSchema": {"name": name, "schema": json.dumps(schema)}}
+    return {"textFormat": {"type": "json_schema", "structure": structure}}
+
+
+def _block_deltas(block: Mapping[str, Any]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """A Converse answer's block as the stream would send it: its start (a tool call's only)
+    and its deltas; neither for a block the stream has no form for."""
+    if "toolUse" in block:
+        tool = block["toolUse"]
+        start = {"toolUse": {"toolUseId": tool.get("toolUseId"), "name": tool.get("name")}}
+        return start, [{"toolUse": {"input": json.dumps(tool.get("input") or {})}}]
+    if "text" in block:
+        return None, [{"text": block["text"]}]
+    if "reasoningContent" not in block:
+        return None, []
+    reasoning = block["reasoningContent"]
+    if "redactedContent" in reasoning:
+        return None, [{"reasoningContent": {"redactedContent": reasoning["redactedContent"]}}]
+    text = reasoning.get("reasoningText") or {}
+    deltas = [{"reasoningContent": {"text": text.get("text", "")}}]
+    if text.get("signature"):
+        deltas.append({"reasoningContent": {"signature": text["signature"]}})
+    return None, deltas

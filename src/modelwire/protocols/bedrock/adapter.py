@@ -206,7 +206,9 @@ class BedrockConverseAdapter(BaseAdapter):
             self._reasoning(block or self._open(index, "thinking"), index, delta["reasoningContent"] or {})
         elif "toolResult" in delta:
             if block is None or block.kind != "tool_result":
-                raise StreamProtocolError(f"a toolResult delta for block {index}, which is no tool result that started", body=delta)
+                raise StreamProtocolError(
+                    f"a toolResult delta for block {index}, which is no tool result that started", body=delta
+                )
             for item in delta["toolResult"] or []:
                 block.extras["raw"]["content"].append(item)
                 if isinstance(item, dict) and "text" in item:
@@ -227,7 +229,9 @@ class BedrockConverseAdapter(BaseAdapter):
     def _tool_input(self, block: Any, index: int, delta: dict[str, Any]) -> None:
         """A piece of a tool call's input (some models send the object whole)."""
         if block is None or block.kind != "tool_call":
-            raise StreamProtocolError(f"toolUse input for block {index}, which is no tool call that started", body=delta)
+            raise StreamProtocolError(
+                f"toolUse input for block {index}, which is no tool call that started", body=delta
+            )
         piece = (delta["toolUse"] or {}).get("input", "")
         if not isinstance(piece, str):
             piece = json.dumps(piece, ensure_ascii=False)
@@ -243,7 +247,9 @@ class BedrockConverseAdapter(BaseAdapter):
         if reasoning.get("signature"):
             block.extras["signature"] = block.extras.get("signature", "") + reasoning["signature"]
         if "redactedContent" in reasoning:
-            block.extras["redacted_thinking_data"] = block.extras.get("redacted_thinking_data", "") + (reasoning["redactedContent"] or "")
+            block.extras["redacted_thinking_data"] = block.extras.get("redacted_thinking_data", "") + (
+                reasoning["redactedContent"] or ""
+            )
 
     @staticmethod
     def _expect(block: Any, kind: str, index: int) -> None:
@@ -258,7 +264,11 @@ class BedrockConverseAdapter(BaseAdapter):
             self.delta(block, "{}")  # input "" (a tool with no arguments) means {}
         if block.kind == "tool_result":
             raw = block.extras.pop("raw")
-            self.close_block(index, state="success" if raw.get("status") != "error" else "error", metadata={"provider_metadata": self.origin, "provider_block": raw})
+            self.close_block(
+                index,
+                state="success" if raw.get("status") != "error" else "error",
+                metadata={"provider_metadata": self.origin, "provider_block": raw},
+            )
             return
         self.close_block(index)
 

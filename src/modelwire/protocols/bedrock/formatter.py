@@ -123,7 +123,14 @@ class BedrockConverseFormatter(Formatter):
         merge_turn(acc.turns, role, content, after_results=_after_results if seg.kind == "results" else None)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
-        raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools through Converse here; give Nova's system tools as ServerTool(raw={'systemTool': {...}})")
+        raw, tools = raw_server_tools(
+            tools,
+            PROTOCOL,
+            (
+                "this protocol runs no server tools through Converse here; give Nova's system tools as "
+                "ServerTool(raw={'systemTool': {...}})"
+            ),
+        )
         specs = tool_specs(tools)
         turns, system = acc.turns, acc.system
         if turns and turns[0]["role"] == "assistant":
@@ -140,7 +147,9 @@ class BedrockConverseFormatter(Formatter):
             payload["toolConfig"] = {"tools": [NO_TOOLS]}
         return payload
 
-    def _tool_config(self, specs: list[Any], raw: list[dict[str, Any]], mode: str | None, name: str | None) -> dict[str, Any]:
+    def _tool_config(
+        self, specs: list[Any], raw: list[dict[str, Any]], mode: str | None, name: str | None
+    ) -> dict[str, Any]:
         """``toolConfig``: the tools (a cache point after them with ``cache_tools``) and the
         tool choice."""
         tool_list: list[dict[str, Any]] = [{"toolSpec": _tool(s)} for s in specs] + raw
@@ -148,7 +157,9 @@ class BedrockConverseFormatter(Formatter):
             tool_list.append({"cachePoint": {"type": "default"}})
         config: dict[str, Any] = {"tools": tool_list}
         if mode is not None:
-            config["toolChoice"] = {"auto": {}} if mode == "auto" else ({"any": {}} if mode == "required" else {"tool": {"name": name}})
+            config["toolChoice"] = (
+                {"auto": {}} if mode == "auto" else ({"any": {}} if mode == "required" else {"tool": {"name": name}})
+            )
         return config
 
     # -- blocks -----------------------------------------------------------------------------
@@ -177,9 +188,15 @@ class BedrockConverseFormatter(Formatter):
                 continue  # a server tool's result
             elif btype == "data":
                 if extra(block, "provider_block_type") is None:
-                    raise FormatError(seg.index_of(block), f"an assistant turn cannot carry {block.source.media_type} data for Converse", PROTOCOL)
+                    raise FormatError(
+                        seg.index_of(block),
+                        f"an assistant turn cannot carry {block.source.media_type} data for Converse",
+                        PROTOCOL,
+                    )
             else:
-                raise FormatError(seg.index_of(block), f"a {btype!r} block cannot be sent in an assistant turn", PROTOCOL)
+                raise FormatError(
+                    seg.index_of(block), f"a {btype!r} block cannot be sent in an assistant turn", PROTOCOL
+                )
         return out
 
     def _reasoning(self, block: Any) -> list[dict[str, Any]]:
@@ -187,7 +204,13 @@ class BedrockConverseFormatter(Formatter):
             if extra(block, "redacted_thinking_data"):
                 return [{"reasoningContent": {"redactedContent": extra(block, "redacted_thinking_data")}}]
             if extra(block, "signature"):
-                return [{"reasoningContent": {"reasoningText": {"text": block.thinking, "signature": extra(block, "signature")}}}]
+                return [
+                    {
+                        "reasoningContent": {
+                            "reasoningText": {"text": block.thinking, "signature": extra(block, "signature")}
+                        }
+                    }
+                ]
         if self.thinking_as_text and block.thinking.strip():
             return [{"text": f"<thinking>\n{block.thinking}\n</thinking>"}]
         return []  # unsigned reasoning is refused by the service
@@ -201,7 +224,13 @@ class BedrockConverseFormatter(Formatter):
             else:
                 content.append(media(piece, index, self.endpoint))
         if not content:
-            content = [{"text": f"The tool call was {block.state}." if block.state in ("denied", "interrupted") else "(no output)"}]
+            content = [
+                {
+                    "text": f"The tool call was {block.state}."
+                    if block.state in ("denied", "interrupted")
+                    else "(no output)"
+                }
+            ]
         status = "error" if block.state in ("error", "denied", "interrupted") else "success"
         return {"toolResult": {"toolUseId": block.id, "content": content, "status": status}}
 
@@ -224,7 +253,14 @@ def media(block: Any, index: int, endpoint: str | None = None) -> dict[str, Any]
             raise FormatError(index, "a data: URI must be base64-encoded for Converse", PROTOCOL)
         kind = "base64"
     if kind != "base64" and not payload.startswith("s3://"):
-        raise FormatError(index, f"Converse takes media as bytes or an s3:// URL; resolve {payload.split(':', 1)[0]}: sources first (the models layer does)", PROTOCOL)
+        raise FormatError(
+            index,
+            (
+                f"Converse takes media as bytes or an s3:// URL; resolve {payload.split(':', 1)[0]}: "
+                "sources first (the models layer does)"
+            ),
+            PROTOCOL,
+        )
     # An s3:// URL is read by Bedrock itself (botocore's ImageSource / DocumentSource s3Location).
     source = {"bytes": payload} if kind == "base64" else {"s3Location": {"uri": payload}}
     if base in IMAGE_FORMATS:
@@ -232,10 +268,19 @@ def media(block: Any, index: int, endpoint: str | None = None) -> dict[str, Any]
     if base in DOCUMENT_FORMATS:
         name = _NAME_BAD.sub(" ", (block.name or "document").rsplit(".", 1)[0]).strip() or "document"
         return {"document": {"format": DOCUMENT_FORMATS[base], "name": name[:200], "source": source}}
-    raise FormatError(index, f"Converse takes images ({', '.join(IMAGE_FORMATS)}) and documents ({', '.join(DOCUMENT_FORMATS)}); {media_type!r} cannot be sent", PROTOCOL)
+    raise FormatError(
+        index,
+        (
+            f"Converse takes images ({', '.join(IMAGE_FORMATS)}) and documents "
+            f"({', '.join(DOCUMENT_FORMATS)}); {media_type!r} cannot be sent"
+        ),
+        PROTOCOL,
+    )
 
 
-def format_bedrock_converse(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
+def format_bedrock_converse(
+    messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any
+) -> dict[str, Any]:
     """Shortcut for ``BedrockConverseFormatter(**options).format(messages, tools, tool_choice)``."""
     return BedrockConverseFormatter(**options).format(messages, tools, tool_choice)
 

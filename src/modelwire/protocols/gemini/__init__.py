@@ -25,12 +25,26 @@ from ...adapters import encode_sse
 from ...errors import ConfigError, UnsupportedOptionError, UpstreamError
 from ... import errors as E
 from .._caps import Refusal
-from .._protocol import BatchState, HTTPCall, UploadedFile, CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling
+from .._protocol import (
+    BatchState,
+    HTTPCall,
+    UploadedFile,
+    CachePlan,
+    Capabilities,
+    ModelCapabilities,
+    ModelOptions,
+    Preset,
+    WireProtocol,
+    check_effort,
+    refuse,
+    sampling,
+)
 from .presets import PRESETS
 
 # An effort level as a thinking budget, for models that take only a budget (Gemini 2.5):
 # within every 2.5 model's range (Pro 128..32768, Flash 0..24576).
 _EFFORT_BUDGETS = {"minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 24576, "max": 24576}
+
 
 def vertex_place(base_url: str, preset: Preset, env: Mapping[str, str]) -> tuple[str, str, str]:
     """Vertex AI's base URL, project and location (``GOOGLE_CLOUD_PROJECT``,
@@ -55,22 +69,30 @@ _VERTEX_PATH = "/v1/projects/{project}/locations/{location}/publishers/google/mo
 # "gemini_ts:" + the signature (base64).
 GEMINI_TS = "gemini_ts:"
 
+
 class GeminiProtocol(WireProtocol):
     name = "gemini"
     presets = PRESETS
     refusals = (
         Refusal(
-            r"Budget 0 is invalid\. This model only works in thinking mode|does not support setting thinking_budget to 0",
+            (
+                r"Budget 0 is invalid\. This model only works in thinking mode|does not support setting "
+                r"thinking_budget to 0"
+            ),
             "thinking",
             lambda m: {"thinking_off": False},
-            "Gemini's 400 to gemini-2.5-pro with thinking off: 'Budget 0 is invalid. This model only works in thinking mode.'"
+            "Gemini's 400 to gemini-2.5-pro with thinking off: 'Budget 0 is invalid. This model only "
+            "works in thinking mode.'"
             " (snailyp/gemini-balance#206, 2025-07-14); 'The model does not support setting thinking_budget to 0.'"
             " (GewoonJaap/gemini-cli-openai#22, 2025-07-06)",
         ),
         Refusal.unknown_field(
-            r'Invalid JSON payload received\. Unknown name \\?"(\w+)\\?": Cannot find field',  # top level: no "at 'path'"
-            "Google's 400 to a request field it does not know: 'Invalid JSON payload received. Unknown name \"google\": Cannot find"
-            " field.' (Alishahryar1/free-claude-code#542, 2026-05-24); '... Unknown name \"stream\": Cannot find field.'"
+            # top level: no "at 'path'"
+            r'Invalid JSON payload received\. Unknown name \\?"(\w+)\\?": Cannot find field',
+            "Google's 400 to a request field it does not know: 'Invalid JSON payload received. "
+            'Unknown name "google": Cannot find'
+            " field.' (Alishahryar1/free-claude-code#542, 2026-05-24); '... Unknown name \"stream\": "
+            "Cannot find field.'"
             " (sourcegraph/cody#4566, 2024-06-14)",
         ),
     )
@@ -97,7 +119,9 @@ class GeminiProtocol(WireProtocol):
     replay_scope = "provider"
     replay_keys = ("thought_signature",)
     extras_keys = ("thought_signature", "server_call_id")
-    capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True)
+    capabilities = Capabilities(
+        native_structured_output=True, thinking=True, server_tools=True, parallel_tool_calls=True
+    )
     whole_tool_calls = True  # a functionCall part holds the whole call (and its thought signature)
 
     def url(self, base_url: str, model: str, preset: Preset, env: Mapping[str, str] | None = None) -> str:
@@ -124,7 +148,11 @@ class GeminiProtocol(WireProtocol):
         no rate-limit headers."""
         error = body.get("error") if isinstance(body, Mapping) else None
         for detail in (error.get("details") or ()) if isinstance(error, Mapping) else ():
-            delay = detail.get("retryDelay") if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith("google.rpc.RetryInfo") else None
+            delay = (
+                detail.get("retryDelay")
+                if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith("google.rpc.RetryInfo")
+                else None
+            )
             if isinstance(delay, str) and delay.endswith("s"):
                 try:
                     return float(delay[:-1])
@@ -140,11 +168,17 @@ class GeminiProtocol(WireProtocol):
 
     def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
         if preset.dialect.get("endpoint") == "vertex":
-            raise UnsupportedOptionError("upload_file", preset.name, "Gemini on Vertex AI has no Files API: send a gs:// URL (a URL source) or the data inline")
+            raise UnsupportedOptionError(
+                "upload_file",
+                preset.name,
+                "Gemini on Vertex AI has no Files API: send a gs:// URL (a URL source) or the data inline",
+            )
         from urllib.parse import quote
 
         size = len(data)
-        body = json.dumps({"file": {"display_name": name, "mime_type": media_type, "size_bytes": size}}).encode()  # as google-genai writes it
+        body = json.dumps(
+            {"file": {"display_name": name, "mime_type": media_type, "size_bytes": size}}
+        ).encode()  # as google-genai writes it
         headers = {
             "content-type": "application/json",
             "x-goog-upload-protocol": "resumable",
@@ -155,12 +189,18 @@ class GeminiProtocol(WireProtocol):
         }
         return HTTPCall("POST", base_url.rstrip("/") + "/upload/v1beta/files", headers, body)
 
-    def file_uploaded(self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes) -> UploadedFile | HTTPCall:
+    def file_uploaded(
+        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes
+    ) -> UploadedFile | HTTPCall:
         if call.headers.get("x-goog-upload-command") == "start":
             url = headers.get("x-goog-upload-url")
             if not url:
-                raise UpstreamError("Gemini did not start the upload: its answer has no X-Goog-Upload-URL", body=dict(answer))
-            return HTTPCall("POST", url, {"x-goog-upload-command": "upload, finalize", "x-goog-upload-offset": "0"}, data)
+                raise UpstreamError(
+                    "Gemini did not start the upload: its answer has no X-Goog-Upload-URL", body=dict(answer)
+                )
+            return HTTPCall(
+                "POST", url, {"x-goog-upload-command": "upload, finalize", "x-goog-upload-offset": "0"}, data
+            )
         return _file(answer.get("file") or {})
 
     def files_url(self, base_url: str, preset: Preset) -> str:
@@ -183,17 +223,34 @@ class GeminiProtocol(WireProtocol):
 
     def _batches(self, base_url: str, preset: Preset) -> str:
         if preset.dialect.get("endpoint") == "vertex":
-            raise UnsupportedOptionError("batch", preset.name, "Vertex AI takes batches as batch prediction jobs over Cloud Storage or BigQuery, not this API")
+            raise UnsupportedOptionError(
+                "batch",
+                preset.name,
+                "Vertex AI takes batches as batch prediction jobs over Cloud Storage or BigQuery, not this API",
+            )
         return base_url.rstrip("/") + "/v1beta"
 
     def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Any) -> HTTPCall:
-        requests = [{"request": dict(body), "metadata": {"key": f"request-{n}"}} for n, body in enumerate(bodies)]  # the model is the URL's
+        requests = [
+            {"request": dict(body), "metadata": {"key": f"request-{n}"}} for n, body in enumerate(bodies)
+        ]  # the model is the URL's
         url = f"{self._batches(base_url, preset)}/models/{model}:batchGenerateContent"
-        return HTTPCall("POST", url, {"accept": "application/json"}, json.dumps({"batch": {"displayName": "modelwire", "inputConfig": {"requests": {"requests": requests}}}}).encode())
+        return HTTPCall(
+            "POST",
+            url,
+            {"accept": "application/json"},
+            json.dumps(
+                {"batch": {"displayName": "modelwire", "inputConfig": {"requests": {"requests": requests}}}}
+            ).encode(),
+        )
 
     def batch_call(self, base_url: str, preset: Preset, batch_id: str, action: str) -> HTTPCall:
         url = f"{self._batches(base_url, preset)}/batches/{batch_id}"
-        return HTTPCall("POST", url + ":cancel", {"accept": "application/json"}) if action == "cancel" else HTTPCall("GET", url, {"accept": "application/json"})
+        return (
+            HTTPCall("POST", url + ":cancel", {"accept": "application/json"})
+            if action == "cancel"
+            else HTTPCall("GET", url, {"accept": "application/json"})
+        )
 
     def batch_state(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> BatchState:
         meta = answer.get("metadata") or {}
@@ -220,13 +277,17 @@ class GeminiProtocol(WireProtocol):
                 out.append((index, item.get("response") or {}, None))
         return out
 
-    def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
+    def count_request(
+        self, url: str, body: dict[str, Any], model: str, preset: Preset
+    ) -> tuple[str, dict[str, Any]] | None:
         """``:countTokens``: on the Gemini API the whole request as ``generateContentRequest``
         (https://ai.google.dev/api/tokens: system instruction and tools counted too); on Vertex
         the request's fields themselves (google-genai's ``_CountTokensConfig_to_vertex``)."""
         path = self.whole_url(url, preset).replace(":generateContent", ":countTokens")
         if preset.dialect.get("endpoint") == "vertex":
-            return path, {k: v for k, v in body.items() if k in ("contents", "systemInstruction", "tools", "generationConfig")}
+            return path, {
+                k: v for k, v in body.items() if k in ("contents", "systemInstruction", "tools", "generationConfig")
+            }
         return path, {"generateContentRequest": {"model": f"models/{model}", **body}}
 
     def matches_url(self, url: str) -> bool:
@@ -260,7 +321,14 @@ class GeminiProtocol(WireProtocol):
     # tool_config").
     _CACHED_FIELDS = ("systemInstruction", "tools", "toolConfig")
 
-    def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_cache(
+        self,
+        body: dict[str, Any],
+        plan: CachePlan,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
         """Gemini caches the conversation's prefix implicitly (2.5 and later); an explicit
         ``cachedContent`` holding the system instruction and the tools is created by the
         model before the call (:meth:`cache_resource`), and the request then names it."""
@@ -268,10 +336,16 @@ class GeminiProtocol(WireProtocol):
             raise refuse("cache", preset, "Gemini takes no cache key; leave key out", model=model)
 
     def cache_resource(self, body: dict[str, Any], plan: CachePlan, url: str) -> tuple[str, dict[str, Any]] | None:
-        held = {k: body[k] for k in self._CACHED_FIELDS if body.get(k) and (k != "systemInstruction" or plan.system) and (k == "systemInstruction" or plan.tools)}
+        held = {
+            k: body[k]
+            for k in self._CACHED_FIELDS
+            if body.get(k) and (k != "systemInstruction" or plan.system) and (k == "systemInstruction" or plan.tools)
+        }
         if plan.placement == "provider" or not held:
             return None  # only the implicit cache
-        path = url.split("?", 1)[0].rsplit(":", 1)[0]  # .../v1beta/models/M or .../v1/projects/P/locations/L/publishers/google/models/M
+        path = url.split("?", 1)[0].rsplit(":", 1)[
+            0
+        ]  # .../v1beta/models/M or .../v1/projects/P/locations/L/publishers/google/models/M
         for version in ("/v1beta/", "/v1/"):
             root, found, resource = path.partition(version)
             if found:
@@ -279,14 +353,26 @@ class GeminiProtocol(WireProtocol):
         else:
             return None
         parent = resource.split("publishers/", 1)[0] if "publishers/" in resource else ""
-        return root + version + parent + "cachedContents", {"model": resource, **held, "ttl": "3600s" if plan.ttl == "1h" else "300s"}
+        return root + version + parent + "cachedContents", {
+            "model": resource,
+            **held,
+            "ttl": "3600s" if plan.ttl == "1h" else "300s",
+        }
 
     def with_cache_resource(self, body: dict[str, Any], name: str) -> dict[str, Any]:
         out = {k: v for k, v in body.items() if k not in self._CACHED_FIELDS}
         out["cachedContent"] = name
         return out
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(
+        self,
+        p: dict[str, Any],
+        o: ModelOptions,
+        /,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
         config: dict[str, Any] = {}
         if o.max_tokens is not None:
             config["maxOutputTokens"] = o.max_tokens
@@ -333,14 +419,32 @@ class GeminiProtocol(WireProtocol):
                 chunks.append({"parts": [part]})
         events = []
         for i, chunk in enumerate(chunks):
-            body: dict[str, Any] = {"candidates": [{"content": {"role": "model", "parts": chunk["parts"]}, "index": 0}], "modelVersion": "gemini-test", "responseId": "gem-1"}
+            body: dict[str, Any] = {
+                "candidates": [{"content": {"role": "model", "parts": chunk["parts"]}, "index": 0}],
+                "modelVersion": "gemini-test",
+                "responseId": "gem-1",
+            }
             last = i == len(chunks) - 1
-            body["usageMetadata"] = {"promptTokenCount": usage[0], "candidatesTokenCount": usage[1] if last else 1, "totalTokenCount": usage[0] + usage[1]}
+            body["usageMetadata"] = {
+                "promptTokenCount": usage[0],
+                "candidatesTokenCount": usage[1] if last else 1,
+                "totalTokenCount": usage[0] + usage[1],
+            }
             if last:
                 body["candidates"][0]["finishReason"] = finish
             events.append((None, body))
         if not chunks:
-            events.append((None, {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": finish, "index": 0}], "usageMetadata": {"promptTokenCount": usage[0]}}))
+            events.append(
+                (
+                    None,
+                    {
+                        "candidates": [
+                            {"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": finish, "index": 0}
+                        ],
+                        "usageMetadata": {"promptTokenCount": usage[0]},
+                    },
+                )
+            )
         return encode_sse(events)
 
 
@@ -350,9 +454,19 @@ def _thinking_off(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabi
     if o.thinking_budget:
         raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
     if caps.thinking_off is False:
-        raise refuse("thinking", preset, "the model always thinks; set reasoning_effort to the lowest level it takes", model=model)
+        raise refuse(
+            "thinking",
+            preset,
+            "the model always thinks; set reasoning_effort to the lowest level it takes",
+            model=model,
+        )
     if o.thinking_display is not None or o.reasoning_effort is not None:
-        raise refuse("thinking_display" if o.thinking_display else "reasoning_effort", preset, "thinking=False turns thinking off", model=model)
+        raise refuse(
+            "thinking_display" if o.thinking_display else "reasoning_effort",
+            preset,
+            "thinking=False turns thinking off",
+            model=model,
+        )
     return {"thinkingBudget": 0}
 
 
@@ -363,7 +477,11 @@ def _thinking_config(o: ModelOptions, preset: Preset, model: str, caps: ModelCap
         return _thinking_off(o, preset, model, caps)
     thinking: dict[str, Any] = {}
     modes = caps.thinking
-    asked = [name for name in ("thinking", "thinking_budget", "reasoning_effort", "thinking_display") if getattr(o, name) not in (None, False)]
+    asked = [
+        name
+        for name in ("thinking", "thinking_budget", "reasoning_effort", "thinking_display")
+        if getattr(o, name) not in (None, False)
+    ]
     if modes == () and asked:
         raise refuse(asked[0], preset, "the model does not think", model=model)
     if o.thinking or o.thinking_budget is not None or o.thinking_display is not None:
@@ -371,7 +489,9 @@ def _thinking_config(o: ModelOptions, preset: Preset, model: str, caps: ModelCap
         thinking["includeThoughts"] = o.thinking_display != "omitted"
     if o.thinking_budget is not None:
         if modes is not None and "budget" not in modes:
-            raise refuse("thinking_budget", preset, "the model takes a thinking level; use reasoning_effort", model=model)
+            raise refuse(
+                "thinking_budget", preset, "the model takes a thinking level; use reasoning_effort", model=model
+            )
         thinking["thinkingBudget"] = o.thinking_budget
     if o.reasoning_effort is not None:
         if o.thinking_budget is not None:
@@ -390,4 +510,10 @@ PROTOCOL = GeminiProtocol()
 def _file(data: Mapping[str, Any]) -> UploadedFile:
     """A Gemini ``File`` (``name`` ``files/ID``, ``uri``, ``mimeType``, ``displayName``, ``sizeBytes``)."""
     size = data.get("sizeBytes")
-    return UploadedFile(str(data.get("name", "")).removeprefix("files/"), str(data.get("uri", "")), data.get("mimeType") or "", data.get("displayName") or "", int(str(size)) if str(size).isdigit() else None)
+    return UploadedFile(
+        str(data.get("name", "")).removeprefix("files/"),
+        str(data.get("uri", "")),
+        data.get("mimeType") or "",
+        data.get("displayName") or "",
+        int(str(size)) if str(size).isdigit() else None,
+    )

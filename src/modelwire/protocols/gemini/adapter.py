@@ -205,7 +205,9 @@ class GeminiAdapter(BaseAdapter):
     def _piece(self, streamed: _StreamedCall, chunk: _Chunk, call: _CallPiece | UnsetType) -> list[E.AgentEvent] | None:
         """The usual chunk of ``streamed`` (the call going on): one more piece of the string it
         is continuing, kept as _continue_call keeps it; None for anything else."""
-        if call is UNSET or call.willContinue is not True or len(call.partialArgs) != 1:  # its block is open: ending it ends the call
+        if (
+            call is UNSET or call.willContinue is not True or len(call.partialArgs) != 1
+        ):  # its block is open: ending it ends the call
             return None
         arg = call.partialArgs[0]
         if arg.willContinue is not True or arg.jsonPath != streamed.open_string or not self._chunk_meta(chunk):
@@ -427,7 +429,11 @@ class GeminiAdapter(BaseAdapter):
         block = self.open_block(key, "tool_result", name=tool, block_id=call_id)
         self.delta(block, _describe(body))
         failed = body.get("outcome") not in (None, "OUTCOME_OK")
-        self.close_block(key, state="error" if failed else "success", metadata={"provider_metadata": self.origin, "provider_block": part})
+        self.close_block(
+            key,
+            state="error" if failed else "success",
+            metadata={"provider_metadata": self.origin, "provider_block": part},
+        )
 
     def _data(self, part: dict[str, Any]) -> None:
         inline = part.get("inlineData")
@@ -473,7 +479,9 @@ class GeminiAdapter(BaseAdapter):
         stop = FINISH_REASONS.get(reason, "other")
         if reason == "STOP" and self._client_calls:
             stop = "tool_use"
-        if "prompt_feedback" in self.call_metadata and reason == self.call_metadata["prompt_feedback"].get("blockReason"):
+        if "prompt_feedback" in self.call_metadata and reason == self.call_metadata["prompt_feedback"].get(
+            "blockReason"
+        ):
             stop = "content_filter"
         self.stop_reason = stop
         self._finish()
@@ -557,7 +565,9 @@ def _typed_value(arg: dict[str, Any], kind: str, path: str) -> Any:
     """An entry's value, of the type its key says (``stringValue`` a string ...)."""
     value = None if kind == "nullValue" else arg[kind]
     if not isinstance(value, _VALUE_TYPES[kind]) or (kind != "boolValue" and isinstance(value, bool)):
-        raise StreamProtocolError(f"partialArgs entry for {path}: {kind} holds {type(value).__name__}", body={"partialArgs": arg})
+        raise StreamProtocolError(
+            f"partialArgs entry for {path}: {kind} holds {type(value).__name__}", body={"partialArgs": arg}
+        )
     return value
 
 

@@ -68,14 +68,27 @@ def server_tool(tool: ServerTool) -> dict[str, Any]:
     if tool.raw is not None:
         return dict(tool.raw)
     if tool.kind not in _KINDS:
-        raise refuse_server_tool(tool, PROTOCOL, f"it runs {', '.join(_KINDS)}; or give its own tool as ServerTool(raw={{...}})")
+        raise refuse_server_tool(
+            tool, PROTOCOL, f"it runs {', '.join(_KINDS)}; or give its own tool as ServerTool(raw={{...}})"
+        )
     if tool.config:
         raise refuse_server_tool(tool, PROTOCOL, f"its {tool.kind} takes no {', '.join(sorted(tool.config))}")
     return {_KINDS[tool.kind]: {}}
 
 
 # Gemini's own tools, passed as given in a tool list: [{"googleSearch": {}}, {"codeExecution": {}}]
-SERVER_TOOLS = frozenset({"googleSearch", "googleSearchRetrieval", "codeExecution", "urlContext", "fileSearch", "googleMaps", "computerUse", "enterpriseWebSearch"})
+SERVER_TOOLS = frozenset(
+    {
+        "googleSearch",
+        "googleSearchRetrieval",
+        "codeExecution",
+        "urlContext",
+        "fileSearch",
+        "googleMaps",
+        "computerUse",
+        "enterpriseWebSearch",
+    }
+)
 # Google's documented stand-in for a function call whose model left no signature (a
 # conversation moved to Gemini from another provider).
 PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator"
@@ -159,7 +172,9 @@ class GeminiFormatter(Formatter):
         provider, endpoint = self.provider, self.endpoint
         for block in seg.blocks:
             btype = block.type
-            extras = getattr(block, "__dict__", _NONE)  # extras_of(), inlined: read once per block, several of its extras decide
+            extras = getattr(
+                block, "__dict__", _NONE
+            )  # extras_of(), inlined: read once per block, several of its extras decide
             if btype == "text" and not extras:  # the usual text: no origin, so no signature
                 if block.text:
                     parts.append({"text": block.text})
@@ -191,7 +206,15 @@ class GeminiFormatter(Formatter):
         return parts
 
     @staticmethod
-    def _call(block: Any, extras: Any, native: bool, signature: str | None, first_call: bool, calls: dict[str, Any], parts: list[dict[str, Any]]) -> bool:
+    def _call(
+        block: Any,
+        extras: Any,
+        native: bool,
+        signature: str | None,
+        first_call: bool,
+        calls: dict[str, Any],
+        parts: list[dict[str, Any]],
+    ) -> bool:
         """A tool call of the model turn into its part (a server-side one: the part it came
         as, where Gemini ran it); whether the turn's first client call is still to come."""
         if extras.get("server_side", False):
@@ -240,11 +263,14 @@ class GeminiFormatter(Formatter):
                     text = f"The tool call was {state}."
                 response = {"name": result.name, "response": {"error": text}}
             call = calls.get(result.id)
-            if call is not None and call.__dict__.get("server_call_id") and replays_natively(call, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint):
+            if (
+                call is not None
+                and call.__dict__.get("server_call_id")
+                and replays_natively(call, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
+            ):
                 response["id"] = result.id
             responses.append({"functionResponse": response})
         return responses + media
-
 
 
 def _declaration(spec: ToolSpec) -> dict[str, Any]:
@@ -268,11 +294,20 @@ def media_part(block: Any, index: int, endpoint: str | None = None) -> dict[str,
     if kind == "base64":
         return {"inlineData": {"mimeType": mime, "data": payload}}
     if payload.startswith(("http://", "https://", "file:")):
-        raise FormatError(index, f"Gemini needs {payload.split(':', 1)[0]}: sources inlined; resolve them before formatting (the models layer does)", PROTOCOL)
+        raise FormatError(
+            index,
+            (
+                f"Gemini needs {payload.split(':', 1)[0]}: sources inlined; resolve them before "
+                "formatting (the models layer does)"
+            ),
+            PROTOCOL,
+        )
     return {"fileData": {"mimeType": mime, "fileUri": payload}}
 
 
-def format_gemini(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
+def format_gemini(
+    messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any
+) -> dict[str, Any]:
     """Shortcut for ``GeminiFormatter(**options).format(messages, tools, tool_choice)``."""
     return GeminiFormatter(**options).format(messages, tools, tool_choice)
 
@@ -320,7 +355,9 @@ def _call_part(block: Any, native: bool, signature: str | None, first_call: bool
 def _tools(payload: dict[str, Any], specs: list[Any], server_tools: list[Any], tool_choice: Any) -> None:
     """The request's tools (declared functions and the provider's own) and tool choice."""
     if specs or server_tools:
-        payload["tools"] = ([{"functionDeclarations": [_declaration(s) for s in specs]}] if specs else []) + list(server_tools)
+        payload["tools"] = ([{"functionDeclarations": [_declaration(s) for s in specs]}] if specs else []) + list(
+            server_tools
+        )
     mode, name = tool_choice_name(tool_choice, specs)
     if mode is not None:
         config: dict[str, Any] = {"mode": {"auto": "AUTO", "none": "NONE"}.get(mode, "ANY")}

@@ -14,7 +14,16 @@ import json
 import logging
 from typing import Any
 
-from .._protocol import Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, fake_words
+from .._protocol import (
+    Capabilities,
+    ModelCapabilities,
+    ModelOptions,
+    Preset,
+    WireProtocol,
+    check_effort,
+    refuse,
+    fake_words,
+)
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "OllamaProtocol"]
@@ -36,7 +45,9 @@ class OllamaProtocol(WireProtocol):
     framing = "ndjson"
     signature = (b'"done":false', b'"done": false', b'"done_reason"', b'"eval_count"')
     replay_scope = "provider"
-    capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=False, parallel_tool_calls=True)
+    capabilities = Capabilities(
+        native_structured_output=True, thinking=True, server_tools=False, parallel_tool_calls=True
+    )
     # Every request depends on the model: its context length goes in options.num_ctx.
     lookup_always = True
     whole_tool_calls = True
@@ -73,7 +84,8 @@ class OllamaProtocol(WireProtocol):
             _WARNED.add(model)
             log.warning(
                 "ollama:%s: the context length is not known (the server did not say), so Ollama uses its default,"
-                " often 4,096 tokens; set it with capabilities={'context_window': N} or extra_body={'options': {'num_ctx': N}}",
+                " often 4,096 tokens; set it with capabilities={'context_window': N} or "
+                "extra_body={'options': {'num_ctx': N}}",
                 model,
             )
         if not values:
@@ -84,7 +96,15 @@ class OllamaProtocol(WireProtocol):
 
     prompt_order = ("tools", "messages")
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(
+        self,
+        p: dict[str, Any],
+        o: ModelOptions,
+        /,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
         options: dict[str, Any] = {}
         if caps.context_window:
             options["num_ctx"] = caps.context_window
@@ -99,17 +119,29 @@ class OllamaProtocol(WireProtocol):
         if options:
             p["options"] = options
         if o.thinking_budget is not None:
-            raise refuse("thinking_budget", preset, "Ollama's think takes a switch or a level; use thinking or reasoning_effort", model=model)
+            raise refuse(
+                "thinking_budget",
+                preset,
+                "Ollama's think takes a switch or a level; use thinking or reasoning_effort",
+                model=model,
+            )
         if o.reasoning_effort is not None:
             if o.thinking is False:
-                raise refuse("reasoning_effort", preset, "thinking=False turns thinking off; drop the effort or the False", model=model)
+                raise refuse(
+                    "reasoning_effort",
+                    preset,
+                    "thinking=False turns thinking off; drop the effort or the False",
+                    model=model,
+                )
             p["think"] = check_effort(o.reasoning_effort, caps, preset, model, _LEVELS)
         elif o.thinking is not None:
             if o.thinking and caps.thinking == ():
                 raise refuse("thinking", preset, "the server says the model does not think", model=model)
             p["think"] = bool(o.thinking)
         if o.thinking_display is not None:
-            raise refuse("thinking_display", preset, "Ollama sends the thinking it has; there is no display switch", model=model)
+            raise refuse(
+                "thinking_display", preset, "Ollama sends the thinking it has; there is no display switch", model=model
+            )
         if o.reasoning_summary is not None:
             raise refuse("reasoning_summary", preset, "summaries come from the Responses API", model=model)
         if o.parallel_tool_calls is not None:
@@ -125,7 +157,14 @@ class OllamaProtocol(WireProtocol):
         lines: list[dict[str, Any]] = []
 
         def line(message: dict[str, Any]) -> None:
-            lines.append({"model": "ollama-test", "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", "content": "", **message}, "done": False})
+            lines.append(
+                {
+                    "model": "ollama-test",
+                    "created_at": "2026-01-01T00:00:00Z",
+                    "message": {"role": "assistant", "content": "", **message},
+                    "done": False,
+                }
+            )
 
         calls = []
         for block in blocks:
@@ -137,7 +176,18 @@ class OllamaProtocol(WireProtocol):
                 calls.append({"function": {"name": block[2], "arguments": json.loads(block[3] or "{}")}})
         if calls:
             line({"tool_calls": calls})
-        lines.append({"model": "ollama-test", "created_at": "2026-01-01T00:00:01Z", "message": {"role": "assistant", "content": ""}, "done_reason": "stop", "done": True, "total_duration": 1000, "prompt_eval_count": usage[0], "eval_count": usage[1]})
+        lines.append(
+            {
+                "model": "ollama-test",
+                "created_at": "2026-01-01T00:00:01Z",
+                "message": {"role": "assistant", "content": ""},
+                "done_reason": "stop",
+                "done": True,
+                "total_duration": 1000,
+                "prompt_eval_count": usage[0],
+                "eval_count": usage[1],
+            }
+        )
         return b"".join(json.dumps(item).encode() + b"\n" for item in lines)
 
 

@@ -49,6 +49,7 @@ SHAPE: dict[str, tuple] = {
     "eval_count": (int, OPTIONAL),
 }
 
+
 class _Message(msgspec.Struct):
     content: str = ""
     thinking: str = ""
@@ -139,7 +140,9 @@ class OllamaAdapter(BaseAdapter):
         """The last line: the stop reason, the counts and durations, then the call's end."""
         reason = data.get("done_reason")
         self.provider_stop_reason = reason if isinstance(reason, str) else None
-        self.stop_reason = "tool_use" if self._calls and reason in (None, "stop") else STOP_REASONS.get(reason or "stop", "other")
+        self.stop_reason = (
+            "tool_use" if self._calls and reason in (None, "stop") else STOP_REASONS.get(reason or "stop", "other")
+        )
         self.input_tokens = data.get("prompt_eval_count") or 0
         self.output_tokens = data.get("eval_count") or 0
         counts = {k: data[k] for k in ("prompt_eval_count", "eval_count") if k in data}

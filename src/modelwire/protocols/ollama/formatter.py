@@ -55,7 +55,14 @@ class OllamaFormatter(Formatter):
         """Ollama takes images as base64 only: every URL source is fetched first."""
         return True
 
-    def __init__(self, *, provider: str | None = None, thinking_as_text: bool = False, speaker_names: bool = False, assistant_name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        provider: str | None = None,
+        thinking_as_text: bool = False,
+        speaker_names: bool = False,
+        assistant_name: str | None = None,
+    ) -> None:
         super().__init__(provider=provider, speaker_names=speaker_names, assistant_name=assistant_name)
         self.thinking_as_text = thinking_as_text
 
@@ -84,7 +91,12 @@ class OllamaFormatter(Formatter):
         payload: dict[str, Any] = {"messages": acc.turns}
         mode, _name = tool_choice_name(tool_choice, specs)
         if mode in ("required", "tool"):
-            raise FormatError(None, "Ollama has no tool_choice: a tool cannot be forced; use tool_choice='auto'", PROTOCOL, code="unsupported-option")
+            raise FormatError(
+                None,
+                "Ollama has no tool_choice: a tool cannot be forced; use tool_choice='auto'",
+                PROTOCOL,
+                code="unsupported-option",
+            )
         if (specs or raw) and mode != "none":
             payload["tools"] = [_tool(s) for s in specs] + raw
         return payload
@@ -99,7 +111,9 @@ class OllamaFormatter(Formatter):
             elif block.type == "data":
                 images.append(_image(block, seg.index_of(block), self.endpoint))
             else:
-                raise FormatError(seg.index_of(block), f"a {block.type!r} block cannot be sent in a user message", PROTOCOL)
+                raise FormatError(
+                    seg.index_of(block), f"a {block.type!r} block cannot be sent in a user message", PROTOCOL
+                )
         if not texts and not images:
             return None
         msg: dict[str, Any] = {"role": "user", "content": "\n\n".join(texts)}
@@ -117,7 +131,10 @@ class OllamaFormatter(Formatter):
                 if block.text:
                     texts.append(block.text)
             elif btype == "thinking":
-                if block.thinking and ((found := origin(block)) is None or origin_replays(found, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)):
+                if block.thinking and (
+                    (found := origin(block)) is None
+                    or origin_replays(found, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
+                ):
                     thinking.append(block.thinking)
                 elif self.thinking_as_text and block.thinking:
                     texts.append(f"<think>\n{block.thinking}\n</think>")
@@ -128,7 +145,9 @@ class OllamaFormatter(Formatter):
             elif btype == "tool_result" or (btype == "data" and is_raw_provider_block(block)):
                 continue  # another provider's own items
             else:
-                raise FormatError(seg.index_of(block), f"an assistant message cannot carry a {btype!r} block for Ollama", PROTOCOL)
+                raise FormatError(
+                    seg.index_of(block), f"an assistant message cannot carry a {btype!r} block for Ollama", PROTOCOL
+                )
         if not (texts or thinking or calls):
             return None
         msg: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts)}
@@ -161,7 +180,11 @@ def _image(block: Any, index: int, endpoint: str | None = None) -> str:
     if not media_type.split(";")[0].strip().lower().startswith("image/"):
         raise FormatError(index, f"Ollama takes images only, not {media_type}", PROTOCOL, code="unsupported-media")
     if kind != "base64":
-        raise FormatError(index, f"Ollama takes images as base64; resolve {payload.split(':', 1)[0]}: sources first (the models layer does)", PROTOCOL)
+        raise FormatError(
+            index,
+            f"Ollama takes images as base64; resolve {payload.split(':', 1)[0]}: sources first (the models layer does)",
+            PROTOCOL,
+        )
     return payload
 
 
@@ -172,6 +195,8 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def format_ollama(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
+def format_ollama(
+    messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any
+) -> dict[str, Any]:
     """Shortcut for ``OllamaFormatter(**options).format(messages, tools, tool_choice)``."""
     return OllamaFormatter(**options).format(messages, tools, tool_choice)

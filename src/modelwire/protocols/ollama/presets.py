@@ -10,7 +10,13 @@ __all__ = ["PRESETS"]
 
 PRESETS = (
     Preset(
-        "ollama", "ollama", "http://localhost:11434", "OLLAMA_API_KEY", "OLLAMA_BASE_URL",
-        key_required=False, description="Ollama on this machine, native API (num_ctx from the model, think)", example="qwen3:8b",
+        "ollama",
+        "ollama",
+        "http://localhost:11434",
+        "OLLAMA_API_KEY",
+        "OLLAMA_BASE_URL",
+        key_required=False,
+        description="Ollama on this machine, native API (num_ctx from the model, think)",
+        example="qwen3:8b",
     ),
 )

@@ -39,7 +39,19 @@ from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in
 from .._openai_shared import OpenAIFilesAndBatches
-from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, rate_limit_shape, refuse, sampling, fake_words
+from .._protocol import (
+    CachePlan,
+    Capabilities,
+    ModelCapabilities,
+    ModelOptions,
+    Preset,
+    WireProtocol,
+    check_effort,
+    rate_limit_shape,
+    refuse,
+    sampling,
+    fake_words,
+)
 from .presets import PRESETS
 
 __all__ = ["PROTOCOL", "OpenAIChatProtocol", "STRICT_RULES", "strict_format", "openai_cache"]
@@ -51,7 +63,19 @@ log = logging.getLogger("modelwire.protocols.openai")
 # to_strict_json_schema writes pydantic schemas the same way.
 STRICT_RULES: dict[str, Any] = dict(
     keywords=frozenset(
-        {"default", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "prefixItems"}
+        {
+            "default",
+            "pattern",
+            "format",
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "multipleOf",
+            "minItems",
+            "maxItems",
+            "prefixItems",
+        }
     ),
     formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}),
 )
@@ -66,16 +90,24 @@ def openai_rate_limits(headers: Mapping[str, str]) -> dict[str, Any] | None:
     """``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` (the reset a wait, "6m0s") and
     ``retry-after``, as OpenAI, Azure OpenAI and Groq send them
     (https://platform.openai.com/docs/guides/rate-limits#rate-limits-in-headers)."""
-    names = {kind: (f"x-ratelimit-limit-{kind}", f"x-ratelimit-remaining-{kind}", f"x-ratelimit-reset-{kind}") for kind in ("requests", "tokens")}
+    names = {
+        kind: (f"x-ratelimit-limit-{kind}", f"x-ratelimit-remaining-{kind}", f"x-ratelimit-reset-{kind}")
+        for kind in ("requests", "tokens")
+    }
     found = rate_limit_shape(headers, names, reset_is_duration=True)
     if found is None or not ({"requests", "tokens"} & set(found)):
         # Mistral's per-minute names, without a reset (mistralai/client-ts#169, 2026-02-12).
-        mistral = {"requests": ("x-ratelimit-limit-req-minute", "x-ratelimit-remaining-req-minute", ""), "tokens": ("x-ratelimit-limit-tokens-minute", "x-ratelimit-remaining-tokens-minute", "")}
+        mistral = {
+            "requests": ("x-ratelimit-limit-req-minute", "x-ratelimit-remaining-req-minute", ""),
+            "tokens": ("x-ratelimit-limit-tokens-minute", "x-ratelimit-remaining-tokens-minute", ""),
+        }
         found = rate_limit_shape(headers, mistral, reset_is_duration=True) or found
     if found is None or "requests" not in found:
         # OpenRouter's X-RateLimit-{Limit,Remaining,Reset} on a 429 (https://openrouter.ai/docs/api-reference/limits),
         # requests per interval, the reset an epoch time in milliseconds.
-        generic = rate_limit_shape(headers, {"requests": ("x-ratelimit-limit", "x-ratelimit-remaining", "")}, reset_is_duration=True)
+        generic = rate_limit_shape(
+            headers, {"requests": ("x-ratelimit-limit", "x-ratelimit-remaining", "")}, reset_is_duration=True
+        )
         reset = _epoch_reset({k.lower(): v for k, v in headers.items()}.get("x-ratelimit-reset"))
         if generic and "requests" in generic:
             found = {**(found or {}), "requests": {**generic["requests"], **({"reset": reset} if reset else {})}}
@@ -92,7 +124,9 @@ def _epoch_reset(value: str | None) -> str | None:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
-def strict_format(schema: dict[str, Any], model: str, dialect: Mapping[str, Any] | None = None, refused: Sequence[str] | None = None) -> tuple[dict[str, Any], bool]:
+def strict_format(
+    schema: dict[str, Any], model: str, dialect: Mapping[str, Any] | None = None, refused: Sequence[str] | None = None
+) -> tuple[dict[str, Any], bool]:
     """The schema to send and whether it can go with ``strict: true``: in the strict subset
     where it can be written so; else as given, unenforced (said in the debug log). A server
     whose strict mode refuses ``default`` (``dialect["strict_default"] = False``, or a
@@ -115,7 +149,14 @@ def strict_format(schema: dict[str, Any], model: str, dialect: Mapping[str, Any]
         log.debug("json_schema for %s: %s", model, note)
     return strict, True
 
-_FORMATTER_KEYS = ("reasoning_field", "reasoning_on_tool_calls", "replay_reasoning_details", "empty_content_null", "tool_id_style")
+
+_FORMATTER_KEYS = (
+    "reasoning_field",
+    "reasoning_on_tool_calls",
+    "replay_reasoning_details",
+    "empty_content_null",
+    "tool_id_style",
+)
 
 
 class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
@@ -139,6 +180,7 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
         # Chat and its Anthropic routes.
         "exceed_context_size_error": E.ContextTooLongError,
     }
+
     def rate_limits(self, headers: Mapping[str, str]) -> dict[str, Any] | None:
         return openai_rate_limits(headers)
 
@@ -149,64 +191,80 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
             r"'(?:temperature|top_p)' (?:is not supported|does not support .* only the default)",
             "temperature",
             lambda m: {"sampling": False},
-            "OpenAI's 400 to gpt-5 and the o-series: \"Unsupported value: 'temperature' does not support 0.01 with this model. Only the default (1)"
-            " value is supported.\" (owndev/Open-WebUI-Functions#98, 2025-11-20); \"Unsupported parameter: 'temperature' is not supported with this model.\"",
+            "OpenAI's 400 to gpt-5 and the o-series: \"Unsupported value: 'temperature' does not "
+            "support 0.01 with this model. Only the default (1)"
+            ' value is supported." (owndev/Open-WebUI-Functions#98, 2025-11-20); "Unsupported '
+            "parameter: 'temperature' is not supported with this model.\"",
         ),
         Refusal(
             r"invalid temperature: only 1 is allowed for this model",
             "temperature",
             lambda m: {"sampling": False},
-            "Moonshot's 400 to Kimi K3 with a temperature: 'invalid temperature: only 1 is allowed for this model' (XCNXNXNX/dsh-portable-tavern#1, 2026-08-25)",
+            (
+                "Moonshot's 400 to Kimi K3 with a temperature: 'invalid temperature: only 1 is allowed "
+                "for this model' (XCNXNXNX/dsh-portable-tavern#1, 2026-08-25)"
+            ),
         ),
         Refusal(
             r"'(?:reasoning_effort|reasoning\.effort)' does not support .*supported values are: ([a-z', ]+)",
             "reasoning_effort",
             lambda m: {"effort": list(levels_in(m.group(1)))},
-            "\"Unsupported value: 'reasoning_effort' does not support 'none' with this model. Supported values are: 'minimal', 'low', 'medium',"
+            "\"Unsupported value: 'reasoning_effort' does not support 'none' with this model. "
+            "Supported values are: 'minimal', 'low', 'medium',"
             " and 'high'.\" (Kilo-Org/cloud#3807, 2026-06-08)",
         ),
         Refusal.unknown_field(
             r"Unrecognized request argument supplied: (\w+)",
-            "Azure OpenAI's 400 to a field the deployment does not know: 'Unrecognized request argument supplied: reasoning_effort'"
-            " (gpt-4.1 behind GitHub Copilot, formulahendry/wechat-acp#16, 2026-03-30); '... supplied: thinking' (nashsu/llm_wiki#336, 2026-06-04)",
+            "Azure OpenAI's 400 to a field the deployment does not know: 'Unrecognized request "
+            "argument supplied: reasoning_effort'"
+            " (gpt-4.1 behind GitHub Copilot, formulahendry/wechat-acp#16, 2026-03-30); '... "
+            "supplied: thinking' (nashsu/llm_wiki#336, 2026-06-04)",
         ),
         Refusal(
-            r"Invalid '(?:tools\[\d+\]|messages\[\d+\]\.tool_calls\[\d+\])\.function\.name': string does not match pattern\."
+            r"Invalid '(?:tools\[\d+\]|messages\[\d+\]\.tool_calls\[\d+\])\.function\.name': string "
+            r"does not match pattern\."
             r" Expected a string that matches the pattern '([^']+)'",
             "tool_name",
             lambda m: {"tool_name_pattern": m.group(1)},
-            "OpenAI's 400 to a tool name: \"Invalid 'tools[0].function.name': string does not match pattern. Expected a string that matches"
-            " the pattern '^[a-zA-Z0-9_\\.-]+$'.\" (danishjsheikh/swagger-mcp#13, 2025-06-11); DeepSeek's, in the same words with"
+            "OpenAI's 400 to a tool name: \"Invalid 'tools[0].function.name': string does not match "
+            "pattern. Expected a string that matches"
+            " the pattern '^[a-zA-Z0-9_\\.-]+$'.\" (danishjsheikh/swagger-mcp#13, 2025-06-11); "
+            "DeepSeek's, in the same words with"
             " '^[a-zA-Z0-9_-]+$' (nikkigallery/Whimbox#61, 2026-05-04)",
         ),
         Refusal(
             r"'messages\[\d+\]\.tool_calls\[\d+\]\.id': string too long\. Expected a string with (maximum length \d+)",
             "tool_id",
             lambda m: {"tool_id_pattern": m.group(1)},
-            "Azure OpenAI's 400 to a long tool-call id: \"'messages[2].tool_calls[0].id': string too long. Expected a string with maximum"
-            " length 40, but got a string with length 44 instead.\" (Portkey-AI/gateway#1062, 2025-04-24)",
+            "Azure OpenAI's 400 to a long tool-call id: \"'messages[2].tool_calls[0].id': string too "
+            "long. Expected a string with maximum"
+            ' length 40, but got a string with length 44 instead." (Portkey-AI/gateway#1062, 2025-04-24)',
         ),
         Refusal(
             r"Tool call id was \S* but (must be (?:[a-zA-Z0-9]-[a-zA-Z0-9],? ?)+,? with a length of \d+)",
             "tool_id",
             lambda m: {"tool_id_pattern": m.group(1)},
             "Mistral's 400 (and mistral_common's, in vLLM) to a tool-call id of another form: 'Tool call id was"
-            " 38f04d9ea185424a8dc6ed9a88da5 but must be a-z, A-Z, 0-9, with a length of 9.' (jackmpcollins/magentic#276, 2024-07-25;"
+            " 38f04d9ea185424a8dc6ed9a88da5 but must be a-z, A-Z, 0-9, with a length of 9.' "
+            "(jackmpcollins/magentic#276, 2024-07-25;"
             " editor-code-assistant/eca#233, 2025-12-13)",
         ),
         Refusal(
             r"\S+ does not support this tool_choice",
             "tool_choice",
             lambda m: {"forced_tool": False},
-            "DeepSeek's 400 to a forced tool_choice on its thinking models: 'deepseek-reasoner does not support this tool_choice'"
+            "DeepSeek's 400 to a forced tool_choice on its thinking models: 'deepseek-reasoner does "
+            "not support this tool_choice'"
             " (deepseek-ai/awesome-deepseek-integration#598, 2026-04-29; i-am-bee/beeai-framework#1441, 2026-05-08)",
         ),
         Refusal(
             r"Invalid schema for (?:function|response_format) '[^']*': In context=\([^)]*\), '(\w+)' is not permitted",
             "tools",
             lambda m: {"strict_refused": [m.group(1)]},
-            "the 400 to a keyword strict mode does not take: \"Invalid schema for function 'GetLogs': In context=('properties', 'name'),"
-            " 'default' is not permitted.\" (dotnet/extensions#6196, 2025-03-26); Azure OpenAI still refuses a non-null default"
+            'the 400 to a keyword strict mode does not take: "Invalid schema for function '
+            "'GetLogs': In context=('properties', 'name'),"
+            " 'default' is not permitted.\" (dotnet/extensions#6196, 2025-03-26); Azure OpenAI still "
+            "refuses a non-null default"
             " (openai/openai-agents-python#4390, 2026-08-13)",
         ),
     )
@@ -287,7 +345,11 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
         """OpenRouter's model list: ``supported_parameters``, ``context_length``,
         ``top_provider.max_completion_tokens``, ``architecture.input_modalities``."""
         rows = data.get("data") if isinstance(data, dict) else None
-        row = next((r for r in rows if isinstance(r, dict) and r.get("id") == model), None) if isinstance(rows, list) else None
+        row = (
+            next((r for r in rows if isinstance(r, dict) and r.get("id") == model), None)
+            if isinstance(rows, list)
+            else None
+        )
         if row is None:
             return None
         values: dict[str, Any] = {}
@@ -301,8 +363,13 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
                 values["forced_tool"] = False
         modalities = (row.get("architecture") or {}).get("input_modalities")
         if isinstance(modalities, list):
-            values.update(image_input="image" in modalities, pdf_input="file" in modalities, audio_input="audio" in modalities)
-        limits = (("context_window", row.get("context_length")), ("max_output_tokens", (row.get("top_provider") or {}).get("max_completion_tokens")))
+            values.update(
+                image_input="image" in modalities, pdf_input="file" in modalities, audio_input="audio" in modalities
+            )
+        limits = (
+            ("context_window", row.get("context_length")),
+            ("max_output_tokens", (row.get("top_provider") or {}).get("max_completion_tokens")),
+        )
         for name, value in limits:
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 values[name] = value
@@ -310,34 +377,55 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
 
     prompt_order = ("tools", "messages")
 
-    def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_cache(
+        self,
+        body: dict[str, Any],
+        plan: CachePlan,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
         kind = preset.dialect.get("prompt_cache")
         if kind == "openai":
             return openai_cache(body, plan, preset, model, caps)
         if kind == "automatic" and plan.key is None and plan.ttl == "5m":
             return  # the provider caches every prefix on its own: nothing to ask
-        hint = "the server caches on its own and takes no key or lifetime; use cache=True" if kind == "automatic" else "the server takes no prompt-caching fields; leave cache out"
+        hint = (
+            "the server caches on its own and takes no key or lifetime; use cache=True"
+            if kind == "automatic"
+            else "the server takes no prompt-caching fields; leave cache out"
+        )
         raise refuse("cache", preset, hint, model=model)
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(
+        self,
+        p: dict[str, Any],
+        o: ModelOptions,
+        /,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
         dialect = preset.dialect
         if o.max_tokens is not None:
             p[dialect.get("max_tokens_field", "max_tokens")] = o.max_tokens
         sampling(p, o, stop="stop")
         switch = dialect.get("thinking_switch")
         if o.reasoning_effort is not None:
-            level = check_effort(o.reasoning_effort, caps, preset, model)
-            if switch == "openrouter":
-                p.setdefault("reasoning", {})["effort"] = level
-            elif dialect.get("reasoning_effort"):
-                p["reasoning_effort"] = level
-            else:
-                raise refuse("reasoning_effort", preset, "this server takes no reasoning_effort; pass its own field in extra_body", model=model)
+            _effort(p, o.reasoning_effort, preset, switch, model, caps)
         if o.thinking is not None or o.thinking_budget is not None:
             _thinking(p, o, preset, switch, model, caps)
         if o.thinking_display is not None:
             if switch != "openrouter":
-                raise refuse("thinking_display", preset, "Chat Completions has no switch for how reasoning is shown; reasoning summaries come from openai-responses:", model=model)
+                raise refuse(
+                    "thinking_display",
+                    preset,
+                    (
+                        "Chat Completions has no switch for how reasoning is shown; reasoning summaries come "
+                        "from openai-responses:"
+                    ),
+                    model=model,
+                )
             # OpenRouter returns the reasoning unless told to exclude it: "summarized" says
             # so explicitly (``exclude: false``) rather than being dropped.
             p.setdefault("reasoning", {})["exclude"] = o.thinking_display == "omitted"
@@ -348,10 +436,7 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
         elif o.parallel_tool_calls is not None:
             raise refuse("parallel_tool_calls", preset, "it needs tools in the request")
         if o.json_schema is not None:
-            if not dialect.get("json_schema", True) or caps.structured_output is False:
-                raise refuse("json_schema", preset, "this server takes JSON mode only; ask for JSON in the prompt, or use extra_body", model=model)
-            schema, strict = strict_format(o.json_schema, model, dialect, caps.strict_refused)
-            p["response_format"] = {"type": "json_schema", "json_schema": {"name": o.json_schema_name, "schema": schema, "strict": strict}}
+            p["response_format"] = _response_format(o.json_schema, o.json_schema_name, preset, model, caps)
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
         # The reasoning first, in a chunk of its own (as a stream sends it, before the text),
@@ -363,7 +448,13 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
             index = choice.get("index", 0)
             reasoning = {k: message.pop(k) for k in _REASONING_FIELDS if message.get(k)}
             if reasoning:
-                thinking.append({"index": index, "delta": {"role": message.get("role", "assistant"), **reasoning}, "finish_reason": None})
+                thinking.append(
+                    {
+                        "index": index,
+                        "delta": {"role": message.get("role", "assistant"), **reasoning},
+                        "finish_reason": None,
+                    }
+                )
             calls = message.pop("tool_calls", None)
             if calls:
                 message["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
@@ -373,12 +464,28 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
         chunks.append((None, "[DONE]"))
         return chunks
 
-    def fake_stream(self, *blocks: tuple, finish: str | None = None, reasoning_field: str = "reasoning_content", usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
+    def fake_stream(
+        self,
+        *blocks: tuple,
+        finish: str | None = None,
+        reasoning_field: str = "reasoning_content",
+        usage: tuple[int, int] = (10, 5),
+        **_: Any,
+    ) -> bytes:
         """Tool calls are streamed in parallel, their fragments interleaved."""
 
         def chunk(delta: dict | None, fin: str | None = None, **extra: Any) -> tuple[None, dict]:
             choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": fin}]
-            return (None, {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "chat-test", "choices": choices, **extra})
+            return (
+                None,
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion.chunk",
+                    "model": "chat-test",
+                    "choices": choices,
+                    **extra,
+                },
+            )
 
         ev: list[tuple[str | None, Any]] = [chunk({"role": "assistant", "content": ""})]
         tools = [b for b in blocks if b[0] == "tool"]
@@ -388,14 +495,24 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
                 for word in fake_words(block[1]):
                     ev.append(chunk({field: word}))
         for k, (_, cid, name, _args) in enumerate(tools):
-            ev.append(chunk({"tool_calls": [{"index": k, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}]}))
+            ev.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {"index": k, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}
+                        ]
+                    }
+                )
+            )
         halves = [(k, t[3][: len(t[3]) // 2], t[3][len(t[3]) // 2 :]) for k, t in enumerate(tools)]
         for k, first, _ in halves:
             ev.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": first}}]}))
         for k, _, second in halves:
             ev.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": second}}]}))
         ev.append(chunk({}, finish or ("tool_calls" if tools else "stop")))
-        ev.append(chunk(None, usage={"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}))
+        ev.append(
+            chunk(None, usage={"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)})
+        )
         ev.append((None, "[DONE]"))
         return encode_sse(ev)
 
@@ -422,7 +539,41 @@ def _switch(p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str, on:
             reasoning["max_tokens"] = o.thinking_budget
 
 
-def _thinking(p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str | None, model: str, caps: ModelCapabilities) -> None:
+def _effort(p: dict[str, Any], effort: str, preset: Preset, switch: Any, model: str, caps: ModelCapabilities) -> None:
+    """A reasoning effort, where the server's dialect takes one (OpenRouter: under ``reasoning``)."""
+    level = check_effort(effort, caps, preset, model)
+    if switch == "openrouter":
+        p.setdefault("reasoning", {})["effort"] = level
+    elif preset.dialect.get("reasoning_effort"):
+        p["reasoning_effort"] = level
+    else:
+        raise refuse(
+            "reasoning_effort",
+            preset,
+            "this server takes no reasoning_effort; pass its own field in extra_body",
+            model=model,
+        )
+
+
+def _response_format(
+    schema: dict[str, Any], name: str, preset: Preset, model: str, caps: ModelCapabilities
+) -> dict[str, Any]:
+    """Structured output as Chat Completions takes it, strict where the model's schema allows."""
+    dialect = preset.dialect
+    if not dialect.get("json_schema", True) or caps.structured_output is False:
+        raise refuse(
+            "json_schema",
+            preset,
+            "this server takes JSON mode only; ask for JSON in the prompt, or use extra_body",
+            model=model,
+        )
+    schema, strict = strict_format(schema, model, dialect, caps.strict_refused)
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}
+
+
+def _thinking(
+    p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str | None, model: str, caps: ModelCapabilities
+) -> None:
     """``thinking`` / ``thinking_budget`` on the server's own switch, or refused."""
     if o.thinking is False and o.thinking_budget:
         raise refuse("thinking_budget", preset, "thinking=False turns thinking off; drop the budget or the False")
@@ -430,22 +581,41 @@ def _thinking(p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str | 
     if not on and caps.thinking_off is False:
         raise refuse("thinking", preset, "the model always reasons; thinking=False cannot be honoured", model=model)
     if on and caps.thinking == ():
-        raise refuse("thinking" if o.thinking else "thinking_budget", preset, "the model does not reason; choose one that does", model=model)
+        raise refuse(
+            "thinking" if o.thinking else "thinking_budget",
+            preset,
+            "the model does not reason; choose one that does",
+            model=model,
+        )
     if switch is not None:
         _switch(p, o, preset, switch, on)
-    elif preset.dialect.get("reasoning_effort") and caps.thinking is not None and "effort" in caps.thinking and o.thinking_budget is None:
+    elif (
+        preset.dialect.get("reasoning_effort")
+        and caps.thinking is not None
+        and "effort" in caps.thinking
+        and o.thinking_budget is None
+    ):
         # A reasoning model reached by effort alone: off is effort "none" where the model
         # can stop reasoning; on is "medium" unless a level was given (some models do not
         # reason unless asked).
         if not on:
             if o.reasoning_effort is not None:
-                raise refuse("reasoning_effort", preset, "thinking=False turns reasoning off; drop the effort or the False", model=model)
+                raise refuse(
+                    "reasoning_effort",
+                    preset,
+                    "thinking=False turns reasoning off; drop the effort or the False",
+                    model=model,
+                )
             p["reasoning_effort"] = "none"
         else:
             p.setdefault("reasoning_effort", "medium")
     else:
         option = "thinking" if o.thinking is not None else "thinking_budget"
-        hint = "its reasoning models always reason; set reasoning_effort" if preset.dialect.get("reasoning_effort") else "choose a reasoning model, or pass the server's own switch in extra_body"
+        hint = (
+            "its reasoning models always reason; set reasoning_effort"
+            if preset.dialect.get("reasoning_effort")
+            else "choose a reasoning model, or pass the server's own switch in extra_body"
+        )
         raise refuse(option, preset, hint, model=model)
 
 

@@ -9,14 +9,48 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._probe import (
-    ONE_PIXEL_PNG, Checks, ProbeFailed, Row, Server, arguments_row, definitions_row, empty_arguments_row, error_shape, forced_row, ids_row, is_json_object, model_list, said, server_words, taken_row,
+    ONE_PIXEL_PNG,
+    Checks,
+    ProbeFailed,
+    Row,
+    Server,
+    arguments_row,
+    definitions_row,
+    empty_arguments_row,
+    error_shape,
+    forced_row,
+    ids_row,
+    is_json_object,
+    model_list,
+    said,
+    server_words,
+    taken_row,
 )
 
 __all__ = ["CHECKS"]
 
-_TOOL = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
-_NOTE = {"type": "function", "function": {"name": "note_time", "description": "Note the time. Takes nothing.", "parameters": {"type": "object", "properties": {}}}}
-_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": False}
+_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+_NOTE = {
+    "type": "function",
+    "function": {
+        "name": "note_time",
+        "description": "Note the time. Takes nothing.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
 
 
 async def _ask(server: Server, messages: list[dict[str, Any]], *, stream: bool = True, **extra: Any) -> "_Answer":
@@ -134,35 +168,92 @@ async def _streaming(server: Server) -> list[Row]:
             framing.append("comment lines")
         rows.append(Row("streaming", "ok", f"SSE; {', '.join(framing)}; text {answer.text[:40]!r}"))
     else:
-        rows.append(Row("streaming", "quirk", f"answered {answer.content_type or 'no content type'} to stream: true (a whole answer, read as one)"))
-    rows.append(Row("usage in the stream", "ok", f"usage {answer.usage}") if answer.usage else Row("usage in the stream", "quirk", "no usage unless asked (stream_options.include_usage)", dialect={"stream_usage": True}))
+        rows.append(
+            Row(
+                "streaming",
+                "quirk",
+                f"answered {answer.content_type or 'no content type'} to stream: true (a whole answer, read as one)",
+            )
+        )
+    rows.append(
+        Row("usage in the stream", "ok", f"usage {answer.usage}")
+        if answer.usage
+        else Row(
+            "usage in the stream",
+            "quirk",
+            "no usage unless asked (stream_options.include_usage)",
+            dialect={"stream_usage": True},
+        )
+    )
     return rows
 
 
 async def _stream_usage(server: Server) -> list[Row]:
     answer = await _ask(server, [{"role": "user", "content": "Say OK."}], stream_options={"include_usage": True})
     if not answer.good:
-        return [Row("stream_options.include_usage", "unsupported", f"refused: {said(answer)}", dialect={"stream_usage": False})]
+        return [
+            Row(
+                "stream_options.include_usage",
+                "unsupported",
+                f"refused: {said(answer)}",
+                dialect={"stream_usage": False},
+            )
+        ]
     if answer.usage is None:
-        return [Row("stream_options.include_usage", "quirk", "taken, but no usage came (tokens will read 0)", dialect={"stream_usage": False})]
+        return [
+            Row(
+                "stream_options.include_usage",
+                "quirk",
+                "taken, but no usage came (tokens will read 0)",
+                dialect={"stream_usage": False},
+            )
+        ]
     return [Row("stream_options.include_usage", "ok", f"usage {answer.usage}", dialect={"stream_usage": True})]
 
 
 async def _max_tokens(server: Server) -> list[Row]:
     prompt = [{"role": "user", "content": "Count from 1 to 60, one number a word."}]
     # Counted in tokens where the server counts them in a stream (words are no measure of a small model's noise).
-    counted: dict[str, Any] = {"stream_options": {"include_usage": True}} if any(a.usage for a in server.answers) else {}
+    counted: dict[str, Any] = (
+        {"stream_options": {"include_usage": True}} if any(a.usage for a in server.answers) else {}
+    )
     control = await _ask(server, prompt, **counted)
     if control.good and _within(control, 4):
-        return [Row("max_completion_tokens", "ok", f"cannot be measured: the answer is short without a limit ({_length(control)})")]
+        return [
+            Row(
+                "max_completion_tokens",
+                "ok",
+                f"cannot be measured: the answer is short without a limit ({_length(control)})",
+            )
+        ]
     limited = await _ask(server, prompt, max_tokens=None, max_completion_tokens=4, **counted)
     if limited.good and _within(limited, 4):
-        return [Row("max_completion_tokens", "ok", f"honoured ({_length(limited)})", dialect={"max_tokens_field": "max_completion_tokens"})]
+        return [
+            Row(
+                "max_completion_tokens",
+                "ok",
+                f"honoured ({_length(limited)})",
+                dialect={"max_tokens_field": "max_completion_tokens"},
+            )
+        ]
     old = await _ask(server, prompt, max_tokens=4, **counted)
     if old.good and _within(old, 4):
         why = f"refused: {said(limited)}" if not limited.good else f"ignored ({_length(limited)} with a limit of 4)"
-        return [Row("max_completion_tokens", "quirk", f"{why}; max_tokens is honoured ({_length(old)})", dialect={"max_tokens_field": "max_tokens"})]
-    return [Row("max_completion_tokens", "unsupported", f"neither limit is honoured: {_length(limited)}, then {_length(old)} with max_tokens=4")]
+        return [
+            Row(
+                "max_completion_tokens",
+                "quirk",
+                f"{why}; max_tokens is honoured ({_length(old)})",
+                dialect={"max_tokens_field": "max_tokens"},
+            )
+        ]
+    return [
+        Row(
+            "max_completion_tokens",
+            "unsupported",
+            f"neither limit is honoured: {_length(limited)}, then {_length(old)} with max_tokens=4",
+        )
+    ]
 
 
 def _within(answer: _Answer, limit: int) -> bool:
@@ -181,9 +272,25 @@ async def _roles_and_parts(server: Server) -> list[Row]:
     rows = []
     for check, messages, caps in (
         ("system role", [{"role": "system", "content": "Answer in one word."}, {"role": "user", "content": "Hi."}], {}),
-        ("developer role", [{"role": "developer", "content": "Answer in one word."}, {"role": "user", "content": "Hi."}], {}),
+        (
+            "developer role",
+            [{"role": "developer", "content": "Answer in one word."}, {"role": "user", "content": "Hi."}],
+            {},
+        ),
         ("content as parts", [{"role": "user", "content": [{"type": "text", "text": "Say OK."}]}], {}),
-        ("image part", [{"role": "user", "content": [{"type": "text", "text": "What colour?"}, {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{ONE_PIXEL_PNG}"}}]}], {"image_input": False}),
+        (
+            "image part",
+            [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "What colour?"},
+                        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{ONE_PIXEL_PNG}"}},
+                    ],
+                }
+            ],
+            {"image_input": False},
+        ),
     ):
         rows.append(taken_row(check, await _ask(server, messages), caps))
     return rows
@@ -197,12 +304,25 @@ async def _tools(server: Server) -> list[Row]:
         return rows
     forced = await _ask(server, ask, tools=[_TOOL], tool_choice="required")
     rows.append(forced_row("forced call (required)", forced))
-    named = await _ask(server, ask, tools=[_TOOL], tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    named = await _ask(
+        server, ask, tools=[_TOOL], tool_choice={"type": "function", "function": {"name": "get_weather"}}
+    )
     rows.append(forced_row("forced call (named tool)", named))
     calls = [c for a in (auto, forced, named) for c in a.calls]
     rows.append(arguments_row("streamed arguments", calls))
-    two = await _ask(server, [{"role": "user", "content": "Weather in Paris and in Rome? Call the tool once for each, at once."}], tools=[_TOOL], parallel_tool_calls=True)
-    rows.append(Row("two parallel calls", "ok" if len(two.calls) >= 2 else "quirk", f"{len(two.calls)} call(s) in one answer" if two.good else said(two)))
+    two = await _ask(
+        server,
+        [{"role": "user", "content": "Weather in Paris and in Rome? Call the tool once for each, at once."}],
+        tools=[_TOOL],
+        parallel_tool_calls=True,
+    )
+    rows.append(
+        Row(
+            "two parallel calls",
+            "ok" if len(two.calls) >= 2 else "quirk",
+            f"{len(two.calls)} call(s) in one answer" if two.good else said(two),
+        )
+    )
     empty = await _ask(server, [{"role": "user", "content": "Note the time."}], tools=[_NOTE], tool_choice="required")
     rows.append(empty_arguments_row("a call with no arguments", empty))
     rows += await _tool_turn(server, calls, ask)
@@ -214,30 +334,67 @@ async def _tool_turn(server: Server, calls: list[tuple[str, str, str]], ask: lis
     rows = [ids_row(calls)]
     call_id = ids[0] if ids else "call_probe0001"
     turn = ask + [
-        {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": call_id, "content": "sunny, 21 C"},
     ]
     answer = await _ask(server, turn, tools=[_TOOL])
     if answer.good:
-        rows.append(Row("tool-result turn (content: null)", "ok", f"answered: {len(answer.calls)} call(s), text {answer.text[:40]!r}"))
+        rows.append(
+            Row(
+                "tool-result turn (content: null)",
+                "ok",
+                f"answered: {len(answer.calls)} call(s), text {answer.text[:40]!r}",
+            )
+        )
     else:
         turn[1] = {**turn[1], "content": ""}
         again = await _ask(server, turn, tools=[_TOOL])
         if again.good:
-            rows.append(Row("tool-result turn (content: null)", "quirk", f"null refused ({said(answer)}); content \"\" is taken", dialect={"empty_content_null": False}))
+            rows.append(
+                Row(
+                    "tool-result turn (content: null)",
+                    "quirk",
+                    f'null refused ({said(answer)}); content "" is taken',
+                    dialect={"empty_content_null": False},
+                )
+            )
         else:
             rows.append(Row("tool-result turn (content: null)", "unsupported", said(again)))
     later = [c[0] for c in answer.calls if c[0]]
     if later and set(later) & set(ids):
-        rows.append(Row("ids unique across turns", "quirk", f"an id of the first turn came again: {sorted(set(later) & set(ids))}; modelwire renames repeats"))
+        rows.append(
+            Row(
+                "ids unique across turns",
+                "quirk",
+                f"an id of the first turn came again: {sorted(set(later) & set(ids))}; modelwire renames repeats",
+            )
+        )
     return rows
 
 
 async def _structured(server: Server) -> list[Row]:
     ask = [{"role": "user", "content": "Reply with a JSON object whose answer is OK."}]
-    schema = await _ask(server, ask, response_format={"type": "json_schema", "json_schema": {"name": "reply", "schema": _SCHEMA, "strict": True}})
+    schema = await _ask(
+        server,
+        ask,
+        response_format={"type": "json_schema", "json_schema": {"name": "reply", "schema": _SCHEMA, "strict": True}},
+    )
     rows = [
-        Row("json_schema (strict)", "ok", f"taken; {'JSON came' if is_json_object(schema.text) else 'the text is not a JSON object'}")
+        Row(
+            "json_schema (strict)",
+            "ok",
+            f"taken; {'JSON came' if is_json_object(schema.text) else 'the text is not a JSON object'}",
+        )
         if schema.good
         else Row("json_schema (strict)", "unsupported", said(schema), dialect={"json_schema": False})
     ]
@@ -248,8 +405,16 @@ async def _structured(server: Server) -> list[Row]:
 
 async def _whole_and_errors(server: Server) -> list[Row]:
     whole = await _ask(server, [{"role": "user", "content": "Say OK."}], stream=False)
-    rows = [Row("non-streamed answer", "ok", f"{whole.content_type}; text {whole.text[:30]!r}") if whole.good else Row("non-streamed answer", "unsupported", said(whole))]
-    rows.append(await error_shape(server, "/chat/completions", {"model": server.model, "messages": "not a list", "stream": True}))
+    rows = [
+        Row("non-streamed answer", "ok", f"{whole.content_type}; text {whole.text[:30]!r}")
+        if whole.good
+        else Row("non-streamed answer", "unsupported", said(whole))
+    ]
+    rows.append(
+        await error_shape(
+            server, "/chat/completions", {"model": server.model, "messages": "not a list", "stream": True}
+        )
+    )
     return rows
 
 
@@ -258,13 +423,29 @@ async def _reasoning_and_stops(server: Server) -> list[Row]:
     turn, and the stop reasons seen."""
     fields = sorted({f for a in server.answers for f in a.reasoning})
     stops = sorted({f for a in server.answers for f in a.finish})
-    rows = [Row("stop reasons", "ok" if stops else "quirk", ", ".join(stops) if stops else "no finish_reason in any answer")]
+    rows = [
+        Row("stop reasons", "ok" if stops else "quirk", ", ".join(stops) if stops else "no finish_reason in any answer")
+    ]
     if not fields:
-        return rows + [Row("reasoning fields", "ok", "no reasoning arrived (the model does not think, or does not show it)")]
-    row = Row("reasoning fields", "ok", f"reasoning arrives in {', '.join(fields)}", dialect={"reasoning_field": fields[0]})
+        return rows + [
+            Row("reasoning fields", "ok", "no reasoning arrived (the model does not think, or does not show it)")
+        ]
+    row = Row(
+        "reasoning fields", "ok", f"reasoning arrives in {', '.join(fields)}", dialect={"reasoning_field": fields[0]}
+    )
     turn = [
         {"role": "user", "content": "What is the weather in Paris? Use the tool."},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_probe0001", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_probe0001",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_probe0001", "content": "sunny, 21 C"},
     ]
     without = await _ask(server, turn, tools=[_TOOL])
@@ -279,7 +460,17 @@ async def _models(server: Server) -> list[Row]:
 
 
 CHECKS = Checks(
-    (_models, _streaming, _stream_usage, _max_tokens, _roles_and_parts, _tools, _structured, _whole_and_errors, _reasoning_and_stops),
+    (
+        _models,
+        _streaming,
+        _stream_usage,
+        _max_tokens,
+        _roles_and_parts,
+        _tools,
+        _structured,
+        _whole_and_errors,
+        _reasoning_and_stops,
+    ),
     preset="openai-compatible",
     rank=0,  # most compatible servers speak it: probed when no protocol is named
 )

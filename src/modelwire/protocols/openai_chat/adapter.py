@@ -104,7 +104,13 @@ class _Delta(msgspec.Struct, forbid_unknown_fields=True):
 
     def alone(self) -> bool:
         """Nothing but its content or its calls."""
-        return self.role is UNSET and self.refusal is UNSET and self.reasoning_content is UNSET and self.reasoning is UNSET and self.function_call is UNSET
+        return (
+            self.role is UNSET
+            and self.refusal is UNSET
+            and self.reasoning_content is UNSET
+            and self.reasoning is UNSET
+            and self.function_call is UNSET
+        )
 
 
 class _Choice(msgspec.Struct):
@@ -127,7 +133,13 @@ class _Piece(msgspec.Struct):
             return None
         (choice,) = self.choices
         delta = choice.delta
-        if delta is None or choice.index != choice_index or choice.logprobs or choice.finish_reason or not delta.alone():
+        if (
+            delta is None
+            or choice.index != choice_index
+            or choice.logprobs
+            or choice.finish_reason
+            or not delta.alone()
+        ):
             return None
         return delta
 
@@ -174,7 +186,12 @@ class OpenAIChatAdapter(BaseAdapter):
         # it. Anything else (the first chunk, a role, a finish reason, usage, logprobs,
         # reasoning, a new or named call, a field missing or of another type, an error)
         # returns None and takes the full path; nothing is changed before the event is made.
-        if self.state is not STREAMING or event == "error" or "response_id" not in self.call_metadata or "reasoning" in self.blocks:
+        if (
+            self.state is not STREAMING
+            or event == "error"
+            or "response_id" not in self.call_metadata
+            or "reasoning" in self.blocks
+        ):
             return None
         try:
             piece = _decode_piece(raw)
@@ -303,7 +320,11 @@ class OpenAIChatAdapter(BaseAdapter):
                 self._details[key] = dict(detail)
                 continue
             for k, v in detail.items():
-                if isinstance(v, str) and isinstance(have.get(k), str) and k in ("text", "summary", "data", "signature"):
+                if (
+                    isinstance(v, str)
+                    and isinstance(have.get(k), str)
+                    and k in ("text", "summary", "data", "signature")
+                ):
                     have[k] += v
                 elif v is not None:
                     have[k] = v
@@ -372,7 +393,9 @@ class OpenAIChatAdapter(BaseAdapter):
                 if strict:
                     raise StreamProtocolError(f"tool call {call.id!r} never got a name")
                 # Failing anyway: keep what it sent where the metadata can show it.
-                self.call_metadata.setdefault("unnamed_tool_calls", []).append({"id": call.id, "arguments": "".join(call.pending)})
+                self.call_metadata.setdefault("unnamed_tool_calls", []).append(
+                    {"id": call.id, "arguments": "".join(call.pending)}
+                )
                 call.block = Block("tool_call", call.id)
                 call.block.closed = True
                 continue

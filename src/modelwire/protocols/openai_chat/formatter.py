@@ -113,7 +113,12 @@ class OpenAIChatFormatter(Formatter):
     payload_turns = "messages"
 
     def walk(self) -> Walk:
-        return Walk(PROTOCOL, speaker_names=self.speaker_names, assistant_name=self.assistant_name, split_users=self.include_names)
+        return Walk(
+            PROTOCOL,
+            speaker_names=self.speaker_names,
+            assistant_name=self.assistant_name,
+            split_users=self.include_names,
+        )
 
     def take(self, acc: Turns, seg: Segment) -> None:
         out, kind = acc.turns, seg.kind
@@ -136,7 +141,11 @@ class OpenAIChatFormatter(Formatter):
                 out.append(msg)
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
-        raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools; use openai-responses: for OpenAI's web search and code interpreter")
+        raw, tools = raw_server_tools(
+            tools,
+            PROTOCOL,
+            "this protocol runs no server tools; use openai-responses: for OpenAI's web search and code interpreter",
+        )
         specs = tool_specs(tools)
         payload: dict[str, Any] = {"messages": acc.turns}
         if specs or raw:
@@ -162,7 +171,9 @@ class OpenAIChatFormatter(Formatter):
     def _assistant(self, seg: Any) -> dict[str, Any] | None:
         texts: list[str] = []
         calls: list[dict[str, Any]] = []
-        more: tuple[list[str], list[str], list[Any]] | None = None  # refusals, reasoning, details: made when a block needs them
+        more: tuple[list[str], list[str], list[Any]] | None = (
+            None  # refusals, reasoning, details: made when a block needs them
+        )
         skip_thinking = not (self.reasoning_field or self.thinking_as_text)  # no thinking is sent
         for block in seg.blocks:
             btype = block.type
@@ -170,7 +181,13 @@ class OpenAIChatFormatter(Formatter):
                 if block.text:
                     texts.append(block.text)
             elif btype == "tool_call" and not block.__dict__:  # the usual client call
-                calls.append({"id": block.id, "type": "function", "function": {"name": block.name, "arguments": block.input or "{}"}})
+                calls.append(
+                    {
+                        "id": block.id,
+                        "type": "function",
+                        "function": {"name": block.name, "arguments": block.input or "{}"},
+                    }
+                )
             elif btype != "thinking" or not skip_thinking:
                 if more is None:
                     more = ([], [], [])
@@ -179,7 +196,16 @@ class OpenAIChatFormatter(Formatter):
             return self._plain(texts, calls)
         return self._message(texts, calls, *(more or ([], [], [])))
 
-    def _other_block(self, block: Any, seg: Any, texts: list[str], calls: list[dict[str, Any]], refusals: list[str], reasoning: list[str], details: list[Any]) -> None:
+    def _other_block(
+        self,
+        block: Any,
+        seg: Any,
+        texts: list[str],
+        calls: list[dict[str, Any]],
+        refusals: list[str],
+        reasoning: list[str],
+        details: list[Any],
+    ) -> None:
         """A block of the assistant turn other than plain text and a plain client call."""
         btype = block.type
         if btype == "text":
@@ -190,13 +216,17 @@ class OpenAIChatFormatter(Formatter):
         elif btype == "tool_call":
             if block.__dict__.get("server_side"):  # extra(), inlined: a call always takes extras
                 return  # run by another provider; its text answer carries what it found
-            calls.append({"id": block.id, "type": "function", "function": {"name": block.name, "arguments": block.input or "{}"}})
+            calls.append(
+                {"id": block.id, "type": "function", "function": {"name": block.name, "arguments": block.input or "{}"}}
+            )
         elif btype == "tool_result":
             return  # a server tool's result (another provider's); see above
         elif btype == "data":
             if is_raw_provider_block(block):
                 return  # another provider's item, kept for that provider only
-            raise FormatError(seg.index_of(block), f"an assistant message cannot carry {block.source.media_type} data", PROTOCOL)
+            raise FormatError(
+                seg.index_of(block), f"an assistant message cannot carry {block.source.media_type} data", PROTOCOL
+            )
 
     def _plain(self, texts: list[str], calls: list[dict[str, Any]]) -> dict[str, Any] | None:
         """The usual assistant message: its text (or the dialect's empty content) and its
@@ -208,7 +238,14 @@ class OpenAIChatFormatter(Formatter):
             msg["tool_calls"] = calls
         return msg
 
-    def _message(self, texts: list[str], calls: list[dict[str, Any]], refusals: list[str], reasoning: list[str], details: list[Any]) -> dict[str, Any] | None:
+    def _message(
+        self,
+        texts: list[str],
+        calls: list[dict[str, Any]],
+        refusals: list[str],
+        reasoning: list[str],
+        details: list[Any],
+    ) -> dict[str, Any] | None:
         """The assistant message: its text (or the dialect's empty content), a refusal, the
         reasoning where the dialect takes it back, and its tool calls; None when there is
         nothing to send."""
@@ -261,7 +298,6 @@ class OpenAIChatFormatter(Formatter):
         return text
 
 
-
 def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     """A user message's content: its one text as a string, else its parts."""
     if len(parts) == 1 and parts[0]["type"] == "text":
@@ -306,25 +342,41 @@ def media_part(block: Any, index: int, endpoint: str | None = None) -> dict[str,
     ref = file_ref(block, endpoint, "openai", index, PROTOCOL)
     if ref is not None:
         if block.source.media_type.split(";")[0].strip().lower() != "application/pdf":
-            raise FormatError(index, "Chat Completions takes uploaded files by id as PDFs only; send this one by the Responses API (openai-responses:), or upload it from a path so its bytes are sent", PROTOCOL, code="file-elsewhere")
+            raise FormatError(
+                index,
+                (
+                    "Chat Completions takes uploaded files by id as PDFs only; send this one by the "
+                    "Responses API (openai-responses:), or upload it from a path so its bytes are sent"
+                ),
+                PROTOCOL,
+                code="file-elsewhere",
+            )
         return {"type": "file", "file": {"file_id": ref}}
     kind, payload, media_type = data_parts(block)
     base = media_type.split(";")[0].strip().lower()
     if kind == "url" and not payload.startswith(("http://", "https://", "data:")):
-        raise FormatError(index, f"{payload.split(':', 1)[0]}: sources must be resolved to base64 before formatting", PROTOCOL)
+        raise FormatError(
+            index, f"{payload.split(':', 1)[0]}: sources must be resolved to base64 before formatting", PROTOCOL
+        )
     if base.startswith("image/"):
         return {"type": "image_url", "image_url": {"url": data_uri(block)}}
     if base in _AUDIO:
         if kind != "base64":
-            raise FormatError(index, "OpenAI takes audio as base64 only; resolve the URL first (the models layer does)", PROTOCOL)
+            raise FormatError(
+                index, "OpenAI takes audio as base64 only; resolve the URL first (the models layer does)", PROTOCOL
+            )
         return {"type": "input_audio", "input_audio": {"data": payload, "format": _AUDIO[base]}}
     if base.startswith("text/"):
         return {"type": "text", "text": _document_text(block, kind, payload, index)}
     if base == "application/pdf":
         if kind != "base64":
-            raise FormatError(index, "OpenAI takes files as base64 only; resolve the URL first (the models layer does)", PROTOCOL)
+            raise FormatError(
+                index, "OpenAI takes files as base64 only; resolve the URL first (the models layer does)", PROTOCOL
+            )
         return {"type": "file", "file": {"filename": block.name or "document.pdf", "file_data": data_uri(block)}}
-    raise FormatError(index, f"OpenAI Chat Completions takes images, wav/mp3 audio and files; {media_type!r} cannot be sent", PROTOCOL)
+    raise FormatError(
+        index, f"OpenAI Chat Completions takes images, wav/mp3 audio and files; {media_type!r} cannot be sent", PROTOCOL
+    )
 
 
 def _document_text(block: Any, kind: str, payload: str, index: int) -> str:
@@ -338,7 +390,9 @@ def _document_text(block: Any, kind: str, payload: str, index: int) -> str:
             text = unquote(payload)
             return f"{block.name}:\n{text}" if block.name else text
     if kind != "base64":
-        raise FormatError(index, "text documents must be resolved to base64 before formatting (the models layer does)", PROTOCOL)
+        raise FormatError(
+            index, "text documents must be resolved to base64 before formatting (the models layer does)", PROTOCOL
+        )
     try:
         text = base64.b64decode(payload).decode("utf-8")
     except (ValueError, UnicodeDecodeError) as exc:
@@ -346,6 +400,8 @@ def _document_text(block: Any, kind: str, payload: str, index: int) -> str:
     return f"{block.name}:\n{text}" if block.name else text
 
 
-def format_openai_chat(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
+def format_openai_chat(
+    messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any
+) -> dict[str, Any]:
     """Shortcut for ``OpenAIChatFormatter(**options).format(messages, tools, tool_choice)``."""
     return OpenAIChatFormatter(**options).format(messages, tools, tool_choice)

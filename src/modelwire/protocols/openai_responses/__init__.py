@@ -7,11 +7,22 @@ made them (``replay_scope = "provider"``).
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ...adapters import encode_sse
 from .._openai_shared import OpenAIFilesAndBatches
-from .._protocol import CachePlan, Capabilities, ModelCapabilities, ModelOptions, Preset, WireProtocol, check_effort, refuse, sampling, fake_words
+from .._protocol import (
+    CachePlan,
+    Capabilities,
+    ModelCapabilities,
+    ModelOptions,
+    Preset,
+    WireProtocol,
+    check_effort,
+    refuse,
+    sampling,
+    fake_words,
+)
 from .presets import PRESETS
 from ..openai_chat import openai_rate_limits, strict_format
 
@@ -19,7 +30,20 @@ __all__ = ["PROTOCOL", "OpenAIResponsesProtocol"]
 
 
 # What the input-token count takes of a Responses request (the SDK's InputTokenCountParams).
-_COUNTED = frozenset({"input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "reasoning", "text", "truncation", "conversation", "previous_response_id"})
+_COUNTED = frozenset(
+    {
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "reasoning",
+        "text",
+        "truncation",
+        "conversation",
+        "previous_response_id",
+    }
+)
 
 
 class OpenAIResponsesProtocol(OpenAIFilesAndBatches, WireProtocol):
@@ -33,8 +57,17 @@ class OpenAIResponsesProtocol(OpenAIFilesAndBatches, WireProtocol):
     replay_scope = "provider"
     replay_keys = ("encrypted_content", "reasoning_item_raw")
     extras_keys = (
-        "item_id", "reasoning_item_id", "reasoning_item_raw", "reasoning_part", "encrypted_content", "summary_index", "content_index",
-        "annotations", "refusal", "status", "tool_type",
+        "item_id",
+        "reasoning_item_id",
+        "reasoning_item_raw",
+        "reasoning_part",
+        "encrypted_content",
+        "summary_index",
+        "content_index",
+        "annotations",
+        "refusal",
+        "status",
+        "tool_type",
     )
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=True)
     sdk_package = "openai"
@@ -53,7 +86,9 @@ class OpenAIResponsesProtocol(OpenAIFilesAndBatches, WireProtocol):
 
     def claims(self, block_type: str, fields: Mapping[str, Any], block_id: str) -> bool:
         # AgentScope's fields for a reasoning item: its id, or the raw item.
-        return block_type == "thinking" and bool(fields.get("reasoning_item_id") or isinstance(fields.get("reasoning_item_raw"), dict))
+        return block_type == "thinking" and bool(
+            fields.get("reasoning_item_id") or isinstance(fields.get("reasoning_item_raw"), dict)
+        )
 
     def matches_url(self, url: str) -> bool:
         path = url.split("?")[0].rstrip("/")
@@ -84,13 +119,20 @@ class OpenAIResponsesProtocol(OpenAIFilesAndBatches, WireProtocol):
 
     def chain_record(self, body: dict[str, Any], metadata: Mapping[str, Any]) -> Any:
         response_id, output = metadata.get("response_id"), metadata.get("output_items")
-        if body.get("store") is False or not isinstance(response_id, str) or not output or not isinstance(body.get("input"), list):
+        if (
+            body.get("store") is False
+            or not isinstance(response_id, str)
+            or not output
+            or not isinstance(body.get("input"), list)
+        ):
             return None
         return (body["input"], response_id, frozenset(output))
 
     def forgot_state(self, err: Exception) -> bool:
         code = getattr(err, "provider_type", None) or ""
-        return code == "previous_response_not_found" or ("previous response" in str(err).lower() and "not found" in str(err).lower())
+        return code == "previous_response_not_found" or (
+            "previous response" in str(err).lower() and "not found" in str(err).lower()
+        )
 
     def resume_url(self, base_url: str, preset: Preset, metadata: Mapping[str, Any]) -> str | None:
         response_id, sequence = metadata.get("response_id"), metadata.get("sequence_number")
@@ -100,14 +142,31 @@ class OpenAIResponsesProtocol(OpenAIFilesAndBatches, WireProtocol):
 
         url = self.url(base_url, "", preset)
         path, _, query = url.partition("?")
-        return f"{path}/{quote(response_id, safe='')}?" + "&".join(filter(None, [query, f"stream=true&starting_after={sequence}"]))
+        return f"{path}/{quote(response_id, safe='')}?" + "&".join(
+            filter(None, [query, f"stream=true&starting_after={sequence}"])
+        )
 
-    def apply_cache(self, body: dict[str, Any], plan: CachePlan, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_cache(
+        self,
+        body: dict[str, Any],
+        plan: CachePlan,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
         from ..openai_chat import openai_cache
 
         openai_cache(body, plan, preset, model, caps)
 
-    def apply_options(self, p: dict[str, Any], o: ModelOptions, /, preset: Preset, model: str = "", caps: ModelCapabilities = ModelCapabilities()) -> None:
+    def apply_options(
+        self,
+        p: dict[str, Any],
+        o: ModelOptions,
+        /,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
         if o.max_tokens is not None:
             p["max_output_tokens"] = o.max_tokens
         sampling(p, o)
@@ -120,7 +179,12 @@ class OpenAIResponsesProtocol(OpenAIFilesAndBatches, WireProtocol):
             p["reasoning"] = reasoning
         if o.stateless:
             if o.background or o.chain:
-                raise refuse("background" if o.background else "chain", preset, "a stateless call stores no response to run in the background or continue", model=model)
+                raise refuse(
+                    "background" if o.background else "chain",
+                    preset,
+                    "a stateless call stores no response to run in the background or continue",
+                    model=model,
+                )
             _stateless(p)
         if o.background:
             p["background"] = True
@@ -130,13 +194,17 @@ class OpenAIResponsesProtocol(OpenAIFilesAndBatches, WireProtocol):
             p["parallel_tool_calls"] = o.parallel_tool_calls
         if o.json_schema is not None:
             schema, strict = strict_format(o.json_schema, model, preset.dialect, caps.strict_refused)
-            p["text"] = {"format": {"type": "json_schema", "name": o.json_schema_name, "schema": schema, "strict": strict}}
+            p["text"] = {
+                "format": {"type": "json_schema", "name": o.json_schema_name, "schema": schema, "strict": strict}
+            }
 
     def takes_file_ref(self, media_type: str) -> bool:
         base = media_type.split(";")[0].strip().lower()
         return base.startswith("image/") or base == "application/pdf"
 
-    def count_request(self, url: str, body: dict[str, Any], model: str, preset: Preset) -> tuple[str, dict[str, Any]] | None:
+    def count_request(
+        self, url: str, body: dict[str, Any], model: str, preset: Preset
+    ) -> tuple[str, dict[str, Any]] | None:
         """``POST /responses/input_tokens`` (the SDK's ``responses.input_tokens.count``): the
         fields it takes of the request."""
         path, _, query = url.partition("?")
@@ -144,37 +212,27 @@ class OpenAIResponsesProtocol(OpenAIFilesAndBatches, WireProtocol):
         return path.rstrip("/") + "/input_tokens" + (f"?{query}" if query else ""), {"model": model, **kept}
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
-        events: list[tuple[str | None, Any]] = [("response.created", {"type": "response.created", "response": {**answer, "output": [], "status": "in_progress"}})]
+        events: list[tuple[str | None, Any]] = []
 
-        def add(data: dict[str, Any]) -> None:
-            events.append((data["type"], data))
+        def add(kind: str, **data: Any) -> None:
+            events.append((kind, {"type": kind, **data}))
 
+        add("response.created", response={**answer, "output": [], "status": "in_progress"})
         for oi, item in enumerate(answer.get("output") or []):
-            kind, item_id = item.get("type"), item.get("id")
+            kind = item.get("type")
             if kind == "message":
-                add({"type": "response.output_item.added", "output_index": oi, "item": {**item, "content": []}})
-                for ci, part in enumerate(item.get("content") or []):
-                    add({"type": "response.content_part.added", "item_id": item_id, "output_index": oi, "content_index": ci, "part": {**part, "text": ""} if "text" in part else part})
-                    if part.get("type") == "output_text" and part.get("text"):
-                        add({"type": "response.output_text.delta", "item_id": item_id, "output_index": oi, "content_index": ci, "delta": part["text"]})
-                    elif part.get("type") == "refusal" and part.get("refusal"):
-                        add({"type": "response.refusal.delta", "item_id": item_id, "output_index": oi, "content_index": ci, "delta": part["refusal"]})
-                    add({"type": "response.content_part.done", "item_id": item_id, "output_index": oi, "content_index": ci, "part": part})
+                add("response.output_item.added", output_index=oi, item={**item, "content": []})
+                _answer_parts(add, oi, item, "content", _MESSAGE_DELTAS)
             elif kind == "reasoning":
-                add({"type": "response.output_item.added", "output_index": oi, "item": {**item, "summary": []}})
-                for si, part in enumerate(item.get("summary") or []):
-                    add({"type": "response.reasoning_summary_part.added", "item_id": item_id, "output_index": oi, "summary_index": si, "part": {**part, "text": ""}})
-                    add({"type": "response.reasoning_summary_text.delta", "item_id": item_id, "output_index": oi, "summary_index": si, "delta": part.get("text", "")})
-                for ci, part in enumerate(item.get("content") or []):  # the raw reasoning text (gpt-oss, OpenRouter)
-                    add({"type": "response.content_part.added", "item_id": item_id, "output_index": oi, "content_index": ci, "part": {**part, "text": ""}})
-                    add({"type": "response.reasoning_text.delta", "item_id": item_id, "output_index": oi, "content_index": ci, "delta": part.get("text", "")})
-                    add({"type": "response.content_part.done", "item_id": item_id, "output_index": oi, "content_index": ci, "part": part})
+                add("response.output_item.added", output_index=oi, item={**item, "summary": []})
+                _answer_parts(add, oi, item, "summary", _SUMMARY_DELTAS)
+                _answer_parts(add, oi, item, "content", _REASONING_DELTAS)  # raw reasoning text (gpt-oss, OpenRouter)
             else:
-                add({"type": "response.output_item.added", "output_index": oi, "item": item})
-            add({"type": "response.output_item.done", "output_index": oi, "item": item})
+                add("response.output_item.added", output_index=oi, item=item)
+            add("response.output_item.done", output_index=oi, item=item)
         status = answer.get("status") or "completed"
-        final = "response.incomplete" if status == "incomplete" else ("response.failed" if status == "failed" else "response.completed")
-        add({"type": final, "response": answer})
+        final = {"incomplete": "response.incomplete", "failed": "response.failed"}.get(status, "response.completed")
+        add(final, response=answer)
         return events
 
     def fake_stream(self, *blocks: tuple, resp_id: str = "resp_1", usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
@@ -182,49 +240,111 @@ class OpenAIResponsesProtocol(OpenAIFilesAndBatches, WireProtocol):
         ev: list[tuple[str | None, Any]] = []
         seq = iter(range(10**6))
 
-        def add(data: dict) -> None:
-            data["sequence_number"] = next(seq)
-            ev.append((data["type"], data))
+        def add(kind: str, **data: Any) -> None:
+            ev.append((kind, {"type": kind, **data, "sequence_number": next(seq)}))
 
         base = {"id": resp_id, "object": "response", "model": "resp-test", "output": [], "status": "in_progress"}
-        add({"type": "response.created", "response": dict(base)})
+        add("response.created", response=dict(base))
         output = []
         for oi, block in enumerate(blocks):
-            if block[0] == "think":
-                rid, text, enc = f"rs_{oi}", block[1], f"enc-{oi}"
-                item = {"id": rid, "type": "reasoning", "summary": [{"type": "summary_text", "text": text}], "encrypted_content": enc}
-                add({"type": "response.output_item.added", "output_index": oi, "item": {"id": rid, "type": "reasoning", "summary": []}})
-                add({"type": "response.reasoning_summary_part.added", "item_id": rid, "output_index": oi, "summary_index": 0, "part": {"type": "summary_text", "text": ""}})
-                add({"type": "response.reasoning_summary_text.delta", "item_id": rid, "output_index": oi, "summary_index": 0, "delta": text})
-                add({"type": "response.reasoning_summary_part.done", "item_id": rid, "output_index": oi, "summary_index": 0, "part": {"type": "summary_text", "text": text}})
-            elif block[0] == "text":
-                mid = f"msg_{oi}"
-                item = {"id": mid, "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": block[1], "annotations": []}]}
-                add({"type": "response.output_item.added", "output_index": oi, "item": {"id": mid, "type": "message", "status": "in_progress", "role": "assistant", "content": []}})
-                add({"type": "response.content_part.added", "item_id": mid, "output_index": oi, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})
-                for word in fake_words(block[1]):
-                    add({"type": "response.output_text.delta", "item_id": mid, "output_index": oi, "content_index": 0, "delta": word})
-                item["content"][0]["text"] = block[1]  # as streamed
-                add({"type": "response.content_part.done", "item_id": mid, "output_index": oi, "content_index": 0, "part": item["content"][0]})
-            else:
-                _, cid, name, args = block
-                fid = f"fc_{oi}"
-                item = {"id": fid, "type": "function_call", "status": "completed", "call_id": cid, "name": name, "arguments": args}
-                add({"type": "response.output_item.added", "output_index": oi, "item": dict(item, arguments="", status="in_progress")})
-                add({"type": "response.function_call_arguments.delta", "item_id": fid, "output_index": oi, "delta": args})
-                add({"type": "response.function_call_arguments.done", "item_id": fid, "output_index": oi, "arguments": args})
-            add({"type": "response.output_item.done", "output_index": oi, "item": item})
+            fake = {"think": _fake_reasoning, "text": _fake_message}.get(block[0], _fake_call)
+            item = fake(add, oi, block)
+            add("response.output_item.done", output_index=oi, item=item)
             output.append(item)
-        add({"type": "response.completed", "response": dict(base, status="completed", output=output, usage={"input_tokens": usage[0], "output_tokens": usage[1], "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}})})
+        used = {
+            "input_tokens": usage[0],
+            "output_tokens": usage[1],
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        }
+        add("response.completed", response=dict(base, status="completed", output=output, usage=used))
         return encode_sse(ev)
+
+
+# How a whole answer's parts stream, by the list they are in: the event each kind's text
+# is a delta of (and the field holding it). A summary part has no "done" event of its own.
+_MESSAGE_DELTAS = {
+    "output_text": ("response.output_text.delta", "text"),
+    "refusal": ("response.refusal.delta", "refusal"),
+}
+_SUMMARY_DELTAS = {None: ("response.reasoning_summary_text.delta", "text")}
+_REASONING_DELTAS = {None: ("response.reasoning_text.delta", "text")}
+
+
+def _answer_parts(add: Callable[..., None], oi: int, item: Mapping[str, Any], key: str, deltas: Mapping) -> None:
+    """The events of one list of an item's parts (its content, or its summary), each part
+    added empty, its text as one delta, and (content only) done."""
+    summary = key == "summary"
+    for index, part in enumerate(item.get(key) or []):
+        at = {"item_id": item.get("id"), "output_index": oi, ("summary_index" if summary else "content_index"): index}
+        if summary:
+            add("response.reasoning_summary_part.added", **at, part={**part, "text": ""})
+        else:
+            add(
+                "response.content_part.added",
+                **at,
+                part={**part, "text": ""} if "text" in part or None in deltas else part,
+            )
+        delta = deltas.get(part.get("type"), deltas.get(None))
+        if delta is not None and (None in deltas or part.get(delta[1])):
+            add(delta[0], **at, delta=part.get(delta[1], ""))
+        if not summary:
+            add("response.content_part.done", **at, part=part)
+
+
+def _fake_reasoning(add: Callable[..., None], oi: int, block: tuple) -> dict[str, Any]:
+    """A fake stream's reasoning item, its summary streamed in one delta."""
+    rid, text = f"rs_{oi}", block[1]
+    at = {"item_id": rid, "output_index": oi, "summary_index": 0}
+    add("response.output_item.added", output_index=oi, item={"id": rid, "type": "reasoning", "summary": []})
+    add("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""})
+    add("response.reasoning_summary_text.delta", **at, delta=text)
+    add("response.reasoning_summary_part.done", **at, part={"type": "summary_text", "text": text})
+    summary = [{"type": "summary_text", "text": text}]
+    return {"id": rid, "type": "reasoning", "summary": summary, "encrypted_content": f"enc-{oi}"}
+
+
+def _fake_message(add: Callable[..., None], oi: int, block: tuple) -> dict[str, Any]:
+    """A fake stream's message item, its text streamed a word at a time."""
+    mid = f"msg_{oi}"
+    started = {"id": mid, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    add("response.output_item.added", output_index=oi, item=started)
+    at = {"item_id": mid, "output_index": oi, "content_index": 0}
+    add("response.content_part.added", **at, part={"type": "output_text", "text": "", "annotations": []})
+    for word in fake_words(block[1]):
+        add("response.output_text.delta", **at, delta=word)
+    part = {"type": "output_text", "text": block[1], "annotations": []}
+    add("response.content_part.done", **at, part=part)
+    return dict(started, status="completed", content=[part])
+
+
+def _fake_call(add: Callable[..., None], oi: int, block: tuple) -> dict[str, Any]:
+    """A fake stream's function call item, its arguments in one delta."""
+    _, cid, name, args = block
+    fid = f"fc_{oi}"
+    item = {"id": fid, "type": "function_call", "status": "completed", "call_id": cid, "name": name, "arguments": args}
+    add("response.output_item.added", output_index=oi, item=dict(item, arguments="", status="in_progress"))
+    add("response.function_call_arguments.delta", item_id=fid, output_index=oi, delta=args)
+    add("response.function_call_arguments.done", item_id=fid, output_index=oi, arguments=args)
+    return item
 
 
 def _reasoning_off(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities) -> dict[str, Any]:
     """``thinking=False``: effort ``none``, on a model known to stop reasoning."""
     if caps.thinking_off is not True or caps.thinking is None or "effort" not in caps.thinking:
-        raise refuse("thinking", preset, "the model always reasons (or is not known to stop); set reasoning_effort to the lowest it takes", model=model)
+        raise refuse(
+            "thinking",
+            preset,
+            "the model always reasons (or is not known to stop); set reasoning_effort to the lowest it takes",
+            model=model,
+        )
     if o.reasoning_effort is not None or o.thinking_display is not None:
-        raise refuse("reasoning_effort" if o.reasoning_effort else "thinking_display", preset, "thinking=False turns reasoning off", model=model)
+        raise refuse(
+            "reasoning_effort" if o.reasoning_effort else "thinking_display",
+            preset,
+            "thinking=False turns reasoning off",
+            model=model,
+        )
     return {"effort": "none"}
 
 
@@ -234,7 +354,12 @@ def _reasoning(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilit
     if o.thinking is False:
         return _reasoning_off(o, preset, model, caps)
     if caps.thinking == () and (o.thinking or o.reasoning_effort is not None or o.thinking_display is not None):
-        raise refuse("thinking" if o.thinking else "reasoning_effort" if o.reasoning_effort else "thinking_display", preset, "the model does not reason", model=model)
+        raise refuse(
+            "thinking" if o.thinking else "reasoning_effort" if o.reasoning_effort else "thinking_display",
+            preset,
+            "the model does not reason",
+            model=model,
+        )
     reasoning: dict[str, Any] = {}
     if o.reasoning_effort is not None or o.thinking:
         reasoning["effort"] = check_effort(o.reasoning_effort, caps, preset, model) if o.reasoning_effort else "medium"
@@ -277,7 +402,9 @@ def _unstored(item: Any) -> Any:
         return None
     if kind == "message" and "id" in item and item.get("role") == "assistant":
         parts = item.get("content") or []
-        text = "\n\n".join(str(part.get("text") or part.get("refusal") or "") for part in parts if isinstance(part, dict))
+        text = "\n\n".join(
+            str(part.get("text") or part.get("refusal") or "") for part in parts if isinstance(part, dict)
+        )
         return {"type": "message", "role": "assistant", "content": text}
     if kind in ("function_call", "custom_tool_call"):
         return {k: v for k, v in item.items() if k != "id"}

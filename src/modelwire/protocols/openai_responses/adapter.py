@@ -169,7 +169,9 @@ class OpenAIResponsesAdapter(BaseAdapter):
         problem = shape_problem(data, SHAPE)
         if problem is None:
             etype = str(data.get("type") or event or "")
-            required = _REQUIRED.get(etype) or (("delta", str),) if etype.endswith(".delta") else _REQUIRED.get(etype, ())
+            required = (
+                _REQUIRED.get(etype) or (("delta", str),) if etype.endswith(".delta") else _REQUIRED.get(etype, ())
+            )
             for field, kind in required:
                 if not isinstance(data.get(field), kind):
                     return f"{etype} without its {field}"
@@ -182,7 +184,10 @@ class OpenAIResponsesAdapter(BaseAdapter):
         if not isinstance(etype, str) or not etype:
             # null, a number, "": no event can be told from it, and skipping it would lose
             # what it carries (a text delta).
-            raise StreamProtocolError(f"an event whose type is {etype!r}" if etype is not None or "type" in data else "an event with no type", body=data)
+            raise StreamProtocolError(
+                f"an event whose type is {etype!r}" if etype is not None or "type" in data else "an event with no type",
+                body=data,
+            )
         sequence = data.get("sequence_number")
         if sequence is not None:
             self.sequence = sequence  # the cursor a broken background stream resumes from
@@ -191,7 +196,9 @@ class OpenAIResponsesAdapter(BaseAdapter):
         handler = _HANDLERS.get(etype)
         if handler is not None:
             handler(self, data)
-        elif etype.endswith((".in_progress", ".searching", ".interpreting", ".generating", ".partial_image", ".completed")):
+        elif etype.endswith(
+            (".in_progress", ".searching", ".interpreting", ".generating", ".partial_image", ".completed")
+        ):
             pass  # progress of a server-side call; its finished item carries the result
         else:
             counts = self.call_metadata.setdefault("unhandled_events", {})

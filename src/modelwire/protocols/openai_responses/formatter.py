@@ -143,23 +143,31 @@ class OpenAIResponsesFormatter(Formatter):
 
         for block in seg.blocks:
             btype = block.type
-            extras = getattr(block, "__dict__", _NONE)  # extras_of(), inlined: read once per block, several of its extras decide
+            extras = getattr(
+                block, "__dict__", _NONE
+            )  # extras_of(), inlined: read once per block, several of its extras decide
             if btype == "thinking":
                 message, reasoning = self._thought(block, extras, items, message, reasoning, replayed_raw)
                 continue
             reasoning = None
             if btype == "text":
-                if block.text and not extras and (message is None or "id" in message):  # the usual text, as _output_text() sends it
+                if (
+                    block.text and not extras and (message is None or "id" in message)
+                ):  # the usual text, as _output_text() sends it
                     message = {"type": "message", "role": "assistant", "content": block.text}
                     items.append(message)
                 elif block.text:
                     item_id = extras.get("item_id") if self.item_ids else None
                     annotations = extras.get("annotations") or []
-                    message = self._output_text(items, message, block.text, item_id, bool(extras.get("refusal", False)), annotations)
+                    message = self._output_text(
+                        items, message, block.text, item_id, bool(extras.get("refusal", False)), annotations
+                    )
                 continue
             message = None
             if btype == "tool_call" and not extras:  # the usual call, as _item() sends it
-                items.append({"type": "function_call", "call_id": block.id, "name": block.name, "arguments": block.input or "{}"})
+                items.append(
+                    {"type": "function_call", "call_id": block.id, "name": block.name, "arguments": block.input or "{}"}
+                )
                 continue
             item = self._item(block, extras, seg)
             if item:
@@ -167,7 +175,13 @@ class OpenAIResponsesFormatter(Formatter):
         return _reasoning_first(items)
 
     def _thought(
-        self, block: Any, extras: Any, items: list[dict[str, Any]], message: dict[str, Any] | None, reasoning: dict[str, Any] | None, replayed_raw: set[str]
+        self,
+        block: Any,
+        extras: Any,
+        items: list[dict[str, Any]],
+        message: dict[str, Any] | None,
+        reasoning: dict[str, Any] | None,
+        replayed_raw: set[str],
     ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """A thinking block of the turn: its reasoning item where this endpoint made it, as
         text when ``thinking_as_text``, else nothing; the output message and the reasoning
@@ -184,7 +198,14 @@ class OpenAIResponsesFormatter(Formatter):
         return message, reasoning
 
     def _reasoning(
-        self, block: Any, extras: Any, rid: str, raw: dict[str, Any], items: list[dict[str, Any]], reasoning: dict[str, Any] | None, replayed_raw: set[str]
+        self,
+        block: Any,
+        extras: Any,
+        rid: str,
+        raw: dict[str, Any],
+        items: list[dict[str, Any]],
+        reasoning: dict[str, Any] | None,
+        replayed_raw: set[str],
     ) -> tuple[dict[str, Any] | None, bool]:
         """A thinking block this endpoint made, into its reasoning item: the reasoning item
         being filled after it, and whether an item began (which ends the output message)."""
@@ -217,7 +238,12 @@ class OpenAIResponsesFormatter(Formatter):
             if extras.get("tool_type") == "custom_tool_call":
                 item = {"type": "custom_tool_call", "call_id": block.id, "name": block.name, "input": block.input}
             else:
-                item = {"type": "function_call", "call_id": block.id, "name": block.name, "arguments": block.input or "{}"}
+                item = {
+                    "type": "function_call",
+                    "call_id": block.id,
+                    "name": block.name,
+                    "arguments": block.input or "{}",
+                }
             if self.item_ids and extras.get("item_id"):
                 item["id"] = extras["item_id"]
             return item
@@ -226,14 +252,18 @@ class OpenAIResponsesFormatter(Formatter):
         if block.type == "data":
             if is_raw_provider_block(block):
                 return raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
-            raise FormatError(seg.index_of(block), f"assistant output cannot carry {block.source.media_type} data", PROTOCOL)
+            raise FormatError(
+                seg.index_of(block), f"assistant output cannot carry {block.source.media_type} data", PROTOCOL
+            )
         return None
 
     def _native(self, block: Any) -> bool:
         return replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
 
     @staticmethod
-    def _output_text(items: list, message: dict | None, text: str, item_id: str | None, refusal: bool, annotations: list) -> dict:
+    def _output_text(
+        items: list, message: dict | None, text: str, item_id: str | None, refusal: bool, annotations: list
+    ) -> dict:
         """Add text to the assistant message being built. Output that came with its item id
         is replayed as that output message (``output_text`` / ``refusal`` parts); other text
         goes in a plain assistant message, which the API takes without an id."""
@@ -241,7 +271,11 @@ class OpenAIResponsesFormatter(Formatter):
             if message is None or message.get("id") != item_id:
                 message = {"type": "message", "id": item_id, "role": "assistant", "content": [], "status": "completed"}
                 items.append(message)
-            part = {"type": "refusal", "refusal": text} if refusal else {"type": "output_text", "text": text, "annotations": list(annotations)}
+            part = (
+                {"type": "refusal", "refusal": text}
+                if refusal
+                else {"type": "output_text", "text": text, "annotations": list(annotations)}
+            )
             message["content"].append(part)
             return message
         if message is None or "id" in message:
@@ -279,7 +313,6 @@ class OpenAIResponsesFormatter(Formatter):
         return {"type": "function_call_output", "call_id": result.id, "output": output}
 
 
-
 def server_tool(tool: ServerTool) -> dict[str, Any]:
     """A :class:`ServerTool` as a Responses tool: ``web_search`` (``allowed_domains`` as its
     filter, ``user_location``), ``code_execution`` as the code interpreter, ``mcp`` as the
@@ -301,13 +334,27 @@ def server_tool(tool: ServerTool) -> dict[str, Any]:
             raise refuse_server_tool(tool, PROTOCOL, "its mcp tool needs url and name")
         # Approval requests would wait for an answer the agent cannot give: the server
         # was declared by the user, so its calls run unless require_approval says otherwise.
-        out = {"type": "mcp", "server_label": config.pop("name"), "server_url": config.pop("url"), "require_approval": config.pop("require_approval", "never")}
-        for ours, theirs in (("allowed_tools", "allowed_tools"), ("headers", "headers"), ("authorization_token", "authorization"), ("description", "server_description")):
+        out = {
+            "type": "mcp",
+            "server_label": config.pop("name"),
+            "server_url": config.pop("url"),
+            "require_approval": config.pop("require_approval", "never"),
+        }
+        for ours, theirs in (
+            ("allowed_tools", "allowed_tools"),
+            ("headers", "headers"),
+            ("authorization_token", "authorization"),
+            ("description", "server_description"),
+        ):
             if ours in config:
                 value = config.pop(ours)
                 out[theirs] = list(value) if ours == "allowed_tools" else (dict(value) if ours == "headers" else value)
     else:
-        raise refuse_server_tool(tool, PROTOCOL, "it runs web_search, code_execution and mcp; or give its own definition as ServerTool(raw={...})")
+        raise refuse_server_tool(
+            tool,
+            PROTOCOL,
+            "it runs web_search, code_execution and mcp; or give its own definition as ServerTool(raw={...})",
+        )
     if config:
         raise refuse_server_tool(tool, PROTOCOL, f"its {tool.kind} takes no {', '.join(sorted(config))}")
     return out
@@ -349,7 +396,9 @@ def input_media(block: Any, index: int, endpoint: str | None = None) -> dict[str
     kind, payload, media_type = data_parts(block)
     base = media_type.split(";")[0].strip().lower()
     if kind == "url" and not payload.startswith(("http://", "https://", "data:")):
-        raise FormatError(index, f"{payload.split(':', 1)[0]}: sources must be resolved to base64 before formatting", PROTOCOL)
+        raise FormatError(
+            index, f"{payload.split(':', 1)[0]}: sources must be resolved to base64 before formatting", PROTOCOL
+        )
     if base.startswith("image/"):
         return {"type": "input_image", "image_url": data_uri(block), "detail": "auto"}
     if base == "application/pdf" or base.startswith("text/"):
@@ -357,10 +406,14 @@ def input_media(block: Any, index: int, endpoint: str | None = None) -> dict[str
         if kind == "url" and not payload.startswith("data:"):
             return {"type": "input_file", "file_url": payload}
         return {"type": "input_file", "filename": name, "file_data": data_uri(block)}
-    raise FormatError(index, f"OpenAI Responses takes images and files (PDF, text); {media_type!r} cannot be sent", PROTOCOL)
+    raise FormatError(
+        index, f"OpenAI Responses takes images and files (PDF, text); {media_type!r} cannot be sent", PROTOCOL
+    )
 
 
-def format_openai_responses(messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any) -> dict[str, Any]:
+def format_openai_responses(
+    messages: Sequence[Msg], tools: Sequence[Any] | None = None, tool_choice: Any = None, **options: Any
+) -> dict[str, Any]:
     """Shortcut for ``OpenAIResponsesFormatter(**options).format(messages, tools, tool_choice)``."""
     return OpenAIResponsesFormatter(**options).format(messages, tools, tool_choice)
 
