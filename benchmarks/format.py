@@ -32,7 +32,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
-from modelwire.formatters import ToolSpec, get_formatter  # noqa: E402
+from modelwire.formatters import ToolSpec  # noqa: E402
+from modelwire.protocols import get_formatter  # noqa: E402
 from modelwire.models._body import encode_body  # noqa: E402
 from modelwire.message import (  # noqa: E402
     extras_of,

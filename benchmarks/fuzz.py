@@ -318,7 +318,7 @@ def check_turns(protocol: str, bad: bytes, rnd: random.Random) -> None:
     formatter raises nothing but ``FormatError``, and the protocol that made the reply
     formats it."""
     from modelwire.agent._agent import _TOOL_EVENTS, _CallIds
-    from modelwire.formatters import get_formatter
+    from modelwire.protocols import get_formatter
     from modelwire.message import ToolResultBlock, UserMsg
 
     reply = AssistantMsg("a", [], id="r")

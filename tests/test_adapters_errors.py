@@ -12,7 +12,7 @@ import pytest
 from modelwire.protocols import protocol_names
 
 from modelwire import event as E
-from modelwire.adapters import decode_sse
+from modelwire.protocols import decode_sse
 from modelwire.adapters._sse import SSEDecoder
 from modelwire.errors import (
     IncompleteStreamError,

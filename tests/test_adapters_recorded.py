@@ -9,7 +9,7 @@ import sdk_oracle as oracle
 
 from decoding import decode, ends
 
-from modelwire.adapters import decode_sse
+from modelwire.protocols import decode_sse
 from modelwire.errors import InvalidRequestError, ProviderError
 
 from paths import HAVE_SHARED, PA, ROOT

@@ -18,7 +18,7 @@ from decoding import decode
 
 from modelwire import event as E
 from modelwire.adapters import EventStreamDecoder, EventStreamError, encode_frame
-from modelwire.adapters import decode_sse as decode_body
+from modelwire.protocols import decode_sse as decode_body
 from modelwire.agent import Agent
 from modelwire.errors import (
     IncompleteStreamError,
@@ -28,7 +28,7 @@ from modelwire.errors import (
     StreamProtocolError,
     UpstreamError,
 )
-from modelwire.formatters import get_formatter
+from modelwire.protocols import get_formatter
 from modelwire.message import AssistantMsg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, UserMsg
 from modelwire.models import load_model
 from modelwire.models.transport import RetryPolicy

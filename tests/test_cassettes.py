@@ -12,7 +12,8 @@ import httpx2
 import pytest
 from paths import HAVE_SHARED, PA
 
-from modelwire.adapters import StreamDecoder, decode_sse, get_adapter
+from modelwire.adapters import StreamDecoder
+from modelwire.protocols import decode_sse, get_adapter
 from modelwire.cassettes import (
     Cassette,
     CassetteError,

@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from modelwire.formatters import ToolSpec, get_formatter
+from modelwire.formatters import ToolSpec
+from modelwire.protocols import get_formatter
 from modelwire.message import (
     AssistantMsg,
     Base64Source,

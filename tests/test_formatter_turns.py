@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from modelwire.formatters import ToolSpec, get_formatter
+from modelwire.formatters import ToolSpec
+from modelwire.protocols import get_formatter
 from modelwire.message import (
     AssistantMsg,
     Base64Source,

@@ -9,7 +9,8 @@ import pytest
 import sdk_params
 
 from modelwire.errors import FormatError
-from modelwire.formatters import ToolSpec, get_formatter
+from modelwire.formatters import ToolSpec
+from modelwire.protocols import get_formatter
 from modelwire.protocols import protocol_names
 from modelwire.message import (
     AssistantMsg,

@@ -15,8 +15,8 @@ from modelwire.errors import ValidationError
 
 from modelwire import errors as E
 from modelwire import event as Ev
-from modelwire.adapters import decode_sse
-from modelwire.formatters import get_formatter
+from modelwire.protocols import decode_sse
+from modelwire.protocols import get_formatter
 from modelwire.message import AssistantMsg, Msg
 from modelwire.protocols import get_protocol, protocol_names
 from modelwire.testing.sse import body

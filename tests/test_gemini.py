@@ -14,10 +14,10 @@ import pytest
 from decoding import decode
 
 from modelwire import event as E
-from modelwire.adapters import decode_sse
+from modelwire.protocols import decode_sse
 from modelwire.agent import Agent
 from modelwire.errors import IncompleteStreamError, ProviderError, RateLimitError, StreamProtocolError
-from modelwire.formatters import get_formatter
+from modelwire.protocols import get_formatter
 from modelwire.message import (
     AssistantMsg,
     Msg,

@@ -58,7 +58,7 @@ def test_data_that_is_not_base64_is_kept_and_refused_where_it_would_be_sent(bad)
     """As AgentScope does, any string is taken when built (its seed writes data="..."); a
     formatter refuses it, naming the message and the block."""
     from modelwire.errors import FormatError
-    from modelwire.formatters import get_formatter
+    from modelwire.protocols import get_formatter
 
     source = Base64Source(data=bad, media_type="image/png")
     assert source.data == bad
@@ -78,7 +78,7 @@ def test_base64_source_normalises_what_other_tools_write(loose):
 @pytest.mark.parametrize("bad", ["image", "", "image/", "/png", "image png"])
 def test_a_media_type_that_is_none_is_kept_and_refused_where_it_would_be_sent(bad):
     from modelwire.errors import FormatError
-    from modelwire.formatters import get_formatter
+    from modelwire.protocols import get_formatter
 
     for source in (
         Base64Source(data="QUJD", media_type=bad),

@@ -14,7 +14,7 @@ from paths import HAVE_SHARED, PA, ROOT
 
 from modelwire import errors as E
 from modelwire import event as Ev
-from modelwire.adapters import decode_sse
+from modelwire.protocols import decode_sse
 from modelwire.message import AssistantMsg, DataBlock, URLSource, UserMsg
 from modelwire.models import load_model
 from modelwire.models.transport import RetryPolicy

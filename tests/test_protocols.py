@@ -270,7 +270,7 @@ def test_generic_modules_name_no_protocol(module):
 def test_reasoning_is_replayed_only_to_the_provider_that_made_it():
     """DeepSeek's reasoning went back to Groq when provenance was per protocol."""
     from modelwire.testing.sse import body
-    from modelwire.adapters import decode_sse
+    from modelwire.protocols import decode_sse
 
     events = decode_sse(
         "openai-chat",
@@ -512,7 +512,7 @@ def test_data_agentscope_accepts_loads_normalised(data, media_type):
 def test_data_that_is_not_base64_says_why():
     """Taken from AgentScope as it is; the formatter says where it goes wrong."""
     from modelwire.errors import FormatError
-    from modelwire.formatters import get_formatter
+    from modelwire.protocols import get_formatter
 
     msg = from_agentscope(
         asm.Msg(
@@ -527,7 +527,7 @@ def test_data_that_is_not_base64_says_why():
 
 def test_what_modelwire_writes_agentscope_reads_and_replays():
     """Our reasoning item, written as JSON, goes through AgentScope's own Responses formatter."""
-    from modelwire.adapters import decode_sse
+    from modelwire.protocols import decode_sse
     from modelwire.testing.sse import body
 
     reply = AssistantMsg("a", [], id="r")

@@ -18,7 +18,8 @@ import pytest
 
 from modelwire import errors as E
 from modelwire import event as Ev
-from modelwire.adapters import SSEDecoder, decode_sse
+from modelwire.adapters import SSEDecoder
+from modelwire.protocols import decode_sse
 from modelwire.adapters._sse import SSELineTooLongError
 from modelwire.agent import Agent
 from modelwire.message import AssistantMsg, Msg, TextBlock, ThinkingBlock, ToolCallBlock, UserMsg
@@ -407,7 +408,7 @@ def test_copies_keep_the_role_rules():
 
 
 def test_formatters_raise_only_format_errors(monkeypatch):
-    from modelwire.formatters import get_formatter
+    from modelwire.protocols import get_formatter
 
     monkeypatch.setenv("MODELWIRE_DEBUG", "0")
     bad_tools = [[{"description": "no name"}], ["not a dict"], [{"name": "f", "parameters": "not a schema"}]]

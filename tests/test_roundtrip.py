@@ -12,7 +12,7 @@ import sdk_params
 from decoding import decode
 from paths import HAVE_SHARED, PA
 
-from modelwire.formatters import get_formatter
+from modelwire.protocols import get_formatter
 from modelwire.message import (
     AssistantMsg,
     Msg,

@@ -14,7 +14,7 @@ import json
 import pytest
 import sdk_params
 
-from modelwire.adapters import decode_sse
+from modelwire.protocols import decode_sse
 from modelwire.errors import ProviderError
 from modelwire.message import AssistantMsg, ToolResultBlock, UserMsg, origin
 from modelwire.models import load_model

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from modelwire import cost
-from modelwire.adapters import decode_sse
+from modelwire.protocols import decode_sse
 from modelwire.agent import Agent
 from modelwire.message import Usage, UserMsg
 from modelwire.models import load_model

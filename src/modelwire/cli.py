@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any, Callable, Iterator, NoReturn
 
-from . import __version__
+from ._version import __version__
 
 ENVIRONMENT = """environment:
   MODELWIRE_MODEL       the model when none is given (PROVIDER:MODEL or a profile name)
@@ -641,7 +641,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _cmd_format(args: argparse.Namespace) -> int:
     """A JSON list of messages -> the request payload of one protocol."""
-    from .formatters import get_formatter
+    from .protocols import get_formatter
 
     messages = _load_messages(args.file)
     tools = _load_tools(args.tools)

@@ -1,6 +1,7 @@
 """Provider stream events -> modelwire events: the shared kit of every protocol's adapter.
 
-    from modelwire.adapters import StreamDecoder, get_adapter
+    from modelwire.adapters import StreamDecoder
+    from modelwire.protocols import get_adapter
 
     decoder = StreamDecoder(get_adapter(protocol_name)(reply_id))
     for chunk in http_body_chunks:
@@ -16,7 +17,7 @@ are pure and synchronous: no I/O, no clock of their own beyond the one you pass 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._base import (
     COMMON_EXTRAS,
@@ -33,9 +34,6 @@ from ._base import (
 )
 from ._eventstream import EventStreamDecoder, EventStreamError, Frame, encode_frame
 from ._sse import SSEDecoder, SSEEvent, encode_sse, split_sse
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..event import AgentEvent
 
 __all__ = [
     "AWSStreamDecoder",
@@ -57,8 +55,6 @@ __all__ = [
     "SSEEvent",
     "encode_sse",
     "split_sse",
-    "get_adapter",
-    "decode_sse",
     "NDJSONDecoder",
     "FRAMINGS",
     "framing_decoder",
@@ -101,30 +97,3 @@ def __getattr__(name: str) -> Any:
 
         return NDJSONDecoder
     raise AttributeError(name)
-
-
-def get_adapter(protocol: str) -> type[BaseAdapter]:
-    """The adapter class of a wire protocol (see :mod:`modelwire.protocols`)."""
-    from ..protocols import get_protocol
-
-    return get_protocol(protocol).adapter_class()
-
-
-def decode_sse(protocol: str, body: bytes, reply_id: str, **adapter_options: Any) -> list["AgentEvent"]:
-    """Decode a whole response body into modelwire events (one model call).
-
-    On a provider or stream error the :class:`~modelwire.errors.ProviderError` is raised
-    with ``events`` holding every event produced, closing events included.
-    """
-    from ..protocols import get_protocol
-
-    proto = get_protocol(protocol)
-    decoder = proto.decoder(proto.adapter_class()(reply_id, **adapter_options), keep=True)
-    try:
-        decoder.feed(body)
-        decoder.close()
-    except Exception as err:
-        if hasattr(err, "events"):
-            setattr(err, "events", decoder.events)  # noqa: B010 - any error that carries events
-        raise
-    return decoder.events

@@ -150,7 +150,7 @@ def answer_shape(protocol: str, status: int, body: bytes) -> Shape:
     if status >= 400:
         err = wire.error(_json_or_message(body, status), status=status)
         return Shape(status, error=_error_name(err))
-    from ..adapters import decode_sse
+    from ..protocols import decode_sse
     from ..errors import ProviderError
 
     error = None
@@ -408,7 +408,7 @@ def _call_drift(recorded: Shape, live: Shape) -> list[tuple[str, str, Any, Any]]
 def provenance_for(cassette: Cassette, kind: str = "live") -> dict[str, Any]:
     """Where ``cassette``'s answers came from: when (now), which modelwire, the endpoints
     asked (scheme and host only), the models that answered, and ``kind``."""
-    from .. import __version__
+    from .._version import __version__
 
     endpoints, models = [], []
     for interaction in cassette.interactions:
@@ -623,7 +623,7 @@ def _count(report: RecheckReport, interaction: Interaction, protocol: str, statu
     """What a live answer used, toward the budget (its price where it is known)."""
     if status >= 400:
         return
-    from ..adapters import decode_sse
+    from ..protocols import decode_sse
     from ..protocols import get_protocol
     from ._show import _price
 

@@ -71,7 +71,7 @@ def summarize(cassette: Cassette, cache: bool = False) -> list[str]:
 
 def _decoded(interaction: Any, protocol: str) -> tuple[list[Any], str]:
     """A recorded body's events (up to its error, if it broke) and what broke it."""
-    from ..adapters import decode_sse
+    from ..protocols import decode_sse
     from ..errors import ProviderError
 
     try:

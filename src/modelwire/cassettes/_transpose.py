@@ -162,7 +162,7 @@ def _tool(data: dict[str, Any]) -> Any:
 
 def _recorded(interaction: Interaction) -> CallSide:
     """The recorded answer, as a side of the report."""
-    from ..adapters import decode_sse
+    from ..protocols import decode_sse
     from ..errors import ProviderError
     from ._drift import _protocol_of
 

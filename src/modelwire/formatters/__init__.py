@@ -1,6 +1,6 @@
 """Messages -> provider request payloads: the shared kit every protocol's formatter uses.
 
-    from modelwire.formatters import get_formatter
+    from modelwire.protocols import get_formatter
 
     payload = get_formatter("anthropic")(cache_system=True).format(messages, tools, tool_choice="auto")
 
@@ -58,7 +58,6 @@ __all__ = [
     "split_server_tools",
     "refuse_server_tool",
     "raw_server_tools",
-    "get_formatter",
     "FormatError",
     "Origin",
     "provenance",
@@ -81,10 +80,3 @@ __all__ = [
     "tool_choice_name",
     "tool_specs",
 ]
-
-
-def get_formatter(protocol: str) -> type[Formatter]:
-    """The formatter class of a wire protocol (see :mod:`modelwire.protocols`)."""
-    from ..protocols import get_protocol
-
-    return get_protocol(protocol).formatter_class()

@@ -19,7 +19,6 @@ import base64
 import contextlib
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from msgspec.json import decode as from_json
@@ -27,6 +26,7 @@ from msgspec.json import decode as from_json
 from ..errors import FormatError, debug_enabled
 from ..message import DataBlock, Msg, Origin, TextBlock, ToolCallBlock, ToolResultBlock, origin, provenance
 from ..message._blocks import data_problem
+from ._spec import ToolSpec
 
 __all__ = [
     "ServerTool",
@@ -50,44 +50,6 @@ __all__ = [
     "origin_replays",
     "merge_turn",
 ]
-
-
-@dataclass
-class ToolSpec:
-    """A tool the model may call: its name, a description and a JSON schema for its arguments."""
-
-    name: str
-    description: str = ""
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
-    strict: bool | None = None
-
-    @classmethod
-    def coerce(cls, tool: Any) -> "ToolSpec":
-        """Accept a ToolSpec, or a tool definition in OpenAI Chat, OpenAI Responses or
-        Anthropic shape, or a plain ``{name, description, parameters}`` dict."""
-        if isinstance(tool, ToolSpec):
-            return tool
-        if hasattr(tool, "tool_spec"):  # agent tools describe themselves
-            return tool.tool_spec()
-        if not isinstance(tool, dict):
-            raise FormatError(None, f"a tool must be a ToolSpec or a dict, not {type(tool).__name__}")
-        if isinstance(tool.get("function"), dict):
-            tool = tool["function"]
-        schema = tool.get("parameters", tool.get("input_schema"))
-        if not isinstance(tool.get("name"), str) or not tool["name"]:
-            raise FormatError(None, f"a tool definition needs a name: {json.dumps(tool, default=str)[:120]}")
-        if schema is not None and not isinstance(schema, dict):
-            raise FormatError(
-                None, f"tool {tool['name']!r}: its parameters must be a JSON schema object, not {type(schema).__name__}"
-            )
-        if not isinstance(tool.get("description") or "", str):
-            raise FormatError(None, f"tool {tool['name']!r}: its description must be a string")
-        return cls(
-            name=tool["name"],
-            description=tool.get("description") or "",
-            parameters=schema if schema is not None else {"type": "object", "properties": {}},
-            strict=tool.get("strict"),
-        )
 
 
 class ServerTool:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .._record import extras_of
+from ._spec import ToolSpec
 
 __all__ = ["IdRules", "conform", "wire_name", "name_map", "REUSED_IDS"]
 
@@ -125,8 +126,6 @@ def name_map(tools: Sequence[Any] | None, rules: IdRules | None) -> dict[str, st
 
 
 def _spec_name(tool: Any) -> str | None:
-    from ._common import ToolSpec
-
     try:
         return ToolSpec.coerce(tool).name
     except Exception:  # a tool the formatter will refuse with its own message
@@ -271,8 +270,6 @@ def conform(
 
 def _renamed(tools: Sequence[Any], tool_choice: Any, names: IdRules) -> tuple[list[Any], Any]:
     """The tools, and a tool choice naming one, with each name the target refuses rewritten."""
-    from ._common import ToolSpec
-
     renamed = []
     for tool in tools:
         try:

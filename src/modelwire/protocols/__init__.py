@@ -26,7 +26,7 @@ works (its protocol is loaded to look). :func:`register` adds one at run time.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from ..errors import UnknownProtocolError, use_error_tables
 from ..message._provenance import add_claimer
@@ -43,6 +43,11 @@ from ._protocol import (
     multipart,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..adapters import BaseAdapter
+    from ..event import AgentEvent
+    from ..formatters import Formatter
+
 __all__ = [
     "WireProtocol",
     "Capabilities",
@@ -51,6 +56,9 @@ __all__ = [
     "ModelOptions",
     "get_protocol",
     "protocol_names",
+    "get_adapter",
+    "get_formatter",
+    "decode_sse",
     "register",
     "find_preset",
     "all_presets",
@@ -305,3 +313,32 @@ def protocol_for_url(url: str) -> WireProtocol | None:
         if protocol.matches_url(url):
             return protocol
     return None
+
+
+def get_adapter(protocol: str) -> type[BaseAdapter]:
+    """The adapter class of a wire protocol."""
+    return get_protocol(protocol).adapter_class()
+
+
+def get_formatter(protocol: str) -> type[Formatter]:
+    """The formatter class of a wire protocol."""
+    return get_protocol(protocol).formatter_class()
+
+
+def decode_sse(protocol: str, body: bytes, reply_id: str, **adapter_options: Any) -> list[AgentEvent]:
+    """Decode a whole response body into modelwire events (one model call), in the framing
+    the protocol streams (SSE, AWS event stream or NDJSON).
+
+    On a provider or stream error the :class:`~modelwire.errors.ProviderError` is raised
+    with ``events`` holding every event produced, closing events included.
+    """
+    proto = get_protocol(protocol)
+    decoder = proto.decoder(proto.adapter_class()(reply_id, **adapter_options), keep=True)
+    try:
+        decoder.feed(body)
+        decoder.close()
+    except Exception as err:
+        if hasattr(err, "events"):
+            setattr(err, "events", decoder.events)  # noqa: B010 - any error that carries events
+        raise
+    return decoder.events

@@ -218,7 +218,8 @@ class Answer:
 def read_answer(protocol: str, status: int, content_type: str, raw: bytes) -> Answer:
     """The answer to one request: an error's words, or what the ``protocol``'s adapter read
     from the stream (or from a whole JSON answer, through the protocol's ``answer_events``)."""
-    from ..adapters import decode_answer, decode_sse
+    from ..adapters import decode_answer
+    from . import decode_sse
     from ..errors import ProviderError
     from . import get_protocol
 

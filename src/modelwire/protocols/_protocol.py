@@ -12,7 +12,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from .. import __version__
+from .._version import __version__
 from ..errors import ConfigError, ProviderError, UnsupportedOptionError, error_from_body
 from ._caps import EFFORT_LEVELS, ModelCapabilities, Refusal
 

@@ -289,7 +289,7 @@ class AnthropicProtocol(WireProtocol):
         ]
 
     def takes_file_ref(self, media_type: str) -> bool:
-        from .formatter import IMAGE_TYPES
+        from ._body import IMAGE_TYPES
 
         base = media_type.split(";")[0].strip().lower()
         return base in IMAGE_TYPES or base in ("application/pdf", "text/plain")
@@ -443,7 +443,7 @@ class AnthropicProtocol(WireProtocol):
         return headers
 
     def request_headers(self, body: dict[str, Any], headers: dict[str, str], preset: Preset) -> dict[str, str]:
-        from .formatter import betas_for
+        from ._body import betas_for
 
         needed = betas_for(body)
         if not needed:
@@ -577,9 +577,9 @@ class AnthropicProtocol(WireProtocol):
                 )
             body["cache_control"] = {"type": "ephemeral", **({"ttl": plan.ttl} if plan.ttl != "5m" else {})}
             return
-        from .formatter import place_cache
+        from ._body import place_cache
 
-        place_cache(body, plan.ttl, system=plan.system, tools=plan.tools, history=plan.history)
+        place_cache(body, plan.ttl, self.name, system=plan.system, tools=plan.tools, history=plan.history)
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
         message = {k: v for k, v in answer.items() if k not in ("stop_reason", "stop_sequence")}
