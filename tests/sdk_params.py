@@ -8,6 +8,7 @@ present, every literal and scalar of the right kind, every list item checked.
 
 from __future__ import annotations
 
+import json
 import collections.abc as cabc
 import types
 import typing
@@ -220,3 +221,14 @@ VALIDATORS = {
     "bedrock-converse": bedrock_request,
     "ollama": lambda payload: ollama_request({"model": "some-model", **payload}),
 }
+
+
+def validate(protocol: str, payload: dict) -> None:
+    """A formatter's payload checked by its protocol's SDK where this file has its checker;
+    any other protocol (a plugin's, or one whose SDK's check lives in its own test file) is
+    checked to be what every request is: JSON that reads back the same."""
+    checker = VALIDATORS.get(protocol)
+    if checker is not None:
+        checker(payload)
+    elif json.loads(json.dumps(payload)) != payload:
+        raise ParamError(f"{protocol}: the payload is not plain JSON")

@@ -103,59 +103,37 @@ def _reasoning_item(body):
     return item
 
 
-# How each protocol sends the thinking of TWO_CALLS back with its calls (the generated
-# streams sign it "sig-" plus its first eight characters): the preset that replays it, and a
-# check of the second request. A protocol missing here fails the test that reads this.
-REPLAYED_THINKING = {
-    "anthropic": (
-        None,
-        lambda body: (
-            body["messages"][1]["content"][0]
-            == {"type": "thinking", "thinking": "I need both the weather and the time.", "signature": "sig-I need b"}
-        ),
-    ),
-    "bedrock-converse": (
-        None,
-        lambda body: (
-            body["messages"][1]["content"][0]
-            == {
-                "reasoningContent": {
-                    "reasoningText": {"text": "I need both the weather and the time.", "signature": "sig-I need b"}
-                }
-            }
-        ),
-    ),
-    "gemini": (
-        None,
-        lambda body: (
-            body["contents"][1]["parts"][:2]
-            == [
-                {"text": "I need both the weather and the time.", "thought": True},
-                {"functionCall": {"name": "weather", "args": {"city": "Paris"}}, "thoughtSignature": "sig-I need b"},
-            ]
-        ),
-    ),
-    "ollama": (None, lambda body: body["messages"][2]["thinking"].startswith("I need both the weather and the time.")),
-    "openai-chat": (
-        "deepseek",
-        lambda body: body["messages"][2]["reasoning_content"].startswith("I need both the weather and the time."),
-    ),
-    "openai-responses": (
-        None,
-        lambda body: (_reasoning_item(body)["id"], _reasoning_item(body)["encrypted_content"]) == ("rs_0", "enc-0"),
-    ),
-}
+def _replaying_preset(protocol):
+    """The first preset of ``protocol`` whose requests send TWO_CALLS' thinking back (the
+    protocol's own formatter says which: some dialects drop thinking), and the evidence of it
+    a request then holds: the thinking's text or what the protocol replays of it (its
+    ``replay_keys``: a signature, encrypted content ...)."""
+    from modelwire._record import extras_of
+    from modelwire.protocols import decode_sse, get_protocol
+    from helpers import fold as fold_events
+
+    wire = get_protocol(protocol)
+    for preset in wire.presets:
+        events = decode_sse(protocol, sse_bodies.body(protocol, *TWO_CALLS), "r", provider=preset.name)
+        (thinking,) = [b for b in fold_events(events).content if b.type == "thinking"]
+        evidence = [thinking.thinking] + [
+            str(v) for k, v in (extras_of(thinking) or {}).items() if k in wire.replay_keys and v
+        ]
+        model = load_model(f"{preset.name}:m", api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
+        body = json.dumps(model.build_request([UserMsg("user", "Weather and time in Paris?"), fold_events(events)])[0])
+        if any(e in body for e in evidence):
+            return preset.name, evidence
+    raise AssertionError(f"no preset of {protocol} sends its own thinking back")
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_parallel_tool_calls_then_an_answer_with_thinking_replayed(server, protocol):
-    assert protocol in REPLAYED_THINKING, f"say how {protocol} replays thinking in REPLAYED_THINKING"
-    preset, replayed = REPLAYED_THINKING[protocol]
+    preset, evidence = _replaying_preset(protocol)
 
     def check_second(request):
         body = json.dumps(request["json"])
         assert "Paris: sunny, 21C" in body and "Paris: 14:05" in body  # both results went back
-        assert replayed(request["json"]), request["json"]
+        assert any(e in body for e in evidence), request["json"]  # and the thinking, as the protocol replays it
 
     server.script(reply_in(protocol, *TWO_CALLS, delay=0.002), reply_in(protocol, *ANSWER, check=check_second))
     agent = Agent("Buddy", make_model(server, protocol, preset), "Be brief.", tools=[weather, local_time])
@@ -324,16 +302,24 @@ def test_cancelling_the_task_keeps_the_stored_reply_consistent(server):
 
 
 # How each protocol's last request of a reply out of iterations asks for no more tool calls.
-NO_MORE_CALLS = {
-    "anthropic": lambda body: body["tool_choice"] == {"type": "none"},
-    "openai-chat": lambda body: body["tool_choice"] == "none",
-    "openai-responses": lambda body: body["tool_choice"] == "none",
-    "gemini": lambda body: body["toolConfig"] == {"functionCallingConfig": {"mode": "NONE"}},
-    # Converse has no "none": the tools are withheld, and the history's tool blocks make a
-    # toolConfig required, so it names none of the agent's tools
-    "bedrock-converse": lambda body: "toolConfig" in body and "weather" not in json.dumps(body["toolConfig"]),
-    "ollama": lambda body: "tools" not in body,  # no tool choice at all: the tools are withheld
-}
+def _no_more_calls(model):
+    """What a request that asks for no tool call holds, as the protocol's own formatter says
+    it: the fields a tool choice of "none" changes against "auto", for a conversation with a
+    tool round, and their values under "none" (None: left out). A protocol with no "none"
+    withholds the tools, or (Converse) names none of the agent's."""
+    from modelwire.message import ToolCallBlock, ToolResultBlock
+
+    call = ToolCallBlock(id="call_0", name="weather", input='{"city": "Oslo"}')
+    result = ToolResultBlock(id="call_0", name="weather", output="Oslo: sunny, 21C", state="success")
+    history = [UserMsg("user", "Weather?"), AssistantMsg("Buddy", [call, result])]
+    tools = [Tool(weather)]
+    none = model.build_request(history, tools, "none")[0]
+    auto = model.build_request(history, tools, "auto")[0]
+    changed = {
+        k for k in none.keys() | auto.keys() if k != model.formatter.payload_turns and none.get(k) != auto.get(k)
+    }
+    assert changed, "a tool choice of none changes nothing in the request"
+    return {k: none.get(k) for k in changed}
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -341,14 +327,16 @@ def test_max_iters(server, protocol):
     for i in range(2):
         server.script(reply_in(protocol, ("tool", f"call_{i}", "weather", '{"city": "Oslo"}')))
 
+    model = make_model(server, protocol)
+    no_more_calls = _no_more_calls(model)
+
     def last_call_has_no_tool_choice_left(request):
-        assert protocol in NO_MORE_CALLS, f"say how {protocol} asks for no tool call in NO_MORE_CALLS"
-        assert NO_MORE_CALLS[protocol](request["json"]), request["json"]
+        assert {k: request["json"].get(k) for k in no_more_calls} == no_more_calls, request["json"]
 
     server.script(
         reply_in(protocol, ("text", "I keep checking; it is sunny."), check=last_call_has_no_tool_choice_left)
     )
-    agent = Agent("Buddy", make_model(server, protocol), tools=[weather], max_iters=2)
+    agent = Agent("Buddy", model, tools=[weather], max_iters=2)
     events = run(stream_all(agent, UserMsg("user", "Weather?")))
     reply = check_invariant(agent, events)
     assert reply.finished_reason == "exceed_max_iters" and events[-2].type == "EXCEED_MAX_ITERS"

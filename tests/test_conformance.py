@@ -36,3 +36,25 @@ def test_an_undeclared_extra_fails_the_suite(monkeypatch):
         conformance.ConformanceError, match=r"replay_keys \['signature'\] are not among its extras_keys"
     ):
         conformance.extras_are_declared("anthropic")
+
+
+def test_an_undeclared_extra_no_generated_stream_reaches_fails_the_suite(monkeypatch):
+    """An extra only a provider's real stream brings (Anthropic's text citations: generated
+    streams never cite) is read from the adapter's code, and must be declared too."""
+    from modelwire.protocols import get_protocol
+
+    wire = get_protocol("anthropic")
+    monkeypatch.setattr(type(wire), "extras_keys", tuple(k for k in wire.extras_keys if k != "citations"))
+    conformance.extras_are_declared("anthropic")  # the generated streams carry no citation
+    with pytest.raises(conformance.ConformanceError, match=r"its adapter can write \['citations'\] on a block"):
+        conformance.extras_in_code_are_declared("anthropic")
+
+
+def test_a_source_sent_as_it_is_fails_the_suite(monkeypatch):
+    """A formatter that sends a URL its provider cannot fetch (instead of refusing it) is told."""
+    from modelwire.protocols import get_protocol
+
+    formatter = get_protocol("ollama").formatter_class()
+    monkeypatch.setattr(formatter, "_user", lambda self, seg: {"role": "user", "content": "sent as it is"})
+    with pytest.raises(conformance.ConformanceError, match="an ftp: source was formatted"):
+        conformance.sources_it_cannot_send_are_refused("ollama")

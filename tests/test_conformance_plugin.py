@@ -18,7 +18,7 @@ import json
 
 from modelwire.adapters import BaseAdapter
 from modelwire.errors import StreamProtocolError, UnsupportedOptionError
-from modelwire.formatters import Formatter, parse_arguments, result_blocks, segments, tool_specs
+from modelwire.formatters import Formatter, parse_arguments, result_blocks, segments, sent_source, tool_specs
 from modelwire.protocols import Capabilities, Preset, WireProtocol
 
 NAME = "ndtoy"
@@ -72,6 +72,8 @@ class ToyFormatter(Formatter):
                 turns.append({
                     "role": seg.kind,
                     "text": "".join(b.text for b in seg.blocks if b.type == "text"),
+                    "images": [sent_source(b, seg.index_of(b), NAME, urls=())[1]
+                               for b in seg.blocks if b.type == "data"],
                     "calls": [{"id": b.id, "name": b.name, "arguments": parse_arguments(b)}
                               for b in seg.blocks if b.type == "tool_call"],
                 })
@@ -101,6 +103,9 @@ class ToyProtocol(WireProtocol):
                 raise UnsupportedOptionError(name, preset.name, "ndtoy takes only max_tokens and temperature")
         if options.json_schema_name != "output":
             raise UnsupportedOptionError("json_schema_name", preset.name, "ndtoy has no structured output")
+
+    def answer_events(self, answer):
+        return [(None, line) for line in answer["lines"]]  # a whole answer: its lines in one JSON list
 
     def fake_stream(self, *blocks, usage=(3, 2), **_):
         lines = []

@@ -40,7 +40,7 @@ def fmt(protocol, messages, tools=None, tool_choice=None, **options):
     checked = {**payload}
     if "messages" in payload and protocol == "openai-chat":
         checked["messages"] = [{k: v for k, v in m.items() if k not in DIALECT_FIELDS} for m in payload["messages"]]
-    sdk_params.VALIDATORS[protocol](checked)
+    sdk_params.validate(protocol, checked)
     return payload
 
 

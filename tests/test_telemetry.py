@@ -16,7 +16,7 @@ from modelwire.protocols import decode_sse
 from modelwire.agent import Agent
 from modelwire.message import Usage, UserMsg
 from modelwire.models import load_model
-from modelwire.protocols import get_protocol, protocol_names
+from modelwire.protocols import all_presets, get_protocol, protocol_names
 from modelwire.models.transport import RetryPolicy
 from modelwire.testing import ProviderServer, Reply
 from modelwire.testing import stream_reply as framed_reply
@@ -52,26 +52,35 @@ _provider.add_span_processor(SimpleSpanProcessor(SPANS))
 trace.set_tracer_provider(_provider)
 metrics.set_meter_provider(MeterProvider(metric_readers=[READER]))
 
-# For each registered protocol (a protocol missing here fails its test): a model of a
-# priced provider that speaks it (None: none is priced), and the provider's name in
-# OpenTelemetry's GenAI conventions (a preset that has none there is named by itself).
-PRESETS = {
-    "anthropic": "anthropic:claude-sonnet-4-5",
-    "openai-chat": "openai:gpt-4o",
-    "openai-responses": "openai-responses:gpt-4.1",
-    "gemini": "google:gemini-2.5-flash",
-    "bedrock-converse": "bedrock:us.amazon.nova-micro-v1:0",
-    "ollama": "ollama:llama3.2",
-}
-PROVIDER_NAMES = {
-    "anthropic": "anthropic",
-    "openai-chat": "openai",
-    "openai-responses": "openai",
-    "gemini": "gcp.gemini",
-    "bedrock-converse": "aws.bedrock",
-    "ollama": "ollama",
-}
-PRICED = {"anthropic", "openai-chat", "openai-responses", "gemini", "bedrock-converse"}
+# The providers OpenTelemetry's GenAI conventions name (gen_ai.provider.name, its well-known
+# values: https://opentelemetry.io/docs/specs/semconv/registry/attributes/gen-ai/); a provider
+# they do not name is named by itself (its preset's name).
+SEMCONV_PROVIDERS = {
+    "anthropic", "aws.bedrock", "azure.ai.inference", "azure.ai.openai", "cohere", "deepseek", "gcp.gemini",
+    "gcp.gen_ai", "gcp.vertex_ai", "groq", "ibm.watsonx.ai", "mistral_ai", "openai", "perplexity", "x_ai",
+}  # fmt: skip
+
+
+def _first_preset(protocol):
+    from modelwire.testing.server import first_preset
+
+    return all_presets()[first_preset(protocol)]
+
+
+# For each registered protocol: its first preset with the model that preset gives as its example.
+PRESETS = {name: f"{_first_preset(name).name}:{_first_preset(name).example}" for name in protocol_names()}
+
+
+def _priced(protocol: str) -> bool:
+    """Whether genai-prices (the price catalogue modelwire reads) prices that model."""
+    import genai_prices
+
+    preset = _first_preset(protocol)
+    usage = genai_prices.Usage(input_tokens=100, output_tokens=20)
+    try:
+        return genai_prices.calc_price(usage, preset.example, provider_id=preset.price_id).total_price > 0
+    except LookupError:
+        return False
 
 
 @pytest.fixture(autouse=True)
@@ -97,10 +106,18 @@ def stream_reply(protocol, *blocks, **kw) -> Reply:
     return framed_reply(protocol, body(protocol, *blocks, **kw))
 
 
-def run_agent(server, protocol):
-    assert protocol in PRESETS, f"say in PRESETS which model speaks {protocol}"
+def model_takes_temperature(protocol):
+    """What the capability table says of the protocol's example model (a fact with its source there)."""
     provider, name = PRESETS[protocol].split(":", 1)
-    model = server.model(protocol, name, preset=provider, max_tokens=500, temperature=0.2)
+    return load_model(f"{provider}:{name}", api_key="k", capability_lookup=False).capabilities.sampling is not False
+
+
+def run_agent(server, protocol):
+    provider, name = PRESETS[protocol].split(":", 1)
+    sampled = (
+        {"temperature": 0.2} if model_takes_temperature(protocol) else {}
+    )  # a reasoning model (o4-mini) takes none
+    model = server.model(protocol, name, preset=provider, max_tokens=500, **sampled)
     agent = Agent("Buddy", model, tools=[weather, local_time])
     ids = ("fc_1", "fc_2") if protocol == "gemini" else ("call_1", "call_2")
     server.script(
@@ -132,16 +149,15 @@ def test_a_reply_with_two_parallel_tool_calls_gives_the_span_tree(protocol, monk
     first = min(chats, key=lambda s: s.start_time)
     a = first.attributes
     model = PRESETS[protocol].split(":", 1)[1]
-    assert (a["gen_ai.operation.name"], a["gen_ai.provider.name"], a["gen_ai.request.model"]) == (
-        "chat",
-        PROVIDER_NAMES[protocol],
-        model,
-    )
+    provider = a["gen_ai.provider.name"]
+    assert provider in SEMCONV_PROVIDERS or provider == _first_preset(protocol).name
+    assert (a["gen_ai.operation.name"], a["gen_ai.request.model"]) == ("chat", model)
     assert (a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"]) == (100, 20)
-    assert a["gen_ai.request.max_tokens"] == 500 and a["gen_ai.request.temperature"] == 0.2
+    assert a["gen_ai.request.max_tokens"] == 500
+    assert a.get("gen_ai.request.temperature") == (0.2 if model_takes_temperature(protocol) else None)
     assert a["server.address"] == "127.0.0.1" and "modelwire.time_to_first_token" in a
     assert list(a["gen_ai.response.finish_reasons"]) and a["modelwire.stop_reason"] == "tool_use"
-    assert (a.get("modelwire.cost.total_usd", 0) > 0) == (protocol in PRICED)
+    assert (a.get("modelwire.cost.total_usd", 0) > 0) == _priced(protocol)
     broken = tools[0].attributes
     (call,) = [c for c in reply.get_content_blocks("tool_call") if c.name == "local_time"]
     assert call.id == {"gemini": "fc_2", "ollama": call.id}.get(protocol, "call_2")  # Ollama gives no ids: one is made

@@ -41,6 +41,7 @@ from ._common import (
     result_blocks,
     sanitize_name,
     segments,
+    sent_source,
     tool_choice_name,
     tool_specs,
     Walk,
@@ -77,6 +78,7 @@ __all__ = [
     "result_blocks",
     "sanitize_name",
     "segments",
+    "sent_source",
     "tool_choice_name",
     "tool_specs",
 ]

@@ -43,6 +43,7 @@ __all__ = [
     "tool_choice_name",
     "parse_arguments",
     "data_parts",
+    "sent_source",
     "FormatError",
     "Origin",
     "origin",
@@ -622,6 +623,26 @@ def data_parts(block: DataBlock) -> tuple[str, str, str]:
     if src.type == "base64":
         return "base64", src.data, src.media_type
     return "url", src.url, src.media_type
+
+
+def sent_source(
+    block: DataBlock, index: int, protocol: str, urls: tuple[str, ...] = ("http://", "https://", "data:")
+) -> tuple[str, str, str]:
+    """:func:`data_parts` for a formatter whose provider is sent a URL source only when it
+    starts with one of ``urls`` (what the provider fetches or reads itself): any other URL is
+    refused here, in one message for every protocol, saying what to do."""
+    kind, payload, media_type = data_parts(block)
+    if kind == "url" and not payload.startswith(urls):
+        scheme = payload.split(":", 1)[0]
+        takes = f" or a URL starting {' '.join(urls)}" if urls else ""
+        raise FormatError(
+            index,
+            f"{protocol} cannot be sent {scheme}: sources; give the bytes (base64){takes} (the models layer "
+            "fetches http and https sources the provider does not)",
+            protocol,
+            code="unsupported-media",
+        )
+    return kind, payload, media_type
 
 
 class BadDataError(FormatError):

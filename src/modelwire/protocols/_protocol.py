@@ -848,6 +848,13 @@ class WireProtocol:
         ``("think", text)``, ``("text", text)``, ``("tool", call_id, name, arguments_json)``."""
         raise NotImplementedError(f"the {self.name} protocol has no fake stream")
 
+    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+        """The whole (not streamed) answer a server gives for the same blocks as
+        :meth:`fake_stream`: what :meth:`answer_events` reads (the conformance suite checks
+        that both fold to one reply). Optional: a protocol without it is checked on its
+        streams alone."""
+        raise NotImplementedError(f"the {self.name} protocol has no fake whole answer")
+
     def split_stream(self, body: bytes) -> list[bytes]:
         """A response body in the pieces a server sends it in: one event (or line, or
         frame) each, by :attr:`framing`."""

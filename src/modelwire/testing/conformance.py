@@ -31,7 +31,13 @@ recording:
 - ``switches_in``: replies made by every other registered protocol (thinking, calls,
   results) format for this one;
 - ``cassettes_replay``: a call recorded against a local server replays with the server
-  gone, giving the same events.
+  gone, giving the same events;
+- ``extras_in_code_are_declared``: every extra the adapter's code can write on a block (read
+  from its source, not only what generated streams reach) is declared;
+- ``whole_answers_decode``: it reads a whole (not streamed) answer, and where it gives a
+  ``fake_answer``, that answer folds to the reply its stream of the same blocks folds to;
+- ``sources_it_cannot_send_are_refused``: a media source no provider fetches (``ftp:``) is
+  refused with a ``FormatError`` naming it.
 """
 
 from __future__ import annotations
@@ -410,6 +416,109 @@ def cassettes_replay(protocol: str) -> None:
         )
 
 
+def extras_in_code_are_declared(protocol: str) -> None:
+    """Every extra its adapter's code can write on a block (``extras["k"]``,
+    ``extras.setdefault("k", ...)``, ``extras.update(k=...)`` or ``extras.update({"k": ...})``)
+    is declared: a generated stream reaches only some of them."""
+    import ast
+    import inspect
+
+    from ..adapters import COMMON_EXTRAS
+
+    wire = _wire(protocol)
+    declared = COMMON_EXTRAS | set(wire.extras_keys)
+    adapter = wire.adapter_class()
+    source = inspect.getsource(inspect.getmodule(adapter) or adapter)
+    written: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        written |= _extras_written(node)
+    undeclared = sorted(written - declared)
+    if undeclared:
+        raise _fail(protocol, f"its adapter can write {undeclared} on a block, which extras_keys does not declare")
+
+
+def _extras_written(node: Any) -> set[str]:
+    """The extras keys one syntax node writes, where it writes them to something named extras."""
+    import ast
+
+    def on_extras(target: Any) -> bool:
+        return isinstance(target, ast.Attribute) and target.attr == "extras"
+
+    def named(key: Any) -> set[str]:
+        return {key.value} if isinstance(key, ast.Constant) and isinstance(key.value, str) else set()
+
+    keys: set[str] = set()
+    if isinstance(node, (ast.Assign, ast.AugAssign)):
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            if isinstance(target, ast.Subscript) and on_extras(target.value):
+                keys |= named(target.slice)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and on_extras(node.func.value):
+        if node.func.attr == "setdefault" and node.args:
+            keys |= named(node.args[0])
+        elif node.func.attr == "update":
+            keys |= {k.arg for k in node.keywords if k.arg}
+            for arg in node.args:
+                if isinstance(arg, ast.Dict):
+                    keys |= {name for k in arg.keys for name in named(k)}
+    return keys
+
+
+def whole_answers_decode(protocol: str) -> None:
+    """The protocol reads a whole, non-streamed answer (``stream=False``, and a server that
+    answers JSON where a stream was asked for): it gives ``answer_events``."""
+    from ..protocols import WireProtocol
+
+    from ..adapters import decode_answer
+
+    wire, preset = _wire(protocol), _preset(protocol)
+    if type(wire).answer_events is WireProtocol.answer_events:
+        raise _fail(protocol, "it gives no answer_events: stream=False, and a whole JSON answer, cannot be read")
+    if type(wire).fake_answer is WireProtocol.fake_answer:
+        return  # optional: without one, only its streams are checked
+    for blocks in _scripts(protocol):
+        streamed = _folded(_decode(protocol, [wire.fake_stream(*blocks)])[0])
+        adapter = wire.new_adapter("r", preset, model_name="conformance")
+        try:
+            whole = _folded(decode_answer(adapter, wire.answer_events(wire.fake_answer(*blocks))))
+        except Exception as exc:
+            raise _fail(
+                protocol, f"its whole answer of {blocks} does not decode: {type(exc).__name__}: {exc}"
+            ) from None
+        if _shape(whole) != _shape(streamed):
+            raise _fail(
+                protocol, f"its whole answer of {blocks} folds to {_shape(whole)}, its stream to {_shape(streamed)}"
+            )
+
+
+def _shape(reply: Any) -> list[tuple]:
+    """What a reply holds, ids of the provider's own making and times aside."""
+    out = []
+    for block in reply.content:
+        text = getattr(block, "text", None) or getattr(block, "thinking", None) or ""
+        out.append((block.type, text, getattr(block, "name", None), getattr(block, "input", None)))
+    return out
+
+
+def sources_it_cannot_send_are_refused(protocol: str) -> None:
+    """A media source no provider fetches (an ``ftp:`` URL) is refused with a FormatError
+    naming it, never sent for the provider to refuse (or to drop)."""
+    from ..errors import FormatError
+    from ..message import DataBlock, TextBlock, URLSource, UserMsg
+
+    wire, preset = _wire(protocol), _preset(protocol)
+    image = DataBlock(source=URLSource(url="ftp://example.com/cat.png", media_type="image/png"))
+    messages = [UserMsg("u", [TextBlock(text="What is this?"), image])]
+    try:
+        wire.new_formatter(preset, "conformance").format(messages)
+    except FormatError as exc:
+        if "ftp" not in str(exc):
+            raise _fail(protocol, f"an ftp: source is refused without naming it: {exc}") from None
+        return
+    except Exception as exc:
+        raise _fail(protocol, f"an ftp: source raised {type(exc).__name__}, not a FormatError: {exc}") from None
+    raise _fail(protocol, "an ftp: source was formatted; no provider fetches one")
+
+
 CHECKS: list[Check] = [
     presets_declare_their_dialects,
     streams_decode,
@@ -419,6 +528,9 @@ CHECKS: list[Check] = [
     options_mapped_or_refused,
     switches_in,
     cassettes_replay,
+    extras_in_code_are_declared,
+    whole_answers_decode,
+    sources_it_cannot_send_are_refused,
 ]
 
 

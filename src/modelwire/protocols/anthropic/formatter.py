@@ -38,7 +38,7 @@ from ...formatters import (
     merge_turn,
     is_raw_provider_block,
     ToolSpec,
-    data_parts,
+    sent_source,
     file_ref,
     parse_arguments,
     raw_provider_block,
@@ -322,17 +322,10 @@ def media_block(block: Any, index: int, endpoint: str | None = None) -> dict[str
     ref = file_ref(block, endpoint, "anthropic", index, PROTOCOL)
     if ref is not None:
         return _file_block(block, ref, index)
-    kind, payload, media_type = data_parts(block)
+    kind, payload, media_type = sent_source(block, index, PROTOCOL)
     base = media_type.split(";")[0].strip().lower()
     if kind == "url" and payload.startswith("data:"):
         kind, payload = "base64", _data_uri_payload(payload, index)
-    if kind == "url" and not payload.startswith(("http://", "https://")):
-        raise FormatError(
-            index,
-            f"Anthropic needs {payload.split(':', 1)[0]}: sources as base64; resolve them before formatting"
-            " (the models layer does)",
-            PROTOCOL,
-        )
     if base in IMAGE_TYPES:
         source = (
             {"type": "base64", "media_type": base, "data": payload}

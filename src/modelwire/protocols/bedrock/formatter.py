@@ -36,7 +36,7 @@ from ...formatters import (
     Turns,
     merge_turn,
     ToolSpec,
-    data_parts,
+    sent_source,
     file_ref,
     extra,
     parse_arguments,
@@ -245,22 +245,13 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
 
 def media(block: Any, index: int, endpoint: str | None = None) -> dict[str, Any]:
     file_ref(block, endpoint, None, index, PROTOCOL)  # Bedrock holds no file: a reference is refused, saying what to do
-    kind, payload, media_type = data_parts(block)
+    kind, payload, media_type = sent_source(block, index, PROTOCOL, ("s3://", "data:"))
     base = media_type.split(";")[0].strip().lower()
     if kind == "url" and payload.startswith("data:"):
         head, _, payload = payload.partition(",")
         if not head.endswith(";base64"):
             raise FormatError(index, "a data: URI must be base64-encoded for Converse", PROTOCOL)
         kind = "base64"
-    if kind != "base64" and not payload.startswith("s3://"):
-        raise FormatError(
-            index,
-            (
-                f"Converse takes media as bytes or an s3:// URL; resolve {payload.split(':', 1)[0]}: "
-                "sources first (the models layer does)"
-            ),
-            PROTOCOL,
-        )
     # An s3:// URL is read by Bedrock itself (botocore's ImageSource / DocumentSource s3Location).
     source = {"bytes": payload} if kind == "base64" else {"s3Location": {"uri": payload}}
     if base in IMAGE_FORMATS:

@@ -38,7 +38,7 @@ from ...formatters import (
     Turns,
     merge_turn,
     ToolSpec,
-    data_parts,
+    sent_source,
     file_ref,
     extra,
     parse_arguments,
@@ -284,7 +284,8 @@ def _declaration(spec: ToolSpec) -> dict[str, Any]:
 def media_part(block: Any, index: int, endpoint: str | None = None) -> dict[str, Any]:
     if file_ref(block, endpoint, "gemini", index, PROTOCOL) is not None:
         return {"fileData": {"mimeType": block.source.media_type.split(";")[0].strip(), "fileUri": block.source.url}}
-    kind, payload, media_type = data_parts(block)
+    # A gs:// URI Vertex reads itself; http(s) sources are fetched and inlined before formatting.
+    kind, payload, media_type = sent_source(block, index, PROTOCOL, ("gs://", "data:"))
     mime = media_type.split(";")[0].strip()
     if kind == "url" and payload.startswith("data:"):
         head, _, data = payload.partition(",")
@@ -293,15 +294,6 @@ def media_part(block: Any, index: int, endpoint: str | None = None) -> dict[str,
         kind, payload = "base64", data
     if kind == "base64":
         return {"inlineData": {"mimeType": mime, "data": payload}}
-    if payload.startswith(("http://", "https://", "file:")):
-        raise FormatError(
-            index,
-            (
-                f"Gemini needs {payload.split(':', 1)[0]}: sources inlined; resolve them before "
-                "formatting (the models layer does)"
-            ),
-            PROTOCOL,
-        )
     return {"fileData": {"mimeType": mime, "fileUri": payload}}
 
 

@@ -21,7 +21,7 @@ from ...errors import FormatError
 from ...formatters import (
     Formatter,
     ToolSpec,
-    data_parts,
+    sent_source,
     file_ref,
     extra,
     Segment,
@@ -176,15 +176,9 @@ class OllamaFormatter(Formatter):
 
 def _image(block: Any, index: int, endpoint: str | None = None) -> str:
     file_ref(block, endpoint, None, index, PROTOCOL)  # Ollama holds no file: a reference is refused, saying what to do
-    kind, payload, media_type = data_parts(block)
+    _, payload, media_type = sent_source(block, index, PROTOCOL, urls=())  # base64 only
     if not media_type.split(";")[0].strip().lower().startswith("image/"):
         raise FormatError(index, f"Ollama takes images only, not {media_type}", PROTOCOL, code="unsupported-media")
-    if kind != "base64":
-        raise FormatError(
-            index,
-            f"Ollama takes images as base64; resolve {payload.split(':', 1)[0]}: sources first (the models layer does)",
-            PROTOCOL,
-        )
     return payload
 
 

@@ -37,7 +37,7 @@ from ...formatters import (
     extra,
     is_raw_provider_block,
     ToolSpec,
-    data_parts,
+    sent_source,
     file_ref,
     data_uri,
     origin,
@@ -352,12 +352,8 @@ def media_part(block: Any, index: int, endpoint: str | None = None) -> dict[str,
                 code="file-elsewhere",
             )
         return {"type": "file", "file": {"file_id": ref}}
-    kind, payload, media_type = data_parts(block)
+    kind, payload, media_type = sent_source(block, index, PROTOCOL)
     base = media_type.split(";")[0].strip().lower()
-    if kind == "url" and not payload.startswith(("http://", "https://", "data:")):
-        raise FormatError(
-            index, f"{payload.split(':', 1)[0]}: sources must be resolved to base64 before formatting", PROTOCOL
-        )
     if base.startswith("image/"):
         return {"type": "image_url", "image_url": {"url": data_uri(block)}}
     if base in _AUDIO:

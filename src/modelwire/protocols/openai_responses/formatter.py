@@ -34,7 +34,7 @@ from ...formatters import (
     Turns,
     is_raw_provider_block,
     ToolSpec,
-    data_parts,
+    sent_source,
     file_ref,
     data_uri,
     raw_provider_block,
@@ -393,12 +393,8 @@ def input_media(block: Any, index: int, endpoint: str | None = None) -> dict[str
         if block.source.media_type.split(";")[0].strip().lower().startswith("image/"):
             return {"type": "input_image", "file_id": ref, "detail": "auto"}
         return {"type": "input_file", "file_id": ref}
-    kind, payload, media_type = data_parts(block)
+    kind, payload, media_type = sent_source(block, index, PROTOCOL)
     base = media_type.split(";")[0].strip().lower()
-    if kind == "url" and not payload.startswith(("http://", "https://", "data:")):
-        raise FormatError(
-            index, f"{payload.split(':', 1)[0]}: sources must be resolved to base64 before formatting", PROTOCOL
-        )
     if base.startswith("image/"):
         return {"type": "input_image", "image_url": data_uri(block), "detail": "auto"}
     if base == "application/pdf" or base.startswith("text/"):
