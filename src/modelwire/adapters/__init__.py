@@ -17,7 +17,7 @@ are pure and synchronous: no I/O, no clock of their own beyond the one you pass 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ._base import (
     COMMON_EXTRAS,
@@ -57,11 +57,13 @@ __all__ = [
     "split_sse",
     "NDJSONDecoder",
     "FRAMINGS",
+    "Framing",
     "framing_decoder",
     "split_framed",
 ]
 
-FRAMINGS = ("sse", "ndjson", "aws-eventstream")  # how a protocol frames its stream (WireProtocol.framing)
+Framing = Literal["sse", "ndjson", "aws-eventstream"]  # how a protocol frames its stream (WireProtocol.framing)
+FRAMINGS: tuple[Framing, ...] = ("sse", "ndjson", "aws-eventstream")
 
 
 def framing_decoder(framing: str, adapter: BaseAdapter, *, keep: bool = False) -> Any:

@@ -23,7 +23,7 @@ import base64
 import json
 import logging
 from itertools import repeat
-from typing import Any, Callable
+from typing import Any, Callable, Final, Literal
 
 from msgspec.json import decode as from_json
 
@@ -118,10 +118,11 @@ class Block:
         self.closed = False
 
 
-IDLE = "IDLE"  # nothing received yet
-STREAMING = "STREAMING"  # the call is open: MODEL_CALL_START was emitted
-DONE = "DONE"  # the provider's terminal event closed the call
-FAILED = "FAILED"  # an error closed the call (``failed`` holds it)
+AdapterState = Literal["IDLE", "STREAMING", "DONE", "FAILED"]
+IDLE: Final = "IDLE"  # nothing received yet
+STREAMING: Final = "STREAMING"  # the call is open: MODEL_CALL_START was emitted
+DONE: Final = "DONE"  # the provider's terminal event closed the call
+FAILED: Final = "FAILED"  # an error closed the call (``failed`` holds it)
 _ENDED = (DONE, FAILED)
 
 
@@ -171,7 +172,7 @@ class BaseAdapter:
         # The endpoint family this stream comes from (recorded on what it mints); set by the
         # models layer, None when not known.
         self.endpoint: str | None = None
-        self.state = IDLE
+        self.state: AdapterState = IDLE
         self.failed: ProviderError | None = None
         # usage, raw values as the provider reports them
         self.input_tokens = 0

@@ -19,7 +19,7 @@ import base64
 import contextlib
 import json
 import re
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 from msgspec.json import decode as from_json
 
@@ -207,13 +207,21 @@ def sanitize_name(name: str) -> str:
     return clean or "user"
 
 
+# What a turn-to-be is: a system prompt, a user's turn, an assistant's turn, or the results
+# that answer the calls of the assistant's turn before them.
+SegmentKind = Literal["system", "user", "assistant", "results"]
+# Where a provider's own blocks (signatures, encrypted reasoning) may be replayed: to any
+# endpoint of the protocol that made them, or only to the provider (preset) that did.
+ReplayScope = Literal["protocol", "provider"]
+
+
 class Segment:
-    """One turn-to-be. ``kind``: system | user | assistant | results."""
+    """One turn-to-be (see :data:`SegmentKind`)."""
 
     __slots__ = ("kind", "index", "blocks", "name", "origin")
 
-    def __init__(self, kind: str, index: int, blocks: list[Any], name: str = "") -> None:
-        self.kind = kind
+    def __init__(self, kind: SegmentKind, index: int, blocks: list[Any], name: str = "") -> None:
+        self.kind: SegmentKind = kind
         self.index = index  # the message it starts in
         self.blocks = blocks
         self.name = name
@@ -290,7 +298,7 @@ class Walk:
         # turn): the id as conformed -> the ids its calls are sent with, in order.
         self.reused: dict[str, list[str]] | None = None
 
-    def add(self, kind: str, index: int, block: Any, name: str = "") -> None:
+    def add(self, kind: SegmentKind, index: int, block: Any, name: str = "") -> None:
         out = self.out
         if out:
             last = out[-1]
@@ -718,7 +726,7 @@ def raw_provider_block(
     protocol: str,
     provider: str | None = None,
     *,
-    scope: str = "provider",
+    scope: ReplayScope = "provider",
     endpoint: str | None = None,
 ) -> dict[str, Any] | None:
     """The provider item a data block carries whole (see the adapters), if the target
@@ -742,7 +750,7 @@ def raw_provider_block(
 
 
 def replays_natively(
-    block: Any, protocol: str, provider: str | None, *, scope: str, endpoint: str | None = None
+    block: Any, protocol: str, provider: str | None, *, scope: ReplayScope, endpoint: str | None = None
 ) -> bool:
     """Whether a target (``protocol`` spoken to ``provider`` at ``endpoint``) takes this
     block back as it is.
@@ -763,7 +771,7 @@ def replays_natively(
 
 
 def origin_replays(
-    found: Origin | None, protocol: str, provider: str | None, *, scope: str, endpoint: str | None = None
+    found: Origin | None, protocol: str, provider: str | None, *, scope: ReplayScope, endpoint: str | None = None
 ) -> bool:
     """:func:`replays_natively` for a block whose origin was read already (``found``)."""
     if found is None or found.protocol != protocol:

@@ -17,7 +17,7 @@ from .._ids import new_id
 from ..event import AgentEvent, ModelCallEndEvent
 from .._sync import run_sync
 from ..errors import UnsupportedOptionError, debug_enabled
-from ..formatters import ServerTool, ToolSpec
+from ..formatters import ToolSpec
 from ..formatters._toolids import IdRules, name_map
 from ..message import AssistantMsg, Msg, MsgInput, UserMsg, as_messages
 from ..protocols import ModelCapabilities, ModelOptions, WireProtocol, get_protocol
@@ -25,6 +25,7 @@ from ..protocols._protocol import thinking_requested
 from ._body import encode_body, http_error, read_limited, request_id_of
 from ._media import has_media, refused_media, resolve_sources, without_media
 from .config import CONVERSATION, IN_CASSETTE, REPLAYING, ModelSpec
+from ._request import check_strict_tools, conversation, depends_on_capabilities, same_as_full
 from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks
 
 log = logging.getLogger("modelwire.models")
@@ -351,7 +352,7 @@ class HTTPModel:
                     model=self.name,
                 )
         if caps.strict_refused and tools:
-            _check_strict_tools(tools, caps.strict_refused, self.provider, self.name)
+            check_strict_tools(tools, caps.strict_refused, self.provider, self.name)
         refused = refused_media(caps)
         if drafts is None or self.formatter.payload_turns is None or not messages:
             payload = self.formatter.format(self._media_checked(messages, refused), tools, tool_choice)
@@ -388,7 +389,7 @@ class HTTPModel:
         with format_errors(fmt.protocol, messages):
             payload = draft.extend(messages).payload()  # a draft that raised is not kept
         if debug_enabled():
-            _same_as_full(payload, fmt, messages, tools, tool_choice)
+            same_as_full(payload, fmt, messages, tools, tool_choice)
         if key is not None:
             drafts[slot] = (key, draft)
             while len(drafts) > self.drafts_kept:
@@ -547,7 +548,7 @@ class HTTPModel:
             as_messages(messages), self.wire, self.transport, self.max_source_bytes, self.endpoint
         )
         if not self._looked_up and (
-            self.wire.lookup_always or _depends_on_capabilities(self.options.merged(options), tools, tool_choice)
+            self.wire.lookup_always or depends_on_capabilities(self.options.merged(options), tools, tool_choice)
         ):
             await self.lookup_capabilities()
         drafted: list[Any] = []
@@ -569,7 +570,7 @@ class HTTPModel:
         )
         call.deadline = asyncio.get_running_loop().time() + self.timeouts.total if self.timeouts.total else None
         if IN_CASSETTE.get() and not REPLAYING.get():  # a cassette that may record
-            call.conversation = _conversation(messages, tools, tool_choice, opts)
+            call.conversation = conversation(messages, tools, tool_choice, opts)
         return call
 
     async def _read(self, attempt: _Attempt, call: _Call) -> AsyncGenerator[AgentEvent, None]:
@@ -1139,33 +1140,10 @@ def endpoint_family(preset: Any, base_url: str | None) -> str:
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def _depends_on_capabilities(opts: ModelOptions, tools: Any, tool_choice: Any) -> bool:
-    """Whether the request for these options differs from model to model (else the
-    capability lookup is not worth its time)."""
-    shaped = (
-        opts.thinking,
-        opts.thinking_budget,
-        opts.reasoning_effort,
-        opts.thinking_display,
-        opts.json_schema,
-        opts.temperature,
-        opts.top_p,
-    )
-    return any(v is not None for v in shaped) or bool(tools and tool_choice not in (None, "auto", "none"))
-
-
 def _is_stream(response: Any, stream_type: str) -> bool:
     """What the content type says: the endpoint's stream (or none given: read it as one)."""
     content_type = response.headers.get("content-type", "").lower()
     return not content_type or stream_type in content_type
-
-
-def _same_as_full(payload: dict[str, Any], fmt: Any, messages: Sequence[Msg], tools: Any, tool_choice: Any) -> None:
-    """With ``MODELWIRE_DEBUG=1`` (the tests), a payload built on a draft is checked against
-    a full format of the same messages."""
-    full = fmt.format(messages, tools, tool_choice)
-    if encode_body(full) != encode_body(payload):
-        raise AssertionError(f"a {fmt.protocol} payload built on a draft differs from a full format")  # a bug here
 
 
 _CALL_BOUNDS = frozenset({"MODEL_CALL_START", "MODEL_CALL_END"})
@@ -1176,90 +1154,3 @@ def _answer_began(*batches: list[AgentEvent]) -> bool:
     never sent again, whether the error came in a piece of its own or in the piece that
     also held the answer's start (a body read a socket read at a time holds several)."""
     return any(event.type not in _CALL_BOUNDS for batch in batches for event in batch)
-
-
-def _conversation(
-    messages: Sequence[Msg], tools: Sequence[Any] | None, tool_choice: Any, opts: ModelOptions
-) -> dict[str, Any]:
-    """A call's conversation as a cassette keeps it: the messages in modelwire's JSON form
-    (times left out, so a recording made again reads the same), the tools, the tool choice,
-    and the options that were set."""
-    from dataclasses import asdict
-
-    def timeless(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: timeless(v) for k, v in value.items() if k not in ("created_at", "finished_at")}
-        if isinstance(value, list):
-            return [timeless(v) for v in value]
-        return value
-
-    options = {
-        k: v for k, v in asdict(opts).items() if v not in (None, {}, [], "output") and k not in ("extra_headers",)
-    }
-
-    def message(msg: Msg) -> dict[str, Any]:
-        data = timeless(msg.to_dict())
-        data.pop("id", None)  # made afresh for each object: not part of the conversation
-        for block in data.get("content") or ():
-            if isinstance(block, dict) and block.get("type") not in ("tool_call", "tool_result"):
-                block.pop("id", None)  # (a call's id pairs it with its result: kept)
-        return data
-
-    return {
-        "messages": [message(m) for m in messages],
-        "tools": [
-            {"server_tool": t.kind, "config": t.config, "raw": t.raw}
-            if isinstance(t, ServerTool)
-            else asdict(ToolSpec.coerce(t))
-            for t in tools or ()
-        ],
-        "tool_choice": tool_choice,
-        "options": json.loads(json.dumps(options, default=str)),
-    }
-
-
-def _check_strict_tools(tools: Sequence[Any], refused: Sequence[str], provider: str, model: str) -> None:
-    """Refuse a strict tool whose schema holds a keyword the provider's strict mode refuses
-    (the schema is the caller's: it is not changed behind its back)."""
-    for given in tools:
-        spec = ToolSpec.coerce(given)
-        if spec.strict is not True:
-            continue
-        path = _keyword_in(spec.parameters, frozenset(refused), "parameters")
-        if path is not None:
-            raise UnsupportedOptionError(
-                "tools",
-                provider,
-                f"tool {spec.name!r}: strict mode on this model refuses {path}; remove it, or set strict=False",
-                model=model,
-            )
-
-
-def _keyword_in(node: Any, refused: frozenset[str], path: str) -> str | None:
-    """Where the first of the ``refused`` keywords is in a JSON schema (property names are
-    not keywords), or None."""
-    if isinstance(node, list):
-        for i, item in enumerate(node):
-            found = _keyword_in(item, refused, f"{path}[{i}]")
-            if found is not None:
-                return found
-        return None
-    if not isinstance(node, dict):
-        return None
-    for key, value in node.items():
-        if key in refused:
-            return f"{key!r} at {path}"
-        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(value, dict):
-            found = next(
-                (
-                    f
-                    for name, sub in value.items()
-                    if (f := _keyword_in(sub, refused, f"{path}.{key}.{name}")) is not None
-                ),
-                None,
-            )
-        else:
-            found = _keyword_in(value, refused, f"{path}.{key}")
-        if found is not None:
-            return found
-    return None

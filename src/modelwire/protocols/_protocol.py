@@ -17,7 +17,9 @@ from ..errors import ConfigError, ProviderError, UnsupportedOptionError, error_f
 from ._caps import EFFORT_LEVELS, ModelCapabilities, Refusal
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..adapters import Framing
     from ..formatters import Formatter
+    from ..formatters._common import ReplayScope
 
 __all__ = [
     "Preset",
@@ -402,7 +404,7 @@ class WireProtocol:
     path = ""
     model_in_body = True
     stream_in_body = True
-    replay_scope = "provider"
+    replay_scope: ReplayScope = "provider"
     replay_keys: tuple[str, ...] = ()
     extras_keys: tuple[str, ...] = ()
     claimed_types: tuple[str, ...] = ("thinking", "tool_call")
@@ -500,7 +502,7 @@ class WireProtocol:
     # How the provider frames its stream: "sse" (server-sent events), "ndjson" (one JSON
     # object per line) or "aws-eventstream" (AWS's binary frames). The decoder, the pieces a
     # test server sends and the Accept header follow from it; one keep/fail contract for all.
-    framing: str = "sse"
+    framing: Framing = "sse"
 
     def decoder(self, adapter: Any, *, keep: bool = False) -> Any:
         """Bytes of a response body in, events out, for this protocol's :attr:`framing`."""
