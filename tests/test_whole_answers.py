@@ -543,3 +543,19 @@ def test_gemini_and_bedrock_whole_urls_keep_their_query():
     bedrock = get_protocol("bedrock-converse")
     assert bedrock.whole_url("https://b/model/x/converse-stream", bedrock.presets[0]) == "https://b/model/x/converse"
     assert base64  # the module's imports are used by the tests above
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai-chat", "ollama"])
+def test_a_protocols_fake_answer_is_what_its_sdk_reads(protocol):
+    """The whole answers the test server gives (``fake_answer``, which the conformance suite
+    folds against the streams) validate as the official SDKs' own answer types."""
+    from anthropic.types import Message
+    from ollama import ChatResponse
+    from openai.types.chat import ChatCompletion
+
+    from modelwire.protocols import get_protocol
+
+    blocks = (("think", "Hm."), ("text", "Hello!"), ("tool", "call_1", "f", '{"a": 1}'))
+    sdk_type = {"anthropic": Message, "openai-chat": ChatCompletion, "ollama": ChatResponse}[protocol]
+    answer = sdk_type.model_validate(get_protocol(protocol).fake_answer(*blocks))
+    assert "Hello!" in answer.model_dump_json()

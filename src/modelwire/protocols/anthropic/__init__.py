@@ -590,6 +590,23 @@ class AnthropicProtocol(WireProtocol):
             ("message_stop", {"type": "message_stop"}),
         ]
 
+    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+        """The whole Messages answer of the same blocks as :meth:`fake_stream`."""
+        content: list[dict[str, Any]] = []
+        for block in blocks:
+            if block[0] == "think":
+                signature = block[2] if len(block) > 2 else f"sig-{block[1][:8]}"
+                content.append({"type": "thinking", "thinking": block[1], "signature": signature})
+            elif block[0] == "text":
+                content.append({"type": "text", "text": block[1]})
+            else:
+                arguments = json.loads(block[3] or "{}")
+                content.append({"type": "tool_use", "id": block[1], "name": block[2], "input": arguments})
+        stop = "tool_use" if any(b[0] == "tool" for b in blocks) else "end_turn"
+        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": content}
+        used = {"input_tokens": usage[0], "output_tokens": usage[1]}
+        return {**message, "stop_reason": stop, "stop_sequence": None, "usage": used}
+
     def fake_stream(
         self, *blocks: tuple, stop: str | None = None, msg_id: str = "msg_1", usage: tuple[int, int] = (10, 5), **_: Any
     ) -> bytes:

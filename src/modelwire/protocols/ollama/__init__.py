@@ -152,6 +152,26 @@ class OllamaProtocol(WireProtocol):
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
         return [(None, answer)]  # a whole answer is one line with done: true
 
+    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+        """The whole /api/chat answer (one object, ``done: true``) of the same blocks as
+        :meth:`fake_stream`."""
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(b[1] for b in blocks if b[0] == "text")}
+        thinking = "".join(b[1] for b in blocks if b[0] == "think")
+        calls = [{"function": {"name": b[2], "arguments": json.loads(b[3] or "{}")}} for b in blocks if b[0] == "tool"]
+        if thinking:
+            message["thinking"] = thinking
+        if calls:
+            message["tool_calls"] = calls
+        return {
+            "model": "ollama-test",
+            "created_at": "2026-01-01T00:00:01Z",
+            "message": message,
+            "done_reason": "stop",
+            "done": True,
+            "prompt_eval_count": usage[0],
+            "eval_count": usage[1],
+        }
+
     def fake_stream(self, *blocks: tuple, usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
         """``("think", text)`` streams ``message.thinking``; calls come whole, without ids."""
         lines: list[dict[str, Any]] = []

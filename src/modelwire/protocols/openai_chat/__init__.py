@@ -464,6 +464,34 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
         chunks.append((None, "[DONE]"))
         return chunks
 
+    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+        """The whole chat completion of the same blocks as :meth:`fake_stream` (the thinking
+        in ``reasoning_content``, as the fake stream sends it)."""
+        message: dict[str, Any] = {"role": "assistant", "content": None}
+        texts = [b[1] for b in blocks if b[0] == "text"]
+        thoughts = [b[1] for b in blocks if b[0] == "think"]
+        calls = [
+            {"id": b[1], "type": "function", "function": {"name": b[2], "arguments": b[3]}}
+            for b in blocks
+            if b[0] == "tool"
+        ]
+        if texts:
+            message["content"] = "".join(texts)
+        if thoughts:
+            message["reasoning_content"] = "".join(thoughts)
+        if calls:
+            message["tool_calls"] = calls
+        choice = {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+        used = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
+        return {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "chat-test",
+            "choices": [choice],
+            "usage": used,
+        }
+
     def fake_stream(
         self,
         *blocks: tuple,
