@@ -595,8 +595,9 @@ class AnthropicProtocol(WireProtocol):
         content: list[dict[str, Any]] = []
         for block in blocks:
             if block[0] == "think":
-                signature = block[2] if len(block) > 2 else f"sig-{block[1][:8]}"
-                content.append({"type": "thinking", "thinking": block[1], "signature": signature})
+                text, *signed = block[1:]
+                signature = signed[0] if signed else f"sig-{text[:8]}"
+                content.append({"type": "thinking", "thinking": text, "signature": signature})
             elif block[0] == "text":
                 content.append({"type": "text", "text": block[1]})
             else:
