@@ -98,11 +98,6 @@ TWO_CALLS = (
 ANSWER = (("text", "Paris is sunny and it is 14:05."),)
 
 
-def _reasoning_item(body):
-    (item,) = [item for item in body["input"] if item["type"] == "reasoning"]
-    return item
-
-
 def _replaying_preset(protocol):
     """The first preset of ``protocol`` whose requests send TWO_CALLS' thinking back (the
     protocol's own formatter says which: some dialects drop thinking), and the evidence of it
