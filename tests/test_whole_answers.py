@@ -545,17 +545,22 @@ def test_gemini_and_bedrock_whole_urls_keep_their_query():
     assert base64  # the module's imports are used by the tests above
 
 
-@pytest.mark.parametrize("protocol", ["anthropic", "openai-chat", "ollama"])
+@pytest.mark.parametrize("protocol", ["anthropic", "openai-chat", "openai-responses", "ollama"])
 def test_a_protocols_fake_answer_is_what_its_sdk_reads(protocol):
     """The whole answers the test server gives (``fake_answer``, which the conformance suite
-    folds against the streams) validate as the official SDKs' own answer types."""
+    folds against the streams) validate as the official SDKs' own answer types. (Gemini's
+    fake signatures are not base64, which google-genai's type requires; Bedrock's SDK checks
+    requests only.)"""
     from anthropic.types import Message
     from ollama import ChatResponse
     from openai.types.chat import ChatCompletion
+    from openai.types.responses import Response
 
     from modelwire.protocols import get_protocol
 
     blocks = (("think", "Hm."), ("text", "Hello!"), ("tool", "call_1", "f", '{"a": 1}'))
-    sdk_type = {"anthropic": Message, "openai-chat": ChatCompletion, "ollama": ChatResponse}[protocol]
+    sdk_type = {"anthropic": Message, "openai-chat": ChatCompletion, "openai-responses": Response}.get(
+        protocol, ChatResponse
+    )
     answer = sdk_type.model_validate(get_protocol(protocol).fake_answer(*blocks))
     assert "Hello!" in answer.model_dump_json()

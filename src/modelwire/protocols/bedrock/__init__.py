@@ -231,6 +231,23 @@ class BedrockConverseProtocol(WireProtocol):
         if o.json_schema is not None:
             p["outputConfig"] = _output_config(o.json_schema, o.json_schema_name, preset, model, caps)
 
+    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+        """The whole Converse answer of the same blocks as :meth:`fake_stream`."""
+        content: list[dict[str, Any]] = []
+        for block in blocks:
+            if block[0] == "think":
+                text = {"text": block[1], "signature": f"sig-{block[1][:8]}"}
+                content.append({"reasoningContent": {"reasoningText": text}})
+            elif block[0] == "text":
+                content.append({"text": block[1]})
+            else:
+                call = {"toolUseId": block[1], "name": block[2], "input": json.loads(block[3] or "{}")}
+                content.append({"toolUse": call})
+        stop = "tool_use" if any(b[0] == "tool" for b in blocks) else "end_turn"
+        used = {"inputTokens": usage[0], "outputTokens": usage[1], "totalTokens": sum(usage)}
+        message = {"role": "assistant", "content": content}
+        return {"output": {"message": message}, "stopReason": stop, "usage": used, "metrics": {"latencyMs": 1}}
+
     def fake_stream(self, *blocks: tuple, usage: tuple[int, int] = (10, 5), stop: str | None = None, **_: Any) -> bytes:
         """``("think", text)`` is Claude-style reasoning with a signature."""
 

@@ -390,6 +390,32 @@ class GeminiProtocol(WireProtocol):
         if config:
             p["generationConfig"] = config
 
+    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+        """The whole generateContent answer of the same blocks as :meth:`fake_stream`: one
+        candidate holding every part, a thought's signature on the part after it."""
+        import json
+
+        parts: list[dict[str, Any]] = []
+        signature: str | None = None
+        for block in blocks:
+            if block[0] == "think":
+                parts.append({"text": block[1], "thought": True})
+                signature = f"sig-{block[1][:8]}"
+                continue
+            if block[0] == "text":
+                part: dict[str, Any] = {"text": block[1]}
+            else:
+                call: dict[str, Any] = {"name": block[2], "args": json.loads(block[3] or "{}")}
+                if block[1].startswith("fc_"):
+                    call["id"] = block[1]
+                part = {"functionCall": call}
+            if signature:
+                part["thoughtSignature"], signature = signature, None
+            parts.append(part)
+        candidate = {"content": {"role": "model", "parts": parts}, "index": 0, "finishReason": "STOP"}
+        used = {"promptTokenCount": usage[0], "candidatesTokenCount": usage[1], "totalTokenCount": sum(usage)}
+        return {"candidates": [candidate], "usageMetadata": used, "modelVersion": "gemini-test", "responseId": "gem-1"}
+
     def fake_stream(self, *blocks: tuple, usage: tuple[int, int] = (10, 5), finish: str = "STOP", **_: Any) -> bytes:
         """``("think", text)`` is a thought part and a signature on the next part, as
         Gemini 3 sends; calls carry server ids ``fc_<n>`` when the block's id starts so."""

@@ -235,6 +235,28 @@ class OpenAIResponsesProtocol(OpenAIFilesAndBatches, WireProtocol):
         add(final, response=answer)
         return events
 
+    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+        """The whole response of the same blocks as :meth:`fake_stream` (its items as the
+        stream's ``output_item.done`` events give them)."""
+
+        def unsent(kind: str, **data: Any) -> None:
+            """The events a fake item makes: not wanted for a whole answer."""
+
+        output = [
+            {"think": _fake_reasoning, "text": _fake_message}.get(block[0], _fake_call)(unsent, oi, block)
+            for oi, block in enumerate(blocks)
+        ]
+        used = {
+            "input_tokens": usage[0],
+            "output_tokens": usage[1],
+            "total_tokens": sum(usage),
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        }
+        base = {"id": "resp_1", "object": "response", "created_at": 0, "model": "resp-test", "status": "completed"}
+        asked = {"tools": [], "tool_choice": "auto", "parallel_tool_calls": True}  # what every response echoes
+        return {**base, **asked, "output": output, "usage": used}
+
     def fake_stream(self, *blocks: tuple, resp_id: str = "resp_1", usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
         """``("think", text)`` becomes a reasoning item ``rs_<n>`` with ``encrypted_content`` ``enc-<n>``."""
         ev: list[tuple[str | None, Any]] = []
