@@ -17,7 +17,8 @@ import pytest
 from decoding import decode
 
 from modelwire import event as E
-from modelwire.adapters import EventStreamDecoder, EventStreamError, encode_frame
+from modelwire.adapters import EventStreamDecoder, encode_frame
+from modelwire.errors import EventStreamError
 from modelwire.protocols import decode_sse as decode_body
 from modelwire.agent import Agent
 from modelwire.errors import (

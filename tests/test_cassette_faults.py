@@ -12,7 +12,8 @@ import threading
 
 import pytest
 
-from modelwire.cassettes import Cassette, CassetteError, CassetteSecretError, use_cassette
+from modelwire.cassettes import Cassette, use_cassette
+from modelwire.errors import CassetteError, CassetteSecretError
 from modelwire.message import UserMsg
 from modelwire.models import load_model
 from modelwire.testing import sse

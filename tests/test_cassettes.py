@@ -14,15 +14,8 @@ from paths import HAVE_SHARED, PA
 
 from modelwire.adapters import StreamDecoder
 from modelwire.protocols import decode_sse, get_adapter
-from modelwire.cassettes import (
-    Cassette,
-    CassetteError,
-    CassetteMismatchError,
-    CassetteSecretError,
-    UnusedInteractionsError,
-    import_vcr,
-    use_cassette,
-)
+from modelwire.cassettes import Cassette, import_vcr, use_cassette
+from modelwire.errors import CassetteError, CassetteMismatchError, CassetteSecretError, UnusedInteractionsError
 from modelwire.message import UserMsg
 from modelwire.models import load_model
 from modelwire.testing import sse

@@ -6,7 +6,8 @@ import pytest
 
 from modelwire.formatters import ToolSpec
 from modelwire.message import UserMsg
-from modelwire.models import all_presets, ConfigError, UnsupportedOptionError, resolve
+from modelwire.models import all_presets, resolve
+from modelwire.errors import ConfigError, UnsupportedOptionError
 
 TOML = """
 default = "fast"

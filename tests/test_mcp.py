@@ -19,7 +19,8 @@ from modelwire.message import AssistantMsg
 
 pytest.importorskip("mcp")
 
-from modelwire.agent import Agent, MCPServer, ToolServerError  # noqa: E402
+from modelwire.agent import Agent, MCPServer  # noqa: E402
+from modelwire.errors import ToolServerError
 from modelwire.errors import ConfigError  # noqa: E402
 from modelwire.testing import FakeModel  # noqa: E402
 

@@ -18,7 +18,8 @@ import sdk_params
 from modelwire.errors import ConfigError
 from modelwire.formatters import ToolSpec
 from modelwire.message import UserMsg
-from modelwire.models import UnsupportedOptionError, load_model
+from modelwire.models import load_model
+from modelwire.errors import UnsupportedOptionError
 from modelwire.models.capabilities import from_table, normalize, table_entries
 from paths import ROOT
 

@@ -12,7 +12,8 @@ import pytest
 
 import sdk_params
 from modelwire import event as E
-from modelwire.agent import Agent, UsageLimits, UsageLimitExceeded
+from modelwire.agent import Agent, UsageLimits
+from modelwire.errors import UsageLimitExceeded
 from modelwire.errors import ConnectionError, IncompleteStreamError, InvalidRequestError
 from modelwire.message import AssistantMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg
 from modelwire.models import FallbackModel, load_model

@@ -23,7 +23,8 @@ from modelwire.protocols import decode_sse
 from modelwire.adapters._sse import SSELineTooLongError
 from modelwire.agent import Agent
 from modelwire.message import AssistantMsg, Msg, TextBlock, ThinkingBlock, ToolCallBlock, UserMsg
-from modelwire.models import ConfigError, load_model
+from modelwire.models import load_model
+from modelwire.errors import ConfigError
 from modelwire.protocols import get_protocol, protocol_names
 from modelwire.models.transport import RetryPolicy
 from modelwire.testing import Reply, sse_reply

@@ -32,13 +32,12 @@ from ._base import (
     decode_answer,
     shape_problem,
 )
-from ._eventstream import EventStreamDecoder, EventStreamError, Frame, encode_frame
+from ._eventstream import EventStreamDecoder, Frame, encode_frame
 from ._sse import SSEDecoder, SSEEvent, encode_sse, split_sse
 
 __all__ = [
     "AWSStreamDecoder",
     "EventStreamDecoder",
-    "EventStreamError",
     "Frame",
     "encode_frame",
     "BaseAdapter",

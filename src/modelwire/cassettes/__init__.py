@@ -19,11 +19,7 @@ from ._cassette import (
     RECORD_MODES,
     SECRET_HEADERS,
     Cassette,
-    CassetteError,
-    CassetteMismatchError,
-    CassetteSecretError,
     Interaction,
-    UnusedInteractionsError,
     canonical_json,
 )
 from ._drift import Drift, RecheckReport, recheck, recheck_async
@@ -36,10 +32,6 @@ __all__ = [
     "Cassette",
     "CassetteSession",
     "Interaction",
-    "CassetteError",
-    "CassetteMismatchError",
-    "UnusedInteractionsError",
-    "CassetteSecretError",
     "RECORD_MODES",
     "SECRET_HEADERS",
     "canonical_json",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator, Protocol, Sequence, overl
 
 from ..protocols import all_presets, find_preset
 from .config import ConfigError, ModelSpec, Preset, resolve
-from .options import ModelOptions, UnsupportedOptionError
+from .options import ModelOptions
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..event import AgentEvent
@@ -37,8 +37,6 @@ __all__ = [
     "Batch",
     "RateLimiter",
     "ModelOptions",
-    "UnsupportedOptionError",
-    "ConfigError",
     "all_presets",
     "find_preset",
     "Preset",

@@ -31,7 +31,6 @@ from ...formatters import (
     extra,
     file_ref,
     is_raw_provider_block,
-    origin,
     origin_replays,
     parse_arguments,
     raw_server_tools,
@@ -39,7 +38,7 @@ from ...formatters import (
     tool_choice_name,
     tool_specs,
 )
-from ...message import Msg
+from ...message import Msg, origin
 from . import PROTOCOL as _WIRE
 
 __all__ = ["CohereFormatter", "format_cohere"]

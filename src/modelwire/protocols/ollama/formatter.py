@@ -27,7 +27,6 @@ from ...formatters import (
     Segment,
     Turns,
     is_raw_provider_block,
-    origin,
     parse_arguments,
     origin_replays,
     result_blocks,
@@ -36,7 +35,7 @@ from ...formatters import (
     raw_server_tools,
 )
 from ...formatters._toolids import IdRules
-from ...message import Msg
+from ...message import Msg, origin
 from . import PROTOCOL as _WIRE
 
 __all__ = ["OllamaFormatter", "format_ollama"]

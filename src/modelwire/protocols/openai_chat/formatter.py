@@ -28,7 +28,7 @@ import base64
 from typing import Any, Sequence
 
 from ...errors import FormatError
-from ...message import Msg
+from ...message import Msg, origin
 from ...formatters import (
     Formatter,
     Segment,
@@ -40,7 +40,6 @@ from ...formatters import (
     sent_source,
     file_ref,
     data_uri,
-    origin,
     origin_replays,
     sanitize_name,
     tool_choice_name,
