@@ -110,12 +110,13 @@ def _replaying_preset(protocol):
     wire = get_protocol(protocol)
     for preset in wire.presets:
         events = decode_sse(protocol, sse_bodies.body(protocol, *TWO_CALLS), "r", provider=preset.name)
-        (thinking,) = [b for b in fold_events(events).content if b.type == "thinking"]
+        reply = fold_events(events)
+        (thinking,) = [b for b in reply.content if b.type == "thinking"]
         evidence = [thinking.thinking] + [
             str(v) for k, v in (extras_of(thinking) or {}).items() if k in wire.replay_keys and v
         ]
         model = load_model(f"{preset.name}:m", api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
-        body = json.dumps(model.build_request([UserMsg("user", "Weather and time in Paris?"), fold_events(events)])[0])
+        body = json.dumps(model.build_request([UserMsg("user", "Weather and time in Paris?"), reply])[0])
         if any(e in body for e in evidence):
             return preset.name, evidence
     raise AssertionError(f"no preset of {protocol} sends its own thinking back")

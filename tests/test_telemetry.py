@@ -68,7 +68,7 @@ def _first_preset(protocol):
 
 
 # For each registered protocol: its first preset with the model that preset gives as its example.
-PRESETS = {name: f"{_first_preset(name).name}:{_first_preset(name).example}" for name in protocol_names()}
+PRESETS = {name: f"{preset.name}:{preset.example}" for name in protocol_names() for preset in [_first_preset(name)]}
 
 
 def _priced(protocol: str) -> bool:
