@@ -1,8 +1,8 @@
-"""An adapter may make its most frequent event on a short path of its own (a text or
-argument delta of an open block) and leave everything else to the full one. The two must
-never differ: every body here is decoded by each protocol's adapter as it is, and by the
-same adapter on the full path only (``BaseAdapter.feed``, no ``feed_raw``), piece by piece as servers send
-it; the events, and the error that ended the call, are the same."""
+"""An adapter makes its most frequent events (a text or argument delta of an open block) on
+the short path its ``deltas`` table compiles to, and leaves everything else to the full one.
+The two must never differ: every body here is decoded by each protocol's adapter as it is,
+and by the same adapter on the full path only (``BaseAdapter.feed``, no table), piece by
+piece as servers send it; the events, and the error that ended the call, are the same."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def decode(protocol: str, pieces: list[bytes], full_path: bool) -> tuple[list[di
     wire = get_protocol(protocol)
     cls = wire.adapter_class()
     if full_path:
-        cls = type(cls.__name__, (cls,), {"feed": BaseAdapter.feed, "feed_raw": BaseAdapter.feed_raw})
+        cls = type(cls.__name__, (cls,), {"feed": BaseAdapter.feed, "deltas": ()})
     counter = iter(range(10**9))
     decoder = wire.decoder(cls("r", new_id=lambda: f"id{next(counter)}", clock=lambda: "T"), keep=True)
     error, seen = None, []
@@ -67,10 +67,13 @@ def same_both_ways(protocol: str, raw: bytes) -> list[dict]:
 
 
 def test_an_adapter_with_a_short_path_still_has_the_full_one():
-    """The full path is what this test compares against: each protocol's own feed, where it
-    has one, is a short path before the base's."""
-    own = [p for p in protocol_names() if {"feed", "feed_raw"} & set(vars(get_protocol(p).adapter_class()))]
+    """The full path is what this test compares against: the short path an adapter's
+    ``deltas`` table compiles to, and any ``feed`` of its own before the base's."""
+    own = [p for p in protocol_names() if get_protocol(p).adapter_class().fast_path() is not None]
     assert own, "no adapter has a short path: this test compares nothing"
+    assert not [p for p in protocol_names() if "feed_raw" in vars(get_protocol(p).adapter_class())], (
+        "a short path written by hand beside the table"
+    )
 
 
 @pytest.mark.parametrize("protocol", protocol_names())
@@ -578,3 +581,63 @@ def test_chat_chunks_the_short_path_must_leave_to_the_full_one():
         for item in odd:
             raw = encode_sse([(None, c) for c in [*chunks[:position], item, *chunks[position:]]] + [(None, "[DONE]")])
             same_both_ways("openai-chat", raw)
+
+
+def test_a_table_compiles_to_code_that_reads_each_row():
+    """The kit on a table of its own: what each rule declines, read from real bytes."""
+    from modelwire.adapters import Const, Delta, STREAMING
+    from modelwire.adapters._fast import compile_fast_path
+
+    rows = (
+        Delta("d.t", key=(Const("k"), "i"), kinds=("text",), when={"type": "x"}, absent=("error",), only=("d",)),
+        Delta("m.text", fixed="text", kinds=("text",), empty=("m.extra", "done")),
+    )
+    fast = compile_fast_path(rows, "Toy", STREAMING)
+
+    class Toy:
+        state = STREAMING
+
+        def __init__(self) -> None:
+            block = type("B", (), {"kind": "text", "closed": False})()
+            self.blocks = {("k", 1): block, "text": block}
+
+        def short_delta(self, target, text):
+            return [text]
+
+    toy = Toy()
+    feed = fast.feed_raw
+    assert feed(toy, b'{"type":"x","i":1,"d":{"t":"a"},"z":[1,2]}') == ["a"]  # z: skipped, not read
+    assert feed(toy, b'{"type":"x","i":1,"d":{"t":"a","u":1}}') is None  # d holds only t
+    assert feed(toy, b'{"type":"x","i":1,"d":{"t":"a"},"error":null}') is None  # absent: not even null
+    assert feed(toy, b'{"type":"y","i":1,"d":{"t":"a"}}') is None  # another type
+    assert feed(toy, b'{"type":"x","i":2,"d":{"t":"a"}}') is None  # no such block open
+    assert feed(toy, b'{"type":"x","i":[1],"d":{"t":"a"}}') is None  # a key of another type
+    assert feed(toy, b'{"m":{"text":"b","extra":null},"done":false}') == ["b"]  # empty: null, false
+    assert feed(toy, b'{"m":{"text":"b","extra":"e"}}') is None
+    assert feed(toy, b'{"m":{"text":""}}') is None and feed(toy, b'{"m":{"text":5}}') is None
+    assert feed(toy, b"not json") is None
+    toy.state = "ended"
+    assert feed(toy, b'{"m":{"text":"b"}}') is None
+    assert "def feed_raw(self, raw, event=None):" in fast.source
+
+
+@pytest.mark.parametrize(
+    "row",
+    [{"text": "a..b"}, {"text": "a[1]"}, {"text": "list[0]"}, {"text": "class"}, {"text": "a", "when": {"b": []}}],
+)
+def test_a_table_that_cannot_be_read_is_refused_when_compiled(row):
+    from modelwire.adapters import Delta
+    from modelwire.adapters._fast import compile_fast_path
+
+    with pytest.raises(ValueError, match="fast-path"):
+        compile_fast_path((Delta(**row),))
+
+
+def test_every_built_in_table_compiles_and_shows_its_rows():
+    from modelwire.adapters import fast_path_source
+
+    for name in protocol_names():
+        cls = get_protocol(name).adapter_class()
+        if cls.deltas:
+            source = fast_path_source(cls)
+            assert source.count("text = ") == len(cls.deltas), name

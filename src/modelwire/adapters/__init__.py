@@ -33,6 +33,7 @@ from ._base import (
     shape_problem,
 )
 from ._eventstream import EventStreamDecoder, Frame, encode_frame
+from ._fast import Const, Delta, fast_path_source
 from ._sse import SSEDecoder, SSEEvent, encode_sse, split_sse
 
 __all__ = [
@@ -42,6 +43,9 @@ __all__ = [
     "encode_frame",
     "BaseAdapter",
     "Block",
+    "Const",
+    "Delta",
+    "fast_path_source",
     "COMMON_EXTRAS",
     "DELTA_MAKERS",
     "OPTIONAL",

@@ -43,6 +43,7 @@ from ..errors import (
 
 from .. import event as E
 from ._eventstream import EventStreamDecoder as FrameParser
+from ._fast import Delta, FastPath, compile_fast_path
 from ._sse import _LINE_NAMES, SSEDecoder, _line_name
 
 __all__ = [
@@ -143,6 +144,9 @@ class BaseAdapter:
     # ``input_tokens`` counts every prompt token on every protocol, cache reads and writes
     # being parts of it; the provider's own figures stay in the call's ``metadata["usage"]``.
     input_counts_cache = True
+    # The adapter's most common events (a piece of an open block) as a table its short path
+    # reads (see modelwire.adapters._fast); none: every event takes the full path.
+    deltas: tuple[Delta, ...] = ()
 
     def __init__(
         self,
@@ -219,11 +223,19 @@ class BaseAdapter:
         return out
 
     def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
-        """An adapter's own short path for its most common event, from the event's JSON
-        bytes: its events, or None to send it the usual way (decoded to a dict, then
-        :meth:`feed`). Decoders call it only where an adapter has one (see
-        :func:`short_path`); this one has none."""
-        return None
+        """The short path for an adapter's most common events, from an event's JSON bytes:
+        its events, or None to send it the usual way (decoded to a dict, then :meth:`feed`).
+        It reads the adapter's :attr:`deltas` table (see :mod:`modelwire.adapters._fast`);
+        without one there is none, and decoders do not call it (:func:`short_path`)."""
+        fast = type(self).fast_path()
+        return fast.feed_raw(self, raw, event) if fast is not None else None
+
+    @classmethod
+    def fast_path(cls) -> FastPath | None:
+        """This class's :attr:`deltas` compiled once (None without rows)."""
+        if "_fast" not in cls.__dict__:
+            cls._fast = compile_fast_path(cls.deltas, cls.__name__, STREAMING) if cls.deltas else None
+        return cls.__dict__["_fast"]
 
     def short_delta(self, block: Block, text: str) -> list[E.AgentEvent]:
         """A short path's one event: a delta of ``block`` (open, of a streamed kind), stamped
@@ -643,9 +655,10 @@ def _json_replaced(data: bytes) -> Any:
 
 
 def short_path(adapter: BaseAdapter) -> Callable[[bytes, str | None], list[E.AgentEvent] | None] | None:
-    """The adapter's :meth:`~BaseAdapter.feed_raw`, or None where it has none of its own
-    (then a decoder does not pay a call per event to learn it)."""
-    return adapter.feed_raw if type(adapter).feed_raw is not BaseAdapter.feed_raw else None
+    """The adapter's short path (its :attr:`~BaseAdapter.deltas` compiled), bound to it, or
+    None where it declares none (then a decoder does not pay a call per event to learn it)."""
+    fast = type(adapter).fast_path()
+    return fast.feed_raw.__get__(adapter) if fast is not None else None
 
 
 def _refuse(adapter: BaseAdapter, err: ProviderError) -> None:

@@ -519,6 +519,28 @@ def sources_it_cannot_send_are_refused(protocol: str) -> None:
     raise _fail(protocol, "an ftp: source was formatted; no provider fetches one")
 
 
+def short_path_agrees(protocol: str) -> None:
+    """The events its ``deltas`` table makes are the ones its full path makes, on its own
+    fake streams fed event by event (a table row that reads a field wrong shows here)."""
+    from ..adapters import BaseAdapter
+
+    wire, preset = _wire(protocol), _preset(protocol)
+    table = wire.adapter_class()
+    table.fast_path()  # a table that cannot be read is refused here, with its reason
+    full = type(table.__name__, (table,), {"feed": BaseAdapter.feed, "deltas": ()})
+    for blocks in _scripts(protocol):
+        pieces = wire.split_stream(wire.fake_stream(*blocks))
+        made = []
+        for cls in (table, full):
+            count = iter(range(10**6))
+            adapter = cls("r", model_name="conformance", provider=preset.name, new_id=lambda: f"i{next(count)}")
+            decoder = wire.decoder_for(adapter, preset)
+            events = [e for piece in pieces for e in decoder.feed(piece)] + decoder.close()
+            made.append([{k: v for k, v in e.to_dict().items() if k != "created_at"} for e in events])
+        if made[0] != made[1]:
+            raise _fail(protocol, f"fake_stream{blocks!r} decodes differently through its deltas table")
+
+
 CHECKS: list[Check] = [
     presets_declare_their_dialects,
     streams_decode,
@@ -531,6 +553,7 @@ CHECKS: list[Check] = [
     extras_in_code_are_declared,
     whole_answers_decode,
     sources_it_cannot_send_are_refused,
+    short_path_agrees,
 ]
 
 

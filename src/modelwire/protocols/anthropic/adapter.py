@@ -30,11 +30,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import msgspec
 
 from ...errors import StreamProtocolError
-from ... import event as E
-from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Delta, shape_problem
 from ...errors import error_from_body
 
 __all__ = ["AnthropicAdapter", "STOP_REASONS"]
@@ -107,31 +105,21 @@ SHAPES: dict[str, dict[str, tuple]] = {
 _CALL_FIELDS = {"type", "id", "name", "input"}
 
 
-# What the short path reads of an event: the three deltas that stream, each piece under one name.
-class _TextDelta(msgspec.Struct, tag="text_delta", tag_field="type"):
-    text: str
-
-
-class _JsonDelta(msgspec.Struct, tag="input_json_delta", tag_field="type"):
-    text: str = msgspec.field(name="partial_json")
-
-
-class _ThinkingDelta(msgspec.Struct, tag="thinking_delta", tag_field="type"):
-    text: str = msgspec.field(name="thinking")
-
-
-class _Piece(msgspec.Struct):
-    type: str = ""
-    index: int | None = None
-    delta: _TextDelta | _JsonDelta | _ThinkingDelta | None = None
-
-
-_decode_piece = msgspec.json.Decoder(_Piece).decode
+# The three deltas that stream, each piece under its own name (see adapters._fast).
+_DELTA = "content_block_delta"
+DELTAS = (
+    Delta("delta.text", key="index", kinds=("text",), when={"type": _DELTA, "delta.type": "text_delta"}),
+    Delta("delta.thinking", key="index", kinds=("thinking",), when={"type": _DELTA, "delta.type": "thinking_delta"}),
+    Delta(
+        "delta.partial_json", key="index", kinds=("tool_call",), when={"type": _DELTA, "delta.type": "input_json_delta"}
+    ),
+)
 
 
 class AnthropicAdapter(BaseAdapter):
     protocol = "anthropic"
     input_counts_cache = False  # its input_tokens leaves out cache reads and writes (added at the end)
+    deltas = DELTAS
 
     def __init__(self, reply_id: str, **kwargs: Any) -> None:
         super().__init__(reply_id, **kwargs)
@@ -143,28 +131,6 @@ class AnthropicAdapter(BaseAdapter):
 
     def answered(self) -> bool:
         return self.finished or self.provider_stop_reason is not None
-
-    def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
-        # Most events of a stream are one delta of text, thinking or arguments to an open
-        # block: that one is decoded straight into what this reads (the fields it does not
-        # name are skipped, not built) and made here, as feed -> _handle -> _on_delta ->
-        # delta make it. Anything else, or anything unusual about one (a field missing or
-        # of another type, an unknown block), returns None and takes the full path; nothing
-        # is changed before the event is made. (An "error" key beside a delta's type does
-        # not make it an error frame, and blocks open only after message_start.)
-        if self.state is not STREAMING:
-            return None
-        try:
-            piece = _decode_piece(raw)
-        except (ValueError, RecursionError):
-            return None
-        delta = piece.delta
-        if piece.type != "content_block_delta" or delta is None or not delta.text:
-            return None
-        block = self.blocks.get(piece.index)  # None when not open: closing takes it out
-        if block is None or block.kind not in DELTA_MAKERS:
-            return None
-        return self.short_delta(block, delta.text)
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         message = data.get("message")

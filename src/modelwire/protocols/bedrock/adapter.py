@@ -25,11 +25,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import msgspec
-from msgspec import UNSET, UnsetType
 
-from ... import event as E
-from ...adapters import OPTIONAL, STREAMING, BaseAdapter, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Delta, shape_problem
 from ...errors import StreamProtocolError
 
 __all__ = ["BedrockConverseAdapter", "STOP_REASONS"]
@@ -63,68 +60,34 @@ SHAPE: dict[str, tuple] = {
 }
 
 
-class _ToolInput(msgspec.Struct):
-    input: str = ""
-
-
-class _Delta(msgspec.Struct):
-    text: str | UnsetType = UNSET
-    toolUse: _ToolInput | None = None  # noqa: N815 - the wire's name
-
-
-class _Piece(msgspec.Struct):
-    """What the short path reads of a contentBlockDelta frame."""
-
-    contentBlockIndex: int  # noqa: N815 - the wire's name
-    delta: _Delta | None = None
-    error: Any = UNSET
-
-
-_decode_piece = msgspec.json.Decoder(_Piece).decode
+# A text or tool-input piece of an open block (see adapters._fast); reasoning deltas and the
+# padding "p" take the full path, or are skipped.
+DELTAS = (
+    Delta("delta.text", key="contentBlockIndex", kinds=("text",), event="contentBlockDelta", absent=("error",)),
+    Delta(
+        "delta.toolUse.input",
+        key="contentBlockIndex",
+        kinds=("tool_call",),
+        event="contentBlockDelta",
+        empty=("delta.text",),
+        absent=("error",),
+    ),
+)
 
 
 class BedrockConverseAdapter(BaseAdapter):
     protocol = "bedrock-converse"
     input_counts_cache = False  # its input_tokens leaves out cache reads and writes (added at the end)
+    deltas = DELTAS
 
     def __init__(self, reply_id: str, **kwargs: Any) -> None:
         super().__init__(reply_id, **kwargs)
-        self._inputs: dict[int, bool] = {}  # tool blocks that received input pieces
         self._stopped = False
         self._metadata_seen = False
         self._server_calls: dict[int, str] = {}  # block index -> id of a server tool call
 
     def answered(self) -> bool:
         return self.finished or self._stopped
-
-    def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
-        # Most frames of a stream are a text or tool-input delta of an open block: that one
-        # is decoded straight into what this reads (the padding "p" and the fields it does
-        # not name are skipped, not built) and made here, as feed -> _handle -> _delta make
-        # it. Anything else, or anything unusual about one (a block not yet open or of
-        # another kind, a field missing or of another type, an error key), returns None and
-        # takes the full path; nothing is changed before the event is made.
-        if event != "contentBlockDelta" or self.state is not STREAMING:
-            return None
-        try:
-            piece = _decode_piece(raw)
-        except (ValueError, RecursionError):
-            return None
-        delta, index = piece.delta, piece.contentBlockIndex
-        if delta is None or piece.error is not UNSET:
-            return None
-        if delta.text is not UNSET:
-            text, kind = delta.text, "text"
-        elif delta.toolUse is not None:
-            text, kind = delta.toolUse.input, "tool_call"
-        else:
-            return None  # a reasoning delta, or one added later
-        block = self.blocks.get(index)
-        if block is None or not text or block.kind != kind:  # not open: closing takes it out
-            return None
-        if kind == "tool_call":
-            self._inputs[index] = True
-        return self.short_delta(block, text)
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         return shape_problem(data, SHAPE)
@@ -235,8 +198,6 @@ class BedrockConverseAdapter(BaseAdapter):
         piece = (delta["toolUse"] or {}).get("input", "")
         if not isinstance(piece, str):
             piece = json.dumps(piece, ensure_ascii=False)
-        if piece:
-            self._inputs[index] = True
         self.delta(block, piece)
 
     def _reasoning(self, block: Any, index: int, reasoning: dict[str, Any]) -> None:
@@ -260,7 +221,7 @@ class BedrockConverseAdapter(BaseAdapter):
         block = self.blocks.get(index)
         if block is None:
             return  # an empty block (no delta ever came) has nothing to close
-        if block.kind == "tool_call" and not self._inputs.get(index):
+        if block.kind == "tool_call" and not block.has_delta:
             self.delta(block, "{}")  # input "" (a tool with no arguments) means {}
         if block.kind == "tool_result":
             raw = block.extras.pop("raw")

@@ -39,10 +39,9 @@ import json
 from typing import Any
 
 import msgspec
-from msgspec import UNSET, UnsetType
 
 from ... import event as E
-from ...adapters import OPTIONAL, STREAMING, BaseAdapter, Block, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Block, Delta, shape_problem
 from ...errors import StreamProtocolError, error_from_body
 from ...event import DataBlockDeltaEvent
 from ...message import normalize_base64
@@ -88,48 +87,42 @@ SHAPE: dict[str, tuple] = {
 }
 
 
-# What the short path reads of a chunk (see GeminiAdapter.feed_raw): one candidate (index 0
-# or none) with one part, the response id and the usage so far. The part is text, or one
-# more piece of the string a streamed call is continuing (Vertex's partialArgs: one entry,
-# both going on). A part, call, entry or candidate with any other field fails to decode,
-# and the full path reads it; so does a call's first and last chunk.
-class _Arg(msgspec.Struct, forbid_unknown_fields=True):
-    jsonPath: str
-    stringValue: str
-    willContinue: bool
-
-
-class _CallPiece(msgspec.Struct, forbid_unknown_fields=True):
-    partialArgs: list[_Arg]
-    willContinue: bool
-
-
-class _Part(msgspec.Struct, forbid_unknown_fields=True):
-    text: str | UnsetType = UNSET
-    functionCall: _CallPiece | UnsetType = UNSET
-
-
-class _Content(msgspec.Struct):
-    parts: list[_Part]
-
-
-class _Candidate(msgspec.Struct, forbid_unknown_fields=True):
-    content: _Content
-    index: int = 0
-
-
-_NO_USAGE = msgspec.Raw()  # empty: a chunk without usage, or none kept by the short path
-
-
-class _Chunk(msgspec.Struct):
-    candidates: list[_Candidate]
-    usageMetadata: msgspec.Raw = _NO_USAGE  # decoded when it differs from the last chunk's
-    responseId: Any = None
-    error: msgspec.Raw | UnsetType = UNSET  # present at all: the full path's
-    promptFeedback: msgspec.Raw | UnsetType = UNSET
-
-
-_decode_chunk = msgspec.json.Decoder(_Chunk).decode
+# A chunk that is one candidate (index 0 or none) with one part: text continuing the open
+# text block, or (Vertex) one more piece of the string a streamed call is continuing (one
+# entry of partialArgs, both going on); beside it only the response id and the usage so far
+# (see adapters._fast). A part, call, entry or candidate with any other field (a thought, a
+# signature, a finish reason) takes the full path; so do a call's first and last chunk.
+_PART = "candidates[0].content.parts[0]"
+_CALL = f"{_PART}.functionCall"
+_ARG = f"{_CALL}.partialArgs[0]"
+DELTAS = (
+    Delta(
+        f"{_PART}.text",
+        find="_open_text",
+        kinds=("text",),
+        empty=("candidates[0].index", _CALL),
+        absent=("error", "promptFeedback"),
+        only=("candidates[0]", _PART),
+        read=("responseId",),
+        raw=("usageMetadata",),
+        check="_chunk_meta",
+    ),
+    Delta(
+        f"{_ARG}.stringValue",
+        key=f"{_ARG}.jsonPath",
+        find="_open_string",
+        kinds=None,
+        when={f"{_CALL}.willContinue": True, f"{_ARG}.willContinue": True},
+        empty=("candidates[0].index", f"{_PART}.text"),
+        absent=("error", "promptFeedback"),
+        only=("candidates[0]", _PART, _CALL, _ARG),
+        read=("responseId",),
+        raw=("usageMetadata",),
+        check="_chunk_meta",
+        add="_add_piece",
+    ),
+)
+_NO_USAGE = msgspec.Raw()  # a chunk without usage
 _decode_usage = msgspec.json.Decoder(dict[str, Any]).decode
 
 
@@ -155,6 +148,7 @@ class _StreamedCall:
 
 class GeminiAdapter(BaseAdapter):
     protocol = "gemini"
+    deltas = DELTAS
 
     def __init__(self, reply_id: str, **kwargs: Any) -> None:
         super().__init__(reply_id, **kwargs)
@@ -170,54 +164,24 @@ class GeminiAdapter(BaseAdapter):
     def answered(self) -> bool:
         return self.finished or self._finish_reason is not None
 
-    def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
-        # Most chunks are one text part continuing the open text block, or (Vertex) one more
-        # piece of the string a streamed call is continuing: decoded straight into what this
-        # reads (_Chunk: the fields it does not name are skipped, not built), and made here
-        # as BaseAdapter.feed -> _handle -> _candidate -> _part -> _text / _continue_call
-        # make them (a piece makes no event until its call ends). Anything else (a thought,
-        # a signature, a finish reason, metadata, another part, a field missing or of another
-        # type, an error key) returns None and takes the full path; nothing is changed first.
-        if self.state is not STREAMING:
-            return None
-        try:
-            chunk = _decode_chunk(raw)
-        except (ValueError, RecursionError):
-            return None
-        if len(chunk.candidates) != 1 or chunk.error is not UNSET or chunk.promptFeedback is not UNSET:
-            return None
-        candidate = chunk.candidates[0]
-        parts = candidate.content.parts
-        if candidate.index != 0 or len(parts) != 1:
-            return None
-        part = parts[0]
-        streamed = self._streamed
-        if streamed is not None:
-            return self._piece(streamed, chunk, part.functionCall) if part.text is UNSET else None
-        text = part.text
-        block = self.blocks.get(self._current)
-        if type(text) is not str or not text or part.functionCall is not UNSET or block is None or block.kind != "text":
-            return None
-        if not self._chunk_meta(chunk):
-            return None
-        return self.short_delta(block, text)
+    def _open_text(self, key: None) -> Block | None:
+        """The text block the short path's text continues (none while a call streams)."""
+        return self.blocks.get(self._current) if self._streamed is None else None
 
-    def _piece(self, streamed: _StreamedCall, chunk: _Chunk, call: _CallPiece | UnsetType) -> list[E.AgentEvent] | None:
-        """The usual chunk of ``streamed`` (the call going on): one more piece of the string it
-        is continuing, kept as _continue_call keeps it; None for anything else."""
-        if (
-            call is UNSET or call.willContinue is not True or len(call.partialArgs) != 1
-        ):  # its block is open: ending it ends the call
-            return None
-        arg = call.partialArgs[0]
-        if arg.willContinue is not True or arg.jsonPath != streamed.open_string or not self._chunk_meta(chunk):
-            return None
-        streamed.pieces.append(arg.stringValue)
+    def _open_string(self, json_path: Any) -> _StreamedCall | None:
+        """The call streaming the string at ``json_path`` (Vertex's partialArgs), if any."""
+        streamed = self._streamed
+        return streamed if streamed is not None and streamed.open_string == json_path else None
+
+    def _add_piece(self, streamed: _StreamedCall, text: str) -> list[E.AgentEvent]:
+        """One more piece of the string ``streamed`` continues, kept as _continue_call keeps
+        it: no event until the call ends."""
+        streamed.pieces.append(text)
         self._now = self._clock()
         out = self._out = []
         return out
 
-    def _chunk_meta(self, chunk: _Chunk) -> bool:
+    def _chunk_meta(self, chunk: Any) -> bool:
         """What every chunk may carry beside its parts: the response id (kept once) and the
         usage so far, decoded only when it is not the last chunk's again (Gemini repeats
         it on every chunk); False, with nothing changed, when the usage is not an object."""

@@ -21,11 +21,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import msgspec
-from msgspec import UNSET
 
-from ... import event as E
-from ...adapters import OPTIONAL, STREAMING, BaseAdapter, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Delta, shape_problem
 from ...errors import StreamProtocolError
 
 __all__ = ["OllamaAdapter", "STOP_REASONS"]
@@ -50,58 +47,36 @@ SHAPE: dict[str, tuple] = {
 }
 
 
-class _Message(msgspec.Struct):
-    content: str = ""
-    thinking: str = ""
-    tool_calls: Any = None
-
-
-class _Piece(msgspec.Struct):
-    """What the short path reads of a line."""
-
-    message: _Message | None = None
-    done: bool = False
-    error: Any = UNSET
-
-
-_decode_piece = msgspec.json.Decoder(_Piece).decode
+# A piece of the text or of the thinking already open (never both: they are never open
+# together), on a line that is nothing else (see adapters._fast).
+_NOTHING_ELSE = ("message.tool_calls", "done")
+DELTAS = (
+    Delta(
+        "message.content",
+        fixed="text",
+        kinds=("text",),
+        empty=("message.thinking", *_NOTHING_ELSE),
+        absent=("error",),
+    ),
+    Delta(
+        "message.thinking",
+        fixed="thinking",
+        kinds=("thinking",),
+        empty=("message.content", *_NOTHING_ELSE),
+        absent=("error",),
+    ),
+)
 
 _DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
 
 
 class OllamaAdapter(BaseAdapter):
     protocol = "ollama"
+    deltas = DELTAS
 
     def __init__(self, reply_id: str, **kwargs: Any) -> None:
         super().__init__(reply_id, **kwargs)
         self._calls = 0
-
-    def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
-        # Most lines of a stream are a piece of the text or of the thinking already open:
-        # that one is decoded straight into what this reads (fields it does not name are
-        # skipped, not built) and its event made here, as feed -> _handle -> delta would.
-        # Anything else (a block to open or close, calls, the last line, a field of another
-        # type, an error key) returns None and takes the full path; nothing is changed
-        # before the event is made.
-        if self.state is not STREAMING:
-            return None
-        try:
-            piece = _decode_piece(raw)
-        except (ValueError, RecursionError):
-            return None
-        message = piece.message
-        if message is None or piece.done or piece.error is not UNSET or message.tool_calls:
-            return None
-        content, thinking = message.content, message.thinking
-        if content and not thinking:  # the text and the thinking are never open together
-            block, text = self.blocks.get("text"), content
-        elif thinking and not content:
-            block, text = self.blocks.get("thinking"), thinking
-        else:
-            return None
-        if block is None:  # closing a block takes it out of self.blocks
-            return None
-        return self.short_delta(block, text)
 
     def _model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("model")

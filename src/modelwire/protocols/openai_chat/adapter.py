@@ -24,11 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET
 
-from ... import event as E
-from ...adapters import OPTIONAL, STREAMING, BaseAdapter, Block, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Block, Delta, shape_problem
 from ...errors import StreamProtocolError
 from ...errors import error_from_body
 
@@ -78,73 +76,35 @@ SHAPE: dict[str, tuple] = {
 }
 
 
-# What the short path reads of a chunk. A delta or call fragment with any field beside its
-# piece takes the full path: the fields servers are known to send are named (to be seen as
-# there), anything else fails the type (forbid_unknown_fields).
-class _Function(msgspec.Struct, forbid_unknown_fields=True):
-    arguments: Any = None
-    name: Any = UNSET
-
-
-class _Fragment(msgspec.Struct, forbid_unknown_fields=True):
-    index: int | None = None
-    function: _Function | None = None
-    id: Any = UNSET
-    type: Any = UNSET
-
-
-class _Delta(msgspec.Struct, forbid_unknown_fields=True):
-    content: Any = UNSET
-    tool_calls: list[_Fragment] | None | UnsetType = UNSET  # null: sent by some servers beside content
-    role: Any = UNSET
-    refusal: Any = UNSET
-    reasoning_content: Any = UNSET
-    reasoning: Any = UNSET
-    function_call: Any = UNSET
-
-    def alone(self) -> bool:
-        """Nothing but its content or its calls."""
-        return (
-            self.role is UNSET
-            and self.refusal is UNSET
-            and self.reasoning_content is UNSET
-            and self.reasoning is UNSET
-            and self.function_call is UNSET
-        )
-
-
-class _Choice(msgspec.Struct):
-    delta: _Delta | None = None
-    index: Any = 0
-    logprobs: Any = None
-    finish_reason: Any = None
-
-
-class _Piece(msgspec.Struct):
-    choices: list[_Choice] = []
-    usage: Any = None
-    x_groq: Any = None
-    error: Any = UNSET
-
-    def usual_delta(self, choice_index: int) -> _Delta | None:
-        """The delta of a chunk that is that choice's delta alone: no other choice, usage,
-        logprobs, finish reason, error, or field beside the delta's piece."""
-        if len(self.choices) != 1 or self.usage or self.x_groq or self.error is not UNSET:
-            return None
-        (choice,) = self.choices
-        delta = choice.delta
-        if (
-            delta is None
-            or choice.index != choice_index
-            or choice.logprobs
-            or choice.finish_reason
-            or not delta.alone()
-        ):
-            return None
-        return delta
-
-
-_decode_piece = msgspec.json.Decoder(_Piece).decode
+# A chunk that is one choice's piece of text for the open text block, or of one open call's
+# arguments (by its index), and nothing else: no role, refusal, reasoning, finish reason,
+# logprobs, usage or error; a delta or call fragment with any other field takes the full
+# path (see adapters._fast).
+_FRAGMENT = "choices[0].delta.tool_calls[0]"
+_NOTHING_ELSE = ("choices[0].logprobs", "choices[0].finish_reason", "usage", "x_groq")
+DELTAS = (
+    Delta(
+        "choices[0].delta.content",
+        fixed="text",
+        kinds=("text",),
+        empty=("choices[0].delta.tool_calls", *_NOTHING_ELSE),
+        absent=("error",),
+        only=("choices[0].delta",),
+        read=("choices[0].index",),
+        check="_usual",
+    ),
+    Delta(
+        f"{_FRAGMENT}.function.arguments",
+        key=f"{_FRAGMENT}.index",
+        find="_open_call",
+        kinds=("tool_call",),
+        empty=("choices[0].delta.content", *_NOTHING_ELSE),
+        absent=("error", f"{_FRAGMENT}.id", f"{_FRAGMENT}.type", f"{_FRAGMENT}.function.name"),
+        only=("choices[0].delta", _FRAGMENT, f"{_FRAGMENT}.function"),
+        read=("choices[0].index",),
+        check="_usual",
+    ),
+)
 
 
 class _Call:
@@ -161,6 +121,7 @@ class _Call:
 
 class OpenAIChatAdapter(BaseAdapter):
     protocol = "openai-chat"
+    deltas = DELTAS
 
     def __init__(self, reply_id: str, *, choice_index: int = 0, **kwargs: Any) -> None:
         super().__init__(reply_id, **kwargs)
@@ -178,37 +139,19 @@ class OpenAIChatAdapter(BaseAdapter):
     def _model_from(self, data: dict[str, Any]) -> str | None:
         return data.get("model")
 
-    def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
-        # Most chunks of a stream are one choice whose delta is a piece of text for the open
-        # text block, or of one open call's arguments (by index): that one is decoded
-        # straight into what this reads (the chunk's id, model, created and fingerprint are
-        # skipped, not built) and made here, as feed -> _handle -> _on_delta -> delta make
-        # it. Anything else (the first chunk, a role, a finish reason, usage, logprobs,
-        # reasoning, a new or named call, a field missing or of another type, an error)
-        # returns None and takes the full path; nothing is changed before the event is made.
-        if (
-            self.state is not STREAMING
-            or event == "error"
-            or "response_id" not in self.call_metadata
-            or "reasoning" in self.blocks
-        ):
-            return None
-        try:
-            piece = _decode_piece(raw)
-        except (ValueError, RecursionError):
-            return None
-        delta = piece.usual_delta(self.choice_index)
-        if delta is None:
-            return None
-        if delta.tool_calls is UNSET:
-            text, block = delta.content, self.blocks.get("text")
-        elif delta.content is UNSET and delta.tool_calls and len(delta.tool_calls) == 1:
-            text, block = _argument_piece_of(delta.tool_calls[0], self._calls_by_index)
-        else:
-            return None
-        if type(text) is not str or not text or block is None or block.closed:
-            return None
-        return self.short_delta(block, text)
+    def _usual(self, chunk: Any) -> bool:
+        """The short path's chunk is this adapter's choice's, after the first chunk, while no
+        reasoning is open (a piece of text closes it: the full path's)."""
+        index = chunk.choices[0].index
+        return (
+            (0 if index is UNSET else index) == self.choice_index
+            and "response_id" in self.call_metadata
+            and "reasoning" not in self.blocks
+        )
+
+    def _open_call(self, index: Any) -> Block | None:
+        call = self._calls_by_index.get(index)
+        return call.block if call is not None else None
 
     def _handle(self, data: dict[str, Any], event: str | None) -> None:
         meta = self.call_metadata
@@ -430,13 +373,3 @@ def _first_chunk(meta: dict[str, Any], data: dict[str, Any]) -> None:
             meta[key] = data[key]
     if data.get("provider") is not None:
         meta["upstream_provider"] = data["provider"]
-
-
-def _argument_piece_of(fragment: _Fragment, calls: dict[int, _Call]) -> tuple[Any, Block | None]:
-    """A decoded call fragment that is only a piece of arguments for a call already open
-    (by its index): the piece and the call's block; (None, None) for any other fragment."""
-    fn = fragment.function
-    call = calls.get(fragment.index) if fragment.index is not None else None
-    if fn is None or call is None or fn.name is not UNSET or fragment.id is not UNSET or fragment.type is not UNSET:
-        return None, None
-    return fn.arguments, call.block

@@ -29,36 +29,33 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import msgspec
-from msgspec import UNSET
 
-from ... import event as E
 from ...errors import IncompleteStreamError, StreamProtocolError
-from ...adapters import DELTA_MAKERS, OPTIONAL, STREAMING, BaseAdapter, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Const, Delta, shape_problem
 from ...errors import error_from_body
 
 __all__ = ["OpenAIResponsesAdapter"]
 
 
-class _TextPiece(msgspec.Struct, tag="response.output_text.delta", tag_field="type"):
-    """What the short path reads of a text delta (the tag: no type string is built)."""
-
-    item_id: str  # every delta names its item: an event without one is not taken here
-    content_index: int = 0
-    delta: str = ""
-    sequence_number: Any = None
-    summary_index: Any = UNSET
-
-
-class _ArgsPiece(msgspec.Struct, tag="response.function_call_arguments.delta", tag_field="type"):
-    """What the short path reads of a call's arguments delta."""
-
-    item_id: str
-    delta: str = ""
-    sequence_number: Any = None
-
-
-_decode_piece = msgspec.json.Decoder(_TextPiece | _ArgsPiece).decode
+# A text delta of an item's open content part, or an arguments delta of an open call; the
+# fields it does not name (logprobs, obfuscation) are skipped (see adapters._fast).
+DELTAS = (
+    Delta(
+        "delta",
+        key=("item_id", Const("content"), "content_index"),
+        kinds=("text",),
+        when={"type": "response.output_text.delta"},
+        absent=("summary_index",),
+        keep={"sequence_number": "sequence"},
+    ),
+    Delta(
+        "delta",
+        key=(Const("call"), "item_id"),
+        kinds=("tool_call",),
+        when={"type": "response.function_call_arguments.delta"},
+        keep={"sequence_number": "sequence"},
+    ),
+)
 
 _CALL_ITEMS = {"function_call", "custom_tool_call"}
 _INCOMPLETE = {"max_output_tokens": "max_tokens", "content_filter": "content_filter"}
@@ -98,7 +95,7 @@ _REQUIRED: dict[str, tuple[tuple[str, type], ...]] = {
 
 
 class _Item:
-    __slots__ = ("id", "type", "raw", "keys", "call_key", "args_seen", "output_index")
+    __slots__ = ("id", "type", "raw", "keys", "call_key", "output_index")
 
     def __init__(self, raw: dict[str, Any], output_index: Any = -1) -> None:
         self.id = raw.get("id") or ""
@@ -112,11 +109,11 @@ class _Item:
         self.raw = raw
         self.keys: list[Any] = []  # block keys, in order
         self.call_key: Any = None
-        self.args_seen = False
 
 
 class OpenAIResponsesAdapter(BaseAdapter):
     protocol = "openai-responses"
+    deltas = DELTAS
 
     def __init__(self, reply_id: str, **kwargs: Any) -> None:
         super().__init__(reply_id, **kwargs)
@@ -132,38 +129,6 @@ class OpenAIResponsesAdapter(BaseAdapter):
         return model if isinstance(model, str) else None
 
     # -- dispatch ---------------------------------------------------------------------
-
-    def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
-        # Most events of a stream are a text delta of an item's open content part, or an
-        # arguments delta of an open call: those are decoded straight into what this reads
-        # (the fields it does not name, such as logprobs and obfuscation, are skipped, not
-        # built) and made here, as feed -> _handle -> _text_delta / _args_delta make them.
-        # Anything else, or anything unusual about one (a part not yet open, a field
-        # missing or of another type), returns None and takes the full path; nothing is
-        # changed before the event is made. (An "error" key beside a delta's type does not
-        # make it an error frame.)
-        if self.state is not STREAMING:
-            return None
-        try:
-            piece = _decode_piece(raw)
-        except (ValueError, RecursionError):
-            return None
-        text = piece.delta
-        if not text or (item := self._items.get(piece.item_id)) is None:
-            return None
-        if type(piece) is _TextPiece:
-            if piece.summary_index is not UNSET:
-                return None
-            block = self.blocks.get((item.id, "content", piece.content_index))
-        else:  # an arguments delta
-            block = self.blocks.get(item.call_key)
-        if block is None or block.kind not in DELTA_MAKERS:  # not open: closing takes it out
-            return None
-        if piece.sequence_number is not None:
-            self.sequence = piece.sequence_number
-        if type(piece) is not _TextPiece:
-            item.args_seen = True
-        return self.short_delta(block, text)
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         problem = shape_problem(data, SHAPE)
@@ -244,7 +209,6 @@ class OpenAIResponsesAdapter(BaseAdapter):
             item.call_key = key
             initial = raw.get("arguments") if item.type == "function_call" else raw.get("input")
             if initial:
-                item.args_seen = True
                 self.delta(block, initial)
 
     def _part_block(self, item: _Item, kind: str, index: int, refusal: bool = False) -> Any:
@@ -317,14 +281,13 @@ class OpenAIResponsesAdapter(BaseAdapter):
         item = self._item(data)
         if item.call_key is None or item.call_key not in self.blocks:
             raise StreamProtocolError(f"{data.get('type')} for an item that is not an open call", body=data)
-        item.args_seen = True
         self.delta(self.blocks[item.call_key], data["delta"])
 
     def _args_done(self, data: dict[str, Any]) -> None:
         item = self._item(data)
-        if item.call_key in self.blocks and not item.args_seen:
-            item.args_seen = True
-            self.delta(self.blocks[item.call_key], data.get("arguments") or data.get("input") or "")
+        block = self.blocks.get(item.call_key)
+        if block is not None and not block.has_delta:
+            self.delta(block, data.get("arguments") or data.get("input") or "")
 
     def _item_done(self, data: dict[str, Any]) -> None:
         raw = data["item"]
@@ -335,7 +298,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
         if item.type in _CALL_ITEMS:
             block = self.blocks.get(item.call_key)
             if block is not None:
-                if not item.args_seen:
+                if not block.has_delta:
                     self.delta(block, raw.get("arguments") or raw.get("input") or "{}")
                 if raw.get("status"):
                     block.extras["status"] = raw["status"]
