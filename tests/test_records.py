@@ -279,7 +279,6 @@ def _listen(monkeypatch):
     """Each adapter notes what it is fed (the SSE event names and data), then does its work.
     Each protocol's own adapter class is wrapped, as its feed may be its own; so is its short
     path from the bytes, where it has one, for the events it takes (the others go on to feed)."""
-    from modelwire.adapters import BaseAdapter
 
     def listening(real):
         def feed(self, data, event=None):
@@ -299,8 +298,9 @@ def _listen(monkeypatch):
 
     for cls in {get_protocol(p).adapter_class() for p in protocol_names()}:
         monkeypatch.setattr(cls, "feed", listening(cls.feed))
-        if cls.feed_raw is not BaseAdapter.feed_raw:
-            monkeypatch.setattr(cls, "feed_raw", listening_raw(cls.feed_raw))
+        fast = cls.fast_path()  # the short path its deltas table compiles to
+        if fast is not None:
+            monkeypatch.setattr(cls, "_fast", fast._replace(feed_raw=listening_raw(fast.feed_raw)))
 
 
 def test_an_event_name_sent_in_its_own_piece_names_the_next_data():
