@@ -36,7 +36,7 @@ if ON_THE_LOOP:
 async def main():
     with ProviderServer() as server:
         server.script(sse_reply(body("anthropic", ("text", "Hello there.")), delay=0.02))
-        model = modelwire.load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url)
+        model = modelwire.load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url, pricing=True)
         worst, stop, watching = 0.0, False, False
 
         async def ticks():

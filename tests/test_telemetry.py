@@ -117,7 +117,7 @@ def run_agent(server, protocol):
     sampled = (
         {"temperature": 0.2} if model_takes_temperature(protocol) else {}
     )  # a reasoning model (o4-mini) takes none
-    model = server.model(protocol, name, preset=provider, max_tokens=500, **sampled)
+    model = server.model(protocol, name, preset=provider, max_tokens=500, pricing=True, **sampled)
     agent = Agent("Buddy", model, tools=[weather, local_time])
     ids = ("fc_1", "fc_2") if protocol == "gemini" else ("call_1", "call_2")
     server.script(
@@ -350,7 +350,9 @@ def test_recorded_replies_cost_what_the_published_rates_say(protocol, preset, pa
         server.script(Reply(body=raw, pieces=[raw], headers={"content-type": get_protocol(protocol).content_type}))
         base = server.url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
         reply = asyncio.run(
-            load_model(f"{preset}:{model}", api_key="k", base_url=base, retry=RetryPolicy(max_retries=0)).complete(
+            load_model(
+                f"{preset}:{model}", api_key="k", base_url=base, retry=RetryPolicy(max_retries=0), pricing=True
+            ).complete(
                 [UserMsg("u", "hi")]
             )
         )
@@ -368,13 +370,40 @@ def test_a_replys_cost_adds_up_its_calls_and_lists_the_unpriced_ones():
     with ProviderServer() as server:
         server.script(stream_reply("anthropic", ("text", "hi")))
         unknown = asyncio.run(
-            load_model("anthropic:claude-imaginary", api_key="k", base_url=server.url).complete([UserMsg("u", "hi")])
+            load_model("anthropic:claude-imaginary", api_key="k", base_url=server.url, pricing=True).complete(
+                [UserMsg("u", "hi")]
+            )
         )
     assert (
         unknown.cost["total"] is None
         and not unknown.cost["complete"]
         and "claude-imaginary" in unknown.cost["unpriced"][0]
     )
+
+
+def test_cost_is_priced_where_it_is_asked_for(monkeypatch):
+    """Unasked, a call has no cost; ``MODELWIRE_PRICING=on`` prices every call, and an agent
+    with a cost limit prices its model's calls (a limit it could not hold would be refused)."""
+    from modelwire.agent import UsageLimits
+    from modelwire.errors import ConfigError
+
+    monkeypatch.delenv("MODELWIRE_PRICING", raising=False)
+    with ProviderServer() as server:
+        server.script(*(stream_reply("anthropic", ("text", "Hi."), usage=(100, 20)) for _ in range(3)))
+        plain = load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url)
+        assert plain.complete_sync("hi").cost is None
+        limited = Agent("Buddy", plain, limits=UsageLimits(cost=1.0))
+        reply = asyncio.run(limited.reply(UserMsg("u", "hi")))
+        assert reply.cost["total"] == pytest.approx(100 * 3e-6 + 20 * 15e-6)
+        monkeypatch.setenv("MODELWIRE_PRICING", "on")
+        environment = load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url)
+        assert environment.complete_sync("hi").cost["total"] == pytest.approx(100 * 3e-6 + 20 * 15e-6)
+    refused = load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url, pricing=False)
+    refused.ask_for_cost()  # pricing=False is never overruled
+    assert refused.pricing is False
+    monkeypatch.setenv("MODELWIRE_PRICING", "sometimes")
+    with pytest.raises(ConfigError, match="MODELWIRE_PRICING='sometimes' must be on or off"):
+        load_model("anthropic:claude-sonnet-4-5", api_key="k")
 
 
 def test_after_a_failover_the_answering_calls_span_says_why_the_others_did_not():
@@ -402,9 +431,10 @@ def test_after_a_failover_the_answering_calls_span_says_why_the_others_did_not()
     assert "Overloaded" in answered.attributes["modelwire.fallback.failed_errors"][0]
 
 
-def test_the_price_catalogue_loads_in_a_thread_once_the_answer_streams():
-    """In a fresh process: nothing is loaded at import or by load_model; the first call
-    starts the loader while its answer streams, and its end is priced."""
+def test_the_price_catalogue_loads_in_a_thread_once_pricing_is_asked_for():
+    """In a fresh process: nothing is loaded at import; ``pricing=True`` starts the loader in
+    a thread when the model is loaded, the answer streams while it loads, and its end is
+    priced."""
     import subprocess
     import sys
 
@@ -417,8 +447,7 @@ from modelwire.testing.sse import body
 assert "genai_prices" not in sys.modules and not cost.ready()
 with ProviderServer() as server:
     server.script(sse_reply(body("anthropic", ("text", "Hi."))))
-    model = modelwire.load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url)
-    assert "genai_prices" not in sys.modules
+    model = modelwire.load_model("anthropic:claude-sonnet-4-5", api_key="k", base_url=server.url, pricing=True)
     seen = []
     async def main():
         async for event in model.stream("hi"):
@@ -435,10 +464,11 @@ print("ok")
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
-@pytest.mark.parametrize("how", ["option", "environment"])
-def test_pricing_off_never_loads_the_catalogue_and_no_call_waits_for_it(how):
-    """``pricing=False`` (or ``MODELWIRE_PRICING=off``), in a fresh process: the call streams and
-    ends with no cost, and the price catalogue is never imported, not even in a thread."""
+@pytest.mark.parametrize("how", ["default", "option", "environment"])
+def test_unpriced_calls_never_load_the_catalogue_and_no_call_waits_for_it(how):
+    """By default (nothing asked for cost), with ``pricing=False`` or ``MODELWIRE_PRICING=off``,
+    in a fresh process with genai-prices installed: the call streams and ends with no cost,
+    and the price catalogue is never imported, not even in a thread."""
     import subprocess
     import sys
 

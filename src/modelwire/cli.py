@@ -361,6 +361,8 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     from .models import load_model
 
     model = _shown_thinking(load_model(args.model, **_chat_options(args)), args)
+    if hasattr(model, "ask_for_cost"):
+        model.ask_for_cost()  # its closing line shows what the reply cost
     agent = Agent("assistant", model, args.system, tools=_tools(args), max_iters=args.max_iters)
     view = _view(args)
     interrupted = False

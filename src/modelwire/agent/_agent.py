@@ -685,6 +685,8 @@ class Agent:
         """One model call, its events passed on; how it stopped is kept on ``state``."""
         messages, tools, tool_choice, options = self._model_request(state, last_call)
         if self.limits is not None:
+            if self.limits.cost is not None and hasattr(self.model, "ask_for_cost"):
+                self.model.ask_for_cost()  # a cost limit needs every call priced
             self.limits.check(state.iters, state.reply.usage, state.reply.cost)  # before the call that would pass one
             if self.limits.count_before_request:
                 await self._counted_within(messages, tools, tool_choice, options, state)

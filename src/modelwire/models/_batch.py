@@ -74,6 +74,7 @@ class Batch:
         state = self.state if self.state.ended else await self.status()
         if not state.ended:
             raise E.AgentError(f"batch {self.id} has not ended ({state.status}): wait() for it first")
+        self.model.ask_for_cost()  # each answer at the batch price
         await self.model._prices_loaded()
         found: dict[int, Msg | E.ProviderError] = {}
         for call in state.results:

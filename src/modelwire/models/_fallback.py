@@ -76,6 +76,12 @@ class FallbackModel:
     def capabilities(self) -> Any:
         return getattr(self.order()[0], "capabilities", None)
 
+    def ask_for_cost(self) -> None:
+        """Price the calls of every model it holds (see ``HTTPModel.ask_for_cost``)."""
+        for model in self.models:
+            if hasattr(model, "ask_for_cost"):
+                model.ask_for_cost()
+
     def forced_tool_ok(self, options: Any = None) -> bool:
         check = getattr(self.order()[0], "forced_tool_ok", None)
         return bool(check(options)) if callable(check) else True

@@ -31,13 +31,20 @@ from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks
 log = logging.getLogger("modelwire.models")
 
 
-def _pricing(options: dict[str, Any]) -> bool:
+_ON, _OFF = ("on", "1", "true", "yes"), ("off", "0", "false", "no")
+
+
+def _pricing(options: dict[str, Any]) -> bool | None:
     """Whether calls are priced: ``pricing=`` (True or False), else ``MODELWIRE_PRICING``
-    (``off``, ``0``, ``false`` or ``no`` turn it off), else on. Off, the price catalogue is
-    never loaded and no call waits for it; ``MODEL_CALL_END.cost`` is then None."""
+    (``on`` or ``off``), else None: priced only where cost is asked for (an agent with a
+    cost limit, batches, ``modelwire chat``). Unpriced, the price catalogue is never loaded
+    and no call waits for it; ``MODEL_CALL_END.cost`` is then None."""
     value = options.pop("pricing", None)
     if value is None:
-        return os.environ.get("MODELWIRE_PRICING", "").strip().lower() not in ("off", "0", "false", "no")
+        setting = os.environ.get("MODELWIRE_PRICING", "").strip().lower()
+        if setting and setting not in _ON + _OFF:
+            raise E.ConfigError(f"MODELWIRE_PRICING={setting!r} must be on or off")
+        return True if setting in _ON else False if setting in _OFF else None
     if not isinstance(value, bool):
         raise E.ConfigError(f"pricing={value!r} must be True or False")
     return value
@@ -171,6 +178,8 @@ class HTTPModel:
         self.capability_lookup = lookup
         self.max_concurrent, self.rate_limiter = _pacing(options)
         self.pricing = _pricing(options)
+        if self.pricing:
+            self._preload_prices()  # asked for: the catalogue loads in a thread from now on
         self._slots: Any = None  # loop -> asyncio.Semaphore (a semaphore belongs to one loop)
         media = options.pop("on_unsupported_media", "refuse")
         if media not in ("refuse", "note"):
@@ -936,6 +945,13 @@ class HTTPModel:
             from .. import cost
 
             cost.preload()
+
+    def ask_for_cost(self) -> None:
+        """Price this model's calls from now on, unless ``pricing=False`` said never (what an
+        agent with a cost limit, or a batch, calls)."""
+        if self.pricing is None:
+            self.pricing = True
+            self._preload_prices()
 
     async def _prices_loaded(self) -> None:
         """The price catalogue loaded (off the loop) before a call's end is priced."""
