@@ -2,7 +2,8 @@
 
 For each protocol, a 4,000-chunk text stream and a tool-call-heavy stream (4 calls, 4,000
 argument fragments; Ollama, which sends calls whole, 4,000 reasoning deltas and the four
-calls), the same pieces for every contender (one provider event per piece, as
+calls; Gemini's fragments are Vertex's partialArgs), and for Gemini a stream of 4,000 whole
+``functionCall`` parts (the Gemini API sends a call whole), the same pieces for every contender (one provider event per piece, as
 a server flushes them), in interleaved rounds, each run's output checked before its time
 counts:
 
@@ -346,6 +347,33 @@ def gemini_stream(tools: bool) -> list[bytes]:
     return sse(ev)
 
 
+def gemini_whole_calls() -> list[bytes]:
+    """The Gemini API's own way with calls: each chunk one whole ``functionCall`` part (name
+    and arguments together), many calls one after another, as parallel calls arrive."""
+    ev: list[tuple[None, dict | str]] = [
+        (
+            None,
+            {
+                "candidates": [
+                    {
+                        "content": {
+                            "role": "model",
+                            "parts": [{"functionCall": {"name": "write", "args": {"text": WORDS[i % 10]}}}],
+                        },
+                        "index": 0,
+                    }
+                ],
+                "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 1},
+                "modelVersion": "gemini-bench",
+                "responseId": "r1",
+            },
+        )
+        for i in range(N)
+    ]
+    ev.append((None, {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]}))
+    return sse(ev)
+
+
 def bedrock_stream(tools: bool) -> list[bytes]:
     """AWS event-stream frames (binary), one frame per piece."""
     from modelwire.adapters import encode_frame
@@ -439,8 +467,21 @@ MAKERS = {
 }
 
 
-def check_message(protocol: str, tools: bool, msg: Any) -> None:
+# Every stream measured: (protocol, its label, its pieces' maker, whether it carries calls).
+STREAMS: list[tuple[str, str, Any, Any]] = [
+    *((p, "text", lambda make=make: make(False), False) for p, make in MAKERS.items()),
+    *((p, "tool calls", lambda make=make: make(True), True) for p, make in MAKERS.items()),
+    ("gemini", "whole calls", gemini_whole_calls, "whole"),
+]
+STREAMS.sort(key=lambda s: list(MAKERS).index(s[0]))
+
+
+def check_message(protocol: str, tools: Any, msg: Any) -> None:
     """The folded message is exactly what the stream carried."""
+    if tools == "whole":
+        calls = [json.loads(c.input) for c in msg.get_content_blocks("tool_call")]
+        assert calls == [{"text": WORDS[i % 10]} for i in range(N)], f"{protocol}: whole calls differ"
+        return
     if not tools:
         assert msg.get_text_content() == EXPECTED_TEXT, f"{protocol}: text differs"
         return
@@ -749,61 +790,60 @@ def main() -> int:
     parser_name, parse = fastest_parser()
     loop = asyncio.new_event_loop()
     rows, ok = [], True
-    for protocol, make in MAKERS.items():
-        for tools in (False, True):
-            pieces = make(tools)
-            n = len(pieces)
-            ours_run, sdk_run, acc_run = (
-                ours(protocol, pieces),
-                sdk_iteration(protocol, pieces),
-                sdk_accumulator(protocol, pieces),
-            )
-            expected_events = adapter_only(protocol, pieces)
+    for protocol, label, make, tools in STREAMS:
+        pieces = make()
+        n = len(pieces)
+        ours_run, sdk_run, acc_run = (
+            ours(protocol, pieces),
+            sdk_iteration(protocol, pieces),
+            sdk_accumulator(protocol, pieces),
+        )
+        expected_events = adapter_only(protocol, pieces)
 
-            def run_ours() -> None:
-                check_message(protocol, tools, loop.run_until_complete(ours_run()))
+        def run_ours() -> None:
+            check_message(protocol, tools, loop.run_until_complete(ours_run()))
 
-            def run_sdk() -> None:
-                assert loop.run_until_complete(sdk_run()) >= n - 2
+        def run_sdk() -> None:
+            assert loop.run_until_complete(sdk_run()) >= n - 2
 
-            def run_acc() -> None:
-                assert loop.run_until_complete(acc_run()) is not None
+        def run_acc() -> None:
+            assert loop.run_until_complete(acc_run()) is not None
 
-            def run_adapter() -> None:
-                assert adapter_only(protocol, pieces) == expected_events
+        def run_adapter() -> None:
+            assert adapter_only(protocol, pieces) == expected_events
 
-            def run_floor() -> None:
-                assert floor(protocol, pieces, parse) >= n - 2
+        def run_floor() -> None:
+            assert floor(protocol, pieces, parse) >= n - 2
 
-            def run_event_floor() -> None:
-                assert event_floor(protocol, pieces, parse) >= n - 2
+        def run_event_floor() -> None:
+            assert event_floor(protocol, pieces, parse) >= n - 2
 
-            contenders = {
-                "ours": run_ours,
-                "sdk": run_sdk,
-                "adapter": run_adapter,
-                "floor": run_floor,
-                "event_floor": run_event_floor,
-            }
-            if acc_run is not None:
-                contenders["acc"] = run_acc
-            for fn in contenders.values():
-                fn()  # warm up, and every output checked once
-            if args.check:
-                continue
-            times: dict[str, list[float]] = {k: [] for k in contenders}
-            for _ in range(args.rounds):  # interleaved: every contender once per round
-                for name, fn in contenders.items():
-                    times[name].append(timed(fn) / n * 1e6)
-            med = {k: statistics.median(v) for k, v in times.items()}
-            low = {k: min(v) for k, v in times.items()}
-            real, sans = paired(times, "ours", "sdk"), paired(times, "adapter", "floor")
-            med["contract"] = paired(times, "event_floor", "floor")
-            ok &= real <= 0.5 and sans <= 2.5
-            rows.append((f"{protocol} {'tool calls' if tools else 'text'}", n, med, low, real, sans))
+        contenders = {
+            "ours": run_ours,
+            "sdk": run_sdk,
+            "adapter": run_adapter,
+            "floor": run_floor,
+            "event_floor": run_event_floor,
+        }
+        if acc_run is not None:
+            contenders["acc"] = run_acc
+        for fn in contenders.values():
+            fn()  # warm up, and every output checked once
+        if args.check:
+            continue
+        times: dict[str, list[float]] = {k: [] for k in contenders}
+        for _ in range(args.rounds):  # interleaved: every contender once per round
+            for name, fn in contenders.items():
+                times[name].append(timed(fn) / n * 1e6)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        low = {k: min(v) for k, v in times.items()}
+        real, sans = paired(times, "ours", "sdk"), paired(times, "adapter", "floor")
+        med["contract"] = paired(times, "event_floor", "floor")
+        ok &= real <= 0.5 and sans <= 2.5
+        rows.append((f"{protocol} {label}", n, med, low, real, sans))
     loop.close()
     if args.check:
-        print(f"checked: every contender on {len(MAKERS) * 2} streams gave the expected output")
+        print(f"checked: every contender on {len(STREAMS)} streams gave the expected output")
         return 0
     print(
         f"CPU us per chunk, median of {args.rounds} interleaved rounds (min in brackets); floor parser: {parser_name}"
