@@ -860,7 +860,8 @@ def _serve_app(args: argparse.Namespace) -> tuple[Any, str]:
     try:
         # One model for every request (its connection pool is shared); an unknown model
         # or a missing key shows here, at start.
-        model = _shown_thinking(load_model(model_name, **_chat_options(args)), args)
+        options = {**_chat_options(args), "max_connections": args.max_connections}
+        model = _shown_thinking(load_model(model_name, **options), args)
     except MissingKeyError as exc:
         return _demo_app(args, f"{exc.variable or 'the API key'} is not set for {model_name}")
 
@@ -1045,6 +1046,12 @@ def _agent_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-iters", type=int, default=8, help="the most model calls in one reply (tool rounds)")
 
 
+# A server streams one reply per provider connection: its pool is sized for the replies a
+# worker serves at once, not for a script's few calls (load_model's default is 20; past it a
+# reply waits for a connection, and fails after the pool timeout).
+SERVE_CONNECTIONS = 1000
+
+
 def _serve_command(serve: argparse.ArgumentParser) -> None:
     """The flags of ``modelwire serve``."""
     serve.epilog = ENVIRONMENT
@@ -1077,6 +1084,16 @@ def _serve_command(serve: argparse.ArgumentParser) -> None:
         help=(
             "where parked replies wait: memory (this process, the default) or redis://HOST:PORT/DB, "
             "shared by workers and kept across restarts"
+        ),
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=SERVE_CONNECTIONS,
+        metavar="N",
+        help=(
+            f"connections to the provider at once, one per streaming reply (default {SERVE_CONNECTIONS}); "
+            "replies past it wait for one"
         ),
     )
     serve.add_argument(
