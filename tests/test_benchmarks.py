@@ -28,6 +28,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
         "first_call.py",
         "socket_stream.py",
         "serve_memory.py",
+        "serve_scale.py",
     ],
 )
 def test_a_benchmark_checks_what_it_measures(script):
