@@ -3,9 +3,9 @@
 For each protocol, a 4,000-chunk text stream and a tool-call-heavy stream (4 calls, 4,000
 argument fragments; Ollama, which sends calls whole, 4,000 reasoning deltas and the four
 calls; Gemini's fragments are Vertex's partialArgs), and for Gemini a stream of 4,000 whole
-``functionCall`` parts (the Gemini API sends a call whole), the same pieces for every contender (one provider event per piece, as
-a server flushes them), in interleaved rounds, each run's output checked before its time
-counts:
+``functionCall`` parts (the Gemini API sends a call whole), the same pieces for every
+contender (one provider event per piece, as a server flushes them), in interleaved rounds,
+each run's output checked before its time counts:
 
 1. The real path. modelwire: ``load_model(..., client=AsyncClient(MockTransport))`` and
    ``complete()``: the HTTP body through the async transport, the decoder, the adapter and

@@ -352,9 +352,7 @@ def test_recorded_replies_cost_what_the_published_rates_say(protocol, preset, pa
         reply = asyncio.run(
             load_model(
                 f"{preset}:{model}", api_key="k", base_url=base, retry=RetryPolicy(max_retries=0), pricing=True
-            ).complete(
-                [UserMsg("u", "hi")]
-            )
+            ).complete([UserMsg("u", "hi")])
         )
     assert reply.cost["total"] == pytest.approx(expected, rel=1e-9)
     assert reply.cost["complete"] and reply.cost["source"].startswith("genai-prices")

@@ -294,6 +294,13 @@ def _chat_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+def _costed(model: Any) -> Any:
+    """The model, its calls priced: the chat's closing line shows what each reply cost."""
+    if hasattr(model, "ask_for_cost"):
+        model.ask_for_cost()
+    return model
+
+
 def _shown_thinking(model: Any, args: argparse.Namespace) -> Any:
     """A model that thinks unasked and omits what it thought (Claude Opus 5, Sonnet 5): asked
     to show it summarized, since the chat and the page show thinking (``--no-show-thinking``
@@ -360,9 +367,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     from .message import UserMsg
     from .models import load_model
 
-    model = _shown_thinking(load_model(args.model, **_chat_options(args)), args)
-    if hasattr(model, "ask_for_cost"):
-        model.ask_for_cost()  # its closing line shows what the reply cost
+    model = _costed(_shown_thinking(load_model(args.model, **_chat_options(args)), args))
     agent = Agent("assistant", model, args.system, tools=_tools(args), max_iters=args.max_iters)
     view = _view(args)
     interrupted = False
