@@ -6,7 +6,6 @@ import asyncio
 import collections
 import json
 import logging
-import os
 from contextlib import aclosing
 from typing import Any, AsyncGenerator, Sequence
 from urllib.parse import urlparse
@@ -22,8 +21,12 @@ from ..formatters._toolids import IdRules, name_map
 from ..message import AssistantMsg, Msg, MsgInput, UserMsg, as_messages
 from ..protocols import ModelCapabilities, ModelOptions, WireProtocol, get_protocol
 from ..protocols._protocol import thinking_requested
-from ._body import encode_body, http_error, read_limited, request_id_of
+from ._body import encode_body, http_error, read_limited
 from ._media import has_media, refused_media, resolve_sources, without_media
+from ._call import Attempt, Call
+from ._failures import AGAIN, Failures
+from ._pricing import Pricing, pricing_option
+from ._resume import Resumption
 from .config import CONVERSATION, IN_CASSETTE, REPLAYING, ModelSpec
 from ._request import check_strict_tools, conversation, depends_on_capabilities, same_as_full
 from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks
@@ -31,100 +34,9 @@ from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks
 log = logging.getLogger("modelwire.models")
 
 
-_ON, _OFF = ("on", "1", "true", "yes"), ("off", "0", "false", "no")
-
-
-def _pricing(options: dict[str, Any]) -> bool | None:
-    """Whether calls are priced: ``pricing=`` (True or False), else ``MODELWIRE_PRICING``
-    (``on`` or ``off``), else None: priced only where cost is asked for (an agent with a
-    cost limit, batches, ``modelwire chat``). Unpriced, the price catalogue is never loaded
-    and no call waits for it; ``MODEL_CALL_END.cost`` is then None."""
-    value = options.pop("pricing", None)
-    if value is None:
-        setting = os.environ.get("MODELWIRE_PRICING", "").strip().lower()
-        if setting and setting not in _ON + _OFF:
-            raise E.ConfigError(f"MODELWIRE_PRICING={setting!r} must be on or off")
-        return True if setting in _ON else False if setting in _OFF else None
-    if not isinstance(value, bool):
-        raise E.ConfigError(f"pricing={value!r} must be True or False")
-    return value
-
-
 _CHAIN_RECORDS = 16  # stored responses kept per model for ``chain`` (the latest conversations)
-_MAX_RESUMES = 5  # times one background response is read again after its stream broke
 
 __all__ = ["HTTPModel"]
-
-
-_AGAIN = object()  # a failed request is sent again
-
-
-class _Call:
-    """What one call sends, kept across its requests (a retry, the whole history again)."""
-
-    __slots__ = (
-        "full",
-        "payload",
-        "chained",
-        "opts",
-        "renamed",
-        "body",
-        "headers",
-        "trace",
-        "deadline",
-        "attempts",
-        "drafted",
-        "conversation",
-        "permit",
-    )
-
-    def __init__(self, full: dict[str, Any], opts: ModelOptions, renamed: Any) -> None:
-        self.full = self.payload = full  # the whole request, also when a stored response is continued
-        self.chained: dict[str, Any] | None = None
-        self.opts = opts
-        self.renamed = renamed
-        self.body = b""
-        self.headers: dict[str, str] = {}
-        self.trace: Any = None
-        self.deadline: float | None = None
-        self.attempts = 0  # retries spent
-        self.drafted: tuple[Any, list[Any]] | None = None  # the draft the payload came from, and its turns
-        self.conversation: dict[str, Any] | None = (
-            None  # what a cassette keeps beside the request (config.CONVERSATION)
-        )
-        self.permit: Any = None  # the place its latest request took in a RateLimiter's budget
-
-
-class _Attempt:
-    """One request of a call: its decoder, its response, the start of its body (to name a
-    server that speaks another protocol), and the events held back until the first one that
-    is not MODEL_CALL_START."""
-
-    __slots__ = ("decoder", "response", "head", "held", "passed_on")
-
-    def __init__(self, decoder: Any) -> None:
-        self.decoder = decoder
-        self.response: Any = None
-        self.head = b""
-        self.held: list[AgentEvent] = []
-        self.passed_on = False
-
-    def release(self, events: list[AgentEvent], trace: Any) -> list[AgentEvent]:
-        """The events to pass on now, before any was: none while only MODEL_CALL_START has
-        come (a retry may still replace it), else all those held and these."""
-        self.held += events
-        if all(e.type == "MODEL_CALL_START" for e in self.held):
-            return []
-        self.passed_on = True
-        if trace is not None:
-            trace.first_token()
-        held, self.held = self.held, []
-        return held
-
-    async def close(self) -> None:
-        if self.response is not None:
-            response, self.response = self.response, None
-            await response.aclose()
 
 
 def _pacing(options: dict[str, Any]) -> tuple[int | None, Any]:
@@ -138,7 +50,7 @@ def _pacing(options: dict[str, Any]) -> tuple[int | None, Any]:
     return limit, limiter
 
 
-class HTTPModel:
+class HTTPModel(Pricing, Failures, Resumption):
     """One provider model. ``stream()`` yields the events of one model call, ``complete()``
     folds them into the assistant message.
 
@@ -177,7 +89,7 @@ class HTTPModel:
             raise E.ConfigError(f"capability_lookup={lookup!r} must be 'auto', True or False")
         self.capability_lookup = lookup
         self.max_concurrent, self.rate_limiter = _pacing(options)
-        self.pricing = _pricing(options)
+        self.pricing = pricing_option(options)
         if self.pricing:
             self._preload_prices()  # asked for: the catalogue loads in a thread from now on
         self._slots: Any = None  # loop -> asyncio.Semaphore (a semaphore belongs to one loop)
@@ -512,7 +424,7 @@ class HTTPModel:
         call = await self._prepare(messages, tools, tool_choice, options)
         try:
             while True:
-                attempt = _Attempt(
+                attempt = Attempt(
                     self.wire.decoder_for(
                         self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name), self.spec.preset
                     )
@@ -531,7 +443,7 @@ class HTTPModel:
                         self._mask(err, call.headers)
                         err = self._learned(err)
                         resumed = await self._after_error(err, attempt, call)
-                        if resumed is _AGAIN:
+                        if resumed is AGAIN:
                             continue
                         if resumed is not None:
                             for event in attempt.held:
@@ -549,7 +461,7 @@ class HTTPModel:
 
     async def _prepare(
         self, messages: MsgInput, tools: Sequence[Any] | None, tool_choice: Any, options: ModelOptions | dict | None
-    ) -> _Call:
+    ) -> Call:
         """What a call sends: the request built for the model (its capabilities looked up
         when they matter, media fetched, a cache resource made), continued from a stored
         response with ``chain``, encoded and signed, with its trace and deadline."""
@@ -563,7 +475,7 @@ class HTTPModel:
         drafted: list[Any] = []
         payload, opts = self.build_request(messages, tools, tool_choice, options, drafts=drafted)
         payload = await self._with_cache_resource(payload, opts)
-        call = _Call(payload, opts, name_map(tools, getattr(self.formatter, "tool_name_rules", None)))
+        call = Call(payload, opts, name_map(tools, getattr(self.formatter, "tool_name_rules", None)))
         chained = (
             self.wire.chain(payload, self._chains) if opts.chain and self.wire.keeps_state and self._chains else None
         )
@@ -582,7 +494,7 @@ class HTTPModel:
             call.conversation = conversation(messages, tools, tool_choice, opts)
         return call
 
-    async def _read(self, attempt: _Attempt, call: _Call) -> AsyncGenerator[AgentEvent, None]:
+    async def _read(self, attempt: Attempt, call: Call) -> AsyncGenerator[AgentEvent, None]:
         """One request of a call, sent and read to its end. Events are held back until one
         that is not MODEL_CALL_START arrives: until then a retry may still replace them."""
         loop = asyncio.get_running_loop()
@@ -641,7 +553,7 @@ class HTTPModel:
         """What a RateLimiter's budget is kept per: the server and the model."""
         return f"{self.spec.base_url}|{self.name}"
 
-    def _note_limits(self, response: Any, adapter: Any, call: _Call) -> None:
+    def _note_limits(self, response: Any, adapter: Any, call: Call) -> None:
         """The response's rate-limit headers, in one shape for every provider, on the call's
         MODEL_CALL_END and taught to the rate limiter; the limiter's wait, shown there too."""
         if call.permit is not None:
@@ -654,7 +566,7 @@ class HTTPModel:
         if call.permit is not None and call.permit.waited:
             adapter.call_metadata["rate_limit_wait"] = round(call.permit.waited, 3)
 
-    async def _open(self, call: _Call) -> Any:
+    async def _open(self, call: Call) -> Any:
         """The call's request sent (once a rate limiter has room for it); its response once
         the headers came. A whole answer's headers come when it is written: they are waited
         for within the call's total."""
@@ -675,7 +587,7 @@ class HTTPModel:
             if kept is not None:
                 CONVERSATION.reset(kept)
 
-    async def _passed(self, events: list[AgentEvent], attempt: _Attempt, call: _Call) -> list[AgentEvent]:
+    async def _passed(self, events: list[AgentEvent], attempt: Attempt, call: Call) -> list[AgentEvent]:
         """The events of one piece (or of the body's end) to pass on now: released first
         (the trace's first token), then the call ended if they end it. One piece may hold a
         whole answer, its start and its end (a body read a socket read at a time)."""
@@ -684,7 +596,7 @@ class HTTPModel:
             await self._end_call(out, call)
         return out
 
-    async def _end_call(self, events: list[AgentEvent], call: _Call) -> None:
+    async def _end_call(self, events: list[AgentEvent], call: Call) -> None:
         """The call's MODEL_CALL_END (the last of ``events``) priced and traced, and the
         response remembered for a chain."""
         await self._prices_loaded()
@@ -695,134 +607,6 @@ class HTTPModel:
             self.rate_limiter.settle(
                 call.permit, getattr(end, "input_tokens", 0) + getattr(end, "output_tokens", 0) or None
             )
-
-    def _mask(self, err: E.ProviderError, headers: Any, url: str | None = None) -> E.ProviderError:
-        """The credentials a request carried (its key headers and query, the cloud
-        credentials that signed it) masked in its error: what a server echoes is shown to
-        people and browsers, never the key."""
-        from .._secrets import sent_secrets
-
-        secrets = sent_secrets(url or self.url(), headers.items() if hasattr(headers, "items") else headers)
-        if self.spec.api_key:
-            secrets.add(self.spec.api_key)
-        held = getattr(self._credentials, "secrets", None)
-        if held is not None:
-            secrets |= held()
-        err.mask(secrets)
-        return err
-
-    def _learned(self, err: E.ProviderError) -> E.ProviderError:
-        """A 400 whose words state a rule modelwire reads (see ``_learned``): the rule kept
-        for this endpoint and model, and the error a :class:`~modelwire.errors.RefusedOptionError`
-        quoting the provider; any other error as it is."""
-        if type(err) is not E.InvalidRequestError or err.status_code not in (None, 400, 422):
-            return err
-        from ._learned import learned_rules, refusal_in
-
-        found = refusal_in(self.protocol, err.message)
-        if found is None:
-            return err
-        option, learned = found
-        learned_rules().add(self.endpoint, self.name, learned, err.message)
-        self._capabilities = None  # the next call reads what was learned
-        refused = E.RefusedOptionError(
-            option,
-            self.provider,
-            self.name,
-            err.message,
-            provider_type=err.provider_type,
-            status_code=err.status_code,
-            request_id=err.request_id,
-            body=err.body,
-        )
-        refused.events, refused.retry_after = err.events, getattr(err, "retry_after", None)  # type: ignore[attr-defined]
-        refused.rate_limits = err.rate_limits
-        return refused
-
-    def _explain(self, err: E.ProviderError, attempt: _Attempt) -> None:
-        """What the error says of where it came from: the request id, and a server that
-        answered in another protocol."""
-        if attempt.response is not None and err.request_id is None:
-            err.request_id = request_id_of(attempt.response)
-        if attempt.response is not None and err.rate_limits is None:
-            err.rate_limits = self.wire.rate_limits(attempt.response.headers)
-        if self.rate_limiter is not None and err.rate_limits:
-            self.rate_limiter.learn(self._limit_key(), err.rate_limits)
-        if isinstance(err, E.StreamProtocolError) and attempt.head:
-            from ..protocols import sniff
-
-            other = sniff(attempt.head)
-            if other is not None and other != self.protocol:
-                err.message = (
-                    f"the server at {self.url().split('?')[0]} answered in another protocol ({other}), not "
-                    f"{self.protocol}: {err.message}"
-                )
-
-    async def _after_error(self, err: E.ProviderError, attempt: _Attempt, call: _Call) -> Any:
-        """What follows a failed request: ``_AGAIN`` (sent again: the whole history, or a
-        retry after its delay), the rest of a background response read again, or None (the
-        call fails with ``err``)."""
-        adapter = attempt.decoder.adapter
-        if not attempt.passed_on and call.chained is not None and self.wire.forgot_state(err):
-            # The server no longer has the response this call continued: the same call with
-            # the whole history (no retry spent).
-            log.debug("%s: %s; sent again with the whole history", self, err.message)
-            call.chained, call.payload = None, call.full
-            call.body, call.headers = await self._encoded(call.payload, call.opts)
-            await attempt.close()
-            return _AGAIN
-        if (
-            call.opts.background
-            and isinstance(err, (E.ConnectionError, E.IncompleteStreamError))
-            and adapter.started
-            and not adapter.finished
-        ):
-            # A background response goes on without us: read the rest of it rather than
-            # start it again.
-            resumed = self._resumed(adapter, call.opts, call.trace, call.full, err)
-            if resumed is not None:
-                await attempt.close()
-                return resumed
-        if attempt.passed_on or getattr(err, "answered", False) or _answer_began(attempt.held, err.events):
-            return None
-        delay = (
-            self.retry.delay(call.attempts, getattr(err, "retry_after", None)) if self.retry.retryable(err) else None
-        )
-        if (
-            delay is not None
-            and call.deadline is not None
-            and asyncio.get_running_loop().time() + delay >= call.deadline
-        ):
-            # One deadline for the call: a wait that would cross it is not begun, and the
-            # error that made it wait is the one raised.
-            delay = None
-        if delay is None:
-            return None
-        call.attempts += 1
-        await attempt.close()
-        await self._sleep(delay)
-        return _AGAIN
-
-    async def _failed(self, err: E.ProviderError, attempt: _Attempt, trace: Any) -> AsyncGenerator[AgentEvent, None]:
-        """The call ends with ``err``: what the stream opened is closed, the events held back
-        and those the error carries are passed on, then it is raised."""
-        adapter = attempt.decoder.adapter
-        if adapter.started and not adapter.finished:
-            # A transport error in the middle: close what the stream opened.
-            try:
-                adapter.fail(err)
-            except E.ProviderError as closed:
-                err.events = closed.events
-        closing = attempt.held + err.events
-        if closing and closing[-1].type == "MODEL_CALL_END":
-            await self._prices_loaded()
-            closing[-1] = self._ended(closing[-1], None)
-        if trace is not None:
-            trace.end(closing[-1] if closing and closing[-1].type == "MODEL_CALL_END" else None, error=err)
-        for event in closing:
-            yield event
-        err.events = []
-        raise err
 
     async def _encoded(
         self, payload: dict[str, Any], opts: ModelOptions, drafted: tuple[Any, list[Any]] | None = None
@@ -866,117 +650,6 @@ class HTTPModel:
         record = self.wire.chain_record(full, end.metadata)
         if record is not None:
             self._chains.append(record)
-
-    def _resumed(
-        self, adapter: Any, opts: ModelOptions, trace: Any, full: dict[str, Any], err: E.ProviderError
-    ) -> AsyncGenerator[AgentEvent, None] | None:
-        """The rest of a background response whose stream broke, read again from the last
-        event received (the provider's cursor), into the same adapter; None when the
-        protocol cannot say where (the error then stands)."""
-
-        def where() -> str | None:
-            seen = {**adapter.call_metadata, "sequence_number": getattr(adapter, "sequence", None)}
-            return self.wire.resume_url(self.spec.base_url or "", self.spec.preset, seen)
-
-        if where() is None:
-            return None
-
-        async def resume() -> AsyncGenerator[AgentEvent, None]:
-            last: E.ProviderError = err
-            for _ in range(_MAX_RESUMES):
-                url = where()
-                if url is None:
-                    break
-                log.debug("%s: the background stream broke (%s); resumed from %s", self, last.message, url)
-                headers = await self._signed(url, self.headers(opts.extra_headers), b"")
-                response = None
-                try:
-                    response = await self.transport.open("GET", url, headers, b"", self.timeouts.first_byte)
-                    if response.status_code >= 400:
-                        last = self._mask(await http_error(response, self.wire), headers, url)
-                        break
-                    async for event in self._read_resumed(response, adapter, opts, trace, full):
-                        yield event
-                    if adapter.finished:
-                        return
-                    last = E.IncompleteStreamError("the resumed background stream ended before its response")
-                except (E.ConnectionError, E.IncompleteStreamError) as again:
-                    last = again
-                    if adapter.finished:
-                        return
-                finally:
-                    if response is not None:
-                        await response.aclose()
-            # Not resumed: the stream ends as a broken one does, with what it had.
-            if adapter.started and not adapter.finished:
-                try:
-                    adapter.fail(last)
-                except E.ProviderError as closed:
-                    for event in closed.events:
-                        yield event
-            if trace is not None:
-                trace.end(None, error=last)
-            raise last
-
-        return resume()
-
-    async def _read_resumed(
-        self, response: Any, adapter: Any, opts: ModelOptions, trace: Any, full: dict[str, Any]
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """A resumed background stream's events, into the adapter that read the broken one
-        (closed only when its response ended)."""
-        decoder = self.wire.decoder_for(adapter, self.spec.preset)
-        deadline = asyncio.get_running_loop().time() + self.timeouts.first_byte
-        async for chunk in read_chunks(response, self.timeouts, None, deadline):
-            events = decoder.feed(chunk)
-            if events and events[-1].type == "MODEL_CALL_END":
-                await self._prices_loaded()
-                events[-1] = self._ended(events[-1], trace)
-                self._remember(full, events[-1], opts)
-            for event in events:
-                yield event
-        if adapter.finished:
-            for event in decoder.close():
-                yield event
-
-    def _preload_prices(self) -> None:
-        """Start loading the price catalogue in a thread (once), where calls are priced."""
-        if self.pricing:
-            from .. import cost
-
-            cost.preload()
-
-    def ask_for_cost(self) -> None:
-        """Price this model's calls from now on, unless ``pricing=False`` said never (what an
-        agent with a cost limit, or a batch, calls)."""
-        if self.pricing is None:
-            self.pricing = True
-            self._preload_prices()
-
-    async def _prices_loaded(self) -> None:
-        """The price catalogue loaded (off the loop) before a call's end is priced."""
-        if not self.pricing:
-            return
-        from .. import cost
-
-        if cost.available() and not cost.ready():
-            await cost.loaded()
-
-    def _ended(self, end: AgentEvent, trace: Any) -> AgentEvent:  # after _prices_loaded()
-        """The call's MODEL_CALL_END, with its price (when genai-prices is installed), and
-        the end of its span."""
-        from .. import cost
-
-        if not isinstance(end, ModelCallEndEvent):
-            return end
-        if self.pricing and cost.available():
-            usage = end  # the event has the four counts the price needs
-            priced = cost.price(usage, provider=self.provider, model=self.name)
-            if priced is not None:
-                end = end.replace(cost=priced)
-        if trace is not None and end.finished_reason == "completed" and end.stop_reason != "error":
-            trace.end(end)
-        return end
 
     async def _decode_whole(self, response: Any, adapter: Any, deadline: float | None) -> list[AgentEvent]:
         """The events of a whole JSON answer (read within the call's deadline), or its error raised."""
@@ -1160,13 +833,3 @@ def _is_stream(response: Any, stream_type: str) -> bool:
     """What the content type says: the endpoint's stream (or none given: read it as one)."""
     content_type = response.headers.get("content-type", "").lower()
     return not content_type or stream_type in content_type
-
-
-_CALL_BOUNDS = frozenset({"MODEL_CALL_START", "MODEL_CALL_END"})
-
-
-def _answer_began(*batches: list[AgentEvent]) -> bool:
-    """Whether the provider had begun its answer (a block) before an error: such a call is
-    never sent again, whether the error came in a piece of its own or in the piece that
-    also held the answer's start (a body read a socket read at a time holds several)."""
-    return any(event.type not in _CALL_BOUNDS for batch in batches for event in batch)
