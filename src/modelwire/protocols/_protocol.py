@@ -7,14 +7,32 @@ layer does the I/O).
 
 from __future__ import annotations
 
-import importlib
 import os
-from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from .._version import __version__
 from ..errors import ConfigError, ProviderError, UnsupportedOptionError, error_from_body
 from ._caps import EFFORT_LEVELS, ModelCapabilities, Refusal
+from ._parts import Batches, Caching, Discovery, Files, StoredState, TestSupport, TokenCounting
+from ._records import (
+    CACHE_TTLS,
+    DEFAULT_MAX_TOKENS,
+    USER_AGENT,
+    BatchResult,
+    BatchState,
+    CachePlan,
+    Capabilities,
+    HTTPCall,
+    ModelOptions,
+    Preset,
+    UploadedFile,
+    _load,
+    batch_lines,
+    cache_marks_problem,
+    deep_merge,
+    fake_words,
+    multipart,
+    refuse,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Framing
@@ -29,354 +47,37 @@ __all__ = [
     "WireProtocol",
     "deep_merge",
     "DEFAULT_MAX_TOKENS",
+    # the records and helpers protocol packages take from here (their home: _records, _parts)
+    "CACHE_TTLS",
+    "USER_AGENT",
+    "BatchResult",
+    "BatchState",
+    "CachePlan",
+    "HTTPCall",
+    "UploadedFile",
+    "batch_lines",
+    "cache_marks_problem",
+    "fake_words",
+    "multipart",
+    "refuse",
 ]
 
-USER_AGENT = f"modelwire/{__version__}"
-DEFAULT_MAX_TOKENS = 4096
+
+# Dialect keys the models layer reads for any protocol: where credentials come from when
+# there is no key, and the variables a key may be in.
+COMMON_DIALECT: dict[str, Any] = {"credentials": {"google", "aws", "azure"}, "key_envs": (tuple, list)}
 
 
-@dataclass(frozen=True)
-class Preset:
-    """How to reach one provider: data only; its protocol interprets ``dialect``."""
-
-    name: str
-    protocol: str
-    base_url: str
-    key_env: str | None  # the environment variable holding the API key (None: no key needed)
-    # The environment variable that overrides the base URL; None: <NAME>_BASE_URL
-    # (``base_url_variable``), as ``modelwire chat --help`` promises for every provider.
-    base_url_env: str | None = None
-    key_required: bool = True
-    auth: str = "bearer"  # bearer, none, or the header that carries the key (x-api-key, api-key ...)
-    headers: Mapping[str, str] = field(default_factory=dict)
-    # The request path when it is not the protocol's own, with {model} filled in, and
-    # query parameters taken from the environment: {param: (variable, default)}.
-    path: str | None = None
-    query: Mapping[str, tuple[str, str]] = field(default_factory=dict)
-    # What this server does differently from the protocol's reference (for OpenAI-compatible
-    # servers: where reasoning arrives and goes back, its thinking switch ...).
-    dialect: Mapping[str, Any] = field(default_factory=dict)
-    description: str = ""
-    example: str = ""  # a model name to show in help
-    # The family of endpoints that accept what this provider's own endpoint mints (signed
-    # thinking, encrypted reasoning); None: the preset's name. Any other base URL is a
-    # family of its own (its host), unless a profile says ``endpoint_family``.
-    endpoint_family: str | None = None
-    # How others name this provider: OpenTelemetry's GenAI conventions (None: the preset's
-    # name) and the genai-prices catalogue (None: not in it, so its calls are not priced).
-    otel_name: str | None = None
-    price_id: str | None = None
-    # How this provider's own model names begin, to suggest PROVIDER:MODEL for a bare name.
-    model_prefixes: tuple[str, ...] = ()
-
-    @property
-    def base_url_variable(self) -> str:
-        """The environment variable that overrides this provider's base URL."""
-        return self.base_url_env or self.name.upper().replace("-", "_") + "_BASE_URL"
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What a protocol can do; the agent and the CLI ask this instead of naming protocols."""
-
-    native_structured_output: bool = False  # a JSON-schema output mode (else: a final_answer tool)
-    thinking: bool = False
-    server_tools: bool = False
-    parallel_tool_calls: bool = True
-
-
-@dataclass
-class ModelOptions:
-    """Unified call options; each protocol maps them onto its request or refuses them."""
-
-    max_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    stop: list[str] | None = None
-    thinking: bool | None = None  # turn extended thinking / reasoning on or off
-    thinking_budget: int | None = None  # tokens
-    reasoning_effort: str | None = None  # minimal | low | medium | high | xhigh | max
-    reasoning_summary: str | None = None  # auto | concise | detailed (OpenAI Responses)
-    thinking_display: str | None = None  # summarized | omitted: what is shown of the thinking
-    parallel_tool_calls: bool | None = None
-    json_schema: dict[str, Any] | None = None  # structured output: a JSON schema
-    json_schema_name: str = "output"
-    cache: Any = None  # prompt caching: True | "5m" | "1h" | {ttl, system, tools, history, key, placement} | False
-    stateless: bool | None = None  # keep nothing on the provider's side (its state replayed instead)
-    chain: bool | None = None  # continue the provider's stored response, sending only the new items
-    background: bool | None = None  # run the response in the background (resumed if the stream drops)
-    stream: bool | None = None  # False: the whole answer at once (no streaming), decoded into the same events
-    extra_headers: dict[str, str] = field(default_factory=dict)
-    extra_body: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "ModelOptions":
-        data = dict(data or {})
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise UnsupportedOptionError(sorted(unknown)[0], "modelwire", f"known options: {', '.join(sorted(known))}")
-        if isinstance(data.get("stop"), str):
-            data["stop"] = [data["stop"]]
-        for name, value in data.items():
-            if value is not None:
-                _check_option(name, value)
-        return cls(**data)
-
-    def merged(self, other: "ModelOptions | dict[str, Any] | None") -> "ModelOptions":
-        if other is None:
-            return self
-        if isinstance(other, dict):
-            other = ModelOptions.from_dict(other)
-        mine = asdict(self)
-        theirs = asdict(other)
-        out = {}
-        for key, value in mine.items():
-            new = theirs[key]
-            if key in ("extra_headers", "extra_body"):
-                out[key] = {**value, **new}
-            else:
-                out[key] = new if new is not None and new != ModelOptions.__dataclass_fields__[key].default else value
-        return ModelOptions(**out)
-
-
-def _number(low: float, high: float | None = None, whole: bool = False) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        kinds = (int,) if whole else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kinds):
-            return f"must be {'a whole number' if whole else 'a number'}"
-        if value != value or value in (float("inf"), float("-inf")):
-            return "must be a finite number"  # JSON has no NaN or infinity
-        if value < low or (high is not None and value > high):
-            return f"must be between {low:g} and {high:g}" if high is not None else f"must be at least {low:g}"
-        return None
-
-    return check
-
-
-def _kind(*kinds: type, each: type | None = None) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        if isinstance(value, bool) and bool not in kinds:
-            return f"must be {' or '.join(k.__name__ for k in kinds)}"
-        if not isinstance(value, kinds):
-            return f"must be {' or '.join(k.__name__ for k in kinds)}"
-        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-        if each is not None and not all(isinstance(v, each) for v in items):
-            return f"must hold only {each.__name__} values"
-        return None
-
-    return check
-
-
-CACHE_TTLS = ("5m", "1h")
-_CACHE_KEYS = {
-    "ttl": "5m or 1h",
-    "system": "a bool",
-    "tools": "a bool",
-    "history": "a bool",
-    "key": "a string",
-    "placement": "breakpoints or provider",
-}
-
-
-@dataclass(frozen=True)
-class CachePlan:
-    """What the ``cache`` option asks for, whatever the provider: keep the prompt's prefix
-    for at least ``ttl``; mark the ``system`` prompt, the ``tools`` and the end of the
-    ``history`` (a breakpoint that moves with the conversation), where a provider takes
-    marks; ``key``: a routing key for providers that take one; ``placement="provider"``:
-    the provider's own automatic placement instead of modelwire's marks."""
-
-    ttl: str = "5m"
-    system: bool = True
-    tools: bool = True
-    history: bool = True
-    key: str | None = None
-    placement: str = "breakpoints"
-
-    @classmethod
-    def of(cls, value: Any) -> "CachePlan | None":
-        """The plan of a ``cache`` option value (None: caching not asked for, or off)."""
-        if value is None or value is False:
-            return None
-        if value is True:
-            return cls()
-        if isinstance(value, str):
-            return cls(ttl=value)
-        return cls(**value)
-
-
-def cache_marks_problem(
-    marks: Sequence[Mapping[str, Any]], limit: int, noun: str, provider: str
-) -> tuple[str, str] | None:
-    """What is wrong with a request's cache marks, in prompt order, under the rules Claude
-    and Bedrock share: at most ``limit``, and no 1-hour mark after a 5-minute one. A
-    ``(code, message)`` pair (``cache-breakpoints`` or ``cache-ttl-order``), or None."""
-    if len(marks) > limit:
-        return "cache-breakpoints", f"{len(marks)} {noun}s in the request; {provider} allows {limit}"
-    ttls = [mark.get("ttl", "5m") for mark in marks]
-    if "5m" in ttls and "1h" in ttls[ttls.index("5m") :]:
-        return (
-            "cache-ttl-order",
-            f"a 1-hour {noun} comes after a 5-minute one; {provider} wants the longer-lived ones first",
-        )
-    return None
-
-
-def _cache_check(value: Any) -> str | None:
-    if isinstance(value, bool) or value in CACHE_TTLS:
-        return None
-    if not isinstance(value, dict):
-        return "must be True, False, '5m', '1h' or a dict of " + ", ".join(_CACHE_KEYS)
-    for key, item in value.items():
-        if key not in _CACHE_KEYS:
-            return f"takes no {key!r} (it takes {', '.join(_CACHE_KEYS)})"
-        ok = {
-            "ttl": item in CACHE_TTLS,
-            "key": isinstance(item, str) and bool(item),
-            "placement": item in ("breakpoints", "provider"),
-        }.get(key, isinstance(item, bool))
-        if not ok:
-            return f"{key} must be {_CACHE_KEYS[key]}"
-    return None
-
-
-def _one_of(*choices: str) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        return None if value in choices else f"must be one of {', '.join(choices)}"
-
-    return check
-
-
-# What each option may be, checked when options are given (a profile, load_model, a call),
-# before anything is sent: "hot" is no temperature.
-_OPTION_CHECKS: dict[str, Callable[[Any], str | None]] = {
-    "max_tokens": _number(1, whole=True),
-    "temperature": _number(0, 2),
-    "top_p": _number(0, 1),
-    "stop": _kind(list, each=str),
-    "thinking": _kind(bool),
-    "thinking_budget": _number(0, whole=True),
-    "reasoning_effort": _one_of(*EFFORT_LEVELS),
-    "reasoning_summary": _kind(str),
-    "thinking_display": _one_of("summarized", "omitted"),
-    "parallel_tool_calls": _kind(bool),
-    "json_schema": _kind(dict),
-    "json_schema_name": _kind(str),
-    "cache": _cache_check,
-    "stateless": _kind(bool),
-    "chain": _kind(bool),
-    "background": _kind(bool),
-    "stream": _kind(bool),
-    "extra_headers": _kind(dict, each=str),
-    "extra_body": _kind(dict),
-}
-
-
-def _check_option(name: str, value: Any) -> None:
-    check = _OPTION_CHECKS.get(name)
-    problem = check(value) if check is not None else None
-    if problem is not None:
-        raise ConfigError(f"option {name}={value!r} {problem}")
-
-
-def fake_words(text: str) -> list[str]:
-    """A scripted text in the pieces a fake stream sends it in: word by word, each piece but
-    the last with its following space, so the pieces join to exactly the text."""
-    words = text.split(" ")
-    return [w + " " for w in words[:-1]] + [words[-1]]
-
-
-def deep_merge(target: dict[str, Any], extra: Mapping[str, Any]) -> None:
-    """Merge ``extra`` into ``target`` in place, dicts key by key (how ``extra_body`` joins a request)."""
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(target.get(key), dict):
-            deep_merge(target[key], value)
-        else:
-            target[key] = value
-
-
-def _load(path: str) -> Any:
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-@dataclass(frozen=True)
-class HTTPCall:
-    """One request a protocol asks the models layer to send for it (an upload, a listing):
-    the URL, the method, the headers besides the usual auth, and the body."""
-
-    method: str
-    url: str
-    headers: Mapping[str, str] = field(default_factory=dict)
-    body: bytes | None = None
-
-
-@dataclass(frozen=True)
-class UploadedFile:
-    """A file a provider holds: its ``id``, the ``url`` a reference to it carries, its
-    media type, name and size in bytes."""
-
-    id: str
-    url: str
-    media_type: str
-    name: str
-    size: int | None = None
-
-
-@dataclass(frozen=True)
-class BatchState:
-    """Where a batch of requests stands: its ``id``, the provider's own ``status`` word,
-    whether it ``ended`` (its results can be read), the provider's request ``counts``, and
-    the requests that read its results once it ended."""
-
-    id: str
-    status: str
-    ended: bool
-    counts: Mapping[str, int] = field(default_factory=dict)
-    results: tuple[HTTPCall, ...] = ()
-    size: int | None = None  # how many requests the batch holds, where the provider says
-
-
-BatchResult = tuple[int, "Mapping[str, Any] | None", "Mapping[str, Any] | None"]  # (request index, answer, error body)
-
-
-def batch_lines(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Each JSON line of a batch's results, with the index of the request it answers (its
-    ``custom_id``, ``request-N``, as ``batch_submit`` names them)."""
-    import json
-
-    for line in text.splitlines():
-        if line.strip():
-            item = json.loads(line)
-            yield int(str(item.get("custom_id", "")).rpartition("-")[2]), item
-
-
-def multipart(
-    fields: Mapping[str, str], file_field: str, filename: str, media_type: str, data: bytes
-) -> tuple[bytes, str]:
-    """A ``multipart/form-data`` body of ``fields`` and one file, and its content type (with
-    the boundary), written as RFC 7578 says and as the official SDKs send it."""
-    import secrets
-
-    boundary = "modelwire-" + secrets.token_hex(16)
-    safe = filename.replace("\\", "\\\\").replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
-    parts = [
-        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
-        for name, value in fields.items()
-    ]
-    head = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="{file_field}"; '
-        f'filename="{safe}"\r\nContent-Type: {media_type}\r\n\r\n'
-    )
-    body = b"".join(parts) + head.encode() + data + f"\r\n--{boundary}--\r\n".encode()
-    return body, f"multipart/form-data; boundary={boundary}"
-
-
-class WireProtocol:
+class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discovery, TestSupport):
     """One wire protocol. Subclass it, set the class attributes, implement
     :meth:`apply_options` (and :meth:`fake_stream` for the test server), and register an
     instance (built in, or through the ``modelwire.protocols`` entry-point group).
+
+    This class is the core (the request: URL, headers, body, options; the stream: framing,
+    adapter, decoder; errors and dialects); the parts a provider may or may not have come
+    from ``modelwire.protocols._parts`` with their defaults, each its own class: ``Files``,
+    ``Batches``, ``TokenCounting``, ``StoredState``, ``Caching``, ``Discovery``,
+    ``TestSupport``. Only ``apply_options`` has no default (it raises).
 
     Class attributes:
         name: the protocol's name (``anthropic``, ``openai-chat`` ...).
@@ -545,82 +246,6 @@ class WireProtocol:
         than in a ``retry-after`` header), else None."""
         return None
 
-    # -- files: uploaded once, referred to by id -------------------------------------------
-
-    files_refusal = "it has no Files API known to modelwire: send the data inline, or by URL"
-    files_api: str | None = None  # whose Files API holds its uploads (protocols sharing one name it alike)
-
-    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
-        """The request that uploads ``data`` to the provider's Files API, or an
-        :class:`~modelwire.errors.UnsupportedOptionError` saying what it takes instead."""
-        raise UnsupportedOptionError("upload_file", preset.name, self.files_refusal)
-
-    def file_uploaded(
-        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes
-    ) -> "UploadedFile | HTTPCall":
-        """The file the provider now holds, from the answer to ``call``; or the next request
-        of an upload made in several (Gemini's resumable upload)."""
-        raise UnsupportedOptionError("upload_file", self.name, self.files_refusal)
-
-    def files_url(self, base_url: str, preset: Preset) -> str:
-        """Where the provider lists the files it holds (``GET``); a file's own URL is this
-        and its id."""
-        raise UnsupportedOptionError("list_files", preset.name, self.files_refusal)
-
-    def files_listed(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
-        """The files in a listing's answer."""
-        return []
-
-    def takes_file_ref(self, media_type: str) -> bool:
-        """Whether a file the endpoint holds can be sent by reference as this media type (else
-        its bytes go, from the block's local copy)."""
-        return False
-
-    # -- batches: many requests answered within a day, at a discount --------------------------
-
-    batch_refusal = "it has no batch API known to modelwire"
-    batch_discount = 1.0  # what a batched request costs, as a share of the same request sent alone
-    batch_limit = 0  # the most requests one batch takes (0: no limit known)
-
-    def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Sequence[Mapping[str, Any]]) -> HTTPCall:
-        """The request that submits ``bodies`` (whole-answer request bodies, in order) as one
-        batch, or an ``UnsupportedOptionError`` saying why there is none."""
-        raise UnsupportedOptionError("batch", preset.name, self.batch_refusal)
-
-    def batch_submitted(
-        self, answer: Mapping[str, Any], call: HTTPCall, base_url: str, preset: Preset
-    ) -> "BatchState | HTTPCall":
-        """The batch's state from the answer to ``call``, or the next request of a submission
-        made in several (OpenAI's: the input file, then the batch)."""
-        return self.batch_state(answer, base_url, preset)
-
-    def batch_call(self, base_url: str, preset: Preset, batch_id: str, action: str) -> HTTPCall:
-        """The request that reads a batch's state (``action`` ``status``) or cancels it (``cancel``)."""
-        raise UnsupportedOptionError("batch", preset.name, self.batch_refusal)
-
-    def batch_state(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> BatchState:
-        """A batch's state from the provider's answer."""
-        raise UnsupportedOptionError("batch", preset.name, self.batch_refusal)
-
-    def batch_results(self, text: str) -> list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
-        """A batch's results (the text its results requests read): ``(request index, the whole
-        answer or None, the error body or None)`` for each request it holds."""
-        return []
-
-    def count_request(
-        self, url: str, body: dict[str, Any], model: str, preset: Preset
-    ) -> tuple[str, dict[str, Any]] | None:
-        """The URL and body of the provider's own endpoint that counts the input tokens of
-        the request ``body`` (which would go to ``url``), or None where it has none."""
-        return None
-
-    def counted(self, answer: Mapping[str, Any]) -> int:
-        """The input tokens in the counting endpoint's answer (each provider names them its way)."""
-        for key in ("input_tokens", "inputTokens", "totalTokens"):
-            if isinstance(answer.get(key), int):
-                return answer[key]
-        raise ValueError(f"no token count in {str(dict(answer))[:200]}")
-
     def headers(self, api_key: str | None, preset: Preset, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": self.content_type, "user-agent": USER_AGENT}
         headers.update(preset.headers)
@@ -693,72 +318,6 @@ class WireProtocol:
                 )
         return body
 
-    # Whether the provider keeps responses on its side (so that ``stateless``, ``chain`` and
-    # ``background`` mean something). Where it keeps none, ``stateless`` and ``chain`` are
-    # what happens anyway, and ``background`` is refused.
-    keeps_state: bool = False
-
-    def chain(self, body: dict[str, Any], records: Sequence[Any]) -> dict[str, Any] | None:
-        """``body`` continuing one of the stored responses in ``records`` (what
-        :meth:`chain_record` kept of earlier calls), with only the new items; None when
-        none of them is this conversation's."""
-        return None
-
-    def chain_record(self, body: dict[str, Any], metadata: Mapping[str, Any]) -> Any:
-        """What to keep of a finished call (its full request, the end's metadata) to
-        continue it later; None: nothing."""
-        return None
-
-    def forgot_state(self, err: Exception) -> bool:
-        """Whether ``err`` says the server no longer has the response a request continued."""
-        return False
-
-    def resume_url(self, base_url: str, preset: Preset, metadata: Mapping[str, Any]) -> str | None:
-        """Where to read the rest of a background response whose stream broke (a GET), from
-        what its adapter recorded so far; None when it cannot be resumed."""
-        return None
-
-    def apply_cache(
-        self,
-        body: dict[str, Any],
-        plan: CachePlan,
-        preset: Preset,
-        model: str = "",
-        caps: ModelCapabilities = ModelCapabilities(),
-    ) -> None:
-        """Put the prompt-caching ``plan`` into ``body`` as this provider takes it (in
-        place), or refuse it: a provider with no caching to ask for refuses ``cache``."""
-        raise refuse("cache", preset, "the provider has no prompt caching to ask for; leave cache out", model=model)
-
-    def cache_resource(self, body: dict[str, Any], plan: CachePlan, url: str) -> tuple[str, dict[str, Any]] | None:
-        """For a provider whose cache is a resource created first (and then named in the
-        request): where to create it for this request (``url`` is the request's) and the
-        body that creates it; None when there is nothing to create."""
-        return None
-
-    def with_cache_resource(self, body: dict[str, Any], name: str) -> dict[str, Any]:
-        """``body`` using the created cache ``name`` (what it holds left out)."""
-        raise NotImplementedError
-
-    # The request's fields in the order the provider reads its prompt (the cached prefix is
-    # a leading run of them); the last is the conversation, one part per item.
-    prompt_order: tuple[str, ...] = ()
-    # Keys that only mark cache breakpoints (left out when prefixes are compared).
-    cache_marker_keys: tuple[str, ...] = ()
-
-    def prompt_parts(self, body: dict[str, Any]) -> list[tuple[str, Any]]:
-        """The request as the provider's cached prefix sees it: ``(label, value)`` in
-        prompt order, cache marks left out. Two calls share a cached prefix up to their
-        first differing part."""
-        parts: list[tuple[str, Any]] = []
-        for index, name in enumerate(self.prompt_order):
-            value = _unmarked(body.get(name), self.cache_marker_keys)
-            if index == len(self.prompt_order) - 1 and isinstance(value, list):
-                parts += [(f"{name}[{i}]", item) for i, item in enumerate(value)]
-            elif value is not None:
-                parts.append((name, value))
-        return parts
-
     def stream_fields(self, body: dict[str, Any], preset: Preset) -> None:
         """Fields this protocol always sends with a streamed request (before the options,
         so ``extra_body`` can still change them)."""
@@ -779,25 +338,8 @@ class WireProtocol:
         would be enforced, or the protocol enforces nothing)."""
         return []
 
-    # Whether every request depends on what the model is (then its capabilities are looked
-    # up on the first call whatever the options).
-    lookup_always = False
     # Whether tool calls arrive whole (one provider event each), not as argument fragments.
     whole_tool_calls = False
-
-    def model_info_url(self, base_url: str, model: str, preset: Preset) -> str | None:
-        """Where the provider publishes what ``model`` accepts (a GET with the usual auth,
-        or a POST of :meth:`model_info_body`), or None when it does not."""
-        return None
-
-    def model_info_body(self, model: str) -> bytes | None:
-        """The JSON body to POST to :meth:`model_info_url` (None: a GET)."""
-        return None
-
-    def capabilities_from_info(self, data: Any, model: str) -> ModelCapabilities | None:
-        """The published answer of :meth:`model_info_url` as a record (only what it says;
-        None when the answer does not describe the model)."""
-        return None
 
     def apply_options(
         self,
@@ -836,54 +378,6 @@ class WireProtocol:
         for) as this protocol's own stream events, for its adapter: ``(event name, data)``
         pairs, ``"[DONE]"`` as data for the marker. The same reply, whichever way it came."""
         raise NotImplementedError(f"the {self.name} protocol cannot read a whole answer")
-
-    # -- SDK clients -----------------------------------------------------------------------
-
-    def sdk_base_url(self, base_url: str) -> str:
-        """The base URL modelwire wants, from an SDK client's."""
-        return base_url.rstrip("/")
-
-    # -- testing ---------------------------------------------------------------------------
-
-    def fake_stream(self, *blocks: tuple, **options: Any) -> bytes:
-        """A response body for the local test server, from neutral blocks:
-        ``("think", text)``, ``("text", text)``, ``("tool", call_id, name, arguments_json)``."""
-        raise NotImplementedError(f"the {self.name} protocol has no fake stream")
-
-    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
-        """The whole (not streamed) answer a server gives for the same blocks as
-        :meth:`fake_stream`: what :meth:`answer_events` reads (the conformance suite checks
-        that both fold to one reply). Optional: a protocol without it is checked on its
-        streams alone."""
-        raise NotImplementedError(f"the {self.name} protocol has no fake whole answer")
-
-    def split_stream(self, body: bytes) -> list[bytes]:
-        """A response body in the pieces a server sends it in: one event (or line, or
-        frame) each, by :attr:`framing`."""
-        from ..adapters import split_framed
-
-        return split_framed(self.framing, body)
-
-
-# Dialect keys the models layer reads for any protocol: where credentials come from when
-# there is no key, and the variables a key may be in.
-COMMON_DIALECT: dict[str, Any] = {"credentials": {"google", "aws", "azure"}, "key_envs": (tuple, list)}
-
-
-def _unmarked(value: Any, markers: tuple[str, ...]) -> Any:
-    """``value`` without cache marks: keys in ``markers`` dropped, list items that are only
-    a mark dropped."""
-    if not markers:
-        return value
-    if isinstance(value, dict):
-        return {k: _unmarked(v, markers) for k, v in value.items() if k not in markers}
-    if isinstance(value, list):
-        return [_unmarked(v, markers) for v in value if not (isinstance(v, dict) and v and set(v) <= set(markers))]
-    return value
-
-
-def refuse(option: str, preset: Preset, hint: str = "", model: str = "") -> UnsupportedOptionError:
-    return UnsupportedOptionError(option, preset.name, hint, model=model or None)
 
 
 def check_effort(
