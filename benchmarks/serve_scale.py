@@ -36,6 +36,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -256,7 +257,10 @@ def _start(kind: str, upstream: str, port: int) -> subprocess.Popen:
         model = "anthropic:claude-sonnet-4-5"
         cmd = [sys.executable, "-m", "modelwire.cli", "serve", "--port", str(port), "--model", model]
         cmd += ["--base-url", upstream]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Its messages to a file: a pipe nobody reads fills up and stops the worker at its next line.
+    log = tempfile.NamedTemporaryFile("w+b", prefix=f"serve-scale-{kind}-", suffix=".log", delete=False)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    proc.args = [*cmd, log.name]  # where its messages went, to read after a run
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -264,10 +268,13 @@ def _start(kind: str, upstream: str, port: int) -> subprocess.Popen:
             return proc
         except OSError:
             if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(
-                    f"{kind} did not start: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}"
-                )
+                raise RuntimeError(f"{kind} did not start: {_tail(log.name)}") from None
             time.sleep(0.05)
+
+
+def _tail(path: str, size: int = 2000) -> str:
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", "replace")[-size:]
 
 
 PATHS = {"relay": "/", "modelwire": "/reply"}
@@ -306,16 +313,22 @@ def run(kind: str, upstream: str, streams: int, events: int, pace: float) -> dic
                 peak[0] = _rss(proc.pid)
 
             watcher = asyncio.create_task(watch())
-            tasks = [one_stream(port, PATHS[kind], BODIES[kind], events, opened, latencies) for _ in range(streams)]
-            done = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60 + events * pace * 10)
-            watcher.cancel()
-            return done
+            tasks = [
+                asyncio.create_task(one_stream(port, PATHS[kind], BODIES[kind], events, opened, latencies))
+                for _ in range(streams)
+            ]
+            _, pending = await asyncio.wait(tasks, timeout=60 + events * pace * 10)
+            for task in [*pending, watcher]:
+                task.cancel()
+            await asyncio.gather(*tasks, watcher, return_exceptions=True)
+            return [t.result() if not t.cancelled() and t.exception() is None else t for t in tasks]
 
         started = time.monotonic()
-        try:
-            results = asyncio.run(clients())
-        except asyncio.TimeoutError:
-            results = []
+        results = asyncio.run(clients())
+        failures = [r for r in results if r is not True]
+        if failures:
+            print(f"{kind} at {streams} streams: {len(failures)} did not end whole, e.g. {failures[0]!r}")
+            print(f"  its worker's messages ({proc.args[-1]}):", _tail(proc.args[-1], 1500).strip() or "(none)")
         wall = time.monotonic() - started
         cpu = _cpu(proc.pid) - cpu_before
         completed = sum(1 for r in results if r is True)
