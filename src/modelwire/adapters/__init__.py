@@ -30,6 +30,7 @@ from ._base import (
     StreamDecoder,
     debug,
     decode_answer,
+    json_text,
     shape_problem,
 )
 from ._eventstream import EventStreamDecoder, Frame, encode_frame
@@ -52,6 +53,7 @@ __all__ = [
     "STREAMING",
     "debug",
     "decode_answer",
+    "json_text",
     "shape_problem",
     "StreamDecoder",
     "SSEDecoder",

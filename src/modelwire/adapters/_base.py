@@ -47,6 +47,7 @@ from ._fast import Delta, FastPath, compile_fast_path
 from ._sse import _LINE_NAMES, SSEDecoder, _line_name
 
 __all__ = [
+    "json_text",
     "BaseAdapter",
     "StreamDecoder",
     "AWSStreamDecoder",
@@ -67,6 +68,11 @@ COMMON_EXTRAS = frozenset(
 )
 
 _log = logging.getLogger("modelwire.adapters")
+
+# A whole value as the JSON text a tool call's arguments (or a result) are kept as: what
+# ``json.dumps(value, ensure_ascii=False)`` writes, by one encoder made once (json.dumps
+# makes a new one on every call with that option: most of a whole call's cost).
+json_text: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
 _STOP_REASONS = frozenset(E.StopReason)
 
 

@@ -27,12 +27,11 @@ What maps to what:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 
 from ...errors import StreamProtocolError
-from ...adapters import OPTIONAL, BaseAdapter, Delta, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Delta, json_text, shape_problem
 from ...errors import error_from_body
 
 __all__ = ["AnthropicAdapter", "STOP_REASONS"]
@@ -291,7 +290,7 @@ class AnthropicAdapter(BaseAdapter):
             return
         if block.kind == "tool_call" and not block.has_delta:
             start_input = self._start_input.get(index)
-            self.delta(block, json.dumps(start_input, ensure_ascii=False) if start_input else "{}")
+            self.delta(block, json_text(start_input) if start_input else "{}")
         if block.kind == "tool_result":
             assert raw is not None
             self.delta(block, _result_text(raw.get("content")))
@@ -332,4 +331,4 @@ def _result_text(content: Any) -> str:
         isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text", ""), str) for c in content
     ):
         return "".join(c.get("text", "") for c in content)
-    return json.dumps(content, ensure_ascii=False)
+    return json_text(content)

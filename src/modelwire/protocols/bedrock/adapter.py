@@ -22,11 +22,10 @@ The body is AWS's binary event stream (see :mod:`modelwire.adapters._eventstream
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 
-from ...adapters import OPTIONAL, BaseAdapter, Delta, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Delta, json_text, shape_problem
 from ...errors import StreamProtocolError
 
 __all__ = ["BedrockConverseAdapter", "STOP_REASONS"]
@@ -177,7 +176,7 @@ class BedrockConverseAdapter(BaseAdapter):
                 if isinstance(item, dict) and "text" in item:
                     self.delta(block, item["text"])
                 elif isinstance(item, dict) and "json" in item:
-                    self.delta(block, json.dumps(item["json"], ensure_ascii=False))
+                    self.delta(block, json_text(item["json"]))
         elif "citation" in delta:
             if block is not None:
                 block.extras.setdefault("citations", []).append(delta["citation"])
@@ -197,7 +196,7 @@ class BedrockConverseAdapter(BaseAdapter):
             )
         piece = (delta["toolUse"] or {}).get("input", "")
         if not isinstance(piece, str):
-            piece = json.dumps(piece, ensure_ascii=False)
+            piece = json_text(piece)
         self.delta(block, piece)
 
     def _reasoning(self, block: Any, index: int, reasoning: dict[str, Any]) -> None:

@@ -35,13 +35,12 @@ others are noted in the metadata). What maps to what:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import msgspec
 
 from ... import event as E
-from ...adapters import OPTIONAL, BaseAdapter, Block, Delta, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Block, Delta, json_text, shape_problem
 from ...errors import StreamProtocolError, error_from_body
 from ...event import DataBlockDeltaEvent
 from ...message import normalize_base64
@@ -320,7 +319,7 @@ class GeminiAdapter(BaseAdapter):
             args = {}
         if not isinstance(args, dict):
             raise StreamProtocolError("functionCall.args is not an object", body={"functionCall": call})
-        self.delta(block.block, json.dumps(args, ensure_ascii=False))
+        self.delta(block.block, json_text(args))
         self.close_block(block.key)
 
     def _open_call(self, name: str, server_id: Any, signature: str | None) -> "_Opened":
@@ -356,7 +355,7 @@ class GeminiAdapter(BaseAdapter):
         streamed.flush()
         block = self.blocks.get(streamed.key)
         if block is not None:
-            self.delta(block, json.dumps(streamed.args, ensure_ascii=False))
+            self.delta(block, json_text(streamed.args))
             self.close_block(streamed.key)
 
     # -- server tools, data, anything else -------------------------------------------------
@@ -373,7 +372,7 @@ class GeminiAdapter(BaseAdapter):
         if signature:
             block.extras["thought_signature"] = signature
         arguments = body.get("args") if name == "toolCall" else {k: v for k, v in body.items() if k != "id"}
-        self.delta(block, json.dumps(arguments or {}, ensure_ascii=False))
+        self.delta(block, json_text(arguments or {}))
         self.close_block(key)
         self._server_calls[call_id] = tool
 
@@ -474,7 +473,7 @@ def _describe(body: dict[str, Any]) -> str:
     response = body.get("response")
     if response is None:
         return ""
-    return response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
+    return response if isinstance(response, str) else json_text(response)
 
 
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")

@@ -18,11 +18,10 @@ Every line is ``{"model", "created_at", "message": {"role", "content", "thinking
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 
-from ...adapters import OPTIONAL, BaseAdapter, Delta, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Delta, json_text, shape_problem
 from ...errors import StreamProtocolError
 
 __all__ = ["OllamaAdapter", "STOP_REASONS"]
@@ -141,7 +140,7 @@ class OllamaAdapter(BaseAdapter):
         if isinstance(arguments, str):
             text = arguments  # a server that sends the arguments as JSON text
         elif isinstance(arguments, dict) or arguments is None:
-            text = json.dumps(arguments or {}, ensure_ascii=False)
+            text = json_text(arguments or {})
         else:
             raise StreamProtocolError(f"ollama: tool call arguments are {type(arguments).__name__}, not an object")
         self._close_text()

@@ -26,12 +26,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 
 from ...errors import IncompleteStreamError, StreamProtocolError
-from ...adapters import OPTIONAL, BaseAdapter, Const, Delta, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Const, Delta, json_text, shape_problem
 from ...errors import error_from_body
 
 __all__ = ["OpenAIResponsesAdapter"]
@@ -350,7 +349,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
         block = self.open_block(key, "tool_call", name=name, block_id=call_id)
         block.extras.update(server_side=True, provider_metadata=self.origin, provider_block_type=raw["type"])
         action = raw.get("action") or raw.get("arguments") or raw.get("code") or {}
-        self.delta(block, action if isinstance(action, str) else json.dumps(action, ensure_ascii=False))
+        self.delta(block, action if isinstance(action, str) else json_text(action))
         self.close_block(key)
         result = self.open_block(key, "tool_result", name=name, block_id=call_id)
         self.delta(result, _describe(raw))
@@ -414,7 +413,7 @@ def _describe(raw: dict[str, Any]) -> str:
     for key in ("output", "result", "outputs"):
         if raw.get(key):
             value = raw[key]
-            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            return value if isinstance(value, str) else json_text(value)
     return raw.get("status") or ""
 
 
