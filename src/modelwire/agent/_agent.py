@@ -222,7 +222,7 @@ class Agent:
         self.model_options = model_options or {}
         self.context: list[Msg] = []
         self._states: dict[str, _ReplyState] = {}
-        self._interrupt = asyncio.Event()
+        self._interrupted = False  # interrupt() was called for the running reply (a flag: nothing waits on it)
         self._task: asyncio.Task | None = None
         self._outside = False  # True while the consumer holds an event
         self._running: asyncio.Task | None = None  # the task running a reply
@@ -309,9 +309,9 @@ class Agent:
 
         Call it from the event loop's thread (a signal handler added with
         ``loop.add_signal_handler``, another task, a callback)."""
-        if self._interrupt.is_set():
+        if self._interrupted:
             return
-        self._interrupt.set()
+        self._interrupted = True
         task = self._task
         if task is not None and not task.done() and not self._outside:
             task.cancel()  # cut the current wait short; _guarded turns it into an interrupt
@@ -364,7 +364,7 @@ class Agent:
         structured_model: Any = None,
         failures: list[Exception],
     ) -> AsyncGenerator[E.AgentEvent, None]:
-        self._interrupt = asyncio.Event()
+        self._interrupted = False
         if event is not None:
             if not isinstance(event, _RESUME_EVENTS):
                 raise AgentError(f"a parked reply resumes with {sorted(_RESUME_TYPES)}, not {event.type}")
@@ -487,7 +487,7 @@ class Agent:
                 self._outside = True
                 yield ev
                 self._outside = False
-                if self._interrupt.is_set():
+                if self._interrupted:
                     await inner.aclose()
                     async for closing in self._finish_interrupted(state, tracker):
                         yield closing
@@ -501,7 +501,7 @@ class Agent:
                 pass
             raise
         except asyncio.CancelledError:
-            if self._interrupt.is_set() and task is not None and task.uncancel() == 0:
+            if self._interrupted and task is not None and task.uncancel() == 0:
                 # Our own interrupt cut a wait short: end the reply in the open.
                 async for closing in self._finish_interrupted(state, tracker):
                     yield closing

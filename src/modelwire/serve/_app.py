@@ -605,27 +605,35 @@ _SSE_HEADERS = [
 
 
 async def _relay(chunks: AsyncIterator[bytes], receive: Receive, send: Send, extra: list[tuple[bytes, bytes]]) -> None:
-    """Send an event stream's chunks as they come, until it ends or the client leaves."""
-    await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
+    """Send an event stream's chunks as they come, until it ends or the client leaves.
 
-    async def forward() -> None:
-        async for chunk in chunks:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    The chunks are sent from this task; one task of its own watches for the client leaving
+    and then cuts this one's wait short (a task less per open stream than one for each)."""
+    await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
+    this = asyncio.current_task()
+    assert this is not None
+    left = False
 
     async def watch() -> None:
+        nonlocal left
         while (await receive())["type"] != "http.disconnect":
             pass
+        left = True
+        this.cancel()
 
-    sending, gone = asyncio.create_task(forward()), asyncio.create_task(watch())
+    watcher = asyncio.create_task(watch())
     try:
-        await asyncio.wait({sending, gone}, return_when=asyncio.FIRST_COMPLETED)
+        async for chunk in chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    except asyncio.CancelledError:
+        if not left:
+            raise  # cancelled from outside: not ours to take
+        this.uncancel()  # the watcher's: the client is gone, nothing more can be sent
     finally:
-        for task in (sending, gone):
-            task.cancel()
-        await asyncio.gather(sending, gone, return_exceptions=True)
-    if gone.done() and not gone.cancelled():
-        return  # the client is gone: nothing more can be sent
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
+        # Not awaited: this task does not wait again here, so the watcher, cancelled before
+        # its next step, can no longer cancel it.
+        watcher.cancel()
 
 
 def _reply_of(agent: Any, rid: str) -> Msg | None:

@@ -12,8 +12,6 @@ stream). A user's Stop is an interrupt, which ends the reply at once.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
-from itertools import islice
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 __all__ = ["Gone", "LiveReply"]
@@ -29,7 +27,7 @@ class LiveReply:
     ) -> None:
         self.token = token
         self.max_frames, self.max_bytes = max_frames, max_bytes
-        self.frames: deque[bytes] = deque()
+        self.frames: list[bytes] = []  # the oldest go in batches, past the bounds (see add)
         # Ids are unique across the parts of one reply: a continuation after the client's
         # answer starts where the part before it stopped.
         self.first = first  # the id of frames[0]
@@ -42,7 +40,7 @@ class LiveReply:
         self.agent: Any = None
         self.reply_id: str | None = None
         self.followers = 0
-        self._changed = asyncio.Event()
+        self._waiting: list[asyncio.Future[None]] = []  # followers waiting for a frame
         self._grace: asyncio.TimerHandle | None = None
         # With a shared store, a client may follow this reply on another worker: asked
         # before the reply is abandoned.
@@ -55,37 +53,54 @@ class LiveReply:
             self.next += 1
             self.frames.append(framed)
             self.bytes += len(framed)
-            while len(self.frames) > self.max_frames or self.bytes > self.max_bytes:
-                self.bytes -= len(self.frames.popleft())
-                self.first += 1
+        if len(self.frames) > self.max_frames or self.bytes > self.max_bytes:
+            self._drop_oldest()
         if frames:
             self._wake()
+
+    def _drop_oldest(self) -> None:
+        """The oldest frames let go until the buffer is within its bounds again."""
+        drop = max(0, len(self.frames) - self.max_frames)
+        dropped = sum(len(f) for f in self.frames[:drop])
+        while self.bytes - dropped > self.max_bytes and drop < len(self.frames):
+            dropped += len(self.frames[drop])
+            drop += 1
+        del self.frames[:drop]
+        self.bytes -= dropped
+        self.first += drop
 
     def finish(self) -> None:
         self.done = True
         self._wake()
 
     def _wake(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        waiting, self._waiting = self._waiting, []
+        for waiter in waiting:
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def follow(self, after: int) -> AsyncIterator[list[tuple[int, bytes]]]:
         """The frames after id ``after`` as ``(id, frame)`` batches, as they come, until the
         reply's stream ends."""
         seq = after + 1
         while True:
-            changed = self._changed
             if seq < self.first:
                 raise Gone()
             if seq < self.next:
-                # One pass over the deque (indexing one in the middle walks it each time).
-                batch = list(zip(range(seq, self.next), islice(self.frames, seq - self.first, None)))
+                batch = list(zip(range(seq, self.next), self.frames[seq - self.first :]))
                 seq = self.next
                 yield batch
                 continue
             if self.done:
                 return
-            await changed.wait()
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiting.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:  # the follower is gone: nothing to wake
+                if waiter in self._waiting:
+                    self._waiting.remove(waiter)
+                raise
 
     def attach(self) -> None:
         self.followers += 1
