@@ -261,14 +261,21 @@ def _start(kind: str, upstream: str, port: int) -> subprocess.Popen:
     log = tempfile.NamedTemporaryFile("w+b", prefix=f"serve-scale-{kind}-", suffix=".log", delete=False)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
     proc.args = [*cmd, log.name]  # where its messages went, to read after a run
-    deadline = time.monotonic() + 30
+    if not _listening(port, proc, 30):
+        raise RuntimeError(f"{kind} did not start: {_tail(log.name)}")
+    return proc
+
+
+def _listening(port: int, proc: subprocess.Popen, seconds: float) -> bool:
+    """Whether ``proc`` listens on ``port`` within ``seconds`` (False: it did not, or it died)."""
+    deadline = time.monotonic() + seconds
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc
+            return True
         except OSError:
             if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"{kind} did not start: {_tail(log.name)}") from None
+                return False
             time.sleep(0.05)
 
 
@@ -369,15 +376,8 @@ def main() -> int:
     up_port = _free_port()
     upstream = subprocess.Popen([sys.executable, __file__, "--upstream", str(up_port), str(events), str(pace)])
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", up_port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the upstream did not start") from None
-                time.sleep(0.05)
+        if not _listening(up_port, upstream, 10):
+            raise RuntimeError("the upstream did not start")
         url = f"http://127.0.0.1:{up_port}"
         rows, ok = [], True
         for n in counts:
