@@ -641,3 +641,16 @@ def test_every_built_in_table_compiles_and_shows_its_rows():
         if cls.deltas:
             source = fast_path_source(cls)
             assert source.count("text = ") == len(cls.deltas), name
+
+
+def test_two_objects_whose_paths_read_alike_stay_two():
+    """``a.b_c`` and ``a_b.c`` would be one name in the generated code: each keeps its own."""
+    from modelwire.adapters import STREAMING, Delta
+    from modelwire.adapters._fast import compile_fast_path
+
+    fast = compile_fast_path((Delta("a.b_c.t", fixed="x"), Delta("a_b.c.t", fixed="y")), "Alike", STREAMING)
+    block = type("B", (), {"kind": "text", "closed": False})()
+    toy = type("Toy", (), {"state": STREAMING, "blocks": {"x": block, "y": block}})()
+    toy.short_delta = lambda target, text: [text]
+    assert fast.feed_raw(toy, b'{"a_b":{"c":{"t":"second"}}}') == ["second"]
+    assert fast.feed_raw(toy, b'{"a":{"b_c":{"t":"first"}}}') == ["first"]

@@ -145,6 +145,8 @@ class _Node:
             else:
                 fields.append((name, *_LEAVES[child]))
         label = self.path.replace(".", "_") or "event"
+        while f"E_{label}" in names:  # "a.b_c" and "a_b.c" are two objects
+            label += "_"
         self.type = msgspec.defstruct(
             f"{prefix}_{label}", fields, frozen=True, gc=False, forbid_unknown_fields=self.strict, module=__name__
         )
