@@ -648,9 +648,10 @@ def test_two_objects_whose_paths_read_alike_stay_two():
     from modelwire.adapters import STREAMING, Delta
     from modelwire.adapters._fast import compile_fast_path
 
-    fast = compile_fast_path((Delta("a.b_c.t", fixed="x"), Delta("a_b.c.t", fixed="y")), "Alike", STREAMING)
+    fast = compile_fast_path((Delta("a.b_c.t", fixed="x"), Delta("a_b.c.u", fixed="y")), "Alike", STREAMING)
     block = type("B", (), {"kind": "text", "closed": False})()
     toy = type("Toy", (), {"state": STREAMING, "blocks": {"x": block, "y": block}})()
     toy.short_delta = lambda target, text: [text]
-    assert fast.feed_raw(toy, b'{"a_b":{"c":{"t":"second"}}}') == ["second"]
-    assert fast.feed_raw(toy, b'{"a":{"b_c":{"t":"first"}}}') == ["first"]
+    # a null object reads as its own empty one, whose fields are its own
+    assert fast.feed_raw(toy, b'{"a":{"b_c":null},"a_b":{"c":{"u":"second"}}}') == ["second"]
+    assert fast.feed_raw(toy, b'{"a":{"b_c":{"t":"first"}},"a_b":{"c":null}}') == ["first"]
