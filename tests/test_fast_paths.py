@@ -655,3 +655,24 @@ def test_two_objects_whose_paths_read_alike_stay_two():
     # a null object reads as its own empty one, whose fields are its own
     assert fast.feed_raw(toy, b'{"a":{"b_c":null},"a_b":{"c":{"u":"second"}}}') == ["second"]
     assert fast.feed_raw(toy, b'{"a":{"b_c":{"t":"first"}},"a_b":{"c":null}}') == ["first"]
+
+
+def test_a_short_path_that_fails_leaves_the_event_to_the_full_path(monkeypatch):
+    """A bug in a table's reading (here a ``find`` that raises) is no event lost: the short
+    path says None and the full path takes the event; with MODELWIRE_DEBUG=1 it is raised."""
+    from modelwire.adapters import STREAMING, Delta
+    from modelwire.adapters._fast import compile_fast_path
+
+    fast = compile_fast_path((Delta("t", key="k", find="broken"),), "Broken", STREAMING)
+
+    class Toy:
+        state = STREAMING
+
+        def broken(self, key):
+            raise KeyError(key)
+
+    monkeypatch.setenv("MODELWIRE_DEBUG", "0")
+    assert fast.feed_raw(Toy(), b'{"t":"x","k":1}') is None
+    monkeypatch.setenv("MODELWIRE_DEBUG", "1")
+    with pytest.raises(KeyError):
+        fast.feed_raw(Toy(), b'{"t":"x","k":1}')
