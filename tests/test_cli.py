@@ -661,3 +661,18 @@ def test_chat_asks_a_model_that_thinks_unasked_to_show_its_thinking():
     first, second = (r["json"] for r in server.requests)
     assert first["thinking"] == {"type": "adaptive", "display": "summarized"}
     assert "thinking" not in second
+
+
+def test_modelwire_serve_sizes_its_provider_pool_for_a_server(monkeypatch):
+    """One connection per streaming reply: `serve` opens up to --max-connections (1000 by
+    default) where load_model's 20 suit a script; past 20 replies waited for a connection and
+    failed after the pool timeout (benchmarks/serve_scale.py at 1,000 streams)."""
+    from modelwire.cli import _serve_app, build_parser
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    pools = []
+    for extra in ([], ["--max-connections", "7"]):
+        args = build_parser().parse_args(["serve", "-m", "anthropic:claude-sonnet-4-5", *extra])
+        app, _ = _serve_app(args)
+        pools.append(app.make_agent().model.transport._max_connections)
+    assert pools == [1000, 7]
