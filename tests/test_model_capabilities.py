@@ -119,6 +119,20 @@ def test_every_table_entry_names_its_sources_and_is_reachable():
     assert from_table("kimi-k2-thinking") is None and from_table("my-own-model") is None
 
 
+def test_the_compiled_table_is_the_written_one():
+    """``capabilities.json`` (what a first call reads) holds exactly ``capabilities.toml``'s
+    entries; after an edit of the TOML, ``python -m modelwire.models.capabilities`` writes it."""
+    import json
+    import tomllib
+
+    from modelwire.models import capabilities
+
+    written = tomllib.loads(capabilities._TABLE.read_text(encoding="utf-8"))
+    compiled = json.loads(capabilities._COMPILED.read_text(encoding="utf-8"))
+    assert compiled == written, "capabilities.json is stale: run python -m modelwire.models.capabilities"
+    assert capabilities.compile_table() == capabilities._COMPILED.read_bytes()
+
+
 def test_overrides_are_checked_and_win(server):
     with pytest.raises(ConfigError, match="did you mean 'structured_output'"):
         load_model("anthropic:claude-test", **KEYS, capabilities={"structured_outputs": True})

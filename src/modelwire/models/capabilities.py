@@ -5,6 +5,11 @@ it), and last what the user says (``capabilities={...}`` in a profile or ``load_
 
 Each field of the result records where it came from, which ``modelwire models
 --capabilities MODEL`` shows.
+
+The table is written in ``capabilities.toml`` and shipped beside it compiled to JSON
+(``capabilities.json``, the same entries: ``python -m modelwire.models.capabilities``
+writes it, and a test holds the two equal), which a first call reads in a tenth of the
+time; only the entry a model matches is made a record then.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ..protocols import ModelCapabilities
 __all__ = ["ModelCapabilities", "normalize", "from_table", "table_entries", "entries_of", "resolve_capabilities"]
 
 _TABLE = Path(__file__).with_name("capabilities.toml")
+_COMPILED = _TABLE.with_suffix(".json")  # the same entries, as JSON: read without a TOML parser
 # A cloud's prefixes and suffixes around the model's own name.
 _PREFIX = re.compile(
     r"^(?:(?:us|eu|apac|au|jp|global|us-gov)\.)?(?:anthropic|amazon|meta|mistral|openai|deepseek|qwen|google|moonshot|cohere)\."
@@ -44,7 +50,29 @@ def normalize(model: str) -> str:
 @lru_cache(maxsize=1)
 def table_entries() -> tuple[tuple[tuple[str, ...], ModelCapabilities, str], ...]:
     """``(patterns, record, family)`` for every entry of the shipped table, in order."""
-    return entries_of(_TABLE.read_text(encoding="utf-8"), _TABLE.name)
+    return tuple(_entry(n, raw, _TABLE.name) for n, raw in enumerate(_raw_table()))
+
+
+@lru_cache(maxsize=1)
+def _raw_table() -> tuple[dict[str, Any], ...]:
+    """The shipped table's entries as written, from its compiled JSON where it is there."""
+    if _COMPILED.exists():
+        import msgspec
+
+        return tuple(msgspec.json.decode(_COMPILED.read_bytes()).get("model", []))
+    import tomllib
+
+    return tuple(tomllib.loads(_TABLE.read_text(encoding="utf-8")).get("model", []))
+
+
+def compile_table() -> bytes:
+    """``capabilities.toml`` as the JSON shipped beside it (what ``python -m
+    modelwire.models.capabilities`` writes)."""
+    import json
+    import tomllib
+
+    data = tomllib.loads(_TABLE.read_text(encoding="utf-8"))
+    return (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode()
 
 
 def entries_of(text: str, name: str = "table") -> tuple[tuple[tuple[str, ...], ModelCapabilities, str], ...]:
@@ -54,40 +82,46 @@ def entries_of(text: str, name: str = "table") -> tuple[tuple[tuple[str, ...], M
     :class:`ConfigError`: a fact in the table always says where it comes from."""
     import tomllib
 
-    entries = []
-    for n, entry in enumerate(tomllib.loads(text).get("model", [])):
-        entry = dict(entry)
-        family = entry.pop("family", f"entry {n}")
-        patterns = tuple(entry.pop("match", ()))
-        cited = entry.pop("source", [])
-        if not patterns:
-            raise ConfigError(f"{name}: {family} needs match patterns")
-        record = ModelCapabilities.from_mapping(entry, f"table: {family}")
-        sources: dict[str, list[str]] = {}
-        for source in cited:
-            says, backs = source.get("says"), source.get("backs")
-            if not isinstance(says, str) or not says or not isinstance(backs, list) or not backs:
-                raise ConfigError(f"{name}: {family}: each source needs what it says and the fields it backs")
-            for field_name in backs:
-                if field_name not in entry:
-                    raise ConfigError(f"{name}: {family}: a source backs {field_name!r}, which the entry does not set")
-                sources.setdefault(field_name, []).append(says)
-        unsourced = sorted(set(entry) - set(sources))
-        if unsourced:
-            raise ConfigError(
-                f"{name}: {family}: no source backs {', '.join(unsourced)}; name where each fact comes from"
-            )
-        shown = {k: f"table: {family}: " + "; ".join(v) for k, v in sources.items() if k in record.known()}
-        entries.append((patterns, replace(record, sources=shown), family))
-    return tuple(entries)
+    return tuple(_entry(n, raw, name) for n, raw in enumerate(tomllib.loads(text).get("model", [])))
+
+
+def _entry(n: int, raw: Mapping[str, Any], name: str) -> tuple[tuple[str, ...], ModelCapabilities, str]:
+    """One entry of a table: its patterns, its record (each field with its sources), its family."""
+    entry = dict(raw)
+    family = entry.pop("family", f"entry {n}")
+    patterns = tuple(entry.pop("match", ()))
+    cited = entry.pop("source", [])
+    if not patterns:
+        raise ConfigError(f"{name}: {family} needs match patterns")
+    record = ModelCapabilities.from_mapping(entry, f"table: {family}")
+    sources: dict[str, list[str]] = {}
+    for source in cited:
+        says, backs = source.get("says"), source.get("backs")
+        if not isinstance(says, str) or not says or not isinstance(backs, list) or not backs:
+            raise ConfigError(f"{name}: {family}: each source needs what it says and the fields it backs")
+        for field_name in backs:
+            if field_name not in entry:
+                raise ConfigError(f"{name}: {family}: a source backs {field_name!r}, which the entry does not set")
+            sources.setdefault(field_name, []).append(says)
+    unsourced = sorted(set(entry) - set(sources))
+    if unsourced:
+        raise ConfigError(f"{name}: {family}: no source backs {', '.join(unsourced)}; name where each fact comes from")
+    shown = {k: f"table: {family}: " + "; ".join(v) for k, v in sources.items() if k in record.known()}
+    return patterns, replace(record, sources=shown), family
+
+
+_records: dict[int, ModelCapabilities] = {}  # the shipped entries made records so far, by position
 
 
 def from_table(model: str) -> ModelCapabilities | None:
-    """The shipped table's record for ``model``, or None when no family matches."""
+    """The shipped table's record for ``model``, or None when no family matches (only the
+    entry that matches is made a record)."""
     name = normalize(model)
-    for patterns, record, _family in table_entries():
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
-            return record
+    for n, raw in enumerate(_raw_table()):
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in raw.get("match", ())):
+            if n not in _records:
+                _records[n] = _entry(n, raw, _TABLE.name)[1]
+            return _records[n]
     return None
 
 
@@ -115,3 +149,8 @@ def resolve_capabilities(
             overrides = ModelCapabilities.from_mapping(overrides, "override")
         caps = overrides.over(caps)
     return caps
+
+
+if __name__ == "__main__":  # python -m modelwire.models.capabilities: refresh the compiled table
+    _COMPILED.write_bytes(compile_table())
+    print(f"wrote {_COMPILED} from {_TABLE.name}")
