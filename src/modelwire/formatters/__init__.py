@@ -14,7 +14,7 @@ which provider-specific blocks may be replayed where.
 
 from __future__ import annotations
 
-from ._base import Formatter
+from ._base import Formatter, MessagesFormatter
 from ._common import (
     ServerTool,
     raw_server_tools,
@@ -45,9 +45,12 @@ from ._common import (
     Walk,
 )
 from ._incremental import Draft, Turns
+from ._spec import function_tool
 
 __all__ = [
     "Formatter",
+    "MessagesFormatter",
+    "function_tool",
     "Draft",
     "Turns",
     "Walk",

@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._incremental import Draft, Turns
     from ._toolids import IdRules
 
-__all__ = ["Formatter"]
+__all__ = ["Formatter", "MessagesFormatter"]
 
 
 class Formatter:
@@ -112,4 +112,40 @@ class Formatter:
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         """The payload from ``acc`` (a copy, see :meth:`Turns.fork`: change no turn but its
         last, nor any list's items)."""
+        raise NotImplementedError
+
+
+class MessagesFormatter(Formatter):
+    """A formatter whose turns are one list of role messages, nothing merged (Ollama,
+    Cohere): :meth:`take` sends a system segment as one system message of its joined
+    text, a user or assistant segment as the message :meth:`_user` / :meth:`_assistant`
+    make of it (None: nothing to send), and each tool result as the message
+    :meth:`_result` makes of it."""
+
+    payload_turns = "messages"
+
+    def take(self, acc: Turns, seg: Segment) -> None:
+        out = acc.turns
+        if seg.kind == "system":
+            text = "\n\n".join(b.text for b in seg.blocks if b.text)
+            if text:
+                out.append({"role": "system", "content": text})
+        elif seg.kind == "user":
+            msg = self._user(seg)
+            if msg is not None:
+                out.append(msg)
+        elif seg.kind == "assistant":
+            msg = self._assistant(seg)
+            if msg is not None:
+                out.append(msg)
+        else:
+            out += [self._result(r, seg.index_of(r)) for r in seg.blocks]
+
+    def _user(self, seg: Segment) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def _assistant(self, seg: Segment) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def _result(self, result: Any, index: int) -> dict[str, Any]:
         raise NotImplementedError

@@ -46,3 +46,12 @@ class ToolSpec:
             parameters=schema if schema is not None else {"type": "object", "properties": {}},
             strict=tool.get("strict"),
         )
+
+
+def function_tool(spec: ToolSpec) -> dict[str, Any]:
+    """``spec`` as a ``{"type": "function", "function": {name, description, parameters}}``
+    tool, the shape Ollama and Cohere take (no ``strict``: neither reads one)."""
+    function: dict[str, Any] = {"name": spec.name, "parameters": spec.parameters}
+    if spec.description:
+        function["description"] = spec.description
+    return {"type": "function", "function": function}

@@ -22,9 +22,9 @@ from typing import Any, Sequence
 
 from ...errors import FormatError
 from ...formatters import (
-    Formatter,
+    MessagesFormatter,
+    function_tool,
     Segment,
-    ToolSpec,
     Turns,
     sent_source,
     data_uri,
@@ -47,9 +47,8 @@ PROTOCOL = _WIRE.name
 SCOPE = _WIRE.replay_scope
 
 
-class CohereFormatter(Formatter):
+class CohereFormatter(MessagesFormatter):
     protocol = PROTOCOL
-    payload_turns = "messages"
 
     def __init__(
         self,
@@ -61,23 +60,6 @@ class CohereFormatter(Formatter):
     ) -> None:
         super().__init__(provider=provider, speaker_names=speaker_names, assistant_name=assistant_name)
         self.thinking_as_text = thinking_as_text
-
-    def take(self, acc: Turns, seg: Segment) -> None:
-        out = acc.turns
-        if seg.kind == "system":
-            text = "\n\n".join(b.text for b in seg.blocks if b.text)
-            if text:
-                out.append({"role": "system", "content": text})
-        elif seg.kind == "user":
-            msg = self._user(seg)
-            if msg is not None:
-                out.append(msg)
-        elif seg.kind == "assistant":
-            msg = self._assistant(seg)
-            if msg is not None:
-                out.append(msg)
-        else:
-            out += [self._result(r, seg.index_of(r)) for r in seg.blocks]
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "Cohere runs no server tools")
@@ -92,7 +74,7 @@ class CohereFormatter(Formatter):
                 code="unsupported-option",
             )
         if specs or raw:
-            payload["tools"] = [_tool(s) for s in specs] + raw
+            payload["tools"] = [function_tool(s) for s in specs] + raw
             if mode in ("required", "none"):
                 payload["tool_choice"] = mode.upper()
         return payload
@@ -186,13 +168,6 @@ def _image(block: Any, index: int, endpoint: str | None = None) -> dict[str, Any
     if not media_type.split(";")[0].strip().lower().startswith("image/"):
         raise FormatError(index, f"Cohere takes images only, not {media_type}", PROTOCOL, code="unsupported-media")
     return {"type": "image_url", "image_url": {"url": data_uri(block)}}
-
-
-def _tool(spec: ToolSpec) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": spec.name, "parameters": spec.parameters}
-    if spec.description:
-        function["description"] = spec.description
-    return {"type": "function", "function": function}
 
 
 def format_cohere(

@@ -19,12 +19,11 @@ from typing import Any, Sequence
 
 from ...errors import FormatError
 from ...formatters import (
-    Formatter,
-    ToolSpec,
+    MessagesFormatter,
+    function_tool,
     sent_source,
     file_ref,
     extra,
-    Segment,
     Turns,
     is_raw_provider_block,
     parse_arguments,
@@ -44,7 +43,7 @@ PROTOCOL = _WIRE.name
 SCOPE = _WIRE.replay_scope
 
 
-class OllamaFormatter(Formatter):
+class OllamaFormatter(MessagesFormatter):
     protocol = PROTOCOL
     tool_id_rules: IdRules | None = None  # ids are not sent
     tool_name_rules: IdRules | None = IdRules(allowed="A-Za-z0-9_.:-", max_len=128)
@@ -65,25 +64,6 @@ class OllamaFormatter(Formatter):
         super().__init__(provider=provider, speaker_names=speaker_names, assistant_name=assistant_name)
         self.thinking_as_text = thinking_as_text
 
-    payload_turns = "messages"
-
-    def take(self, acc: Turns, seg: Segment) -> None:
-        out = acc.turns
-        if seg.kind == "system":
-            text = "\n\n".join(b.text for b in seg.blocks if b.text)
-            if text:
-                out.append({"role": "system", "content": text})
-        elif seg.kind == "user":
-            msg = self._user(seg)
-            if msg is not None:
-                out.append(msg)
-        elif seg.kind == "assistant":
-            msg = self._assistant(seg)
-            if msg is not None:
-                out.append(msg)
-        else:
-            out += [self._result(r, seg.index_of(r)) for r in seg.blocks]
-
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools")
         specs = tool_specs(tools)
@@ -97,7 +77,7 @@ class OllamaFormatter(Formatter):
                 code="unsupported-option",
             )
         if (specs or raw) and mode != "none":
-            payload["tools"] = [_tool(s) for s in specs] + raw
+            payload["tools"] = [function_tool(s) for s in specs] + raw
         return payload
 
     def _user(self, seg: Any) -> dict[str, Any] | None:
@@ -179,13 +159,6 @@ def _image(block: Any, index: int, endpoint: str | None = None) -> str:
     if not media_type.split(";")[0].strip().lower().startswith("image/"):
         raise FormatError(index, f"Ollama takes images only, not {media_type}", PROTOCOL, code="unsupported-media")
     return payload
-
-
-def _tool(spec: ToolSpec) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": spec.name, "parameters": spec.parameters}
-    if spec.description:
-        function["description"] = spec.description
-    return {"type": "function", "function": function}
 
 
 def format_ollama(
