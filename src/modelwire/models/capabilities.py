@@ -47,10 +47,15 @@ def normalize(model: str) -> str:
     return _DOT.sub("-", name)
 
 
-@lru_cache(maxsize=1)
 def table_entries() -> tuple[tuple[tuple[str, ...], ModelCapabilities, str], ...]:
     """``(patterns, record, family)`` for every entry of the shipped table, in order."""
-    return tuple(_entry(n, raw, _TABLE.name) for n, raw in enumerate(_raw_table()))
+    return tuple(_shipped(n) for n in range(len(_raw_table())))
+
+
+@lru_cache(maxsize=None)
+def _shipped(n: int) -> tuple[tuple[str, ...], ModelCapabilities, str]:
+    """The shipped table's entry ``n``, made a record once (when a model or a listing asks)."""
+    return _entry(n, _raw_table()[n], _TABLE.name)
 
 
 @lru_cache(maxsize=1)
@@ -110,18 +115,13 @@ def _entry(n: int, raw: Mapping[str, Any], name: str) -> tuple[tuple[str, ...], 
     return patterns, replace(record, sources=shown), family
 
 
-_records: dict[int, ModelCapabilities] = {}  # the shipped entries made records so far, by position
-
-
 def from_table(model: str) -> ModelCapabilities | None:
     """The shipped table's record for ``model``, or None when no family matches (only the
     entry that matches is made a record)."""
     name = normalize(model)
     for n, raw in enumerate(_raw_table()):
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in raw.get("match", ())):
-            if n not in _records:
-                _records[n] = _entry(n, raw, _TABLE.name)[1]
-            return _records[n]
+            return _shipped(n)[1]
     return None
 
 
