@@ -583,3 +583,42 @@ def test_a_parked_reply_is_kept_compressed_and_a_finished_one_lingers_without_it
     state = json.dumps(made[0].state_dict(), ensure_ascii=False, separators=(",", ":"))
     assert app.store.bytes < 0.6 * len(state.encode())  # compressed: words take well under half
     assert lingering and all(live.agent is None and live.done for live in lingering)
+
+
+def test_a_stream_that_breaks_ends_its_response_and_a_client_that_leaves_ends_it_quietly():
+    """What ``_relay`` sends: every chunk, then the end of the body, also when the stream
+    broke before its end; nothing more, and no error, once the client has gone."""
+    import asyncio
+
+    from modelwire.serve._app import _relay
+
+    async def broken():
+        yield b"a"
+        raise RuntimeError("the stream broke")
+
+    async def endless():
+        yield b"a"
+        await asyncio.sleep(3600)
+        yield b"never"
+
+    async def run(chunks, leave: bool) -> list:
+        sent: list = []
+        left = asyncio.Event()
+
+        async def receive():
+            if leave and len(sent) >= 2:
+                return {"type": "http.disconnect"}
+            await left.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message):
+            sent.append((message["type"], message.get("body"), message.get("more_body")))
+
+        await asyncio.wait_for(_relay(chunks, receive, send, []), 5)
+        return sent
+
+    assert asyncio.run(run(broken(), leave=False))[1:] == [
+        ("http.response.body", b"a", True),
+        ("http.response.body", b"", False),
+    ]
+    assert asyncio.run(run(endless(), leave=True))[1:] == [("http.response.body", b"a", True)]

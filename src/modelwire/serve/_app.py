@@ -623,8 +623,11 @@ async def _relay(chunks: AsyncIterator[bytes], receive: Receive, send: Send, ext
 
     watcher = asyncio.create_task(watch())
     try:
-        async for chunk in chunks:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        try:
+            async for chunk in chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except Exception as exc:  # noqa: BLE001 - the response ends where its stream broke
+            _log.debug("a stream ended early: %s: %s", type(exc).__name__, exc)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     except asyncio.CancelledError:
         if not left:
