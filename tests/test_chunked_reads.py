@@ -1,7 +1,8 @@
 """The chunked body read a socket read at a time (``modelwire.models._chunks``), on a real
 local socket: a raw asyncio server writes the response bytes exactly as scripted (split
-anywhere, with pauses), and the body read through the whole-chunk reader is compared with
-the same body read through h11's own reader, byte for byte, error for error."""
+anywhere, with pauses), and the body read through the whole-chunk reader, and read directly
+on modelwire's own sockets (``read_directly`` over ``_netio``), is compared with the same body
+read through h11's own reader on httpcore2's default sockets, byte for byte, error for error."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 from modelwire import errors as E
 from modelwire.message import UserMsg
 from modelwire.models import load_model
-from modelwire.models._chunks import take_whole_chunks
+from modelwire.models._chunks import read_directly, take_whole_chunks
+from modelwire.models._netio import use_asyncio_streams
 from modelwire.models.transport import RetryPolicy, Timeouts, read_chunks
 
 from decoding import decode
@@ -73,29 +75,40 @@ class RawServer:
 
 
 async def read_body(
-    client: httpx2.AsyncClient, url: str, whole: bool
+    client: httpx2.AsyncClient, url: str, whole: bool, direct: bool = False
 ) -> tuple[list[bytes], BaseException | None, bool]:
     """The pieces of one response's body (read as the transport reads it), the error that
     ended it if any, and whether the whole-chunk reader was installed."""
     pieces: list[bytes] = []
     async with client.stream("POST", url, content=b"{}") as response:
         installed = take_whole_chunks(response.stream) if whole else False
+        iterator = read_directly(response.stream) if direct else response.stream
+        assert iterator is not None
         try:
-            async for piece in response.stream:
+            async for piece in iterator:
                 pieces.append(piece)
         except Exception as exc:  # noqa: BLE001 - compared below
             return pieces, exc, installed
     return pieces, None, installed
 
 
-async def both(script: list[bytes | float]) -> tuple[tuple, tuple]:
-    """The same scripted response read with h11's reader, then with the whole-chunk one."""
-    async with RawServer() as server, httpx2.AsyncClient() as client:
+def asyncio_client() -> httpx2.AsyncClient:
+    client = httpx2.AsyncClient()
+    assert use_asyncio_streams(client)
+    return client
+
+
+async def both(script: list[bytes | float]) -> tuple[tuple, tuple, tuple]:
+    """The same scripted response read with h11's reader, then with the whole-chunk one,
+    then directly on modelwire's own sockets."""
+    async with RawServer() as server, httpx2.AsyncClient() as client, asyncio_client() as ours:
         server.scripts = [list(script)]
         plain = await read_body(client, server.url, whole=False)
         server.scripts = [list(script)]
         whole = await read_body(client, server.url, whole=True)
-    return plain, whole
+        server.scripts = [list(script)]
+        direct = await read_body(ours, server.url, whole=True, direct=True)
+    return plain, whole, direct
 
 
 def split_anywhere(data: bytes, rng: random.Random) -> list[bytes | float]:
@@ -115,18 +128,18 @@ def test_the_same_bytes_however_the_socket_splits_them(seed):
         bytes(rng.randrange(256) for _ in range(rng.choice([1, 5, 80, 300, 3000]))) for _ in range(rng.randrange(1, 60))
     ]
     body = chunked(pieces, trailer=b"x-trailer: 1\r\n" if seed % 3 == 0 else b"")
-    plain, whole = asyncio.run(both([HEAD, *split_anywhere(body, rng)]))
-    assert plain[1] is None and whole[1] is None
-    assert whole[2] is True
-    assert b"".join(whole[0]) == b"".join(plain[0]) == b"".join(pieces)
+    plain, whole, direct = asyncio.run(both([HEAD, *split_anywhere(body, rng)]))
+    assert plain[1] is None and whole[1] is None and direct[1] is None
+    assert whole[2] is True and direct[2] is True
+    assert b"".join(direct[0]) == b"".join(whole[0]) == b"".join(plain[0]) == b"".join(pieces)
 
 
 def test_whole_chunks_in_one_read_come_as_one_piece():
     pieces = [b'data: {"n": %d}\n\n' % i for i in range(200)]
-    plain, whole = asyncio.run(both([HEAD + chunked(pieces)]))  # one write: one or a few reads
+    plain, whole, direct = asyncio.run(both([HEAD + chunked(pieces)]))  # one write: one or a few reads
     assert len(plain[0]) == 200  # h11: a piece per chunk
-    assert len(whole[0]) < 10
-    assert b"".join(whole[0]) == b"".join(pieces)
+    assert len(whole[0]) < 10 and len(direct[0]) < 10
+    assert b"".join(whole[0]) == b"".join(direct[0]) == b"".join(pieces)
 
 
 def test_after_a_chunk_split_across_reads_whole_chunks_come_together_again():
@@ -134,17 +147,17 @@ def test_after_a_chunk_split_across_reads_whole_chunks_come_together_again():
     # 100 whole chunks behind it still come as a few pieces, not a hundred.
     cut = b"%x\r\n%s" % (300, b"c" * 100)
     rest = b"c" * 200 + b"\r\n" + chunked([b"data: %d\n\n" % i for i in range(100)])
-    plain, whole = asyncio.run(both([HEAD + cut, 0.05, rest]))
-    assert b"".join(whole[0]) == b"".join(plain[0])
+    plain, whole, direct = asyncio.run(both([HEAD + cut, 0.05, rest]))
+    assert b"".join(whole[0]) == b"".join(direct[0]) == b"".join(plain[0])
     assert len(plain[0]) >= 100
-    assert len(whole[0]) < 10
+    assert len(whole[0]) < 10 and len(direct[0]) < 10
 
 
 def test_chunk_extensions_uppercase_sizes_and_trailing_spaces():
     raw = HEAD + b"5;name=value\r\nhello\r\nA  \r\n0123456789\r\n1F\r\n" + b"z" * 31 + b"\r\n0\r\n\r\n"
-    plain, whole = asyncio.run(both([raw]))
-    assert plain[1] is None and whole[1] is None
-    assert b"".join(whole[0]) == b"".join(plain[0]) == b"hello0123456789" + b"z" * 31
+    plain, whole, direct = asyncio.run(both([raw]))
+    assert plain[1] is None and whole[1] is None and direct[1] is None
+    assert b"".join(whole[0]) == b"".join(direct[0]) == b"".join(plain[0]) == b"hello0123456789" + b"z" * 31
 
 
 @pytest.mark.parametrize(
@@ -160,10 +173,11 @@ def test_chunk_extensions_uppercase_sizes_and_trailing_spaces():
 def test_a_broken_body_fails_as_h11_fails_it_after_the_same_bytes(broken):
     good = chunked([b"first", b"second"])[: -len(b"0\r\n\r\n")]
     script: list[bytes | float] = [HEAD + good, 0.01, broken]
-    plain, whole = asyncio.run(both(script))
-    assert plain[1] is not None and whole[1] is not None
+    plain, whole, direct = asyncio.run(both(script))
+    assert plain[1] is not None and whole[1] is not None and direct[1] is not None
     assert type(whole[1]) is type(plain[1]) and str(whole[1]) == str(plain[1])
-    assert b"".join(whole[0]) == b"".join(plain[0])
+    assert type(direct[1]) is type(plain[1]) and str(direct[1]) == str(plain[1])
+    assert b"".join(whole[0]) == b"".join(direct[0]) == b"".join(plain[0])
     assert b"".join(whole[0]).startswith(b"firstsecond")
 
 

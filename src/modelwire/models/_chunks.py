@@ -23,73 +23,162 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["take_whole_chunks"]
+__all__ = ["read_directly", "take_whole_chunks"]
 
 _READER: Any = None  # the reader class, made on first use
 
 
+def _whole_chunks(reader: Any, buf: Any) -> bytes | None:
+    """Every whole chunk at the start of h11's receive buffer, taken out of it as one piece,
+    where h11's chunked ``reader`` stands at a chunk boundary; None where there is none
+    (then h11's own reader decides: more bytes needed, the last chunk, an error)."""
+    if reader._reading_trailer or reader._bytes_in_chunk:
+        return None
+    data = buf._data
+    pos = 0
+    footer = reader._bytes_to_discard  # the end of a chunk h11 read
+    if footer:
+        if data[: len(footer)] != footer:
+            return None  # not here yet, or malformed
+        pos = len(footer)
+    size_all = len(data)
+    parts = []
+    fullmatch = _HEADER.fullmatch
+    while True:
+        eol = data.find(b"\r\n", pos)
+        if eol < 0:
+            break
+        header = fullmatch(data, pos, eol + 2)
+        if header is None:
+            break  # h11 refuses it
+        start = eol + 2
+        stop = start + int(header["chunk_size"], 16)
+        if stop == start or stop + 2 > size_all or data[stop : stop + 2] != b"\r\n":
+            break  # the last chunk, one not whole yet, or a bad footer: h11's
+        parts.append(data[start:stop])
+        pos = stop + 2
+    if not parts:
+        return None
+    reader._bytes_to_discard = b""
+    buf._extract(pos)
+    return bytes(parts[0]) if len(parts) == 1 else b"".join(parts)
+
+
 def _reader_class() -> Any:
-    global _READER
+    global _READER, _HEADER
     if _READER is None:
         from h11._events import Data
         from h11._readers import ChunkedReader, chunk_header_re
 
-        fullmatch = chunk_header_re.fullmatch
+        _HEADER = chunk_header_re
 
         class WholeChunks(ChunkedReader):  # type: ignore[misc]
             """h11's chunked reader, taking every whole chunk in the buffer at once."""
 
             def __call__(self, buf: Any) -> Any:
-                if self._reading_trailer or self._bytes_in_chunk:
-                    return ChunkedReader.__call__(self, buf)  # within a chunk: h11's own steps
-                data = buf._data
-                pos = 0
-                footer = self._bytes_to_discard  # the end of a chunk h11 read
-                if footer:
-                    if data[: len(footer)] != footer:
-                        return ChunkedReader.__call__(self, buf)  # not here yet, or malformed
-                    pos = len(footer)
-                size_all = len(data)
-                parts = []
-                while True:
-                    eol = data.find(b"\r\n", pos)
-                    if eol < 0:
-                        break
-                    header = fullmatch(data, pos, eol + 2)
-                    if header is None:
-                        break  # h11 refuses it, below
-                    start = eol + 2
-                    stop = start + int(header["chunk_size"], 16)
-                    if stop == start or stop + 2 > size_all or data[stop : stop + 2] != b"\r\n":
-                        break  # the last chunk, one not whole yet, or a bad footer: h11's
-                    parts.append(data[start:stop])
-                    pos = stop + 2
-                if not parts:
+                data = _whole_chunks(self, buf)
+                if data is None:
                     return ChunkedReader.__call__(self, buf)
-                self._bytes_to_discard = b""
-                buf._extract(pos)
-                return Data(data=parts[0] if len(parts) == 1 else b"".join(parts), chunk_start=True, chunk_end=True)
+                return Data(data=data, chunk_start=True, chunk_end=True)
 
         _READER = WholeChunks
     return _READER
 
 
-def _h11_of(stream: Any) -> Any:
-    """The h11 connection a response's stream reads from, or None where any layer is not
-    the one expected (another transport, HTTP/2, a cassette's, a version that moved them)."""
-    from h11 import Connection
+_HEADER: Any = None
 
+
+def _connection_of(stream: Any) -> Any:
+    """The HTTP/1.1 connection a response's stream reads from, and that stream's request,
+    or None where any layer is not the one expected (another transport, HTTP/2, a
+    cassette's, a version that moved them)."""
     for layer, attribute in (
         ("BoundAsyncStream", "_stream"),
         ("AsyncResponseStream", "_httpcore_stream"),
         ("PoolByteStream", "_stream"),
-        ("HTTP11ConnectionByteStream", "_connection"),
-        ("AsyncHTTP11Connection", "_h11_state"),
     ):
         if type(stream).__name__ != layer:
             return None
         stream = getattr(stream, attribute, None)
-    return stream if type(stream) is Connection else None
+    if type(stream).__name__ != "HTTP11ConnectionByteStream":
+        return None
+    connection = getattr(stream, "_connection", None)
+    if type(connection).__name__ != "AsyncHTTP11Connection":
+        return None
+    return connection, getattr(stream, "_request", None)
+
+
+def _h11_of(stream: Any) -> Any:
+    from h11 import Connection
+
+    found = _connection_of(stream)
+    conn = None if found is None else getattr(found[0], "_h11_state", None)
+    return conn if type(conn) is Connection else None
+
+
+def read_directly(stream: Any) -> Any:
+    """The body of a response whose connection reads through modelwire's own socket
+    stream (:mod:`._netio`), as an async iterator that asks h11 and the socket directly:
+    the same pieces, errors and connection state as iterating the stream itself, without
+    the four layers of generators, the exception maps and the trace scope between them
+    on every read. None where the layers are not the expected ones (then iterate the
+    stream). Closing the response closes or returns the connection, as before."""
+    try:
+        found = _connection_of(stream)
+        if found is None:
+            return None
+        from ._netio import AsyncioStream
+
+        connection, request = found
+        network = connection._network_stream
+        h11 = connection._h11_state
+        if type(network) is not AsyncioStream or not hasattr(h11, "_receive_buffer_closed"):
+            return None
+        timeout = (request.extensions.get("timeout") or {}).get("read") if request is not None else None
+        return _direct(h11, network, timeout, connection.READ_NUM_BYTES)
+    except AttributeError:  # pragma: no cover - a version that moved its parts
+        return None
+
+
+async def _direct(h11: Any, network: Any, timeout: float | None, size: int) -> Any:
+    """The loop of httpcore2's ``_receive_response_body``: h11's events, the socket read
+    when h11 needs data; every whole chunk in the buffer taken at once."""
+    import h11 as H
+
+    whole = _reader_class()
+    data: Any
+    try:
+        while True:
+            reader = h11._reader
+            if type(reader) is whole:
+                buf = h11._receive_buffer
+                if not buf._data and not h11._receive_buffer_closed:  # h11 would say NEED_DATA
+                    h11.receive_data(await network.read(size, timeout))
+                data = _whole_chunks(reader, buf)
+                if data is not None:
+                    yield data
+                    continue
+            event = h11.next_event()
+            if event is H.NEED_DATA:
+                h11.receive_data(await network.read(size, timeout))
+            elif type(event) is H.Data:
+                yield bytes(event.data)
+            else:  # EndOfMessage (or PAUSED): the body is over
+                return
+    except H.RemoteProtocolError as exc:
+        import httpcore2
+
+        _client_error(httpcore2.RemoteProtocolError(exc))
+    except Exception as exc:
+        _client_error(exc)
+
+
+def _client_error(exc: Exception) -> None:
+    """Raise ``exc`` as the client (httpx2) raises it from a response's stream."""
+    from httpx2._transports.default import map_httpcore_exceptions
+
+    with map_httpcore_exceptions():
+        raise exc
 
 
 def take_whole_chunks(stream: Any) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator, AsyncIterator
 
 from .. import errors as E
-from ._chunks import take_whole_chunks
+from ._chunks import read_directly, take_whole_chunks
 
 __all__ = ["Timeouts", "RetryPolicy", "HTTPTransport", "retry_after_seconds", "transport_error"]
 
@@ -180,6 +180,9 @@ class HTTPTransport:
                     max_connections=self._max_connections, max_keepalive_connections=self._max_connections
                 ),
             )
+            from ._netio import use_asyncio_streams
+
+            use_asyncio_streams(self._client)  # sockets on asyncio's transports (see _netio)
         return self._client
 
     async def _keep(self, client: Any) -> None:
@@ -397,7 +400,8 @@ def _pieces(response: Any) -> Any:
     ):
         response.is_stream_consumed = True  # as aiter_raw marks it: a second read is refused
         take_whole_chunks(stream)  # a chunked body a socket read at a time (see _chunks)
-        return stream.__aiter__()
+        direct = read_directly(stream)  # on modelwire's own sockets, without the layers between
+        return direct if direct is not None else stream.__aiter__()
     return response.aiter_bytes().__aiter__()
 
 

@@ -1,0 +1,256 @@
+"""The connection pool's sockets on asyncio's own transports.
+
+httpcore2 reads a socket through a network backend, by default anyio's. Each of anyio's
+reads that has to wait switches the socket's reading on and off in the selector (two system
+calls), waits on a new ``asyncio.Event``, and enters a cancel scope and an exception map:
+for a model that sends one token per read, that was most of what a read cost modelwire.
+
+:class:`AsyncioBackend` is httpcore2's documented network backend interface on an
+``asyncio.Protocol``: the socket is read whenever data comes (paused only while more than
+``HIGH_WATER`` bytes wait unread), and a read that has to wait waits on one future. Errors
+are httpcore2's own (``ConnectError``, ``ReadError``, ``WriteTimeout`` ...), raised where
+anyio's would be, so httpx2 maps them as before; TLS is ``loop.start_tls``. Timeouts that
+httpcore2 passes (connect, write, and read where one is set) are one timer each.
+
+:func:`use_asyncio_streams` gives the pools of a client modelwire made itself this backend;
+a client the user passes is left as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+import httpcore2
+from httpcore2._utils import is_socket_readable
+
+__all__ = ["AsyncioBackend", "use_asyncio_streams"]
+
+HIGH_WATER = 1 << 20  # bytes received and not yet read before the socket is paused
+LOW_WATER = 1 << 18  # ... and resumed once reads bring it below this
+
+
+class _Protocol(asyncio.Protocol):
+    """What a connection received and not yet read, and the one read waiting for more."""
+
+    def __init__(self) -> None:
+        self.transport: Any = None
+        self.chunks: deque[bytes] = deque()
+        self.size = 0
+        self.waiter: asyncio.Future[None] | None = None
+        self.drained: asyncio.Future[None] | None = None
+        self.eof = False
+        self.error: BaseException | None = None
+        self.lost = False
+        self.paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.chunks.append(bytes(data))
+        self.size += len(data)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+        if self.size > HIGH_WATER and not self.paused:
+            self.paused = True
+            self.transport.pause_reading()
+
+    def eof_received(self) -> None:
+        self.eof = True
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.eof = True
+        if exc is not None:
+            self.error = exc
+        self._wake()
+        drained = self.drained
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        self.drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        drained, self.drained = self.drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def take(self, max_bytes: int) -> bytes:
+        """Up to ``max_bytes`` of what was received, in one piece."""
+        chunks = self.chunks
+        first = chunks.popleft()
+        if len(first) > max_bytes:
+            chunks.appendleft(first[max_bytes:])
+            first = first[:max_bytes]
+        elif chunks and len(first) + len(chunks[0]) <= max_bytes:
+            parts = [first]
+            size = len(first)
+            while chunks and size + len(chunks[0]) <= max_bytes:
+                size += len(chunks[0])
+                parts.append(chunks.popleft())
+            first = b"".join(parts)
+        self.size -= len(first)
+        if self.paused and self.size < LOW_WATER and not self.lost:
+            self.paused = False
+            self.transport.resume_reading()
+        return first
+
+
+def _expire(future: asyncio.Future[None], error: type[Exception]) -> None:
+    if not future.done():
+        future.set_exception(error())
+
+
+class AsyncioStream(httpcore2.AsyncNetworkStream):
+    """One connection: httpcore2's network stream interface on an asyncio transport."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: _Protocol) -> None:
+        self._transport = transport
+        self._protocol = protocol
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        protocol = self._protocol
+        if not protocol.chunks and not protocol.eof:
+            loop = asyncio.get_running_loop()
+            waiter = protocol.waiter = loop.create_future()
+            timer = None if timeout is None else loop.call_later(timeout, _expire, waiter, httpcore2.ReadTimeout)
+            try:
+                await waiter
+            finally:
+                protocol.waiter = None
+                if timer is not None:
+                    timer.cancel()
+        if protocol.chunks:
+            return protocol.take(max_bytes)
+        if protocol.error is not None:
+            raise httpcore2.ReadError(str(protocol.error) or type(protocol.error).__name__) from protocol.error
+        return b""  # the peer closed the connection
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:
+            return
+        protocol = self._protocol
+        if protocol.lost or self._transport.is_closing():
+            raise httpcore2.WriteError(str(protocol.error) if protocol.error else "the connection is closed")
+        self._transport.write(buffer)
+        drained = protocol.drained
+        if drained is None:
+            return
+        timer = None
+        if timeout is not None:
+            timer = asyncio.get_running_loop().call_later(timeout, _expire, drained, httpcore2.WriteTimeout)
+        try:
+            await asyncio.shield(drained)
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if protocol.lost:
+            raise httpcore2.WriteError(str(protocol.error) if protocol.error else "the connection is closed")
+
+    async def aclose(self) -> None:
+        self._transport.close()
+
+    async def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore2.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                transport = await loop.start_tls(
+                    self._transport, self._protocol, ssl_context, server_hostname=server_hostname
+                )
+        except TimeoutError as exc:
+            self._transport.abort()
+            raise httpcore2.ConnectTimeout(str(exc)) from exc
+        except (OSError, ConnectionError) as exc:  # ssl.SSLError is an OSError
+            self._transport.abort()
+            raise httpcore2.ConnectError(str(exc)) from exc
+        if transport is None:  # pragma: no cover - the connection closed during the handshake
+            raise httpcore2.ConnectError("the connection closed during the TLS handshake")
+        return AsyncioStream(transport, self._protocol)  # type: ignore[arg-type]
+
+    def get_extra_info(self, info: str) -> Any:
+        transport = self._transport
+        if info == "ssl_object":
+            return transport.get_extra_info("ssl_object")
+        if info == "client_addr":
+            return transport.get_extra_info("sockname")
+        if info == "server_addr":
+            return transport.get_extra_info("peername")
+        if info == "socket":
+            return transport.get_extra_info("socket")
+        if info == "is_readable":
+            # An idle connection with anything to read (bytes, the peer's close) is not
+            # reusable; this socket is read as data comes, so look at what it holds first.
+            protocol = self._protocol
+            return bool(protocol.chunks) or protocol.eof or is_socket_readable(transport.get_extra_info("socket"))
+        return None
+
+
+class AsyncioBackend(httpcore2.AsyncNetworkBackend):
+    """httpcore2's network backend on asyncio's transports (see the module's docstring)."""
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        local = None if local_address is None else (local_address, 0)
+        return await self._connect(
+            lambda: loop.create_connection(_Protocol, host, port, local_addr=local), timeout, socket_options
+        )
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore2.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        return await self._connect(lambda: loop.create_unix_connection(_Protocol, path), timeout, socket_options)
+
+    async def _connect(self, make: Any, timeout: float | None, socket_options: Iterable[Any] | None) -> AsyncioStream:
+        try:
+            async with asyncio.timeout(timeout):
+                transport, protocol = await make()
+        except TimeoutError as exc:
+            raise httpcore2.ConnectTimeout(str(exc)) from exc
+        except OSError as exc:
+            raise httpcore2.ConnectError(str(exc)) from exc
+        sock = transport.get_extra_info("socket")
+        for option in socket_options or ():
+            sock.setsockopt(*option)
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return AsyncioStream(transport, protocol)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+def use_asyncio_streams(client: Any) -> bool:
+    """Give the connection pools of an httpx2 client (its own transport and any proxy's)
+    :class:`AsyncioBackend` where they have httpcore2's default backend; whether any had."""
+    from httpcore2._backends.auto import AutoBackend
+
+    transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
+    changed = False
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        if pool is not None and type(getattr(pool, "_network_backend", None)) is AutoBackend:
+            pool._network_backend = AsyncioBackend()
+            changed = True
+    return changed
