@@ -14,8 +14,13 @@ contender reads it through its own HTTP stack:
   (on urllib3, signed, iterating its event stream), ollama-python's ``chat(stream=True)``
   (on httpx).
 
+Beside them, the asyncio floor: a bare ``asyncio.Protocol`` reading the same response, one
+future per socket read and nothing parsed, the least any asyncio client pays to be woken for
+a read (a synchronous client such as botocore's blocks in ``recv`` instead).
+
 Rounds are interleaved; each run's output is checked (modelwire's message against the
-stream's content, the SDK's event count) before its time counts. Target: modelwire at most
+stream's content, the SDK's event count, the floor's byte count and the body's end) before
+its time counts. Target: modelwire at most
 0.5x the SDK's plain iteration, every protocol, text and tool-call streams, burst and
 paced. A run that misses it says which and by how much.
 
@@ -151,6 +156,42 @@ def sdk(protocol: str, base: str) -> Any:
     return S.sdk_iterate(protocol, openai.AsyncOpenAI(api_key="k", base_url=base + "/v1", max_retries=0))
 
 
+def floor(where: str) -> Any:
+    """The asyncio floor: the response read with one future per socket read, nothing parsed;
+    its output is the bytes received, checked to end with the body's last chunk."""
+    host, _, rest = where.removeprefix("http://").partition("/")
+    address, port = host.split(":")
+    request = f"POST /{rest} HTTP/1.1\r\nhost: {host}\r\ncontent-length: 0\r\n\r\n".encode()
+
+    class Reader(asyncio.Protocol):
+        def __init__(self) -> None:
+            self.pieces: list[bytes] = []
+            self.waiter: Any = None
+
+        def data_received(self, data: bytes) -> None:
+            self.pieces.append(data)
+            if self.waiter is not None and not self.waiter.done():
+                self.waiter.set_result(None)
+
+    async def run() -> bytes:
+        loop = asyncio.get_running_loop()
+        transport, reader = await loop.create_connection(Reader, address, int(port))
+        transport.write(request)
+        got: list[bytes] = []
+        while not got or not got[-1].endswith(b"\r\n0\r\n\r\n"):
+            if not reader.pieces:
+                reader.waiter = loop.create_future()
+                await reader.waiter
+            got.append(b"".join(reader.pieces))
+            reader.pieces.clear()
+            if len(got[-1]) < 7 and len(got) > 1:
+                got[-2:] = [got[-2] + got[-1]]  # the end split across reads
+        transport.close()
+        return b"".join(got)
+
+    return run
+
+
 def cpu(loop: asyncio.AbstractEventLoop, fn: Any) -> tuple[float, Any]:
     started = time.process_time()
     out = loop.run_until_complete(fn())
@@ -163,11 +204,14 @@ def measure(loop: Any, base: str, protocol: str, make: Any, tools: bool, way: st
     kind = "tools" if tools else "text"
     n = len(make(tools))
     where = f"{base}/{protocol}/{kind}/{way}"
-    contenders = {"modelwire": ours(protocol, where), "SDK": sdk(protocol, where)}
+    contenders = {"modelwire": ours(protocol, where), "SDK": sdk(protocol, where), "floor": floor(where)}
+    size = sum(len(piece) for piece in make(tools))
 
     def check(name: str, out: Any) -> None:
         if name == "modelwire":
             S.check_message(protocol, tools, out)
+        elif name == "floor":
+            assert len(out) > size and out.endswith(b"\r\n0\r\n\r\n"), f"the floor read {len(out)} of {size}"
         else:
             assert out >= n - 2, f"{protocol} {kind}: the SDK saw {out} events of {n}"
 
@@ -210,13 +254,17 @@ def main() -> int:
         proc.terminate()
         proc.wait(10)
     if args.check:
-        print(f"checked: modelwire and each SDK read all {len(S.MAKERS) * 2} streams over a real socket, both ways")
+        print(
+            f"checked: modelwire, each SDK and the floor read all {len(S.MAKERS) * 2} streams "
+            "over a real socket, both ways"
+        )
         return 0
     print(f"client CPU us per chunk over a real local socket, median of {args.rounds} interleaved rounds")
     print(f"paced: {PACE * 1e3:.1f} ms after each event (about one event per read)")
-    print(f"{'stream':<38}{'chunks':>7}{'modelwire':>12}{'SDK iter':>12}{'ratio':>8}")
+    print(f"{'stream':<38}{'chunks':>7}{'modelwire':>12}{'SDK iter':>12}{'ratio':>8}{'asyncio floor':>15}")
     for label, n, med, ratio in rows:
-        print(f"{label:<38}{n:>7}{med['modelwire']:>12.2f}{med['SDK']:>12.2f}{ratio:>7.2f}x")
+        print(f"{label:<38}{n:>7}{med['modelwire']:>12.2f}{med['SDK']:>12.2f}{ratio:>7.2f}x{med['floor']:>15.2f}")
+    print("asyncio floor: one future per socket read and nothing parsed, the least an asyncio client pays")
     print(
         "target (modelwire <= 0.5x the SDK's plain iteration) "
         + ("met" if not missed else "MISSED: " + "; ".join(missed))

@@ -264,3 +264,22 @@ def test_a_unix_socket_connects_and_reads():
 
     with tempfile.TemporaryDirectory() as where:
         assert asyncio.run(run(os.path.join(where, "s"))) == b"hello"
+
+
+def test_socket_options_are_set_on_the_connection():
+    import socket
+
+    async def run() -> int:
+        server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            stream = await AsyncioBackend().connect_tcp(
+                "127.0.0.1", port, timeout=5, socket_options=[(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+            )
+            value = stream.get_extra_info("socket").getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE)
+            await stream.aclose()
+            return value
+        finally:
+            server.close()
+
+    assert asyncio.run(run()) == 1

@@ -19,7 +19,6 @@ a client the user passes is left as it is.
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
@@ -230,11 +229,8 @@ class AsyncioBackend(httpcore2.AsyncNetworkBackend):
             raise httpcore2.ConnectTimeout(str(exc)) from exc
         except OSError as exc:
             raise httpcore2.ConnectError(str(exc)) from exc
-        sock = transport.get_extra_info("socket")
-        for option in socket_options or ():
-            sock.setsockopt(*option)
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for option in socket_options or ():  # asyncio sets TCP_NODELAY itself
+            transport.get_extra_info("socket").setsockopt(*option)
         return AsyncioStream(transport, protocol)
 
     async def sleep(self, seconds: float) -> None:
