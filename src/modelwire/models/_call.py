@@ -49,15 +49,15 @@ class Call:
 
 class Attempt:
     """One request of a call: its decoder, its response, the start of its body (to name a
-    server that speaks another protocol), and the events held back until the first one that
-    is not MODEL_CALL_START."""
+    server that speaks another protocol; let go once the answer began, in this one), and the
+    events held back until the first one that is not MODEL_CALL_START."""
 
     __slots__ = ("decoder", "response", "head", "held", "passed_on")
 
     def __init__(self, decoder: Any) -> None:
         self.decoder = decoder
         self.response: Any = None
-        self.head = b""
+        self.head: bytes | None = b""
         self.held: list[AgentEvent] = []
         self.passed_on = False
 

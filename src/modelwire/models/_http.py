@@ -516,8 +516,11 @@ class HTTPModel(Pricing, Failures, Resumption):
             attempt.held = []
             return
         async for chunk in read_chunks(response, self.timeouts, call.deadline, first_deadline):
-            if len(attempt.head) < 4096:
-                attempt.head += chunk[:4096]
+            head = attempt.head
+            if head is not None and len(head) < 4096:
+                # Kept to name a server that answers in another protocol; once the answer
+                # began in this one, a stream's lifetime of 4 KiB per reply is let go.
+                attempt.head = None if attempt.passed_on else head + chunk[:4096]
             events = decoder.feed(chunk)
             if not events:
                 continue

@@ -19,7 +19,6 @@ a client the user passes is left as it is.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -37,7 +36,7 @@ class _Protocol(asyncio.Protocol):
 
     def __init__(self) -> None:
         self.transport: Any = None
-        self.chunks: deque[bytes] = deque()
+        self.chunks: list[bytes] = []  # mostly one: a deque's 600 bytes per connection buy nothing
         self.size = 0
         self.waiter: asyncio.Future[None] | None = None
         self.drained: asyncio.Future[None] | None = None
@@ -89,17 +88,18 @@ class _Protocol(asyncio.Protocol):
     def take(self, max_bytes: int) -> bytes:
         """Up to ``max_bytes`` of what was received, in one piece."""
         chunks = self.chunks
-        first = chunks.popleft()
-        if len(first) > max_bytes:
-            chunks.appendleft(first[max_bytes:])
-            first = first[:max_bytes]
-        elif chunks and len(first) + len(chunks[0]) <= max_bytes:
-            parts = [first]
-            size = len(first)
-            while chunks and size + len(chunks[0]) <= max_bytes:
-                size += len(chunks[0])
-                parts.append(chunks.popleft())
-            first = b"".join(parts)
+        if len(chunks) == 1 and len(chunks[0]) <= max_bytes:
+            first = chunks.pop()
+        else:
+            size = count = 0
+            while count < len(chunks) and size + len(chunks[count]) <= max_bytes:
+                size += len(chunks[count])
+                count += 1
+            if count:
+                first = b"".join(chunks[:count])
+                del chunks[:count]
+            else:  # the first alone is more than asked for
+                first, chunks[0] = chunks[0][:max_bytes], chunks[0][max_bytes:]
         self.size -= len(first)
         if self.paused and self.size < LOW_WATER and not self.lost:
             self.paused = False
