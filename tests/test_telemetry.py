@@ -275,6 +275,46 @@ def test_without_opentelemetry_nothing_of_it_is_imported(tmp_path):
     assert "otel modules: []" in done.stdout
 
 
+def test_installed_but_unused_opentelemetry_is_not_imported_until_the_application_sets_it_up():
+    """OpenTelemetry installed (as a dependency of something else) and set up by nobody: a
+    call imports none of it; once the application sets up an SDK, the next call is traced."""
+    script = textwrap.dedent(
+        """
+        import sys, asyncio
+        from modelwire.testing import ProviderServer, sse_reply
+        from modelwire.testing.sse import body
+        from modelwire.models import load_model
+        from modelwire.message import UserMsg
+        with ProviderServer() as server:
+            server.script(sse_reply(body("anthropic", ("text", "one"))), sse_reply(body("anthropic", ("text", "two"))))
+            model = load_model("anthropic:claude-test", api_key="k", base_url=server.url)
+            first = asyncio.run(model.complete([UserMsg("u", "hi")]))
+            print("after the first call:", sorted(m for m in sys.modules if m.startswith("opentelemetry")))
+            from opentelemetry import trace
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+            from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+            exporter = InMemorySpanExporter()
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            trace.set_tracer_provider(provider)
+            second = asyncio.run(model.complete([UserMsg("u", "hi")]))
+        assert (first.get_text_content().strip(), second.get_text_content().strip()) == ("one", "two")
+        print("spans:", [s.name for s in exporter.get_finished_spans()])
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "MODELWIRE_TRACING": "1"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "after the first call: []" in done.stdout
+    assert "spans: ['chat claude-test']" in done.stdout
+
+
 # -- cost ---------------------------------------------------------------------------------------------
 # Expected prices are computed here by hand from each provider's published rates per million
 # tokens (input / output / cache read / cache write), not by genai-prices.

@@ -7,8 +7,9 @@ call id). Metrics: ``gen_ai.client.token.usage`` and ``gen_ai.client.operation.d
 histograms.
 
 Only ``opentelemetry-api`` is used, and only when it is installed (``pip install
-'modelwire[otel]'``): whatever SDK or Logfire the application configured receives the
-spans, with no further code. Without it this module does nothing and imports nothing.
+'modelwire[otel]'``) and in use in the process (something imported ``opentelemetry.trace``:
+an SDK, Logfire, auto-instrumentation): whatever the application configured receives the
+spans, with no further code. Otherwise this module does nothing and imports nothing.
 ``MODELWIRE_TRACING=0`` turns it off. Message content is recorded only when the
 conventions' switch is on: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
 """
@@ -19,6 +20,7 @@ import contextvars
 import importlib.util
 import json
 import os
+import sys
 import time
 from typing import Any, AsyncGenerator
 
@@ -59,16 +61,30 @@ def capture_content() -> bool:
 def _otel() -> Any:
     global _api
     if _api is None:
-        if (
-            os.environ.get("MODELWIRE_TRACING", "1") in ("0", "false")
-            or importlib.util.find_spec("opentelemetry") is None
-        ):
+        if os.environ.get("MODELWIRE_TRACING", "1") in ("0", "false") or not _installed():
             _api = False
+        elif "opentelemetry.trace" not in sys.modules:
+            # Installed (often as another package's dependency) and not in use: nothing in
+            # this process imported the API, so no SDK, Logfire or auto-instrumentation is
+            # there to receive a span, and one made now would be a no-op that cost the first
+            # call the API's import. Asked again at every call, so tracing starts with the
+            # first call after the application sets one up.
+            return None
         else:
             from opentelemetry import metrics, trace
 
             _api = (trace, metrics)
     return _api or None
+
+
+_found: list[bool] = []
+
+
+def _installed() -> bool:
+    """Whether ``opentelemetry`` can be imported (looked up once)."""
+    if not _found:
+        _found.append(importlib.util.find_spec("opentelemetry") is not None)
+    return _found[0]
 
 
 def _instrument(name: str) -> Any:

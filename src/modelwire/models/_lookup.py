@@ -17,7 +17,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -70,6 +69,8 @@ class CapabilityCache:
 def write_json(folder: Path, key: str, data: Any) -> None:
     """``data`` as ``folder/<key>.json``, written atomically (processes sharing the folder read
     the old file or the new, never half of one); a folder that cannot be written keeps nothing."""
+    import tempfile  # here: its import (with shutil and random) is a first call's 4 ms otherwise
+
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
