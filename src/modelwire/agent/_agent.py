@@ -449,17 +449,16 @@ class Agent:
         state.reply.append_event(ev, strict=True)
         return ev
 
-    async def _traced(
+    def _traced(
         self, state: _ReplyState, inner: AsyncGenerator[E.AgentEvent, None]
     ) -> AsyncGenerator[E.AgentEvent, None]:
-        """The reply's span around ``inner`` (no layer at all when tracing is off)."""
-        if not telemetry.enabled():
-            try:
-                async for ev in inner:
-                    yield ev
-            finally:
-                await inner.aclose()  # type: ignore[attr-defined]
-            return
+        """The reply's span around ``inner``; ``inner`` itself when tracing is off (no layer
+        at all: every event and every open reply would pay for one)."""
+        return self._spanned(state, inner) if telemetry.enabled() else inner
+
+    async def _spanned(
+        self, state: _ReplyState, inner: AsyncGenerator[E.AgentEvent, None]
+    ) -> AsyncGenerator[E.AgentEvent, None]:
         state.span = telemetry.agent_span(self.name, self.session_id, self.model)
         try:
             async for ev in inner:

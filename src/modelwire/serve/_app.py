@@ -526,13 +526,9 @@ class EventStreamApp:
         """Send the reply's frames after id ``after`` on this connection until its stream
         ends or the client leaves (then the reply has its grace period)."""
 
-        async def chunks() -> AsyncIterator[bytes]:
-            async for batch in live.follow(after):
-                yield b"".join(frame for _, frame in batch)
-
         live.attach()
         try:
-            await _relay(chunks(), receive, send, [*cors, *extra])
+            await _relay(live.follow(after, joined=True), receive, send, [*cors, *extra])
         finally:
             live.detach(self.grace)
 

@@ -79,15 +79,17 @@ class LiveReply:
             if not waiter.done():
                 waiter.set_result(None)
 
-    async def follow(self, after: int) -> AsyncIterator[list[tuple[int, bytes]]]:
-        """The frames after id ``after`` as ``(id, frame)`` batches, as they come, until the
-        reply's stream ends."""
+    async def follow(self, after: int, joined: bool = False) -> AsyncIterator[Any]:
+        """The frames after id ``after`` as ``(id, frame)`` batches (or, ``joined``, each
+        batch's frames as one piece of the stream), as they come, until the reply's stream
+        ends."""
         seq = after + 1
         while True:
             if seq < self.first:
                 raise Gone()
             if seq < self.next:
-                batch = list(zip(range(seq, self.next), self.frames[seq - self.first :]))
+                frames = self.frames[seq - self.first :]
+                batch: Any = b"".join(frames) if joined else list(zip(range(seq, self.next), frames))
                 seq = self.next
                 yield batch
                 continue
