@@ -51,9 +51,7 @@ class _Protocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.chunks.append(bytes(data))
         self.size += len(data)
-        waiter = self.waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        self._wake()
         if self.size > HIGH_WATER and not self.paused:
             self.paused = True
             self.transport.pause_reading()
@@ -112,6 +110,10 @@ def _expire(future: asyncio.Future[None], error: type[Exception]) -> None:
         future.set_exception(error())
 
 
+def _closed(protocol: _Protocol) -> Exception:
+    return httpcore2.WriteError(str(protocol.error) if protocol.error else "the connection is closed")
+
+
 class AsyncioStream(httpcore2.AsyncNetworkStream):
     """One connection: httpcore2's network stream interface on an asyncio transport."""
 
@@ -142,7 +144,7 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
             return
         protocol = self._protocol
         if protocol.lost or self._transport.is_closing():
-            raise httpcore2.WriteError(str(protocol.error) if protocol.error else "the connection is closed")
+            raise _closed(protocol)
         self._transport.write(buffer)
         drained = protocol.drained
         if drained is None:
@@ -156,7 +158,7 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
             if timer is not None:
                 timer.cancel()
         if protocol.lost:
-            raise httpcore2.WriteError(str(protocol.error) if protocol.error else "the connection is closed")
+            raise _closed(protocol)
 
     async def aclose(self) -> None:
         self._transport.close()
