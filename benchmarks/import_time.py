@@ -12,9 +12,10 @@ it imports less than. Modules loaded by ``importlib.import_module`` count, and m
 bytecode is written first, as pip writes an installed package's. The whole first call
 (imports and the call, wall time) is timed beside the same call made with httpx2 alone, and
 again with genai-prices made unimportable (as where it is not installed). Targets: ``import
-modelwire.message, modelwire.event`` at most 40 ms; the imports of a first ``complete()`` at
-most 150 ms (on a machine where httpx2 alone imports less: it is the floor); a first
-``complete()`` at most 1.3x the same call on httpx2 alone, with and without genai-prices.
+modelwire.message, modelwire.event`` at most 40 ms; a first ``complete()`` at most 1.3x the
+same call on httpx2 alone, with and without genai-prices. (The imports of a first call were
+held to an absolute 150 ms before; what httpx2 alone imports moves with the machine, so the
+ratio replaced it, and the two imports figures are printed side by side.)
 
     python benchmarks/import_time.py [--runs N] [--check]
 """
@@ -123,7 +124,7 @@ async def call():
 asyncio.run(call())
 """
 EXTRAS = ("genai_prices", "opentelemetry")  # the cost and otel extras: the price catalogue loads beside the call
-TARGETS = {"import modelwire.message + .event": 40, IMPORTS: 150}
+TARGETS = {"import modelwire.message + .event": 40}  # and RATIO_TARGET below
 
 
 def run_once(code: str, server: str) -> float | None:
@@ -253,11 +254,6 @@ def report(args: argparse.Namespace, times: dict[str, list[float]], missing: set
             missed.append(
                 f"{label}: {results[label]:.0f} ms, target at most {target} ms (over by {results[label] - target:.0f})"
             )
-            if label == IMPORTS and FLOOR in results:
-                missed[-1] += (
-                    f"; the same call on httpx2 alone imports {results[FLOOR]:.0f} ms here, "
-                    f"{results[label] - results[FLOOR]:.0f} ms less"
-                )
     if CALL_FLOOR in results:
         for label in (FIRST_CALL, NO_PRICES):
             ratio = results[label] / results[CALL_FLOOR]
