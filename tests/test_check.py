@@ -347,6 +347,9 @@ def test_a_plugin_protocols_replay_keys_are_checked_too(monkeypatch):
         name = "toy"
         replay_keys = ("toy_seal",)
 
+        def apply_options(self, body, options, /, preset, model="", caps=None):
+            raise NotImplementedError  # a toy: it builds no request
+
     monkeypatch.setattr(protocols, "_registered", {**protocols._registered, "toy": Toy()})
     assert "toy_seal" in replay_keys()
     assert rules("anthropic:claude-sonnet-4-5", signed) == [("foreign-thinking", 1)]

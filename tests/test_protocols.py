@@ -544,6 +544,9 @@ def test_a_protocol_says_which_blocks_without_provenance_are_its_own(monkeypatch
     class Toy(WireProtocol):
         name = "toy-claims"
 
+        def apply_options(self, body, options, /, preset, model="", caps=None):
+            raise NotImplementedError  # a toy: it builds no request
+
         def claims(self, block_type, fields, block_id):
             return block_type == "thinking" and "toy_seal" in fields
 
@@ -559,6 +562,9 @@ def test_a_protocol_says_which_blocks_without_provenance_are_its_own(monkeypatch
     class Calls(WireProtocol):
         name = "toy-calls"
         claimed_types = ("tool_call",)
+
+        def apply_options(self, body, options, /, preset, model="", caps=None):
+            raise NotImplementedError  # a toy: it builds no request
 
         def claims(self, block_type, fields, block_id):
             asked.append(block_type)
@@ -669,11 +675,26 @@ def test_every_formatter_is_a_formatter_and_another_class_is_refused():
         name = "wrong"
         formatter = "json:JSONEncoder"
 
+        def apply_options(self, body, options, /, preset, model="", caps=None):
+            raise NotImplementedError  # a toy: it builds no request
+
     with pytest.raises(
         TypeError,
         match="the wrong protocol's formatter 'json:JSONEncoder' is not a modelwire.formatters.Formatter subclass",
     ):
         Wrong().formatter_class()
+
+
+def test_a_protocol_without_apply_options_cannot_be_made():
+    # The one member with no default is abstract: a plugin that forgets it hears so when its
+    # protocol is made, not at its first request.
+    from modelwire.protocols import WireProtocol
+
+    class Half(WireProtocol):
+        name = "half"
+
+    with pytest.raises(TypeError, match="abstract method '?apply_options"):
+        Half()
 
 
 def test_a_formatter_without_options_of_its_own_refuses_one():

@@ -8,6 +8,7 @@ layer does the I/O).
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ConfigError, ProviderError, UnsupportedOptionError, error_from_body
@@ -68,16 +69,17 @@ __all__ = [
 COMMON_DIALECT: dict[str, Any] = {"credentials": {"google", "aws", "azure"}, "key_envs": (tuple, list)}
 
 
-class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discovery, TestSupport):
+class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discovery, TestSupport, ABC):
     """One wire protocol. Subclass it, set the class attributes, implement
-    :meth:`apply_options` (and :meth:`fake_stream` for the test server), and register an
-    instance (built in, or through the ``modelwire.protocols`` entry-point group).
+    :meth:`apply_options` (abstract: a class without it cannot be made) and :meth:`fake_stream`
+    for the test server, and register an instance (built in, or through the
+    ``modelwire.protocols`` entry-point group).
 
     This class is the core (the request: URL, headers, body, options; the stream: framing,
     adapter, decoder; errors and dialects); the parts a provider may or may not have come
     from ``modelwire.protocols._parts`` with their defaults, each its own class: ``Files``,
     ``Batches``, ``TokenCounting``, ``StoredState``, ``Caching``, ``Discovery``,
-    ``TestSupport``. Only ``apply_options`` has no default (it raises).
+    ``TestSupport``. Only ``apply_options`` has no default.
 
     Class attributes:
         name: the protocol's name (``anthropic``, ``openai-chat`` ...).
@@ -341,6 +343,7 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discover
     # Whether tool calls arrive whole (one provider event each), not as argument fragments.
     whole_tool_calls = False
 
+    @abstractmethod
     def apply_options(
         self,
         body: dict[str, Any],
@@ -352,7 +355,6 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discover
     ) -> None:
         """Put ``options`` into ``body`` in this protocol's shape for this model (in place),
         or raise :class:`~modelwire.errors.UnsupportedOptionError`. Never drop one silently."""
-        raise NotImplementedError
 
     def error(self, body: Any, status: int | None = None, request_id: str | None = None) -> ProviderError:
         """The typed error for an error body this protocol's servers send."""
