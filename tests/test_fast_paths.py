@@ -450,6 +450,65 @@ def test_gemini_call_pieces_the_short_path_must_leave_to_the_full_one():
     assert events[-1]["output_tokens"] == closing[-1][1]["usageMetadata"]["candidatesTokenCount"]
 
 
+def test_gemini_whole_calls_the_short_path_must_leave_to_the_full_one(monkeypatch):
+    """The Gemini API sends a call whole, name and arguments in one part: the usual one is
+    made on the short path (start, arguments, end, closing the text before it), and every
+    chunk that says more, or less, or what the full path refuses, is read as it reads it."""
+    from modelwire.adapters import encode_sse
+    from modelwire.protocols.gemini.adapter import GeminiAdapter
+
+    made = []
+    whole_call = GeminiAdapter._add_whole_call
+    monkeypatch.setattr(GeminiAdapter, "_add_whole_call", lambda self, *a: made.append(1) or whole_call(self, *a))
+
+    def chunk(*parts, **candidate_extra):
+        out = {"candidates": [{"content": {"role": "model", "parts": list(parts)}, "index": 0, **candidate_extra}]}
+        return (None, {**out, "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 1}})
+
+    def call(**fields):
+        return {"functionCall": {"name": "write", "args": {"text": "a"}, **fields}}
+
+    opening = [chunk({"text": "Writing"}), chunk(call(id="c1"))]
+    odd = [
+        [chunk({"text": "again"}), chunk(call(id="c1"))],  # an id used twice (renamed), after text
+        chunk(call(args=None)),
+        chunk({"functionCall": {"name": "write"}}),
+        chunk(call(args=["not", "an", "object"])),
+        chunk(call(args={"deep": {"list": [1, 2.5, None, True, "é"]}})),
+        chunk(call(id=7)),
+        chunk(call(id="")),
+        chunk(call(id=None)),
+        chunk({**call(), "thoughtSignature": "c2ln"}),
+        chunk({**call(), "thoughtSignature": ""}),
+        chunk(call(willContinue=False)),
+        chunk(call(extra=1)),
+        chunk(call(), call(id="c2")),
+        chunk(call(), finishReason="STOP"),
+        chunk({"text": "more", **call()}),
+        chunk({"functionCall": {"name": "", "args": {}}}),
+        chunk({"functionCall": {"name": "stream", "willContinue": True}}),  # a Vertex call begins...
+        chunk(call(id="c3")),  # ... and a whole one ends it
+        chunk({"functionCall": {"name": None, "partialArgs": [{"jsonPath": "$.x", "stringValue": "v"}]}}),
+        (None, {**chunk(call())[1], "responseId": "resp-3", "usageMetadata": {"candidatesTokenCount": 9}}),
+        (None, {**chunk(call())[1], "usageMetadata": "not an object"}),
+        (None, {**chunk(call())[1], "promptFeedback": {"blockReason": "SAFETY"}}),
+    ]
+    closing = [chunk(call(id="c4")), chunk({"text": ""}, finishReason="STOP")]
+    for item in odd:
+        middle = item if isinstance(item, list) else [item]
+        assert same_both_ways("gemini", encode_sse([*opening, *middle, *closing]))
+    made.clear()
+    events = same_both_ways("gemini", encode_sse([*opening, *closing]))
+    assert made  # the usual whole call took the short path
+    assert [e["type"] for e in events[:4]] == [
+        "MODEL_CALL_START",
+        "TEXT_BLOCK_START",
+        "TEXT_BLOCK_DELTA",
+        "TEXT_BLOCK_END",
+    ]
+    assert [e["delta"] for e in events if e["type"] == "TOOL_CALL_DELTA"] == ['{"text": "a"}'] * 2
+
+
 def test_responses_deltas_the_short_path_must_leave_to_the_full_one():
     """Responses deltas beside the usual one (text for an open part, arguments for an open
     call): each is decoded as the full path decodes it."""

@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from ... import event as E
 from ...adapters import OPTIONAL, BaseAdapter, Block, Delta, json_text, shape_problem
@@ -87,19 +88,22 @@ SHAPE: dict[str, tuple] = {
 
 
 # A chunk that is one candidate (index 0 or none) with one part: text continuing the open
-# text block, or (Vertex) one more piece of the string a streamed call is continuing (one
-# entry of partialArgs, both going on); beside it only the response id and the usage so far
-# (see adapters._fast). A part, call, entry or candidate with any other field (a thought, a
-# signature, a finish reason) takes the full path; so do a call's first and last chunk.
+# text block; (Vertex) one more piece of the string a streamed call is continuing (one
+# entry of partialArgs, both going on); or (the Gemini API's way) one whole function call,
+# its name and arguments together, while no call streams. Beside it only the response id
+# and the usage so far (see adapters._fast). A part, call, entry or candidate with any other
+# field (a thought, a finish reason) takes the full path, as does a signed text part or
+# string piece, and a streamed call's first and last chunk.
 _PART = "candidates[0].content.parts[0]"
 _CALL = f"{_PART}.functionCall"
 _ARG = f"{_CALL}.partialArgs[0]"
+_SIGNATURE = f"{_PART}.thoughtSignature"
 DELTAS = (
     Delta(
         f"{_PART}.text",
         find="_open_text",
         kinds=("text",),
-        empty=("candidates[0].index", _CALL),
+        empty=("candidates[0].index", _CALL, _SIGNATURE),
         absent=("error", "promptFeedback"),
         only=("candidates[0]", _PART),
         read=("responseId",),
@@ -112,13 +116,25 @@ DELTAS = (
         find="_open_string",
         kinds=None,
         when={f"{_CALL}.willContinue": True, f"{_ARG}.willContinue": True},
-        empty=("candidates[0].index", f"{_PART}.text"),
-        absent=("error", "promptFeedback"),
+        empty=("candidates[0].index", f"{_PART}.text", _SIGNATURE),
+        absent=("error", "promptFeedback", f"{_CALL}.name"),
         only=("candidates[0]", _PART, _CALL, _ARG),
         read=("responseId",),
         raw=("usageMetadata",),
         check="_chunk_meta",
         add="_add_piece",
+    ),
+    Delta(
+        f"{_CALL}.name",
+        find="_no_streamed_call",
+        kinds=None,
+        empty=("candidates[0].index", f"{_PART}.text", f"{_CALL}.willContinue", f"{_CALL}.partialArgs"),
+        absent=("error", "promptFeedback"),
+        only=("candidates[0]", _PART, _CALL),
+        read=("responseId", f"{_CALL}.id", f"{_CALL}.args", _SIGNATURE),
+        raw=("usageMetadata",),
+        check="_whole_call_meta",
+        add="_add_whole_call",
     ),
 )
 _NO_USAGE = msgspec.Raw()  # a chunk without usage
@@ -159,6 +175,7 @@ class GeminiAdapter(BaseAdapter):
         self._client_calls = 0
         self._server_calls: dict[str, str] = {}  # server calls waiting for their result: id -> tool name
         self._finish_reason: str | None = None
+        self._whole: tuple[Any, Any, Any] = ({}, None, None)  # a whole call the short path checked
 
     def answered(self) -> bool:
         return self.finished or self._finish_reason is not None
@@ -178,6 +195,40 @@ class GeminiAdapter(BaseAdapter):
         streamed.pieces.append(text)
         self._now = self._clock()
         out = self._out = []
+        return out
+
+    def _no_streamed_call(self, key: None) -> Any:
+        """Where a whole call's short path may go on: no call streaming (its end is the full path's)."""
+        return self if self._streamed is None else None
+
+    def _whole_call_meta(self, chunk: Any) -> bool:
+        """A whole call the short path can make as ``_function_call`` would, with nothing to
+        refuse (arguments an object or none: no call is open, so no id clashes with an open
+        one, and one of a closed call is renamed as it is there), kept for
+        :meth:`_add_whole_call`; then the chunk's own metadata."""
+        call = chunk.candidates[0].content.parts[0].functionCall
+        args, server_id = call.args, call.id
+        if args is UNSET or args is None:
+            args = {}
+        elif type(args) is not dict:
+            return False
+        if server_id is UNSET:
+            server_id = None
+        if not self._chunk_meta(chunk):
+            return False
+        signature = chunk.candidates[0].content.parts[0].thoughtSignature
+        self._whole = (args, server_id, None if signature is UNSET else signature)
+        return True
+
+    def _add_whole_call(self, _: Any, name: str) -> list[E.AgentEvent]:
+        """A whole function call's events, as the full path makes them (see _function_call)."""
+        self._now = self._clock()
+        out = self._out = []
+        args, server_id, signature = self._whole
+        self._end_text()
+        block = self._open_call(name, server_id, signature)
+        self.delta(block.block, json_text(args))
+        self.close_block(block.key)
         return out
 
     def _chunk_meta(self, chunk: Any) -> bool:
