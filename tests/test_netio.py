@@ -108,24 +108,32 @@ def test_a_connection_the_server_closed_while_idle_is_not_reused():
     assert asyncio.run(run(True)) == asyncio.run(run(False)) == (b"one", b"two", 2)
 
 
+async def _error_of(ours: bool, answer, request, ssl=None, **kwargs) -> str:
+    """What one request to a server that answers with ``answer`` raised (its kind), or "done"."""
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=ssl)
+    url = ("https" if ssl else "http") + "://127.0.0.1:%d" % server.sockets[0].getsockname()[1]
+    try:
+        async with client(ours, **kwargs) as c:
+            await request(c, url)
+    except Exception as exc:  # noqa: BLE001 - compared by the callers
+        return kind(exc)
+    finally:
+        server.close()
+    return "done"
+
+
 def test_a_write_to_a_server_that_reads_nothing_times_out():
-    async def run(ours: bool) -> str:
-        async def never_read(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await asyncio.sleep(5)
-            writer.close()
+    async def never_read(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(5)
+        writer.close()
 
-        server = await asyncio.start_server(never_read, "127.0.0.1", 0)
-        url = "http://127.0.0.1:%d" % server.sockets[0].getsockname()[1]
-        try:
-            async with client(ours, timeout=httpx2.Timeout(5, write=0.3)) as c:
-                await c.post(url, content=b"x" * (64 << 20))
-        except Exception as exc:  # noqa: BLE001 - compared below
-            return kind(exc)
-        finally:
-            server.close()
-        return "sent"
+    async def post(c: httpx2.AsyncClient, url: str) -> None:
+        await c.post(url, content=b"x" * (64 << 20))
 
-    assert asyncio.run(run(True)) == asyncio.run(run(False)) == "httpx2.WriteTimeout"
+    def run(ours: bool) -> str:
+        return asyncio.run(_error_of(ours, never_read, post, timeout=httpx2.Timeout(5, write=0.3)))
+
+    assert run(True) == run(False) == "httpx2.WriteTimeout"
 
 
 def test_a_read_cancelled_mid_body_leaves_the_pool_usable():
@@ -219,22 +227,16 @@ def test_tls_gives_the_same_body_and_the_ssl_object(tls):
 def test_a_certificate_nobody_trusts_is_a_connect_error(tls):
     server_ctx, _ = tls
 
-    async def run(ours: bool) -> str:
-        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            writer.close()
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
 
-        server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=server_ctx)
-        url = "https://127.0.0.1:%d" % server.sockets[0].getsockname()[1]
-        try:
-            async with client(ours) as c:  # the system's trust store: not the test CA
-                await c.get(url)
-        except Exception as exc:  # noqa: BLE001 - compared below
-            return kind(exc)
-        finally:
-            server.close()
-        return "trusted"
+    async def get(c: httpx2.AsyncClient, url: str) -> None:
+        await c.get(url)  # the system's trust store: not the test CA
 
-    assert asyncio.run(run(True)) == asyncio.run(run(False)) == "httpx2.ConnectError"
+    def run(ours: bool) -> str:
+        return asyncio.run(_error_of(ours, answer, get, ssl=server_ctx))
+
+    assert run(True) == run(False) == "httpx2.ConnectError"
 
 
 def test_a_unix_socket_connects_and_reads():

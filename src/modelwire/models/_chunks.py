@@ -14,6 +14,13 @@ chunk and its trailer, a malformed chunk) goes through h11's own reader, which r
 own errors, in the same place. Timeouts, cancellation, closing and the connection's reuse
 are httpcore2's, untouched.
 
+Where the connection reads through modelwire's own socket stream (:mod:`._netio`),
+:func:`read_directly` goes one step further: the body is read by the loop httpcore2's own
+receive loop runs (h11's events, the socket read when h11 needs data), without the
+generators, exception maps and trace scope of the response stream's four layers on every
+read, which a model sending a token per read pays once per token. Errors are raised as the
+client raises them; closing the response closes or returns the connection, as before.
+
 The reader lives below the public interfaces of httpx2, httpcore2 and h11 (the response
 stream's layers, h11's reader and receive buffer), so it is installed only where every layer
 is exactly what it expects, and otherwise the body is read as before.
@@ -26,6 +33,7 @@ from typing import Any
 __all__ = ["read_directly", "take_whole_chunks"]
 
 _READER: Any = None  # the reader class, made on first use
+_HEADER: Any = None  # h11's chunk header pattern, found with it
 
 
 def _whole_chunks(reader: Any, buf: Any) -> bytes | None:
@@ -83,9 +91,6 @@ def _reader_class() -> Any:
 
         _READER = WholeChunks
     return _READER
-
-
-_HEADER: Any = None
 
 
 def _connection_of(stream: Any) -> Any:
