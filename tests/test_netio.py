@@ -285,3 +285,55 @@ def test_socket_options_are_set_on_the_connection():
             server.close()
 
     assert asyncio.run(run()) == 1
+
+
+def test_through_a_connect_proxy_tls_is_started_on_the_tunnel(tls):
+    # An HTTPS_PROXY (trust_env) makes httpx2 mount a proxy pool: it connects to the proxy,
+    # asks for a tunnel (CONNECT), then starts TLS on that socket. The proxy here is a real
+    # byte pipe; the answer is the same on both socket layers.
+    server_ctx, client_ctx = tls
+    pieces = [b"data: %d\n\n" % i for i in range(50)]
+
+    async def run(ours: bool) -> tuple:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            await reader.readexactly(2)
+            writer.write(HEAD + chunked(pieces))
+            await writer.drain()
+            writer.close()
+
+        tunnels: list[bytes] = []
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            finally:
+                dst.close()
+
+        async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            head = await reader.readuntil(b"\r\n\r\n")
+            tunnels.append(head.split(b"\r\n")[0])
+            host, port = head.split(b" ")[1].decode().rsplit(":", 1)
+            up_reader, up_writer = await asyncio.open_connection(host, int(port))
+            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            await writer.drain()
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=server_ctx)
+        relay = await asyncio.start_server(proxy, "127.0.0.1", 0)
+        url = "https://127.0.0.1:%d" % server.sockets[0].getsockname()[1]
+        proxy_url = "http://127.0.0.1:%d" % relay.sockets[0].getsockname()[1]
+        try:
+            async with client(ours, verify=client_ctx, proxy=proxy_url) as c:
+                async with c.stream("POST", url, content=b"{}") as response:
+                    take_whole_chunks(response.stream)
+                    iterator = read_directly(response.stream) if ours else response.stream
+                    body = b"".join([p async for p in iterator]) if iterator is not None else None
+            return body, [t.split(b" ")[0] for t in tunnels]
+        finally:
+            server.close()
+            relay.close()
+
+    assert asyncio.run(run(True)) == asyncio.run(run(False)) == (b"".join(pieces), [b"CONNECT"])
