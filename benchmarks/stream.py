@@ -719,23 +719,13 @@ def event_floor(protocol: str, pieces: list[bytes], parse: Any, whole: bool = Fa
     each provider event is a whole tool call (``whole``), the three a call is in the
     contract (its start with its name, its arguments, its end). What an adapter spends
     beyond this is its own. The loop is the floor's, written out again so no extra call is
-    timed; like the adapter's, each event is dropped after its piece, and the count and ids
-    are checked."""
+    timed (the events are made in it, not in a helper); like the adapter's, each event is
+    dropped after its piece, and the count and ids are checked."""
     from modelwire._ids import coarse_now_iso, new_id
     from modelwire.event import TextBlockDeltaEvent, ToolCallDeltaEvent, ToolCallEndEvent, ToolCallStartEvent
 
-    def events() -> str:
-        if not whole:
-            return TextBlockDeltaEvent(
-                id=new_id(), created_at=coarse_now_iso(), reply_id="r", block_id="b", delta="x"
-            ).id
-        now = coarse_now_iso()
-        ToolCallStartEvent(id=new_id(), created_at=now, reply_id="r", tool_call_id="c", tool_call_name="f")
-        ToolCallDeltaEvent(id=new_id(), created_at=now, reply_id="r", tool_call_id="c", delta="{}")
-        return ToolCallEndEvent(id=new_id(), created_at=now, reply_id="r", tool_call_id="c").id
-
     n, last = 0, ""
-    if protocol == "bedrock-converse":
+    if protocol == "bedrock-converse":  # (its streams have no whole calls)
         import zlib
 
         for piece in pieces:
@@ -743,9 +733,9 @@ def event_floor(protocol: str, pieces: list[bytes], parse: Any, whole: bool = Fa
             assert zlib.crc32(piece[:-4]) == int.from_bytes(piece[-4:], "big")
             headers_length = int.from_bytes(piece[4:8], "big")
             parse(piece[12 + headers_length : -4])
-            made = events()
-            assert made != last
-            last = made
+            event = TextBlockDeltaEvent(id=new_id(), created_at=coarse_now_iso(), reply_id="r", block_id="b", delta="x")
+            assert event.id != last
+            last = event.id
             n += 1
         return n
     ndjson = protocol == "ollama"
@@ -753,9 +743,17 @@ def event_floor(protocol: str, pieces: list[bytes], parse: Any, whole: bool = Fa
         for line in piece.split(b"\n"):
             if line if ndjson else line.startswith(b"data: ") and line != b"data: [DONE]":
                 parse(line if ndjson else line[6:])
-                made = events()
-                assert made != last
-                last = made
+                if whole:
+                    now = coarse_now_iso()
+                    ToolCallStartEvent(id=new_id(), created_at=now, reply_id="r", tool_call_id="c", tool_call_name="f")
+                    ToolCallDeltaEvent(id=new_id(), created_at=now, reply_id="r", tool_call_id="c", delta="{}")
+                    event = ToolCallEndEvent(id=new_id(), created_at=now, reply_id="r", tool_call_id="c")
+                else:
+                    event = TextBlockDeltaEvent(
+                        id=new_id(), created_at=coarse_now_iso(), reply_id="r", block_id="b", delta="x"
+                    )
+                assert event.id != last
+                last = event.id
                 n += 1
     return n
 
