@@ -17,6 +17,7 @@ conventions' switch is on: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=
 from __future__ import annotations
 
 import contextvars
+import functools
 import importlib.util
 import json
 import os
@@ -77,14 +78,10 @@ def _otel() -> Any:
     return _api or None
 
 
-_found: list[bool] = []
-
-
+@functools.cache
 def _installed() -> bool:
     """Whether ``opentelemetry`` can be imported (looked up once)."""
-    if not _found:
-        _found.append(importlib.util.find_spec("opentelemetry") is not None)
-    return _found[0]
+    return importlib.util.find_spec("opentelemetry") is not None
 
 
 def _instrument(name: str) -> Any:
