@@ -205,3 +205,89 @@ def test_folding_does_not_depend_on_how_deltas_were_split(spec, seed_a, seed_b, 
     b = fold(render(spec, seed_b, order_seed))
     assert a == b
     assert a.to_json() == b.to_json()
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()  # NaN and the infinities included: json.dumps writes them
+    | text_st,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text_st, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json_values)
+def test_the_text_kept_of_a_whole_value_is_what_json_dumps_writes(value: Any) -> None:
+    """Adapters keep a call's whole arguments as ``json.dumps(value, ensure_ascii=False)``
+    writes them; the encoder they use is made once, and must write the same text."""
+    from modelwire.adapters import json_text
+
+    assert json_text(value) == json.dumps(value, ensure_ascii=False)
+
+
+_sse_lines = st.lists(
+    st.sampled_from(
+        [
+            b"data: {}",
+            b'data: {"n": 1}',
+            b'data: {"n": 2}',
+            b"event: ping",
+            b"event: other",
+            b": a comment",
+            b"data:{}",
+            b"id: 7",
+            b"retry: 10",
+            b"",
+            b"",
+            b"data: [DONE]",
+        ]
+    ),
+    max_size=24,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    _sse_lines,
+    st.sampled_from([b"\n", b"\r\n", b"\r"]),
+    st.booleans(),
+    st.lists(st.integers(0, 400), max_size=12),
+)
+def test_the_stream_decoder_hands_over_what_the_sse_decoder_dispatches(lines, end, bom, cuts) -> None:
+    """The stream decoder takes a piece that is one whole event apart itself: only while the
+    full decoder holds nothing (no partial line, no event name or data, no CR to pair, the
+    BOM check done). However the pieces fall, the adapter gets what the full decoder would
+    dispatch, in order, names and data alike."""
+    from modelwire.adapters import SSEDecoder
+    from modelwire.adapters._base import BaseAdapter, StreamDecoder
+
+    got: list[tuple[Any, Any]] = []
+
+    class Recording(BaseAdapter):
+        def done(self) -> list[Any]:
+            got.append(("[DONE]", b"[DONE]"))
+            return []
+
+        def close(self) -> list[Any]:
+            return []
+
+    body = (b"\xef\xbb\xbf" if bom else b"") + b"".join(line + end for line in lines)
+    points = sorted({min(c, len(body)) for c in cuts} | {0, len(body)})
+    # each cut piece followed by a usual one (an event of its own, with and without a name),
+    # so one comes in every state the cuts leave the full decoder in
+    probes = [b'data: {"probe": 1}\n\n', b'event: probe\ndata: {"probe": 2}\n\n']
+    pieces = [x for i, (a, b) in enumerate(zip(points, points[1:])) for x in (body[a:b], probes[i % 2])]
+    decoder = StreamDecoder(Recording("r"))
+    # every event's data, as the adapter's short path is handed it (raw bytes, with its name)
+    decoder._quick = lambda data, name: got.append((name, data)) or []
+    reference = SSEDecoder()
+    expected: list[tuple[Any, Any]] = []
+    for piece in pieces:
+        decoder.feed(piece)
+        expected += [(name if data != b"[DONE]" else "[DONE]", data) for name, data, _, _ in reference.feed_raw(piece)]
+    decoder.close()
+    expected += [(name if data != b"[DONE]" else "[DONE]", data) for name, data, _, _ in reference.close_raw()]
+    assert got == expected

@@ -133,6 +133,25 @@ def test_the_positional_constructor_checks_as_the_keyword_one_does():
         maker(E.TextBlockDeltaEvent, "reply_id", "block_id", "delta", "nope")
 
 
+def test_a_positional_constructor_stores_the_fields_its_caller_vouches_for_unchecked():
+    """``trusted`` fields (an adapter's own ids and stamps) are stored as given; every other
+    field is still checked, and a trusted field must be one of the named ones."""
+    make = maker(E.TextBlockDeltaEvent, "reply_id", "block_id", "delta", trusted=("reply_id", "block_id"))
+    assert make(5, "b", "x").reply_id == 5  # not checked: the caller's word
+    with pytest.raises(ValidationError, match="delta"):
+        make("r", "b", 5)
+    with pytest.raises(TypeError, match="trusted fields must be named"):
+        maker(E.TextBlockDeltaEvent, "reply_id", "block_id", "delta", trusted=("created_at",))
+
+
+def test_an_adapter_refuses_a_reply_id_that_is_not_a_string():
+    """Its events carry the reply id unchecked, so the adapter checks it once."""
+    from modelwire.protocols import get_protocol
+
+    with pytest.raises(TypeError, match="reply_id must be a string"):
+        get_protocol("anthropic").adapter_class()(5)
+
+
 def test_a_role_error_survives_pickling_with_its_details():
     err = RoleError("user", "thinking", "content[0]")
     back = pickle.loads(pickle.dumps(err))
@@ -369,3 +388,28 @@ def test_events_an_adapter_makes_get_unique_ids_when_read():
         ids = [e.id for e in events]
         assert len(set(ids)) == len(ids) and all(len(i) == 32 and int(i, 16) >= 0 for i in ids), protocol
         assert [json.loads(E.event_to_json(e))["id"] for e in events] == ids
+
+
+def test_the_coarse_clock_stamps_again_after_a_millisecond_or_when_time_goes_back(monkeypatch):
+    """An adapter stamps every event with ``coarse_now_iso``: the stamp of a time within the
+    millisecond after the last one it formatted, formatted again otherwise (later, or earlier
+    when the system clock was set back), as ``now_iso`` would write it then."""
+    import time
+
+    from modelwire import _ids
+
+    now = [1_800_000_000.25]
+    monkeypatch.setattr(_ids, "_time", lambda: now[0])
+    monkeypatch.setattr(_ids, "_time_ns", lambda: round(now[0] * 1e6) * 1000)
+
+    def micros() -> str:
+        return f".{int(now[0] * 1_000_000) % 1_000_000:06d}"
+
+    first = _ids.coarse_now_iso()
+    assert first == _ids.now_iso() == time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now[0])) + ".250000"
+    now[0] += 0.0009
+    assert _ids.coarse_now_iso() == first  # within the millisecond: the same stamp
+    now[0] += 0.0002
+    assert _ids.coarse_now_iso().endswith(micros()) and micros() != ".250000"  # past it: the time now
+    now[0] -= 5.0
+    assert _ids.coarse_now_iso().endswith(micros()) and _ids.coarse_now_iso() < first  # set back: again

@@ -24,7 +24,7 @@ _time_ns = time.time_ns
 _localtime = time.localtime
 _strftime = time.strftime
 _second: tuple[int, str] = (-1, "")  # the last second formatted, and its "YYYY-MM-DDTHH:MM:SS"
-_last = [0.0, ""]
+_stamp, _since, _until = "", 0.0, 0.0  # coarse_now_iso's stamp, and the times it holds for
 _urandom = os.urandom
 
 _pool: list[str] = []  # ids drawn ahead, 64 at a time: one draw and one format per batch
@@ -68,15 +68,16 @@ def coarse_now_iso() -> str:
 
     For code that stamps many events in a burst (an adapter stamps every event it
     makes): reading and formatting the clock costs more than the rest of handling a
-    small event.
+    small event. The stamp is kept with the millisecond it holds for (module globals, read
+    in one comparison; a thread that reads them while another writes gets a stamp of that
+    millisecond or the one before, as coarse as it says).
     """
+    global _stamp, _since, _until
     t = _time()
-    last = _last
-    if t - last[0] < 0.001 and t >= last[0]:
-        return last[1]
-    stamp = _iso(int(t * 1_000_000))
-    last[0] = t
-    last[1] = stamp
+    if _since <= t < _until:
+        return _stamp
+    _stamp = stamp = _iso(int(t * 1_000_000))
+    _since, _until = t, t + 0.001
     return stamp
 
 

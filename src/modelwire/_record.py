@@ -914,10 +914,13 @@ def converters(cls: type) -> dict[str, Callable[[Any], Any]]:
     return convs  # type: ignore[no-any-return]
 
 
-def maker(cls: type, *names: str) -> Callable[..., Any]:
+def maker(cls: type, *names: str, trusted: tuple[str, ...] = ()) -> Callable[..., Any]:
     """A positional constructor of ``cls`` taking ``names`` in that order, for code that
     builds many records of one shape (an adapter's deltas): the same checks as the
-    constructor, without matching keywords. Fields not named take their defaults."""
+    constructor, without matching keywords. Fields not named take their defaults.
+
+    ``trusted`` names fields the caller vouches for (values of the field's exact type that
+    it made itself, such as an adapter's reply id and clock): stored without their check."""
     convs = converters(cls)
     fasts: dict[str, type | None] = cls.__dict__["__record_fast__"]
     specs: dict[str, _FieldSpec] = cls.__record_specs__  # type: ignore[attr-defined]
@@ -939,7 +942,7 @@ def maker(cls: type, *names: str) -> Callable[..., Any]:
             if spec.lazy:
                 body.append(f"    if {name} is not MISSING:")
             conv = convs[name]
-            if conv is not _identity:
+            if conv is not _identity and name not in trusted:
                 fast = fasts[name]
                 env[f"_c_{name}"] = conv
                 if fast is not None:
@@ -959,6 +962,8 @@ def maker(cls: type, *names: str) -> Callable[..., Any]:
     unknown = set(names) - set(cls.__record_stored__)  # type: ignore[attr-defined]
     if unknown:
         raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
+    if not set(trusted) <= set(names):
+        raise TypeError(f"trusted fields must be named: {sorted(set(trusted) - set(names))}")
     if getattr(cls, "__post_init__", None) is not None:
         body.append("    self.__post_init__()")
     body.append("    return self")

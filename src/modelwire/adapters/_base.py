@@ -44,7 +44,7 @@ from ..errors import (
 from .. import event as E
 from ._eventstream import EventStreamDecoder as FrameParser
 from ._fast import Delta, FastPath, compile_fast_path
-from ._sse import _LINE_NAMES, SSEDecoder, _line_name
+from ._sse import _LINE_NAMES, CR, SSEDecoder, _line_name
 
 __all__ = [
     "json_text",
@@ -69,10 +69,28 @@ COMMON_EXTRAS = frozenset(
 
 _log = logging.getLogger("modelwire.adapters")
 
-# A whole value as the JSON text a tool call's arguments (or a result) are kept as: what
-# ``json.dumps(value, ensure_ascii=False)`` writes, by one encoder made once (json.dumps
-# makes a new encoder on every call with that option: 2.1 against 1.3 us for a small dict).
-json_text: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
+
+def _json_text() -> Callable[[Any], str]:
+    """A whole value as the JSON text a tool call's arguments (or a result) are kept as: what
+    ``json.dumps(value, ensure_ascii=False)`` writes. The values are parsed JSON (no cycles,
+    nothing but JSON types), so the stdlib's own C encoder is made once, without the
+    circular-reference table: ``JSONEncoder.encode`` builds that encoder again on every call,
+    about two thirds of the 1.3 us it takes for a small dict. Without the C encoder (another
+    Python), the stdlib's encoder as it is."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    encoder = json.JSONEncoder(ensure_ascii=False)
+    if make is None:  # pragma: no cover - CPython has it
+        return encoder.encode
+    chunks = make(None, encoder.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+    join = "".join
+
+    def json_text(value: Any) -> str:
+        return join(chunks(value, 0))
+
+    return json_text
+
+
+json_text: Callable[[Any], str] = _json_text()
 
 _STOP_REASONS = frozenset(E.StopReason)
 
@@ -90,24 +108,37 @@ def _is_error_frame(data: dict[str, Any]) -> bool:
     return isinstance(err, (dict, str)) and not data.get("choices") and not data.get("candidates")
 
 
-_TEXT_KINDS = {
-    "text": (E.TextBlockStartEvent, E.TextBlockDeltaEvent, E.TextBlockEndEvent),
-    "thinking": (E.ThinkingBlockStartEvent, E.ThinkingBlockDeltaEvent, E.ThinkingBlockEndEvent),
-}
-
-
 _default_id = new_id
 # What an adapter gives as an event's id to leave it to the event (see EventBase.id): a
 # call into C, where new_id() would be a Python call per event.
 _LAZY_ID: Callable[[], Any] = repeat(MISSING).__next__
 
-# The delta of each streamed kind, built positionally: (id, created_at, reply_id, block id,
-# delta); public for an adapter's own short path (see the protocols' ``feed``).
+
+def _maker(cls: type, *names: str) -> Callable[..., Any]:
+    """A positional constructor of an event of a block's life: (id, created_at, reply_id,
+    block or call id, then ``names[1:]``). The first four are the adapter's own (an id of
+    its own or MISSING, its clock's stamp, the reply id it was given, a block id
+    ``open_block`` checked), stored as they are; what came from the provider is checked."""
+    return maker(cls, "id", "created_at", "reply_id", *names, trusted=("id", "created_at", "reply_id", names[0]))
+
+
+# The events of a block's life, built positionally (a keyword call and its dict cost as much
+# again). The deltas are public for an adapter's own short path (see the protocols' ``feed``).
 DELTA_MAKERS = _DELTAS = {
-    "text": maker(E.TextBlockDeltaEvent, "id", "created_at", "reply_id", "block_id", "delta"),
-    "thinking": maker(E.ThinkingBlockDeltaEvent, "id", "created_at", "reply_id", "block_id", "delta"),
-    "tool_call": maker(E.ToolCallDeltaEvent, "id", "created_at", "reply_id", "tool_call_id", "delta"),
-    "tool_result": maker(E.ToolResultTextDeltaEvent, "id", "created_at", "reply_id", "tool_call_id", "delta"),
+    "text": _maker(E.TextBlockDeltaEvent, "block_id", "delta"),
+    "thinking": _maker(E.ThinkingBlockDeltaEvent, "block_id", "delta"),
+    "tool_call": _maker(E.ToolCallDeltaEvent, "tool_call_id", "delta"),
+    "tool_result": _maker(E.ToolResultTextDeltaEvent, "tool_call_id", "delta"),
+}
+_TEXT_STARTS = {
+    "text": _maker(E.TextBlockStartEvent, "block_id"),
+    "thinking": _maker(E.ThinkingBlockStartEvent, "block_id"),
+}
+_CALL_START = _maker(E.ToolCallStartEvent, "tool_call_id", "tool_call_name")
+_ENDS = {  # (..., extras)
+    "text": _maker(E.TextBlockEndEvent, "block_id", "extras"),
+    "thinking": _maker(E.ThinkingBlockEndEvent, "block_id", "extras"),
+    "tool_call": _maker(E.ToolCallEndEvent, "tool_call_id", "extras"),
 }
 
 
@@ -164,6 +195,8 @@ class BaseAdapter:
         new_id: Callable[[], str] = new_id,
         clock: Callable[[], str] = coarse_now_iso,
     ) -> None:
+        if type(reply_id) is not str:  # every event carries it, unchecked (see _maker)
+            raise TypeError(f"reply_id must be a string, not {type(reply_id).__name__}")
         self.reply_id = reply_id
         self.model_name = model_name
         self._new_id = new_id  # block and call ids
@@ -425,10 +458,11 @@ class BaseAdapter:
         return call_id
 
     def _emit_start(self, block: Block, kind: str, name: str, start: dict[str, Any]) -> None:
-        if kind in _TEXT_KINDS:
-            self._emit(_TEXT_KINDS[kind][0], block_id=block.id)
+        make = _TEXT_STARTS.get(kind)
+        if make is not None:
+            self._out.append(make(self._event_id(), self._now, self.reply_id, block.id))
         elif kind == "tool_call":
-            self._emit(E.ToolCallStartEvent, tool_call_id=block.id, tool_call_name=name)
+            self._out.append(_CALL_START(self._event_id(), self._now, self.reply_id, block.id, name))
         elif kind == "tool_result":
             self._emit(E.ToolResultStartEvent, tool_call_id=block.id, tool_call_name=name)
         elif kind == "data":
@@ -455,10 +489,9 @@ class BaseAdapter:
         block.closed = True
         extras = block.extras or None
         kind = block.kind
-        if kind in _TEXT_KINDS:
-            self._emit(_TEXT_KINDS[kind][2], block_id=block.id, extras=extras)
-        elif kind == "tool_call":
-            self._emit(E.ToolCallEndEvent, tool_call_id=block.id, extras=extras)
+        make = _ENDS.get(kind)
+        if make is not None:
+            self._out.append(make(self._event_id(), self._now, self.reply_id, block.id, extras))
         elif kind == "tool_result":
             self._emit(E.ToolResultEndEvent, tool_call_id=block.id, state=state, metadata=metadata or {})
         elif kind == "data":
@@ -555,47 +588,45 @@ class StreamDecoder:
         self.keep = keep
         self._quick = short_path(adapter)
         self.events: list[E.AgentEvent] = []
+        # Whether the full decoder holds nothing (no partial line, event or data, no CR to
+        # pair, the BOM check done): then a piece that is one whole event is taken apart here.
+        self._idle = False
 
     def feed(self, chunk: bytes) -> list[E.AgentEvent]:
-        sse = self.sse
         # The usual piece, one whole event as providers flush them ("data: X\n\n" or
-        # "event: N\ndata: X\n\n", nothing pending from earlier pieces), is taken apart
-        # here in one split; any other piece goes through the full decoder.
-        lines = chunk.split(b"\n", 4)  # at most five parts, however long the piece
-        count = len(lines)
-        if (
-            2 < count < 5
-            and not lines[-1]
-            and not lines[-2]
-            and not (sse._rest or sse._data or sse._skip_lf or sse._first)
-            and len(chunk) <= sse.max_line
-            and chunk.find(b"\r") < 0
-        ):
-            if count == 3 and lines[0].startswith(b"data: "):
-                name = sse._event or "message"
-                data = lines[0][6:]
-            elif count == 4 and lines[1].startswith(b"data: ") and lines[0].startswith(b"event: "):
+        # "event: N\ndata: X\n\n"), is taken apart here in one split and its data handed to
+        # the adapter's short path; any other piece goes through the full decoder.
+        if self._idle and CR not in chunk:
+            lines = chunk.split(b"\n", 4)  # at most five parts, however long the piece
+            count = len(lines)
+            if count == 3:
+                line, name = lines[0], "message"
+            elif count == 4 and lines[0][:7] == b"event: ":
+                line = lines[1]
                 name = _LINE_NAMES.get(lines[0]) or _line_name(lines[0])
-                data = lines[1][6:]
             else:
-                return self._run(sse.feed_raw(chunk), end=False)
-            sse._event = ""
-            return self._whole(name, data)
-        return self._run(sse.feed_raw(chunk), end=False)
+                line, name = b"", ""
+            if line[:6] == b"data: " and not lines[-1] and not lines[-2] and len(line) <= self.sse.max_line:
+                data = line[6:]
+                try:
+                    out = self._quick(data, name) if self._quick is not None and data != b"[DONE]" else None
+                    if out is None:
+                        out = self._event_data(name, data, quick=False)
+                except ProviderError as err:
+                    self._failed([], err)
+                    raise
+                if self.keep:
+                    self.events += out
+                return out
+        return self._run(self._decode(chunk), end=False)
 
-    def _whole(self, name: str, data: bytes) -> list[E.AgentEvent]:
-        """One SSE event, a piece of its own, as :meth:`_run` takes each; the adapter's short
-        path called from here (most events of a stream take it), not one call further down."""
-        try:
-            out = self._quick(data, name) if self._quick is not None and data != b"[DONE]" else None
-            if out is None:
-                out = self._event_data(name, data, quick=False)
-        except ProviderError as err:
-            self._failed([], err)
-            raise
-        if self.keep:
-            self.events += out
-        return out
+    def _decode(self, chunk: bytes) -> list[Any]:
+        """A piece through the full decoder, noting whether it is left holding nothing."""
+        sse = self.sse
+        self._idle = False  # (until it returned)
+        events = sse.feed_raw(chunk)
+        self._idle = not (sse._rest or sse._data or sse._skip_lf or sse._first or sse._event)
+        return events
 
     def _event_data(self, name: str, data: bytes, quick: bool = True) -> list[E.AgentEvent]:
         """One SSE event's data to the adapter: its own short path first, if it has one

@@ -12,6 +12,7 @@ from msgspec.json import decode as from_json
 from .. import event as E
 from ..errors import ProviderError, StreamProtocolError
 from ._base import BaseAdapter, StreamDecoder, _refuse, short_path
+from ._sse import LF
 
 __all__ = ["NDJSONDecoder", "MAX_LINE"]
 
@@ -31,7 +32,7 @@ class NDJSONDecoder(StreamDecoder):
         self._quick = short_path(adapter)
 
     def feed(self, chunk: bytes) -> list[E.AgentEvent]:
-        if chunk and not self._buffer and chunk.find(b"\n") == len(chunk) - 1:  # the usual piece: one whole line
+        if chunk and not self._buffer and chunk.find(LF) == len(chunk) - 1:  # the usual piece: one whole line
             try:
                 out = self._quick(chunk, None) if self._quick is not None else None
                 if out is None:

