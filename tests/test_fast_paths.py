@@ -735,3 +735,41 @@ def test_a_short_path_that_fails_leaves_the_event_to_the_full_path(monkeypatch):
     monkeypatch.setenv("MODELWIRE_DEBUG", "1")
     with pytest.raises(KeyError):
         fast.feed_raw(Toy(), b'{"t":"x","k":1}')
+
+
+@pytest.mark.parametrize("mapped", [False, True])
+def test_a_call_made_whole_is_the_call_a_streamed_one_makes(mapped):
+    """``whole_call`` (a provider event that is a whole tool call) keeps the rules of a call
+    that streams (open_block, delta, close_block): a new id where none is given, an id used
+    already renamed (the result then finds the renamed call), the tool's own name for the
+    name it was sent as, no delta for empty arguments, a call without a name refused."""
+
+    def run(whole: bool) -> tuple[list[dict], list[str]]:
+        adapter = get_protocol("ollama").adapter_class()("r", new_id=iter(f"n{i}" for i in range(99)).__next__)
+        adapter.tool_names = {"sent_name": "own_name"} if mapped else {}
+        adapter._now = "T"
+        ids = []
+        for key, (name, call_id, arguments) in enumerate(
+            [("sent_name", "c1", '{"a": 1}'), ("f", "c1", "{}"), ("f", None, ""), ("g", "c2", "[]")]
+        ):
+            extras = {"x": key} if key < 3 else {}  # the last with none: its END says None
+            if whole:
+                ids.append(adapter.whole_call(name, call_id, arguments, extras))
+            else:
+                block = adapter.open_block(key, "tool_call", name=name, block_id=call_id)
+                block.extras.update(extras)
+                adapter.delta(block, arguments)
+                adapter.close_block(key)
+                ids.append(block.id)
+        result = adapter.open_block("r", "tool_result", name="f", block_id="c1")
+        ids.append(result.id)
+        with pytest.raises(ProviderError, match="without a name"):
+            adapter.whole_call("", "c9", "{}") if whole else adapter.open_block("z", "tool_call", block_id="c9")
+        return [{k: v for k, v in e.to_dict().items() if k != "id"} for e in adapter._out], ids
+
+    assert run(whole=True) == run(whole=False)
+    events, ids = run(whole=True)
+    assert ids[:2] == ["c1", "c1_2"] and ids[2].startswith("n") and ids[3:] == ["c2", "c1_2"]
+    assert events[0]["tool_call_name"] == ("own_name" if mapped else "sent_name")
+    assert [e["type"] for e in events[6:8]] == ["TOOL_CALL_START", "TOOL_CALL_END"]  # no arguments: no delta
+    assert events[10]["type"] == "TOOL_CALL_END" and events[10]["extras"] is None

@@ -405,32 +405,58 @@ class BaseAdapter:
     # text-like blocks ------------------------------------------------------------------
 
     def open_block(self, key: Any, kind: str, name: str = "", **start: Any) -> Block:
-        block_id = start.pop("block_id", None) or self._new_id()
-        if not isinstance(block_id, str):
-            raise StreamProtocolError(
-                f"{self.protocol}: a {kind} block whose id is {type(block_id).__name__}, not a string"
-            )
+        block_id = self._block_id(kind, start.pop("block_id", None))
         if key in self.blocks:
             raise StreamProtocolError(f"{self.protocol}: a {kind} block started twice ({key!r})")
         if kind == "tool_call":
-            if not isinstance(name, str) or not name:
-                raise StreamProtocolError(f"{self.protocol}: a tool call without a name ({block_id!r})")
-            if block_id in self._ids:
-                block_id = self._call_again(block_id)
-            self._call_ids[block_id] = False
+            block_id, name = self._new_call(block_id, name)
         elif kind == "tool_result":
             block_id = self._result_for(block_id)
         elif block_id in self._ids:
             raise StreamProtocolError(f"{self.protocol}: the id {block_id!r} is used by two blocks of one call")
         block = Block(kind, block_id, name)
         self._ids.add(block_id)
-        if kind == "tool_call" and self.tool_names:
-            # The model called a tool by the name it was sent as: the tool's own name.
-            name = block.name = self.tool_names.get(name, name)
         # Emit the START first: a block is registered (and later closed) only once it started.
         self._emit_start(block, kind, name, start)
         self.blocks[key] = block
         return block
+
+    def whole_call(self, name: Any, call_id: Any, arguments: str, extras: dict[str, Any] | None = None) -> str:
+        """A tool call that arrives whole, its name and arguments in one provider event: its
+        START, its arguments (when there are any) and its END, as ``open_block``, ``delta``
+        and ``close_block`` make them for a call that streams, with no block opened between
+        them. Returns the id it streams with: the provider's (``call_id``; renamed when this
+        call used it already) or, without one, a new one."""
+        call_id, name = self._new_call(self._block_id("tool_call", call_id), name)
+        event_id, now, reply_id, out = self._event_id, self._now, self.reply_id, self._out
+        out.append(_CALL_START(event_id(), now, reply_id, call_id, name))
+        if arguments:
+            out.append(_DELTAS["tool_call"](event_id(), now, reply_id, call_id, arguments))
+        out.append(_ENDS["tool_call"](event_id(), now, reply_id, call_id, extras or None))
+        return call_id
+
+    def _block_id(self, kind: str, given: Any) -> str:
+        """A block's id: the provider's, a string, or a new one where it gave none."""
+        block_id = given or self._new_id()
+        if not isinstance(block_id, str):
+            raise StreamProtocolError(
+                f"{self.protocol}: a {kind} block whose id is {type(block_id).__name__}, not a string"
+            )
+        return block_id
+
+    def _new_call(self, call_id: str, name: Any) -> tuple[str, str]:
+        """A tool call's id and name, by the rules every call keeps, streamed or whole: it has
+        a name; an id a block of this call has already is renamed (see :meth:`_call_again`);
+        a tool called by the name it was sent as gets the tool's own name back."""
+        if not isinstance(name, str) or not name:
+            raise StreamProtocolError(f"{self.protocol}: a tool call without a name ({call_id!r})")
+        if call_id in self._ids:
+            call_id = self._call_again(call_id)
+        self._call_ids[call_id] = False
+        self._ids.add(call_id)
+        if self.tool_names:
+            name = self.tool_names.get(name, name)
+        return call_id, name
 
     def _call_again(self, call_id: str) -> str:
         """A tool call whose id a block of this call has already (servers that number calls

@@ -226,9 +226,7 @@ class GeminiAdapter(BaseAdapter):
         out = self._out = []
         args, server_id, signature = self._whole
         self._end_text()
-        block = self._open_call(name, server_id, signature)
-        self.delta(block.block, json_text(args))
-        self.close_block(block.key)
+        self._whole_call(name, server_id, signature, json_text(args))
         return out
 
     def _chunk_meta(self, chunk: Any) -> bool:
@@ -360,8 +358,8 @@ class GeminiAdapter(BaseAdapter):
             if not call:
                 return  # a lone terminator for a call already closed
             raise StreamProtocolError("a functionCall without a name", body={"functionCall": call})
-        block = self._open_call(name, call.get("id"), signature)
         if call.get("willContinue") or call.get("partialArgs"):
+            block = self._open_call(name, call.get("id"), signature)
             self._streamed = _StreamedCall(block.key)
             self._continue_call(self._streamed, {k: v for k, v in call.items() if k != "name"}, None)
             return
@@ -370,22 +368,35 @@ class GeminiAdapter(BaseAdapter):
             args = {}
         if not isinstance(args, dict):
             raise StreamProtocolError("functionCall.args is not an object", body={"functionCall": call})
-        self.delta(block.block, json_text(args))
-        self.close_block(block.key)
+        self._whole_call(name, call.get("id"), signature, json_text(args))
 
     def _open_call(self, name: str, server_id: Any, signature: str | None) -> "_Opened":
-        self._client_calls += 1
-        call_id = server_id if isinstance(server_id, str) and server_id else self._new_id()
+        """A call whose arguments stream in the chunks after (Vertex's partialArgs)."""
+        call_id, extras = self._call_id(server_id, signature)
         key = ("call", call_id)
-        if key in self.blocks:
-            raise StreamProtocolError(f"function call id {call_id!r} used twice in one reply")
         block = self.open_block(key, "tool_call", name=name, block_id=call_id)
-        block.extras["provider_metadata"] = self.origin
-        if isinstance(server_id, str) and server_id:
-            block.extras["server_call_id"] = True
-        if signature:
-            block.extras["thought_signature"] = signature
+        block.extras.update(extras)
         return _Opened(key, block)
+
+    def _whole_call(self, name: str, server_id: Any, signature: str | None, arguments: str) -> None:
+        """A call whose name and arguments came in one part (the Gemini API's way)."""
+        call_id, extras = self._call_id(server_id, signature)
+        self.whole_call(name, call_id, arguments, extras)
+
+    def _call_id(self, server_id: Any, signature: str | None) -> tuple[str, dict[str, Any]]:
+        """A function call's id (the server's, if it gave one, else a new one) and the extras
+        of its END; a server id a call still streaming has is refused."""
+        self._client_calls += 1
+        given = isinstance(server_id, str) and server_id
+        call_id = server_id if given else self._new_id()
+        if ("call", call_id) in self.blocks:
+            raise StreamProtocolError(f"function call id {call_id!r} used twice in one reply")
+        extras: dict[str, Any] = {"provider_metadata": self.origin}
+        if given:
+            extras["server_call_id"] = True
+        if signature:
+            extras["thought_signature"] = signature
+        return call_id, extras
 
     def _continue_call(self, streamed: _StreamedCall, call: dict[str, Any], signature: str | None) -> None:
         block = self.blocks[streamed.key]

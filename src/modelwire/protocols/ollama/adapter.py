@@ -147,8 +147,5 @@ class OllamaAdapter(BaseAdapter):
         if "thinking" in self.blocks:
             self.close_block("thinking")
         call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"call_{self._new_id()}"
-        key = ("call", self._calls)
         self._calls += 1
-        block = self.open_block(key, "tool_call", name=name, block_id=call_id)
-        self.delta(block, text)
-        self.close_block(key)
+        self.whole_call(name, call_id, text)

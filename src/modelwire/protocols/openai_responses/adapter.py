@@ -346,11 +346,9 @@ class OpenAIResponsesAdapter(BaseAdapter):
         call_id = raw.get("id") or self._new_id()
         name = raw["type"][: -len("_call")]
         key = ("server", call_id)
-        block = self.open_block(key, "tool_call", name=name, block_id=call_id)
-        block.extras.update(server_side=True, provider_metadata=self.origin, provider_block_type=raw["type"])
         action = raw.get("action") or raw.get("arguments") or raw.get("code") or {}
-        self.delta(block, action if isinstance(action, str) else json_text(action))
-        self.close_block(key)
+        extras = {"server_side": True, "provider_metadata": self.origin, "provider_block_type": raw["type"]}
+        call_id = self.whole_call(name, call_id, action if isinstance(action, str) else json_text(action), extras)
         result = self.open_block(key, "tool_result", name=name, block_id=call_id)
         self.delta(result, _describe(raw))
         state = "success" if raw.get("status") in (None, "completed") else "error"
