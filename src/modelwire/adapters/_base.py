@@ -85,6 +85,7 @@ def _json_text() -> Callable[[Any], str]:
     join = "".join
 
     def json_text(value: Any) -> str:
+        """``json.dumps(value, ensure_ascii=False)`` of a parsed JSON value."""
         return join(chunks(value, 0))
 
     return json_text
