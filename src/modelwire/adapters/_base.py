@@ -115,28 +115,30 @@ _default_id = new_id
 _LAZY_ID: Callable[[], Any] = repeat(MISSING).__next__
 
 
-def _maker(cls: type, *names: str) -> Callable[..., Any]:
+def _maker(cls: type, *names: str, checked: tuple[str, ...] = ()) -> Callable[..., Any]:
     """A positional constructor of an event of a block's life: (id, created_at, reply_id,
-    block or call id, then ``names[1:]``). The first four are the adapter's own (an id of
-    its own or MISSING, its clock's stamp, the reply id it was given, a block id
-    ``open_block`` checked), stored as they are; what came from the provider is checked."""
-    return maker(cls, "id", "created_at", "reply_id", *names, trusted=("id", "created_at", "reply_id", names[0]))
+    block or call id, then ``names[1:]``). The adapter's own values are stored as they are
+    (an id of its own or MISSING, its clock's stamp, the reply id it was given, a block id,
+    a tool name and extras that ``open_block`` / ``whole_call`` checked or made); the fields
+    in ``checked`` (a delta: a provider's value) are checked as the constructor checks them."""
+    fields = ("id", "created_at", "reply_id", *names)
+    return maker(cls, *fields, trusted=tuple(f for f in fields if f not in checked))
 
 
 # The events of a block's life, built positionally (a keyword call and its dict cost as much
 # again). The deltas are public for an adapter's own short path (see the protocols' ``feed``).
 DELTA_MAKERS = _DELTAS = {
-    "text": _maker(E.TextBlockDeltaEvent, "block_id", "delta"),
-    "thinking": _maker(E.ThinkingBlockDeltaEvent, "block_id", "delta"),
-    "tool_call": _maker(E.ToolCallDeltaEvent, "tool_call_id", "delta"),
-    "tool_result": _maker(E.ToolResultTextDeltaEvent, "tool_call_id", "delta"),
+    "text": _maker(E.TextBlockDeltaEvent, "block_id", "delta", checked=("delta",)),
+    "thinking": _maker(E.ThinkingBlockDeltaEvent, "block_id", "delta", checked=("delta",)),
+    "tool_call": _maker(E.ToolCallDeltaEvent, "tool_call_id", "delta", checked=("delta",)),
+    "tool_result": _maker(E.ToolResultTextDeltaEvent, "tool_call_id", "delta", checked=("delta",)),
 }
 _TEXT_STARTS = {
     "text": _maker(E.TextBlockStartEvent, "block_id"),
     "thinking": _maker(E.ThinkingBlockStartEvent, "block_id"),
 }
 _CALL_START = _maker(E.ToolCallStartEvent, "tool_call_id", "tool_call_name")
-_ENDS = {  # (..., extras)
+_ENDS = {  # (..., extras: a block's own dict, or None)
     "text": _maker(E.TextBlockEndEvent, "block_id", "extras"),
     "thinking": _maker(E.ThinkingBlockEndEvent, "block_id", "extras"),
     "tool_call": _maker(E.ToolCallEndEvent, "tool_call_id", "extras"),
@@ -280,11 +282,10 @@ class BaseAdapter:
 
     def short_delta(self, block: Block, text: str) -> list[E.AgentEvent]:
         """A short path's one event: a delta of ``block`` (open, of a streamed kind), stamped
-        now, as ``feed`` -> ``delta`` would make it; the events of this feed."""
+        now, as ``feed`` -> ``delta`` would make it; the events of this feed. (The stamp and
+        the events are not kept on the adapter: every entry point sets both afresh.)"""
         block.has_delta = True
-        self._now = now = self._clock()
-        out = self._out = [_DELTAS[block.kind](self._event_id(), now, self.reply_id, block.id, text)]
-        return out
+        return [_DELTAS[block.kind](self._event_id(), self._clock(), self.reply_id, block.id, text)]
 
     def done(self) -> list[E.AgentEvent]:
         """The ``data: [DONE]`` marker."""
