@@ -662,5 +662,36 @@ def test_which_urls_each_provider_fetches_itself():
         True,
     ]
     assert not OpenAIResponsesFormatter.needs_inline("application/pdf")
+    # Gemini fetches no http(s) media itself but a public YouTube video, which goes by its URL
+    from modelwire.protocols import get_protocol
+
+    gemini = get_protocol("gemini")
+    assert not gemini.needs_inline("video/mp4", "https://www.youtube.com/watch?v=9hE5-98ZeCg")
+    assert gemini.needs_inline("video/mp4", "https://example.com/v.mp4") and gemini.needs_inline("video/mp4")
     with pytest.raises(FormatError, match="text/plain documents as base64 only"):
         fmt("anthropic", [UserMsg("u", [DataBlock(source=URLSource(url="https://x/a.txt", media_type="text/plain"))])])
+
+
+def test_a_youtube_video_goes_to_gemini_by_its_url_never_fetched():
+    """The Gemini API reads public YouTube videos itself ("YouTube URLs" among its video input
+    methods); fetched, a watch page is HTML sent as a video. The URL is not fetched (this
+    machine has no network: a fetch would fail) and goes as fileData, as google-genai types it."""
+    import asyncio
+
+    from modelwire.models import load_model
+    from modelwire.models._media import resolve_sources
+
+    url = "https://www.youtube.com/watch?v=9hE5-98ZeCg"
+    video = DataBlock(source=URLSource(url=url, media_type="video/mp4"))
+    model = load_model("google:gemini-2.5-flash", api_key="k")
+    messages = [UserMsg("u", [TextBlock(text="Summarize the video."), video])]
+    resolved = asyncio.run(
+        resolve_sources(messages, model.wire, model.transport, model.max_source_bytes, model.endpoint)
+    )
+    assert resolved[0].content[1] is video  # left as it is
+    payload = model.build_request(resolved)[0]
+    assert payload["contents"][0]["parts"][1] == {"fileData": {"mimeType": "video/mp4", "fileUri": url}}
+    sdk_params.gemini_request(payload)
+    other = DataBlock(source=URLSource(url="https://www.youtube.com.evil/v.mp4", media_type="video/mp4"))
+    with pytest.raises(FormatError, match="cannot be sent https: sources"):
+        fmt("gemini", [UserMsg("u", [other])])  # any other page is fetched first, never sent as a URL

@@ -33,7 +33,8 @@ class Formatter:
       takes (:class:`~modelwire.formatters._toolids.IdRules`); others are rewritten before
       formatting, the same way for a call and its result (None: any);
     - :meth:`needs_inline`: which http(s) media the target cannot fetch itself (the models
-      layer fetches those first and sends them as base64).
+      layer fetches those first and sends them as base64), and ``fetched_urls``: the URL
+      prefixes it reads itself whatever the media type (a video site's pages), never fetched.
 
     ``provider`` (the preset's name) and ``endpoint`` (its endpoint family, set by the models
     layer) decide which provider-specific blocks replay natively
@@ -65,6 +66,9 @@ class Formatter:
         # messages of agents other than ``assistant_name`` become user content.
         self.speaker_names = speaker_names
         self.assistant_name = assistant_name
+
+    # http(s) URL prefixes the target reads itself whatever needs_inline says of the media type.
+    fetched_urls: ClassVar[tuple[str, ...]] = ()
 
     @staticmethod
     def needs_inline(media_type: str) -> bool:

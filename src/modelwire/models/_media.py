@@ -102,7 +102,7 @@ def _needs_fetch(protocol: WireProtocol, media_type: str, url: str) -> bool:
         return True
     if not url.startswith(("http://", "https://")):
         return False
-    return protocol.needs_inline(media_type)
+    return protocol.needs_inline(media_type, url)
 
 
 async def resolve_sources(

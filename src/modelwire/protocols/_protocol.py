@@ -222,9 +222,13 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discover
         """What a streamed answer from that provider's endpoint arrives as."""
         return self.content_type
 
-    def needs_inline(self, media_type: str) -> bool:
-        """Whether an http(s) source of this media type must be fetched and sent as base64."""
-        return bool(self.formatter_class().needs_inline(media_type))
+    def needs_inline(self, media_type: str, url: str = "") -> bool:
+        """Whether an http(s) source of this media type (at ``url``) must be fetched and sent
+        as base64: not where the provider reads the URL itself (the formatter's ``fetched_urls``)."""
+        formatter = self.formatter_class()
+        if url and url.startswith(formatter.fetched_urls):
+            return False
+        return bool(formatter.needs_inline(media_type))
 
     # -- the request -----------------------------------------------------------------------
 

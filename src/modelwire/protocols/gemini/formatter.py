@@ -99,15 +99,23 @@ PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator"
 TOOL_NAMES = IdRules(allowed="A-Za-z0-9_.:-", max_len=128, first="A-Za-z_")
 
 
+# Public YouTube videos are sent by their URL, as fileData (the Gemini API's "YouTube URLs"
+# input method: https://ai.google.dev/gemini-api/docs/video-understanding); fetched, a watch
+# page is HTML, not a video.
+YOUTUBE_URLS = ("https://www.youtube.com/", "https://youtube.com/", "https://m.youtube.com/", "https://youtu.be/")
+
+
 class GeminiFormatter(Formatter):
     tool_id_rules: IdRules | None = None
     tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL
+    fetched_urls = YOUTUBE_URLS
 
     @staticmethod
     def needs_inline(media_type: str) -> bool:
-        """Whether an http(s) source must be fetched and sent as ``inlineData``: always;
-        ``fileData`` takes the URIs Google reads itself (``gs://``, uploaded files)."""
+        """Whether an http(s) source must be fetched and sent as ``inlineData``: always but
+        for YouTube URLs (``fetched_urls``); ``fileData`` takes the URIs Google reads itself
+        (``gs://``, uploaded files, YouTube videos)."""
         return True
 
     def __init__(
@@ -284,8 +292,9 @@ def _declaration(spec: ToolSpec) -> dict[str, Any]:
 def media_part(block: Any, index: int, endpoint: str | None = None) -> dict[str, Any]:
     if file_ref(block, endpoint, "gemini", index, PROTOCOL) is not None:
         return {"fileData": {"mimeType": block.source.media_type.split(";")[0].strip(), "fileUri": block.source.url}}
-    # A gs:// URI Vertex reads itself; http(s) sources are fetched and inlined before formatting.
-    kind, payload, media_type = sent_source(block, index, PROTOCOL, ("gs://", "data:"))
+    # A gs:// URI Vertex reads itself, a YouTube URL; other http(s) sources are fetched and
+    # inlined before formatting.
+    kind, payload, media_type = sent_source(block, index, PROTOCOL, ("gs://", "data:", *YOUTUBE_URLS))
     mime = media_type.split(";")[0].strip()
     if kind == "url" and payload.startswith("data:"):
         head, _, data = payload.partition(",")
