@@ -635,18 +635,22 @@ class StreamDecoder:
             else:
                 line, name = b"", ""
             if line[:6] == b"data: " and not lines[-1] and not lines[-2] and len(line) <= self.sse.max_line:
-                data = line[6:]
-                try:
-                    out = self._quick(data, name) if self._quick is not None and data != b"[DONE]" else None
-                    if out is None:
-                        out = self._event_data(name, data, quick=False)
-                except ProviderError as err:
-                    self._failed([], err)
-                    raise
-                if self.keep:
-                    self.events += out
-                return out
+                return self._whole(name, line[6:])
         return self._run(self._decode(chunk), end=False)
+
+    def _whole(self, name: str, data: bytes) -> list[E.AgentEvent]:
+        """One SSE event, a piece of its own, as :meth:`_run` takes each; the adapter's short
+        path called from here (most events of a stream take it), not one call further down."""
+        try:
+            out = self._quick(data, name) if self._quick is not None and data != b"[DONE]" else None
+            if out is None:
+                out = self._event_data(name, data, quick=False)
+        except ProviderError as err:
+            self._failed([], err)
+            raise
+        if self.keep:
+            self.events += out
+        return out
 
     def _decode(self, chunk: bytes) -> list[Any]:
         """A piece through the full decoder, noting whether it is left holding nothing."""
