@@ -191,11 +191,9 @@ class GeminiAdapter(BaseAdapter):
 
     def _add_piece(self, streamed: _StreamedCall, text: str) -> list[E.AgentEvent]:
         """One more piece of the string ``streamed`` continues, kept as _continue_call keeps
-        it: no event until the call ends."""
+        it: no event until the call ends (so no stamp: every entry point takes its own)."""
         streamed.pieces.append(text)
-        self._now = self._clock()
-        out = self._out = []
-        return out
+        return []
 
     def _no_streamed_call(self, key: None) -> Any:
         """Where a whole call's short path may go on: no call streaming (its end is the full path's)."""
