@@ -133,16 +133,34 @@ DELTA_MAKERS = _DELTAS = {
     "tool_call": _maker(E.ToolCallDeltaEvent, "tool_call_id", "delta", checked=("delta",)),
     "tool_result": _maker(E.ToolResultTextDeltaEvent, "tool_call_id", "delta", checked=("delta",)),
 }
-_TEXT_STARTS = {
-    "text": _maker(E.TextBlockStartEvent, "block_id"),
-    "thinking": _maker(E.ThinkingBlockStartEvent, "block_id"),
-}
-_CALL_START = _maker(E.ToolCallStartEvent, "tool_call_id", "tool_call_name")
-_ENDS = {  # (..., extras: a block's own dict, or None)
-    "text": _maker(E.TextBlockEndEvent, "block_id", "extras"),
-    "thinking": _maker(E.ThinkingBlockEndEvent, "block_id", "extras"),
-    "tool_call": _maker(E.ToolCallEndEvent, "tool_call_id", "extras"),
-}
+
+
+class _Makers(dict[str, Callable[..., Any]]):
+    """One event of a block's life, a maker per block kind (see :func:`_maker`), each built on
+    its first use: building one compiles its event class, which a process that never makes
+    that kind of block (thinking, tool calls) should not pay for at import."""
+
+    def __init__(self, **specs: tuple[type, tuple[str, ...]]) -> None:
+        super().__init__()
+        self.kinds = frozenset(specs)
+        self._specs = specs
+
+    def __missing__(self, kind: str) -> Callable[..., Any]:
+        cls, names = self._specs[kind]
+        made = self[kind] = _maker(cls, *names)
+        return made
+
+
+_STARTS = _Makers(  # (..., block id) and, for a call, its name
+    text=(E.TextBlockStartEvent, ("block_id",)),
+    thinking=(E.ThinkingBlockStartEvent, ("block_id",)),
+    tool_call=(E.ToolCallStartEvent, ("tool_call_id", "tool_call_name")),
+)
+_ENDS = _Makers(  # (..., block id, extras: a block's own dict, or None)
+    text=(E.TextBlockEndEvent, ("block_id", "extras")),
+    thinking=(E.ThinkingBlockEndEvent, ("block_id", "extras")),
+    tool_call=(E.ToolCallEndEvent, ("tool_call_id", "extras")),
+)
 
 
 class Block:
@@ -431,7 +449,7 @@ class BaseAdapter:
         call used it already) or, without one, a new one."""
         call_id, name = self._new_call(self._block_id("tool_call", call_id), name)
         event_id, now, reply_id, out = self._event_id, self._now, self.reply_id, self._out
-        out.append(_CALL_START(event_id(), now, reply_id, call_id, name))
+        out.append(_STARTS["tool_call"](event_id(), now, reply_id, call_id, name))
         if arguments:
             out.append(_DELTAS["tool_call"](event_id(), now, reply_id, call_id, arguments))
         out.append(_ENDS["tool_call"](event_id(), now, reply_id, call_id, extras or None))
@@ -486,11 +504,10 @@ class BaseAdapter:
         return call_id
 
     def _emit_start(self, block: Block, kind: str, name: str, start: dict[str, Any]) -> None:
-        make = _TEXT_STARTS.get(kind)
-        if make is not None:
-            self._out.append(make(self._event_id(), self._now, self.reply_id, block.id))
-        elif kind == "tool_call":
-            self._out.append(_CALL_START(self._event_id(), self._now, self.reply_id, block.id, name))
+        if kind == "tool_call":
+            self._out.append(_STARTS[kind](self._event_id(), self._now, self.reply_id, block.id, name))
+        elif kind in _STARTS.kinds:
+            self._out.append(_STARTS[kind](self._event_id(), self._now, self.reply_id, block.id))
         elif kind == "tool_result":
             self._emit(E.ToolResultStartEvent, tool_call_id=block.id, tool_call_name=name)
         elif kind == "data":
@@ -517,9 +534,8 @@ class BaseAdapter:
         block.closed = True
         extras = block.extras or None
         kind = block.kind
-        make = _ENDS.get(kind)
-        if make is not None:
-            self._out.append(make(self._event_id(), self._now, self.reply_id, block.id, extras))
+        if kind in _ENDS.kinds:
+            self._out.append(_ENDS[kind](self._event_id(), self._now, self.reply_id, block.id, extras))
         elif kind == "tool_result":
             self._emit(E.ToolResultEndEvent, tool_call_id=block.id, state=state, metadata=metadata or {})
         elif kind == "data":
