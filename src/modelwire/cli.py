@@ -795,6 +795,7 @@ def _cassette_recheck(args: argparse.Namespace) -> int:
     report = recheck(
         args.paths,
         base_url=args.base_url,
+        allow_hosts=args.allow_host or (),
         max_calls=args.max_calls,
         limits=limits,
         timeout=args.timeout,
@@ -819,7 +820,9 @@ def _cassette_recheck(args: argparse.Namespace) -> int:
     elif report.exit_status:
         worse = sum(d.severity != "info" for d in report.drifts)
         print(
-            f"{worse} finding(s) above info" + (f"; stopped: {report.stopped}" if report.stopped else ""),
+            f"{worse} finding(s) above info"
+            + (f"; {len(report.refused)} request(s) refused (not sent)" if report.refused else "")
+            + (f"; stopped: {report.stopped}" if report.stopped else ""),
             file=sys.stderr,
         )
     return report.exit_status
@@ -1180,12 +1183,21 @@ def _recheck_action(cas_sub: Any) -> None:
             "send each recorded request again (credentials from the environment), decode the live answer with "
             "the same adapter and compare its structure with the recorded one: info (a new field, a new model "
             "snapshot), warning (a changed stop reason, usage fields, block order), error (an HTTP error, a missing "
-            "block kind, a stream the grammar refuses). Exit status 0, 1 (warnings) or 2 (errors). No tool is run."
+            "block kind, a stream the grammar refuses). Exit status 0, 1 (warnings) or 2 (errors). No tool is run. "
+            "Credentials go only to an endpoint a preset, a profile or --base-url names (or a host named with "
+            "--allow-host), never over plain http off this machine: a cassette naming another host is refused, "
+            "nothing sent."
         ),
         formatter_class=_Formatter,
     )
     re_.add_argument("paths", nargs="+", metavar="PATH", help="modelwire cassettes (JSON)")
     re_.add_argument("--base-url", help="send to this origin instead of the recorded one (the recorded path kept)")
+    re_.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="HOST",
+        help="also send (with the key) to this host, HOST or HOST:PORT, where the cassettes name it (repeatable)",
+    )
     re_.add_argument("--json", action="store_true", help="print the report as JSON, for machines")
     re_.add_argument("--max-calls", type=_positive_int, help="send at most this many requests")
     re_.add_argument(
