@@ -808,6 +808,14 @@ def _cassette_recheck(args: argparse.Namespace) -> int:
             print(line)
         for path in report.updated:
             print(f"updated {path}")
+    if report.refused:
+        print(
+            (
+                f"modelwire: {len(report.refused)} request(s) not sent: no preset, profile or --base-url of yours "
+                "names their host (REFUSED above); --allow-host HOST names one you trust"
+            ),
+            file=sys.stderr,
+        )
     unanswered = [d for d in report.drifts if d.what.startswith("no answer")]
     if unanswered and len(unanswered) == report.calls:
         print(
@@ -821,7 +829,7 @@ def _cassette_recheck(args: argparse.Namespace) -> int:
         worse = sum(d.severity != "info" for d in report.drifts)
         print(
             f"{worse} finding(s) above info"
-            + (f"; {len(report.refused)} request(s) refused (not sent)" if report.refused else "")
+            + (f"; {len(report.refused)} request(s) refused" if report.refused else "")
             + (f"; stopped: {report.stopped}" if report.stopped else ""),
             file=sys.stderr,
         )
