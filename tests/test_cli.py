@@ -676,3 +676,38 @@ def test_modelwire_serve_sizes_its_provider_pool_for_a_server(monkeypatch):
         app, _ = _serve_app(args)
         pools.append(app.make_agent().model.transport._max_connections)
     assert pools == [1000, 7]
+
+
+@pytest.mark.parametrize("name", ['x]\nmodel = "openai:evil"\n[profiles.y', "a b", "bad.name", "", "é"])
+def test_write_profile_refuses_a_name_that_is_not_a_bare_toml_key_before_any_request(tmp_path, name):
+    from modelwire.conform import profile_toml
+    from modelwire.errors import ConfigError
+    from modelwire.testing import ProviderServer
+
+    config = tmp_path / "modelwire.toml"
+    config.write_text('[profiles.mine]\nmodel = "anthropic:claude-sonnet-4-5"\n')
+    with ProviderServer() as server:
+        out = subprocess.run(
+            [sys.executable, "-m", "modelwire.cli", "conform", "--base-url", server.url + "/v1", "-m", "m"]
+            + ["--write-profile", name, "--file", str(config)],
+            capture_output=True,
+            timeout=60,
+            env=user_env(),
+        )
+        asked = len(server.requests)
+    err = out.stderr.decode()
+    assert out.returncode == 2 and err.count("\n") == 1, err
+    assert "A-Z" in err and "0-9" in err and "'-' and '_'" in err
+    assert asked == 0 and config.read_text() == '[profiles.mine]\nmodel = "anthropic:claude-sonnet-4-5"\n'
+    with pytest.raises(ConfigError, match="cannot name a profile"):
+        profile_toml(name, {"model": "openai-compatible:m"})
+
+
+def test_a_good_profile_name_is_written_as_it_is():
+    import tomllib
+
+    from modelwire.conform import profile_toml
+
+    assert tomllib.loads(profile_toml("my-server_2", {"model": "openai-compatible:m"})) == {
+        "profiles": {"my-server_2": {"model": "openai-compatible:m"}}
+    }

@@ -1387,6 +1387,10 @@ def _cmd_conform(args: argparse.Namespace) -> int:
 
     if args.api_key_env and not os.environ.get(args.api_key_env):
         raise UsageError(f"--api-key-env {args.api_key_env}: that variable is not set")
+    if args.write_profile is not None:
+        from .models.config import check_profile_name
+
+        check_profile_name(args.write_profile)  # before any request: it goes into modelwire.toml as written
     if args.profile:
         if args.base_url or args.model or args.protocol or args.write_profile:
             raise UsageError(
