@@ -940,9 +940,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ImportError:
         raise UsageError("modelwire serve needs an ASGI server: pip install 'modelwire[serve]' (uvicorn)") from None
     _check_port(args.host, args.port)
+    args.token, token_from = _serve_token(args)
     app, what = _serve_app(args)
-    page = f"http://{args.host}:{args.port}/" + (f"#token={args.token}" if args.token else "")
+    page = f"http://{args.host}:{args.port}/"
     sys.stderr.write(f"modelwire serve: {what} on {page}  (POST /reply; Ctrl-C stops)\n")
+    if args.token:  # never printed, whole or in part: a terminal's scrollback and CI logs are read by others
+        sys.stderr.write(
+            f"modelwire serve: /reply wants the bearer token from {token_from} ({len(args.token)} characters); "
+            f"open the page as {page}#token=<that token>\n"
+        )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         guards = [
             f"host names {', '.join(sorted(app.allowed_hosts))} (add the names clients use with --allow-host)",
@@ -952,9 +958,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                 if app.allowed_origins
                 else " (--allow-origin for a front end elsewhere)"
             ),
-            "a bearer token (--token)"
+            f"a bearer token ({token_from})"
             if args.token
-            else "NO token: anyone who reaches this port can run the agent on your key (--token SECRET)",
+            else (
+                "NO token: anyone who reaches this port can run the agent on your key "
+                f"(set {SERVE_TOKEN_VARIABLE}, or --token-file FILE)"
+            ),
         ]
         sys.stderr.write(
             f"modelwire serve: warning: {args.host} is not a loopback address; what guards it: "
@@ -969,6 +978,39 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         logging.basicConfig(format="modelwire serve: %(message)s", stream=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
+
+
+SERVE_TOKEN_VARIABLE = "MODELWIRE_SERVE_TOKEN"
+
+
+def _serve_token(args: argparse.Namespace) -> tuple[str | None, str]:
+    """The bearer token ``serve`` wants on /reply, and where it came from: ``--token-file``,
+    ``--token`` (seen by anyone who lists the processes: said so), else
+    ``MODELWIRE_SERVE_TOKEN``; none when none is given."""
+    if args.token_file and args.token:
+        raise UsageError("give the token once: --token-file FILE or --token, not both")
+    if args.token_file:
+        try:
+            from pathlib import Path
+
+            token = Path(args.token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--token-file {args.token_file}: cannot read it ({exc.__class__.__name__})") from None
+        where = f"--token-file {args.token_file}"
+    elif args.token:
+        token, where = args.token, "--token"
+        sys.stderr.write(
+            f"modelwire serve: note: a token given as --token is visible to anyone who lists this machine's "
+            f"processes; {SERVE_TOKEN_VARIABLE} or --token-file FILE keep it out of sight\n"
+        )
+    else:
+        token, where = os.environ.get(SERVE_TOKEN_VARIABLE) or None, SERVE_TOKEN_VARIABLE
+    if token is not None and (not token or any(not (" " < c < "\x7f") for c in token)):
+        raise UsageError(
+            f"the token from {where} is empty or holds a space, a line break or a character outside ASCII; "
+            "a bearer token is printable ASCII"
+        )
+    return token, where
 
 
 def _tools(args: argparse.Namespace) -> list[Any]:
@@ -1093,6 +1135,14 @@ def _serve_command(serve: argparse.ArgumentParser) -> None:
         action="append",
         metavar="ORIGIN",
         help="an origin (https://app.example) whose pages may call /reply; repeatable",
+    )
+    serve.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help=(
+            "require the bearer token FILE holds on /reply (kept out of ps, unlike --token; or set "
+            f"{SERVE_TOKEN_VARIABLE})"
+        ),
     )
     serve.add_argument(
         "--store",
