@@ -548,3 +548,49 @@ def test_the_command_refuses_in_one_line_and_sends_to_a_host_named_with_allow_ho
     ] and host in refused.stdout
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert seen == [key]
+
+
+def test_a_plain_http_base_url_off_the_machine_is_refused_too(tmp_path, key):
+    path = record(tmp_path / "c.json", body("anthropic", ("text", "Four.")))
+    report = recheck([path], base_url="http://gateway.example:8080", timeout=5)
+    assert report.calls == 0 and len(report.refused) == 1 and "gateway.example:8080: plain http" in report.refused[0]
+
+
+@pytest.mark.parametrize(
+    "url, protocol, env, preset",
+    [
+        (
+            "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse-stream",
+            "bedrock-converse",
+            {"AWS_REGION": "us-east-1"},
+            "bedrock",
+        ),
+        ("https://bedrock-runtime.eu-west-3.amazonaws.com/model/m/converse-stream", "bedrock-converse", {}, None),
+        (
+            "https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5/publishers/anthropic/models/m:streamRawPredict",
+            "anthropic",
+            {"GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "us-east5"},
+            "vertex-anthropic",
+        ),
+        ("https://api.openai.com/v1/chat/completions", "openai-chat", {}, "openai"),
+        ("https://api.openai.com:8443/v1/chat/completions", "openai-chat", {}, None),  # another origin
+        ("https://api.deepseek.com/anthropic/v1/messages", "anthropic", {}, "deepseek-anthropic"),
+        (
+            "https://gw.example/v1/chat/completions",
+            "openai-chat",
+            {"OPENAI_BASE_URL": "https://gw.example/v1"},
+            "openai",
+        ),
+    ],
+)
+def test_the_endpoint_a_preset_names_is_the_one_this_environment_resolves(tmp_path, url, protocol, env, preset):
+    from modelwire.cassettes._bound import Destinations
+    from modelwire.errors import UntrustedHostError
+
+    destinations = Destinations(env=env, config_path=tmp_path / "none.toml")
+    if preset is None:
+        with pytest.raises(UntrustedHostError) as refused:
+            destinations.endpoint(url, protocol)
+        assert refused.value.host and refused.value.host in str(refused.value)
+    else:
+        assert destinations.endpoint(url, protocol).preset.name == preset
