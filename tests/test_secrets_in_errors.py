@@ -204,3 +204,23 @@ def test_a_short_piece_and_words_the_key_shares_are_kept():
 
     assert masked("key ends in cdef; sk-live keys", [KEY]) == "key ends in cdef; sk-live keys"
     assert masked({"m": [f"it was {KEY[:-4]}"]}, [KEY]) == {"m": ["it was ***"]}
+
+
+def test_a_recording_that_would_keep_a_piece_of_the_key_is_never_written(tmp_path):
+    from modelwire.cassettes import use_cassette
+    from modelwire.errors import CassetteSecretError
+
+    path = tmp_path / "echo.json"
+    with ProviderServer() as server:
+        server.respond = lambda request: stream_reply(
+            "openai-chat",
+            sse_body("openai-chat", ("text", "your key was " + request["headers"]["authorization"][7:-4] + "...")),
+        )
+        with pytest.raises(CassetteSecretError, match="credential"):
+            with use_cassette(path, "once"):
+                asyncio.run(
+                    load_model("openai:gpt-test", api_key=KEY, base_url=server.url + "/v1").complete(
+                        [UserMsg("u", "hi")]
+                    )
+                )
+    assert not path.exists()

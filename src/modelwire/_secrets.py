@@ -13,7 +13,7 @@ import re
 from typing import Any, Iterable
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["SECRET_HEADERS", "SECRET_QUERY", "MASK", "sent_secrets", "masked", "masked_text"]
+__all__ = ["SECRET_HEADERS", "SECRET_QUERY", "MASK", "sent_secrets", "masked", "masked_text", "holds"]
 
 SECRET_HEADERS = frozenset(
     {
@@ -80,6 +80,11 @@ def masked_text(text: str, secrets: list[str]) -> str:
         if len(secret) > shortest:
             text = _without_pieces(text, secret, shortest)
     return text
+
+
+def holds(text: str, secret: str) -> bool:
+    """Whether ``text`` holds ``secret``, or a piece of it :func:`masked_text` would mask."""
+    return masked_text(text, [secret]) != text
 
 
 def _without_pieces(text: str, secret: str, shortest: int) -> str:
