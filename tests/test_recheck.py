@@ -594,3 +594,22 @@ def test_the_endpoint_a_preset_names_is_the_one_this_environment_resolves(tmp_pa
         assert refused.value.host and refused.value.host in str(refused.value)
     else:
         assert destinations.endpoint(url, protocol).preset.name == preset
+
+
+def test_update_never_writes_an_answer_that_echoes_the_key_it_was_sent(tmp_path, key, monkeypatch):
+    profile_key = "sk-profile-echoed-0123456789"
+    with ProviderServer() as server:
+        path = recorded_at(tmp_path, f"{server.url}/v1/messages")
+        before = path.read_text()
+        server.script(stream_reply("anthropic", body("anthropic", ("text", f"Four, {profile_key[:-4]}..."))))
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / "modelwire.toml").write_text(
+            f'[profiles.local]\nmodel = "anthropic:claude-test"\nbase_url = "{server.url}"\napi_key = "{profile_key}"\n'
+        )
+        monkeypatch.chdir(project)
+        report = recheck([path], update=True)
+        assert server.requests[-1]["headers"]["x-api-key"] == profile_key
+    assert report.calls == 1 and report.updated == []
+    assert any("not updated" in why and "credential" in why for why in report.skipped), report.skipped
+    assert path.read_text() == before and profile_key[:-4] not in path.read_text()

@@ -73,6 +73,13 @@ class Destinations:
         self._env = os.environ if env is None else env
         self._config_path = config_path
         self._known: dict[tuple[str, str, int], dict[str, Endpoint]] | None = None
+        self.sent: set[str] = set()  # the credentials sent so far: a rewritten cassette holds none
+
+    def remember(self, url: str, headers: Mapping[str, str]) -> None:
+        """The credentials a request to ``url`` with ``headers`` carries, kept in :attr:`sent`."""
+        from .._secrets import sent_secrets
+
+        self.sent |= sent_secrets(url, headers.items())
 
     def target(self, url: str) -> str:
         """``url`` sent to ``base_url``'s origin when one was given (its path and query kept)."""

@@ -516,7 +516,7 @@ async def recheck_async(
                 cassette, report, transport, destinations, max_calls=max_calls, limits=limits, timeout=timeout
             )
             if update and answers:
-                _update(cassette, answers, report)
+                _update(cassette, answers, report, destinations.sent)
             if report.stopped:
                 break
     finally:
@@ -593,6 +593,7 @@ async def _send(
     endpoint = destinations.endpoint(url, protocol)
     body = json.dumps(request["json"]).encode()
     headers = {**request.get("headers", {}), **await _credentials(endpoint, url, protocol, body)}
+    destinations.remember(url, headers)
     response = await transport.open("POST", url, headers, body, timeout, asyncio.get_running_loop().time() + timeout)
     try:
         raw = await asyncio.wait_for(response.aread(), timeout)
@@ -648,8 +649,9 @@ def _count(report: RecheckReport, interaction: Interaction, protocol: str, statu
             report.cost_complete = False
 
 
-def _update(cassette: Cassette, answers: dict[int, dict[str, Any]], report: RecheckReport) -> None:
-    """``cassette`` rewritten from the live answers, when it is a live one."""
+def _update(cassette: Cassette, answers: dict[int, dict[str, Any]], report: RecheckReport, sent: Iterable[str]) -> None:
+    """``cassette`` rewritten from the live answers, when it is a live one (never when an
+    answer echoed one of the credentials ``sent``: see :meth:`Cassette.save`)."""
     kind = (cassette.provenance or {}).get("kind")
     if kind != "live":
         why = (
@@ -663,5 +665,11 @@ def _update(cassette: Cassette, answers: dict[int, dict[str, Any]], report: Rech
         cassette.interactions[index].response = response
         cassette.interactions[index].recorded = True
     cassette.provenance = provenance_for(cassette)
-    cassette.save()
+    from ..errors import CassetteSecretError
+
+    try:
+        cassette.save(sent)
+    except CassetteSecretError as exc:  # a live answer echoed a credential: the file stays as it was
+        report.skipped.append(f"{cassette.path}: not updated: {exc}")
+        return
     report.updated.append(str(cassette.path))
