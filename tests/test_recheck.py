@@ -613,3 +613,17 @@ def test_update_never_writes_an_answer_that_echoes_the_key_it_was_sent(tmp_path,
     assert report.calls == 1 and report.updated == []
     assert any("not updated" in why and "credential" in why for why in report.skipped), report.skipped
     assert path.read_text() == before and profile_key[:-4] not in path.read_text()
+
+
+def test_transpose_sends_no_key_in_plain_http_off_the_machine(tmp_path, key, monkeypatch):
+    from modelwire.cassettes import transpose
+    from modelwire.errors import UntrustedHostError
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-0123456789")
+    source = record_tool_conversation(tmp_path / "weather.json")
+    with pytest.raises(UntrustedHostError, match="gateway.example: plain http"):
+        transpose(source, "openai:gpt-4.1", out=tmp_path / "o.json", base_url="http://gateway.example/v1")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://gateway.example/v1")  # the preset's variable alike
+    with pytest.raises(UntrustedHostError, match="gateway.example: plain http"):
+        transpose(source, "openai:gpt-4.1", out=tmp_path / "o.json")
+    assert not (tmp_path / "o.json").exists()

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ConfigError, UntrustedHostError
 
-__all__ = ["Endpoint", "Destinations", "is_loopback"]
+__all__ = ["Endpoint", "Destinations", "is_loopback", "refuse_plain_http"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -48,6 +48,21 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def refuse_plain_http(url: str) -> None:
+    """:class:`~modelwire.errors.UntrustedHostError` for a URL that is not http(s), or plain
+    http to a host that is not loopback (a key would cross the network in clear text)."""
+    scheme, host, port = _origin(url)
+    shown = f"{host}:{port}" if port != _DEFAULT_PORTS.get(scheme) else host
+    if scheme not in _DEFAULT_PORTS or not host:
+        raise UntrustedHostError(f"{url.split('?')[0]!r} is not an http(s) URL: nothing is sent", shown)
+    if scheme == "http" and not is_loopback(host):
+        raise UntrustedHostError(
+            f"{shown}: plain http to a host that is not loopback would carry the key in clear text; "
+            "nothing is sent (use https)",
+            shown,
+        )
 
 
 def _origin(url: str) -> tuple[str, str, int]:
@@ -91,16 +106,9 @@ class Destinations:
     def endpoint(self, url: str, protocol: str) -> Endpoint:
         """Whose credentials go with a request of ``protocol`` to ``url`` (already moved by
         :meth:`target`); :class:`~modelwire.errors.UntrustedHostError` when none may."""
+        refuse_plain_http(url)
         scheme, host, port = origin = _origin(url)
         shown = f"{host}:{port}" if port != _DEFAULT_PORTS.get(scheme) else host
-        if scheme not in _DEFAULT_PORTS or not host:
-            raise UntrustedHostError(f"{url.split('?')[0]!r} is not an http(s) URL: nothing is sent", shown)
-        if scheme == "http" and not is_loopback(host):
-            raise UntrustedHostError(
-                f"{shown}: plain http to a host that is not loopback would carry the key in clear text; "
-                "nothing is sent (use https)",
-                shown,
-            )
         found = self._endpoints().get(origin, {}).get(protocol)
         if found is not None:
             return found
