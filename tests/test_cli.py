@@ -676,3 +676,94 @@ def test_modelwire_serve_sizes_its_provider_pool_for_a_server(monkeypatch):
         app, _ = _serve_app(args)
         pools.append(app.make_agent().model.transport._max_connections)
     assert pools == [1000, 7]
+
+
+@pytest.mark.parametrize("name", ['x]\nmodel = "openai:evil"\n[profiles.y', "a b", "bad.name", "", "é"])
+def test_write_profile_refuses_a_name_that_is_not_a_bare_toml_key_before_any_request(tmp_path, name):
+    from modelwire.conform import profile_toml
+    from modelwire.errors import ConfigError
+    from modelwire.testing import ProviderServer
+
+    config = tmp_path / "modelwire.toml"
+    config.write_text('[profiles.mine]\nmodel = "anthropic:claude-sonnet-4-5"\n')
+    with ProviderServer() as server:
+        out = subprocess.run(
+            [sys.executable, "-m", "modelwire.cli", "conform", "--base-url", server.url + "/v1", "-m", "m"]
+            + ["--write-profile", name, "--file", str(config)],
+            capture_output=True,
+            timeout=60,
+            env=user_env(),
+        )
+        asked = len(server.requests)
+    err = out.stderr.decode()
+    assert out.returncode == 2 and err.count("\n") == 1, err
+    assert "A-Z" in err and "0-9" in err and "'-' and '_'" in err
+    assert asked == 0 and config.read_text() == '[profiles.mine]\nmodel = "anthropic:claude-sonnet-4-5"\n'
+    with pytest.raises(ConfigError, match="cannot name a profile"):
+        profile_toml(name, {"model": "openai-compatible:m"})
+
+
+def test_a_good_profile_name_is_written_as_it_is():
+    import tomllib
+
+    from modelwire.conform import profile_toml
+
+    assert tomllib.loads(profile_toml("my-server_2", {"model": "openai-compatible:m"})) == {
+        "profiles": {"my-server_2": {"model": "openai-compatible:m"}}
+    }
+
+
+SERVE_TOKEN = "serve-token-0123456789-abcdef"
+
+
+@pytest.mark.parametrize("form", ["variable", "file", "flag"])
+def test_serve_takes_its_token_from_the_environment_or_a_file_and_never_prints_it(tmp_path, form):
+    import socket
+    import time
+
+    import httpx2 as httpx
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in user_env().items() if not k.endswith("_API_KEY") and k != "MODELWIRE_SERVE_TOKEN"}
+    args = ["serve", "--port", str(port)]
+    if form == "variable":
+        env["MODELWIRE_SERVE_TOKEN"] = SERVE_TOKEN
+    elif form == "file":
+        (tmp_path / "token").write_text(SERVE_TOKEN + "\n")
+        args += ["--token-file", str(tmp_path / "token")]
+    else:
+        args += ["--token", SERVE_TOKEN]
+    proc = subprocess.Popen([sys.executable, "-m", "modelwire.cli", *args], stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 20
+        while True:  # until it answers (or has ended)
+            try:
+                config = httpx.get(f"http://127.0.0.1:{port}/config.json").json()
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
+        turn = {"messages": [{"role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
+        refused = httpx.post(f"http://127.0.0.1:{port}/reply", json=turn)
+        wrong = httpx.post(f"http://127.0.0.1:{port}/reply", json=turn, headers={"authorization": "Bearer nope"})
+        with httpx.stream(
+            "POST", f"http://127.0.0.1:{port}/reply", json=turn, headers={"authorization": f"Bearer {SERVE_TOKEN}"}
+        ) as answered:
+            status = answered.status_code
+    finally:
+        proc.terminate()
+        err = proc.communicate(timeout=10)[1].decode()
+    assert config["auth"] is True and refused.status_code == wrong.status_code == 401 and status == 200
+    assert SERVE_TOKEN not in err and SERVE_TOKEN[:-4] not in err and SERVE_TOKEN[4:] not in err, err
+    assert f"/reply wants the bearer token from {'MODELWIRE_SERVE_TOKEN' if form == 'variable' else '--token'}" in err
+    assert ("visible to anyone who lists this machine's processes" in err) == (form == "flag")
+
+
+def test_serve_refuses_an_empty_token_file_and_two_tokens_in_one_line(tmp_path):
+    (tmp_path / "empty").write_text("\n")
+    for extra in (["--token-file", str(tmp_path / "empty")], ["--token-file", str(tmp_path / "t"), "--token", "x"]):
+        out = run("serve", "--port", "1", *extra)
+        err = out.stderr.decode()
+        assert out.returncode == 2 and err.count("\n") == 1 and "token" in err, err

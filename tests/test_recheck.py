@@ -238,12 +238,14 @@ def test_pytest_cassette_recheck_reports_drift_per_test_and_a_normal_run_stays_o
 
         offline = pytest_run()
         asked_offline = len(server.requests)
+        refused = pytest_run("--cassette-recheck")  # the cassette names a host of no preset or profile
         server.script(stream_reply("anthropic", body("anthropic", ("text", "Four."), stop="max_tokens")))
-        rechecked = pytest_run("--cassette-recheck")
+        rechecked = pytest_run("--cassette-recheck", "--cassette-recheck-allow-host", url.removeprefix("http://"))
         asked = len(server.requests)
     assert offline.returncode == 0 and "modelwire cassette recheck" not in offline.stdout and asked_offline == 1, (
         offline.stdout
     )
+    assert "REFUSED" in refused.stdout and url.removeprefix("http://") in refused.stdout, refused.stdout
     assert rechecked.returncode == 0, rechecked.stdout + rechecked.stderr  # the test replayed and passed
     assert "modelwire cassette recheck" in rechecked.stdout and asked == 2
     assert "warning  test_math.py::test_four: 1 call(s); 0 error, 1 warning, 0 info" in rechecked.stdout, (
@@ -437,3 +439,191 @@ def test_update_never_writes_an_error_over_a_recorded_answer(tmp_path, key):
     report, _ = live(path, error_reply(400, refusal), update=True)
     assert report.exit_status == 2 and report.updated == []
     assert Cassette.load(path).interactions[0].response == before
+
+
+# -- where the key may go ----------------------------------------------------------------
+
+
+def recorded_at(tmp_path, url):
+    """A cassette of one recorded call whose URL is ``url`` (as a pull request may edit it)."""
+    path = record(tmp_path / "c.json", body("anthropic", ("text", "Four.")))
+    data = json.loads(path.read_text())
+    for interaction in data["interactions"]:
+        interaction["request"]["url"] = url
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_cassette_naming_a_host_nothing_of_the_users_names_is_refused_and_that_host_sees_nothing(tmp_path, key):
+    with ProviderServer() as listener:
+        listener.script(stream_reply("anthropic", body("anthropic", ("text", "Four."))))
+        path = recorded_at(tmp_path, f"{listener.url}/v1/messages")
+        refused = recheck([path])
+        assert listener.requests == []  # no key, no request at all
+        port = listener.url.rsplit(":", 1)[1]
+        named = recheck([path], allow_hosts=[f"127.0.0.1:{port}"])  # the user names it: it gets the key
+        assert [r["headers"].get("x-api-key") for r in listener.requests] == [key]
+    assert refused.calls == 0 and refused.exit_status == 2 and len(refused.refused) == 1
+    assert f"127.0.0.1:{port}" in refused.refused[0] and f"--allow-host 127.0.0.1:{port}" in refused.refused[0]
+    assert any(line.startswith("REFUSED ") for line in refused.lines())
+    assert named.calls == 1 and named.refused == [] and named.exit_status == 0
+
+
+@pytest.mark.parametrize(
+    "url, allowed, words",
+    [
+        ("https://evil.example/v1/messages", (), "evil.example: no preset, profile or --base-url"),
+        ("http://evil.example/v1/messages", ("evil.example",), "evil.example: plain http"),
+        ("http://api.anthropic.com/v1/messages", (), "api.anthropic.com: plain http"),
+        ("https://api.anthropic.com.evil.example/v1/messages", (), "api.anthropic.com.evil.example: no preset"),
+    ],
+)
+def test_no_key_goes_to_another_host_nor_over_plain_http_off_the_machine(tmp_path, key, url, allowed, words):
+    path = recorded_at(tmp_path, url)
+    report = recheck([path], allow_hosts=allowed, timeout=5)
+    assert report.calls == 0 and report.exit_status == 2, report.lines()
+    (why,) = report.refused
+    assert words in why and key not in why
+
+
+def test_the_repositorys_demo_cassette_is_not_posted_to_whatever_listens_on_its_port(key):
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[1] / "cassettes" / "demo" / "calculator.json"
+    try:
+        listener = ProviderServer(port=8765).__enter__()
+    except OSError:  # something else holds the port: the refusal is still checked below
+        listener = None
+    try:
+        report = recheck([demo], timeout=5)
+    finally:
+        if listener is not None:
+            listener.__exit__(None, None, None)
+    assert report.calls == 0 and report.exit_status == 2
+    assert report.refused and all("127.0.0.1:8765" in why for why in report.refused)
+    assert listener is None or listener.requests == []
+
+
+def test_a_profile_or_the_presets_base_url_variable_names_an_endpoint(tmp_path, key, monkeypatch):
+    with ProviderServer() as server:
+        server.script(*(stream_reply("anthropic", body("anthropic", ("text", "Four."))) for _ in range(2)))
+        path = recorded_at(tmp_path, f"{server.url}/v1/messages")
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / "modelwire.toml").write_text(
+            f'[profiles.local]\nmodel = "anthropic:claude-test"\nbase_url = "{server.url}"\n'
+            'api_key = "sk-profile-key-0123456789"\n'
+        )
+        monkeypatch.chdir(project)
+        by_profile = recheck([path])
+        (project / "modelwire.toml").unlink()
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        by_variable = recheck([path])
+        sent = [r["headers"].get("x-api-key") for r in server.requests]
+    assert by_profile.refused == [] and by_variable.refused == [] and by_profile.calls == by_variable.calls == 1
+    assert sent == ["sk-profile-key-0123456789", key]  # the profile's own key, then the environment's
+
+
+def test_the_command_refuses_in_one_line_and_sends_to_a_host_named_with_allow_host(tmp_path, key):
+    env = {**os.environ, "MODELWIRE_DEBUG": "0"}
+    with ProviderServer() as listener:
+        listener.script(stream_reply("anthropic", body("anthropic", ("text", "Four."))))
+        path = recorded_at(tmp_path, f"{listener.url}/v1/messages")
+        host = listener.url.removeprefix("http://")
+        runs = [
+            subprocess.run(
+                [sys.executable, "-m", "modelwire", "cassette", "recheck", str(path), *flags],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=60,
+            )
+            for flags in ([], ["--allow-host", host])
+        ]
+        seen = [r["headers"].get("x-api-key") for r in listener.requests]
+    refused, allowed = runs
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert [line for line in refused.stdout.splitlines() if line.startswith("REFUSED")] == [
+        line for line in refused.stdout.splitlines() if host in line
+    ] and host in refused.stdout
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert seen == [key]
+
+
+def test_a_plain_http_base_url_off_the_machine_is_refused_too(tmp_path, key):
+    path = record(tmp_path / "c.json", body("anthropic", ("text", "Four.")))
+    report = recheck([path], base_url="http://gateway.example:8080", timeout=5)
+    assert report.calls == 0 and len(report.refused) == 1 and "gateway.example:8080: plain http" in report.refused[0]
+
+
+@pytest.mark.parametrize(
+    "url, protocol, env, preset",
+    [
+        (
+            "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse-stream",
+            "bedrock-converse",
+            {"AWS_REGION": "us-east-1"},
+            "bedrock",
+        ),
+        ("https://bedrock-runtime.eu-west-3.amazonaws.com/model/m/converse-stream", "bedrock-converse", {}, None),
+        (
+            "https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5/publishers/anthropic/models/m:streamRawPredict",
+            "anthropic",
+            {"GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "us-east5"},
+            "vertex-anthropic",
+        ),
+        ("https://api.openai.com/v1/chat/completions", "openai-chat", {}, "openai"),
+        ("https://api.openai.com:8443/v1/chat/completions", "openai-chat", {}, None),  # another origin
+        ("https://api.deepseek.com/anthropic/v1/messages", "anthropic", {}, "deepseek-anthropic"),
+        (
+            "https://gw.example/v1/chat/completions",
+            "openai-chat",
+            {"OPENAI_BASE_URL": "https://gw.example/v1"},
+            "openai",
+        ),
+    ],
+)
+def test_the_endpoint_a_preset_names_is_the_one_this_environment_resolves(tmp_path, url, protocol, env, preset):
+    from modelwire.cassettes._bound import Destinations
+    from modelwire.errors import UntrustedHostError
+
+    destinations = Destinations(env=env, config_path=tmp_path / "none.toml")
+    if preset is None:
+        with pytest.raises(UntrustedHostError) as refused:
+            destinations.endpoint(url, protocol)
+        assert refused.value.host and refused.value.host in str(refused.value)
+    else:
+        assert destinations.endpoint(url, protocol).preset.name == preset
+
+
+def test_update_never_writes_an_answer_that_echoes_the_key_it_was_sent(tmp_path, key, monkeypatch):
+    profile_key = "sk-profile-echoed-0123456789"
+    with ProviderServer() as server:
+        path = recorded_at(tmp_path, f"{server.url}/v1/messages")
+        before = path.read_text()
+        server.script(stream_reply("anthropic", body("anthropic", ("text", f"Four, {profile_key[:-4]}..."))))
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / "modelwire.toml").write_text(
+            f'[profiles.local]\nmodel = "anthropic:claude-test"\nbase_url = "{server.url}"\napi_key = "{profile_key}"\n'
+        )
+        monkeypatch.chdir(project)
+        report = recheck([path], update=True)
+        assert server.requests[-1]["headers"]["x-api-key"] == profile_key
+    assert report.calls == 1 and report.updated == []
+    assert any("not updated" in why and "credential" in why for why in report.skipped), report.skipped
+    assert path.read_text() == before and profile_key[:-4] not in path.read_text()
+
+
+def test_transpose_sends_no_key_in_plain_http_off_the_machine(tmp_path, key, monkeypatch):
+    from modelwire.cassettes import transpose
+    from modelwire.errors import UntrustedHostError
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-0123456789")
+    source = record_tool_conversation(tmp_path / "weather.json")
+    with pytest.raises(UntrustedHostError, match="gateway.example: plain http"):
+        transpose(source, "openai:gpt-4.1", out=tmp_path / "o.json", base_url="http://gateway.example/v1")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://gateway.example/v1")  # the preset's variable alike
+    with pytest.raises(UntrustedHostError, match="gateway.example: plain http"):
+        transpose(source, "openai:gpt-4.1", out=tmp_path / "o.json")
+    assert not (tmp_path / "o.json").exists()

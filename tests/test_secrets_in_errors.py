@@ -162,3 +162,65 @@ def test_the_cli_error_line_shows_no_echoed_key():
         )
     assert out.returncode == 1, out.stderr
     assert "***" in out.stderr and KEY not in out.stderr + out.stdout
+
+
+@pytest.mark.parametrize(
+    "echo",
+    [
+        lambda key: f"invalid x-api-key {key[:-4]}...",  # the key without its last 4 characters
+        lambda key: f"key starts {key[:12]}, ends {key[12:]}",  # cut in two
+        lambda key: f"key ...{key[2:-2]}...",  # both ends cut
+    ],
+    ids=["without-its-last-4", "cut-in-two", "both-ends-cut"],
+)
+def test_a_long_enough_piece_of_an_echoed_key_is_masked(echo):
+    def respond(request: dict) -> Reply:
+        text = echo(request["headers"]["x-api-key"])
+        return Reply(
+            status=401,
+            body=json.dumps({"type": "error", "error": {"type": "authentication_error", "message": text}}).encode(),
+            headers={"content-type": "application/json"},
+        )
+
+    with ProviderServer() as server:
+        server.respond = respond
+        model = load_model(
+            "anthropic:claude-sonnet-4-5",
+            api_key=KEY,
+            base_url=server.url,
+            retry=RetryPolicy(max_retries=0),
+            capability_lookup=False,
+        )
+        with pytest.raises(ProviderError) as raised:
+            asyncio.run(model.complete([UserMsg("u", "hi")]))
+    shown = _shown(raised.value)
+    assert "***" in shown
+    for n in range(len(KEY) - 12 + 1):  # no piece of 12 characters of the key is left anywhere
+        assert KEY[n : n + 12] not in shown, KEY[n : n + 12]
+
+
+def test_a_short_piece_and_words_the_key_shares_are_kept():
+    from modelwire._secrets import masked
+
+    assert masked("key ends in cdef; sk-live keys", [KEY]) == "key ends in cdef; sk-live keys"
+    assert masked({"m": [f"it was {KEY[:-4]}"]}, [KEY]) == {"m": ["it was ***"]}
+
+
+def test_a_recording_that_would_keep_a_piece_of_the_key_is_never_written(tmp_path):
+    from modelwire.cassettes import use_cassette
+    from modelwire.errors import CassetteSecretError
+
+    path = tmp_path / "echo.json"
+    with ProviderServer() as server:
+        server.respond = lambda request: stream_reply(
+            "openai-chat",
+            sse_body("openai-chat", ("text", "your key was " + request["headers"]["authorization"][7:-4] + "...")),
+        )
+        with pytest.raises(CassetteSecretError, match="credential"):
+            with use_cassette(path, "once"):
+                asyncio.run(
+                    load_model("openai:gpt-test", api_key=KEY, base_url=server.url + "/v1").complete(
+                        [UserMsg("u", "hi")]
+                    )
+                )
+    assert not path.exists()

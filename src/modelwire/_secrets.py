@@ -13,7 +13,7 @@ import re
 from typing import Any, Iterable
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["SECRET_HEADERS", "SECRET_QUERY", "MASK", "sent_secrets", "masked"]
+__all__ = ["SECRET_HEADERS", "SECRET_QUERY", "MASK", "sent_secrets", "masked", "masked_text", "holds"]
 
 SECRET_HEADERS = frozenset(
     {
@@ -33,6 +33,7 @@ SECRET_QUERY = frozenset({"key", "api_key", "api-key", "token", "access_token"})
 MASK = "***"
 # Shorter values are not masked: "k" in a test, a one-letter key, would mask every k.
 _SHORTEST = 6
+_SHORTEST_PIECE = 8  # and at least half of the credential (see masked_text)
 _SIGV4_KEY_ID = re.compile(r"Credential=([^/,\s]+)/")
 
 
@@ -55,8 +56,9 @@ def sent_secrets(url: str, headers: Iterable[tuple[str, str]]) -> set[str]:
 
 
 def masked(value: Any, secrets: Iterable[str]) -> Any:
-    """``value`` with each secret in its text replaced by ``***``: strings, and the strings
-    inside lists, tuples and dicts (keys too), in copies; anything else as it is."""
+    """``value`` with each secret in its text replaced by ``***``, and each long enough piece
+    of one (see :func:`masked_text`): strings, and the strings inside lists, tuples and dicts
+    (keys too), in copies; anything else as it is."""
     found = sorted(
         (s for s in secrets if s and len(s) >= _SHORTEST), key=len, reverse=True
     )  # a key before its own prefix
@@ -65,12 +67,50 @@ def masked(value: Any, secrets: Iterable[str]) -> Any:
     return _mask(value, found, 0)
 
 
+def masked_text(text: str, secrets: list[str]) -> str:
+    """``text`` with each of ``secrets`` (longest first) replaced by ``***``, and every piece
+    of one that is at least half of it and at least ``_SHORTEST_PIECE`` characters long: a
+    server that echoes a key without its last four characters, or cut in two, shows none
+    of it. A shorter piece leaves more of the key unknown than it shows, and masking it
+    would mask words a key happens to share with the text."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, MASK)
+        shortest = max(_SHORTEST_PIECE, (len(secret) + 1) // 2)
+        if len(secret) > shortest:
+            text = _without_pieces(text, secret, shortest)
+    return text
+
+
+def holds(text: str, secret: str) -> bool:
+    """Whether ``text`` holds ``secret``, or a piece of it :func:`masked_text` would mask."""
+    return masked_text(text, [secret]) != text
+
+
+def _without_pieces(text: str, secret: str, shortest: int) -> str:
+    spans: list[tuple[int, int]] = []
+    for start in range(len(secret) - shortest + 1):
+        window = secret[start : start + shortest]
+        at = text.find(window)
+        while at != -1:
+            end, more = at + shortest, start + shortest
+            while end < len(text) and more < len(secret) and text[end] == secret[more]:
+                end, more = end + 1, more + 1
+            spans.append((at, end))
+            at = text.find(window, at + 1)
+    if not spans:
+        return text
+    out, kept = [], 0
+    for begin, end in sorted(spans):
+        if begin > kept or not out:
+            out += [text[kept:begin], MASK]
+        kept = max(kept, end)
+    return "".join(out) + text[kept:]
+
+
 def _mask(value: Any, secrets: list[str], depth: int) -> Any:
     if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, MASK)
-        return value
+        return masked_text(value, secrets)
     if depth > 64:  # an error body is a few levels deep; deeper is dropped rather than walked
         return MASK if isinstance(value, (dict, list, tuple)) else value
     if isinstance(value, dict):

@@ -795,6 +795,7 @@ def _cassette_recheck(args: argparse.Namespace) -> int:
     report = recheck(
         args.paths,
         base_url=args.base_url,
+        allow_hosts=args.allow_host or (),
         max_calls=args.max_calls,
         limits=limits,
         timeout=args.timeout,
@@ -807,6 +808,14 @@ def _cassette_recheck(args: argparse.Namespace) -> int:
             print(line)
         for path in report.updated:
             print(f"updated {path}")
+    if report.refused:
+        print(
+            (
+                f"modelwire: {len(report.refused)} request(s) not sent: no preset, profile or --base-url of yours "
+                "names their host (REFUSED above); --allow-host HOST names one you trust"
+            ),
+            file=sys.stderr,
+        )
     unanswered = [d for d in report.drifts if d.what.startswith("no answer")]
     if unanswered and len(unanswered) == report.calls:
         print(
@@ -819,7 +828,9 @@ def _cassette_recheck(args: argparse.Namespace) -> int:
     elif report.exit_status:
         worse = sum(d.severity != "info" for d in report.drifts)
         print(
-            f"{worse} finding(s) above info" + (f"; stopped: {report.stopped}" if report.stopped else ""),
+            f"{worse} finding(s) above info"
+            + (f"; {len(report.refused)} request(s) refused" if report.refused else "")
+            + (f"; stopped: {report.stopped}" if report.stopped else ""),
             file=sys.stderr,
         )
     return report.exit_status
@@ -929,9 +940,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ImportError:
         raise UsageError("modelwire serve needs an ASGI server: pip install 'modelwire[serve]' (uvicorn)") from None
     _check_port(args.host, args.port)
+    args.token, token_from = _serve_token(args)
     app, what = _serve_app(args)
-    page = f"http://{args.host}:{args.port}/" + (f"#token={args.token}" if args.token else "")
+    page = f"http://{args.host}:{args.port}/"
     sys.stderr.write(f"modelwire serve: {what} on {page}  (POST /reply; Ctrl-C stops)\n")
+    if args.token:  # never printed, whole or in part: a terminal's scrollback and CI logs are read by others
+        sys.stderr.write(
+            f"modelwire serve: /reply wants the bearer token from {token_from} ({len(args.token)} characters); "
+            f"open the page as {page}#token=<that token>\n"
+        )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         guards = [
             f"host names {', '.join(sorted(app.allowed_hosts))} (add the names clients use with --allow-host)",
@@ -941,9 +958,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                 if app.allowed_origins
                 else " (--allow-origin for a front end elsewhere)"
             ),
-            "a bearer token (--token)"
+            f"a bearer token ({token_from})"
             if args.token
-            else "NO token: anyone who reaches this port can run the agent on your key (--token SECRET)",
+            else (
+                "NO token: anyone who reaches this port can run the agent on your key "
+                f"(set {SERVE_TOKEN_VARIABLE}, or --token-file FILE)"
+            ),
         ]
         sys.stderr.write(
             f"modelwire serve: warning: {args.host} is not a loopback address; what guards it: "
@@ -958,6 +978,39 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         logging.basicConfig(format="modelwire serve: %(message)s", stream=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
+
+
+SERVE_TOKEN_VARIABLE = "MODELWIRE_SERVE_TOKEN"
+
+
+def _serve_token(args: argparse.Namespace) -> tuple[str | None, str]:
+    """The bearer token ``serve`` wants on /reply, and where it came from: ``--token-file``,
+    ``--token`` (seen by anyone who lists the processes: said so), else
+    ``MODELWIRE_SERVE_TOKEN``; none when none is given."""
+    if args.token_file and args.token:
+        raise UsageError("give the token once: --token-file FILE or --token, not both")
+    if args.token_file:
+        try:
+            from pathlib import Path
+
+            token = Path(args.token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--token-file {args.token_file}: cannot read it ({exc.__class__.__name__})") from None
+        where = f"--token-file {args.token_file}"
+    elif args.token:
+        token, where = args.token, "--token"
+        sys.stderr.write(
+            f"modelwire serve: note: a token given as --token is visible to anyone who lists this machine's "
+            f"processes; {SERVE_TOKEN_VARIABLE} or --token-file FILE keep it out of sight\n"
+        )
+    else:
+        token, where = os.environ.get(SERVE_TOKEN_VARIABLE) or None, SERVE_TOKEN_VARIABLE
+    if token is not None and (not token or any(not (" " < c < "\x7f") for c in token)):
+        raise UsageError(
+            f"the token from {where} is empty or holds a space, a line break or a character outside ASCII; "
+            "a bearer token is printable ASCII"
+        )
+    return token, where
 
 
 def _tools(args: argparse.Namespace) -> list[Any]:
@@ -1084,6 +1137,14 @@ def _serve_command(serve: argparse.ArgumentParser) -> None:
         help="an origin (https://app.example) whose pages may call /reply; repeatable",
     )
     serve.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help=(
+            "require the bearer token FILE holds on /reply (kept out of ps, unlike --token; or set "
+            f"{SERVE_TOKEN_VARIABLE})"
+        ),
+    )
+    serve.add_argument(
         "--store",
         metavar="URL",
         help=(
@@ -1180,12 +1241,21 @@ def _recheck_action(cas_sub: Any) -> None:
             "send each recorded request again (credentials from the environment), decode the live answer with "
             "the same adapter and compare its structure with the recorded one: info (a new field, a new model "
             "snapshot), warning (a changed stop reason, usage fields, block order), error (an HTTP error, a missing "
-            "block kind, a stream the grammar refuses). Exit status 0, 1 (warnings) or 2 (errors). No tool is run."
+            "block kind, a stream the grammar refuses). Exit status 0, 1 (warnings) or 2 (errors). No tool is run. "
+            "Credentials go only to an endpoint a preset, a profile or --base-url names (or a host named with "
+            "--allow-host), never over plain http off this machine: a cassette naming another host is refused, "
+            "nothing sent."
         ),
         formatter_class=_Formatter,
     )
     re_.add_argument("paths", nargs="+", metavar="PATH", help="modelwire cassettes (JSON)")
     re_.add_argument("--base-url", help="send to this origin instead of the recorded one (the recorded path kept)")
+    re_.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="HOST",
+        help="also send (with the key) to this host, HOST or HOST:PORT, where the cassettes name it (repeatable)",
+    )
     re_.add_argument("--json", action="store_true", help="print the report as JSON, for machines")
     re_.add_argument("--max-calls", type=_positive_int, help="send at most this many requests")
     re_.add_argument(
@@ -1367,6 +1437,10 @@ def _cmd_conform(args: argparse.Namespace) -> int:
 
     if args.api_key_env and not os.environ.get(args.api_key_env):
         raise UsageError(f"--api-key-env {args.api_key_env}: that variable is not set")
+    if args.write_profile is not None:
+        from .models.config import check_profile_name
+
+        check_profile_name(args.write_profile)  # before any request: it goes into modelwire.toml as written
     if args.profile:
         if args.base_url or args.model or args.protocol or args.write_profile:
             raise UsageError(

@@ -297,7 +297,11 @@ _ANSWER_SCHEMA = {
 
 
 def profile_toml(name: str, profile: dict[str, Any]) -> str:
-    """A ``[profiles.NAME]`` table in TOML, for ``modelwire.toml``."""
+    """A ``[profiles.NAME]`` table in TOML, for ``modelwire.toml`` (``name`` checked: see
+    :func:`~modelwire.models.config.check_profile_name`)."""
+    from .models.config import check_profile_name
+
+    check_profile_name(name)
 
     def value(v: Any) -> str:
         if isinstance(v, bool):

@@ -15,6 +15,7 @@ catches ``ValueError`` keeps working. The whole tree (a built-in base besides, a
       ConfigError (also ValueError)
         MissingKeyError
         UnknownProtocolError
+        UntrustedHostError
       EventApplyError (also ValueError)
       EventDecodeError (also ValueError)
       FormatError (also ValueError)
@@ -89,6 +90,7 @@ __all__ = [
     "UnsupportedOptionError",
     "RefusedOptionError",
     "UnknownProtocolError",
+    "UntrustedHostError",
     "UsageLimitExceeded",
     "StructuredOutputError",
     "ToolError",
@@ -429,6 +431,16 @@ class MissingKeyError(ConfigError):
 
 class UnknownProtocolError(ConfigError):
     """No wire protocol of that name is built in or registered."""
+
+
+class UntrustedHostError(ConfigError):
+    """A request would carry credentials to a host the user's own configuration does not name
+    (a cassette's URL is a file anyone may edit, not a reason to send a key), or across the
+    network in plain http; ``host`` names it."""
+
+    def __init__(self, message: str, host: str = "") -> None:
+        super().__init__(message)
+        self.host = host
 
 
 class UnsupportedOptionError(ModelwireError, ValueError):

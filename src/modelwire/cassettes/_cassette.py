@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .._secrets import SECRET_HEADERS, SECRET_QUERY
+from .._secrets import SECRET_HEADERS, SECRET_QUERY, holds
 from ..errors import CassetteError, CassetteMismatchError, CassetteSecretError, UnusedInteractionsError
 
 __all__ = [
@@ -213,7 +213,8 @@ class Cassette:
 
     def save(self, secrets: Iterable[str] = ()) -> None:
         """Write the file, unless it would hold the value of an API key or of any credential
-        given in ``secrets`` (see :func:`known_secrets`).
+        given in ``secrets`` (see :func:`known_secrets`), or a piece of one at least half its
+        length (a server that echoes a key without its last characters).
 
         The write is atomic (a reader sees the old file or the new one, never half of one)
         and locked against other writers: when another process saved the same file since
@@ -230,7 +231,7 @@ class Cassette:
                 self.notes = self.notes or theirs.notes
                 self.provenance = self.provenance or theirs.provenance
             text = self.to_json()
-            leaked = [s for s in {*known_secrets(), *secrets} if s and len(s) >= 8 and s in text]
+            leaked = [s for s in {*known_secrets(), *secrets} if s and len(s) >= 8 and holds(text, s)]
             if leaked:
                 shown = ", ".join(f"{s[:4]}...({len(s)} chars)" for s in leaked)
                 raise CassetteSecretError(

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from ._cassette import Cassette, Interaction, response_record
 
@@ -99,6 +99,7 @@ class RecheckReport:
     checked: list[str] = field(default_factory=list)  # cassettes read
     updated: list[str] = field(default_factory=list)  # cassettes rewritten (update=True)
     skipped: list[str] = field(default_factory=list)  # why an interaction or a cassette was not checked
+    refused: list[str] = field(default_factory=list)  # requests not sent: their host may not have the key
     stopped: str | None = None  # the budget or the call limit that ended the run early
     input_tokens: int = 0
     output_tokens: int = 0
@@ -109,7 +110,7 @@ class RecheckReport:
     def exit_status(self) -> int:
         """0: nothing above info; 1: warnings; 2: errors (or a run the budget ended)."""
         worst = max((SEVERITIES.index(d.severity) for d in self.drifts), default=0)
-        return 2 if worst == 2 or self.stopped else worst
+        return 2 if worst == 2 or self.stopped or self.refused else worst
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +119,7 @@ class RecheckReport:
             "checked": self.checked,
             "updated": self.updated,
             "skipped": self.skipped,
+            "refused": self.refused,
             "stopped": self.stopped,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -128,6 +130,7 @@ class RecheckReport:
     def lines(self) -> list[str]:
         out = [str(d) for d in sorted(self.drifts, key=lambda d: (-SEVERITIES.index(d.severity), d.cassette, d.index))]
         out += [f"SKIPPED {why}" for why in self.skipped]
+        out += [f"REFUSED {why}" for why in self.refused]
         if self.stopped:
             out.append(f"STOPPED {self.stopped}")
         counts = {s: sum(d.severity == s for d in self.drifts) for s in SEVERITIES}
@@ -479,6 +482,7 @@ async def recheck_async(
     paths: Sequence[str | Path],
     *,
     base_url: str | None = None,
+    allow_hosts: Sequence[str] = (),
     max_calls: int | None = None,
     limits: Any = None,
     timeout: float = 60.0,
@@ -488,15 +492,20 @@ async def recheck_async(
     """Recheck the cassettes at ``paths``.
 
     ``base_url`` sends every request to that origin instead of the recorded one (the path
-    kept); credentials come from the environment, as when the cassette was recorded.
-    ``max_calls`` bounds the requests sent; ``limits`` (a
+    kept); credentials come from the environment, as when the cassette was recorded, and go
+    only to an endpoint a preset, a profile or ``base_url`` names, or a host of
+    ``allow_hosts`` (``HOST`` or ``HOST:PORT``): a request to any other host, or in plain
+    http to a host that is not loopback, is not sent and is listed in ``refused`` (see
+    :mod:`modelwire.cassettes._bound`). ``max_calls`` bounds the requests sent; ``limits`` (a
     :class:`~modelwire.agent.UsageLimits`: requests, tokens, cost) is checked before each
     one, so a run never spends past it; ``timeout`` bounds each call. No tool is ever run:
     a request is sent as recorded, tool results included. ``update`` rewrites each live
     cassette from the answers it got (never a derived one, and never with an error)."""
     from ..models.transport import HTTPTransport, Timeouts
+    from ._bound import Destinations
 
     report = RecheckReport()
+    destinations = Destinations(base_url, allow_hosts)
     owned = transport is None
     transport = transport or HTTPTransport(timeouts=Timeouts(total=timeout))
     try:
@@ -504,10 +513,10 @@ async def recheck_async(
             cassette = Cassette.load(path)
             report.checked.append(str(path))
             answers = await _recheck_one(
-                cassette, report, transport, base_url=base_url, max_calls=max_calls, limits=limits, timeout=timeout
+                cassette, report, transport, destinations, max_calls=max_calls, limits=limits, timeout=timeout
             )
             if update and answers:
-                _update(cassette, answers, report)
+                _update(cassette, answers, report, destinations.sent)
             if report.stopped:
                 break
     finally:
@@ -520,14 +529,14 @@ async def _recheck_one(
     cassette: Cassette,
     report: RecheckReport,
     transport: Any,
+    destinations: Any,
     *,
-    base_url: str | None,
     max_calls: int | None,
     limits: Any,
     timeout: float,
 ) -> dict[int, dict[str, Any]]:
     """Each model call of ``cassette`` sent again; the live answers, by interaction."""
-    from ..errors import ProviderError, UsageLimitExceeded
+    from ..errors import ProviderError, UntrustedHostError, UsageLimitExceeded
 
     answers: dict[int, dict[str, Any]] = {}
     for index, interaction in enumerate(cassette.interactions):
@@ -551,10 +560,13 @@ async def _recheck_one(
                     SimpleNamespace(input_tokens=report.input_tokens, output_tokens=report.output_tokens),
                     spent,
                 )
-            status, headers, body = await _send(interaction, protocol, transport, base_url, timeout)
+            status, headers, body = await _send(interaction, protocol, transport, destinations, timeout)
         except UsageLimitExceeded as exc:
             report.stopped = f"the budget: {exc}"
             return answers
+        except UntrustedHostError as exc:
+            report.refused.append(f"{cassette.path} [{index}]: {exc}")
+            continue
         except ProviderError as exc:  # no answer at all (refused connection, timeout)
             report.calls += 1
             report.drifts.append(Drift(str(cassette.path), index, "error", f"no answer: {exc.message}"))
@@ -571,14 +583,17 @@ async def _recheck_one(
 
 
 async def _send(
-    interaction: Interaction, protocol: str, transport: Any, base_url: str | None, timeout: float
+    interaction: Interaction, protocol: str, transport: Any, destinations: Any, timeout: float
 ) -> tuple[int, list[tuple[str, str]], bytes]:
-    """The recorded request sent again (to ``base_url``'s origin when given), with the
-    credentials the environment holds for its provider; the status, headers and body."""
+    """The recorded request sent again (to the ``base_url`` of ``destinations`` when given),
+    with the credentials the environment holds for the endpoint it goes to; the status,
+    headers and body. A host no endpoint of the user's names raises before anything is sent."""
     request = interaction.request
-    url = _moved(request["url"], base_url)
+    url = destinations.target(request["url"])
+    endpoint = destinations.endpoint(url, protocol)
     body = json.dumps(request["json"]).encode()
-    headers = {**request.get("headers", {}), **await _credentials(url, protocol, body)}
+    headers = {**request.get("headers", {}), **await _credentials(endpoint, url, protocol, body)}
+    destinations.remember(url, headers)
     response = await transport.open("POST", url, headers, body, timeout, asyncio.get_running_loop().time() + timeout)
     try:
         raw = await asyncio.wait_for(response.aread(), timeout)
@@ -587,28 +602,17 @@ async def _send(
     return response.status_code, list(response.headers.items()), raw
 
 
-def _moved(url: str, base_url: str | None) -> str:
-    if not base_url:
-        return url
-    to, parts = urlsplit(base_url), urlsplit(url)
-    return urlunsplit(parts._replace(scheme=to.scheme, netloc=to.netloc))
-
-
-async def _credentials(url: str, protocol: str, body: bytes) -> dict[str, str]:
-    """The auth headers for ``url``: the preset whose host it is (else the protocol's
-    first), its key from the environment, or its cloud credentials."""
+async def _credentials(endpoint: Any, url: str, protocol: str, body: bytes) -> dict[str, str]:
+    """The auth headers for ``url``, which ``endpoint`` names: its profile's key, else its
+    preset's key from the environment, else its cloud credentials."""
     import os
 
-    from ..protocols import all_presets, get_protocol
+    from ..protocols import get_protocol
 
     wire = get_protocol(protocol)
-    host = urlsplit(url).hostname or ""
-    presets = [p for p in all_presets().values() if p.protocol == protocol]
-    preset = next((p for p in presets if urlsplit(p.base_url).hostname == host), presets[0] if presets else None)
-    if preset is None:
-        return {}
+    preset = endpoint.preset
     names = [preset.key_env, *(preset.dialect.get("key_envs") or ())]
-    key = next((os.environ[n] for n in names if n and os.environ.get(n)), None)
+    key = endpoint.api_key or next((os.environ[n] for n in names if n and os.environ.get(n)), None)
     headers = {k: v for k, v in wire.headers(key, preset).items() if k not in ("content-type", "accept", "user-agent")}
     kind = preset.dialect.get("credentials")
     if kind and key is None:
@@ -645,8 +649,9 @@ def _count(report: RecheckReport, interaction: Interaction, protocol: str, statu
             report.cost_complete = False
 
 
-def _update(cassette: Cassette, answers: dict[int, dict[str, Any]], report: RecheckReport) -> None:
-    """``cassette`` rewritten from the live answers, when it is a live one."""
+def _update(cassette: Cassette, answers: dict[int, dict[str, Any]], report: RecheckReport, sent: Iterable[str]) -> None:
+    """``cassette`` rewritten from the live answers, when it is a live one (never when an
+    answer echoed one of the credentials ``sent``: see :meth:`Cassette.save`)."""
     kind = (cassette.provenance or {}).get("kind")
     if kind != "live":
         why = (
@@ -660,5 +665,11 @@ def _update(cassette: Cassette, answers: dict[int, dict[str, Any]], report: Rech
         cassette.interactions[index].response = response
         cassette.interactions[index].recorded = True
     cassette.provenance = provenance_for(cassette)
-    cassette.save()
+    from ..errors import CassetteSecretError
+
+    try:
+        cassette.save(sent)
+    except CassetteSecretError as exc:  # a live answer echoed a credential: the file stays as it was
+        report.skipped.append(f"{cassette.path}: not updated: {exc}")
+        return
     report.updated.append(str(cassette.path))

@@ -124,12 +124,25 @@ async def transpose_async(
                 )
             )
     if any(isinstance(c, dict) for _, _, c in calls):
-        model = model or (load_model(target, base_url=base_url) if base_url else load_model(target))
+        if model is None:
+            model = load_model(target, base_url=base_url) if base_url else load_model(target)
+            _refuse_plain_http(model)
         with use_cassette(out, "all", allow_unused=True):
             for index, interaction, conversation in calls:
                 if isinstance(conversation, dict):
                     report.rows.append(await _one(index, interaction, conversation, model))
     return report
+
+
+def _refuse_plain_http(model: Any) -> None:
+    """The target's key never crosses the network in plain http (as ``recheck``: see
+    :mod:`modelwire.cassettes._bound`); ``transpose`` sends to the target's own endpoint,
+    which the user named, never to a URL of the cassette."""
+    from ._bound import refuse_plain_http
+
+    spec = getattr(model, "spec", None)
+    if spec is not None and spec.base_url:
+        refuse_plain_http(spec.base_url)
 
 
 async def _one(index: int, interaction: Interaction, conversation: dict[str, Any], model: Any) -> TransposeRow:

@@ -16,7 +16,9 @@ modelwire as well unless that is given. The folder is set by the ``modelwire_cas
 ``--cassette-recheck`` (a scheduled job, not every run) also sends each test's recorded
 requests again after the test and reports, per test, where the live answers drifted (see
 :func:`modelwire.cassettes.recheck`), with a table at the end; the tests themselves still
-replay. ``--cassette-recheck-max-calls N`` bounds the requests of the whole session. A
+replay. ``--cassette-recheck-max-calls N`` bounds the requests of the whole session. The
+key goes only to the endpoints the presets and profiles name (see
+:mod:`modelwire.cassettes._bound`); ``--cassette-recheck-allow-host HOST`` names another. A
 normal run stays offline.
 """
 
@@ -51,6 +53,13 @@ def pytest_addoption(parser: Any) -> None:
         type=int,
         default=None,
         help="modelwire cassettes: the most requests --cassette-recheck sends in the session",
+    )
+    group.addoption(
+        "--cassette-recheck-allow-host",
+        action="append",
+        default=None,
+        metavar="HOST",
+        help="modelwire cassettes: also send --cassette-recheck's requests (with the key) to HOST or HOST:PORT",
     )
     parser.addini(
         "modelwire_cassette_dir", "folder for modelwire cassettes (relative to the rootdir)", default="cassettes"
@@ -156,7 +165,8 @@ def _recheck_after(request: Any, path: Path) -> None:
     spent = sum(r.calls for _, r in done)
     if limit is not None and spent >= limit:
         return
-    report = recheck([path], max_calls=None if limit is None else limit - spent)
+    allowed = request.config.getoption("--cassette-recheck-allow-host") or ()
+    report = recheck([path], allow_hosts=allowed, max_calls=None if limit is None else limit - spent)
     done.append((request.node.nodeid, report))
 
 
@@ -177,6 +187,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any)
             f"{worst_of[report.exit_status]:8} {nodeid}: {report.calls} call(s); {counts}"
             + (f"; stopped: {report.stopped}" if report.stopped else "")
         )
+        for why in report.refused:
+            terminalreporter.write_line(f"         REFUSED {why}")
         for drift in report.drifts:
             if drift.severity != "info" or terminalreporter.verbosity > 0:
                 terminalreporter.write_line(f"         {drift}")

@@ -25,7 +25,23 @@ from typing import Any, Mapping
 from ..errors import ConfigError, MissingKeyError
 from ..protocols import Preset, all_presets, find_preset
 
-__all__ = ["Preset", "ConfigError", "ModelSpec", "resolve", "find_config", "load_config", "find_preset", "all_presets"]
+__all__ = [
+    "Preset",
+    "ConfigError",
+    "ModelSpec",
+    "resolve",
+    "find_config",
+    "load_config",
+    "find_preset",
+    "all_presets",
+    "check_profile_name",
+]
+
+# A profile name is written into modelwire.toml as a bare key (``[profiles.NAME]``): TOML's
+# bare keys are ASCII letters, digits, ``-`` and ``_`` (https://toml.io/en/v1.0.0#keys), so
+# nothing else can close the table header or start a line of its own.
+PROFILE_NAME_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+_LONGEST_PROFILE_NAME = 64
 
 
 @dataclass
@@ -92,6 +108,21 @@ CONVERSATION: contextvars.ContextVar[dict[str, Any] | None] = contextvars.Contex
     "modelwire_conversation", default=None
 )
 REPLAY_KEY = "modelwire-cassette-replay"  # never recorded: requests in replay never leave
+
+
+def check_profile_name(name: Any) -> str:
+    """``name`` when it can be a profile's name in ``modelwire.toml``; else a
+    :class:`~modelwire.errors.ConfigError` naming the characters a name may hold."""
+    if (
+        not isinstance(name, str)
+        or not 0 < len(name) <= _LONGEST_PROFILE_NAME
+        or not PROFILE_NAME_CHARACTERS.issuperset(name)
+    ):
+        raise ConfigError(
+            f"{name!r} cannot name a profile: a name holds 1 to {_LONGEST_PROFILE_NAME} of the letters A-Z and "
+            "a-z, the digits 0-9, '-' and '_' (it is written as [profiles.NAME] in modelwire.toml)"
+        )
+    return name
 
 
 def _check_profile(profile: dict[str, Any], name: str, path: Path | None) -> None:

@@ -18,6 +18,7 @@ from typing import Any, AsyncGenerator, AsyncIterator
 
 from .. import errors as E
 from ._chunks import read_directly, take_whole_chunks
+from ._logmask import SENDING, install as install_log_filter
 
 __all__ = ["Timeouts", "RetryPolicy", "HTTPTransport", "retry_after_seconds", "transport_error"]
 
@@ -151,6 +152,7 @@ class HTTPTransport:
         self._max_connections = max_connections
         self._loop: Any = None
         self._keepers: Any = None  # per event loop: closes that loop's pool when the loop shuts down
+        install_log_filter()  # the HTTP stack's log lines never show the request's credentials
 
     @property
     def client(self) -> Any:
@@ -244,6 +246,7 @@ class HTTPTransport:
                 sent.append(loop.time())
                 timer.reschedule(_earliest(sent[0] + first_byte, deadline))
 
+        SENDING.set((url, headers))  # for the log filter, while this task sends and reads the answer
         request = client.build_request(method, url, headers=headers, content=content, extensions={"trace": trace})
         try:
             async with timer:
