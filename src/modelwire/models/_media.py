@@ -111,12 +111,14 @@ async def resolve_sources(
 
     Under a :class:`~modelwire.sources.SourcePolicy` (input from outside the process, such
     as ``serve``'s) each source must pass it first, else a ``SourceRefusedError``."""
-    sources = _Sources(protocol, transport, max_bytes, endpoint, current_source_policy())
+    sources: _Sources | None = None
     out: list[Msg] = []
     for index, msg in enumerate(messages):
         if not any(map(_has_url, msg.content)):  # nothing to fetch: no await per block
             out.append(msg)
             continue
+        if sources is None:
+            sources = _Sources(protocol, transport, max_bytes, endpoint, current_source_policy())
         changed = False
         new_blocks = []
         for k, block in enumerate(msg.content):
