@@ -328,3 +328,18 @@ def test_a_policy_says_what_is_wrong_with_it():
     for bad in ({"urls": "some"}, {"references": "maybe"}, {"hosts": "a.example"}, {"max_bytes": 0}):
         with pytest.raises(ConfigError):
             SourcePolicy(**bad)
+
+
+def test_modelwire_serve_takes_the_policy_from_its_flags(tmp_path, monkeypatch):
+    from modelwire.cli import _serve_app, build_parser
+
+    monkeypatch.delenv("MODELWIRE_MODEL", raising=False)
+    notes = tmp_path / "notes.txt"
+    notes.write_text(SECRET)
+    default, _ = _serve_app(build_parser().parse_args(["serve"]))
+    args = ["serve", "--media", "hosts", "--media-host", "*.corp.test", "--media-max-bytes", "1000"]
+    app, _ = _serve_app(build_parser().parse_args(args))
+    assert default.source_policy == SourcePolicy()
+    assert app.source_policy == SourcePolicy(urls="hosts", hosts=("*.corp.test",), max_bytes=1000)
+    streams = post_each_dialect(default, notes.as_uri())  # the demo replay: refused before any replay
+    assert_refused(streams, "files")
