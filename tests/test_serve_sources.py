@@ -200,13 +200,16 @@ def test_a_redirect_from_an_allowed_host_to_a_refused_one_is_checked_again():
     with ProviderServer() as provider, LocalService() as allowed, LocalService() as inner:
         allowed.routes["/doc.txt"] = (302, {"location": f"https://127.0.0.1:{inner.port}/secret"}, b"")
         allowed.routes["/plain"] = (302, {"location": f"{inner.url}/secret"}, b"")
+        allowed.routes["/file"] = (307, {"location": "file:///etc/hostname"}, b"")
         policy = SourcePolicy(hosts=("media.test",), resolver=resolver({"media.test": ["127.0.0.1"]}))
         app = app_with(provider, policy)
         streams = post_each_dialect(app, f"http://media.test:{allowed.port}/doc.txt")
         plain = post_each_dialect(app, f"http://media.test:{allowed.port}/plain")
+        local = post_each_dialect(app, f"http://media.test:{allowed.port}/file")
     assert_refused(streams, "address")
     assert_refused(plain, "scheme")
-    assert len(allowed.requests) == 6 and inner.requests == [] and provider.requests == []
+    assert_refused(local, "scheme")
+    assert len(allowed.requests) == 9 and inner.requests == [] and provider.requests == []
 
 
 def test_an_allowed_host_is_fetched_at_the_address_checked_with_its_name_kept():
@@ -343,3 +346,20 @@ def test_modelwire_serve_takes_the_policy_from_its_flags(tmp_path, monkeypatch):
     assert app.source_policy == SourcePolicy(urls="hosts", hosts=("*.corp.test",), max_bytes=1000)
     streams = post_each_dialect(default, notes.as_uri())  # the demo replay: refused before any replay
     assert_refused(streams, "files")
+
+
+def test_a_fetch_that_never_answers_or_redirects_forever_ends_within_the_policys_limits():
+    import socket
+
+    with ProviderServer() as provider, LocalService() as media, socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # connections complete, nothing ever answers
+        media.routes["/loop"] = (302, {"location": "/loop"}, b"")
+        table = {"media.test": ["127.0.0.1"]}
+        policy = SourcePolicy(hosts=("media.test",), timeout=0.5, max_redirects=2, resolver=resolver(table))
+        app = app_with(provider, policy)
+        stuck = post_each_dialect(app, f"http://media.test:{silent.getsockname()[1]}/doc.txt")
+        looping = post_each_dialect(app, f"http://media.test:{media.port}/loop")
+    assert_refused(stuck, "timeout")
+    assert_refused(looping, "redirects")
+    assert len(media.requests) == 3 * 3 and provider.requests == []

@@ -51,7 +51,7 @@ async def checked_target(url: str, policy: SourcePolicy, refuse: Refuse) -> Targ
     if not trusted and policy.urls == "hosts":
         raise refuse("host", f"{host} is not one of the hosts this server fetches from")
     if not trusted and scheme != "https":
-        raise refuse("scheme", "only https URLs are fetched for input from outside the server")
+        raise refuse("scheme", "only https URLs are used for input from outside the server")
     try:
         port = parts.port or (443 if scheme == "https" else 80)
     except ValueError:
@@ -63,7 +63,7 @@ async def checked_target(url: str, policy: SourcePolicy, refuse: Refuse) -> Targ
         for address in addresses:
             kind = not_public(address)
             if kind is not None:
-                raise refuse("address", f"{host} resolves to {kind}; only public addresses are fetched")
+                raise refuse("address", f"{host} resolves to {kind}; only public addresses are used")
     return Target(url, scheme, host, addresses[0])
 
 
@@ -129,7 +129,7 @@ def _pinned(client: Any, target: Target) -> Any:
     extensions: dict[str, Any] = {}
     if target.address is not None:
         if target.scheme == "https":
-            extensions["sni_hostname"] = url.host
+            extensions["sni_hostname"] = url.raw_host.decode("ascii")  # the ASCII form a certificate names
         url = url.copy_with(host=target.address)
     return client.build_request("GET", url, headers=headers, extensions=extensions)
 
