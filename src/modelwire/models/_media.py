@@ -8,7 +8,7 @@ import asyncio
 import base64
 import copy as _copy
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import unquote, urlparse
 
 from .. import errors as E
@@ -18,6 +18,9 @@ from ..protocols import ModelCapabilities, WireProtocol
 from ..sources import SourcePolicy, current_source_policy
 from ._body import USER_AGENT
 from .transport import HTTPTransport
+
+if TYPE_CHECKING:
+    from ._fetch import Refuse
 
 __all__ = ["refused_media", "has_media", "without_media", "resolve_sources", "by_reference"]
 
@@ -234,9 +237,6 @@ class _Sources:
             created_at=block.created_at,
             finished_at=block.finished_at,
         )
-
-
-Refuse = Callable[[str, str], E.SourceRefusedError]
 
 
 def _refusal(index: int, where: str, url: str) -> Refuse:
