@@ -363,3 +363,14 @@ def test_a_fetch_that_never_answers_or_redirects_forever_ends_within_the_policys
     assert_refused(stuck, "timeout")
     assert_refused(looping, "redirects")
     assert len(media.requests) == 3 * 3 and provider.requests == []
+
+
+@pytest.mark.parametrize(
+    "url", ["https://[::1/", "https://a.example:99999/x.txt", "https:///x.txt", "ftp://a.example/"]
+)
+def test_a_url_that_cannot_be_read_is_refused_as_such(url):
+    with ProviderServer() as provider:
+        streams = post_each_dialect(app_with(provider, SourcePolicy(resolver=resolver({}))), url)
+    for text in streams.values():
+        assert "refused (host)" in text or "refused (scheme)" in text
+    assert provider.requests == []

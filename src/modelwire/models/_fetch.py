@@ -37,8 +37,11 @@ async def checked_target(url: str, policy: SourcePolicy, refuse: Refuse) -> Targ
     refusal, naming the rule. A host the operator named (``hosts``) is taken whatever it
     resolves to; under ``urls="public"`` any other must be https and resolve to public
     addresses only."""
-    parts = urlsplit(url)
-    scheme, host = parts.scheme.lower(), (parts.hostname or "")
+    try:
+        parts = urlsplit(url)
+        scheme, host = parts.scheme.lower(), (parts.hostname or "")
+    except ValueError:
+        raise refuse("host", "the URL cannot be read") from None
     if scheme not in ("http", "https"):
         raise refuse("scheme", f"only http(s) URLs are used under this policy, not {scheme}:")
     if not host:
@@ -94,6 +97,8 @@ async def fetch_checked(url: str, policy: SourcePolicy, max_bytes: int, refuse: 
                 return await _follow(client, url, policy, max_bytes, refuse)
     except TimeoutError:
         raise refuse("timeout", f"the fetch took longer than {policy.timeout:g} s") from None
+    except httpx2.InvalidURL:
+        raise refuse("host", "the URL cannot be read") from None
     except httpx2.HTTPError as exc:
         # The exception's words may name the address connected to: the type is enough.
         raise E.InvalidRequestError(f"fetching {url} failed ({type(exc).__name__})") from None
