@@ -374,3 +374,22 @@ def test_a_url_that_cannot_be_read_is_refused_as_such(url):
     for text in streams.values():
         assert "refused (host)" in text or "refused (scheme)" in text
     assert provider.requests == []
+
+
+def test_a_public_reference_goes_as_given_checked_once_per_request():
+    calls: list[str] = []
+    policy = SourcePolicy(resolver=resolver({"img.example": ["93.184.215.14"]}, calls))
+    image = DataBlock(source=URLSource(url="https://img.example/cat.png", media_type="image/png"))
+    with ProviderServer() as provider:
+        provider.replies = [sse_reply(body("anthropic", ("text", "ok")))]
+        model = load_model(
+            "anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=provider.url, retry=RetryPolicy(max_retries=0)
+        )
+
+        async def main():
+            with use_source_policy(policy):
+                await model.complete([UserMsg("user", [image, TextBlock(text="And again:"), image.replace(id="b2")])])
+
+        asyncio.run(main())
+    assert calls == ["img.example"]  # resolved, never fetched: the provider fetches it
+    assert sent_to(provider).count("https://img.example/cat.png") == 2

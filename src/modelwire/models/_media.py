@@ -162,6 +162,7 @@ class _Sources:
     ) -> None:
         self.protocol, self.transport, self.endpoint, self.policy = protocol, transport, endpoint, policy
         self.max_bytes = max_bytes if policy is None else min(max_bytes, policy.max_bytes)
+        self.passed: set[str] = set()  # references checked in this request (a conversation repeats them)
 
     async def block(self, index: int, k: int, block: Any) -> Any:
         if block.type == "data":
@@ -213,11 +214,12 @@ class _Sources:
         it passes the rules a fetch would (the provider's fetch is on the server's behalf,
         and may run inside its network: a self-hosted server)."""
         policy = self.policy
-        if scheme == "data" or policy is None or policy.references == "pass":
+        if scheme == "data" or policy is None or policy.references == "pass" or url in self.passed:
             return
         from ._fetch import checked_target
 
         await checked_target(url, policy, refuse)
+        self.passed.add(url)
 
     async def _uploaded(self, block: DataBlock, extras: dict[str, Any], refuse: Refuse) -> DataBlock:
         """An uploaded file's block as it is where it goes by reference (:func:`by_reference`);

@@ -89,6 +89,10 @@ class EventStreamApp:
         body_timeout: float = 30.0,
         source_policy: SourcePolicy | None = SourcePolicy(),
     ) -> None:
+        if source_policy is not None and not isinstance(source_policy, SourcePolicy):
+            from ..errors import ConfigError
+
+            raise ConfigError(f"source_policy={source_policy!r} must be a modelwire.sources.SourcePolicy or None")
         self.make_agent = make_agent
         self.source_policy = source_policy
         self.path = path
