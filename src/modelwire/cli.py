@@ -888,7 +888,16 @@ def _serve_app(args: argparse.Namespace) -> tuple[Any, str]:
     def make_agent() -> Any:
         return Agent("assistant", model, args.system, tools=tools, max_iters=args.max_iters)
 
-    return EventStreamApp(make_agent, page_config={"model": model_name}, **_protections(args)), model_name
+    return EventStreamApp(
+        make_agent, page_config={"model": model_name}, source_policy=_source_policy(args), **_protections(args)
+    ), model_name
+
+
+def _source_policy(args: argparse.Namespace) -> Any:
+    """What the media clients name may be read from (``--media``, ``--media-host``)."""
+    from .sources import SourcePolicy
+
+    return SourcePolicy(urls=args.media, hosts=tuple(args.media_host or ()), max_bytes=args.media_max_bytes)
 
 
 def _protections(args: argparse.Namespace) -> dict[str, Any]:
@@ -930,7 +939,12 @@ def _demo_app(args: argparse.Namespace, why: str) -> tuple[Any, str]:
     wrap = lambda: use_cassette(demo_cassette(), "none", ignore_fields=("messages.*.content",), allow_unused=True)  # noqa: E731
     config = {"model": "demo replay", "banner": banner, "prompt": DEMO_QUESTION}
     return EventStreamApp(
-        make_demo, wrap_reply=wrap, history=False, page_config=config, **_protections(args)
+        make_demo,
+        wrap_reply=wrap,
+        history=False,
+        page_config=config,
+        source_policy=_source_policy(args),
+        **_protections(args),
     ), f"the demo replay ({why})"
 
 
@@ -1110,6 +1124,33 @@ def _agent_flags(parser: argparse.ArgumentParser) -> None:
 SERVE_CONNECTIONS = 1000
 
 
+def _media_flags(serve: argparse.ArgumentParser) -> None:
+    """The flags of ``modelwire serve`` that say what media clients may name (``_source_policy``)."""
+    serve.add_argument(
+        "--media",
+        choices=("public", "hosts", "none", "any"),
+        default="public",
+        help=(
+            "which URLs clients may name for media: public (https on public addresses, and --media-host; "
+            "the default), hosts (only --media-host), none (data: only), any (also this server's network); "
+            "a client's file: URL is never read"
+        ),
+    )
+    serve.add_argument(
+        "--media-host",
+        action="append",
+        metavar="NAME",
+        help="a host (or *.domain) clients may name media on, whatever it resolves to (your own); repeatable",
+    )
+    serve.add_argument(
+        "--media-max-bytes",
+        type=int,
+        default=20 * 1024 * 1024,
+        metavar="N",
+        help="the most one fetched media source may hold (default 20 MB)",
+    )
+
+
 def _serve_command(serve: argparse.ArgumentParser) -> None:
     """The flags of ``modelwire serve``."""
     serve.epilog = ENVIRONMENT
@@ -1136,6 +1177,7 @@ def _serve_command(serve: argparse.ArgumentParser) -> None:
         metavar="ORIGIN",
         help="an origin (https://app.example) whose pages may call /reply; repeatable",
     )
+    _media_flags(serve)
     serve.add_argument(
         "--token-file",
         metavar="FILE",

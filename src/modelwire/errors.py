@@ -36,6 +36,7 @@ catches ``ValueError`` keeps working. The whole tree (a built-in base besides, a
           StreamProtocolError
             EventStreamError
             SSELineTooLongError
+      SourceRefusedError (also ValueError)
       StreamGrammarError (also ValueError)
       StructuredOutputError (also ValueError)
       TokenCountUnavailableError (also LookupError)
@@ -95,6 +96,7 @@ __all__ = [
     "StructuredOutputError",
     "ToolError",
     "ToolServerError",
+    "SourceRefusedError",
     "error_class",
     "error_from_body",
     "use_error_tables",
@@ -544,6 +546,26 @@ class ToolServerError(ModelwireError, RuntimeError):
     def __init__(self, server: str, message: str) -> None:
         self.server = server
         super().__init__(f"tool server {server!r}: {message}")
+
+
+class SourceRefusedError(ModelwireError, ValueError):
+    """A media source the request may not use under the :class:`~modelwire.sources.SourcePolicy`
+    in effect (a ``file:`` URL, a private address, a redirect there, a source over the size
+    limit ...), refused before anything of it was read or sent.
+
+    Attributes:
+        index / block: where the source is (the message's index in the request, the block's
+            index in it, and ``.k`` for a block inside a tool result or hint).
+        url: the source's URL, as the request gave it.
+        rule: a stable name for the rule (``files``, ``scheme``, ``host``, ``address``,
+            ``redirects``, ``size``, ``timeout``, ``provider-files``).
+    """
+
+    def __init__(self, index: int | None, block: str, url: str, rule: str, reason: str) -> None:
+        self.index, self.block, self.url, self.rule = index, block, url, rule
+        where = f"message [{index}] block [{block}]" if index is not None else f"block [{block}]"
+        shown = url if len(url) <= 200 else url[:200] + "..."
+        super().__init__(f"{where}: the source {shown} was refused ({rule}): {reason}")
 
 
 class CassetteError(ModelwireError, AssertionError):

@@ -8,15 +8,19 @@ import asyncio
 import base64
 import copy as _copy
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import unquote, urlparse
 
 from .. import errors as E
 from .._record import extras_of
 from ..message import Base64Source, DataBlock, Msg
 from ..protocols import ModelCapabilities, WireProtocol
+from ..sources import SourcePolicy, current_source_policy
 from ._body import USER_AGENT
 from .transport import HTTPTransport
+
+if TYPE_CHECKING:
+    from ._fetch import Refuse
 
 __all__ = ["refused_media", "has_media", "without_media", "resolve_sources", "by_reference"]
 
@@ -96,15 +100,6 @@ def _media_note(kind: str, block: Any, index: int, model: Any) -> Any:
 # -- sources fetched before sending ----------------------------------------------------------
 
 
-def _needs_fetch(protocol: WireProtocol, media_type: str, url: str) -> bool:
-    """``file://`` always; an http(s) URL when the protocol says it must be inlined."""
-    if url.startswith("file:"):
-        return True
-    if not url.startswith(("http://", "https://")):
-        return False
-    return protocol.needs_inline(media_type, url)
-
-
 async def resolve_sources(
     messages: Sequence[Msg],
     protocol: WireProtocol,
@@ -115,16 +110,22 @@ async def resolve_sources(
     """Inline (as base64) the data sources the provider cannot take as a URL, and every
     ``file://`` source, with a size limit; an uploaded file (``model.upload_file``) is left
     as a reference where ``endpoint`` holds it and takes its media type by reference, else
-    its bytes are read from its local copy. The given messages are not changed."""
+    its bytes are read from its local copy. The given messages are not changed.
+
+    Under a :class:`~modelwire.sources.SourcePolicy` (input from outside the process, such
+    as ``serve``'s) each source must pass it first, else a ``SourceRefusedError``."""
+    sources: _Sources | None = None
     out: list[Msg] = []
-    for msg in messages:
+    for index, msg in enumerate(messages):
         if not any(map(_has_url, msg.content)):  # nothing to fetch: no await per block
             out.append(msg)
             continue
+        if sources is None:
+            sources = _Sources(protocol, transport, max_bytes, endpoint, current_source_policy())
         changed = False
         new_blocks = []
-        for block in msg.content:
-            new_block = await _resolve_block(block, protocol, transport, max_bytes, endpoint)
+        for k, block in enumerate(msg.content):
+            new_block = await sources.block(index, k, block)
             changed |= new_block is not block
             new_blocks.append(new_block)
         if changed:
@@ -147,37 +148,101 @@ def _has_url(block: Any) -> bool:
     return False
 
 
-async def _resolve_block(
-    block: Any, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int, endpoint: str | None = None
-) -> Any:
-    if block.type == "data":
-        return await _resolve_data(block, protocol, transport, max_bytes, endpoint)
-    field = "output" if block.type == "tool_result" else "hint" if block.type == "hint" else ""
-    inner = getattr(block, field) if field else None
-    if isinstance(inner, list):
-        resolved = [
-            await _resolve_data(b, protocol, transport, max_bytes, endpoint) if b.type == "data" else b for b in inner
-        ]
-        if any(a is not b for a, b in zip(resolved, inner)):
-            return block.replace(**{field: resolved})
-    return block
+class _Sources:
+    """The URL sources of one request, read or fetched as ``policy`` allows (None: the
+    caller's own input, read as it asks)."""
+
+    def __init__(
+        self,
+        protocol: WireProtocol,
+        transport: HTTPTransport,
+        max_bytes: int,
+        endpoint: str | None,
+        policy: SourcePolicy | None,
+    ) -> None:
+        self.protocol, self.transport, self.endpoint, self.policy = protocol, transport, endpoint, policy
+        self.max_bytes = max_bytes if policy is None else min(max_bytes, policy.max_bytes)
+        self.passed: set[str] = set()  # references checked in this request (a conversation repeats them)
+
+    async def block(self, index: int, k: int, block: Any) -> Any:
+        if block.type == "data":
+            return await self.data(index, str(k), block)
+        field = "output" if block.type == "tool_result" else "hint" if block.type == "hint" else ""
+        inner = getattr(block, field) if field else None
+        if isinstance(inner, list):
+            resolved = [await self.data(index, f"{k}.{j}", b) if b.type == "data" else b for j, b in enumerate(inner)]
+            if any(a is not b for a, b in zip(resolved, inner)):
+                return block.replace(**{field: resolved})
+        return block
+
+    async def data(self, index: int, where: str, block: DataBlock) -> DataBlock:
+        src = block.source
+        if src.type != "url":
+            return block
+        url = src.url
+        refuse = _refusal(index, where, url)
+        extras = extras_of(block)
+        if extras.get("file_id"):
+            if self.policy is not None and not self.policy.provider_files:
+                raise refuse("provider-files", "a file held at the provider is not sent for input from outside")
+            return await self._uploaded(block, extras, refuse)
+        scheme = url.split(":", 1)[0].lower()
+        if scheme == "file":
+            raw = await self._read(url, refuse)
+        elif scheme in ("http", "https") and self.protocol.needs_inline(src.media_type, url):
+            raw = await self._fetch(url, refuse)
+        else:
+            await self._reference(url, scheme, refuse)
+            return block
+        data = base64.b64encode(raw).decode("ascii")
+        return block.replace(source=Base64Source(data=data, media_type=src.media_type))
+
+    async def _read(self, url: str, refuse: Refuse) -> bytes:
+        if self.policy is not None and not self.policy.files:
+            raise refuse("files", "the server reads no local file for input from outside")
+        return await _read_file(url, self.max_bytes)
+
+    async def _fetch(self, url: str, refuse: Refuse) -> bytes:
+        if self.policy is None or self.policy.urls == "any":
+            return await _download(url, self.transport, self.max_bytes)
+        from ._fetch import fetch_checked
+
+        return await fetch_checked(url, self.policy, self.max_bytes, refuse)
+
+    async def _reference(self, url: str, scheme: str, refuse: Refuse) -> None:
+        """A URL the provider fetches itself (or a ``data:`` URL): under ``references="check"``
+        it passes the rules a fetch would (the provider's fetch is on the server's behalf,
+        and may run inside its network: a self-hosted server)."""
+        policy = self.policy
+        if scheme == "data" or policy is None or policy.references == "pass" or url in self.passed:
+            return
+        from ._fetch import checked_target
+
+        await checked_target(url, policy, refuse)
+        self.passed.add(url)
+
+    async def _uploaded(self, block: DataBlock, extras: dict[str, Any], refuse: Refuse) -> DataBlock:
+        """An uploaded file's block as it is where it goes by reference (:func:`by_reference`);
+        else a plain block of its bytes, read from its local copy; else as it is, for the
+        formatter to refuse, saying what to do. Its URL is never fetched: it needs the holder's
+        key, and is no copy of the bytes."""
+        if by_reference(block, self.protocol, self.endpoint):
+            return block
+        local = extras.get("local_copy")
+        if not (isinstance(local, str) and local.startswith("file:")):
+            return block
+        data = base64.b64encode(await self._read(local, refuse)).decode("ascii")
+        return DataBlock(
+            id=block.id,
+            source=Base64Source(data=data, media_type=block.source.media_type),
+            name=block.name,
+            created_at=block.created_at,
+            finished_at=block.finished_at,
+        )
 
 
-async def _resolve_data(
-    block: DataBlock, protocol: WireProtocol, transport: HTTPTransport, max_bytes: int, endpoint: str | None = None
-) -> DataBlock:
-    src = block.source
-    if src.type != "url":
-        return block
-    extras = extras_of(block)
-    if extras.get("file_id"):
-        return await _uploaded(block, extras, protocol, endpoint, max_bytes)
-    if not _needs_fetch(protocol, src.media_type, src.url):
-        return block
-    url = src.url
-    raw = await _read_file(url, max_bytes) if url.startswith("file:") else await _download(url, transport, max_bytes)
-    data = base64.b64encode(raw).decode("ascii")
-    return block.replace(source=Base64Source(data=data, media_type=src.media_type))
+def _refusal(index: int, where: str, url: str) -> Refuse:
+    return lambda rule, reason: E.SourceRefusedError(index, where, url, rule, reason)
 
 
 def by_reference(block: DataBlock, protocol: WireProtocol, endpoint: str | None) -> bool:
@@ -187,28 +252,6 @@ def by_reference(block: DataBlock, protocol: WireProtocol, endpoint: str | None)
 
     return held_file(block, endpoint, protocol.files_api) is not None and protocol.takes_file_ref(
         block.source.media_type
-    )
-
-
-async def _uploaded(
-    block: DataBlock, extras: dict[str, Any], protocol: WireProtocol, endpoint: str | None, max_bytes: int
-) -> DataBlock:
-    """An uploaded file's block as it is where it goes by reference (:func:`by_reference`);
-    else a plain block of its bytes, read from its local copy; else as it is, for the
-    formatter to refuse, saying what to do. Its URL is never fetched: it needs the holder's
-    key, and is no copy of the bytes."""
-    if by_reference(block, protocol, endpoint):
-        return block
-    local = extras.get("local_copy")
-    if not (isinstance(local, str) and local.startswith("file:")):
-        return block
-    data = base64.b64encode(await _read_file(local, max_bytes)).decode("ascii")
-    return DataBlock(
-        id=block.id,
-        source=Base64Source(data=data, media_type=block.source.media_type),
-        name=block.name,
-        created_at=block.created_at,
-        finished_at=block.finished_at,
     )
 
 

@@ -15,6 +15,9 @@ result waits on the server; the client posts the decision in its own dialect and
 same reply resumes. When the client goes away the reply is cancelled, which closes the
 provider's stream too. ``GET /`` serves a chat page (no build step), ``GET /fold.mjs`` the JavaScript
 fold (``appendEvent``, ``EventStreamParser``) that rebuilds messages in the browser.
+The media a client names by URL is read only as the app's ``source_policy`` allows
+(:mod:`modelwire.sources`): by default ``data:`` and public https URLs, never a file or an
+address of the server's own.
 
 Mount it in any ASGI server or framework (uvicorn, Starlette, FastAPI's ``app.mount``,
 Django's ASGI router)::

@@ -19,6 +19,7 @@ from ..agent import Agent, ResumeEvent
 from ..errors import AgentError
 from ..event import ExternalExecutionResultEvent, UserInterruptEvent
 from ..message import Msg
+from ..sources import SourcePolicy, use_source_policy
 from ._agui import AGUIEncoder, read_agui
 from ._live import Gone, LiveReply
 from ._store import Conflict, MemoryStore, Parked, ReplyStore, RunnerGone, StoreUnavailable, key_of
@@ -61,7 +62,13 @@ class EventStreamApp:
     ``make_agent()`` gives a fresh agent for each new reply; ``wrap_reply`` (optional) is a
     context-manager factory entered around each reply, for example a cassette replay;
     ``history=False`` answers each input alone, without the conversation posted before it
-    (a replay of one recorded exchange); ``page_config`` is what the chat page reads."""
+    (a replay of one recorded exchange); ``page_config`` is what the chat page reads.
+
+    ``source_policy`` is what the media a client sends may be read from (see
+    :mod:`modelwire.sources`): by default ``data:`` and public https URLs only, never a file
+    of the server's or an address of its network. A source it refuses ends the reply with a
+    ``SourceRefusedError`` the client sees. None: the client's URLs are read as a script's
+    are (only for a server that trusts every client as itself)."""
 
     def __init__(
         self,
@@ -80,8 +87,14 @@ class EventStreamApp:
         grace: float = 30.0,
         linger: float = 60.0,
         body_timeout: float = 30.0,
+        source_policy: SourcePolicy | None = SourcePolicy(),
     ) -> None:
+        if source_policy is not None and not isinstance(source_policy, SourcePolicy):
+            from ..errors import ConfigError
+
+            raise ConfigError(f"source_policy={source_policy!r} must be a modelwire.sources.SourcePolicy or None")
         self.make_agent = make_agent
+        self.source_policy = source_policy
         self.path = path
         self.max_body = max_body
         # A request body must arrive whole within this many seconds: a client that trickles
@@ -444,11 +457,12 @@ class EventStreamApp:
         started = time.monotonic()
         outcome: dict[str, Any] = {"outcome": "cancelled"}
         try:
-            if self.wrap_reply is None:
-                await self._pump(live, agent, turn, event, enc, outcome)
-            else:
-                with self.wrap_reply():
+            with use_source_policy(self.source_policy):  # the client's media, read as the policy allows
+                if self.wrap_reply is None:
                     await self._pump(live, agent, turn, event, enc, outcome)
+                else:
+                    with self.wrap_reply():
+                        await self._pump(live, agent, turn, event, enc, outcome)
         except asyncio.CancelledError:
             self._outcome(agent, live.reply_id, enc.msg, outcome, None, started)
             live.finish()
