@@ -7,6 +7,7 @@ import collections
 import json
 import logging
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any, AsyncGenerator, Sequence
 from urllib.parse import urlparse
 
@@ -262,6 +263,9 @@ class HTTPModel(Pricing, Failures, Resumption):
                     "the model cannot be made to call a tool; use tool_choice='auto'",
                     model=self.name,
                 )
+            if caps.forced_tool_thinking is False and opts.thinking is None and caps.thinking_default:
+                # A model that thinks unless told not to (DeepSeek V4): told not to, where it can be.
+                opts = replace(opts, thinking=False) if caps.thinking_off is not False else opts
             if caps.forced_tool_thinking is False and thinking_requested(opts, caps):
                 raise UnsupportedOptionError(
                     "tool_choice",

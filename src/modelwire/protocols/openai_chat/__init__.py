@@ -636,7 +636,9 @@ def _thinking(
                 )
             p["reasoning_effort"] = "none"
         else:
-            p.setdefault("reasoning_effort", "medium")
+            # Mistral Medium 3.5 takes none or high only: the highest it has where medium is not one.
+            levels = caps.effort or ("medium",)
+            p.setdefault("reasoning_effort", "medium" if "medium" in levels else levels[-1])
     else:
         option = "thinking" if o.thinking is not None else "thinking_budget"
         hint = (
