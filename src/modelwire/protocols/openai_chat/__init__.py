@@ -124,6 +124,16 @@ def _epoch_reset(value: str | None) -> str | None:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
+def strict_defaults(caps: ModelCapabilities, preset: Preset) -> ModelCapabilities:
+    """``caps`` with ``default`` among the keywords strict mode refuses, on a server whose
+    strict mode refuses it (``dialect["strict_default"] = False``: Azure OpenAI), so a strict
+    tool holding one is refused before it is sent rather than answered with a 400."""
+    if preset.dialect.get("strict_default") is not False:
+        return caps
+    where = f"the {preset.name} preset (strict mode refuses a non-null default)"
+    return replace(caps, strict_refused=("default",), sources={**caps.sources, "strict_refused": where})
+
+
 def strict_format(
     schema: dict[str, Any], model: str, dialect: Mapping[str, Any] | None = None, refused: Sequence[str] | None = None
 ) -> tuple[dict[str, Any], bool]:
@@ -323,6 +333,9 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
         if preset.dialect.get("json_schema", True):
             return self.capabilities
         return replace(self.capabilities, native_structured_output=False)
+
+    def model_defaults(self, preset: Preset, model: str = "") -> ModelCapabilities:
+        return strict_defaults(super().model_defaults(preset, model), preset)
 
     def schema_problems(self, schema: dict[str, Any]) -> list[str]:
         from ...formatters._schema import NotStrict, SchemaRules, strict_schema
