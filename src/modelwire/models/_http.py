@@ -255,6 +255,8 @@ class HTTPModel(Pricing, Failures, Resumption):
         request is built on, and kept for its next one."""
         opts = self.options.merged(options)
         caps = self.capabilities
+        if tools:
+            self._check_tool_use(caps, opts)
         if tools and tool_choice not in (None, "auto", "none"):
             if caps.forced_tool is False:
                 raise UnsupportedOptionError(
@@ -284,6 +286,23 @@ class HTTPModel(Pricing, Failures, Resumption):
         else:
             payload = self._drafted(messages, tools, tool_choice, refused, drafts)
         return self.wire.body(self.name, payload, opts, self.spec.preset, caps), opts
+
+    def _check_tool_use(self, caps: ModelCapabilities, opts: ModelOptions) -> None:
+        """Refuse tools the model does not take: at all, or in a streamed request."""
+        if caps.tool_use is False:
+            raise UnsupportedOptionError(
+                "tools",
+                self.provider,
+                "the model takes no tools; leave them out, or choose one that does",
+                model=self.name,
+            )
+        if caps.streamed_tool_use is False and opts.stream is not False:
+            raise UnsupportedOptionError(
+                "stream",
+                self.provider,
+                "the model takes tools only in a request that is not streamed; set stream=False",
+                model=self.name,
+            )
 
     def _drafted(
         self,

@@ -44,6 +44,10 @@ class ModelCapabilities:
             thinking off, where ``sampling`` is False (GPT-6: only at effort ``none``).
         structured_output: a native JSON-schema output mode.
         strict_tools: strict tool schemas.
+        tool_use: whether tool definitions are taken at all (an Ollama model without the
+            tools capability: "... does not support tools").
+        streamed_tool_use: whether tools are taken in a streamed request (Llama 4 on Bedrock:
+            "This model doesn't support tool use in streaming mode").
         forced_tool: whether a forced tool choice (``required`` or a named tool) is accepted.
         forced_tool_thinking: whether a forced tool choice is accepted while thinking is on.
         thinking_off_as: how the model is told not to think where that is not the protocol's
@@ -79,6 +83,8 @@ class ModelCapabilities:
     sampling_thinking_off: bool | None = None
     structured_output: bool | None = None
     strict_tools: bool | None = None
+    tool_use: bool | None = None
+    streamed_tool_use: bool | None = None
     forced_tool: bool | None = None
     forced_tool_thinking: bool | None = None
     thinking_off_as: str | None = None

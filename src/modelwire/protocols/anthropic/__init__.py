@@ -175,6 +175,22 @@ class AnthropicProtocol(WireProtocol):
             "(caozhiyuan/copilot-api#305, 2026-07-02)",
         ),
         Refusal(
+            r"`?temperature`? and `?top_p`? cannot both be specified for this model",
+            "top_p",
+            lambda m: {"sampling_one_of": True},
+            "the API's 400 to both sampling parameters on Claude 4.1 and later: \"`temperature` and `top_p` cannot "
+            'both be specified for this model. Please use only one." (Vali-98/ChatterUI#564, 2026-05-16; on '
+            "Bedrock, skydiscover-ai/skydiscover#15, 2026-03-10)",
+        ),
+        Refusal(
+            r"max_tokens: \d+ > (\d+), which is the maximum allowed number of output tokens",
+            "max_tokens",
+            lambda m: {"max_output_tokens": int(m.group(1))},
+            "the API's 400 to a max_tokens above the model's: 'max_tokens: 200000 > 64000, which is the maximum "
+            "allowed number of output tokens for claude-sonnet-4-5-20250929' (on Vertex, BerriAI/litellm#15715, "
+            "2025-10-19)",
+        ),
+        Refusal(
             r"tool_use\.id: String should match pattern '([^']+)'",
             "tool_id",
             lambda m: {"tool_id_pattern": m.group(1)},

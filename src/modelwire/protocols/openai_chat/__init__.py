@@ -207,6 +207,27 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
             "parameter: 'temperature' is not supported with this model.\"",
         ),
         Refusal(
+            r"max_tokens is too large: \d+\. This model supports at most (\d+) completion tokens",
+            "max_tokens",
+            lambda m: {"max_output_tokens": int(m.group(1))},
+            "OpenAI's 400 to a max_tokens above the model's: 'max_tokens is too large: 32000. This model supports "
+            "at most 16384 completion tokens, whereas you provided 32000.' (enoch3712/ExtractThinker#346, "
+            "2025-06-24; ChatGPTNextWeb/NextChat#3195, 2023-11-08)",
+        ),
+        Refusal.unknown_field(
+            r"Unsupported parameter: '(max_tokens)' is not supported with this model\. Use 'max_completion_tokens'",
+            "OpenAI's 400 to max_tokens on its reasoning models (and Azure's, on GPT-5.1): \"Unsupported parameter: "
+            "'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.\" "
+            "(griptape-ai/ComfyUI-Griptape#312, 2025-08-22; anomalyco/opencode#37964, 2026-07-20)",
+        ),
+        Refusal(
+            r"this model does not support image input",
+            "image",
+            lambda m: {"image_input": False},
+            "the 400 to an image for a text-only model: 'this model does not support image input' (Ollama's "
+            "cloud models, ollama/ollama#17301, 2026-07-22; cloudflare/cloudflare-os#97, 2026-08-08)",
+        ),
+        Refusal(
             r"invalid temperature: only 1 is allowed for this model",
             "temperature",
             lambda m: {"sampling": False},
