@@ -428,3 +428,15 @@ def test_check_reports_every_finding_not_the_first_that_stops_the_build():
         ],
         key=str,
     )
+
+
+def test_check_says_what_it_assumed_of_a_model_no_row_names(tmp_path):
+    """claude-sonnet-5-7 is newer than the table: its rules are Claude Sonnet 5's, and check
+    says so (on stderr: the findings stay what they were)."""
+    history = tmp_path / "chat.json"
+    history.write_text(json.dumps([m.to_dict() for m in CLEAN]))
+    done = run_check(str(history), "-m", "anthropic:claude-sonnet-5-7")
+    assert done.returncode == 0, done.stderr
+    assert b"assumed from Claude Sonnet 5" in done.stderr
+    named = run_check(str(history), "-m", "anthropic:claude-sonnet-5-5")
+    assert named.returncode == 0 and b"assumed" not in named.stderr

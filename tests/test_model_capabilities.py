@@ -710,3 +710,26 @@ def test_claude_45_and_later_take_temperature_or_top_p_not_both():
 def test_max_tokens_above_what_the_model_writes_is_refused():
     assert "128000" in refused("anthropic:claude-opus-4-6", "max_tokens", max_tokens=200_000)
     assert body("anthropic:claude-opus-4-6", max_tokens=128_000)["max_tokens"] == 128_000
+
+
+@pytest.mark.parametrize(
+    "model,family",
+    [
+        ("claude-sonnet-5-7", "Claude Sonnet 5"),  # a version the table does not name
+        ("anthropic/claude-sonnet-5.7", "Claude Sonnet 5"),
+        ("gpt-6.2-sol", "GPT-6 (other models of the family)"),
+        ("gemini-3.9-flash", "Gemini 3 Flash"),
+        ("deepseek-v4.1-pro", "DeepSeek V4"),
+        ("claude-sonnet-5-20260630", None),  # a dated snapshot of a named model
+        ("claude-sonnet-5-5", None),
+        ("gpt-5-mini-2025-08-07", None),
+        ("gemini-3-flash-preview", None),
+        ("claude-3-5-haiku-latest", None),
+        ("us.anthropic.claude-opus-4-7-v1:0", None),
+        ("some-local-model", None),  # no row at all: the protocol's defaults, nothing assumed
+    ],
+)
+def test_a_model_only_a_family_glob_matches_is_an_assumption(model, family):
+    from modelwire.models.capabilities import assumed_from
+
+    assert assumed_from(model) == family

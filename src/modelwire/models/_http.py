@@ -33,6 +33,7 @@ from ._request import check_strict_tools, conversation, depends_on_capabilities,
 from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks
 
 log = logging.getLogger("modelwire.models")
+_SAID_ASSUMED: set[tuple[str, str]] = set()  # (endpoint, model) whose assumed rules were logged
 
 
 _CHAIN_RECORDS = 16  # stored responses kept per model for ``chain`` (the latest conversations)
@@ -141,6 +142,34 @@ class HTTPModel(Pricing, Failures, Resumption):
             )
             self._fit_tool_rules(self._capabilities)
         return self._capabilities
+
+    @property
+    def assumed_from(self) -> str | None:
+        """The capability table's family whose rules this model is given though no row names
+        it (a newer version of the family: ``claude-sonnet-5-7`` under ``claude-sonnet-5*``),
+        or None. What the provider publishes about the model is laid over those rules."""
+        from .capabilities import assumed_from
+
+        return assumed_from(self.name)
+
+    def assumption(self) -> str | None:
+        """What modelwire assumed of this model, in words (None: nothing)."""
+        family = self.assumed_from
+        if family is None:
+            return None
+        published = " and what the provider publishes about it laid over them" if self._published else ""
+        return (
+            f"{self.provider}:{self.name}: no row of the capability table names this model; its rules are "
+            f"assumed from {family}{published} (see them: modelwire models --capabilities "
+            f"{self.provider}:{self.name}; compare with the provider: add --live)"
+        )
+
+    def _say_assumed(self, family: str) -> None:
+        """The assumption, logged once per endpoint and model in a process."""
+        key = (self.endpoint, self.name)
+        if key not in _SAID_ASSUMED:
+            _SAID_ASSUMED.add(key)
+            log.warning("%s", self.assumption())
 
     def _fit_tool_rules(self, caps: ModelCapabilities) -> None:
         """Tool-call ids and tool names sent in the form the provider said it takes (the
@@ -491,10 +520,15 @@ class HTTPModel(Pricing, Failures, Resumption):
         messages = await resolve_sources(
             as_messages(messages), self.wire, self.transport, self.max_source_bytes, self.endpoint
         )
+        assumed = self.assumed_from
         if not self._looked_up and (
-            self.wire.lookup_always or depends_on_capabilities(self.options.merged(options), tools, tool_choice)
+            self.wire.lookup_always
+            or assumed is not None  # what the provider publishes is preferred over a family's rules
+            or depends_on_capabilities(self.options.merged(options), tools, tool_choice)
         ):
             await self.lookup_capabilities()
+        if assumed is not None:
+            self._say_assumed(assumed)
         drafted: list[Any] = []
         payload, opts = self.build_request(messages, tools, tool_choice, options, drafts=drafted)
         payload = await self._with_cache_resource(payload, opts)

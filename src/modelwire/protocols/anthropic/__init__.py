@@ -681,7 +681,12 @@ def _thinking_info(caps: dict[str, Any]) -> dict[str, Any]:
     ]
     values: dict[str, Any] = {"thinking": modes if thinking else []}
     off = _supported(caps, ("thinking", "types", "disabled"))
-    if off is not None:
+    between = _supported(caps, ("thinking", "types", "between_tools"))
+    if off is False and between:
+        # Sonnet 5.5's way: thinking turned down to between tool calls is its off
+        # (the anthropic SDK's ModelInfo: thinking.types.between_tools).
+        values["thinking_off"], values["thinking_off_as"] = True, "between_tools"
+    elif off is not None:
         values["thinking_off"] = off
     return values
 
