@@ -440,3 +440,15 @@ def test_check_says_what_it_assumed_of_a_model_no_row_names(tmp_path):
     assert b"assumed from Claude Sonnet 5" in done.stderr
     named = run_check(str(history), "-m", "anthropic:claude-sonnet-5-5")
     assert named.returncode == 0 and b"assumed" not in named.stderr
+
+
+def test_a_model_that_takes_tools_only_unstreamed_is_reported_and_the_rest_still_checked():
+    model = load_model(
+        "bedrock:us.meta.llama4-maverick-17b-instruct-v1:0",
+        api_key="k",
+        base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+        capability_lookup=False,
+        capabilities={"streamed_tool_use": False, "forced_tool": False},
+    )
+    found = [(f.rule, "stream=False" in f.message) for f in model.preflight(CLEAN, [TOOL], "required")]
+    assert found == [("unsupported-option", True), ("forced-tool-with-thinking", False)]

@@ -159,6 +159,8 @@ def _request_findings(
                 elif exc.option == "tools" and tools:
                     tools = None if tools is plain else _plain_tools(tools)  # plain and still refused: none
                     plain = tools
+                elif exc.option == "stream" and opts.stream is not False:
+                    opts = replace(opts, stream=False)  # the fix it names: the rest is checked unstreamed
                 elif exc.option in names and getattr(opts, exc.option) is not None:
                     opts = replace(opts, **{exc.option: None})
                 else:

@@ -39,7 +39,7 @@ class ModelCapabilities:
         effort: the effort levels the model takes (of :data:`EFFORT_LEVELS`); ``()``: none.
         sampling: whether ``temperature`` / ``top_p`` are accepted.
         sampling_one_of: whether only one of ``temperature`` and ``top_p`` may be set
-            (Claude 4.5 and later: one or the other, not both).
+            (Claude Opus 4.1 to 4.6: one or the other, not both).
         sampling_thinking_off: whether ``temperature`` / ``top_p`` are accepted with
             thinking off, where ``sampling`` is False (GPT-6: only at effort ``none``).
         structured_output: a native JSON-schema output mode.

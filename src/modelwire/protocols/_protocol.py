@@ -295,6 +295,7 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discover
         if caps is None:
             caps = self.model_defaults(preset, model)
         check_sampling(options, caps, preset, model)
+        check_max_tokens(options, caps, preset, model)
         if options.background and not self.keeps_state:
             raise refuse(
                 "background",
@@ -432,8 +433,8 @@ def check_thinking_limits(o: ModelOptions, caps: ModelCapabilities, preset: Pres
 
 def check_sampling(o: ModelOptions, caps: ModelCapabilities, preset: Preset, model: str) -> None:
     """Refuse sampling parameters the model does not take: none at all, none while it
-    thinks (taken with thinking off), or both of temperature and top_p where it takes one;
-    and a ``max_tokens`` above what the model writes (where those are known)."""
+    thinks (taken with thinking off), or both of temperature and top_p where it takes one
+    (where those are known)."""
     given = [name for name in ("temperature", "top_p") if getattr(o, name) is not None]
     if given and caps.sampling is False:
         if not caps.sampling_thinking_off:
@@ -447,6 +448,10 @@ def check_sampling(o: ModelOptions, caps: ModelCapabilities, preset: Preset, mod
             )
     if len(given) == 2 and caps.sampling_one_of:
         raise refuse("top_p", preset, "the model takes temperature or top_p, not both; leave one out", model=model)
+
+
+def check_max_tokens(o: ModelOptions, caps: ModelCapabilities, preset: Preset, model: str) -> None:
+    """Refuse a ``max_tokens`` above what the model writes at most (where that is known)."""
     limit = caps.max_output_tokens
     if o.max_tokens is not None and limit is not None and o.max_tokens > limit:
         raise refuse(
