@@ -441,3 +441,26 @@ def test_models_capabilities_live_against_gemini_and_openrouter(tmp_path, provid
         asked = gets(server)
     assert run.returncode == 1 and drift in run.stdout, run.stdout + run.stderr
     assert len(asked) == 1
+
+
+def test_a_model_no_row_names_is_looked_up_on_its_first_call_and_the_assumption_logged(cache_dir, caplog):
+    """claude-sonnet-5-7 matches only Claude Sonnet 5's glob: its first call asks the Models API
+    even with no option that depends on it, the log says what was assumed (once), and what
+    the provider publishes wins over the family's rules (thinking turned down with
+    between_tools where disabled is not taken, as the SDK's ModelInfo says)."""
+    info = anthropic_info("claude-sonnet-5-7", adaptive=True, budget=False, levels=("low", "medium", "high"))
+    info["capabilities"]["thinking"]["types"]["disabled"] = {"supported": False}
+    info["capabilities"]["thinking"]["types"]["between_tools"] = {"supported": True}
+    with ProviderServer() as server:
+        answer(server, json_reply(info))
+        model = load_model(
+            "anthropic:claude-sonnet-5-7", api_key="sk-test", base_url=server.url, capability_lookup=True
+        )
+        with caplog.at_level("WARNING", logger="modelwire.models"):
+            call(model)
+            call(model, thinking=False, reasoning_effort="low")
+        assert len(gets(server)) == 1
+        said = [r.getMessage() for r in caplog.records if "assumed from" in r.getMessage()]
+        assert len(said) == 1 and "Claude Sonnet 5" in said[0] and "the provider publishes" in said[0]
+        assert posts(server)[1]["thinking"] == {"type": "between_tools"}
+        assert model.capabilities.sources["thinking_off_as"] == "provider: GET /v1/models"

@@ -372,3 +372,83 @@ def test_fix_answers_an_unanswered_call_and_the_fixed_file_checks_clean(tmp_path
     blocks = json.loads(fixed.read_text())[1]["content"]
     assert [b["type"] for b in blocks] == ["tool_call", "tool_result", "text"] and blocks[1]["state"] == "interrupted"
     assert run_check(str(fixed), "--model", "anthropic:claude-sonnet-4-5").returncode == 0
+
+
+ANY_OF_TOOL = {
+    "name": "lookup",
+    "description": "by id or by name",
+    "parameters": {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "name": {"type": "string"}},
+        "anyOf": [{"required": ["id"]}, {"required": ["name"]}],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "spec,tools,options,expected",
+    [
+        # The API's words: "`temperature` and `top_p` cannot both be specified for this model."
+        ("anthropic:claude-sonnet-4-5", [TOOL], {"temperature": 0.5, "top_p": 0.9}, "top_p"),
+        # Above the table's own max_output_tokens (128,000 on Claude Opus 4.6).
+        ("anthropic:claude-opus-4-6", [TOOL], {"max_tokens": 200_000}, "max_tokens"),
+        # Azure's strict mode refuses a non-null default (the preset's strict_default = false).
+        ("azure:my-deployment", [{**TOOL, "strict": True, "parameters": STRICT_DEFAULT}], {}, "strict mode"),
+        # "input_schema does not support oneOf, allOf, or anyOf at the top level"
+        ("anthropic:claude-sonnet-4-5", [ANY_OF_TOOL], {}, "anyOf at the top"),
+        # GPT-5.1 takes none, low, medium, high.
+        ("openai:gpt-5.1", [TOOL], {"reasoning_effort": "minimal"}, "'minimal' is not a level"),
+    ],
+    ids=["temperature-and-top-p", "max-tokens", "azure-strict-default", "top-level-anyof", "gpt-5.1-minimal"],
+)
+def test_the_misconfigurations_check_missed(spec, tools, options, expected):
+    """Each of the five the issue names is found offline, naming what is wrong."""
+    base = {"base_url": "https://res.openai.azure.com"} if spec.startswith("azure:") else {}
+    model = load_model(spec, api_key="k", capability_lookup=False, **base, **options)
+    findings = model.preflight(CLEAN, tools)
+    assert len(findings) == 1 and expected in findings[0].message, findings
+
+
+def test_check_reports_every_finding_not_the_first_that_stops_the_build():
+    """A conversation the format cannot express, a tool schema Claude refuses, a forced tool and
+    thinking off on a model that always thinks, and a Kimi-style id: each is reported."""
+    messages = [
+        UserMsg("u", "x"),
+        call_turn("functions.get_weather:0"),
+        AssistantMsg("a", [ToolResultBlock(id="nowhere", name="get_weather", output="?", state="success")]),
+    ]
+    found = rules("anthropic:claude-opus-5-5", messages, [TOOL, ANY_OF_TOOL], "required", thinking=False)
+    assert sorted(found, key=str) == sorted(
+        [
+            ("tool-id", 1),
+            ("forced-tool-with-thinking", None),
+            ("unsupported-option", None),
+            ("tool-schema", None),
+            ("orphan-result", 2),
+        ],
+        key=str,
+    )
+
+
+def test_check_says_what_it_assumed_of_a_model_no_row_names(tmp_path):
+    """claude-sonnet-5-7 is newer than the table: its rules are Claude Sonnet 5's, and check
+    says so (on stderr: the findings stay what they were)."""
+    history = tmp_path / "chat.json"
+    history.write_text(json.dumps([m.to_dict() for m in CLEAN]))
+    done = run_check(str(history), "-m", "anthropic:claude-sonnet-5-7")
+    assert done.returncode == 0, done.stderr
+    assert b"assumed from Claude Sonnet 5" in done.stderr
+    named = run_check(str(history), "-m", "anthropic:claude-sonnet-5-5")
+    assert named.returncode == 0 and b"assumed" not in named.stderr
+
+
+def test_a_model_that_takes_tools_only_unstreamed_is_reported_and_the_rest_still_checked():
+    model = load_model(
+        "bedrock:us.meta.llama4-maverick-17b-instruct-v1:0",
+        api_key="k",
+        base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+        capability_lookup=False,
+        capabilities={"streamed_tool_use": False, "forced_tool": False},
+    )
+    found = [(f.rule, "stream=False" in f.message) for f in model.preflight(CLEAN, [TOOL], "required")]
+    assert found == [("unsupported-option", True), ("forced-tool-with-thinking", False)]

@@ -595,3 +595,141 @@ def test_opus_5_turns_thinking_off_only_at_effort_high_or_below():
     assert body("anthropic:claude-sonnet-5", thinking=False, reasoning_effort="xhigh")["thinking"] == {
         "type": "disabled"
     }
+
+
+# -- the models of 2026-09 to 2026-12 (issue #68), each against its source and the SDK's types -----
+
+
+def test_sonnet_55_turns_thinking_down_with_between_tools_and_refuses_what_its_page_says_returns_400():
+    """What's new in Claude Sonnet 5.5: thinking off is ``{"type": "between_tools"}`` ("disabled"
+    answers 400), at effort low to high only; a forced tool and sampling parameters answer 400."""
+    sent = body("anthropic:claude-sonnet-5-5", thinking=False, reasoning_effort="medium")
+    assert sent["thinking"] == {"type": "between_tools"} and sent["output_config"] == {"effort": "medium"}
+    sdk_params.streaming_request("anthropic", sent)
+    for level in ("xhigh", "max"):
+        assert "low, medium, high" in refused(
+            "anthropic:claude-sonnet-5-5", "reasoning_effort", thinking=False, reasoning_effort=level
+        )
+    assert body("anthropic:claude-sonnet-5-5", reasoning_effort="max")["output_config"] == {"effort": "max"}
+    refused("anthropic:claude-sonnet-5-5", "tool_choice", tools=TOOLS, tool_choice="required")
+    refused("anthropic:claude-sonnet-5-5", "tool_choice", tools=TOOLS, tool_choice="get_weather", thinking=False)
+    refused("anthropic:claude-sonnet-5-5", "temperature", temperature=0.2)
+    bedrock = body("bedrock:us.anthropic.claude-sonnet-5-5-v1:0", thinking=False)["additionalModelRequestFields"]
+    assert bedrock["thinking"] == {"type": "between_tools"}
+    assert from_table("claude-sonnet-5-5").context_window == 1_000_000
+
+
+def test_haiku_55_takes_effort_levels_and_thinking_off_at_high_or_below():
+    sent = body("anthropic:claude-haiku-5-5", reasoning_effort="max")
+    assert sent["output_config"] == {"effort": "max"}
+    sdk_params.streaming_request("anthropic", sent)
+    off = body("anthropic:claude-haiku-5-5", thinking=False, reasoning_effort="high")
+    assert off["thinking"] == {"type": "disabled"}
+    sdk_params.streaming_request("anthropic", off)
+    refused("anthropic:claude-haiku-5-5", "reasoning_effort", thinking=False, reasoning_effort="xhigh")
+    refused("anthropic:claude-haiku-5-5", "top_p", top_p=0.9)
+    assert from_table("claude-haiku-5").effort is None  # Haiku 5 keeps its own row
+
+
+def test_gpt_6_efforts_and_sampling_only_with_reasoning_off():
+    """GPT-6 Astra refuses none and minimal and takes max (OpenAI's 400, 2026-09-04); Sol and
+    Luna stop reasoning at none; sampling parameters only at effort none (OpenAI's deployment
+    checklist)."""
+    sent = body("openai:gpt-6-astra", reasoning_effort="max")
+    assert sent["reasoning_effort"] == "max"
+    sdk_params.streaming_request("openai-chat", sent)
+    refused("openai:gpt-6-astra", "reasoning_effort", reasoning_effort="minimal")
+    refused("openai:gpt-6-astra", "thinking", thinking=False)
+    refused("openai:gpt-6.1-sol", "thinking", thinking=False)
+    assert "only with thinking off" in refused("openai:gpt-6-luna", "temperature", temperature=0.2)
+    off = body("openai:gpt-6-luna", thinking=False, temperature=0.2)
+    assert off["reasoning_effort"] == "none" and off["temperature"] == 0.2
+    sdk_params.streaming_request("openai-chat", off)
+    responses = body("openai-responses:gpt-6-sol", thinking=False, top_p=0.5)
+    assert responses["reasoning"] == {"effort": "none"} and responses["top_p"] == 0.5
+    sdk_params.streaming_request("openai-responses", responses)
+    refused("openai-responses:gpt-6-sol", "top_p", top_p=0.5, reasoning_effort="low")
+    refused("openai:gpt-6.2-sol", "temperature", temperature=0.2)  # the family's rule, for a model no row names
+    assert body("openai:gpt-5.6", reasoning_effort="max")["reasoning_effort"] == "max"
+    refused("openai:gpt-5.6", "temperature", temperature=0.2)
+    refused("openai:gpt-5.1", "reasoning_effort", reasoning_effort="minimal")  # none, low, medium, high only
+
+
+def test_deepseek_v4_thinks_unless_told_not_to_so_a_forced_tool_turns_it_off():
+    """DeepSeek V4 thinks by default and answers a forced tool while thinking with 400 ("Thinking
+    mode does not support this tool_choice"): the forced tool goes with thinking turned off,
+    and is refused where thinking is asked for."""
+    for model in ("deepseek-v4-flash", "deepseek-v4-pro"):
+        sent = body(f"deepseek:{model}", TOOLS, "required")
+        assert sent["tool_choice"] == "required" and sent["thinking"] == {"type": "disabled"}
+        assert "while it thinks" in refused(
+            f"deepseek:{model}", "tool_choice", tools=TOOLS, tool_choice="required", thinking=True
+        )
+    assert "thinking" not in body("deepseek:deepseek-v4-flash", TOOLS)  # unforced: its default stands
+    assert "thinking" not in body("deepseek:deepseek-chat", TOOLS, "required")  # V3.2 does not think unasked
+
+
+def test_mistral_medium_35_and_small_4_take_reasoning_effort_none_or_high():
+    """docs.mistral.ai adjustable reasoning: reasoning_effort "high", or "none"."""
+    for model in ("mistral-medium-3.5", "mistral-small-2603"):
+        assert body(f"mistral:{model}", thinking=False)["reasoning_effort"] == "none"
+        on = body(f"mistral:{model}", thinking=True)
+        assert on["reasoning_effort"] == "high"
+        sdk_params.streaming_request("openai-chat", on)
+        assert body(f"mistral:{model}", reasoning_effort="high")["reasoning_effort"] == "high"
+        refused(f"mistral:{model}", "reasoning_effort", reasoning_effort="low")
+
+
+def test_gemini_3x_thinking_levels_per_model():
+    sent = body("google:gemini-3.1-pro-preview", reasoning_effort="medium")
+    assert sent["generationConfig"]["thinkingConfig"] == {"thinkingLevel": "MEDIUM"}
+    sdk_params.gemini_request(sent)
+    refused("google:gemini-3.1-pro-preview", "reasoning_effort", reasoning_effort="minimal")
+    for model in ("gemini-3.7-flash", "gemini-3.8-flash"):
+        refused(f"google:{model}", "reasoning_effort", reasoning_effort="minimal")
+        assert body(f"google:{model}", reasoning_effort="low")["generationConfig"]["thinkingConfig"] == {
+            "thinkingLevel": "LOW"
+        }
+    refused("google:gemini-3-pro-preview", "reasoning_effort", reasoning_effort="medium")  # 3 Pro: low or high
+
+
+def test_the_two_wrong_facts_are_fixed():
+    """Claude Opus 4.6's context window is 1M on its cited page; GPT-5.1 takes no minimal."""
+    assert from_table("claude-opus-4-6").context_window == 1_000_000
+    assert "minimal" not in from_table("gpt-5.1").effort
+
+
+def test_claude_45_and_later_take_temperature_or_top_p_not_both():
+    """The API's words: "`temperature` and `top_p` cannot both be specified for this model."""
+    for spec in ("anthropic:claude-sonnet-4-5", "anthropic:claude-opus-4-6", "anthropic:claude-sonnet-4-6"):
+        assert "not both" in refused(spec, "top_p", temperature=0.5, top_p=0.9)
+        assert body(spec, top_p=0.9)["top_p"] == 0.9
+    assert body("anthropic:claude-3-5-haiku-latest", temperature=0.5, top_p=0.9)["top_p"] == 0.9
+
+
+def test_max_tokens_above_what_the_model_writes_is_refused():
+    assert "128000" in refused("anthropic:claude-opus-4-6", "max_tokens", max_tokens=200_000)
+    assert body("anthropic:claude-opus-4-6", max_tokens=128_000)["max_tokens"] == 128_000
+
+
+@pytest.mark.parametrize(
+    "model,family",
+    [
+        ("claude-sonnet-5-7", "Claude Sonnet 5"),  # a version the table does not name
+        ("anthropic/claude-sonnet-5.7", "Claude Sonnet 5"),
+        ("gpt-6.2-sol", "GPT-6 (other models of the family)"),
+        ("gemini-3.9-flash", "Gemini 3 Flash"),
+        ("deepseek-v4.1-pro", "DeepSeek V4"),
+        ("claude-sonnet-5-20260630", None),  # a dated snapshot of a named model
+        ("claude-sonnet-5-5", None),
+        ("gpt-5-mini-2025-08-07", None),
+        ("gemini-3-flash-preview", None),
+        ("claude-3-5-haiku-latest", None),
+        ("us.anthropic.claude-opus-4-7-v1:0", None),
+        ("some-local-model", None),  # no row at all: the protocol's defaults, nothing assumed
+    ],
+)
+def test_a_model_only_a_family_glob_matches_is_an_assumption(model, family):
+    from modelwire.models.capabilities import assumed_from
+
+    assert assumed_from(model) == family

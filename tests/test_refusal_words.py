@@ -233,6 +233,92 @@ WORDS = [
     ),
 ]
 
+WORDS += [
+    # the kinds of refusal issue #68 counted among real error texts, each with its source
+    # Vali-98/ChatterUI#564, 2026-05-16 (Sonnet 4.6)
+    (
+        "anthropic",
+        "`temperature` and `top_p` cannot both be specified for this model. Please use only one.",
+        "top_p",
+        {"sampling_one_of": True},
+    ),
+    # on Bedrock: skydiscover-ai/skydiscover#15, 2026-03-10
+    (
+        "bedrock",
+        (
+            "The model returned the following errors: `temperature` and `top_p` cannot both be specified for "
+            "this model. Please use only one."
+        ),
+        "top_p",
+        {"sampling_one_of": True},
+    ),
+    # on Vertex, BerriAI/litellm#15715, 2025-10-19
+    (
+        "anthropic",
+        (
+            "max_tokens: 200000 > 64000, which is the maximum allowed number of output tokens for "
+            "claude-sonnet-4-5-20250929"
+        ),
+        "max_tokens",
+        {"max_output_tokens": 64000},
+    ),
+    # enoch3712/ExtractThinker#346, 2025-06-24
+    (
+        "openai-chat",
+        (
+            "max_tokens is too large: 32000. This model supports at most 16384 completion tokens, whereas you "
+            "provided 32000."
+        ),
+        "max_tokens",
+        {"max_output_tokens": 16384},
+    ),
+    # griptape-ai/ComfyUI-Griptape#312, 2025-08-22
+    (
+        "openai-chat",
+        "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+        "max_tokens",
+        {"refused_fields": ("max_tokens",)},
+    ),
+    # ollama/ollama#17301, 2026-07-22
+    ("anthropic", "this model does not support image input (ref: b8bd630e)", "image", {"image_input": False}),
+    # ollama/ollama#11131, 2025-06-19; on its OpenAI route, FoundationAgents/OpenManus#220, 2025-03-08
+    ("ollama", "registry.ollama.ai/library/deepseek-r1:14b does not support tools", "tools", {"tool_use": False}),
+    ("openai-chat", "registry.ollama.ai/library/qwen:4b does not support tools", "tools", {"tool_use": False}),
+    # Gitlawb/openclaude#1371, 2026-05-26; taketwo/llm-ollama#54, 2025-07-27
+    ("openai-chat", '"llama3.1:8b" does not support thinking', "thinking", {"thinking": ()}),
+    (
+        "ollama",
+        "registry.ollama.ai/library/gemma3n:e4b-it-q8_0 does not support thinking",
+        "thinking",
+        {"thinking": ()},
+    ),
+    # earendil-works/pi#3739, 2026-04-26
+    ("bedrock", "This model doesn't support tool use in streaming mode.", "stream", {"streamed_tool_use": False}),
+    # RooCodeInc/Roo-Code#10700, 2026-01-13
+    ("gemini", "Thinking level is not supported for this model.", "reasoning_effort", {"thinking": ("budget",)}),
+    # googleapis/js-genai#681, 2025-06-12; lobehub/lobehub#7985, 2025-05-27
+    (
+        "gemini",
+        "Unable to submit request because thinking is not supported by this model. Learn more: "
+        "https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini",
+        "thinking",
+        {"thinking": ()},
+    ),
+    (
+        "gemini",
+        "Thinking is not enabled for models/gemini-2.0-flash-preview-image-generation",
+        "thinking",
+        {"thinking": ()},
+    ),
+    # pydantic/pydantic-ai#1967, 2025-06-12
+    (
+        "gemini",
+        "Unable to submit request because Thinking can't be disabled for this model. Remove 'thinking_budget'",
+        "thinking",
+        {"thinking_off": False},
+    ),
+]
+
 # Words that state no model rule: nothing is learned from them.
 NOT_RULES = [
     "messages: at least one message is required",
@@ -357,3 +443,31 @@ def test_a_refused_strict_keyword_moves_out_of_a_json_schema_and_refuses_a_stric
     }
     model.build_request(HI, tools=[{**tool, "parameters": named}])
     model.build_request(HI, tools=[{**tool, "strict": False}])
+
+
+def test_what_the_new_refusals_teach_is_refused_before_the_next_request():
+    """Each rule learned from those words refuses the next request before it is sent."""
+    tools = [{"name": "lookup", "parameters": {"type": "object", "properties": {}}}]
+    cases = [
+        ("anthropic:claude-next", {"sampling_one_of": True}, {"temperature": 0.5, "top_p": 0.9}, None, "top_p"),
+        ("anthropic:claude-next", {"max_output_tokens": 64000}, {"max_tokens": 200000}, None, "max_tokens"),
+        ("ollama:llama2", {"tool_use": False}, {}, tools, "tools"),
+        ("bedrock:us.meta.llama4-maverick-17b-instruct-v1:0", {"streamed_tool_use": False}, {}, tools, "stream"),
+        ("google:gemini-next", {"thinking": []}, {"thinking": True}, None, "thinking"),
+    ]
+    for spec, caps, options, given, option in cases:
+        base = {"base_url": "https://bedrock-runtime.us-east-1.amazonaws.com"} if spec.startswith("bedrock:") else {}
+        model = load_model(spec, api_key="k", capability_lookup=False, capabilities=caps, **base)
+        with pytest.raises(UnsupportedOptionError) as raised:
+            model.build_request(HI, tools=given, options=options)
+        assert raised.value.option == option, (spec, raised.value)
+    # The same tools go in a request that is not streamed.
+    model = load_model(
+        "bedrock:us.meta.llama4-maverick-17b-instruct-v1:0",
+        api_key="k",
+        base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+        capability_lookup=False,
+        capabilities={"streamed_tool_use": False},
+    )
+    body, _ = model.build_request(HI, tools=tools, options={"stream": False})
+    assert body["toolConfig"]["tools"][0]["toolSpec"]["name"] == "lookup"

@@ -244,10 +244,15 @@ def _show_capabilities(name: str) -> int:
     except MissingKeyError:
         keyed = None
     if keyed is not None:
+        model = keyed
         caps = asyncio.run(keyed.lookup_capabilities())
     else:  # no key needed to read the table
-        caps = load_model(name, api_key=REPLAY_KEY, base_url=spec.base_url or "http://unused").capabilities
+        model = load_model(name, api_key=REPLAY_KEY, base_url=spec.base_url or "http://unused")
+        caps = model.capabilities
     print(f"{spec.preset.name}:{spec.model} ({spec.preset.protocol})")
+    assumed = model.assumed_from
+    if assumed is not None:
+        print(f"assumed from {assumed}: no row of the table names this model; its family's rules are used")
     rows = []
     for f in fields(ModelCapabilities):
         if f.name == "sources":
@@ -619,6 +624,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         **options,
     )
     findings = model.preflight(messages, tools, args.tool_choice)
+    assumed = model.assumption()
+    if assumed is not None:
+        print(f"note: {assumed}", file=sys.stderr)
     if args.count:
         findings = [f for f in findings if f.rule != "context-window"] + _counted(args, messages, tools, options)
     if args.json:

@@ -7,6 +7,7 @@ import collections
 import json
 import logging
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any, AsyncGenerator, Sequence
 from urllib.parse import urlparse
 
@@ -32,6 +33,7 @@ from ._request import check_strict_tools, conversation, depends_on_capabilities,
 from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks
 
 log = logging.getLogger("modelwire.models")
+_SAID_ASSUMED: set[tuple[str, str]] = set()  # (endpoint, model) whose assumed rules were logged
 
 
 _CHAIN_RECORDS = 16  # stored responses kept per model for ``chain`` (the latest conversations)
@@ -140,6 +142,34 @@ class HTTPModel(Pricing, Failures, Resumption):
             )
             self._fit_tool_rules(self._capabilities)
         return self._capabilities
+
+    @property
+    def assumed_from(self) -> str | None:
+        """The capability table's family whose rules this model is given though no row names
+        it (a newer version of the family: ``claude-sonnet-5-7`` under ``claude-sonnet-5*``),
+        or None. What the provider publishes about the model is laid over those rules."""
+        from .capabilities import assumed_from
+
+        return assumed_from(self.name)
+
+    def assumption(self) -> str | None:
+        """What modelwire assumed of this model, in words (None: nothing)."""
+        family = self.assumed_from
+        if family is None:
+            return None
+        published = " and what the provider publishes about it laid over them" if self._published else ""
+        return (
+            f"{self.provider}:{self.name}: no row of the capability table names this model; its rules are "
+            f"assumed from {family}{published} (see them: modelwire models --capabilities "
+            f"{self.provider}:{self.name}; compare with the provider: add --live)"
+        )
+
+    def _say_assumed(self, family: str) -> None:
+        """The assumption, logged once per endpoint and model in a process."""
+        key = (self.endpoint, self.name)
+        if key not in _SAID_ASSUMED:
+            _SAID_ASSUMED.add(key)
+            log.warning("%s", self.assumption())
 
     def _fit_tool_rules(self, caps: ModelCapabilities) -> None:
         """Tool-call ids and tool names sent in the form the provider said it takes (the
@@ -254,6 +284,8 @@ class HTTPModel(Pricing, Failures, Resumption):
         request is built on, and kept for its next one."""
         opts = self.options.merged(options)
         caps = self.capabilities
+        if tools:
+            self._check_tool_use(caps, opts)
         if tools and tool_choice not in (None, "auto", "none"):
             if caps.forced_tool is False:
                 raise UnsupportedOptionError(
@@ -262,6 +294,9 @@ class HTTPModel(Pricing, Failures, Resumption):
                     "the model cannot be made to call a tool; use tool_choice='auto'",
                     model=self.name,
                 )
+            if caps.forced_tool_thinking is False and opts.thinking is None and caps.thinking_default:
+                # A model that thinks unless told not to (DeepSeek V4): told not to, where it can be.
+                opts = replace(opts, thinking=False) if caps.thinking_off is not False else opts
             if caps.forced_tool_thinking is False and thinking_requested(opts, caps):
                 raise UnsupportedOptionError(
                     "tool_choice",
@@ -280,6 +315,23 @@ class HTTPModel(Pricing, Failures, Resumption):
         else:
             payload = self._drafted(messages, tools, tool_choice, refused, drafts)
         return self.wire.body(self.name, payload, opts, self.spec.preset, caps), opts
+
+    def _check_tool_use(self, caps: ModelCapabilities, opts: ModelOptions) -> None:
+        """Refuse tools the model does not take: at all, or in a streamed request."""
+        if caps.tool_use is False:
+            raise UnsupportedOptionError(
+                "tools",
+                self.provider,
+                "the model takes no tools; leave them out, or choose one that does",
+                model=self.name,
+            )
+        if caps.streamed_tool_use is False and opts.stream is not False:
+            raise UnsupportedOptionError(
+                "stream",
+                self.provider,
+                "the model takes tools only in a request that is not streamed; set stream=False",
+                model=self.name,
+            )
 
     def _drafted(
         self,
@@ -468,10 +520,15 @@ class HTTPModel(Pricing, Failures, Resumption):
         messages = await resolve_sources(
             as_messages(messages), self.wire, self.transport, self.max_source_bytes, self.endpoint
         )
+        assumed = self.assumed_from
         if not self._looked_up and (
-            self.wire.lookup_always or depends_on_capabilities(self.options.merged(options), tools, tool_choice)
+            self.wire.lookup_always
+            or assumed is not None  # what the provider publishes is preferred over a family's rules
+            or depends_on_capabilities(self.options.merged(options), tools, tool_choice)
         ):
             await self.lookup_capabilities()
+        if assumed is not None:
+            self._say_assumed(assumed)
         drafted: list[Any] = []
         payload, opts = self.build_request(messages, tools, tool_choice, options, drafts=drafted)
         payload = await self._with_cache_resource(payload, opts)

@@ -36,6 +36,7 @@ RULES = {
     "unanswered-call": "a tool call without its result before the conversation goes on",
     "unsupported-option": "an option the model does not take",
     "strict-schema": "a strict tool schema holding a keyword the model's strict mode refuses",
+    "tool-schema": "a tool schema the provider refuses in any mode (Claude: anyOf, oneOf or allOf at its top)",
     "context-window": "a conversation larger than the model's context window (estimated from its text)",
     "file-elsewhere": (
         "a file uploaded to another provider's Files API (model.upload_file), which the target cannot read by id"
@@ -132,39 +133,71 @@ def _file_findings(model: Any, messages: Sequence[Any]) -> tuple[list[Finding], 
 def _request_findings(
     model: Any, messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: Any, opts: Any, caps: Any
 ) -> list[Finding]:
-    """What building the request refuses: every option the model does not take (each found,
-    the request is built again without it, so one check reports them all), then what the
-    conversation itself breaks, then its size."""
+    """What building the request refuses: every option the model does not take, every tool
+    schema it refuses, what the conversation itself breaks, then its size. Each found, the
+    request is built again without it (an option left out, the tools made plain, a one-line
+    conversation in place of one the format cannot express), so one check reports them all."""
     from dataclasses import fields, replace
+
+    from ..message import UserMsg
 
     findings: list[Finding] = []
     names = {f.name for f in fields(opts)}
     kept = model.options
+    checked = list(messages)
+    probe = [UserMsg("user", "probe")]
+    given, plain = tools, None  # the tools as given; the same made plain, once they were
     try:
-        for _ in range(len(names) + 2):
+        for _ in range(len(names) + 6):
             model.options = opts  # the call's options, with what was already reported taken out
             try:
-                model.build_request(list(messages), tools, tool_choice, None)
+                model.build_request(checked, tools, tool_choice, None)
             except E.UnsupportedOptionError as exc:
-                rule = {"tool_choice": "forced-tool-with-thinking", "tools": "strict-schema"}.get(
-                    exc.option, "unsupported-option"
-                )
-                findings.append(
-                    Finding(rule, None, str(exc), "tool_choice='auto'" if rule == "forced-tool-with-thinking" else None)
-                )
+                findings.append(_option_finding(exc))
                 if exc.option == "tool_choice":
                     tool_choice = "auto"
+                elif exc.option == "tools" and tools:
+                    tools = None if tools is plain else _plain_tools(tools)  # plain and still refused: none
+                    plain = tools
+                elif exc.option == "stream" and opts.stream is not False:
+                    opts = replace(opts, stream=False)  # the fix it names: the rest is checked unstreamed
                 elif exc.option in names and getattr(opts, exc.option) is not None:
                     opts = replace(opts, **{exc.option: None})
                 else:
-                    return findings  # nothing to take out (a field of the request, a strict tool)
+                    return findings  # nothing to take out (a field of the request)
             except E.FormatError as exc:
-                return findings + [_format_finding(exc)]
+                findings.append(_format_finding(exc))
+                if exc.code == "tool-schema" and tools and tools is not plain:
+                    tools = plain = _plain_tools(tools)
+                elif checked is not probe:
+                    checked = probe  # the options are still checked, on a conversation that formats
+                else:
+                    return findings
             else:
-                return findings + _size_findings(messages, tools, caps)
+                return findings + _size_findings(messages, given, caps)
     finally:
         model.options = kept
     return findings
+
+
+def _plain_tools(tools: Sequence[Any]) -> list[Any]:
+    """The tools with nothing in their schemas and no strict mode: their names only, so what
+    else the request holds is still checked."""
+    from ..formatters import ToolSpec
+
+    out = []
+    for given in tools:
+        try:
+            spec = ToolSpec.coerce(given)
+        except E.FormatError:
+            continue
+        out.append(ToolSpec(spec.name, spec.description))
+    return out
+
+
+def _option_finding(exc: E.UnsupportedOptionError) -> Finding:
+    rule = {"tool_choice": "forced-tool-with-thinking", "tools": "strict-schema"}.get(exc.option, "unsupported-option")
+    return Finding(rule, None, str(exc), "tool_choice='auto'" if rule == "forced-tool-with-thinking" else None)
 
 
 def _format_finding(exc: E.FormatError) -> Finding:

@@ -108,7 +108,7 @@ def _keyword_in(node: Any, refused: frozenset[str], path: str) -> str | None:
     if not isinstance(node, dict):
         return None
     for key, value in node.items():
-        if key in refused:
+        if key in refused and not (key == "default" and value is None):  # a null default is taken
             return f"{key!r} at {path}"
         if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(value, dict):
             found = next(

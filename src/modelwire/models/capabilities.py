@@ -24,7 +24,15 @@ from typing import Any, Mapping
 from ..errors import ConfigError
 from ..protocols import ModelCapabilities
 
-__all__ = ["ModelCapabilities", "normalize", "from_table", "table_entries", "entries_of", "resolve_capabilities"]
+__all__ = [
+    "ModelCapabilities",
+    "normalize",
+    "from_table",
+    "assumed_from",
+    "table_entries",
+    "entries_of",
+    "resolve_capabilities",
+]
 
 _TABLE = Path(__file__).with_name("capabilities.toml")
 _COMPILED = _TABLE.with_suffix(".json")  # the same entries, as JSON: read without a TOML parser
@@ -123,6 +131,38 @@ def from_table(model: str) -> ModelCapabilities | None:
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in raw.get("match", ())):
             return _shipped(n)[1]
     return None
+
+
+# What a pattern's wildcard may stand for and still name the same model: a date or a snapshot
+# ("-20250929", "-2025-08-07", "-latest", "-preview"), not a version number of its own.
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}-\d{2}$")
+_VERSION = re.compile(r"(?:^|[-.])v?\d{1,2}(?=$|[-.])")
+
+
+@lru_cache(maxsize=512)
+def assumed_from(model: str) -> str | None:
+    """The family whose rules ``model`` is given without the table naming it, or None.
+
+    A pattern names an id when its wildcards stand for a date, a snapshot or a variant
+    (``claude-sonnet-5*`` names ``claude-sonnet-5-20260630``); where a wildcard stands for a
+    version number of its own (``claude-sonnet-5*`` over ``claude-sonnet-5-7``, ``gpt-6*`` over
+    ``gpt-6.2-sol``), the model is newer than the table and its rules are the family's,
+    assumed."""
+    name = normalize(model)
+    for raw in _raw_table():
+        for pattern in raw.get("match", ()):
+            if fnmatch.fnmatchcase(name, pattern):
+                return raw.get("family", pattern) if _stands_for_a_version(name, pattern) else None
+    return None
+
+
+def _stands_for_a_version(name: str, pattern: str) -> bool:
+    """Whether a wildcard of ``pattern`` stands for a version number in ``name``."""
+    parts = [re.escape(part) for part in pattern.split("*")]
+    found = re.fullmatch("(.*?)".join(parts), name, re.DOTALL)
+    if found is None:
+        return False
+    return any(_VERSION.search(_DATE.sub("", wild)) for wild in found.groups())
 
 
 def resolve_capabilities(

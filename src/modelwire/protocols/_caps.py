@@ -20,6 +20,7 @@ __all__ = ["ModelCapabilities", "Refusal", "THINKING_MODES", "EFFORT_LEVELS", "D
 THINKING_MODES = ("budget", "adaptive", "effort")
 EFFORT_LEVELS = ("minimal", "low", "medium", "high", "xhigh", "max")
 DISPLAYS = ("summarized", "omitted")
+THINKING_OFF_FORMS = ("disabled", "between_tools")
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,21 @@ class ModelCapabilities:
             ``"summarized"`` or ``"omitted"`` (only a signature arrives).
         effort: the effort levels the model takes (of :data:`EFFORT_LEVELS`); ``()``: none.
         sampling: whether ``temperature`` / ``top_p`` are accepted.
+        sampling_one_of: whether only one of ``temperature`` and ``top_p`` may be set
+            (Claude Opus 4.1 to 4.6: one or the other, not both).
+        sampling_thinking_off: whether ``temperature`` / ``top_p`` are accepted with
+            thinking off, where ``sampling`` is False (GPT-6: only at effort ``none``).
         structured_output: a native JSON-schema output mode.
         strict_tools: strict tool schemas.
+        tool_use: whether tool definitions are taken at all (an Ollama model without the
+            tools capability: "... does not support tools").
+        streamed_tool_use: whether tools are taken in a streamed request (Llama 4 on Bedrock:
+            "This model doesn't support tool use in streaming mode").
         forced_tool: whether a forced tool choice (``required`` or a named tool) is accepted.
         forced_tool_thinking: whether a forced tool choice is accepted while thinking is on.
+        thinking_off_as: how the model is told not to think where that is not the protocol's
+            usual switch (Claude Sonnet 5.5: ``"between_tools"``, its lowest setting, where
+            ``"disabled"`` is refused).
         thinking_off_effort: the effort levels at which thinking can be turned off (Claude
             Opus 5 refuses ``xhigh`` and ``max`` with thinking off); ``None``: any it takes.
         budget_min / budget_max: the thinking budgets (tokens) the model takes.
@@ -67,10 +79,15 @@ class ModelCapabilities:
     display_default: str | None = None
     effort: tuple[str, ...] | None = None
     sampling: bool | None = None
+    sampling_one_of: bool | None = None
+    sampling_thinking_off: bool | None = None
     structured_output: bool | None = None
     strict_tools: bool | None = None
+    tool_use: bool | None = None
+    streamed_tool_use: bool | None = None
     forced_tool: bool | None = None
     forced_tool_thinking: bool | None = None
+    thinking_off_as: str | None = None
     thinking_off_effort: tuple[str, ...] | None = None
     budget_min: int | None = None
     budget_max: int | None = None
@@ -130,6 +147,7 @@ _CHOICES = {
     "thinking_off_effort": EFFORT_LEVELS,
     "display_default": DISPLAYS,
 }
+_ONE_OF = {"display_default": DISPLAYS, "thinking_off_as": THINKING_OFF_FORMS}
 _INTS = ("max_output_tokens", "context_window", "budget_min", "budget_max")
 _NAMES = ("thinking", "effort", "thinking_off_effort", "server_tools", "cache_ttls", "refused_fields", "strict_refused")
 _PATTERNS = ("tool_id_pattern", "tool_name_pattern")
@@ -148,9 +166,9 @@ def _checked(key: str, value: Any, source: str) -> Any:
         if allowed is not None and any(v not in allowed for v in value):
             raise bad(f"a list of {', '.join(allowed)}")
         return tuple(value)
-    if key == "display_default":
-        if value not in DISPLAYS:
-            raise bad(" or ".join(DISPLAYS))
+    if key in _ONE_OF:
+        if value not in _ONE_OF[key]:
+            raise bad(" or ".join(_ONE_OF[key]))
         return value
     if key in _PATTERNS:
         if not isinstance(value, str) or not value:

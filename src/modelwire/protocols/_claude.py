@@ -113,7 +113,8 @@ def claude_fields(
             )
         if caps.thinking_off is False:
             raise refuse("thinking", preset, "the model always thinks; thinking=False cannot be honoured", model=model)
-        fields["thinking"] = {"type": "disabled"}
+        # Sonnet 5.5 refuses "disabled": its lowest setting, "between_tools", is what off means there.
+        fields["thinking"] = {"type": caps.thinking_off_as or "disabled"}
     elif o.thinking or o.thinking_budget:
         if modes == ():
             raise refuse(

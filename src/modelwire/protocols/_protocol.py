@@ -294,10 +294,8 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discover
             raise UnsupportedOptionError("json_schema_name", preset.name, "it names a json_schema; pass the schema too")
         if caps is None:
             caps = self.model_defaults(preset, model)
-        if caps.sampling is False:
-            for name in ("temperature", "top_p"):
-                if getattr(options, name) is not None:
-                    raise refuse(name, preset, "the model takes no sampling parameters; leave it out", model=model)
+        check_sampling(options, caps, preset, model)
+        check_max_tokens(options, caps, preset, model)
         if options.background and not self.keeps_state:
             raise refuse(
                 "background",
@@ -430,6 +428,34 @@ def check_thinking_limits(o: ModelOptions, caps: ModelCapabilities, preset: Pres
             preset,
             f"with thinking off the model {takes}; lower the effort, or turn thinking on",
             model=model,
+        )
+
+
+def check_sampling(o: ModelOptions, caps: ModelCapabilities, preset: Preset, model: str) -> None:
+    """Refuse sampling parameters the model does not take: none at all, none while it
+    thinks (taken with thinking off), or both of temperature and top_p where it takes one
+    (where those are known)."""
+    given = [name for name in ("temperature", "top_p") if getattr(o, name) is not None]
+    if given and caps.sampling is False:
+        if not caps.sampling_thinking_off:
+            raise refuse(given[0], preset, "the model takes no sampling parameters; leave it out", model=model)
+        if o.thinking is not False:
+            raise refuse(
+                given[0],
+                preset,
+                "the model takes sampling parameters only with thinking off; leave it out, or set thinking=False",
+                model=model,
+            )
+    if len(given) == 2 and caps.sampling_one_of:
+        raise refuse("top_p", preset, "the model takes temperature or top_p, not both; leave one out", model=model)
+
+
+def check_max_tokens(o: ModelOptions, caps: ModelCapabilities, preset: Preset, model: str) -> None:
+    """Refuse a ``max_tokens`` above what the model writes at most (where that is known)."""
+    limit = caps.max_output_tokens
+    if o.max_tokens is not None and limit is not None and o.max_tokens > limit:
+        raise refuse(
+            "max_tokens", preset, f"{o.max_tokens} is above the {limit} tokens the model writes at most", model=model
         )
 
 

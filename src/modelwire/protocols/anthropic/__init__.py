@@ -175,6 +175,22 @@ class AnthropicProtocol(WireProtocol):
             "(caozhiyuan/copilot-api#305, 2026-07-02)",
         ),
         Refusal(
+            r"`?temperature`? and `?top_p`? cannot both be specified for this model",
+            "top_p",
+            lambda m: {"sampling_one_of": True},
+            "the API's 400 to both sampling parameters on Claude 4.1 and later: \"`temperature` and `top_p` cannot "
+            'both be specified for this model. Please use only one." (Vali-98/ChatterUI#564, 2026-05-16; on '
+            "Bedrock, skydiscover-ai/skydiscover#15, 2026-03-10)",
+        ),
+        Refusal(
+            r"max_tokens: \d+ > (\d+), which is the maximum allowed number of output tokens",
+            "max_tokens",
+            lambda m: {"max_output_tokens": int(m.group(1))},
+            "the API's 400 to a max_tokens above the model's: 'max_tokens: 200000 > 64000, which is the maximum "
+            "allowed number of output tokens for claude-sonnet-4-5-20250929' (on Vertex, BerriAI/litellm#15715, "
+            "2025-10-19)",
+        ),
+        Refusal(
             r"tool_use\.id: String should match pattern '([^']+)'",
             "tool_id",
             lambda m: {"tool_id_pattern": m.group(1)},
@@ -665,7 +681,12 @@ def _thinking_info(caps: dict[str, Any]) -> dict[str, Any]:
     ]
     values: dict[str, Any] = {"thinking": modes if thinking else []}
     off = _supported(caps, ("thinking", "types", "disabled"))
-    if off is not None:
+    between = _supported(caps, ("thinking", "types", "between_tools"))
+    if off is False and between:
+        # Sonnet 5.5's way: thinking turned down to between tool calls is its off
+        # (the anthropic SDK's ModelInfo: thinking.types.between_tools).
+        values["thinking_off"], values["thinking_off_as"] = True, "between_tools"
+    elif off is not None:
         values["thinking_off"] = off
     return values
 

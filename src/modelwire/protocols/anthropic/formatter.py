@@ -309,7 +309,21 @@ def mcp_toolset(tool: ServerTool) -> dict[str, Any]:
     return out
 
 
+# The API's 400: "tools.N.custom.input_schema: input_schema does not support oneOf, allOf, or
+# anyOf at the top level" (anthropics/claude-code#5319, 2025-08-07; #40075, 2026-03-28).
+_TOP_LEVEL_REFUSED = ("oneOf", "allOf", "anyOf")
+
+
 def _tool(spec: ToolSpec) -> dict[str, Any]:
+    top = [key for key in _TOP_LEVEL_REFUSED if key in spec.parameters]
+    if top:
+        raise FormatError(
+            None,
+            f"tool {spec.name!r}: Claude takes no {top[0]} at the top of a tool's input schema; "
+            "move it under a property, or describe the choice in the tool's description",
+            PROTOCOL,
+            code="tool-schema",
+        )
     out: dict[str, Any] = {"name": spec.name}
     if spec.description:
         out["description"] = spec.description

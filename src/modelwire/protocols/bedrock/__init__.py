@@ -83,6 +83,13 @@ class BedrockConverseProtocol(WireProtocol):
             "(strands-agents/harness-sdk#1887,"
             " 2026-03-13; aws-samples/bedrock-access-gateway#92, 2025-01-15)",
         ),
+        Refusal(
+            r"doesn't support tool use in streaming mode",
+            "stream",
+            lambda m: {"streamed_tool_use": False},
+            "Bedrock's ValidationException to tools in ConverseStream on Llama 4: \"This model doesn't support "
+            'tool use in streaming mode." (earendil-works/pi#3739, 2026-04-26; vercel-labs/fx#900, 2026-09-16)',
+        ),
         Refusal.unknown_field(
             r"#: extraneous key \[(\w+)\] is not permitted",  # "#:" is the top level; "#/messages/0:" a nested key
             "Bedrock's ValidationException to a field the model's request schema lacks: 'Malformed input request: "

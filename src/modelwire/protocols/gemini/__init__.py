@@ -77,14 +77,31 @@ class GeminiProtocol(WireProtocol):
         Refusal(
             (
                 r"Budget 0 is invalid\. This model only works in thinking mode|does not support setting "
-                r"thinking_budget to 0"
+                r"thinking_budget to 0|Thinking can't be disabled for this model"
             ),
             "thinking",
             lambda m: {"thinking_off": False},
             "Gemini's 400 to gemini-2.5-pro with thinking off: 'Budget 0 is invalid. This model only "
             "works in thinking mode.'"
             " (snailyp/gemini-balance#206, 2025-07-14); 'The model does not support setting thinking_budget to 0.'"
-            " (GewoonJaap/gemini-cli-openai#22, 2025-07-06)",
+            " (GewoonJaap/gemini-cli-openai#22, 2025-07-06); on Vertex, 'Unable to submit request because Thinking"
+            " can't be disabled for this model.' (pydantic/pydantic-ai#1967, 2025-06-12)",
+        ),
+        Refusal(
+            r"Thinking level is not supported for this model",
+            "reasoning_effort",
+            lambda m: {"thinking": ["budget"]},
+            "Gemini's 400 to thinkingLevel on a model that takes budgets (gemini-2.5-flash): 'Thinking level is "
+            "not supported for this model.' (RooCodeInc/Roo-Code#10700, 2026-01-13)",
+        ),
+        Refusal(
+            r"thinking is not supported by this model|Thinking is not enabled for models/",
+            "thinking",
+            lambda m: {"thinking": []},
+            "Google's 400 to a thinkingConfig on a model that does not think: 'Unable to submit request because "
+            "thinking is not supported by this model.' (on Vertex, googleapis/js-genai#681, 2025-06-12); "
+            "'Thinking is not enabled for models/gemini-2.0-flash-preview-image-generation' (lobehub/lobehub#7985,"
+            " 2025-05-27)",
         ),
         Refusal.unknown_field(
             # top level: no "at 'path'"

@@ -14,6 +14,7 @@ import json
 import logging
 from typing import Any
 
+from .._caps import Refusal
 from .._protocol import (
     Capabilities,
     ModelCapabilities,
@@ -47,6 +48,24 @@ class OllamaProtocol(WireProtocol):
     replay_scope = "provider"
     capabilities = Capabilities(
         native_structured_output=True, thinking=True, server_tools=False, parallel_tool_calls=True
+    )
+    # Ollama's 400s to what a model's capabilities lack (its native and its OpenAI routes).
+    refusals = (
+        Refusal(
+            r"\bdoes not support tools\b",
+            "tools",
+            lambda m: {"tool_use": False},
+            "Ollama's 400 to tools for a model without the tools capability: "
+            "'registry.ollama.ai/library/deepseek-r1:14b does not support tools' (ollama/ollama#11131, "
+            "2025-06-19; ollama/ollama#14795, 2026-03-12)",
+        ),
+        Refusal(
+            r"\bdoes not support thinking\b",
+            "thinking",
+            lambda m: {"thinking": []},
+            "Ollama's 400 to think for a model without the thinking capability: '\"llama3.1:8b\" does not "
+            "support thinking' (Gitlawb/openclaude#1371, 2026-05-26; taketwo/llm-ollama#54, 2025-07-27)",
+        ),
     )
     # Every request depends on the model: its context length goes in options.num_ctx.
     lookup_always = True

@@ -124,6 +124,16 @@ def _epoch_reset(value: str | None) -> str | None:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
+def strict_defaults(caps: ModelCapabilities, preset: Preset) -> ModelCapabilities:
+    """``caps`` with ``default`` among the keywords strict mode refuses, on a server whose
+    strict mode refuses it (``dialect["strict_default"] = False``: Azure OpenAI), so a strict
+    tool holding one is refused before it is sent rather than answered with a 400."""
+    if preset.dialect.get("strict_default") is not False:
+        return caps
+    where = f"the {preset.name} preset (strict mode refuses a non-null default)"
+    return replace(caps, strict_refused=("default",), sources={**caps.sources, "strict_refused": where})
+
+
 def strict_format(
     schema: dict[str, Any], model: str, dialect: Mapping[str, Any] | None = None, refused: Sequence[str] | None = None
 ) -> tuple[dict[str, Any], bool]:
@@ -195,6 +205,27 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
             "support 0.01 with this model. Only the default (1)"
             ' value is supported." (owndev/Open-WebUI-Functions#98, 2025-11-20); "Unsupported '
             "parameter: 'temperature' is not supported with this model.\"",
+        ),
+        Refusal(
+            r"max_tokens is too large: \d+\. This model supports at most (\d+) completion tokens",
+            "max_tokens",
+            lambda m: {"max_output_tokens": int(m.group(1))},
+            "OpenAI's 400 to a max_tokens above the model's: 'max_tokens is too large: 32000. This model supports "
+            "at most 16384 completion tokens, whereas you provided 32000.' (enoch3712/ExtractThinker#346, "
+            "2025-06-24; ChatGPTNextWeb/NextChat#3195, 2023-11-08)",
+        ),
+        Refusal.unknown_field(
+            r"Unsupported parameter: '(max_tokens)' is not supported with this model\. Use 'max_completion_tokens'",
+            "OpenAI's 400 to max_tokens on its reasoning models (and Azure's, on GPT-5.1): \"Unsupported parameter: "
+            "'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.\" "
+            "(griptape-ai/ComfyUI-Griptape#312, 2025-08-22; anomalyco/opencode#37964, 2026-07-20)",
+        ),
+        Refusal(
+            r"this model does not support image input",
+            "image",
+            lambda m: {"image_input": False},
+            "the 400 to an image for a text-only model: 'this model does not support image input' (Ollama's "
+            "cloud models, ollama/ollama#17301, 2026-07-22; cloudflare/cloudflare-os#97, 2026-08-08)",
         ),
         Refusal(
             r"invalid temperature: only 1 is allowed for this model",
@@ -323,6 +354,9 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
         if preset.dialect.get("json_schema", True):
             return self.capabilities
         return replace(self.capabilities, native_structured_output=False)
+
+    def model_defaults(self, preset: Preset, model: str = "") -> ModelCapabilities:
+        return strict_defaults(super().model_defaults(preset, model), preset)
 
     def schema_problems(self, schema: dict[str, Any]) -> list[str]:
         from ...formatters._schema import NotStrict, SchemaRules, strict_schema
@@ -636,7 +670,9 @@ def _thinking(
                 )
             p["reasoning_effort"] = "none"
         else:
-            p.setdefault("reasoning_effort", "medium")
+            # Mistral Medium 3.5 takes none or high only: the highest it has where medium is not one.
+            levels = caps.effort or ("medium",)
+            p.setdefault("reasoning_effort", "medium" if "medium" in levels else levels[-1])
     else:
         option = "thinking" if o.thinking is not None else "thinking_budget"
         hint = (

@@ -124,7 +124,9 @@ PRESETS = (
         "openai-chat",
         "https://api.mistral.ai/v1",
         "MISTRAL_API_KEY",
-        dialect={"tool_id_style": "mistral"},
+        # reasoning_effort: Mistral Medium 3.5 and Small 4 take none or high
+        # (https://docs.mistral.ai/capabilities/reasoning/adjustable).
+        dialect={"tool_id_style": "mistral", "reasoning_effort": True},
         description="Mistral",
         example="mistral-large-latest",
         otel_name="mistral_ai",

@@ -24,7 +24,7 @@ from .._protocol import (
     fake_words,
 )
 from .presets import PRESETS
-from ..openai_chat import openai_rate_limits, strict_format
+from ..openai_chat import openai_rate_limits, strict_defaults, strict_format
 
 __all__ = ["PROTOCOL", "OpenAIResponsesProtocol"]
 
@@ -76,6 +76,9 @@ class OpenAIResponsesProtocol(OpenAIFilesAndBatches, WireProtocol):
 
     def rate_limits(self, headers: Mapping[str, str]) -> dict[str, Any] | None:
         return openai_rate_limits(headers)  # the same headers as Chat Completions
+
+    def model_defaults(self, preset: Preset, model: str = "") -> ModelCapabilities:
+        return strict_defaults(super().model_defaults(preset, model), preset)
 
     def schema_problems(self, schema: dict[str, Any]) -> list[str]:
         from ..openai_chat import PROTOCOL as CHAT
