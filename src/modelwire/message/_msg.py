@@ -222,10 +222,8 @@ def _structured(value: Any) -> Any:
     agent was asked for (anything with pydantic's ``model_dump``), written as its JSON form."""
     if value is None or isinstance(value, dict) or callable(getattr(value, "model_dump", None)):
         return value
-    raise ValidationError(
-        None,
-        [{"loc": (), "msg": f"expected an object or a model instance, got {type(value).__name__}", "type": "dict_type"}],
-    )
+    what = f"expected an object or a model instance, got {type(value).__name__}"
+    raise ValidationError(None, [{"loc": (), "msg": what, "type": "dict_type"}])
 
 
 class Msg(Record):
