@@ -86,7 +86,8 @@ def check_invariant(agent, events):
     stored = agent.context[-1]
     folded = fold(events)
     folded.created_at = stored.created_at  # the only field not carried by an event
-    assert folded == stored
+    # equal in the JSON form (a structured output is the model's instance on the stored reply)
+    assert folded.to_dict() == stored.to_dict()
     return stored
 
 
@@ -513,7 +514,13 @@ def test_structured_output(server, model_string):
     agent = Agent("Buddy", model)
     events = run(stream_all(agent, UserMsg("user", "Weather in Paris as JSON"), structured_model=Weather))
     reply = check_invariant(agent, events)
-    assert reply.structured_output == {"city": "Paris", "temperature_c": 21}
+    # the validated instance on the message, its JSON form on the event and in the message's JSON
+    assert isinstance(reply.structured_output, Weather) and reply.structured_output.city == "Paris"
+    assert reply.structured_output == Weather(city="Paris", temperature_c=21)
+    end = [e for e in events if e.type == "REPLY_END"][-1]
+    assert end.structured_output == {"city": "Paris", "temperature_c": 21}
+    assert reply.to_dict()["structured_output"] == {"city": "Paris", "temperature_c": 21}
+    assert Msg.from_dict(json.loads(reply.to_json())).structured_output == {"city": "Paris", "temperature_c": 21}
     sent = server.requests[0]["json"]
     if not native:
         assert sent["tools"][-1].get("name", sent["tools"][-1].get("function", {}).get("name")) == "final_answer"
@@ -531,7 +538,7 @@ def test_structured_output_is_native_on_claude_models_that_take_it(server):
     server.script(sse_reply(sse_bodies.body("anthropic", ("text", '{"city": "Paris", "temperature_c": 21}'))))
     agent = Agent("Buddy", model)
     reply = run(agent.reply(UserMsg("user", "Weather in Paris as JSON"), structured_model=Weather))
-    assert reply.structured_output == {"city": "Paris", "temperature_c": 21}
+    assert reply.structured_output == Weather(city="Paris", temperature_c=21)
     sent = server.requests[0]["json"]
     assert sent["output_config"]["format"]["type"] == "json_schema" and "tools" not in sent
 
@@ -573,7 +580,7 @@ def test_structured_output_never_forces_a_tool_while_claude_thinks_on_a_budget(s
     agent = Agent("Buddy", model)
     events = run(stream_all(agent, UserMsg("user", "Weather in Paris?"), structured_model=Weather))
     reply = check_invariant(agent, events)
-    assert reply.structured_output == {"city": "Paris", "temperature_c": 21}
+    assert reply.structured_output == Weather(city="Paris", temperature_c=21)
     second = server.requests[1]["json"]
     assert second.get("tool_choice", {}).get("type") in (None, "auto") and second["thinking"]["type"] == "enabled"
     assert "final_answer" in second["messages"][-1]["content"][-1]["text"]  # asked, as a user turn

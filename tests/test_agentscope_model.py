@@ -628,3 +628,42 @@ def test_a_thinking_block_keeps_agentscopes_fields_visible_and_modelwires_in_its
     saved = ASMsg.model_validate_json(ASMsg(name="a", role="assistant", content=[theirs]).model_dump_json())
     (back,) = to_modelwire(saved).content
     assert back.id == block.id and extras_of(back) == extras_of(block)
+
+
+def test_what_agentscope_saves_names_no_host_or_port_and_the_thinking_still_goes_back():
+    """A thinking block's origin rides in its AgentScope id; for a base URL of the
+    deployment's own, the endpoint family is that URL's host and port, which must not end
+    up in every saved session. It is kept by reference, and the same deployment's model
+    reads it back as its own: the signed thinking is replayed to it."""
+    import base64
+
+    from agentscope.state import AgentState
+
+    with ProviderServer() as server:
+        host = server.url.split("://", 1)[1]  # 127.0.0.1:<port>
+        server.script(
+            sse_reply(body("anthropic", ("think", "Short.", "sig-keep"), ("text", "It rains."))),
+            sse_reply(body("anthropic", ("text", "Yes."))),
+        )
+        first = Agent(
+            name="Friday", system_prompt="Be brief.", model=chat_model(server, "anthropic"), toolkit=toolkit()
+        )
+        asyncio.run(first.reply(ASUserMsg(name="user", content="Weather?")))
+        saved = first.state.model_dump_json()
+        ids = [b["id"] for m in json.loads(saved)["context"] for b in m.get("content", []) if isinstance(b, dict)]
+        kept = [base64.urlsafe_b64decode(i[4:] + "=" * (-len(i[4:]) % 4)).decode() for i in ids if i.startswith("mw1.")]
+        assert kept and not [k for k in kept if host in k or host.split(":")[1] in k]
+        assert host not in saved
+        again = Agent(
+            name="Friday",
+            system_prompt="Be brief.",
+            model=chat_model(server, "anthropic"),
+            toolkit=toolkit(),
+            state=AgentState.model_validate_json(saved),
+        )
+        asyncio.run(again.reply(ASUserMsg(name="user", content="Sure?")))
+        sent = server.requests[1]["json"]
+    replayed = [
+        b for m in sent["messages"] if m["role"] == "assistant" for b in m["content"] if b["type"] == "thinking"
+    ]
+    assert replayed == [{"type": "thinking", "thinking": "Short.", "signature": "sig-keep"}]

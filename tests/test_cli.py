@@ -39,6 +39,24 @@ def test_demo_streams_a_tool_call_and_an_answer():
     assert "(1234 × 5678) + 42 = 7,006,694." in text
     assert "[completed | stop: end_turn | tokens in 950" in text
     assert "modelwire chat --model anthropic:claude-sonnet-4-5" in text  # how to run it for real
+    assert not [line for line in text.splitlines() if line != line.rstrip()]  # no line ends in a space
+
+
+def test_the_demos_closing_command_runs_the_same_agent_for_real():
+    """The command the demo suggests, run as printed (against a local server standing in for
+    the provider), sends the calculator tool: without --tool it would ask without one."""
+    import shlex
+
+    from modelwire.testing import ProviderServer, sse, sse_reply
+
+    hint = [line for line in run("demo").stdout.decode().splitlines() if line.strip().startswith("modelwire chat")]
+    assert len(hint) == 1
+    with ProviderServer() as server:
+        server.script(sse_reply(sse.body("anthropic", ("text", "7,006,694."), usage=(10, 5))))
+        args = shlex.split(hint[0])[1:]
+        out = run_env(*args, env_extra={"ANTHROPIC_API_KEY": "sk-x", "ANTHROPIC_BASE_URL": server.url})
+        assert out.returncode == 0, out.stderr
+        assert [t["name"] for t in server.requests[0]["json"]["tools"]] == ["calculate"]
 
 
 def test_demo_events_and_json():

@@ -527,6 +527,21 @@ def test_chat_reasoning_replayed_only_to_dialects_that_want_it():
         reasoning_on_tool_calls=True,
     )
     assert bare["messages"][1]["reasoning_content"] == ""
+    # Another provider's reasoning on a tool-call turn: its text, as AgentScope's formatters send
+    # it (DeepSeek needs the reasoning of every tool-call turn back), never its signature.
+    switched = fmt(
+        "openai-chat",
+        [
+            UserMsg("u", "q"),
+            AssistantMsg(
+                "a", [ThinkingBlock(thinking="from claude", signature="sig-claude", provider="anthropic"), call("c")]
+            ),
+            AssistantMsg("a", [result("c")]),
+        ],
+        reasoning_field="reasoning_content",
+        reasoning_on_tool_calls=True,
+    )["messages"]
+    assert switched[1]["reasoning_content"] == "from claude" and "sig-claude" not in str(switched)
 
 
 def test_chat_refusal_and_tool_choice_shapes():

@@ -729,7 +729,7 @@ def test_structured_output_is_native_on_gemini(server):
     server.script(sse_reply(fake_body("gemini", ("text", '{"name": "Paris"}'))))
     agent = Agent("Buddy", load_model("google:gemini-test", api_key="k", base_url=server.url))
     reply = asyncio.run(agent.reply(UserMsg("user", "A city?"), structured_model=City))
-    assert reply.structured_output == {"name": "Paris"}
+    assert reply.structured_output == City(name="Paris") and reply.structured_output.name == "Paris"
     assert server.requests[0]["json"]["generationConfig"]["responseMimeType"] == "application/json"
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from modelwire.testing import ProviderServer, Reply
+from modelwire.testing import ProviderServer, Reply, json_reply
 from modelwire.testing.sse import body
 
 from docs_blocks import ROOT, blocks
@@ -25,8 +25,21 @@ SHELL = blocks("bash")
 
 
 def answer(request):
-    """A short text answer in the protocol the request was sent in."""
+    """A short text answer in the protocol the request was sent in; an upload answered with
+    Anthropic's file object (https://docs.anthropic.com/en/api/files-create)."""
     path = request["path"]
+    if path.endswith("/v1/files"):
+        return json_reply(
+            {
+                "id": "file_011CNha8iCJcU1wXNR6q4V8w",
+                "type": "file",
+                "filename": "report.pdf",
+                "mime_type": "application/pdf",
+                "size_bytes": 28,
+                "created_at": "2026-12-07T00:00:00Z",
+                "downloadable": False,
+            }
+        )
     protocol = (
         "anthropic"
         if path.endswith("/messages")

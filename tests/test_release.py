@@ -31,6 +31,25 @@ def test_the_version_is_written_in_one_place():
     assert USER_AGENT == f"modelwire/{modelwire.__version__}"
 
 
+def test_no_page_installs_modelwire_by_a_name_no_index_has_for_us():
+    """modelwire is published on no package index: an instruction to ``pip install modelwire``
+    (or ``uv add modelwire``, a requirement line naming it bare) would install whatever another
+    party put under that name, in CI jobs that hold provider keys. Every page says a path, a
+    wheel or a pinned git URL instead."""
+    bare = re.compile(r"(pip3? install|uv (?:pip install|add)|poetry add)\s+(['\"]?)modelwire(\[[^\]]*\])?\2(\s|$)")
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "examples").rglob("*"))]
+    found = [
+        f"{page.relative_to(ROOT)}:{n}: {line.strip()}"
+        for page in pages
+        if page.is_file() and page.suffix in (".md", ".py", ".txt", ".toml", ".yml", ".yaml")
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if bare.search(line)
+    ]
+    assert not found, "install by a name no index holds for modelwire:\n" + "\n".join(found)
+    assert bare.search("run: pip install modelwire") and bare.search("pip install 'modelwire[serve]'")
+    assert not bare.search("pip install modelwire-0.1.0-py3-none-any.whl")
+
+
 def test_the_built_wheel_installs_and_runs_outside_the_source_tree(tmp_path):
     dist = tmp_path / "dist"
     built = subprocess.run(

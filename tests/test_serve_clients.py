@@ -315,3 +315,21 @@ def test_use_chat_takes_a_reply_up_again_after_a_lost_connection():
     assert kept.content[1].text.split() == words.split()
     assert got["stranger"] == 0  # a chat id without the reply's token gets nothing
     assert len(requests) == 1  # taken up, not asked again
+
+
+def test_agui_parallel_calls_without_text_are_one_assistant_message():
+    """Two calls of one model turn and no text: each TOOL_CALL_START names the same parent
+    message, so AG-UI's own fold keeps them on one assistant message (without a
+    parentMessageId it makes one assistant message per call)."""
+    parallel = body(
+        "anthropic",
+        ("tool", "toolu_a", "weather", '{"city": "Paris"}'),
+        ("tool", "toolu_b", "weather", '{"city": "Oslo"}'),
+        usage=(20, 9),
+    )
+    got, setup, _ = run((parallel, answer_turn("Sunny in both.")), Tool(weather), "agui-run", "Paris and Oslo?")
+    roles = [m["role"] for m in got["messages"]]
+    assert roles == ["user", "assistant", "tool", "tool", "assistant"], roles
+    calls = got["messages"][1]["toolCalls"]
+    assert [c["id"] for c in calls] == ["toolu_a", "toolu_b"]
+    assert agui_view(got["messages"][1:]) == kept_agui_view(setup.kept())

@@ -442,6 +442,9 @@ def dump(value: Any) -> Any:
         return {k: dump(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [dump(v) for v in value]
+    model_dump = getattr(value, "model_dump", None)  # a validated model instance (a structured output)
+    if model_dump is not None:
+        return model_dump(mode="json")
     return value
 
 

@@ -99,7 +99,7 @@ def run_demo(out: IO[str], view: str = "pretty", record: bool = False) -> int:
     if not record and view == "pretty":
         out.write(
             "\nTo run it for real: export ANTHROPIC_API_KEY=...  (or OPENAI_API_KEY=...)\n"
-            f'  modelwire chat --model {DEMO_MODEL} "{DEMO_QUESTION}"\n'
+            f'  modelwire chat --model {DEMO_MODEL} --tool modelwire.demo:calculate "{DEMO_QUESTION}"\n'
         )
     return 0
 

@@ -81,6 +81,7 @@ class _ReplyState:
     paused: bool = False  # the last model call paused its turn (a long server-tool turn) to be continued
     span: Any = None  # the reply's trace span, while a stream of it runs
     failures: list = field(default_factory=list)  # what ended this stream of the reply with an error
+    output: Any = None  # the validated instance of ``structured``, once the reply ended with one
 
 
 @dataclass
@@ -270,6 +271,10 @@ class Agent:
         assert folded is not None
         if folded.finished_reason is None:
             self._say_waiting(folded.id)
+        elif folded.structured_output is not None:
+            kept = self._reply_for(folded.id).structured_output  # the model's instance, where one was asked for
+            if not isinstance(kept, dict):
+                folded.structured_output = kept
         return folded
 
     def _say_waiting(self, rid: str) -> None:
@@ -598,7 +603,7 @@ class Agent:
             if waiting:
                 return  # parked: resumed by reply_stream(event=...)
             if state.structured is not None and reply.structured_output is None and self._structured_done(state):
-                yield self._emit(state, self._end(state, structured=True))
+                yield self._finish(state)
                 return
 
             # 2. Ask the model (with the tools as they are now: a call may have changed them).
@@ -634,7 +639,7 @@ class Agent:
                 ):
                     state.forced_structured = True  # answered in prose: ask once more, for the structure
                     continue
-                yield self._emit(state, self._end(state))
+                yield self._finish(state)
                 return
 
     def _model_request(self, state: _ReplyState, last_call: bool) -> tuple[list[Msg], list[Any], Any, dict[str, Any]]:
@@ -754,14 +759,22 @@ class Agent:
                 owner[t.name] = repr(toolset.name)
         return active
 
-    def _end(self, state: _ReplyState, structured: bool = False) -> E.ReplyEndEvent:
+    def _finish(self, state: _ReplyState) -> E.ReplyEndEvent:
+        """The reply's end, folded into it; a structured output is kept on the reply as the
+        validated instance of the model asked for (the event carries its JSON form)."""
+        ev = self._emit(state, self._end(state))
+        if state.output is not None:
+            state.reply.structured_output = state.output
+        return ev
+
+    def _end(self, state: _ReplyState) -> E.ReplyEndEvent:
         rid = state.reply.id
         self._states.pop(rid, None)
         if state.structured is None or state.refused:
             # A refusal is the model's answer (its text says why), not a structure that failed.
             return E.ReplyEndEvent(session_id=self.session_id, reply_id=rid)
         try:
-            output = self._structured_value(state)
+            state.output = self._structured_value(state)
         except (ValueError, ToolArgumentsError) as exc:
             message = f"the structured output is not valid: {exc}"
             failure = StructuredOutputError(message)
@@ -773,6 +786,7 @@ class Agent:
                 finished_reason="error",
                 error=ErrorInfo(type="invalid_request", message=message),
             )
+        output = state.output.model_dump(mode="json")
         return E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, structured_output=output)
 
     # -- structured output --------------------------------------------------------------------
@@ -799,7 +813,7 @@ class Agent:
                 return r.state
         return None
 
-    def _structured_value(self, state: _ReplyState) -> dict[str, Any]:
+    def _structured_value(self, state: _ReplyState) -> Any:
         model_cls = state.structured
         if state.native_structured:
             text = ""
@@ -807,10 +821,10 @@ class Agent:
                 if block.type == "text":
                     text = block.text
                     break
-            return model_cls.model_validate_json(text).model_dump(mode="json")
+            return model_cls.model_validate_json(text)
         for call in reversed(state.reply.get_content_blocks("tool_call")):
             if call.name == STRUCTURED_TOOL and self._result_state(state, call.id) == "success":
-                return model_cls.model_validate_json(call.input or "{}").model_dump(mode="json")
+                return model_cls.model_validate_json(call.input or "{}")
         raise ValueError("the model gave no structured answer")
 
     # -- acting -------------------------------------------------------------------------------

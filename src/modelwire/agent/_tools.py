@@ -9,6 +9,7 @@ JSON or arguments that fail the schema become an error result the model can read
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import re
@@ -76,8 +77,10 @@ class Tool:
         self.func = func
         self.requires_confirmation = requires_confirmation
         self.external = external
-        doc_description, param_docs = _parse_docstring(getattr(func, "__doc__", "") or "")
-        self.name = name or getattr(func, "__name__", None) or "tool"
+        named = _underlying(func)[0] if func is not None else None  # a partial's or a callable's own function
+        doc_description, param_docs = _parse_docstring(getattr(named, "__doc__", "") or "")
+        own = getattr(named, "__name__", None)
+        self.name = name or (named.__qualname__.split(".")[-2] if own == "__call__" else own) or "tool"
         self.description = description if description is not None else doc_description
         self._model: type[BaseModel] | None = None
         if parameters is not None:
@@ -118,12 +121,12 @@ class Tool:
 
     @property
     def is_async_gen(self) -> bool:
-        return inspect.isasyncgenfunction(self.func)
+        return self.func is not None and inspect.isasyncgenfunction(_underlying(self.func)[0])
 
     async def call(self, args: dict[str, Any]) -> Any:
         """Run the function (a sync function runs in a worker thread)."""
         assert self.func is not None
-        if inspect.iscoroutinefunction(self.func):
+        if inspect.iscoroutinefunction(_underlying(self.func)[0]):
             return await self.func(**args)
         return await asyncio.to_thread(self.func, **args)
 
@@ -160,19 +163,36 @@ def tool(func: Callable[..., Any] | None = None, **options: Any) -> Any:
     return Tool(func, **options)
 
 
+def _underlying(func: Callable[..., Any]) -> tuple[Callable[..., Any], set[str]]:
+    """The function whose name, docstring and type hints a tool reads, and the keyword
+    arguments already bound: a ``functools.partial`` is read through (what it binds is the
+    application's, never shown to the model), a callable object through its ``__call__``."""
+    bound: set[str] = set()
+    while isinstance(func, functools.partial):
+        bound |= set(func.keywords)
+        func = func.func
+    if not (inspect.isfunction(func) or inspect.ismethod(func) or inspect.isbuiltin(func)) and callable(func):
+        call = getattr(type(func), "__call__", None)
+        if inspect.isfunction(call):
+            return call, bound
+    return func, bound
+
+
 def _arguments_model(func: Callable[..., Any], param_docs: dict[str, str]) -> type[BaseModel]:
     from pydantic import ConfigDict, Field, create_model  # only for tools made from functions
 
     signature = inspect.signature(func)
-    hints = get_type_hints(func, include_extras=True)
+    named, bound = _underlying(func)
+    hints = get_type_hints(named, include_extras=True)
     fields: dict[str, Any] = {}
     for pname, param in signature.parameters.items():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or pname in bound:
             continue
         annotation = hints.get(pname, Any)
         default = ... if param.default is param.empty else param.default
         fields[pname] = (annotation, Field(default, description=param_docs.get(pname)))
-    return create_model(f"{func.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    title = getattr(named, "__name__", "tool")
+    return create_model(f"{title}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -202,10 +202,13 @@ class ModelwireChatModel(ChatModelBase):
         return _final(reply, end, seconds, usage_sent)
 
     def _restore(self, msg: Msg) -> Msg:
+        endpoint = getattr(self.wire_model, "endpoint", None)
         for block in msg.content:
             kept = self._extras.get(block.id)
             if kept and block.type == "tool_call" and not extras_of(block):
                 extras_of(block).update(kept)
+            elif isinstance(endpoint, str) and block.type in _KEPT_IN_ID:
+                _endpoint_restored(extras_of(block), endpoint)
         return msg
 
 
@@ -309,13 +312,55 @@ _KEPT_IN_ID = ("text", "data", "thinking")
 _AGENTSCOPE_THINKING = ("signature", "redacted_thinking_data", "reasoning_item_id", "reasoning_item_raw")
 
 
+_REF = "ref:"
+
+
+def endpoint_ref(endpoint: str) -> str:
+    """An endpoint family as AgentScope stores it: a preset's name as it is (``anthropic``),
+    an address (``127.0.0.1:8080``, ``llm.internal.example:443``) by reference, a digest of
+    it, so that what AgentScope saves names no host or port of the deployment."""
+    if not any(c in endpoint for c in ".:/") or endpoint.startswith(_REF):
+        return endpoint
+    import hashlib
+
+    return _REF + hashlib.sha256(endpoint.encode()).hexdigest()[:16]
+
+
+def _by_reference(extras: dict[str, Any]) -> dict[str, Any]:
+    """``extras`` with every endpoint its provenance records written by reference."""
+    meta = extras.get("provider_metadata")
+    if not isinstance(meta, dict):
+        return extras
+    out = {}
+    for provider, fields in meta.items():
+        if isinstance(fields, dict) and isinstance(fields.get("endpoint"), str):
+            fields = {**fields, "endpoint": endpoint_ref(fields["endpoint"])}
+        out[provider] = fields
+    return {**extras, "provider_metadata": out}
+
+
+def _endpoint_restored(extras: dict[str, Any], endpoint: str) -> None:
+    """A provenance endpoint written by reference made the model's own again where the
+    reference is the model's endpoint (a family of another deployment stays a reference,
+    which no model's endpoint equals: not replayed, as for any other family)."""
+    meta = extras.get("provider_metadata")
+    if not isinstance(meta, dict):
+        return
+    ref = endpoint_ref(endpoint)
+    for fields in meta.values():
+        if isinstance(fields, dict) and fields.get("endpoint") == ref != endpoint:
+            fields["endpoint"] = endpoint
+
+
 def kept_id(block_id: str, extras: dict[str, Any] | None) -> str:
     """The id a text, data or thinking block has in AgentScope: its own where it has no
     extras (for thinking: none but the fields AgentScope names), else ``mw1.`` and its id
     and extras as base64url JSON, so they are in what AgentScope saves (it keeps no other
-    field of text and data blocks) and come back with the block."""
+    field of text and data blocks) and come back with the block. An endpoint family that
+    is an address is kept by reference (:func:`endpoint_ref`)."""
     if not extras:
         return block_id
+    extras = _by_reference(extras)
     raw = json.dumps({"id": block_id, "extras": extras}, ensure_ascii=False, separators=(",", ":"))
     return _KEPT + base64.urlsafe_b64encode(raw.encode()).decode("ascii").rstrip("=")
 

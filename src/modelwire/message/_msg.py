@@ -217,6 +217,15 @@ def _content(value: Any) -> list[Any]:
     return out
 
 
+def _structured(value: Any) -> Any:
+    """A structured output: its JSON form (a dict), or the validated instance of the model the
+    agent was asked for (anything with pydantic's ``model_dump``), written as its JSON form."""
+    if value is None or isinstance(value, dict) or callable(getattr(value, "model_dump", None)):
+        return value
+    what = f"expected an object or a model instance, got {type(value).__name__}"
+    raise ValidationError(None, [{"loc": (), "msg": what, "type": "dict_type"}])
+
+
 class Msg(Record):
     """One message: who sent it, in which role, and its ordered content blocks."""
 
@@ -231,7 +240,9 @@ class Msg(Record):
     usage: Usage | None = None
     finished_at: str | None = None
     finished_reason: ReplyFinishedReason | ReplyFinishedReasonValue | None = None
-    structured_output: dict[str, Any] | None = None
+    structured_output: dict[str, Any] | Any = field(default=None, convert=_structured)
+    """The agent's structured answer: the validated instance of ``structured_model`` where a
+    model class was given (``reply.structured_output.city``), its dict in the JSON form."""
     error: ErrorInfo | None = None
     cost: dict[str, Any] | None = None
     """modelwire addition: the price of the model calls of this message (``modelwire.cost``)."""

@@ -108,6 +108,14 @@ class Failures:
             err.rate_limits = self.wire.rate_limits(attempt.response.headers)
         if self.rate_limiter is not None and err.rate_limits:
             self.rate_limiter.learn(self._limit_key(), err.rate_limits)
+        if err.status_code == 404 and "did you mean" not in err.message:
+            from .capabilities import near_names
+
+            near = near_names(self.name)
+            if near:
+                err.message += (
+                    f" (did you mean {self.provider}:{near[0]}? the model {self.name!r} is unknown to modelwire)"
+                )
         if isinstance(err, E.StreamProtocolError) and attempt.head:
             from ..protocols import sniff
 

@@ -194,3 +194,23 @@ def resolve_capabilities(
 if __name__ == "__main__":  # python -m modelwire.models.capabilities: refresh the compiled table
     _COMPILED.write_bytes(compile_table())
     print(f"wrote {_COMPILED} from {_TABLE.name}")
+
+
+def near_names(model: str) -> list[str]:
+    """Model names the table spells out (a pattern that is a name with at most a trailing
+    ``*``) close to ``model``, closest first: what a misspelt model id (answered with a 404)
+    probably meant. Empty when a row matches ``model`` as it is."""
+    if from_table(model) is not None:
+        return []
+    import difflib
+
+    names = {
+        pattern.rstrip("*")
+        for raw in _raw_table()
+        for pattern in raw.get("match", ())
+        if not any(c in pattern.rstrip("*") for c in "*?[")
+    }
+    near = difflib.get_close_matches(normalize(model), sorted(names), n=3, cutoff=0.8)
+    if _DOT.search(model):  # written as the provider writes it ("gemini-2.5-flash", not "gemini-2-5-flash")
+        near = [re.sub(r"(?<=\d)-(?=\d)", ".", name) for name in near]
+    return near

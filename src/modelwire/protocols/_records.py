@@ -96,7 +96,12 @@ class ModelOptions:
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
-            raise UnsupportedOptionError(sorted(unknown)[0], "modelwire", f"known options: {', '.join(sorted(known))}")
+            import difflib
+
+            bad = sorted(unknown)[0]
+            close = difflib.get_close_matches(bad, sorted(known), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise UnsupportedOptionError(bad, "modelwire", f"{hint}known options: {', '.join(sorted(known))}")
         if isinstance(data.get("stop"), str):
             data["stop"] = [data["stop"]]
         for name, value in data.items():

@@ -269,9 +269,16 @@ class AGUIEncoder(Encoder):
             block = next(b for b in self.reply.content if b.id == ev.block_id)
             out.append(sse({"type": "CUSTOM", "name": "modelwire.data", "value": block.to_dict()}))
         elif ev.type == "TOOL_CALL_START":
-            start = {"type": "TOOL_CALL_START", "toolCallId": ev.tool_call_id, "toolCallName": ev.tool_call_name}
-            if self.text_id is not None:
-                start["parentMessageId"] = self.text_id
+            if self.text_id is None:
+                # No text in this model call: the calls still share one assistant message (the
+                # client's fold makes one per call that names no parent), named by the first.
+                self.text_id = ev.tool_call_id
+            start = {
+                "type": "TOOL_CALL_START",
+                "toolCallId": ev.tool_call_id,
+                "toolCallName": ev.tool_call_name,
+                "parentMessageId": self.text_id,
+            }
             out.append(sse(start))
         elif ev.type == "TOOL_CALL_DELTA" and ev.delta:
             out.append(sse({"type": "TOOL_CALL_ARGS", "toolCallId": ev.tool_call_id, "delta": ev.delta}))

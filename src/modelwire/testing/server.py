@@ -42,6 +42,26 @@ def sse_reply(body: bytes, **kw: Any) -> Reply:
     return Reply(body=body, headers={"content-type": "text/event-stream"}, **kw)
 
 
+def json_reply(body: Any, status: int = 200, headers: dict[str, str] | None = None, **kw: Any) -> Reply:
+    """A scripted JSON answer: an upload's file object, a batch, a token count, a model list
+    (``kw`` as for :class:`Reply`, ``check`` included)."""
+    return Reply(
+        status=status,
+        body=json.dumps(body).encode(),
+        headers={"content-type": "application/json", **(headers or {})},
+        **kw,
+    )
+
+
+def answer_reply(protocol: str, *blocks: tuple, usage: tuple[int, int] = (10, 5), **kw: Any) -> Reply:
+    """A whole (not streamed) answer in ``protocol``'s JSON, for ``stream=False`` calls:
+    ``blocks`` as for :func:`modelwire.testing.sse.body` (``("text", ...)``, ``("think", ...)``,
+    ``("tool", call_id, name, arguments_json)``)."""
+    from ..protocols import get_protocol
+
+    return json_reply(get_protocol(protocol).fake_answer(*blocks, usage=usage), **kw)
+
+
 def error_reply(status: int, body: dict, headers: dict[str, str] | None = None) -> Reply:
     """A scripted error answer: ``status`` with ``body`` as JSON (and any ``headers``, such as ``retry-after``)."""
     return Reply(

@@ -254,7 +254,10 @@ class OpenAIChatFormatter(Formatter):
         if refusals:
             msg["refusal"] = "".join(refusals)
         if self.reasoning_field and (reasoning or (calls and self.reasoning_on_tool_calls)):
-            msg[self.reasoning_field] = "\n\n".join(reasoning)
+            if not (calls and self.reasoning_on_tool_calls):
+                reasoning = [r for r in reasoning if type(r) is not _Foreign]
+            if reasoning or calls:
+                msg[self.reasoning_field] = "\n\n".join(reasoning)
         if self.replay_reasoning_details and details:
             msg["reasoning_details"] = details
         if calls:
@@ -272,6 +275,13 @@ class OpenAIChatFormatter(Formatter):
                 reasoning.append(block.thinking)
             if native:
                 details += extra(block, "reasoning_details") or []
+        elif self.reasoning_on_tool_calls and block.thinking:
+            # Another provider's reasoning text, for a dialect that needs the reasoning of a
+            # tool-call turn back (DeepSeek: "the reasoning_content must be fully passed back
+            # to the API in all subsequent requests",
+            # https://api-docs.deepseek.com/guides/thinking_mode): sent on such a turn only,
+            # as AgentScope's formatters send it, rather than an empty field.
+            reasoning.append(_Foreign(block.thinking))
         elif self.thinking_as_text and block.thinking:
             texts.append(f"<think>\n{block.thinking}\n</think>")
 
@@ -295,6 +305,12 @@ class OpenAIChatFormatter(Formatter):
             if not text:
                 text = f"[{len(data)} media item(s); sent in the next user message]"
         return text
+
+
+class _Foreign(str):
+    """Reasoning text another provider wrote (see ``_thinking``)."""
+
+    __slots__ = ()
 
 
 def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
