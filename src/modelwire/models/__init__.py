@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._ratelimit import RateLimiter
     from ._fallback import FallbackModel
     from ._http import HTTPModel
-    from ._middleware import DefaultOptions, Middleware, ModelCall, StreamStop, WrappedModel, wrap
+    from ._middleware import CallNext, DefaultOptions, Middleware, ModelCall, StreamStop, WrappedModel, wrap
     from .transport import RetryPolicy, Timeouts
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "WrappedModel",
     "StreamStop",
     "DefaultOptions",
+    "CallNext",
     "all_presets",
     "find_preset",
     "Preset",
@@ -215,7 +216,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_MIDDLEWARE = frozenset({"wrap", "Middleware", "ModelCall", "WrappedModel", "StreamStop", "DefaultOptions"})
+_MIDDLEWARE = frozenset({"wrap", "Middleware", "ModelCall", "WrappedModel", "StreamStop", "DefaultOptions", "CallNext"})
 
 
 def _sdk_parts(client: Any) -> dict[str, Any] | None:

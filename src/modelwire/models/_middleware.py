@@ -34,9 +34,10 @@ from .. import event as E
 from .._ids import new_id
 from .._sync import run_sync
 from ..errors import ConfigError
+from ..event._events import StopReasonValue
 from ..message import Msg, MsgInput, as_messages
 
-__all__ = ["Middleware", "ModelCall", "WrappedModel", "StreamStop", "DefaultOptions", "wrap"]
+__all__ = ["Middleware", "ModelCall", "CallNext", "WrappedModel", "StreamStop", "DefaultOptions", "wrap"]
 
 CallNext = Callable[["ModelCall"], AsyncIterator[E.AgentEvent]]
 
@@ -142,6 +143,12 @@ class WrappedModel:
         self.middleware = tuple(middleware)
         self._layers = tuple(_Layer(m) for m in self.middleware)
         self._inner: dict[int, Any] = {}  # index -> the layers from there on and the model, as one model
+        # index -> whether a request hook runs before the next stream hook (or the model) from there
+        awaits = [False] * (len(self._layers) + 1)
+        for index in range(len(self._layers) - 1, -1, -1):
+            layer = self._layers[index]
+            awaits[index] = layer.requests or (not layer.streams and awaits[index + 1])
+        self._awaits = awaits
 
     def _rest(self, index: int) -> Any:
         """Layers ``index`` on and the model, as one model (made once)."""
@@ -157,7 +164,7 @@ class WrappedModel:
     def __getattr__(self, name: str) -> Any:
         # Only for what the wrapper does not have itself: the model's name, provider,
         # capabilities, forced_tool_ok, upload_file ...
-        if name.startswith("__") or name in ("model", "middleware", "_layers", "_inner"):
+        if name.startswith("__") or name in ("model", "middleware", "_layers", "_inner", "_awaits"):
             raise AttributeError(name)
         return getattr(self.model, name)
 
@@ -202,7 +209,7 @@ class WrappedModel:
     async def _run(self, call: ModelCall) -> AsyncGenerator[E.AgentEvent, None]:
         opened: list[Any] = []  # every stream the layers opened, closed when the call ends
         try:
-            async for event in self._enter(0, call, opened):
+            async for event in await self._opened(0, call, opened):
                 yield event
         finally:
             for stream in reversed(opened):  # the model's last: a layer's own clean-up comes first
@@ -210,14 +217,48 @@ class WrappedModel:
                 if close is not None:
                     await close()
 
-    def _enter(self, index: int, call: ModelCall, opened: list[Any]) -> AsyncIterator[E.AgentEvent]:
-        """The events of layer ``index`` and those inside it, on a copy of the call: its
-        ``request``, then its ``stream`` around the next layer (or the model)."""
+    async def _opened(self, index: int, call: ModelCall, opened: list[Any]) -> AsyncIterator[E.AgentEvent]:
+        """The stream of layer ``index`` on: the ``request`` hooks run, each on its own copy
+        of the call, up to the first layer with a ``stream`` hook, which is opened around
+        the layers inside it (or the model, when none has one)."""
         layers = self._layers
-        while index < len(layers) and not (layers[index].requests or layers[index].streams):
+        while index < len(layers):
+            layer = layers[index]
+            if layer.requests or layer.streams:
+                call = self._for_layer(index, call)
+                if layer.requests:
+                    await layer.middleware.request(call)
+                if layer.streams:
+                    return self._streamed(index, call, opened)
             index += 1
+        return self._streamed(index, call, opened)
+
+    def _enter(self, index: int, call: ModelCall, opened: list[Any]) -> AsyncIterator[E.AgentEvent]:
+        """``call_next`` of layer ``index - 1``: as :meth:`_opened`, without a step of its
+        own per event unless a ``request`` hook must be awaited first."""
+        if self._awaits[index]:
+            return self._after_requests(index, call, opened)
+        layers = self._layers
+        while index < len(layers) and not layers[index].streams:
+            index += 1
+        return self._streamed(index, self._for_layer(index, call) if index < len(layers) else call, opened)
+
+    async def _after_requests(
+        self, index: int, call: ModelCall, opened: list[Any]
+    ) -> AsyncGenerator[E.AgentEvent, None]:
+        async for event in await self._opened(index, call, opened):
+            yield event
+
+    def _for_layer(self, index: int, call: ModelCall) -> ModelCall:
+        own = call.copy()
+        own.inner = _Rest(self, index + 1)
+        return own
+
+    def _streamed(self, index: int, call: ModelCall, opened: list[Any]) -> AsyncIterator[E.AgentEvent]:
+        """Layer ``index``'s ``stream`` hook around the layers inside it, or the model's
+        stream (``index`` past the last layer); kept to be closed when the call ends."""
         stream: Any
-        if index == len(layers):
+        if index == len(self._layers):
             stream = self.model.stream(
                 call.messages,
                 tools=call.tools,
@@ -226,26 +267,9 @@ class WrappedModel:
                 reply_id=call.reply_id,
             )
         else:
-            call = call.copy()
-            call.inner = _Rest(self, index + 1)
-            if layers[index].requests:
-                stream = self._requested(index, call, opened)
-            else:
-                stream = layers[index].middleware.stream(call, self._next(index + 1, opened))
+            stream = self._layers[index].middleware.stream(call, self._next(index + 1, opened))
         opened.append(stream)
         return stream
-
-    async def _requested(self, index: int, call: ModelCall, opened: list[Any]) -> AsyncGenerator[E.AgentEvent, None]:
-        """Layer ``index`` with a ``request`` hook: the hook run when the first event is asked for."""
-        layer = self._layers[index]
-        await layer.middleware.request(call)
-        if layer.streams:
-            inner = layer.middleware.stream(call, self._next(index + 1, opened))
-            opened.append(inner)
-        else:
-            inner = self._enter(index + 1, call, opened)
-        async for event in inner:
-            yield event
 
     def _next(self, index: int, opened: list[Any]) -> CallNext:
         def call_next(call: ModelCall) -> AsyncIterator[E.AgentEvent]:
@@ -377,7 +401,7 @@ class StreamStop:
         """Note the model's ``MODEL_CALL_END`` held back (its token counts go on the stop's)."""
         self.end = event
 
-    def stop(self, reason: str, *, stop_reason: E.StopReasonValue = "interrupted") -> list[E.AgentEvent]:
+    def stop(self, reason: str, *, stop_reason: StopReasonValue = "interrupted") -> list[E.AgentEvent]:
         """The events that end the call here (none if its end was passed on already)."""
         if self.ended:
             return []
