@@ -40,8 +40,8 @@ def anthropic(server, **options):
     )
 
 
-def answer(*blocks, **kw):
-    return sse_reply(sse_bodies.body("anthropic", *blocks), **kw)
+def answer(*blocks, usage=(10, 5), **kw):
+    return sse_reply(sse_bodies.body("anthropic", *blocks, usage=usage), **kw)
 
 
 def sent_text(request) -> str:
@@ -364,3 +364,70 @@ def test_usage_limits_count_the_request_the_models_own_layers_would_send(server)
     assert (caught.value.limit, caught.value.used) == ("input_tokens", 900)
     assert len(server.requests) == 1 and server.requests[0]["path"].endswith("/count_tokens")
     assert "hal@example.com" not in sent_text(server.requests[0])  # counted as it would be sent: redacted
+
+
+def _example(name: str):
+    """A module of examples/, loaded from its file as a reader would run it."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path.read_text()
+
+
+@pytest.mark.parametrize("name", ["redact_pii", "response_cache"])
+def test_the_guide_shows_each_example_as_it_is_in_examples(name):
+    from docs_blocks import ROOT
+
+    _, code = _example(name)
+    assert f"```python\n{code}```" in (ROOT / "docs" / "guides" / "middleware.md").read_text()
+
+
+def test_the_redaction_example_keeps_pii_out_of_every_request_and_in_the_agents_history(server):
+    redact_pii, _ = _example("redact_pii")
+
+    def contact(who: str) -> str:
+        """Someone's contact details."""
+        return "ivy@example.com, +1 (415) 555-0100"
+
+    server.script(
+        answer(("tool", "toolu_1", "contact", '{"who": "ivy@example.com"}')),
+        answer(("text", "Found.")),
+    )
+    agent = Agent("bot", modelwire.wrap(anthropic(server), redact_pii.Redact()), tools=[contact])
+    reply = run(agent.reply("Call +44 20 7946 0958 or mail ivy@example.com"))
+    assert reply.get_text_content() == "Found." and len(server.requests) == 2
+    for request in server.requests:
+        sent = sent_text(request)
+        assert "ivy@example.com" not in sent and "7946" not in sent and "555-0100" not in sent
+    assert (
+        sent_text(server.requests[1]).count("[redacted]") == 5
+    )  # the question's two, the call's one, the result's two
+    assert json.loads(reply.get_content_blocks("tool_call")[0].input) == {"who": "ivy@example.com"}
+
+
+def test_the_cache_example_answers_a_repeated_call_without_a_request(server):
+    response_cache, _ = _example("response_cache")
+    server.script(answer(("text", "Teal."), usage=(30, 2)))
+    cache = response_cache.ResponseCache()
+    model = modelwire.wrap(anthropic(server), cache)
+    first = run(model.complete([UserMsg("me", "Name a colour.")]))
+    again = run(model.complete([UserMsg("me", "Name a colour.")], reply_id="r2"))
+    assert len(server.requests) == 1 and cache.hits == 1
+    assert again.get_text_content() == first.get_text_content() == "Teal." and again.id == "r2"
+    assert first.usage.input_tokens == 30 and again.usage.input_tokens == 0
+    server.script(answer(("text", "Red.")))
+    other = run(model.complete([UserMsg("me", "Name a colour.")], options={"temperature": 1.0}))
+    assert other.get_text_content() == "Red." and len(server.requests) == 2  # other options: another question
+
+
+def test_a_failed_call_is_not_cached(server):
+    response_cache, _ = _example("response_cache")
+    server.script(answer(("text", "Half"), drop_after=2), answer(("text", "Whole.")))
+    model = modelwire.wrap(anthropic(server), response_cache.ResponseCache())
+    with pytest.raises(E.ProviderError):
+        run(model.complete([UserMsg("me", "Hi")]))
+    assert run(model.complete([UserMsg("me", "Hi")])).get_text_content() == "Whole." and len(server.requests) == 2
