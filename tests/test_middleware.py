@@ -431,3 +431,59 @@ def test_a_failed_call_is_not_cached(server):
     with pytest.raises(E.ProviderError):
         run(model.complete([UserMsg("me", "Hi")]))
     assert run(model.complete([UserMsg("me", "Hi")])).get_text_content() == "Whole." and len(server.requests) == 2
+
+
+async def _disconnected(server) -> bool:
+    """Whether the server noticed the client go away (it notices at its next write)."""
+    for _ in range(250):
+        if server.disconnects:
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+def test_a_stop_closes_the_providers_connection_while_it_still_streams(server):
+    words = [f"w{i}" for i in range(200)]
+    words[3] = "secret"
+    server.script(answer(("text", " ".join(words)), delay=0.02))
+    model = modelwire.wrap(anthropic(server), StopOn("secret"))
+
+    async def go():
+        reply = await model.complete([UserMsg("me", "Talk")])
+        return reply, await _disconnected(server)
+
+    reply, gone = run(go())
+    assert gone, "the provider's response was left open after the stop"
+    assert reply.get_text_content().startswith("w0 ") and "secret" not in reply.get_text_content()
+    assert len(reply.get_text_content()) < 20  # what came before the stop, and nothing after
+
+
+def test_a_consumer_that_stops_reading_closes_every_layer_and_the_connection(server):
+    server.script(answer(("text", " ".join(f"w{i}" for i in range(200))), delay=0.02))
+    closed = []
+
+    class Holds(Middleware):
+        async def stream(self, call, call_next):
+            try:
+                async for event in call_next(call):
+                    yield event
+            finally:
+                closed.append("Holds")
+
+    model = modelwire.wrap(anthropic(server), Holds(), Redact())
+
+    async def go():
+        stream = model.stream([UserMsg("me", "Talk")])
+        async for event in stream:
+            if event.type == "TEXT_BLOCK_DELTA":
+                break
+        await stream.aclose()
+        return await _disconnected(server)
+
+    assert run(go()) and closed == ["Holds"]
+
+
+def test_complete_sync_runs_the_layers_without_a_loop_of_ones_own(server):
+    server.script(answer(("text", "Sync.")))
+    reply = modelwire.wrap(anthropic(server), Redact()).complete_sync([UserMsg("me", "Mail kim@example.com")])
+    assert reply.get_text_content() == "Sync." and "kim@example.com" not in sent_text(server.requests[0])
