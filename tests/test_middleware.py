@@ -487,3 +487,25 @@ def test_complete_sync_runs_the_layers_without_a_loop_of_ones_own(server):
     server.script(answer(("text", "Sync.")))
     reply = modelwire.wrap(anthropic(server), Redact()).complete_sync([UserMsg("me", "Mail kim@example.com")])
     assert reply.get_text_content() == "Sync." and "kim@example.com" not in sent_text(server.requests[0])
+
+
+def test_a_batch_sends_each_request_as_the_layers_leave_it(server):
+    from test_batches import BatchServer
+
+    BatchServer(server)
+    model = modelwire.wrap(anthropic(server), Redact(), DefaultOptions(max_tokens=33))
+    conversations = [
+        [UserMsg("me", "Mail lee@example.com")],
+        {"messages": [UserMsg("me", "Hi")], "options": {"max_tokens": 5}},
+    ]
+    run(model.batch(conversations))
+    (submitted,) = [r["json"] for r in server.requests if r["method"] == "POST"]
+    assert "lee@example.com" not in json.dumps(submitted)
+    assert [r["params"]["max_tokens"] for r in submitted["requests"]] == [33, 5]
+
+
+def test_a_request_a_wrapped_model_cannot_vouch_for_is_refused_with_a_reason(server):
+    model = modelwire.wrap(anthropic(server), Redact())
+    for ask in (lambda: model.preflight([UserMsg("me", "Hi")]), lambda: model.build_request([UserMsg("me", "Hi")])):
+        with pytest.raises(E.ConfigError, match="middleware"):
+            ask()
