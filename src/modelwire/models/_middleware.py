@@ -28,7 +28,7 @@ same layers. No middleware, no wrapping: ``wrap(model)`` is ``model``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, AsyncGenerator, AsyncIterator, Callable, Sequence
+from typing import Any, AsyncGenerator, AsyncIterator, Callable, Sequence, TypeVar, overload
 
 from .. import event as E
 from .._ids import new_id
@@ -358,7 +358,18 @@ class _Rest:
         return getattr(self._wrapped._rest(self._index), name)
 
 
-def wrap(model: Any, *middleware: Middleware) -> Any:
+_Model = TypeVar("_Model")
+
+
+@overload
+def wrap(model: _Model) -> _Model: ...
+
+
+@overload
+def wrap(model: Any, middleware: Any, /, *more: Any) -> WrappedModel: ...
+
+
+def wrap(model: Any, *middleware: Any) -> Any:
     """``model`` with ``middleware`` around its calls, the first outermost (see the module
     doc). Wrapping a wrapped model adds layers outside its own; no middleware: ``model``."""
     if not middleware:
