@@ -15,8 +15,12 @@ A :class:`Middleware` has two hooks, each optional:
 Order: the first middleware is the outermost layer. Its ``request`` sees the call first and
 its ``stream`` sees the events last, after every later layer changed them; ``wrap(model,
 a, b)`` is ``wrap(wrap(model, b), a)`` (as Vercel's ``wrapLanguageModel`` and AgentScope's
-middleware lists). A layer's ``request`` runs each time the layer before it calls
+middleware lists). A layer's ``request`` runs each time the layer outside it calls
 ``call_next``, on a copy of the call: a retry from an outer layer runs it again.
+
+Cost per event: none without middleware (``wrap(model)`` is ``model``); with some, one async
+generator step for the wrapper and one for each ``stream`` hook (about 70 ns each, see
+``benchmarks/middleware.py``); ``request`` hooks run once per call.
 
 The wrapped model has the model interface (``stream``, ``complete``, ``complete_sync``,
 ``count_tokens`` of the request as the hooks change it, ``batch`` with each request
@@ -78,8 +82,8 @@ class ModelCall:
 
 class Middleware:
     """Behaviour around a model's calls: override ``request``, ``stream`` or both (see the
-    module doc). A hook not overridden costs nothing per event. Subclassing is optional: any
-    object with either method, of the same shape, is middleware."""
+    module doc). A ``stream`` hook not overridden adds no step per event. Subclassing is
+    optional: any object with either method, of the same shape, is middleware."""
 
     async def request(self, call: ModelCall) -> None:
         """Change ``call`` in place before the request is built; raise to refuse the call
@@ -107,7 +111,9 @@ def _options_dict(options: Any) -> dict[str, Any]:
         return {}
     if isinstance(options, dict):
         return dict(options)
-    fields = type(options).__dataclass_fields__
+    fields = getattr(type(options), "__dataclass_fields__", None)
+    if fields is None:
+        raise ConfigError(f"a call's options are a dict or a ModelOptions, not {type(options).__name__}")
     out = {}
     for name, spec in fields.items():
         value = getattr(options, name)
