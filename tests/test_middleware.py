@@ -509,3 +509,12 @@ def test_a_request_a_wrapped_model_cannot_vouch_for_is_refused_with_a_reason(ser
     for ask in (lambda: model.preflight([UserMsg("me", "Hi")]), lambda: model.build_request([UserMsg("me", "Hi")])):
         with pytest.raises(E.ConfigError, match="middleware"):
             ask()
+
+
+def test_a_model_of_ones_own_is_wrapped_too_and_a_middleware_is_tested_offline():
+    from modelwire.testing import FakeModel
+
+    fake = FakeModel([[("think", "Hmm."), ("text", "Offline.")]])
+    reply = run(modelwire.wrap(fake, Redact(), DropThinking()).complete([UserMsg("me", "Mail max@example.com")]))
+    assert reply.get_text_content() == "Offline." and [b.type for b in reply.content] == ["text"]
+    assert "max@example.com" not in json.dumps(fake.requests[0]) and "[email]" in json.dumps(fake.requests[0])
