@@ -17,6 +17,8 @@ _LAZY = {
     "check_stream": "modelwire.event",
     "load_model": "modelwire.models",
     "ModelOptions": "modelwire.models",
+    "wrap": "modelwire.models",
+    "Middleware": "modelwire.models",
     "Agent": "modelwire.agent",
     "tool": "modelwire.agent",
 }
@@ -27,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover - what a type checker sees of the lazy nam
     from .agent import Agent as Agent, tool as tool
     from .event import check_stream as check_stream
     from .message import AssistantMsg as AssistantMsg, Msg as Msg, SystemMsg as SystemMsg, UserMsg as UserMsg
-    from .models import ModelOptions as ModelOptions, load_model as load_model
+    from .models import Middleware as Middleware, ModelOptions as ModelOptions, load_model as load_model, wrap as wrap
 
 
 def __getattr__(name: str) -> Any:

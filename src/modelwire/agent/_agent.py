@@ -59,6 +59,7 @@ from ..message import (
 )
 from ..event._events import StopReasonValue
 from ..message._blocks import ToolResultStateValue
+from ._limits import ReplyLimits
 from ._tools import Tool, ToolArgumentsError, Toolset
 
 __all__ = ["Agent", "AgentError"]
@@ -646,7 +647,7 @@ class Agent:
         """What the next model call is sent: the messages, the tools, the tool choice and the
         options (structured output as a schema or as a tool; no tools on the last call)."""
         tools: list[Any] = [t.tool_spec() for t in self._active.values()]
-        options = dict(self.model_options)
+        options: dict[str, Any] = {}  # the agent's model_options join them in _call_model
         tool_choice: Any = None
         hint: str | None = None
         if state.structured is not None:
@@ -663,7 +664,7 @@ class Agent:
                     )
                 )
                 if state.forced_structured:
-                    if self._can_force(options):
+                    if self._can_force({**self.model_options, **options}):
                         tool_choice = STRUCTURED_TOOL
                     else:  # thinking that refuses a forced tool (Claude on a budget, DeepSeek): ask instead
                         hint = f"Give your final answer now by calling the {STRUCTURED_TOOL} tool."
@@ -688,13 +689,7 @@ class Agent:
     async def _ask_model(self, state: _ReplyState, last_call: bool) -> AsyncGenerator[E.AgentEvent, None]:
         """One model call, its events passed on; how it stopped is kept on ``state``."""
         messages, tools, tool_choice, options = self._model_request(state, last_call)
-        if self.limits is not None:
-            if self.limits.cost is not None and hasattr(self.model, "ask_for_cost"):
-                self.model.ask_for_cost()  # a cost limit needs every call priced
-            self.limits.check(state.iters, state.reply.usage, state.reply.cost)  # before the call that would pass one
-            if self.limits.count_before_request:
-                await self._counted_within(messages, tools, tool_choice, options, state)
-        stream = self.model.stream(
+        stream = self._call_model(state).stream(
             messages, tools=tools or None, tool_choice=tool_choice, options=options or None, reply_id=state.reply.id
         )
         if state.span is not None:
@@ -718,28 +713,18 @@ class Agent:
             if close is not None:
                 await close()
 
-    async def _counted_within(
-        self, messages: list[Msg], tools: Any, tool_choice: Any, options: Any, state: _ReplyState
-    ) -> None:
-        """The next request's input counted by the provider, and refused if it would pass a limit."""
-        limits = self.limits
-        assert limits is not None
-        count = getattr(self.model, "count_tokens", None)
-        if count is None:
-            raise ConfigError(
-                (
-                    "UsageLimits(count_before_request=True): the model "
-                    f"{getattr(self.model, 'name', self.model)!r} cannot count tokens"
-                )
-            )
-        counted = await count(
-            messages,
-            tools=tools or None,
-            tool_choice=tool_choice,
-            options=options or None,
-            estimate=limits.estimate_count,
-        )
-        limits.check_count(int(counted), state.reply.usage)
+    def _call_model(self, state: _ReplyState) -> Any:
+        """The model as this reply's calls use it: inside the agent's own middleware, the
+        outermost first (the reply's usage limits, then the agent's default options), or the
+        model itself when there is none."""
+        if self.limits is None and not self.model_options:
+            return self.model
+        from ..models._middleware import DefaultOptions, wrap
+
+        layers: list[Any] = [ReplyLimits(self.limits, state)] if self.limits is not None else []
+        if self.model_options:
+            layers.append(DefaultOptions(**self.model_options))
+        return wrap(self.model, *layers)
 
     async def _list_tools(self) -> dict[str, Tool]:
         """The agent's own tools and its toolsets' tools as they are now; a name given twice

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import ConfigError, UsageLimitExceeded
 
-__all__ = ["UsageLimits"]
+__all__ = ["UsageLimits", "ReplyLimits"]
 
 
 @dataclass(frozen=True)
@@ -72,3 +72,40 @@ class UsageLimits:
             spent = (cost or {}).get("total") or 0.0
             if spent >= self.cost:
                 raise UsageLimitExceeded("cost", self.cost, spent)
+
+
+class ReplyLimits:
+    """:class:`UsageLimits` held to one reply, as middleware around its model calls: each
+    call's ``request`` hook checks the limits against what the reply used so far (and with
+    ``count_before_request`` counts the request the layers inside would send), so a call
+    that would start past one is refused before anything is sent. ``reply`` is the reply's
+    state: ``reply.iters`` (model calls made) and ``reply.reply`` (the message so far).
+    (Middleware by its ``request`` hook, without importing the models package.)"""
+
+    def __init__(self, limits: UsageLimits, reply: Any) -> None:
+        self.limits = limits
+        self.reply = reply
+
+    def __repr__(self) -> str:
+        return f"ReplyLimits({self.limits!r})"
+
+    async def request(self, call: Any) -> None:
+        limits, state = self.limits, self.reply
+        if limits.cost is not None and hasattr(call.model, "ask_for_cost"):
+            call.model.ask_for_cost()  # a cost limit needs every call priced
+        limits.check(state.iters, state.reply.usage, state.reply.cost)  # before the call that would pass one
+        if limits.count_before_request:
+            count = getattr(call.inner, "count_tokens", None)
+            if count is None:
+                raise ConfigError(
+                    "UsageLimits(count_before_request=True): the model "
+                    f"{getattr(call.model, 'name', call.model)!r} cannot count tokens"
+                )
+            counted = await count(
+                call.messages,
+                tools=call.tools,
+                tool_choice=call.tool_choice,
+                options=call.options or None,
+                estimate=limits.estimate_count,
+            )
+            limits.check_count(int(counted), state.reply.usage)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._ratelimit import RateLimiter
     from ._fallback import FallbackModel
     from ._http import HTTPModel
+    from ._middleware import CallNext, DefaultOptions, Middleware, ModelCall, StreamStop, WrappedModel, wrap
     from .transport import RetryPolicy, Timeouts
 
 __all__ = [
@@ -37,6 +38,13 @@ __all__ = [
     "Batch",
     "RateLimiter",
     "ModelOptions",
+    "wrap",
+    "Middleware",
+    "ModelCall",
+    "WrappedModel",
+    "StreamStop",
+    "DefaultOptions",
+    "CallNext",
     "all_presets",
     "find_preset",
     "Preset",
@@ -193,6 +201,10 @@ def __getattr__(name: str) -> Any:
         from . import _ratelimit
 
         return getattr(_ratelimit, name)
+    if name in _MIDDLEWARE:
+        from . import _middleware
+
+        return getattr(_middleware, name)
     if name == "TokenCount":
         from ._count import TokenCount
 
@@ -202,6 +214,9 @@ def __getattr__(name: str) -> Any:
 
         return Batch
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_MIDDLEWARE = frozenset({"wrap", "Middleware", "ModelCall", "WrappedModel", "StreamStop", "DefaultOptions", "CallNext"})
 
 
 def _sdk_parts(client: Any) -> dict[str, Any] | None:
