@@ -331,3 +331,23 @@ def test_a_cassette_recorded_once_replays_outside_pytest_without_the_key(tmp_pat
     with use_cassette(path, "once"):
         again = asyncio.run(load_model("anthropic:claude-sonnet-4-5", base_url=url).complete([UserMsg("u", "hi")]))
     assert first.get_text_content() == again.get_text_content() == "Recorded."
+
+
+def test_an_upload_matches_whatever_multipart_boundary_it_was_sent_with(tmp_path):
+    """Clients draw a multipart boundary at random per request: the same upload recorded with
+    one boundary is found with another; another file's bytes are not."""
+    from modelwire.cassettes._cassette import Interaction
+
+    def upload(boundary: str, data: str) -> dict:
+        part = f'Content-Disposition: form-data; name="file"; filename="map.pdf"\r\n\r\n{data}\r\n'
+        return {
+            "method": "POST",
+            "url": "http://127.0.0.1:1/v1/files",
+            "body": f"--{boundary}\r\n{part}--{boundary}--\r\n",
+        }
+
+    tape = Cassette(tmp_path / "c.json", [Interaction(upload("modelwire-1f2e", "%PDF-1.4"), {"status": 200})])
+    assert tape.find(upload("modelwire-99aa", "%PDF-1.4")).response == {"status": 200}
+    tape.interactions[0].played = False
+    with pytest.raises(CassetteMismatchError):
+        tape.find(upload("modelwire-99aa", "%PDF-1.5"))

@@ -60,6 +60,18 @@ KEPT_REQUEST_HEADERS = ("content-type", "accept", "anthropic-version", "anthropi
 KEPT_RESPONSE_HEADERS = ("content-type", "retry-after", "retry-after-ms", "request-id", "x-request-id")
 
 
+def _without_boundary(body: Any) -> Any:
+    """A multipart body (an upload) with its boundary, which each client draws at random,
+    written as ``BOUNDARY``: the same upload matches whichever boundary it was sent with."""
+    if not isinstance(body, str) or not body.startswith("--"):
+        return body
+    first = body.split("\r\n", 1)[0]
+    boundary = first[2:]
+    if not boundary or len(boundary) > 200 or any(c.isspace() for c in boundary):
+        return body
+    return body.replace(first, "--BOUNDARY")
+
+
 def canonical_json(value: Any, ignore: Iterable[str] = ()) -> str:
     """Sorted-key JSON with the ``ignore``d fields (dotted paths, ``*`` for any key) removed."""
     value = copy.deepcopy(value)
@@ -245,7 +257,7 @@ class Cassette:
     def _key(self, request: dict[str, Any]) -> tuple[str, str, str]:
         body = request.get("json")
         if body is None:
-            body = request.get("body", "")
+            body = _without_boundary(request.get("body", ""))
         return request["method"].upper(), clean_url(request["url"]), canonical_json(body, self.ignore_fields)
 
     def find(self, request: dict[str, Any]) -> Interaction:
