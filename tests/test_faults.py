@@ -382,7 +382,9 @@ def test_a_retry_after_longer_than_what_is_left_raises_the_rate_limit_error(serv
         retry=RetryPolicy(max_retries=2),
     )
     err, took = _timed(model.complete(QUESTION))
-    assert isinstance(err, E.RateLimitError) and err.message == "slow down"
+    assert isinstance(err, E.RateLimitError) and err.message == (
+        "slow down (the provider asks to wait 5 s; not waited: that would pass the call's total timeout (3 s))"
+    )
     assert took < 1.0 and len(server.requests) == 1
 
 

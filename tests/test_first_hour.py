@@ -88,3 +88,37 @@ def test_a_partial_and_a_callable_object_are_tools_with_what_they_leave_open(ser
     assert tools["weather"]["description"] == "The weather in a city."
     assert set(tools["weather"]["input_schema"]["properties"]) == {"city"}  # unit is bound: not the model's
     assert tools["Clock"]["description"] == "The local time in a city."
+
+
+def test_a_rate_limit_says_how_long_to_wait_and_why_it_was_not_waited(server):
+    """Anthropic's 429 (https://docs.anthropic.com/en/api/errors: rate_limit_error, with a
+    retry-after header): the error says the wait; a wait that would pass the call's total
+    timeout is not begun, and the error says so."""
+    body = {
+        "type": "error",
+        "error": {
+            "type": "rate_limit_error",
+            "message": "Number of request tokens has exceeded your per-minute rate limit",
+        },
+    }
+    model = load_model(
+        "anthropic:claude-sonnet-4-5",
+        api_key="sk-test",
+        base_url=server.url,
+        retry=RetryPolicy(max_retries=2),
+        timeouts={"total": 5.0},
+    )
+    server.script(error_reply(429, body, {"retry-after": "30"}))
+    with pytest.raises(errors.RateLimitError) as caught:
+        asyncio.run(model.complete([UserMsg("user", "hi")]))
+    said = str(caught.value)
+    assert "the provider asks to wait 30 s" in said and "total timeout (5 s)" in said
+    assert "per-minute rate limit" in said and len(server.requests) == 1  # the provider's words; no retry begun
+
+    none_left = load_model(
+        "anthropic:claude-sonnet-4-5", api_key="sk-test", base_url=server.url, retry=RetryPolicy(max_retries=0)
+    )
+    server.script(error_reply(429, body, {"retry-after": "30"}))
+    with pytest.raises(errors.RateLimitError) as caught:
+        asyncio.run(none_left.complete([UserMsg("user", "hi")]))
+    assert "(the provider asks to wait 30 s)" in str(caught.value)

@@ -29,6 +29,20 @@ def _answer_began(*batches: list[AgentEvent]) -> bool:
     return any(event.type not in _CALL_BOUNDS for batch in batches for event in batch)
 
 
+def _say_wait(err: E.ProviderError, why: str) -> None:
+    """A rate limit's error says how long the provider asked to wait (its ``retry-after``, or
+    the wait its body names), and, where modelwire did not wait, why; said once."""
+    if not isinstance(err, E.RateLimitError) or getattr(err, "_wait_said", False):
+        return
+    wait = getattr(err, "retry_after", None)
+    if wait is None and err.rate_limits:
+        wait = err.rate_limits.get("retry_after")
+    if wait is None:
+        return
+    err._wait_said = True  # type: ignore[attr-defined]
+    err.message += f" (the provider asks to wait {float(wait):g} s" + (f"; {why})" if why else ")")
+
+
 class Failures:
     """How :class:`~modelwire.models.HTTPModel` handles a failed request."""
 
@@ -40,6 +54,7 @@ class Failures:
         name: str
         endpoint: str
         retry: Any
+        timeouts: Any
         rate_limiter: Any
         _credentials: Any
         _capabilities: Any
@@ -163,8 +178,11 @@ class Failures:
         ):
             # One deadline for the call: a wait that would cross it is not begun, and the
             # error that made it wait is the one raised.
+            total = f"{self.timeouts.total:g} s"
+            _say_wait(err, f"not waited: that would pass the call's total timeout ({total})")
             delay = None
         if delay is None:
+            _say_wait(err, "")
             return None
         call.attempts += 1
         await attempt.close()
