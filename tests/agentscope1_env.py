@@ -20,7 +20,8 @@ PYTHON = HERE / ".venv" / "bin" / "python"
 SRC = Path(__file__).parent.parent / "src"
 MAKE = (
     "python3 -m venv tests/agentscope1/.venv && "
-    "tests/agentscope1/.venv/bin/pip install -r tests/agentscope1/requirements.txt"
+    "tests/agentscope1/.venv/bin/pip install -r tests/agentscope1/requirements.txt && "
+    "tests/agentscope1/.venv/bin/pip install --no-deps -e ."
 )
 
 

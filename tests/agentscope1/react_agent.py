@@ -1,0 +1,100 @@
+"""AgentScope 1.0.21's own ReActAgent on modelwire's 1.x model against modelwire's local
+provider server: a tool round, then a structured output, for each protocol asked for.
+Input: ``{"protocols": {protocol: preset}}``; output: what each run sent and replied."""
+
+import asyncio
+import json
+import sys
+
+from agentscope.agent import ReActAgent
+from agentscope.message import Msg, TextBlock
+from agentscope.tool import ToolResponse, Toolkit
+from pydantic import BaseModel
+
+from modelwire.integrations.agentscope1 import ModelwireChatModel, ModelwireFormatter
+from modelwire.testing import ProviderServer, stream_reply
+from modelwire.testing.sse import body
+
+
+def weather(city: str) -> ToolResponse:
+    """Weather for a city.
+
+    Args:
+        city (str): the city
+    """
+    return ToolResponse(content=[TextBlock(type="text", text=f"{city}: sunny")])
+
+
+class Forecast(BaseModel):
+    city: str
+    sky: str
+
+
+def reply(protocol, *blocks):
+    return stream_reply(protocol, body(protocol, *blocks))
+
+
+async def run(protocol: str, preset: str, stream: bool) -> dict:
+    call = "fc_1" if protocol == "gemini" else "call_1"
+    done = "fc_2" if protocol == "gemini" else "call_2"
+    with ProviderServer() as server:
+        server.script(
+            reply(protocol, ("think", "One tool."), ("tool", call, "weather", '{"city": "Paris"}')),
+            reply(protocol, ("text", "Sunny in Paris.")),
+            reply(protocol, ("tool", done, "generate_response", '{"city": "Paris", "sky": "sunny"}')),
+            reply(protocol, ("text", "Paris: sunny.")),
+        )
+        base = server.url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
+        toolkit = Toolkit()
+        toolkit.register_tool_function(weather)
+        agent = ReActAgent(
+            name="Friday",
+            sys_prompt="Be brief.",
+            model=ModelwireChatModel(preset, api_key="sk-test", base_url=base, stream=stream),
+            formatter=ModelwireFormatter(),
+            toolkit=toolkit,
+        )
+        agent.set_console_output_enabled(False)
+        first = await agent(Msg("user", "Weather in Paris?", "user"))
+        second = await agent(Msg("user", "As a forecast, please.", "user"), structured_model=Forecast)
+        memory = [m.to_dict() for m in await agent.memory.get_memory()]
+        return {
+            "first": first.to_dict(),
+            "second": second.to_dict(),
+            "memory": memory,
+            "requests": [r["json"] for r in server.requests],
+        }
+
+
+async def chunks(protocol: str, preset: str) -> dict:
+    """A direct streamed call: every chunk as the model yields it."""
+    with ProviderServer() as server:
+        server.script(
+            reply(protocol, ("think", "Hm."), ("text", "Let me look."), ("tool", "c9", "weather", '{"city": "Oslo"}'))
+        )
+        base = server.url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
+        model = ModelwireChatModel(preset, api_key="sk-test", base_url=base)
+        formatted = await ModelwireFormatter().format([Msg("user", "Oslo?", "user")])
+        schemas = [{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}]
+        out = []
+        async for chunk in await model(formatted, tools=schemas, tool_choice="weather"):
+            usage = chunk.usage and {
+                "input_tokens": chunk.usage.input_tokens,
+                "output_tokens": chunk.usage.output_tokens,
+            }
+            out.append({"content": chunk.content, "usage": usage, "id": chunk.id})
+        return {"chunks": out, "request": server.requests[0]["json"]}
+
+
+async def main() -> None:
+    asked = json.load(sys.stdin)
+    out = {}
+    for protocol, preset in asked["protocols"].items():
+        out[f"{protocol} chunks"] = await chunks(protocol, preset)
+    for protocol, preset in asked["protocols"].items():
+        for stream in (True, False):
+            out[f"{protocol} stream={stream}"] = await run(protocol, preset, stream)
+    print(json.dumps(out, ensure_ascii=False))
+
+
+asyncio.run(main())
