@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import agentscope1_env
-from modelwire.errors import InvalidMessageError, RoleError
+from modelwire.errors import InvalidMessageError, RoleError, ValidationError
 from modelwire.message import (
     AssistantMsg,
     DataBlock,
@@ -315,3 +315,19 @@ def test_the_seed_s_serialized_message_loads():
     assert [b.type for b in msg.content] == ["text", "data", "data", "data"]
     assert [b.source.media_type for b in msg.content[1:]] == ["image/jpeg", "audio/mpeg", "video/mp4"]
     assert to_agentscope1(msg) == [as_1x(seed)]
+
+
+def test_msg_from_dict_names_the_reader_of_1x_json():
+    seed = {
+        "name": "Jarvis",
+        "role": "assistant",
+        "content": [{"type": "image", "source": {"type": "url", "url": "https://x/a.png"}}],
+    }
+    with pytest.raises(ValidationError, match=r"'image' does not match any of the expected tags.*from_agentscope1"):
+        Msg.from_dict(seed)
+
+
+def test_a_field_1x_does_not_have_is_refused_not_dropped():
+    openai_style = {"id": "x", "name": "a", "role": "assistant", "content": [], "tool_calls": [{"id": "c"}]}
+    with pytest.raises(InvalidMessageError, match=r"'x'.*fields AgentScope 1.x's Msg does not: tool_calls"):
+        from_agentscope1(openai_style)

@@ -84,3 +84,17 @@ def test_a_streamed_call_yields_the_whole_reply_so_far_in_every_chunk(runs, prot
     if protocol == "anthropic":
         assert last["content"][0]["signature"] == "sig-Hm."
         assert run["request"]["tool_choice"] == {"type": "tool", "name": "weather"}
+
+
+@pytest.mark.parametrize("protocol", list(PRESETS))
+def test_interrupting_the_1x_agent_closes_the_provider_connection(runs, protocol):
+    run = runs[f"{protocol} interrupted"]
+    assert run["disconnects"] >= 1, "the provider connection stayed open"
+    assert run["reply"]["role"] == "assistant"
+    # what streamed before the interrupt is in the memory (1.x keeps the partial reply)
+    assert any(m["role"] == "assistant" and "word" in json.dumps(m["content"]) for m in run["memory"])
+
+
+def test_a_provider_s_request_messages_are_refused_naming_the_formatter_to_use(runs):
+    assert runs["refused"].startswith("InvalidMessageError: ")
+    assert "ModelwireFormatter" in runs["refused"]

@@ -86,9 +86,57 @@ async def chunks(protocol: str, preset: str) -> dict:
         return {"chunks": out, "request": server.requests[0]["json"]}
 
 
+async def interrupted(protocol: str, preset: str) -> dict:
+    """The 1.x agent interrupted while the model streams (``agent.interrupt()``, as its user's
+    Ctrl-C does): the provider's connection is closed, and the reply is 1.x's own."""
+    words = " ".join(["word"] * 400)
+    with ProviderServer() as server:
+        server.script(stream_reply(protocol, body(protocol, ("text", words)), delay=0.01))
+        base = server.url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
+        agent = ReActAgent(
+            name="Friday",
+            sys_prompt="Be brief.",
+            model=ModelwireChatModel(preset, api_key="sk-test", base_url=base),
+            formatter=ModelwireFormatter(),
+            toolkit=Toolkit(),
+        )
+        agent.set_console_output_enabled(False)
+        printed = asyncio.Event()
+
+        async def seen(self, kwargs):
+            printed.set()
+
+        agent.register_instance_hook("pre_print", "seen", seen)
+        task = asyncio.create_task(agent(Msg("user", "Talk", "user")))
+        await printed.wait()
+        await agent.interrupt()
+        reply = await task
+        for _ in range(300):  # until the server sees the client go (it writes a piece every 10 ms)
+            if server.disconnects:
+                break
+            await asyncio.sleep(0.01)
+        memory = [m.to_dict() for m in await agent.memory.get_memory()]
+        return {"disconnects": len(server.disconnects), "reply": reply.to_dict(), "memory": memory}
+
+
+async def refused(preset: str) -> str:
+    """A provider's request messages (1.x's OpenAIChatFormatter output) given to the model."""
+    from agentscope.formatter import OpenAIChatFormatter
+
+    model = ModelwireChatModel(preset, api_key="sk-test", base_url="http://127.0.0.1:9")
+    formatted = await OpenAIChatFormatter().format([Msg("user", "Hi", "user")])
+    try:
+        await model(formatted)
+    except Exception as exc:  # noqa: BLE001 - its type and words are the answer
+        return f"{type(exc).__name__}: {exc}"
+    return "accepted"
+
+
 async def main() -> None:
     asked = json.load(sys.stdin)
-    out = {}
+    out = {"refused": await refused("anthropic:claude-test")}
+    for protocol, preset in asked["protocols"].items():
+        out[f"{protocol} interrupted"] = await interrupted(protocol, preset)
     for protocol, preset in asked["protocols"].items():
         out[f"{protocol} chunks"] = await chunks(protocol, preset)
     for protocol, preset in asked["protocols"].items():

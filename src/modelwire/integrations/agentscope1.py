@@ -113,7 +113,7 @@ def _as_json(messages: Sequence[Any]) -> list[dict[str, Any]]:
     for m in messages:
         if isinstance(m, ASMsg):
             out.append(m.to_dict())
-        elif isinstance(m, dict) and "name" in m and "content" in m:
+        elif isinstance(m, dict) and {"id", "name", "role", "content"} <= m.keys():  # what 1.x's to_dict() writes
             out.append(m)
         else:
             raise E.InvalidMessageError(
@@ -155,9 +155,13 @@ class _Call:
 
     async def chunks(self) -> AsyncGenerator[ChatResponse, None]:
         partial = _Partial()
-        async for event in self._events():
-            if partial.apply(event):
-                yield ChatResponse(content=partial.content(), id=self.reply.id, usage=self._usage())
+        events = self._events()
+        try:
+            async for event in events:
+                if partial.apply(event):
+                    yield ChatResponse(content=partial.content(), id=self.reply.id, usage=self._usage())
+        finally:
+            await events.aclose()  # a 1.x reply cancelled between chunks closes the HTTP stream now
         yield self.final()
 
     async def _events(self) -> AsyncGenerator[Any, None]:

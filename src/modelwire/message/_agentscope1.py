@@ -34,6 +34,7 @@ KEY = "agentscope1"
 
 MEDIA_KINDS = ("image", "audio", "video")
 _ROLES = ("user", "assistant", "system")
+_FIELDS = {"id", "name", "role", "content", "metadata", "timestamp", "invocation_id"}  # Msg.to_dict / from_dict
 _STAMP_1X = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?$")
 _STAMP_ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?$")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
@@ -78,6 +79,9 @@ def from_agentscope1(data: Mapping[str, Any]) -> Msg:
     for name in ("name", "role", "content"):
         if name not in data:
             raise _refused(where, f"it has no {name!r}")
+    unknown = set(data) - _FIELDS
+    if unknown:
+        raise _refused(where, f"it holds fields AgentScope 1.x's Msg does not: {', '.join(sorted(map(str, unknown)))}")
     role, content = data["role"], data["content"]
     if role not in _ROLES:
         raise _refused(where, f"role {role!r:.40} is none of {', '.join(_ROLES)}")
