@@ -34,7 +34,13 @@ MEDIA = {
     "video": ["video/mp4"],
 }
 URLS = {
-    "image": ["https://example.com/cat.png", "https://example.com/x?id=3", "/srv/data/a b.jpg"],
+    "image": [
+        "https://example.com/cat.png",
+        "https://example.com/x?id=3",
+        "/srv/data/a b.jpg",
+        "./image.png",
+        "b%20c.png",
+    ],
     "audio": ["https://example.com/a.mp3", "https://example.com/stream"],
     "video": ["https://example.com/v.mp4", "/tmp/clip.webm"],
 }
@@ -263,7 +269,6 @@ def test_what_1x_cannot_hold_is_refused_naming_the_block():
     ("content", "match"),
     [
         ([{"type": "text", "text": "ok"}, {"type": "file", "path": "x"}], r"content\[1\].*'file' is none of"),
-        ([{"type": "image", "source": {"type": "url", "url": "cat.png"}}], r"content\[0\].*relative path"),
         ([{"type": "tool_use", "id": "1", "name": "f"}], r"content\[0\].*no 'input'"),
         ([{"type": "text"}], r"content\[0\].*no 'text'"),
         ([{"type": "audio", "source": {"type": "file", "path": "/a"}}], r"neither 'base64' nor 'url'"),
@@ -331,3 +336,14 @@ def test_a_field_1x_does_not_have_is_refused_not_dropped():
     openai_style = {"id": "x", "name": "a", "role": "assistant", "content": [], "tool_calls": [{"id": "c"}]}
     with pytest.raises(InvalidMessageError, match=r"'x'.*fields AgentScope 1.x's Msg does not: tool_calls"):
         from_agentscope1(openai_style)
+
+
+def test_a_local_file_s_path_is_a_file_url_relative_where_the_path_is():
+    content = [
+        {"type": "image", "source": {"type": "url", "url": "./image.png"}},
+        {"type": "audio", "source": {"type": "url", "url": "/srv/a b.wav"}},
+    ]
+    msg = from_agentscope1({"id": "p", "name": "u", "role": "user", "content": content})
+    assert [b.source.url for b in msg.content] == ["file:./image.png", "file:///srv/a%20b.wav"]
+    assert [b.source.media_type for b in msg.content] == ["image/png", "audio/wav"]
+    assert to_agentscope1(msg)[0]["content"] == content

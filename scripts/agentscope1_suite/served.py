@@ -5,7 +5,9 @@ modelwire's local provider server (a real socket), and returns what
 ``modelwire.integrations.agentscope1.ModelwireChatModel`` reads back from it, with the
 agent's memory read by modelwire (its 1.x JSON, from ``ModelwireFormatter``). The test's own
 formatter still formats for the test's own model, so what a test checks its model received
-is unchanged. ``MODELWIRE_SUITE_PROTOCOL`` picks the provider's protocol (anthropic by default).
+is unchanged. 1.x's own chat formatters are given every history as modelwire reads it and
+writes it back, so their tests check the reader and the writer on 1.x's own histories.
+``MODELWIRE_SUITE_PROTOCOL`` picks the provider's protocol (anthropic by default).
 """
 
 import inspect
@@ -15,9 +17,12 @@ from typing import Any
 
 import pytest
 from agentscope.agent import ReActAgent
+from agentscope.formatter import TruncatedFormatterBase
+from agentscope.message import Msg
 from agentscope.model import ChatModelBase, ChatResponse
 
 from modelwire.integrations.agentscope1 import STRUCTURED_TOOL, ModelwireChatModel, ModelwireFormatter
+from modelwire.message import from_agentscope1_history, to_agentscope1
 from modelwire.testing import ProviderServer, stream_reply
 from modelwire.testing.sse import body
 
@@ -89,6 +94,16 @@ class Served(ChatModelBase):
         return await ours(getattr(messages, "as_json", messages), *args, **kwargs)
 
 
+_format = TruncatedFormatterBase.format
+
+
+async def _format_through_modelwire(self: Any, msgs: list, *args: Any, **kwargs: Any) -> Any:
+    """1.x's own formatters, given the messages as modelwire reads and writes them back (a
+    memory loaded by modelwire and saved again): their tests' expected requests still hold."""
+    written = to_agentscope1(from_agentscope1_history([m.to_dict() for m in msgs]))
+    return await _format(self, [Msg.from_dict(m) for m in written], *args, **kwargs)
+
+
 _init = ReActAgent.__init__
 _signature = inspect.signature(_init)
 
@@ -105,7 +120,9 @@ def _modelwire_models():
     os.environ["MODELWIRE_CACHE_DIR"] = ""
     SERVER.__enter__()
     ReActAgent.__init__ = _on_modelwire
+    TruncatedFormatterBase.format = _format_through_modelwire
     yield
+    TruncatedFormatterBase.format = _format
     ReActAgent.__init__ = _init
     SERVER.__exit__(None, None, None)
     with open("served-calls.txt", "w") as out:  # run.py says how many model calls went through modelwire

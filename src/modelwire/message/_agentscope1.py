@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, Iterable, Mapping
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from ..errors import InvalidMessageError, RoleError, ValidationError
 from .._record import extras_of
@@ -178,15 +178,15 @@ def _media(block: dict[str, Any], where: str) -> DataBlock:
 
 def _url(url: str) -> str:
     """A URL as modelwire holds it: 1.x also takes a local file's path here (its formatters
-    open it), which becomes a ``file:`` URL; a relative path is refused (it names no file
-    until a working directory is chosen)."""
+    open it, relative to the working directory), which becomes a ``file:`` URL, relative where
+    the path is (modelwire reads it, when it sends it, from the working directory too)."""
     if _URL.match(url) and not re.match(r"^[A-Za-z]:[\\/]", url):
         return url
     if url.startswith("/"):
         from pathlib import PurePosixPath
 
         return PurePosixPath(url).as_uri()
-    raise ValueError(f"its url {url[:80]!r} is a relative path: make it absolute (or a file: URL) to load it")
+    return "file:" + quote(url)
 
 
 def _url_media_type(url: str, kind: str) -> str:
@@ -399,8 +399,9 @@ def _media_written(block: DataBlock, where: str) -> dict[str, Any]:
         extras["name"] = block.name
     if source.type == "base64":
         written: dict[str, Any] = {"type": "base64", "media_type": source.media_type, "data": source.data}
-    elif source.url.startswith("file://"):
-        written = {"type": "url", "url": unquote(source.url[len("file://") :])}
+    elif source.url.startswith("file:"):  # a local file: 1.x names it by its path
+        path = source.url[len("file://") :] if source.url.startswith("file://") else source.url[len("file:") :]
+        written = {"type": "url", "url": unquote(path)}
     else:
         written = {"type": "url", "url": source.url}
     return {"type": kind, "source": written, **extras}
