@@ -5,6 +5,7 @@ with AgentScope 1.0.21's own ``Msg.from_dict`` as the judge, in its own environm
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import random
 from typing import Any
@@ -23,6 +24,7 @@ from modelwire.message import (
     from_agentscope1,
     from_agentscope1_history,
     to_agentscope1,
+    to_agentscope1_memory,
 )
 
 # Strings as people and models write them: scripts, emoji (astral), combining marks,
@@ -169,8 +171,10 @@ def test_5000_random_1x_messages_read_and_written_back_read_equal_by_agentscope_
     pairs = []
     kinds: set[str] = set()
     for history in histories(5000):
+        before = copy.deepcopy(history)
         msgs = from_agentscope1_history(history)
         written = to_agentscope1(msgs)
+        assert history == before  # the caller's JSON is read, never changed
         assert len(written) == len(history)
         pairs += list(zip(history, written))
         for msg in msgs:
@@ -347,3 +351,15 @@ def test_a_local_file_s_path_is_a_file_url_relative_where_the_path_is():
     assert [b.source.url for b in msg.content] == ["file:./image.png", "file:///srv/a%20b.wav"]
     assert [b.source.media_type for b in msg.content] == ["image/png", "audio/wav"]
     assert to_agentscope1(msg)[0]["content"] == content
+
+
+def test_a_1x_memory_state_loads_with_its_marks_and_is_written_back_as_1x_loads_it():
+    history = histories(40, seed=7)[0]
+    marks = [["hint"] if i % 3 == 0 else [] for i in range(len(history))]
+    state = {"content": [[m, k] for m, k in zip(history, marks)]}
+    msgs = from_agentscope1_history(state)
+    assert any(m.metadata.get("agentscope1", {}).get("marks") == ["hint"] for m in msgs)
+    written = to_agentscope1_memory(msgs)
+    assert written == {"content": [[as_1x(m), k] for m, k in zip(history, marks)]}
+    theirs, ours = agentscope1_env.run("memory_state.py", [state, written])
+    assert theirs == ours

@@ -76,6 +76,7 @@ __all__ = [
     "from_agentscope1",
     "from_agentscope1_history",
     "to_agentscope1",
+    "to_agentscope1_memory",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - loaded on first use, below
@@ -84,9 +85,10 @@ if TYPE_CHECKING:  # pragma: no cover - loaded on first use, below
         from_agentscope1 as from_agentscope1,
         from_agentscope1_history as from_agentscope1_history,
         to_agentscope1 as to_agentscope1,
+        to_agentscope1_memory as to_agentscope1_memory,
     )
 
-_AGENTSCOPE1 = ("from_agentscope1", "from_agentscope1_history", "to_agentscope1")
+_AGENTSCOPE1 = ("from_agentscope1", "from_agentscope1_history", "to_agentscope1", "to_agentscope1_memory")
 
 
 def __getattr__(name: str) -> Any:

@@ -27,7 +27,7 @@ from ._blocks import Base64Source, DataBlock, TextBlock, ThinkingBlock, ToolCall
 from ._msg import Msg
 from ._types import check_role
 
-__all__ = ["from_agentscope1", "from_agentscope1_history", "to_agentscope1", "KEY"]
+__all__ = ["from_agentscope1", "from_agentscope1_history", "to_agentscope1", "to_agentscope1_memory", "KEY"]
 
 KEY = "agentscope1"
 """The metadata key under which what only AgentScope 1.x holds is kept."""
@@ -120,7 +120,7 @@ def _metadata(data: Mapping[str, Any], kept: dict[str, Any], where: str) -> dict
         raise _refused(where, f"metadata is an object, not {type(metadata).__name__}")
     if data.get("invocation_id") is not None:
         kept["invocation_id"] = data["invocation_id"]
-    return {**metadata, KEY: kept} if kept else metadata
+    return {**metadata, KEY: kept} if kept else dict(metadata)  # a copy: the caller's JSON stays as it was
 
 
 def _block(block: Any, where: str) -> Any:
@@ -235,17 +235,22 @@ _READERS: dict[str, Any] = {
 }
 
 
-def from_agentscope1_history(items: Iterable[Mapping[str, Any]]) -> list[Msg]:
-    """A 1.x history (a memory's messages, in order) as modelwire messages: each message as
+def from_agentscope1_history(items: Iterable[Any] | Mapping[str, Any]) -> list[Msg]:
+    """A 1.x history as modelwire messages: a list of messages' JSON, in order, or a 1.x
+    memory's ``state_dict()`` (``{"content": [[message, marks], ...]}``; a message's marks, such
+    as ``"hint"``, are kept in ``metadata["agentscope1"]["marks"]`` for
+    :func:`to_agentscope1_memory`). Each message is read as
     :func:`from_agentscope1` reads it, and a message of tool results put into the assistant
     message before it that holds their calls (as AgentScope 2.x and modelwire keep them), the
     calls then ``finished``. A result whose call no earlier message holds stays a message of
     its own. The result message's own name, role, id, time and metadata are kept on each
     result (``metadata["agentscope1"]``), so :func:`to_agentscope1` gives the history back."""
+    if isinstance(items, Mapping):
+        items = items.get("content", ())  # a memory's state_dict()
     out: list[Msg] = []
     calls: dict[str, tuple[Msg, ToolCallBlock]] = {}
     for item in items:
-        msg = from_agentscope1(item)
+        msg = _marked(item)
         if msg.role == "assistant" and (msg.metadata.get(KEY) or {}).get("role"):
             owner = _owner(msg, calls)
             if owner is not None:
@@ -256,6 +261,15 @@ def from_agentscope1_history(items: Iterable[Mapping[str, Any]]) -> list[Msg]:
             if block.type == "tool_call":
                 calls[block.id] = (msg, block)
     return out
+
+
+def _marked(item: Any) -> Msg:
+    if isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], Mapping):
+        msg = from_agentscope1(item[0])
+        if item[1]:
+            msg.metadata = {**msg.metadata, KEY: {**msg.metadata.get(KEY, {}), "marks": list(item[1])}}
+        return msg
+    return from_agentscope1(item)
 
 
 def _owner(results: Msg, calls: dict[str, tuple[Msg, ToolCallBlock]]) -> Msg | None:
@@ -293,11 +307,23 @@ def to_agentscope1(messages: Msg | Iterable[Msg]) -> list[dict[str, Any]]:
     for msg in items:
         if not isinstance(msg, Msg):
             raise InvalidMessageError(f"to_agentscope1 writes modelwire messages, not {type(msg).__name__}")
-        out.extend(_write(msg))
+        out.extend(message for message, _ in _write(msg))
     return out
 
 
-def _write(msg: Msg) -> list[dict[str, Any]]:
+def to_agentscope1_memory(messages: Iterable[Msg]) -> dict[str, Any]:
+    """Messages as the ``state_dict()`` of an AgentScope 1.x memory (``InMemoryMemory``'s
+    ``load_state_dict`` reads it): :func:`to_agentscope1`'s messages, each with the marks it
+    was read with (none for a message made in modelwire)."""
+    content = []
+    for msg in messages:
+        if not isinstance(msg, Msg):
+            raise InvalidMessageError(f"to_agentscope1_memory writes modelwire messages, not {type(msg).__name__}")
+        content.extend([message, marks] for message, marks in _write(msg))
+    return {"content": content}
+
+
+def _write(msg: Msg) -> list[tuple[dict[str, Any], list[Any]]]:
     metadata = dict(msg.metadata)
     kept = metadata.pop(KEY, None) or {}
     head = {"id": msg.id, "name": msg.name, "role": kept.get("role", msg.role)}
@@ -322,7 +348,10 @@ def _write(msg: Msg) -> list[dict[str, Any]]:
         parts.append(({}, []))
     first = next((n for n, (info, _) in enumerate(parts) if "result" not in info), None)
     return [
-        _message(msg, head, kept, metadata, "" if n == first else f"-{n}", info, blocks)
+        (
+            _message(msg, head, kept, metadata, "" if n == first else f"-{n}", info, blocks),
+            list((info["origin"] or {}).get("marks", ()) if "result" in info else kept.get("marks", ())),
+        )
         for n, (info, blocks) in enumerate(parts)
     ]
 
