@@ -98,3 +98,10 @@ def test_interrupting_the_1x_agent_closes_the_provider_connection(runs, protocol
 def test_a_provider_s_request_messages_are_refused_naming_the_formatter_to_use(runs):
     assert runs["refused"].startswith("InvalidMessageError: ")
     assert "ModelwireFormatter" in runs["refused"]
+
+
+def test_a_structured_model_is_asked_through_a_forced_tool_and_answered_in_metadata(runs):
+    run = runs["structured"]
+    assert run["tools"] == ["generate_structured_output"]
+    assert run["metadata"] == {"city": "Rome", "sky": "clear"}
+    assert run["unanswered"] == "StructuredOutputError"

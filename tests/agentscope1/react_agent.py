@@ -132,9 +132,32 @@ async def refused(preset: str) -> str:
     return "accepted"
 
 
+async def structured(protocol: str, preset: str) -> dict:
+    """``structured_model`` on a direct call, not streamed: answered, then not answered."""
+    with ProviderServer() as server:
+        server.script(
+            reply(protocol, ("tool", "s1", "generate_structured_output", '{"city": "Rome", "sky": "clear"}')),
+            reply(protocol, ("text", "No structure today.")),
+        )
+        base = server.url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
+        model = ModelwireChatModel(preset, api_key="sk-test", base_url=base, stream=False)
+        formatted = await ModelwireFormatter().format([Msg("user", "Rome?", "user")])
+        answered = await model(formatted, structured_model=Forecast)
+        try:
+            await model(formatted, structured_model=Forecast)
+            unanswered = "no error"
+        except Exception as exc:  # noqa: BLE001 - its type is the answer
+            unanswered = type(exc).__name__
+        tools = [
+            t.get("name") or t.get("function", {}).get("name") for t in server.requests[0]["json"].get("tools", [])
+        ]
+        return {"metadata": answered.metadata, "unanswered": unanswered, "tools": tools}
+
+
 async def main() -> None:
     asked = json.load(sys.stdin)
     out = {"refused": await refused("anthropic:claude-test")}
+    out["structured"] = await structured("anthropic", "anthropic:claude-test")
     for protocol, preset in asked["protocols"].items():
         out[f"{protocol} interrupted"] = await interrupted(protocol, preset)
     for protocol, preset in asked["protocols"].items():
