@@ -198,3 +198,37 @@ def test_modelwire_sends_what_agentscope1_sends_but_for_the_judged_differences(t
     ours = get_formatter(protocol)().format(from_agentscope1_history(HISTORY), None)
     expected = NORMALISED[protocol](theirs[protocol])
     assert json.loads(json.dumps(ours)) == expected
+
+
+def test_a_gemini_thought_signature_1x_stored_goes_back_to_gemini():
+    # 1.0.21's GeminiChatModel keeps a call's signature (base64, as the REST API writes it) under
+    # "thought_signature" on the tool_use block and uses it as the call's id too
+    # (model/_gemini_model.py); a text part's the same way.
+    signature = base64.b64encode(b"opaque signature bytes").decode()
+    history = [
+        _msg("u", "user", "user", "Weather in Oslo?"),
+        _msg(
+            "a",
+            "Friday",
+            "assistant",
+            [
+                {"type": "text", "text": "Checking.", "thought_signature": signature},
+                {
+                    "type": "tool_use",
+                    "id": signature,
+                    "name": "weather",
+                    "input": {"city": "Oslo"},
+                    "raw_input": '{"city": "Oslo"}',
+                    "thought_signature": signature,
+                },
+            ],
+        ),
+        _result(signature, "weather", "Oslo: snow"),
+    ]
+    sent = get_formatter("gemini")().format(from_agentscope1_history(history), None)
+    parts = sent["contents"][1]["parts"]
+    # the call's signature goes back (Gemini 3 refuses a current-turn call without it); the
+    # text part's is not required and is sent only where a block says it came from Gemini
+    assert parts[1]["thoughtSignature"] == signature
+    assert parts[1]["functionCall"] == {"name": "weather", "args": {"city": "Oslo"}}
+    assert sent["contents"][2]["parts"][0]["functionResponse"]["response"] == {"result": "Oslo: snow"}
