@@ -105,3 +105,7 @@ def test_a_structured_model_is_asked_through_a_forced_tool_and_answered_in_metad
     assert run["tools"] == ["generate_structured_output"]
     assert run["metadata"] == {"city": "Rome", "sky": "clear"}
     assert run["unanswered"] == "StructuredOutputError"
+
+
+def test_an_error_before_any_output_is_raised_by_the_call_as_1x_models_raise_it(runs):
+    assert runs["refused key"] == "AuthenticationError"

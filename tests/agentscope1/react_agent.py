@@ -154,9 +154,26 @@ async def structured(protocol: str, preset: str) -> dict:
         return {"metadata": answered.metadata, "unanswered": unanswered, "tools": tools}
 
 
+async def refused_key(protocol: str, preset: str) -> str:
+    """A 401 before any output: raised by the call itself, as 1.x's own models raise it."""
+    from modelwire.testing import error_reply
+
+    with ProviderServer() as server:
+        server.script(error_reply(401, {"error": {"type": "authentication_error", "message": "invalid x-api-key"}}))
+        base = server.url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
+        model = ModelwireChatModel(preset, api_key="sk-wrong", base_url=base)
+        formatted = await ModelwireFormatter().format([Msg("user", "Hi", "user")])
+        try:
+            await model(formatted)
+        except Exception as exc:  # noqa: BLE001 - its type is the answer
+            return type(exc).__name__
+        return "no error at the call"
+
+
 async def main() -> None:
     asked = json.load(sys.stdin)
     out = {"refused": await refused("anthropic:claude-test")}
+    out["refused key"] = await refused_key("anthropic", "anthropic:claude-test")
     out["structured"] = await structured("anthropic", "anthropic:claude-test")
     for protocol, preset in asked["protocols"].items():
         out[f"{protocol} interrupted"] = await interrupted(protocol, preset)

@@ -103,9 +103,22 @@ class ModelwireChatModel(ChatModelBase):
             tools, tool_choice = [_structured_tool(structured_model)], STRUCTURED_TOOL
         options = {**self.generate_kwargs, **generate_kwargs}
         call = _Call(self.wire_model, history, tools or None, tool_choice, options, structured_model is not None)
-        if self.stream:
-            return call.chunks()
-        return await call.whole()
+        if not self.stream:
+            return await call.whole()
+        # The call starts here, as 1.x's own models start theirs: an error before the first
+        # output (a refused key, a 429) is raised by this await, not by the first iteration.
+        chunks = call.chunks()
+        first = await chunks.__anext__()
+        return _chain(first, chunks)
+
+
+async def _chain(first: ChatResponse, rest: AsyncGenerator[ChatResponse, None]) -> AsyncGenerator[ChatResponse, None]:
+    try:
+        yield first
+        async for chunk in rest:
+            yield chunk
+    finally:
+        await rest.aclose()
 
 
 def _as_json(messages: Sequence[Any]) -> list[dict[str, Any]]:
