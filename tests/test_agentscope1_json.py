@@ -129,16 +129,21 @@ class Gen:
         blocks += [r.choice([{"type": "text", "text": self.text()}, self.media()]) for _ in range(r.randint(0, 2))]
         calls = [self.call() for _ in range(r.choice([0, 0, 1, 1, 2, 3]))]
         blocks += calls
+        if calls and r.random() < 0.05:  # a result kept in the assistant's own message (not 1.x's agent's way)
+            blocks.append(self.result_block(calls.pop()))
         content: Any = self.text() if not blocks and r.random() < 0.3 else blocks
         return self.message(r.choice(["Friday", "助手", "assistant"]), "assistant", content), calls
 
-    def result(self, call: dict[str, Any]) -> dict[str, Any]:
+    def result_block(self, call: dict[str, Any]) -> dict[str, Any]:
         r = self.r
         output: Any = self.text()
         if r.random() < 0.4:
             output = [r.choice([{"type": "text", "text": self.text()}, self.media()]) for _ in range(r.randint(0, 3))]
-        block = {"type": "tool_result", "id": call["id"], "name": call["name"], "output": output}
-        return self.message("system", "system", [block])
+        return {"type": "tool_result", "id": call["id"], "name": call["name"], "output": output}
+
+    def result(self, call: dict[str, Any]) -> dict[str, Any]:
+        role = "user" if self.r.random() < 0.1 else "system"  # some 1.x programs answer tools as the user
+        return self.message(role, role, [self.result_block(call)])
 
     def history(self) -> list[dict[str, Any]]:
         r = self.r

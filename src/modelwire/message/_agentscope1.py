@@ -89,6 +89,10 @@ def from_agentscope1(data: Mapping[str, Any]) -> Msg:
     if role != "assistant" and blocks and all(b.type == "tool_result" for b in blocks):
         kept["role"] = role
         role = "assistant"
+    elif role == "assistant":
+        for block in blocks:
+            if block.type == "tool_result":  # 1.x kept it in the assistant's message: written back there
+                block.metadata[KEY] = {"inline": True}
     metadata = _metadata(data, kept, where)
     try:
         check_role(role, blocks)
@@ -331,7 +335,7 @@ def _write(msg: Msg) -> list[tuple[dict[str, Any], list[Any]]]:
     current: list[dict[str, Any]] | None = None
     for i, block in enumerate(msg.content):
         where = f"{msg.id!r} content[{i}]"
-        if block.type == "tool_result" and not kept.get("role"):
+        if block.type == "tool_result" and not kept.get("role") and not block.metadata.get(KEY, {}).get("inline"):
             origin = block.metadata.get(KEY)
             written = _written(block, where)
             if parts and parts[-1][0].get("origin") is not None and parts[-1][0]["origin"] == origin:
