@@ -30,9 +30,10 @@ from modelwire.message import (
 # Strings as people and models write them: scripts, emoji (astral), combining marks,
 # right-to-left, control characters, JSON's own metacharacters, and nothing at all.
 WORDS = ["", "hello", "你好，世界", "😀🦜", "e\u0301", "שלום", "\x00\t\n", '"quoted" \\ {json}', "ø" * 40, " "]
+# Media types as 1.x takes them (any string): canonical, and aliases modelwire makes standard
 MEDIA = {
-    "image": ["image/png", "image/jpeg", "image/webp"],
-    "audio": ["audio/mpeg", "audio/wav"],
+    "image": ["image/png", "image/jpeg", "image/webp", "image/jpg", "jpeg", "PNG"],
+    "audio": ["audio/mpeg", "audio/wav", "audio/mp3"],
     "video": ["video/mp4"],
 }
 URLS = {
@@ -79,6 +80,8 @@ class Gen:
         kind = r.choice(list(MEDIA))
         if r.random() < 0.5:
             data = base64.b64encode(r.randbytes(r.randint(0, 24))).decode()
+            # as written in the wild: a data: URI (1.x's docs say RFC 2397), MIME line breaks
+            data = r.choice([data, data, data, f"data:image/png;base64,{data}", data[:8] + "\n" + data[8:]])
             source = {"type": "base64", "media_type": r.choice(MEDIA[kind]), "data": data}
         else:
             source = {"type": "url", "url": r.choice(URLS[kind])}
@@ -368,3 +371,13 @@ def test_a_1x_memory_state_loads_with_its_marks_and_is_written_back_as_1x_loads_
     assert written == {"content": [[as_1x(m), k] for m, k in zip(history, marks)]}
     theirs, ours = agentscope1_env.run("memory_state.py", [state, written])
     assert theirs == ours
+
+
+def test_what_modelwire_makes_standard_is_written_back_as_given_unless_changed_since():
+    given = {"type": "base64", "media_type": "image/jpg", "data": "data:image/jpeg;base64,/9j/4A=="}
+    msg = from_agentscope1({"id": "i", "name": "u", "role": "user", "content": [{"type": "image", "source": given}]})
+    source = msg.content[0].source
+    assert (source.media_type, source.data) == ("image/jpeg", "/9j/4A==")  # standard, as sent
+    assert to_agentscope1(msg)[0]["content"][0]["source"] == given
+    source.media_type = "image/png"
+    assert to_agentscope1(msg)[0]["content"][0]["source"]["media_type"] == "image/png"

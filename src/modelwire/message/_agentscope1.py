@@ -23,7 +23,17 @@ from urllib.parse import quote, unquote
 
 from ..errors import InvalidMessageError, RoleError, ValidationError
 from .._record import extras_of
-from ._blocks import Base64Source, DataBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, URLSource
+from ._blocks import (
+    Base64Source,
+    DataBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    URLSource,
+    loose_base64,
+    loose_media_type,
+)
 from ._msg import Msg
 from ._types import check_role
 
@@ -174,10 +184,29 @@ def _media(block: dict[str, Any], where: str) -> DataBlock:
     extra = {k: v for k, v in source.items() if k not in ("type", "data", "media_type", "url")}
     if extra:
         raise ValueError(f"its source holds fields modelwire has no place for: {', '.join(sorted(extra))}")
-    major = made.media_type.split("/", 1)[0]
-    if major != kind:
-        block["agentscope1_type"] = kind  # a 1.x image block of another medium: written back as it was
+    kept = _as_given(kind, source, made)
+    if kept:
+        block[KEY] = kept
     return DataBlock(source=made, **block)
+
+
+def _as_given(kind: str, source: Mapping[str, Any], made: Any) -> dict[str, Any]:
+    """What modelwire made standard in a 1.x source (``image/jpg`` -> ``image/jpeg``, a
+    ``data:`` prefix or line breaks in base64), and a medium its block type does not say,
+    kept so that writing back gives the block as 1.x stored it."""
+    kept: dict[str, Any] = {}
+    if made.media_type.split("/", 1)[0] != kind:
+        kept["type"] = kind
+    if source["type"] == "base64":
+        if made.media_type != source["media_type"]:
+            kept["media_type"] = source["media_type"]
+        data = source["data"]
+        if made.data != data:
+            if data.endswith(made.data):
+                kept["data_prefix"] = data[: len(data) - len(made.data)]
+            else:
+                kept["data"] = data
+    return kept
 
 
 def _url(url: str) -> str:
@@ -423,7 +452,8 @@ def _extras(block: Any) -> dict[str, Any]:
 def _media_written(block: DataBlock, where: str) -> dict[str, Any]:
     extras = _extras(block)
     source = block.source
-    kind = extras.pop("agentscope1_type", None) or source.media_type.split("/", 1)[0]
+    given = extras.pop(KEY, None) or {}
+    kind = given.get("type") or source.media_type.split("/", 1)[0]
     if kind not in MEDIA_KINDS:
         raise _refused(
             where, f"AgentScope 1.x holds images, audio and video, not {source.media_type!r} (it has no file block)"
@@ -431,13 +461,26 @@ def _media_written(block: DataBlock, where: str) -> dict[str, Any]:
     if block.name is not None:
         extras["name"] = block.name
     if source.type == "base64":
-        written: dict[str, Any] = {"type": "base64", "media_type": source.media_type, "data": source.data}
+        written: dict[str, Any] = {"type": "base64", **_source_as_given(source, given)}
     elif source.url.startswith("file:"):  # a local file: 1.x names it by its path
         path = source.url[len("file://") :] if source.url.startswith("file://") else source.url[len("file:") :]
         written = {"type": "url", "url": unquote(path)}
     else:
         written = {"type": "url", "url": source.url}
     return {"type": kind, "source": written, **extras}
+
+
+def _source_as_given(source: Base64Source, given: dict[str, Any]) -> dict[str, str]:
+    """The media type and data as 1.x stored them, where the block still holds what they
+    stand for (a block changed since it was read is written as it now is)."""
+    media_type, data = source.media_type, source.data
+    if "media_type" in given and loose_media_type(given["media_type"]) == media_type:
+        media_type = given["media_type"]
+    if "data" in given and loose_base64(given["data"]) == data:
+        data = given["data"]
+    elif "data_prefix" in given and loose_base64(given["data_prefix"] + data) == data:
+        data = given["data_prefix"] + data
+    return {"media_type": media_type, "data": data}
 
 
 def _call_written(block: ToolCallBlock) -> dict[str, Any]:
