@@ -109,3 +109,10 @@ def test_a_structured_model_is_asked_through_a_forced_tool_and_answered_in_metad
 
 def test_an_error_before_any_output_is_raised_by_the_call_as_1x_models_raise_it(runs):
     assert runs["refused key"] == "AuthenticationError"
+
+
+def test_with_agentscope_tracing_on_a_call_is_a_span_as_1x_models_calls_are(runs):
+    (span,) = [s for s in runs["traced"] if s["scope"] == "agentscope"]
+    assert span["name"] == "chat claude-test" and span["status"] == "OK"
+    # modelwire's own GenAI span of the same call is there too (modelwire.telemetry)
+    assert [s["name"] for s in runs["traced"] if s["scope"] != "agentscope"] == ["chat claude-test"]

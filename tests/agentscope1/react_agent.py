@@ -170,6 +170,31 @@ async def refused_key(protocol: str, preset: str) -> str:
         return "no error at the call"
 
 
+async def traced(protocol: str, preset: str) -> list:
+    """With AgentScope's tracing on, a streamed call is one span of its own, as its models' are
+    (last in the run: it turns tracing on for the process)."""
+    from agentscope import _config
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    _config.trace_enabled = True
+    with ProviderServer() as server:
+        server.script(reply(protocol, ("text", "Traced.")))
+        base = server.url + ("/v1" if protocol in ("openai-chat", "openai-responses") else "")
+        model = ModelwireChatModel(preset, api_key="sk-test", base_url=base)
+        formatted = await ModelwireFormatter().format([Msg("user", "Hi", "user")])
+        async for _ in await model(formatted):
+            pass
+    spans = exporter.get_finished_spans()
+    return [{"scope": s.instrumentation_scope.name, "name": s.name, "status": s.status.status_code.name} for s in spans]
+
+
 async def main() -> None:
     asked = json.load(sys.stdin)
     out = {"refused": await refused("anthropic:claude-test")}
@@ -182,6 +207,7 @@ async def main() -> None:
     for protocol, preset in asked["protocols"].items():
         for stream in (True, False):
             out[f"{protocol} stream={stream}"] = await run(protocol, preset, stream)
+    out["traced"] = await traced("anthropic", "anthropic:claude-test")
     print(json.dumps(out, ensure_ascii=False))
 
 

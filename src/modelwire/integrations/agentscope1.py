@@ -36,6 +36,7 @@ from agentscope.formatter import FormatterBase
 from agentscope.message import Msg as ASMsg
 from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.model._model_usage import ChatUsage
+from agentscope.tracing import trace_llm
 
 from .. import errors as E
 from .._record import extras_of
@@ -83,6 +84,7 @@ class ModelwireChatModel(ChatModelBase):
         super().__init__(getattr(self.wire_model, "name", str(model)), stream)
         self.generate_kwargs = dict(generate_kwargs or {})
 
+    @trace_llm  # AgentScope's own spans, where its tracing is on (as its own models have them)
     async def __call__(
         self,
         messages: Sequence[dict[str, Any] | ASMsg],
