@@ -40,7 +40,7 @@ from agentscope.tracing import trace_llm
 
 from .. import errors as E
 from .._record import extras_of
-from ..message import Msg, from_agentscope1_history
+from ..message import Msg, ToolCallBlock, from_agentscope1_history
 from ..message._agentscope1 import _written
 from ..models import load_model
 
@@ -85,7 +85,7 @@ class ModelwireChatModel(ChatModelBase):
         self.generate_kwargs = dict(generate_kwargs or {})
 
     @trace_llm  # AgentScope's own spans, where its tracing is on (as its own models have them)
-    async def __call__(
+    async def __call__(  # pyright: ignore[reportIncompatibleMethodOverride] - trace_llm's own return type
         self,
         messages: Sequence[dict[str, Any] | ASMsg],
         tools: list[dict] | None = None,
@@ -216,7 +216,7 @@ class _Call:
         """The whole reply: the blocks 1.x holds; a server's own tool calls and results (which
         the agent must not run) and any other block 1.x has no form for, in ``metadata``
         only when no ``structured_model`` owns it."""
-        content: list[dict[str, Any]] = []
+        content: list[Any] = []  # 1.x's blocks are TypedDicts: these dicts are their JSON
         metadata: Any = None
         for i, block in enumerate(self.reply.content):
             if block.type == "tool_result" or (block.type == "tool_call" and extras_of(block).get("server_side")):
@@ -225,7 +225,7 @@ class _Call:
                 written = _written(block, f"content[{i}]")
             except E.InvalidMessageError:
                 continue
-            if written["type"] == "tool_use":
+            if isinstance(block, ToolCallBlock):
                 written.setdefault("raw_input", block.input)
                 if self.structured and block.name == STRUCTURED_TOOL:
                     metadata = written["input"]
@@ -274,5 +274,5 @@ class _Partial:
             return False
         return True
 
-    def content(self) -> list[dict[str, Any]]:
+    def content(self) -> list[Any]:
         return [dict(b) for b in self.blocks.values()]

@@ -297,12 +297,16 @@ def from_agentscope1_history(items: Iterable[Any] | Mapping[str, Any]) -> list[M
 
 
 def _marked(item: Any) -> Msg:
+    """A memory's item: a message's JSON, or (1.0.21's memories) ``[message, marks]``."""
+    if isinstance(item, Mapping):
+        return from_agentscope1(item)
     if isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], Mapping):
-        msg = from_agentscope1(item[0])
-        if item[1]:
-            msg.metadata = {**msg.metadata, KEY: {**msg.metadata.get(KEY, {}), "marks": list(item[1])}}
+        data, marks = item
+        msg = from_agentscope1(data)
+        if marks:
+            msg.metadata = {**msg.metadata, KEY: {**msg.metadata.get(KEY, {}), "marks": list(marks)}}
         return msg
-    return from_agentscope1(item)
+    raise InvalidMessageError(f"a 1.x memory holds messages or [message, marks] pairs, not {type(item).__name__}")
 
 
 def _owner(results: Msg, calls: dict[str, tuple[Msg, ToolCallBlock]]) -> Msg | None:
@@ -319,8 +323,9 @@ def _merge(owner: Msg, results: Msg, calls: dict[str, tuple[Msg, ToolCallBlock]]
     if own:
         origin["metadata"] = own
     for block in results.content:
-        block.metadata[KEY] = origin
-        calls[block.id][1].state = "finished"
+        if isinstance(block, ToolResultBlock):  # all of them: _owner found a call for each
+            block.metadata[KEY] = origin
+            calls[block.id][1].state = "finished"
     owner.content.extend(results.content)
 
 
