@@ -73,10 +73,22 @@ __all__ = [
     "origin",
     "provenance",
     "validate_media_type",
+    "from_agentscope1",
+    "from_agentscope1_history",
+    "to_agentscope1",
+    "to_agentscope1_memory",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - loaded on first use, below
     from ._provenance import Origin as Origin, origin as origin, provenance as provenance
+    from ._agentscope1 import (
+        from_agentscope1 as from_agentscope1,
+        from_agentscope1_history as from_agentscope1_history,
+        to_agentscope1 as to_agentscope1,
+        to_agentscope1_memory as to_agentscope1_memory,
+    )
+
+_AGENTSCOPE1 = ("from_agentscope1", "from_agentscope1_history", "to_agentscope1", "to_agentscope1_memory")
 
 
 def __getattr__(name: str) -> Any:
@@ -86,5 +98,10 @@ def __getattr__(name: str) -> Any:
         from . import _provenance
 
         value = globals()[name] = getattr(_provenance, name)  # kept: asked once, as modelwire's own lazy names
+        return value
+    if name in _AGENTSCOPE1:  # AgentScope 1.x JSON: loaded by the programs that read or write it
+        from . import _agentscope1
+
+        value = globals()[name] = getattr(_agentscope1, name)
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

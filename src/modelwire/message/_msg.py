@@ -42,6 +42,7 @@ __all__ = [
 
 _BLOCK_CLASSES = (TextBlock, ThinkingBlock, DataBlock, HintBlock, ToolCallBlock, ToolResultBlock)
 MAX_DEPTH = 64  # nesting of metadata / extras a message may hold
+_AGENTSCOPE1_TAGS = ("image", "audio", "video", "tool_use")  # block types of AgentScope 1.x only
 
 
 def _as_block(value: Any) -> Any:
@@ -207,6 +208,8 @@ def _content(value: Any) -> list[Any]:
         if cls is None:
             tag = item.get("type")
             what = "has no 'type'" if tag is None else f"'type' {tag!r:.40} does not match any of the expected tags"
+            if tag in _AGENTSCOPE1_TAGS:
+                what = f"{what} (AgentScope 1.x JSON: read it with modelwire.message.from_agentscope1)"
             raise ValidationError(
                 None, [{"loc": (i, "type"), "msg": f"{what}: {', '.join(BLOCK_TYPES)}", "type": "union_tag_invalid"}]
             )

@@ -151,8 +151,12 @@ class GeminiProtocol(WireProtocol):
     claimed_types = ("tool_call",)
 
     def claims(self, block_type: str, fields: Mapping[str, Any], block_id: str) -> bool:
-        # AgentScope keeps a Gemini call's thought signature in the call's id.
-        return block_type == "tool_call" and block_id.startswith(GEMINI_TS)
+        # AgentScope 2.x keeps a Gemini call's thought signature in the call's id; 1.x's
+        # GeminiChatModel under the call's "thought_signature" key (agentscope 1.0.21,
+        # model/_gemini_model.py), the name modelwire gives that extra too.
+        return block_type == "tool_call" and (
+            block_id.startswith(GEMINI_TS) or isinstance(fields.get("thought_signature"), str)
+        )
 
     def whole_url(self, url: str, preset: Preset) -> str:
         path, _, query = url.partition("?")
