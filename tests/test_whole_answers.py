@@ -437,35 +437,57 @@ def test_a_whole_answer_is_retried_after_a_429_and_its_error_is_typed(monkeypatc
 
 def test_a_whole_answer_waits_within_the_total_not_the_first_byte_timeout(monkeypatch):
     """A whole answer's headers come only when it is written: the first-byte timeout (meant
-    for the start of a stream) does not cut it; the call's total does."""
+    for the start of a stream) does not cut it; the call's total does. The margins only
+    grow on a loaded machine: the patient call's answer comes well after its first-byte
+    timeout and well within its total, the hasty calls' answers never come."""
+    import threading
     import time
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    never = threading.Event()  # set when the test is over: the hasty calls get no answer before
 
     def slow(request):
-        time.sleep(0.6)
+        if request["headers"].get("x-hasty"):
+            never.wait(60)
+        else:
+            time.sleep(1.0)  # five times the first-byte timeout
         return _answer("openai-chat", "")(request)
 
     with ProviderServer() as server:
         server.respond = slow
-        patient = load_model(
-            "openai:gpt-4.1",
-            base_url=server.url + "/v1",
-            timeouts=Timeouts(first_byte=0.2, total=10),
-            retry=RetryPolicy(max_retries=0),
-        )
-        msg = asyncio.run(patient.complete([UserMsg("u", "hi")], options={"stream": False}))
-        assert msg.get_text_content() == "Looking."
-        hasty = load_model(
-            "openai:gpt-4.1",
-            base_url=server.url + "/v1",
-            timeouts=Timeouts(first_byte=0.2, total=0.3),
-            retry=RetryPolicy(max_retries=0),
-        )
-        with pytest.raises(MwTimeoutError):
-            asyncio.run(hasty.complete([UserMsg("u", "hi")], options={"stream": False}))
-        with pytest.raises(MwTimeoutError, match="first_byte"):
-            asyncio.run(hasty.complete([UserMsg("u", "hi")]))  # a stream's first byte is bounded as before
+        try:
+            _whole_and_streamed_timeouts(server)
+        finally:
+            never.set()
+
+
+def _whole_and_streamed_timeouts(server) -> None:
+    patient = load_model(
+        "openai:gpt-4.1",
+        base_url=server.url + "/v1",
+        timeouts=Timeouts(first_byte=0.2, total=60),
+        retry=RetryPolicy(max_retries=0),
+    )
+    msg = asyncio.run(patient.complete([UserMsg("u", "hi")], options={"stream": False}))
+    assert msg.get_text_content() == "Looking."
+    hasty = load_model(
+        "openai:gpt-4.1",
+        base_url=server.url + "/v1",
+        timeouts=Timeouts(first_byte=0.2, total=0.5),
+        retry=RetryPolicy(max_retries=0),
+        extra_headers={"x-hasty": "1"},
+    )
+    with pytest.raises(MwTimeoutError, match="total"):
+        asyncio.run(hasty.complete([UserMsg("u", "hi")], options={"stream": False}))
+    streaming = load_model(
+        "openai:gpt-4.1",
+        base_url=server.url + "/v1",
+        timeouts=Timeouts(first_byte=0.2, total=60),
+        retry=RetryPolicy(max_retries=0),
+        extra_headers={"x-hasty": "1"},
+    )
+    with pytest.raises(MwTimeoutError, match="first_byte"):
+        asyncio.run(streaming.complete([UserMsg("u", "hi")]))  # a stream's first byte is bounded as before
 
 
 def test_a_cassette_records_and_replays_a_whole_answer(tmp_path, monkeypatch):
