@@ -262,11 +262,16 @@ def _new_id() -> str:
     return f"i{next(_ids)}"
 
 
-def decode(protocol: str, raw: bytes, rnd: random.Random, trailing: bytes = b"") -> tuple[list, BaseException | None]:
+def decode(
+    protocol: str, raw: bytes, rnd: random.Random, trailing: bytes = b"", carried: frozenset[str] | None = frozenset()
+) -> tuple[list, BaseException | None]:
     """Feed ``raw`` in random pieces (then ``trailing`` in a read of its own), keeping every
-    event; returns them and the error raised, if any."""
+    event; returns them and the error raised, if any. ``carried``: the provider-run calls
+    the request left open, as the models layer tells the adapter."""
     wire = get_protocol(protocol)
-    decoder = wire.decoder(wire.adapter_class()("r", new_id=_new_id, clock=lambda: "2026-01-01T00:00:00"), keep=True)
+    adapter = wire.adapter_class()("r", new_id=_new_id, clock=lambda: "2026-01-01T00:00:00")
+    adapter.carried_calls = carried
+    decoder = wire.decoder(adapter, keep=True)
     error = None
     try:
         i = 0
@@ -284,11 +289,24 @@ def decode(protocol: str, raw: bytes, rnd: random.Random, trailing: bytes = b"")
     return decoder.events, error
 
 
-def check(events: list) -> None:
-    # A server tool's result may answer a call made by an earlier model call of the same
-    # reply (Anthropic's pause_turn continuation): such calls are put in a call before.
+def carried_by(protocol: str, raw: bytes) -> frozenset[str]:
+    """The calls the request of a recorded body left open: those its results answer and it
+    did not make (Anthropic's pause_turn continuation answers the call the turn paused in)."""
+    events, _ = decode(protocol, raw, random.Random(0), carried=None)
     started = {e.tool_call_id for e in events if e.type == "TOOL_CALL_START"}
-    earlier = [e.tool_call_id for e in events if e.type == "TOOL_RESULT_START" and e.tool_call_id not in started]
+    return frozenset(e.tool_call_id for e in events if e.type == "TOOL_RESULT_START" and e.tool_call_id not in started)
+
+
+def check(events: list, carried: frozenset[str] = frozenset()) -> None:
+    # A server tool's result may answer a call the request left open, made by an earlier
+    # model call of the same reply (Anthropic's pause_turn continuation): such calls are put
+    # in a call before. A result for any other call not in the events fails the grammar.
+    started = {e.tool_call_id for e in events if e.type == "TOOL_CALL_START"}
+    earlier = [
+        e.tool_call_id
+        for e in events
+        if e.type == "TOOL_RESULT_START" and e.tool_call_id not in started and e.tool_call_id in carried
+    ]
     before = []
     if earlier:
         before.append(Ev.ModelCallStartEvent(reply_id="r", model_name="m"))
@@ -311,7 +329,7 @@ def check(events: list) -> None:
     json.dumps(msg.to_dict())
 
 
-def check_turns(protocol: str, bad: bytes, rnd: random.Random) -> None:
+def check_turns(protocol: str, bad: bytes, rnd: random.Random, carried: frozenset[str]) -> None:
     """The same body as two model calls of one reply (the provider gives its ids again),
     through the agent's id keeping, then that reply twice in a conversation (again in the
     next turn), formatted for every protocol: the reply's events keep the grammar, a
@@ -324,7 +342,7 @@ def check_turns(protocol: str, bad: bytes, rnd: random.Random) -> None:
     reply = AssistantMsg("a", [], id="r")
     stream = [Ev.ReplyStartEvent(id="s", session_id="s", reply_id="r", name="a")]
     for _ in range(2):
-        events, error = decode(protocol, bad, rnd)
+        events, error = decode(protocol, bad, rnd, carried=carried)
         if error is not None:
             return
         ids = _CallIds(reply)
@@ -357,10 +375,12 @@ def check_turns(protocol: str, bad: bytes, rnd: random.Random) -> None:
 def run(bodies: int, seed: int = 0, report=print) -> dict:
     rnd = random.Random(seed)
     items = corpus()
+    carried = [carried_by(protocol, raw) for protocol, raw in items]
     stats = collections.Counter()
     failures: dict[str, tuple] = {}
     for n in range(bodies):
         protocol, raw = items[n % len(items)]
+        open_calls = carried[n % len(items)]
         kind = rnd.randrange(10)
         trailing = b""
         if kind < 3:
@@ -380,7 +400,7 @@ def run(bodies: int, seed: int = 0, report=print) -> dict:
                     )
                 ),
             )
-        events, error = decode(protocol, bad, rnd, trailing)
+        events, error = decode(protocol, bad, rnd, trailing, open_calls)
         stats[protocol] += 1
         problem = None
         if error is not None and not isinstance(error, E.ProviderError):
@@ -390,10 +410,10 @@ def run(bodies: int, seed: int = 0, report=print) -> dict:
         else:
             stats["typed_errors" if error is not None else "decoded"] += 1
             try:
-                check(events)
+                check(events, open_calls)
                 if error is None and 3 <= kind < 5 and any(e.type == "TOOL_CALL_START" for e in events):
                     stats["turns"] += 1
-                    check_turns(protocol, bad, rnd)
+                    check_turns(protocol, bad, rnd, open_calls)
             except Exception as exc:  # noqa: BLE001
                 problem = f"events: {type(exc).__name__}: {exc}"
         if problem is not None:
