@@ -73,6 +73,8 @@ async def http_error(response: Any, wire: WireProtocol) -> E.ProviderError:
         body: Any = json.loads(text) if text else {}
     except ValueError:
         body = {"error": {"message": text[:500] or f"HTTP {response.status_code}"}}
+    if isinstance(body, list) and len(body) == 1 and isinstance(body[0], dict):
+        body = body[0]  # the error object in a one-element list, as some servers send it
     if not isinstance(body, dict) or not body:
         body = {"error": {"message": text[:500] or f"HTTP {response.status_code}"}}
     err = wire.error(body, status=response.status_code, request_id=request_id_of(response))

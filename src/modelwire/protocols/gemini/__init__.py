@@ -142,6 +142,23 @@ class GeminiProtocol(WireProtocol):
         rest = "&".join(part for part in query.split("&") if part and part != "alt=sse")
         return path.replace(":streamGenerateContent", ":generateContent") + (f"?{rest}" if rest else "")
 
+    def error(self, body: Any, status: int | None = None, request_id: str | None = None) -> E.ProviderError:
+        """A quota spent for the day is a :class:`~modelwire.errors.QuotaExceededError`, whatever
+        wait its RetryInfo names: a ``google.rpc.QuotaFailure`` violation whose ``quotaId`` counts
+        per day (``GenerateRequestsPerDayPerProjectPerModel-FreeTier``, google-gemini/gemini-cli#8437,
+        2025-09-14; ``GenerateRequestsPerDayPerProjectPerModel``, langgenius/dify#19838, 2025-05-16)."""
+        err = super().error(body, status=status, request_id=request_id)
+        if isinstance(err, E.RateLimitError) and not isinstance(err, E.QuotaExceededError) and _per_day(body):
+            quota = E.QuotaExceededError(
+                err.message,
+                provider_type=err.provider_type,
+                status_code=err.status_code,
+                request_id=request_id,
+                body=body,
+            )
+            return quota
+        return err
+
     def retry_after_in(self, body: Mapping[str, Any]) -> float | None:
         """A 429's ``google.rpc.RetryInfo`` detail, ``retryDelay: "34.4s"`` (the body vercel/ai's
         ``packages/google/src/__fixtures__/google-429-retry-info.json`` recorded): Gemini sends
@@ -543,3 +560,15 @@ def _file(data: Mapping[str, Any]) -> UploadedFile:
         data.get("displayName") or "",
         int(str(size)) if str(size).isdigit() else None,
     )
+
+
+def _per_day(body: Any) -> bool:
+    """Whether a Google error body's QuotaFailure names a quota counted per day."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    for detail in (error.get("details") or ()) if isinstance(error, Mapping) else ():
+        if not isinstance(detail, Mapping) or not str(detail.get("@type", "")).endswith("google.rpc.QuotaFailure"):
+            continue
+        for violation in detail.get("violations") or ():
+            if isinstance(violation, Mapping) and "PerDay" in str(violation.get("quotaId", "")):
+                return True
+    return False
