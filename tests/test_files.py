@@ -394,3 +394,28 @@ async def _built(model: Any, messages: list[Msg]) -> dict[str, Any]:
 
     resolved = await resolve_sources(messages, model.wire, model.transport, model.max_source_bytes, model.endpoint)
     return model.build_request(resolved)[0]
+
+
+# A 200 whose answer names no usable file id: what a proxy or a half-compatible server sends.
+NO_ID = [{}, {"id": None}, {"id": 7}, {"id": ""}, {"id": ["file-1"]}, {"file": "files/abc"}, {"file": {"name": 3}}]
+
+
+@pytest.mark.parametrize("answer", NO_ID, ids=lambda a: json.dumps(a))
+@pytest.mark.parametrize("kind", ["anthropic", "openai", "gemini"])
+def test_an_upload_answered_without_a_usable_id_is_a_typed_error(kind, answer, server):
+    from modelwire.errors import UpstreamError
+
+    if kind == "gemini":  # the start of its resumable upload, then the answer to the bytes
+        server.script(_json({}, {"x-goog-upload-url": server.url + "/upload/v1beta/files/s1"}))
+    server.script(_json(answer))
+    model = _models(server.url)[kind]
+    with pytest.raises(UpstreamError, match="no usable file id"):
+        asyncio.run(model.upload_file(PDF, media_type="application/pdf"))
+
+
+def test_an_upload_answered_with_a_list_is_a_typed_error(server):
+    from modelwire.errors import UpstreamError
+
+    server.script(Reply(body=b'[{"id": "file-1"}]', headers={"content-type": "application/json"}))
+    with pytest.raises(UpstreamError, match="no usable file id"):
+        asyncio.run(_models(server.url)["openai"].upload_file(PDF, media_type="application/pdf"))

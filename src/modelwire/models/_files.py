@@ -74,8 +74,11 @@ async def upload_file(model: Any, source: Any, media_type: str | None = None, na
         call = result
     else:
         raise E.UpstreamError(f"{model.provider}: the upload of {name!r} did not finish")
-    if not result.id or not result.url:
-        raise E.UpstreamError(f"{model.provider}: the upload of {name!r} was answered with no file id", body=answer)
+    if not isinstance(result.id, str) or not result.id or not isinstance(result.url, str) or not result.url:
+        raise E.UpstreamError(
+            f"{model.provider}: the upload of {name!r} was answered with no usable file id: {str(answer)[:200]}",
+            body=answer,
+        )
     extras: dict[str, Any] = {
         "file_id": result.id,
         "file_api": model.wire.files_api,

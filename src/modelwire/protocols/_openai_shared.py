@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
+from ..errors import UpstreamError
 from ._protocol import BatchResult, BatchState, HTTPCall, Preset, UploadedFile, batch_lines, multipart
 
 
@@ -32,7 +33,9 @@ def upload(base_url: str, data: bytes, media_type: str, name: str) -> HTTPCall:
 
 
 def uploaded(answer: Mapping[str, Any], call: HTTPCall, media_type: str) -> UploadedFile:
-    file_id = answer["id"]
+    file_id = answer.get("id")
+    if not isinstance(file_id, str) or not file_id:
+        return UploadedFile("", "", media_type, "")  # no usable id: refused by the models layer, typed
     return UploadedFile(
         file_id, call.url.rstrip("/") + "/" + file_id, media_type, answer.get("filename") or "", answer.get("bytes")
     )
@@ -75,7 +78,10 @@ def batch_submit(base_url: str, path: str, bodies: Sequence[Mapping[str, Any]]) 
 
 def batch_submitted(answer: Mapping[str, Any], call: HTTPCall, base_url: str, path: str) -> "BatchState | HTTPCall":
     if call.url == files_url(base_url):  # the input file is there: the batch itself
-        create = {"input_file_id": answer["id"], "endpoint": "/v1" + path, "completion_window": "24h"}
+        file_id = answer.get("id")
+        if not isinstance(file_id, str) or not file_id:
+            raise UpstreamError(f"the batch's input file was answered with no usable file id: {str(answer)[:200]}")
+        create = {"input_file_id": file_id, "endpoint": "/v1" + path, "completion_window": "24h"}
         return HTTPCall(
             "POST",
             base_url.rstrip("/") + "/batches",
@@ -106,9 +112,13 @@ def batch_state(answer: Mapping[str, Any], base_url: str) -> BatchState:
 def batch_results(text: str) -> list[BatchResult]:
     out: list[BatchResult] = []
     for index, item in batch_lines(text):
-        response = item.get("response") or {}
-        answer = response.get("body")
-        if item.get("error") or response.get("status_code", 200) >= 400 or not isinstance(answer, dict):
+        if not isinstance(item, dict):
+            out.append((index, None, item))  # a line that could not be read: its typed error
+            continue
+        response = item.get("response") if isinstance(item.get("response"), dict) else {}
+        answer, status = response.get("body"), response.get("status_code", 200)
+        failed = not isinstance(status, int) or status >= 400
+        if item.get("error") or failed or not isinstance(answer, dict):
             error = (answer if isinstance(answer, dict) and "error" in answer else None) or {
                 "error": item.get("error") or {"message": "the batch request failed"}
             }

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import UnsupportedOptionError
 from ._caps import ModelCapabilities
-from ._records import BatchState, CachePlan, HTTPCall, Preset, UploadedFile, _unmarked, refuse
+from ._records import BatchResult, BatchState, CachePlan, HTTPCall, Preset, UploadedFile, _unmarked, refuse
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Framing
@@ -94,9 +94,12 @@ class Batches:
         """A batch's state from the provider's answer."""
         raise UnsupportedOptionError("batch", preset.name, self.batch_refusal)
 
-    def batch_results(self, text: str) -> list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+    def batch_results(self, text: str) -> "list[BatchResult]":
         """A batch's results (the text its results requests read): ``(request index, the whole
-        answer or None, the error body or None)`` for each request it holds."""
+        answer or None, the error body or None)`` for each request it holds. A result that
+        cannot be read is the typed error in the place of the request it names (its error
+        instead of a body); an index that names no request of the batch (-1 where none could
+        be read) is reported by the models layer, not placed."""
         return []
 
 

@@ -29,6 +29,7 @@ from ._records import (
     _load,
     batch_lines,
     cache_marks_problem,
+    request_index,
     deep_merge,
     fake_words,
     multipart,
@@ -61,6 +62,7 @@ __all__ = [
     "fake_words",
     "multipart",
     "refuse",
+    "request_index",
 ]
 
 

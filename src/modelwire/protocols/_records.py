@@ -5,11 +5,12 @@ helpers the protocols share to read and refuse them."""
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .._version import __version__
-from ..errors import ConfigError, UnsupportedOptionError
+from ..errors import ConfigError, ProviderError, StreamProtocolError, UnsupportedOptionError
 from ._caps import EFFORT_LEVELS
 
 USER_AGENT = f"modelwire/{__version__}"
@@ -319,18 +320,43 @@ class BatchState:
     size: int | None = None  # how many requests the batch holds, where the provider says
 
 
-BatchResult = tuple[int, "Mapping[str, Any] | None", "Mapping[str, Any] | None"]  # (request index, answer, error body)
+# (request index, answer, error body or the typed error of a result that could not be read);
+# an index that names no request of the batch (-1: none could be read) is reported, not placed.
+BatchResult = tuple[int, "Mapping[str, Any] | None", "Mapping[str, Any] | ProviderError | None"]
+
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"request-(\d{1,9})"')
 
 
-def batch_lines(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Each JSON line of a batch's results, with the index of the request it answers (its
-    ``custom_id``, ``request-N``, as ``batch_submit`` names them)."""
+def request_index(custom_id: Any) -> int:
+    """The index of the request a ``custom_id`` names (``request-N``, as ``batch_submit`` names
+    them), or -1 when it names none."""
+    number = custom_id.rpartition("-")[2] if isinstance(custom_id, str) else ""
+    return int(number) if number.isascii() and number.isdigit() and len(number) < 10 else -1
+
+
+def batch_lines(text: str) -> Iterator[tuple[int, dict[str, Any] | ProviderError]]:
+    """Each JSON line of a batch's results, with the index of the request it answers (see
+    :func:`request_index`). A line that is not a JSON object is a
+    :class:`~modelwire.errors.StreamProtocolError` in its place: the request its text names
+    (-1 when it names none) gets that error, and every other line is read as it is."""
     import json
 
-    for line in text.splitlines():
-        if line.strip():
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
             item = json.loads(line)
-            yield int(str(item.get("custom_id", "")).rpartition("-")[2]), item
+        except ValueError as exc:
+            item = exc
+        if isinstance(item, dict):
+            yield request_index(item.get("custom_id")), item
+            continue
+        named = _CUSTOM_ID.search(line) if not isinstance(item, list) else None
+        what = "is not JSON" if isinstance(item, ValueError) else f"is a JSON {type(item).__name__}, not an object"
+        yield (
+            int(named.group(1)) if named else -1,
+            StreamProtocolError(f"line {number} of the batch's results {what}: {line[:200]!r}", body=line[:2000]),
+        )
 
 
 def multipart(

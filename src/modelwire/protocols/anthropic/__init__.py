@@ -264,7 +264,9 @@ class AnthropicProtocol(WireProtocol):
     def file_uploaded(
         self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes
     ) -> UploadedFile | HTTPCall:
-        file_id = answer["id"]
+        file_id = answer.get("id")
+        if not isinstance(file_id, str) or not file_id:
+            return UploadedFile("", "", "", "")  # no usable id: refused by the models layer, typed
         return UploadedFile(
             file_id,
             call.url.rstrip("/") + "/" + file_id,
@@ -348,7 +350,10 @@ class AnthropicProtocol(WireProtocol):
     def batch_results(self, text: str) -> list[BatchResult]:
         out: list[BatchResult] = []
         for index, item in batch_lines(text):
-            result = item.get("result") or {}
+            if not isinstance(item, dict):
+                out.append((index, None, item))  # a line that could not be read: its typed error
+                continue
+            result = item.get("result") if isinstance(item.get("result"), dict) else {}
             kind = result.get("type")
             if kind == "succeeded":
                 out.append((index, result.get("message"), None))

@@ -26,6 +26,7 @@ from ...errors import ConfigError, UnsupportedOptionError, UpstreamError
 from ... import errors as E
 from .._caps import Refusal
 from .._protocol import (
+    BatchResult,
     BatchState,
     HTTPCall,
     UploadedFile,
@@ -37,6 +38,7 @@ from .._protocol import (
     WireProtocol,
     check_effort,
     refuse,
+    request_index,
     sampling,
 )
 from .presets import PRESETS
@@ -218,7 +220,8 @@ class GeminiProtocol(WireProtocol):
             return HTTPCall(
                 "POST", url, {"x-goog-upload-command": "upload, finalize", "x-goog-upload-offset": "0"}, data
             )
-        return _file(answer.get("file") or {})
+        held = answer.get("file")
+        return _file(held if isinstance(held, Mapping) else {})
 
     def files_url(self, base_url: str, preset: Preset) -> str:
         if preset.dialect.get("endpoint") == "vertex":
@@ -280,14 +283,17 @@ class GeminiProtocol(WireProtocol):
         reads = (self.batch_call(base_url, preset, batch_id, "status"),) if ended and batch_id else ()
         return BatchState(batch_id, status, ended, counts, reads, counts.get("requestCount"))
 
-    def batch_results(self, text: str) -> list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+    def batch_results(self, text: str) -> list[BatchResult]:
         answer = json.loads(text)
         output = (answer.get("metadata") or {}).get("output") or (answer.get("response") or {})
         items = (output.get("inlinedResponses") or {}).get("inlinedResponses") or []
-        out: list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]] = []
+        out: list[BatchResult] = []
         for n, item in enumerate(items):
-            key = str((item.get("metadata") or {}).get("key") or "")
-            index = int(key.rpartition("-")[2]) if key.rpartition("-")[2].isdigit() else n
+            if not isinstance(item, dict):
+                out.append((-1, None, E.StreamProtocolError(f"answer {n} of the batch is not an object", body=item)))
+                continue
+            metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+            index = request_index(metadata["key"]) if "key" in metadata else n
             if item.get("error"):
                 out.append((index, None, {"error": item["error"]}))
             else:
@@ -552,10 +558,10 @@ PROTOCOL = GeminiProtocol()
 
 def _file(data: Mapping[str, Any]) -> UploadedFile:
     """A Gemini ``File`` (``name`` ``files/ID``, ``uri``, ``mimeType``, ``displayName``, ``sizeBytes``)."""
-    size = data.get("sizeBytes")
+    size, name, uri = data.get("sizeBytes"), data.get("name"), data.get("uri")
     return UploadedFile(
-        str(data.get("name", "")).removeprefix("files/"),
-        str(data.get("uri", "")),
+        name.removeprefix("files/") if isinstance(name, str) else "",
+        uri if isinstance(uri, str) else "",
         data.get("mimeType") or "",
         data.get("displayName") or "",
         int(str(size)) if str(size).isdigit() else None,
