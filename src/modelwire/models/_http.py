@@ -224,6 +224,10 @@ class HTTPModel(Pricing, Failures, Resumption):
     def headers(self, extra: dict[str, str]) -> dict[str, str]:
         return self.wire.headers(self.spec.api_key, self.spec.preset, extra)
 
+    def _signs_body(self) -> bool:
+        """Whether the request's signature covers its bytes (cloud credentials, no plain key)."""
+        return not self.spec.api_key and self.spec.preset.dialect.get("credentials") is not None
+
     async def _signed(self, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
         """The headers with cloud credentials applied, where the provider's key is not a
         plain key (``dialect["credentials"]``: Google application default credentials, AWS

@@ -20,14 +20,14 @@ import json
 from typing import Any, Mapping, Sequence
 
 from ..errors import UpstreamError
-from ._protocol import BatchResult, BatchState, HTTPCall, Preset, UploadedFile, batch_lines, multipart
+from ._protocol import BatchResult, BatchState, FileBody, HTTPCall, Preset, UploadedFile, batch_lines, multipart
 
 
 def files_url(base_url: str) -> str:
     return base_url.rstrip("/") + "/files"
 
 
-def upload(base_url: str, data: bytes, media_type: str, name: str) -> HTTPCall:
+def upload(base_url: str, data: "bytes | FileBody", media_type: str, name: str) -> HTTPCall:
     body, content_type = multipart({"purpose": "user_data"}, "file", name, media_type, data)
     return HTTPCall("POST", files_url(base_url), {"content-type": content_type, "accept": "application/json"}, body)
 
@@ -115,7 +115,9 @@ def batch_results(text: str) -> list[BatchResult]:
         if not isinstance(item, dict):
             out.append((index, None, item))  # a line that could not be read: its typed error
             continue
-        response = item.get("response") if isinstance(item.get("response"), dict) else {}
+        response = item.get("response")
+        if not isinstance(response, dict):
+            response = {}
         answer, status = response.get("body"), response.get("status_code", 200)
         failed = not isinstance(status, int) or status >= 400
         if item.get("error") or failed or not isinstance(answer, dict):
@@ -139,11 +141,13 @@ class OpenAIFilesAndBatches:
         50_000  # "up to 50,000 requests" in a batch's input file (https://platform.openai.com/docs/guides/batch)
     )
 
-    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
+    def file_upload(
+        self, base_url: str, preset: Preset, data: "bytes | FileBody", media_type: str, name: str
+    ) -> HTTPCall:
         return upload(base_url, data, media_type, name)
 
     def file_uploaded(
-        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes
+        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: "bytes | FileBody"
     ) -> UploadedFile | HTTPCall:
         return uploaded(answer, call, "")
 

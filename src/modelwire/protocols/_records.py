@@ -283,15 +283,43 @@ def _load(path: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+class FileBody:
+    """A request body whose bulk is a file on disk (an upload from a path): ``before``, the
+    file's first ``size`` bytes, ``after``. The models layer reads the file as it sends it, a
+    piece at a time, so an upload costs the same memory whatever the file's size; its length
+    is known before (``len``, the request's Content-Length). A protocol handed one as an
+    upload's data puts it in a body as it would bytes: :func:`multipart` wraps it, or it is
+    the body itself."""
+
+    __slots__ = ("path", "size", "before", "after")
+
+    def __init__(self, path: str, size: int, before: bytes = b"", after: bytes = b"") -> None:
+        self.path = path
+        self.size = size
+        self.before = before
+        self.after = after
+
+    def __len__(self) -> int:
+        return len(self.before) + self.size + len(self.after)
+
+    def around(self, before: bytes, after: bytes) -> "FileBody":
+        """This body with ``before`` put first and ``after`` last."""
+        return FileBody(self.path, self.size, before + self.before, self.after + after)
+
+    def __repr__(self) -> str:
+        return f"FileBody({self.path!r}, {len(self)} bytes)"
+
+
 @dataclass(frozen=True)
 class HTTPCall:
     """One request a protocol asks the models layer to send for it (an upload, a listing):
-    the URL, the method, the headers besides the usual auth, and the body."""
+    the URL, the method, the headers besides the usual auth, and the body (bytes, or a
+    :class:`FileBody` read from disk as it is sent)."""
 
     method: str
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
-    body: bytes | None = None
+    body: "bytes | FileBody | None" = None
 
 
 @dataclass(frozen=True)
@@ -360,10 +388,11 @@ def batch_lines(text: str) -> Iterator[tuple[int, dict[str, Any] | ProviderError
 
 
 def multipart(
-    fields: Mapping[str, str], file_field: str, filename: str, media_type: str, data: bytes
-) -> tuple[bytes, str]:
+    fields: Mapping[str, str], file_field: str, filename: str, media_type: str, data: "bytes | FileBody"
+) -> "tuple[bytes | FileBody, str]":
     """A ``multipart/form-data`` body of ``fields`` and one file, and its content type (with
-    the boundary), written as RFC 7578 says and as the official SDKs send it."""
+    the boundary), written as RFC 7578 says and as the official SDKs send it (a
+    :class:`FileBody` when the file is one: read from disk as it is sent)."""
     import secrets
 
     boundary = "modelwire-" + secrets.token_hex(16)
@@ -376,8 +405,11 @@ def multipart(
         f'--{boundary}\r\nContent-Disposition: form-data; name="{file_field}"; '
         f'filename="{safe}"\r\nContent-Type: {media_type}\r\n\r\n'
     )
-    body = b"".join(parts) + head.encode() + data + f"\r\n--{boundary}--\r\n".encode()
-    return body, f"multipart/form-data; boundary={boundary}"
+    before, after = b"".join(parts) + head.encode(), f"\r\n--{boundary}--\r\n".encode()
+    content_type = f"multipart/form-data; boundary={boundary}"
+    if isinstance(data, FileBody):
+        return data.around(before, after), content_type
+    return before + data + after, content_type
 
 
 def _unmarked(value: Any, markers: tuple[str, ...]) -> Any:

@@ -26,6 +26,7 @@ from ...errors import ConfigError, UnsupportedOptionError, UpstreamError
 from ... import errors as E
 from .._caps import Refusal
 from .._protocol import (
+    FileBody,
     BatchResult,
     BatchState,
     HTTPCall,
@@ -185,7 +186,9 @@ class GeminiProtocol(WireProtocol):
 
     files_api = "gemini"
 
-    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
+    def file_upload(
+        self, base_url: str, preset: Preset, data: "bytes | FileBody", media_type: str, name: str
+    ) -> HTTPCall:
         if preset.dialect.get("endpoint") == "vertex":
             raise UnsupportedOptionError(
                 "upload_file",
@@ -209,7 +212,7 @@ class GeminiProtocol(WireProtocol):
         return HTTPCall("POST", base_url.rstrip("/") + "/upload/v1beta/files", headers, body)
 
     def file_uploaded(
-        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes
+        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: "bytes | FileBody"
     ) -> UploadedFile | HTTPCall:
         if call.headers.get("x-goog-upload-command") == "start":
             url = headers.get("x-goog-upload-url")
@@ -292,7 +295,9 @@ class GeminiProtocol(WireProtocol):
             if not isinstance(item, dict):
                 out.append((-1, None, E.StreamProtocolError(f"answer {n} of the batch is not an object", body=item)))
                 continue
-            metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+            metadata = item.get("metadata")
+            if not isinstance(metadata, dict):
+                metadata = {}
             index = request_index(metadata["key"]) if "key" in metadata else n
             if item.get("error"):
                 out.append((index, None, {"error": item["error"]}))
