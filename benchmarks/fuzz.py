@@ -73,9 +73,45 @@ ODD_VALUES: list = [
 ]
 
 
+def _server_tool_bodies() -> list[tuple[str, bytes]]:
+    """Provider-run tools and their results, written from the documented formats (so the ids
+    of a call and its result are mutated without ../shared): Anthropic's web search, Bedrock's
+    code interpreter."""
+    start = {
+        "type": "message_start",
+        "message": {"id": "m", "type": "message", "role": "assistant", "model": "c", "content": [], "usage": {}},
+    }
+    call = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [{"url": "https://e.x/"}]}
+    anthropic = [start]
+    for index, block in enumerate([call, result, {"type": "text", "text": "Found."}]):
+        anthropic += [
+            {"type": "content_block_start", "index": index, "content_block": block},
+            {"type": "content_block_stop", "index": index},
+        ]
+    anthropic += [{"type": "message_delta", "delta": {"stop_reason": "end_turn"}}, {"type": "message_stop"}]
+
+    def frame(event: str, payload: dict) -> bytes:
+        return encode_frame({":event-type": event, ":message-type": "event"}, json.dumps(payload).encode())
+
+    use = {"toolUse": {"toolUseId": "s1", "name": "nova_code_interpreter", "type": "server_tool_use"}}
+    bedrock = [
+        frame("messageStart", {"role": "assistant"}),
+        frame("contentBlockStart", {"contentBlockIndex": 0, "start": use}),
+        frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"code": "1+1"}'}}}),
+        frame("contentBlockStop", {"contentBlockIndex": 0}),
+        frame("contentBlockStart", {"contentBlockIndex": 1, "start": {"toolResult": {"toolUseId": "s1"}}}),
+        frame("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"toolResult": [{"text": "2"}]}}),
+        frame("contentBlockStop", {"contentBlockIndex": 1}),
+        frame("messageStop", {"stopReason": "end_turn"}),
+        frame("metadata", {"usage": {"inputTokens": 1, "outputTokens": 1}}),
+    ]
+    return [("anthropic", encode_sse([(e["type"], e) for e in anthropic])), ("bedrock-converse", b"".join(bedrock))]
+
+
 def corpus() -> list[tuple[str, bytes]]:
     """(protocol, body) pairs: generated ones always, real ones when ../shared is there."""
-    out = []
+    out = _server_tool_bodies()
     for protocol in PROTOCOLS:
         out.append(
             (
