@@ -330,3 +330,24 @@ def test_a_context_overflow_behind_a_gateway_is_said_so(server):
     body = {"error": {"message": "Provider returned error", "code": 400, "metadata": {"raw": json.dumps(raw)}}}
     err, _ = _run(server, "openrouter", error_reply(400, body), retry=RetryPolicy(max_retries=0))
     assert isinstance(err, E.ContextTooLongError) and "maximum context length" in err.message
+
+
+def test_openrouters_error_chunk_in_a_stream_says_the_upstream_reason(server):
+    # OpenRouter ends a stream whose upstream failed with a chunk holding an error beside its
+    # choices (finish_reason "error"); its metadata.raw as in open-webui/computer#293.
+    chunk = {
+        "id": "gen-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "z-ai/glm-5.3-flash",
+        "error": {
+            "message": "Provider returned error",
+            "code": 429,
+            "metadata": {"raw": "z-ai/glm-5.3-flash is temporarily rate-limited upstream.", "provider_name": "BaseTen"},
+        },
+        "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+    }
+    raw = b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n"
+    err, _ = _run(server, "openrouter", stream_reply("openai-chat", raw), retry=RetryPolicy(max_retries=0))
+    assert isinstance(err, E.RateLimitError)
+    assert err.message == "Provider returned error (BaseTen): z-ai/glm-5.3-flash is temporarily rate-limited upstream."
