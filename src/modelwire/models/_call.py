@@ -15,10 +15,13 @@ def open_provider_calls(messages: list[Any]) -> frozenset[str]:
     """The ids of the provider-run tool calls ``messages`` leave without their result: the
     only calls a result in the answer may name beside the answer's own (a paused turn goes on
     in a new call, whose first result answers the call the turn paused in; Anthropic's
-    ``pause_turn``, recorded in pydantic-ai's ``test_pause_turn_web_search_streaming_vcr``)."""
+    ``pause_turn``, recorded in pydantic-ai's ``test_pause_turn_web_search_streaming_vcr``).
+    Only the messages after the last user message are read: a turn the user answered is over."""
     calls: set[str] = set()
     answered: set[str] = set()
-    for msg in messages:
+    for msg in reversed(messages):
+        if getattr(msg, "role", None) == "user":
+            break
         content = getattr(msg, "content", None)
         for block in content if isinstance(content, list) else ():
             if block.type == "tool_call" and block.__dict__.get("server_side"):
