@@ -73,9 +73,45 @@ ODD_VALUES: list = [
 ]
 
 
+def _server_tool_bodies() -> list[tuple[str, bytes]]:
+    """Provider-run tools and their results, written from the documented formats (so the ids
+    of a call and its result are mutated without ../shared): Anthropic's web search, Bedrock's
+    code interpreter."""
+    start = {
+        "type": "message_start",
+        "message": {"id": "m", "type": "message", "role": "assistant", "model": "c", "content": [], "usage": {}},
+    }
+    call = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [{"url": "https://e.x/"}]}
+    anthropic = [start]
+    for index, block in enumerate([call, result, {"type": "text", "text": "Found."}]):
+        anthropic += [
+            {"type": "content_block_start", "index": index, "content_block": block},
+            {"type": "content_block_stop", "index": index},
+        ]
+    anthropic += [{"type": "message_delta", "delta": {"stop_reason": "end_turn"}}, {"type": "message_stop"}]
+
+    def frame(event: str, payload: dict) -> bytes:
+        return encode_frame({":event-type": event, ":message-type": "event"}, json.dumps(payload).encode())
+
+    use = {"toolUse": {"toolUseId": "s1", "name": "nova_code_interpreter", "type": "server_tool_use"}}
+    bedrock = [
+        frame("messageStart", {"role": "assistant"}),
+        frame("contentBlockStart", {"contentBlockIndex": 0, "start": use}),
+        frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"code": "1+1"}'}}}),
+        frame("contentBlockStop", {"contentBlockIndex": 0}),
+        frame("contentBlockStart", {"contentBlockIndex": 1, "start": {"toolResult": {"toolUseId": "s1"}}}),
+        frame("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"toolResult": [{"text": "2"}]}}),
+        frame("contentBlockStop", {"contentBlockIndex": 1}),
+        frame("messageStop", {"stopReason": "end_turn"}),
+        frame("metadata", {"usage": {"inputTokens": 1, "outputTokens": 1}}),
+    ]
+    return [("anthropic", encode_sse([(e["type"], e) for e in anthropic])), ("bedrock-converse", b"".join(bedrock))]
+
+
 def corpus() -> list[tuple[str, bytes]]:
     """(protocol, body) pairs: generated ones always, real ones when ../shared is there."""
-    out = []
+    out = _server_tool_bodies()
     for protocol in PROTOCOLS:
         out.append(
             (
@@ -262,11 +298,16 @@ def _new_id() -> str:
     return f"i{next(_ids)}"
 
 
-def decode(protocol: str, raw: bytes, rnd: random.Random, trailing: bytes = b"") -> tuple[list, BaseException | None]:
+def decode(
+    protocol: str, raw: bytes, rnd: random.Random, trailing: bytes = b"", carried: frozenset[str] | None = frozenset()
+) -> tuple[list, BaseException | None]:
     """Feed ``raw`` in random pieces (then ``trailing`` in a read of its own), keeping every
-    event; returns them and the error raised, if any."""
+    event; returns them and the error raised, if any. ``carried``: the provider-run calls
+    the request left open, as the models layer tells the adapter."""
     wire = get_protocol(protocol)
-    decoder = wire.decoder(wire.adapter_class()("r", new_id=_new_id, clock=lambda: "2026-01-01T00:00:00"), keep=True)
+    adapter = wire.adapter_class()("r", new_id=_new_id, clock=lambda: "2026-01-01T00:00:00")
+    adapter.carried_calls = carried
+    decoder = wire.decoder(adapter, keep=True)
     error = None
     try:
         i = 0
@@ -284,11 +325,24 @@ def decode(protocol: str, raw: bytes, rnd: random.Random, trailing: bytes = b"")
     return decoder.events, error
 
 
-def check(events: list) -> None:
-    # A server tool's result may answer a call made by an earlier model call of the same
-    # reply (Anthropic's pause_turn continuation): such calls are put in a call before.
+def carried_by(protocol: str, raw: bytes) -> frozenset[str]:
+    """The calls the request of a recorded body left open: those its results answer and it
+    did not make (Anthropic's pause_turn continuation answers the call the turn paused in)."""
+    events, _ = decode(protocol, raw, random.Random(0), carried=None)
     started = {e.tool_call_id for e in events if e.type == "TOOL_CALL_START"}
-    earlier = [e.tool_call_id for e in events if e.type == "TOOL_RESULT_START" and e.tool_call_id not in started]
+    return frozenset(e.tool_call_id for e in events if e.type == "TOOL_RESULT_START" and e.tool_call_id not in started)
+
+
+def check(events: list, carried: frozenset[str] = frozenset()) -> None:
+    # A server tool's result may answer a call the request left open, made by an earlier
+    # model call of the same reply (Anthropic's pause_turn continuation): such calls are put
+    # in a call before. A result for any other call not in the events fails the grammar.
+    started = {e.tool_call_id for e in events if e.type == "TOOL_CALL_START"}
+    earlier = [
+        e.tool_call_id
+        for e in events
+        if e.type == "TOOL_RESULT_START" and e.tool_call_id not in started and e.tool_call_id in carried
+    ]
     before = []
     if earlier:
         before.append(Ev.ModelCallStartEvent(reply_id="r", model_name="m"))
@@ -311,7 +365,7 @@ def check(events: list) -> None:
     json.dumps(msg.to_dict())
 
 
-def check_turns(protocol: str, bad: bytes, rnd: random.Random) -> None:
+def check_turns(protocol: str, bad: bytes, rnd: random.Random, carried: frozenset[str]) -> None:
     """The same body as two model calls of one reply (the provider gives its ids again),
     through the agent's id keeping, then that reply twice in a conversation (again in the
     next turn), formatted for every protocol: the reply's events keep the grammar, a
@@ -324,7 +378,7 @@ def check_turns(protocol: str, bad: bytes, rnd: random.Random) -> None:
     reply = AssistantMsg("a", [], id="r")
     stream = [Ev.ReplyStartEvent(id="s", session_id="s", reply_id="r", name="a")]
     for _ in range(2):
-        events, error = decode(protocol, bad, rnd)
+        events, error = decode(protocol, bad, rnd, carried=carried)
         if error is not None:
             return
         ids = _CallIds(reply)
@@ -357,10 +411,12 @@ def check_turns(protocol: str, bad: bytes, rnd: random.Random) -> None:
 def run(bodies: int, seed: int = 0, report=print) -> dict:
     rnd = random.Random(seed)
     items = corpus()
+    carried = [carried_by(protocol, raw) for protocol, raw in items]
     stats = collections.Counter()
     failures: dict[str, tuple] = {}
     for n in range(bodies):
         protocol, raw = items[n % len(items)]
+        open_calls = carried[n % len(items)]
         kind = rnd.randrange(10)
         trailing = b""
         if kind < 3:
@@ -380,7 +436,7 @@ def run(bodies: int, seed: int = 0, report=print) -> dict:
                     )
                 ),
             )
-        events, error = decode(protocol, bad, rnd, trailing)
+        events, error = decode(protocol, bad, rnd, trailing, open_calls)
         stats[protocol] += 1
         problem = None
         if error is not None and not isinstance(error, E.ProviderError):
@@ -390,10 +446,10 @@ def run(bodies: int, seed: int = 0, report=print) -> dict:
         else:
             stats["typed_errors" if error is not None else "decoded"] += 1
             try:
-                check(events)
+                check(events, open_calls)
                 if error is None and 3 <= kind < 5 and any(e.type == "TOOL_CALL_START" for e in events):
                     stats["turns"] += 1
-                    check_turns(protocol, bad, rnd)
+                    check_turns(protocol, bad, rnd, open_calls)
             except Exception as exc:  # noqa: BLE001
                 problem = f"events: {type(exc).__name__}: {exc}"
         if problem is not None:

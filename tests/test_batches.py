@@ -522,3 +522,49 @@ def test_a_request_the_results_leave_out_is_an_error_in_its_place_and_too_many_a
     finally:
         model.wire.batch_limit = kept
     assert len(batches.server.requests) == sent
+
+
+def _spoiled(lines: list[str]) -> list[str]:
+    """The results with request 1's line cut in half, and three lines that name no request of
+    the batch: an array, a custom_id that is not a number, and request 99 of a batch of 3."""
+    kept = []
+    for line in lines:
+        custom_id = json.loads(line)["custom_id"]
+        kept.append(line[: len(line) // 2] if custom_id == "request-1" else line)
+    other = json.loads(kept[-1] if "request-1" not in kept[-1] else kept[0])
+    kept += [
+        json.dumps([other]),
+        json.dumps({**other, "custom_id": "request-abc"}),
+        json.dumps({**other, "custom_id": "request-99"}),
+    ]
+    return kept
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_a_malformed_results_line_is_its_requests_typed_error_and_the_rest_is_kept(kind, batches):
+    from modelwire.errors import StreamProtocolError
+
+    if kind == "anthropic":
+        real = batches.anthropic_results
+        batches.anthropic_results = lambda batch_id: "\n".join(_spoiled(real(batch_id).splitlines())) + "\n"
+    model = _model(kind, batches.server.url)
+
+    async def run() -> tuple[Any, list[Any]]:
+        batch = await model.batch([[UserMsg("me", "one")], [UserMsg("me", "two")], [UserMsg("me", "three")]])
+        await batch.wait(poll=0.01, deadline=5)
+        if kind == "openai":  # the output file's bytes, spoiled as they are served
+            (file_id,) = [f for f, raw in batches.files.items() if b'"response"' in raw]
+            lines = batches.files[file_id].decode().splitlines()
+            batches.files[file_id] = ("\n".join(_spoiled(lines)) + "\n").encode()
+        return batch, await batch.results()
+
+    batch, results = asyncio.run(run())
+    assert len(results) == 3  # request-99 stretched nothing
+    first, broken, third = results
+    assert isinstance(first, Msg) and first.get_text_content() == "answer to request-0"
+    assert isinstance(third, Msg) and third.get_text_content() == "answer to request-2"
+    assert isinstance(broken, StreamProtocolError) and "is not JSON" in str(broken)
+    said = [str(e) for e in batch.unplaced]
+    assert len(said) == 3 and all(isinstance(e, StreamProtocolError) for e in batch.unplaced)
+    assert any("request 99, which batch" in s for s in said)
+    assert sum("no request it names" in s for s in said) == 2

@@ -30,6 +30,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
         "serve_memory.py",
         "serve_scale.py",
         "middleware.py",
+        "upload_memory.py",
     ],
 )
 def test_a_benchmark_checks_what_it_measures(script):

@@ -394,3 +394,67 @@ async def _built(model: Any, messages: list[Msg]) -> dict[str, Any]:
 
     resolved = await resolve_sources(messages, model.wire, model.transport, model.max_source_bytes, model.endpoint)
     return model.build_request(resolved)[0]
+
+
+# A 200 whose answer names no usable file id: what a proxy or a half-compatible server sends.
+NO_ID = [{}, {"id": None}, {"id": 7}, {"id": ""}, {"id": ["file-1"]}, {"file": "files/abc"}, {"file": {"name": 3}}]
+
+
+@pytest.mark.parametrize("answer", NO_ID, ids=lambda a: json.dumps(a))
+@pytest.mark.parametrize("kind", ["anthropic", "openai", "gemini"])
+def test_an_upload_answered_without_a_usable_id_is_a_typed_error(kind, answer, server):
+    from modelwire.errors import UpstreamError
+
+    if kind == "gemini":  # the start of its resumable upload, then the answer to the bytes
+        server.script(_json({}, {"x-goog-upload-url": server.url + "/upload/v1beta/files/s1"}))
+    server.script(_json(answer))
+    model = _models(server.url)[kind]
+    with pytest.raises(UpstreamError, match="no usable file id"):
+        asyncio.run(model.upload_file(PDF, media_type="application/pdf"))
+
+
+def test_an_upload_answered_with_a_list_is_a_typed_error(server):
+    from modelwire.errors import UpstreamError
+
+    server.script(Reply(body=b'[{"id": "file-1"}]', headers={"content-type": "application/json"}))
+    with pytest.raises(UpstreamError, match="no usable file id"):
+        asyncio.run(_models(server.url)["openai"].upload_file(PDF, media_type="application/pdf"))
+
+
+def test_an_upload_from_a_path_reads_the_file_as_it_sends_it(tmp_path):
+    """Memory independent of the file's size: a 24 MiB file and a 3 MiB one uploaded to a
+    local server that reads each body in pieces (benchmarks/upload_memory.py measures 200 MiB);
+    every byte arrives, under the Content-Length sent, and the peak of traced allocations stays
+    the same few MiB for both."""
+    import importlib.util
+    import threading
+    from http.server import ThreadingHTTPServer
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "upload_memory", Path(__file__).resolve().parents[1] / "benchmarks" / "upload_memory.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), bench._Discard)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        bench.measure(1, url, str(tmp_path))  # imports and the connection, not counted
+        small, big = (bench.measure(size, url, str(tmp_path)) for size in (3, 24))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert big["traced_peak_mib"] < 8 and big["traced_peak_mib"] < small["traced_peak_mib"] + 1
+
+
+def test_a_file_that_shrinks_while_it_is_uploaded_is_a_config_error(tmp_path):
+    from modelwire.errors import ConfigError
+    from modelwire.models._body import file_pieces
+    from modelwire.protocols import FileBody
+
+    path = tmp_path / "report.pdf"
+    path.write_bytes(PDF)
+    body = FileBody(str(path), len(PDF) + 10, b"<", b">")
+    with pytest.raises(ConfigError, match="changed while it was uploaded"):
+        b"".join(file_pieces(body))

@@ -97,7 +97,7 @@ def test_resolving_a_model_string_loads_only_the_protocol_it_uses():
         ).stdout.split()
         if name not in base
     ]
-    assert run("deepseek:deepseek-chat") == ["_openai_shared", "openai_chat"]
+    assert run("deepseek:deepseek-chat") == ["_openai_errors", "_openai_shared", "openai_chat"]
     assert run("vertex-anthropic:claude-sonnet-4-5@20250929", "google:gemini-2.5-flash") == [
         "_claude",
         "anthropic",

@@ -31,6 +31,7 @@ catches ``ValueError`` keeps working. The whole tree (a built-in base besides, a
           RefusedOptionError (also UnsupportedOptionError)
         PermissionDeniedError
         RateLimitError
+          QuotaExceededError
         UpstreamError
           OverloadedError
           StreamProtocolError
@@ -68,6 +69,7 @@ __all__ = [
     "AuthenticationError",
     "PermissionDeniedError",
     "RateLimitError",
+    "QuotaExceededError",
     "InvalidRequestError",
     "ContextTooLongError",
     "UpstreamError",
@@ -342,6 +344,12 @@ class RateLimitError(ProviderError):
     """The provider asked to slow down (HTTP 429); ``retry_after`` and ``rate_limits`` say how long."""
 
     error_type = "rate_limit"
+
+
+class QuotaExceededError(RateLimitError):
+    """A limit no wait within the call lifts (HTTP 429 all the same): a request larger than
+    the per-minute budget itself, a daily quota or the account's credit spent. Never retried;
+    a fallback model may still answer. The provider's words say which."""
 
 
 class InvalidRequestError(ProviderError):
@@ -652,30 +660,51 @@ def _by_phrase(lowered: str, protocol: str | None) -> type[ProviderError] | None
     return None
 
 
+def _by_status(status: int | None) -> type[ProviderError] | None:
+    if status is None:
+        return None
+    if status in _BY_STATUS:
+        return _BY_STATUS[status]
+    if status >= 500:
+        return UpstreamError
+    return InvalidRequestError if status >= 400 else None
+
+
+def _by_words(lowered: str, protocol: str | None) -> type[ProviderError] | None:
+    if not lowered:
+        return None
+    found = _by_phrase(lowered, protocol)
+    if found is None and any(w in lowered for w in _CONTEXT_WORDS):
+        found = ContextTooLongError
+    return found
+
+
 def error_class(
     provider_type: str | None, status: int | None, message: str = "", protocol: str | None = None
 ) -> type[ProviderError]:
     """The error class for a provider error type / code and HTTP status (``protocol``: the
-    one the body came in, whose table is read first)."""
+    one the body came in, whose table is read first).
+
+    The provider's own type is read first, then its words, then the status. The words only
+    narrow what the type (or, without one, a client-error status) says: a throttle that
+    says "Too many tokens" stays a rate limit, a rate limit that can never pass becomes a
+    :class:`QuotaExceededError`, an invalid request about the context window a
+    :class:`ContextTooLongError`. A type meaning a server failure on a 4xx status is not
+    believed (Ollama answers a model without tools 400 ``api_error``): the status says whose
+    fault it is."""
     lowered = message.lower()
-    if any(w in lowered for w in _CONTEXT_WORDS):
-        return ContextTooLongError
-    if provider_type:
-        found = _by_type(provider_type.lower(), protocol)
-        if found is not None:
-            return found
-    if lowered:
-        found = _by_phrase(lowered, protocol)
-        if found is not None:
-            return found
-    if status is not None:
-        if status in _BY_STATUS:
-            return _BY_STATUS[status]
-        if status >= 500:
-            return UpstreamError
-        if status >= 400:
-            return InvalidRequestError
-    return UpstreamError
+    by_status = _by_status(status)
+    found = _by_type(provider_type.lower(), protocol) if provider_type else None
+    if found is UpstreamError and status is not None and 400 <= status < 500:
+        found = None
+    worded = _by_words(lowered, protocol)
+    if found is not None:
+        return worded if worded is not None and issubclass(worded, found) else found
+    if worded is not None and (
+        by_status is None or issubclass(worded, by_status) or not issubclass(by_status, (RateLimitError, TimeoutError))
+    ):
+        return worded
+    return by_status or UpstreamError
 
 
 def _error_object(body: Any) -> Any:

@@ -206,6 +206,12 @@ class BaseAdapter:
     # The adapter's most common events (a piece of an open block) as a table its short path
     # reads (see modelwire.adapters._fast); none: every event takes the full path.
     deltas: tuple[Delta, ...] = ()
+    # The provider-run tool calls the request left without their result (a paused turn goes
+    # on in a new call, whose first result answers one of them): set by whoever sent the
+    # request (the models layer, from the messages it sent). With it, a result naming a call
+    # neither this stream nor the request left open is a broken stream; None (a decoder fed
+    # on its own, the request unknown): such a result is left to whoever holds the reply.
+    carried_calls: frozenset[str] | None = None
 
     def __init__(
         self,
@@ -490,13 +496,20 @@ class BaseAdapter:
         was). The grammar puts a result after its call's END, once: a result for a call still
         streaming, for a block that is not a call, or for a call that has one already is a
         broken stream. A call this stream did not make is one of an earlier call of the same
-        reply (a paused turn goes on in a new call): checked by whoever holds the reply."""
+        reply (a paused turn goes on in a new call): one the request left open
+        (:attr:`carried_calls`) where the request is known, else left to whoever holds the reply."""
         call_id = self._call_renamed.get(call_id, call_id)
         answered = self._call_ids.get(call_id)
         if answered:
             raise StreamProtocolError(f"{self.protocol}: a second result for tool call {call_id!r}")
         if answered is None and call_id in self._ids:
             raise StreamProtocolError(f"{self.protocol}: a tool result for {call_id!r}, which is not a tool call")
+        carried = self.carried_calls
+        if answered is None and carried is not None and call_id not in carried:
+            raise StreamProtocolError(
+                f"{self.protocol}: a result for tool call {call_id!r}, which no call of this stream or of the "
+                "request left open"
+            )
         if any(b.id == call_id and b.kind == "tool_call" for b in self.blocks.values()):
             # The call's stop is missing.
             raise StreamProtocolError(f"{self.protocol}: a result for tool call {call_id!r} before that call ended")

@@ -11,6 +11,7 @@ priced at the batch price. A request the provider could not answer is its typed
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import replace
 from typing import Any, Sequence
 
@@ -24,6 +25,7 @@ from ._files import send_json
 __all__ = ["Batch", "submit_batch"]
 
 _RESULTS_LIMIT = 256 << 20
+log = logging.getLogger("modelwire.models")
 
 
 class Batch:
@@ -35,6 +37,10 @@ class Batch:
         self.model = model
         self.state = state
         self.size = size  # how many requests were submitted, where this process submitted them
+        self.unplaced: list[E.ProviderError] = []
+        """Results :meth:`results` read last that name no request of the batch (an id the
+        batch never gave, a line whose request cannot be told): each a typed error saying
+        what it held. Reported here (and logged), never placed."""
 
     @property
     def id(self) -> str:
@@ -77,21 +83,39 @@ class Batch:
         self.model.ask_for_cost()  # each answer at the batch price
         await self.model._prices_loaded()
         found: dict[int, Msg | E.ProviderError] = {}
+        size = state.size or self.size
+        self.unplaced = []
         for call in state.results:
             text = (await send_call(self.model, call, _RESULTS_LIMIT))[1].decode("utf-8", "replace")
-            for index, answer, error in self.model.wire.batch_results(text):
-                found[index] = (
-                    _decoded(self.model, answer)
-                    if answer is not None
-                    else self.model.wire.error(dict(error or {}), status=None)
-                )
-        size = max(state.size or self.size or 0, max(found, default=-1) + 1)
+            for index, answer, error in self._read(text):
+                if index < 0 or (size and index >= size):
+                    self.unplaced.append(self._unplaced(index, _result(self.model, answer, error)))
+                    log.warning("%s", self.unplaced[-1])
+                else:
+                    found[index] = _result(self.model, answer, error)
+        size = size or max(found, default=-1) + 1
         return [
             found[n]
             if n in found
             else E.UpstreamError(f"batch {self.id} ({state.status}) holds no result for request {n}")
             for n in range(size)
         ]
+
+    def _read(self, text: str) -> list[Any]:
+        """The protocol's reading of a results text; a text it cannot read at all (not the JSON
+        it is made of) is a typed error, never the reader's own exception."""
+        try:
+            return list(self.model.wire.batch_results(text))
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            raise E.StreamProtocolError(
+                f"the results of batch {self.id} could not be read ({type(exc).__name__}: {exc}): {text[:200]!r}",
+                body=text[:2000],
+            ) from None
+
+    def _unplaced(self, index: int, result: Msg | E.ProviderError) -> E.ProviderError:
+        what = f"request {index}, which batch {self.id} does not hold" if index >= 0 else "no request it names"
+        said = f": {result}" if isinstance(result, E.ProviderError) else ""
+        return E.StreamProtocolError(f"a result for {what} (left out of the results){said}")
 
     async def _ask(self, action: str) -> BatchState:
         model = self.model
@@ -103,6 +127,17 @@ class Batch:
             return await self._ask("status")
         self.state = state
         return state
+
+
+def _result(model: Any, answer: Any, error: Any) -> Msg | E.ProviderError:
+    """One request's result: its answer decoded, or its typed error."""
+    if isinstance(answer, dict):
+        return _decoded(model, answer)
+    if answer is not None:
+        return E.StreamProtocolError(f"a batch answer that is a JSON {type(answer).__name__}, not an object")
+    if isinstance(error, E.ProviderError):
+        return error
+    return model.wire.error(dict(error) if isinstance(error, dict) else {"error": error} if error else {}, status=None)
 
 
 def _decoded(model: Any, answer: Any) -> Msg | E.ProviderError:

@@ -8,7 +8,27 @@ from typing import Any
 from ..event import AgentEvent
 from ..protocols import ModelOptions
 
-__all__ = ["Attempt", "Call"]
+__all__ = ["Attempt", "Call", "open_provider_calls"]
+
+
+def open_provider_calls(messages: list[Any]) -> frozenset[str]:
+    """The ids of the provider-run tool calls ``messages`` leave without their result: the
+    only calls a result in the answer may name beside the answer's own (a paused turn goes on
+    in a new call, whose first result answers the call the turn paused in; Anthropic's
+    ``pause_turn``, recorded in pydantic-ai's ``test_pause_turn_web_search_streaming_vcr``).
+    Only the messages after the last user message are read: a turn the user answered is over."""
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for msg in reversed(messages):
+        if getattr(msg, "role", None) == "user":
+            break
+        content = getattr(msg, "content", None)
+        for block in content if isinstance(content, list) else ():
+            if block.type == "tool_call" and block.__dict__.get("server_side"):
+                calls.add(block.id)
+            elif block.type == "tool_result":
+                answered.add(block.id)
+    return frozenset(calls - answered)
 
 
 class Call:
@@ -28,6 +48,7 @@ class Call:
         "drafted",
         "conversation",
         "permit",
+        "carried",
     )
 
     def __init__(self, full: dict[str, Any], opts: ModelOptions, renamed: Any) -> None:
@@ -45,6 +66,7 @@ class Call:
             None  # what a cassette keeps beside the request (config.CONVERSATION)
         )
         self.permit: Any = None  # the place its latest request took in a RateLimiter's budget
+        self.carried: frozenset[str] = frozenset()  # see open_provider_calls
 
 
 class Attempt:

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import errors as E
 from ..message import DataBlock, URLSource, provenance
-from ..protocols import HTTPCall, UploadedFile
+from ..protocols import FileBody, HTTPCall, UploadedFile
 from ._body import send_call
 
 __all__ = ["upload_file", "list_files", "delete_file", "file_id_of", "send_json"]
@@ -41,8 +41,9 @@ async def send_json(model: Any, call: HTTPCall) -> tuple[Any, dict[str, Any]]:
     return headers, answer if isinstance(answer, dict) else {}
 
 
-def _read(source: Any, media_type: str | None, name: str | None) -> tuple[bytes, str, str, str | None]:
-    """(bytes, media type, name, the local copy's file:// URL or None) of what is uploaded."""
+def _read(source: Any, media_type: str | None, name: str | None) -> tuple[bytes | FileBody, str, str, str | None]:
+    """(what is uploaded, media type, name, the local copy's file:// URL or None): a file is
+    a :class:`FileBody`, read as it is sent (never whole in memory), bytes are themselves."""
     if isinstance(source, (str, os.PathLike)):
         path = Path(source).expanduser().resolve()
         if not path.is_file():
@@ -53,7 +54,7 @@ def _read(source: Any, media_type: str | None, name: str | None) -> tuple[bytes,
             raise E.ConfigError(
                 f"upload_file: the media type of {path.name!r} cannot be told from its name; pass media_type="
             )
-        return path.read_bytes(), media_type, name, path.as_uri()
+        return FileBody(str(path), path.stat().st_size), media_type, name, path.as_uri()
     if isinstance(source, (bytes, bytearray, memoryview)):
         if media_type is None:
             raise E.ConfigError("upload_file: bytes need their media_type (application/pdf, image/png ...)")
@@ -74,8 +75,11 @@ async def upload_file(model: Any, source: Any, media_type: str | None = None, na
         call = result
     else:
         raise E.UpstreamError(f"{model.provider}: the upload of {name!r} did not finish")
-    if not result.id or not result.url:
-        raise E.UpstreamError(f"{model.provider}: the upload of {name!r} was answered with no file id", body=answer)
+    if not isinstance(result.id, str) or not result.id or not isinstance(result.url, str) or not result.url:
+        raise E.UpstreamError(
+            f"{model.provider}: the upload of {name!r} was answered with no usable file id: {str(answer)[:200]}",
+            body=answer,
+        )
     extras: dict[str, Any] = {
         "file_id": result.id,
         "file_api": model.wire.files_api,

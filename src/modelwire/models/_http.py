@@ -24,7 +24,7 @@ from ..protocols import ModelCapabilities, ModelOptions, WireProtocol, get_proto
 from ..protocols._protocol import thinking_requested
 from ._body import encode_body, http_error, read_limited
 from ._media import has_media, refused_media, resolve_sources, without_media
-from ._call import Attempt, Call
+from ._call import Attempt, Call, open_provider_calls
 from ._failures import AGAIN, Failures
 from ._pricing import Pricing, pricing_option
 from ._resume import Resumption
@@ -254,6 +254,10 @@ class HTTPModel(Pricing, Failures, Resumption):
     def headers(self, extra: dict[str, str]) -> dict[str, str]:
         return self.wire.headers(self.spec.api_key, self.spec.preset, extra)
 
+    def _signs_body(self) -> bool:
+        """Whether the request's signature covers its bytes (cloud credentials, no plain key)."""
+        return not self.spec.api_key and self.spec.preset.dialect.get("credentials") is not None
+
     async def _signed(self, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
         """The headers with cloud credentials applied, where the provider's key is not a
         plain key (``dialect["credentials"]``: Google application default credentials, AWS
@@ -482,6 +486,7 @@ class HTTPModel(Pricing, Failures, Resumption):
                     )
                 )
                 attempt.decoder.adapter.endpoint = self.endpoint
+                attempt.decoder.adapter.carried_calls = call.carried
                 if call.renamed:
                     attempt.decoder.adapter.tool_names = call.renamed
                 try:
@@ -533,6 +538,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         payload, opts = self.build_request(messages, tools, tool_choice, options, drafts=drafted)
         payload = await self._with_cache_resource(payload, opts)
         call = Call(payload, opts, name_map(tools, getattr(self.formatter, "tool_name_rules", None)))
+        call.carried = open_provider_calls(messages)
         chained = (
             self.wire.chain(payload, self._chains) if opts.chain and self.wire.keeps_state and self._chains else None
         )

@@ -44,7 +44,8 @@ class RetryPolicy:
 
     Retried: connection errors and timeouts before any response, HTTP 408 / 409 / 429 /
     5xx, and provider errors of the same kinds (Anthropic ``overloaded_error``) that arrive
-    before the answer began. Never retried once it began (a block of it came, passed on or not).
+    before the answer began. Never retried once it began (a block of it came, passed on or not),
+    nor a :class:`~modelwire.errors.QuotaExceededError` (a 429 no wait lifts).
     """
 
     max_retries: int = 2
@@ -64,6 +65,8 @@ class RetryPolicy:
         return base * (1 - self.jitter * random.random())
 
     def retryable(self, err: E.ProviderError) -> bool:
+        if isinstance(err, E.QuotaExceededError):
+            return False  # a 429 no wait lifts (a request over the per-minute budget, a daily quota)
         if isinstance(err, (E.ConnectionError, E.IncompleteStreamError, E.OverloadedError, E.RateLimitError)):
             return True
         if err.status_code is not None:

@@ -34,6 +34,7 @@ from ._caps import ModelCapabilities
 from ._protocol import (
     BatchState,
     Capabilities,
+    FileBody,
     HTTPCall,
     ModelOptions,
     Preset,
@@ -68,6 +69,7 @@ __all__ = [
     "replay_keys",
     "deep_merge",
     "HTTPCall",
+    "FileBody",
     "BatchState",
     "UploadedFile",
     "multipart",

@@ -19,20 +19,23 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from ._protocol import BatchResult, BatchState, HTTPCall, Preset, UploadedFile, batch_lines, multipart
+from ..errors import UpstreamError
+from ._protocol import BatchResult, BatchState, FileBody, HTTPCall, Preset, UploadedFile, batch_lines, multipart
 
 
 def files_url(base_url: str) -> str:
     return base_url.rstrip("/") + "/files"
 
 
-def upload(base_url: str, data: bytes, media_type: str, name: str) -> HTTPCall:
+def upload(base_url: str, data: "bytes | FileBody", media_type: str, name: str) -> HTTPCall:
     body, content_type = multipart({"purpose": "user_data"}, "file", name, media_type, data)
     return HTTPCall("POST", files_url(base_url), {"content-type": content_type, "accept": "application/json"}, body)
 
 
 def uploaded(answer: Mapping[str, Any], call: HTTPCall, media_type: str) -> UploadedFile:
-    file_id = answer["id"]
+    file_id = answer.get("id")
+    if not isinstance(file_id, str) or not file_id:
+        return UploadedFile("", "", media_type, "")  # no usable id: refused by the models layer, typed
     return UploadedFile(
         file_id, call.url.rstrip("/") + "/" + file_id, media_type, answer.get("filename") or "", answer.get("bytes")
     )
@@ -75,7 +78,10 @@ def batch_submit(base_url: str, path: str, bodies: Sequence[Mapping[str, Any]]) 
 
 def batch_submitted(answer: Mapping[str, Any], call: HTTPCall, base_url: str, path: str) -> "BatchState | HTTPCall":
     if call.url == files_url(base_url):  # the input file is there: the batch itself
-        create = {"input_file_id": answer["id"], "endpoint": "/v1" + path, "completion_window": "24h"}
+        file_id = answer.get("id")
+        if not isinstance(file_id, str) or not file_id:
+            raise UpstreamError(f"the batch's input file was answered with no usable file id: {str(answer)[:200]}")
+        create = {"input_file_id": file_id, "endpoint": "/v1" + path, "completion_window": "24h"}
         return HTTPCall(
             "POST",
             base_url.rstrip("/") + "/batches",
@@ -106,9 +112,15 @@ def batch_state(answer: Mapping[str, Any], base_url: str) -> BatchState:
 def batch_results(text: str) -> list[BatchResult]:
     out: list[BatchResult] = []
     for index, item in batch_lines(text):
-        response = item.get("response") or {}
-        answer = response.get("body")
-        if item.get("error") or response.get("status_code", 200) >= 400 or not isinstance(answer, dict):
+        if not isinstance(item, dict):
+            out.append((index, None, item))  # a line that could not be read: its typed error
+            continue
+        response = item.get("response")
+        if not isinstance(response, dict):
+            response = {}
+        answer, status = response.get("body"), response.get("status_code", 200)
+        failed = not isinstance(status, int) or status >= 400
+        if item.get("error") or failed or not isinstance(answer, dict):
             error = (answer if isinstance(answer, dict) and "error" in answer else None) or {
                 "error": item.get("error") or {"message": "the batch request failed"}
             }
@@ -129,11 +141,13 @@ class OpenAIFilesAndBatches:
         50_000  # "up to 50,000 requests" in a batch's input file (https://platform.openai.com/docs/guides/batch)
     )
 
-    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
+    def file_upload(
+        self, base_url: str, preset: Preset, data: "bytes | FileBody", media_type: str, name: str
+    ) -> HTTPCall:
         return upload(base_url, data, media_type, name)
 
     def file_uploaded(
-        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes
+        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: "bytes | FileBody"
     ) -> UploadedFile | HTTPCall:
         return uploaded(answer, call, "")
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import UnsupportedOptionError
 from ._caps import ModelCapabilities
-from ._records import BatchState, CachePlan, HTTPCall, Preset, UploadedFile, _unmarked, refuse
+from ._records import BatchResult, BatchState, CachePlan, FileBody, HTTPCall, Preset, UploadedFile, _unmarked, refuse
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Framing
@@ -37,13 +37,17 @@ class Files:
     files_refusal = "it has no Files API known to modelwire: send the data inline, or by URL"
     files_api: str | None = None  # whose Files API holds its uploads (protocols sharing one name it alike)
 
-    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
+    def file_upload(
+        self, base_url: str, preset: Preset, data: "bytes | FileBody", media_type: str, name: str
+    ) -> HTTPCall:
         """The request that uploads ``data`` to the provider's Files API, or an
-        :class:`~modelwire.errors.UnsupportedOptionError` saying what it takes instead."""
+        :class:`~modelwire.errors.UnsupportedOptionError` saying what it takes instead.
+        ``data`` is bytes, or a :class:`FileBody` (a file read from disk as it is sent): put it
+        in the body as it is, or through :func:`multipart`, never read whole."""
         raise UnsupportedOptionError("upload_file", preset.name, self.files_refusal)
 
     def file_uploaded(
-        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes
+        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: "bytes | FileBody"
     ) -> "UploadedFile | HTTPCall":
         """The file the provider now holds, from the answer to ``call``; or the next request
         of an upload made in several (Gemini's resumable upload)."""
@@ -94,9 +98,12 @@ class Batches:
         """A batch's state from the provider's answer."""
         raise UnsupportedOptionError("batch", preset.name, self.batch_refusal)
 
-    def batch_results(self, text: str) -> list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+    def batch_results(self, text: str) -> "list[BatchResult]":
         """A batch's results (the text its results requests read): ``(request index, the whole
-        answer or None, the error body or None)`` for each request it holds."""
+        answer or None, the error body or None)`` for each request it holds. A result that
+        cannot be read is the typed error in the place of the request it names (its error
+        instead of a body); an index that names no request of the batch (-1 where none could
+        be read) is reported by the models layer, not placed."""
         return []
 
 

@@ -22,6 +22,7 @@ from ._records import (
     BatchState,
     CachePlan,
     Capabilities,
+    FileBody,
     HTTPCall,
     ModelOptions,
     Preset,
@@ -29,6 +30,7 @@ from ._records import (
     _load,
     batch_lines,
     cache_marks_problem,
+    request_index,
     deep_merge,
     fake_words,
     multipart,
@@ -54,6 +56,7 @@ __all__ = [
     "BatchResult",
     "BatchState",
     "CachePlan",
+    "FileBody",
     "HTTPCall",
     "UploadedFile",
     "batch_lines",
@@ -61,6 +64,7 @@ __all__ = [
     "fake_words",
     "multipart",
     "refuse",
+    "request_index",
 ]
 
 

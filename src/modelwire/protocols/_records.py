@@ -5,11 +5,12 @@ helpers the protocols share to read and refuse them."""
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .._version import __version__
-from ..errors import ConfigError, UnsupportedOptionError
+from ..errors import ConfigError, ProviderError, StreamProtocolError, UnsupportedOptionError
 from ._caps import EFFORT_LEVELS
 
 USER_AGENT = f"modelwire/{__version__}"
@@ -287,15 +288,43 @@ def _load(path: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+class FileBody:
+    """A request body whose bulk is a file on disk (an upload from a path): ``before``, the
+    file's first ``size`` bytes, ``after``. The models layer reads the file as it sends it, a
+    piece at a time, so an upload costs the same memory whatever the file's size; its length
+    is known before (``len``, the request's Content-Length). A protocol handed one as an
+    upload's data puts it in a body as it would bytes: :func:`multipart` wraps it, or it is
+    the body itself."""
+
+    __slots__ = ("path", "size", "before", "after")
+
+    def __init__(self, path: str, size: int, before: bytes = b"", after: bytes = b"") -> None:
+        self.path = path
+        self.size = size
+        self.before = before
+        self.after = after
+
+    def __len__(self) -> int:
+        return len(self.before) + self.size + len(self.after)
+
+    def around(self, before: bytes, after: bytes) -> "FileBody":
+        """This body with ``before`` put first and ``after`` last."""
+        return FileBody(self.path, self.size, before + self.before, self.after + after)
+
+    def __repr__(self) -> str:
+        return f"FileBody({self.path!r}, {len(self)} bytes)"
+
+
 @dataclass(frozen=True)
 class HTTPCall:
     """One request a protocol asks the models layer to send for it (an upload, a listing):
-    the URL, the method, the headers besides the usual auth, and the body."""
+    the URL, the method, the headers besides the usual auth, and the body (bytes, or a
+    :class:`FileBody` read from disk as it is sent)."""
 
     method: str
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
-    body: bytes | None = None
+    body: "bytes | FileBody | None" = None
 
 
 @dataclass(frozen=True)
@@ -324,25 +353,51 @@ class BatchState:
     size: int | None = None  # how many requests the batch holds, where the provider says
 
 
-BatchResult = tuple[int, "Mapping[str, Any] | None", "Mapping[str, Any] | None"]  # (request index, answer, error body)
+# (request index, answer, error body or the typed error of a result that could not be read);
+# an index that names no request of the batch (-1: none could be read) is reported, not placed.
+BatchResult = tuple[int, "Mapping[str, Any] | None", "Mapping[str, Any] | ProviderError | None"]
+
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"request-(\d{1,9})"')
 
 
-def batch_lines(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Each JSON line of a batch's results, with the index of the request it answers (its
-    ``custom_id``, ``request-N``, as ``batch_submit`` names them)."""
+def request_index(custom_id: Any) -> int:
+    """The index of the request a ``custom_id`` names (``request-N``, as ``batch_submit`` names
+    them), or -1 when it names none."""
+    number = custom_id.rpartition("-")[2] if isinstance(custom_id, str) else ""
+    return int(number) if number.isascii() and number.isdigit() and len(number) < 10 else -1
+
+
+def batch_lines(text: str) -> Iterator[tuple[int, dict[str, Any] | ProviderError]]:
+    """Each JSON line of a batch's results, with the index of the request it answers (see
+    :func:`request_index`). A line that is not a JSON object is a
+    :class:`~modelwire.errors.StreamProtocolError` in its place: the request its text names
+    (-1 when it names none) gets that error, and every other line is read as it is."""
     import json
 
-    for line in text.splitlines():
-        if line.strip():
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
             item = json.loads(line)
-            yield int(str(item.get("custom_id", "")).rpartition("-")[2]), item
+        except ValueError as exc:
+            item = exc
+        if isinstance(item, dict):
+            yield request_index(item.get("custom_id")), item
+            continue
+        named = _CUSTOM_ID.search(line) if not isinstance(item, list) else None
+        what = "is not JSON" if isinstance(item, ValueError) else f"is a JSON {type(item).__name__}, not an object"
+        yield (
+            int(named.group(1)) if named else -1,
+            StreamProtocolError(f"line {number} of the batch's results {what}: {line[:200]!r}", body=line[:2000]),
+        )
 
 
 def multipart(
-    fields: Mapping[str, str], file_field: str, filename: str, media_type: str, data: bytes
-) -> tuple[bytes, str]:
+    fields: Mapping[str, str], file_field: str, filename: str, media_type: str, data: "bytes | FileBody"
+) -> "tuple[bytes | FileBody, str]":
     """A ``multipart/form-data`` body of ``fields`` and one file, and its content type (with
-    the boundary), written as RFC 7578 says and as the official SDKs send it."""
+    the boundary), written as RFC 7578 says and as the official SDKs send it (a
+    :class:`FileBody` when the file is one: read from disk as it is sent)."""
     import secrets
 
     boundary = "modelwire-" + secrets.token_hex(16)
@@ -355,8 +410,11 @@ def multipart(
         f'--{boundary}\r\nContent-Disposition: form-data; name="{file_field}"; '
         f'filename="{safe}"\r\nContent-Type: {media_type}\r\n\r\n'
     )
-    body = b"".join(parts) + head.encode() + data + f"\r\n--{boundary}--\r\n".encode()
-    return body, f"multipart/form-data; boundary={boundary}"
+    before, after = b"".join(parts) + head.encode(), f"\r\n--{boundary}--\r\n".encode()
+    content_type = f"multipart/form-data; boundary={boundary}"
+    if isinstance(data, FileBody):
+        return data.around(before, after), content_type
+    return before + data + after, content_type
 
 
 def _unmarked(value: Any, markers: tuple[str, ...]) -> Any:

@@ -27,6 +27,7 @@ from ... import errors as E
 from .._caps import Refusal, levels_in, levels_up_to
 from .._claude import EFFORTS as _EFFORTS, MIN_BUDGET, claude_fields, claude_schema
 from .._protocol import (
+    FileBody,
     DEFAULT_MAX_TOKENS,
     BatchResult,
     BatchState,
@@ -263,7 +264,9 @@ class AnthropicProtocol(WireProtocol):
 
     files_api = "anthropic"
 
-    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
+    def file_upload(
+        self, base_url: str, preset: Preset, data: "bytes | FileBody", media_type: str, name: str
+    ) -> HTTPCall:
         endpoint = preset.dialect.get("endpoint")
         if endpoint in ("vertex", "bedrock"):
             cloud = "Vertex AI" if endpoint == "vertex" else "Bedrock"
@@ -278,9 +281,11 @@ class AnthropicProtocol(WireProtocol):
         )
 
     def file_uploaded(
-        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes
+        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: "bytes | FileBody"
     ) -> UploadedFile | HTTPCall:
-        file_id = answer["id"]
+        file_id = answer.get("id")
+        if not isinstance(file_id, str) or not file_id:
+            return UploadedFile("", "", "", "")  # no usable id: refused by the models layer, typed
         return UploadedFile(
             file_id,
             call.url.rstrip("/") + "/" + file_id,
@@ -364,7 +369,12 @@ class AnthropicProtocol(WireProtocol):
     def batch_results(self, text: str) -> list[BatchResult]:
         out: list[BatchResult] = []
         for index, item in batch_lines(text):
-            result = item.get("result") or {}
+            if not isinstance(item, dict):
+                out.append((index, None, item))  # a line that could not be read: its typed error
+                continue
+            result = item.get("result")
+            if not isinstance(result, dict):
+                result = {}
             kind = result.get("type")
             if kind == "succeeded":
                 out.append((index, result.get("message"), None))

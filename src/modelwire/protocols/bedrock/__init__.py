@@ -73,6 +73,12 @@ class BedrockConverseProtocol(WireProtocol):
         "unrecognizedclientexception": E.AuthenticationError,
         "expiredtokenexception": E.AuthenticationError,
     }
+    # A ThrottlingException is a rate limit whatever its words say ("Too many tokens, please wait
+    # before trying again.", HTTP 429, aws-samples/amazon-bedrock-client-for-mac#99, 2025-05-12:
+    # its type is read before the words, never a context overflow). A daily quota spent is one
+    # no wait within a call lifts: "Too many tokens per day, please wait before trying again."
+    # (ThrottlingException, minorun365/agent-book#29, 2026-01-08).
+    error_phrases = {"too many tokens per day": E.QuotaExceededError}
     refusals = (
         Refusal(
             r"doesn't support the toolConfig\.toolChoice\.(?:any|tool) field",

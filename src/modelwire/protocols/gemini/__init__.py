@@ -26,6 +26,8 @@ from ...errors import ConfigError, UnsupportedOptionError, UpstreamError
 from ... import errors as E
 from .._caps import Refusal
 from .._protocol import (
+    FileBody,
+    BatchResult,
     BatchState,
     HTTPCall,
     UploadedFile,
@@ -37,6 +39,7 @@ from .._protocol import (
     WireProtocol,
     check_effort,
     refuse,
+    request_index,
     sampling,
 )
 from .presets import PRESETS
@@ -163,6 +166,23 @@ class GeminiProtocol(WireProtocol):
         rest = "&".join(part for part in query.split("&") if part and part != "alt=sse")
         return path.replace(":streamGenerateContent", ":generateContent") + (f"?{rest}" if rest else "")
 
+    def error(self, body: Any, status: int | None = None, request_id: str | None = None) -> E.ProviderError:
+        """A quota spent for the day is a :class:`~modelwire.errors.QuotaExceededError`, whatever
+        wait its RetryInfo names: a ``google.rpc.QuotaFailure`` violation whose ``quotaId`` counts
+        per day (``GenerateRequestsPerDayPerProjectPerModel-FreeTier``, google-gemini/gemini-cli#8437,
+        2025-09-14; ``GenerateRequestsPerDayPerProjectPerModel``, langgenius/dify#19838, 2025-05-16)."""
+        err = super().error(body, status=status, request_id=request_id)
+        if isinstance(err, E.RateLimitError) and not isinstance(err, E.QuotaExceededError) and _per_day(body):
+            quota = E.QuotaExceededError(
+                err.message,
+                provider_type=err.provider_type,
+                status_code=err.status_code,
+                request_id=request_id,
+                body=body,
+            )
+            return quota
+        return err
+
     def retry_after_in(self, body: Mapping[str, Any]) -> float | None:
         """A 429's ``google.rpc.RetryInfo`` detail, ``retryDelay: "34.4s"`` (the body vercel/ai's
         ``packages/google/src/__fixtures__/google-429-retry-info.json`` recorded): Gemini sends
@@ -187,7 +207,9 @@ class GeminiProtocol(WireProtocol):
 
     files_api = "gemini"
 
-    def file_upload(self, base_url: str, preset: Preset, data: bytes, media_type: str, name: str) -> HTTPCall:
+    def file_upload(
+        self, base_url: str, preset: Preset, data: "bytes | FileBody", media_type: str, name: str
+    ) -> HTTPCall:
         if preset.dialect.get("endpoint") == "vertex":
             raise UnsupportedOptionError(
                 "upload_file",
@@ -211,7 +233,7 @@ class GeminiProtocol(WireProtocol):
         return HTTPCall("POST", base_url.rstrip("/") + "/upload/v1beta/files", headers, body)
 
     def file_uploaded(
-        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: bytes
+        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: "bytes | FileBody"
     ) -> UploadedFile | HTTPCall:
         if call.headers.get("x-goog-upload-command") == "start":
             url = headers.get("x-goog-upload-url")
@@ -222,7 +244,8 @@ class GeminiProtocol(WireProtocol):
             return HTTPCall(
                 "POST", url, {"x-goog-upload-command": "upload, finalize", "x-goog-upload-offset": "0"}, data
             )
-        return _file(answer.get("file") or {})
+        held = answer.get("file")
+        return _file(held if isinstance(held, Mapping) else {})
 
     def files_url(self, base_url: str, preset: Preset) -> str:
         if preset.dialect.get("endpoint") == "vertex":
@@ -284,14 +307,19 @@ class GeminiProtocol(WireProtocol):
         reads = (self.batch_call(base_url, preset, batch_id, "status"),) if ended and batch_id else ()
         return BatchState(batch_id, status, ended, counts, reads, counts.get("requestCount"))
 
-    def batch_results(self, text: str) -> list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+    def batch_results(self, text: str) -> list[BatchResult]:
         answer = json.loads(text)
         output = (answer.get("metadata") or {}).get("output") or (answer.get("response") or {})
         items = (output.get("inlinedResponses") or {}).get("inlinedResponses") or []
-        out: list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None]] = []
+        out: list[BatchResult] = []
         for n, item in enumerate(items):
-            key = str((item.get("metadata") or {}).get("key") or "")
-            index = int(key.rpartition("-")[2]) if key.rpartition("-")[2].isdigit() else n
+            if not isinstance(item, dict):
+                out.append((-1, None, E.StreamProtocolError(f"answer {n} of the batch is not an object", body=item)))
+                continue
+            metadata = item.get("metadata")
+            if not isinstance(metadata, dict):
+                metadata = {}
+            index = request_index(metadata["key"]) if "key" in metadata else n
             if item.get("error"):
                 out.append((index, None, {"error": item["error"]}))
             else:
@@ -556,11 +584,23 @@ PROTOCOL = GeminiProtocol()
 
 def _file(data: Mapping[str, Any]) -> UploadedFile:
     """A Gemini ``File`` (``name`` ``files/ID``, ``uri``, ``mimeType``, ``displayName``, ``sizeBytes``)."""
-    size = data.get("sizeBytes")
+    size, name, uri = data.get("sizeBytes"), data.get("name"), data.get("uri")
     return UploadedFile(
-        str(data.get("name", "")).removeprefix("files/"),
-        str(data.get("uri", "")),
+        name.removeprefix("files/") if isinstance(name, str) else "",
+        uri if isinstance(uri, str) else "",
         data.get("mimeType") or "",
         data.get("displayName") or "",
         int(str(size)) if str(size).isdigit() else None,
     )
+
+
+def _per_day(body: Any) -> bool:
+    """Whether a Google error body's QuotaFailure names a quota counted per day."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    for detail in (error.get("details") or ()) if isinstance(error, Mapping) else ():
+        if not isinstance(detail, Mapping) or not str(detail.get("@type", "")).endswith("google.rpc.QuotaFailure"):
+            continue
+        for violation in detail.get("violations") or ():
+            if isinstance(violation, Mapping) and "PerDay" in str(violation.get("quotaId", "")):
+                return True
+    return False

@@ -38,6 +38,7 @@ from typing import Any, Mapping, Sequence
 from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in
+from .._openai_errors import OpenAIErrors
 from .._openai_shared import OpenAIFilesAndBatches
 from .._protocol import (
     CachePlan,
@@ -169,14 +170,16 @@ _FORMATTER_KEYS = (
 )
 
 
-class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
+class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
     name = "openai-chat"
     presets = PRESETS
     error_types = {
         "server_error": E.UpstreamError,
         "internal_server_error": E.UpstreamError,
         "rate_limit_exceeded": E.RateLimitError,
-        "insufficient_quota": E.RateLimitError,
+        # "You exceeded your current quota, please check your plan and billing details"
+        # (https://platform.openai.com/docs/guides/error-codes): no wait lifts it.
+        "insufficient_quota": E.QuotaExceededError,
         "invalid_api_key": E.AuthenticationError,
         "invalid_request_error": E.InvalidRequestError,
         "invalid_prompt": E.InvalidRequestError,
@@ -313,6 +316,14 @@ class OpenAIChatProtocol(OpenAIFilesAndBatches, WireProtocol):
         # LiteLLM's proxy names its mapped exception first, whatever the upstream said:
         # "litellm.ContextWindowExceededError: ..." (docs/my-website/docs/exception_mapping.md).
         "contextwindowexceedederror": E.ContextTooLongError,
+        # A request larger than the per-minute budget itself, a 429 no wait lifts: OpenAI's
+        # "Request too large for gpt-4o in organization org-... on tokens per min (TPM): Limit
+        # 30000, Requested 30601. The input or output tokens must be reduced in order to run
+        # successfully." (type "tokens", code "rate_limit_exceeded"; DrShushen/climb#13,
+        # 2024-11-24), Groq's "Request too large for model `openai/gpt-oss-120b` in
+        # organization ... on tokens per minute (TPM): Limit 8000, Requested 34041"
+        # (autohandai/code-cli#302, 2026-06-29).
+        "request too large for": E.QuotaExceededError,
     }
     dialect_keys = {
         "reasoning_field": {"reasoning_content", "reasoning"},

@@ -29,6 +29,7 @@ from msgspec import UNSET
 from ...adapters import OPTIONAL, BaseAdapter, Block, Delta, shape_problem
 from ...errors import StreamProtocolError
 from ...errors import error_from_body
+from .._openai_errors import with_upstream_reason
 
 __all__ = ["OpenAIChatAdapter", "STOP_REASONS"]
 
@@ -174,7 +175,11 @@ class OpenAIChatAdapter(BaseAdapter):
         if usage:
             self._set_usage(usage)
         if data.get("error") or event == "error":
-            raise error_from_body(data, self.protocol)
+            # OpenRouter's last chunk of a failed stream keeps the upstream's reason in
+            # error.metadata.raw (see protocols._openai_errors): in the message.
+            err = error_from_body(with_upstream_reason(data), self.protocol)
+            err.body = data
+            raise err
 
     def _finished(self, reason: str) -> None:
         """The choice's finish reason: its calls closed (cut off by the length limit, those

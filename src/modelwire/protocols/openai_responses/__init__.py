@@ -10,6 +10,7 @@ import logging
 from typing import Any, Callable, Mapping, Sequence
 
 from ...adapters import encode_sse
+from .._openai_errors import OpenAIErrors
 from .._openai_shared import OpenAIFilesAndBatches
 from .._protocol import (
     CachePlan,
@@ -46,7 +47,7 @@ _COUNTED = frozenset(
 )
 
 
-class OpenAIResponsesProtocol(OpenAIFilesAndBatches, WireProtocol):
+class OpenAIResponsesProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
     name = "openai-responses"
     presets = PRESETS
     description = "OpenAI Responses"
