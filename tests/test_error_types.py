@@ -102,8 +102,10 @@ def test_a_400_that_says_api_error_is_an_invalid_request_not_an_upstream_failure
         }
     }
     err, requests = _run(server, "ollama-openai", error_reply(400, body))
-    assert type(err) is E.InvalidRequestError and requests == 1
-    assert err.message == "registry.ollama.ai/library/gemma3:4b does not support tools"
+    # An invalid request, and one whose words state a rule modelwire learns: the model takes no tools.
+    assert type(err) is E.RefusedOptionError and err.option == "tools" and requests == 1
+    assert isinstance(err, E.InvalidRequestError) and not isinstance(err, E.UpstreamError)
+    assert "registry.ollama.ai/library/gemma3:4b does not support tools" in err.message
     assert err.provider_type == "api_error" and err.to_error_info()["type"] == "invalid_request"
 
 
