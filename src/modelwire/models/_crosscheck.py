@@ -30,16 +30,23 @@ Catalog = tuple[str, str, list[tuple[str, ModelCapabilities]]]  # (library and v
 
 def crosscheck(litellm_path: str | None = None) -> list[tuple[str, Verification]]:
     """Each installed catalog beside the table: the ids it knows that no row names (only
-    a family's, or nothing), and the fields it states otherwise (facts only it states are
-    not reported: a catalog's field means what its library means by it)."""
+    a family's, or nothing), with what it says of them, and the fields it states otherwise
+    where a row names the model (a fact only the catalog states of a named model is not
+    reported: a catalog's field means what its library means by it)."""
     catalogs = [c for c in (litellm_catalog(litellm_path), agentscope_catalog(), genai_prices_catalog()) if c]
     if not catalogs:
         raise ConfigError("no catalog found: install agentscope or genai-prices, or give LiteLLM's JSON with --catalog")
     checks = []
     for library, source, entries in catalogs:
-        findings = tuple(replace(compare(model, caps), new={}) for model, caps in _ours(entries))
+        findings = tuple(_compared(model, caps) for model, caps in _ours(entries))
         checks.append((library, Verification(source, findings)))
     return checks
+
+
+def _compared(model: str, caps: ModelCapabilities) -> Any:
+    """``model`` beside the table; where a row names it, only the fields both state."""
+    finding = compare(model, caps)
+    return replace(finding, new={}) if finding.named else finding
 
 
 def _prefixes() -> tuple[str, ...]:
@@ -53,7 +60,8 @@ def _ours(entries: Iterable[tuple[str, ModelCapabilities]]) -> Iterator[tuple[st
     prefixes, seen = _prefixes(), set()
     for model, caps in entries:
         name = normalize(model)
-        if name in seen or not (name.startswith(prefixes) or from_table(model) is not None):
+        ours = name.startswith(prefixes) or model.lower().startswith(prefixes) or from_table(model) is not None
+        if name in seen or not ours:
             continue
         seen.add(name)
         yield model, caps
@@ -109,6 +117,7 @@ def litellm_catalog(path: str | None = None) -> Catalog | None:
         for model, row in data.items()
         if isinstance(row, dict) and row.get("mode") == "chat"
     ]
+    entries.sort(key=lambda entry: "/" in entry[0])  # a model under its maker's own id first, then gateways'
     return library, f"{library}, {file.name}", entries
 
 

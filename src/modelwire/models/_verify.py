@@ -74,9 +74,12 @@ def row_of(model: str) -> Mapping[str, Any] | None:
     return None
 
 
-def compare(model: str, published: ModelCapabilities, listed_names: Mapping[str, Iterable[str]] = {}) -> Finding:
+def compare(
+    model: str, published: ModelCapabilities, listed_names: Mapping[str, Iterable[str]] | None = None
+) -> Finding:
     """``model`` as ``published`` beside the table. ``listed_names``: for a list field, the
     names the source can speak of (the table's others are not compared)."""
+    listed_names = listed_names or {}
     raw = row_of(model)
     if raw is None:
         return Finding(model, published, new=published.known())
