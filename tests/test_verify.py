@@ -299,6 +299,46 @@ def test_verify_a_refusal_is_the_providers_typed_error_and_a_provider_without_a_
     assert code == 2 and "vertex: modelwire reads no model list of this provider" in out
 
 
+def listing_presets() -> list:
+    from modelwire.protocols import all_presets, get_protocol
+
+    return [
+        p
+        for p in all_presets().values()
+        if get_protocol(p.protocol).model_list_url("http://127.0.0.1:1", p) is not None
+    ]
+
+
+@pytest.mark.parametrize("preset", listing_presets(), ids=lambda p: p.name)
+def test_every_model_list_refuses_an_answer_not_in_its_shape(preset):
+    """Each protocol that reads a model list says so with a ValueError (which --verify
+    reports as the provider's broken answer), never by listing nothing."""
+    from modelwire.protocols import get_protocol
+
+    wire = get_protocol(preset.protocol)
+    url = wire.model_list_url("http://127.0.0.1:1", preset)
+    assert url.startswith("http://127.0.0.1:1/")  # built from the base URL alone
+    for bad in ({"data": "x", "models": "x"}, [1, 2], {"data": [{"no": "id"}], "models": [{"no": "name"}]}):
+        with pytest.raises(ValueError):
+            wire.models_listed(bad, preset)
+
+
+@pytest.mark.parametrize(
+    "body", [b"<html>busy</html>", b'{"data": {"id": "claude-opus-4-7"}}'], ids=["not-json", "not-a-list"]
+)
+def test_verify_an_answer_not_in_the_lists_shape_is_a_clear_error(body, tmp_path, capsys, monkeypatch):
+    from modelwire.testing.server import Reply
+
+    with ProviderServer() as server:
+        server.respond = lambda r: Reply(body=body, headers={"content-type": "application/json"}, pieces=[body])
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        code, out = verify("anthropic", tmp_path / "patch.toml", capsys)
+    assert code == 1 and "Traceback" not in out, out
+    assert f"GET {server.url}/v1/models: " in out and ("not JSON" in out or "cannot read" in out)
+    assert not (tmp_path / "patch.toml").exists()
+
+
 # -- --crosscheck against the installed libraries ---------------------------------------------
 
 
