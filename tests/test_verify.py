@@ -287,12 +287,13 @@ def test_verify_a_refusal_is_the_providers_typed_error_and_a_provider_without_a_
 ):
     with ProviderServer() as server:
         server.respond = lambda r: error_reply(
-            401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}
+            401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key sk-wrong"}}
         )
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-wrong")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         code, out = verify("anthropic", tmp_path / "patch.toml", capsys)
-    assert code == 1 and "error (authentication)" in out and "invalid x-api-key" in out
+    assert code == 1 and "error (authentication)" in out and "invalid x-api-key ***" in out
+    assert "sk-wrong" not in out  # what the server echoed, masked
     assert not (tmp_path / "patch.toml").exists()
     monkeypatch.setenv("GOOGLE_ACCESS_TOKEN", "t")
     code, out = verify("vertex", tmp_path / "patch.toml", capsys)

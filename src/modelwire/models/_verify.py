@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ..errors import ConfigError, StreamProtocolError
+from ..errors import ConfigError, ProviderError, StreamProtocolError
 from ..protocols import ModelCapabilities
 from .capabilities import _raw_table, assumed_from, normalize
 
@@ -264,7 +264,10 @@ def verify_provider(provider: str, today: str) -> Verification:
         finally:
             await model.aclose()
 
-    url, models = asyncio.run(listed())
+    try:
+        url, models = asyncio.run(listed())
+    except ProviderError as err:  # what a server echoes is shown to people: never the key
+        raise model._mask(err, headers, model.wire.model_list_url(model.spec.base_url or "", model.spec.preset))
     prefixes = tuple(model.spec.preset.model_prefixes or ())
     names = model.wire.listed_names
     chat = [(m, caps) for m, caps in models if not prefixes or m.startswith(prefixes)]
