@@ -340,6 +340,21 @@ def test_verify_an_answer_not_in_the_lists_shape_is_a_clear_error(body, tmp_path
     assert not (tmp_path / "patch.toml").exists()
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--write-patch", "p.toml"],
+        ["--verify", "anthropic", "--crosscheck"],
+        ["--verify", "anthropic", "--catalog", "x"],
+    ],
+    ids=["patch-alone", "both", "catalog-with-verify"],
+)
+def test_verify_flags_out_of_place_are_one_usage_line(args, capsys):
+    assert main(["models", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("modelwire: ") and "go" in err[0]
+
+
 # -- --crosscheck against the installed libraries ---------------------------------------------
 
 

@@ -127,7 +127,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
     if args.capabilities or args.live or args.forget:
         return _one_model(args)
-    if args.verify or args.crosscheck:
+    if args.verify or args.crosscheck or args.write_patch or args.catalog:
         return _verify_table(args)
 
     rows = [("provider", "protocol", "key variable", "set?", "example model string", "base URL")]
@@ -227,6 +227,10 @@ def _verify_table(args: argparse.Namespace) -> int:
 
     from .models import _crosscheck, _verify
 
+    if bool(args.verify) == bool(args.crosscheck):
+        raise UsageError("--write-patch and --catalog go with one of --verify PROVIDER and --crosscheck")
+    if args.catalog and not args.crosscheck:
+        raise UsageError("--catalog goes with --crosscheck")
     today = datetime.now(timezone.utc).date().isoformat()
     if args.verify:
         checks = [(args.verify, _verify.verify_provider(args.verify, today))]
