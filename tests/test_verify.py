@@ -150,14 +150,14 @@ def test_verify_anthropic_reads_every_page_and_flags_the_id_no_row_names(tmp_pat
 
 
 def test_verify_openai_lists_ids_only_and_leaves_out_what_is_not_a_chat_model(tmp_path, capsys, monkeypatch):
-    """OpenAI's list says nothing but ids: gpt-4.1 is named by a row (nothing to say),
-    gpt-6.2-sol only by the GPT-6 glob (flagged, and its patch entry is the family's row,
-    marked assumed), and an embedding model is left out."""
+    """OpenAI's list says nothing but ids: gpt-4.1 and a dated gpt-4o are named by a row
+    (nothing to say), gpt-4o-mini and gpt-6.2-sol only by a family's glob (flagged, each
+    patch entry the family's row, marked assumed), and an embedding model is left out."""
     from openai.types import Model
 
     rows = [
         Model(id=i, object="model", created=1700000000, owned_by="system").model_dump(mode="json")
-        for i in ("gpt-4.1", "gpt-6.2-sol", "text-embedding-3-small")
+        for i in ("gpt-4.1", "gpt-4o-2024-08-06", "gpt-4o-mini", "gpt-6.2-sol", "text-embedding-3-small")
     ]
     with ProviderServer() as server:
         server.respond = lambda r: json_reply({"object": "list", "data": rows})
@@ -170,12 +170,37 @@ def test_verify_openai_lists_ids_only_and_leaves_out_what_is_not_a_chat_model(tm
     assert "(1 listed id(s) not of its chat models left out: text-embedding-3-small)" in out
     assert "gpt-4.1" not in out.split("left out")[1]
     assert "  gpt-6.2-sol: no row names it; assumed from GPT-6 (other models of the family)" in out
+    # a dated snapshot is the named model; a variant under the family's pattern is not
+    assert (
+        "gpt-4o-2024-08-06" not in out and "  gpt-4o-mini: no row names it; only the pattern of GPT-4.1, GPT-4o" in out
+    )
+    assert "2 model(s) differ from the table (2 not named by a row)" in out
     entries = patch_entries(tmp_path / "patch.toml")
-    assert list(entries) == ["gpt-6.2-sol"]
+    assert list(entries) == ["gpt-4o-mini", "gpt-6.2-sol"]
     patterns, record = entries["gpt-6.2-sol"]
     family = from_table("gpt-6.2-sol")
     assert record.known() == family.known()  # nothing published: the family's facts, as assumed
     assert all(s.startswith("table: gpt-6.2-sol: assumed from the table's GPT-6") for s in record.sources.values())
+
+
+@pytest.mark.parametrize(
+    "name,patterns,named",
+    [
+        ("claude-sonnet-4-5-20250929", ["claude-sonnet-4-5*"], True),
+        ("gpt-4o-2024-08-06", ["gpt-4o*"], True),
+        ("gemini-2-5-pro-preview-05-06", ["gemini-2-5-pro*"], True),
+        ("gemini-2-5-flash", ["gemini-2-5-flash*"], True),
+        ("gpt-5-1", ["gpt-5-1", "gpt-5-1-*"], True),
+        ("gemini-2-5-flash-lite", ["gemini-2-5-flash*"], False),  # a variant
+        ("gpt-4o-mini", ["gpt-4o*"], False),
+        ("claude-sonnet-5-7", ["claude-sonnet-5*"], False),  # a version of its own
+        ("gpt-6-2-sol", ["gpt-6*"], False),
+    ],
+)
+def test_a_pattern_names_a_model_or_its_snapshot_not_a_variant(name, patterns, named):
+    from modelwire.models._verify import names_exactly
+
+    assert names_exactly(name, patterns) is named
 
 
 def gemini_row(name: str, input_limit: int, output_limit: int, methods=("generateContent", "countTokens"), **more):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -37,7 +38,7 @@ class Finding:
     model: str
     published: ModelCapabilities
     row: str | None = None  # the family of the row that names the model exactly
-    assumed: str | None = None  # the family whose rules the model is given, no row naming it
+    assumed: str | None = None  # the family whose rules the model is given, only its pattern covering it
     differs: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)  # field -> (table, published)
     new: Mapping[str, Any] = field(default_factory=dict)  # what is published where the row says nothing
 
@@ -92,9 +93,28 @@ def compare(
         elif _disagree(table[name], said, listed_names.get(name)):
             differs[name] = (table[name], said)
     family = raw.get("family", model)
-    if assumed_from(model) is not None:
+    if not names_exactly(normalize(model), raw.get("match", ())):
         return Finding(model, published, assumed=family, differs=differs, new=new)
     return Finding(model, published, row=family, differs=differs, new=new)
+
+
+# What a pattern's wildcard may stand for and the pattern still name the model exactly: a
+# snapshot of it ("-20250929", "-2025-08-07", "-latest", "-preview-05-06", "-001",
+# "-exp-1206"), not a variant ("-lite", "-mini") or a version of its own ("-7").
+_SNAPSHOT = re.compile(r"(?:-(?:\d{8}|\d{4}-\d{2}-\d{2}|\d{2}-\d{2}|\d{3,4}|latest|preview|exp|experimental))*")
+
+
+def names_exactly(name: str, patterns: Iterable[str]) -> bool:
+    """Whether one of ``patterns`` names the normalised model ``name`` itself: the name
+    written out, or its wildcards standing only for a snapshot of it."""
+    for pattern in patterns:
+        if not fnmatch.fnmatchcase(name, pattern):
+            continue
+        parts = [re.escape(part) for part in pattern.split("*")]
+        found = re.fullmatch("(.*?)".join(parts), name, re.DOTALL)
+        if found is not None and all(_SNAPSHOT.fullmatch(wild) for wild in found.groups()):
+            return True
+    return False
 
 
 def _disagree(ours: Any, said: Any, speakable: Iterable[str] | None) -> bool:
@@ -170,8 +190,10 @@ def report_lines(check: Verification, what: str) -> list[str]:
             continue
         if f.row is not None:
             lines.append(f"  {f.model}: the table's {f.row} row")
-        elif f.assumed is not None:
+        elif f.assumed is not None and assumed_from(f.model):
             lines.append(f"  {f.model}: no row names it; assumed from {f.assumed}")
+        elif f.assumed is not None:
+            lines.append(f"  {f.model}: no row names it; only the pattern of {f.assumed} covers it")
         else:
             lines.append(f"  {f.model}: no row names it, nor a family")
         for name, (ours, said) in f.differs.items():
