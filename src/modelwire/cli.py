@@ -127,16 +127,11 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
     if args.capabilities or args.live or args.forget:
         return _one_model(args)
+    if args.verify or args.crosscheck or args.write_patch or args.catalog:
+        return _verify_table(args)
 
     rows = [("provider", "protocol", "key variable", "set?", "example model string", "base URL")]
-    for preset in all_presets().values():
-        key = preset.key_env or "-"
-        variables = preset.dialect.get("key_envs") or ((preset.key_env,) if preset.key_env else ())
-        is_set = any(os.environ.get(v) for v in variables)
-        state = "yes" if is_set else ("optional" if not preset.key_required else "no")
-        base = os.environ.get(preset.base_url_variable) or preset.base_url or f"${preset.base_url_variable}"
-        example = f"{preset.name}:{preset.example}" if preset.example else f"{preset.name}:MODEL"
-        rows.append((preset.name, preset.protocol, key, state, example, base))
+    rows += [_provider_row(preset) for preset in all_presets().values()]
     # Each column as wide as its widest cell, two spaces apart: no value runs into the next.
     widths = [max(len(row[i]) for row in rows) + 2 for i in range(len(rows[0]) - 1)]
     for row in rows:
@@ -154,6 +149,16 @@ def _cmd_models(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _provider_row(preset: Any) -> tuple[str, ...]:
+    key = preset.key_env or "-"
+    variables = preset.dialect.get("key_envs") or ((preset.key_env,) if preset.key_env else ())
+    is_set = any(os.environ.get(v) for v in variables)
+    state = "yes" if is_set else ("optional" if not preset.key_required else "no")
+    base = os.environ.get(preset.base_url_variable) or preset.base_url or f"${preset.base_url_variable}"
+    example = f"{preset.name}:{preset.example}" if preset.example else f"{preset.name}:MODEL"
+    return (preset.name, preset.protocol, key, state, example, base)
 
 
 def _one_model(args: argparse.Namespace) -> int:
@@ -212,6 +217,34 @@ def _live_drift(name: str) -> int:
             )
     print(f"{drifted} field(s) drifted" if drifted else "the table agrees with the provider on every field both know")
     return 1 if drifted else 0
+
+
+def _verify_table(args: argparse.Namespace) -> int:
+    """``models --verify PROVIDER`` / ``models --crosscheck``: the table beside the provider's
+    list or the installed libraries' catalogs; exit status 1 when anything differs."""
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from .models import _crosscheck, _verify
+
+    if bool(args.verify) == bool(args.crosscheck):
+        raise UsageError("--write-patch and --catalog go with one of --verify PROVIDER and --crosscheck")
+    if args.catalog and not args.crosscheck:
+        raise UsageError("--catalog goes with --crosscheck")
+    today = datetime.now(timezone.utc).date().isoformat()
+    if args.verify:
+        checks = [(args.verify, _verify.verify_provider(args.verify, today))]
+    else:
+        checks = _crosscheck.crosscheck(args.catalog)
+    patches = []
+    for what, check in checks:
+        print("\n".join(_verify.report_lines(check, what)))
+        if check.differing:
+            patches.append(_verify.patch_text(check, f"modelwire models: {what} beside the table, {today}"))
+    if args.write_patch:
+        Path(args.write_patch).write_text("\n".join(patches), encoding="utf-8")
+        print(f"wrote {args.write_patch}" if patches else f"wrote {args.write_patch} (nothing differs)")
+    return 1 if patches else 0
 
 
 def _shown(value: Any) -> str:
@@ -1410,6 +1443,18 @@ def _models_command(models: argparse.ArgumentParser) -> None:
             "with --capabilities: ask the provider now and print where the shipped table differs (exit 1 when it does)"
         ),
     )
+    models.add_argument(
+        "--verify",
+        metavar="PROVIDER",
+        help="list the provider's models through its Models API and print where the table differs (exit 1 if so)",
+    )
+    models.add_argument(
+        "--crosscheck",
+        action="store_true",
+        help="the table beside the model catalogs of the libraries installed (LiteLLM, AgentScope, genai-prices)",
+    )
+    models.add_argument("--catalog", metavar="PATH", help="with --crosscheck: LiteLLM's model JSON, where it is")
+    models.add_argument("--write-patch", metavar="FILE", help="with --verify or --crosscheck: the differences as TOML")
     models.add_argument(
         "--forget",
         metavar="MODEL",

@@ -173,3 +173,24 @@ class OpenAIFilesAndBatches:
 
     def batch_results(self, text: str) -> list[BatchResult]:
         return batch_results(text)
+
+
+def openai_model_list_url(base_url: str, preset: Preset) -> str | None:
+    """``GET {base}/models``, the list OpenAI and the servers speaking its API keep
+    (https://platform.openai.com/docs/api-reference/models/list); None where a model is a
+    deployment in the request's path (Azure's ``/openai/deployments/{model}/...``)."""
+    if "{model}" in (preset.path or ""):
+        return None
+    return f"{base_url.rstrip('/')}/models"
+
+
+def openai_models_listed(data: Any, read: Any = None) -> list[tuple[str, Any]]:
+    """``{object: "list", data: [{id, object: "model", ...}]}`` (one page: the list is not
+    paged): each id with ``read(row)``, or an empty record where the row says nothing a
+    request depends on (OpenAI's own rows: ``id``, ``created``, ``owned_by``)."""
+    from ._caps import ModelCapabilities
+
+    rows = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("id"), str) for r in rows):
+        raise ValueError("not a model list: no data of models with ids")
+    return [(row["id"], read(row) if read is not None else ModelCapabilities()) for row in rows]

@@ -221,6 +221,23 @@ class Discovery:
         None when the answer does not describe the model)."""
         return None
 
+    # For a list field, the names the provider's model list can speak of: a name the table
+    # holds beyond these (Claude's ``web_fetch``, which Anthropic's ``server_tools`` does not
+    # cover) is not a difference (``modelwire models --verify``).
+    listed_names: Mapping[str, tuple[str, ...]] = {}
+
+    def model_list_url(self, base_url: str, preset: Preset, page: str | None = None) -> str | None:
+        """Where the provider lists its models (the page after the cursor ``page`` that
+        :meth:`models_listed` gave), or None when it lists none modelwire can read. Built from
+        ``base_url`` alone: nothing an answer says is ever followed as a URL."""
+        return None
+
+    def models_listed(self, data: Any, preset: Preset) -> tuple[list[tuple[str, ModelCapabilities]], str | None]:
+        """One page of the model list: each chat model's id with what the list says of it (an
+        empty record where it says nothing), and the cursor of the next page (None: the last).
+        An answer not in the documented shape is a ``ValueError``."""
+        return [], None
+
 
 class TestSupport:
     """Fake streams and answers for the test server and the conformance suite, and the base

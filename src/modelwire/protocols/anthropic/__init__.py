@@ -533,6 +533,30 @@ class AnthropicProtocol(WireProtocol):
                 values[name] = data[key]
         return ModelCapabilities.from_mapping(values, "provider: GET /v1/models")
 
+    # ModelInfo.capabilities speaks of these levels and server tools only (the anthropic SDK's
+    # EffortCapability and ServerToolsCapability).
+    listed_names = {"effort": _EFFORTS, "server_tools": ("web_search", "code_execution")}
+
+    def model_list_url(self, base_url: str, preset: Preset, page: str | None = None) -> str | None:
+        # GET /v1/models pages with limit (at most 1000) and after_id
+        # (https://platform.claude.com/docs/en/api/models/list).
+        if preset.dialect.get("model_info") != "anthropic":
+            return None
+        from urllib.parse import urlencode
+
+        query = {"limit": "1000", **({"after_id": page} if page else {})}
+        return f"{self.sdk_base_url(base_url)}/v1/models?{urlencode(query)}"
+
+    def models_listed(self, data: Any, preset: Preset) -> tuple[list[tuple[str, ModelCapabilities]], str | None]:
+        """``{data: [ModelInfo], has_more, last_id}``: each ModelInfo read as
+        :meth:`capabilities_from_info` reads one."""
+        rows = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("id"), str) for r in rows):
+            raise ValueError("not a model list: no data of models with ids")
+        listed = [(row["id"], self.capabilities_from_info(row, row["id"]) or ModelCapabilities()) for row in rows]
+        more = data.get("has_more") is True and isinstance(data.get("last_id"), str)
+        return listed, (data["last_id"] if more else None)
+
     def apply_options(
         self,
         p: dict[str, Any],

@@ -363,6 +363,29 @@ class GeminiProtocol(WireProtocol):
             values["thinking"] = []
         return ModelCapabilities.from_mapping(values, "provider: models.get")
 
+    def model_list_url(self, base_url: str, preset: Preset, page: str | None = None) -> str | None:
+        # models.list pages with pageSize (at most 1000) and pageToken (https://ai.google.dev/api/models).
+        if preset.dialect.get("endpoint") == "vertex":
+            return None
+        from urllib.parse import urlencode
+
+        query = {"pageSize": "1000", **({"pageToken": page} if page else {})}
+        return f"{base_url.rstrip('/')}/v1beta/models?{urlencode(query)}"
+
+    def models_listed(self, data: Any, preset: Preset) -> tuple[list[tuple[str, ModelCapabilities]], str | None]:
+        """``{models: [Model], nextPageToken}``: the models that take ``generateContent`` (not
+        the embedding ones), each read as :meth:`capabilities_from_info` reads ``models.get``."""
+        rows = data.get("models", []) if isinstance(data, dict) else None
+        if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in rows):
+            raise ValueError("not a model list: no models with names")
+        listed = [
+            (row["name"].removeprefix("models/"), self.capabilities_from_info(row, row["name"]) or ModelCapabilities())
+            for row in rows
+            if "generateContent" in (row.get("supportedGenerationMethods") or ["generateContent"])
+        ]
+        token = data.get("nextPageToken")
+        return listed, (token if isinstance(token, str) and token else None)
+
     prompt_order = ("tools", "toolConfig", "systemInstruction", "contents")
 
     # What a cachedContent holds that a request using it must not send again (the API

@@ -39,7 +39,7 @@ from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in
 from .._openai_errors import OpenAIErrors
-from .._openai_shared import OpenAIFilesAndBatches
+from .._openai_shared import OpenAIFilesAndBatches, openai_model_list_url, openai_models_listed
 from .._protocol import (
     CachePlan,
     Capabilities,
@@ -395,30 +395,16 @@ class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
             if isinstance(rows, list)
             else None
         )
-        if row is None:
-            return None
-        values: dict[str, Any] = {}
-        params = row.get("supported_parameters")
-        if isinstance(params, list):
-            values["structured_output"] = "structured_outputs" in params
-            values["sampling"] = "temperature" in params
-            if not {"reasoning", "include_reasoning"} & set(params):
-                values["thinking"] = []
-            if "tool_choice" not in params and "tools" in params:
-                values["forced_tool"] = False
-        modalities = (row.get("architecture") or {}).get("input_modalities")
-        if isinstance(modalities, list):
-            values.update(
-                image_input="image" in modalities, pdf_input="file" in modalities, audio_input="audio" in modalities
-            )
-        limits = (
-            ("context_window", row.get("context_length")),
-            ("max_output_tokens", (row.get("top_provider") or {}).get("max_completion_tokens")),
-        )
-        for name, value in limits:
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                values[name] = value
-        return ModelCapabilities.from_mapping(values, "provider: GET /models")
+        return None if row is None else openrouter_row(row)
+
+    def model_list_url(self, base_url: str, preset: Preset, page: str | None = None) -> str | None:
+        return openai_model_list_url(base_url, preset)
+
+    def models_listed(self, data: Any, preset: Preset) -> tuple[list[tuple[str, ModelCapabilities]], str | None]:
+        """``{data: [{id, ...}]}``, one page: OpenRouter's rows read as
+        :meth:`capabilities_from_info` reads one; OpenAI's say nothing but the id."""
+        read = openrouter_row if preset.dialect.get("model_info") == "openrouter" else None
+        return openai_models_listed(data, read), None
 
     prompt_order = ("tools", "messages")
 
@@ -710,3 +696,30 @@ def openai_cache(body: dict[str, Any], plan: CachePlan, preset: Preset, model: s
             body["prompt_cache_options"] = {"ttl": "12h"}
         else:
             body["prompt_cache_retention"] = "24h"
+
+
+def openrouter_row(row: Mapping[str, Any]) -> ModelCapabilities:
+    """One row of OpenRouter's model list (``GET /models``): ``supported_parameters``,
+    ``context_length``, ``top_provider.max_completion_tokens``, ``architecture.input_modalities``."""
+    values: dict[str, Any] = {}
+    params = row.get("supported_parameters")
+    if isinstance(params, list):
+        values["structured_output"] = "structured_outputs" in params
+        values["sampling"] = "temperature" in params
+        if not {"reasoning", "include_reasoning"} & set(params):
+            values["thinking"] = []
+        if "tool_choice" not in params and "tools" in params:
+            values["forced_tool"] = False
+    modalities = (row.get("architecture") or {}).get("input_modalities")
+    if isinstance(modalities, list):
+        values.update(
+            image_input="image" in modalities, pdf_input="file" in modalities, audio_input="audio" in modalities
+        )
+    limits = (
+        ("context_window", row.get("context_length")),
+        ("max_output_tokens", (row.get("top_provider") or {}).get("max_completion_tokens")),
+    )
+    for name, value in limits:
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            values[name] = value
+    return ModelCapabilities.from_mapping(values, "provider: GET /models")

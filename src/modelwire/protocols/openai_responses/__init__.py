@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ...adapters import encode_sse
 from .._openai_errors import OpenAIErrors
-from .._openai_shared import OpenAIFilesAndBatches
+from .._openai_shared import OpenAIFilesAndBatches, openai_model_list_url, openai_models_listed
 from .._protocol import (
     CachePlan,
     Capabilities,
@@ -201,6 +201,12 @@ class OpenAIResponsesProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol)
             p["text"] = {
                 "format": {"type": "json_schema", "name": o.json_schema_name, "schema": schema, "strict": strict}
             }
+
+    def model_list_url(self, base_url: str, preset: Preset, page: str | None = None) -> str | None:
+        return openai_model_list_url(base_url, preset)
+
+    def models_listed(self, data: Any, preset: Preset) -> tuple[list[tuple[str, ModelCapabilities]], str | None]:
+        return openai_models_listed(data), None
 
     def takes_file_ref(self, media_type: str) -> bool:
         base = media_type.split(";")[0].strip().lower()
