@@ -4,6 +4,7 @@ through its ``py.typed``), and ``event.type`` narrows an event to its class."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -38,7 +39,10 @@ def test_the_package_says_it_is_typed():
 def scripts(tmp_path_factory):
     folder = tmp_path_factory.mktemp("user_scripts")
     for n, code in enumerate(BLOCKS):
-        (folder / f"readme_block_{n:02d}.py").write_text(code)
+        # A block that is a file of a project (its first line "# trip.py") is written under its
+        # name, so that the project's other files import it as the page shows.
+        named = re.fullmatch(r"# (\w+\.py)", code.splitlines()[0]) if code.strip() else None
+        (folder / (named.group(1) if named else f"readme_block_{n:02d}.py")).write_text(code)
     (folder / "narrowing.py").write_text(NARROWING)
     return folder
 

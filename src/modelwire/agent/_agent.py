@@ -747,7 +747,8 @@ class Agent:
     def _finish(self, state: _ReplyState) -> E.ReplyEndEvent:
         """The reply's end, folded into it; a structured output is kept on the reply as the
         validated instance of the model asked for (the event carries its JSON form)."""
-        ev = self._emit(state, self._end(state))
+        ev = self._end(state)
+        self._emit(state, ev)
         if state.output is not None:
             state.reply.structured_output = state.output
         return ev

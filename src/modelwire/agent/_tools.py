@@ -80,7 +80,8 @@ class Tool:
         named = _underlying(func)[0] if func is not None else None  # a partial's or a callable's own function
         doc_description, param_docs = _parse_docstring(getattr(named, "__doc__", "") or "")
         own = getattr(named, "__name__", None)
-        self.name = name or (named.__qualname__.split(".")[-2] if own == "__call__" else own) or "tool"
+        qualname = getattr(named, "__qualname__", "") or ""
+        self.name = name or (qualname.split(".")[-2] if own == "__call__" and "." in qualname else own) or "tool"
         self.description = description if description is not None else doc_description
         self._model: type[BaseModel] | None = None
         if parameters is not None:
