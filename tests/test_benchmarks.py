@@ -29,6 +29,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
         "socket_stream.py",
         "serve_memory.py",
         "serve_scale.py",
+        "partial_json.py",
     ],
 )
 def test_a_benchmark_checks_what_it_measures(script):
