@@ -8,6 +8,7 @@ deltas of every tool call in the recorded provider streams."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import random
@@ -15,6 +16,7 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from modelwire import event as E
 from modelwire.errors import PartialJSONError, ProviderError, StreamGrammarError
@@ -316,3 +318,52 @@ def _json(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# -- the agent's structured output -----------------------------------------------------------
+
+
+class Forecast(BaseModel):
+    city: str
+    days: list[int]
+    note: str = ""
+
+
+@pytest.mark.parametrize("model_string", ["openai:gpt-test", "openai-responses:resp-test", "anthropic:claude-test"])
+def test_the_agent_structured_output_grows_then_ends_validated(server, model_string):
+    from modelwire.agent import Agent
+    from modelwire.message import UserMsg
+    from modelwire.models import load_model
+    from modelwire.models.transport import RetryPolicy
+    from modelwire.testing import sse as sse_bodies
+    from modelwire.testing import stream_reply
+
+    model = load_model(
+        model_string,
+        api_key="sk-test",
+        base_url=server.url + ("" if model_string.startswith("anthropic") else "/v1"),
+        retry=RetryPolicy(max_retries=0),
+    )
+    answer = '{"city": "Paris", "days": [21, 23, 19], "note": "sunny then rain"}'
+    native = model.capabilities.native_structured_output
+    # native: the answer is the reply's text; else the final_answer tool's arguments, after some prose
+    blocks = [("text", answer)] if native else [("text", "Here it is."), ("tool", "c1", "final_answer", answer)]
+    server.script(stream_reply(model.protocol, sse_bodies.body(model.protocol, *blocks)))
+    agent = Agent("Buddy", model)
+    partials = agent.partial_output(Forecast)
+
+    async def collect():
+        seen = []
+        async for ev in agent.reply_stream(UserMsg("user", "Forecast for Paris"), structured_model=Forecast):
+            partial = partials.see(ev)
+            if partial is not None:
+                seen.append(partial._replace(value=snapshot(partial.value)))
+        return seen
+
+    seen = asyncio.run(collect())
+    final = json.loads(answer)
+    *growing, last = seen
+    assert last.done and last.value == final and last.output == Forecast(**final)
+    assert growing and not any(p.done for p in growing)
+    for partial in growing:
+        assert is_prefix(partial.value, final, strings_cut=False), partial.value
