@@ -367,3 +367,65 @@ def test_the_agent_structured_output_grows_then_ends_validated(server, model_str
     assert growing and not any(p.done for p in growing)
     for partial in growing:
         assert is_prefix(partial.value, final, strings_cut=False), partial.value
+
+
+# -- serve: each dialect's own form for a call's arguments as they come -------------------------
+
+
+def _anthropic_tool_call(call_id: str, name: str, pieces: list[str]) -> bytes:
+    """An Anthropic stream whose one tool call's arguments come in ``pieces``."""
+    from modelwire.adapters import encode_sse
+
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": []}
+    events = [
+        {"type": "message_start", "message": {**message, "usage": {"input_tokens": 5, "output_tokens": 1}}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}},
+        },
+        *[
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}
+            for p in pieces
+        ],
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
+        {"type": "message_stop"},
+    ]
+    return encode_sse([(e["type"], e) for e in events])
+
+
+@pytest.mark.parametrize("dialect", ["ui-message", "ag-ui"])
+def test_serve_sends_a_calls_arguments_as_they_come_in_the_dialects_own_form(dialect):
+    """The AI SDK's UI message stream has ``tool-input-delta`` (its client parses the input so
+    far itself) and AG-UI has ``TOOL_CALL_ARGS``: the pieces go as they come, in order, and
+    read back as partial JSON each view is a prefix of the whole input."""
+    test_serve = pytest.importorskip("test_serve")
+    from modelwire.testing import ProviderServer, sse_reply
+    from modelwire.testing.sse import body
+
+    args = '{"city": "S\\u00e3o Paulo \\ud83d\\ude00", "days": [1, 2, 3], "units": "metric"}'
+    pieces = [args[i : i + 5] for i in range(0, len(args), 5)]
+    with ProviderServer() as provider:
+        provider.replies = [
+            sse_reply(_anthropic_tool_call("toolu_1", "weather", pieces)),
+            sse_reply(body("anthropic", ("text", "Sunny."))),
+        ]
+        with test_serve.Served(test_serve.app_for(provider)) as url:
+            with test_serve.httpx.Client() as client:
+                if dialect == "ag-ui":
+                    resp = client.post(url + "/reply", json=test_serve.AG_UI_INPUT)
+                else:
+                    user = {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "Weather?"}]}
+                    resp = client.post(url + "/reply", json={"id": "chat1", "messages": [user]})
+    frames = [f for f in test_serve.frames_of(resp.content) if isinstance(f, dict)]
+    if dialect == "ag-ui":
+        sent = [f["delta"] for f in frames if f["type"] == "TOOL_CALL_ARGS"]
+        whole = json.loads(args)
+    else:
+        sent = [f["inputTextDelta"] for f in frames if f["type"] == "tool-input-delta"]
+        (available,) = [f for f in frames if f["type"] == "tool-input-available"]
+        whole = available["input"]
+        assert whole == json.loads(args)
+    assert sent == pieces
+    assert check_views(args, sent, partial_strings=True) >= 5
