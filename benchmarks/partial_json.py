@@ -170,12 +170,14 @@ def measure(name: str, text: str, count: int, rounds: int) -> list[str]:
         got = json.loads(text)
         times["json.loads(whole text)"].append(time.perf_counter() - t0)
         assert got == whole
+        del got
         for label, fn in runs.items():
             gc.collect()
             t0 = time.perf_counter()
             seen = fn(pieces)
             times[label].append(time.perf_counter() - t0)
             check(label, seen, whole)
+            del seen  # a re-parse keeps a whole tree per prefix: alive, it would slow the next one's collections
     unit, best = statistics.median(times["json.loads(whole text)"]), min(times["json.loads(whole text)"])
     print(f"{name}: {len(text):,} characters in {len(pieces)} deltas ({views} partial views checked)")
     print(f"  {'':<54} {'ms median':>10} {'x json.loads':>13} {'(best of rounds)':>17}")

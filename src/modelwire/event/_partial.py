@@ -2,10 +2,12 @@
 
 A tool call's arguments and a structured output stream as JSON text in deltas; a UI wants
 the object as it grows. Parsing every prefix again is quadratic in the text; :class:`PartialJSON`
-keeps the stack of containers it is in and what it expects next, so each character is read
-a bounded number of times whatever the pieces. Values that are whole in the text (a record
-of a list, a string) are read by the C scanner ``json.loads`` itself uses, in one step, so
-the Python work is per piece and per container opened, not per character.
+keeps the stack of containers it is in and what it expects next, and never reads again what
+it has taken, so the work is linear in the text whatever the pieces. Values that are whole in
+a piece (a record of a list, a string) are read by the C scanner ``json.loads`` itself uses,
+in one step; the inside of a long string costs a ``str.count`` a piece. (With ``whole_under``
+a small container waits, and is read again for each piece that may close it: at most
+``whole_under`` characters a piece.)
 
 What the value so far shows:
 
@@ -161,6 +163,9 @@ class PartialJSON:
                 if text[-1:] == "\\" and (len(text) - len(text.rstrip("\\"))) % 2:
                     self._buf = "\\"
                     text = text[:-1]
+                if self._in_key or not self.partial_strings:
+                    self._raw.append(text)  # decoded once, when the string closes
+                    return False
                 return self._take_string_text(text)
         elif waiting:  # a small container: nothing changes before its closing character comes
             if waiting not in text and len(self._buf) + len(text) < self.whole_under:
