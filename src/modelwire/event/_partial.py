@@ -101,6 +101,7 @@ class PartialJSON:
         "_in_key",
         "_raw",
         "_shown",
+        "_shown_live",
         "_waiting",
         "_root",
         "_has_value",
@@ -121,6 +122,7 @@ class PartialJSON:
         self._in_key = False  # the open string is a key
         self._raw: list[str] = []  # the open string's text not decoded yet (escapes as written)
         self._shown: list[str] = []  # the open string's text decoded so far (partial_strings)
+        self._shown_live = False  # the open string shows as it comes (a value, with partial_strings)
         self._waiting = ""  # a character no piece can change the value without (see feed)
         self._root: Any = None
         self._has_value = False
@@ -159,14 +161,15 @@ class PartialJSON:
             if self._buf:  # the backslash the last piece ended with escapes this one's first character
                 text = self._buf + text
                 self._buf = ""
-            if '"' not in text or ("\\\\" not in text and text.count('"') == text.count('\\"')):
+            quotes = text.count('"')
+            if not quotes or (quotes == text.count('\\"') and "\\\\" not in text):
                 if text[-1:] == "\\" and (len(text) - len(text.rstrip("\\"))) % 2:
                     self._buf = "\\"
                     text = text[:-1]
-                if self._in_key or not self.partial_strings:
-                    self._raw.append(text)  # decoded once, when the string closes
-                    return False
-                return self._take_string_text(text)
+                if self._shown_live:
+                    return self._take_string_text(text)
+                self._raw.append(text)  # decoded once, when the string closes
+                return False
         elif waiting:  # a small container: nothing changes before its closing character comes
             if waiting not in text and len(self._buf) + len(text) < self.whole_under:
                 self._buf += text
@@ -339,6 +342,7 @@ class PartialJSON:
             self._key, end = _scanstring(buf, pos + 1)
         except ValueError:
             self._in_key = True
+            self._shown_live = False
             self._state = _STRING
             return pos + 1
         self._state = _COLON
@@ -346,6 +350,7 @@ class PartialJSON:
 
     def _open_string(self, pos: int) -> int:
         self._in_key = False
+        self._shown_live = self.partial_strings
         if self.partial_strings:
             self._attach("")  # the slot its text so far shows in
         self._state = _STRING
