@@ -31,6 +31,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
         "serve_scale.py",
         "middleware.py",
         "upload_memory.py",
+        "partial_json.py",
     ],
 )
 def test_a_benchmark_checks_what_it_measures(script):

@@ -20,6 +20,7 @@ catches ``ValueError`` keeps working. The whole tree (a built-in base besides, a
       EventDecodeError (also ValueError)
       FormatError (also ValueError)
       InvalidMessageError (also ValueError)
+      PartialJSONError (also ValueError)
       ProviderError
         AuthenticationError
         ConnectionError (also ConnectionError)
@@ -65,6 +66,7 @@ __all__ = [
     "EventApplyError",
     "StreamGrammarError",
     "EventDecodeError",
+    "PartialJSONError",
     "ProviderError",
     "AuthenticationError",
     "PermissionDeniedError",
@@ -242,6 +244,16 @@ class EventDecodeError(ModelwireError, ValueError):
         self.line = line
         prefix = f"line {line}: " if line is not None else ""
         super().__init__(prefix + message)
+
+
+class PartialJSONError(ModelwireError, ValueError):
+    """Text fed to a ``PartialJSON`` parser that cannot become one JSON value; ``position``
+    is where in the whole text, ``value`` what was parsed before it."""
+
+    def __init__(self, message: str, position: int, value: Any = None) -> None:
+        self.position = position
+        self.value = value
+        super().__init__(message)
 
 
 # -- provider errors ---------------------------------------------------------------------------

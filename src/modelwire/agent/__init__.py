@@ -4,6 +4,7 @@ from ..formatters import ServerTool
 from ._agent import STRUCTURED_TOOL, Agent, ResumeEvent
 from ._limits import UsageLimits
 from ._mcp import MCPServer
+from ._output import OutputPartial, PartialOutput
 from ._tools import Tool, Toolset, tool
 
 __all__ = [
@@ -16,4 +17,6 @@ __all__ = [
     "UsageLimits",
     "ServerTool",
     "MCPServer",
+    "PartialOutput",
+    "OutputPartial",
 ]

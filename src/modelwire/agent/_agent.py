@@ -60,6 +60,7 @@ from ..message import (
 from ..event._events import StopReasonValue
 from ..message._blocks import ToolResultStateValue
 from ._limits import ReplyLimits
+from ._output import PartialOutput
 from ._tools import Tool, ToolArgumentsError, Toolset
 
 __all__ = ["Agent", "AgentError"]
@@ -776,6 +777,14 @@ class Agent:
         return E.ReplyEndEvent(session_id=self.session_id, reply_id=rid, structured_output=output)
 
     # -- structured output --------------------------------------------------------------------
+
+    def partial_output(self, structured_model: Any, **options: Any) -> PartialOutput:
+        """A reader of this agent's reply events that gives the structured output as it
+        streams: feed it each event of ``reply_stream(..., structured_model=...)``. The
+        partials are the JSON so far, unvalidated; the last one, at ``REPLY_END``, is
+        validated against ``structured_model``. ``options`` are
+        :class:`~modelwire.event.PartialJSON`'s (``partial_strings``, ``whole_under``)."""
+        return PartialOutput(structured_model, native=self._native_structured(), tool_name=STRUCTURED_TOOL, **options)
 
     def _can_force(self, options: dict[str, Any]) -> bool:
         """Whether the model can be made to call a tool with these options (a model that

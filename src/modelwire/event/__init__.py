@@ -41,6 +41,8 @@ from ._events import (
     UserInterruptEvent,
 )
 from ._grammar import StreamChecker, check_stream
+from ._partial import PartialJSON
+from ._partial_calls import PartialToolCalls, ToolCallPartial
 
 __all__ = [
     "EventType",
@@ -82,6 +84,9 @@ __all__ = [
     "CustomEvent",
     "check_stream",
     "StreamChecker",
+    "PartialJSON",
+    "PartialToolCalls",
+    "ToolCallPartial",
     "parse_event",
     "event_to_json",
     "event_from_json",
