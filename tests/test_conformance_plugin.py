@@ -27,7 +27,7 @@ NAME = "ndtoy"
 class ToyAdapter(BaseAdapter):
     protocol = NAME
 
-    def _handle(self, data, event):
+    def handle(self, data, event):
         kind = data.get("kind")
         if kind == "think":
             block = self.blocks.get("think") or self.open_block("think", "thinking")
@@ -46,7 +46,7 @@ class ToyAdapter(BaseAdapter):
             self.input_tokens, self.output_tokens = data["usage"]
             self.provider_stop_reason = data["reason"]
             self.stop_reason = {"stop": "end_turn", "calls": "tool_use"}.get(data["reason"], "other")
-            self._finish()
+            self.finish()
         else:
             raise StreamProtocolError(f"an ndtoy line of kind {kind!r}", body=data)
 
