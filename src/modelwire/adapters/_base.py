@@ -492,6 +492,8 @@ class BaseAdapter:
         and ``close_block`` make them for a call that streams, with no block opened between
         them. Returns the id it streams with: the provider's (``call_id``; renamed when this
         call used it already) or, without one, a new one."""
+        if type(arguments) is not str:  # refused before its START is out: a call never left open
+            raise StreamProtocolError(f"{self.protocol}: tool call arguments of type {type(arguments).__name__}")
         call_id, name = self.__new_call(self.__block_id("tool_call", call_id), name)
         event_id, now, reply_id, out = self.__event_id, self.__now, self.reply_id, self.__out
         out.append(_STARTS["tool_call"](event_id(), now, reply_id, call_id, name))
