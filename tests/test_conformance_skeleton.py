@@ -91,6 +91,34 @@ def test_a_kit_name_of_the_adapters_own_fails_the_suite_and_the_stream_still_end
         conformance.required_parts_are_written(name)
 
 
+def test_an_end_of_stream_hook_that_ends_every_call_fails_the_suite(plugin):
+    """An ``on_close`` that finishes whatever came: a cut stream would pass for whole."""
+    name = plugin(
+        variant(
+            "    def _open(self, kind):", "    def on_close(self):\n        self.finish()\n\n    def _open(self, kind):"
+        )
+    )
+    with pytest.raises(conformance.ConformanceError, match=r"a body cut in half decoded without an error"):
+        conformance.broken_streams_are_typed(name)
+
+
+def test_an_adapter_written_for_the_private_hook_still_streams_and_is_told(plugin):
+    """``_handle``, the hook every adapter wrote before it was public, is still called (with
+    a DeprecationWarning when the class is made); the suite names the public one."""
+    from modelwire.protocols import decode_sse
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        name = plugin(variant("    def handle(self, data, event):", "    def _handle(self, data, event):"))
+        wire = protocols.get_protocol(name)
+        wire.adapter_class()
+    assert any("defines _handle" in str(w.message) and "its hook is handle" in str(w.message) for w in caught)
+    events = decode_sse(name, wire.fake_stream(("text", "Still here.")), "r")
+    assert "".join(e.delta for e in events if e.type == "TEXT_BLOCK_DELTA") == "Still here."
+    with pytest.raises(conformance.ConformanceError, match=r"defines _handle, .* use handle if it is meant"):
+        conformance.required_parts_are_written(name)
+
+
 def test_a_key_error_on_a_malformed_event_fails_the_suite(plugin, monkeypatch):
     """Without ``shape_problem``, an event missing a field is a KeyError: InternalError in
     production, whatever MODELWIRE_DEBUG says (the suite turns it off)."""
