@@ -98,7 +98,10 @@ def test_an_end_of_stream_hook_that_ends_every_call_fails_the_suite(plugin):
             "    def _open(self, kind):", "    def on_close(self):\n        self.finish()\n\n    def _open(self, kind):"
         )
     )
-    with pytest.raises(conformance.ConformanceError, match=r"a body cut in half decoded without an error"):
+    with pytest.raises(
+        conformance.ConformanceError,
+        match=r"a body cut in half decoded without an error: .* calls super\(\).on_close\(\) otherwise",
+    ):
         conformance.broken_streams_are_typed(name)
 
 

@@ -323,7 +323,12 @@ def broken_streams_are_typed(protocol: str) -> None:
         except Exception as exc:
             raise _fail(protocol, f"a body {label} raised {type(exc).__name__}, not a ProviderError: {exc}") from None
         if error is None:
-            raise _fail(protocol, f"a body {label} decoded without an error")
+            raise _fail(
+                protocol,
+                f"a body {label} decoded without an error: a stream that stops before its terminal event ends "
+                "in IncompleteStreamError (BaseAdapter.on_close raises it; an adapter's own on_close finishes "
+                "only a call that is whole, and calls super().on_close() otherwise)",
+            )
         if not isinstance(error, ProviderError):  # pragma: no cover - _decode catches only these
             raise _fail(protocol, f"a body {label} raised {type(error).__name__}")
         if isinstance(error, InternalError) or (
