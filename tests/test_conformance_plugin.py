@@ -16,68 +16,94 @@ PLUGIN = '''
 """ndtoy: a toy chat protocol streamed as NDJSON (one JSON object per line)."""
 import json
 
-from modelwire.adapters import BaseAdapter
-from modelwire.errors import StreamProtocolError, UnsupportedOptionError
-from modelwire.formatters import Formatter, parse_arguments, result_blocks, segments, sent_source, tool_specs
+from modelwire.adapters import OPTIONAL, BaseAdapter, Delta, shape_problem
+from modelwire.errors import FormatError, StreamProtocolError, UnsupportedOptionError
+from modelwire.formatters import (MessagesFormatter, origin_replays, parse_arguments, result_blocks, sent_source,
+                                  tool_choice_name, tool_specs)
+from modelwire.message import origin
 from modelwire.protocols import Capabilities, Preset, WireProtocol
 
 NAME = "ndtoy"
+SHAPES = {
+    "think": {"text": (str,)},
+    "text": {"text": (str,)},
+    "call": {"id": (str,), "name": (str,), "arguments": (dict,)},
+    "done": {"reason": (str,), "usage": (list,), "usage[]": (int,)},
+}
 
 
 class ToyAdapter(BaseAdapter):
     protocol = NAME
+    deltas = (Delta("text", key="kind", kinds=("text", "thinking")),)  # a piece of what is open
 
-    def _handle(self, data, event):
+    def handle(self, data, event):
         kind = data.get("kind")
         if kind == "think":
             block = self.blocks.get("think") or self.open_block("think", "thinking")
+            block.extras["provider_metadata"] = self.origin
             self.delta(block, data["text"])
         elif kind == "text":
             self.close_block("think")
             block = self.blocks.get("text") or self.open_block("text", "text")
             self.delta(block, data["text"])
         elif kind == "call":
-            self.close_block("think")
-            self.close_block("text")
-            block = self.open_block(data["id"], "tool_call", name=data["name"], block_id=data["id"])
-            self.delta(block, json.dumps(data["arguments"]))
-            self.close_block(data["id"])
+            self.close_all()
+            self.whole_call(data["name"], data["id"], json.dumps(data["arguments"]))
         elif kind == "done":
+            if len(data["usage"]) != 2:
+                raise StreamProtocolError("an ndtoy usage that is not [input, output]", body=data)
             self.input_tokens, self.output_tokens = data["usage"]
             self.provider_stop_reason = data["reason"]
             self.stop_reason = {"stop": "end_turn", "calls": "tool_use"}.get(data["reason"], "other")
-            self._finish()
+            self.finish()
         else:
             raise StreamProtocolError(f"an ndtoy line of kind {kind!r}", body=data)
 
+    def shape_problem(self, data, event):
+        return shape_problem(data, SHAPES.get(data.get("kind"), {}))
 
-class ToyFormatter(Formatter):
+
+class ToyFormatter(MessagesFormatter):
     protocol = NAME
-
-    def __init__(self, provider=None):
-        self.provider = provider
 
     @staticmethod
     def needs_inline(media_type):
         return True
 
-    def format(self, messages, tools=None, tool_choice=None):
-        turns = []
-        for seg in segments(messages, NAME):
-            if seg.kind == "results":
-                results = [{"id": r.id, "text": "".join(b.text for b in result_blocks(r) if b.type == "text")}
-                           for r in seg.blocks]
-                turns.append({"role": "tool", "results": results})
-            else:
-                turns.append({
-                    "role": seg.kind,
-                    "text": "".join(b.text for b in seg.blocks if b.type == "text"),
-                    "images": [sent_source(b, seg.index_of(b), NAME, urls=())[1]
-                               for b in seg.blocks if b.type == "data"],
-                    "calls": [{"id": b.id, "name": b.name, "arguments": parse_arguments(b)}
-                              for b in seg.blocks if b.type == "tool_call"],
-                })
-        return {"turns": turns, "tools": [{"name": s.name, "schema": s.parameters} for s in tool_specs(tools)]}
+    def finish(self, acc, tools, tool_choice):
+        specs = tool_specs(tools)
+        mode, _ = tool_choice_name(tool_choice, specs)
+        if mode in ("required", "tool"):
+            raise FormatError(None, "ndtoy cannot force a tool", NAME, code="unsupported-option")
+        tools = [{"name": s.name, "schema": s.parameters} for s in specs] if mode != "none" else []
+        return {"turns": acc.turns, "tools": tools}
+
+    def _user(self, seg):
+        images = []
+        for b in seg.blocks:
+            if b.type == "data":
+                _, data, media_type = sent_source(b, seg.index_of(b), NAME, urls=())
+                if not media_type.startswith("image/"):
+                    raise FormatError(seg.index_of(b), f"ndtoy takes images, not {media_type}", NAME)
+                images.append(data)
+        return {"role": "user", "text": "".join(b.text for b in seg.blocks if b.type == "text"), "images": images}
+
+    def _assistant(self, seg):
+        return {
+            "role": "assistant",
+            "text": "".join(b.text for b in seg.blocks if b.type == "text"),
+            "thinking": "".join(b.thinking for b in seg.blocks if b.type == "thinking"
+                                and origin_replays(origin(b), NAME, self.provider, scope="protocol")),
+            "calls": [{"id": b.id, "name": b.name, "arguments": parse_arguments(b)}
+                      for b in seg.blocks if b.type == "tool_call"],
+        }
+
+    def _result(self, result, index):
+        text = "".join(b.text for b in result_blocks(result) if b.type == "text")
+        return {"role": "tool", "id": result.id, "text": text}
+
+
+ToyFormatter.payload_turns = "turns"
 
 
 class ToyProtocol(WireProtocol):
@@ -88,6 +114,7 @@ class ToyProtocol(WireProtocol):
     path = "/v1/chat"
     framing = "ndjson"
     content_type = "application/x-ndjson"
+    replay_scope = "protocol"
     capabilities = Capabilities(thinking=True, parallel_tool_calls=True)
     presets = (Preset(NAME, NAME, "http://127.0.0.1:1", None, "NDTOY_BASE_URL", key_required=False, auth="none",
                       example="toy-1"),)
@@ -107,7 +134,7 @@ class ToyProtocol(WireProtocol):
     def answer_events(self, answer):
         return [(None, line) for line in answer["lines"]]  # a whole answer: its lines in one JSON list
 
-    def fake_stream(self, *blocks, usage=(3, 2), **_):
+    def fake_stream(self, *blocks, usage=(10, 5), **_):
         lines = []
         for block in blocks:
             if block[0] in ("think", "text"):

@@ -745,9 +745,11 @@ def test_a_call_made_whole_is_the_call_a_streamed_one_makes(mapped):
     name it was sent as, no delta for empty arguments, a call without a name refused."""
 
     def run(whole: bool) -> tuple[list[dict], list[str]]:
-        adapter = get_protocol("ollama").adapter_class()("r", new_id=iter(f"n{i}" for i in range(99)).__next__)
+        adapter = get_protocol("ollama").adapter_class()(
+            "r", new_id=iter(f"n{i}" for i in range(99)).__next__, clock=lambda: "T"
+        )
         adapter.tool_names = {"sent_name": "own_name"} if mapped else {}
-        adapter._now = "T"
+        out = adapter.begin_feed()
         ids = []
         for key, (name, call_id, arguments) in enumerate(
             [("sent_name", "c1", '{"a": 1}'), ("f", "c1", "{}"), ("f", None, ""), ("g", "c2", "[]")]
@@ -765,7 +767,7 @@ def test_a_call_made_whole_is_the_call_a_streamed_one_makes(mapped):
         ids.append(result.id)
         with pytest.raises(ProviderError, match="without a name"):
             adapter.whole_call("", "c9", "{}") if whole else adapter.open_block("z", "tool_call", block_id="c9")
-        return [{k: v for k, v in e.to_dict().items() if k != "id"} for e in adapter._out], ids
+        return [{k: v for k, v in e.to_dict().items() if k != "id"} for e in out], ids
 
     assert run(whole=True) == run(whole=False)
     events, ids = run(whole=True)

@@ -32,7 +32,7 @@ from modelwire.protocols import Capabilities, Preset, WireProtocol
 class TinyAdapter(BaseAdapter):
     protocol = "tiny"
 
-    def _handle(self, data, event):
+    def handle(self, data, event):
         kind = data["type"]
         if kind == "text":
             block = self.blocks.get("text") or self.open_block("text", "text")
@@ -45,7 +45,7 @@ class TinyAdapter(BaseAdapter):
         elif kind == "end":
             self.input_tokens, self.output_tokens = data["input_tokens"], data["output_tokens"]
             self.provider_stop_reason = self.stop_reason = data["stop"]
-            self._finish()
+            self.finish()
 
 
 class TinyFormatter(Formatter):

@@ -319,7 +319,7 @@ def _listen(monkeypatch):
         monkeypatch.setattr(cls, "feed", listening(cls.feed))
         fast = cls.fast_path()  # the short path its deltas table compiles to
         if fast is not None:
-            monkeypatch.setattr(cls, "_fast", fast._replace(feed_raw=listening_raw(fast.feed_raw)))
+            monkeypatch.setattr(cls, "_BaseAdapter__fast", fast._replace(feed_raw=listening_raw(fast.feed_raw)))
 
 
 def test_an_event_name_sent_in_its_own_piece_names_the_next_data():

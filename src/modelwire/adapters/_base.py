@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import warnings
 from itertools import repeat
 from typing import Any, Callable, Final, Literal
 
@@ -184,10 +185,15 @@ STREAMING: Final = "STREAMING"  # the call is open: MODEL_CALL_START was emitted
 DONE: Final = "DONE"  # the provider's terminal event closed the call
 FAILED: Final = "FAILED"  # an error closed the call (``failed`` holds it)
 _ENDED = (DONE, FAILED)
+# Hooks BaseAdapter called by private names before they became public: a subclass that
+# defines one is told (at class creation, and by the conformance suite).
+_FORMER_HOOKS = frozenset(
+    {"_handle", "_check_first", "_model_from", "_on_done", "_on_close", "_count_usage", "_fail", "_finish"}
+)
 
 
 class BaseAdapter:
-    """Shared state machine; subclasses implement :meth:`_handle`.
+    """Shared state machine; subclasses implement :meth:`handle`.
 
     ``state`` is one of ``IDLE`` -> ``STREAMING`` -> ``DONE`` or ``FAILED``. One rule for
     input once the call ended, whichever way: it is ignored (with a debug note), because
@@ -213,6 +219,18 @@ class BaseAdapter:
     # on its own, the request unknown): such a result is left to whoever holds the reply.
     carried_calls: frozenset[str] | None = None
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for old in _FORMER_HOOKS.intersection(cls.__dict__):
+            warnings.warn(
+                f"{cls.__qualname__} defines {old}, which BaseAdapter no longer calls: its hook is "
+                f"{old[1:]} (rename it, or give it a name of its own)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        if "_handle" in cls.__dict__ and "handle" not in cls.__dict__:
+            cls.handle = cls.__dict__["_handle"]  # the one hook every adapter wrote, kept working
+
     def __init__(
         self,
         reply_id: str,
@@ -226,17 +244,17 @@ class BaseAdapter:
             raise TypeError(f"reply_id must be a string, not {type(reply_id).__name__}")
         self.reply_id = reply_id
         self.model_name = model_name
-        self._new_id = new_id  # block and call ids
+        self.new_id = new_id  # block and call ids
         # Event ids: left to each event, made on their first read (most events are folded
         # and dropped unread), unless ids are given (tests that want them counted).
-        self._event_id: Callable[[], str] = _LAZY_ID if new_id is _default_id else new_id
-        self._clock = clock
-        self._now = ""
-        self._out: list[E.AgentEvent] = []
+        self.__event_id: Callable[[], str] = _LAZY_ID if new_id is _default_id else new_id
+        self.__clock = clock
+        self.__now = ""
+        self.__out: list[E.AgentEvent] = []
         self.blocks: dict[Any, Block] = {}  # provider key -> open block, in opening order
-        self._ids: set[str] = set()  # every block id of this call: a provider that repeats one is refused
-        self._call_ids: dict[str, bool] = {}  # tool call id -> whether a result of the provider's answered it
-        self._call_renamed: dict[str, str] = {}  # a call id the provider gave twice -> the id of its last call
+        self.__ids: set[str] = set()  # every block id of this call: a provider that repeats one is refused
+        self.__call_ids: dict[str, bool] = {}  # tool call id -> whether a result of the provider's answered it
+        self.__call_renamed: dict[str, str] = {}  # a call id the provider gave twice -> the id of its last call
         # Tool names as sent -> the tools' own names, where the target refused a name (see
         # formatters._toolids); set by the models layer.
         self.tool_names: dict[str, str] = {}
@@ -272,21 +290,21 @@ class BaseAdapter:
         """Process one decoded provider event (``event`` is the SSE event name, if any)."""
         if self.state in _ENDED:
             return []  # trailing events after the terminal one (usage echoes, [DONE])
-        self._now = self._clock()
-        out = self._out = []
+        self.__now = self.__clock()
+        out = self.__out = []
         try:
             if self.state is IDLE:
-                self._check_first(data, event)
-                self._start(data)
+                self.check_first(data, event)
+                self.__start(data)
             if "error" in data and _is_error_frame(data):
                 # An error object where an event was expected, on any route (LiteLLM and
                 # other proxies send OpenAI's shape inside Anthropic or Responses streams).
                 raise error_from_body(data, self.protocol)
-            self._handle(data, event)
+            self.handle(data, event)
         except ProviderError as err:
-            self._fail(err)
+            self.__fail(err)
         except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
-            self._fail(self._unexpected(exc, data, event))
+            self.__fail(self.__unexpected(exc, data, event))
         return out
 
     def feed_raw(self, raw: bytes, event: str | None = None) -> list[E.AgentEvent] | None:
@@ -300,37 +318,45 @@ class BaseAdapter:
     @classmethod
     def fast_path(cls) -> FastPath | None:
         """This class's :attr:`deltas` compiled once (None without rows)."""
-        if "_fast" not in cls.__dict__:
-            cls._fast = compile_fast_path(cls.deltas, cls.__name__, STREAMING) if cls.deltas else None
-        return cls.__dict__["_fast"]
+        if "_BaseAdapter__fast" not in cls.__dict__:
+            cls.__fast = compile_fast_path(cls.deltas, cls.__name__, STREAMING) if cls.deltas else None
+        return cls.__dict__["_BaseAdapter__fast"]
+
+    def begin_feed(self) -> list[E.AgentEvent]:
+        """Start a feed that does not go through :meth:`feed` (a short path's own entry):
+        the list this feed's events go to, stamped now."""
+        self.__now = self.__clock()
+        out = self.__out = []
+        return out
 
     def short_delta(self, block: Block, text: str) -> list[E.AgentEvent]:
         """A short path's one event: a delta of ``block`` (open, of a streamed kind), stamped
         now, as ``feed`` -> ``delta`` would make it; the events of this feed. (The stamp and
         the events are not kept on the adapter: every entry point sets both afresh.)"""
         block.has_delta = True
-        return [_DELTAS[block.kind](self._event_id(), self._clock(), self.reply_id, block.id, text)]
+        return [_DELTAS[block.kind](self.__event_id(), self.__clock(), self.reply_id, block.id, text)]
 
     def done(self) -> list[E.AgentEvent]:
         """The ``data: [DONE]`` marker."""
         if self.state in _ENDED:
             return []
-        self._now = self._clock()
-        self._out = []
+        self.__now = self.__clock()
+        self.__out = []
         if self.state is IDLE:
-            self._fail(IncompleteStreamError(f"the {self.protocol} stream held nothing before [DONE]"))
-        return self._guarded(self._on_done)
+            self.__fail(IncompleteStreamError(f"the {self.protocol} stream held nothing before [DONE]"))
+        self.__guarded(self.on_done)
+        return self.__out
 
     def close(self) -> list[E.AgentEvent]:
         """End of input. Raises :class:`IncompleteStreamError` if the call never ended."""
         if self.state in _ENDED:
             return []
-        self._now = self._clock()
-        self._out = []
+        self.__now = self.__clock()
+        self.__out = []
         if self.state is IDLE:
-            self._fail(IncompleteStreamError(f"the {self.protocol} stream ended before any event"))
-        self._guarded(self._on_close)
-        return self._out
+            self.__fail(IncompleteStreamError(f"the {self.protocol} stream ended before any event"))
+        self.__guarded(self.on_close)
+        return self.__out
 
     def fail(self, err: ProviderError) -> list[E.AgentEvent]:
         """Close what is open because of an error found outside the adapter (for example
@@ -340,9 +366,9 @@ class BaseAdapter:
         if self.state in _ENDED:
             self.ignore(err.message)
             return []
-        self._now = self._clock()
-        self._out = []
-        self._fail(err)
+        self.__now = self.__clock()
+        self.__out = []
+        self.__fail(err)
         return []  # not reached
 
     def answered(self) -> bool:
@@ -356,14 +382,14 @@ class BaseAdapter:
         """Input that came after the call ended: nothing can change the reply any more."""
         _log.debug("ignored after the end of a %s stream: %s", self.protocol, what)
 
-    def _guarded(self, step: Callable[[], Any]) -> Any:
+    def __guarded(self, step: Callable[[], Any]) -> Any:
         """Run an end-of-input step with the same error sorting as ``feed``."""
         try:
             return step()
         except ProviderError as err:
-            self._fail(err)
+            self.__fail(err)
         except Exception as exc:  # noqa: BLE001 - classified, never swallowed
-            self._fail(self._unexpected(exc, {}, None))
+            self.__fail(self.__unexpected(exc, {}, None))
 
     @property
     def origin(self) -> dict[str, Any]:
@@ -371,11 +397,19 @@ class BaseAdapter:
         return provenance(self.provider, self.protocol, self.endpoint)
 
     # -- for subclasses -------------------------------------------------------------------
+    # The hooks a protocol's adapter fills are public: handle (the one it must write),
+    # check_first, shape_problem, model_from, on_done, on_close, on_fail, count_usage and
+    # answered; it calls open_block, delta, close_block, close_all, whole_call,
+    # provider_block, emit, begin_feed and finish. Everything else of the kit is
+    # name-mangled (``__x``), so no name a subclass picks changes how the kit works.
 
-    def _handle(self, data: dict[str, Any], event: str | None) -> None:
-        raise NotImplementedError
+    def handle(self, data: dict[str, Any], event: str | None) -> None:
+        """Turn one decoded provider event into events (``open_block``, ``delta``,
+        ``close_block``; ``finish`` at its terminal event); raise ``StreamProtocolError``
+        on one it cannot read. The one hook every adapter writes."""
+        raise NotImplementedError(f"{type(self).__name__} does not define handle(data, event)")
 
-    def _check_first(self, data: dict[str, Any], event: str | None) -> None:
+    def check_first(self, data: dict[str, Any], event: str | None) -> None:
         """Raise :class:`StreamProtocolError` if ``data`` cannot open this protocol's stream
         (each protocol decides; the default takes anything)."""
 
@@ -384,7 +418,7 @@ class BaseAdapter:
         it looks right (then the failure is modelwire's own bug). Only called on failure."""
         return None
 
-    def _unexpected(self, exc: Exception, data: dict[str, Any], event: str | None) -> ProviderError:
+    def __unexpected(self, exc: Exception, data: dict[str, Any], event: str | None) -> ProviderError:
         """An exception that is not a provider error: the provider's malformed event
         (:class:`StreamProtocolError`) or a bug here (:class:`InternalError`; with
         ``MODELWIRE_DEBUG=1`` the exception itself is raised, so tests see bugs as bugs)."""
@@ -406,44 +440,55 @@ class BaseAdapter:
             body=data,
         )
 
-    def _model_from(self, data: dict[str, Any]) -> str | None:
+    def model_from(self, data: dict[str, Any]) -> str | None:
+        """The model name the stream's first event gives (None: the one asked for)."""
         return None
 
-    def _on_done(self) -> list[E.AgentEvent]:
-        self._finish()
-        return self._out
+    def on_done(self) -> None:
+        """The ``data: [DONE]`` marker came: the default ends the call (:meth:`finish`); a
+        protocol whose stream does not end there raises a ``ProviderError`` instead."""
+        self.finish()
 
-    def _on_close(self) -> None:
-        self._fail(IncompleteStreamError(f"the {self.protocol} stream ended before its terminal event"))
+    def on_close(self) -> None:
+        """The input ended before the call did: the default raises
+        :class:`IncompleteStreamError`; a protocol whose stream may end without its terminal
+        event (and still be whole) finishes here, and calls ``super().on_close()`` otherwise."""
+        raise IncompleteStreamError(f"the {self.protocol} stream ended before its terminal event")
 
-    def _emit(self, cls: type, **fields: Any) -> None:
-        fields["id"] = self._event_id()
-        fields["created_at"] = self._now
+    def on_fail(self, err: ProviderError) -> None:
+        """The call is about to end with ``err``: a protocol that keeps blocks of its own
+        (calls it has not opened yet) closes them here; the kit then closes the open blocks
+        and ends the call."""
+
+    def emit(self, cls: type, **fields: Any) -> None:
+        """One event of class ``cls``, stamped with this feed's id, time and reply."""
+        fields["id"] = self.__event_id()
+        fields["created_at"] = self.__now
         fields["reply_id"] = self.reply_id
-        self._out.append(cls(**fields))
+        self.__out.append(cls(**fields))
 
-    def _start(self, data: dict[str, Any]) -> None:
-        model = self._model_from(data) or self.model_name or ""
-        self._emit(E.ModelCallStartEvent, model_name=model)  # first: a model name that fails leaves the call IDLE
+    def __start(self, data: dict[str, Any]) -> None:
+        model = self.model_from(data) or self.model_name or ""
+        self.emit(E.ModelCallStartEvent, model_name=model)  # first: a model name that fails leaves the call IDLE
         self.call_metadata["model"] = model
         self.state = STREAMING
 
     # text-like blocks ------------------------------------------------------------------
 
     def open_block(self, key: Any, kind: str, name: str = "", **start: Any) -> Block:
-        block_id = self._block_id(kind, start.pop("block_id", None))
+        block_id = self.__block_id(kind, start.pop("block_id", None))
         if key in self.blocks:
             raise StreamProtocolError(f"{self.protocol}: a {kind} block started twice ({key!r})")
         if kind == "tool_call":
-            block_id, name = self._new_call(block_id, name)
+            block_id, name = self.__new_call(block_id, name)
         elif kind == "tool_result":
-            block_id = self._result_for(block_id)
-        elif block_id in self._ids:
+            block_id = self.__result_for(block_id)
+        elif block_id in self.__ids:
             raise StreamProtocolError(f"{self.protocol}: the id {block_id!r} is used by two blocks of one call")
         block = Block(kind, block_id, name)
-        self._ids.add(block_id)
+        self.__ids.add(block_id)
         # Emit the START first: a block is registered (and later closed) only once it started.
-        self._emit_start(block, kind, name, start)
+        self.__emit_start(block, kind, name, start)
         self.blocks[key] = block
         return block
 
@@ -453,56 +498,58 @@ class BaseAdapter:
         and ``close_block`` make them for a call that streams, with no block opened between
         them. Returns the id it streams with: the provider's (``call_id``; renamed when this
         call used it already) or, without one, a new one."""
-        call_id, name = self._new_call(self._block_id("tool_call", call_id), name)
-        event_id, now, reply_id, out = self._event_id, self._now, self.reply_id, self._out
+        if type(arguments) is not str:  # refused before its START is out: a call never left open
+            raise StreamProtocolError(f"{self.protocol}: tool call arguments of type {type(arguments).__name__}")
+        call_id, name = self.__new_call(self.__block_id("tool_call", call_id), name)
+        event_id, now, reply_id, out = self.__event_id, self.__now, self.reply_id, self.__out
         out.append(_STARTS["tool_call"](event_id(), now, reply_id, call_id, name))
         if arguments:
             out.append(_DELTAS["tool_call"](event_id(), now, reply_id, call_id, arguments))
         out.append(_ENDS["tool_call"](event_id(), now, reply_id, call_id, extras or None))
         return call_id
 
-    def _block_id(self, kind: str, given: Any) -> str:
+    def __block_id(self, kind: str, given: Any) -> str:
         """A block's id: the provider's, a string, or a new one where it gave none."""
-        block_id = given or self._new_id()
+        block_id = given or self.new_id()
         if not isinstance(block_id, str):
             raise StreamProtocolError(
                 f"{self.protocol}: a {kind} block whose id is {type(block_id).__name__}, not a string"
             )
         return block_id
 
-    def _new_call(self, call_id: str, name: Any) -> tuple[str, str]:
+    def __new_call(self, call_id: str, name: Any) -> tuple[str, str]:
         """A tool call's id and name, by the rules every call keeps, streamed or whole: it has
-        a name; an id a block of this call has already is renamed (see :meth:`_call_again`);
+        a name; an id a block of this call has already is renamed (see :meth:`__call_again`);
         a tool called by the name it was sent as gets the tool's own name back."""
         if not isinstance(name, str) or not name:
             raise StreamProtocolError(f"{self.protocol}: a tool call without a name ({call_id!r})")
-        if call_id in self._ids:
-            call_id = self._call_again(call_id)
-        self._call_ids[call_id] = False
-        self._ids.add(call_id)
+        if call_id in self.__ids:
+            call_id = self.__call_again(call_id)
+        self.__call_ids[call_id] = False
+        self.__ids.add(call_id)
         if self.tool_names:
             name = self.tool_names.get(name, name)
         return call_id, name
 
-    def _call_again(self, call_id: str) -> str:
+    def __call_again(self, call_id: str) -> str:
         """A tool call whose id a block of this call has already (servers that number calls
         per turn, or give two parallel calls one id): the id it streams with, its own, made
         from the provider's; a result the provider names it by goes to this one from now on."""
-        new_id = self._call_renamed[call_id] = id_again(call_id, self._ids)
+        new_id = self.__call_renamed[call_id] = id_again(call_id, self.__ids)
         return new_id
 
-    def _result_for(self, call_id: str) -> str:
+    def __result_for(self, call_id: str) -> str:
         """The id a provider-run tool's result streams with: its call's (renamed, if the call
         was). The grammar puts a result after its call's END, once: a result for a call still
         streaming, for a block that is not a call, or for a call that has one already is a
         broken stream. A call this stream did not make is one of an earlier call of the same
         reply (a paused turn goes on in a new call): one the request left open
         (:attr:`carried_calls`) where the request is known, else left to whoever holds the reply."""
-        call_id = self._call_renamed.get(call_id, call_id)
-        answered = self._call_ids.get(call_id)
+        call_id = self.__call_renamed.get(call_id, call_id)
+        answered = self.__call_ids.get(call_id)
         if answered:
             raise StreamProtocolError(f"{self.protocol}: a second result for tool call {call_id!r}")
-        if answered is None and call_id in self._ids:
+        if answered is None and call_id in self.__ids:
             raise StreamProtocolError(f"{self.protocol}: a tool result for {call_id!r}, which is not a tool call")
         carried = self.carried_calls
         if answered is None and carried is not None and call_id not in carried:
@@ -513,19 +560,19 @@ class BaseAdapter:
         if any(b.id == call_id and b.kind == "tool_call" for b in self.blocks.values()):
             # The call's stop is missing.
             raise StreamProtocolError(f"{self.protocol}: a result for tool call {call_id!r} before that call ended")
-        self._call_ids[call_id] = True
+        self.__call_ids[call_id] = True
         return call_id
 
-    def _emit_start(self, block: Block, kind: str, name: str, start: dict[str, Any]) -> None:
+    def __emit_start(self, block: Block, kind: str, name: str, start: dict[str, Any]) -> None:
         if kind == "tool_call":
-            self._out.append(_STARTS[kind](self._event_id(), self._now, self.reply_id, block.id, name))
+            self.__out.append(_STARTS[kind](self.__event_id(), self.__now, self.reply_id, block.id, name))
         elif kind in _STARTS.kinds:
-            self._out.append(_STARTS[kind](self._event_id(), self._now, self.reply_id, block.id))
+            self.__out.append(_STARTS[kind](self.__event_id(), self.__now, self.reply_id, block.id))
         elif kind == "tool_result":
-            self._emit(E.ToolResultStartEvent, tool_call_id=block.id, tool_call_name=name)
+            self.emit(E.ToolResultStartEvent, tool_call_id=block.id, tool_call_name=name)
         elif kind == "data":
             block.parts = []
-            self._emit(E.DataBlockStartEvent, block_id=block.id, media_type=start["media_type"], name=name or None)
+            self.emit(E.DataBlockStartEvent, block_id=block.id, media_type=start["media_type"], name=name or None)
 
     def delta(self, block: Block, text: str) -> None:
         if not text:
@@ -535,7 +582,7 @@ class BaseAdapter:
         block.has_delta = True
         make = _DELTAS.get(block.kind)
         if make is not None:
-            self._out.append(make(self._event_id(), self._now, self.reply_id, block.id, text))
+            self.__out.append(make(self.__event_id(), self.__now, self.reply_id, block.id, text))
         elif block.kind == "data":
             assert block.parts is not None
             block.parts.append(text)
@@ -548,16 +595,16 @@ class BaseAdapter:
         extras = block.extras or None
         kind = block.kind
         if kind in _ENDS.kinds:
-            self._out.append(_ENDS[kind](self._event_id(), self._now, self.reply_id, block.id, extras))
+            self.__out.append(_ENDS[kind](self.__event_id(), self.__now, self.reply_id, block.id, extras))
         elif kind == "tool_result":
-            self._emit(E.ToolResultEndEvent, tool_call_id=block.id, state=state, metadata=metadata or {})
+            self.emit(E.ToolResultEndEvent, tool_call_id=block.id, state=state, metadata=metadata or {})
         elif kind == "data":
             raw = "".join(block.parts or ()).encode()
             media_type = block.extras.pop("media_type", "application/json")
             if raw:
                 data = base64.b64encode(raw).decode("ascii")
-                self._emit(E.DataBlockDeltaEvent, block_id=block.id, media_type=media_type, data=data)
-            self._emit(E.DataBlockEndEvent, block_id=block.id, extras=block.extras or None)
+                self.emit(E.DataBlockDeltaEvent, block_id=block.id, media_type=media_type, data=data)
+            self.emit(E.DataBlockEndEvent, block_id=block.id, extras=block.extras or None)
 
     def close_all(self) -> None:
         for key in list(self.blocks):
@@ -566,7 +613,7 @@ class BaseAdapter:
     def provider_block(self, raw: dict[str, Any], name: str) -> None:
         """Keep a provider item modelwire does not model, whole, as a JSON data block, so
         that a formatter for the same provider can send it back."""
-        key = ("raw", len(self._out), id(raw))
+        key = ("raw", len(self.__out), id(raw))
         block = self.open_block(key, "data", name=name, media_type="application/json")
         block.extras = {"provider_metadata": self.origin, "provider_block_type": raw.get("type")}
         block.parts = [json.dumps(raw, ensure_ascii=False, separators=(",", ":"))]
@@ -574,13 +621,14 @@ class BaseAdapter:
 
     # the end ---------------------------------------------------------------------------
 
-    def _count_usage(self) -> None:
+    def count_usage(self) -> None:
         """Set the token counts from usage kept raw while streaming (for a protocol that
         repeats its usage on every chunk: counting once at the end is cheaper)."""
 
-    def _finish(self, finished_reason: str = "completed") -> None:
+    def finish(self, finished_reason: str = "completed") -> None:
+        """End the call: close the open blocks, count the usage, emit ``MODEL_CALL_END``."""
         self.close_all()
-        self._count_usage()
+        self.count_usage()
         if self.provider_stop_reason is not None and not isinstance(self.provider_stop_reason, str):
             self.call_metadata["provider_stop_reason_raw"] = self.provider_stop_reason
             self.provider_stop_reason = str(self.provider_stop_reason)[:200]
@@ -598,7 +646,7 @@ class BaseAdapter:
                 setattr(self, name, 0)  # a provider's nonsense count is not passed on
         if not self.input_counts_cache:
             self.input_tokens += self.cache_input_tokens + self.cache_creation_input_tokens
-        self._emit(
+        self.emit(
             E.ModelCallEndEvent,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
@@ -612,11 +660,12 @@ class BaseAdapter:
         )
         self.state = FAILED if self.failed is not None else DONE
 
-    def _fail(self, err: ProviderError) -> None:
+    def __fail(self, err: ProviderError) -> None:
         if self.state in _ENDED:
             raise err
         if self.state is IDLE:
-            self._start({})  # a call that failed on its first event still opened
+            self.__start({})  # a call that failed on its first event still opened
+        self.on_fail(err)
         self.failed = err
         self.stop_reason = "error"
         if err.provider_type:
@@ -624,9 +673,9 @@ class BaseAdapter:
         self.call_metadata["error"] = err.message
         # AgentScope's MODEL_CALL_END knows only completed and interrupted: a call an error
         # cut short did not complete (its stop_reason says "error").
-        self._finish("interrupted")
-        err.events = list(self._out)
-        self._out = []
+        self.finish("interrupted")
+        err.events = list(self.__out)
+        self.__out = []
         raise err
 
 

@@ -11,12 +11,12 @@ be absent), and this module turns the rows into:
 - one function that reads those fields: the first row whose piece is there decides; an
   event any row does not describe exactly (a field of another type, a list of two, a block
   not open or of another kind, an ``error`` event) returns None and goes the full way,
-  ``BaseAdapter.feed`` -> ``_handle``, with nothing changed. So does an exception in it (a
+  ``BaseAdapter.feed`` -> ``handle``, with nothing changed. So does an exception in it (a
   bug), raised instead with ``MODELWIRE_DEBUG=1``.
 
 The function is generated from the rows (as ``dataclasses`` generates ``__init__``), so a
 delta costs what a hand-written reader costs; :func:`fast_path_source` shows it. A row
-describes; the adapter's ``_handle`` still holds the one meaning of every event, and
+describes; the adapter's ``handle`` still holds the one meaning of every event, and
 ``tests/test_fast_paths.py`` decodes every recorded and generated body both ways.
 """
 

@@ -253,7 +253,9 @@ class TestSupport:
     def fake_stream(self, *blocks: tuple, **options: Any) -> bytes:
         """A response body for the local test server, from neutral blocks:
         ``("think", text)``, ``("text", text)``, ``("tool", call_id, name, arguments_json)``."""
-        raise NotImplementedError(f"the {self.name} protocol has no fake stream")
+        raise NotImplementedError(
+            f"the {self.name} protocol has no fake stream: it writes fake_stream(*blocks, usage=(10, 5))"
+        )
 
     def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
         """The whole (not streamed) answer a server gives for the same blocks as

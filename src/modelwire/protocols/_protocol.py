@@ -74,16 +74,24 @@ COMMON_DIALECT: dict[str, Any] = {"credentials": {"google", "aws", "azure"}, "ke
 
 
 class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discovery, TestSupport, ABC):
-    """One wire protocol. Subclass it, set the class attributes, implement
-    :meth:`apply_options` (abstract: a class without it cannot be made) and :meth:`fake_stream`
-    for the test server, and register an instance (built in, or through the
-    ``modelwire.protocols`` entry-point group).
+    """One wire protocol. Subclass it, set the class attributes, write the three methods
+    every protocol has, and register an instance (built in, or through the
+    ``modelwire.protocols`` entry-point group):
+
+    - :meth:`apply_options` (abstract: a class without it cannot be made);
+    - :meth:`answer_events`: a whole (not streamed) answer as its stream's events;
+    - :meth:`fake_stream`: the body the test server sends for neutral blocks.
+
+    The conformance suite's first check (``required_parts_are_written``) names each one a
+    protocol lacks, with its adapter's and formatter's required parts; the checklist and a
+    skeleton are in docs/extending/adding-a-protocol.md.
 
     This class is the core (the request: URL, headers, body, options; the stream: framing,
     adapter, decoder; errors and dialects); the parts a provider may or may not have come
     from ``modelwire.protocols._parts`` with their defaults, each its own class: ``Files``,
     ``Batches``, ``TokenCounting``, ``StoredState``, ``Caching``, ``Discovery``,
-    ``TestSupport``. Only ``apply_options`` has no default.
+    ``TestSupport``. Only ``apply_options`` has no default; ``answer_events`` and
+    ``fake_stream`` have one that raises, saying which protocol lacks it.
 
     Class attributes:
         name: the protocol's name (``anthropic``, ``openai-chat`` ...).
@@ -385,7 +393,9 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discover
         """A whole, non-streamed answer (a server that sent JSON where a stream was asked
         for) as this protocol's own stream events, for its adapter: ``(event name, data)``
         pairs, ``"[DONE]"`` as data for the marker. The same reply, whichever way it came."""
-        raise NotImplementedError(f"the {self.name} protocol cannot read a whole answer")
+        raise NotImplementedError(
+            f"the {self.name} protocol cannot read a whole answer: it writes answer_events(answer)"
+        )
 
 
 def check_effort(

@@ -9,11 +9,17 @@ built in or from a plugin. A plugin author runs the same checks modelwire runs o
         check("my-protocol")
 
 Each check takes a protocol's name and raises :class:`ConformanceError` (an
-``AssertionError``) saying what the protocol did wrong; ``conformance.run(name)`` runs them
-all and returns the failures. The checks use only the protocol's declared parts (its
-``fake_stream``, framing, formatter, presets and options), so they need no network and no
-recording:
+``AssertionError``) saying what the protocol did wrong and how to put it right;
+``conformance.run(name)`` runs them all and returns the failures. Every check runs in
+production mode (``MODELWIRE_DEBUG`` off, whatever the environment says; see
+:func:`production`), so what it accepts is what a user's program gets. The checks use only
+the protocol's declared parts (its ``fake_stream``, framing, formatter, presets and
+options), so they need no network and no recording:
 
+- ``required_parts_are_written`` (first): its ``answer_events`` and ``fake_stream`` (which
+  reports the ``usage`` it is given, ``(10, 5)`` by default), its adapter's ``handle`` and
+  none of the names the adapter kit used to keep private (``_on_close`` ...), a formatter that
+  keeps drafts; each missing piece named with its fix;
 - ``presets_declare_their_dialects``: the protocol's presets use only the dialect keys it
   declares (``dialect_keys``), with values it takes;
 - ``streams_decode``: generated streams (text, tool calls, thinking where the protocol
@@ -23,7 +29,8 @@ recording:
   its declared ``extras_keys`` or the shared kit's (``COMMON_EXTRAS``), and its
   ``replay_keys`` are among them;
 - ``broken_streams_are_typed``: a body cut short, or garbage, ends with a typed
-  :class:`~modelwire.errors.ProviderError` whose closing events keep the stream valid;
+  :class:`~modelwire.errors.ProviderError` (never ``InternalError``) whose closing events keep
+  the stream valid; one cut between two events, in ``IncompleteStreamError``;
 - ``formatter_pairs_calls``: a conversation with a tool round formats, and a tool call
   with no result (or a result with no call) is refused with a ``FormatError``;
 - ``options_mapped_or_refused``: every option changes the request or is refused with an
@@ -37,17 +44,32 @@ recording:
 - ``whole_answers_decode``: it reads a whole (not streamed) answer, and where it gives a
   ``fake_answer``, that answer folds to the reply its stream of the same blocks folds to;
 - ``sources_it_cannot_send_are_refused``: a media source no provider fetches (``ftp:``) is
-  refused with a ``FormatError`` naming it.
+  refused with a ``FormatError`` naming it;
+- ``short_path_agrees``: its ``deltas`` table decodes its fake streams as its ``handle`` does;
+- ``mutated_bodies_are_typed`` (``seed=0, count=200``): its fake streams mutated the ways
+  real ones go wrong (a field missing or of another type, an event lost, repeated or out of
+  place, bytes changed) end in a typed error that is not ``InternalError``, or decode, to
+  events that keep the grammar; a failure names the seed and the mutation;
+- ``tool_choice_is_kept``: ``"none"`` changes the request against ``"auto"``, and a choice
+  naming no tool given is refused naming it;
+- ``media_it_cannot_take_is_refused``: media of a type it has no field for is sent or
+  refused with a ``FormatError`` naming the type, never dropped;
+- ``thinking_replays``: where it declares thinking, a reply's own thinking goes back;
+- ``drafts_go_on``: a draft extended turn after turn gives what a full format gives;
+- ``speaker_names_are_kept``: ``speaker_names`` puts each speaker's name on their words.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+import functools
 import json
-from typing import Any, Callable
+import os
+from typing import Any, Callable, Iterator
 
-__all__ = ["CHECKS", "Check", "ConformanceError", "check_names", "run", "OPTION_VALUES"]
+__all__ = ["CHECKS", "Check", "ConformanceError", "check_names", "run", "production", "OPTION_VALUES"]
 
 Check = Callable[[str], None]  # one check: a protocol's name in, ConformanceError out when it fails
 
@@ -87,6 +109,33 @@ _TOOLS = [
 
 def _fail(protocol: str, what: str) -> ConformanceError:
     return ConformanceError(f"{protocol}: {what}")
+
+
+@contextlib.contextmanager
+def production() -> Iterator[None]:
+    """``MODELWIRE_DEBUG`` off while a check runs, whatever the environment says: a check
+    runs what production runs (with it on, a bug in an adapter surfaces as itself, and an
+    adapter that turns a provider's fault into ``InternalError`` would pass unseen)."""
+    saved = os.environ.get("MODELWIRE_DEBUG")
+    os.environ["MODELWIRE_DEBUG"] = "0"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("MODELWIRE_DEBUG", None)
+        else:
+            os.environ["MODELWIRE_DEBUG"] = saved
+
+
+def _check(check: Callable[..., None]) -> Callable[..., None]:
+    """A check that runs in production mode (see :func:`production`)."""
+
+    @functools.wraps(check)
+    def run_it(protocol: str, *args: Any, **kwargs: Any) -> None:
+        with production():
+            check(protocol, *args, **kwargs)
+
+    return run_it
 
 
 def _wire(protocol: str) -> Any:
@@ -162,6 +211,7 @@ def _scripts(protocol: str) -> list[tuple]:
 # -- the checks ------------------------------------------------------------------------------
 
 
+@_check
 def presets_declare_their_dialects(protocol: str) -> None:
     """Every preset of the protocol uses only dialect keys the protocol declares, with
     values it takes (``dialect_keys``)."""
@@ -178,6 +228,7 @@ def presets_declare_their_dialects(protocol: str) -> None:
             raise _fail(protocol, str(exc)) from None
 
 
+@_check
 def streams_decode(protocol: str) -> None:
     from ..event import check_stream
 
@@ -228,6 +279,7 @@ def _holds_what_was_sent(protocol: str, reply: Any, blocks: tuple) -> None:
             raise _fail(protocol, "the thinking did not fold into the reply")
 
 
+@_check
 def extras_are_declared(protocol: str) -> None:
     from .._record import extras_of
     from ..adapters import COMMON_EXTRAS
@@ -247,16 +299,22 @@ def extras_are_declared(protocol: str) -> None:
                 )
 
 
+@_check
 def broken_streams_are_typed(protocol: str) -> None:
-    from ..errors import ProviderError
+    """A body cut short, or garbage, ends in a typed error (never ``InternalError``) whose
+    closing events keep the stream valid; one cut between two events, halfway, in
+    :class:`~modelwire.errors.IncompleteStreamError`, so retry and fallback apply."""
+    from ..errors import IncompleteStreamError, InternalError, ProviderError
     from ..event import check_stream
 
     wire = _wire(protocol)
     body = wire.fake_stream(
         ("text", "It is sunny in Paris, and warm."), ("tool", "call_1", "get_weather", '{"city": "Paris"}')
     )
+    events_of = wire.split_stream(body)
     for label, pieces in (
         ("cut in half", [body[: len(body) // 2]]),
+        ("cut after half its events", events_of[: len(events_of) // 2]),
         ("garbage", [b"\x00\xffnot a stream\n\n" * 3]),
         ("empty", []),
     ):
@@ -265,9 +323,23 @@ def broken_streams_are_typed(protocol: str) -> None:
         except Exception as exc:
             raise _fail(protocol, f"a body {label} raised {type(exc).__name__}, not a ProviderError: {exc}") from None
         if error is None:
-            raise _fail(protocol, f"a body {label} decoded without an error")
+            raise _fail(
+                protocol,
+                f"a body {label} decoded without an error: a stream that stops before its terminal event ends "
+                "in IncompleteStreamError (BaseAdapter.on_close raises it; an adapter's own on_close finishes "
+                "only a call that is whole, and calls super().on_close() otherwise)",
+            )
         if not isinstance(error, ProviderError):  # pragma: no cover - _decode catches only these
             raise _fail(protocol, f"a body {label} raised {type(error).__name__}")
+        if isinstance(error, InternalError) or (
+            label == "cut after half its events" and not isinstance(error, IncompleteStreamError)
+        ):
+            raise _fail(
+                protocol,
+                f"a body {label} ended in {type(error).__name__} ({error}), not IncompleteStreamError: the end "
+                "of its stream went wrong. BaseAdapter.on_close raises IncompleteStreamError; an adapter's own "
+                "on_close finishes a call that is whole and calls super().on_close() otherwise",
+            )
         if events:
             try:
                 check_stream(_framed(events))
@@ -277,6 +349,7 @@ def broken_streams_are_typed(protocol: str) -> None:
                 ) from None
 
 
+@_check
 def formatter_pairs_calls(protocol: str) -> None:
     from ..errors import FormatError
     from ..message import AssistantMsg, SystemMsg, TextBlock, ToolCallBlock, ToolResultBlock, UserMsg
@@ -315,6 +388,7 @@ def formatter_pairs_calls(protocol: str) -> None:
         raise _fail(protocol, f"{label} was formatted; the provider would refuse it (or lose it)")
 
 
+@_check
 def options_mapped_or_refused(protocol: str) -> None:
     from ..errors import UnsupportedOptionError
     from ..message import UserMsg
@@ -345,6 +419,7 @@ def options_mapped_or_refused(protocol: str) -> None:
             raise _fail(protocol, f"the option {option}={value!r} changed nothing in the request: dropped, not refused")
 
 
+@_check
 def switches_in(protocol: str) -> None:
     """Replies other protocols made (decoded by their own adapters) format for this one."""
     from ..errors import FormatError
@@ -375,6 +450,7 @@ def switches_in(protocol: str) -> None:
             raise _fail(protocol, f"a reply made by {other} does not format here: {exc}") from None
 
 
+@_check
 def cassettes_replay(protocol: str) -> None:
     """A call recorded against a local server replays with the server gone."""
     import os
@@ -416,6 +492,7 @@ def cassettes_replay(protocol: str) -> None:
         )
 
 
+@_check
 def extras_in_code_are_declared(protocol: str) -> None:
     """Every extra its adapter's code can write on a block (``extras["k"]``,
     ``extras.setdefault("k", ...)``, ``extras.update(k=...)`` or ``extras.update({"k": ...})``)
@@ -463,6 +540,7 @@ def _extras_written(node: Any) -> set[str]:
     return keys
 
 
+@_check
 def whole_answers_decode(protocol: str) -> None:
     """The protocol reads a whole, non-streamed answer (``stream=False``, and a server that
     answers JSON where a stream was asked for): it gives ``answer_events``."""
@@ -499,6 +577,7 @@ def _shape(reply: Any) -> list[tuple]:
     return out
 
 
+@_check
 def sources_it_cannot_send_are_refused(protocol: str) -> None:
     """A media source no provider fetches (an ``ftp:`` URL) is refused with a FormatError
     naming it, never sent for the provider to refuse (or to drop)."""
@@ -519,6 +598,7 @@ def sources_it_cannot_send_are_refused(protocol: str) -> None:
     raise _fail(protocol, "an ftp: source was formatted; no provider fetches one")
 
 
+@_check
 def short_path_agrees(protocol: str) -> None:
     """The events its ``deltas`` table makes are the ones its full path makes, on its own
     fake streams fed event by event (a table row that reads a field wrong shows here)."""
@@ -541,7 +621,315 @@ def short_path_agrees(protocol: str) -> None:
             raise _fail(protocol, f"fake_stream{blocks!r} decodes differently through its deltas table")
 
 
+# -- what a protocol must write ----------------------------------------------------------------
+
+# Names BaseAdapter's kit used to call (or keep) under private names, and what took their place:
+# an adapter that defines one now defines a method of its own that the kit never calls.
+FORMER_ADAPTER_NAMES: dict[str, str] = {
+    "_handle": "handle",
+    "_check_first": "check_first",
+    "_model_from": "model_from",
+    "_on_done": "on_done",
+    "_on_close": "on_close",
+    "_count_usage": "count_usage",
+    "_fail": "on_fail (or raise a ProviderError)",
+    "_finish": "finish",
+    "_emit": "emit",
+    "_new_id": "new_id",
+    "_now": "begin_feed()",
+    "_out": "begin_feed()",
+}
+
+
+def _missing_parts(protocol: str) -> list[str]:
+    """Each part the protocol must write and does not, with the fix."""
+    from ..adapters import BaseAdapter
+    from ..formatters import Formatter
+    from ..protocols import WireProtocol
+
+    wire = _wire(protocol)
+    missing = [
+        f"WireProtocol.{name}: {fix}"
+        for name, fix in (
+            ("answer_events", "write answer_events(answer): a whole (not streamed) answer as its stream's events"),
+            ("fake_stream", "write fake_stream(*blocks, usage=(10, 5)): the body the test server sends"),
+        )
+        if getattr(type(wire), name) is getattr(WireProtocol, name)
+    ]
+    adapter = wire.adapter_class()
+    if adapter.handle is BaseAdapter.handle:
+        missing.append("its adapter: write handle(self, data, event), the one hook every adapter fills")
+    for cls in adapter.__mro__[: adapter.__mro__.index(BaseAdapter)]:
+        for old in sorted(FORMER_ADAPTER_NAMES.keys() & vars(cls).keys()):
+            missing.append(
+                f"its adapter {cls.__name__} defines {old}, which BaseAdapter no longer calls nor reads: "
+                f"use {FORMER_ADAPTER_NAMES[old]} if it is meant as the kit's, or give it a name of its own"
+            )
+    formatter = wire.formatter_class()
+    if not issubclass(formatter, Formatter):
+        missing.append("its formatter: subclass modelwire.formatters.MessagesFormatter (or Formatter)")
+    elif formatter.payload_turns is None:
+        missing.append(
+            f"its formatter {formatter.__name__} writes format() itself and keeps no drafts: build it on "
+            "modelwire.formatters.MessagesFormatter (write _user, _assistant, _result and finish), or set "
+            "payload_turns and write take and finish"
+        )
+    return missing
+
+
+@_check
+def required_parts_are_written(protocol: str) -> None:
+    """The parts every protocol writes, each named with its fix when missing: the
+    protocol's ``apply_options`` (abstract), ``answer_events`` and ``fake_stream``; its
+    adapter's ``handle`` (and none of the names the adapter kit used to keep private, such
+    as ``_on_close``); a formatter built on the shared walk, which keeps drafts."""
+    missing = _missing_parts(protocol)
+    if missing:
+        raise _fail(protocol, "it must still write:\n- " + "\n- ".join(missing))
+    wire = _wire(protocol)
+    for usage, given in (((7, 3), {"usage": (7, 3)}), ((10, 5), {})):
+        events, error = _decode(protocol, [wire.fake_stream(("text", "Hi."), **given)])
+        end = [e for e in events if e.type == "MODEL_CALL_END"]
+        counts = (end[-1].input_tokens, end[-1].output_tokens) if end and error is None else None
+        if counts != usage:
+            raise _fail(
+                protocol,
+                f"fake_stream(('text', 'Hi.'){', usage=(7, 3)' if given else ''}) reports the tokens {counts}, "
+                f"not {usage}: it takes usage=(input, output), (10, 5) when not given, as every protocol's does",
+            )
+
+
+# -- bodies a provider sends wrong -------------------------------------------------------------
+
+
+@_check
+def mutated_bodies_are_typed(protocol: str, seed: int = 0, count: int = 200) -> None:
+    """``count`` mutations (seeded by ``seed``) of its own fake streams, the ways real
+    streams go wrong (a field missing or of another type, an event lost, repeated or out of
+    place, bytes changed), fed in random pieces, each end in a typed error that is not
+    ``InternalError``, or decode; either way to events that keep the grammar and fold."""
+    import random
+
+    from ._mutate import mutations, split_at_random
+
+    wire, rnd = _wire(protocol), random.Random(seed)
+    structured = wire.framing != "aws-eventstream"
+    bodies = [wire.split_stream(wire.fake_stream(*blocks)) for blocks in _scripts(protocol)]
+    for number, (label, raw) in enumerate(mutations(bodies[seed % len(bodies)], rnd, count, structured)):
+        if number and number % 25 == 0:
+            bodies.append(bodies.pop(0))
+        _mutated_body_is_typed(protocol, raw, split_at_random(raw, rnd), f"{label}; seed {seed}, mutation {number}")
+
+
+def _mutated_body_is_typed(protocol: str, raw: bytes, pieces: list[bytes], label: str) -> None:
+    from ..errors import InternalError
+    from ..event import check_stream
+
+    try:
+        events, error = _decode(protocol, pieces)
+    except Exception as exc:
+        raise _fail(
+            protocol, f"a mutated body ({label}) raised {type(exc).__name__}, not a ProviderError: {exc}"
+        ) from None
+    if isinstance(error, InternalError):
+        raise _fail(
+            protocol,
+            f"a mutated body ({label}) ended in InternalError, which says the bug is modelwire's: {error.message}. "
+            "Its adapter read a field the event lacks, or one of another type: give shape_problem(data, event) "
+            "the event's shape (modelwire.adapters.shape_problem) or raise StreamProtocolError itself. "
+            f"The body: {raw[:300]!r}",
+        )
+    try:
+        check_stream(_framed(events))
+        _folded(events)
+    except Exception as exc:
+        raise _fail(protocol, f"the events of a mutated body ({label}) break the grammar: {exc}") from None
+
+
+# -- what its formatter must keep ----------------------------------------------------------------
+
+
+@_check
+def tool_choice_is_kept(protocol: str) -> None:
+    """A tool choice of ``none`` changes the request (outside its turns) against ``auto``,
+    the way a last request asks for no more calls; one that names no tool given is refused
+    with a ``FormatError`` naming it."""
+    from ..errors import FormatError
+    from ..message import AssistantMsg, ToolCallBlock, ToolResultBlock, UserMsg
+
+    wire, preset = _wire(protocol), _preset(protocol)
+    formatter = wire.new_formatter(preset, "conformance")
+    call = ToolCallBlock(id="call_0", name="get_weather", input='{"city": "Oslo"}')
+    result = ToolResultBlock(id="call_0", name="get_weather", output="sunny", state="success")
+    history = [UserMsg("u", "Weather?"), AssistantMsg("a", [call, result])]
+    payloads = {choice: formatter.format(history, _TOOLS, choice) for choice in ("none", "auto")}
+    turns = formatter.payload_turns
+    if {k: v for k, v in payloads["none"].items() if k != turns} == {
+        k: v for k, v in payloads["auto"].items() if k != turns
+    }:
+        raise _fail(
+            protocol,
+            "tool_choice='none' changes nothing in the request against 'auto': send the provider's 'none', or "
+            "leave the tools out (tool_choice_name(choice, specs) gives the mode)",
+        )
+    try:
+        formatter.format(history, _TOOLS, "no_such_tool")
+    except FormatError as exc:
+        if "no_such_tool" not in str(exc):
+            raise _fail(protocol, f"an unknown tool_choice is refused without naming it: {exc}") from None
+        return
+    raise _fail(
+        protocol, "tool_choice='no_such_tool' (no tool of that name) was formatted: refuse it (tool_choice_name does)"
+    )
+
+
+@_check
+def media_it_cannot_take_is_refused(protocol: str) -> None:
+    """Media of a type it has no field for (``video/mp4``, ``application/x-conformance``)
+    is sent or refused with a ``FormatError`` naming the type and the message, never dropped."""
+    from ..errors import FormatError
+    from ..message import Base64Source, DataBlock, UserMsg
+
+    wire, preset = _wire(protocol), _preset(protocol)
+    formatter = wire.new_formatter(preset, "conformance")
+    for media_type in ("video/mp4", "application/x-conformance"):
+        block = DataBlock(source=Base64Source(data="AAAA", media_type=media_type))
+        messages = [UserMsg("u", "What is this?"), UserMsg("u", [block])]
+        try:
+            payload = formatter.format(messages)
+        except FormatError as exc:
+            if media_type not in str(exc) or exc.index != 1:
+                raise _fail(protocol, f"{media_type} is refused without naming the type and message 1: {exc}") from None
+            continue
+        if "AAAA" not in json.dumps(payload):
+            raise _fail(
+                protocol,
+                f"a {media_type} block was dropped from the request: refuse it with "
+                f"FormatError(index, 'takes ... not {media_type}', protocol)",
+            )
+
+
+@_check
+def thinking_replays(protocol: str) -> None:
+    """Where the protocol declares thinking, a reply's thinking (decoded by its own adapter)
+    goes back in the next request to one of its presets: its text, or what it replays of it
+    (its ``replay_keys``)."""
+    from .._record import extras_of
+    from ..message import ToolResultBlock, UserMsg
+    from ..models import load_model
+    from ..protocols import decode_sse
+
+    wire = _wire(protocol)
+    if not wire.capabilities.thinking:
+        return
+    script = (("think", "I need the weather first."), ("tool", "call_1", "get_weather", '{"city": "Paris"}'))
+    for preset in wire.presets or (_preset(protocol),):
+        reply = _folded(decode_sse(protocol, wire.fake_stream(*script), "r", provider=preset.name))
+        (thinking,) = reply.get_content_blocks("thinking") or [None]
+        if thinking is None:
+            raise _fail(protocol, "its fake stream of a thought folds to no thinking block")
+        evidence = [thinking.thinking] + [
+            str(v) for k, v in (extras_of(thinking) or {}).items() if k in wire.replay_keys and v
+        ]
+        for call in reply.get_content_blocks("tool_call"):
+            reply.content.append(ToolResultBlock(id=call.id, name=call.name, output="sunny", state="success"))
+        model = load_model(f"{preset.name}:m", api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
+        body = json.dumps(model.build_request([UserMsg("u", "Weather in Paris?"), reply], _TOOLS)[0])
+        if any(e in body for e in evidence):
+            return
+    raise _fail(
+        protocol,
+        "it declares thinking, but no preset of it sends its own thinking back: its adapter marks a thinking "
+        "block as its own (block.extras['provider_metadata'] = self.origin) and its formatter sends back those "
+        "origin_replays() accepts",
+    )
+
+
+def _draft_turns(i: int) -> list[Any]:
+    """The messages one round of an agent adds, now and then with thinking and an image."""
+    from ..message import AssistantMsg, Base64Source, DataBlock, TextBlock, ThinkingBlock, ToolCallBlock
+    from ..message import ToolResultBlock, UserMsg
+
+    user: list[Any] = [TextBlock(text=f"Question {i}?")]
+    if i % 3 == 0:
+        user.append(DataBlock(source=Base64Source(data=_PNG, media_type="image/png")))
+    answer = [
+        ThinkingBlock(thinking=f"Thinking {i}."),
+        TextBlock(text="I'll check."),
+        ToolCallBlock(id=f"call_{i}", name="get_weather", input=f'{{"city": "c{i}"}}'),
+        ToolResultBlock(id=f"call_{i}", name="get_weather", output="sunny", state="success"),
+    ]
+    return [UserMsg("user", user), AssistantMsg("agent", answer)]
+
+
+_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
+@_check
+def drafts_go_on(protocol: str) -> None:
+    """Its formatter keeps drafts (the shared walk's): a draft extended turn after turn
+    gives the payload, and the bytes, a full format of the same conversation gives."""
+    from ..message import SystemMsg
+    from ..models._body import encode_body
+
+    wire, preset = _wire(protocol), _preset(protocol)
+    formatter = wire.new_formatter(preset, "conformance")
+    if formatter.payload_turns is None:
+        raise _fail(protocol, f"{type(formatter).__name__} keeps no drafts: build it on MessagesFormatter")
+    messages: list[Any] = [SystemMsg("system", "Be careful.")]
+    draft = formatter.draft(_TOOLS, "auto")
+    for i in range(6):
+        messages += _draft_turns(i)
+        payload = draft.extend(messages).payload()
+        expected = formatter.format(messages, _TOOLS, "auto")
+        key = formatter.payload_turns
+        if payload != expected or encode_body({**payload, key: draft.turns_encoded(payload[key])}) != encode_body(
+            expected
+        ):
+            raise _fail(
+                protocol,
+                f"a draft extended to turn {i} gives another payload than a full format: its take() must not "
+                "change a finished turn, and its finish() must build the payload from a copy (Turns.fork)",
+            )
+
+
+@_check
+def speaker_names_are_kept(protocol: str) -> None:
+    """With ``speaker_names``, each speaker's words go out as ``name: words``, another
+    agent's as user content, and the assistant's own unprefixed; without, no name."""
+    from ..message import AssistantMsg, UserMsg
+
+    wire, preset = _wire(protocol), _preset(protocol)
+    messages = [
+        UserMsg("alice", "I like tea."),
+        UserMsg("bob", "I like coffee."),
+        AssistantMsg("critic", "Both fine."),
+        AssistantMsg("me", "Tea!"),
+    ]
+    try:
+        named = wire.new_formatter(preset, "conformance", speaker_names=True, assistant_name="me").format(messages)
+    except TypeError as exc:
+        raise _fail(
+            protocol,
+            f"its formatter does not take speaker_names ({exc}): take speaker_names and assistant_name and pass "
+            "them to Formatter.__init__, or take no __init__ of its own",
+        ) from None
+    named = str(named)
+    for line in ("alice: I like tea.", "bob: I like coffee.", "critic: Both fine."):
+        if line not in named:
+            raise _fail(
+                protocol,
+                f"with speaker_names=True, {line!r} is not in the request: its formatter takes speaker_names and "
+                "assistant_name and passes them to Formatter.__init__ (the shared walk prefixes the names)",
+            )
+    if "me: Tea!" in named or "Tea!" not in named:
+        raise _fail(protocol, "with speaker_names=True, the assistant's own words must go out as they are")
+    if "alice:" in str(wire.new_formatter(preset, "conformance").format(messages)):
+        raise _fail(protocol, "without speaker_names, a speaker's name went out")
+
+
 CHECKS: list[Check] = [
+    required_parts_are_written,
     presets_declare_their_dialects,
     streams_decode,
     extras_are_declared,
@@ -554,6 +942,12 @@ CHECKS: list[Check] = [
     whole_answers_decode,
     sources_it_cannot_send_are_refused,
     short_path_agrees,
+    mutated_bodies_are_typed,
+    tool_choice_is_kept,
+    media_it_cannot_take_is_refused,
+    thinking_replays,
+    drafts_go_on,
+    speaker_names_are_kept,
 ]
 
 

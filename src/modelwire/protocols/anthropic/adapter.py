@@ -131,12 +131,12 @@ class AnthropicAdapter(BaseAdapter):
     def answered(self) -> bool:
         return self.finished or self.provider_stop_reason is not None
 
-    def _model_from(self, data: dict[str, Any]) -> str | None:
+    def model_from(self, data: dict[str, Any]) -> str | None:
         message = data.get("message")
         model = message.get("model") if isinstance(message, dict) else None
         return model if isinstance(model, str) else None
 
-    def _check_first(self, data: dict[str, Any], event: str | None) -> None:
+    def check_first(self, data: dict[str, Any], event: str | None) -> None:
         # Strict: the id, the model and the input tokens come in message_start. A stream
         # that begins otherwise is not an Anthropic stream (ping and error may come first).
         if data.get("type") not in ("message_start", "ping", "error") and "error" not in data:
@@ -153,7 +153,7 @@ class AnthropicAdapter(BaseAdapter):
                 problem = f"a {data['delta']['type']} without its {field} {kind.__name__}"
         return problem
 
-    def _handle(self, data: dict[str, Any], event: str | None) -> None:
+    def handle(self, data: dict[str, Any], event: str | None) -> None:
         etype = data.get("type")
         if not self._message_started and etype not in ("message_start", "ping", "error"):
             raise StreamProtocolError(f"{str(etype)[:40]!r} before message_start", body=data)
@@ -174,20 +174,20 @@ class AnthropicAdapter(BaseAdapter):
                 # Cut off (for example by max_tokens) before its content_block_stop.
                 block.extras["truncated"] = True
                 self._on_stop(key)
-            self._finish()
+            self.finish()
         elif etype == "error":
             raise error_from_body(data, self.protocol)
         else:
             self.call_metadata.setdefault("unhandled_events", []).append(data)
 
-    def _on_close(self) -> None:
+    def on_close(self) -> None:
         if self.provider_stop_reason is not None:
             # message_delta gave the stop reason and the usage; only message_stop is
             # missing (the official SDK accepts such a stream too). Note it and finish.
             self.call_metadata["terminal_event_missing"] = True
-            self._handle({"type": "message_stop"}, None)
+            self.handle({"type": "message_stop"}, None)
         else:
-            super()._on_close()
+            super().on_close()
 
     def _set_usage(self, usage: dict[str, Any]) -> None:
         self._usage.update(usage)

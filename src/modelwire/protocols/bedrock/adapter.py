@@ -91,7 +91,7 @@ class BedrockConverseAdapter(BaseAdapter):
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         return shape_problem(data, SHAPE)
 
-    def _handle(self, data: dict[str, Any], event: str | None) -> None:
+    def handle(self, data: dict[str, Any], event: str | None) -> None:
         if event is None:
             # vercel's recordings (and some proxies) wrap the payload: {"<eventType>": {...}}
             if len(data) == 1 and isinstance(next(iter(data.values())), dict):
@@ -253,9 +253,9 @@ class BedrockConverseAdapter(BaseAdapter):
             self._stop_block(index)
         if not self._stopped:
             self.call_metadata["message_stop_missing"] = True
-        self._finish()
+        self.finish()
 
-    def _on_close(self) -> None:
+    def on_close(self) -> None:
         if self._stopped:
             # messageStop came, metadata did not: what the reply holds is whole.
             self.call_metadata["metadata_missing"] = True
@@ -263,7 +263,7 @@ class BedrockConverseAdapter(BaseAdapter):
         elif self._metadata_seen:
             self._end()  # metadata without messageStop: noted by _end
         else:
-            super()._on_close()
+            super().on_close()
 
 
 def _index(data: dict[str, Any]) -> int:

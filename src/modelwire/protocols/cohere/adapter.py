@@ -95,7 +95,7 @@ class CohereAdapter(BaseAdapter):
         spec = SHAPES.get(data.get("type"))  # type: ignore[arg-type]
         return shape_problem(data, spec) if spec else None
 
-    def _handle(self, data: dict[str, Any], event: str | None) -> None:
+    def handle(self, data: dict[str, Any], event: str | None) -> None:
         etype = data.get("type")
         if etype == "message-start":
             if self._message_started:
@@ -187,7 +187,7 @@ class CohereAdapter(BaseAdapter):
         self.cache_input_tokens = int(usage.get("cached_tokens") or 0)
         if "id" in data:
             self.call_metadata.setdefault("response_id", data["id"])
-        self._finish()
+        self.finish()
 
     def _open(self, key: Any, data: dict[str, Any]) -> Any:
         block = self.blocks.get(key)

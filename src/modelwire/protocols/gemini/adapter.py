@@ -220,8 +220,7 @@ class GeminiAdapter(BaseAdapter):
 
     def _add_whole_call(self, _: Any, name: str) -> list[E.AgentEvent]:
         """A whole function call's events, as the full path makes them (see _function_call)."""
-        self._now = self._clock()
-        out = self._out = []
+        out = self.begin_feed()
         args, server_id, signature = self._whole
         self._end_text()
         self._whole_call(name, server_id, signature, json_text(args))
@@ -244,7 +243,7 @@ class GeminiAdapter(BaseAdapter):
             meta["response_id"] = chunk.responseId
         return True
 
-    def _model_from(self, data: dict[str, Any]) -> str | None:
+    def model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("modelVersion")
         return model if isinstance(model, str) else None
 
@@ -253,7 +252,7 @@ class GeminiAdapter(BaseAdapter):
 
     # -- one chunk ---------------------------------------------------------------------
 
-    def _handle(self, data: dict[str, Any], event: str | None) -> None:
+    def handle(self, data: dict[str, Any], event: str | None) -> None:
         if "error" in data:
             raise error_from_body(data, self.protocol)
         meta = self.call_metadata
@@ -386,7 +385,7 @@ class GeminiAdapter(BaseAdapter):
         of its END; a server id a call still streaming has is refused."""
         self._client_calls += 1
         given = isinstance(server_id, str) and server_id
-        call_id = server_id if given else self._new_id()
+        call_id = server_id if given else self.new_id()
         if ("call", call_id) in self.blocks:
             raise StreamProtocolError(f"function call id {call_id!r} used twice in one reply")
         extras: dict[str, Any] = {"provider_metadata": self.origin}
@@ -424,7 +423,7 @@ class GeminiAdapter(BaseAdapter):
         body = part[name] if isinstance(part[name], dict) else {}
         tool = _SERVER_CALLS[name] or str(body.get("toolType") or "server_tool").lower()
         given = body.get("id")
-        call_id = given if isinstance(given, str) else self._new_id()
+        call_id = given if isinstance(given, str) else self.new_id()
         key = ("server", call_id, self._parts)
         self._parts += 1
         block = self.open_block(key, "tool_call", name=tool, block_id=call_id)
@@ -472,18 +471,18 @@ class GeminiAdapter(BaseAdapter):
             block.extras["thought_signature"] = part["thoughtSignature"]
         data = inline.get("data") or ""
         if data:  # already base64: passed on as it is (the block's END re-encodes only text)
-            self._emit(DataBlockDeltaEvent, block_id=block.id, media_type=media_type, data=normalize_base64(data))
+            self.emit(DataBlockDeltaEvent, block_id=block.id, media_type=media_type, data=normalize_base64(data))
         self.close_block(key)
 
     # -- usage and the end ----------------------------------------------------------------
 
     def _set_usage(self, usage: dict[str, Any]) -> None:
-        # Every chunk repeats the usage so far: keep it, count it once in _count_usage.
+        # Every chunk repeats the usage so far: keep it, count it once in count_usage.
         self._usage_raw = _NO_USAGE  # what the short path compares with is no longer the last
         self._usage.update(usage)
         self.call_metadata["usage"] = self._usage
 
-    def _count_usage(self) -> None:
+    def count_usage(self) -> None:
         u = self._usage
         thoughts = _int(u.get("thoughtsTokenCount"))
         self.input_tokens = _int(u.get("promptTokenCount"))
@@ -491,9 +490,9 @@ class GeminiAdapter(BaseAdapter):
         self.reasoning_tokens = thoughts
         self.cache_input_tokens = _int(u.get("cachedContentTokenCount"))
 
-    def _on_close(self) -> None:
+    def on_close(self) -> None:
         if self._finish_reason is None:
-            super()._on_close()
+            super().on_close()
             return
         self._end_streamed_call()
         self._end_text()
@@ -507,7 +506,7 @@ class GeminiAdapter(BaseAdapter):
         ):
             stop = "content_filter"
         self.stop_reason = stop
-        self._finish()
+        self.finish()
 
 
 class _Opened:

@@ -77,14 +77,14 @@ class OllamaAdapter(BaseAdapter):
         super().__init__(reply_id, **kwargs)
         self._calls = 0
 
-    def _model_from(self, data: dict[str, Any]) -> str | None:
+    def model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("model")
         return model if isinstance(model, str) else None
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         return shape_problem(data, SHAPE)
 
-    def _handle(self, data: dict[str, Any], event: str | None) -> None:
+    def handle(self, data: dict[str, Any], event: str | None) -> None:
         message = data.get("message")
         if message is not None:
             if not isinstance(message, dict):
@@ -125,7 +125,7 @@ class OllamaAdapter(BaseAdapter):
         for key in _DURATIONS:
             if isinstance(data.get(key), int):
                 self.call_metadata[key] = data[key]
-        self._finish()
+        self.finish()
 
     def _close_text(self) -> None:
         if "text" in self.blocks:
@@ -146,6 +146,6 @@ class OllamaAdapter(BaseAdapter):
         self._close_text()
         if "thinking" in self.blocks:
             self.close_block("thinking")
-        call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"call_{self._new_id()}"
+        call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"call_{self.new_id()}"
         self._calls += 1
         self.whole_call(name, call_id, text)

@@ -137,7 +137,7 @@ class OpenAIChatAdapter(BaseAdapter):
     def answered(self) -> bool:
         return self.finished or self._finish_reason is not None
 
-    def _model_from(self, data: dict[str, Any]) -> str | None:
+    def model_from(self, data: dict[str, Any]) -> str | None:
         return data.get("model")
 
     def _usual(self, chunk: Any) -> bool:
@@ -154,7 +154,7 @@ class OpenAIChatAdapter(BaseAdapter):
         call = self._calls_by_index.get(index)
         return call.block if call is not None else None
 
-    def _handle(self, data: dict[str, Any], event: str | None) -> None:
+    def handle(self, data: dict[str, Any], event: str | None) -> None:
         meta = self.call_metadata
         if "response_id" not in meta and data.get("id"):
             _first_chunk(meta, data)
@@ -350,23 +350,20 @@ class OpenAIChatAdapter(BaseAdapter):
             if not call.block.has_delta and ("call", call) in self.blocks:
                 self.delta(call.block, "{}")
 
-    def _on_done(self) -> list:
+    def on_done(self) -> None:
         self._close_calls()
-        self._finish()
-        return self._out
+        self.finish()
 
-    def _on_close(self) -> None:
+    def on_close(self) -> None:
         if self._finish_reason is not None:
             self.call_metadata["terminal_event_missing"] = True
             self._close_calls()
-            self._finish()
+            self.finish()
         else:
-            super()._on_close()
+            super().on_close()
 
-    def _fail(self, err: Any) -> None:
-        if not self.finished:
-            self._close_calls(strict=False)
-        super()._fail(err)
+    def on_fail(self, err: Any) -> None:
+        self._close_calls(strict=False)
 
 
 def _first_chunk(meta: dict[str, Any], data: dict[str, Any]) -> None:

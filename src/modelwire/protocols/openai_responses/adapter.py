@@ -122,7 +122,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
         self._reasoning: list[_Item] = []  # reasoning items done, blocks still open
         self.sequence: int | None = None  # the last event's sequence_number
 
-    def _model_from(self, data: dict[str, Any]) -> str | None:
+    def model_from(self, data: dict[str, Any]) -> str | None:
         response = data.get("response")
         model = response.get("model") if isinstance(response, dict) else None
         return model if isinstance(model, str) else None
@@ -143,7 +143,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
                 return f"{etype} with an item that has no type"
         return problem
 
-    def _handle(self, data: dict[str, Any], event: str | None) -> None:
+    def handle(self, data: dict[str, Any], event: str | None) -> None:
         etype = data.get("type", event)
         if not isinstance(etype, str) or not etype:
             # null, a number, "": no event can be told from it, and skipping it would lose
@@ -343,7 +343,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
         self._reasoning = []
 
     def _server_call(self, raw: dict[str, Any]) -> None:
-        call_id = raw.get("id") or self._new_id()
+        call_id = raw.get("id") or self.new_id()
         name = raw["type"][: -len("_call")]
         key = ("server", call_id)
         action = raw.get("action") or raw.get("arguments") or raw.get("code") or {}
@@ -378,11 +378,10 @@ class OpenAIResponsesAdapter(BaseAdapter):
         else:
             self.provider_stop_reason = status
             self.stop_reason = "tool_use" if self._has_calls else "end_turn"
-        self._finish()
+        self.finish()
 
-    def _fail(self, err: Any) -> None:
+    def on_fail(self, err: Any) -> None:
         self._close_reasoning([])
-        super()._fail(err)
 
     def _failed(self, data: dict[str, Any]) -> None:
         response = data.get("response") or {}
@@ -393,10 +392,9 @@ class OpenAIResponsesAdapter(BaseAdapter):
     def _error(self, data: dict[str, Any]) -> None:
         raise error_from_body(data, self.protocol)
 
-    def _on_done(self) -> list:
+    def on_done(self) -> None:
         # [DONE] (sent by some compatible servers) is not the end of a Responses stream.
-        self._fail(IncompleteStreamError("data: [DONE] before response.completed"))
-        return []
+        raise IncompleteStreamError("data: [DONE] before response.completed")
 
 
 def _describe(raw: dict[str, Any]) -> str:
