@@ -23,7 +23,7 @@ PAGE = ROOT / "docs" / "extending" / "adding-a-protocol.md"
 
 
 def skeleton() -> str:
-    (code,) = [b for b in re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S) if "(WireProtocol)" in b]
+    (code,) = [b for b in re.findall(r"```py\n(.*?)```", PAGE.read_text(), re.S) if "(WireProtocol)" in b]
     return code
 
 

@@ -40,9 +40,14 @@ from ._events import (
     UserConfirmResultEvent,
     UserInterruptEvent,
 )
+from typing import TYPE_CHECKING, Any
+
 from ._grammar import StreamChecker, check_stream
-from ._partial import PartialJSON
-from ._partial_calls import PartialToolCalls, ToolCallPartial
+
+if TYPE_CHECKING:
+    from ._partial import PartialJSON as PartialJSON
+    from ._partial_calls import PartialToolCalls as PartialToolCalls
+    from ._partial_calls import ToolCallPartial as ToolCallPartial
 
 __all__ = [
     "EventType",
@@ -95,3 +100,20 @@ __all__ = [
     "iter_jsonl",
     "loads_jsonl",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The partial-JSON parser loads the stdlib's JSON scanner: only programs that read
+    # arguments as they grow load it (``import modelwire.event`` is on every program's path).
+    if name == "PartialJSON":
+        from ._partial import PartialJSON
+
+        value: Any = PartialJSON
+    elif name in ("PartialToolCalls", "ToolCallPartial"):
+        from . import _partial_calls
+
+        value = getattr(_partial_calls, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
