@@ -251,6 +251,10 @@ class BaseAdapter:
         # formatter can tell whose signatures and reasoning they hold.
         self.provider = provider or self.protocol
         self.call_metadata: dict[str, Any] = {"provider": self.provider, "protocol": self.protocol}
+        # Fields and event types met in a dispatch's "unknown" branch (see note_unread), and
+        # whether any block got content: read once, at the end (see adapters._unread).
+        self.unread: dict[str, Any] | None = None
+        self.decoded = False
 
     @property
     def started(self) -> bool:
@@ -345,6 +349,21 @@ class BaseAdapter:
         ignored like input after the end: it cannot change the answer. Protocols whose stop
         reason comes before their terminal event say so."""
         return self.state in _ENDED
+
+    def note_unread(self, name: str, value: Any) -> None:
+        """A field or event type this adapter does not read (called from a dispatch's
+        "unknown" branch only, never on the usual path): counted, and looked at when the
+        call ends with nothing decoded or no tokens counted (see :mod:`._unread`)."""
+        from ._unread import UnreadField
+
+        unread = self.unread
+        if unread is None:
+            unread = self.unread = {}
+        field = unread.get(name)
+        if field is None:
+            unread[name] = UnreadField(value)
+        else:
+            field.again(value)
 
     def ignore(self, what: str) -> None:
         """Input that came after the call ended: nothing can change the reply any more."""
@@ -453,6 +472,7 @@ class BaseAdapter:
         if arguments:
             out.append(_DELTAS["tool_call"](event_id(), now, reply_id, call_id, arguments))
         out.append(_ENDS["tool_call"](event_id(), now, reply_id, call_id, extras or None))
+        self.decoded = True
         return call_id
 
     def _block_id(self, kind: str, given: Any) -> str:
@@ -532,6 +552,8 @@ class BaseAdapter:
         if block is None:
             return
         block.closed = True
+        if block.has_delta:
+            self.decoded = True
         extras = block.extras or None
         kind = block.kind
         if kind in _ENDS.kinds:
@@ -585,6 +607,8 @@ class BaseAdapter:
                 setattr(self, name, 0)  # a provider's nonsense count is not passed on
         if not self.input_counts_cache:
             self.input_tokens += self.cache_input_tokens + self.cache_creation_input_tokens
+        if self.failed is None and not (self.decoded and (self.input_tokens or self.output_tokens)):
+            self._review_unread()
         self._emit(
             E.ModelCallEndEvent,
             input_tokens=self.input_tokens,
@@ -598,6 +622,16 @@ class BaseAdapter:
             metadata=self.call_metadata,
         )
         self.state = FAILED if self.failed is not None else DONE
+
+    def _review_unread(self) -> None:
+        """A call that decoded to nothing or counted no tokens: what it did not read that
+        may explain it goes in the metadata (and a warning, once per field and process)."""
+        from ._unread import review
+
+        tokens = self.input_tokens or self.output_tokens or self.reasoning_tokens
+        found = review(self.protocol, self.unread, self.decoded, bool(tokens), self.call_metadata.get("usage"))
+        if found:
+            self.call_metadata["unread_fields"] = found
 
     def _fail(self, err: ProviderError) -> None:
         if self.state in _ENDED:
