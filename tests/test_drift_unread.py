@@ -190,3 +190,44 @@ def test_a_drifted_recording_warns_once_and_names_what_was_not_read(tmp_path, ca
     assert names - SHARED <= warned_names(warned) <= names and warned_again == []
     undrifted = end_of(decode_sse(protocol, (PA / name).read_bytes(), "r"))
     assert "unread_fields" not in undrifted.metadata and undrifted.output_tokens > 0
+
+
+def recorded_cassette(path, raw: bytes):
+    with ProviderServer() as server:
+        server.script(stream_reply("anthropic", raw))
+        with use_cassette(path, "all"):
+            asyncio.run(load_model("anthropic:claude-test", base_url=server.url).complete([UserMsg("u", "Paris?")]))
+    return path
+
+
+def test_recheck_rates_a_new_event_type_carrying_the_text_a_warning(tmp_path):
+    from modelwire.cassettes import recheck
+
+    raw = body("anthropic", ("text", "Paris is the capital."), usage=(11, 7))
+    path = recorded_cassette(tmp_path / "c.json", raw)
+    drifted = renamed(raw, ("content_block_delta", "content_block_text_rc"))
+    with ProviderServer() as server:
+        server.script(stream_reply("anthropic", drifted))
+        report = recheck([path], base_url=server.url)
+    found = {(d.severity, d.what) for d in report.drifts}
+    assert ("warning", "new event type(s) that carry content: content_block_text_rc") in found
+    assert (
+        "warning",
+        "the reply decoded to nothing or counted no tokens beside field(s) modelwire does not read: "
+        "content_block_text_rc",
+    ) in found
+    assert report.exit_status == 1
+
+
+def test_recheck_rates_a_new_event_type_carrying_nothing_info(tmp_path):
+    from modelwire.cassettes import recheck
+
+    raw = body("anthropic", ("text", "Paris is the capital."), usage=(11, 7))
+    path = recorded_cassette(tmp_path / "c.json", raw)
+    beat = b'event: heartbeat\ndata: {"type": "heartbeat", "index": 0}\n\n'
+    start, rest = raw.split(b"\n\n", 1)
+    with ProviderServer() as server:
+        server.script(stream_reply("anthropic", start + b"\n\n" + beat + rest))
+        report = recheck([path], base_url=server.url)
+    assert [(d.severity, d.what) for d in report.drifts] == [("info", "new event type(s): heartbeat")]
+    assert report.exit_status == 0
