@@ -249,7 +249,7 @@ class AnthropicAdapter(BaseAdapter):
 
     def _on_message_delta(self, data: dict[str, Any]) -> None:
         """The stop reason and what comes with it, and the usage so far."""
-        if not data.keys() <= _MESSAGE_DELTA_KEYS:  # where a renamed usage would go
+        if not _MESSAGE_DELTA_KEYS.issuperset(data):  # where a renamed usage would go
             for key in data.keys() - _MESSAGE_DELTA_KEYS:
                 self.note_unread(f"message_delta.{key}", data[key])
         delta = data.get("delta") or {}

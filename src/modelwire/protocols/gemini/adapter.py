@@ -264,7 +264,7 @@ class GeminiAdapter(BaseAdapter):
         if "error" in data:
             raise error_from_body(data, self.protocol)
         meta = self.call_metadata
-        if not data.keys() <= _CHUNK_KEYS:
+        if not _CHUNK_KEYS.issuperset(data):
             for key in data.keys() - _CHUNK_KEYS:
                 self.note_unread(key, data[key])
         if data.get("responseId") and "response_id" not in meta:

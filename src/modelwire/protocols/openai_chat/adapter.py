@@ -169,10 +169,10 @@ class OpenAIChatAdapter(BaseAdapter):
         meta = self.call_metadata
         if "response_id" not in meta and data.get("id"):
             _first_chunk(meta, data)
-        if not data.keys() <= _CHUNK_KEYS:
+        if not _CHUNK_KEYS.issuperset(data):
             self._unread(data, _CHUNK_KEYS, "")
         for choice in data.get("choices") or ():
-            if not choice.keys() <= _CHOICE_KEYS:
+            if not _CHOICE_KEYS.issuperset(choice):
                 self._unread(choice, _CHOICE_KEYS, "choices[].")
             if choice.get("index", 0) != self.choice_index:
                 ignored = meta.setdefault("ignored_choices", [])
