@@ -54,7 +54,7 @@ def test_a_forced_tool_choice_the_successor_refuses_fails_the_gate_offline(tmp_p
         code, out = gate(capsys, path, "anthropic:claude-sonnet-5-5", "--base-url", server.url)
         assert server.requests == []
     assert code == 1
-    assert "FAIL [0] tool-choice (offline): [forced-tool-with-thinking]" in out
+    assert "FAIL tool-choice [0] (offline): [forced-tool-with-thinking]" in out
     assert "cannot be made to call a tool" in out and "gate: FAILED for anthropic:claude-sonnet-5-5" in out
     assert not (tmp_path / "c.anthropic_claude-sonnet-5-5.json").exists()  # nothing recorded
 
@@ -109,7 +109,7 @@ def test_live_a_400_is_a_refusal_and_the_same_answer_passes(tmp_path, capsys):
             capsys, path, "anthropic:claude-sonnet-5-5", "--live", "--base-url", server.url, "-o", str(tmp_path / "a")
         )
         assert code == 1
-        assert "FAIL [0] refusal (live): anthropic:claude-sonnet-5-5 answered InvalidRequestError" in out
+        assert "FAIL refusal [0] (live): anthropic:claude-sonnet-5-5 answered InvalidRequestError" in out
         assert "tools are not supported" in out
         code, out = gate(
             capsys, path, "anthropic:claude-sonnet-5-5", "--live", "--base-url", server.url, "-o", str(tmp_path / "b")

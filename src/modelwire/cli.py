@@ -862,7 +862,10 @@ def _cassette_transpose(args: argparse.Namespace) -> int:
             encoding="utf-8",
         )
     if args.gate:
-        return 1 if report.gate_failed else 0
+        failed = [f for f in report.gate or () if f.kind != "note"]
+        if failed:
+            print(f"{len(failed)} finding(s) fail the gate for {args.model}", file=sys.stderr)
+        return 1 if failed else 0
     return 1 if any(row.target.error for row in report.rows) else 0
 
 

@@ -14,8 +14,8 @@ With ``gate=True`` it is a model-upgrade gate: each recorded conversation, with 
 tool choice and options, goes through the target's own rules offline (the pre-flight
 findings ``modelwire check`` reports), nothing sent; with ``live=True`` as well, through the
 target itself, its answers compared with the recorded ones. A refusal (a finding modelwire
-cannot fix, or an error answer), a block kind dropped (thinking or media left out of the
-history, or a kind of block the recorded answer had and the target's has not) or a changed
+cannot fix, or an error answer), a block kind dropped (media the target does not take left
+out of the history, or a kind of block the recorded answer had and the target's has not) or a changed
 tool choice (a forced choice the target cannot take, or other tools called) is a
 :class:`GateFinding` that fails the gate (:attr:`TransposeReport.gate_failed`).
 """
@@ -35,12 +35,10 @@ __all__ = ["CallSide", "GateFinding", "TransposeRow", "TransposeReport", "transp
 # What a gate finding is: the three that fail the gate, and a note (a change modelwire makes
 # to the request that loses nothing a team relies on: an id or a name rewritten ...).
 GATE_KINDS = ("refusal", "dropped-block", "tool-choice", "note")
-# Pre-flight rules whose fix changes what the model is asked or shown.
-_RULE_KINDS = {
-    "forced-tool-with-thinking": "tool-choice",
-    "foreign-thinking": "dropped-block",
-    "unsupported-media": "dropped-block",
-}
+# Pre-flight rules whose fix changes what the model is asked or shown. (Signed thinking of
+# another endpoint left out, ``foreign-thinking``, stays a note: no target can read it, so it
+# would fail every switch of provider and tell a team nothing it can change.)
+_RULE_KINDS = {"forced-tool-with-thinking": "tool-choice", "unsupported-media": "dropped-block"}
 
 
 @dataclass
@@ -70,8 +68,8 @@ class GateFinding:
     rule: str | None = None  # the pre-flight rule, for an offline finding
 
     def __str__(self) -> str:
-        label = "NOTE" if self.kind == "note" else "FAIL"
-        return f"{label} [{self.index}] {self.kind} ({self.where}): {self.message}"
+        label = "NOTE" if self.kind == "note" else f"FAIL {self.kind}"
+        return f"{label} [{self.index}] ({self.where}): {self.message}"
 
 
 @dataclass
@@ -128,7 +126,8 @@ class TransposeReport:
             )
             out.append(f"gate: FAILED for {self.target}: {kinds}")
         else:
-            out.append(f"gate: passed: the recorded calls would go to {self.target} as they are")
+            notes = f" ({len(gate)} note(s): what modelwire changes on the way)" if gate else ""
+            out.append(f"gate: passed: no refusal, dropped block kind or changed tool choice on {self.target}{notes}")
         return out
 
 
