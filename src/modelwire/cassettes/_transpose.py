@@ -121,9 +121,8 @@ class TransposeReport:
         out += [str(f) for f in sorted(gate, key=lambda f: (f.kind == "note", f.index))]
         failed = [f for f in gate if f.kind != "note"]
         if failed:
-            kinds = ", ".join(
-                f"{sum(f.kind == k for f in failed)} {k}" for k in GATE_KINDS[:3] if any(f.kind == k for f in failed)
-            )
+            counts = {k: sum(f.kind == k for f in failed) for k in GATE_KINDS[:3]}
+            kinds = ", ".join(f"{kind} {n}" for kind, n in counts.items() if n)
             out.append(f"gate: FAILED for {self.target}: {kinds}")
         else:
             notes = f" ({len(gate)} note(s): what modelwire changes on the way)" if gate else ""
