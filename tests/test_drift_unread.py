@@ -19,7 +19,7 @@ from modelwire.protocols import decode_sse
 from modelwire.testing import ProviderServer
 from modelwire.testing.sse import body, stream_reply
 
-from paths import HAVE_SHARED, PA
+from paths import HAVE_SHARED, ROOT
 
 PRESETS = {
     "openai-chat": ("openai:gpt-test", "/v1"),
@@ -153,28 +153,46 @@ def test_a_reply_with_no_usage_at_all_and_nothing_unread_gives_no_finding(caplog
 RECORDED = {
     # (file, protocol, renames, names)
     "chat text field renamed": (
-        "test_run_stream_sync_streams_real_model.1.sse",
+        "pydantic-ai/test_run_stream_sync_streams_real_model.1.sse",
         "openai-chat",
         [('"content"', '"text_content_rec"')],
         {"choices[].delta.text_content_rec"},
     ),
     "chat usage renamed": (
-        "test_run_stream_sync_streams_real_model.1.sse",
+        "pydantic-ai/test_run_stream_sync_streams_real_model.1.sse",
         "openai-chat",
         [('"prompt_tokens"', '"input_tok_rec"'), ('"completion_tokens"', '"output_tok_rec"')],
         {"usage.input_tok_rec", "usage.output_tok_rec", "usage.total_tokens"},
     ),
     "anthropic new event type with the text": (
-        "test_anthropic_model_thinking_part_stream.0.sse",
+        "pydantic-ai/test_anthropic_model_thinking_part_stream.0.sse",
         "anthropic",
         [("content_block_delta", "content_block_text_rec")],
         {"content_block_text_rec"},
     ),
     "anthropic usage renamed": (
-        "test_anthropic_model_thinking_part_stream.0.sse",
+        "pydantic-ai/test_anthropic_model_thinking_part_stream.0.sse",
         "anthropic",
         [('"input_tokens"', '"prompt_tok_rec"'), ('"output_tokens"', '"reply_tok_rec"')],
         {"usage.prompt_tok_rec", "usage.reply_tok_rec"},
+    ),
+    "responses new event type with the text": (
+        "pydantic-ai/test_openai_responses_stream.1.sse",
+        "openai-responses",
+        [("response.output_text.", "response.output_words_rec.")],  # its .delta and its .done
+        {"response.output_words_rec.delta", "response.output_words_rec.done"},
+    ),
+    "gemini part text renamed": (
+        "gemini/pydantic-ai__test_google_model_stream.0.sse",
+        "gemini",
+        [('"text"', '"textContentRec"')],
+        {"parts[].textContentRec"},
+    ),
+    "gemini usage object renamed": (
+        "gemini/pydantic-ai__test_google_model_stream.0.sse",
+        "gemini",
+        [("usageMetadata", "usageStatsRec")],
+        {"usageStatsRec"},
     ),
 }
 
@@ -183,12 +201,12 @@ RECORDED = {
 @pytest.mark.parametrize("case", list(RECORDED))
 def test_a_drifted_recording_warns_once_and_names_what_was_not_read(tmp_path, caplog, case):
     name, protocol, renames, names = RECORDED[case]
-    raw = renamed((PA / name).read_bytes(), *renames)
+    raw = renamed((ROOT / name).read_bytes(), *renames)
     (live, replayed), (warned, warned_again) = live_then_replayed(tmp_path, protocol, raw, caplog)
     assert set(live.metadata["unread_fields"]) == names
     assert replayed.metadata["unread_fields"] == live.metadata["unread_fields"]
     assert names - SHARED <= warned_names(warned) <= names and warned_again == []
-    undrifted = end_of(decode_sse(protocol, (PA / name).read_bytes(), "r"))
+    undrifted = end_of(decode_sse(protocol, (ROOT / name).read_bytes(), "r"))
     assert "unread_fields" not in undrifted.metadata and undrifted.output_tokens > 0
 
 
