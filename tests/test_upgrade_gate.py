@@ -122,3 +122,11 @@ def test_live_without_gate_is_a_usage_error(tmp_path):
     path = record(tmp_path / "c.json")
     with pytest.raises(UsageError, match="--live goes with --gate"):  # one line, exit 2, without MODELWIRE_DEBUG
         main(["cassette", "transpose", str(path), "-m", "anthropic:claude-sonnet-5-5", "--live"])
+
+
+def test_a_successor_no_row_names_is_checked_with_its_familys_rules_and_the_report_says_so(tmp_path, capsys):
+    path = record(tmp_path / "c.json", tools=[LOOKUP])
+    code, out = gate(capsys, path, "anthropic:claude-sonnet-5-9")
+    assert code == 0 and "gate: passed" in out
+    assert "note: anthropic:claude-sonnet-5-9: no row of the capability table names this model" in out
+    assert "assumed from Claude Sonnet 5" in out
