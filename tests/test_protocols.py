@@ -234,6 +234,7 @@ PROTOCOL_NAMES = re.compile(r"[\"'](" + "|".join(re.escape(n) for n in [*protoco
         "conform.py",
         "cassettes/_drift.py",
         "cassettes/_transpose.py",
+        "adapters/_unread.py",
         "models/_learned.py",
         "models/_preflight.py",
         "protocols/_probe.py",

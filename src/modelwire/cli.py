@@ -883,7 +883,9 @@ def _cassette_transpose(args: argparse.Namespace) -> int:
 
     from .cassettes import transpose
 
-    report = transpose(args.path, args.model, out=args.output, base_url=args.base_url)
+    if args.live and not args.gate:
+        raise UsageError("--live goes with --gate (without --gate, transpose always sends)")
+    report = transpose(args.path, args.model, out=args.output, base_url=args.base_url, gate=args.gate, live=args.live)
     text = json.dumps(report.to_dict(), indent=1) if args.json else "\n".join(report.lines())
     print(text)
     if args.report:
@@ -892,6 +894,11 @@ def _cassette_transpose(args: argparse.Namespace) -> int:
             + "\n",
             encoding="utf-8",
         )
+    if args.gate:
+        failed = [f for f in report.gate or () if f.kind != "note"]
+        if failed:
+            print(f"{len(failed)} finding(s) fail the gate for {args.model}", file=sys.stderr)
+        return 1 if failed else 0
     return 1 if any(row.target.error for row in report.rows) else 0
 
 
@@ -1371,6 +1378,19 @@ def _transpose_action(cas_sub: Any) -> None:
     tr.add_argument("--report", metavar="FILE", help="also write the report to FILE (JSON when it ends in .json)")
     tr.add_argument("--base-url", help="the target's base URL (a gateway, a local server)")
     tr.add_argument("--json", action="store_true", help="print the report as JSON")
+    tr.add_argument(
+        "--gate",
+        action="store_true",
+        help=(
+            "a model-upgrade gate: check each recorded call against the target's rules offline (nothing sent) and "
+            "exit 1 on a refusal, a dropped block kind or a changed tool choice"
+        ),
+    )
+    tr.add_argument(
+        "--live",
+        action="store_true",
+        help="with --gate: also send each call to the target and compare its answers with the recorded ones",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -218,6 +218,9 @@ class BaseAdapter:
     # neither this stream nor the request left open is a broken stream; None (a decoder fed
     # on its own, the request unknown): such a result is left to whoever holds the reply.
     carried_calls: frozenset[str] | None = None
+    # Fields and event types met in a dispatch's "unknown" branch (see note_unread): the
+    # class's None until the first one, so a usual stream adds no attribute.
+    unread: dict[str, Any] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -275,6 +278,10 @@ class BaseAdapter:
         # formatter can tell whose signatures and reasoning they hold.
         self.provider = provider or self.protocol
         self.call_metadata: dict[str, Any] = {"provider": self.provider, "protocol": self.protocol}
+        # Whether any block got content (read at the end, see adapters._unread). One attribute
+        # only: two took Anthropic's and Responses' adapters past the 30 attributes CPython 3.11
+        # shares an instance dict's keys for, and those two were the ones that measured slower.
+        self.decoded = False
 
     @property
     def started(self) -> bool:
@@ -377,6 +384,21 @@ class BaseAdapter:
         ignored like input after the end: it cannot change the answer. Protocols whose stop
         reason comes before their terminal event say so."""
         return self.state in _ENDED
+
+    def note_unread(self, name: str, value: Any) -> None:
+        """A field or event type this adapter does not read (called from a dispatch's
+        "unknown" branch only, never on the usual path): counted, and looked at when the
+        call ends with nothing decoded or no tokens counted (see :mod:`._unread`)."""
+        from ._unread import UnreadField
+
+        unread = self.unread
+        if unread is None:
+            unread = self.unread = {}
+        field = unread.get(name)
+        if field is None:
+            unread[name] = UnreadField(value)
+        else:
+            field.again(value)
 
     def ignore(self, what: str) -> None:
         """Input that came after the call ended: nothing can change the reply any more."""
@@ -506,6 +528,7 @@ class BaseAdapter:
         if arguments:
             out.append(_DELTAS["tool_call"](event_id(), now, reply_id, call_id, arguments))
         out.append(_ENDS["tool_call"](event_id(), now, reply_id, call_id, extras or None))
+        self.decoded = True
         return call_id
 
     def __block_id(self, kind: str, given: Any) -> str:
@@ -592,6 +615,8 @@ class BaseAdapter:
         if block is None:
             return
         block.closed = True
+        if block.has_delta:
+            self.decoded = True
         extras = block.extras or None
         kind = block.kind
         if kind in _ENDS.kinds:
@@ -646,6 +671,8 @@ class BaseAdapter:
                 setattr(self, name, 0)  # a provider's nonsense count is not passed on
         if not self.input_counts_cache:
             self.input_tokens += self.cache_input_tokens + self.cache_creation_input_tokens
+        if self.failed is None and not (self.decoded and (self.input_tokens or self.output_tokens)):
+            self.__review_unread()
         self.emit(
             E.ModelCallEndEvent,
             input_tokens=self.input_tokens,
@@ -659,6 +686,16 @@ class BaseAdapter:
             metadata=self.call_metadata,
         )
         self.state = FAILED if self.failed is not None else DONE
+
+    def __review_unread(self) -> None:
+        """A call that decoded to nothing or counted no tokens: what it did not read that
+        may explain it goes in the metadata (and a warning, once per field and process)."""
+        from ._unread import review
+
+        tokens = self.input_tokens or self.output_tokens or self.reasoning_tokens
+        found = review(self.protocol, self.unread, self.decoded, bool(tokens), self.call_metadata.get("usage"))
+        if found:
+            self.call_metadata["unread_fields"] = found
 
     def __fail(self, err: ProviderError) -> None:
         if self.state in _ENDED:

@@ -6,10 +6,13 @@ What is compared (:class:`Shape`): the HTTP status and error type; the kinds of 
 blocks and their order; each tool call's name and the keys of its arguments; the stop
 reason; which usage fields the provider reported; the model as answered and its
 ``system_fingerprint``; whether thinking came, and signed; whether the events pass the
-stream grammar; and the fields the provider's events carry. Each difference is a
-:class:`Drift` with a severity: ``info`` (a new field, a new model snapshot), ``warning``
-(a changed stop reason, a usage field gone or new, another block order), ``error`` (an
-HTTP error, a missing block kind, a stream the grammar refuses).
+stream grammar; the fields the provider's events carry and their event types; and what the
+adapter did not read (``MODEL_CALL_END.metadata["unread_fields"]``). Each difference is a
+:class:`Drift` with a severity: ``info`` (a new field, a new event type that carries no
+content, a new model snapshot), ``warning`` (a changed stop reason, a usage field gone or
+new, another block order, a new event type that carries content, a reply that decoded to
+nothing or counted no tokens beside fields modelwire does not read), ``error`` (an HTTP
+error, a missing block kind, a stream the grammar refuses).
 
 A cassette also says where it came from (``provenance``: when it was recorded, by which
 modelwire, from which endpoint, which models answered, and whether it is ``live``,
@@ -22,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
@@ -65,6 +68,11 @@ class Shape:
     signed: bool = False
     grammar: str | None = None  # what the grammar refused, or None
     fields: frozenset[str] = frozenset()
+    # The provider's event types (a ``type`` field), and those of them that carried content
+    # (a non-empty string beside their labels): a new one of these may carry the reply.
+    event_types: frozenset[str] = frozenset()
+    content_types: frozenset[str] = frozenset()
+    unread: tuple[str, ...] = ()  # what the adapter noted it did not read, when it explains an empty reply
 
 
 @dataclass(frozen=True)
@@ -161,7 +169,10 @@ def answer_shape(protocol: str, status: int, body: bytes) -> Shape:
         events = decode_sse(protocol, body, "recheck")
     except ProviderError as err:
         events, error = list(getattr(err, "events", []) or []), _error_name(err)
-    return _shape_of(status, events, error, _fields(wire.framing, body))
+    payloads = _payloads(wire.framing, body)
+    shape = _shape_of(status, events, error, _fields(payloads))
+    types, content = _event_types(payloads)
+    return replace(shape, event_types=types, content_types=content)
 
 
 def _json_or_message(body: bytes, status: int) -> dict[str, Any]:
@@ -198,6 +209,7 @@ def _shape_of(status: int, events: Sequence[Any], error: str | None, fields: fro
         signed=signed,
         grammar=_grammar_problem(events) if error is None else None,
         fields=fields,
+        unread=tuple(sorted(meta.get("unread_fields") or ())),
     )
 
 
@@ -259,16 +271,31 @@ def _grammar_problem(events: Sequence[Any]) -> str | None:
     return None
 
 
-def _fields(framing: str, body: bytes) -> frozenset[str]:
+def _fields(payloads: Iterable[Any]) -> frozenset[str]:
     """Every field path the provider's events carry, to ``_FIELD_DEPTH`` (lists are
     transparent; a tool's own argument names are left out)."""
     paths: set[str] = set()
-    for payload in _payloads(framing, body):
+    for payload in payloads:
         _walk(payload, "", 0, paths)
     return frozenset(paths)
 
 
-def _payloads(framing: str, body: bytes) -> Iterable[Any]:
+def _event_types(payloads: Iterable[Any]) -> tuple[frozenset[str], frozenset[str]]:
+    """The events' types (their ``type`` field), and the types of those that carried content."""
+    from ..adapters._unread import carries_text
+
+    types: set[str] = set()
+    content: set[str] = set()
+    for payload in payloads:
+        kind = payload.get("type") if isinstance(payload, dict) else None
+        if isinstance(kind, str):
+            types.add(kind)
+            if kind not in content and carries_text({k: v for k, v in payload.items() if k != "type"}):
+                content.add(kind)
+    return frozenset(types), frozenset(content)
+
+
+def _payloads(framing: str, body: bytes) -> list[Any]:
     if framing == "aws-eventstream":
         from ..adapters._eventstream import EventStreamDecoder
 
@@ -344,11 +371,37 @@ def compare(recorded: Shape, live: Shape) -> list[tuple[str, str, Any, Any]]:
         out.append(("warning", "the blocks come in another order", list(recorded.blocks), list(live.blocks)))
     out += _tool_drift(recorded, live)
     out += _call_drift(recorded, live)
+    out += _reading_drift(recorded, live)
     added, gone = sorted(live.fields - recorded.fields), sorted(recorded.fields - live.fields)
     if added:
         out.append(("info", f"new field(s) in the provider's events: {', '.join(added[:12])}", None, None))
     if gone:
         out.append(("info", f"field(s) no longer in the provider's events: {', '.join(gone[:12])}", None, None))
+    return out
+
+
+def _reading_drift(recorded: Shape, live: Shape) -> list[tuple[str, str, Any, Any]]:
+    """New event types (a warning where they carry content: the reply may travel in them now)
+    and fields the adapter did not read where they explain an empty reply or zero usage."""
+    out: list[tuple[str, str, Any, Any]] = []
+    new = sorted(live.event_types - recorded.event_types)
+    carrying = [t for t in new if t in live.content_types]
+    if carrying:
+        out.append(("warning", f"new event type(s) that carry content: {', '.join(carrying[:12])}", None, carrying))
+    quiet = [t for t in new if t not in live.content_types]
+    if quiet:
+        out.append(("info", f"new event type(s): {', '.join(quiet[:12])}", None, quiet))
+    unread = sorted(set(live.unread) - set(recorded.unread))
+    if unread:
+        out.append(
+            (
+                "warning",
+                f"the reply decoded to nothing or counted no tokens beside field(s) modelwire does not read: "
+                f"{', '.join(unread[:12])}",
+                list(recorded.unread),
+                list(live.unread),
+            )
+        )
     return out
 
 

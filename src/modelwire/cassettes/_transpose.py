@@ -9,6 +9,15 @@ records the answers into a new cassette, and reports per call what each model di
 tool calls it chose (names and arguments), how much text it wrote, its tokens (input,
 output, cached), its cost where the price is known, and the time to its first token. No
 tool is run: the tool results are the recorded ones.
+
+With ``gate=True`` it is a model-upgrade gate: each recorded conversation, with its tools,
+tool choice and options, goes through the target's own rules offline (the pre-flight
+findings ``modelwire check`` reports), nothing sent; with ``live=True`` as well, through the
+target itself, its answers compared with the recorded ones. A refusal (a finding modelwire
+cannot fix, or an error answer), a block kind dropped (media the target does not take left
+out of the history, or a kind of block the recorded answer had and the target's has not) or a changed
+tool choice (a forced choice the target cannot take, or other tools called) is a
+:class:`GateFinding` that fails the gate (:attr:`TransposeReport.gate_failed`).
 """
 
 from __future__ import annotations
@@ -21,7 +30,15 @@ from typing import Any, Sequence
 
 from ._cassette import Cassette, Interaction
 
-__all__ = ["CallSide", "TransposeRow", "TransposeReport", "transpose", "transpose_async"]
+__all__ = ["CallSide", "GateFinding", "TransposeRow", "TransposeReport", "transpose", "transpose_async", "GATE_KINDS"]
+
+# What a gate finding is: the three that fail the gate, and a note (a change modelwire makes
+# to the request that loses nothing a team relies on: an id or a name rewritten ...).
+GATE_KINDS = ("refusal", "dropped-block", "tool-choice", "note")
+# Pre-flight rules whose fix changes what the model is asked or shown. (Signed thinking of
+# another endpoint left out, ``foreign-thinking``, stays a note: no target can read it, so it
+# would fail every switch of provider and tell a team nothing it can change.)
+_RULE_KINDS = {"forced-tool-with-thinking": "tool-choice", "unsupported-media": "dropped-block"}
 
 
 @dataclass
@@ -37,6 +54,22 @@ class CallSide:
     cost: float | None = None
     first_token: float | None = None  # seconds from sending to the first delta (None: not measured)
     error: str | None = None
+    blocks: list[str] = field(default_factory=list)  # the kinds of the answer's blocks, in order
+
+
+@dataclass(frozen=True)
+class GateFinding:
+    """One reason a recorded call would break on the target (see :data:`GATE_KINDS`)."""
+
+    index: int  # the interaction of the source cassette
+    kind: str  # refusal | dropped-block | tool-choice | note
+    where: str  # offline (the target's rules) | live (the target's answer)
+    message: str
+    rule: str | None = None  # the pre-flight rule, for an offline finding
+
+    def __str__(self) -> str:
+        label = "NOTE" if self.kind == "note" else f"FAIL {self.kind}"
+        return f"{label} [{self.index}] ({self.where}): {self.message}"
 
 
 @dataclass
@@ -54,12 +87,23 @@ class TransposeReport:
     out: str
     rows: list[TransposeRow] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    gate: list[GateFinding] | None = None  # with gate=True: what would break (empty: nothing)
+    assumed: str | None = None  # the target's rules were assumed from a family (see Model.assumption)
+
+    @property
+    def gate_failed(self) -> bool:
+        """A refusal, a dropped block kind or a changed tool choice was found."""
+        return any(f.kind != "note" for f in self.gate or ())
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.gate is not None:
+            data["gate_failed"] = self.gate_failed
+        return data
 
     def lines(self) -> list[str]:
-        out = [f"{self.source} -> {self.target} (recorded into {self.out})"]
+        where = f"recorded into {self.out}" if self.out else "offline: nothing sent"
+        out = [f"{self.source} -> {self.target} ({where})"]
         for row in self.rows:
             left, right = _side(row.recorded), _side(row.target)
             width = max(len(line) for line in left) + 2
@@ -67,6 +111,22 @@ class TransposeReport:
             out += [f"  {a.ljust(width)}| {b}" for a, b in zip(left, right)]
             out += [f"  note: {note}" for note in row.notes]
         out += [f"skipped: {why}" for why in self.skipped]
+        if self.gate is not None:
+            out += self._gate_lines()
+        return out
+
+    def _gate_lines(self) -> list[str]:
+        gate = self.gate or []
+        out = [f"note: {self.assumed}"] if self.assumed else []
+        out += [str(f) for f in sorted(gate, key=lambda f: (f.kind == "note", f.index))]
+        failed = [f for f in gate if f.kind != "note"]
+        if failed:
+            counts = {k: sum(f.kind == k for f in failed) for k in GATE_KINDS[:3]}
+            kinds = ", ".join(f"{kind} {n}" for kind, n in counts.items() if n)
+            out.append(f"gate: FAILED for {self.target}: {kinds}")
+        else:
+            notes = f" ({len(gate)} note(s): what modelwire changes on the way)" if gate else ""
+            out.append(f"gate: passed: no refusal, dropped block kind or changed tool choice on {self.target}{notes}")
         return out
 
 
@@ -99,21 +159,21 @@ def transpose(path: str | Path, target: str, **options: Any) -> TransposeReport:
 
 
 async def transpose_async(
-    path: str | Path, target: str, *, out: str | Path | None = None, base_url: str | None = None, model: Any = None
+    path: str | Path,
+    target: str,
+    *,
+    out: str | Path | None = None,
+    base_url: str | None = None,
+    model: Any = None,
+    gate: bool = False,
+    live: bool = False,
 ) -> TransposeReport:
     """Send each recorded conversation of ``path`` to ``target`` (``provider:model``; ``model``:
     a model object to use instead, for tests), recording the answers into ``out`` (default:
-    beside ``path``, named after the target)."""
-    from ..models import load_model
-    from ._hook import use_cassette
-
+    beside ``path``, named after the target). With ``gate``, check each one against the
+    target's rules offline first, and send nothing unless ``live`` (see the module)."""
     source = Cassette.load(path)
-    out = Path(out) if out is not None else Path(path).with_name(f"{Path(path).stem}.{_safe(target)}.json")
-    if out.resolve() == Path(path).resolve():
-        from ..errors import CassetteError
-
-        raise CassetteError(f"transpose would overwrite its source {path}; name another -o")
-    report = TransposeReport(str(path), target, str(out))
+    report = TransposeReport(str(path), target, "")
     calls = [(n, i, i.request.get("conversation")) for n, i in enumerate(source.interactions)]
     for index, _interaction, conversation in calls:
         if not isinstance(conversation, dict):
@@ -123,15 +183,85 @@ async def transpose_async(
                     "through modelwire)"
                 )
             )
-    if any(isinstance(c, dict) for _, _, c in calls):
-        if model is None:
-            model = load_model(target, base_url=base_url) if base_url else load_model(target)
-            _refuse_plain_http(model)
-        with use_cassette(out, "all", allow_unused=True):
-            for index, interaction, conversation in calls:
-                if isinstance(conversation, dict):
-                    report.rows.append(await _one(index, interaction, conversation, model))
+    kept = [(n, i, c) for n, i, c in calls if isinstance(c, dict)]
+    if gate:
+        rules = model if model is not None else _offline_model(target, base_url)
+        assumption = getattr(rules, "assumption", None)
+        report.assumed = assumption() if callable(assumption) else None
+        report.gate = [f for index, _, conversation in kept for f in _gate_offline(index, conversation, rules)]
+        if not live:
+            return report
+    out = Path(out) if out is not None else Path(path).with_name(f"{Path(path).stem}.{_safe(target)}.json")
+    if out.resolve() == Path(path).resolve():
+        from ..errors import CassetteError
+
+        raise CassetteError(f"transpose would overwrite its source {path}; name another -o")
+    report.out = str(out)
+    if kept:
+        await _send_all(report, kept, target, out, base_url, model)
     return report
+
+
+async def _send_all(
+    report: TransposeReport, kept: list[Any], target: str, out: Path, base_url: str | None, model: Any
+) -> None:
+    from ..models import load_model
+    from ._hook import use_cassette
+
+    if model is None:
+        model = load_model(target, base_url=base_url) if base_url else load_model(target)
+        _refuse_plain_http(model)
+    with use_cassette(out, "all", allow_unused=True):
+        for index, interaction, conversation in kept:
+            row = await _one(index, interaction, conversation, model)
+            report.rows.append(row)
+            if report.gate is not None:
+                report.gate += _gate_live(row)
+
+
+def _offline_model(target: str, base_url: str | None) -> Any:
+    """The target as ``modelwire check`` loads it: its rules, no key, nothing to send to."""
+    from ..models import load_model
+    from ..models.config import REPLAY_KEY, resolve
+
+    spec = resolve(target, api_key=REPLAY_KEY)
+    url = base_url or spec.base_url or "http://offline.invalid"
+    return load_model(target, api_key=REPLAY_KEY, base_url=url, capability_lookup=False)
+
+
+def _gate_offline(index: int, conversation: dict[str, Any], model: Any) -> list[GateFinding]:
+    """The pre-flight findings of one recorded call on the target, each rated for the gate: a
+    finding with no fix is a refusal; one whose fix changes the tool choice or leaves a kind of
+    block out is one of those; any other fix is a note."""
+    messages, tools, tool_choice = _parts(conversation)
+    options = {k: v for k, v in (conversation.get("options") or {}).items() if k not in ("stream",)}
+    findings = model.preflight(messages, tools or None, tool_choice, options or None)
+    return [
+        GateFinding(
+            index, _RULE_KINDS.get(f.rule) or ("refusal" if f.fix is None else "note"), "offline", str(f), f.rule
+        )
+        for f in findings
+    ]
+
+
+def _gate_live(row: TransposeRow) -> list[GateFinding]:
+    """What the target's answer lost beside the recorded one: an error, a kind of block, the
+    tools it called (by name; arguments and text may differ)."""
+    target, recorded = row.target, row.recorded
+    if target.error:
+        return [GateFinding(row.index, "refusal", "live", f"{target.model} answered {target.error}")]
+    if recorded.error:
+        return []  # nothing to compare with
+    out = []
+    gone = [kind for kind in dict.fromkeys(recorded.blocks) if kind not in target.blocks]
+    if gone:
+        message = f"the recorded answer had {', '.join(gone)} block(s); {target.model}'s has none"
+        out.append(GateFinding(row.index, "dropped-block", "live", message))
+    before, now = sorted(n for n, _ in recorded.tools), sorted(n for n, _ in target.tools)
+    if before != now:
+        message = f"the recorded answer called {before or 'no tool'}; {target.model} called {now or 'no tool'}"
+        out.append(GateFinding(row.index, "tool-choice", "live", message))
+    return out
 
 
 def _refuse_plain_http(model: Any) -> None:
@@ -146,12 +276,9 @@ def _refuse_plain_http(model: Any) -> None:
 
 
 async def _one(index: int, interaction: Interaction, conversation: dict[str, Any], model: Any) -> TransposeRow:
-    from ..message import as_messages
     from ..models._preflight import repair
 
-    messages = as_messages(conversation.get("messages") or [])
-    tools = [_tool(t) for t in conversation.get("tools") or ()]
-    tool_choice = conversation.get("tool_choice")
+    messages, tools, tool_choice = _parts(conversation)
     fixed = repair(model, messages)
     notes = [str(f) for f in model.preflight(messages, tools or None, tool_choice) if f.fix]
     if tools and tool_choice not in (None, "auto", "none") and not model.forced_tool_ok():
@@ -163,6 +290,14 @@ async def _one(index: int, interaction: Interaction, conversation: dict[str, Any
     return TransposeRow(
         index, _recorded(interaction), await _live(model, fixed, tools or None, tool_choice, options), notes
     )
+
+
+def _parts(conversation: dict[str, Any]) -> tuple[list[Any], list[Any], Any]:
+    """A recorded conversation's messages, tools and tool choice, as modelwire's objects."""
+    from ..message import as_messages
+
+    messages = as_messages(conversation.get("messages") or [])
+    return messages, [_tool(t) for t in conversation.get("tools") or ()], conversation.get("tool_choice")
 
 
 def _tool(data: dict[str, Any]) -> Any:
@@ -226,9 +361,12 @@ async def _live(
 
 def _side_of(name: str, events: Sequence[Any], first: float | None) -> CallSide:
     from ..event._calls import tool_calls_in
+    from ._drift import _KINDS
 
     side = CallSide(name, first_token=first)
     for event in events:
+        if event.type in _KINDS:
+            side.blocks.append(_KINDS[event.type])
         if event.type == "TEXT_BLOCK_DELTA":
             side.text_chars += len(event.delta)
         elif event.type == "MODEL_CALL_END":

@@ -102,6 +102,8 @@ SHAPES: dict[str, dict[str, tuple]] = {
     },
 }
 _CALL_FIELDS = {"type", "id", "name", "input"}
+# message_delta's fields (the SDK's RawMessageDeltaEvent): another one is noted as unread.
+_MESSAGE_DELTA_KEYS = frozenset({"type", "delta", "usage", "context_management"})
 
 
 # The three deltas that stream, each piece under its own name (see adapters._fast).
@@ -179,6 +181,7 @@ class AnthropicAdapter(BaseAdapter):
             raise error_from_body(data, self.protocol)
         else:
             self.call_metadata.setdefault("unhandled_events", []).append(data)
+            self.note_unread(str(etype), data)
 
     def on_close(self) -> None:
         if self.provider_stop_reason is not None:
@@ -246,6 +249,9 @@ class AnthropicAdapter(BaseAdapter):
 
     def _on_message_delta(self, data: dict[str, Any]) -> None:
         """The stop reason and what comes with it, and the usage so far."""
+        if not _MESSAGE_DELTA_KEYS.issuperset(data):  # where a renamed usage would go
+            for key in data.keys() - _MESSAGE_DELTA_KEYS:
+                self.note_unread(f"message_delta.{key}", data[key])
         delta = data.get("delta") or {}
         if delta.get("stop_reason"):
             self.provider_stop_reason = delta["stop_reason"]
@@ -263,6 +269,7 @@ class AnthropicAdapter(BaseAdapter):
         if block is None:
             if index in self._raw:
                 _merge(self._raw[index], delta)
+                self.note_unread(f"content_block.{self._raw[index].get('type')}", delta)
                 return
             raise StreamProtocolError(f"{dtype} for content block {index}, which was never started", body=data)
         if dtype == "text_delta":
@@ -279,6 +286,7 @@ class AnthropicAdapter(BaseAdapter):
             _merge(self._raw[index], delta)
         else:
             block.extras.setdefault("provider_deltas", []).append(delta)
+            self.note_unread(f"content_block_delta.{dtype}", delta)
 
     def _on_stop(self, index: int) -> None:
         block = self.blocks.get(index)

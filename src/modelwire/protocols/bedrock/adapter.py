@@ -123,6 +123,7 @@ class BedrockConverseAdapter(BaseAdapter):
                 self._end()
         else:
             self.call_metadata.setdefault("unhandled_events", []).append({event: data})
+            self.note_unread(str(event), data)
 
     # -- blocks -------------------------------------------------------------------------
 
@@ -150,6 +151,7 @@ class BedrockConverseAdapter(BaseAdapter):
             block.extras["raw"] = {"toolUseId": call_id, "content": [], "status": result.get("status") or "success"}
             return
         self.call_metadata.setdefault("unhandled_blocks", []).append(start)
+        self.note_unread("contentBlockStart.start", start)
 
     def _delta(self, index: int, delta: Any) -> None:
         if not isinstance(delta, dict):
@@ -182,6 +184,7 @@ class BedrockConverseAdapter(BaseAdapter):
                 block.extras.setdefault("citations", []).append(delta["citation"])
         else:
             self.call_metadata.setdefault("unhandled_deltas", []).append(delta)
+            self.note_unread("contentBlockDelta.delta", delta)
 
     def _open(self, index: int, kind: str) -> Any:
         block = self.open_block(index, kind)

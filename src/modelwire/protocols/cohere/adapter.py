@@ -112,6 +112,7 @@ class CohereAdapter(BaseAdapter):
             handler(self, data)
         else:  # debug events, and any kind Cohere adds: kept as sent
             self.call_metadata.setdefault("unhandled_events", []).append(data)
+            self.note_unread(str(etype), data)
 
     def _content_start(self, data: dict[str, Any]) -> None:
         part = data["delta"]["message"]["content"]

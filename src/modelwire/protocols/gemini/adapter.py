@@ -71,6 +71,13 @@ FINISH_REASONS = {
 
 _SERVER_CALLS = {"executableCode": "code_execution", "toolCall": None}
 _SERVER_RESULTS = {"codeExecutionResult", "toolResponse"}
+# Fields of a part that label it rather than carry it (an unknown part's others are noted as
+# unread), and the fields of a chunk (GenerateContentResponse) the adapter knows.
+_PART_LABELS = frozenset({"thoughtSignature", "thought", "partMetadata", "videoMetadata"})
+_CHUNK_KEYS = frozenset(
+    {"candidates", "usageMetadata", "modelVersion", "responseId", "promptFeedback", "createTime", "error"}
+    | {"modelStatus", "automaticFunctionCallingHistory", "sdkHttpResponse", "parsed"}
+)
 
 
 SHAPE: dict[str, tuple] = {
@@ -256,6 +263,9 @@ class GeminiAdapter(BaseAdapter):
         if "error" in data:
             raise error_from_body(data, self.protocol)
         meta = self.call_metadata
+        if not _CHUNK_KEYS.issuperset(data):
+            for key in data.keys() - _CHUNK_KEYS:
+                self.note_unread(key, data[key])
         if data.get("responseId") and "response_id" not in meta:
             meta["response_id"] = data["responseId"]
         if isinstance(data.get("usageMetadata"), dict):
@@ -315,6 +325,8 @@ class GeminiAdapter(BaseAdapter):
         if "inlineData" in part or "fileData" in part:
             self._data(part)
             return
+        for key in part.keys() - _PART_LABELS:
+            self.note_unread(f"parts[].{key}", part[key])
         self.provider_block(part, name="gemini.part")
 
     # -- text and thinking --------------------------------------------------------------
@@ -471,6 +483,7 @@ class GeminiAdapter(BaseAdapter):
             block.extras["thought_signature"] = part["thoughtSignature"]
         data = inline.get("data") or ""
         if data:  # already base64: passed on as it is (the block's END re-encodes only text)
+            self.decoded = True
             self.emit(DataBlockDeltaEvent, block_id=block.id, media_type=media_type, data=normalize_base64(data))
         self.close_block(key)
 

@@ -43,6 +43,18 @@ STOP_REASONS = {
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 
+# The fields of a chunk and of a choice that the adapter reads or knows to carry nothing of the
+# reply (OpenAI's ChatCompletionChunk, Groq's x_groq, OpenRouter's provider and moderation,
+# Azure's content filters, Mistral's padding ``p``, as recorded): any other one is noted as
+# unread (see BaseAdapter.note_unread), on the full path only.
+_CHUNK_KEYS = frozenset(
+    {"id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier", "obfuscation"}
+    | {"x_groq", "error", "provider", "prompt_filter_results", "moderation", "latency_checkpoint", "p", "citations"}
+)
+_CHOICE_KEYS = frozenset(
+    {"index", "delta", "finish_reason", "logprobs", "content_filter_results", "native_finish_reason", "stop_reason"}
+)
+
 
 _TOOL = "choices[].delta.tool_calls[]"
 SHAPE: dict[str, tuple] = {
@@ -158,7 +170,11 @@ class OpenAIChatAdapter(BaseAdapter):
         meta = self.call_metadata
         if "response_id" not in meta and data.get("id"):
             _first_chunk(meta, data)
+        if not _CHUNK_KEYS.issuperset(data):
+            self._unread(data, _CHUNK_KEYS, "")
         for choice in data.get("choices") or ():
+            if not _CHOICE_KEYS.issuperset(choice):
+                self._unread(choice, _CHOICE_KEYS, "choices[].")
             if choice.get("index", 0) != self.choice_index:
                 ignored = meta.setdefault("ignored_choices", [])
                 if choice.get("index") not in ignored:
@@ -239,8 +255,13 @@ class OpenAIChatAdapter(BaseAdapter):
             elif key != "role":
                 self._unhandled(key, value)
 
+    def _unread(self, data: dict[str, Any], known: frozenset[str], prefix: str) -> None:
+        for key in data.keys() - known:
+            self.note_unread(prefix + key, data[key])
+
     def _unhandled(self, key: str, value: Any) -> None:
         """Keep delta fields modelwire does not model (strings joined, objects listed)."""
+        self.note_unread("choices[].delta." + key, value)
         seen = self.call_metadata.setdefault("unhandled_delta_fields", {})
         previous = seen.get(key)
         if isinstance(value, str) and isinstance(previous, str):

@@ -167,6 +167,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
         else:
             counts = self.call_metadata.setdefault("unhandled_events", {})
             counts[etype] = counts.get(etype, 0) + 1
+            self.note_unread(etype, data)
 
     def _item(self, data: dict[str, Any]) -> _Item:
         item = self._items.get(data.get("item_id") or "")
