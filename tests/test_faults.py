@@ -350,7 +350,7 @@ def test_total_bounds_the_call_across_retries(silent_server):
     err, took = _timed(model.complete(QUESTION))
     assert isinstance(err, E.TimeoutError) and (err.which, err.seconds) == ("total", 1.0)
     assert "(1 s)" in err.message and "-" not in err.message.split("fired")[0]
-    assert took < 2.0 and len(accepted) == 1
+    assert took < 5.0 and len(accepted) == 1  # not the first byte's 10 s, nor a retry's
 
 
 def test_first_byte_is_counted_from_sending_not_from_the_pool_wait(silent_server):
@@ -359,31 +359,31 @@ def test_first_byte_is_counted_from_sending_not_from_the_pool_wait(silent_server
         "openai:gpt-4o",
         api_key="k",
         base_url=url,
-        timeouts={"first_byte": 0.4, "pool": 5},
+        timeouts={"first_byte": 0.4, "pool": 30},
         retry=RetryPolicy(max_retries=0),
     )
     err, took = _timed(model.complete(QUESTION))
     assert isinstance(err, E.TimeoutError) and (err.which, err.seconds) == ("first_byte", 0.4)
     assert "0.4 s after the request was sent" in err.message
-    assert took < 1.5  # first_byte + pool would be 5.4 s
+    assert took < 10  # first_byte + pool would be 30.4 s
 
 
 def test_a_retry_after_longer_than_what_is_left_raises_the_rate_limit_error(server):
     from modelwire.testing.server import error_reply
 
     server.script(
-        error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "5"})
+        error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "50"})
     )
     model = load_model(
         "openai:gpt-4o",
         api_key="k",
         base_url=server.url + "/v1",
-        timeouts={"total": 3.0},
+        timeouts={"total": 30.0},
         retry=RetryPolicy(max_retries=2),
     )
     err, took = _timed(model.complete(QUESTION))
     assert isinstance(err, E.RateLimitError) and err.message == "slow down"
-    assert took < 1.0 and len(server.requests) == 1
+    assert took < 15 and len(server.requests) == 1  # raised at once, not after waiting into the total
 
 
 def test_a_total_timeout_while_the_body_streams_says_so(server):
