@@ -388,12 +388,13 @@ def test_a_retry_after_longer_than_what_is_left_raises_the_rate_limit_error(serv
 
 def test_a_total_timeout_while_the_body_streams_says_so(server):
     whole = fake_body("openai-chat", ("text", "one two three four five six seven eight"))
-    server.script(Reply(body=whole, headers={"content-type": "text/event-stream"}, delay=0.3))
+    # The headers and the first piece at once, then a piece a second: the total fires mid-body.
+    server.script(Reply(body=whole, headers={"content-type": "text/event-stream"}, delay=1.0))
     model = load_model(
         "openai:gpt-4o",
         api_key="k",
         base_url=server.url + "/v1",
-        timeouts={"total": 0.5},
+        timeouts={"total": 2.0},
         retry=RetryPolicy(max_retries=0),
     )
     err, _ = _timed(model.complete(QUESTION))
