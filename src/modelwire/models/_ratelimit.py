@@ -146,13 +146,16 @@ class RateLimiter:
         paused = self._paused.get(endpoint, 0.0)
         if paused > now:
             return paused - now, None
+        if not rpm and not tpm:
+            return 0.0, Permit(endpoint, tokens, at=now)  # nothing known to keep within
         if self._redis_url:
             return await self._take_redis(endpoint, tokens, rpm, tpm, now)
         buckets = self._local.setdefault(endpoint, {})
         costs = [(kind, limit, cost) for kind, limit, cost in (("requests", rpm, 1), ("tokens", tpm, tokens)) if limit]
         wait = 0.0
         for kind, limit, cost in costs:
-            free = buckets.setdefault(kind, _Bucket(limit, now)).free(limit, self.period, now)
+            bucket = buckets.get(kind) or buckets.setdefault(kind, _Bucket(limit, now))
+            free = bucket.free(limit, self.period, now)
             wait = max(wait, (min(cost, limit) - free) * self.period / limit)
         if wait > 0:
             return wait, None
@@ -256,6 +259,8 @@ class RateLimiter:
 
     async def _charge_redis(self, endpoint: str, requests: int, tokens: int, member: str, now: float) -> None:
         rpm, tpm = self.limits(endpoint)
+        if not rpm and not tpm and not member:
+            return
         key = f"{self.key}:{endpoint}"
         args = (repr(now), repr(self.period), rpm or 0, tpm or 0, requests, tokens, member)
         await self._redis().eval(_CHARGE, 2, key, key + ":held", *args)
