@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 
@@ -364,7 +365,9 @@ def test_first_byte_is_counted_from_sending_not_from_the_pool_wait(silent_server
     )
     err, took = _timed(model.complete(QUESTION))
     assert isinstance(err, E.TimeoutError) and (err.which, err.seconds) == ("first_byte", 0.4)
-    assert "0.4 s after the request was sent" in err.message
+    # The time it says is the time it fired: 0.4 s, or more on a loaded machine; never the pool's 30 s more.
+    after = re.search(r"([\d.]+) s after the request was sent", err.message)
+    assert after is not None and 0.4 <= float(after.group(1)) < 10, err.message
     assert took < 10  # first_byte + pool would be 30.4 s
 
 

@@ -44,6 +44,13 @@ __all__ = ["RateLimiter", "Permit"]
 log = logging.getLogger("modelwire.ratelimit")
 _ids = itertools.count(1)
 
+# Seconds a place in flight is held in Redis at most, when no answer came to free it: a process
+# that died holding places gives them back then. Long enough for any request's answer to begin
+# (a whole answer's headers come only once it is written, which can take minutes), whatever the
+# period: a hold that lapsed while its request was in flight would let the budget run ahead of
+# the provider's.
+HELD_AT_MOST = 600.0
+
 
 @dataclass
 class Permit:
@@ -251,7 +258,7 @@ class RateLimiter:
         if pause is not None and float(pause) > now:
             return float(pause) - now, None
         member = f"{os.getpid()}-{next(_ids)}-{tokens}"
-        args = (repr(now), repr(self.period), rpm or 0, tpm or 0, tokens, member)
+        args = (repr(now), repr(self.period), rpm or 0, tpm or 0, tokens, member, repr(HELD_AT_MOST))
         wait = float(await client.eval(_TAKE, 2, key, key + ":held", *args))
         if wait > 0:
             return wait, None
@@ -295,8 +302,8 @@ def _epoch(iso: str) -> float:
 
 
 # The buckets in Redis: a hash per endpoint (each limit's level, and the time it is as of) and a
-# sorted set of the places in flight ("pid-n-tokens", scored by when the hold lapses: a process
-# that died holding a place frees it one period later). Both scripts refill to ``now`` first.
+# sorted set of the places in flight ("pid-n-tokens", scored by when the hold lapses). Both scripts
+# refill to ``now`` first.
 _REFILL = """
 local key, held, now, period = KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2])
 local rpm, tpm = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -331,8 +338,8 @@ local wait = 0
 if rpm > 0 then wait = math.max(wait, (1 - (requests - #places)) * period / rpm) end
 if tpm > 0 then wait = math.max(wait, (math.min(want, tpm) - (tokens - held_tokens)) * period / tpm) end
 if wait > 0 then return tostring(wait) end
-redis.call('ZADD', held, now + period, member)
-redis.call('PEXPIRE', held, math.ceil(period * 1000) + 1000)
+redis.call('ZADD', held, now + tonumber(ARGV[7]), member)
+redis.call('PEXPIRE', held, math.ceil(tonumber(ARGV[7]) * 1000) + 1000)
 store()
 return '0'
 """
