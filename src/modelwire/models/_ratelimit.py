@@ -153,10 +153,10 @@ class RateLimiter:
         paused = self._paused.get(endpoint, 0.0)
         if paused > now:
             return paused - now, None
-        if not rpm and not tpm:
-            return 0.0, Permit(endpoint, tokens, at=now)  # nothing known to keep within
         if self._redis_url:
             return await self._take_redis(endpoint, tokens, rpm, tpm, now)
+        if not rpm and not tpm:
+            return 0.0, Permit(endpoint, tokens, at=now)  # nothing known to keep within
         buckets = self._local.setdefault(endpoint, {})
         costs = [(kind, limit, cost) for kind, limit, cost in (("requests", rpm, 1), ("tokens", tpm, tokens)) if limit]
         wait = 0.0
@@ -256,7 +256,9 @@ class RateLimiter:
         key = f"{self.key}:{endpoint}"
         pause = await client.get(key + ":pause")
         if pause is not None and float(pause) > now:
-            return float(pause) - now, None
+            return float(pause) - now, None  # another process was told to wait
+        if not rpm and not tpm:
+            return 0.0, Permit(endpoint, tokens, at=now)  # nothing known to keep within
         member = f"{os.getpid()}-{next(_ids)}-{tokens}"
         args = (repr(now), repr(self.period), rpm or 0, tpm or 0, tokens, member, repr(HELD_AT_MOST))
         wait = float(await client.eval(_TAKE, 2, key, key + ":held", *args))
