@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import threading
 import time
 
 import pytest
@@ -42,7 +43,17 @@ def reply_in(protocol, *blocks, **kw):
     return stream_reply(protocol, sse_bodies.body(protocol, *blocks), **kw)
 
 
-SPANS: dict[str, tuple[float, float]] = {}  # tool name -> (start, end), to see that calls overlap
+# Where a test arms it (tool name -> its "started" flag), each of the two tools below waits, once
+# started, for the other to start too, and notes whether it did: both did only if the two calls ran
+# at the same time. Unarmed, they answer at once.
+MEETING: dict[str, threading.Event] = {}
+MET: dict[str, bool] = {}
+
+
+def _meet(name: str, other: str) -> bool:
+    """Said started; then whether ``other`` started too, within a bound far past any wait."""
+    MEETING[name].set()
+    return MEETING[other].wait(30)
 
 
 async def weather(city: str) -> str:
@@ -51,17 +62,15 @@ async def weather(city: str) -> str:
     Args:
         city: the city's name
     """
-    start = time.monotonic()
-    await asyncio.sleep(0.2)
-    SPANS["weather"] = (start, time.monotonic())
+    if MEETING:
+        MET["weather"] = await asyncio.to_thread(_meet, "weather", "local_time")
     return f"{city}: sunny, 21C"
 
 
 def local_time(city: str) -> str:
     """The local time in a city."""
-    start = time.monotonic()
-    time.sleep(0.2)
-    SPANS["local_time"] = (start, time.monotonic())
+    if MEETING:
+        MET["local_time"] = _meet("local_time", "weather")
     return f"{city}: 14:05"
 
 
@@ -134,8 +143,12 @@ def test_parallel_tool_calls_then_an_answer_with_thinking_replayed(server, proto
 
     server.script(reply_in(protocol, *TWO_CALLS, delay=0.002), reply_in(protocol, *ANSWER, check=check_second))
     agent = Agent("Buddy", make_model(server, protocol, preset), "Be brief.", tools=[weather, local_time])
-    SPANS.clear()
-    events = run(stream_all(agent, UserMsg("user", "Weather and time in Paris?")))
+    MEETING.update(weather=threading.Event(), local_time=threading.Event())
+    MET.clear()
+    try:
+        events = run(stream_all(agent, UserMsg("user", "Weather and time in Paris?")))
+    finally:
+        MEETING.clear()
     reply = check_invariant(agent, events)
     assert (
         reply.finished_reason == "completed" and reply.get_text_content().strip() == "Paris is sunny and it is 14:05."
@@ -147,8 +160,7 @@ def test_parallel_tool_calls_then_an_answer_with_thinking_replayed(server, proto
         c.id for c in calls
     ]  # ids the provider gave, or made where it gives none
     assert all(c.state == "finished" for c in calls)
-    (w0, w1), (t0, t1) = SPANS["weather"], SPANS["local_time"]
-    assert w0 < t1 and t0 < w1  # the two calls ran at the same time (an async and a sync tool)
+    assert MET == {"weather": True, "local_time": True}  # the two calls ran at the same time (async and sync)
     assert len(server.requests) == 2
     first = server.requests[0]["json"]
     if protocol == "anthropic":
@@ -282,13 +294,25 @@ def test_interrupting_a_parked_reply_answers_its_calls(server):
     assert reply.finished_reason == "interrupted" and reply.get_content_blocks("tool_result")[0].state == "interrupted"
 
 
+async def _until(condition, within: float = 30.0) -> None:
+    """Once ``condition()`` holds; a test failure if it does not within ``within`` seconds."""
+    deadline = asyncio.get_running_loop().time() + within
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, f"{condition.__name__} did not come true"
+        await asyncio.sleep(0.005)
+
+
 def test_cancelling_the_task_keeps_the_stored_reply_consistent(server):
     server.script(sse_reply(sse_bodies.body("openai-chat", ("text", " ".join(["x"] * 200))), delay=0.01))
     agent = Agent("Buddy", make_model(server, "openai-chat"))
 
+    def talking():
+        reply = agent.context[-1] if agent.context else None
+        return reply is not None and reply.role == "assistant" and reply.get_text_content()
+
     async def go():
         task = asyncio.create_task(agent.reply(UserMsg("user", "Talk")))
-        await asyncio.sleep(0.3)
+        await _until(talking)  # cancelled mid-answer: the text has begun, and has 2 s of words to go
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -654,19 +678,24 @@ def test_save_load_and_continue(server, tmp_path):
 
 
 def test_interrupt_while_waiting_for_a_slow_model_takes_effect_at_once(server):
-    # The model stalls before its first token; interrupt() must not wait for it.
-    server.script(sse_reply(sse_bodies.body("anthropic", ("text", "late answer")), stall_after=1, stall=5))
+    # The model stalls for 30 s before its first token; interrupt() must not wait for it.
+    server.script(sse_reply(sse_bodies.body("anthropic", ("text", "late answer")), stall_after=1, stall=30))
     agent = Agent("Buddy", make_model(server, "anthropic"))
 
     async def go():
-        loop = asyncio.get_running_loop()
-        loop.call_later(0.3, agent.interrupt)
-        t0 = time.monotonic()
+        interrupter = asyncio.create_task(interrupt_once_asked())
         events = [ev async for ev in agent.reply_stream(UserMsg("user", "Hi"))]
-        return events, time.monotonic() - t0
+        await interrupter
+        return events
 
-    events, elapsed = run(go())
-    assert elapsed < 2.0
+    async def interrupt_once_asked():
+        await _until(lambda: server.requests)
+        times.append(time.monotonic())
+        agent.interrupt()
+
+    times: list[float] = []
+    events = run(go())
+    assert time.monotonic() - times[0] < 15  # not the stall's 30 s
     reply = check_invariant(agent, events)
     assert reply.finished_reason == "interrupted"
 
@@ -674,7 +703,7 @@ def test_interrupt_while_waiting_for_a_slow_model_takes_effect_at_once(server):
 def test_interrupt_while_tools_run(server):
     async def slow(x: int) -> str:
         """Takes a while."""
-        await asyncio.sleep(5)
+        await asyncio.sleep(60)
         return "never"
 
     server.script(sse_reply(sse_bodies.body("openai-chat", ("tool", "c1", "slow", '{"x": 1}'))))
@@ -685,12 +714,12 @@ def test_interrupt_while_tools_run(server):
         async for ev in agent.reply_stream(UserMsg("user", "Go")):
             events.append(ev)
             if ev.type == "TOOL_RESULT_START":
-                asyncio.get_running_loop().call_later(0.2, agent.interrupt)
+                asyncio.get_running_loop().call_soon(agent.interrupt)
         return events
 
     t0 = time.monotonic()
     events = run(go())
-    assert time.monotonic() - t0 < 3
+    assert time.monotonic() - t0 < 30  # not the tool's 60 s
     reply = check_invariant(agent, events)
     (result,) = reply.get_content_blocks("tool_result")
     assert result.state == "interrupted" and reply.finished_reason == "interrupted"

@@ -120,7 +120,7 @@ def test_a_consumer_that_stops_early_closes_the_call_and_the_reply_stays_sendabl
                     break
             await stream.aclose()
             first = agent.context[-1]
-            for _ in range(100):  # the server notices the closed connection shortly after
+            for _ in range(1500):  # the server notices the closed connection shortly after
                 if server.disconnects:
                     break
                 await asyncio.sleep(0.02)

@@ -170,7 +170,7 @@ def test_cancelling_agentscopes_reply_closes_the_http_stream():
         import time
 
         t0 = time.monotonic()
-        while not server.disconnects and time.monotonic() - t0 < 3:
+        while not server.disconnects and time.monotonic() - t0 < 30:
             time.sleep(0.02)
         assert server.disconnects, "the provider connection stayed open"
 

@@ -31,11 +31,13 @@ def chunked(pieces: list[bytes], *, trailer: bytes = b"") -> bytes:
 class RawServer:
     """Answers each request on a connection with the next scripted response: a list of byte
     strings, each written and drained, a float being a pause in seconds. Counts the
-    connections it accepted."""
+    connections it accepted and closed, and the byte strings it wrote (what a test waits on)."""
 
     def __init__(self) -> None:
         self.scripts: list[list[bytes | float]] = []
         self.connections = 0
+        self.closed = 0
+        self.written = 0
 
     async def __aenter__(self) -> "RawServer":
         self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
@@ -66,12 +68,14 @@ class RawServer:
                     else:
                         writer.write(step)
                         await writer.drain()
+                        self.written += 1
                 if b"connection: close" in head.lower():
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
             writer.close()
+            self.closed += 1
 
 
 async def read_body(

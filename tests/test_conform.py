@@ -30,6 +30,7 @@ AIMOCK_FIXTURES = [
     },
     {"match": {"userMessage": "weather", "hasToolResult": True}, "response": {"content": "It is sunny in Paris."}},
     {"match": {"userMessage": "Note the time"}, "response": {"toolCalls": [{"name": "note_time", "arguments": {}}]}},
+    {"match": {"userMessage": "JSON object"}, "response": {"content": '{"answer": "OK"}'}},
     {"match": {}, "response": {"content": "OK"}},
 ]
 
@@ -52,7 +53,8 @@ def _chunk(delta, finish=None):
 def quirky(request):
     """llama.cpp-like quirks: it ignores max_completion_tokens (max_tokens is honoured), refuses
     stream_options, ``content: null``, the developer role, json_schema and images, sends no
-    usage, ignores a forced tool choice, and gives every call the id ``call_0``."""
+    usage, ignores a forced tool choice and ``json_object`` (it answers in prose), and gives every
+    call the id ``call_0``."""
     body = request["json"] or {}
     if request["method"] == "GET":
         return Reply(
@@ -153,7 +155,9 @@ def test_each_quirk_is_a_row_and_the_profile_sends_what_the_server_takes():
     rows = {r.check: r for r in report.rows}
     status = {check: r.status for check, r in rows.items()}
     assert status["model list"] == "ok" and status["streaming"] == "ok"
-    assert status["usage in the stream"] == "quirk" and status["stream_options.include_usage"] == "unsupported"
+    # No usage unless asked is what OpenAI does; refusing to be asked is this server's own.
+    assert status["usage in the stream"] == "ok" and "unless asked" in rows["usage in the stream"].evidence
+    assert status["stream_options.include_usage"] == "unsupported"
     assert "Unrecognized request argument supplied: stream_options" in rows["stream_options.include_usage"].evidence
     assert (
         status["max_completion_tokens"] == "quirk"
@@ -181,7 +185,8 @@ def test_each_quirk_is_a_row_and_the_profile_sends_what_the_server_takes():
         status["json_object"],
         status["non-streamed answer"],
         status["error shape (4xx)"],
-    ) == ("unsupported", "ok", "ok", "ok")
+    ) == ("unsupported", "quirk", "ok", "ok")
+    assert "not a JSON object: 'OK" in rows["json_object"].evidence
     assert report.requests <= 40
     profile = report.profile()
     assert profile["model"] == "openai-compatible:quirky-1" and profile["base_url"] == report.base_url
@@ -260,15 +265,17 @@ def test_the_written_profile_makes_an_agent_tool_round_trip_pass(tmp_path, monke
         ):
             assert rows[check]["status"] == "ok" and f"(the profile sets {key})" in rows[check]["evidence"], rows[check]
         assert rows["modelwire: streamed reply"]["status"] == rows["modelwire: tool round trip"]["status"] == "ok"
-        assert "modelwire: structured output" not in rows  # the profile turns json_schema off
-        # What no profile can change stays as it was: no usage at all, the developer role refused, one call at a time,
-        # ids repeated.
+        # What no profile can change stays as it was: the developer role refused, one call at a time, ids
+        # repeated, prose for json_object; and no structured output either way (no json_schema, and a forced
+        # final-answer tool is ignored: the agent gets prose).
         assert [c for c, r in rows.items() if r["status"] != "ok"] == [
-            "usage in the stream",
             "developer role",
             "two parallel calls",
             "ids unique per call",
+            "json_object",
+            "modelwire: structured output",
         ]
+        assert "with a final-answer tool" in rows["modelwire: structured output"]["evidence"]
         # Without the profile, the preset's defaults send content: null, which this server refuses.
         plain = load_model("openai-compatible:quirky-1", base_url=server.url + "/v1", dialect={"stream_usage": False})
         with pytest.raises(InvalidRequestError, match="does not support content null"):
@@ -311,6 +318,7 @@ def test_against_aimock_and_its_profile(tmp_path, monkeypatch):
             status["tool definitions"] == status["forced call (required)"] == status["forced call (named tool)"] == "ok"
         )
         assert status["json_object"] == status["non-streamed answer"] == status["error shape (4xx)"] == "ok"
+        assert status["json_schema (strict)"] == "ok"  # the answer parsed, and in the schema
         assert status["tool-result turn (content: null)"] == "ok"
         profile = report.profile()
         monkeypatch.chdir(tmp_path)
@@ -469,7 +477,10 @@ def anthropic_quirky(request):
             return error_reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": words}})
     last = data["messages"][-1]
     answered = isinstance(last.get("content"), list) and any(b.get("type") == "tool_result" for b in last["content"])
-    if data.get("tools") and "weather" in json.dumps(data["messages"][0]).lower() and not answered:
+    named = [t["name"] for t in data.get("tools") or () if t["name"] in json.dumps(last)]
+    if named:  # a tool the user names is called (the final answer the agent asks for, in its schema)
+        raw = sse_body("anthropic", ("tool", "toolu_q2", named[0], '{"answer": "OK"}'))
+    elif data.get("tools") and "weather" in json.dumps(data["messages"][0]).lower() and not answered:
         raw = sse_body("anthropic", ("tool", "toolu_q1", data["tools"][0]["name"], '{"city": "Paris"}'))
     else:
         raw = sse_body("anthropic", ("text", "It is sunny." if answered else "OK"))
@@ -532,6 +543,24 @@ def test_an_anthropic_route_its_quirks_and_the_profile_they_make(tmp_path, monke
             model.build_request([UserMsg("u", "hi")], tools=[weather], tool_choice="required")
 
 
+def test_structured_output_through_a_profile_is_what_the_agent_gets(tmp_path, monkeypatch):
+    """The "modelwire: structured output" row asks as the agent's ``structured_model`` does: on
+    this Anthropic route (no output_config.format for the model, no forced tool) through a
+    final-answer tool the model is asked to call, which works; ``ok`` only for an answer that
+    parses and fits the schema."""
+    from modelwire.conform import probe_profile, profile_toml
+
+    monkeypatch.setenv("QWEN_KEY", "sk-probe")
+    with ProviderServer() as server:
+        server.respond = anthropic_quirky
+        report = probe(server.url, "qwen-next", protocol="anthropic", api_key_env="QWEN_KEY")
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "modelwire.toml").write_text(profile_toml("qwen", report.profile()))
+        rows = {r.check: r for r in probe_profile("qwen").rows}
+    row = rows["modelwire: structured output"]
+    assert row.status == "ok" and row.evidence == "asked with a final-answer tool: {'answer': 'OK'}", row
+
+
 def test_aimock_on_its_anthropic_route(tmp_path, monkeypatch):
     from modelwire.conform import probe_profile, profile_toml
 
@@ -556,3 +585,31 @@ def test_aimock_on_its_anthropic_route(tmp_path, monkeypatch):
     # What aimock does that the real API does not, found by the probe: no token counts, and a
     # malformed request answered 200.
     assert status["usage in the stream"] == "quirk" and status["error shape (4xx)"] == "quirk"
+
+
+def test_a_schema_taken_but_not_kept_is_unsupported():
+    """A server that takes response_format and answers JSON outside the schema (here: the
+    wrong key) gives a caller nothing a refusal would not: ``unsupported``, and the profile asks
+    through a tool. The row says where the answer departs."""
+
+    def loose(request):
+        body = request["json"] or {}
+        if request["method"] == "POST" and (body.get("response_format") or {}).get("type") == "json_schema":
+            return _sse([_chunk({"role": "assistant", "content": '{"reply": "OK"}'}), _chunk({}, "stop")])
+        return quirky(request)
+
+    def cut(request):  # the JSON begun, and ended at the token limit: what it would have been is not known
+        body = request["json"] or {}
+        if request["method"] == "POST" and (body.get("response_format") or {}).get("type") == "json_schema":
+            return _sse([_chunk({"role": "assistant", "content": '{"answer": "O'}), _chunk({}, "length")])
+        return quirky(request)
+
+    found = []
+    for respond in (loose, cut):
+        with ProviderServer() as server:
+            server.respond = respond
+            found.append({r.check: r for r in probe(server.url + "/v1", "quirky-1").rows}["json_schema (strict)"])
+    assert (found[0].status, found[0].dialect) == ("unsupported", {"json_schema": False})
+    assert found[0].evidence == 'taken, but the answer lacks answer: \'{"reply": "OK"}\''
+    assert (found[1].status, found[1].dialect) == ("quirk", {})
+    assert found[1].evidence == "taken, but the answer was cut at the probe's token limit: '{\"answer\": \"O'"

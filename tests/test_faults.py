@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 
@@ -350,7 +351,7 @@ def test_total_bounds_the_call_across_retries(silent_server):
     err, took = _timed(model.complete(QUESTION))
     assert isinstance(err, E.TimeoutError) and (err.which, err.seconds) == ("total", 1.0)
     assert "(1 s)" in err.message and "-" not in err.message.split("fired")[0]
-    assert took < 2.0 and len(accepted) == 1
+    assert took < 5.0 and len(accepted) == 1  # not the first byte's 10 s, nor a retry's
 
 
 def test_first_byte_is_counted_from_sending_not_from_the_pool_wait(silent_server):
@@ -359,43 +360,46 @@ def test_first_byte_is_counted_from_sending_not_from_the_pool_wait(silent_server
         "openai:gpt-4o",
         api_key="k",
         base_url=url,
-        timeouts={"first_byte": 0.4, "pool": 5},
+        timeouts={"first_byte": 0.4, "pool": 30},
         retry=RetryPolicy(max_retries=0),
     )
     err, took = _timed(model.complete(QUESTION))
     assert isinstance(err, E.TimeoutError) and (err.which, err.seconds) == ("first_byte", 0.4)
-    assert "0.4 s after the request was sent" in err.message
-    assert took < 1.5  # first_byte + pool would be 5.4 s
+    # The time it says is the time it fired: 0.4 s, or more on a loaded machine; never the pool's 30 s more.
+    after = re.search(r"([\d.]+) s after the request was sent", err.message)
+    assert after is not None and 0.4 <= float(after.group(1)) < 10, err.message
+    assert took < 10  # first_byte + pool would be 30.4 s
 
 
 def test_a_retry_after_longer_than_what_is_left_raises_the_rate_limit_error(server):
     from modelwire.testing.server import error_reply
 
     server.script(
-        error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "5"})
+        error_reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": "50"})
     )
     model = load_model(
         "openai:gpt-4o",
         api_key="k",
         base_url=server.url + "/v1",
-        timeouts={"total": 3.0},
+        timeouts={"total": 30.0},
         retry=RetryPolicy(max_retries=2),
     )
     err, took = _timed(model.complete(QUESTION))
     assert isinstance(err, E.RateLimitError) and err.message == (
         "slow down (the provider asks to wait 5 s; not waited: that would pass the call's total timeout (3 s))"
     )
-    assert took < 1.0 and len(server.requests) == 1
+    assert took < 15 and len(server.requests) == 1  # raised at once, not after waiting into the total
 
 
 def test_a_total_timeout_while_the_body_streams_says_so(server):
     whole = fake_body("openai-chat", ("text", "one two three four five six seven eight"))
-    server.script(Reply(body=whole, headers={"content-type": "text/event-stream"}, delay=0.3))
+    # The headers and the first piece at once, then a piece a second: the total fires mid-body.
+    server.script(Reply(body=whole, headers={"content-type": "text/event-stream"}, delay=1.0))
     model = load_model(
         "openai:gpt-4o",
         api_key="k",
         base_url=server.url + "/v1",
-        timeouts={"total": 0.5},
+        timeouts={"total": 2.0},
         retry=RetryPolicy(max_retries=0),
     )
     err, _ = _timed(model.complete(QUESTION))

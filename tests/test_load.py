@@ -53,7 +53,7 @@ def test_200_concurrent_streams_each_get_their_own_answer(protocol, monkeypatch)
         answers, leftover_tasks = asyncio.run(all_of_them())
         assert answers == [f"answer to ask-{n:08d}" for n in range(200)]
         assert leftover_tasks == []
-        deadline = time.monotonic() + 2
+        deadline = time.monotonic() + 30
         while open_fds() > fds_before + 2 and time.monotonic() < deadline:
             time.sleep(0.05)  # the server's side of each socket closes in its own thread
         assert open_fds() <= fds_before + 2  # every connection closed
@@ -84,15 +84,17 @@ def test_1000_sequential_calls_keep_memory_flat():
 
 
 def test_100_streams_cancelled_at_random_points_close_their_connections():
-    pieces = body("openai-chat", ("text", " ".join(["word"] * 200)))
+    pieces = body("openai-chat", ("text", " ".join(["word"] * 2000)))  # 4 s to its end: each is cancelled first
     with ProviderServer() as server:
         server.respond = lambda request: sse_reply(pieces, delay=0.002)
         model = model_for(server.url, "openai-chat")
         cancelled = asyncio.run(cancel_at_random(model, random.Random(7), streams=100, max_after=60, poll=0.002))
-        time.sleep(0.3)
-        assert len(server.disconnects) >= 95  # a few may have finished sending just before
+        deadline = time.monotonic() + 30
+        while len(server.disconnects) < 100 and time.monotonic() < deadline:
+            time.sleep(0.01)  # the server sees each close at its next write
+        assert len(server.disconnects) >= 95
         lags = sorted(d - c for c, d in zip(sorted(cancelled), sorted(server.disconnects)))
-        assert statistics.median(lags) < 0.25
+        assert statistics.median(lags) < 1.0  # at once, not at the stream's end
 
 
 def test_a_huge_line_without_a_newline_ends_in_a_typed_error_with_bounded_memory():

@@ -131,14 +131,14 @@ def test_a_call_that_outlives_the_timeout_is_an_error_result_and_the_server_stay
     )
 
     async def main():
-        async with Agent("a", model, tools=[stdio(timeout=0.5)]) as agent:
+        async with Agent("a", model, tools=[stdio(timeout=2.0)]) as agent:
             started = time.monotonic()
             reply = await agent.reply("go")
             return reply, time.monotonic() - started
 
     reply, took = run(main())
     slow, add = reply.get_content_blocks("tool_result")
-    assert slow.state == "error" and "within 0.5 s" in text_of(slow)
+    assert slow.state == "error" and "within 2 s" in text_of(slow)
     assert add.state == "success" and text_of(add) == "2"
     assert took < 20  # not the 30 s the tool would sleep
 
@@ -163,7 +163,7 @@ def test_the_server_process_ends_with_the_agent():
         return int(text_of(results(reply)["pid"]))
 
     pid = run(main())
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
             os.kill(pid, 0)
@@ -321,7 +321,7 @@ def test_a_change_the_server_makes_later_is_followed(http_server, mode):
 
 
 async def until_relisted(server: MCPServer) -> None:
-    for _ in range(250):
+    for _ in range(1500):
         if server._tools is None:
             return
         await asyncio.sleep(0.02)

@@ -99,8 +99,8 @@ def test_a_connection_the_server_closed_while_idle_is_not_reused():
         async with RawServer() as server, client(ours) as c:
             server.scripts = [[HEAD + chunked([b"one"])]]
             first = (await c.post(server.url, content=b"{}")).content
-            for _ in range(50):  # the server ends the connection once its scripts are done
-                await asyncio.sleep(0.01)
+            while not server.closed:  # the server ends the connection once its scripts are done
+                await asyncio.sleep(0.005)
             server.scripts = [[HEAD + chunked([b"two"])]]
             second = (await c.post(server.url, content=b"{}")).content
             return first, second, server.connections
@@ -124,14 +124,14 @@ async def _error_of(ours: bool, answer, request, ssl=None, **kwargs) -> str:
 
 def test_a_write_to_a_server_that_reads_nothing_times_out():
     async def never_read(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await asyncio.sleep(5)
+        await asyncio.sleep(60)
         writer.close()
 
     async def post(c: httpx2.AsyncClient, url: str) -> None:
         await c.post(url, content=b"x" * (64 << 20))
 
     def run(ours: bool) -> str:
-        return asyncio.run(_error_of(ours, never_read, post, timeout=httpx2.Timeout(5, write=0.3)))
+        return asyncio.run(_error_of(ours, never_read, post, timeout=httpx2.Timeout(30, write=0.3)))
 
     assert run(True) == run(False) == "httpx2.WriteTimeout"
 
@@ -147,7 +147,8 @@ def test_a_read_cancelled_mid_body_leaves_the_pool_usable():
                         pass
 
             task = asyncio.create_task(read())
-            await asyncio.sleep(0.2)
+            while not server.written:  # the body begun, then 5 s of nothing: the read waits mid-body
+                await asyncio.sleep(0.005)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
@@ -168,7 +169,9 @@ def test_reading_pauses_while_a_consumer_is_slow_and_loses_nothing():
                 found = _connection_of(response.stream)
                 assert found is not None
                 protocol = found[0]._network_stream._protocol
-                await asyncio.sleep(0.3)
+                deadline = asyncio.get_running_loop().time() + 30
+                while not protocol.paused and asyncio.get_running_loop().time() < deadline:
+                    await asyncio.sleep(0.005)  # the socket's bytes come in until the mark stops the reading
                 held, paused = protocol.size, protocol.paused
                 iterator = read_directly(response.stream)
                 assert iterator is not None

@@ -199,18 +199,24 @@ def test_load_model_with_a_list_and_a_profile_with_a_fallback(tmp_path, monkeypa
 
 
 def test_max_concurrent_holds_calls_to_n_and_a_cancelled_call_frees_its_slot():
-    lock = threading.Lock()
+    changed = threading.Condition()
     active = [0]
     most = [0]
 
     def respond(request):
-        with lock:
+        text = request["json"]["messages"][0]["content"][0]["text"]
+        with changed:
             active[0] += 1
             most[0] = max(most[0], active[0])
-        time.sleep(0.15)  # the call is in flight on the server
-        with lock:
+            changed.notify_all()
+            # The first call stays in flight until a second one is (as max_concurrent=2 lets it
+            # be), so that two run together however slowly the calls come.
+            changed.wait_for(lambda: most[0] >= 2, timeout=10)
+        if text.startswith("cancelled"):
+            time.sleep(2)  # still in flight when the client cancels it, once it has arrived
+        with changed:
             active[0] -= 1
-        return sse_reply(body("anthropic", ("text", request["json"]["messages"][0]["content"][0]["text"])))
+        return sse_reply(body("anthropic", ("text", text)))
 
     with ProviderServer() as server:
         server.respond = respond
@@ -222,7 +228,8 @@ def test_max_concurrent_holds_calls_to_n_and_a_cancelled_call_frees_its_slot():
             # A call cancelled while it waits for a slot takes none, and one cancelled in
             # flight gives its slot back: the next calls still run.
             waiting = [asyncio.ensure_future(model.complete(f"cancelled {n}")) for n in range(3)]
-            await asyncio.sleep(0.05)
+            while len(server.requests) < 8:  # two of them at the server, the third waiting for a slot
+                await asyncio.sleep(0.005)
             for task in waiting:
                 task.cancel()
             await asyncio.gather(*waiting, return_exceptions=True)

@@ -38,13 +38,14 @@ PROMPT = [UserMsg("u", "What is the weather in Paris today? " * 4)]
 
 
 class BudgetServer:
-    """A token budget per sliding period, as a provider keeps one: what a request used
-    counts from the moment it arrived; past the budget, 429 with retry-after."""
+    """A token bucket, as a provider keeps one: it holds ``budget`` tokens and refills
+    continuously, ``budget`` per ``period``; a request takes what it costs when it arrives, and
+    past what the bucket holds gets a 429 with retry-after."""
 
     def __init__(self, budget: int = BUDGET, period: float = PERIOD, send_limits: bool = True) -> None:
         self.budget, self.period, self.send_limits = budget, period, send_limits
         self.lock = threading.Lock()
-        self.spent: list[tuple[float, int]] = []
+        self.level, self.at = float(budget), time.monotonic()
         self.arrivals: list[float] = []
         self.refused = 0
 
@@ -54,14 +55,14 @@ class BudgetServer:
 
     def __call__(self, request):
         body = request["json"]
-        now = time.monotonic()
         cost = self.cost(body)
         with self.lock:
-            self.spent = [(t, n) for t, n in self.spent if t > now - self.period]
-            used = sum(n for _, n in self.spent)
-            if used + cost > self.budget:
+            now = time.monotonic()
+            self.level = min(self.budget, self.level + (now - self.at) * self.budget / self.period)
+            self.at = now
+            if self.level < cost:
                 self.refused += 1
-                wait = self.spent[0][0] + self.period - now
+                wait = (cost - self.level) * self.period / self.budget
                 return error_reply(
                     429,
                     {
@@ -73,9 +74,9 @@ class BudgetServer:
                     },
                     headers={"retry-after": f"{max(wait, 0.01):.3f}"},
                 )
-            self.spent.append((now, cost))
+            self.level -= cost
             self.arrivals.append(now)
-            remaining = self.budget - used - cost
+            remaining = int(self.level)
         headers = {"content-type": "text/event-stream"}
         if self.send_limits:
             headers.update(
@@ -87,10 +88,6 @@ class BudgetServer:
             )
         prompt = cost - MAX_TOKENS
         return Reply(body=sse_body("openai-chat", ("text", "Sunny."), usage=(prompt, MAX_TOKENS)), headers=headers)
-
-    def in_first_period(self) -> int:
-        first = self.arrivals[0]
-        return sum(1 for t in self.arrivals if t < first + self.period * 0.9)
 
 
 def _estimate(model) -> int:
@@ -118,10 +115,10 @@ def test_fifty_calls_under_a_small_token_budget_never_get_a_429(monkeypatch):
         estimate = _estimate(model)
     assert [type(r).__name__ for r in ends if isinstance(r, BaseException)] == []
     assert server_budget.refused == 0 and len(server_budget.arrivals) == 50
-    # The first period is used as fully as the limiter's own estimate allows: no place left empty.
-    assert server_budget.in_first_period() == BUDGET // estimate
+    # The full bucket is used at once, as far as the limiter's own estimate allows (and what
+    # refilled meanwhile); every other call waited, and its wait is shown on its call.
     waited = [end.metadata.get("rate_limit_wait") for end in ends]
-    assert sum(1 for w in waited if w) == 50 - BUDGET // estimate  # each wait is shown on its call
+    assert sum(1 for w in waited if not w) >= BUDGET // estimate
 
 
 async def _ends(model, n: int):
@@ -176,12 +173,14 @@ def test_a_429_pauses_every_caller_of_the_endpoint(monkeypatch):
             "openai:gpt-4.1",
             base_url=server.url + "/v1",
             rate_limiter=limiter,
-            retry=RetryPolicy(max_retries=3, initial_delay=0.01),
+            retry=RetryPolicy(max_retries=5, initial_delay=0.01),
         )
-        replies = asyncio.run(_calls(model, 30))
+        replies = asyncio.run(_calls(model, 12))
+    # The bucket holds 9 of them; the others are refused once, then sent one by one as it
+    # refills (each 429's retry-after is the time one more fits). Without the pause, each would
+    # retry at its own backoff (0.01 s, 0.02 s ...), before the bucket refilled.
     assert all(hasattr(r, "content") for r in replies), [r for r in replies if not hasattr(r, "content")][:1]
-    # Without the pause, each of the 30 would meet 429s until its retries ran out.
-    assert server_budget.refused < 30
+    assert server_budget.refused < 12
 
 
 def test_a_wait_past_the_deadline_is_refused_before_sending(monkeypatch):
@@ -223,10 +222,15 @@ _WORKER = textwrap.dedent(
         model = load_model("openai:gpt-4.1", base_url=sys.argv[1], api_key="sk-test", rate_limiter=limiter,
                            retry=RetryPolicy(max_retries=0))
         prompt = [UserMsg("u", "What is the weather in Paris today? " * 4)]
-        calls = (model.complete(prompt, options={{"max_tokens": {max_tokens}}}) for _ in range(25))
-        replies = await asyncio.gather(*calls, return_exceptions=True)
+
+        async def one():
+            async for event in model.stream(prompt, options={{"max_tokens": {max_tokens}}}):
+                if event.type == "MODEL_CALL_END":
+                    return not event.metadata.get("rate_limit_wait")
+
+        replies = await asyncio.gather(*(one() for _ in range(25)), return_exceptions=True)
         await limiter.aclose()
-        print(sum(hasattr(r, "content") for r in replies))
+        print(sum(isinstance(r, bool) for r in replies), sum(r is True for r in replies))
 
     asyncio.run(main())
     """
@@ -253,7 +257,87 @@ def test_two_processes_share_one_budget_through_redis(redis_url, monkeypatch):  
         ]
         outs = [w.communicate(timeout=120) for w in workers]
         estimate = _estimate(load_model("openai:gpt-4.1", base_url=server.url + "/v1"))
-    assert [o[0].strip() for o in outs] == ["25", "25"], [o[1][-800:] for o in outs]
+    counts = [o[0].split() for o in outs]
+    assert [c[0] for c in counts] == ["25", "25"], [o[1][-800:] for o in outs]
+    # One bucket for both: two buckets of their own would send twice what the provider's holds
+    # at once, and meet 429s. The shared one is used to the full before anyone waits.
     assert server_budget.refused == 0 and len(server_budget.arrivals) == 50
-    # One budget for both: the first period holds what one budget allows, not twice that.
-    assert server_budget.in_first_period() == BUDGET // estimate
+    assert sum(int(c[1]) for c in counts) >= BUDGET // estimate
+
+
+class Clock:
+    """The limiter's clock, set by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _admitted(limiter: RateLimiter, clock: Clock, calls: int, tokens: int) -> list[float]:
+    """When each of ``calls`` callers, all asking at 0, gets its place, on ``clock``: what
+    ``acquire`` does (take a place, else come back after the wait it was given), without the
+    sleeping. Each answer begins as its place is taken."""
+    start, pending, admitted = clock.now, [(clock.now, i) for i in range(calls)], []
+    while pending:
+        pending.sort()
+        clock.now, caller = pending.pop(0)
+        wait, permit = await limiter.take("api|model", tokens)
+        if permit is None:
+            pending.append((clock.now + wait, caller))
+            continue
+        limiter.answered(permit)
+        await limiter.written()
+        admitted.append(clock.now - start)
+    await limiter.aclose()
+    return admitted
+
+
+def _assert_the_bucket_refills_continuously(admitted: list[float]) -> None:
+    # 3,200 tokens at once, then 53.3 a second: 200 more every 3.75 s. A count of fixed minutes
+    # sends 16 at once and the other 4 a minute later.
+    assert admitted[:16] == [0.0] * 16
+    assert admitted[16:] == pytest.approx([3.75, 7.5, 11.25, 15.0])
+
+
+def test_twenty_calls_under_tpm_3200_are_all_sent_within_15_seconds():
+    clock = Clock()
+    limiter = RateLimiter(tpm=3200, clock=clock)
+    _assert_the_bucket_refills_continuously(asyncio.run(_admitted(limiter, clock, 20, 200)))
+
+
+@pytest.mark.skipif(REDIS is None, reason="needs redis-server (apt-get install redis-server; .ci/run installs it)")
+def test_the_redis_bucket_refills_continuously_too(redis_url):  # noqa: F811 - the fixture
+    clock = Clock()
+    limiter = RateLimiter(tpm=3200, clock=clock, redis=redis_url, key="test:bucket")
+    _assert_the_bucket_refills_continuously(asyncio.run(_admitted(limiter, clock, 20, 200)))
+
+
+async def _held(limiter: RateLimiter, clock: Clock) -> list[float]:
+    """A place in flight holds its tokens: they refill only once its answer began; a request
+    that used more than it reserved takes the rest when it ends."""
+    first = (await limiter.take("api|model", 1000))[1]
+    clock.now += 30
+    waits = [(await limiter.take("api|model", 1))[0]]  # in flight for 30 s: nothing refilled
+    limiter.answered(first)
+    await limiter.written()
+    clock.now += 30
+    waits.append((await limiter.take("api|model", 501))[0])  # 500 refilled since the answer
+    second = (await limiter.take("api|model", 400))[1]
+    limiter.answered(second)
+    limiter.settle(second, 490)
+    await limiter.written()
+    waits.append((await limiter.take("api|model", 11))[0])  # 100 left, less the 90 more it used
+    await limiter.aclose()
+    return waits
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["in-process", "redis"])
+def test_a_place_in_flight_holds_its_tokens_until_its_answer(shared, request):
+    if shared and REDIS is None:
+        pytest.skip("needs redis-server (apt-get install redis-server; .ci/run installs it)")
+    clock = Clock()
+    where = {"redis": request.getfixturevalue("redis_url"), "key": "test:held"} if shared else {}
+    limiter = RateLimiter(tpm=1000, clock=clock, **where)
+    assert asyncio.run(_held(limiter, clock)) == pytest.approx([0.06, 0.06, 0.06])  # one token's refill: 60 s / 1000

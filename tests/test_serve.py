@@ -140,7 +140,7 @@ def test_a_reply_with_a_tool_is_served_as_events_and_folds_the_same_in_javascrip
 
 
 def test_a_client_that_goes_away_leaves_the_reply_its_grace_period_then_it_is_cancelled():
-    long = body("anthropic", ("text", " ".join(["word"] * 400)))
+    long = body("anthropic", ("text", " ".join(["word"] * 2000)))  # 20 s of words at the delay below
     with ProviderServer() as provider:
         provider.replies = [sse_reply(long, delay=0.01)]
         app = app_for(provider)
@@ -154,11 +154,11 @@ def test_a_client_that_goes_away_leaves_the_reply_its_grace_period_then_it_is_ca
                         if seen >= 10:
                             break
                 left = time.monotonic()
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + 15
             while not provider.disconnects and time.monotonic() < deadline:
                 time.sleep(0.01)
     assert provider.disconnects, "the provider stream stayed open after the client left"
-    assert 0.4 < provider.disconnects[0] - left < 2.5  # not at once: after the grace period
+    assert 0.4 < provider.disconnects[0] - left < 10  # not at once, nor at the stream's end: after the grace period
 
 
 @pytest.mark.parametrize(
@@ -535,7 +535,7 @@ def test_a_request_body_that_trickles_is_cut_off_with_408():
                     )
                 )
                 answer = b""
-                for _ in range(40):  # a byte every 0.1 s, for up to 4 s: the app answers first
+                for _ in range(300):  # a byte every 0.1 s, for up to 30 s: the app answers first
                     time.sleep(0.1)
                     try:
                         sock.sendall(b" ")
@@ -578,7 +578,11 @@ def test_a_parked_reply_is_kept_compressed_and_a_finished_one_lingers_without_it
             )
             raw = client.post(url + "/reply", content=posted, headers={"content-type": "application/json"}).content
             assert b"REQUIRE_USER_CONFIRM" in raw
-            time.sleep(0.2)
+            deadline = time.monotonic() + 30  # the reply's task ends after its last frame was sent
+            while not (app.live and all(live.done and live.agent is None for live in app.live.values())) and (
+                time.monotonic() < deadline
+            ):
+                time.sleep(0.01)
             lingering = list(app.live.values())
     state = json.dumps(made[0].state_dict(), ensure_ascii=False, separators=(",", ":"))
     assert app.store.bytes < 0.6 * len(state.encode())  # compressed: words take well under half

@@ -24,7 +24,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import ConfigError, ProviderError, UnsupportedOptionError
+from .errors import ConfigError, ProviderError
 from .protocols._probe import STATUSES, Checks, ProbeBudget, ProbeFailed, Row, Server
 
 __all__ = [
@@ -175,7 +175,7 @@ async def probe_profile_async(name: str, *, max_requests: int = 40, total: float
     dialect keys and capabilities already handle is ``ok`` (the evidence says which key).
     Then the same server through modelwire with the profile (``modelwire:`` rows): a streamed
     reply, a tool round trip through :class:`~modelwire.agent.Agent` (the tool is never run:
-    its result is made up), and structured output unless the profile turns it off."""
+    its result is made up), and structured output as the agent's ``structured_model`` asks for it."""
     from .models.config import resolve
 
     spec = resolve(name)  # found as load_model finds it: the nearest modelwire.toml
@@ -198,7 +198,7 @@ async def probe_profile_async(name: str, *, max_requests: int = 40, total: float
         ]
         if row.status != "ok" and handled and len(handled) == len(row.dialect) + len(row.capabilities):
             row.status, row.evidence = "ok", f"{row.evidence} (the profile sets {', '.join(handled)})"
-    report.rows += await _through_modelwire(name, caps, dialect)
+    report.rows += await _through_modelwire(name)
     return report
 
 
@@ -208,7 +208,7 @@ def _same(have: Any, want: Any) -> bool:
     return have == want and have is not None
 
 
-async def _through_modelwire(name: str, caps: dict[str, Any], dialect: dict[str, Any]) -> list[Row]:
+async def _through_modelwire(name: str) -> list[Row]:
     """What the profile makes of the server, through modelwire's own request path."""
     from .agent import Agent
     from .message import UserMsg
@@ -247,18 +247,33 @@ async def _through_modelwire(name: str, caps: dict[str, Any], dialect: dict[str,
             )
         )
     rows.append(await _history_turn(model))
-    if caps.get("structured_output") is False or dialect.get("json_schema") is False:
-        return rows
-    try:
-        shaped = await model.complete(
-            [UserMsg("user", "Reply with a JSON object whose answer is OK.")], options={"json_schema": _ANSWER_SCHEMA}
-        )
-        rows.append(Row("modelwire: structured output", "ok", f"text {_text(shaped)!r}"))
-    except UnsupportedOptionError as err:
-        rows.append(Row("modelwire: structured output", "unsupported", f"refused before sending: {err}"))
-    except ProviderError as err:
-        rows.append(Row("modelwire: structured output", "unsupported", f"{type(err).__name__}: {err}"))
+    rows.append(await _structured(model))
     return rows
+
+
+async def _structured(model: Any) -> Row:
+    """Structured output as the agent asks for it through this profile (``structured_model``:
+    natively, with the schema, where the profile's capabilities say the model takes it, else
+    with a final-answer tool), judged by the agent's own reading: the answer parsed as JSON and
+    validated against the schema."""
+    from pydantic import BaseModel, ConfigDict
+
+    from .agent import Agent
+    from .message import UserMsg
+
+    class Reply(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        answer: str
+
+    native = bool(getattr(getattr(model, "capabilities", None), "native_structured_output", False))
+    how = "with the JSON schema" if native else "with a final-answer tool"
+    reply = await Agent("probe", model, max_iters=3).reply(
+        UserMsg("user", "Reply with a JSON object whose answer is OK."), structured_model=Reply, raise_errors=False
+    )
+    if reply.structured_output is not None:
+        return Row("modelwire: structured output", "ok", f"asked {how}: {reply.structured_output}")
+    why = f"{reply.error.type}: {reply.error.message}" if reply.error is not None else f"text {_text(reply)!r}"
+    return Row("modelwire: structured output", "unsupported", f"asked {how}: no structured answer ({why})")
 
 
 async def _history_turn(model: Any) -> Row:
@@ -286,14 +301,6 @@ async def _history_turn(model: Any) -> Row:
 
 def _text(msg: Any) -> str:
     return (msg.get_text_content() or "")[:40]
-
-
-_ANSWER_SCHEMA = {
-    "type": "object",
-    "properties": {"answer": {"type": "string"}},
-    "required": ["answer"],
-    "additionalProperties": False,
-}
 
 
 def profile_toml(name: str, profile: dict[str, Any]) -> str:

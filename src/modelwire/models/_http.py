@@ -622,8 +622,6 @@ class HTTPModel(Pricing, Failures, Resumption):
     def _note_limits(self, response: Any, adapter: Any, call: Call) -> None:
         """The response's rate-limit headers, in one shape for every provider, on the call's
         MODEL_CALL_END and taught to the rate limiter; the limiter's wait, shown there too."""
-        if call.permit is not None:
-            self.rate_limiter.answered(call.permit)
         limits = self.wire.rate_limits(response.headers)
         if limits is not None:
             adapter.call_metadata["rate_limits"] = limits
@@ -650,6 +648,10 @@ class HTTPModel(Pricing, Failures, Resumption):
         try:
             return await self.transport.open("POST", self.url(opts), call.headers, call.body, waiting, call.deadline)
         finally:
+            if call.permit is not None:
+                # Answered, refused or failed: the request may have reached the provider, whose
+                # bucket it then left; what its place held leaves the limiter's bucket too.
+                self.rate_limiter.answered(call.permit)
             if kept is not None:
                 CONVERSATION.reset(kept)
 

@@ -23,6 +23,9 @@ __all__ = [
     "server_words",
     "said",
     "is_json_object",
+    "schema_problem",
+    "structured_row",
+    "json_object_row",
     "model_list",
     "read_answer",
     "error_shape",
@@ -157,6 +160,90 @@ def is_json_object(text: str) -> bool:
         return isinstance(json.loads(text or "{}"), dict)
     except ValueError:
         return False
+
+
+_JSON_TYPES: dict[str, Any] = {
+    "object": dict,
+    "array": list,
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "null": type(None),
+}
+
+
+def schema_problem(text: str, schema: dict[str, Any]) -> str | None:
+    """What keeps ``text`` from being an answer in ``schema`` (not JSON, or where it departs
+    from the schema's types, properties, required keys, ``additionalProperties: false`` and
+    enums), or None where it is one."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return "the answer is not JSON"
+    return _departs(value, schema, "the answer")
+
+
+def _departs(value: Any, schema: dict[str, Any], where: str) -> str | None:
+    kind = schema.get("type")
+    wanted = _JSON_TYPES.get(kind) if isinstance(kind, str) else None
+    if wanted is not None and (not isinstance(value, wanted) or (isinstance(value, bool) and kind != "boolean")):
+        return f"{where} is not a JSON {kind}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{where} is none of {schema['enum']}"
+    if isinstance(value, dict):
+        return _object_departs(value, schema, where)
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return next(
+            (p for i, item in enumerate(value) if (p := _departs(item, schema["items"], f"{where}[{i}]"))), None
+        )
+    return None
+
+
+def _object_departs(value: dict[str, Any], schema: dict[str, Any], where: str) -> str | None:
+    properties = schema.get("properties") or {}
+    missing = [k for k in schema.get("required") or () if k not in value]
+    if missing:
+        return f"{where} lacks {', '.join(missing)}"
+    extra = sorted(set(value) - set(properties))
+    if schema.get("additionalProperties") is False and extra:
+        return f"{where} has keys the schema does not: {', '.join(extra)}"
+    found = (_departs(value[k], sub, f"{where}.{k}") for k, sub in properties.items() if k in value)
+    return next((p for p in found if p), None)
+
+
+def structured_row(check: str, answer: Any, schema: dict[str, Any], off: dict[str, Any]) -> Row:
+    """A request for an answer in ``schema``: ``ok`` only where the answer's text is JSON that
+    fits it. A server that takes the request and answers otherwise gives a caller no more than
+    one that refuses it: both are ``unsupported``, and the profile asks through a tool instead
+    (``off``: the row's dialect keys or capabilities that say so)."""
+    if not answer.good:
+        return Row(check, "unsupported", said(answer), **off)
+    problem = schema_problem(answer.text, schema)
+    if problem is None:
+        return Row(check, "ok", f"the answer is JSON in the schema: {answer.text[:60]!r}")
+    if _cut(answer):  # the probe's small token limit ended it: what it would have been is not known
+        return Row(check, "quirk", f"taken, but the answer was cut at the probe's token limit: {answer.text[:60]!r}")
+    return Row(check, "unsupported", f"taken, but {problem}: {answer.text[:60]!r}", **off)
+
+
+def _cut(answer: Any) -> bool:
+    """Whether an answer ended at its token limit (each protocol's word for it)."""
+    stops = list(getattr(answer, "finish", None) or ()) + [getattr(answer, "stop", None)]
+    return any(stop in ("length", "max_tokens", "max_output_tokens") for stop in stops)
+
+
+def json_object_row(check: str, answer: Any) -> Row:
+    """A request for any JSON object: ``ok`` where the answer is one."""
+    if not answer.good:
+        return Row(check, "unsupported", said(answer))
+    try:
+        is_object = isinstance(json.loads(answer.text), dict)
+    except ValueError:
+        is_object = False
+    if is_object:
+        return Row(check, "ok", f"a JSON object: {answer.text[:60]!r}")
+    return Row(check, "quirk", f"taken, but the answer is not a JSON object: {answer.text[:60]!r}")
 
 
 async def model_list(server: Server, path: str) -> list[Row]:

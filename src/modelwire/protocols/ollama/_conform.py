@@ -20,11 +20,13 @@ from .._probe import (
     empty_arguments_row,
     error_shape,
     ids_row,
+    json_object_row,
     length,
     read_answer,
     said,
     server_words,
     stops_row,
+    structured_row,
     taken_row,
     within,
 )
@@ -169,13 +171,9 @@ async def _tools(server: Server) -> list[Row]:
 async def _format_and_think(server: Server) -> list[Row]:
     ask = [{"role": "user", "content": "Reply with a JSON object whose answer is OK."}]
     schema = await _ask(server, ask, format=_SCHEMA)
-    rows = [
-        Row("format (a schema)", "ok", "taken")
-        if schema.good
-        else Row("format (a schema)", "unsupported", said(schema), capabilities={"structured_output": False})
-    ]
+    rows = [structured_row("format (a schema)", schema, _SCHEMA, {"capabilities": {"structured_output": False}})]
     obj = await _ask(server, ask, format="json")
-    rows.append(Row("format: json", "ok", "taken") if obj.good else Row("format: json", "unsupported", said(obj)))
+    rows.append(json_object_row("format: json", obj))
     think = await _ask(server, [{"role": "user", "content": "Say OK."}], think=True)
     if think.good:
         rows.append(Row("think", "ok", f"taken; thinking {'came' if think.thinking else 'did not come'}"))

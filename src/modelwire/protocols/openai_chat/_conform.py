@@ -20,10 +20,11 @@ from .._probe import (
     error_shape,
     forced_row,
     ids_row,
-    is_json_object,
+    json_object_row,
     model_list,
     said,
     server_words,
+    structured_row,
     taken_row,
 )
 
@@ -175,13 +176,19 @@ async def _streaming(server: Server) -> list[Row]:
                 f"answered {answer.content_type or 'no content type'} to stream: true (a whole answer, read as one)",
             )
         )
+    # OpenAI sends usage in a stream only when asked: "If set, an additional chunk will be
+    # streamed before the `data: [DONE]` message. The `usage` field on this chunk shows the token
+    # usage statistics for the entire request" (stream_options.include_usage,
+    # https://platform.openai.com/docs/api-reference/chat/create; the openai SDK 3.63.0's
+    # types/chat/chat_completion_stream_options_param.py says the same). A server that does the
+    # same is as OpenAI is; whether it answers the asking is the next row's.
     rows.append(
         Row("usage in the stream", "ok", f"usage {answer.usage}")
         if answer.usage
         else Row(
             "usage in the stream",
-            "quirk",
-            "no usage unless asked (stream_options.include_usage)",
+            "ok",
+            "none unless asked, as OpenAI (stream_options.include_usage)",
             dialect={"stream_usage": True},
         )
     )
@@ -389,17 +396,9 @@ async def _structured(server: Server) -> list[Row]:
         ask,
         response_format={"type": "json_schema", "json_schema": {"name": "reply", "schema": _SCHEMA, "strict": True}},
     )
-    rows = [
-        Row(
-            "json_schema (strict)",
-            "ok",
-            f"taken; {'JSON came' if is_json_object(schema.text) else 'the text is not a JSON object'}",
-        )
-        if schema.good
-        else Row("json_schema (strict)", "unsupported", said(schema), dialect={"json_schema": False})
-    ]
+    rows = [structured_row("json_schema (strict)", schema, _SCHEMA, {"dialect": {"json_schema": False}})]
     obj = await _ask(server, ask, response_format={"type": "json_object"})
-    rows.append(Row("json_object", "ok", "taken") if obj.good else Row("json_object", "unsupported", said(obj)))
+    rows.append(json_object_row("json_object", obj))
     return rows
 
 

@@ -23,12 +23,13 @@ from .._probe import (
     error_shape,
     forced_row,
     ids_row,
-    is_json_object,
+    json_object_row,
     length,
     model_list,
     read_answer,
     said,
     stops_row,
+    structured_row,
     taken_row,
     within,
 )
@@ -173,17 +174,9 @@ async def _structured(server: Server) -> list[Row]:
     schema = await _ask(
         server, ask, text={"format": {"type": "json_schema", "name": "reply", "schema": _SCHEMA, "strict": True}}
     )
-    rows = [
-        Row(
-            "json_schema (strict)",
-            "ok",
-            f"taken; {'JSON came' if is_json_object(schema.text) else 'the text is not a JSON object'}",
-        )
-        if schema.good
-        else Row("json_schema (strict)", "unsupported", said(schema), capabilities={"structured_output": False})
-    ]
+    rows = [structured_row("json_schema (strict)", schema, _SCHEMA, {"capabilities": {"structured_output": False}})]
     obj = await _ask(server, ask, text={"format": {"type": "json_object"}})
-    rows.append(Row("json_object", "ok", "taken") if obj.good else Row("json_object", "unsupported", said(obj)))
+    rows.append(json_object_row("json_object", obj))
     return rows
 
 
