@@ -386,7 +386,7 @@ def test_a_retry_after_longer_than_what_is_left_raises_the_rate_limit_error(serv
     )
     err, took = _timed(model.complete(QUESTION))
     assert isinstance(err, E.RateLimitError) and err.message == (
-        "slow down (the provider asks to wait 5 s; not waited: that would pass the call's total timeout (3 s))"
+        "slow down (the provider asks to wait 50 s; not waited: that would pass the call's total timeout (30 s))"
     )
     assert took < 15 and len(server.requests) == 1  # raised at once, not after waiting into the total
 
