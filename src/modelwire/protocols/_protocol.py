@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ConfigError, ProviderError, UnsupportedOptionError, error_from_body
 from ._caps import EFFORT_LEVELS, ModelCapabilities, Refusal
-from ._parts import Batches, Caching, Discovery, Files, StoredState, TestSupport, TokenCounting
+from ._parts import Batches, Caching, Discovery, Files, LongContext, StoredState, TestSupport, TokenCounting
 from ._records import (
     CACHE_TTLS,
     DEFAULT_MAX_TOKENS,
@@ -22,6 +22,7 @@ from ._records import (
     BatchState,
     CachePlan,
     Capabilities,
+    CompactionPlan,
     HTTPCall,
     ModelOptions,
     Preset,
@@ -54,6 +55,7 @@ __all__ = [
     "BatchResult",
     "BatchState",
     "CachePlan",
+    "CompactionPlan",
     "HTTPCall",
     "UploadedFile",
     "batch_lines",
@@ -69,7 +71,7 @@ __all__ = [
 COMMON_DIALECT: dict[str, Any] = {"credentials": {"google", "aws", "azure"}, "key_envs": (tuple, list)}
 
 
-class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discovery, TestSupport, ABC):
+class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongContext, Discovery, TestSupport, ABC):
     """One wire protocol. Subclass it, set the class attributes, implement
     :meth:`apply_options` (abstract: a class without it cannot be made) and :meth:`fake_stream`
     for the test server, and register an instance (built in, or through the
@@ -78,7 +80,7 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discover
     This class is the core (the request: URL, headers, body, options; the stream: framing,
     adapter, decoder; errors and dialects); the parts a provider may or may not have come
     from ``modelwire.protocols._parts`` with their defaults, each its own class: ``Files``,
-    ``Batches``, ``TokenCounting``, ``StoredState``, ``Caching``, ``Discovery``,
+    ``Batches``, ``TokenCounting``, ``StoredState``, ``Caching``, ``LongContext``, ``Discovery``,
     ``TestSupport``. Only ``apply_options`` has no default.
 
     Class attributes:
@@ -308,6 +310,9 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discover
         plan = CachePlan.of(options.cache)
         if plan is not None:
             self.apply_cache(body, plan, preset, model=model, caps=caps)
+        compaction = CompactionPlan.of(options.compaction)
+        if compaction is not None:
+            self.apply_compaction(body, compaction, preset, model=model, caps=caps)
         deep_merge(body, options.extra_body)
         for name in caps.refused_fields or ():
             if name in body:
