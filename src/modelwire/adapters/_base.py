@@ -64,7 +64,15 @@ __all__ = [
 # off before its end, and deltas of a kind the adapter does not know. Each protocol declares
 # its own beside these (WireProtocol.extras_keys).
 COMMON_EXTRAS = frozenset(
-    {"provider_metadata", "server_side", "provider_block_type", "provider_block", "truncated", "provider_deltas"}
+    {
+        "provider_metadata",
+        "server_side",
+        "provider_block_type",
+        "provider_block",
+        "truncated",
+        "provider_deltas",
+        "summary",  # a compaction block's summary as text, where the provider gave one
+    }
 )
 
 _log = logging.getLogger("modelwire.adapters")
@@ -550,12 +558,15 @@ class BaseAdapter:
         for key in list(self.blocks):
             self.close_block(key, state="interrupted" if self.blocks[key].kind == "tool_result" else "success")
 
-    def provider_block(self, raw: dict[str, Any], name: str) -> None:
+    def provider_block(self, raw: dict[str, Any], name: str, summary: str | None = None) -> None:
         """Keep a provider item modelwire does not model, whole, as a JSON data block, so
-        that a formatter for the same provider can send it back."""
+        that a formatter for the same provider can send it back (``summary``: the text a
+        compaction block stands for, sent where the block cannot go)."""
         key = ("raw", len(self._out), id(raw))
         block = self.open_block(key, "data", name=name, media_type="application/json")
         block.extras = {"provider_metadata": self.origin, "provider_block_type": raw.get("type")}
+        if summary:
+            block.extras["summary"] = summary
         block.parts = [json.dumps(raw, ensure_ascii=False, separators=(",", ":"))]
         self.close_block(key)
 

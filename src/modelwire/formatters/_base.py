@@ -101,7 +101,16 @@ class Formatter:
         """The shared walk, with this formatter's options."""
         from ._common import Walk
 
-        return Walk(self.protocol, speaker_names=self.speaker_names, assistant_name=self.assistant_name)
+        walk = Walk(self.protocol, speaker_names=self.speaker_names, assistant_name=self.assistant_name)
+        walk.stand_in = self.compaction_stand_in
+        return walk
+
+    def compaction_stand_in(self, block: Any) -> Any:
+        """What this target sends for a compaction block: the block where it may go back,
+        else its summary as text, else nothing (see ``formatters.compaction_stand_in``)."""
+        from ._common import compaction_stand_in
+
+        return compaction_stand_in(block, self.protocol, self.provider, self.endpoint)
 
     def begin(self) -> Turns:
         """What this formatter keeps of a conversation, before its first message."""

@@ -18,15 +18,18 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import re
 from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 from msgspec.json import decode as from_json
 
 from ..errors import FormatError, debug_enabled
-from ..message import DataBlock, Msg, Origin, TextBlock, ToolCallBlock, ToolResultBlock, origin, provenance
+from ..message import BINDINGS, DataBlock, Msg, Origin, TextBlock, ToolCallBlock, ToolResultBlock, origin, provenance
 from ..message._blocks import data_problem
 from ._spec import ToolSpec
+
+_log = logging.getLogger("modelwire.formatters")
 
 __all__ = [
     "ServerTool",
@@ -49,6 +52,8 @@ __all__ = [
     "origin",
     "replays_natively",
     "origin_replays",
+    "compaction_stand_in",
+    "COMPACTION_PREAMBLE",
     "merge_turn",
 ]
 
@@ -272,6 +277,7 @@ class Walk:
         "held",
         "conformer",
         "reused",
+        "stand_in",
     )
 
     def __init__(
@@ -297,6 +303,9 @@ class Walk:
         # Ids the provider gave to more than one call (ids minted per turn: call_0 on every
         # turn): the id as conformed -> the ids its calls are sent with, in order.
         self.reused: dict[str, list[str]] | None = None
+        # What the target sends for a compaction block (itself, its summary as text, or
+        # nothing: None); set by the formatter (see Formatter.walk).
+        self.stand_in: Callable[[Any], Any] | None = None
 
     def add(self, kind: SegmentKind, index: int, block: Any, name: str = "") -> None:
         out = self.out
@@ -361,6 +370,11 @@ class Walk:
         last = out[-1] if out else None  # the segment the next block may join
         for block in msg.content:
             btype = block.type
+            if btype == "data" and self.stand_in is not None and extra(block, "provider_block_type") == "compaction":
+                block = self.stand_in(block)
+                if block is None:
+                    continue
+                btype = block.type
             if btype == "tool_result":
                 if block.id not in self.server_calls:  # a server-side call's result stays in the assistant turn
                     last = self.result(index, block, last)
@@ -442,6 +456,7 @@ class Walk:
         )
         new.conformer = self.conformer.copy() if self.conformer is not None else None
         new.reused = {k: list(v) for k, v in self.reused.items()} if self.reused else None
+        new.stand_in = self.stand_in
         return new
 
     def pending(self, start: int) -> list[Segment]:
@@ -781,6 +796,29 @@ def origin_replays(
     if scope == "protocol" or provider is None or found.provider is None:
         return True
     return found.provider == provider
+
+
+def compaction_stand_in(block: Any, protocol: str, provider: str | None, endpoint: str | None) -> Any:
+    """What a target sends for a compaction block: the block where it may be replayed (see
+    ``message.BINDINGS``), else the summary it carries as text (the provider gave one), else
+    nothing, with a note."""
+    if replays_natively(block, protocol, provider, scope=BINDINGS["compaction"], endpoint=endpoint):
+        return block
+    summary = extra(block, "summary")
+    if isinstance(summary, str) and summary:
+        return TextBlock(text=COMPACTION_PREAMBLE + summary)
+    found = origin(block)
+    _log.info(
+        "compaction block %s (from %s) cannot go to %s and carries no summary: left out",
+        block.id,
+        (found.provider or found.protocol) if found is not None else "another provider",
+        protocol,
+    )
+    return None
+
+
+# How a compaction's summary reads where the window it stands for cannot go.
+COMPACTION_PREAMBLE = "[The conversation before this point was compacted; its summary follows.]\n"
 
 
 def is_raw_provider_block(block: Any) -> bool:

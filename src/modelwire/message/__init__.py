@@ -72,17 +72,18 @@ __all__ = [
     "Origin",
     "origin",
     "provenance",
+    "BINDINGS",
     "validate_media_type",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - loaded on first use, below
-    from ._provenance import Origin as Origin, origin as origin, provenance as provenance
+    from ._provenance import BINDINGS as BINDINGS, Origin as Origin, origin as origin, provenance as provenance
 
 
 def __getattr__(name: str) -> Any:
     # Provenance is for formatters and adapters: a program that only makes messages does
     # not load it (its named tuple is the one class here that Python compiles code for).
-    if name in ("Origin", "origin", "provenance"):
+    if name in ("Origin", "origin", "provenance", "BINDINGS"):
         from . import _provenance
 
         value = globals()[name] = getattr(_provenance, name)  # kept: asked once, as modelwire's own lazy names

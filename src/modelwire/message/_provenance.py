@@ -14,10 +14,27 @@ AgentScope meant by their fields: each wire protocol says which such blocks are 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Callable, Literal, Mapping, NamedTuple
 
 
-__all__ = ["Origin", "origin", "provenance", "add_claimer"]
+__all__ = ["Origin", "origin", "provenance", "add_claimer", "BINDINGS", "Binding"]
+
+Binding = Literal["protocol", "provider"]
+
+# What each kind of opaque state a provider hands back is bound to, one place for all: a
+# block of that kind goes back only to a target of the same protocol and, for
+# ``"provider"``, the same provider (where both record their endpoint family, the family
+# decides, as for every block: see formatters.replays_natively). Thinking and server-tool
+# blocks follow their protocol's ``replay_scope``; these kinds are bound whatever the
+# protocol says:
+BINDINGS: dict[str, Binding] = {
+    # A compaction window is the provider's own summary of the turns before it, signed or
+    # encrypted: Anthropic's ``compaction`` block "to be sent back with the block verbatim"
+    # (the anthropic SDK's BetaCompactionBlock.signature), OpenAI's ``compaction`` item
+    # "opaque and not intended to be human-interpretable"
+    # (https://developers.openai.com/api/docs/guides/compaction).
+    "compaction": "provider",
+}
 
 Claimer = Callable[[str, Mapping[str, Any], str], "str | None"]
 _claimers: list[Claimer] = []

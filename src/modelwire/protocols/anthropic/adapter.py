@@ -14,13 +14,15 @@ What maps to what:
   their ``*_tool_result`` blocks -> tool results whose ``metadata.provider_block`` is the
   block exactly as received (the formatter replays it), with a readable text output.
 - any other block (``compaction``, ``container_upload``, types added later) -> a JSON
-  data block holding the block as received, deltas merged in.
+  data block holding the block as received, deltas merged in (``compaction_delta``'s
+  ``content`` and ``encrypted_content`` joined). A compaction block's summary is also its
+  ``summary`` extra, which a formatter sends where the block itself may not go.
 - usage: ``message_start`` then ``message_delta`` (cumulative: later values replace
   earlier ones); the raw usage is kept in ``MODEL_CALL_END.metadata["usage"]``.
   ``input_tokens`` counts every prompt token: Anthropic's own count leaves out cache reads
   and writes, which are added (its figures stay in ``metadata["usage"]``).
 - stop reasons: ``end_turn``, ``max_tokens``, ``stop_sequence``, ``tool_use``,
-  ``pause_turn``, ``refusal`` (with ``stop_details`` in the metadata),
+  ``pause_turn``, ``compaction`` (paused after compacting), ``refusal`` (with ``stop_details`` in the metadata),
   ``model_context_window_exceeded``.
 - ``event: error`` -> a typed error (``overloaded_error`` -> OverloadedError ...).
 """
@@ -42,6 +44,8 @@ STOP_REASONS = {
     "stop_sequence": "stop_sequence",
     "tool_use": "tool_use",
     "pause_turn": "pause_turn",
+    # pause_after_compaction (the anthropic SDK's BetaStopReason)
+    "compaction": "compaction",
     "refusal": "refusal",
     "model_context_window_exceeded": "max_tokens",
 }
@@ -286,7 +290,12 @@ class AnthropicAdapter(BaseAdapter):
         if block is None:
             if raw is None:
                 raise StreamProtocolError(f"content_block_stop for content block {index}, which was never started")
-            self.provider_block(raw, name=f"anthropic.{raw.get('type')}")
+            # A compaction block's content is its summary in plain text (the anthropic SDK's
+            # BetaCompactionBlock.content; null when the compaction failed).
+            summary = raw.get("content") if raw.get("type") == "compaction" else None
+            self.provider_block(
+                raw, name=f"anthropic.{raw.get('type')}", summary=summary if isinstance(summary, str) else None
+            )
             return
         if block.kind == "tool_call" and not block.has_delta:
             start_input = self._start_input.get(index)

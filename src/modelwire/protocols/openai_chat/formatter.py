@@ -112,12 +112,14 @@ class OpenAIChatFormatter(Formatter):
     payload_turns = "messages"
 
     def walk(self) -> Walk:
-        return Walk(
+        walk = Walk(
             PROTOCOL,
             speaker_names=self.speaker_names,
             assistant_name=self.assistant_name,
             split_users=self.include_names,
         )
+        walk.stand_in = self.compaction_stand_in
+        return walk
 
     def take(self, acc: Turns, seg: Segment) -> None:
         out, kind = acc.turns, seg.kind
