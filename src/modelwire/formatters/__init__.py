@@ -47,12 +47,13 @@ from ._common import (
     Walk,
 )
 from ._incremental import Draft, Turns
-from ._spec import function_tool
+from ._spec import function_tool, sent_undeferred
 
 __all__ = [
     "Formatter",
     "MessagesFormatter",
     "function_tool",
+    "sent_undeferred",
     "Draft",
     "Turns",
     "Walk",

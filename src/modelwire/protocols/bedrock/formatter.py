@@ -31,6 +31,7 @@ from typing import Any, Sequence
 
 from ...errors import FormatError
 from ...formatters import (
+    sent_undeferred,
     Formatter,
     Segment,
     Turns,
@@ -132,6 +133,7 @@ class BedrockConverseFormatter(Formatter):
             ),
         )
         specs = tool_specs(tools)
+        sent_undeferred(specs, PROTOCOL)
         turns, system = acc.turns, acc.system
         if turns and turns[0]["role"] == "assistant":
             turns.insert(0, {"role": "user", "content": [{"text": "(the conversation continues)"}]})

@@ -30,6 +30,7 @@ from typing import Any, Sequence
 from ...errors import FormatError
 from ...message import Msg, origin
 from ...formatters import (
+    sent_undeferred,
     Formatter,
     Segment,
     Turns,
@@ -148,6 +149,7 @@ class OpenAIChatFormatter(Formatter):
             "this protocol runs no server tools; use openai-responses: for OpenAI's web search and code interpreter",
         )
         specs = tool_specs(tools)
+        sent_undeferred(specs, PROTOCOL)
         payload: dict[str, Any] = {"messages": acc.turns}
         if specs or raw:
             payload["tools"] = [_tool(s) for s in specs] + raw
