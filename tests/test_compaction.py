@@ -251,3 +251,37 @@ def test_an_agent_goes_on_after_a_compaction_pause_then_switches_providers(serve
     sent = json.dumps(fourth)
     assert "gAAA-opaque" not in sent and "enc-state" not in sent
     assert SUMMARY in sent
+
+
+# -- check ----------------------------------------------------------------------------------
+
+
+def test_check_reports_a_foreign_compaction_and_fix_puts_its_summary_in(server):
+    from modelwire.models import load_model
+
+    server.script(sse_reply(anthropic_compacting_stream(stop="end_turn")))
+    reply = asyncio.run(server.model("anthropic", "claude-sonnet-4-6").complete([UserMsg("user", "weather?")]))
+    history = [UserMsg("user", "weather?"), reply, UserMsg("user", "and tomorrow?")]
+    target = load_model("openai:gpt-4.1", api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
+    (finding,) = [f for f in target.preflight(history) if f.rule == "foreign-compaction"]
+    assert finding.index == 1 and finding.fix == "sent as the summary it carries, in text"
+    from modelwire.models._preflight import repair
+
+    fixed = repair(target, history)
+    assert fixed[1].content[0].type == "text" and fixed[1].content[0].text == COMPACTION_PREAMBLE + SUMMARY
+    same = server.model("anthropic", "claude-sonnet-4-6")  # the endpoint that made it
+    assert not [f for f in same.preflight(history) if f.rule == "foreign-compaction"]
+    elsewhere = load_model("anthropic:claude-sonnet-4-6", api_key="k")  # Anthropic's own API: another family
+    assert [f.rule for f in elsewhere.preflight(history) if f.rule == "foreign-compaction"] == ["foreign-compaction"]
+
+
+def test_check_says_a_mid_conversation_system_message_joins_the_top_one():
+    from modelwire.message import SystemMsg
+    from modelwire.models import load_model
+
+    history = [SystemMsg("s", "Be brief."), UserMsg("user", "hi"), SystemMsg("s", "Now answer in French.")]
+    claude = load_model("anthropic:claude-sonnet-4-6", api_key="k", base_url="http://127.0.0.1:9")
+    (finding,) = [f for f in claude.preflight(history) if f.rule == "system-moved"]
+    assert finding.index == 2
+    chat = load_model("openai:gpt-4.1", api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
+    assert not [f for f in chat.preflight(history) if f.rule == "system-moved"]

@@ -71,6 +71,7 @@ TOOL_NAMES = IdRules(allowed="A-Za-z0-9_-", max_len=64)
 
 
 class AnthropicFormatter(Formatter):
+    system_in_place = False  # system messages join the top-level system prompt
     tool_id_rules: IdRules | None = TOOL_IDS
     tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL

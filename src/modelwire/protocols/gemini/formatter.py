@@ -107,6 +107,7 @@ YOUTUBE_URLS = ("https://www.youtube.com/", "https://youtube.com/", "https://m.y
 
 
 class GeminiFormatter(Formatter):
+    system_in_place = False  # system messages join the top-level system prompt
     tool_id_rules: IdRules | None = None
     tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL
