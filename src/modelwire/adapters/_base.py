@@ -245,6 +245,9 @@ class BaseAdapter:
         # The endpoint family this stream comes from (recorded on what it mints); set by the
         # models layer, None when not known.
         self.endpoint: str | None = None
+        # The model signed thinking of this stream goes back to only (the model binds it to
+        # itself: ``thinking_bound``); set by the models layer.
+        self.bound_model: str | None = None
         self.state: AdapterState = IDLE
         self.failed: ProviderError | None = None
         # usage, raw values as the provider reports them
@@ -371,6 +374,12 @@ class BaseAdapter:
     def origin(self) -> dict[str, Any]:
         """A fresh ``provider_metadata`` value for a block this stream made."""
         return provenance(self.provider, self.protocol, self.endpoint)
+
+    @property
+    def thinking_origin(self) -> dict[str, Any]:
+        """:attr:`origin` for signed thinking, with the model where the models layer says the
+        model binds its thinking to itself (``bound_model``)."""
+        return provenance(self.provider, self.protocol, self.endpoint, self.bound_model)
 
     # -- for subclasses -------------------------------------------------------------------
 

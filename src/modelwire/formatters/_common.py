@@ -765,7 +765,13 @@ def raw_provider_block(
 
 
 def replays_natively(
-    block: Any, protocol: str, provider: str | None, *, scope: ReplayScope, endpoint: str | None = None
+    block: Any,
+    protocol: str,
+    provider: str | None,
+    *,
+    scope: ReplayScope,
+    endpoint: str | None = None,
+    model: str | None = None,
 ) -> bool:
     """Whether a target (``protocol`` spoken to ``provider`` at ``endpoint``) takes this
     block back as it is.
@@ -775,10 +781,13 @@ def replays_natively(
     protocol's rule: ``"protocol"`` when anything its protocol produced is valid on every
     server speaking it (Anthropic signatures), ``"provider"`` when only the same provider
     can use it (DeepSeek's reasoning is not Groq's). An origin or a target whose provider
-    is unknown matches on the protocol alone.
+    is unknown matches on the protocol alone. A block bound to the model that made it
+    (its origin names one) goes back only to that ``model``, where the target names its own.
     """
     found = origin(block)  # origin_replays(), inlined: formatters ask for many blocks
     if found is None or found.protocol != protocol:
+        return False
+    if found.model is not None and model is not None and found.model != model:
         return False
     if endpoint is not None and found.endpoint is not None:
         return found.endpoint == endpoint

@@ -105,7 +105,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         self.endpoint = family or endpoint_family(spec.preset, spec.base_url)
         self.options = ModelOptions.from_dict(options)
         self.formatter = self.wire.new_formatter(spec.preset, spec.model, **formatter_options)
-        self.formatter.endpoint = self.endpoint
+        self.formatter.endpoint, self.formatter.model = self.endpoint, spec.model
         # The formatter's own id and name rules, for when a refusal's pattern is forgotten.
         self._own_tool_rules = (self.formatter.tool_id_rules, self.formatter.tool_name_rules)
         self.transport = transport or HTTPTransport(timeouts=self.timeouts)
@@ -244,6 +244,12 @@ class HTTPModel(Pricing, Failures, Resumption):
         return True
 
     # -- request -------------------------------------------------------------------------
+
+    @property
+    def _bound_model(self) -> str | None:
+        """This model's name where it binds its signed thinking to itself (its capability
+        ``thinking_bound``): recorded on that thinking, which then goes back only to it."""
+        return self.name if "model" in (self.capabilities.thinking_bound or ()) else None
 
     def url(self, opts: ModelOptions | None = None) -> str:
         """Where a request goes: the streamed endpoint, or the whole-answer one when ``opts``
@@ -482,6 +488,7 @@ class HTTPModel(Pricing, Failures, Resumption):
                     )
                 )
                 attempt.decoder.adapter.endpoint = self.endpoint
+                attempt.decoder.adapter.bound_model = self._bound_model
                 if call.renamed:
                     attempt.decoder.adapter.tool_names = call.renamed
                 try:

@@ -356,10 +356,14 @@ def _foreign(model: Any, block: Any, index: int, target: str) -> list[Finding]:
     from ..formatters import replays_natively
     from ..message import origin
 
-    if replays_natively(block, model.wire.name, model.provider, scope=model.wire.replay_scope, endpoint=model.endpoint):
+    if replays_natively(
+        block, model.wire.name, model.provider, scope=model.wire.replay_scope, endpoint=model.endpoint, model=model.name
+    ):
         return []
     made = origin(block)
     maker = made.endpoint or made.provider or made.protocol if made else "another provider"
+    if made is not None and made.model is not None:
+        maker = f"{made.model} ({maker}), which binds its thinking to itself,"
     return [
         Finding(
             "foreign-thinking",

@@ -213,7 +213,7 @@ class AnthropicAdapter(BaseAdapter):
             self.delta(block, cb.get("text") or "")
         elif btype == "thinking":
             block = self.open_block(index, "thinking")
-            block.extras["provider_metadata"] = self.origin
+            block.extras["provider_metadata"] = self.thinking_origin
             if cb.get("signature"):
                 if not isinstance(cb["signature"], str):  # kept, and added to by signature_delta
                     raise StreamProtocolError("a thinking block whose signature is not a string", body=cb)
@@ -221,7 +221,7 @@ class AnthropicAdapter(BaseAdapter):
             self.delta(block, cb.get("thinking") or "")
         elif btype == "redacted_thinking":
             block = self.open_block(index, "thinking")
-            block.extras.update(provider_metadata=self.origin, redacted_thinking_data=cb.get("data", ""))
+            block.extras.update(provider_metadata=self.thinking_origin, redacted_thinking_data=cb.get("data", ""))
         elif btype == "tool_use" or btype in _SERVER_CALLS:
             block = self.open_block(index, "tool_call", name=cb.get("name", ""), block_id=cb.get("id"))
             block.extras.update({k: v for k, v in cb.items() if k not in _CALL_FIELDS})
