@@ -285,3 +285,28 @@ def test_check_says_a_mid_conversation_system_message_joins_the_top_one():
     assert finding.index == 2
     chat = load_model("openai:gpt-4.1", api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
     assert not [f for f in chat.preflight(history) if f.rule == "system-moved"]
+
+
+# -- task budgets ---------------------------------------------------------------------------
+
+
+def test_a_task_budget_goes_in_output_config_with_its_beta_on_the_models_that_take_it(server):
+    server.script(sse_reply(fake.body("anthropic", ("text", "ok"))))
+    model = server.model("anthropic", "claude-opus-5-5", task_budget={"total": 400_000, "remaining": 120_000})
+    asyncio.run(model.complete([UserMsg("user", "hi")]))
+    sent = server.requests[0]
+    assert sent["json"]["output_config"]["task_budget"] == {"type": "tokens", "total": 400_000, "remaining": 120_000}
+    assert "task-budgets-2026-03-13" in sent["headers"]["anthropic-beta"].split(",")
+    body = dict(sent["json"])
+    body.pop("stream")
+    sdk_params.anthropic_beta_request(body)
+
+
+@pytest.mark.parametrize("spec", ["anthropic:claude-sonnet-5", "openai-responses:gpt-5.5"])
+def test_a_task_budget_is_refused_naming_a_model_that_does_not_take_it(spec):
+    from modelwire.models import load_model
+
+    model = load_model(spec, api_key="k", base_url="http://127.0.0.1:9", task_budget=100_000, capability_lookup=False)
+    with pytest.raises(UnsupportedOptionError) as err:
+        model.build_request([UserMsg("user", "hi")], None)
+    assert "task_budget" in str(err.value) and spec.split(":")[1] in str(err.value)

@@ -306,6 +306,7 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongCont
                 model=model,
             )
         check_thinking_limits(options, caps, preset, model)
+        _check_task_budget(options, caps, preset, model)
         self.apply_options(body, options, preset, model=model, caps=caps)
         plan = CachePlan.of(options.cache)
         if plan is not None:
@@ -525,3 +526,14 @@ def _duration(text: str) -> float | None:
         return None
     scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
     return sum(float(n) * scale[u] for n, u in parts)
+
+
+def _check_task_budget(options: ModelOptions, caps: ModelCapabilities, preset: Preset, model: str) -> None:
+    """Refuse a task budget the model is not known to take (the capability ``task_budget``)."""
+    if options.task_budget is not None and not caps.task_budget:
+        raise refuse(
+            "task_budget",
+            preset,
+            "the model is not known to take a task budget; or say capabilities={'task_budget': True}",
+            model=model,
+        )

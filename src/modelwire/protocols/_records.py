@@ -90,6 +90,9 @@ class ModelOptions:
     # the provider's own compaction of a long conversation: True | a threshold in input tokens |
     # {threshold, pause, instructions} | False (see CompactionPlan)
     compaction: Any = None
+    # a token budget across the whole agentic task, which the model paces itself by (Claude's
+    # output_config.task_budget): the total, or {total, remaining}
+    task_budget: Any = None
     extra_headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] = field(default_factory=dict)
 
@@ -277,6 +280,16 @@ def _compaction_check(value: Any) -> str | None:
     return None
 
 
+def _task_budget_check(value: Any) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return None if value > 0 else "must be a positive number of tokens"
+    if not isinstance(value, dict) or set(value) - {"total", "remaining"} or "total" not in value:
+        return "must be a number of tokens, or {total, remaining}"
+    if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in value.values()) or value["total"] < 1:
+        return "takes whole numbers of tokens (total above 0)"
+    return None
+
+
 def _one_of(*choices: str) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         return None if value in choices else f"must be one of {', '.join(choices)}"
@@ -305,6 +318,7 @@ _OPTION_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "background": _kind(bool),
     "stream": _kind(bool),
     "compaction": _compaction_check,
+    "task_budget": _task_budget_check,
     "extra_headers": _kind(dict, each=str),
     "extra_body": _kind(dict),
 }

@@ -561,6 +561,9 @@ class AnthropicProtocol(WireProtocol):
                 "type": "json_schema",
                 "schema": claude_schema(o.json_schema, preset, model),
             }
+        if o.task_budget is not None:  # the model takes it: checked in body()
+            budget = o.task_budget if isinstance(o.task_budget, dict) else {"total": o.task_budget}
+            fields.setdefault("output_config", {})["task_budget"] = {"type": "tokens", **budget}
         p.update(fields)
 
     prompt_order = ("tools", "system", "messages")

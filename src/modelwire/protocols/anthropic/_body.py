@@ -18,6 +18,9 @@ COMPACT_EDIT = "compact_20260112"
 COMPACT_BETA = "compact-2026-01-12"
 # "Default trigger is 150,000 tokens, minimum 50,000" (the compaction page above).
 COMPACT_MIN_TRIGGER = 50_000
+# "Add task_budget to output_config and include the beta header" task-budgets-2026-03-13
+# (https://platform.claude.com/docs/en/build-with-claude/task-budgets).
+TASK_BUDGET_BETA = "task-budgets-2026-03-13"
 
 
 _UNMARKABLE = ("thinking", "redacted_thinking")  # blocks cache_control cannot go on
@@ -90,4 +93,7 @@ def betas_for(body: dict[str, Any]) -> list[str]:
     edits = context.get("edits") if isinstance(context, dict) else None
     if isinstance(edits, list) and any(isinstance(e, dict) and e.get("type") == COMPACT_EDIT for e in edits):
         needed.append(COMPACT_BETA)
+    output = body.get("output_config")
+    if isinstance(output, dict) and output.get("task_budget") is not None:
+        needed.append(TASK_BUDGET_BETA)
     return needed
