@@ -19,6 +19,7 @@ from modelwire.formatters import COMPACTION_PREAMBLE
 from modelwire.message import Msg, UserMsg
 from modelwire.testing import sse_reply
 from modelwire.testing import sse as fake
+from paths import PA
 
 SUMMARY = "The user asked for the weather in Paris; it is sunny."
 
@@ -310,3 +311,25 @@ def test_a_task_budget_is_refused_naming_a_model_that_does_not_take_it(spec):
     with pytest.raises(UnsupportedOptionError) as err:
         model.build_request([UserMsg("user", "hi")], None)
     assert "task_budget" in str(err.value) and spec.split(":")[1] in str(err.value)
+
+
+# -- a recorded compaction -----------------------------------------------------------------
+
+RECORDED = PA / "test_anthropic_compaction_usage_with_cache_streaming.0.sse"
+
+
+@pytest.mark.skipif(not RECORDED.exists(), reason="the shared recorded streams are not here")
+def test_a_recorded_anthropic_compaction_decodes_with_its_summary_and_its_cost(server):
+    from anthropic.types.beta import BetaCompactionBlock
+
+    server.script(sse_reply(RECORDED.read_bytes()))
+    reply = asyncio.run(server.model("anthropic", "claude-sonnet-4-6").complete([UserMsg("user", "Now say hello.")]))
+    window, text = reply.content
+    assert window.provider_block_type == "compaction" and window.summary.startswith("The user provided a very long")
+    BetaCompactionBlock.model_validate(kept_block(window))
+    assert text.text == "Hello! 👋"
+    # The compaction's own iteration (100 in, 83 out, 55,096 read from the cache) is left out
+    # of the top-level usage (181 in, 8 out): both are counted.
+    assert reply.usage.input_tokens == 181 + 100 + 55_096
+    assert reply.usage.output_tokens == 8 + 83
+    assert reply.usage.cache_input_tokens == 55_096

@@ -20,7 +20,8 @@ What maps to what:
 - usage: ``message_start`` then ``message_delta`` (cumulative: later values replace
   earlier ones); the raw usage is kept in ``MODEL_CALL_END.metadata["usage"]``.
   ``input_tokens`` counts every prompt token: Anthropic's own count leaves out cache reads
-  and writes, which are added (its figures stay in ``metadata["usage"]``).
+  and writes, which are added (its figures stay in ``metadata["usage"]``), and so do the
+  ``compaction`` entries of ``usage.iterations``, which the top-level figures leave out.
 - stop reasons: ``end_turn``, ``max_tokens``, ``stop_sequence``, ``tool_use``,
   ``pause_turn``, ``compaction`` (paused after compacting), ``refusal`` (with ``stop_details`` in the metadata),
   ``model_context_window_exceeded``.
@@ -201,6 +202,23 @@ class AnthropicAdapter(BaseAdapter):
         self.output_tokens = u.get("output_tokens") or 0
         self.cache_input_tokens = u.get("cache_read_input_tokens") or 0
         self.cache_creation_input_tokens = u.get("cache_creation_input_tokens") or 0
+        if u.get("iterations"):
+            self._add_compaction_usage(u["iterations"])
+
+    def _add_compaction_usage(self, iterations: Any) -> None:
+        """Add what compacting cost: "A `compaction` entry's tokens are not included in the
+        top-level `usage` fields" (the anthropic SDK's BetaUsage.iterations)."""
+        for entry in iterations if isinstance(iterations, list) else ():
+            if isinstance(entry, dict) and entry.get("type") == "compaction":
+                for name, key in (
+                    ("input_tokens", "input_tokens"),
+                    ("output_tokens", "output_tokens"),
+                    ("cache_input_tokens", "cache_read_input_tokens"),
+                    ("cache_creation_input_tokens", "cache_creation_input_tokens"),
+                ):
+                    value = entry.get(key)
+                    if isinstance(value, int) and not isinstance(value, bool):
+                        setattr(self, name, getattr(self, name) + value)
 
     def _on_start(self, index: int, cb: dict[str, Any]) -> None:
         btype = cb.get("type")
