@@ -333,3 +333,20 @@ def test_a_recorded_anthropic_compaction_decodes_with_its_summary_and_its_cost(s
     assert reply.usage.input_tokens == 181 + 100 + 55_096
     assert reply.usage.output_tokens == 8 + 83
     assert reply.usage.cache_input_tokens == 55_096
+
+
+# -- media resolution -----------------------------------------------------------------------
+
+
+def test_gemini_takes_a_media_resolution_and_others_refuse_it(server):
+    from modelwire.models import load_model
+
+    server.script(sse_reply(fake.body("gemini", ("text", "ok"))))
+    model = server.model("gemini", "gemini-3-pro", media_resolution="low")
+    asyncio.run(model.complete([UserMsg("user", "what is in this picture?")]))
+    sent = server.requests[0]["json"]
+    assert sent["generationConfig"]["mediaResolution"] == "MEDIA_RESOLUTION_LOW"
+    sdk_params.streaming_request("gemini", sent)
+    claude = load_model("anthropic:claude-sonnet-4-6", api_key="k", media_resolution="high")
+    with pytest.raises(UnsupportedOptionError, match="media_resolution"):
+        claude.build_request([UserMsg("user", "hi")], None)

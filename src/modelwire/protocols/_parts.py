@@ -215,6 +215,12 @@ class LongContext:
             model=model,
         )
 
+    def apply_media_resolution(self, body: dict[str, Any], resolution: str, preset: Preset, model: str = "") -> None:
+        """Put the ``media_resolution`` option (low, medium, high) into ``body``, or refuse it."""
+        raise refuse(
+            "media_resolution", preset, "the provider takes no resolution for media; leave it out", model=model
+        )
+
 
 class Discovery:
     """What a model accepts, as the provider publishes it."""

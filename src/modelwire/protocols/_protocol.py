@@ -314,6 +314,8 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongCont
         compaction = CompactionPlan.of(options.compaction)
         if compaction is not None:
             self.apply_compaction(body, compaction, preset, model=model, caps=caps)
+        if options.media_resolution is not None:
+            self.apply_media_resolution(body, options.media_resolution, preset, model=model)
         deep_merge(body, options.extra_body)
         for name in caps.refused_fields or ():
             if name in body:

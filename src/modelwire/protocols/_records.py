@@ -93,6 +93,7 @@ class ModelOptions:
     # a token budget across the whole agentic task, which the model paces itself by (Claude's
     # output_config.task_budget): the total, or {total, remaining}
     task_budget: Any = None
+    media_resolution: str | None = None  # low | medium | high: the tokens each image or video frame costs
     extra_headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] = field(default_factory=dict)
 
@@ -319,6 +320,7 @@ _OPTION_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "stream": _kind(bool),
     "compaction": _compaction_check,
     "task_budget": _task_budget_check,
+    "media_resolution": _one_of("low", "medium", "high"),
     "extra_headers": _kind(dict, each=str),
     "extra_body": _kind(dict),
 }
