@@ -350,3 +350,29 @@ def test_gemini_takes_a_media_resolution_and_others_refuse_it(server):
     claude = load_model("anthropic:claude-sonnet-4-6", api_key="k", media_resolution="high")
     with pytest.raises(UnsupportedOptionError, match="media_resolution"):
         claude.build_request([UserMsg("user", "hi")], None)
+
+
+def test_sonnet_5_5_takes_a_mid_conversation_system_message_where_it_is(server):
+    from modelwire.message import AssistantMsg, SystemMsg
+
+    history = [
+        SystemMsg("s", "Be brief."),
+        UserMsg("user", "hi"),
+        AssistantMsg("bot", "Hello."),
+        SystemMsg("s", "From now on, answer in French."),
+        UserMsg("user", "How are you?"),
+    ]
+    sonnet = server.model("anthropic", "claude-sonnet-5-5")
+    body = sonnet.build_request(history, None)[0]
+    assert body["system"] == [{"type": "text", "text": "Be brief."}]
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "system", "user"]
+    assert body["messages"][2]["content"] == [{"type": "text", "text": "From now on, answer in French."}]
+    assert not [f for f in sonnet.preflight(history) if f.rule == "system-moved"]
+    body.pop("stream")
+    sdk_params.anthropic_beta_request(body)
+
+    opus = server.model("anthropic", "claude-opus-5-5")
+    merged = opus.build_request(history, None)[0]
+    assert [m["role"] for m in merged["messages"]] == ["user", "assistant", "user"]
+    assert len(merged["system"]) == 2
+    assert [f.index for f in opus.preflight(history) if f.rule == "system-moved"] == [3]

@@ -185,6 +185,9 @@ class HTTPModel(Pricing, Failures, Resumption):
         if (ids, names) != (fmt.tool_id_rules, fmt.tool_name_rules):
             fmt.tool_id_rules, fmt.tool_name_rules = ids, names
             self._drafts.clear()  # what was built with the other rules
+        if caps.system_messages and not fmt.system_in_place:
+            fmt.system_in_place = True  # the model takes system messages where they are
+            self._drafts.clear()
 
     async def lookup_capabilities(self, *, cache: Any = None) -> ModelCapabilities:
         """Ask the provider what this model accepts, once (where it publishes it, and where

@@ -72,6 +72,9 @@ class ModelCapabilities:
         thinking_bound: what the model's signed thinking is bound to beyond its endpoint
             family, of ``model``, ``conversation``, ``account`` (Claude Sonnet 5.5: it goes
             back only to the model that made it); ``()``: nothing more.
+        system_messages: whether system messages are taken in mid-conversation, where they
+            are (Claude Sonnet 5.5: ``role: "system"`` in ``messages``), rather than merged
+            into the one system prompt at the top.
         task_budget: whether ``output_config.task_budget`` is taken (Claude: a token
             budget across the contexts of one task).
         sources: where each field came from (``field -> source``), for ``modelwire models
@@ -109,6 +112,7 @@ class ModelCapabilities:
     cache_ttls: tuple[str, ...] | None = None
     thinking_bound: tuple[str, ...] | None = None
     task_budget: bool | None = None
+    system_messages: bool | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property

@@ -105,7 +105,12 @@ class AnthropicFormatter(Formatter):
 
     def take(self, acc: Turns, seg: Segment) -> None:
         if seg.kind == "system":
-            acc.system += [{"type": "text", "text": b.text} for b in seg.blocks if b.text]
+            parts = [{"type": "text", "text": b.text} for b in seg.blocks if b.text]
+            if self.system_in_place and acc.turns:  # a model that takes it where it is (see system_messages)
+                if parts:
+                    merge_turn(acc.turns, "system", parts)
+            else:
+                acc.system += parts
             return
         content: list[dict[str, Any]] = []
         if seg.kind == "assistant":
