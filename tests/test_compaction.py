@@ -192,7 +192,9 @@ def test_the_compaction_block_goes_back_to_anthropic_and_its_summary_elsewhere(s
 
         other = load_model(spec, api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
         body = other.build_request(history, None)[0]
-        assert COMPACTION_PREAMBLE + SUMMARY in json.dumps(body, ensure_ascii=False).replace("\\n", "\n")
+        sent = json.dumps(body, ensure_ascii=False).replace("\\n", "\n")
+        # The summary stands for what came before it: the first question is not sent again.
+        assert COMPACTION_PREAMBLE + SUMMARY in sent and "weather?" not in sent and "Still sunny." in sent
         sdk_params.streaming_request(protocol, body)
 
 
@@ -265,7 +267,7 @@ def test_check_reports_a_foreign_compaction_and_fix_puts_its_summary_in(server):
     history = [UserMsg("user", "weather?"), reply, UserMsg("user", "and tomorrow?")]
     target = load_model("openai:gpt-4.1", api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
     (finding,) = [f for f in target.preflight(history) if f.rule == "foreign-compaction"]
-    assert finding.index == 1 and finding.fix == "sent as the summary it carries, in text"
+    assert finding.index == 1 and finding.fix == "its summary sent instead, in place of the messages before it"
     from modelwire.models._preflight import repair
 
     fixed = repair(target, history)

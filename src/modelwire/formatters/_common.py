@@ -54,6 +54,7 @@ __all__ = [
     "origin_replays",
     "compaction_stand_in",
     "COMPACTION_PREAMBLE",
+    "CompactionCut",
     "merge_turn",
 ]
 
@@ -824,6 +825,47 @@ def compaction_stand_in(block: Any, protocol: str, provider: str | None, endpoin
         protocol,
     )
     return None
+
+
+class CompactionCut:
+    """Where a conversation starts for a target that cannot read its last compaction window
+    but gets the summary it carries: the system messages before it, the summary as a user
+    message, then what follows the window. (A window with no readable summary cuts nothing:
+    the messages before it are sent in full.) Scanned as the conversation grows: a next turn
+    reads only its new messages, and the cut prefix is the same objects each time, so a
+    draft of the request goes on from it."""
+
+    __slots__ = ("scanned", "last", "cut", "prefix")
+
+    def __init__(self) -> None:
+        self.scanned = 0  # messages read (the last one is read again: it may still grow)
+        self.last: Any = None  # the message before those not yet read, to see the history is the same
+        self.cut: tuple[int, int, Any] | None = None  # (message, block, summary block)
+        self.prefix: list[Msg] = []
+
+    def apply(self, messages: Sequence[Msg], stand_in: Callable[[Any], Any]) -> Sequence[Msg]:
+        count = len(messages)
+        if self.scanned > count or (self.scanned and messages[self.scanned - 1] is not self.last):
+            self.scanned, self.cut, self.prefix = 0, None, []
+        for index in range(self.scanned, count):
+            msg = messages[index]
+            for at, block in enumerate(msg.content):
+                if block.type == "data" and extra(block, "provider_block_type") == "compaction":
+                    sent = stand_in(block)
+                    if sent is not block and sent is not None and (self.cut is None or self.cut[:2] != (index, at)):
+                        self.cut, self.prefix = (index, at, sent), []
+        self.scanned = max(count - 1, 0)
+        self.last = messages[self.scanned - 1] if self.scanned else None
+        if self.cut is None:
+            return messages
+        index, at, summary = self.cut
+        if not self.prefix:
+            window = messages[index]
+            self.prefix = [m for m in messages[:index] if m.role == "system"]
+            self.prefix.append(Msg(name="user", role="user", content=[summary]))
+            if window.content[at + 1 :]:
+                self.prefix.append(window.replace(content=list(window.content[at + 1 :])))
+        return [*self.prefix, *messages[index + 1 :]]
 
 
 # How a compaction's summary reads where the window it stands for cannot go.

@@ -18,6 +18,7 @@ from ..event import AgentEvent, ModelCallEndEvent
 from .._sync import run_sync
 from ..errors import UnsupportedOptionError, debug_enabled
 from ..formatters import ToolSpec
+from ..formatters._common import CompactionCut
 from ..formatters._toolids import IdRules, name_map
 from ..message import AssistantMsg, Msg, MsgInput, UserMsg, as_messages
 from ..protocols import ModelCapabilities, ModelOptions, WireProtocol, get_protocol
@@ -249,6 +250,14 @@ class HTTPModel(Pricing, Failures, Resumption):
     # -- request -------------------------------------------------------------------------
 
     @property
+    def _compaction_cut(self) -> CompactionCut:
+        """Where the history starts past a compaction window this model cannot read."""
+        cut = self.__dict__.get("_cut")
+        if cut is None:
+            cut = self.__dict__["_cut"] = CompactionCut()
+        return cut
+
+    @property
     def _bound_model(self) -> str | None:
         """This model's name where it binds its signed thinking to itself (its capability
         ``thinking_bound``): recorded on that thinking, which then goes back only to it."""
@@ -318,6 +327,7 @@ class HTTPModel(Pricing, Failures, Resumption):
                 )
         if caps.strict_refused and tools:
             check_strict_tools(tools, caps.strict_refused, self.provider, self.name)
+        messages = self._compaction_cut.apply(messages, self.formatter.compaction_stand_in)  # see CompactionCut
         refused = refused_media(caps)
         if drafts is None or self.formatter.payload_turns is None or not messages:
             payload = self.formatter.format(self._media_checked(messages, refused), tools, tool_choice)

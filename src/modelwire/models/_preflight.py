@@ -341,7 +341,7 @@ def _context_findings(model: Any, messages: Sequence[Any]) -> list[Finding]:
             made = origin(block)
             maker = (made.endpoint or made.provider or made.protocol) if made else "another provider"
             fix = (
-                "sent as the summary it carries, in text"
+                "its summary sent instead, in place of the messages before it"
                 if sent is not None
                 else "left out: it carries no readable summary; the messages before it are sent in full"
             )
