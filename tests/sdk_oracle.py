@@ -26,9 +26,12 @@ def _client(cls: type, body: bytes) -> Any:
     return cls(api_key="test-key", base_url="http://127.0.0.1:9", http_client=http, max_retries=0)
 
 
-def anthropic_final(body: bytes) -> Any:
+def anthropic_final(body: bytes, *, beta: bool = False) -> Any:
+    """The SDK's final message of a stream (``beta``: its beta twin, which knows the beta
+    blocks and usage fields: compaction, ``usage.iterations``)."""
     client = _client(anthropic.Anthropic, body)
-    with client.messages.stream(model="m", max_tokens=16, messages=[{"role": "user", "content": "x"}]) as stream:
+    messages = client.beta.messages if beta else client.messages
+    with messages.stream(model="m", max_tokens=16, messages=[{"role": "user", "content": "x"}]) as stream:
         return stream.get_final_message()
 
 
@@ -65,6 +68,9 @@ def _args(text: str) -> Any:
 
 
 # -- comparisons: our folded message against the SDK's final object --------------------------
+
+
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
 def compare_anthropic(msgs: list[Msg] | Msg, finals: list[Any] | Any, end_events: list[Any]) -> list[str]:
@@ -108,13 +114,19 @@ def compare_anthropic(msgs: list[Msg] | Msg, finals: list[Any] | Any, end_events
                 notes.append(f"SDK drops {sorted(lost)} of a {t.type} block; modelwire keeps them")
     for end, final in zip(end_events, _list(finals), strict=True):
         u = final.usage
+        # What compacting cost is left out of the top-level usage ("A `compaction` entry's
+        # tokens are not included in the top-level `usage` fields": the SDK's
+        # BetaUsage.iterations); modelwire counts it in.
+        extra = getattr(u, "iterations", None) or []
+        more = {k: sum(getattr(i, k, 0) or 0 for i in extra if i.type == "compaction") for k in _USAGE_KEYS}
+        read = (u.cache_read_input_tokens or 0) + more["cache_read_input_tokens"]
+        made = (u.cache_creation_input_tokens or 0) + more["cache_creation_input_tokens"]
         # modelwire's input_tokens counts every prompt token; Anthropic's leaves the cache out.
-        assert end.input_tokens == u.input_tokens + (u.cache_read_input_tokens or 0) + (
-            u.cache_creation_input_tokens or 0
-        )
-        assert end.output_tokens == u.output_tokens and end.metadata["usage"]["input_tokens"] == u.input_tokens
-        assert end.cache_input_tokens == (u.cache_read_input_tokens or 0)
-        assert end.cache_creation_input_tokens == (u.cache_creation_input_tokens or 0)
+        assert end.input_tokens == u.input_tokens + more["input_tokens"] + read + made
+        assert end.output_tokens == u.output_tokens + more["output_tokens"]
+        assert end.metadata["usage"]["input_tokens"] == u.input_tokens
+        assert end.cache_input_tokens == read
+        assert end.cache_creation_input_tokens == made
         assert end.provider_stop_reason == final.stop_reason
         if final.stop_details is not None:
             assert end.metadata["stop_details"] == dump(final.stop_details)

@@ -59,6 +59,7 @@ _STOPS = {
     "refusal": "the model refused to answer",
     "content_filter": "stopped by the provider's content filter",
     "pause_turn": "the provider paused a long server-side turn",
+    "compaction": "the provider compacted the conversation and paused",
 }
 
 
@@ -210,7 +211,10 @@ class Pretty:
             if event.stop_reason in _STOPS:
                 self._newline(True)
                 self._write(
-                    self._style(f"({_STOPS[event.stop_reason]})", RED if event.stop_reason != "pause_turn" else DIM)
+                    self._style(
+                        f"({_STOPS[event.stop_reason]})",
+                        RED if event.stop_reason not in ("pause_turn", "compaction") else DIM,
+                    )
                     + "\n",
                     True,
                 )

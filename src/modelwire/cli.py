@@ -329,6 +329,8 @@ def _chat_options(args: argparse.Namespace) -> dict[str, Any]:
         options["thinking"] = args.thinking
     if args.effort is not None:
         options["reasoning_effort"] = args.effort
+    if getattr(args, "compaction", None) is not None:
+        options["compaction"] = args.compaction
     return options
 
 
@@ -1162,6 +1164,12 @@ def _agent_flags(parser: argparse.ArgumentParser) -> None:
         choices=EFFORT_LEVELS,
         metavar="LEVEL",
         help=f"how hard the model works: {', '.join(EFFORT_LEVELS)} (the levels your model has)",
+    )
+    parser.add_argument(
+        "--compaction",
+        type=_positive_int,
+        metavar="TOKENS",
+        help="let the provider compact the conversation once its input passes TOKENS (Anthropic, OpenAI Responses)",
     )
     parser.add_argument("--max-iters", type=int, default=8, help="the most model calls in one reply (tool rounds)")
 

@@ -65,7 +65,15 @@ __all__ = [
 # off before its end, and deltas of a kind the adapter does not know. Each protocol declares
 # its own beside these (WireProtocol.extras_keys).
 COMMON_EXTRAS = frozenset(
-    {"provider_metadata", "server_side", "provider_block_type", "provider_block", "truncated", "provider_deltas"}
+    {
+        "provider_metadata",
+        "server_side",
+        "provider_block_type",
+        "provider_block",
+        "truncated",
+        "provider_deltas",
+        "summary",  # a compaction block's summary as text, where the provider gave one
+    }
 )
 
 _log = logging.getLogger("modelwire.adapters")
@@ -264,6 +272,9 @@ class BaseAdapter:
         # The endpoint family this stream comes from (recorded on what it mints); set by the
         # models layer, None when not known.
         self.endpoint: str | None = None
+        # The model signed thinking of this stream goes back to only (the model binds it to
+        # itself: ``thinking_bound``); set by the models layer.
+        self.bound_model: str | None = None
         self.state: AdapterState = IDLE
         self.failed: ProviderError | None = None
         # usage, raw values as the provider reports them
@@ -417,6 +428,12 @@ class BaseAdapter:
     def origin(self) -> dict[str, Any]:
         """A fresh ``provider_metadata`` value for a block this stream made."""
         return provenance(self.provider, self.protocol, self.endpoint)
+
+    @property
+    def thinking_origin(self) -> dict[str, Any]:
+        """:attr:`origin` for signed thinking, with the model where the models layer says the
+        model binds its thinking to itself (``bound_model``)."""
+        return provenance(self.provider, self.protocol, self.endpoint, self.bound_model)
 
     # -- for subclasses -------------------------------------------------------------------
     # The hooks a protocol's adapter fills are public: handle (the one it must write),
@@ -635,12 +652,15 @@ class BaseAdapter:
         for key in list(self.blocks):
             self.close_block(key, state="interrupted" if self.blocks[key].kind == "tool_result" else "success")
 
-    def provider_block(self, raw: dict[str, Any], name: str) -> None:
+    def provider_block(self, raw: dict[str, Any], name: str, summary: str | None = None) -> None:
         """Keep a provider item modelwire does not model, whole, as a JSON data block, so
-        that a formatter for the same provider can send it back."""
+        that a formatter for the same provider can send it back (``summary``: the text a
+        compaction block stands for, sent where the block cannot go)."""
         key = ("raw", len(self.__out), id(raw))
         block = self.open_block(key, "data", name=name, media_type="application/json")
         block.extras = {"provider_metadata": self.origin, "provider_block_type": raw.get("type")}
+        if summary:
+            block.extras["summary"] = summary
         block.parts = [json.dumps(raw, ensure_ascii=False, separators=(",", ":"))]
         self.close_block(key)
 

@@ -80,7 +80,7 @@ class _ReplyState:
     native_structured: bool = False
     forced_structured: bool = False
     refused: bool = False  # the last model call stopped with a refusal (or a content filter)
-    paused: bool = False  # the last model call paused its turn (a long server-tool turn) to be continued
+    paused: bool = False  # the last model call paused its turn (a long server-tool turn, a compaction) to go on
     span: Any = None  # the reply's trace span, while a stream of it runs
     failures: list = field(default_factory=list)  # what ended this stream of the reply with an error
     output: Any = None  # the validated instance of ``structured``, once the reply ended with one
@@ -703,7 +703,7 @@ class Agent:
                 elif ev.type == "MODEL_CALL_END":
                     stop = getattr(ev, "stop_reason", None)
                     state.refused = stop in ("refusal", "content_filter")
-                    state.paused = stop == "pause_turn"
+                    state.paused = stop in ("pause_turn", "compaction")
                 yield self._emit(state, ev)
         except ProviderError as err:
             for ev in err.events:  # what closes the stream's call; _guarded ends the reply

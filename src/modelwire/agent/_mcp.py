@@ -60,7 +60,9 @@ class MCPServer(Toolset):
     ``timeout``: seconds one call may run (None: the agent's ``tool_timeout``);
     ``connect_timeout``: seconds starting the server and its handshake may take;
     ``client_options``: more keyword arguments for ``mcp.Client`` (``mode="legacy"`` for
-    the initialize handshake, a ``sampling_callback`` ...)."""
+    the initialize handshake, a ``sampling_callback`` ...); ``defer``: its tools are left
+    out of the model's context until the provider's tool search finds them (True: all of
+    them; a set of names: those)."""
 
     def __init__(
         self,
@@ -74,6 +76,7 @@ class MCPServer(Toolset):
         url: str | None = None,
         headers: Mapping[str, str] | None = None,
         client_options: Mapping[str, Any] | None = None,
+        defer: bool | Iterable[str] = False,
     ) -> None:
         for label, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
@@ -87,6 +90,7 @@ class MCPServer(Toolset):
         self.url = url
         self.headers = dict(headers or {})
         self.client_options = dict(client_options or {})
+        self.defer: bool | frozenset[str] = defer if isinstance(defer, bool) else frozenset(defer)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: asyncio.Task | None = None
         self._client: Any = None
@@ -314,6 +318,7 @@ class MCPServer(Toolset):
                     description=spec.description or spec.title or "",
                     parameters=dict(spec.input_schema or {"type": "object", "properties": {}}),
                     timeout=self.timeout,
+                    defer=self.defer is True or (not isinstance(self.defer, bool) and spec.name in self.defer),
                 )
             )
         missing = (self.allowed_tools or frozenset()) - {s.name for s in listed}

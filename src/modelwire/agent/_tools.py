@@ -55,7 +55,8 @@ class Tool:
 
     ``requires_confirmation``: the call waits for the user's yes or no
     (``REQUIRE_USER_CONFIRM``). ``external``: the call is run outside the agent
-    (``REQUIRE_EXTERNAL_EXECUTION``); ``func`` may then be None.
+    (``REQUIRE_EXTERNAL_EXECUTION``); ``func`` may then be None. ``defer``: left out of the
+    model's context until the provider's tool search finds it (see ``ToolSpec.defer``).
     """
 
     def __init__(
@@ -68,12 +69,14 @@ class Tool:
         requires_confirmation: bool = False,
         external: bool = False,
         timeout: float | None = None,
+        defer: bool = False,
     ) -> None:
         if func is None and not external:
             raise ValueError("a tool needs a function unless it is external")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
             raise ValueError(f"timeout={timeout!r}: a tool's timeout is a number of seconds above 0")
         self.timeout = timeout  # seconds a call may run (None: the agent's tool_timeout)
+        self.defer = defer
         self.func = func
         self.requires_confirmation = requires_confirmation
         self.external = external
@@ -93,7 +96,7 @@ class Tool:
             self.parameters = {"type": "object", "properties": {}}
 
     def tool_spec(self) -> ToolSpec:
-        return ToolSpec(self.name, self.description, self.parameters)
+        return ToolSpec(self.name, self.description, self.parameters, defer=self.defer)
 
     def parse(self, raw: str) -> dict[str, Any]:
         """Decode and validate the model's arguments; raises ToolArgumentsError."""

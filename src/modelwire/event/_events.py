@@ -134,6 +134,7 @@ class StopReason(PlainStrEnum):
     STOP_SEQUENCE = "stop_sequence"
     TOOL_USE = "tool_use"  # anthropic tool_use, openai tool_calls / function_call
     PAUSE_TURN = "pause_turn"  # anthropic: a long server-tool turn paused; send it back to continue
+    COMPACTION = "compaction"  # the provider compacted the conversation and paused; send it back to continue
     REFUSAL = "refusal"
     CONTENT_FILTER = "content_filter"
     ERROR = "error"
@@ -147,6 +148,7 @@ StopReasonValue = Literal[
     "stop_sequence",
     "tool_use",
     "pause_turn",
+    "compaction",
     "refusal",
     "content_filter",
     "error",

@@ -33,6 +33,8 @@ from ._common import (
     is_raw_provider_block,
     merge_turn,
     origin_replays,
+    compaction_stand_in,
+    COMPACTION_PREAMBLE,
     parse_arguments,
     raw_provider_block,
     replays_natively,
@@ -45,12 +47,13 @@ from ._common import (
     Walk,
 )
 from ._incremental import Draft, Turns
-from ._spec import function_tool
+from ._spec import function_tool, sent_undeferred
 
 __all__ = [
     "Formatter",
     "MessagesFormatter",
     "function_tool",
+    "sent_undeferred",
     "Draft",
     "Turns",
     "Walk",
@@ -71,6 +74,8 @@ __all__ = [
     "is_raw_provider_block",
     "merge_turn",
     "origin_replays",
+    "compaction_stand_in",
+    "COMPACTION_PREAMBLE",
     "parse_arguments",
     "raw_provider_block",
     "replays_natively",

@@ -47,6 +47,10 @@ class Formatter:
     tool_id_rules: IdRules | None = None
     tool_name_rules: IdRules | None = None
     endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
+    model: str | None = None  # the target model, where known (thinking bound to a model goes back only to it)
+    # Whether a system message in mid-conversation stays where it is (False: the target has
+    # one system prompt at the top, and every system message joins it; ``check`` says so).
+    system_in_place: ClassVar[bool] = True
     payload_turns: ClassVar[str | None] = None
     turn_content: ClassVar[str | None] = None
 
@@ -101,7 +105,16 @@ class Formatter:
         """The shared walk, with this formatter's options."""
         from ._common import Walk
 
-        return Walk(self.protocol, speaker_names=self.speaker_names, assistant_name=self.assistant_name)
+        walk = Walk(self.protocol, speaker_names=self.speaker_names, assistant_name=self.assistant_name)
+        walk.stand_in = self.compaction_stand_in
+        return walk
+
+    def compaction_stand_in(self, block: Any) -> Any:
+        """What this target sends for a compaction block: the block where it may go back,
+        else its summary as text, else nothing (see ``formatters.compaction_stand_in``)."""
+        from ._common import compaction_stand_in
+
+        return compaction_stand_in(block, self.protocol, self.provider, self.endpoint)
 
     def begin(self) -> Turns:
         """What this formatter keeps of a conversation, before its first message."""

@@ -18,15 +18,18 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import re
 from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 from msgspec.json import decode as from_json
 
 from ..errors import FormatError, debug_enabled
-from ..message import DataBlock, Msg, Origin, TextBlock, ToolCallBlock, ToolResultBlock, origin, provenance
+from ..message import BINDINGS, DataBlock, Msg, Origin, TextBlock, ToolCallBlock, ToolResultBlock, origin, provenance
 from ..message._blocks import data_problem
 from ._spec import ToolSpec
+
+_log = logging.getLogger("modelwire.formatters")
 
 __all__ = [
     "ServerTool",
@@ -49,6 +52,9 @@ __all__ = [
     "origin",
     "replays_natively",
     "origin_replays",
+    "compaction_stand_in",
+    "COMPACTION_PREAMBLE",
+    "CompactionCut",
     "merge_turn",
 ]
 
@@ -272,6 +278,7 @@ class Walk:
         "held",
         "conformer",
         "reused",
+        "stand_in",
     )
 
     def __init__(
@@ -297,6 +304,9 @@ class Walk:
         # Ids the provider gave to more than one call (ids minted per turn: call_0 on every
         # turn): the id as conformed -> the ids its calls are sent with, in order.
         self.reused: dict[str, list[str]] | None = None
+        # What the target sends for a compaction block (itself, its summary as text, or
+        # nothing: None); set by the formatter (see Formatter.walk).
+        self.stand_in: Callable[[Any], Any] | None = None
 
     def add(self, kind: SegmentKind, index: int, block: Any, name: str = "") -> None:
         out = self.out
@@ -361,6 +371,11 @@ class Walk:
         last = out[-1] if out else None  # the segment the next block may join
         for block in msg.content:
             btype = block.type
+            if btype == "data" and self.stand_in is not None and extra(block, "provider_block_type") == "compaction":
+                block = self.stand_in(block)
+                if block is None:
+                    continue
+                btype = block.type
             if btype == "tool_result":
                 if block.id not in self.server_calls:  # a server-side call's result stays in the assistant turn
                     last = self.result(index, block, last)
@@ -442,6 +457,7 @@ class Walk:
         )
         new.conformer = self.conformer.copy() if self.conformer is not None else None
         new.reused = {k: list(v) for k, v in self.reused.items()} if self.reused else None
+        new.stand_in = self.stand_in
         return new
 
     def pending(self, start: int) -> list[Segment]:
@@ -750,7 +766,13 @@ def raw_provider_block(
 
 
 def replays_natively(
-    block: Any, protocol: str, provider: str | None, *, scope: ReplayScope, endpoint: str | None = None
+    block: Any,
+    protocol: str,
+    provider: str | None,
+    *,
+    scope: ReplayScope,
+    endpoint: str | None = None,
+    model: str | None = None,
 ) -> bool:
     """Whether a target (``protocol`` spoken to ``provider`` at ``endpoint``) takes this
     block back as it is.
@@ -760,10 +782,13 @@ def replays_natively(
     protocol's rule: ``"protocol"`` when anything its protocol produced is valid on every
     server speaking it (Anthropic signatures), ``"provider"`` when only the same provider
     can use it (DeepSeek's reasoning is not Groq's). An origin or a target whose provider
-    is unknown matches on the protocol alone.
+    is unknown matches on the protocol alone. A block bound to the model that made it
+    (its origin names one) goes back only to that ``model``, where the target names its own.
     """
     found = origin(block)  # origin_replays(), inlined: formatters ask for many blocks
     if found is None or found.protocol != protocol:
+        return False
+    if found.model is not None and model is not None and found.model != model:
         return False
     if endpoint is not None and found.endpoint is not None:
         return found.endpoint == endpoint
@@ -781,6 +806,70 @@ def origin_replays(
     if scope == "protocol" or provider is None or found.provider is None:
         return True
     return found.provider == provider
+
+
+def compaction_stand_in(block: Any, protocol: str, provider: str | None, endpoint: str | None) -> Any:
+    """What a target sends for a compaction block: the block where it may be replayed (see
+    ``message.BINDINGS``), else the summary it carries as text (the provider gave one), else
+    nothing, with a note."""
+    if replays_natively(block, protocol, provider, scope=BINDINGS["compaction"], endpoint=endpoint):
+        return block
+    summary = extra(block, "summary")
+    if isinstance(summary, str) and summary:
+        return TextBlock(text=COMPACTION_PREAMBLE + summary)
+    found = origin(block)
+    _log.info(
+        "compaction block %s (from %s) cannot go to %s and carries no summary: left out",
+        block.id,
+        (found.provider or found.protocol) if found is not None else "another provider",
+        protocol,
+    )
+    return None
+
+
+class CompactionCut:
+    """Where a conversation starts for a target that cannot read its last compaction window
+    but gets the summary it carries: the system messages before it, the summary as a user
+    message, then what follows the window. (A window with no readable summary cuts nothing:
+    the messages before it are sent in full.) Scanned as the conversation grows: a next turn
+    reads only its new messages, and the cut prefix is the same objects each time, so a
+    draft of the request goes on from it."""
+
+    __slots__ = ("scanned", "last", "cut", "prefix")
+
+    def __init__(self) -> None:
+        self.scanned = 0  # messages read (the last one is read again: it may still grow)
+        self.last: Any = None  # the message before those not yet read, to see the history is the same
+        self.cut: tuple[int, int, Any] | None = None  # (message, block, summary block)
+        self.prefix: list[Msg] = []
+
+    def apply(self, messages: Sequence[Msg], stand_in: Callable[[Any], Any]) -> Sequence[Msg]:
+        count = len(messages)
+        if self.scanned > count or (self.scanned and messages[self.scanned - 1] is not self.last):
+            self.scanned, self.cut, self.prefix = 0, None, []
+        for index in range(self.scanned, count):
+            msg = messages[index]
+            for at, block in enumerate(msg.content):
+                if block.type == "data" and extra(block, "provider_block_type") == "compaction":
+                    sent = stand_in(block)
+                    if sent is not block and sent is not None and (self.cut is None or self.cut[:2] != (index, at)):
+                        self.cut, self.prefix = (index, at, sent), []
+        self.scanned = max(count - 1, 0)
+        self.last = messages[self.scanned - 1] if self.scanned else None
+        if self.cut is None:
+            return messages
+        index, at, summary = self.cut
+        if not self.prefix:
+            window = messages[index]
+            self.prefix = [m for m in messages[:index] if m.role == "system"]
+            self.prefix.append(Msg(name="user", role="user", content=[summary]))
+            if window.content[at + 1 :]:
+                self.prefix.append(window.replace(content=list(window.content[at + 1 :])))
+        return [*self.prefix, *messages[index + 1 :]]
+
+
+# How a compaction's summary reads where the window it stands for cannot go.
+COMPACTION_PREAMBLE = "[The conversation before this point was compacted; its summary follows.]\n"
 
 
 def is_raw_provider_block(block: Any) -> bool:

@@ -12,12 +12,18 @@ from ..errors import FormatError
 
 @dataclass
 class ToolSpec:
-    """A tool the model may call: its name, a description and a JSON schema for its arguments."""
+    """A tool the model may call: its name, a description and a JSON schema for its arguments.
+
+    ``defer``: the tool is not loaded into the model's context up front; the provider's own
+    tool search finds it when the model needs it (an agent with hundreds of tools). Where the
+    provider has no tool search, a deferred tool is sent as usual, with a note.
+    """
 
     name: str
     description: str = ""
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
     strict: bool | None = None
+    defer: bool = False
 
     @classmethod
     def coerce(cls, tool: Any) -> "ToolSpec":
@@ -45,6 +51,21 @@ class ToolSpec:
             description=tool.get("description") or "",
             parameters=schema if schema is not None else {"type": "object", "properties": {}},
             strict=tool.get("strict"),
+            defer=bool(tool.get("defer_loading") or tool.get("defer")),
+        )
+
+
+def sent_undeferred(specs: list[ToolSpec], protocol: str) -> None:
+    """Note deferred tools a target without tool search gets as usual (all in its context)."""
+    deferred = [s.name for s in specs if s.defer]
+    if deferred:
+        import logging
+
+        logging.getLogger("modelwire.formatters").info(
+            "%s has no tool search: %d deferred tool(s) sent as usual (%s)",
+            protocol,
+            len(deferred),
+            ", ".join(deferred[:5]) + (" ..." if len(deferred) > 5 else ""),
         )
 
 

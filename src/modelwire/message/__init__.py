@@ -72,6 +72,7 @@ __all__ = [
     "Origin",
     "origin",
     "provenance",
+    "BINDINGS",
     "validate_media_type",
     "from_agentscope1",
     "from_agentscope1_history",
@@ -80,7 +81,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - loaded on first use, below
-    from ._provenance import Origin as Origin, origin as origin, provenance as provenance
+    from ._provenance import BINDINGS as BINDINGS, Origin as Origin, origin as origin, provenance as provenance
     from ._agentscope1 import (
         from_agentscope1 as from_agentscope1,
         from_agentscope1_history as from_agentscope1_history,
@@ -94,7 +95,7 @@ _AGENTSCOPE1 = ("from_agentscope1", "from_agentscope1_history", "to_agentscope1"
 def __getattr__(name: str) -> Any:
     # Provenance is for formatters and adapters: a program that only makes messages does
     # not load it (its named tuple is the one class here that Python compiles code for).
-    if name in ("Origin", "origin", "provenance"):
+    if name in ("Origin", "origin", "provenance", "BINDINGS"):
         from . import _provenance
 
         value = globals()[name] = getattr(_provenance, name)  # kept: asked once, as modelwire's own lazy names

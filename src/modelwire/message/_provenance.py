@@ -14,10 +14,31 @@ AgentScope meant by their fields: each wire protocol says which such blocks are 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Callable, Literal, Mapping, NamedTuple
 
 
-__all__ = ["Origin", "origin", "provenance", "add_claimer"]
+__all__ = ["Origin", "origin", "provenance", "add_claimer", "BINDINGS", "Binding"]
+
+Binding = Literal["protocol", "provider"]
+
+# What each kind of opaque state a provider hands back is bound to, one place for all: a
+# block of that kind goes back only to a target of the same protocol and, for
+# ``"provider"``, the same provider (where both record their endpoint family, the family
+# decides, as for every block: see formatters.replays_natively). Thinking and server-tool
+# blocks follow their protocol's ``replay_scope``; these kinds are bound whatever the
+# protocol says:
+BINDINGS: dict[str, Binding] = {
+    # A compaction window is the provider's own summary of the turns before it, signed or
+    # encrypted: Anthropic's ``compaction`` block "to be sent back with the block verbatim"
+    # (the anthropic SDK's BetaCompactionBlock.signature), OpenAI's ``compaction`` item
+    # "opaque and not intended to be human-interpretable"
+    # (https://developers.openai.com/api/docs/guides/compaction).
+    "compaction": "provider",
+}
+# Signed thinking is also bound to its model where the model says so (the capability
+# ``thinking_bound``: Claude Sonnet 5.5's "thinking blocks are tied to the model and the
+# conversation"): its adapter then records the model in the block's provenance, and a
+# formatter for another model does not send it back.
 
 Claimer = Callable[[str, Mapping[str, Any], str], "str | None"]
 _claimers: list[Claimer] = []
@@ -45,26 +66,29 @@ class Origin(NamedTuple):
     protocol: str
     provider: str | None = None
     endpoint: str | None = None
+    model: str | None = None  # set where what the block holds goes back only to this model
 
 
-def provenance(provider: str, protocol: str, endpoint: str | None = None) -> dict[str, Any]:
-    """The ``provider_metadata`` value that records a block's origin."""
-    if endpoint is None:
-        return {provider: {"protocol": protocol}}
-    return {provider: {"protocol": protocol, "endpoint": endpoint}}
+def provenance(provider: str, protocol: str, endpoint: str | None = None, model: str | None = None) -> dict[str, Any]:
+    """The ``provider_metadata`` value that records a block's origin (``model``: only where
+    what it holds is bound to the model that made it)."""
+    inner = {"protocol": protocol} if endpoint is None else {"protocol": protocol, "endpoint": endpoint}
+    if model is not None:
+        inner["model"] = model
+    return {provider: inner}
 
 
 # The origins made so far: a history holds a few, each on many blocks, and a named tuple
 # costs ten times a lookup to make (formatters ask once per block). Bounded: the strings
 # come from the blocks.
-_ORIGINS: dict[tuple[str, str | None, str | None], Origin] = {}
+_ORIGINS: dict[tuple[str, str | None, str | None, str | None], Origin] = {}
 
 
-def _made(protocol: str, provider: str | None, endpoint: str | None) -> Origin:
-    key = (protocol, provider, endpoint)
+def _made(protocol: str, provider: str | None, endpoint: str | None, model: str | None = None) -> Origin:
+    key = (protocol, provider, endpoint, model)
     found = _ORIGINS.get(key)
     if found is None:
-        found = Origin(protocol, provider, endpoint)
+        found = Origin(protocol, provider, endpoint, model)
         if len(_ORIGINS) < 256:
             _ORIGINS[key] = found
     return found
@@ -87,10 +111,16 @@ def origin(block: Any) -> Origin | None:
         for provider, inner in meta.items():
             if isinstance(inner, dict) and isinstance(inner.get("protocol"), str):
                 endpoint = inner.get("endpoint")
-                return _made(inner["protocol"], provider, endpoint if isinstance(endpoint, str) else None)
+                model = inner.get("model")
+                return _made(
+                    inner["protocol"],
+                    provider,
+                    endpoint if isinstance(endpoint, str) else None,
+                    model if isinstance(model, str) else None,
+                )
     legacy = fields.get("provider")
     if isinstance(legacy, str) and legacy:
-        return _ORIGINS.get((legacy, None, None)) or _made(legacy, None, None)
+        return _ORIGINS.get((legacy, None, None, None)) or _made(legacy, None, None)
     if btype == "thinking" or btype == "tool_call":
         return _claimed(block, fields)
     return None

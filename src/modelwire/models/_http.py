@@ -18,6 +18,7 @@ from ..event import AgentEvent, ModelCallEndEvent
 from .._sync import run_sync
 from ..errors import UnsupportedOptionError, debug_enabled
 from ..formatters import ToolSpec
+from ..formatters._common import CompactionCut
 from ..formatters._toolids import IdRules, name_map
 from ..message import AssistantMsg, Msg, MsgInput, UserMsg, as_messages
 from ..protocols import ModelCapabilities, ModelOptions, WireProtocol, get_protocol
@@ -105,7 +106,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         self.endpoint = family or endpoint_family(spec.preset, spec.base_url)
         self.options = ModelOptions.from_dict(options)
         self.formatter = self.wire.new_formatter(spec.preset, spec.model, **formatter_options)
-        self.formatter.endpoint = self.endpoint
+        self.formatter.endpoint, self.formatter.model = self.endpoint, spec.model
         # The formatter's own id and name rules, for when a refusal's pattern is forgotten.
         self._own_tool_rules = (self.formatter.tool_id_rules, self.formatter.tool_name_rules)
         self.transport = transport or HTTPTransport(timeouts=self.timeouts)
@@ -185,6 +186,9 @@ class HTTPModel(Pricing, Failures, Resumption):
         if (ids, names) != (fmt.tool_id_rules, fmt.tool_name_rules):
             fmt.tool_id_rules, fmt.tool_name_rules = ids, names
             self._drafts.clear()  # what was built with the other rules
+        if caps.system_messages and not fmt.system_in_place:
+            fmt.system_in_place = True  # the model takes system messages where they are
+            self._drafts.clear()
 
     async def lookup_capabilities(self, *, cache: Any = None) -> ModelCapabilities:
         """Ask the provider what this model accepts, once (where it publishes it, and where
@@ -244,6 +248,20 @@ class HTTPModel(Pricing, Failures, Resumption):
         return True
 
     # -- request -------------------------------------------------------------------------
+
+    @property
+    def _compaction_cut(self) -> CompactionCut:
+        """Where the history starts past a compaction window this model cannot read."""
+        cut = self.__dict__.get("_cut")
+        if cut is None:
+            cut = self.__dict__["_cut"] = CompactionCut()
+        return cut
+
+    @property
+    def _bound_model(self) -> str | None:
+        """This model's name where it binds its signed thinking to itself (its capability
+        ``thinking_bound``): recorded on that thinking, which then goes back only to it."""
+        return self.name if "model" in (self.capabilities.thinking_bound or ()) else None
 
     def url(self, opts: ModelOptions | None = None) -> str:
         """Where a request goes: the streamed endpoint, or the whole-answer one when ``opts``
@@ -313,6 +331,7 @@ class HTTPModel(Pricing, Failures, Resumption):
                 )
         if caps.strict_refused and tools:
             check_strict_tools(tools, caps.strict_refused, self.provider, self.name)
+        messages = self._compaction_cut.apply(messages, self.formatter.compaction_stand_in)  # see CompactionCut
         refused = refused_media(caps)
         if drafts is None or self.formatter.payload_turns is None or not messages:
             payload = self.formatter.format(self._media_checked(messages, refused), tools, tool_choice)
@@ -487,6 +506,7 @@ class HTTPModel(Pricing, Failures, Resumption):
                 )
                 attempt.decoder.adapter.endpoint = self.endpoint
                 attempt.decoder.adapter.carried_calls = call.carried
+                attempt.decoder.adapter.bound_model = self._bound_model
                 if call.renamed:
                     attempt.decoder.adapter.tool_names = call.renamed
                 try:

@@ -41,6 +41,13 @@ RULES = {
     "file-elsewhere": (
         "a file uploaded to another provider's Files API (model.upload_file), which the target cannot read by id"
     ),
+    "foreign-compaction": (
+        "a compaction window another provider made, which only it can read; its summary is sent as text where it "
+        "carries one, else it is left out"
+    ),
+    "system-moved": (
+        "a system message in mid-conversation, which a target with one system prompt (at the top) merges into it"
+    ),
     "format": "a conversation the provider's format cannot express",
 }
 
@@ -72,6 +79,7 @@ def preflight(
     seen_names: set[str] = set()  # tool names already reported
     caps = model.capabilities  # first: what was learned sets the id and name rules too
     findings = _history_findings(model, messages, seen_names)
+    findings += _context_findings(model, messages)
     findings += _tool_findings(model, tools, seen_names)
     try:
         opts = model.options.merged(options)
@@ -305,15 +313,57 @@ def _history_findings(model: Any, messages: Sequence[Any], seen_names: set[str])
     return findings
 
 
+def _context_findings(model: Any, messages: Sequence[Any]) -> list[Finding]:
+    """Compaction windows the target cannot take (their summary sent instead, or nothing),
+    and system messages in mid-conversation a target with one system prompt moves to the top."""
+    from ..message import origin
+
+    findings: list[Finding] = []
+    target = f"{model.provider}:{model.name}"
+    spoken = False  # a user or assistant message came before
+    for index, msg in enumerate(messages):
+        if msg.role == "system" and spoken and not getattr(model.formatter, "system_in_place", True):
+            findings.append(
+                Finding(
+                    "system-moved",
+                    index,
+                    f"{target} takes one system prompt, at the top: this system message in mid-conversation joins it",
+                    "sent with the system prompt (the model reads it before the whole conversation)",
+                )
+            )
+        spoken = spoken or msg.role != "system"
+        for block in msg.content:
+            if block.type != "data" or extras_of(block).get("provider_block_type") != "compaction":
+                continue
+            sent = model.formatter.compaction_stand_in(block)
+            if sent is block:
+                continue
+            made = origin(block)
+            maker = (made.endpoint or made.provider or made.protocol) if made else "another provider"
+            fix = (
+                "its summary sent instead, in place of the messages before it"
+                if sent is not None
+                else "left out: it carries no readable summary; the messages before it are sent in full"
+            )
+            findings.append(
+                Finding("foreign-compaction", index, f"a compaction window made by {maker} cannot go to {target}", fix)
+            )
+    return findings
+
+
 def _foreign(model: Any, block: Any, index: int, target: str) -> list[Finding]:
     """A signed block the target cannot check (made by another endpoint): not sent."""
     from ..formatters import replays_natively
     from ..message import origin
 
-    if replays_natively(block, model.wire.name, model.provider, scope=model.wire.replay_scope, endpoint=model.endpoint):
+    if replays_natively(
+        block, model.wire.name, model.provider, scope=model.wire.replay_scope, endpoint=model.endpoint, model=model.name
+    ):
         return []
     made = origin(block)
     maker = made.endpoint or made.provider or made.protocol if made else "another provider"
+    if made is not None and made.model is not None:
+        maker = f"{made.model} ({maker}), which binds its thinking to itself,"
     return [
         Finding(
             "foreign-thinking",
@@ -367,7 +417,8 @@ def repair(model: Any, messages: Sequence[Any]) -> list[Any]:
     """The conversation with the fixes modelwire applies written into it: ids and names the
     target refuses rewritten, media it does not take replaced by a note, empty text and
     results without their call left out, a client call no result answers given an
-    ``interrupted`` one right after its calls. (Foreign thinking stays: it is only not sent.)"""
+    ``interrupted`` one right after its calls, a compaction window the target cannot read
+    replaced by its summary (or left out). (Foreign thinking stays: it is only not sent.)"""
     from ..formatters._toolids import conform
 
     formatter = model.formatter
@@ -380,6 +431,10 @@ def repair(model: Any, messages: Sequence[Any]) -> list[Any]:
         for block in msg.content:
             if block.type == "text" and not block.text:
                 continue
+            if block.type == "data" and extras_of(block).get("provider_block_type") == "compaction":
+                block = formatter.compaction_stand_in(block)  # itself, its summary as text, or None
+                if block is None:
+                    continue
             if block.type == "tool_call":
                 calls.add(block.id)
                 if block.id not in answered and not extras_of(block).get("server_side"):

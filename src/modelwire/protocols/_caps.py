@@ -69,6 +69,14 @@ class ModelCapabilities:
         server_tools: the provider's own tools the model can run (``web_search`` ...).
         cache_ttls: the prompt-cache lifetimes the model takes, as the provider names them
             (Claude ``5m`` ``1h``; GPT-5.6 ``30m`` ``12h``).
+        thinking_bound: what the model's signed thinking is bound to beyond its endpoint
+            family, of ``model``, ``conversation``, ``account`` (Claude Sonnet 5.5: it goes
+            back only to the model that made it); ``()``: nothing more.
+        system_messages: whether system messages are taken in mid-conversation, where they
+            are (Claude Sonnet 5.5: ``role: "system"`` in ``messages``), rather than merged
+            into the one system prompt at the top.
+        task_budget: whether ``output_config.task_budget`` is taken (Claude: a token
+            budget across the contexts of one task).
         sources: where each field came from (``field -> source``), for ``modelwire models
             --capabilities``.
     """
@@ -102,6 +110,9 @@ class ModelCapabilities:
     context_window: int | None = None
     server_tools: tuple[str, ...] | None = None
     cache_ttls: tuple[str, ...] | None = None
+    thinking_bound: tuple[str, ...] | None = None
+    task_budget: bool | None = None
+    system_messages: bool | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
@@ -146,10 +157,20 @@ _CHOICES = {
     "effort": EFFORT_LEVELS,
     "thinking_off_effort": EFFORT_LEVELS,
     "display_default": DISPLAYS,
+    "thinking_bound": ("model", "conversation", "account"),
 }
 _ONE_OF = {"display_default": DISPLAYS, "thinking_off_as": THINKING_OFF_FORMS}
 _INTS = ("max_output_tokens", "context_window", "budget_min", "budget_max")
-_NAMES = ("thinking", "effort", "thinking_off_effort", "server_tools", "cache_ttls", "refused_fields", "strict_refused")
+_NAMES = (
+    "thinking",
+    "effort",
+    "thinking_off_effort",
+    "server_tools",
+    "cache_ttls",
+    "refused_fields",
+    "strict_refused",
+    "thinking_bound",
+)
 _PATTERNS = ("tool_id_pattern", "tool_name_pattern")
 # Fields where what is learned adds to what was learned before (each refusal names one).
 UNION_FIELDS = frozenset({"refused_fields", "strict_refused"})

@@ -8,6 +8,7 @@ belongs to.
 - :class:`TokenCounting`: the provider's own endpoint that counts a request's tokens;
 - :class:`StoredState`: responses the provider keeps (continued, resumed);
 - :class:`Caching`: prompt caching asked for, and the prompt's cached prefix;
+- :class:`LongContext`: the provider's own compaction of a long conversation;
 - :class:`Discovery`: what a model accepts, as the provider publishes it;
 - :class:`TestSupport`: fake streams and answers for the test server, an SDK client's URL.
 
@@ -21,12 +22,23 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import UnsupportedOptionError
 from ._caps import ModelCapabilities
-from ._records import BatchResult, BatchState, CachePlan, FileBody, HTTPCall, Preset, UploadedFile, _unmarked, refuse
+from ._records import (
+    BatchResult,
+    BatchState,
+    CachePlan,
+    CompactionPlan,
+    FileBody,
+    HTTPCall,
+    Preset,
+    UploadedFile,
+    _unmarked,
+    refuse,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters import Framing
 
-__all__ = ["Files", "Batches", "TokenCounting", "StoredState", "Caching", "Discovery", "TestSupport"]
+__all__ = ["Files", "Batches", "TokenCounting", "StoredState", "Caching", "LongContext", "Discovery", "TestSupport"]
 
 
 class Files:
@@ -198,6 +210,34 @@ class Caching:
             elif value is not None:
                 parts.append((name, value))
         return parts
+
+
+class LongContext:
+    """The provider's own ways to keep a long conversation within its window."""
+
+    def apply_compaction(
+        self,
+        body: dict[str, Any],
+        plan: CompactionPlan,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
+        """Put the ``compaction`` plan into ``body`` as this provider takes it (in place), or
+        refuse it: a provider that does not compact a conversation itself refuses ``compaction``."""
+        raise refuse(
+            "compaction",
+            preset,
+            "the provider does not compact a conversation itself; leave compaction out "
+            "(or trim the history before the call)",
+            model=model,
+        )
+
+    def apply_media_resolution(self, body: dict[str, Any], resolution: str, preset: Preset, model: str = "") -> None:
+        """Put the ``media_resolution`` option (low, medium, high) into ``body``, or refuse it."""
+        raise refuse(
+            "media_resolution", preset, "the provider takes no resolution for media; leave it out", model=model
+        )
 
 
 class Discovery:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ConfigError, ProviderError, UnsupportedOptionError, error_from_body
 from ._caps import EFFORT_LEVELS, ModelCapabilities, Refusal
-from ._parts import Batches, Caching, Discovery, Files, StoredState, TestSupport, TokenCounting
+from ._parts import Batches, Caching, Discovery, Files, LongContext, StoredState, TestSupport, TokenCounting
 from ._records import (
     CACHE_TTLS,
     DEFAULT_MAX_TOKENS,
@@ -22,6 +22,7 @@ from ._records import (
     BatchState,
     CachePlan,
     Capabilities,
+    CompactionPlan,
     FileBody,
     HTTPCall,
     ModelOptions,
@@ -56,6 +57,7 @@ __all__ = [
     "BatchResult",
     "BatchState",
     "CachePlan",
+    "CompactionPlan",
     "FileBody",
     "HTTPCall",
     "UploadedFile",
@@ -73,7 +75,7 @@ __all__ = [
 COMMON_DIALECT: dict[str, Any] = {"credentials": {"google", "aws", "azure"}, "key_envs": (tuple, list)}
 
 
-class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discovery, TestSupport, ABC):
+class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongContext, Discovery, TestSupport, ABC):
     """One wire protocol. Subclass it, set the class attributes, write the three methods
     every protocol has, and register an instance (built in, or through the
     ``modelwire.protocols`` entry-point group):
@@ -89,7 +91,8 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discover
     This class is the core (the request: URL, headers, body, options; the stream: framing,
     adapter, decoder; errors and dialects); the parts a provider may or may not have come
     from ``modelwire.protocols._parts`` with their defaults, each its own class: ``Files``,
-    ``Batches``, ``TokenCounting``, ``StoredState``, ``Caching``, ``Discovery``,
+    ``Batches``, ``TokenCounting``, ``StoredState``, ``Caching``, ``LongContext``,
+    ``Discovery``,
     ``TestSupport``. Only ``apply_options`` has no default; ``answer_events`` and
     ``fake_stream`` have one that raises, saying which protocol lacks it.
 
@@ -316,10 +319,16 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, Discover
                 model=model,
             )
         check_thinking_limits(options, caps, preset, model)
+        _check_task_budget(options, caps, preset, model)
         self.apply_options(body, options, preset, model=model, caps=caps)
         plan = CachePlan.of(options.cache)
         if plan is not None:
             self.apply_cache(body, plan, preset, model=model, caps=caps)
+        compaction = CompactionPlan.of(options.compaction)
+        if compaction is not None:
+            self.apply_compaction(body, compaction, preset, model=model, caps=caps)
+        if options.media_resolution is not None:
+            self.apply_media_resolution(body, options.media_resolution, preset, model=model)
         deep_merge(body, options.extra_body)
         for name in caps.refused_fields or ():
             if name in body:
@@ -534,3 +543,14 @@ def _duration(text: str) -> float | None:
         return None
     scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
     return sum(float(n) * scale[u] for n, u in parts)
+
+
+def _check_task_budget(options: ModelOptions, caps: ModelCapabilities, preset: Preset, model: str) -> None:
+    """Refuse a task budget the model is not known to take (the capability ``task_budget``)."""
+    if options.task_budget is not None and not caps.task_budget:
+        raise refuse(
+            "task_budget",
+            preset,
+            "the model is not known to take a task budget; or say capabilities={'task_budget': True}",
+            model=model,
+        )

@@ -88,6 +88,13 @@ class ModelOptions:
     chain: bool | None = None  # continue the provider's stored response, sending only the new items
     background: bool | None = None  # run the response in the background (resumed if the stream drops)
     stream: bool | None = None  # False: the whole answer at once (no streaming), decoded into the same events
+    # the provider's own compaction of a long conversation: True | a threshold in input tokens |
+    # {threshold, pause, instructions} | False (see CompactionPlan)
+    compaction: Any = None
+    # a token budget across the whole agentic task, which the model paces itself by (Claude's
+    # output_config.task_budget): the total, or {total, remaining}
+    task_budget: Any = None
+    media_resolution: str | None = None  # low | medium | high: the tokens each image or video frame costs
     extra_headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] = field(default_factory=dict)
 
@@ -228,6 +235,63 @@ def _cache_check(value: Any) -> str | None:
     return None
 
 
+_COMPACTION_KEYS = {"threshold": "a whole number of tokens", "pause": "a bool", "instructions": "a string"}
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """What the ``compaction`` option asks for, whatever the provider: let the provider
+    summarise the conversation into a compaction block once its input passes ``threshold``
+    tokens (None: the provider's default); ``pause``: stop the call right after it
+    compacted (the stop reason ``compaction``; the agent then goes on); ``instructions``:
+    what the summary must keep, where the provider takes them."""
+
+    threshold: int | None = None
+    pause: bool = False
+    instructions: str | None = None
+
+    @classmethod
+    def of(cls, value: Any) -> "CompactionPlan | None":
+        """The plan of a ``compaction`` option value (None: not asked for, or off)."""
+        if value is None or value is False:
+            return None
+        if value is True:
+            return cls()
+        if isinstance(value, int):
+            return cls(threshold=value)
+        return cls(**value)
+
+
+def _compaction_check(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return None if value > 0 else "must be a positive number of tokens"
+    if not isinstance(value, dict):
+        return "must be True, False, a threshold in tokens or a dict of " + ", ".join(_COMPACTION_KEYS)
+    for key, item in value.items():
+        if key not in _COMPACTION_KEYS:
+            return f"takes no {key!r} (it takes {', '.join(_COMPACTION_KEYS)})"
+        ok = {
+            "threshold": isinstance(item, int) and not isinstance(item, bool) and item > 0,
+            "pause": isinstance(item, bool),
+            "instructions": isinstance(item, str) and bool(item),
+        }[key]
+        if not ok:
+            return f"{key} must be {_COMPACTION_KEYS[key]}"
+    return None
+
+
+def _task_budget_check(value: Any) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return None if value > 0 else "must be a positive number of tokens"
+    if not isinstance(value, dict) or set(value) - {"total", "remaining"} or "total" not in value:
+        return "must be a number of tokens, or {total, remaining}"
+    if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in value.values()) or value["total"] < 1:
+        return "takes whole numbers of tokens (total above 0)"
+    return None
+
+
 def _one_of(*choices: str) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         return None if value in choices else f"must be one of {', '.join(choices)}"
@@ -255,6 +319,9 @@ _OPTION_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "chain": _kind(bool),
     "background": _kind(bool),
     "stream": _kind(bool),
+    "compaction": _compaction_check,
+    "task_budget": _task_budget_check,
+    "media_resolution": _one_of("low", "medium", "high"),
     "extra_headers": _kind(dict, each=str),
     "extra_body": _kind(dict),
 }

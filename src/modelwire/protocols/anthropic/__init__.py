@@ -34,6 +34,7 @@ from .._protocol import (
     batch_lines,
     CachePlan,
     Capabilities,
+    CompactionPlan,
     HTTPCall,
     ModelCapabilities,
     ModelOptions,
@@ -594,6 +595,9 @@ class AnthropicProtocol(WireProtocol):
                 "type": "json_schema",
                 "schema": claude_schema(o.json_schema, preset, model),
             }
+        if o.task_budget is not None:  # the model takes it: checked in body()
+            budget = o.task_budget if isinstance(o.task_budget, dict) else {"total": o.task_budget}
+            fields.setdefault("output_config", {})["task_budget"] = {"type": "tokens", **budget}
         p.update(fields)
 
     prompt_order = ("tools", "system", "messages")
@@ -630,6 +634,46 @@ class AnthropicProtocol(WireProtocol):
         from ._body import place_cache
 
         place_cache(body, plan.ttl, self.name, system=plan.system, tools=plan.tools, history=plan.history)
+
+    def apply_compaction(
+        self,
+        body: dict[str, Any],
+        plan: CompactionPlan,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
+        """Server-side compaction: ``context_management.edits`` with a ``compact_20260112``
+        edit (the anthropic SDK's BetaCompact20260112EditParam), and its beta header (see
+        ``_body.betas_for``)."""
+        from ._body import COMPACT_EDIT, COMPACT_MIN_TRIGGER
+
+        endpoint = preset.dialect.get("endpoint")
+        if endpoint in ENDPOINT_VERSIONS:
+            raise refuse(
+                "compaction",
+                preset,
+                f"Claude on {endpoint.title()} is not known to take the compaction beta; "
+                "send it yourself in extra_body if the cloud takes it",
+                model=model,
+            )
+        if plan.threshold is not None and plan.threshold < COMPACT_MIN_TRIGGER:
+            raise refuse(
+                "compaction",
+                preset,
+                f"Claude compacts at {COMPACT_MIN_TRIGGER} input tokens at the least "
+                "(https://platform.claude.com/docs/en/build-with-claude/compaction)",
+                model=model,
+            )
+        edit: dict[str, Any] = {"type": COMPACT_EDIT}
+        if plan.threshold is not None:
+            edit["trigger"] = {"type": "input_tokens", "value": plan.threshold}
+        if plan.pause:
+            edit["pause_after_compaction"] = True
+        if plan.instructions:
+            edit["instructions"] = plan.instructions
+        context = body.setdefault("context_management", {})
+        context.setdefault("edits", []).append(edit)
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
         message = {k: v for k, v in answer.items() if k not in ("stop_reason", "stop_sequence")}

@@ -12,6 +12,15 @@ MAX_CACHE_BREAKPOINTS = 4  # https://docs.claude.com/en/docs/build-with-claude/p
 IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
 # The MCP connector's beta, which a request with ``mcp_servers`` needs (see betas_for).
 MCP_BETA = "mcp-client-2025-11-20"
+# Server-side compaction's beta: "Include the beta header compact-2026-01-12 in your API
+# requests" (https://platform.claude.com/docs/en/build-with-claude/compaction).
+COMPACT_EDIT = "compact_20260112"
+COMPACT_BETA = "compact-2026-01-12"
+# "Default trigger is 150,000 tokens, minimum 50,000" (the compaction page above).
+COMPACT_MIN_TRIGGER = 50_000
+# "Add task_budget to output_config and include the beta header" task-budgets-2026-03-13
+# (https://platform.claude.com/docs/en/build-with-claude/task-budgets).
+TASK_BUDGET_BETA = "task-budgets-2026-03-13"
 
 
 _UNMARKABLE = ("thinking", "redacted_thinking")  # blocks cache_control cannot go on
@@ -79,4 +88,12 @@ def _in_prompt_order(body: dict[str, Any]) -> list[Any]:
 
 def betas_for(body: dict[str, Any]) -> list[str]:
     """The betas a request needs for what its body holds."""
-    return [MCP_BETA] if body.get("mcp_servers") else []
+    needed = [MCP_BETA] if body.get("mcp_servers") else []
+    context = body.get("context_management")
+    edits = context.get("edits") if isinstance(context, dict) else None
+    if isinstance(edits, list) and any(isinstance(e, dict) and e.get("type") == COMPACT_EDIT for e in edits):
+        needed.append(COMPACT_BETA)
+    output = body.get("output_config")
+    if isinstance(output, dict) and output.get("task_budget") is not None:
+        needed.append(TASK_BUDGET_BETA)
+    return needed

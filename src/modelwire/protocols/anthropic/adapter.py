@@ -14,13 +14,16 @@ What maps to what:
   their ``*_tool_result`` blocks -> tool results whose ``metadata.provider_block`` is the
   block exactly as received (the formatter replays it), with a readable text output.
 - any other block (``compaction``, ``container_upload``, types added later) -> a JSON
-  data block holding the block as received, deltas merged in.
+  data block holding the block as received, deltas merged in (``compaction_delta``'s
+  ``content`` and ``encrypted_content`` joined). A compaction block's summary is also its
+  ``summary`` extra, which a formatter sends where the block itself may not go.
 - usage: ``message_start`` then ``message_delta`` (cumulative: later values replace
   earlier ones); the raw usage is kept in ``MODEL_CALL_END.metadata["usage"]``.
   ``input_tokens`` counts every prompt token: Anthropic's own count leaves out cache reads
-  and writes, which are added (its figures stay in ``metadata["usage"]``).
+  and writes, which are added (its figures stay in ``metadata["usage"]``), and so do the
+  ``compaction`` entries of ``usage.iterations``, which the top-level figures leave out.
 - stop reasons: ``end_turn``, ``max_tokens``, ``stop_sequence``, ``tool_use``,
-  ``pause_turn``, ``refusal`` (with ``stop_details`` in the metadata),
+  ``pause_turn``, ``compaction`` (paused after compacting), ``refusal`` (with ``stop_details`` in the metadata),
   ``model_context_window_exceeded``.
 - ``event: error`` -> a typed error (``overloaded_error`` -> OverloadedError ...).
 """
@@ -42,6 +45,8 @@ STOP_REASONS = {
     "stop_sequence": "stop_sequence",
     "tool_use": "tool_use",
     "pause_turn": "pause_turn",
+    # pause_after_compaction (the anthropic SDK's BetaStopReason)
+    "compaction": "compaction",
     "refusal": "refusal",
     "model_context_window_exceeded": "max_tokens",
 }
@@ -200,6 +205,23 @@ class AnthropicAdapter(BaseAdapter):
         self.output_tokens = u.get("output_tokens") or 0
         self.cache_input_tokens = u.get("cache_read_input_tokens") or 0
         self.cache_creation_input_tokens = u.get("cache_creation_input_tokens") or 0
+        if u.get("iterations"):
+            self._add_compaction_usage(u["iterations"])
+
+    def _add_compaction_usage(self, iterations: Any) -> None:
+        """Add what compacting cost: "A `compaction` entry's tokens are not included in the
+        top-level `usage` fields" (the anthropic SDK's BetaUsage.iterations)."""
+        for entry in iterations if isinstance(iterations, list) else ():
+            if isinstance(entry, dict) and entry.get("type") == "compaction":
+                for name, key in (
+                    ("input_tokens", "input_tokens"),
+                    ("output_tokens", "output_tokens"),
+                    ("cache_input_tokens", "cache_read_input_tokens"),
+                    ("cache_creation_input_tokens", "cache_creation_input_tokens"),
+                ):
+                    value = entry.get(key)
+                    if isinstance(value, int) and not isinstance(value, bool):
+                        setattr(self, name, getattr(self, name) + value)
 
     def _on_start(self, index: int, cb: dict[str, Any]) -> None:
         btype = cb.get("type")
@@ -212,7 +234,7 @@ class AnthropicAdapter(BaseAdapter):
             self.delta(block, cb.get("text") or "")
         elif btype == "thinking":
             block = self.open_block(index, "thinking")
-            block.extras["provider_metadata"] = self.origin
+            block.extras["provider_metadata"] = self.thinking_origin
             if cb.get("signature"):
                 if not isinstance(cb["signature"], str):  # kept, and added to by signature_delta
                     raise StreamProtocolError("a thinking block whose signature is not a string", body=cb)
@@ -220,7 +242,7 @@ class AnthropicAdapter(BaseAdapter):
             self.delta(block, cb.get("thinking") or "")
         elif btype == "redacted_thinking":
             block = self.open_block(index, "thinking")
-            block.extras.update(provider_metadata=self.origin, redacted_thinking_data=cb.get("data", ""))
+            block.extras.update(provider_metadata=self.thinking_origin, redacted_thinking_data=cb.get("data", ""))
         elif btype == "tool_use" or btype in _SERVER_CALLS:
             block = self.open_block(index, "tool_call", name=cb.get("name", ""), block_id=cb.get("id"))
             block.extras.update({k: v for k, v in cb.items() if k not in _CALL_FIELDS})
@@ -294,7 +316,12 @@ class AnthropicAdapter(BaseAdapter):
         if block is None:
             if raw is None:
                 raise StreamProtocolError(f"content_block_stop for content block {index}, which was never started")
-            self.provider_block(raw, name=f"anthropic.{raw.get('type')}")
+            # A compaction block's content is its summary in plain text (the anthropic SDK's
+            # BetaCompactionBlock.content; null when the compaction failed).
+            summary = raw.get("content") if raw.get("type") == "compaction" else None
+            self.provider_block(
+                raw, name=f"anthropic.{raw.get('type')}", summary=summary if isinstance(summary, str) else None
+            )
             return
         if block.kind == "tool_call" and not block.has_delta:
             start_input = self._start_input.get(index)

@@ -71,6 +71,7 @@ TOOL_NAMES = IdRules(allowed="A-Za-z0-9_-", max_len=64)
 
 
 class AnthropicFormatter(Formatter):
+    system_in_place = False  # system messages join the top-level system prompt
     tool_id_rules: IdRules | None = TOOL_IDS
     tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL
@@ -104,7 +105,12 @@ class AnthropicFormatter(Formatter):
 
     def take(self, acc: Turns, seg: Segment) -> None:
         if seg.kind == "system":
-            acc.system += [{"type": "text", "text": b.text} for b in seg.blocks if b.text]
+            parts = [{"type": "text", "text": b.text} for b in seg.blocks if b.text]
+            if self.system_in_place and acc.turns:  # a model that takes it where it is (see system_messages)
+                if parts:
+                    merge_turn(acc.turns, "system", parts)
+            else:
+                acc.system += parts
             return
         content: list[dict[str, Any]] = []
         if seg.kind == "assistant":
@@ -195,7 +201,7 @@ class AnthropicFormatter(Formatter):
             raise FormatError(seg.index_of(block), f"a {btype!r} block cannot be sent in an assistant turn", PROTOCOL)
 
     def _native(self, block: Any) -> bool:
-        return replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
+        return replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint, model=self.model)
 
     def _result(self, block: Any, seg: Segment, turn: list[dict[str, Any]]) -> None:
         out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.id}
@@ -254,10 +260,31 @@ SERVER_TOOLS = {
 }
 
 
+# Tool search, which finds deferred tools (``defer_loading``) when the model needs them, in
+# two variants: "Regex Tool Search (tool_search_tool_regex_20251119)" and "BM25 Tool Search
+# (tool_search_tool_bm25_20251119)" (https://platform.claude.com/docs/en/agents-and-tools/
+# tool-use/tool-search-tool; the anthropic SDK's ToolSearchToolRegex20251119Param, whose
+# name is the literal tool_search_tool_regex).
+TOOL_SEARCH = {
+    "regex": {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+    "bm25": {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
+}
+
+
+def _tool_search(tool: ServerTool) -> dict[str, Any]:
+    """``ServerTool("tool_search", variant="regex" | "bm25")``: the search tool of that variant."""
+    variant = tool.config.get("variant", "regex")
+    if variant not in TOOL_SEARCH or set(tool.config) - {"variant"}:
+        raise refuse_server_tool(tool, PROTOCOL, "its tool search takes variant='regex' or variant='bm25' only")
+    return dict(TOOL_SEARCH[variant])
+
+
 def server_tool(tool: ServerTool) -> dict[str, Any]:
     """A :class:`ServerTool` as Anthropic's tool definition."""
     if tool.raw is not None:
         return dict(tool.raw)
+    if tool.kind == "tool_search":
+        return _tool_search(tool)
     if tool.kind not in SERVER_TOOLS:
         raise refuse_server_tool(
             tool, PROTOCOL, f"it runs {', '.join(SERVER_TOOLS)}; or give its own definition as ServerTool(raw={{...}})"
@@ -328,6 +355,8 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     if spec.description:
         out["description"] = spec.description
     out["input_schema"] = spec.parameters
+    if spec.defer:
+        out["defer_loading"] = True
     return out
 
 
@@ -423,6 +452,7 @@ def _tools(payload: dict[str, Any], specs: list[Any], server: list[Any], tool_ch
     server = [t for t in server if t not in mcp]
     if specs or server or mcp:
         payload["tools"] = [_tool(s) for s in specs] + [server_tool(t) for t in server] + [mcp_toolset(t) for t in mcp]
+        _searched(payload["tools"], specs)
     if mcp:
         payload["mcp_servers"] = [mcp_server(t) for t in mcp]
     mode, name = tool_choice_name(tool_choice, specs)
@@ -432,6 +462,13 @@ def _tools(payload: dict[str, Any], specs: list[Any], server: list[Any], tool_ch
             if mode == "required"
             else ({"type": "tool", "name": name} if mode == "tool" else {"type": mode})
         )
+
+
+def _searched(tools: list[dict[str, Any]], specs: list[Any]) -> None:
+    """The regex tool search added to ``tools`` when a tool is deferred and none was declared
+    (deferred tools are found only by a search)."""
+    if any(s.defer for s in specs) and not any(str(t.get("type", "")).startswith("tool_search_tool_") for t in tools):
+        tools.append(dict(TOOL_SEARCH["regex"]))
 
 
 def _signed_thinking(block: Any, extras: Any) -> dict[str, Any] | None:

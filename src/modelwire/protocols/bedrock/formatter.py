@@ -31,6 +31,7 @@ from typing import Any, Sequence
 
 from ...errors import FormatError
 from ...formatters import (
+    sent_undeferred,
     Formatter,
     Segment,
     Turns,
@@ -75,6 +76,7 @@ TOOL_NAMES = IdRules(allowed="A-Za-z0-9_-", max_len=64)
 
 
 class BedrockConverseFormatter(Formatter):
+    system_in_place = False  # system messages join the top-level system prompt
     tool_id_rules: IdRules | None = TOOL_IDS
     tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL
@@ -132,6 +134,7 @@ class BedrockConverseFormatter(Formatter):
             ),
         )
         specs = tool_specs(tools)
+        sent_undeferred(specs, PROTOCOL)
         turns, system = acc.turns, acc.system
         if turns and turns[0]["role"] == "assistant":
             turns.insert(0, {"role": "user", "content": [{"text": "(the conversation continues)"}]})

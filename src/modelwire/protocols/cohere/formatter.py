@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 from ...errors import FormatError
 from ...formatters import (
+    sent_undeferred,
     MessagesFormatter,
     function_tool,
     Segment,
@@ -64,6 +65,7 @@ class CohereFormatter(MessagesFormatter):
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "Cohere runs no server tools")
         specs = tool_specs(tools)
+        sent_undeferred(specs, PROTOCOL)
         payload: dict[str, Any] = {"messages": acc.turns}
         mode, name = tool_choice_name(tool_choice, specs)
         if mode == "tool":

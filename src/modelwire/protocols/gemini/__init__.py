@@ -462,6 +462,11 @@ class GeminiProtocol(WireProtocol):
         if config:
             p["generationConfig"] = config
 
+    def apply_media_resolution(self, body: dict[str, Any], resolution: str, preset: Preset, model: str = "") -> None:
+        """``generationConfig.mediaResolution``: MEDIA_RESOLUTION_LOW (64 tokens), _MEDIUM
+        (256), _HIGH (google-genai's MediaResolution and GenerationConfig.media_resolution)."""
+        body.setdefault("generationConfig", {})["mediaResolution"] = f"MEDIA_RESOLUTION_{resolution.upper()}"
+
     def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
         """The whole generateContent answer of the same blocks as :meth:`fake_stream`: one
         candidate holding every part, a thought's signature on the part after it."""

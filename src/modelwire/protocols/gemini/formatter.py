@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 from ...errors import FormatError
 from ...formatters import (
+    sent_undeferred,
     Formatter,
     Segment,
     Turns,
@@ -106,6 +107,7 @@ YOUTUBE_URLS = ("https://www.youtube.com/", "https://youtube.com/", "https://m.y
 
 
 class GeminiFormatter(Formatter):
+    system_in_place = False  # system messages join the top-level system prompt
     tool_id_rules: IdRules | None = None
     tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL
@@ -325,7 +327,9 @@ def _split_tools(tools: Sequence[Any] | None) -> tuple[list[Any], list[Any]]:
     declared, tools = split_server_tools(tools)
     server_tools = [t for t in tools or () if isinstance(t, dict) and len(t) == 1 and next(iter(t)) in SERVER_TOOLS]
     server_tools += [server_tool(t) for t in declared]
-    return tool_specs([t for t in tools or () if not any(t is s for s in server_tools)]), server_tools
+    specs = tool_specs([t for t in tools or () if not any(t is s for s in server_tools)])
+    sent_undeferred(specs, PROTOCOL)
+    return specs, server_tools
 
 
 def _bare_call(block: Any, first_call: bool) -> dict[str, Any]:

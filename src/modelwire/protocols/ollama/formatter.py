@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 from ...errors import FormatError
 from ...formatters import (
+    sent_undeferred,
     MessagesFormatter,
     function_tool,
     sent_source,
@@ -67,6 +68,7 @@ class OllamaFormatter(MessagesFormatter):
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools")
         specs = tool_specs(tools)
+        sent_undeferred(specs, PROTOCOL)
         payload: dict[str, Any] = {"messages": acc.turns}
         mode, _name = tool_choice_name(tool_choice, specs)
         if mode in ("required", "tool"):

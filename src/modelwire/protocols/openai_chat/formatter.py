@@ -30,6 +30,7 @@ from typing import Any, Sequence
 from ...errors import FormatError
 from ...message import Msg, origin
 from ...formatters import (
+    sent_undeferred,
     Formatter,
     Segment,
     Turns,
@@ -112,12 +113,14 @@ class OpenAIChatFormatter(Formatter):
     payload_turns = "messages"
 
     def walk(self) -> Walk:
-        return Walk(
+        walk = Walk(
             PROTOCOL,
             speaker_names=self.speaker_names,
             assistant_name=self.assistant_name,
             split_users=self.include_names,
         )
+        walk.stand_in = self.compaction_stand_in
+        return walk
 
     def take(self, acc: Turns, seg: Segment) -> None:
         out, kind = acc.turns, seg.kind
@@ -146,6 +149,7 @@ class OpenAIChatFormatter(Formatter):
             "this protocol runs no server tools; use openai-responses: for OpenAI's web search and code interpreter",
         )
         specs = tool_specs(tools)
+        sent_undeferred(specs, PROTOCOL)
         payload: dict[str, Any] = {"messages": acc.turns}
         if specs or raw:
             payload["tools"] = [_tool(s) for s in specs] + raw

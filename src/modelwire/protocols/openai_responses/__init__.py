@@ -15,6 +15,7 @@ from .._openai_shared import OpenAIFilesAndBatches, openai_model_list_url, opena
 from .._protocol import (
     CachePlan,
     Capabilities,
+    CompactionPlan,
     ModelCapabilities,
     ModelOptions,
     Preset,
@@ -161,6 +162,34 @@ class OpenAIResponsesProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol)
         from ..openai_chat import openai_cache
 
         openai_cache(body, plan, preset, model, caps)
+
+    def apply_compaction(
+        self,
+        body: dict[str, Any],
+        plan: CompactionPlan,
+        preset: Preset,
+        model: str = "",
+        caps: ModelCapabilities = ModelCapabilities(),
+    ) -> None:
+        """Server-side compaction: ``context_management: [{"type": "compaction",
+        "compact_threshold": N}]`` (the openai SDK's ResponseCreateParams.ContextManagement;
+        https://developers.openai.com/api/docs/guides/compaction). The compaction item comes
+        back in the output, encrypted; the response goes on after it (no pause)."""
+        if plan.pause:
+            raise refuse(
+                "compaction",
+                preset,
+                "the Responses API compacts and goes on in the same response; leave pause out",
+                model=model,
+            )
+        if plan.instructions:
+            raise refuse(
+                "compaction", preset, "the Responses API takes no instructions for its compaction", model=model
+            )
+        entry: dict[str, Any] = {"type": "compaction"}
+        if plan.threshold is not None:
+            entry["compact_threshold"] = plan.threshold
+        body.setdefault("context_management", []).append(entry)
 
     def apply_options(
         self,

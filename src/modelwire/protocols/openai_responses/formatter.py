@@ -329,6 +329,8 @@ def server_tool(tool: ServerTool) -> dict[str, Any]:
             out["user_location"] = {"type": "approximate", **config.pop("user_location")}
     elif tool.kind == "code_execution":
         out = {"type": "code_interpreter", "container": {"type": "auto"}}
+    elif tool.kind == "tool_search":
+        out = {"type": "tool_search"}  # hosted: OpenAI runs the search (the SDK's ToolSearchToolParam)
     elif tool.kind == "mcp":
         if not config.get("url") or not config.get("name"):
             raise refuse_server_tool(tool, PROTOCOL, "its mcp tool needs url and name")
@@ -384,6 +386,8 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
         out["description"] = spec.description
     out["parameters"] = spec.parameters
     out["strict"] = bool(spec.strict)  # the API wants it said; strict schemas are opt-in
+    if spec.defer:
+        out["defer_loading"] = True  # found by the tool search (the openai SDK's FunctionToolParam)
     return out
 
 
@@ -418,6 +422,8 @@ def _tools(payload: dict[str, Any], specs: list[Any], server: list[Any], tool_ch
     """The request's tools (functions and the provider's own) and tool choice."""
     if specs or server:
         payload["tools"] = [_tool(s) for s in specs] + [server_tool(t) for t in server]
+        if any(s.defer for s in specs) and not any(t.get("type") == "tool_search" for t in payload["tools"]):
+            payload["tools"].append({"type": "tool_search"})  # deferred tools are found by a search
     mode, name = tool_choice_name(tool_choice, specs)
     if mode is not None:
         payload["tool_choice"] = {"type": "function", "name": name} if mode == "tool" else mode
