@@ -284,3 +284,87 @@ def test_new_messages_are_media_checked_and_a_change_of_refusals_starts_again():
     model._capability_overrides = {}  # now it takes images: the draft's notes would be wrong
     body, _ = model.build_request(messages, TOOLS, drafts=[])
     assert "image not shown" not in json.dumps(body) and next(iter(model._drafts.values()))[1] is not first
+
+
+def test_tools_given_again_as_equal_values_keep_the_draft_and_a_change_in_place_does_not():
+    model = load_model("openai:gpt-4.1", api_key="k")
+    messages: list = [SystemMsg("system", "Hi.")] + turn(0)
+
+    def tools() -> list:  # rebuilt on every call, as an agent framework does
+        return [{"type": "function", "function": {"name": "get_time", "description": "Time", "parameters": {}}}]
+
+    model.build_request(messages, tools(), drafts=[])
+    first = next(iter(model._drafts.values()))[1]
+    messages += turn(1)
+    given = tools()
+    model.build_request(messages, given, drafts=[])
+    assert next(iter(model._drafts.values()))[1] is first
+    given[0]["function"]["description"] = "The time now"  # changed in place, no new object
+    messages += turn(2)
+    payload, _ = model.build_request(messages, given, drafts=[])
+    assert next(iter(model._drafts.values()))[1] is not first
+    assert payload == model.build_request(messages, given)[0]
+    assert payload["tools"][0]["function"]["description"] == "The time now"
+
+
+def test_a_function_tool_is_the_same_tool_while_it_is_the_same_object():
+    def get_time() -> str:
+        """The time."""
+        return "12:00"
+
+    def get_time_again() -> str:
+        """The time."""
+        return "12:00"
+
+    model = load_model("anthropic:claude-sonnet-4-5", api_key="k")
+    messages: list = [SystemMsg("system", "Hi.")] + turn(0)
+    from modelwire.agent import tool
+
+    one, other = tool(get_time), tool(get_time_again)
+    model.build_request(messages, [one], drafts=[])
+    first = next(iter(model._drafts.values()))[1]
+    model.build_request(messages + turn(1), [one], drafts=[])
+    assert next(iter(model._drafts.values()))[1] is first
+    model.build_request(messages + turn(1) + turn(2), [other], drafts=[])
+    assert next(iter(model._drafts.values()))[1] is not first
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai-chat", "gemini"])
+def test_a_repeated_tool_name_is_refused_among_thousands(protocol):
+    from modelwire.errors import FormatError
+
+    many = [ToolSpec(f"tool_{i}", "A tool.") for i in range(4000)] + [ToolSpec("tool_7", "Again.")]
+    with pytest.raises(FormatError, match=r"repeated: \['tool_7'\]"):
+        get_formatter(protocol)().format([UserMsg("user", "Hi.")], many)
+
+
+def test_a_source_in_a_message_added_or_changed_is_still_read_under_the_policy(tmp_path):
+    """The messages a request sent, unchanged and holding no URL, are not walked again for
+    sources; one added, or changed to hold a URL, is, under the call's source policy."""
+    from modelwire.errors import SourceRefusedError
+    from modelwire.message import URLSource
+    from modelwire.sources import SourcePolicy, use_source_policy
+
+    note = tmp_path / "pixel.png"
+    note.write_bytes(base64.b64decode(PNG))
+    model = load_model("anthropic:claude-sonnet-4-5", api_key="k", capability_lookup=False)
+    messages: list = [SystemMsg("system", "Hi.")] + turn(1) + turn(2)
+
+    def with_file() -> UserMsg:
+        return UserMsg("user", [DataBlock(source=URLSource(url=note.as_uri(), media_type="image/png"))])
+
+    async def body() -> bytes:
+        return (await model._prepare(messages, TOOLS, None, None)).body
+
+    asyncio.run(body())
+    assert next(iter(model._drafts.values()))[2] == len(messages)  # the next call walks none of them
+    messages += turn(4) + [with_file()]
+    assert PNG in asyncio.run(body()).decode()
+    with use_source_policy(SourcePolicy()), pytest.raises(SourceRefusedError):
+        asyncio.run(body())  # the file read is refused for input from outside
+    messages = messages[:-1]
+    asyncio.run(body())
+    messages[1].content = [*messages[1].content, with_file().content[0]]  # an earlier message changed
+    with use_source_policy(SourcePolicy()), pytest.raises(SourceRefusedError):
+        asyncio.run(body())
+    assert PNG in asyncio.run(body()).decode()

@@ -26,7 +26,6 @@ from a copy of what is still open.
 
 from __future__ import annotations
 
-import copy as _copy
 from operator import is_
 from typing import Any, Sequence
 
@@ -200,9 +199,36 @@ class Draft:
 
 
 def tools_key(tools: Sequence[Any] | None, tool_choice: Any) -> Any:
-    """A copy of the tools and tool choice to tell, on the next request, whether they are
-    the same (equal values); None when they cannot be copied (then no draft is kept)."""
+    """What tells, on the next request, whether the tools and tool choice are the same: their
+    JSON bytes (one C pass, no copy), with what has no JSON form (a function, an agent's tool
+    object) held by identity; None when they cannot be encoded (then no draft is kept).
+    Equal keys, equal tools: a value changed in place gives other bytes."""
+    opaque: list[Any] = []
+
+    def held(obj: Any) -> Any:
+        opaque.append(obj)  # kept by the key: its identity stays its own while the key lives
+        return len(opaque) - 1
+
     try:
-        return _copy.deepcopy((list(tools) if tools else None, tool_choice))
-    except Exception:  # noqa: BLE001 - a tool that cannot be copied: no reuse
+        encoded = _encode([list(tools) if tools else None, tool_choice], enc_hook=held)
+    except Exception:  # noqa: BLE001 - a tool that cannot be encoded: no reuse
         return None
+    return _ToolsKey(encoded, opaque)
+
+
+class _ToolsKey:
+    """Tools as :func:`tools_key` saw them: equal when their bytes are, and what had no JSON
+    form is the same objects."""
+
+    __slots__ = ("encoded", "opaque")
+
+    def __init__(self, encoded: bytes, opaque: list[Any]) -> None:
+        self.encoded, self.opaque = encoded, opaque
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _ToolsKey):
+            return NotImplemented
+        mine, theirs = self.opaque, other.opaque
+        return self.encoded == other.encoded and len(mine) == len(theirs) and all(map(is_, mine, theirs))
+
+    __hash__ = None  # type: ignore[assignment]

@@ -23,7 +23,7 @@ from ..message import AssistantMsg, Msg, MsgInput, UserMsg, as_messages
 from ..protocols import ModelCapabilities, ModelOptions, WireProtocol, get_protocol
 from ..protocols._protocol import thinking_requested
 from ._body import encode_body, http_error, read_limited
-from ._media import has_media, refused_media, resolve_sources, without_media
+from ._media import has_media, plain_prefix, refused_media, resolve_sources, without_media
 from ._call import Attempt, Call
 from ._failures import AGAIN, Failures
 from ._pricing import Pricing, pricing_option
@@ -120,7 +120,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         )  # count_tokens, by request body
         # What the formatter built of the last few conversations, by their first message, to
         # build each one's next request from (see modelwire.formatters._incremental).
-        self._drafts: collections.OrderedDict[int, tuple[Any, Any]] = collections.OrderedDict()
+        self._drafts: collections.OrderedDict[int, tuple[Any, Any, int]] = collections.OrderedDict()
 
     def __repr__(self) -> str:
         return f"HTTPModel({self.provider}:{self.name})"
@@ -351,12 +351,11 @@ class HTTPModel(Pricing, Failures, Resumption):
         fmt, drafts = self.formatter, self._drafts
         slot = id(messages[0])
         kept = drafts.pop(slot, None)  # taken out while in use: a draft has one user at a time
-        given = (list(tools) if tools else None, tool_choice, refused)
-        if kept is not None and kept[0] == given and kept[1].matches(messages):
-            key, draft = kept
+        given = tools_key(tools, tool_choice)
+        if given is not None and kept is not None and kept[0] == (given, refused) and kept[1].matches(messages):
+            key, draft = kept[0], kept[1]
         else:
-            copied = tools_key(tools, tool_choice)
-            key, draft = (None if copied is None else (*copied, refused)), fmt.draft(tools, tool_choice)
+            key, draft = (None if given is None else (given, refused)), fmt.draft(tools, tool_choice)
         # The messages the draft holds passed this check, unchanged, with the same refusals.
         messages = self._media_checked(messages, refused, start=len(draft.fed))
         with format_errors(fmt.protocol, messages):
@@ -364,11 +363,19 @@ class HTTPModel(Pricing, Failures, Resumption):
         if debug_enabled():
             same_as_full(payload, fmt, messages, tools, tool_choice)
         if key is not None:
-            drafts[slot] = (key, draft)
+            plain = kept[2] if kept is not None and kept[1] is draft else 0
+            drafts[slot] = (key, draft, plain_prefix(draft.fed, plain))
             while len(drafts) > self.drafts_kept:
                 drafts.popitem(last=False)
         drafted[:] = [draft, payload[draft.key]]
         return payload
+
+    def _plain(self, messages: Sequence[Msg]) -> int:
+        """How many of the first messages need no walk for sources: ones this conversation's
+        last request sent, the same objects and unchanged (its draft matches), that held no
+        URL source."""
+        kept = self._drafts.get(id(messages[0])) if messages else None
+        return kept[2] if kept is not None and kept[1].matches(messages) else 0
 
     async def _with_cache_resource(self, payload: dict[str, Any], opts: ModelOptions) -> dict[str, Any]:
         """``payload`` naming a prompt cache created for it first, where the provider's
@@ -517,8 +524,9 @@ class HTTPModel(Pricing, Failures, Resumption):
         """What a call sends: the request built for the model (its capabilities looked up
         when they matter, media fetched, a cache resource made), continued from a stored
         response with ``chain``, encoded and signed, with its trace and deadline."""
+        messages = as_messages(messages)
         messages = await resolve_sources(
-            as_messages(messages), self.wire, self.transport, self.max_source_bytes, self.endpoint
+            messages, self.wire, self.transport, self.max_source_bytes, self.endpoint, self._plain(messages)
         )
         assumed = self.assumed_from
         if not self._looked_up and (
