@@ -368,3 +368,88 @@ def test_a_source_in_a_message_added_or_changed_is_still_read_under_the_policy(t
     with use_source_policy(SourcePolicy()), pytest.raises(SourceRefusedError):
         asyncio.run(body())
     assert PNG in asyncio.run(body()).decode()
+
+
+def as_new_objects(messages: list) -> list:
+    """The same messages as other objects: through their JSON, as an application that keeps
+    its history as JSON loads it for each request."""
+    from modelwire.message import Msg
+
+    return [Msg.from_dict(json.loads(json.dumps(m.to_dict()))) for m in messages]
+
+
+@pytest.mark.parametrize("protocol", protocol_names())
+def test_the_same_messages_as_new_objects_go_on_from_the_draft(protocol):
+    with ProviderServer() as server:
+        model = server.model(protocol)
+    messages: list = [SystemMsg("system", "Be brief.")]
+    first = None
+    for i in range(6):
+        messages += turn(i)
+        given = as_new_objects(messages)
+        drafted: list = []
+        body, opts = model.build_request(given, TOOLS, drafts=drafted)
+        expected, _ = model.build_request(as_new_objects(messages), TOOLS)
+        assert body == expected, i
+        assert model._drafted_body(body, opts, (drafted[0], drafted[1])) == encode_body(expected), i
+        first = first or drafted[0]
+        assert drafted[0] is first, i  # one draft, gone on from
+        assert drafted[0].fed[: len(given)] == given
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: m.content[0].replace(text=m.content[0].text + "!"),
+        lambda m: m.content[0].replace(provenance={"provider": "anthropic"}),
+        lambda m: m.content[0].replace(id="another"),
+    ],
+    ids=["text", "an extra", "a text block's id"],
+)
+def test_a_new_object_with_other_content_is_not_taken_for_the_old(change):
+    """What a formatter reads of a message is its key: another text, another extra start a
+    new draft; a text block's id, which no formatter sends, does not."""
+    model = load_model("anthropic:claude-sonnet-4-5", api_key="k")
+    messages: list = [SystemMsg("system", "Be brief.")] + turn(0) + turn(1)
+    model.build_request(messages, TOOLS, drafts=[])
+    first = next(iter(model._drafts.values()))[1]
+    given = as_new_objects(messages)
+    block = change(given[1])
+    given[1] = given[1].replace(content=[block, *given[1].content[1:]])
+    drafted: list = []
+    body, _ = model.build_request(given, TOOLS, drafts=drafted)
+    assert body == model.build_request(given, TOOLS)[0]
+    assert (drafted[0] is first) == (block.id == "another")
+
+
+def test_a_sent_message_changed_in_place_is_not_recognised_from_its_old_key():
+    model = load_model("openai:gpt-4.1", api_key="k")
+    messages: list = [SystemMsg("system", "Be brief.")] + turn(0) + turn(1)
+    model.build_request(messages, TOOLS, drafts=[])
+    model.build_request(as_new_objects(messages), TOOLS, drafts=[])  # the keys taken
+    given = as_new_objects(messages)
+    given[1].content[0].text = "Another question."  # assigned in place: the same object
+    body, _ = model.build_request(given, TOOLS, drafts=[])
+    assert body == model.build_request(given, TOOLS)[0]
+    assert "Another question." in json.dumps(body)
+
+
+@pytest.mark.parametrize("protocol", protocol_names())
+def test_what_the_content_key_leaves_out_no_formatter_sends(protocol):
+    """A text block's id and every block's times are left out of a message's content key:
+    changed, they change no protocol's payload."""
+    from modelwire.formatters._incremental import _UNREAD, _UNREAD_BY_TYPE
+
+    messages: list = [SystemMsg("system", "Be brief.")] + turn(0) + turn(1) + turn(2)
+    other = as_new_objects(messages)
+
+    def changed(block):
+        left_out = _UNREAD | _UNREAD_BY_TYPE.get(block.type, set())
+        values = {"id": "another", "created_at": "2020-01-01T00:00:00", "finished_at": "2020-01-01T00:00:01"}
+        if block.type == "tool_result" and not isinstance(block.output, str):
+            block = block.replace(output=[changed(b) for b in block.output])
+        return block.replace(**{k: v for k, v in values.items() if k in left_out})
+
+    other = [m.replace(content=[changed(b) for b in m.content]) for m in other]
+    formatter = get_formatter(protocol)()
+    assert full(formatter, other) == full(formatter, messages)

@@ -26,7 +26,8 @@ from a copy of what is still open.
 
 from __future__ import annotations
 
-from operator import is_
+from hashlib import blake2b
+from operator import attrgetter, is_
 from typing import Any, Sequence
 
 from msgspec import Raw
@@ -81,6 +82,42 @@ def _feed(fmt: Any, walk: Walk, acc: Turns, messages: Sequence[Any], start: int,
     return max(taken, len(out) - 1)
 
 
+# What no formatter reads of a block (checked in tests/test_drafts.py against every protocol):
+# its times, and a text block's id (AgentScope makes a new one each time it builds a system
+# message from its prompt). Everything else, extras and provenance included, is in the key.
+_UNREAD = {"created_at", "finished_at"}
+_UNREAD_BY_TYPE = {"text": {"id"}}
+_GETTERS: dict[type, Any] = {}
+
+
+def _fields(obj: Any) -> Any:
+    """A record's fields as a tuple (and its extras), for the content key's encoder."""
+    cls = type(obj)
+    getter = _GETTERS.get(cls)
+    if getter is None:
+        stored = getattr(cls, "__record_stored__", None)
+        if stored is None:
+            raise TypeError(f"no content key for {cls.__name__}")
+        skip = _UNREAD | _UNREAD_BY_TYPE.get(getattr(cls, "type", ""), set())
+        getter = _GETTERS[cls] = attrgetter(*(n for n in stored if n not in skip))
+    values = getter(obj)
+    extras = getattr(obj, "__dict__", None)
+    return (cls.__name__, values, extras) if extras else (cls.__name__, values)
+
+
+def content_key(msg: Any) -> bytes | None:
+    """A digest of what a formatter reads of ``msg`` (its role, name and blocks, every field
+    and extra but those in ``_UNREAD``): two messages of one key format alike. None: a
+    message that cannot be told this way (it is then never taken for another)."""
+    if not isinstance(msg, Msg) or _streaming(msg):
+        return None
+    try:
+        encoded = _encode((msg.role, msg.name, msg.content), enc_hook=_fields)
+    except (TypeError, ValueError):
+        return None
+    return blake2b(encoded, digest_size=16).digest()
+
+
 def _mark(msg: Any) -> tuple[int, Any, int]:
     fold = msg._fold
     return (msg._version, fold, fold.applied if fold is not None else 0)
@@ -104,6 +141,7 @@ class Draft:
         "edits",
         "raws",
         "tail",
+        "keys",
     )
 
     def __init__(self, formatter: Any, tools: Sequence[Any] | None = None, tool_choice: Any = None) -> None:
@@ -125,6 +163,7 @@ class Draft:
         self.edits = EDITS[0]
         self.raws: list[Raw] = []  # the finished turns, encoded
         self.tail: Sequence[Any] = ()  # the messages from the first still streaming on: never kept
+        self.keys: list[bytes] = []  # the content keys of the first messages fed, taken when first asked for
 
     def matches(self, messages: Sequence[Any]) -> bool:
         """Whether ``messages`` begin with the ones this draft was built from, unchanged."""
@@ -134,6 +173,39 @@ class Draft:
             return False
         head = messages[:n]
         return all(map(is_, head, fed)) and list(map(_mark, head)) == self.marks
+
+    def recognise(self, messages: Sequence[Any]) -> bool:
+        """Whether ``messages`` begin with ones of the same content (:func:`content_key`) as
+        those this draft was built from: the same messages as other objects (a history loaded
+        from JSON, converted from another library, a system message built afresh). The draft
+        then holds the given ones, to go on from as :meth:`matches` would."""
+        fed = self.fed
+        n = len(fed)
+        if len(messages) < n or not self._keyed():
+            return False
+        head = messages[:n]
+        fresh = EDITS[0] == self.edits
+        marks = list(map(_mark, head))
+        keys = self.keys
+        for k in range(n):
+            msg = head[k]
+            if not (fresh and msg is fed[k] and marks[k] == self.marks[k]) and content_key(msg) != keys[k]:
+                return False
+        self.fed[:n], self.marks[:n], self.edits = head, marks, EDITS[0]
+        return True
+
+    def _keyed(self) -> bool:
+        """The content keys of every message fed, each taken while the message is as it was
+        formatted (unchanged since, as :meth:`matches` checks); False when one is not."""
+        keys, fed, marks = self.keys, self.fed, self.marks
+        if len(keys) < len(fed) and EDITS[0] != self.edits:
+            return False
+        for k in range(len(keys), len(fed)):
+            key = content_key(fed[k]) if _mark(fed[k]) == marks[k] else None
+            if key is None:
+                return False
+            keys.append(key)
+        return True
 
     def extend(self, messages: Sequence[Any]) -> "Draft":
         """Take the messages after those already fed (the caller checked :meth:`matches`):

@@ -350,12 +350,10 @@ class HTTPModel(Pricing, Failures, Resumption):
 
         fmt, drafts = self.formatter, self._drafts
         slot = id(messages[0])
-        kept = drafts.pop(slot, None)  # taken out while in use: a draft has one user at a time
         given = tools_key(tools, tool_choice)
-        if given is not None and kept is not None and kept[0] == (given, refused) and kept[1].matches(messages):
-            key, draft = kept[0], kept[1]
-        else:
-            key, draft = (None if given is None else (given, refused)), fmt.draft(tools, tool_choice)
+        key = None if given is None else (given, refused)
+        kept = self._kept_draft(messages, key)
+        draft = kept[1] if kept is not None else fmt.draft(tools, tool_choice)
         # The messages the draft holds passed this check, unchanged, with the same refusals.
         messages = self._media_checked(messages, refused, start=len(draft.fed))
         with format_errors(fmt.protocol, messages):
@@ -369,6 +367,23 @@ class HTTPModel(Pricing, Failures, Resumption):
                 drafts.popitem(last=False)
         drafted[:] = [draft, payload[draft.key]]
         return payload
+
+    def _kept_draft(self, messages: Sequence[Msg], key: Any) -> tuple[Any, Any, int] | None:
+        """The draft kept for this conversation, with these tools and refusals, taken out (a
+        draft has one user at a time): found by its first message, the same objects
+        unchanged; else one whose messages ``messages`` begin with as other objects of the
+        same content (see ``Draft.recognise``); else None."""
+        drafts = self._drafts
+        kept = drafts.pop(id(messages[0]), None)
+        if key is None:
+            return None
+        if kept is not None and kept[0] == key and kept[1].matches(messages):
+            return kept
+        for slot, other in list(drafts.items()):
+            if other[0] == key and other[1].recognise(messages):
+                del drafts[slot]
+                return other
+        return None
 
     def _plain(self, messages: Sequence[Msg]) -> int:
         """How many of the first messages need no walk for sources: ones this conversation's
