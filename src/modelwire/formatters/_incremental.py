@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 from msgspec import Raw
 from msgspec.json import encode as _encode
+from msgspec.msgpack import encode as _pack
 
 from ..message import Msg
 from ..message._blocks import EDITS
@@ -112,7 +113,7 @@ def content_key(msg: Any) -> bytes | None:
     if not isinstance(msg, Msg) or _streaming(msg):
         return None
     try:
-        encoded = _encode((msg.role, msg.name, msg.content), enc_hook=_fields)
+        encoded = _pack((msg.role, msg.name, msg.content), enc_hook=_fields)
     except (TypeError, ValueError):
         return None
     return blake2b(encoded, digest_size=16).digest()

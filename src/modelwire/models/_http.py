@@ -118,8 +118,8 @@ class HTTPModel(Pricing, Failures, Resumption):
         self._token_counts: collections.OrderedDict[bytes, int] = (
             collections.OrderedDict()
         )  # count_tokens, by request body
-        # What the formatter built of the last few conversations, by their first message, to
-        # build each one's next request from (see modelwire.formatters._incremental).
+        # The formatter's drafts of the last few conversations, by first message (see formatters._incremental).
+        self._names: Any = None  # the last tools' name map, by their key (see _name_map)
         self._drafts: collections.OrderedDict[int, tuple[Any, Any, int]] = collections.OrderedDict()
 
     def __repr__(self) -> str:
@@ -385,6 +385,20 @@ class HTTPModel(Pricing, Failures, Resumption):
                 return other
         return None
 
+    def _name_map(self, tools: Sequence[Any] | None) -> dict[str, str]:
+        """``name_map`` of the tools, kept while the tools and the name rules are the same
+        (an agent gives the same tools on every call)."""
+        rules = getattr(self.formatter, "tool_name_rules", None)
+        if rules is None or not tools:
+            return {}
+        from ..formatters._incremental import tools_key
+
+        key = (tools_key(tools, None), rules)
+        kept = self._names
+        if key[0] is None or kept is None or kept[0] != key:
+            kept = self._names = (key, name_map(tools, rules))
+        return dict(kept[1])
+
     def _plain(self, messages: Sequence[Msg]) -> int:
         """How many of the first messages need no walk for sources: ones this conversation's
         last request sent, the same objects and unchanged (its draft matches), that held no
@@ -555,7 +569,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         drafted: list[Any] = []
         payload, opts = self.build_request(messages, tools, tool_choice, options, drafts=drafted)
         payload = await self._with_cache_resource(payload, opts)
-        call = Call(payload, opts, name_map(tools, getattr(self.formatter, "tool_name_rules", None)))
+        call = Call(payload, opts, self._name_map(tools))
         chained = (
             self.wire.chain(payload, self._chains) if opts.chain and self.wire.keeps_state and self._chains else None
         )
