@@ -119,9 +119,13 @@ def content_key(msg: Any) -> bytes | None:
     return blake2b(encoded, digest_size=16).digest()
 
 
-def _mark(msg: Any) -> tuple[int, Any, int]:
-    fold = msg._fold
-    return (msg._version, fold, fold.applied if fold is not None else 0)
+# A message's count of changes and the fold streaming into it (one C call per message); a
+# fold's count of events applied is kept apart, for the few messages that have one.
+_mark = attrgetter("_version", "_fold")
+
+
+def _applied(messages: Sequence[Any], start: int) -> dict[int, int]:
+    return {k: msg._fold.applied for k, msg in enumerate(messages, start) if msg._fold is not None}
 
 
 class Draft:
@@ -139,6 +143,7 @@ class Draft:
         "acc",
         "fed",
         "marks",
+        "applied",
         "edits",
         "raws",
         "tail",
@@ -160,7 +165,8 @@ class Draft:
         self.taken = 0  # the segments the formatter has taken
         self.acc: Turns = formatter.begin()
         self.fed: list[Msg] = []  # the messages as given
-        self.marks: list[tuple[int, Any, int]] = []
+        self.marks: list[tuple[int, Any]] = []
+        self.applied: dict[int, int] = {}  # by index: the events applied by a fed message's fold
         self.edits = EDITS[0]
         self.raws: list[Raw] = []  # the finished turns, encoded
         self.tail: Sequence[Any] = ()  # the messages from the first still streaming on: never kept
@@ -173,7 +179,17 @@ class Draft:
         if len(messages) < n or EDITS[0] != self.edits:
             return False
         head = messages[:n]
-        return all(map(is_, head, fed)) and list(map(_mark, head)) == self.marks
+        return (
+            all(map(is_, head, fed))
+            and list(map(_mark, head)) == self.marks
+            and all(fed[k]._fold.applied == count for k, count in self.applied.items())
+        )
+
+    def _unchanged(self, k: int, msg: Any) -> bool:
+        """Whether ``msg`` is fed message ``k`` as it was fed (not its object: its marks)."""
+        if _mark(msg) != self.marks[k]:
+            return False
+        return msg._fold is None or msg._fold.applied == self.applied.get(k)
 
     def recognise(self, messages: Sequence[Any]) -> bool:
         """Whether ``messages`` begin with ones of the same content (:func:`content_key`) as
@@ -186,23 +202,23 @@ class Draft:
             return False
         head = messages[:n]
         fresh = EDITS[0] == self.edits
-        marks = list(map(_mark, head))
         keys = self.keys
         for k in range(n):
             msg = head[k]
-            if not (fresh and msg is fed[k] and marks[k] == self.marks[k]) and content_key(msg) != keys[k]:
+            if not (fresh and msg is fed[k] and self._unchanged(k, msg)) and content_key(msg) != keys[k]:
                 return False
-        self.fed[:n], self.marks[:n], self.edits = head, marks, EDITS[0]
+        self.fed[:n], self.marks[:n], self.edits = head, list(map(_mark, head)), EDITS[0]
+        self.applied = _applied(head, 0)
         return True
 
     def _keyed(self) -> bool:
         """The content keys of every message fed, each taken while the message is as it was
         formatted (unchanged since, as :meth:`matches` checks); False when one is not."""
-        keys, fed, marks = self.keys, self.fed, self.marks
+        keys, fed = self.keys, self.fed
         if len(keys) < len(fed) and EDITS[0] != self.edits:
             return False
         for k in range(len(keys), len(fed)):
-            key = content_key(fed[k]) if _mark(fed[k]) == marks[k] else None
+            key = content_key(fed[k]) if self._unchanged(k, fed[k]) else None
             if key is None:
                 return False
             keys.append(key)
@@ -221,6 +237,7 @@ class Draft:
         self.taken = _feed(self.formatter, self.walk, self.acc, new, start, self.taken)
         self.fed += new
         self.marks += map(_mark, new)
+        self.applied.update(_applied(new, start))
         self.edits = EDITS[0]
         self.tail = messages[stop:]
         return self
