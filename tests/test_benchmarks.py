@@ -23,6 +23,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
         "sse.py",
         "append_event.py",
         "format.py",
+        "request_build.py",
         "import_time.py",
         "fuzz.py",
         "first_call.py",

@@ -284,3 +284,172 @@ def test_new_messages_are_media_checked_and_a_change_of_refusals_starts_again():
     model._capability_overrides = {}  # now it takes images: the draft's notes would be wrong
     body, _ = model.build_request(messages, TOOLS, drafts=[])
     assert "image not shown" not in json.dumps(body) and next(iter(model._drafts.values()))[1] is not first
+
+
+def test_tools_given_again_as_equal_values_keep_the_draft_and_a_change_in_place_does_not():
+    model = load_model("openai:gpt-4.1", api_key="k")
+    messages: list = [SystemMsg("system", "Hi.")] + turn(0)
+
+    def tools() -> list:  # rebuilt on every call, as an agent framework does
+        return [{"type": "function", "function": {"name": "get_time", "description": "Time", "parameters": {}}}]
+
+    model.build_request(messages, tools(), drafts=[])
+    first = next(iter(model._drafts.values()))[1]
+    messages += turn(1)
+    given = tools()
+    model.build_request(messages, given, drafts=[])
+    assert next(iter(model._drafts.values()))[1] is first
+    given[0]["function"]["description"] = "The time now"  # changed in place, no new object
+    messages += turn(2)
+    payload, _ = model.build_request(messages, given, drafts=[])
+    assert next(iter(model._drafts.values()))[1] is not first
+    assert payload == model.build_request(messages, given)[0]
+    assert payload["tools"][0]["function"]["description"] == "The time now"
+
+
+def test_a_function_tool_is_the_same_tool_while_it_is_the_same_object():
+    def get_time() -> str:
+        """The time."""
+        return "12:00"
+
+    def get_time_again() -> str:
+        """The time."""
+        return "12:00"
+
+    model = load_model("anthropic:claude-sonnet-4-5", api_key="k")
+    messages: list = [SystemMsg("system", "Hi.")] + turn(0)
+    from modelwire.agent import tool
+
+    one, other = tool(get_time), tool(get_time_again)
+    model.build_request(messages, [one], drafts=[])
+    first = next(iter(model._drafts.values()))[1]
+    model.build_request(messages + turn(1), [one], drafts=[])
+    assert next(iter(model._drafts.values()))[1] is first
+    model.build_request(messages + turn(1) + turn(2), [other], drafts=[])
+    assert next(iter(model._drafts.values()))[1] is not first
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai-chat", "gemini"])
+def test_a_repeated_tool_name_is_refused_among_thousands(protocol):
+    from modelwire.errors import FormatError
+
+    many = [ToolSpec(f"tool_{i}", "A tool.") for i in range(4000)] + [ToolSpec("tool_7", "Again.")]
+    with pytest.raises(FormatError, match=r"repeated: \['tool_7'\]"):
+        get_formatter(protocol)().format([UserMsg("user", "Hi.")], many)
+
+
+def test_a_source_in_a_message_added_or_changed_is_still_read_under_the_policy(tmp_path):
+    """The messages a request sent, unchanged and holding no URL, are not walked again for
+    sources; one added, or changed to hold a URL, is, under the call's source policy."""
+    from modelwire.errors import SourceRefusedError
+    from modelwire.message import URLSource
+    from modelwire.sources import SourcePolicy, use_source_policy
+
+    note = tmp_path / "pixel.png"
+    note.write_bytes(base64.b64decode(PNG))
+    model = load_model("anthropic:claude-sonnet-4-5", api_key="k", capability_lookup=False)
+    messages: list = [SystemMsg("system", "Hi.")] + turn(1) + turn(2)
+
+    def with_file() -> UserMsg:
+        return UserMsg("user", [DataBlock(source=URLSource(url=note.as_uri(), media_type="image/png"))])
+
+    async def body() -> bytes:
+        return (await model._prepare(messages, TOOLS, None, None)).body
+
+    asyncio.run(body())
+    assert next(iter(model._drafts.values()))[2] == len(messages)  # the next call walks none of them
+    messages += turn(4) + [with_file()]
+    assert PNG in asyncio.run(body()).decode()
+    with use_source_policy(SourcePolicy()), pytest.raises(SourceRefusedError):
+        asyncio.run(body())  # the file read is refused for input from outside
+    messages = messages[:-1]
+    asyncio.run(body())
+    messages[1].content = [*messages[1].content, with_file().content[0]]  # an earlier message changed
+    with use_source_policy(SourcePolicy()), pytest.raises(SourceRefusedError):
+        asyncio.run(body())
+    assert PNG in asyncio.run(body()).decode()
+
+
+def as_new_objects(messages: list) -> list:
+    """The same messages as other objects: through their JSON, as an application that keeps
+    its history as JSON loads it for each request."""
+    from modelwire.message import Msg
+
+    return [Msg.from_dict(json.loads(json.dumps(m.to_dict()))) for m in messages]
+
+
+@pytest.mark.parametrize("protocol", protocol_names())
+def test_the_same_messages_as_new_objects_go_on_from_the_draft(protocol):
+    with ProviderServer() as server:
+        model = server.model(protocol)
+    messages: list = [SystemMsg("system", "Be brief.")]
+    first = None
+    for i in range(6):
+        messages += turn(i)
+        given = as_new_objects(messages)
+        drafted: list = []
+        body, opts = model.build_request(given, TOOLS, drafts=drafted)
+        expected, _ = model.build_request(as_new_objects(messages), TOOLS)
+        assert body == expected, i
+        assert model._drafted_body(body, opts, (drafted[0], drafted[1])) == encode_body(expected), i
+        first = first or drafted[0]
+        assert drafted[0] is first, i  # one draft, gone on from
+        assert drafted[0].fed[: len(given)] == given
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: m.content[0].replace(text=m.content[0].text + "!"),
+        lambda m: m.content[0].replace(provenance={"provider": "anthropic"}),
+        lambda m: m.content[0].replace(id="another"),
+    ],
+    ids=["text", "an extra", "a text block's id"],
+)
+def test_a_new_object_with_other_content_is_not_taken_for_the_old(change):
+    """What a formatter reads of a message is its key: another text, another extra start a
+    new draft; a text block's id, which no formatter sends, does not."""
+    model = load_model("anthropic:claude-sonnet-4-5", api_key="k")
+    messages: list = [SystemMsg("system", "Be brief.")] + turn(0) + turn(1)
+    model.build_request(messages, TOOLS, drafts=[])
+    first = next(iter(model._drafts.values()))[1]
+    given = as_new_objects(messages)
+    block = change(given[1])
+    given[1] = given[1].replace(content=[block, *given[1].content[1:]])
+    drafted: list = []
+    body, _ = model.build_request(given, TOOLS, drafts=drafted)
+    assert body == model.build_request(given, TOOLS)[0]
+    assert (drafted[0] is first) == (block.id == "another")
+
+
+def test_a_sent_message_changed_in_place_is_not_recognised_from_its_old_key():
+    model = load_model("openai:gpt-4.1", api_key="k")
+    messages: list = [SystemMsg("system", "Be brief.")] + turn(0) + turn(1)
+    model.build_request(messages, TOOLS, drafts=[])
+    model.build_request(as_new_objects(messages), TOOLS, drafts=[])  # the keys taken
+    given = as_new_objects(messages)
+    given[1].content[0].text = "Another question."  # assigned in place: the same object
+    body, _ = model.build_request(given, TOOLS, drafts=[])
+    assert body == model.build_request(given, TOOLS)[0]
+    assert "Another question." in json.dumps(body)
+
+
+@pytest.mark.parametrize("protocol", protocol_names())
+def test_what_the_content_key_leaves_out_no_formatter_sends(protocol):
+    """A text block's id and every block's times are left out of a message's content key:
+    changed, they change no protocol's payload."""
+    from modelwire.formatters._incremental import _UNREAD, _UNREAD_BY_TYPE
+
+    messages: list = [SystemMsg("system", "Be brief.")] + turn(0) + turn(1) + turn(2)
+    other = as_new_objects(messages)
+
+    def changed(block):
+        left_out = _UNREAD | _UNREAD_BY_TYPE.get(block.type, set())
+        values = {"id": "another", "created_at": "2020-01-01T00:00:00", "finished_at": "2020-01-01T00:00:01"}
+        if block.type == "tool_result" and not isinstance(block.output, str):
+            block = block.replace(output=[changed(b) for b in block.output])
+        return block.replace(**{k: v for k, v in values.items() if k in left_out})
+
+    other = [m.replace(content=[changed(b) for b in m.content]) for m in other]
+    formatter = get_formatter(protocol)()
+    assert full(formatter, other) == full(formatter, messages)

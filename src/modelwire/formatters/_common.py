@@ -164,8 +164,10 @@ def tool_specs(tools: Iterable[Any] | None) -> list[ToolSpec]:
     refused."""
     specs = [ToolSpec.coerce(t) for t in tools or ()]
     names = [s.name for s in specs]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
+    if len(set(names)) < len(names):  # one pass; the repeated ones counted only when there are some
+        from collections import Counter
+
+        dupes = sorted(n for n, k in Counter(names).items() if k > 1)
         raise FormatError(None, f"tool names must be unique; repeated: {dupes}")
     return specs
 

@@ -26,12 +26,13 @@ from a copy of what is still open.
 
 from __future__ import annotations
 
-import copy as _copy
-from operator import is_
+from hashlib import blake2b
+from operator import attrgetter, is_
 from typing import Any, Sequence
 
 from msgspec import Raw
 from msgspec.json import encode as _encode
+from msgspec.msgpack import encode as _pack
 
 from ..message import Msg
 from ..message._blocks import EDITS
@@ -82,9 +83,49 @@ def _feed(fmt: Any, walk: Walk, acc: Turns, messages: Sequence[Any], start: int,
     return max(taken, len(out) - 1)
 
 
-def _mark(msg: Any) -> tuple[int, Any, int]:
-    fold = msg._fold
-    return (msg._version, fold, fold.applied if fold is not None else 0)
+# What no formatter reads of a block (checked in tests/test_drafts.py against every protocol):
+# its times, and a text block's id (AgentScope makes a new one each time it builds a system
+# message from its prompt). Everything else, extras and provenance included, is in the key.
+_UNREAD = {"created_at", "finished_at"}
+_UNREAD_BY_TYPE = {"text": {"id"}}
+_GETTERS: dict[type, Any] = {}
+
+
+def _fields(obj: Any) -> Any:
+    """A record's fields as a tuple (and its extras), for the content key's encoder."""
+    cls = type(obj)
+    getter = _GETTERS.get(cls)
+    if getter is None:
+        stored = getattr(cls, "__record_stored__", None)
+        if stored is None:
+            raise TypeError(f"no content key for {cls.__name__}")
+        skip = _UNREAD | _UNREAD_BY_TYPE.get(getattr(cls, "type", ""), set())
+        getter = _GETTERS[cls] = attrgetter(*(n for n in stored if n not in skip))
+    values = getter(obj)
+    extras = getattr(obj, "__dict__", None)
+    return (cls.__name__, values, extras) if extras else (cls.__name__, values)
+
+
+def content_key(msg: Any) -> bytes | None:
+    """A digest of what a formatter reads of ``msg`` (its role, name and blocks, every field
+    and extra but those in ``_UNREAD``): two messages of one key format alike. None: a
+    message that cannot be told this way (it is then never taken for another)."""
+    if not isinstance(msg, Msg) or _streaming(msg):
+        return None
+    try:
+        encoded = _pack((msg.role, msg.name, msg.content), enc_hook=_fields)
+    except (TypeError, ValueError):
+        return None
+    return blake2b(encoded, digest_size=16).digest()
+
+
+# A message's count of changes and the fold streaming into it (one C call per message); a
+# fold's count of events applied is kept apart, for the few messages that have one.
+_mark = attrgetter("_version", "_fold")
+
+
+def _applied(messages: Sequence[Any], start: int) -> dict[int, int]:
+    return {k: msg._fold.applied for k, msg in enumerate(messages, start) if msg._fold is not None}
 
 
 class Draft:
@@ -102,9 +143,11 @@ class Draft:
         "acc",
         "fed",
         "marks",
+        "applied",
         "edits",
         "raws",
         "tail",
+        "keys",
     )
 
     def __init__(self, formatter: Any, tools: Sequence[Any] | None = None, tool_choice: Any = None) -> None:
@@ -122,10 +165,12 @@ class Draft:
         self.taken = 0  # the segments the formatter has taken
         self.acc: Turns = formatter.begin()
         self.fed: list[Msg] = []  # the messages as given
-        self.marks: list[tuple[int, Any, int]] = []
+        self.marks: list[tuple[int, Any]] = []
+        self.applied: dict[int, int] = {}  # by index: the events applied by a fed message's fold
         self.edits = EDITS[0]
         self.raws: list[Raw] = []  # the finished turns, encoded
         self.tail: Sequence[Any] = ()  # the messages from the first still streaming on: never kept
+        self.keys: list[bytes] = []  # the content keys of the first messages fed, taken when first asked for
 
     def matches(self, messages: Sequence[Any]) -> bool:
         """Whether ``messages`` begin with the ones this draft was built from, unchanged."""
@@ -134,7 +179,50 @@ class Draft:
         if len(messages) < n or EDITS[0] != self.edits:
             return False
         head = messages[:n]
-        return all(map(is_, head, fed)) and list(map(_mark, head)) == self.marks
+        return (
+            all(map(is_, head, fed))
+            and list(map(_mark, head)) == self.marks
+            and all(fed[k]._fold.applied == count for k, count in self.applied.items())
+        )
+
+    def _unchanged(self, k: int, msg: Any) -> bool:
+        """Whether ``msg`` is fed message ``k`` as it was fed (not its object: its marks)."""
+        if _mark(msg) != self.marks[k]:
+            return False
+        return msg._fold is None or msg._fold.applied == self.applied.get(k)
+
+    def recognise(self, messages: Sequence[Any]) -> bool:
+        """Whether ``messages`` begin with ones of the same content (:func:`content_key`) as
+        those this draft was built from: the same messages as other objects (a history loaded
+        from JSON, converted from another library, a system message built afresh). The draft
+        then holds the given ones, to go on from as :meth:`matches` would."""
+        fed = self.fed
+        n = len(fed)
+        if len(messages) < n or not self._keyed():
+            return False
+        head = messages[:n]
+        fresh = EDITS[0] == self.edits
+        keys = self.keys
+        for k in range(n):
+            msg = head[k]
+            if not (fresh and msg is fed[k] and self._unchanged(k, msg)) and content_key(msg) != keys[k]:
+                return False
+        self.fed[:n], self.marks[:n], self.edits = head, list(map(_mark, head)), EDITS[0]
+        self.applied = _applied(head, 0)
+        return True
+
+    def _keyed(self) -> bool:
+        """The content keys of every message fed, each taken while the message is as it was
+        formatted (unchanged since, as :meth:`matches` checks); False when one is not."""
+        keys, fed = self.keys, self.fed
+        if len(keys) < len(fed) and EDITS[0] != self.edits:
+            return False
+        for k in range(len(keys), len(fed)):
+            key = content_key(fed[k]) if self._unchanged(k, fed[k]) else None
+            if key is None:
+                return False
+            keys.append(key)
+        return True
 
     def extend(self, messages: Sequence[Any]) -> "Draft":
         """Take the messages after those already fed (the caller checked :meth:`matches`):
@@ -149,6 +237,7 @@ class Draft:
         self.taken = _feed(self.formatter, self.walk, self.acc, new, start, self.taken)
         self.fed += new
         self.marks += map(_mark, new)
+        self.applied.update(_applied(new, start))
         self.edits = EDITS[0]
         self.tail = messages[stop:]
         return self
@@ -200,9 +289,36 @@ class Draft:
 
 
 def tools_key(tools: Sequence[Any] | None, tool_choice: Any) -> Any:
-    """A copy of the tools and tool choice to tell, on the next request, whether they are
-    the same (equal values); None when they cannot be copied (then no draft is kept)."""
+    """What tells, on the next request, whether the tools and tool choice are the same: their
+    JSON bytes (one C pass, no copy), with what has no JSON form (a function, an agent's tool
+    object) held by identity; None when they cannot be encoded (then no draft is kept).
+    Equal keys, equal tools: a value changed in place gives other bytes."""
+    opaque: list[Any] = []
+
+    def held(obj: Any) -> Any:
+        opaque.append(obj)  # kept by the key: its identity stays its own while the key lives
+        return len(opaque) - 1
+
     try:
-        return _copy.deepcopy((list(tools) if tools else None, tool_choice))
-    except Exception:  # noqa: BLE001 - a tool that cannot be copied: no reuse
+        encoded = _encode([list(tools) if tools else None, tool_choice], enc_hook=held)
+    except Exception:  # noqa: BLE001 - a tool that cannot be encoded: no reuse
         return None
+    return _ToolsKey(encoded, opaque)
+
+
+class _ToolsKey:
+    """Tools as :func:`tools_key` saw them: equal when their bytes are, and what had no JSON
+    form is the same objects."""
+
+    __slots__ = ("encoded", "opaque")
+
+    def __init__(self, encoded: bytes, opaque: list[Any]) -> None:
+        self.encoded, self.opaque = encoded, opaque
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _ToolsKey):
+            return NotImplemented
+        mine, theirs = self.opaque, other.opaque
+        return self.encoded == other.encoded and len(mine) == len(theirs) and all(map(is_, mine, theirs))
+
+    __hash__ = None  # type: ignore[assignment]

@@ -513,6 +513,8 @@ def as_messages(value: MsgInput) -> list[Msg]:
     if value is None:
         return []
     items = [value] if isinstance(value, (str, Msg, dict)) else list(value)
+    if set(map(type, items)) == {Msg}:  # the usual history: one C pass, no call per message
+        return items
     out = []
     for item in items:
         if isinstance(item, str):

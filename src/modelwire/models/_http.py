@@ -24,7 +24,7 @@ from ..message import AssistantMsg, Msg, MsgInput, UserMsg, as_messages
 from ..protocols import ModelCapabilities, ModelOptions, WireProtocol, get_protocol
 from ..protocols._protocol import thinking_requested
 from ._body import encode_body, http_error, read_limited
-from ._media import has_media, refused_media, resolve_sources, without_media
+from ._media import has_media, plain_prefix, refused_media, resolve_sources, without_media
 from ._call import Attempt, Call, open_provider_calls
 from ._failures import AGAIN, Failures
 from ._pricing import Pricing, pricing_option
@@ -119,9 +119,9 @@ class HTTPModel(Pricing, Failures, Resumption):
         self._token_counts: collections.OrderedDict[bytes, int] = (
             collections.OrderedDict()
         )  # count_tokens, by request body
-        # What the formatter built of the last few conversations, by their first message, to
-        # build each one's next request from (see modelwire.formatters._incremental).
-        self._drafts: collections.OrderedDict[int, tuple[Any, Any]] = collections.OrderedDict()
+        # The formatter's drafts of the last few conversations, by first message (see formatters._incremental).
+        self._names: Any = None  # the last tools' name map, by their key (see _name_map)
+        self._drafts: collections.OrderedDict[int, tuple[Any, Any, int]] = collections.OrderedDict()
 
     def __repr__(self) -> str:
         return f"HTTPModel({self.provider}:{self.name})"
@@ -373,13 +373,10 @@ class HTTPModel(Pricing, Failures, Resumption):
 
         fmt, drafts = self.formatter, self._drafts
         slot = id(messages[0])
-        kept = drafts.pop(slot, None)  # taken out while in use: a draft has one user at a time
-        given = (list(tools) if tools else None, tool_choice, refused)
-        if kept is not None and kept[0] == given and kept[1].matches(messages):
-            key, draft = kept
-        else:
-            copied = tools_key(tools, tool_choice)
-            key, draft = (None if copied is None else (*copied, refused)), fmt.draft(tools, tool_choice)
+        given = tools_key(tools, tool_choice)
+        key = None if given is None else (given, refused)
+        kept = self._kept_draft(messages, key)
+        draft = kept[1] if kept is not None else fmt.draft(tools, tool_choice)
         # The messages the draft holds passed this check, unchanged, with the same refusals.
         messages = self._media_checked(messages, refused, start=len(draft.fed))
         with format_errors(fmt.protocol, messages):
@@ -387,11 +384,50 @@ class HTTPModel(Pricing, Failures, Resumption):
         if debug_enabled():
             same_as_full(payload, fmt, messages, tools, tool_choice)
         if key is not None:
-            drafts[slot] = (key, draft)
+            plain = kept[2] if kept is not None and kept[1] is draft else 0
+            drafts[slot] = (key, draft, plain_prefix(draft.fed, plain))
             while len(drafts) > self.drafts_kept:
                 drafts.popitem(last=False)
         drafted[:] = [draft, payload[draft.key]]
         return payload
+
+    def _kept_draft(self, messages: Sequence[Msg], key: Any) -> tuple[Any, Any, int] | None:
+        """The draft kept for this conversation, with these tools and refusals, taken out (a
+        draft has one user at a time): found by its first message, the same objects
+        unchanged; else one whose messages ``messages`` begin with as other objects of the
+        same content (see ``Draft.recognise``); else None."""
+        drafts = self._drafts
+        kept = drafts.pop(id(messages[0]), None)
+        if key is None:
+            return None
+        if kept is not None and kept[0] == key and kept[1].matches(messages):
+            return kept
+        for slot, other in list(drafts.items()):
+            if other[0] == key and other[1].recognise(messages):
+                del drafts[slot]
+                return other
+        return None
+
+    def _name_map(self, tools: Sequence[Any] | None) -> dict[str, str]:
+        """``name_map`` of the tools, kept while the tools and the name rules are the same
+        (an agent gives the same tools on every call)."""
+        rules = getattr(self.formatter, "tool_name_rules", None)
+        if rules is None or not tools:
+            return {}
+        from ..formatters._incremental import tools_key
+
+        key = (tools_key(tools, None), rules)
+        kept = self._names
+        if key[0] is None or kept is None or kept[0] != key:
+            kept = self._names = (key, name_map(tools, rules))
+        return dict(kept[1])
+
+    def _plain(self, messages: Sequence[Msg]) -> int:
+        """How many of the first messages need no walk for sources: ones this conversation's
+        last request sent, the same objects and unchanged (its draft matches), that held no
+        URL source."""
+        kept = self._drafts.get(id(messages[0])) if messages else None
+        return kept[2] if kept is not None and kept[1].matches(messages) else 0
 
     async def _with_cache_resource(self, payload: dict[str, Any], opts: ModelOptions) -> dict[str, Any]:
         """``payload`` naming a prompt cache created for it first, where the provider's
@@ -542,8 +578,9 @@ class HTTPModel(Pricing, Failures, Resumption):
         """What a call sends: the request built for the model (its capabilities looked up
         when they matter, media fetched, a cache resource made), continued from a stored
         response with ``chain``, encoded and signed, with its trace and deadline."""
+        messages = as_messages(messages)
         messages = await resolve_sources(
-            as_messages(messages), self.wire, self.transport, self.max_source_bytes, self.endpoint
+            messages, self.wire, self.transport, self.max_source_bytes, self.endpoint, self._plain(messages)
         )
         assumed = self.assumed_from
         if not self._looked_up and (
@@ -557,7 +594,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         drafted: list[Any] = []
         payload, opts = self.build_request(messages, tools, tool_choice, options, drafts=drafted)
         payload = await self._with_cache_resource(payload, opts)
-        call = Call(payload, opts, name_map(tools, getattr(self.formatter, "tool_name_rules", None)))
+        call = Call(payload, opts, self._name_map(tools))
         call.carried = open_provider_calls(messages)
         chained = (
             self.wire.chain(payload, self._chains) if opts.chain and self.wire.keeps_state and self._chains else None

@@ -22,7 +22,7 @@ from .transport import HTTPTransport
 if TYPE_CHECKING:
     from ._fetch import Refuse
 
-__all__ = ["refused_media", "has_media", "without_media", "resolve_sources", "by_reference"]
+__all__ = ["refused_media", "has_media", "without_media", "resolve_sources", "plain_prefix", "by_reference"]
 
 
 # -- media a model cannot take in ------------------------------------------------------------
@@ -106,17 +106,20 @@ async def resolve_sources(
     transport: HTTPTransport,
     max_bytes: int,
     endpoint: str | None = None,
+    start: int = 0,
 ) -> list[Msg]:
     """Inline (as base64) the data sources the provider cannot take as a URL, and every
     ``file://`` source, with a size limit; an uploaded file (``model.upload_file``) is left
     as a reference where ``endpoint`` holds it and takes its media type by reference, else
-    its bytes are read from its local copy. The given messages are not changed.
+    its bytes are read from its local copy. The given messages are not changed; the first
+    ``start`` are known to hold no URL source (:func:`plain_prefix`) and are not walked.
 
     Under a :class:`~modelwire.sources.SourcePolicy` (input from outside the process, such
     as ``serve``'s) each source must pass it first, else a ``SourceRefusedError``."""
     sources: _Sources | None = None
-    out: list[Msg] = []
-    for index, msg in enumerate(messages):
+    out: list[Msg] = list(messages[:start])
+    for index in range(start, len(messages)):
+        msg = messages[index]
         if not any(map(_has_url, msg.content)):  # nothing to fetch: no await per block
             out.append(msg)
             continue
@@ -135,6 +138,16 @@ async def resolve_sources(
         else:
             out.append(msg)
     return out
+
+
+def plain_prefix(messages: Sequence[Msg], start: int) -> int:
+    """How many of the first ``messages`` hold no URL source, counting on from ``start``
+    (the first ``start`` known to hold none): what :func:`resolve_sources` need not walk
+    again while they stay the same objects, unchanged."""
+    count = len(messages)
+    while start < count and not any(map(_has_url, messages[start].content)):
+        start += 1
+    return start
 
 
 def _has_url(block: Any) -> bool:

@@ -228,8 +228,14 @@ class AnthropicFormatter(Formatter):
         wanted = int(self.cache_system and bool(payload.get("system"))) + int(
             self.cache_tools and bool(payload.get("tools"))
         )
-        user_turns = [t for t in payload["messages"] if t["role"] == "user"]
-        last = min(self.cache_last_turns, len(user_turns))
+        turns = payload["messages"]
+        marked: list[int] = []  # where the last cache_last_turns user turns are: read from the end, no walk
+        k = len(turns)
+        while k and len(marked) < self.cache_last_turns:
+            k -= 1
+            if turns[k]["role"] == "user":
+                marked.append(k)
+        last = len(marked)
         if wanted + last > MAX_CACHE_BREAKPOINTS:
             raise FormatError(
                 None,
@@ -245,8 +251,9 @@ class AnthropicFormatter(Formatter):
         if self.cache_tools and payload.get("tools"):
             payload["tools"][-1]["cache_control"] = dict(_EPHEMERAL)
         if last:
-            marked = {id(turn) for turn in user_turns[len(user_turns) - last :]}
-            payload["messages"] = [_marked(turn) if id(turn) in marked else turn for turn in payload["messages"]]
+            turns = payload["messages"] = list(turns)
+            for k in marked:
+                turns[k] = _marked(turns[k])
 
 
 _NO_SEGMENT = Segment("assistant", 0, [])
