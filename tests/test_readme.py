@@ -93,7 +93,7 @@ def test_every_python_block_runs_as_written(n, tmp_path):
 
 
 def test_the_pytest_block_records_and_replays(tmp_path):
-    (code,) = [b for b in BLOCKS if "@pytest.mark.cassette" in b]
+    (code,) = [b for b in BLOCKS if "@pytest.mark.cassette" in b and "def test_weather_agent" in b]
     (tmp_path / "test_readme_block.py").write_text(code)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     with ProviderServer() as server:
@@ -157,7 +157,7 @@ def test_the_conformance_block_is_a_test_file_that_passes(tmp_path):
 
 def test_the_pytest_plugin_lives_beside_pytest_recording(tmp_path):
     pytest.importorskip("pytest_recording", reason="the dev extra installs pytest-recording")
-    (code,) = [b for b in BLOCKS if "@pytest.mark.cassette" in b]
+    (code,) = [b for b in BLOCKS if "@pytest.mark.cassette" in b and "def test_weather_agent" in b]
     (tmp_path / "test_readme_block.py").write_text(code)
     with ProviderServer() as server:
         server.respond = answer

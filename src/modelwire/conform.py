@@ -271,7 +271,7 @@ async def _structured(model: Any) -> Row:
         UserMsg("user", "Reply with a JSON object whose answer is OK."), structured_model=Reply, raise_errors=False
     )
     if reply.structured_output is not None:
-        return Row("modelwire: structured output", "ok", f"asked {how}: {reply.structured_output}")
+        return Row("modelwire: structured output", "ok", f"asked {how}: {reply.to_dict()['structured_output']}")
     why = f"{reply.error.type}: {reply.error.message}" if reply.error is not None else f"text {_text(reply)!r}"
     return Row("modelwire: structured output", "unsupported", f"asked {how}: no structured answer ({why})")
 

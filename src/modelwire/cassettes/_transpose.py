@@ -187,7 +187,8 @@ async def transpose_async(
     if gate:
         rules = model if model is not None else _offline_model(target, base_url)
         assumption = getattr(rules, "assumption", None)
-        report.assumed = assumption() if callable(assumption) else None
+        said = assumption() if callable(assumption) else None
+        report.assumed = said if isinstance(said, str) else None
         report.gate = [f for index, _, conversation in kept for f in _gate_offline(index, conversation, rules)]
         if not live:
             return report

@@ -50,7 +50,7 @@ class Formatter:
     model: str | None = None  # the target model, where known (thinking bound to a model goes back only to it)
     # Whether a system message in mid-conversation stays where it is (False: the target has
     # one system prompt at the top, and every system message joins it; ``check`` says so).
-    system_in_place: ClassVar[bool] = True
+    system_in_place: bool = True
     payload_turns: ClassVar[str | None] = None
     turn_content: ClassVar[str | None] = None
 

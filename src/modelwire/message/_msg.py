@@ -514,7 +514,7 @@ def as_messages(value: MsgInput) -> list[Msg]:
         return []
     items = [value] if isinstance(value, (str, Msg, dict)) else list(value)
     if set(map(type, items)) == {Msg}:  # the usual history: one C pass, no call per message
-        return items
+        return items  # type: ignore[return-value]  # every item is a Msg, as the line above checked
     out = []
     for item in items:
         if isinstance(item, str):

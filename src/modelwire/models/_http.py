@@ -705,7 +705,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         try:
             return await self.transport.open("POST", self.url(opts), call.headers, call.body, waiting, call.deadline)
         finally:
-            if call.permit is not None:
+            if call.permit is not None and self.rate_limiter is not None:
                 # Answered, refused or failed: the request may have reached the provider, whose
                 # bucket it then left; what its place held leaves the limiter's bucket too.
                 self.rate_limiter.answered(call.permit)
