@@ -393,3 +393,23 @@ def test_a_public_reference_goes_as_given_checked_once_per_request():
         asyncio.run(main())
     assert calls == ["img.example"]  # resolved, never fetched: the provider fetches it
     assert sent_to(provider).count("https://img.example/cat.png") == 2
+
+
+def test_a_provider_file_named_beside_an_inline_source_is_refused_too():
+    """Formatters send a block by its file id wherever the endpoint holds the file, whatever
+    its source: a client's base64 block naming the server's uploaded file (with the
+    provenance of the server's own endpoint) must not take that file to the model."""
+    with ProviderServer() as provider:
+        app = app_with(provider)
+        with Served(app) as served, httpx.Client(timeout=30) as client:
+            block = {
+                "type": "data",
+                "source": {"type": "base64", "data": "JVBERi0xLjQK", "media_type": "application/pdf"},
+                "file_id": "file-SERVERS",
+                "file_api": "anthropic",
+                "provider_metadata": {"anthropic": {"protocol": "anthropic", "endpoint": "anthropic"}},
+            }
+            message = {"role": "user", "name": "user", "content": [block, {"type": "text", "text": "Read it."}]}
+            held = client.post(served + "/reply", json={"messages": [message]}).text
+    assert "refused (provider-files)" in held
+    assert "file-SERVERS" not in str(provider.requests)

@@ -151,14 +151,20 @@ def plain_prefix(messages: Sequence[Msg], start: int) -> int:
 
 
 def _has_url(block: Any) -> bool:
-    """Whether a block holds a URL source, the only kind :func:`resolve_sources` may fetch."""
+    """Whether a block holds a URL source, the only kind :func:`resolve_sources` may fetch,
+    or names a file held at the provider (which a source policy may refuse, whatever its
+    source says)."""
     btype = block.type
     if btype == "data":
-        return block.source.type == "url"  # type: ignore[no-any-return]
+        return _data_to_walk(block)
     inner = block.output if btype == "tool_result" else block.hint if btype == "hint" else None
     if isinstance(inner, list):
-        return any(b.type == "data" and b.source.type == "url" for b in inner)
+        return any(b.type == "data" and _data_to_walk(b) for b in inner)
     return False
+
+
+def _data_to_walk(block: Any) -> bool:
+    return block.source.type == "url" or bool(extras_of(block).get("file_id"))
 
 
 class _Sources:
@@ -190,14 +196,18 @@ class _Sources:
 
     async def data(self, index: int, where: str, block: DataBlock) -> DataBlock:
         src = block.source
+        extras = extras_of(block)
+        if extras.get("file_id") and self.policy is not None and not self.policy.provider_files:
+            # Checked whatever the source is: formatters send a block by its file id wherever
+            # the endpoint holds the file, a base64 source beside it included.
+            url = src.url if src.type == "url" else f"file id {extras['file_id']}"
+            refuse = _refusal(index, where, url)
+            raise refuse("provider-files", "a file held at the provider is not sent for input from outside")
         if src.type != "url":
             return block
         url = src.url
         refuse = _refusal(index, where, url)
-        extras = extras_of(block)
         if extras.get("file_id"):
-            if self.policy is not None and not self.policy.provider_files:
-                raise refuse("provider-files", "a file held at the provider is not sent for input from outside")
             return await self._uploaded(block, extras, refuse)
         scheme = url.split(":", 1)[0].lower()
         if scheme == "file":
