@@ -515,11 +515,13 @@ def test_a_profile_or_the_presets_base_url_variable_names_an_endpoint(tmp_path, 
             'api_key = "sk-profile-key-0123456789"\n'
         )
         monkeypatch.chdir(project)
-        by_profile = recheck([path])
+        found_here = recheck([path])  # a modelwire.toml in the working directory may come with the cassettes
+        by_profile = recheck([path], config=project / "modelwire.toml")
         (project / "modelwire.toml").unlink()
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         by_variable = recheck([path])
         sent = [r["headers"].get("x-api-key") for r in server.requests]
+    assert found_here.calls == 0 and found_here.refused and found_here.exit_status == 2
     assert by_profile.refused == [] and by_variable.refused == [] and by_profile.calls == by_variable.calls == 1
     assert sent == ["sk-profile-key-0123456789", key]  # the profile's own key, then the environment's
 
@@ -608,7 +610,7 @@ def test_update_never_writes_an_answer_that_echoes_the_key_it_was_sent(tmp_path,
             f'[profiles.local]\nmodel = "anthropic:claude-test"\nbase_url = "{server.url}"\napi_key = "{profile_key}"\n'
         )
         monkeypatch.chdir(project)
-        report = recheck([path], update=True)
+        report = recheck([path], update=True, config=project / "modelwire.toml")
         assert server.requests[-1]["headers"]["x-api-key"] == profile_key
     assert report.calls == 1 and report.updated == []
     assert any("not updated" in why and "credential" in why for why in report.skipped), report.skipped

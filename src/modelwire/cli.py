@@ -839,6 +839,7 @@ def _cassette_recheck(args: argparse.Namespace) -> int:
         args.paths,
         base_url=args.base_url,
         allow_hosts=args.allow_host or (),
+        config=args.config,
         max_calls=args.max_calls,
         limits=limits,
         timeout=args.timeout,
@@ -1353,6 +1354,12 @@ def _recheck_action(cas_sub: Any) -> None:
         action="append",
         metavar="HOST",
         help="also send (with the key) to this host, HOST or HOST:PORT, where the cassettes name it (repeatable)",
+    )
+    re_.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a modelwire.toml whose profiles' endpoints may have the keys (one found in the working directory is "
+        "not trusted: it may come with the cassettes)",
     )
     re_.add_argument("--json", action="store_true", help="print the report as JSON, for machines")
     re_.add_argument("--max-calls", type=_positive_int, help="send at most this many requests")

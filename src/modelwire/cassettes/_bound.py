@@ -154,10 +154,13 @@ class Destinations:
 
     def _of_profiles(self) -> list[tuple[str, Endpoint]]:
         from ..errors import MissingKeyError
-        from ..models.config import find_config, load_config, resolve
+        from ..models.config import load_config, resolve
         from ..protocols import get_protocol
 
-        path = self._config_path or find_config()
+        # Only a configuration the user named: one found in the working directory (or a
+        # pyproject.toml's [tool.modelwire]) may come from the same pull request as the
+        # cassettes, and would name a host of its choosing for the environment's keys.
+        path = self._config_path
         try:
             profiles = load_config(path).get("profiles", {}) if path else {}
         except ConfigError:

@@ -541,12 +541,14 @@ async def recheck_async(
     timeout: float = 60.0,
     update: bool = False,
     transport: Any = None,
+    config: str | Path | None = None,
 ) -> RecheckReport:
     """Recheck the cassettes at ``paths``.
 
     ``base_url`` sends every request to that origin instead of the recorded one (the path
     kept); credentials come from the environment, as when the cassette was recorded, and go
-    only to an endpoint a preset, a profile or ``base_url`` names, or a host of
+    only to an endpoint a preset, a profile of ``config`` (a ``modelwire.toml`` the caller
+    names: one found in the working directory is not trusted) or ``base_url`` names, or a host of
     ``allow_hosts`` (``HOST`` or ``HOST:PORT``): a request to any other host, or in plain
     http to a host that is not loopback, is not sent and is listed in ``refused`` (see
     :mod:`modelwire.cassettes._bound`). ``max_calls`` bounds the requests sent; ``limits`` (a
@@ -558,7 +560,7 @@ async def recheck_async(
     from ._bound import Destinations
 
     report = RecheckReport()
-    destinations = Destinations(base_url, allow_hosts)
+    destinations = Destinations(base_url, allow_hosts, config_path=Path(config) if config is not None else None)
     owned = transport is None
     transport = transport or HTTPTransport(timeouts=Timeouts(total=timeout))
     try:
