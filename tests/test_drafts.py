@@ -453,3 +453,27 @@ def test_what_the_content_key_leaves_out_no_formatter_sends(protocol):
     other = [m.replace(content=[changed(b) for b in m.content]) for m in other]
     formatter = get_formatter(protocol)()
     assert full(formatter, other) == full(formatter, messages)
+
+
+def test_a_tool_object_changed_in_place_is_sent_as_it_is_now():
+    """An agent's tool (or a ToolSpec) changed between two calls of one model: the second
+    request carries the change, as a fresh model's would (found by an independent review)."""
+    from modelwire.agent import Tool
+    from modelwire.formatters import ToolSpec
+    from modelwire.message import UserMsg
+    from modelwire.models import load_model
+
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    for tool in (Tool(add), ToolSpec("add", "Add.", {"type": "object", "properties": {}})):
+        model = load_model("anthropic:claude-test", api_key="k", capability_lookup=False)
+        msgs = [UserMsg("u", "1 + 2?")]
+        drafts: list = []
+        first = model.build_request(msgs, [tool], drafts=drafts)[0]
+        assert first["tools"][0]["description"] == "Add." and drafts
+        tool.description = "CHANGED"
+        again = model.build_request(msgs, [tool], drafts=drafts)[0]
+        fresh = load_model("anthropic:claude-test", api_key="k", capability_lookup=False).build_request(msgs, [tool])[0]
+        assert again["tools"][0]["description"] == fresh["tools"][0]["description"] == "CHANGED"

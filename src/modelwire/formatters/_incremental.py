@@ -296,6 +296,14 @@ def tools_key(tools: Sequence[Any] | None, tool_choice: Any) -> Any:
     opaque: list[Any] = []
 
     def held(obj: Any) -> Any:
+        # A record (a ToolSpec) by its JSON form, an agent's tool by the spec it gives now: both
+        # can be changed in place, and a changed one must not find the old draft.
+        to_dict = getattr(obj, "to_dict", None)
+        if callable(to_dict):
+            return to_dict()
+        spec = getattr(obj, "tool_spec", None)
+        if callable(spec):
+            return spec()
         opaque.append(obj)  # kept by the key: its identity stays its own while the key lives
         return len(opaque) - 1
 
