@@ -341,3 +341,23 @@ def test_a_place_in_flight_holds_its_tokens_until_its_answer(shared, request):
     where = {"redis": request.getfixturevalue("redis_url"), "key": "test:held"} if shared else {}
     limiter = RateLimiter(tpm=1000, clock=clock, **where)
     assert asyncio.run(_held(limiter, clock)) == pytest.approx([0.06, 0.06, 0.06])  # one token's refill: 60 s / 1000
+
+
+def test_one_estimate_far_over_the_truth_costs_one_period_at_most():
+    """An estimate counts a request's base64 media as text: one such request must not hold
+    the endpoint for half an hour (found by an independent review)."""
+
+    async def run() -> float:
+        clock = Clock()
+        limiter = RateLimiter(tpm=30000, clock=clock)
+        wait, permit = await limiter.take("api|model", 1_000_000)
+        assert permit is not None, wait
+        limiter.answered(permit)
+        limiter.settle(permit, 1500)
+        await limiter.written()
+        clock.now += 60.0
+        wait, permit = await limiter.take("api|model", 100)
+        await limiter.aclose()
+        return 0.0 if permit is not None else wait
+
+    assert asyncio.run(run()) <= 60.0  # it was 1,880 s

@@ -205,7 +205,9 @@ class RateLimiter:
                 continue
             if limit:
                 bucket.free(limit, self.period, now)
-            bucket.level -= costs[kind]
+            # At most one period's debt: an estimate far over the truth (base64 media counted
+            # as text) waits one period at worst, never many.
+            bucket.level = max(bucket.level - costs[kind], -limit) if limit else bucket.level - costs[kind]
             if held:
                 bucket.held = max(0.0, bucket.held - costs[kind])
 
@@ -350,8 +352,8 @@ return '0'
 _CHARGE = (
     _REFILL
     + """
-if rpm > 0 then requests = requests - tonumber(ARGV[5]) end
-if tpm > 0 then tokens = tokens - tonumber(ARGV[6]) end
+if rpm > 0 then requests = math.max(requests - tonumber(ARGV[5]), -rpm) end
+if tpm > 0 then tokens = math.max(tokens - tonumber(ARGV[6]), -tpm) end
 if ARGV[7] ~= '' then redis.call('ZREM', held, ARGV[7]) end
 store()
 return 1
