@@ -413,3 +413,11 @@ def test_a_provider_file_named_beside_an_inline_source_is_refused_too():
             held = client.post(served + "/reply", json={"messages": [message]}).text
     assert "refused (provider-files)" in held
     assert "file-SERVERS" not in str(provider.requests)
+
+
+def test_ipv6_forms_a_translator_may_take_anywhere_are_not_public():
+    from modelwire.sources import not_public
+
+    for address in ("::127.0.0.1", "::ffff:0:7f00:1", "64:ff9b:1::a9fe:a9fe", "fec0::1"):
+        assert not_public(address) == "a reserved address", address
+    assert not_public("::1") == "a loopback address" and not_public("2606:4700::1111") is None

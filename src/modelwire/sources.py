@@ -125,6 +125,12 @@ def _networks() -> tuple[Any, ...]:
     )
 
 
+def _v6_not_public() -> tuple[Any, ...]:
+    import ipaddress
+
+    return tuple(ipaddress.ip_network(n) for n in ("::/96", "::ffff:0:0:0/96", "64:ff9b:1::/48"))
+
+
 def not_public(address: str) -> str | None:
     """What kind of address ``address`` is when it is not a public one (``"a loopback
     address"``, private, link-local, shared (CGNAT), multicast, unspecified, reserved, an
@@ -148,6 +154,10 @@ def not_public(address: str) -> str | None:
             return f"{said} address"
     if ip.is_unspecified:
         return "an unspecified address"
+    if ip.version == 6 and (ip.is_site_local or any(ip in net for net in _v6_not_public())):
+        # IPv4-compatible (::/96) and IPv4-translated (::ffff:0:0:0/96) forms, local-use NAT64
+        # (64:ff9b:1::/48, RFC 8215), site-local: a translator may take them to any IPv4 address.
+        return "a reserved address"
     for network, kind in (oracle, shared):
         if ip.version == 4 and ip in network:
             return kind

@@ -68,7 +68,11 @@ def refuse_plain_http(url: str) -> None:
 def _origin(url: str) -> tuple[str, str, int]:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
-    return scheme, (parts.hostname or "").lower(), parts.port or _DEFAULT_PORTS.get(scheme, 0)
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not one: no endpoint of anyone's
+        port = -1
+    return scheme, (parts.hostname or "").lower(), port or _DEFAULT_PORTS.get(scheme, 0)
 
 
 class Destinations:
