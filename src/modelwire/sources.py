@@ -125,10 +125,14 @@ def _networks() -> tuple[Any, ...]:
     )
 
 
-def _v6_not_public() -> tuple[Any, ...]:
+def _v6_reserved(ip: Any) -> bool:
+    """IPv4-compatible (``::/96``) and IPv4-translated (``::ffff:0:0:0/96``) forms, local-use
+    NAT64 (``64:ff9b:1::/48``, RFC 8215), site-local: a translator may take them to any IPv4
+    address."""
     import ipaddress
 
-    return tuple(ipaddress.ip_network(n) for n in ("::/96", "::ffff:0:0:0/96", "64:ff9b:1::/48"))
+    nets = ("::/96", "::ffff:0:0:0/96", "64:ff9b:1::/48")
+    return bool(ip.is_site_local) or any(ip in ipaddress.ip_network(n) for n in nets)
 
 
 def not_public(address: str) -> str | None:
@@ -154,9 +158,7 @@ def not_public(address: str) -> str | None:
             return f"{said} address"
     if ip.is_unspecified:
         return "an unspecified address"
-    if ip.version == 6 and (ip.is_site_local or any(ip in net for net in _v6_not_public())):
-        # IPv4-compatible (::/96) and IPv4-translated (::ffff:0:0:0/96) forms, local-use NAT64
-        # (64:ff9b:1::/48, RFC 8215), site-local: a translator may take them to any IPv4 address.
+    if ip.version == 6 and _v6_reserved(ip):
         return "a reserved address"
     for network, kind in (oracle, shared):
         if ip.version == 4 and ip in network:
