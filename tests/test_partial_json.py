@@ -24,7 +24,13 @@ from modelwire.event import PartialJSON, PartialToolCalls
 
 from paths import HAVE_SHARED, ROOT
 
-MODES = [{}, {"partial_strings": True}, {"whole_under": 64}, {"partial_strings": True, "whole_under": 16}]
+MODES = [
+    {},
+    {"whole_under": 0},
+    {"partial_strings": True, "whole_under": 0},
+    {"whole_under": 64},
+    {"partial_strings": True, "whole_under": 16},
+]
 PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -131,7 +137,7 @@ def test_an_open_string_shows_only_whole_characters():
 
 
 def test_what_shows_and_when():
-    parser = PartialJSON()
+    parser = PartialJSON(whole_under=0)
     steps = [
         ('{"a', {}),  # the object opens at once; a key without its value does not show
         ('": 12', {}),  # 12 may still grow
@@ -145,6 +151,19 @@ def test_what_shows_and_when():
         parser.feed(piece)
         assert parser.value == view, piece
     assert parser.done and parser.finish() == {"a": 12, "b": "open", "c": [True, None]}
+
+
+def test_by_default_a_container_under_256_characters_shows_once_whole():
+    """The default keeps the cost near one ``json.loads`` (benchmarks/partial_json.py): a UI
+    sees a small container at most 256 characters late, a big one as it goes."""
+    small = PartialJSON()
+    assert small.feed('{"city": "Paris", "days": [1, 2') is False and not small.has_value
+    assert small.feed("]}") is True and small.value == {"city": "Paris", "days": [1, 2]}
+    big = PartialJSON()
+    big.feed('{"note": "' + "x" * 300 + '", "items": [{"a": 1}, {"b"')
+    assert big.value == {"note": "x" * 300}  # the note is whole; the list is still small
+    big.feed(": 2}, " + '{"n": 0}, ' * 30)
+    assert big.value == {"note": "x" * 300, "items": [{"a": 1}, {"b": 2}] + [{"n": 0}] * 30}
 
 
 def test_a_small_container_shows_once_whole_with_whole_under():
@@ -191,7 +210,7 @@ def _refuse(name: str):
 
 
 def test_an_error_keeps_what_was_parsed_and_the_parser_stays_refused():
-    parser = PartialJSON()
+    parser = PartialJSON(whole_under=0)
     parser.feed('{"a": [1, 2], "b": ')
     with pytest.raises(PartialJSONError, match="at character 19") as info:
         parser.feed("}")
@@ -225,7 +244,7 @@ def test_parallel_calls_grow_each_on_its_own(interleave):
     weather = ['{"ci', 'ty": "Pa', 'ris", "days', '": [1, ', "2]}"]
     time = ['{"zone":', ' "UTC"}']
     events = call_events([("c1", "weather", weather), ("c2", "time", time), ("c3", "ping", [])], interleave)
-    calls = PartialToolCalls()
+    calls = PartialToolCalls(whole_under=0)  # every container as it opens
     got: dict[str, list] = {}
     for ev in events:
         partial = calls.see(ev)
@@ -240,11 +259,14 @@ def test_parallel_calls_grow_each_on_its_own(interleave):
     ]
     assert got["c2"] == [({}, False), ({"zone": "UTC"}, False), ({"zone": "UTC"}, True)]
     assert got["c3"] == [({}, True)]  # a call without arguments
+    by_default = PartialToolCalls()  # containers under 256 characters show once whole
+    seen = [(p.tool_call_id, snapshot(p.value), p.done) for p in map(by_default.see, events) if p is not None]
+    assert [s for s in seen if s[0] == "c1"] == [("c1", got["c1"][-1][0], False), ("c1", got["c1"][-1][0], True)]
 
 
 def test_a_call_whose_arguments_are_not_json_gives_one_error_and_no_more():
     events = call_events([("c1", "f", ['{"a": 1, ', '"b" 2', "}"])], interleave=False)
-    calls = PartialToolCalls()
+    calls = PartialToolCalls(whole_under=0)
     seen = [p for p in map(calls.see, events) if p is not None]
     assert [(p.value, p.done, type(p.error).__name__) for p in seen] == [
         ({"a": 1}, False, "NoneType"),
@@ -429,4 +451,4 @@ def test_serve_sends_a_calls_arguments_as_they_come_in_the_dialects_own_form(dia
         whole = available["input"]
         assert whole == json.loads(args)
     assert sent == pieces
-    assert check_views(args, sent, partial_strings=True) >= 5
+    assert check_views(args, sent, partial_strings=True, whole_under=0) >= 5

@@ -43,7 +43,7 @@ class PartialOutput:
         native: bool,
         tool_name: str,
         partial_strings: bool = False,
-        whole_under: int = 0,
+        whole_under: int = 256,
     ) -> None:
         self.structured_model = structured_model
         self._native = native

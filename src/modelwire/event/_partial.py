@@ -5,20 +5,22 @@ the object as it grows. Parsing every prefix again is quadratic in the text; :cl
 keeps the stack of containers it is in and what it expects next, and never reads again what
 it has taken, so the work is linear in the text whatever the pieces. Values that are whole in
 a piece (a record of a list, a string) are read by the C scanner ``json.loads`` itself uses,
-in one step; the inside of a long string costs a ``str.count`` a piece. (With ``whole_under``
-a small container waits, and is read again for each piece that may close it: at most
-``whole_under`` characters a piece.)
+in one step; the inside of a long string costs a ``str.count`` a piece. A small container
+waits, and is read again for each piece that may close it: at most ``whole_under`` characters
+a piece.
 
 What the value so far shows:
 
-- objects and arrays as far as they go: a container shows as soon as it opens, then each
-  entry once it is whole (a nested container as it goes). Each piece then costs a Python
-  step per token of it that lands inside an unfinished container, about 20 to 50 times
-  what ``json.loads`` spends on the same characters. ``whole_under=N`` trades that for a
-  coarser view: a container whose text so far is shorter than N characters shows once it
-  is whole, read by the C scanner in one step (``whole_under=256``: a 100 KB output of
+- objects and arrays as far as they go: by default a container whose text so far is shorter
+  than ``whole_under`` (256) characters shows once it is whole, read by the C scanner in one
+  step, and a longer one shows as it goes, each entry once it is whole (a 100 KB output of
   records in 1,000 pieces costs about 3 ``json.loads`` of the whole, see
-  ``benchmarks/partial_json.py``);
+  ``benchmarks/partial_json.py``). A UI sees a small container at most 256 characters late.
+  ``whole_under=0`` shows every container as soon as it opens; each piece then costs a
+  Python step per token of it that lands inside an unfinished container, about 20 to 50
+  times what ``json.loads`` spends on the same characters. A container that waits and
+  cannot become JSON is refused once its closing character comes or it grows past
+  ``whole_under`` (or at :meth:`PartialJSON.finish`);
 - a string once it is closed; with ``partial_strings=True`` an open string shows the text
   it has so far (as Vercel's ``partialOutputStream`` does), never half an escape nor a
   high surrogate whose low half has not come, so each view is a prefix of the final
@@ -75,7 +77,7 @@ class PartialJSON:
     """An incremental JSON parser: :meth:`feed` it the text in pieces; :attr:`value` is the
     value parsed so far, :meth:`finish` the whole one.
 
-    >>> p = PartialJSON()
+    >>> p = PartialJSON(whole_under=0)  # every container as it opens
     >>> p.feed('{"city": "Par')
     True
     >>> p.value
@@ -88,6 +90,11 @@ class PartialJSON:
     True
     >>> p.finish()
     {'city': 'Paris', 'days': [1, 2]}
+    >>> small = PartialJSON()  # by default: under 256 characters, once whole
+    >>> small.feed('{"city": "Paris", "days": [1')
+    False
+    >>> small.feed(", 2]}"), small.value
+    (True, {'city': 'Paris', 'days': [1, 2]})
     """
 
     __slots__ = (
@@ -109,7 +116,7 @@ class PartialJSON:
         "_failed",
     )
 
-    def __init__(self, *, partial_strings: bool = False, whole_under: int = 0) -> None:
+    def __init__(self, *, partial_strings: bool = False, whole_under: int = 256) -> None:
         self.partial_strings = partial_strings
         """Whether an open string shows the text it has so far (else only closed strings show)."""
         self.whole_under = whole_under
@@ -318,15 +325,18 @@ class PartialJSON:
     def _container(self, buf: str, pos: int, c: str, final: bool) -> int:
         """A container at ``pos``: read whole if it is, waited for if it is small, else opened."""
         closer = _CLOSER[c]
+        small = len(buf) - pos < self.whole_under and not final
         if buf.find(closer, pos) >= 0:
             try:
                 whole, end = _scan_once(buf, pos)
-            except (StopIteration, ValueError):
-                pass  # not whole yet (or not valid: read piece by piece, that says where)
+            except StopIteration as exc:  # not whole yet, or not valid before the end of the text:
+                small = small and exc.value >= len(buf)  # then read piece by piece, that says where
+            except ValueError as exc:
+                small = small and getattr(exc, "pos", 0) >= len(buf)
             else:
                 self._attach(whole)
                 return end
-        if len(buf) - pos < self.whole_under and not final:
+        if small:
             self._waiting = closer
             return -1
         container: Any = {} if c == "{" else []

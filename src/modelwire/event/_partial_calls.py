@@ -34,7 +34,7 @@ class PartialToolCalls:
     """Feed it events (:meth:`see`); it answers each tool call's arguments when they change.
 
     >>> from modelwire import event as E
-    >>> calls = PartialToolCalls()
+    >>> calls = PartialToolCalls(whole_under=0)  # every object as it opens (default: small ones once whole)
     >>> calls.see(E.ToolCallStartEvent(reply_id="r", tool_call_id="c1", tool_call_name="weather"))
     >>> calls.see(E.ToolCallDeltaEvent(reply_id="r", tool_call_id="c1", delta='{"city": "Paris", "da'))
     ToolCallPartial(tool_call_id='c1', tool_call_name='weather', value={'city': 'Paris'}, done=False, error=None)
@@ -44,7 +44,7 @@ class PartialToolCalls:
 
     __slots__ = ("_options", "_calls")
 
-    def __init__(self, *, partial_strings: bool = False, whole_under: int = 0) -> None:
+    def __init__(self, *, partial_strings: bool = False, whole_under: int = 256) -> None:
         self._options = {"partial_strings": partial_strings, "whole_under": whole_under}
         self._calls: dict[str, tuple[str, PartialJSON]] = {}
 
