@@ -361,3 +361,32 @@ def test_one_estimate_far_over_the_truth_costs_one_period_at_most():
         return 0.0 if permit is not None else wait
 
     assert asyncio.run(run()) <= 60.0  # it was 1,880 s
+
+
+@pytest.mark.skipif(REDIS is None, reason="needs redis-server (apt-get install redis-server; .ci/run installs it)")
+def test_processes_that_know_different_limits_keep_each_others_buckets(redis_url):  # noqa: F811 - the fixture
+    """One process knows the endpoint's requests per minute, another its tokens per minute (one
+    was given it, the other learned it from headers): each one's visit refills only the bucket
+    it knows, and must not take from the other its refill time nor its life in Redis."""
+    import redis as redis_sync
+
+    async def scenario() -> tuple[float, int]:
+        clock = Clock()
+        tokens = RateLimiter(tpm=600, clock=clock, redis=redis_url, key="test:mixed")
+        requests = RateLimiter(rpm=100, clock=clock, redis=redis_url, key="test:mixed")
+        first = (await tokens.take("api|model", 600))[1]
+        tokens.answered(first)  # the whole token bucket spent at 0 s
+        await tokens.written()
+        clock.now += 30
+        place = (await requests.take("api|model", 1))[1]
+        requests.answered(place)
+        await requests.written()
+        ttl = redis_sync.Redis.from_url(redis_url).pttl("test:mixed:api|model")
+        wait = (await tokens.take("api|model", 300))[0]  # 30 s at 10 tokens a second: 300 back
+        await tokens.aclose()
+        await requests.aclose()
+        return wait, ttl
+
+    wait, ttl = asyncio.run(scenario())
+    assert wait == 0.0
+    assert ttl > 60_000 + 30_000  # the token bucket, empty at 0 s, is full at 60 s: kept past then

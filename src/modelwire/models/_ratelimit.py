@@ -305,28 +305,33 @@ def _epoch(iso: str) -> float:
         return 0.0
 
 
-# The buckets in Redis: a hash per endpoint (each limit's level, and the time it is as of) and a
+# The buckets in Redis: a hash per endpoint (each limit's level, and the time it is as of: each
+# its own, since processes may know different limits, one learned from headers the other not) and a
 # sorted set of the places in flight ("pid-n-tokens", scored by when the hold lapses). Both scripts
 # refill to ``now`` first.
 _REFILL = """
 local key, held, now, period = KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2])
 local rpm, tpm = tonumber(ARGV[3]), tonumber(ARGV[4])
-local state = redis.call('HMGET', key, 'requests', 'tokens', 'at')
-local at = tonumber(state[3]) or now
-local function refilled(stored, limit)
-  if limit <= 0 then return 0 end
-  local level = tonumber(stored) or limit
-  return math.min(limit, level + math.max(0, now - at) * limit / period)
+local state = redis.call('HMGET', key, 'requests', 'tokens', 'requests_at', 'tokens_at')
+local function refilled(stored, stamp, limit)
+  if limit <= 0 then return 0, now end
+  local level, at = tonumber(stored) or limit, tonumber(stamp) or now
+  return math.min(limit, level + math.max(0, now - at) * limit / period), math.max(at, now)
 end
-local requests, tokens = refilled(state[1], rpm), refilled(state[2], tpm)
+local requests, requests_at = refilled(state[1], state[3], rpm)
+local tokens, tokens_at = refilled(state[2], state[4], tpm)
 local function store()
-  redis.call('HSET', key, 'at', tostring(math.max(at, now)))
-  if rpm > 0 then redis.call('HSET', key, 'requests', tostring(requests)) end
-  if tpm > 0 then redis.call('HSET', key, 'tokens', tostring(tokens)) end
   local full = 0
-  if rpm > 0 then full = math.max(full, (rpm - requests) * period / rpm) end
-  if tpm > 0 then full = math.max(full, (tpm - tokens) * period / tpm) end
-  redis.call('PEXPIRE', key, math.ceil((full + period) * 1000))
+  if rpm > 0 then
+    redis.call('HSET', key, 'requests', tostring(requests), 'requests_at', tostring(requests_at))
+    full = math.max(full, (rpm - requests) * period / rpm)
+  end
+  if tpm > 0 then
+    redis.call('HSET', key, 'tokens', tostring(tokens), 'tokens_at', tostring(tokens_at))
+    full = math.max(full, (tpm - tokens) * period / tpm)
+  end
+  -- never sooner than it was: a process that knows one limit keeps the other's level alive
+  redis.call('PEXPIRE', key, math.max(redis.call('PTTL', key), math.ceil((full + period) * 1000)))
 end
 """
 
