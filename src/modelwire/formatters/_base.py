@@ -51,6 +51,9 @@ class Formatter:
     # Whether a system message in mid-conversation stays where it is (False: the target has
     # one system prompt at the top, and every system message joins it; ``check`` says so).
     system_in_place: bool = True
+    # Whether an effort change in mid-conversation is taken where it is (see EffortChange;
+    # set by the models layer from the capability ``effort_per_message``); else refused.
+    effort_in_place: bool = False
     payload_turns: ClassVar[str | None] = None
     turn_content: ClassVar[str | None] = None
 
@@ -107,6 +110,7 @@ class Formatter:
 
         walk = Walk(self.protocol, speaker_names=self.speaker_names, assistant_name=self.assistant_name)
         walk.stand_in = self.compaction_stand_in
+        walk.effort_target = None if self.effort_in_place else (self.model or self.protocol)
         return walk
 
     def compaction_stand_in(self, block: Any) -> Any:

@@ -189,6 +189,9 @@ class HTTPModel(Pricing, Failures, Resumption):
         if caps.system_messages and not fmt.system_in_place:
             fmt.system_in_place = True  # the model takes system messages where they are
             self._drafts.clear()
+        if bool(caps.effort_per_message) != fmt.effort_in_place:
+            fmt.effort_in_place = bool(caps.effort_per_message)  # and effort changes where they are
+            self._drafts.clear()
 
     async def lookup_capabilities(self, *, cache: Any = None) -> ModelCapabilities:
         """Ask the provider what this model accepts, once (where it publishes it, and where

@@ -21,6 +21,9 @@ COMPACT_MIN_TRIGGER = 50_000
 # "Add task_budget to output_config and include the beta header" task-budgets-2026-03-13
 # (https://platform.claude.com/docs/en/build-with-claude/task-budgets).
 TASK_BUDGET_BETA = "task-budgets-2026-03-13"
+# An effort change in mid-conversation: "Send the mid-conversation-output-config-2026-07-01
+# beta header" (https://platform.claude.com/docs/en/build-with-claude/effort-per-message).
+MESSAGE_EFFORT_BETA = "mid-conversation-output-config-2026-07-01"
 
 
 _UNMARKABLE = ("thinking", "redacted_thinking")  # blocks cache_control cannot go on
@@ -96,4 +99,7 @@ def betas_for(body: dict[str, Any]) -> list[str]:
     output = body.get("output_config")
     if isinstance(output, dict) and output.get("task_budget") is not None:
         needed.append(TASK_BUDGET_BETA)
+    turns = body.get("messages")
+    if isinstance(turns, list) and any(t.get("role") == "system" and "output_config" in t for t in turns):
+        needed.append(MESSAGE_EFFORT_BETA)
     return needed
