@@ -850,6 +850,18 @@ class HTTPModel(Pricing, Failures, Resumption):
 
         return await count_tokens(self, messages, tools, tool_choice, options, estimate)
 
+    async def compact(self, messages: MsgInput, *, options: ModelOptions | dict | None = None) -> list[Msg]:
+        """The conversation compacted by the provider on request, outside a turn (OpenAI
+        Responses ``POST /responses/compact``): the compacted window as messages, the user
+        messages the provider kept and an assistant message holding its compaction block,
+        which goes back only to this provider (``message.BINDINGS["compaction"]``; elsewhere
+        its summary, where it has one, or nothing: ``check`` says ``foreign-compaction``).
+        Send the window, then what follows, as the next request's history. Where the provider
+        has no such endpoint, an :class:`~modelwire.errors.UnsupportedOptionError` naming the model."""
+        from ._compact import compact
+
+        return await compact(self, messages, options)
+
     async def upload_file(self, source: Any, *, media_type: str | None = None, name: str | None = None) -> Any:
         """Upload a file (a path, or bytes with their ``media_type``) to this provider's Files
         API once, and return a :class:`~modelwire.message.DataBlock` that refers to it: sent

@@ -233,6 +233,20 @@ class LongContext:
             model=model,
         )
 
+    def compact_request(
+        self, url: str, body: dict[str, Any], model: str, preset: Preset
+    ) -> tuple[str, dict[str, Any]] | None:
+        """Where the provider compacts a conversation on request, outside a turn, and the body
+        that asks it to, from the request ``body`` for ``url``; None where it has no such
+        endpoint (``model.compact`` then refuses)."""
+        return None
+
+    def compacted_window(self, answer: dict[str, Any]) -> list[tuple[str, Any]]:
+        """What a compact endpoint's ``answer`` holds, in order: ``("user", text)`` for a user
+        message it kept, ``("answer", whole_answer)`` for the rest, which this protocol's
+        adapter decodes (:meth:`answer_events`) into an assistant message."""
+        raise NotImplementedError
+
     def apply_media_resolution(self, body: dict[str, Any], resolution: str, preset: Preset, model: str = "") -> None:
         """Put the ``media_resolution`` option (low, medium, high) into ``body``, or refuse it."""
         raise refuse(
