@@ -233,6 +233,17 @@ class LongContext:
             model=model,
         )
 
+    def apply_clear_tool_uses(self, body: dict[str, Any], value: Any, preset: Preset, model: str = "") -> None:
+        """Put the ``clear_tool_uses`` option (True, or its dict) into ``body`` as this provider
+        takes it (in place), or refuse it."""
+        raise refuse(
+            "clear_tool_uses",
+            preset,
+            "the provider does not clear tool uses from a conversation itself; leave clear_tool_uses out "
+            "(or use compaction where the provider takes it)",
+            model=model,
+        )
+
     def compact_request(
         self, url: str, body: dict[str, Any], model: str, preset: Preset
     ) -> tuple[str, dict[str, Any]] | None:
