@@ -48,6 +48,7 @@ class Formatter:
     tool_name_rules: IdRules | None = None
     endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
     model: str | None = None  # the target model, where known (thinking bound to a model goes back only to it)
+    account: str | None = None  # the target account's fingerprint, where known (likewise, for thinking bound to one)
     # Whether a system message in mid-conversation stays where it is (False: the target has
     # one system prompt at the top, and every system message joins it; ``check`` says so).
     system_in_place: bool = True

@@ -823,6 +823,7 @@ def replays_natively(
     scope: ReplayScope,
     endpoint: str | None = None,
     model: str | None = None,
+    account: str | None = None,
 ) -> bool:
     """Whether a target (``protocol`` spoken to ``provider`` at ``endpoint``) takes this
     block back as it is.
@@ -833,12 +834,16 @@ def replays_natively(
     server speaking it (Anthropic signatures), ``"provider"`` when only the same provider
     can use it (DeepSeek's reasoning is not Groq's). An origin or a target whose provider
     is unknown matches on the protocol alone. A block bound to the model that made it
-    (its origin names one) goes back only to that ``model``, where the target names its own.
+    (its origin names one) goes back only to that ``model``, where the target names its own;
+    one bound to an account, only to the same ``account`` (a fingerprint: see
+    ``models.account_fingerprint``), where the target knows its own.
     """
     found = origin(block)  # origin_replays(), inlined: formatters ask for many blocks
     if found is None or found.protocol != protocol:
         return False
     if found.model is not None and model is not None and found.model != model:
+        return False
+    if found.account is not None and account is not None and found.account != account:
         return False
     if endpoint is not None and found.endpoint is not None:
         return found.endpoint == endpoint

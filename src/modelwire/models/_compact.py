@@ -62,7 +62,7 @@ def _message(model: Any, kind: str, part: Any) -> Msg:
     reply_id = new_id()
     adapter = model.wire.new_adapter(reply_id, model.spec.preset, model_name=model.name)
     adapter.endpoint = model.endpoint
-    adapter.bound_model = model._bound_model
+    adapter.bound_model, adapter.bound_account = model._bound_model, model._bound_account
     msg = AssistantMsg("assistant", [], id=reply_id)
     for event in decode_answer(adapter, model.wire.answer_events(part)):
         msg.append_event(event, strict=True)

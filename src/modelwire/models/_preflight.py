@@ -360,14 +360,23 @@ def _foreign(model: Any, block: Any, index: int, target: str) -> list[Finding]:
     from ..formatters import replays_natively
     from ..message import origin
 
+    account = getattr(model, "account", None)
     if replays_natively(
-        block, model.wire.name, model.provider, scope=model.wire.replay_scope, endpoint=model.endpoint, model=model.name
+        block,
+        model.wire.name,
+        model.provider,
+        scope=model.wire.replay_scope,
+        endpoint=model.endpoint,
+        model=model.name,
+        account=account,
     ):
         return []
     made = origin(block)
     maker = made.endpoint or made.provider or made.protocol if made else "another provider"
     if made is not None and made.model is not None:
         maker = f"{made.model} ({maker}), which binds its thinking to itself,"
+    elif made is not None and made.account is not None and account is not None and made.account != account:
+        maker = f"another account ({made.account}) at {maker}, whose thinking is bound to the account that made it,"
     return [
         Finding(
             "foreign-thinking",

@@ -235,7 +235,9 @@ class AnthropicFormatter(Formatter):
             raise FormatError(seg.index_of(block), f"a {btype!r} block cannot be sent in an assistant turn", PROTOCOL)
 
     def _native(self, block: Any) -> bool:
-        return replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint, model=self.model)
+        return replays_natively(
+            block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint, model=self.model, account=self.account
+        )
 
     def _result(self, block: Any, seg: Segment, turn: list[dict[str, Any]]) -> None:
         out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.id}
