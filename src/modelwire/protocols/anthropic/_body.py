@@ -108,6 +108,13 @@ def betas_for(body: dict[str, Any]) -> list[str]:
     if isinstance(output, dict) and output.get("task_budget") is not None:
         needed.append(TASK_BUDGET_BETA)
     turns = body.get("messages")
-    if isinstance(turns, list) and any(t.get("role") == "system" and "output_config" in t for t in turns):
+    # A turn is role and content, but an effort change: its length finds one at C speed (a
+    # long loop's request holds a thousand turns), and only then is it looked for by name.
+    if (
+        isinstance(turns, list)
+        and turns
+        and max(map(len, turns)) > 2
+        and any(t.get("role") == "system" and "output_config" in t for t in turns)
+    ):
         needed.append(MESSAGE_EFFORT_BETA)
     return needed
