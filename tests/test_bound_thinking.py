@@ -46,3 +46,48 @@ def test_a_model_that_does_not_bind_its_thinking_leaves_it_to_the_endpoint_famil
     history = [UserMsg("user", "weather in Paris?"), reply, UserMsg("user", "and tomorrow?")]
     body = server.model("anthropic", "claude-sonnet-5-5").build_request(history, None)[0]
     assert body["messages"][1]["content"][0]["type"] == "thinking"
+
+
+# -- bound to the account -------------------------------------------------------------------
+
+
+def test_haiku_5_5_thinking_records_its_accounts_fingerprint_never_the_key(server):
+    import json
+
+    server.script(sse_reply(fake.body("anthropic", ("think", "Paris is in France.", "sig-haiku"), ("text", "Sunny."))))
+    mine = server.model("anthropic", "claude-haiku-5-5", api_key="sk-ant-mine-0123456789")
+    reply = asyncio.run(mine.complete([UserMsg("user", "weather in Paris?")]))
+    made = origin(reply.get_content_blocks("thinking")[0])
+    assert made.account == mine.account and made.account.startswith("key:")
+    saved = json.dumps(reply.to_dict())
+    assert "sk-ant-mine" not in saved and "0123456789" not in saved  # a fingerprint, not the key
+    assert origin(Msg.from_dict(json.loads(saved)).get_content_blocks("thinking")[0]) == made
+    history = [UserMsg("user", "weather in Paris?"), reply, UserMsg("user", "and tomorrow?")]
+
+    same = server.model("anthropic", "claude-haiku-5-5", api_key="sk-ant-mine-0123456789")
+    assert same.build_request(history, None)[0]["messages"][1]["content"][0]["type"] == "thinking"
+
+    theirs = server.model("anthropic", "claude-haiku-5-5", api_key="sk-ant-another-account")
+    body = theirs.build_request(history, None)[0]
+    assert body["messages"][1]["content"] == [{"type": "text", "text": "Sunny."}]
+    sdk_params.streaming_request("anthropic", body)
+    (finding,) = [f for f in theirs.preflight(history) if f.rule == "foreign-thinking"]
+    assert "another account" in finding.message and finding.index == 1
+    assert "sk-ant" not in str(finding)
+
+
+def test_an_account_named_by_the_user_binds_instead_of_the_keys_hash(server):
+    server.script(sse_reply(fake.body("anthropic", ("think", "Hm.", "sig-h"), ("text", "ok"))))
+    work = server.model("anthropic", "claude-haiku-5-5", api_key="sk-1", account="work")
+    reply = asyncio.run(work.complete([UserMsg("user", "hi")]))
+    assert origin(reply.get_content_blocks("thinking")[0]).account == "name:work"
+    history = [UserMsg("user", "hi"), reply, UserMsg("user", "again")]
+    rotated = server.model("anthropic", "claude-haiku-5-5", api_key="sk-2", account="work")  # a new key, same account
+    assert rotated.build_request(history, None)[0]["messages"][1]["content"][0]["type"] == "thinking"
+    home = server.model("anthropic", "claude-haiku-5-5", api_key="sk-1", account="home")
+    assert home.build_request(history, None)[0]["messages"][1]["content"][0]["type"] == "text"
+
+
+def test_thinking_not_bound_to_an_account_records_none(server):
+    reply = thought(server, "claude-sonnet-5-5")  # bound to its model and the conversation, not the account
+    assert origin(reply.get_content_blocks("thinking")[0]).account is None

@@ -16,7 +16,7 @@ from modelwire.adapters import encode_sse
 from modelwire.agent import Agent
 from modelwire.errors import ConfigError, UnsupportedOptionError
 from modelwire.formatters import COMPACTION_PREAMBLE
-from modelwire.message import Msg, UserMsg
+from modelwire.message import AssistantMsg, Msg, SystemMsg, UserMsg
 from modelwire.testing import sse_reply
 from modelwire.testing import sse as fake
 from paths import PA
@@ -378,3 +378,101 @@ def test_sonnet_5_5_takes_a_mid_conversation_system_message_where_it_is(server):
     assert [m["role"] for m in merged["messages"]] == ["user", "assistant", "user"]
     assert len(merged["system"]) == 2
     assert [f.index for f in opus.preflight(history) if f.rule == "system-moved"] == [3]
+
+
+# -- compacting on request (POST /responses/compact) ---------------------------------------
+
+
+def compacted_response(user_texts: list[str]) -> dict:
+    """A compacted response as the openai SDK reads it: its CompactedResponse, whose output is
+    "all user messages, followed by a single compaction item" (each user message read as the
+    SDK's ResponseInputMessageItem: the output union names no user message)."""
+    from openai.types.responses import CompactedResponse, ResponseInputMessageItem
+
+    kept = [
+        {"id": f"msg_{n}", "type": "message", "role": "user", "status": "completed",
+         "content": [{"type": "input_text", "text": text}]}
+        for n, text in enumerate(user_texts)
+    ]  # fmt: skip
+    answer = {
+        "id": "resp_cmp",
+        "object": "response.compaction",
+        "created_at": 1_765_000_000,
+        "output": [*kept, {"id": "cmp_9", "type": "compaction", "encrypted_content": "gAAA-window"}],
+        "usage": {
+            "input_tokens": 900,
+            "output_tokens": 120,
+            "total_tokens": 1020,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+    CompactedResponse.model_validate({**answer, "output": answer["output"][-1:]})  # what the SDK reads
+    for item in kept:
+        ResponseInputMessageItem.model_validate(item)
+    return answer
+
+
+def test_openai_responses_compacts_on_request_into_a_window_bound_to_its_endpoint(server):
+    from openai.types.responses.response_compact_params import ResponseCompactParams
+
+    from modelwire.message import BINDINGS, origin
+    from modelwire.testing import json_reply
+
+    server.script(json_reply(compacted_response(["weather in Paris?", "and tomorrow?"])))
+    model = server.model("openai-responses", "gpt-5.5", reasoning_effort="low")
+    history = [
+        SystemMsg("system", "Be brief."),
+        UserMsg("user", "weather in Paris?"),
+        AssistantMsg("bot", "Sunny."),
+        UserMsg("user", "and tomorrow?"),
+    ]
+    window = asyncio.run(model.compact(history))
+
+    sent = server.requests[0]
+    assert sent["path"].endswith("/responses/compact")
+    body = sent["json"]
+    assert body["model"] == "gpt-5.5" and "reasoning" not in body  # what the endpoint takes of the request
+    assert [item.get("role") for item in body["input"]] == ["system", "user", "assistant", "user"]
+    sdk_params.check(body, ResponseCompactParams)
+
+    assert [m.role for m in window] == ["user", "user", "assistant"]
+    assert [m.get_text_content() for m in window[:2]] == ["weather in Paris?", "and tomorrow?"]
+    (block,) = window[2].content
+    assert block.provider_block_type == "compaction"
+    assert kept_block(block) == {"id": "cmp_9", "type": "compaction", "encrypted_content": "gAAA-window"}
+    made = origin(block)
+    assert made is not None and made.protocol == "openai-responses" and made.endpoint == model.endpoint
+    assert BINDINGS["compaction"] == "provider"
+
+    # The window goes back to Responses as the item it was, then what follows it.
+    server.script(sse_reply(fake.body("openai-responses", ("text", "Rain."))))
+    asyncio.run(model.complete([*window, UserMsg("user", "and the day after?")]))
+    items = server.requests[1]["json"]["input"]
+    assert {"id": "cmp_9", "type": "compaction", "encrypted_content": "gAAA-window"} in items
+    sdk_params.streaming_request("openai-responses", server.requests[1]["json"])
+
+    # Elsewhere it carries no summary: left out, and check says so.
+    from modelwire.models import load_model
+
+    claude = load_model("anthropic:claude-sonnet-4-6", api_key="k", base_url="http://127.0.0.1:9")
+    assert "foreign-compaction" in [f.rule for f in claude.preflight(window)]
+
+
+def test_compact_is_refused_naming_the_model_where_the_provider_has_no_endpoint_for_it():
+    from modelwire.models import load_model
+
+    model = load_model("anthropic:claude-sonnet-4-6", api_key="k", base_url="http://127.0.0.1:9")
+    with pytest.raises(UnsupportedOptionError) as err:
+        asyncio.run(model.compact([UserMsg("user", "hi")]))
+    assert err.value.model == "claude-sonnet-4-6" and "compact" in str(err.value)
+
+
+def test_a_compact_answer_that_is_not_a_window_is_a_typed_error(server):
+    from modelwire.errors import StreamProtocolError
+    from modelwire.testing import json_reply
+
+    server.script(json_reply({"id": "resp_x", "object": "response.compaction"}))
+    model = server.model("openai-responses", "gpt-5.5")
+    with pytest.raises(StreamProtocolError, match="without its output"):
+        asyncio.run(model.compact([UserMsg("user", "hi")]))

@@ -130,3 +130,47 @@ def test_a_successor_no_row_names_is_checked_with_its_familys_rules_and_the_repo
     assert code == 0 and "gate: passed" in out
     assert "note: anthropic:claude-sonnet-5-9: no row of the capability table names this model" in out
     assert "assumed from Claude Sonnet 5" in out
+
+
+# -- what of the history is bound elsewhere (message.BINDINGS) -------------------------------
+
+
+def test_transpose_says_what_of_the_history_is_bound_elsewhere_and_what_goes_instead(tmp_path, capsys):
+    from modelwire.message import Msg
+    from modelwire.testing import sse_reply
+    from modelwire.testing import sse as fake
+    from test_compaction import anthropic_compacting_stream
+
+    with ProviderServer() as server:
+        server.script(
+            sse_reply(anthropic_compacting_stream(stop="end_turn")),
+            sse_reply(fake.body("anthropic", ("think", "Paris is in France.", "sig-s"), ("text", "Sunny."))),
+            stream_reply("anthropic", CALLED),
+        )
+        url = server.url  # the endpoint the history was made at (its provenance says so)
+        sonnet = load_model("anthropic:claude-sonnet-5-5", base_url=url)
+        history: list[Msg] = [UserMsg("u", "Weather in Paris?")]
+        history.append(asyncio.run(sonnet.complete(history)))
+        history.append(UserMsg("u", "Tomorrow?"))
+        history.append(asyncio.run(sonnet.complete(history)))
+        history.append(UserMsg("u", "And after?"))
+        path = tmp_path / "c.json"
+        with use_cassette(path, "all"):
+            asyncio.run(sonnet.complete(history))
+
+    code, out = gate(capsys, path, "openai:gpt-4.1")
+    assert "not replayed on openai:gpt-4.1: [0] message [1]: compaction (bound to endpoint" in out
+    assert "its summary, as text" in out
+    assert "[0] message [3]: thinking (bound to model claude-sonnet-5-5, endpoint" in out
+
+    code, out = gate(capsys, path, "anthropic:claude-opus-5-5", "--json", "--base-url", url)
+    report = json.loads(out)
+    (bound,) = report["unreplayed"]  # the window goes back to Anthropic; the thinking is Sonnet's own
+    assert (bound["message"], bound["kind"], bound["instead"]) == (3, "thinking", "left out")
+    assert bound["bound_to"].startswith("model claude-sonnet-5-5")
+
+    code, out = gate(capsys, path, "anthropic:claude-sonnet-5-5", "--base-url", url)
+    assert "not replayed" not in out  # the same model at the same endpoint takes all of it back
+
+    code, out = gate(capsys, path, "anthropic:claude-sonnet-5-5")  # the same model elsewhere: another endpoint
+    assert "compaction (bound to endpoint" in out

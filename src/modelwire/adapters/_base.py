@@ -275,6 +275,7 @@ class BaseAdapter:
         # The model signed thinking of this stream goes back to only (the model binds it to
         # itself: ``thinking_bound``); set by the models layer.
         self.bound_model: str | None = None
+        self.bound_account: str | None = None  # the fingerprint of the account, where thinking is bound to it
         self.state: AdapterState = IDLE
         self.failed: ProviderError | None = None
         # usage, raw values as the provider reports them
@@ -432,8 +433,9 @@ class BaseAdapter:
     @property
     def thinking_origin(self) -> dict[str, Any]:
         """:attr:`origin` for signed thinking, with the model where the models layer says the
-        model binds its thinking to itself (``bound_model``)."""
-        return provenance(self.provider, self.protocol, self.endpoint, self.bound_model)
+        model binds its thinking to itself (``bound_model``), and the account's fingerprint where
+        it binds it to the account (``bound_account``)."""
+        return provenance(self.provider, self.protocol, self.endpoint, self.bound_model, self.bound_account)
 
     # -- for subclasses -------------------------------------------------------------------
     # The hooks a protocol's adapter fills are public: handle (the one it must write),

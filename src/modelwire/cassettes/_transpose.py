@@ -8,7 +8,10 @@ its result answered as interrupted, media it does not take replaced by a note), 
 records the answers into a new cassette, and reports per call what each model did: the
 tool calls it chose (names and arguments), how much text it wrote, its tokens (input,
 output, cached), its cost where the price is known, and the time to its first token. No
-tool is run: the tool results are the recorded ones.
+tool is run: the tool results are the recorded ones. It also says what of each recorded
+history the target would not take back as it is: the signed thinking, compaction windows and
+other provider items bound elsewhere (``message.BINDINGS``, and the model or account a block's
+provenance names), with what is sent instead (:attr:`TransposeReport.unreplayed`).
 
 With ``gate=True`` it is a model-upgrade gate: each recorded conversation, with its tools,
 tool choice and options, goes through the target's own rules offline (the pre-flight
@@ -29,8 +32,18 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ._cassette import Cassette, Interaction
+from ._unreplayed import Unreplayed, unreplayed
 
-__all__ = ["CallSide", "GateFinding", "TransposeRow", "TransposeReport", "transpose", "transpose_async", "GATE_KINDS"]
+__all__ = [
+    "CallSide",
+    "GateFinding",
+    "TransposeRow",
+    "TransposeReport",
+    "Unreplayed",
+    "transpose",
+    "transpose_async",
+    "GATE_KINDS",
+]
 
 # What a gate finding is: the three that fail the gate, and a note (a change modelwire makes
 # to the request that loses nothing a team relies on: an id or a name rewritten ...).
@@ -89,6 +102,9 @@ class TransposeReport:
     skipped: list[str] = field(default_factory=list)
     gate: list[GateFinding] | None = None  # with gate=True: what would break (empty: nothing)
     assumed: str | None = None  # the target's rules were assumed from a family (see Model.assumption)
+    # the opaque state of the recorded histories the target does not take back as it is, each
+    # with what it is bound to (see _unreplayed)
+    unreplayed: list[Unreplayed] = field(default_factory=list)
 
     @property
     def gate_failed(self) -> bool:
@@ -111,6 +127,7 @@ class TransposeReport:
             out += [f"  {a.ljust(width)}| {b}" for a, b in zip(left, right)]
             out += [f"  note: {note}" for note in row.notes]
         out += [f"skipped: {why}" for why in self.skipped]
+        out += [f"not replayed on {self.target}: {block}" for block in self.unreplayed]
         if self.gate is not None:
             out += self._gate_lines()
         return out
@@ -190,6 +207,7 @@ async def transpose_async(
         said = assumption() if callable(assumption) else None
         report.assumed = said if isinstance(said, str) else None
         report.gate = [f for index, _, conversation in kept for f in _gate_offline(index, conversation, rules)]
+        report.unreplayed = [u for index, _, conversation in kept for u in _unreplayed_of(index, conversation, rules)]
         if not live:
             return report
     out = Path(out) if out is not None else Path(path).with_name(f"{Path(path).stem}.{_safe(target)}.json")
@@ -212,6 +230,8 @@ async def _send_all(
     if model is None:
         model = load_model(target, base_url=base_url) if base_url else load_model(target)
         _refuse_plain_http(model)
+    if report.gate is None:  # (the gate found them already, on the target's rules)
+        report.unreplayed = [u for index, _, conversation in kept for u in _unreplayed_of(index, conversation, model)]
     with use_cassette(out, "all", allow_unused=True):
         for index, interaction, conversation in kept:
             row = await _one(index, interaction, conversation, model)
@@ -291,6 +311,14 @@ async def _one(index: int, interaction: Interaction, conversation: dict[str, Any
     return TransposeRow(
         index, _recorded(interaction), await _live(model, fixed, tools or None, tool_choice, options), notes
     )
+
+
+def _unreplayed_of(index: int, conversation: dict[str, Any], model: Any) -> list[Unreplayed]:
+    """What of one recorded history ``model`` does not take back as it is (see _unreplayed);
+    nothing for a target that is not a modelwire model (a test's stand-in)."""
+    if not hasattr(model, "wire") or not hasattr(model, "formatter"):
+        return []
+    return unreplayed(index, _parts(conversation)[0], model)
 
 
 def _parts(conversation: dict[str, Any]) -> tuple[list[Any], list[Any], Any]:

@@ -48,9 +48,13 @@ class Formatter:
     tool_name_rules: IdRules | None = None
     endpoint: str | None = None  # the target's endpoint family (see formatters.replays_natively)
     model: str | None = None  # the target model, where known (thinking bound to a model goes back only to it)
+    account: str | None = None  # the target account's fingerprint, where known (likewise, for thinking bound to one)
     # Whether a system message in mid-conversation stays where it is (False: the target has
     # one system prompt at the top, and every system message joins it; ``check`` says so).
     system_in_place: bool = True
+    # Whether an effort change in mid-conversation is taken where it is (see EffortChange;
+    # set by the models layer from the capability ``effort_per_message``); else refused.
+    effort_in_place: bool = False
     payload_turns: ClassVar[str | None] = None
     turn_content: ClassVar[str | None] = None
 
@@ -107,6 +111,7 @@ class Formatter:
 
         walk = Walk(self.protocol, speaker_names=self.speaker_names, assistant_name=self.assistant_name)
         walk.stand_in = self.compaction_stand_in
+        walk.effort_target = None if self.effort_in_place else (self.model or self.protocol)
         return walk
 
     def compaction_stand_in(self, block: Any) -> Any:

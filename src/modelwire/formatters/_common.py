@@ -33,6 +33,8 @@ _log = logging.getLogger("modelwire.formatters")
 
 __all__ = [
     "ServerTool",
+    "EffortChange",
+    "EFFORT_KEY",
     "split_server_tools",
     "refuse_server_tool",
     "raw_server_tools",
@@ -258,6 +260,31 @@ def extra(block: Any, key: str, default: Any = None) -> Any:
         return default
 
 
+# The message metadata key that changes the effort from a system message on (see EffortChange).
+EFFORT_KEY = "reasoning_effort"
+
+
+class EffortChange:
+    """An effort change in mid-conversation, in a system segment: a system message whose
+    ``metadata["reasoning_effort"]`` names a level (its content may be empty) sets the
+    effort for the turns after it, where the target takes it (the capability
+    ``effort_per_message``), without changing the request's own effort, so the cached
+    prefix holds. Refused elsewhere: a :class:`FormatError` ``effort-change`` naming the target.
+
+    Its ``text`` is empty: a formatter that joins a system segment's text leaves it out."""
+
+    __slots__ = ("level",)
+    type = "effort_change"
+    text = ""
+    id = ""
+
+    def __init__(self, level: str) -> None:
+        self.level = level
+
+    def __repr__(self) -> str:
+        return f"EffortChange({self.level!r})"
+
+
 class Walk:
     """The state of one walk of :func:`segments`: the segments so far, the client calls made
     (and those not answered yet), the server-side calls, and hint pieces held back while
@@ -281,6 +308,7 @@ class Walk:
         "conformer",
         "reused",
         "stand_in",
+        "effort_target",
     )
 
     def __init__(
@@ -309,6 +337,9 @@ class Walk:
         # What the target sends for a compaction block (itself, its summary as text, or
         # nothing: None); set by the formatter (see Formatter.walk).
         self.stand_in: Callable[[Any], Any] | None = None
+        # Who refuses an effort change in mid-conversation (see EffortChange): the target
+        # model or protocol; None where it is taken (set by the formatter, see Formatter.walk).
+        self.effort_target: str | None = protocol
 
     def add(self, kind: SegmentKind, index: int, block: Any, name: str = "") -> None:
         out = self.out
@@ -399,12 +430,29 @@ class Walk:
                 out.append(last)
 
     def system(self, index: int, msg: Msg) -> None:
-        """A system message: its blocks in a system segment, hints as the user's."""
+        """A system message: its blocks in a system segment, hints as the user's, and the
+        effort change it carries (see :class:`EffortChange`) after its text."""
         for block in msg.content:
             if block.type == "hint":
                 self.hint(index, block)
             else:
                 self.add("system", index, block, msg.name)
+        if msg.metadata and EFFORT_KEY in msg.metadata:
+            self.add("system", index, self._effort_change(index, msg.metadata[EFFORT_KEY]), msg.name)
+
+    def _effort_change(self, index: int, level: Any) -> "EffortChange":
+        if self.effort_target is not None:
+            raise FormatError(
+                index,
+                f"{self.effort_target} takes no effort change in mid-conversation (metadata "
+                f"{EFFORT_KEY!r} on a system message); set reasoning_effort for the call instead, or, where "
+                "the model takes it, say so with capabilities={'effort_per_message': True}",
+                self.protocol,
+                code="effort-change",
+            )
+        if not isinstance(level, str) or not level:
+            raise FormatError(index, f"metadata {EFFORT_KEY}={level!r} must name an effort level", self.protocol)
+        return EffortChange(level)
 
     def in_call_order(self, results: list[Any]) -> None:
         """Results kept in the order of their calls as each joins its segment: one that
@@ -459,7 +507,7 @@ class Walk:
         )
         new.conformer = self.conformer.copy() if self.conformer is not None else None
         new.reused = {k: list(v) for k, v in self.reused.items()} if self.reused else None
-        new.stand_in = self.stand_in
+        new.stand_in, new.effort_target = self.stand_in, self.effort_target
         return new
 
     def pending(self, start: int) -> list[Segment]:
@@ -775,6 +823,7 @@ def replays_natively(
     scope: ReplayScope,
     endpoint: str | None = None,
     model: str | None = None,
+    account: str | None = None,
 ) -> bool:
     """Whether a target (``protocol`` spoken to ``provider`` at ``endpoint``) takes this
     block back as it is.
@@ -785,12 +834,16 @@ def replays_natively(
     server speaking it (Anthropic signatures), ``"provider"`` when only the same provider
     can use it (DeepSeek's reasoning is not Groq's). An origin or a target whose provider
     is unknown matches on the protocol alone. A block bound to the model that made it
-    (its origin names one) goes back only to that ``model``, where the target names its own.
+    (its origin names one) goes back only to that ``model``, where the target names its own;
+    one bound to an account, only to the same ``account`` (a fingerprint: see
+    ``models.account_fingerprint``), where the target knows its own.
     """
     found = origin(block)  # origin_replays(), inlined: formatters ask for many blocks
     if found is None or found.protocol != protocol:
         return False
     if found.model is not None and model is not None and found.model != model:
+        return False
+    if found.account is not None and account is not None and found.account != account:
         return False
     if endpoint is not None and found.endpoint is not None:
         return found.endpoint == endpoint

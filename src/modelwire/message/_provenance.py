@@ -38,7 +38,10 @@ BINDINGS: dict[str, Binding] = {
 # Signed thinking is also bound to its model where the model says so (the capability
 # ``thinking_bound``: Claude Sonnet 5.5's "thinking blocks are tied to the model and the
 # conversation"): its adapter then records the model in the block's provenance, and a
-# formatter for another model does not send it back.
+# formatter for another model does not send it back. Bound to the account (Claude Haiku
+# 5.5's "thinking blocks work only in the account that made them"), it records the account's
+# fingerprint (a short hash of the key it was made with, never the key: see
+# ``models.account_fingerprint``), and goes back only where the same key is used.
 
 Claimer = Callable[[str, Mapping[str, Any], str], "str | None"]
 _claimers: list[Claimer] = []
@@ -67,28 +70,35 @@ class Origin(NamedTuple):
     provider: str | None = None
     endpoint: str | None = None
     model: str | None = None  # set where what the block holds goes back only to this model
+    account: str | None = None  # set where it goes back only to this account (its fingerprint)
 
 
-def provenance(provider: str, protocol: str, endpoint: str | None = None, model: str | None = None) -> dict[str, Any]:
-    """The ``provider_metadata`` value that records a block's origin (``model``: only where
-    what it holds is bound to the model that made it)."""
+def provenance(
+    provider: str, protocol: str, endpoint: str | None = None, model: str | None = None, account: str | None = None
+) -> dict[str, Any]:
+    """The ``provider_metadata`` value that records a block's origin (``model``, ``account``:
+    only where what it holds is bound to the model, or the account, that made it)."""
     inner = {"protocol": protocol} if endpoint is None else {"protocol": protocol, "endpoint": endpoint}
     if model is not None:
         inner["model"] = model
+    if account is not None:
+        inner["account"] = account
     return {provider: inner}
 
 
 # The origins made so far: a history holds a few, each on many blocks, and a named tuple
 # costs ten times a lookup to make (formatters ask once per block). Bounded: the strings
 # come from the blocks.
-_ORIGINS: dict[tuple[str, str | None, str | None, str | None], Origin] = {}
+_ORIGINS: dict[tuple[str, str | None, str | None, str | None, str | None], Origin] = {}
 
 
-def _made(protocol: str, provider: str | None, endpoint: str | None, model: str | None = None) -> Origin:
-    key = (protocol, provider, endpoint, model)
+def _made(
+    protocol: str, provider: str | None, endpoint: str | None, model: str | None = None, account: str | None = None
+) -> Origin:
+    key = (protocol, provider, endpoint, model, account)
     found = _ORIGINS.get(key)
     if found is None:
-        found = Origin(protocol, provider, endpoint, model)
+        found = Origin(protocol, provider, endpoint, model, account)
         if len(_ORIGINS) < 256:
             _ORIGINS[key] = found
     return found
@@ -112,15 +122,17 @@ def origin(block: Any) -> Origin | None:
             if isinstance(inner, dict) and isinstance(inner.get("protocol"), str):
                 endpoint = inner.get("endpoint")
                 model = inner.get("model")
+                account = inner.get("account")
                 return _made(
                     inner["protocol"],
                     provider,
                     endpoint if isinstance(endpoint, str) else None,
                     model if isinstance(model, str) else None,
+                    account if isinstance(account, str) else None,
                 )
     legacy = fields.get("provider")
     if isinstance(legacy, str) and legacy:
-        return _ORIGINS.get((legacy, None, None, None)) or _made(legacy, None, None)
+        return _ORIGINS.get((legacy, None, None, None, None)) or _made(legacy, None, None)
     if btype == "thinking" or btype == "tool_call":
         return _claimed(block, fields)
     return None

@@ -100,13 +100,11 @@ class HTTPModel(Pricing, Failures, Resumption):
         if media not in ("refuse", "note"):
             raise E.ConfigError(f"on_unsupported_media={media!r} must be 'refuse' or 'note'")
         self.on_unsupported_media = media
-        family = options.pop("endpoint_family", None)
-        if family is not None and (not isinstance(family, str) or not family):
-            raise E.ConfigError(f"endpoint_family={family!r} must be a name")
-        self.endpoint = family or endpoint_family(spec.preset, spec.base_url)
+        self.endpoint, self.account = _endpoint_and_account(spec, options)
         self.options = ModelOptions.from_dict(options)
         self.formatter = self.wire.new_formatter(spec.preset, spec.model, **formatter_options)
         self.formatter.endpoint, self.formatter.model = self.endpoint, spec.model
+        self.formatter.account = self.account
         # The formatter's own id and name rules, for when a refusal's pattern is forgotten.
         self._own_tool_rules = (self.formatter.tool_id_rules, self.formatter.tool_name_rules)
         self.transport = transport or HTTPTransport(timeouts=self.timeouts)
@@ -189,6 +187,9 @@ class HTTPModel(Pricing, Failures, Resumption):
         if caps.system_messages and not fmt.system_in_place:
             fmt.system_in_place = True  # the model takes system messages where they are
             self._drafts.clear()
+        if bool(caps.effort_per_message) != fmt.effort_in_place:
+            fmt.effort_in_place = bool(caps.effort_per_message)  # and effort changes where they are
+            self._drafts.clear()
 
     async def lookup_capabilities(self, *, cache: Any = None) -> ModelCapabilities:
         """Ask the provider what this model accepts, once (where it publishes it, and where
@@ -262,6 +263,13 @@ class HTTPModel(Pricing, Failures, Resumption):
         """This model's name where it binds its signed thinking to itself (its capability
         ``thinking_bound``): recorded on that thinking, which then goes back only to it."""
         return self.name if "model" in (self.capabilities.thinking_bound or ()) else None
+
+    @property
+    def _bound_account(self) -> str | None:
+        """This model's account where it binds its signed thinking to the account (its
+        capability ``thinking_bound``): recorded on that thinking, which then goes back only
+        to a model of the same account."""
+        return self.account if "account" in (self.capabilities.thinking_bound or ()) else None
 
     def url(self, opts: ModelOptions | None = None) -> str:
         """Where a request goes: the streamed endpoint, or the whole-answer one when ``opts``
@@ -543,6 +551,7 @@ class HTTPModel(Pricing, Failures, Resumption):
                 attempt.decoder.adapter.endpoint = self.endpoint
                 attempt.decoder.adapter.carried_calls = call.carried
                 attempt.decoder.adapter.bound_model = self._bound_model
+                attempt.decoder.adapter.bound_account = self._bound_account
                 if call.renamed:
                     attempt.decoder.adapter.tool_names = call.renamed
                 try:
@@ -847,6 +856,18 @@ class HTTPModel(Pricing, Failures, Resumption):
 
         return await count_tokens(self, messages, tools, tool_choice, options, estimate)
 
+    async def compact(self, messages: MsgInput, *, options: ModelOptions | dict | None = None) -> list[Msg]:
+        """The conversation compacted by the provider on request, outside a turn (OpenAI
+        Responses ``POST /responses/compact``): the compacted window as messages, the user
+        messages the provider kept and an assistant message holding its compaction block,
+        which goes back only to this provider (``message.BINDINGS["compaction"]``; elsewhere
+        its summary, where it has one, or nothing: ``check`` says ``foreign-compaction``).
+        Send the window, then what follows, as the next request's history. Where the provider
+        has no such endpoint, an :class:`~modelwire.errors.UnsupportedOptionError` naming the model."""
+        from ._compact import compact
+
+        return await compact(self, messages, options)
+
     async def upload_file(self, source: Any, *, media_type: str | None = None, name: str | None = None) -> Any:
         """Upload a file (a path, or bytes with their ``media_type``) to this provider's Files
         API once, and return a :class:`~modelwire.message.DataBlock` that refers to it: sent
@@ -928,6 +949,32 @@ async def fold_call(
         err.partial = reply  # type: ignore[attr-defined]
         raise
     return reply
+
+
+def _endpoint_and_account(spec: ModelSpec, options: dict[str, Any]) -> tuple[str, str | None]:
+    """The endpoint family (``endpoint_family``, or the preset's and base URL's) and the
+    account (``account``, a name the user gives, or the key's fingerprint) of a model,
+    their options taken out of ``options``."""
+    family = options.pop("endpoint_family", None)
+    if family is not None and (not isinstance(family, str) or not family):
+        raise E.ConfigError(f"endpoint_family={family!r} must be a name")
+    endpoint = family or endpoint_family(spec.preset, spec.base_url)
+    account = options.pop("account", None)
+    if account is not None and (not isinstance(account, str) or not account):
+        raise E.ConfigError(f"account={account!r} must be a name (a profile's, say)")
+    return endpoint, f"name:{account}" if account else account_fingerprint(spec.api_key, endpoint)
+
+
+def account_fingerprint(api_key: str | None, endpoint: str) -> str | None:
+    """The account a key stands for, as provenance records it: a short hash of the key and
+    its endpoint family (``key:`` and 16 hex digits), never the key itself; None without a
+    plain key (cloud credentials: the account is not known)."""
+    if not api_key:
+        return None
+    import hashlib
+
+    digest = hashlib.sha256(b"modelwire account\0" + endpoint.encode() + b"\0" + api_key.encode()).hexdigest()
+    return "key:" + digest[:16]
 
 
 def endpoint_family(preset: Any, base_url: str | None) -> str:

@@ -48,6 +48,9 @@ RULES = {
     "system-moved": (
         "a system message in mid-conversation, which a target with one system prompt (at the top) merges into it"
     ),
+    "effort-change": (
+        "an effort change in mid-conversation (a system message's metadata reasoning_effort) the model does not take"
+    ),
     "format": "a conversation the provider's format cannot express",
 }
 
@@ -214,6 +217,7 @@ def _format_finding(exc: E.FormatError) -> Finding:
         "unsupported-media": "on_unsupported_media='note' puts a note in its place",
         "orphan-result": "dropped",
         "unanswered-call": "answered with an interrupted result",
+        "effort-change": "set reasoning_effort for the call",
     }.get(code)
     return Finding(code, exc.index, exc.rule, fix)
 
@@ -322,7 +326,7 @@ def _context_findings(model: Any, messages: Sequence[Any]) -> list[Finding]:
     target = f"{model.provider}:{model.name}"
     spoken = False  # a user or assistant message came before
     for index, msg in enumerate(messages):
-        if msg.role == "system" and spoken and not getattr(model.formatter, "system_in_place", True):
+        if msg.role == "system" and spoken and msg.content and not getattr(model.formatter, "system_in_place", True):
             findings.append(
                 Finding(
                     "system-moved",
@@ -356,14 +360,23 @@ def _foreign(model: Any, block: Any, index: int, target: str) -> list[Finding]:
     from ..formatters import replays_natively
     from ..message import origin
 
+    account = getattr(model, "account", None)
     if replays_natively(
-        block, model.wire.name, model.provider, scope=model.wire.replay_scope, endpoint=model.endpoint, model=model.name
+        block,
+        model.wire.name,
+        model.provider,
+        scope=model.wire.replay_scope,
+        endpoint=model.endpoint,
+        model=model.name,
+        account=account,
     ):
         return []
     made = origin(block)
     maker = made.endpoint or made.provider or made.protocol if made else "another provider"
     if made is not None and made.model is not None:
         maker = f"{made.model} ({maker}), which binds its thinking to itself,"
+    elif made is not None and made.account is not None and account is not None and made.account != account:
+        maker = f"another account ({made.account}) at {maker}, whose thinking is bound to the account that made it,"
     return [
         Finding(
             "foreign-thinking",

@@ -141,6 +141,7 @@ def _check_profile(profile: dict[str, Any], name: str, path: Path | None) -> Non
         "capabilities",
         "capability_lookup",
         "endpoint_family",
+        "account",
         "on_unsupported_media",
         "fallback",
         "max_concurrent",

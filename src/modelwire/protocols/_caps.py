@@ -77,6 +77,10 @@ class ModelCapabilities:
             into the one system prompt at the top.
         task_budget: whether ``output_config.task_budget`` is taken (Claude: a token
             budget across the contexts of one task).
+        effort_per_message: whether an effort change is taken in mid-conversation, where it
+            is (a system message carrying ``metadata["reasoning_effort"]``: Claude's
+            ``output_config`` on a system message, OpenAI Responses' ``configuration_update``
+            item), which keeps the cached prefix; refused where not known.
         sources: where each field came from (``field -> source``), for ``modelwire models
             --capabilities``.
     """
@@ -113,6 +117,7 @@ class ModelCapabilities:
     thinking_bound: tuple[str, ...] | None = None
     task_budget: bool | None = None
     system_messages: bool | None = None
+    effort_per_message: bool | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property

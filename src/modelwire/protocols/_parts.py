@@ -233,6 +233,31 @@ class LongContext:
             model=model,
         )
 
+    def apply_clear_tool_uses(self, body: dict[str, Any], value: Any, preset: Preset, model: str = "") -> None:
+        """Put the ``clear_tool_uses`` option (True, or its dict) into ``body`` as this provider
+        takes it (in place), or refuse it."""
+        raise refuse(
+            "clear_tool_uses",
+            preset,
+            "the provider does not clear tool uses from a conversation itself; leave clear_tool_uses out "
+            "(or use compaction where the provider takes it)",
+            model=model,
+        )
+
+    def compact_request(
+        self, url: str, body: dict[str, Any], model: str, preset: Preset
+    ) -> tuple[str, dict[str, Any]] | None:
+        """Where the provider compacts a conversation on request, outside a turn, and the body
+        that asks it to, from the request ``body`` for ``url``; None where it has no such
+        endpoint (``model.compact`` then refuses)."""
+        return None
+
+    def compacted_window(self, answer: dict[str, Any]) -> list[tuple[str, Any]]:
+        """What a compact endpoint's ``answer`` holds, in order: ``("user", text)`` for a user
+        message it kept, ``("answer", whole_answer)`` for the rest, which this protocol's
+        adapter decodes (:meth:`answer_events`) into an assistant message."""
+        raise NotImplementedError
+
     def apply_media_resolution(self, body: dict[str, Any], resolution: str, preset: Preset, model: str = "") -> None:
         """Put the ``media_resolution`` option (low, medium, high) into ``body``, or refuse it."""
         raise refuse(

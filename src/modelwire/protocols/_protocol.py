@@ -324,11 +324,7 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongCont
         plan = CachePlan.of(options.cache)
         if plan is not None:
             self.apply_cache(body, plan, preset, model=model, caps=caps)
-        compaction = CompactionPlan.of(options.compaction)
-        if compaction is not None:
-            self.apply_compaction(body, compaction, preset, model=model, caps=caps)
-        if options.media_resolution is not None:
-            self.apply_media_resolution(body, options.media_resolution, preset, model=model)
+        self._apply_context_options(body, options, preset, model, caps)
         deep_merge(body, options.extra_body)
         for name in caps.refused_fields or ():
             if name in body:
@@ -342,6 +338,19 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongCont
                     model=model,
                 )
         return body
+
+    def _apply_context_options(
+        self, body: dict[str, Any], options: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities
+    ) -> None:
+        """The options of the provider's own context features: compaction, tool-use
+        clearing, media resolution."""
+        compaction = CompactionPlan.of(options.compaction)
+        if compaction is not None:
+            self.apply_compaction(body, compaction, preset, model=model, caps=caps)
+        if options.clear_tool_uses is not None and options.clear_tool_uses is not False:
+            self.apply_clear_tool_uses(body, options.clear_tool_uses, preset, model=model)
+        if options.media_resolution is not None:
+            self.apply_media_resolution(body, options.media_resolution, preset, model=model)
 
     def stream_fields(self, body: dict[str, Any], preset: Preset) -> None:
         """Fields this protocol always sends with a streamed request (before the options,

@@ -95,6 +95,9 @@ class ModelOptions:
     # output_config.task_budget): the total, or {total, remaining}
     task_budget: Any = None
     media_resolution: str | None = None  # low | medium | high: the tokens each image or video frame costs
+    # the provider clears old tool uses from what the model sees (Claude's context editing):
+    # True | {trigger, keep, clear_at_least, exclude_tools, clear_tool_inputs} | False
+    clear_tool_uses: Any = None
     extra_headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] = field(default_factory=dict)
 
@@ -292,6 +295,45 @@ def _task_budget_check(value: Any) -> str | None:
     return None
 
 
+_CLEAR_KEYS = {
+    "trigger": "input tokens, or {'input_tokens' or 'tool_uses': N}",
+    "keep": "a number of tool uses",
+    "clear_at_least": "a number of input tokens",
+    "exclude_tools": "a list of tool names",
+    "clear_tool_inputs": "a bool or a list of tool names",
+}
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+
+
+def _clear_tool_uses_check(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if not isinstance(value, dict):
+        return "must be True, False or a dict of " + ", ".join(_CLEAR_KEYS)
+    for key, item in value.items():
+        if key not in _CLEAR_KEYS:
+            return f"takes no {key!r} (it takes {', '.join(_CLEAR_KEYS)})"
+        ok = {
+            "trigger": _count(item)
+            or (isinstance(item, dict) and len(item) == 1 and set(item) <= {"input_tokens", "tool_uses"}
+                and _count(next(iter(item.values())))),
+            "keep": _count(item),
+            "clear_at_least": _count(item),
+            "exclude_tools": _names(item),
+            "clear_tool_inputs": isinstance(item, bool) or _names(item),
+        }[key]  # fmt: skip
+        if not ok:
+            return f"{key} must be {_CLEAR_KEYS[key]}"
+    return None
+
+
 def _one_of(*choices: str) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         return None if value in choices else f"must be one of {', '.join(choices)}"
@@ -322,6 +364,7 @@ _OPTION_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "compaction": _compaction_check,
     "task_budget": _task_budget_check,
     "media_resolution": _one_of("low", "medium", "high"),
+    "clear_tool_uses": _clear_tool_uses_check,
     "extra_headers": _kind(dict, each=str),
     "extra_body": _kind(dict),
 }

@@ -675,12 +675,48 @@ class AnthropicProtocol(WireProtocol):
         context = body.setdefault("context_management", {})
         context.setdefault("edits", []).append(edit)
 
+    def apply_clear_tool_uses(self, body: dict[str, Any], value: Any, preset: Preset, model: str = "") -> None:
+        """Context editing: a ``clear_tool_uses_20250919`` edit in ``context_management.edits``
+        (the anthropic SDK's BetaClearToolUses20250919EditParam), and its beta header (see
+        ``_body.betas_for``): the server clears the oldest tool results (and, with
+        ``clear_tool_inputs``, their calls' inputs) once the trigger is passed, keeping the
+        last ``keep`` tool uses; the history sent is not changed."""
+        from ._body import CLEAR_TOOL_USES_EDIT
+
+        endpoint = preset.dialect.get("endpoint")
+        if endpoint in ENDPOINT_VERSIONS:
+            raise refuse(
+                "clear_tool_uses",
+                preset,
+                f"Claude on {endpoint.title()} is not known to take the context-editing beta here; "
+                "send it yourself in extra_body if the cloud takes it",
+                model=model,
+            )
+        given = value if isinstance(value, dict) else {}
+        edit: dict[str, Any] = {"type": CLEAR_TOOL_USES_EDIT}
+        trigger = given.get("trigger")
+        if trigger is not None:
+            kind, count = ("input_tokens", trigger) if isinstance(trigger, int) else next(iter(trigger.items()))
+            edit["trigger"] = {"type": kind, "value": count}
+        if given.get("keep") is not None:
+            edit["keep"] = {"type": "tool_uses", "value": given["keep"]}
+        if given.get("clear_at_least") is not None:
+            edit["clear_at_least"] = {"type": "input_tokens", "value": given["clear_at_least"]}
+        for key in ("exclude_tools", "clear_tool_inputs"):
+            if given.get(key) is not None:
+                edit[key] = given[key]
+        context = body.setdefault("context_management", {})
+        context.setdefault("edits", []).insert(0, edit)  # before a compaction edit, which sees what is left
+
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
-        message = {k: v for k, v in answer.items() if k not in ("stop_reason", "stop_sequence")}
+        message = {k: v for k, v in answer.items() if k not in ("stop_reason", "stop_sequence", "context_management")}
         delta = {"stop_reason": answer.get("stop_reason"), "stop_sequence": answer.get("stop_sequence")}
+        ended: dict[str, Any] = {"type": "message_delta", "delta": delta, "usage": answer.get("usage") or {}}
+        if answer.get("context_management") is not None:  # what the server cleared, as a stream says it
+            ended["context_management"] = answer["context_management"]
         return [
             ("message_start", {"type": "message_start", "message": message}),  # its content: complete blocks
-            ("message_delta", {"type": "message_delta", "delta": delta, "usage": answer.get("usage") or {}}),
+            ("message_delta", ended),
             ("message_stop", {"type": "message_stop"}),
         ]
 

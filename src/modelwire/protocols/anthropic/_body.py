@@ -21,6 +21,13 @@ COMPACT_MIN_TRIGGER = 50_000
 # "Add task_budget to output_config and include the beta header" task-budgets-2026-03-13
 # (https://platform.claude.com/docs/en/build-with-claude/task-budgets).
 TASK_BUDGET_BETA = "task-budgets-2026-03-13"
+# Context editing: "use the beta header context-management-2025-06-27"
+# (https://platform.claude.com/docs/en/build-with-claude/context-editing).
+CLEAR_TOOL_USES_EDIT = "clear_tool_uses_20250919"
+CONTEXT_EDITING_BETA = "context-management-2025-06-27"
+# An effort change in mid-conversation: "Send the mid-conversation-output-config-2026-07-01
+# beta header" (https://platform.claude.com/docs/en/build-with-claude/effort-per-message).
+MESSAGE_EFFORT_BETA = "mid-conversation-output-config-2026-07-01"
 
 
 _UNMARKABLE = ("thinking", "redacted_thinking")  # blocks cache_control cannot go on
@@ -91,9 +98,23 @@ def betas_for(body: dict[str, Any]) -> list[str]:
     needed = [MCP_BETA] if body.get("mcp_servers") else []
     context = body.get("context_management")
     edits = context.get("edits") if isinstance(context, dict) else None
-    if isinstance(edits, list) and any(isinstance(e, dict) and e.get("type") == COMPACT_EDIT for e in edits):
-        needed.append(COMPACT_BETA)
+    if isinstance(edits, list):
+        kinds = {e.get("type") for e in edits if isinstance(e, dict)}
+        if COMPACT_EDIT in kinds:
+            needed.append(COMPACT_BETA)
+        if kinds - {COMPACT_EDIT}:  # clear_tool_uses and clear_thinking: context editing
+            needed.append(CONTEXT_EDITING_BETA)
     output = body.get("output_config")
     if isinstance(output, dict) and output.get("task_budget") is not None:
         needed.append(TASK_BUDGET_BETA)
+    turns = body.get("messages")
+    # A turn is role and content, but an effort change: its length finds one at C speed (a
+    # long loop's request holds a thousand turns), and only then is it looked for by name.
+    if (
+        isinstance(turns, list)
+        and turns
+        and max(map(len, turns)) > 2
+        and any(t.get("role") == "system" and "output_config" in t for t in turns)
+    ):
+        needed.append(MESSAGE_EFFORT_BETA)
     return needed

@@ -281,6 +281,10 @@ class AnthropicAdapter(BaseAdapter):
         for key in ("stop_sequence", "stop_details", "container"):
             if delta.get(key) is not None:
                 self.call_metadata[key] = delta[key]
+        if data.get("context_management") is not None:
+            # What context editing cleared ({"applied_edits": [...]}, the anthropic SDK's
+            # BetaContextManagementResponse), kept as it came.
+            self.call_metadata["context_management"] = data["context_management"]
         self._set_usage(data.get("usage") or {})
 
     def _on_delta(self, data: dict[str, Any]) -> None:

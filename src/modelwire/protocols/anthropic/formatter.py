@@ -66,6 +66,10 @@ _NONE: Mapping[str, Any] = MappingProxyType({})  # the extras of a block that ha
 
 
 # tool_use ids: ^[a-zA-Z0-9_-]+$; tool names: ^[a-zA-Z0-9_-]{1,64}$.
+# The levels a system message's output_config.effort takes (the anthropic SDK's
+# BetaSystemMessageOutputConfigParam.effort).
+MESSAGE_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+
 TOOL_IDS = IdRules(allowed="A-Za-z0-9_-", max_len=256)
 TOOL_NAMES = IdRules(allowed="A-Za-z0-9_-", max_len=64)
 
@@ -105,12 +109,7 @@ class AnthropicFormatter(Formatter):
 
     def take(self, acc: Turns, seg: Segment) -> None:
         if seg.kind == "system":
-            parts = [{"type": "text", "text": b.text} for b in seg.blocks if b.text]
-            if self.system_in_place and acc.turns:  # a model that takes it where it is (see system_messages)
-                if parts:
-                    merge_turn(acc.turns, "system", parts)
-            else:
-                acc.system += parts
+            self._system(acc, seg)
             return
         content: list[dict[str, Any]] = []
         if seg.kind == "assistant":
@@ -137,6 +136,41 @@ class AnthropicFormatter(Formatter):
                 else:
                     self._user_block(b, seg, content)
         merge_turn(acc.turns, role, content, after_results=_after_results if seg.kind == "results" else None)
+
+    def _system(self, acc: Turns, seg: Segment) -> None:
+        """A system segment: where the model takes it (see system_messages), a system
+        message where it is, with the effort change it carries in its ``output_config``
+        (https://platform.claude.com/docs/en/build-with-claude/effort-per-message: "a
+        role: system message ... with empty content and the new effort level in
+        output_config.effort"); else joined to the system prompt at the top."""
+        parts = [{"type": "text", "text": b.text} for b in seg.blocks if b.text]
+        changes = [b for b in seg.blocks if b.type == "effort_change"]
+        if changes:
+            level = changes[-1].level
+            if not acc.turns:
+                raise FormatError(
+                    seg.index,
+                    "an effort change before the first turn: set reasoning_effort for the call instead",
+                    PROTOCOL,
+                    code="effort-change",
+                )
+            if level not in MESSAGE_EFFORTS:
+                raise FormatError(
+                    seg.index,
+                    f"effort {level!r} cannot change in mid-conversation; Claude takes {', '.join(MESSAGE_EFFORTS)}",
+                    PROTOCOL,
+                    code="effort-change",
+                )
+            if not self.system_in_place:  # the text joins the top, the change stays where it is
+                acc.system += parts
+                parts = []
+            # A message of its own, never merged: its output_config is the change.
+            acc.turns.append({"role": "system", "content": parts, "output_config": {"effort": level}})
+        elif self.system_in_place and acc.turns:
+            if parts:
+                merge_turn(acc.turns, "system", parts)
+        else:
+            acc.system += parts
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
@@ -201,7 +235,9 @@ class AnthropicFormatter(Formatter):
             raise FormatError(seg.index_of(block), f"a {btype!r} block cannot be sent in an assistant turn", PROTOCOL)
 
     def _native(self, block: Any) -> bool:
-        return replays_natively(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint, model=self.model)
+        return replays_natively(
+            block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint, model=self.model, account=self.account
+        )
 
     def _result(self, block: Any, seg: Segment, turn: list[dict[str, Any]]) -> None:
         out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.id}

@@ -120,6 +120,7 @@ class OpenAIChatFormatter(Formatter):
             split_users=self.include_names,
         )
         walk.stand_in = self.compaction_stand_in
+        walk.effort_target = self.model or PROTOCOL  # no effort change in mid-conversation
         return walk
 
     def take(self, acc: Turns, seg: Segment) -> None:

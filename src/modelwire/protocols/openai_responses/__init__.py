@@ -10,6 +10,7 @@ import logging
 from typing import Any, Callable, Mapping, Sequence
 
 from ...adapters import encode_sse
+from ...errors import StreamProtocolError
 from .._openai_errors import OpenAIErrors
 from .._openai_shared import OpenAIFilesAndBatches, openai_model_list_url, openai_models_listed
 from .._protocol import (
@@ -32,6 +33,31 @@ __all__ = ["PROTOCOL", "OpenAIResponsesProtocol"]
 
 
 # What the input-token count takes of a Responses request (the SDK's InputTokenCountParams).
+# What POST /responses/compact takes of a request (the openai SDK's ResponseCompactParams).
+_COMPACTED = frozenset(
+    {
+        "input",
+        "instructions",
+        "previous_response_id",
+        "prompt_cache_key",
+        "prompt_cache_options",
+        "prompt_cache_retention",
+        "safety_identifier",
+        "service_tier",
+        "image",
+    }
+)
+
+
+def _user_text(item: dict[str, Any]) -> str:
+    """The text of a user message a compacted response kept (its ``input_text`` parts)."""
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return "".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+
+
 _COUNTED = frozenset(
     {
         "input",
@@ -249,6 +275,32 @@ class OpenAIResponsesProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol)
         path, _, query = url.partition("?")
         kept = {k: v for k, v in body.items() if k in _COUNTED}
         return path.rstrip("/") + "/input_tokens" + (f"?{query}" if query else ""), {"model": model, **kept}
+
+    def compact_request(
+        self, url: str, body: dict[str, Any], model: str, preset: Preset
+    ) -> tuple[str, dict[str, Any]] | None:
+        """``POST /responses/compact`` (the SDK's ``responses.compact``): the fields of the
+        request it takes (its ResponseCompactParams)."""
+        path, _, query = url.partition("?")
+        kept = {k: v for k, v in body.items() if k in _COMPACTED}
+        return path.rstrip("/") + "/compact" + (f"?{query}" if query else ""), {**kept, "model": model}
+
+    def compacted_window(self, answer: dict[str, Any]) -> list[tuple[str, Any]]:
+        """A compacted response's ``output``: "all user messages, followed by a single
+        compaction item" (the openai SDK's CompactedResponse.output); each item that is not a
+        user message is decoded as an answer of its own, its usage on the last."""
+        items = answer.get("output")
+        if not isinstance(items, list):
+            raise StreamProtocolError(f"a compacted response without its output: {str(answer)[:200]!r}")
+        window: list[tuple[str, Any]] = []
+        for n, item in enumerate(items):
+            if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user":
+                window.append(("user", _user_text(item)))
+            else:
+                last = n == len(items) - 1
+                whole = {"id": answer.get("id"), "object": "response", "status": "completed", "output": [item]}
+                window.append(("answer", {**whole, "usage": answer.get("usage")} if last else whole))
+        return window
 
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
         events: list[tuple[str | None, Any]] = []

@@ -55,6 +55,8 @@ __all__ = ["OpenAIResponsesFormatter", "format_openai_responses"]
 _NONE: Any = MappingProxyType({})  # the extras of a block that has none
 
 PROTOCOL = _WIRE.name
+# The levels a configuration_update item takes (the openai SDK's ReasoningEffort).
+ITEM_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 SCOPE = _WIRE.replay_scope
 
 
@@ -98,6 +100,8 @@ class OpenAIResponsesFormatter(Formatter):
                 acc.system.append(text)  # what comes before any item is the instructions
             elif text:
                 items.append({"type": "message", "role": self.system_role, "content": text})
+            if any(b.type == "effort_change" for b in seg.blocks):
+                items.append(self._configuration_update(seg, bool(items)))
         elif seg.kind == "user":
             content = []
             for b in seg.blocks:
@@ -117,6 +121,25 @@ class OpenAIResponsesFormatter(Formatter):
                     items.append({"type": "function_call_output", "call_id": r.id, "output": output})
                 else:
                     items.append(self._result(r, seg.index_of(r)))
+
+    def _configuration_update(self, seg: Segment, after_items: bool) -> dict[str, Any]:
+        """The effort change a system segment carries (see EffortChange), as the input item
+        that changes the effort from here on without changing the cached prefix (the openai
+        SDK's ResponseConfigurationUpdateItemParamParam: "Each setting stays in effect until a
+        later update replaces it")."""
+        level = next(b.level for b in reversed(seg.blocks) if b.type == "effort_change")
+        if not after_items:
+            raise FormatError(
+                seg.index,
+                "an effort change before the first item: set reasoning_effort for the call instead",
+                PROTOCOL,
+                code="effort-change",
+            )
+        if level not in ITEM_EFFORTS:
+            raise FormatError(
+                seg.index, f"effort {level!r}: the Responses API takes {', '.join(ITEM_EFFORTS)}", PROTOCOL
+            )
+        return {"type": "configuration_update", "reasoning": {"effort": level}}
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
