@@ -250,6 +250,7 @@ PROTOCOL_NAMES = re.compile(r"[\"'](" + "|".join(re.escape(n) for n in [*protoco
         "protocols/_caps.py",
         "conform.py",
         "cassettes/_drift.py",
+        "cassettes/_recheck.py",
         "cassettes/_transpose.py",
         "adapters/_unread.py",
         "models/_learned.py",
