@@ -19,7 +19,18 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "modelwire"
 
 # The top-level names of each layer; a module may import its own layer or any below it.
 LAYERS = [
-    {"_version", "_ids", "_secrets", "_sync", "_record", "errors", "sources"},
+    {
+        "_version",
+        "_ids",
+        "_secrets",
+        "_sync",
+        "_record",
+        "_record_code",
+        "_record_convert",
+        "_record_fields",
+        "errors",
+        "sources",
+    },
     {"message", "event"},
     {"adapters", "formatters"},
     {"protocols", "cost", "telemetry"},

@@ -47,6 +47,36 @@ def test_no_function_in_the_package_is_longer_than_60_lines():
     assert long == [], "\n".join(long)
 
 
+# The modules still over 600 lines, each to be split along its own seams (issue 72). The list
+# only shrinks: no module joins it, and one split under the limit must leave it.
+LONG_MODULES = {
+    "adapters/_base.py",
+    "errors.py",
+    "formatters/_common.py",
+    "models/_http.py",
+    "protocols/anthropic/__init__.py",
+    "protocols/gemini/__init__.py",
+    "protocols/gemini/adapter.py",
+    "protocols/openai_chat/__init__.py",
+    "testing/conformance.py",
+}
+
+
+def test_no_module_in_the_package_is_longer_than_600_lines():
+    """A module a reader can hold: split by what changes together (a CLI by command, a class
+    by its parts) before it passes 600 lines."""
+    package = ROOT / "src" / "modelwire"
+    long = {}
+    for path in sorted(package.rglob("*.py")):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > 600:
+            long[path.relative_to(package).as_posix()] = lines
+    grown = {name: lines for name, lines in long.items() if name not in LONG_MODULES}
+    assert grown == {}, f"over 600 lines: {grown}; split them"
+    split = sorted(LONG_MODULES - set(long))
+    assert split == [], f"{split} are 600 lines or under now: take them off LONG_MODULES"
+
+
 def test_no_function_in_the_package_ranks_d_or_worse():
     """radon's cyclomatic complexity (every branch and boolean operator counted) stays at
     20 or under for every function and method: rank C or better."""

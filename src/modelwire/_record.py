@@ -31,12 +31,13 @@ Rules a record class follows:
 
 from __future__ import annotations
 
-import sys
 import types
-import typing
 from enum import Enum, StrEnum
-from typing import Any, Callable, ClassVar, Literal, Self, Union, dataclass_transform, get_args, get_origin
+from typing import Any, Callable, ClassVar, Literal, Self, dataclass_transform, get_args, get_origin
 
+from ._record_code import _LITERALS, _TAG_CHECK, _check_code, _field_code, _hints, _init_from, _scalar
+from ._record_convert import _identity
+from ._record_fields import MISSING, _FieldSpec, _LazySlot, field
 from .errors import ModelwireError, ValidationError
 
 __all__ = ["Record", "PlainStrEnum", "field", "extras_of", "fields_of", "maker", "dump", "MISSING"]
@@ -49,77 +50,6 @@ class PlainStrEnum(StrEnum):
     strings and code that treats them as enums both work."""
 
     __repr__ = str.__repr__
-
-
-class _Missing:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-    def __reduce__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Any = _Missing()
-
-
-class _FieldSpec:
-    __slots__ = ("default", "factory", "convert", "lazy")
-
-    def __init__(
-        self, default: Any, factory: Callable[[], Any] | None, convert: Callable[[Any], Any] | None, lazy: bool = False
-    ) -> None:
-        self.default = default
-        self.factory = factory
-        self.convert = convert
-        self.lazy = lazy
-
-
-def field(
-    *,
-    default: Any = MISSING,
-    default_factory: Callable[[], Any] | None = None,
-    convert: Callable[[Any], Any] | None = None,
-    lazy: bool = False,
-) -> Any:
-    """A field with a default factory, or with its own converter (which replaces the one
-    derived from the annotation; it takes the given value and returns the one to keep).
-
-    ``lazy=True`` (with a ``default_factory``): a record built without the field calls the
-    factory when the field is first read (by an attribute, ``to_dict``, equality, a copy),
-    and keeps what it gave. For a value most records never need, such as the id of an
-    event that is folded and dropped."""
-    if lazy and default_factory is None:
-        raise TypeError("a lazy field needs a default_factory")
-    return _FieldSpec(default, default_factory, convert, lazy)
-
-
-class _LazySlot:
-    """The attribute of a lazy field: its slot, filled from the factory on the first read
-    of a record that was built without it."""
-
-    __slots__ = ("slot", "factory")
-
-    def __init__(self, slot: Any, factory: Callable[[], Any]) -> None:
-        self.slot = slot
-        self.factory = factory
-
-    def __get__(self, obj: Any, cls: Any = None) -> Any:
-        if obj is None:
-            return self
-        try:
-            return self.slot.__get__(obj, cls)
-        except AttributeError:
-            value = self.factory()
-            self.slot.__set__(obj, value)
-            return value
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        self.slot.__set__(obj, value)
-
-    def __delete__(self, obj: Any) -> None:
-        self.slot.__delete__(obj)
 
 
 def _is_classvar(annotation: Any) -> bool:
@@ -221,7 +151,8 @@ def _lazy_init(self: Any, **kwargs: Any) -> None:
 def _lazy_to_dict(self: Any) -> dict[str, Any]:
     cls = type(self)
     _compile(cls)
-    return cls.to_dict(self)
+    data: dict[str, Any] = cls.to_dict(self)
+    return data
 
 
 class Record(metaclass=_RecordMeta):
@@ -310,7 +241,8 @@ class Record(metaclass=_RecordMeta):
             raise ValidationError(
                 cls.__name__, [{"loc": (), "msg": f"invalid JSON: {exc}", "type": "json_invalid"}]
             ) from None
-        return cls.from_dict(parsed)
+        record: Self = cls.from_dict(parsed)
+        return record
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy (``deep``: its values copied too), with ``update`` applied and validated
@@ -419,7 +351,8 @@ def extras_of(record: Any) -> dict[str, Any]:
     try:
         return record.__dict__  # type: ignore[no-any-return]
     except AttributeError:
-        return _NO_EXTRAS
+        empty: dict[str, Any] = _NO_EXTRAS  # read-only: a record without extras takes none
+        return empty
 
 
 # -- JSON ------------------------------------------------------------------------------------
@@ -459,404 +392,7 @@ def _dumps(data: Any) -> str:
     return _encoders[0](data)
 
 
-# -- converters ------------------------------------------------------------------------------
-# A converter takes a value and returns the one the field keeps, or raises ValidationError
-# with the location inside the value ("loc" is relative to the field).
-
-
-def _fail(msg: str, kind: str, loc: tuple[Any, ...] = ()) -> ValidationError:
-    return ValidationError(None, [{"loc": loc, "msg": msg, "type": kind}])
-
-
-def _describe(tp: Any) -> str:
-    if isinstance(tp, type):
-        return tp.__name__
-    return str(tp).replace("typing.", "")
-
-
-def _conv_str(v: Any) -> Any:
-    if isinstance(v, str):
-        return str(v) if not isinstance(v, Enum) else v.value
-    raise _fail(f"expected a string, got {type(v).__name__}", "string_type")
-
-
-def _conv_int(v: Any) -> Any:
-    if isinstance(v, int):
-        return int(v)
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    raise _fail(f"expected an integer, got {type(v).__name__} {v!r:.40}", "int_type")
-
-
-def _conv_float(v: Any) -> Any:
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
-    raise _fail(f"expected a number, got {type(v).__name__}", "float_type")
-
-
-def _conv_bool(v: Any) -> Any:
-    if isinstance(v, bool):
-        return v
-    if v in (0, 1) and type(v) is int:
-        return bool(v)
-    raise _fail(f"expected a boolean, got {type(v).__name__}", "bool_type")
-
-
-def _conv_dict(v: Any) -> Any:
-    if isinstance(v, dict):
-        return v
-    raise _fail(f"expected an object, got {type(v).__name__}", "dict_type")
-
-
-def _identity(v: Any) -> Any:
-    return v
-
-
-_SIMPLE: dict[Any, tuple[type | None, Callable[[Any], Any]]] = {
-    str: (str, _conv_str),
-    int: (int, _conv_int),
-    float: (float, _conv_float),
-    bool: (bool, _conv_bool),
-    dict: (dict, _conv_dict),
-    Any: (None, _identity),
-    object: (None, _identity),
-}
-
-
-def _record_conv(cls: type) -> Callable[[Any], Any]:
-    def conv(v: Any) -> Any:
-        if isinstance(v, cls):
-            return v
-        if isinstance(v, dict):
-            try:
-                return cls.from_dict(v)
-            except ValidationError as exc:
-                raise exc.under() from None
-        raise _fail(f"expected {cls.__name__} or its JSON object, got {type(v).__name__}", "model_type")
-
-    return conv
-
-
-def _tagged_conv(members: list[type]) -> Callable[[Any], Any]:
-    by_tag = {m.__record_tag__: m for m in members}  # type: ignore[attr-defined]
-    classes = tuple(members)
-    tags = ", ".join(repr(t) for t in by_tag)
-
-    def conv(v: Any) -> Any:
-        if isinstance(v, classes):
-            return v
-        if isinstance(v, dict):
-            tag = v.get("type")
-            member = by_tag.get(tag)  # type: ignore[arg-type]
-            if member is None:
-                if tag is None:
-                    raise _fail(f"the object has no 'type' (one of {tags})", "union_tag_not_found")
-                raise _fail(
-                    f"'type' {tag!r} does not match any of the expected tags: {tags}", "union_tag_invalid", ("type",)
-                )
-            try:
-                return member.from_dict(v)
-            except ValidationError as exc:
-                raise exc.under(tag) from None
-        raise _fail(
-            f"expected one of {', '.join(c.__name__ for c in classes)} (or its JSON object), got {type(v).__name__}",
-            "model_type",
-        )
-
-    return conv
-
-
-def _list_conv(item: Callable[[Any], Any], fast: type | None) -> Callable[[Any], Any]:
-    def conv(v: Any) -> Any:
-        if not isinstance(v, (list, tuple)):
-            raise _fail(f"expected a list, got {type(v).__name__}", "list_type")
-        out = []
-        for i, x in enumerate(v):
-            if fast is not None and type(x) is fast:
-                out.append(x)
-                continue
-            try:
-                out.append(item(x))
-            except ValidationError as exc:
-                raise exc.under(i) from None
-        return out
-
-    return conv
-
-
-def _literal_conv(values: tuple[Any, ...]) -> Callable[[Any], Any]:
-    allowed = set(values)
-    names = ", ".join(repr(v) for v in values)
-
-    def conv(v: Any) -> Any:
-        try:
-            if v in allowed:
-                return v.value if isinstance(v, Enum) else v
-        except TypeError:
-            pass
-        raise _fail(f"expected one of {names}, got {v!r:.60}", "literal_error")
-
-    return conv
-
-
-def _enum_conv(enum: type[Enum]) -> Callable[[Any], Any]:
-    names = ", ".join(repr(m.value) for m in enum)  # type: ignore[var-annotated]
-
-    def conv(v: Any) -> Any:
-        try:
-            return enum(v)
-        except (ValueError, TypeError):
-            raise _fail(f"expected one of {names}, got {v!r:.60}", "enum") from None
-
-    return conv
-
-
-def _without_enum_literals(members: list[Any]) -> list[Any]:
-    """``Enum | Literal[its values]`` (how a field says it takes the enum or its plain values,
-    for a type checker) converts as the enum alone: the Literal is left out."""
-    enums = [a for a in members if isinstance(a, type) and issubclass(a, Enum)]
-    if not enums:
-        return members
-    values = [{m.value for m in e} for e in enums]
-    return [a for a in members if not (get_origin(a) is Literal and any(set(get_args(a)) <= v for v in values))]
-
-
-def _or_none(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def optional_conv(v: Any) -> Any:
-        return None if v is None else inner(v)
-
-    return optional_conv
-
-
-def _union_conv(args: tuple[Any, ...]) -> tuple[type | None, Callable[[Any], Any]]:
-    optional = type(None) in args
-    rest = _without_enum_literals([a for a in args if a is not type(None)])
-    records = [a for a in rest if isinstance(a, type) and issubclass(a, Record)]
-    others = [a for a in rest if a not in records]
-    record_conv: Callable[[Any], Any] | None = None
-    if records:
-        record_conv = _record_conv(records[0]) if len(records) == 1 else _tagged_conv(records)
-    # Each other member takes values of one Python kind (a string, a list ...); a value of
-    # that kind is converted by that member alone, so its error says what is wrong inside.
-    kinds = [(_kind_of(a), _converter(a)[1]) for a in others]
-    if len(rest) == 1:
-        fast, inner = (records[0], record_conv) if record_conv is not None else _converter(rest[0])
-        assert inner is not None
-        return fast, (_or_none(inner) if optional else inner)
-    record_kinds = (*records, dict) if records else ()
-    expected = " or ".join(_describe(a) for a in rest) + (" or null" if optional else "")
-
-    def union(v: Any) -> Any:
-        if v is None and optional:
-            return None
-        if record_conv is not None and isinstance(v, record_kinds):
-            return record_conv(v)
-        for kind, conv in kinds:
-            if kind is None:
-                try:
-                    return conv(v)
-                except ValidationError:
-                    continue
-            if isinstance(v, kind):
-                return conv(v)
-        raise _fail(f"expected {expected}, got {type(v).__name__}", "union_type")
-
-    return None, union
-
-
-def _kind_of(tp: Any) -> type | tuple[type, ...] | None:
-    """The Python type(s) a value must have to be taken by the converter of ``tp``."""
-    origin = get_origin(tp)
-    if origin in (list, tuple):
-        return (list, tuple)
-    if origin is dict:
-        return dict
-    if isinstance(tp, type):
-        if issubclass(tp, Enum):
-            return None
-        if tp is float:
-            return (int, float)
-        return tp
-    return None
-
-
-def _converter(tp: Any) -> tuple[type | None, Callable[[Any], Any]]:
-    """(the exact type that needs no conversion or None, the converter) for an annotation."""
-    simple = _SIMPLE.get(tp)
-    if simple is not None:
-        return simple
-    origin = get_origin(tp)
-    if origin is Union or origin is types.UnionType:
-        return _union_conv(get_args(tp))
-    if origin is typing.Annotated:
-        return _converter(get_args(tp)[0])
-    if origin is Literal:
-        return None, _literal_conv(get_args(tp))
-    if origin in (list, tuple):
-        args = get_args(tp)
-        fast, item = _converter(args[0]) if args else (None, _identity)
-        if item is _identity:
-
-            def any_list(v: Any) -> Any:
-                if isinstance(v, (list, tuple)):
-                    return list(v)
-                raise _fail(f"expected a list, got {type(v).__name__}", "list_type")
-
-            return None, any_list
-        return None, _list_conv(item, fast)
-    if origin is dict:
-        return dict, _conv_dict
-    if isinstance(tp, type):
-        if issubclass(tp, Record):
-            return tp, _record_conv(tp)
-        if issubclass(tp, Enum):
-            return None, _enum_conv(tp)
-    raise TypeError(f"a record field cannot be of type {tp!r}")
-
-
-# -- code generation -------------------------------------------------------------------------
-
-
-_LITERALS = {dict: "{}", list: "[]"}  # faster than calling the factory
-
-
-# A class's own checks after its fields are set: a ValueError there is a ValidationError.
-_POST_INIT = [
-    "    try: self.__post_init__()",
-    "    except ValidationError as exc: raise exc.named(cls.__name__) from None",
-    "    except ModelwireError: raise",
-    (
-        "    except ValueError as exc: raise ValidationError(cls.__name__, [{'loc': (), 'msg': "
-        "str(exc), 'type': 'value_error'}]) from None"
-    ),
-]
-
-
-def _field_code(
-    name: str, spec: _FieldSpec, hint: Any, env: dict[str, Any], body: list[str], required: list[str], setter: str
-) -> tuple[type | None, Callable[[Any], Any]]:
-    """The constructor's lines for one field (its default, its check and conversion, its
-    assignment), added to ``body``; its fast type (None: always converted) and converter."""
-    if spec.convert is not None:
-        fast, conv = None, spec.convert
-    else:
-        fast, conv = _converter(hint)
-    env[f"_c_{name}"] = conv
-    if fast is not None:
-        env[f"_t_{name}"] = fast
-    if spec.lazy:  # left unset when not given: the first read makes it (see _LazySlot)
-        return _lazy_field_code(name, fast, conv, body, setter)
-    if spec.factory is not None:
-        env[f"_f_{name}"] = spec.factory
-        made = _LITERALS.get(spec.factory, f"_f_{name}()")  # type: ignore[arg-type]
-        body.append(f"    if {name} is MISSING: {name} = {made}")
-        check = "elif"
-    elif spec.default is not MISSING:
-        env[f"_d_{name}"] = spec.default
-        body.append(f"    if {name} is MISSING: {name} = _d_{name}")
-        check = "elif"
-    else:
-        required.append(name)
-        check = "if"
-    if conv is not _identity:
-        body += _check_code(name, fast, check, "    ")
-    body.append("    " + setter.format(name=name))
-    return fast, conv
-
-
-def _check_code(name: str, fast: type | None, keyword: str, pad: str) -> list[str]:
-    """The lines that convert a given value of field ``name`` (through ``_c_<name>``) unless
-    it is of the field's fast type (``_t_<name>``), naming the field in a failure."""
-    cond = f"_type({name}) is not _t_{name}" if fast is not None else "True"
-    return [
-        f"{pad}{keyword} {cond}:",
-        f"{pad}    try: {name} = _c_{name}({name})",
-        f"{pad}    except ValidationError as exc: raise exc.under({name!r}).named(cls.__name__) from None",
-    ]
-
-
-def _lazy_field_code(
-    name: str, fast: type | None, conv: Callable[[Any], Any], body: list[str], setter: str
-) -> tuple[type | None, Callable[[Any], Any]]:
-    """The constructor's lines for a lazy field: checked and set when given, else left unset."""
-    body.append(f"    if {name} is not MISSING:")
-    if conv is not _identity:
-        body += _check_code(name, fast, "if", "        ")
-    body.append("        " + setter.format(name=name))
-    return fast, conv
-
-
-_ANNOTATION_CODE: dict[str, Any] = {}  # an annotation's text, compiled (records repeat a few)
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    """``typing.get_type_hints(cls)``, with each annotation's text compiled once per process
-    rather than once per class (about two fifths of what a record class's first use cost). Evaluated
-    as get_type_hints evaluates them: the module's names first, then the class's. An
-    annotation that leaves a name to resolve (a quoted name inside one) is left to
-    get_type_hints."""
-    hints: dict[str, Any] = {}
-    for base in reversed(cls.__mro__):
-        annotations = base.__dict__.get("__annotations__")
-        if not annotations:
-            continue
-        module = sys.modules.get(base.__module__)
-        names = dict(vars(base))
-        for name, value in annotations.items():
-            if isinstance(value, str):
-                code = _ANNOTATION_CODE.get(value)
-                if code is None:
-                    code = _ANNOTATION_CODE[value] = compile(value, "<annotation>", "eval")
-                value = eval(code, names, getattr(module, "__dict__", {}))  # noqa: S307 - the class's own annotation
-            elif value is None:
-                value = type(None)
-            if not _plain(value):
-                return typing.get_type_hints(cls)
-            hints[name] = value
-    return hints
-
-
-def _plain(tp: Any) -> bool:
-    """Whether an evaluated annotation holds nothing get_type_hints would change: no name
-    left to resolve, no ``Annotated`` to strip."""
-    if isinstance(tp, (str, typing.ForwardRef)):
-        return False
-    origin = get_origin(tp)
-    if origin is Literal:
-        return True
-    if origin is typing.Annotated:
-        return False
-    return all(_plain(arg) for arg in get_args(tp))
-
-
-# The check of a tagged class's ``type`` argument, in the ``__init__`` _compile writes.
-_TAG_CHECK = [
-    "    if type is not MISSING and type != _tag:",
-    "        raise ValidationError(cls.__name__, [{'loc': ('type',), 'msg': f'expected {_tag!r}, "
-    "got {type!r:.40}', 'type': 'literal_error'}])",
-]
-
-
-def _init_from(
-    cls: type, args: list[str], body: list[str], required: list[str], extra: bool, env: dict[str, Any]
-) -> Callable[..., None]:
-    """The ``__init__`` written from its fields' lines: required fields checked first, extra
-    keyword arguments kept last, then ``__post_init__``."""
-    if required:
-        env["_missing"] = _missing
-        names = ", ".join(required)
-        cond = " or ".join(f"{n} is MISSING" for n in required)
-        body.insert(0, f"    if {cond}: raise _missing(cls, {tuple(required)!r}, ({names},))")
-    if extra:
-        env["_check_extra"] = _check_extra
-        body.append("    if _extra: self.__dict__.update(_check_extra(_extra))")
-    if getattr(cls, "__post_init__", None) is not None:
-        body += _POST_INIT
-    if not body:
-        body.append("    pass")
-    src = f"def __init__(self, *, {', '.join(args)}):\n" + "\n".join(body) + "\n"
-    exec(src, env)  # noqa: S102 - the code is written here from the class's own field names
-    return env["__init__"]
+# -- the code a record class runs, written on its first use ----------------------------------
 
 
 def _compile(cls: type, force: bool = False) -> None:
@@ -956,7 +492,7 @@ def maker(cls: type, *names: str, trusted: tuple[str, ...] = ()) -> Callable[...
             continue
         elif spec.factory is not None:
             env[f"_f_{name}"] = spec.factory
-            body.append("    " + setter.format(name=name, value=_LITERALS.get(spec.factory, f"_f_{name}()")))  # type: ignore[arg-type]
+            body.append("    " + setter.format(name=name, value=_LITERALS.get(spec.factory, f"_f_{name}()")))
         elif spec.default is not MISSING:
             env[f"_d_{name}"] = spec.default
             body.append("    " + setter.format(name=name, value=f"_d_{name}"))
@@ -983,20 +519,6 @@ def _own_attrs(cls: type) -> set[str]:
     return out
 
 
-def _scalar(tp: Any) -> bool:
-    """Whether values of ``tp`` are JSON-ready as they are (no copy, no conversion)."""
-    if tp in (str, int, float, bool, type(None)):
-        return True
-    origin = get_origin(tp)
-    if origin is Union or origin is types.UnionType:
-        return all(_scalar(a) for a in get_args(tp))
-    if origin is Literal:
-        return all(type(a) in (str, int, bool) for a in get_args(tp))
-    if isinstance(tp, type) and issubclass(tp, Enum):
-        return False
-    return False
-
-
 def _to_dict_for(
     cls: type, fields: tuple[str, ...], hints: dict[str, Any], extra: bool, tag: Any
 ) -> Callable[[Any], dict[str, Any]]:
@@ -1018,17 +540,3 @@ def _to_dict_for(
     fn = env["to_dict"]
     fn.__doc__ = "The JSON-ready dict of this record."
     return fn  # type: ignore[no-any-return]
-
-
-def _missing(cls: type, names: tuple[str, ...], values: tuple[Any, ...]) -> ValidationError:
-    errors = [{"loc": (n,), "msg": "field required", "type": "missing"} for n, v in zip(names, values) if v is MISSING]
-    return ValidationError(cls.__name__, errors)
-
-
-def _check_extra(extra: dict[str, Any]) -> dict[str, Any]:
-    for key in extra:
-        if key.startswith("_"):
-            raise ValidationError(
-                None, [{"loc": (key,), "msg": "an extra field's name cannot start with '_'", "type": "extra_forbidden"}]
-            )
-    return extra

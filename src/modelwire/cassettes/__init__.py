@@ -22,8 +22,9 @@ from ._cassette import (
     Interaction,
     canonical_json,
 )
-from ._drift import Drift, RecheckReport, recheck, recheck_async
+from ._drift import Drift, RecheckReport
 from ._hook import CassetteSession, use_cassette
+from ._recheck import recheck, recheck_async
 from ._transpose import TransposeReport, transpose, transpose_async
 from ._vcr import import_vcr
 

@@ -158,7 +158,7 @@ def cassette(request: Any) -> Iterator[Any]:
 def _recheck_after(request: Any, path: Path) -> None:
     """The test's cassette sent again (once the replay is over), its drift kept for the
     summary, within the session's call limit."""
-    from ._drift import recheck
+    from ._recheck import recheck
 
     done = request.config.stash.setdefault(_RECHECKED, [])
     limit = request.config.getoption("--cassette-recheck-max-calls")

@@ -12,23 +12,18 @@ import re
 import secrets
 import time
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
-from urllib.parse import parse_qs, unquote, urlsplit
+from typing import Any, Callable, Iterable
+from urllib.parse import unquote, urlsplit
 
 from ..agent import Agent, ResumeEvent
-from ..errors import AgentError
-from ..event import ExternalExecutionResultEvent, UserInterruptEvent
+from ..event import UserInterruptEvent
 from ..message import Msg
 from ..sources import SourcePolicy, use_source_policy
-from ._agui import AGUIEncoder, read_agui
+from ._asgi import Receive, Scope, Send, _answer, _json, _lifespan, _path, _preflight, _relay
 from ._live import Gone, LiveReply
-from ._store import Conflict, MemoryStore, Parked, ReplyStore, RunnerGone, StoreUnavailable, key_of
-from ._turn import BadRequest, Encoder, EventsEncoder, Resume, Turn, read_events
-from ._uimessage import UIMessageEncoder, read_ui_message
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+from ._request import DIALECTS, _dialect, _json_body, _read, _reply_of, _resume_event, _until_runner_gone
+from ._store import Conflict, MemoryStore, Parked, ReplyStore, StoreUnavailable, key_of
+from ._turn import BadRequest, Encoder, Turn
 
 HERE = Path(__file__).parent
 STATIC = {
@@ -36,12 +31,6 @@ STATIC = {
     "/fold.mjs": (HERE.parent / "js" / "fold.mjs", "text/javascript; charset=utf-8"),
 }
 MAX_BODY = 16 * 1024 * 1024
-
-DIALECTS: dict[str, tuple[Callable[[dict[str, Any]], Turn], type[Encoder]]] = {
-    "events": (read_events, EventsEncoder),
-    "ag-ui": (read_agui, AGUIEncoder),
-    "ui-message": (read_ui_message, UIMessageEncoder),
-}
 
 
 _log = logging.getLogger("modelwire.serve")
@@ -588,198 +577,3 @@ class ParkError(Exception):
 
 class BodyTimeout(Exception):
     """A request body that did not arrive whole within the app's ``body_timeout``."""
-
-
-async def _until_runner_gone(frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """A stream followed from another worker, ended in its own dialect with an error (its
-    frames numbered on) if that worker dies before the reply ends."""
-    try:
-        async for chunk in frames:
-            yield chunk
-    except RunnerGone as gone:
-        enc = DIALECTS.get(gone.dialect, DIALECTS["events"])[1](Turn(), "")
-        enc.reply_id = gone.reply_id or None
-        ending = (
-            enc.error("the worker running this reply stopped before the reply ended; send your message again")
-            + enc.done()
-        )
-        yield b"".join(b"id: %d\n" % (gone.next + k) + frame for k, frame in enumerate(ending))
-
-
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream; charset=utf-8"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),  # proxies: pass each event on at once
-    (b"x-content-type-options", b"nosniff"),
-]
-
-
-async def _relay(chunks: AsyncIterator[bytes], receive: Receive, send: Send, extra: list[tuple[bytes, bytes]]) -> None:
-    """Send an event stream's chunks as they come, until it ends or the client leaves.
-
-    The chunks are sent from this task; one task of its own watches for the client leaving
-    and then cuts this one's wait short (a task less per open stream than one for each)."""
-    await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
-    this = asyncio.current_task()
-    assert this is not None
-    left = False
-
-    async def watch() -> None:
-        nonlocal left
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        left = True
-        this.cancel()
-
-    watcher = asyncio.create_task(watch())
-    try:
-        try:
-            async for chunk in chunks:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        except Exception as exc:  # noqa: BLE001 - the response ends where its stream broke
-            _log.debug("a stream ended early: %s: %s", type(exc).__name__, exc)
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-    except asyncio.CancelledError:
-        if not left:
-            raise  # cancelled from outside: not ours to take
-        this.uncancel()  # the watcher's: the client is gone, nothing more can be sent
-    finally:
-        # Not awaited: this task does not wait again here, so the watcher, cancelled before
-        # its next step, can no longer cancel it.
-        watcher.cancel()
-
-
-def _reply_of(agent: Any, rid: str) -> Msg | None:
-    """The reply the agent keeps: it folds each event into it before yielding the event,
-    so the encoders read a block whole from it at the block's end."""
-    for m in reversed(getattr(agent, "context", ())):
-        if m.id == rid:
-            return m
-    return None
-
-
-def _resume_event(agent: Any, rid: str, resume: Resume) -> ResumeEvent:
-    """The event that resumes ``rid``, built from the parked calls (never from the
-    client's copy of them: the client answers, the server keeps what was asked)."""
-    if resume.interrupt:
-        return UserInterruptEvent(reply_id=rid)
-    pending = {c.id: c for c in agent.pending_calls(rid)}
-    if resume.about - set(pending):
-        raise Conflict()  # the answer names calls this reply does not wait for
-    if resume.partial:
-        resume.confirm = {k: v for k, v in resume.confirm.items() if k in pending and pending[k].state == "asking"}
-        resume.results = {k: v for k, v in resume.results.items() if k in pending and pending[k].state == "submitted"}
-    if resume.confirm and resume.results:
-        raise BadRequest("answer confirmations and external results in separate requests")
-    if resume.confirm:
-        try:
-            return agent.confirm(resume.confirm, rid)
-        except AgentError:
-            raise Conflict() from None  # a call that does not wait for a confirmation
-    if not resume.results:
-        raise BadRequest("the answer holds no confirmation, no result and no interrupt")
-    results = []
-    for call_id, result in resume.results.items():
-        call = pending.get(call_id)
-        if call is None or call.state != "submitted":
-            raise Conflict()
-        results.append(result if result.name == call.name else result.replace(name=call.name))
-    return ExternalExecutionResultEvent(reply_id=rid, execution_results=results)
-
-
-def _read(read: Callable[[dict[str, Any]], Turn], dialect: str, data: dict[str, Any]) -> Turn:
-    """The turn a request body asks for. The body is the client's: whatever in it the
-    reader cannot take (a part of the wrong shape, a value of the wrong type) is the
-    client's mistake, a 400 that says what it is, never a 500."""
-    try:
-        return read(data)
-    except BadRequest:
-        raise
-    except Exception as exc:  # noqa: BLE001 - sorted: the client's data, not the server's state
-        from ..errors import ValidationError
-
-        what = (
-            "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3])
-            if isinstance(exc, ValidationError)
-            else f"{type(exc).__name__}: {exc}"
-        )
-        raise BadRequest(f"the body is not a valid {dialect} request ({what[:300]})") from None
-
-
-def _json_body(raw: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise BadRequest(f"the body is not JSON: {exc}") from None
-    except RecursionError:
-        raise BadRequest("the body is JSON nested too deeply to read") from None
-    if not isinstance(data, dict):
-        raise BadRequest(f"the body is a JSON {type(data).__name__}, not an object")
-    return data
-
-
-def _dialect(data: dict[str, Any], query: str) -> str:
-    """``?encoding=`` if given, else the request's shape: AG-UI's RunAgentInput has
-    ``threadId`` and ``runId``; ``useChat`` posts UI messages, which have ``parts``."""
-    asked = parse_qs(query).get("encoding")
-    if asked:
-        if asked[-1] not in DIALECTS:
-            raise BadRequest(f"unknown encoding {asked[-1]!r}; one of {sorted(DIALECTS)}")
-        return asked[-1]
-    if "threadId" in data and "runId" in data:
-        return "ag-ui"
-    messages = data.get("messages")
-    if isinstance(messages, list) and any(isinstance(m, dict) and "parts" in m for m in messages):
-        return "ui-message"
-    return "events"
-
-
-async def _answer(
-    send: Send, status: int, content_type: str, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    headers = [
-        (b"content-type", content_type.encode()),
-        (b"content-length", str(len(body)).encode()),
-        (b"x-content-type-options", b"nosniff"),
-        (b"referrer-policy", b"no-referrer"),
-        *(extra or []),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _path(scope: Scope) -> str:
-    """The request's path inside the app (mounted under a prefix: FastAPI's app.mount,
-    Starlette's Mount)."""
-    path, root = scope["path"], scope.get("root_path", "")
-    if root and path.startswith(root):
-        return path[len(root) :] or "/"
-    return path
-
-
-async def _preflight(send: Send, origin: str | None, cors: list[tuple[bytes, bytes]] | None) -> None:
-    """A CORS preflight: allowed for an allowed origin, refused for any other."""
-    if origin is None or cors is None:
-        return await _json(send, 403, {"error": "this origin may not call this server (allowed_origins)"})
-    preflight = [
-        *cors,
-        (b"access-control-allow-methods", b"POST"),
-        (b"access-control-allow-headers", b"content-type, authorization, last-event-id"),
-        (b"access-control-max-age", b"600"),
-    ]
-    await _answer(send, 204, "text/plain", b"", preflight)
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    """The ASGI lifespan: nothing to start or stop, both acknowledged."""
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
-async def _json(send: Send, status: int, data: dict[str, Any], extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    await _answer(send, status, "application/json", json.dumps(data).encode(), extra)
