@@ -40,18 +40,24 @@ _COMPILED = _TABLE.with_suffix(".json")  # the same entries, as JSON: read witho
 _PREFIX = re.compile(
     r"^(?:(?:us|eu|apac|au|jp|global|us-gov)\.)?(?:anthropic|amazon|meta|mistral|openai|deepseek|qwen|google|moonshot|cohere)\."
 )
-_SUFFIX = re.compile(r"(?:-v\d+:\d+|@[\w.-]+|:\w+)$")
+# Bedrock's "-v1:0" (and a provisioned-throughput context after it: ":0:200k"), Vertex's
+# "@20250805", a tag (":latest", ":1m").
+_SUFFIX = re.compile(r"(?:-v\d+:\d+(?::\w+)?|@[\w.-]+|:\w+)$")
 _DOT = re.compile(r"(?<=\d)\.(?=\d)")
 
 
 def normalize(model: str) -> str:
     """The form table patterns are written against: ``us.anthropic.claude-opus-4-7-v1:0``,
-    ``anthropic/claude-opus-4.7`` and ``claude-opus-4-7@20260416`` are all
-    ``claude-opus-4-7``; ``gpt-5.1`` is ``gpt-5-1``."""
+    ``claude-opus-4-7-v1``, ``anthropic/claude-opus-4.7`` and ``claude-opus-4-7@20260416``
+    are all ``claude-opus-4-7``; ``gpt-5.1`` is ``gpt-5-1``."""
     name = model.strip().lower()
     name = name.rsplit("/", 1)[-1]  # gateways: "anthropic/claude-...", "models/gemini-..."
     name = _PREFIX.sub("", name)
     name = _SUFFIX.sub("", name)
+    if name.endswith("-v1") and any(c.isdigit() for c in name[:-3]):
+        # Bedrock's id without its ":0", as users write it: the first version of a versioned
+        # name is that model ("deepseek-v1" names no other; a "-v2" is a version of its own).
+        name = name[:-3]
     return _DOT.sub("-", name)
 
 
