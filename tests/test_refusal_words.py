@@ -187,6 +187,16 @@ WORDS = [
     ),
     # deepseek-ai/awesome-deepseek-integration#598, 2026-04-29
     ("openai-chat", "deepseek-reasoner does not support this tool_choice", "tool_choice", {"forced_tool": False}),
+    # microsoft/foundry-dev-tools#779, 2026-09-13 (the same for gpt-5.6-sol: TheR1D/shell_gpt#801, 2026-09-01)
+    (
+        "openai-chat",
+        (
+            "Function tools with reasoning_effort are not supported for gpt-6-astra in /v1/chat/completions. "
+            "To use function tools, use /v1/responses or set reasoning_effort to 'none'."
+        ),
+        "tools",
+        {"tool_use_thinking": False},
+    ),
     # dotnet/extensions#6196, 2025-03-26
     (
         "openai-chat",

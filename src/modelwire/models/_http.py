@@ -139,7 +139,12 @@ class HTTPModel(Pricing, Failures, Resumption):
             defaults = self.wire.model_defaults(self.spec.preset, self.name)
             learned = learned_rules().get(self.endpoint, self.name)
             self._capabilities = resolve_capabilities(
-                defaults, self.name, published=self._published, learned=learned, overrides=self._capability_overrides
+                defaults,
+                self.name,
+                published=self._published,
+                learned=learned,
+                overrides=self._capability_overrides,
+                provider=self.provider,
             )
             self._fit_tool_rules(self._capabilities)
         return self._capabilities

@@ -35,6 +35,7 @@ RULES = {
     "orphan-result": "a tool result without its call before it",
     "unanswered-call": "a tool call without its result before the conversation goes on",
     "unsupported-option": "an option the model does not take",
+    "tool-use": "tools the model does not take: at all, in a streamed request, or while it reasons on this endpoint",
     "strict-schema": "a strict tool schema holding a keyword the model's strict mode refuses",
     "tool-schema": "a tool schema the provider refuses in any mode (Claude: anyOf, oneOf or allOf at its top)",
     "context-window": "a conversation larger than the model's context window (estimated from its text)",
@@ -161,7 +162,9 @@ def _request_findings(
             try:
                 model.build_request(checked, tools, tool_choice, None)
             except E.UnsupportedOptionError as exc:
-                findings.append(_option_finding(exc))
+                found = _option_finding(exc)
+                if found not in findings:  # (plain tools refused for the same reason: said once)
+                    findings.append(found)
                 if exc.option == "tool_choice":
                     tool_choice = "auto"
                 elif exc.option == "tools" and tools:
@@ -204,7 +207,9 @@ def _plain_tools(tools: Sequence[Any]) -> list[Any]:
 
 
 def _option_finding(exc: E.UnsupportedOptionError) -> Finding:
-    rule = {"tool_choice": "forced-tool-with-thinking", "tools": "strict-schema"}.get(exc.option, "unsupported-option")
+    rule = {"tool_choice": "forced-tool-with-thinking", "tools": "tool-use"}.get(exc.option, "unsupported-option")
+    if rule == "tool-use" and "strict mode" in str(exc):
+        rule = "strict-schema"  # a keyword of a strict tool's schema (check_strict_tools)
     return Finding(rule, None, str(exc), "tool_choice='auto'" if rule == "forced-tool-with-thinking" else None)
 
 

@@ -31,6 +31,8 @@ __all__ = [
     "assumed_from",
     "table_entries",
     "entries_of",
+    "endpoint_entries",
+    "endpoint_rules",
     "resolve_capabilities",
 ]
 
@@ -73,15 +75,57 @@ def _shipped(n: int) -> tuple[tuple[str, ...], ModelCapabilities, str]:
 
 
 @lru_cache(maxsize=1)
-def _raw_table() -> tuple[dict[str, Any], ...]:
-    """The shipped table's entries as written, from its compiled JSON where it is there."""
+def _raw_data() -> dict[str, Any]:
+    """The shipped table as written, from its compiled JSON where it is there."""
     if _COMPILED.exists():
         import msgspec
 
-        return tuple(msgspec.json.decode(_COMPILED.read_bytes()).get("model", []))
+        data: dict[str, Any] = msgspec.json.decode(_COMPILED.read_bytes())
+        return data
     import tomllib
 
-    return tuple(tomllib.loads(_TABLE.read_text(encoding="utf-8")).get("model", []))
+    return tomllib.loads(_TABLE.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def _raw_table() -> tuple[dict[str, Any], ...]:
+    """The shipped table's entries (``[[model]]``) as written."""
+    return tuple(_raw_data().get("model", []))
+
+
+@lru_cache(maxsize=1)
+def _raw_endpoints() -> tuple[dict[str, Any], ...]:
+    """The shipped table's endpoint entries (``[[endpoint]]``) as written."""
+    return tuple(_raw_data().get("endpoint", []))
+
+
+def endpoint_entries() -> tuple[tuple[tuple[str, ...], tuple[str, ...], ModelCapabilities, str], ...]:
+    """``(providers, patterns, record, family)`` for every endpoint entry of the shipped table."""
+    return tuple(_endpoint_entry(n) for n in range(len(_raw_endpoints())))
+
+
+@lru_cache(maxsize=None)
+def _endpoint_entry(n: int) -> tuple[tuple[str, ...], tuple[str, ...], ModelCapabilities, str]:
+    """The shipped table's endpoint entry ``n``: the providers it holds for, then as an entry."""
+    raw = dict(_raw_endpoints()[n])
+    providers = raw.pop("providers", None)
+    if not isinstance(providers, list) or not providers or not all(isinstance(p, str) for p in providers):
+        raise ConfigError(f"{_TABLE.name}: endpoint entry {n} needs the providers it holds for")
+    patterns, record, family = _entry(n, raw, _TABLE.name)
+    return tuple(providers), patterns, record, family
+
+
+def endpoint_rules(model: str, provider: str) -> ModelCapabilities | None:
+    """What the shipped table says of ``model`` reached through ``provider`` only (an
+    ``[[endpoint]]`` entry: GPT-6 takes function tools with reasoning on the Responses API,
+    not on OpenAI's Chat Completions), or None."""
+    name = normalize(model)
+    for n, raw in enumerate(_raw_endpoints()):
+        if provider in raw.get("providers", ()) and any(
+            fnmatch.fnmatchcase(name, pattern) for pattern in raw.get("match", ())
+        ):
+            return _endpoint_entry(n)[2]
+    return None
 
 
 def compile_table() -> bytes:
@@ -178,14 +222,19 @@ def resolve_capabilities(
     published: ModelCapabilities | None = None,
     learned: ModelCapabilities | None = None,
     overrides: Mapping[str, Any] | ModelCapabilities | None = None,
+    provider: str | None = None,
 ) -> ModelCapabilities:
-    """The record for ``model``: the protocol's ``defaults``, then the table, then what the
-    provider published, then what its refusals taught (``learned``), then the user's
-    ``overrides`` (each laid over the last)."""
+    """The record for ``model``: the protocol's ``defaults``, then the table (its row for the
+    model, then what it says of the model on ``provider``'s endpoint), then what the provider
+    published, then what its refusals taught (``learned``), then the user's ``overrides``
+    (each laid over the last)."""
     caps = defaults
     table = from_table(model)
     if table is not None:
         caps = table.over(caps)
+    endpoint = endpoint_rules(model, provider) if provider else None
+    if endpoint is not None:
+        caps = endpoint.over(caps)
     if published is not None:
         caps = published.over(caps)
     if learned is not None:

@@ -48,6 +48,9 @@ class ModelCapabilities:
             tools capability: "... does not support tools").
         streamed_tool_use: whether tools are taken in a streamed request (Llama 4 on Bedrock:
             "This model doesn't support tool use in streaming mode").
+        tool_use_thinking: whether tools are taken while the model reasons, on the endpoint
+            the record is for (GPT-6 on OpenAI's Chat Completions: function tools only at effort
+            ``none``; on the Responses API, with any effort).
         forced_tool: whether a forced tool choice (``required`` or a named tool) is accepted.
         forced_tool_thinking: whether a forced tool choice is accepted while thinking is on.
         thinking_off_as: how the model is told not to think where that is not the protocol's
@@ -93,6 +96,7 @@ class ModelCapabilities:
     strict_tools: bool | None = None
     tool_use: bool | None = None
     streamed_tool_use: bool | None = None
+    tool_use_thinking: bool | None = None
     forced_tool: bool | None = None
     forced_tool_thinking: bool | None = None
     thinking_off_as: str | None = None
