@@ -177,6 +177,18 @@ class HTTPModel(Pricing, Failures, Resumption):
             _SAID_ASSUMED.add(key)
             log.warning("%s", self.assumption())
 
+    def _say_retired(self) -> None:
+        """That the provider retired this model (and which it names instead), logged once per
+        endpoint and model in a process: a retired id may be answered by another model."""
+        key = (self.endpoint, f"retired:{self.name}")
+        if key not in _SAID_ASSUMED:
+            _SAID_ASSUMED.add(key)
+            caps = self.capabilities
+            instead = f"; it names {self.provider}:{caps.successor} in its place" if caps.successor else ""
+            log.warning(
+                "%s:%s: the provider retired this model on %s%s", self.provider, self.name, caps.retired, instead
+            )
+
     def _fit_tool_rules(self, caps: ModelCapabilities) -> None:
         """Tool-call ids and tool names sent in the form the provider said it takes (the
         pattern its refusal stated), else in the formatter's own. Rewriting an id or a name
@@ -596,6 +608,8 @@ class HTTPModel(Pricing, Failures, Resumption):
             await self.lookup_capabilities()
         if assumed is not None:
             self._say_assumed(assumed)
+        if self.capabilities.retired is not None:
+            self._say_retired()
         drafted: list[Any] = []
         payload, opts = self.build_request(messages, tools, tool_choice, options, drafts=drafted)
         payload = await self._with_cache_resource(payload, opts)

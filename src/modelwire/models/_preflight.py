@@ -50,6 +50,7 @@ RULES = {
         "a system message in mid-conversation, which a target with one system prompt (at the top) merges into it"
     ),
     "format": "a conversation the provider's format cannot express",
+    "retired": "a model its provider retired (or retires on a day to come); the finding names the one it gives instead",
 }
 
 
@@ -79,7 +80,7 @@ def preflight(
     messages: an empty list when nothing would."""
     seen_names: set[str] = set()  # tool names already reported
     caps = model.capabilities  # first: what was learned sets the id and name rules too
-    findings = _history_findings(model, messages, seen_names)
+    findings = _retired_findings(model, caps) + _history_findings(model, messages, seen_names)
     findings += _context_findings(model, messages)
     findings += _tool_findings(model, tools, seen_names)
     try:
@@ -98,6 +99,21 @@ def preflight(
             )
     files, messages = _file_findings(model, messages)
     return findings + files + _request_findings(model, messages, tools, tool_choice, opts, caps)
+
+
+def _retired_findings(model: Any, caps: Any) -> list[Finding]:
+    """A model its provider retired, or retires on a day to come, and the one it names instead."""
+    if caps.retired is None:
+        return []
+    import datetime
+
+    target = f"{model.provider}:{model.name}"
+    if caps.retired <= datetime.date.today().isoformat():
+        when = f"was retired on {caps.retired}: its calls may be refused, or answered by another model"
+    else:
+        when = f"is deprecated: its provider retires it on {caps.retired}"
+    instead = f"; the provider names {model.provider}:{caps.successor} in its place" if caps.successor else ""
+    return [Finding("retired", None, f"{target} {when}{instead}", None)]
 
 
 def _file_findings(model: Any, messages: Sequence[Any]) -> tuple[list[Finding], Sequence[Any]]:

@@ -80,6 +80,9 @@ class ModelCapabilities:
             into the one system prompt at the top.
         task_budget: whether ``output_config.task_budget`` is taken (Claude: a token
             budget across the contexts of one task).
+        retired: the day the provider retired the model (or retires it), ``YYYY-MM-DD``
+            (Magistral Medium: 2026-07-31); its calls may be refused, or answered by another.
+        successor: the model the provider names in its place (``mistral-medium-3-5``).
         sources: where each field came from (``field -> source``), for ``modelwire models
             --capabilities``.
     """
@@ -117,6 +120,8 @@ class ModelCapabilities:
     thinking_bound: tuple[str, ...] | None = None
     task_budget: bool | None = None
     system_messages: bool | None = None
+    retired: str | None = None
+    successor: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
@@ -175,7 +180,20 @@ _NAMES = (
     "strict_refused",
     "thinking_bound",
 )
-_PATTERNS = ("tool_id_pattern", "tool_name_pattern")
+
+
+def _is_day(text: str) -> bool:
+    """Whether ``text`` is a day written as ``YYYY-MM-DD``."""
+    return len(text) == 10 and text[4::3] == "--" and text.replace("-", "", 2).isdigit()
+
+
+# Fields written as text: what each must be, and the test of it.
+_TEXTS: dict[str, tuple[str, Any]] = {
+    "tool_id_pattern": ("a pattern, as the provider states it", bool),
+    "tool_name_pattern": ("a pattern, as the provider states it", bool),
+    "successor": ("a model's name", bool),
+    "retired": ("a day, as YYYY-MM-DD", _is_day),
+}
 # Fields where what is learned adds to what was learned before (each refusal names one).
 UNION_FIELDS = frozenset({"refused_fields", "strict_refused"})
 
@@ -195,9 +213,10 @@ def _checked(key: str, value: Any, source: str) -> Any:
         if value not in _ONE_OF[key]:
             raise bad(" or ".join(_ONE_OF[key]))
         return value
-    if key in _PATTERNS:
-        if not isinstance(value, str) or not value:
-            raise bad("a pattern, as the provider states it")
+    if key in _TEXTS:
+        what, fits = _TEXTS[key]
+        if not isinstance(value, str) or not fits(value):
+            raise bad(what)
         return value
     if key in _INTS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
