@@ -1,0 +1,50 @@
+"""Rows for the newest models of each family (to December 2026), each request built from its
+source and checked against the SDK's own request types."""
+
+from __future__ import annotations
+
+import pytest
+
+import sdk_params
+from modelwire.errors import UnsupportedOptionError
+from modelwire.message import UserMsg
+from modelwire.models import load_model
+from modelwire.models.capabilities import assumed_from
+
+
+def build(spec: str, **options) -> dict:
+    payload, _ = load_model(spec, api_key="sk-test", **options).build_request([UserMsg("user", "hi")])
+    return payload
+
+
+def refused(spec: str, option: str, **options) -> str:
+    with pytest.raises(UnsupportedOptionError) as info:
+        build(spec, **options)
+    assert info.value.option == option and info.value.model == spec.split(":", 1)[1]
+    return str(info.value)
+
+
+# -- GPT-6.2 Sol (https://runware.ai/docs/models/openai-gpt-6-2-sol: reasoning low through max,
+# 1,050,000 context, 128,000 output) ----------------------------------------------------------
+
+
+def test_gpt_6_2_sol_has_a_row_of_its_own():
+    assert assumed_from("gpt-6.2-sol") is None
+    assert assumed_from("gpt-6.3-sol") == "GPT-6 (other models of the family)"  # the next one, assumed
+    caps = load_model("openai-responses:gpt-6.2-sol", api_key="sk-test").capabilities
+    assert (caps.context_window, caps.max_output_tokens) == (1_050_000, 128_000)
+    assert "runware.ai" in caps.sources["effort"]
+
+
+@pytest.mark.parametrize("level", ["low", "medium", "high", "xhigh", "max"])
+def test_gpt_6_2_sol_takes_efforts_low_through_max(level):
+    payload = build("openai-responses:gpt-6.2-sol", reasoning_effort=level)
+    assert payload["reasoning"]["effort"] == level
+    sdk_params.streaming_request("openai-responses", payload)
+
+
+def test_gpt_6_2_sol_cannot_stop_reasoning_nor_take_sampling():
+    assert "always reasons" in refused("openai:gpt-6.2-sol", "thinking", thinking=False)
+    refused("openai-responses:gpt-6.2-sol", "reasoning_effort", reasoning_effort="minimal")
+    refused("openai-responses:gpt-6.2-sol", "temperature", temperature=0.2)
+    refused("openai-responses:gpt-6.2-sol", "max_tokens", max_tokens=200_000)
