@@ -48,3 +48,26 @@ def test_gpt_6_2_sol_cannot_stop_reasoning_nor_take_sampling():
     refused("openai-responses:gpt-6.2-sol", "reasoning_effort", reasoning_effort="minimal")
     refused("openai-responses:gpt-6.2-sol", "temperature", temperature=0.2)
     refused("openai-responses:gpt-6.2-sol", "max_tokens", max_tokens=200_000)
+
+
+# -- Gemini 4 Argon (https://ai.google.dev/gemini-api/docs/generate-content/latest-model: thinking
+# levels low, medium, high; a 1,048,576-token window; 65,536 output tokens a request) ----------
+
+
+@pytest.mark.parametrize("level", ["low", "medium", "high"])
+def test_gemini_4_argon_takes_its_three_thinking_levels(level):
+    payload = build("google:gemini-4-argon", reasoning_effort=level)
+    assert payload["generationConfig"]["thinkingConfig"] == {"thinkingLevel": level.upper()}
+    sdk_params.streaming_request("gemini", payload)
+
+
+def test_gemini_4_argon_refuses_what_its_page_does_not_list():
+    assert "low, medium, high" in refused("google:gemini-4-argon", "reasoning_effort", reasoning_effort="minimal")
+    refused("google:gemini-4-argon", "thinking", thinking=False)
+    refused("google:gemini-4-argon", "thinking_budget", thinking_budget=2048)
+    assert "65536" in refused("google:gemini-4-argon", "max_tokens", max_tokens=100_000)
+
+
+def test_gemini_4_has_rows_and_a_newer_version_is_assumed():
+    assert assumed_from("gemini-4-argon") is None
+    assert assumed_from("gemini-4.1-argon") == "Gemini 4 (other models of the family)"
