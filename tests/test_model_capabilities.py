@@ -82,7 +82,7 @@ def recorded(name: str) -> dict:
         ("claude-sonnet-5", "Claude Sonnet 5"),
         ("mistral.mistral-large-2407-v1:0", "Mistral Large, Medium, Small, Pixtral"),  # Bedrock
         ("mistral-medium-3-5@2604", "Mistral Medium 3.5"),  # Vertex
-        ("magistral-medium-latest", "Magistral Medium"),
+        ("magistral-medium-latest", "Magistral"),
         ("us.amazon.nova-micro-v1:0", "Amazon Nova Micro"),
         ("amazon.nova-2-lite-v1:0", "Amazon Nova Lite, Pro, Premier"),
         ("us.meta.llama4-maverick-17b-instruct-v1:0", "Meta Llama 4"),

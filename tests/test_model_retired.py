@@ -1,6 +1,8 @@
-"""A model its provider retired: the table says when and which model the provider names in its
-place (Magistral: https://docs.mistral.ai/resources/deprecated, retired 2026-07-31), ``check``
-reports it, the first call logs it, and a refusal of the retired id names the successor."""
+"""A model its provider retired: the table's endpoint entries say when, on that provider's own
+API, and which model the provider names in its place (Magistral on Mistral's API:
+https://docs.mistral.ai/resources/deprecated, retired 2026-07-31; Claude Sonnet 4 and Opus 4 on
+Anthropic's, 2026-06-15), ``check`` reports it, the first call logs it, and a refusal of the
+retired id names the successor."""
 
 from __future__ import annotations
 
@@ -28,28 +30,45 @@ INVALID = {
 
 
 @pytest.mark.parametrize(
-    "model,retired,successor",
+    "spec,retired,successor",
     [
-        ("magistral-medium-2509", "2026-07-31", "mistral-medium-3-5"),
-        ("magistral-medium-latest", "2026-07-31", "mistral-medium-3-5"),
-        ("magistral-small-2509", "2026-07-31", "mistral-small-latest"),
-        ("magistral-small-latest", "2026-07-31", "mistral-small-latest"),
-        ("magistral-medium-2506", "2025-11-30", "mistral-medium-3-5"),
-        ("magistral-small-2507", "2025-11-30", "mistral-small-latest"),
-        ("mistral.magistral-medium-2509-v1:0", "2026-07-31", "mistral-medium-3-5"),  # Bedrock's id
+        ("mistral:magistral-medium-2509", "2026-07-31", "mistral-medium-3-5"),
+        ("mistral:magistral-medium-latest", "2026-07-31", "mistral-medium-3-5"),
+        ("mistral:magistral-small-2509", "2026-07-31", "mistral-small-latest"),
+        ("mistral:magistral-small-latest", "2026-07-31", "mistral-small-latest"),
+        ("mistral:magistral-medium-2506", "2025-11-30", "mistral-medium-3-5"),
+        ("mistral:magistral-small-2507", "2025-11-30", "mistral-small-latest"),
+        ("anthropic:claude-sonnet-4-20250514", "2026-06-15", "claude-sonnet-4-6"),
+        ("anthropic:claude-sonnet-4-0", "2026-06-15", "claude-sonnet-4-6"),
+        ("anthropic:claude-opus-4-20250514", "2026-06-15", "claude-opus-4-8"),
+        ("anthropic:claude-opus-4-1-20250805", "2026-08-05", None),
     ],
 )
-def test_the_table_says_when_magistral_was_retired_and_what_replaces_it(model, retired, successor):
-    row = from_table(model)
-    assert row is not None and (row.retired, row.successor) == (retired, successor)
-    assert "docs.mistral.ai" in row.sources["successor"] or "Mistral's notice" in row.sources["successor"]
-    assert from_table(successor) is not None  # the successor has a row of its own
-    assert from_table(successor).retired is None
+def test_the_table_says_when_the_provider_retired_a_model_and_what_replaces_it(spec, retired, successor):
+    caps = load_model(spec, api_key="sk-test").capabilities
+    assert (caps.retired, caps.successor) == (retired, successor)
+    assert caps.sources["retired"].startswith("table: ")
+    if successor is not None:
+        provider = spec.split(":", 1)[0]
+        assert load_model(f"{provider}:{successor}", api_key="sk-test").capabilities.retired is None
+        assert from_table(successor) is not None  # the successor has a row of its own
+
+
+def test_a_retirement_is_the_providers_own_not_the_clouds():
+    # Mistral's API retired Magistral; Bedrock keeps its own calendar, which the table does not state.
+    bedrock = load_model(
+        "bedrock:mistral.magistral-small-2509-v1:0",
+        api_key="sk-test",
+        base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    )
+    assert bedrock.capabilities.retired is None
+    assert from_table("magistral-medium-2509").retired is None  # the model's row: no endpoint's dates
 
 
 def test_a_model_in_service_is_not_retired():
-    for model in ("mistral-medium-3-5", "mistral-small-latest", "gpt-6-sol", "claude-sonnet-5-5"):
-        assert from_table(model).retired is None
+    for spec in ("mistral:mistral-medium-3-5", "mistral:mistral-small-latest", "openai:gpt-6-sol"):
+        assert load_model(spec, api_key="sk-test").capabilities.retired is None
+    assert load_model("anthropic:claude-sonnet-5-5", api_key="sk-test").capabilities.retired is None
 
 
 @pytest.mark.parametrize("value", ["2026-7-31", "31/07/2026", "2026-07-31T00:00", 20260731])
