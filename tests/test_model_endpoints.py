@@ -133,3 +133,28 @@ def test_a_model_before_the_rule_is_not_given_it():
     for spec in ("openai:gpt-4.1", "openai:gpt-5.5"):
         payload = build(spec)
         assert payload["tools"][0]["function"]["name"] == "get_weather"
+
+
+def many_tools(n: int) -> list:
+    return [ToolSpec(f"tool_{i}", "A tool.", {"type": "object", "properties": {}}) for i in range(n)]
+
+
+def test_chat_completions_takes_at_most_128_tools():
+    # OpenAI's 400: "Invalid 'tools': array too long. Expected an array with maximum length 128, but got
+    # an array with length 325 instead." (param tools; vishalmysore/Tools4AI#16, 2024-05-15)
+    payload = build("openai:gpt-4.1", tools=many_tools(128))
+    assert len(payload["tools"]) == 128
+    sdk_params.streaming_request("openai-chat", payload)
+    said = refused("openai:gpt-4.1", tools=many_tools(129))
+    assert "at most 128 tools" in said and "129" in said
+    findings = load_model("openai:gpt-4.1", api_key="sk-test").preflight([UserMsg("user", "hi")], many_tools(129))
+    assert [f.rule for f in findings] == ["tool-use"]
+
+
+def test_every_endpoint_entry_that_matches_adds_its_fields():
+    # GPT-6 Sol on Chat Completions: its own entry (tools only with reasoning off) and the one for any model.
+    caps = endpoint_rules("gpt-6-sol", "openai")
+    assert caps is not None and (caps.tool_use_thinking, caps.max_tools) == (False, 128)
+    caps = endpoint_rules("gpt-6.1-sol", "openai")
+    assert caps is not None and caps.effort == ("low", "medium", "high", "xhigh") and caps.max_tools == 128
+    assert endpoint_rules("gpt-6-sol", "openai-responses").max_tools is None  # not stated there

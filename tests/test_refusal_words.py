@@ -187,6 +187,14 @@ WORDS = [
     ),
     # deepseek-ai/awesome-deepseek-integration#598, 2026-04-29
     ("openai-chat", "deepseek-reasoner does not support this tool_choice", "tool_choice", {"forced_tool": False}),
+    # vishalmysore/Tools4AI#16, 2024-05-15 (param tools, code array_above_max_length)
+    (
+        "openai-chat",
+        "Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array with length "
+        "325 instead.",
+        "tools",
+        {"max_tools": 128},
+    ),
     # microsoft/foundry-dev-tools#779, 2026-09-13 (the same for gpt-5.6-sol: TheR1D/shell_gpt#801, 2026-09-01)
     (
         "openai-chat",

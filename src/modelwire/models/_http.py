@@ -324,7 +324,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         opts = self.options.merged(options)
         caps = self.capabilities
         if tools:
-            self._check_tool_use(caps, opts)
+            self._check_tool_use(caps, opts, len(tools))
         if tools and tool_choice not in (None, "auto", "none"):
             if caps.forced_tool is False:
                 raise UnsupportedOptionError(
@@ -356,8 +356,16 @@ class HTTPModel(Pricing, Failures, Resumption):
             payload = self._drafted(messages, tools, tool_choice, refused, drafts)
         return self.wire.body(self.name, payload, opts, self.spec.preset, caps), opts
 
-    def _check_tool_use(self, caps: ModelCapabilities, opts: ModelOptions) -> None:
-        """Refuse tools the model does not take: at all, or in a streamed request."""
+    def _check_tool_use(self, caps: ModelCapabilities, opts: ModelOptions, count: int) -> None:
+        """Refuse tools the model does not take: at all, in a streamed request, or more of
+        them than a request may hold."""
+        if caps.max_tools is not None and count > caps.max_tools:
+            raise UnsupportedOptionError(
+                "tools",
+                self.provider,
+                f"a request holds at most {caps.max_tools} tools, and {count} were given; send those this turn needs",
+                model=self.name,
+            )
         if caps.tool_use is False:
             raise UnsupportedOptionError(
                 "tools",

@@ -116,16 +116,18 @@ def _endpoint_entry(n: int) -> tuple[tuple[str, ...], tuple[str, ...], ModelCapa
 
 
 def endpoint_rules(model: str, provider: str) -> ModelCapabilities | None:
-    """What the shipped table says of ``model`` reached through ``provider`` only (an
-    ``[[endpoint]]`` entry: GPT-6 takes function tools with reasoning on the Responses API,
-    not on OpenAI's Chat Completions), or None."""
+    """What the shipped table says of ``model`` reached through ``provider`` only (its
+    ``[[endpoint]]`` entries, each field from the first that states it: GPT-6 takes function
+    tools with reasoning on the Responses API, not on OpenAI's Chat Completions), or None."""
     name = normalize(model)
+    found: ModelCapabilities | None = None
     for n, raw in enumerate(_raw_endpoints()):
         if provider in raw.get("providers", ()) and any(
             fnmatch.fnmatchcase(name, pattern) for pattern in raw.get("match", ())
         ):
-            return _endpoint_entry(n)[2]
-    return None
+            entry = _endpoint_entry(n)[2]
+            found = entry if found is None else found.over(entry)  # an earlier entry's field wins
+    return found
 
 
 def compile_table() -> bytes:

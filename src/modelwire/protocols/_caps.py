@@ -51,6 +51,8 @@ class ModelCapabilities:
         tool_use_thinking: whether tools are taken while the model reasons, on the endpoint
             the record is for (GPT-6 on OpenAI's Chat Completions: function tools only at effort
             ``none``; on the Responses API, with any effort).
+        max_tools: the most tool definitions one request may hold (OpenAI's Chat
+            Completions: 128).
         forced_tool: whether a forced tool choice (``required`` or a named tool) is accepted.
         forced_tool_thinking: whether a forced tool choice is accepted while thinking is on.
         thinking_off_as: how the model is told not to think where that is not the protocol's
@@ -100,6 +102,7 @@ class ModelCapabilities:
     tool_use: bool | None = None
     streamed_tool_use: bool | None = None
     tool_use_thinking: bool | None = None
+    max_tools: int | None = None
     forced_tool: bool | None = None
     forced_tool_thinking: bool | None = None
     thinking_off_as: str | None = None
@@ -169,7 +172,14 @@ _CHOICES = {
     "thinking_bound": ("model", "conversation", "account"),
 }
 _ONE_OF = {"display_default": DISPLAYS, "thinking_off_as": THINKING_OFF_FORMS}
-_INTS = ("max_output_tokens", "context_window", "budget_min", "budget_max")
+# Fields that are whole numbers, by what they count.
+_INTS = {
+    "max_output_tokens": "tokens",
+    "context_window": "tokens",
+    "budget_min": "tokens",
+    "budget_max": "tokens",
+    "max_tools": "tools",
+}
 _NAMES = (
     "thinking",
     "effort",
@@ -220,7 +230,7 @@ def _checked(key: str, value: Any, source: str) -> Any:
         return value
     if key in _INTS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise bad("a whole number of tokens")
+            raise bad(f"a whole number of {_INTS[key]}")
         return value
     if not isinstance(value, bool):
         raise bad("true or false")

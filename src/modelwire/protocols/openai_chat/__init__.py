@@ -284,6 +284,14 @@ class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
             " editor-code-assistant/eca#233, 2025-12-13)",
         ),
         Refusal(
+            r"Invalid 'tools': array too long\. Expected an array with maximum length (\d+)",
+            "tools",
+            lambda m: {"max_tools": int(m.group(1))},
+            "OpenAI's 400 to a long tool list: \"Invalid 'tools': array too long. Expected an array with maximum "
+            'length 128, but got an array with length 325 instead." (vishalmysore/Tools4AI#16, 2024-05-15; '
+            "zed-industries/zed#42393, 2025-11-10)",
+        ),
+        Refusal(
             r"Function tools with reasoning_effort are not supported for \S+ in /v1/chat/completions",
             "tools",
             lambda m: {"tool_use_thinking": False},
