@@ -71,3 +71,27 @@ def test_gemini_4_argon_refuses_what_its_page_does_not_list():
 def test_gemini_4_has_rows_and_a_newer_version_is_assumed():
     assert assumed_from("gemini-4-argon") is None
     assert assumed_from("gemini-4.1-argon") == "Gemini 4 (other models of the family)"
+
+
+# -- GPT-6.1 Terra (https://developers.openai.com/api/docs/models/gpt-6.1-terra: effort none to max,
+# medium by default; 1,050,000 context, 128,000 output; cache writes kept 30 minutes or 12 hours) --
+
+
+def test_gpt_6_1_terra_has_a_row_of_its_own():
+    assert assumed_from("gpt-6.1-terra") is None
+    caps = load_model("openai-responses:gpt-6.1-terra", api_key="sk-test").capabilities
+    assert (caps.context_window, caps.max_output_tokens, caps.cache_ttls) == (1_050_000, 128_000, ("30m", "12h"))
+
+
+@pytest.mark.parametrize("level", ["low", "medium", "high", "xhigh", "max"])
+def test_gpt_6_1_terra_takes_efforts_low_through_max(level):
+    payload = build("openai-responses:gpt-6.1-terra", reasoning_effort=level)
+    assert payload["reasoning"]["effort"] == level
+    sdk_params.streaming_request("openai-responses", payload)
+
+
+def test_gpt_6_1_terra_takes_sampling_only_with_reasoning_off():
+    payload = build("openai-responses:gpt-6.1-terra", thinking=False, temperature=0.2)
+    assert payload["reasoning"]["effort"] == "none" and payload["temperature"] == 0.2
+    sdk_params.streaming_request("openai-responses", payload)
+    refused("openai-responses:gpt-6.1-terra", "temperature", temperature=0.2)
