@@ -717,7 +717,7 @@ def test_max_tokens_above_what_the_model_writes_is_refused():
     [
         ("claude-sonnet-5-7", "Claude Sonnet 5"),  # a version the table does not name
         ("anthropic/claude-sonnet-5.7", "Claude Sonnet 5"),
-        ("gpt-6.2-sol", "GPT-6 (other models of the family)"),
+        ("gpt-6.3-sol", "GPT-6 (other models of the family)"),
         ("gemini-3.9-flash", "Gemini 3 Flash"),
         ("deepseek-v4.1-pro", "DeepSeek V4"),
         ("claude-sonnet-5-20260630", None),  # a dated snapshot of a named model

@@ -187,6 +187,24 @@ WORDS = [
     ),
     # deepseek-ai/awesome-deepseek-integration#598, 2026-04-29
     ("openai-chat", "deepseek-reasoner does not support this tool_choice", "tool_choice", {"forced_tool": False}),
+    # vishalmysore/Tools4AI#16, 2024-05-15 (param tools, code array_above_max_length)
+    (
+        "openai-chat",
+        "Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array with length "
+        "325 instead.",
+        "tools",
+        {"max_tools": 128},
+    ),
+    # microsoft/foundry-dev-tools#779, 2026-09-13 (the same for gpt-5.6-sol: TheR1D/shell_gpt#801, 2026-09-01)
+    (
+        "openai-chat",
+        (
+            "Function tools with reasoning_effort are not supported for gpt-6-astra in /v1/chat/completions. "
+            "To use function tools, use /v1/responses or set reasoning_effort to 'none'."
+        ),
+        "tools",
+        {"tool_use_thinking": False},
+    ),
     # dotnet/extensions#6196, 2025-03-26
     (
         "openai-chat",

@@ -151,13 +151,13 @@ def test_verify_anthropic_reads_every_page_and_flags_the_id_no_row_names(tmp_pat
 
 def test_verify_openai_lists_ids_only_and_leaves_out_what_is_not_a_chat_model(tmp_path, capsys, monkeypatch):
     """OpenAI's list says nothing but ids: gpt-4.1 and a dated gpt-4o are named by a row
-    (nothing to say), gpt-4o-mini and gpt-6.2-sol only by a family's glob (flagged, each
+    (nothing to say), gpt-4o-mini and gpt-6.3-sol only by a family's glob (flagged, each
     patch entry the family's row, marked assumed), and an embedding model is left out."""
     from openai.types import Model
 
     rows = [
         Model(id=i, object="model", created=1700000000, owned_by="system").model_dump(mode="json")
-        for i in ("gpt-4.1", "gpt-4o-2024-08-06", "gpt-4o-mini", "gpt-6.2-sol", "text-embedding-3-small")
+        for i in ("gpt-4.1", "gpt-4o-2024-08-06", "gpt-4o-mini", "gpt-6.3-sol", "text-embedding-3-small")
     ]
     with ProviderServer() as server:
         server.respond = lambda r: json_reply({"object": "list", "data": rows})
@@ -169,18 +169,18 @@ def test_verify_openai_lists_ids_only_and_leaves_out_what_is_not_a_chat_model(tm
     assert request["path"] == "/v1/models" and request["headers"]["authorization"] == "Bearer sk-test"
     assert "(1 listed id(s) not of its chat models left out: text-embedding-3-small)" in out
     assert "gpt-4.1" not in out.split("left out")[1]
-    assert "  gpt-6.2-sol: no row names it; assumed from GPT-6 (other models of the family)" in out
+    assert "  gpt-6.3-sol: no row names it; assumed from GPT-6 (other models of the family)" in out
     # a dated snapshot is the named model; a variant under the family's pattern is not
     assert (
         "gpt-4o-2024-08-06" not in out and "  gpt-4o-mini: no row names it; only the pattern of GPT-4.1, GPT-4o" in out
     )
     assert "2 model(s) differ from the table (2 not named by a row)" in out
     entries = patch_entries(tmp_path / "patch.toml")
-    assert list(entries) == ["gpt-4o-mini", "gpt-6.2-sol"]
-    patterns, record = entries["gpt-6.2-sol"]
-    family = from_table("gpt-6.2-sol")
+    assert list(entries) == ["gpt-4o-mini", "gpt-6.3-sol"]
+    patterns, record = entries["gpt-6.3-sol"]
+    family = from_table("gpt-6.3-sol")
     assert record.known() == family.known()  # nothing published: the family's facts, as assumed
-    assert all(s.startswith("table: gpt-6.2-sol: assumed from the table's GPT-6") for s in record.sources.values())
+    assert all(s.startswith("table: gpt-6.3-sol: assumed from the table's GPT-6") for s in record.sources.values())
 
 
 @pytest.mark.parametrize(

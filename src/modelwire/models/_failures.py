@@ -59,6 +59,8 @@ class Failures:
         _credentials: Any
         _capabilities: Any
 
+        @property
+        def capabilities(self) -> Any: ...
         def url(self, opts: Any = None) -> str: ...
         def _limit_key(self) -> str: ...
         async def _sleep(self, delay: float) -> None: ...
@@ -123,7 +125,13 @@ class Failures:
             err.rate_limits = self.wire.rate_limits(attempt.response.headers)
         if self.rate_limiter is not None and err.rate_limits:
             self.rate_limiter.learn(self._limit_key(), err.rate_limits)
-        if err.status_code == 404 and "did you mean" not in err.message:
+        retired = self.capabilities.retired if err.status_code in (400, 404) else None
+        if retired is not None and "retired" not in err.message:
+            successor = self.capabilities.successor
+            err.message += f" ({self.provider}:{self.name} was retired on {retired}" + (
+                f"; its provider names {self.provider}:{successor} in its place)" if successor else ")"
+            )
+        elif err.status_code == 404 and "did you mean" not in err.message:
             from .capabilities import near_names
 
             near = near_names(self.name)

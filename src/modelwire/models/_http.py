@@ -137,7 +137,12 @@ class HTTPModel(Pricing, Failures, Resumption):
             defaults = self.wire.model_defaults(self.spec.preset, self.name)
             learned = learned_rules().get(self.endpoint, self.name)
             self._capabilities = resolve_capabilities(
-                defaults, self.name, published=self._published, learned=learned, overrides=self._capability_overrides
+                defaults,
+                self.name,
+                published=self._published,
+                learned=learned,
+                overrides=self._capability_overrides,
+                provider=self.provider,
             )
             self._fit_tool_rules(self._capabilities)
         return self._capabilities
@@ -169,6 +174,18 @@ class HTTPModel(Pricing, Failures, Resumption):
         if key not in _SAID_ASSUMED:
             _SAID_ASSUMED.add(key)
             log.warning("%s", self.assumption())
+
+    def _say_retired(self) -> None:
+        """That the provider retired this model (and which it names instead), logged once per
+        endpoint and model in a process: a retired id may be answered by another model."""
+        key = (self.endpoint, f"retired:{self.name}")
+        if key not in _SAID_ASSUMED:
+            _SAID_ASSUMED.add(key)
+            caps = self.capabilities
+            instead = f"; it names {self.provider}:{caps.successor} in its place" if caps.successor else ""
+            log.warning(
+                "%s:%s: the provider retired this model on %s%s", self.provider, self.name, caps.retired, instead
+            )
 
     def _fit_tool_rules(self, caps: ModelCapabilities) -> None:
         """Tool-call ids and tool names sent in the form the provider said it takes (the
@@ -315,7 +332,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         opts = self.options.merged(options)
         caps = self.capabilities
         if tools:
-            self._check_tool_use(caps, opts)
+            self._check_tool_use(caps, opts, len(tools))
         if tools and tool_choice not in (None, "auto", "none"):
             if caps.forced_tool is False:
                 raise UnsupportedOptionError(
@@ -347,8 +364,16 @@ class HTTPModel(Pricing, Failures, Resumption):
             payload = self._drafted(messages, tools, tool_choice, refused, drafts)
         return self.wire.body(self.name, payload, opts, self.spec.preset, caps), opts
 
-    def _check_tool_use(self, caps: ModelCapabilities, opts: ModelOptions) -> None:
-        """Refuse tools the model does not take: at all, or in a streamed request."""
+    def _check_tool_use(self, caps: ModelCapabilities, opts: ModelOptions, count: int) -> None:
+        """Refuse tools the model does not take: at all, in a streamed request, or more of
+        them than a request may hold."""
+        if caps.max_tools is not None and count > caps.max_tools:
+            raise UnsupportedOptionError(
+                "tools",
+                self.provider,
+                f"a request holds at most {caps.max_tools} tools, and {count} were given; send those this turn needs",
+                model=self.name,
+            )
         if caps.tool_use is False:
             raise UnsupportedOptionError(
                 "tools",
@@ -600,6 +625,8 @@ class HTTPModel(Pricing, Failures, Resumption):
             await self.lookup_capabilities()
         if assumed is not None:
             self._say_assumed(assumed)
+        if self.capabilities.retired is not None:
+            self._say_retired()
         drafted: list[Any] = []
         payload, opts = self.build_request(messages, tools, tool_choice, options, drafts=drafted)
         payload = await self._with_cache_resource(payload, opts)

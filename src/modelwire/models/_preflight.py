@@ -35,6 +35,7 @@ RULES = {
     "orphan-result": "a tool result without its call before it",
     "unanswered-call": "a tool call without its result before the conversation goes on",
     "unsupported-option": "an option the model does not take",
+    "tool-use": "tools the model does not take: at all, in a streamed request, or while it reasons on this endpoint",
     "strict-schema": "a strict tool schema holding a keyword the model's strict mode refuses",
     "tool-schema": "a tool schema the provider refuses in any mode (Claude: anyOf, oneOf or allOf at its top)",
     "context-window": "a conversation larger than the model's context window (estimated from its text)",
@@ -52,6 +53,7 @@ RULES = {
         "an effort change in mid-conversation (a system message's metadata reasoning_effort) the model does not take"
     ),
     "format": "a conversation the provider's format cannot express",
+    "retired": "a model its provider retired (or retires on a day to come); the finding names the one it gives instead",
 }
 
 
@@ -81,7 +83,7 @@ def preflight(
     messages: an empty list when nothing would."""
     seen_names: set[str] = set()  # tool names already reported
     caps = model.capabilities  # first: what was learned sets the id and name rules too
-    findings = _history_findings(model, messages, seen_names)
+    findings = _retired_findings(model, caps) + _history_findings(model, messages, seen_names)
     findings += _context_findings(model, messages)
     findings += _tool_findings(model, tools, seen_names)
     try:
@@ -100,6 +102,21 @@ def preflight(
             )
     files, messages = _file_findings(model, messages)
     return findings + files + _request_findings(model, messages, tools, tool_choice, opts, caps)
+
+
+def _retired_findings(model: Any, caps: Any) -> list[Finding]:
+    """A model its provider retired, or retires on a day to come, and the one it names instead."""
+    if caps.retired is None:
+        return []
+    import datetime
+
+    target = f"{model.provider}:{model.name}"
+    if caps.retired <= datetime.date.today().isoformat():
+        when = f"was retired on {caps.retired}: its calls may be refused, or answered by another model"
+    else:
+        when = f"is deprecated: its provider retires it on {caps.retired}"
+    instead = f"; the provider names {model.provider}:{caps.successor} in its place" if caps.successor else ""
+    return [Finding("retired", None, f"{target} {when}{instead}", None)]
 
 
 def _file_findings(model: Any, messages: Sequence[Any]) -> tuple[list[Finding], Sequence[Any]]:
@@ -164,7 +181,9 @@ def _request_findings(
             try:
                 model.build_request(checked, tools, tool_choice, None)
             except E.UnsupportedOptionError as exc:
-                findings.append(_option_finding(exc))
+                found = _option_finding(exc)
+                if found not in findings:  # (plain tools refused for the same reason: said once)
+                    findings.append(found)
                 if exc.option == "tool_choice":
                     tool_choice = "auto"
                 elif exc.option == "tools" and tools:
@@ -207,7 +226,9 @@ def _plain_tools(tools: Sequence[Any]) -> list[Any]:
 
 
 def _option_finding(exc: E.UnsupportedOptionError) -> Finding:
-    rule = {"tool_choice": "forced-tool-with-thinking", "tools": "strict-schema"}.get(exc.option, "unsupported-option")
+    rule = {"tool_choice": "forced-tool-with-thinking", "tools": "tool-use"}.get(exc.option, "unsupported-option")
+    if rule == "tool-use" and "strict mode" in str(exc):
+        rule = "strict-schema"  # a keyword of a strict tool's schema (check_strict_tools)
     return Finding(rule, None, str(exc), "tool_choice='auto'" if rule == "forced-tool-with-thinking" else None)
 
 

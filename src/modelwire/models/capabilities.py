@@ -31,6 +31,8 @@ __all__ = [
     "assumed_from",
     "table_entries",
     "entries_of",
+    "endpoint_entries",
+    "endpoint_rules",
     "resolve_capabilities",
 ]
 
@@ -40,18 +42,24 @@ _COMPILED = _TABLE.with_suffix(".json")  # the same entries, as JSON: read witho
 _PREFIX = re.compile(
     r"^(?:(?:us|eu|apac|au|jp|global|us-gov)\.)?(?:anthropic|amazon|meta|mistral|openai|deepseek|qwen|google|moonshot|cohere)\."
 )
-_SUFFIX = re.compile(r"(?:-v\d+:\d+|@[\w.-]+|:\w+)$")
+# Bedrock's "-v1:0" (and a provisioned-throughput context after it: ":0:200k"), Vertex's
+# "@20250805", a tag (":latest", ":1m").
+_SUFFIX = re.compile(r"(?:-v\d+:\d+(?::\w+)?|@[\w.-]+|:\w+)$")
 _DOT = re.compile(r"(?<=\d)\.(?=\d)")
 
 
 def normalize(model: str) -> str:
     """The form table patterns are written against: ``us.anthropic.claude-opus-4-7-v1:0``,
-    ``anthropic/claude-opus-4.7`` and ``claude-opus-4-7@20260416`` are all
-    ``claude-opus-4-7``; ``gpt-5.1`` is ``gpt-5-1``."""
+    ``claude-opus-4-7-v1``, ``anthropic/claude-opus-4.7`` and ``claude-opus-4-7@20260416``
+    are all ``claude-opus-4-7``; ``gpt-5.1`` is ``gpt-5-1``."""
     name = model.strip().lower()
     name = name.rsplit("/", 1)[-1]  # gateways: "anthropic/claude-...", "models/gemini-..."
     name = _PREFIX.sub("", name)
     name = _SUFFIX.sub("", name)
+    if name.endswith("-v1") and any(c.isdigit() for c in name[:-3]):
+        # Bedrock's id without its ":0", as users write it: the first version of a versioned
+        # name is that model ("deepseek-v1" names no other; a "-v2" is a version of its own).
+        name = name[:-3]
     return _DOT.sub("-", name)
 
 
@@ -67,15 +75,59 @@ def _shipped(n: int) -> tuple[tuple[str, ...], ModelCapabilities, str]:
 
 
 @lru_cache(maxsize=1)
-def _raw_table() -> tuple[dict[str, Any], ...]:
-    """The shipped table's entries as written, from its compiled JSON where it is there."""
+def _raw_data() -> dict[str, Any]:
+    """The shipped table as written, from its compiled JSON where it is there."""
     if _COMPILED.exists():
         import msgspec
 
-        return tuple(msgspec.json.decode(_COMPILED.read_bytes()).get("model", []))
+        data: dict[str, Any] = msgspec.json.decode(_COMPILED.read_bytes())
+        return data
     import tomllib
 
-    return tuple(tomllib.loads(_TABLE.read_text(encoding="utf-8")).get("model", []))
+    return tomllib.loads(_TABLE.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def _raw_table() -> tuple[dict[str, Any], ...]:
+    """The shipped table's entries (``[[model]]``) as written."""
+    return tuple(_raw_data().get("model", []))
+
+
+@lru_cache(maxsize=1)
+def _raw_endpoints() -> tuple[dict[str, Any], ...]:
+    """The shipped table's endpoint entries (``[[endpoint]]``) as written."""
+    return tuple(_raw_data().get("endpoint", []))
+
+
+def endpoint_entries() -> tuple[tuple[tuple[str, ...], tuple[str, ...], ModelCapabilities, str], ...]:
+    """``(providers, patterns, record, family)`` for every endpoint entry of the shipped table."""
+    return tuple(_endpoint_entry(n) for n in range(len(_raw_endpoints())))
+
+
+@lru_cache(maxsize=None)
+def _endpoint_entry(n: int) -> tuple[tuple[str, ...], tuple[str, ...], ModelCapabilities, str]:
+    """The shipped table's endpoint entry ``n``: the providers it holds for, then as an entry."""
+    raw = dict(_raw_endpoints()[n])
+    providers = raw.pop("providers", None)
+    if not isinstance(providers, list) or not providers or not all(isinstance(p, str) for p in providers):
+        raise ConfigError(f"{_TABLE.name}: endpoint entry {n} needs the providers it holds for")
+    patterns, record, family = _entry(n, raw, _TABLE.name)
+    return tuple(providers), patterns, record, family
+
+
+def endpoint_rules(model: str, provider: str) -> ModelCapabilities | None:
+    """What the shipped table says of ``model`` reached through ``provider`` only (its
+    ``[[endpoint]]`` entries, each field from the first that states it: GPT-6 takes function
+    tools with reasoning on the Responses API, not on OpenAI's Chat Completions), or None."""
+    name = normalize(model)
+    found: ModelCapabilities | None = None
+    for n, raw in enumerate(_raw_endpoints()):
+        if provider in raw.get("providers", ()) and any(
+            fnmatch.fnmatchcase(name, pattern) for pattern in raw.get("match", ())
+        ):
+            entry = _endpoint_entry(n)[2]
+            found = entry if found is None else found.over(entry)  # an earlier entry's field wins
+    return found
 
 
 def compile_table() -> bytes:
@@ -172,14 +224,19 @@ def resolve_capabilities(
     published: ModelCapabilities | None = None,
     learned: ModelCapabilities | None = None,
     overrides: Mapping[str, Any] | ModelCapabilities | None = None,
+    provider: str | None = None,
 ) -> ModelCapabilities:
-    """The record for ``model``: the protocol's ``defaults``, then the table, then what the
-    provider published, then what its refusals taught (``learned``), then the user's
-    ``overrides`` (each laid over the last)."""
+    """The record for ``model``: the protocol's ``defaults``, then the table (its row for the
+    model, then what it says of the model on ``provider``'s endpoint), then what the provider
+    published, then what its refusals taught (``learned``), then the user's ``overrides``
+    (each laid over the last)."""
     caps = defaults
     table = from_table(model)
     if table is not None:
         caps = table.over(caps)
+    endpoint = endpoint_rules(model, provider) if provider else None
+    if endpoint is not None:
+        caps = endpoint.over(caps)
     if published is not None:
         caps = published.over(caps)
     if learned is not None:

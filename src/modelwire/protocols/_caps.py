@@ -48,6 +48,11 @@ class ModelCapabilities:
             tools capability: "... does not support tools").
         streamed_tool_use: whether tools are taken in a streamed request (Llama 4 on Bedrock:
             "This model doesn't support tool use in streaming mode").
+        tool_use_thinking: whether tools are taken while the model reasons, on the endpoint
+            the record is for (GPT-6 on OpenAI's Chat Completions: function tools only at effort
+            ``none``; on the Responses API, with any effort).
+        max_tools: the most tool definitions one request may hold (OpenAI's Chat
+            Completions: 128).
         forced_tool: whether a forced tool choice (``required`` or a named tool) is accepted.
         forced_tool_thinking: whether a forced tool choice is accepted while thinking is on.
         thinking_off_as: how the model is told not to think where that is not the protocol's
@@ -81,6 +86,9 @@ class ModelCapabilities:
             is (a system message carrying ``metadata["reasoning_effort"]``: Claude's
             ``output_config`` on a system message, OpenAI Responses' ``configuration_update``
             item), which keeps the cached prefix; refused where not known.
+        retired: the day the provider retired the model (or retires it), ``YYYY-MM-DD``
+            (Magistral Medium: 2026-07-31); its calls may be refused, or answered by another.
+        successor: the model the provider names in its place (``mistral-medium-3-5``).
         sources: where each field came from (``field -> source``), for ``modelwire models
             --capabilities``.
     """
@@ -97,6 +105,8 @@ class ModelCapabilities:
     strict_tools: bool | None = None
     tool_use: bool | None = None
     streamed_tool_use: bool | None = None
+    tool_use_thinking: bool | None = None
+    max_tools: int | None = None
     forced_tool: bool | None = None
     forced_tool_thinking: bool | None = None
     thinking_off_as: str | None = None
@@ -118,6 +128,8 @@ class ModelCapabilities:
     task_budget: bool | None = None
     system_messages: bool | None = None
     effort_per_message: bool | None = None
+    retired: str | None = None
+    successor: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
@@ -165,7 +177,14 @@ _CHOICES = {
     "thinking_bound": ("model", "conversation", "account"),
 }
 _ONE_OF = {"display_default": DISPLAYS, "thinking_off_as": THINKING_OFF_FORMS}
-_INTS = ("max_output_tokens", "context_window", "budget_min", "budget_max")
+# Fields that are whole numbers, by what they count.
+_INTS = {
+    "max_output_tokens": "tokens",
+    "context_window": "tokens",
+    "budget_min": "tokens",
+    "budget_max": "tokens",
+    "max_tools": "tools",
+}
 _NAMES = (
     "thinking",
     "effort",
@@ -176,7 +195,20 @@ _NAMES = (
     "strict_refused",
     "thinking_bound",
 )
-_PATTERNS = ("tool_id_pattern", "tool_name_pattern")
+
+
+def _is_day(text: str) -> bool:
+    """Whether ``text`` is a day written as ``YYYY-MM-DD``."""
+    return len(text) == 10 and text[4::3] == "--" and text.replace("-", "", 2).isdigit()
+
+
+# Fields written as text: what each must be, and the test of it.
+_TEXTS: dict[str, tuple[str, Any]] = {
+    "tool_id_pattern": ("a pattern, as the provider states it", bool),
+    "tool_name_pattern": ("a pattern, as the provider states it", bool),
+    "successor": ("a model's name", bool),
+    "retired": ("a day, as YYYY-MM-DD", _is_day),
+}
 # Fields where what is learned adds to what was learned before (each refusal names one).
 UNION_FIELDS = frozenset({"refused_fields", "strict_refused"})
 
@@ -196,13 +228,14 @@ def _checked(key: str, value: Any, source: str) -> Any:
         if value not in _ONE_OF[key]:
             raise bad(" or ".join(_ONE_OF[key]))
         return value
-    if key in _PATTERNS:
-        if not isinstance(value, str) or not value:
-            raise bad("a pattern, as the provider states it")
+    if key in _TEXTS:
+        what, fits = _TEXTS[key]
+        if not isinstance(value, str) or not fits(value):
+            raise bad(what)
         return value
     if key in _INTS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise bad("a whole number of tokens")
+            raise bad(f"a whole number of {_INTS[key]}")
         return value
     if not isinstance(value, bool):
         raise bad("true or false")

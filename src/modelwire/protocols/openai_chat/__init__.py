@@ -284,6 +284,23 @@ class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
             " editor-code-assistant/eca#233, 2025-12-13)",
         ),
         Refusal(
+            r"Invalid 'tools': array too long\. Expected an array with maximum length (\d+)",
+            "tools",
+            lambda m: {"max_tools": int(m.group(1))},
+            "OpenAI's 400 to a long tool list: \"Invalid 'tools': array too long. Expected an array with maximum "
+            'length 128, but got an array with length 325 instead." (vishalmysore/Tools4AI#16, 2024-05-15; '
+            "zed-industries/zed#42393, 2025-11-10)",
+        ),
+        Refusal(
+            r"Function tools with reasoning_effort are not supported for \S+ in /v1/chat/completions",
+            "tools",
+            lambda m: {"tool_use_thinking": False},
+            "OpenAI's 400 to function tools on Chat Completions while the model reasons: \"Function tools with "
+            "reasoning_effort are not supported for gpt-6-astra in /v1/chat/completions. To use function tools, use "
+            "/v1/responses or set reasoning_effort to 'none'.\" (microsoft/foundry-dev-tools#779, 2026-09-13; "
+            "gpt-5.6-sol: TheR1D/shell_gpt#801, 2026-09-01)",
+        ),
+        Refusal(
             r"\S+ does not support this tool_choice",
             "tool_choice",
             lambda m: {"forced_tool": False},
@@ -341,6 +358,8 @@ class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
         # False: the strict mode refuses a non-null ``default`` (Azure OpenAI; api.openai.com takes
         # it), which then goes into the description.
         "strict_default": bool,
+        # The provider of the same service's Responses API, named where a request is for it.
+        "responses_provider": {"openai-responses", "azure-responses"},
     }
     description = "OpenAI Chat Completions"
     adapter = "modelwire.protocols.openai_chat.adapter:OpenAIChatAdapter"
@@ -462,6 +481,8 @@ class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
             p.setdefault("reasoning", {})["exclude"] = o.thinking_display == "omitted"
         if o.reasoning_summary is not None:
             raise refuse("reasoning_summary", preset, "summaries come from the Responses API (openai-responses:)")
+        if p.get("tools") and caps.tool_use_thinking is False and p.get("reasoning_effort") != "none":
+            raise _tools_while_reasoning(preset, model, caps)
         if o.parallel_tool_calls is not None and p.get("tools"):
             p["parallel_tool_calls"] = o.parallel_tool_calls
         elif o.parallel_tool_calls is not None:
@@ -612,6 +633,22 @@ def _effort(p: dict[str, Any], effort: str, preset: Preset, switch: Any, model: 
             "this server takes no reasoning_effort; pass its own field in extra_body",
             model=model,
         )
+
+
+def _tools_while_reasoning(preset: Preset, model: str, caps: ModelCapabilities) -> E.UnsupportedOptionError:
+    """Tools refused where the model takes them only with reasoning off (GPT-6 on OpenAI's
+    Chat Completions; its reasoning is on unless ``reasoning_effort`` is ``none``): the
+    endpoint that takes both named, and thinking=False where the model can stop reasoning."""
+    elsewhere = preset.dialect.get("responses_provider")
+    where = f"{elsewhere}:{model}, where tools and reasoning go together" if elsewhere else "the Responses API"
+    if caps.thinking_off is False:
+        hint = f"on this endpoint the model takes tools only with reasoning off, which it cannot turn off; use {where}"
+    else:
+        hint = (
+            f"on this endpoint the model takes tools only with reasoning off; use {where}, or thinking=False "
+            "(reasoning_effort 'none')"
+        )
+    return refuse("tools", preset, hint, model=model)
 
 
 def _response_format(

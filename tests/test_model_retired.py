@@ -1,0 +1,108 @@
+"""A model its provider retired: the table's endpoint entries say when, on that provider's own
+API, and which model the provider names in its place (Magistral on Mistral's API:
+https://docs.mistral.ai/resources/deprecated, retired 2026-07-31; Claude Sonnet 4 and Opus 4 on
+Anthropic's, 2026-06-15), ``check`` reports it, the first call logs it, and a refusal of the
+retired id names the successor."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from modelwire import errors as E
+from modelwire.message import UserMsg
+from modelwire.models import load_model
+from modelwire.models.capabilities import from_table
+from modelwire.protocols import ModelCapabilities
+from modelwire.testing.server import json_reply
+
+# Mistral's answer to a model id it does not serve (tmc/langchaingo#1233, 2025-04-23;
+# mistralai/mistral-vibe#617, 2026-04-21).
+INVALID = {
+    "object": "error",
+    "message": "Invalid model: magistral-medium-2509",
+    "type": "invalid_model",
+    "param": None,
+    "code": "1500",
+}
+
+
+@pytest.mark.parametrize(
+    "spec,retired,successor",
+    [
+        ("mistral:magistral-medium-2509", "2026-07-31", "mistral-medium-3-5"),
+        ("mistral:magistral-medium-latest", "2026-07-31", "mistral-medium-3-5"),
+        ("mistral:magistral-small-2509", "2026-07-31", "mistral-small-latest"),
+        ("mistral:magistral-small-latest", "2026-07-31", "mistral-small-latest"),
+        ("mistral:magistral-medium-2506", "2025-11-30", "mistral-medium-3-5"),
+        ("mistral:magistral-small-2507", "2025-11-30", "mistral-small-latest"),
+        ("anthropic:claude-sonnet-4-20250514", "2026-06-15", "claude-sonnet-4-6"),
+        ("anthropic:claude-sonnet-4-0", "2026-06-15", "claude-sonnet-4-6"),
+        ("anthropic:claude-opus-4-20250514", "2026-06-15", "claude-opus-4-8"),
+        ("anthropic:claude-opus-4-1-20250805", "2026-08-05", None),
+    ],
+)
+def test_the_table_says_when_the_provider_retired_a_model_and_what_replaces_it(spec, retired, successor):
+    caps = load_model(spec, api_key="sk-test").capabilities
+    assert (caps.retired, caps.successor) == (retired, successor)
+    assert caps.sources["retired"].startswith("table: ")
+    if successor is not None:
+        provider = spec.split(":", 1)[0]
+        assert load_model(f"{provider}:{successor}", api_key="sk-test").capabilities.retired is None
+        assert from_table(successor) is not None  # the successor has a row of its own
+
+
+def test_a_retirement_is_the_providers_own_not_the_clouds():
+    # Mistral's API retired Magistral; Bedrock keeps its own calendar, which the table does not state.
+    bedrock = load_model(
+        "bedrock:mistral.magistral-small-2509-v1:0",
+        api_key="sk-test",
+        base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    )
+    assert bedrock.capabilities.retired is None
+    assert from_table("magistral-medium-2509").retired is None  # the model's row: no endpoint's dates
+
+
+def test_a_model_in_service_is_not_retired():
+    for spec in ("mistral:mistral-medium-3-5", "mistral:mistral-small-latest", "openai:gpt-6-sol"):
+        assert load_model(spec, api_key="sk-test").capabilities.retired is None
+    assert load_model("anthropic:claude-sonnet-5-5", api_key="sk-test").capabilities.retired is None
+
+
+@pytest.mark.parametrize("value", ["2026-7-31", "31/07/2026", "2026-07-31T00:00", 20260731])
+def test_a_retirement_day_is_written_as_a_day(value):
+    with pytest.raises(E.ConfigError, match="YYYY-MM-DD"):
+        ModelCapabilities.from_mapping({"retired": value}, "override")
+
+
+def test_check_names_the_successor():
+    model = load_model("mistral:magistral-medium-2509", api_key="sk-test")
+    findings = model.preflight([UserMsg("user", "hi")])
+    assert [f.rule for f in findings] == ["retired"]
+    assert "2026-07-31" in findings[0].message and "mistral:mistral-medium-3-5" in findings[0].message
+    assert load_model("mistral:mistral-medium-3-5", api_key="sk-test").preflight([UserMsg("user", "hi")]) == []
+
+
+def test_a_day_to_come_is_a_deprecation():
+    model = load_model("mistral:my-model", api_key="sk-test", capabilities={"retired": "2999-01-01"})
+    (finding,) = model.preflight([UserMsg("user", "hi")])
+    assert finding.rule == "retired" and "retires it on 2999-01-01" in finding.message
+
+
+def test_the_refusal_of_a_retired_id_names_the_successor_and_the_first_call_logs_it(server, caplog):
+    server.script(json_reply(INVALID, status=400))
+    model = server.model("openai-chat", "magistral-medium-2509", preset="mistral")
+
+    async def call():
+        async for _ in model.stream([UserMsg("user", "hi")]):
+            pass
+
+    with caplog.at_level(logging.WARNING, logger="modelwire.models"):
+        with pytest.raises(E.ProviderError) as info:
+            asyncio.run(call())
+    said = str(info.value)
+    assert "Invalid model: magistral-medium-2509" in said  # the provider's words, kept
+    assert "retired on 2026-07-31" in said and "mistral:mistral-medium-3-5" in said
+    assert any("retired this model on 2026-07-31" in r.getMessage() for r in caplog.records)
