@@ -89,3 +89,21 @@ def test_pyright_finds_no_errors_in_the_package():
         if d["severity"] == "error"
     ]
     assert report["summary"]["filesAnalyzed"] > 50 and not errors, "\n".join(errors[:40])
+
+
+def test_mypy_strict_finds_no_errors_in_the_package(tmp_path):
+    """``mypy --strict`` over ``src/modelwire`` (its configuration is ``[tool.mypy]``: the
+    files, and the few imports that carry no types) reports no error."""
+    pytest.importorskip("mypy", reason="the dev extra installs mypy")
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    errors = [line.split("/src/")[-1] for line in done.stdout.splitlines() if ": error: " in line]
+    assert not errors and done.returncode == 0, "\n".join(errors[:40]) or done.stdout[-3000:] + done.stderr[-2000:]
+    checked = re.search(r"no issues found in (\d+) source files", done.stdout)
+    assert checked and int(checked.group(1)) > 100, done.stdout[-2000:]

@@ -92,7 +92,7 @@ class Pretty:
         self.t0 = time.monotonic()
         self.first_token: float | None = None
         self.usage = [0, 0, 0, 0]  # input, output, cache read, cache write
-        self.cost: dict | None = None
+        self.cost: dict[str, Any] | None = None
         self.stop: list[str] = []
         self.calls: dict[str, dict[str, Any]] = {}
         self.results: dict[str, list[str]] = {}
@@ -258,7 +258,7 @@ def renderer(kind: str, out: IO[str], **options: Any) -> Any:
     return Pretty(out, **options)
 
 
-def cost_text(cost: dict | None) -> str:
+def cost_text(cost: dict[str, Any] | None) -> str:
     """`` | $0.0012`` (or how much is unknown), for closing lines; empty without a price list."""
     if not cost:
         return ""

@@ -100,7 +100,8 @@ def _without_pieces(text: str, secret: str, shortest: int) -> str:
             at = text.find(window, at + 1)
     if not spans:
         return text
-    out, kept = [], 0
+    out: list[str] = []
+    kept = 0
     for begin, end in sorted(spans):
         if begin > kept or not out:
             out += [text[kept:begin], MASK]

@@ -26,7 +26,8 @@ def available() -> bool:
     """Whether genai-prices is installed (looked up once, imported only when pricing)."""
     if "available" not in _state:
         _state["available"] = importlib.util.find_spec("genai_prices") is not None
-    return _state["available"]
+    found: bool = _state["available"]
+    return found
 
 
 def catalogue_id(provider: str) -> str | None:

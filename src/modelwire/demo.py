@@ -11,9 +11,12 @@ from __future__ import annotations
 import ast
 import operator
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any, Callable
 
-_OPS = {
+if TYPE_CHECKING:
+    from .agent import Agent
+
+_OPS: dict[type[ast.AST], Callable[..., Any]] = {  # operator's functions: Any in, Any out
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -43,9 +46,11 @@ def calculate(expression: str) -> str:
             right = ev(node.right)
             if isinstance(node.op, ast.Pow) and abs(right) > 100:
                 raise ValueError("exponent too large")
-            return _OPS[type(node.op)](ev(node.left), right)
+            result: float = _OPS[type(node.op)](ev(node.left), right)
+            return result
         if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.operand))
+            signed: float = _OPS[type(node.op)](ev(node.operand))
+            return signed
         raise ValueError(f"unsupported expression element: {type(node).__name__}")
 
     value = ev(ast.parse(expression, mode="eval").body)
@@ -60,7 +65,7 @@ def demo_cassette() -> Path:
     return Path(__file__).resolve().parents[2] / "cassettes" / "demo" / "calculator.json"
 
 
-def demo_agent():  # noqa: ANN201
+def demo_agent() -> Agent:
     from .agent import Agent
     from .models import load_model
 

@@ -54,7 +54,10 @@ catches ``ValueError`` keeps working. The whole tree (a built-in base besides, a
 from __future__ import annotations
 
 import builtins
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+if TYPE_CHECKING:
+    from .event import AgentEvent
 
 __all__ = [
     "ModelwireError",
@@ -162,7 +165,7 @@ class ValidationError(ModelwireError, ValueError):
         return (_rebuild, (type(self), self.title, self._errors))
 
 
-def _rebuild(cls: type, title: str | None, errors: list[dict[str, Any]]) -> "ValidationError":
+def _rebuild(cls: type[ValidationError], title: str | None, errors: list[dict[str, Any]]) -> "ValidationError":
     err = ValidationError.__new__(cls)
     ValidationError.__init__(err, title, errors)
     return err
@@ -293,14 +296,14 @@ class ProviderError(ModelwireError):
         status_code: int | None = None,
         request_id: str | None = None,
         body: Any = None,
-        events: list | None = None,
+        events: list[AgentEvent] | None = None,
     ) -> None:
         self.message = message
         self.provider_type = provider_type
         self.status_code = status_code
         self.request_id = request_id
         self.body = body
-        self.events: list = events or []
+        self.events: list[AgentEvent] = events or []
         super().__init__(message)
 
     def __str__(self) -> str:
@@ -508,7 +511,7 @@ class RefusedOptionError(InvalidRequestError, UnsupportedOptionError):
             request_id,
             body,
         )
-        self.events: list = []
+        self.events: list[AgentEvent] = []
         self.option, self.provider, self.model = option, provider, model
         Exception.__init__(self, message)
 
@@ -614,7 +617,7 @@ class EventStreamError(StreamProtocolError):
     ``frames`` holds the whole frames the same ``feed`` read before the broken one: they
     arrived intact, and the caller passes them on before the error."""
 
-    frames: list | tuple = ()  # set per error by the frame parser
+    frames: Sequence[Any] = ()  # set per error by the frame parser (its parts, or its Frame objects)
 
 
 # -- provider error bodies -> typed errors ------------------------------------------------------

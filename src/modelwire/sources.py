@@ -112,7 +112,7 @@ def use_source_policy(policy: SourcePolicy | None) -> Iterator[SourcePolicy | No
 
 
 @functools.cache
-def _networks() -> tuple[Any, ...]:
+def _networks() -> tuple[tuple[Any, str], tuple[Any, str], Any]:
     """Networks ``ipaddress`` counts as global (or does not place) that no stranger may reach:
     Oracle Cloud's metadata service (192.0.0.192, in 192.0.0.0/24), shared CGNAT space
     (Alibaba Cloud's metadata service, 100.100.100.200), NAT64 (judged by what it carries)."""

@@ -71,7 +71,7 @@ Framing = Literal["sse", "ndjson", "aws-eventstream"]  # how a protocol frames i
 FRAMINGS: tuple[Framing, ...] = ("sse", "ndjson", "aws-eventstream")
 
 
-def framing_decoder(framing: str, adapter: BaseAdapter, *, keep: bool = False) -> Any:
+def framing_decoder(framing: str, adapter: BaseAdapter, *, keep: bool = False) -> StreamDecoder:
     """The decoder of one framing around ``adapter``: bytes in, events out, with one
     keep/fail contract (``keep``: keep the raw body for errors and cassettes)."""
     if framing == "sse":

@@ -24,7 +24,7 @@ import json
 import logging
 import warnings
 from itertools import repeat
-from typing import Any, Callable, Final, Literal
+from typing import Any, Callable, ClassVar, Final, Literal, Sequence
 
 from msgspec.json import decode as from_json
 
@@ -220,6 +220,7 @@ class BaseAdapter:
     # The adapter's most common events (a piece of an open block) as a table its short path
     # reads (see modelwire.adapters._fast); none: every event takes the full path.
     deltas: tuple[Delta, ...] = ()
+    __fast: ClassVar[FastPath | None]  # each class's own deltas compiled, set by fast_path()
     # The provider-run tool calls the request left without their result (a paused turn goes
     # on in a new call, whose first result answers one of them): set by whoever sent the
     # request (the models layer, from the messages it sent). With it, a result naming a call
@@ -240,7 +241,8 @@ class BaseAdapter:
                 stacklevel=2,
             )
         if "_handle" in cls.__dict__ and "handle" not in cls.__dict__:
-            cls.handle = cls.__dict__["_handle"]  # the one hook every adapter wrote, kept working
+            # the one hook every adapter wrote, kept working: a method set on the class on purpose
+            cls.handle = cls.__dict__["_handle"]  # type: ignore[method-assign]
 
     def __init__(
         self,
@@ -339,7 +341,8 @@ class BaseAdapter:
         """This class's :attr:`deltas` compiled once (None without rows)."""
         if "_BaseAdapter__fast" not in cls.__dict__:
             cls.__fast = compile_fast_path(cls.deltas, cls.__name__, STREAMING) if cls.deltas else None
-        return cls.__dict__["_BaseAdapter__fast"]
+        fast: FastPath | None = cls.__dict__["_BaseAdapter__fast"]
+        return fast
 
     def begin_feed(self) -> list[E.AgentEvent]:
         """Start a feed that does not go through :meth:`feed` (a short path's own entry):
@@ -541,14 +544,14 @@ class BaseAdapter:
         call used it already) or, without one, a new one."""
         if type(arguments) is not str:  # refused before its START is out: a call never left open
             raise StreamProtocolError(f"{self.protocol}: tool call arguments of type {type(arguments).__name__}")
-        call_id, name = self.__new_call(self.__block_id("tool_call", call_id), name)
+        block_id, name = self.__new_call(self.__block_id("tool_call", call_id), name)
         event_id, now, reply_id, out = self.__event_id, self.__now, self.reply_id, self.__out
-        out.append(_STARTS["tool_call"](event_id(), now, reply_id, call_id, name))
+        out.append(_STARTS["tool_call"](event_id(), now, reply_id, block_id, name))
         if arguments:
-            out.append(_DELTAS["tool_call"](event_id(), now, reply_id, call_id, arguments))
-        out.append(_ENDS["tool_call"](event_id(), now, reply_id, call_id, extras or None))
+            out.append(_DELTAS["tool_call"](event_id(), now, reply_id, block_id, arguments))
+        out.append(_ENDS["tool_call"](event_id(), now, reply_id, block_id, extras or None))
         self.decoded = True
-        return call_id
+        return block_id
 
     def __block_id(self, kind: str, given: Any) -> str:
         """A block's id: the provider's, a string, or a new one where it gave none."""
@@ -629,7 +632,7 @@ class BaseAdapter:
             assert block.parts is not None
             block.parts.append(text)
 
-    def close_block(self, key: Any, *, state: str = "success", metadata: dict | None = None) -> None:
+    def close_block(self, key: Any, *, state: str = "success", metadata: dict[str, Any] | None = None) -> None:
         block = self.blocks.pop(key, None)
         if block is None:
             return
@@ -927,6 +930,7 @@ class AWSStreamDecoder(StreamDecoder):
         out: list[E.AgentEvent] = []
         try:
             broken: EventStreamError | None = None
+            frames: Sequence[tuple[dict[str, Any], bytes]]
             try:
                 frames = self.frames.feed_parts(chunk)
             except EventStreamError as err:
@@ -1007,7 +1011,7 @@ OPTIONAL = type(None)
 """In a shape, a field that may be missing or null (``"usage": (dict, OPTIONAL)``)."""
 
 
-def shape_problem(data: Any, spec: dict[str, tuple]) -> str | None:
+def shape_problem(data: Any, spec: dict[str, tuple[type, ...]]) -> str | None:
     """The first field of ``data`` that is not of the types ``spec`` names, or None.
 
     ``spec`` maps a path (``message.usage``, ``choices[].delta.tool_calls[].index``) to the

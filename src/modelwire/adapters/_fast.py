@@ -25,10 +25,13 @@ from __future__ import annotations
 import keyword
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, NamedTuple, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Optional, Union
 
 import msgspec
 from msgspec import UNSET, UnsetType
+
+if TYPE_CHECKING:
+    from ._base import BaseAdapter
 
 __all__ = ["Delta", "Const", "compile_fast_path", "fast_path_source"]
 
@@ -337,7 +340,7 @@ def compile_fast_path(rows: tuple[Delta, ...], name: str = "fast", streaming: An
     return FastPath(scope["make"](**names), event_type, source)
 
 
-def fast_path_source(adapter_class: type) -> str:
+def fast_path_source(adapter_class: type[BaseAdapter]) -> str:
     """The function an adapter's :class:`Delta` rows compile to, to read."""
     fast = adapter_class.fast_path()
     if fast is None:

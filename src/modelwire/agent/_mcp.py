@@ -92,7 +92,7 @@ class MCPServer(Toolset):
         self.client_options = dict(client_options or {})
         self.defer: bool | frozenset[str] = defer if isinstance(defer, bool) else frozenset(defer)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: asyncio.Task | None = None
+        self._runner: asyncio.Task[None] | None = None
         self._client: Any = None
         self._closing: asyncio.Event | None = None
         self._connecting: asyncio.Lock | None = None
@@ -165,7 +165,7 @@ class MCPServer(Toolset):
             stack.push_async_callback(http_client.aclose)
         return streamable_http_client(self.url, http_client=http_client)
 
-    async def _run(self, ready: asyncio.Future, closing: asyncio.Event) -> None:
+    async def _run(self, ready: asyncio.Future[Any], closing: asyncio.Event) -> None:
         """Owns the connection: opened and closed in this one task (anyio's rule), whatever
         tasks call the tools."""
         from contextlib import AsyncExitStack
@@ -243,7 +243,7 @@ class MCPServer(Toolset):
             if self._runner is not None:
                 await self._stop()
             self._broken, self._tools = None, None
-            ready: asyncio.Future = loop.create_future()
+            ready: asyncio.Future[Any] = loop.create_future()
             self._closing = asyncio.Event()
             self._runner = asyncio.create_task(self._run(ready, self._closing), name=f"mcp:{self.name}")
             try:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import PartialJSONError
 from ..event import PartialJSON
+
+if TYPE_CHECKING:
+    from ..event._partial import PartialOptions
 
 __all__ = ["OutputPartial", "PartialOutput"]
 
@@ -48,7 +51,7 @@ class PartialOutput:
         self.structured_model = structured_model
         self._native = native
         self._tool_name = tool_name
-        self._options = {"partial_strings": partial_strings, "whole_under": whole_under}
+        self._options: PartialOptions = {"partial_strings": partial_strings, "whole_under": whole_under}
         self._parser: PartialJSON | None = None
         self._source: str | None = None  # the text block or the call the output comes in
 

@@ -137,7 +137,8 @@ class Interaction:
         r = self.response
         if "body_base64" in r:
             return base64.b64decode(r["body_base64"])
-        return r.get("body", "").encode("utf-8")
+        body: str = r.get("body", "")
+        return body.encode("utf-8")
 
     def pieces(self) -> list[tuple[float, bytes]]:
         body = self.body_bytes()

@@ -15,7 +15,7 @@ import importlib
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, AsyncIterator, Iterator
 
 from ._cassette import (
     RECORD_MODES,
@@ -104,7 +104,7 @@ class _Replay:
 
 
 class _ReplayAsync(_Replay):
-    async def __aiter__(self):
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         last = 0.0
         for at, piece in self.pieces:
             if self.realtime and at > last:
@@ -117,7 +117,7 @@ class _ReplayAsync(_Replay):
 
 
 class _ReplaySync(_Replay):
-    def __iter__(self):
+    def __iter__(self) -> Iterator[bytes]:
         last = 0.0
         for at, piece in self.pieces:
             if self.realtime and at > last:
@@ -146,7 +146,7 @@ class _Record:
 
 
 class _RecordAsync(_Record):
-    async def __aiter__(self):
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         async for piece in self.inner:
             self._keep(piece)
             yield piece
@@ -158,7 +158,7 @@ class _RecordAsync(_Record):
 
 
 class _RecordSync(_Record):
-    def __iter__(self):
+    def __iter__(self) -> Iterator[bytes]:
         for piece in self.inner:
             self._keep(piece)
             yield piece
@@ -171,7 +171,7 @@ class _RecordSync(_Record):
 
 def _recorder(session: CassetteSession, record: dict[str, Any], response: Any) -> Any:
     """What to do once a recorded body has ended: add the interaction to the cassette (once)."""
-    saved = []
+    saved: list[bool] = []
 
     def done(pieces: list[tuple[float, bytes]]) -> None:
         if saved:

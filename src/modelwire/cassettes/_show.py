@@ -191,8 +191,10 @@ def _tool_name(tool: Any) -> str:
     if not isinstance(tool, dict):
         return repr(tool)[:40]
     for holder in (tool, tool.get("function"), tool.get("toolSpec")):
-        if isinstance(holder, dict) and isinstance(holder.get("name"), str):
-            return holder["name"]
+        if isinstance(holder, dict):
+            name = holder.get("name")
+            if isinstance(name, str):
+                return name
     declarations = tool.get("functionDeclarations")
     if isinstance(declarations, list):
         return "+".join(str(d.get("name")) for d in declarations if isinstance(d, dict))
@@ -252,7 +254,7 @@ def _first_difference(old: Any, new: Any, path: str = "") -> str:
     return f"{path.lstrip('.') or 'the value'} changed"
 
 
-def _price(url: str, wire: Any, model: str, end: Any) -> dict | None:
+def _price(url: str, wire: Any, model: str, end: Any) -> dict[str, Any] | None:
     """The price of a recorded call: the provider is the preset whose base URL the request
     went to (or, for a test server, the protocol's own); None without genai-prices."""
     from urllib.parse import urlsplit

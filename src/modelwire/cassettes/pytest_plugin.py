@@ -25,9 +25,12 @@ normal run stays offline.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Generator, Iterator
 
 import pytest
+
+if TYPE_CHECKING:
+    from pluggy import Result
 
 RECORD_MODES = ("none", "once", "new_episodes", "all")
 
@@ -87,7 +90,7 @@ _ALIASES = {"rewrite": "all"}
 
 
 def _record_mode(config: Any) -> str | None:
-    mode = config.getoption("--modelwire-record-mode")
+    mode: str | None = config.getoption("--modelwire-record-mode")
     if mode is None:
         try:
             mode = config.getoption("--record-mode")
@@ -118,7 +121,7 @@ def _path(request: Any, marker: Any) -> Path:
     if marker is not None and marker.args:
         path = Path(marker.args[0])
         return path if path.is_absolute() else Path(request.config.rootpath) / path
-    folder = Path(request.config.rootpath) / request.config.getini("modelwire_cassette_dir")
+    folder: Path = Path(request.config.rootpath) / request.config.getini("modelwire_cassette_dir")
     return folder / default_name(request.node.nodeid)
 
 
@@ -170,7 +173,7 @@ def _recheck_after(request: Any, path: Path) -> None:
     done.append((request.node.nodeid, report))
 
 
-_RECHECKED = pytest.StashKey[list]()
+_RECHECKED = pytest.StashKey[list[tuple[str, Any]]]()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any) -> None:
@@ -195,7 +198,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any)
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: Any, call: Any) -> Iterator[None]:
+def pytest_runtest_makereport(item: Any, call: Any) -> Generator[None, Result[Any], None]:
     outcome = yield
     report = outcome.get_result()
     if report.when == "call":

@@ -442,7 +442,7 @@ class CustomEvent(EventBase):
 
     type: Literal["CUSTOM"] = "CUSTOM"
     name: str
-    value: dict = field(default_factory=dict)
+    value: dict[str, Any] = field(default_factory=dict)
 
 
 AgentEvent: TypeAlias = Union[
@@ -477,7 +477,7 @@ AgentEvent: TypeAlias = Union[
 ]
 
 EVENT_CLASSES: dict[str, type[EventBase]] = {
-    cls.__record_tag__: cls  # type: ignore[misc]
+    cls.__record_tag__: cls
     for cls in AgentEvent.__args__  # type: ignore[attr-defined]
 }
 

@@ -41,9 +41,19 @@ import json
 import json.decoder
 import json.scanner
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import PartialJSONError
+
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    class PartialOptions(TypedDict):
+        """A :class:`PartialJSON`'s options, kept to make one parser per value."""
+
+        partial_strings: bool
+        whole_under: int
+
 
 __all__ = ["PartialJSON"]
 
@@ -69,8 +79,10 @@ def _refuse_constant(name: str) -> Any:
 
 
 # The C scanners json.loads uses, for the values that are whole in the text.
-_scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
-_scan_once = json.scanner.make_scanner(json.JSONDecoder(parse_constant=_refuse_constant))  # type: ignore[attr-defined]
+# typeshed leaves scanstring out of json.decoder's stub, and types make_scanner's argument as a
+# make_scanner (its own TODO: a duck type of the decoder's attributes, which JSONDecoder has).
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+_scan_once = json.scanner.make_scanner(json.JSONDecoder(parse_constant=_refuse_constant))  # type: ignore[arg-type]
 
 
 class PartialJSON:

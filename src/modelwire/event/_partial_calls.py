@@ -8,10 +8,13 @@ their own. Only the tool-call events cost anything; the others are passed over.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import PartialJSONError
 from ._partial import PartialJSON
+
+if TYPE_CHECKING:
+    from ._partial import PartialOptions
 
 __all__ = ["PartialToolCalls", "ToolCallPartial"]
 
@@ -45,7 +48,7 @@ class PartialToolCalls:
     __slots__ = ("_options", "_calls")
 
     def __init__(self, *, partial_strings: bool = False, whole_under: int = 256) -> None:
-        self._options = {"partial_strings": partial_strings, "whole_under": whole_under}
+        self._options: PartialOptions = {"partial_strings": partial_strings, "whole_under": whole_under}
         self._calls: dict[str, tuple[str, PartialJSON]] = {}
 
     def see(self, event: Any) -> ToolCallPartial | None:

@@ -90,7 +90,8 @@ class ServerTool:
 
 def split_server_tools(tools: Iterable[Any] | None) -> tuple[list["ServerTool"], list[Any]]:
     """The server tools of a tool list, and the rest (function tools)."""
-    server, rest = [], []
+    server: list[ServerTool] = []
+    rest: list[Any] = []
     for tool in tools or ():
         (server if isinstance(tool, ServerTool) else rest).append(tool)
     return server, rest

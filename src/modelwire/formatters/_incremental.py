@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from hashlib import blake2b
 from operator import attrgetter, is_
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, cast
 
 from msgspec import Raw
 from msgspec.json import encode as _encode
@@ -37,6 +37,9 @@ from msgspec.msgpack import encode as _pack
 from ..message import Msg
 from ..message._blocks import EDITS
 from ._common import Walk
+
+if TYPE_CHECKING:
+    from ..message._fold import FoldState
 
 __all__ = ["Draft", "Turns"]
 
@@ -182,7 +185,8 @@ class Draft:
         return (
             all(map(is_, head, fed))
             and list(map(_mark, head)) == self.marks
-            and all(fed[k]._fold.applied == count for k, count in self.applied.items())
+            # the marks just compared hold each message's fold: one with a count had a fold when fed
+            and all(cast("FoldState", fed[k]._fold).applied == count for k, count in self.applied.items())
         )
 
     def _unchanged(self, k: int, msg: Any) -> bool:

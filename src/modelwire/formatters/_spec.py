@@ -32,7 +32,8 @@ class ToolSpec:
         if isinstance(tool, ToolSpec):
             return tool
         if hasattr(tool, "tool_spec"):  # agent tools describe themselves
-            return tool.tool_spec()
+            spec: ToolSpec = tool.tool_spec()
+            return spec
         if not isinstance(tool, dict):
             raise FormatError(None, f"a tool must be a ToolSpec or a dict, not {type(tool).__name__}")
         if isinstance(tool.get("function"), dict):

@@ -79,11 +79,11 @@ class IdRules:
         digest = hashlib.sha256(f"{salt}:{value}".encode()).digest()
         if self.exact:
             number = int.from_bytes(digest, "big")
-            out = []
+            chars = []
             for _ in range(self.exact):
                 number, rest = divmod(number, 62)
-                out.append(_B62[rest])
-            return "".join(out)
+                chars.append(_B62[rest])
+            return "".join(chars)
         tag = digest.hex()[:8]
         clean = self._bad.sub("_", value).strip("_")  # type: ignore[attr-defined]
         head = clean[: self.max_len - len(tag) - 1]

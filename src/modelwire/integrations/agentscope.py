@@ -27,7 +27,7 @@ import json
 import time
 from typing import Any, AsyncGenerator, Type
 
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
 from agentscope.credential import CredentialBase
 from agentscope.message import Msg as ASMsg
@@ -46,7 +46,12 @@ from ..models.transport import RetryPolicy
 
 __all__ = ["ModelwireChatModel", "ModelwireCredential", "to_modelwire", "to_agentscope_blocks", "kept_id"]
 
-_AS_BLOCKS = {"text": ASTextBlock, "thinking": ASThinkingBlock, "tool_call": ASToolCallBlock, "data": ASDataBlock}
+_AS_BLOCKS: dict[str, type[BaseModel]] = {
+    "text": ASTextBlock,
+    "thinking": ASThinkingBlock,
+    "tool_call": ASToolCallBlock,
+    "data": ASDataBlock,
+}
 _MAX_KEPT = 10_000
 _RETRYABLE = (
     E.RateLimitError,
@@ -148,7 +153,7 @@ class ModelwireChatModel(ChatModelBase):
         self,
         model_name: str,
         messages: list[ASMsg],
-        tools: list[dict] | None = None,
+        tools: list[dict[str, Any]] | None = None,
         tool_choice: Any = None,
         **kwargs: Any,
     ) -> ChatResponse | AsyncGenerator[ChatResponse, None]:
@@ -452,7 +457,7 @@ def _final(reply: Msg, end: Any, seconds: float, usage_sent: bool = True) -> Cha
     )
 
 
-def _tools_and_choice(tools: list[dict] | None, tool_choice: Any) -> tuple[list[dict] | None, Any]:
+def _tools_and_choice(tools: list[dict[str, Any]] | None, tool_choice: Any) -> tuple[list[dict[str, Any]] | None, Any]:
     """AgentScope's tool schemas (OpenAI's function shape) and ``ToolChoice`` as modelwire's."""
     if tool_choice is None:
         return tools, None

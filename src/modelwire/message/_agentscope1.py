@@ -353,7 +353,7 @@ def to_agentscope1_memory(messages: Iterable[Msg]) -> dict[str, Any]:
     """Messages as the ``state_dict()`` of an AgentScope 1.x memory (``InMemoryMemory``'s
     ``load_state_dict`` reads it): :func:`to_agentscope1`'s messages, each with the marks it
     was read with (none for a message made in modelwire)."""
-    content = []
+    content: list[list[Any]] = []
     for msg in messages:
         if not isinstance(msg, Msg):
             raise InvalidMessageError(f"to_agentscope1_memory writes modelwire messages, not {type(msg).__name__}")

@@ -50,7 +50,7 @@ class _Buffer:
         self.target = target
         self.attr = attr
         first = getattr(target, attr)
-        self.parts = [first] if first else []
+        self.parts: list[str] = [first] if first else []
         self.b64 = b64
         # base64 pieces can be joined as text while no piece but the last is padded
         self.aligned = not (b64 and first.endswith("="))

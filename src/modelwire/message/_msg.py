@@ -8,7 +8,7 @@ are all checked, and a failed change leaves the message as it was.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal, Sequence, SupportsIndex, Union
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Sequence, SupportsIndex, Union
 
 from .._ids import new_id, now_iso
 from .._record import Record, converters, extras_of, field
@@ -23,7 +23,7 @@ from ._blocks import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from ._fold import apply_event
+from ._fold import FoldState, apply_event
 from ._types import ErrorInfo, ErrorType, ReplyFinishedReason, ReplyFinishedReasonValue, Usage, add_costs, check_role
 
 __all__ = [
@@ -92,7 +92,7 @@ def _check_value(value: Any, depth: int = 0) -> None:
             _check_value(extras, depth)
 
 
-class BlockList(list):
+class BlockList(list[ContentBlock]):
     """The ``content`` list of a :class:`Msg`: a list that enforces the role rules.
 
     Every in-place change is checked against the owning message's role before it is
@@ -126,7 +126,8 @@ class BlockList(list):
         self._check(blocks, len(self))
         super().extend(blocks)
 
-    def __iadd__(self, blocks: Iterable[Any]) -> "BlockList":  # type: ignore[override]
+    # list's own __iadd__ takes any iterable too, and typeshed silences the same [misc] there.
+    def __iadd__(self, blocks: Iterable[Any]) -> "BlockList":  # type: ignore[override, misc]
         self.extend(blocks)
         return self
 
@@ -163,10 +164,10 @@ class BlockList(list):
         # Pickle as a plain list; the owning Msg re-wraps it on unpickling.
         return (list, (list(self),))
 
-    def __copy__(self) -> list:
+    def __copy__(self) -> list[ContentBlock]:
         return list(self)
 
-    def __deepcopy__(self, memo: dict) -> list:
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[ContentBlock]:
         import copy
 
         return [copy.deepcopy(b, memo) for b in self]
@@ -229,7 +230,19 @@ def _structured(value: Any) -> Any:
     raise ValidationError(None, [{"loc": (), "msg": what, "type": "dict_type"}])
 
 
-class Msg(Record):
+class _MsgState:
+    """What a message keeps beside its fields, in slots of its own (``Msg.__slots__``), set
+    with ``object.__setattr__`` so that ``Msg.__setattr__`` does not count them as changes.
+    Declared here, outside the record, so that checkers do not take them for fields."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:
+        _fold: FoldState | None  # the stream folded into the message so far (message/_fold.py)
+        _content: BlockList
+        _version: int
+
+
+class Msg(Record, _MsgState):
     """One message: who sent it, in which role, and its ordered content blocks."""
 
     __slots__ = ("_fold", "_content", "_version")
@@ -433,7 +446,7 @@ def _to_blocks(content: str | list[Any], name: Any = "", metadata: Any = None) -
 def UserMsg(
     name: str,
     content: str | list[Any],
-    metadata: dict | None = None,
+    metadata: dict[str, Any] | None = None,
     created_at: str | None = None,
     finished_at: str | None = None,
     finished_reason: ReplyFinishedReason | ReplyFinishedReasonValue | None = None,
@@ -456,11 +469,11 @@ def UserMsg(
 def AssistantMsg(
     name: str,
     content: str | list[Any],
-    metadata: dict | None = None,
+    metadata: dict[str, Any] | None = None,
     created_at: str | None = None,
     finished_at: str | None = None,
     finished_reason: ReplyFinishedReason | ReplyFinishedReasonValue | None = None,
-    structured_output: dict | None = None,
+    structured_output: dict[str, Any] | None = None,
     id: str | None = None,  # noqa: A002
     usage: Usage | None = None,
 ) -> Msg:
@@ -482,7 +495,7 @@ def AssistantMsg(
 def SystemMsg(
     name: str,
     content: str | list[Any],
-    metadata: dict | None = None,
+    metadata: dict[str, Any] | None = None,
     created_at: str | None = None,
     finished_at: str | None = None,
     finished_reason: ReplyFinishedReason | ReplyFinishedReasonValue | None = None,
@@ -502,7 +515,7 @@ def SystemMsg(
     )
 
 
-MsgInput = Union[str, Msg, dict, Sequence[Union[str, Msg, dict]], None]
+MsgInput = Union[str, Msg, dict[str, Any], Sequence[Union[str, Msg, dict[str, Any]]], None]
 """What a caller may give where messages go: a string (the user's words), a message, its
 JSON (modelwire's or AgentScope's dict; an OpenAI-style ``{"role", "content"}`` dict takes its
 role as its name), or a list of those."""

@@ -87,7 +87,7 @@ def load_model(
     client: Any = None,
     api_key: str | None = None,
     base_url: str | None = None,
-    timeouts: "Timeouts | dict | None" = None,
+    timeouts: "Timeouts | dict[str, Any] | None" = None,
     retry: "RetryPolicy | None" = None,
     max_connections: int = 20,
     **options: Any,
@@ -101,7 +101,7 @@ def load_model(
     client: Any = None,
     api_key: str | None = None,
     base_url: str | None = None,
-    timeouts: "Timeouts | dict | None" = None,
+    timeouts: "Timeouts | dict[str, Any] | None" = None,
     retry: "RetryPolicy | None" = None,
     max_connections: int = 20,
     **options: Any,
@@ -114,7 +114,7 @@ def load_model(
     client: Any = None,
     api_key: str | None = None,
     base_url: str | None = None,
-    timeouts: "Timeouts | dict | None" = None,
+    timeouts: "Timeouts | dict[str, Any] | None" = None,
     retry: "RetryPolicy | None" = None,
     max_connections: int = 20,
     **options: Any,
@@ -172,7 +172,7 @@ def load_model(
 
 def _profile_fallback(
     name: Any, spec: Any, fallback: Any, client: Any, timeouts: Any, retry: Any, max_connections: int
-) -> Any:
+) -> FallbackModel:
     """A profile with ``fallback = [...]``: its own model first, then each named one."""
     from ._fallback import FallbackModel
 

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from .. import errors as E
 from .._ids import new_id
 from ..message import AssistantMsg, Msg, as_messages
-from ..protocols import BatchState
+from ..protocols import BatchState, WireProtocol
 from ._body import send_call
 from ._files import send_json
 
@@ -122,7 +122,7 @@ class Batch:
         _, answer = await send_json(
             model, model.wire.batch_call(model.spec.base_url or "", model.spec.preset, self.id, action)
         )
-        state = model.wire.batch_state(answer, model.spec.base_url or "", model.spec.preset)
+        state: BatchState = model.wire.batch_state(answer, model.spec.base_url or "", model.spec.preset)
         if not state.id:  # an answer that is not the batch (Gemini's cancel): ask for it
             return await self._ask("status")
         self.state = state
@@ -137,7 +137,8 @@ def _result(model: Any, answer: Any, error: Any) -> Msg | E.ProviderError:
         return E.StreamProtocolError(f"a batch answer that is a JSON {type(answer).__name__}, not an object")
     if isinstance(error, E.ProviderError):
         return error
-    return model.wire.error(dict(error) if isinstance(error, dict) else {"error": error} if error else {}, status=None)
+    wire: WireProtocol = model.wire
+    return wire.error(dict(error) if isinstance(error, dict) else {"error": error} if error else {}, status=None)
 
 
 def _decoded(model: Any, answer: Any) -> Msg | E.ProviderError:

@@ -92,7 +92,8 @@ async def _streamed(body: FileBody) -> AsyncIterator[bytes]:
 
 def request_id_of(response: Any) -> str | None:
     headers = response.headers
-    return headers.get("request-id") or headers.get("x-request-id") or headers.get("apim-request-id")
+    found: str | None = headers.get("request-id") or headers.get("x-request-id") or headers.get("apim-request-id")
+    return found
 
 
 async def http_error(response: Any, wire: WireProtocol) -> E.ProviderError:

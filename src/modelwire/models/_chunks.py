@@ -80,7 +80,7 @@ def _reader_class() -> Any:
 
         _HEADER = chunk_header_re
 
-        class WholeChunks(ChunkedReader):  # type: ignore[misc]
+        class WholeChunks(ChunkedReader):
             """h11's chunked reader, taking every whole chunk in the buffer at once."""
 
             def __call__(self, buf: Any) -> Any:

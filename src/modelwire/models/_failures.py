@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, AsyncGenerator
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Awaitable, Callable
 
 from .. import errors as E
 from ..event import AgentEvent
@@ -63,7 +63,9 @@ class Failures:
         def capabilities(self) -> Any: ...
         def url(self, opts: Any = None) -> str: ...
         def _limit_key(self) -> str: ...
-        async def _sleep(self, delay: float) -> None: ...
+
+        _sleep: Callable[[float], Awaitable[None]]  # asyncio.sleep, or the one a test gave
+
         async def _encoded(
             self, payload: dict[str, Any], opts: Any, drafted: Any = None
         ) -> tuple[bytes, dict[str, str]]: ...

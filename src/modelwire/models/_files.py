@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import errors as E
 from ..message import DataBlock, URLSource, provenance
-from ..protocols import FileBody, HTTPCall, UploadedFile
+from ..protocols import FileBody, HTTPCall, UploadedFile, WireProtocol
 from ._body import send_call
 
 __all__ = ["upload_file", "list_files", "delete_file", "file_id_of", "send_json"]
@@ -64,7 +64,8 @@ def _read(source: Any, media_type: str | None, name: str | None) -> tuple[bytes 
 
 async def upload_file(model: Any, source: Any, media_type: str | None = None, name: str | None = None) -> DataBlock:
     """Upload ``source`` to ``model``'s provider (see :meth:`HTTPModel.upload_file`)."""
-    data, media_type, name, local = await asyncio.to_thread(_read, source, media_type, name)
+    read = await asyncio.to_thread(_read, source, media_type, name)  # (mypy widens a tuple unpacked from it)
+    data, media_type, name, local = read
     base_url = model.spec.base_url or ""
     call = model.wire.file_upload(base_url, model.spec.preset, data, media_type, name)
     for _ in range(4):  # an upload takes at most a few requests (Gemini's: two)
@@ -94,7 +95,8 @@ async def list_files(model: Any) -> list[UploadedFile]:
     """The files ``model``'s provider holds (the first page it lists)."""
     url = model.wire.files_url(model.spec.base_url or "", model.spec.preset)
     _, answer = await send_json(model, HTTPCall("GET", url, {"accept": "application/json"}))
-    return model.wire.files_listed(answer, model.spec.base_url or "", model.spec.preset)
+    wire: WireProtocol = model.wire
+    return wire.files_listed(answer, model.spec.base_url or "", model.spec.preset)
 
 
 def file_id_of(file: Any) -> str:

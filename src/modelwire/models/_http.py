@@ -29,7 +29,7 @@ from ._call import Attempt, Call, open_provider_calls
 from ._failures import AGAIN, Failures
 from ._pricing import Pricing, pricing_option
 from ._resume import Resumption
-from .config import CONVERSATION, IN_CASSETTE, REPLAYING, ModelSpec
+from .config import CONVERSATION, IN_CASSETTE, REPLAYING, ModelSpec, Preset
 from ._request import check_strict_tools, conversation, depends_on_capabilities, same_as_full
 from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks
 
@@ -247,7 +247,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         messages: MsgInput,
         tools: Sequence[Any] | None = None,
         tool_choice: Any = None,
-        options: ModelOptions | dict | None = None,
+        options: ModelOptions | dict[str, Any] | None = None,
     ) -> list[Any]:
         """Every reason the next request for these messages would be refused or would lose
         something, found offline (see :mod:`._preflight`): an empty list when none."""
@@ -255,7 +255,7 @@ class HTTPModel(Pricing, Failures, Resumption):
 
         return preflight(self, as_messages(messages), tools, tool_choice, options)
 
-    def forced_tool_ok(self, options: ModelOptions | dict | None = None) -> bool:
+    def forced_tool_ok(self, options: ModelOptions | dict[str, Any] | None = None) -> bool:
         """Whether a forced tool choice can go with these options on this model (Claude
         thinking on a budget, DeepSeek thinking, and some models refuse any forcing)."""
         probe = [ToolSpec("probe", "", {"type": "object", "properties": {}})]
@@ -322,7 +322,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         messages: Sequence[Msg],
         tools: Sequence[Any] | None = None,
         tool_choice: Any = None,
-        options: ModelOptions | dict | None = None,
+        options: ModelOptions | dict[str, Any] | None = None,
         *,
         drafts: list[Any] | None = None,
     ) -> tuple[dict[str, Any], ModelOptions]:
@@ -514,7 +514,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         *,
         tools: Sequence[Any] | None = None,
         tool_choice: Any = None,
-        options: ModelOptions | dict | None = None,
+        options: ModelOptions | dict[str, Any] | None = None,
         reply_id: str | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """The events of one model call (``MODEL_CALL_START`` ... ``MODEL_CALL_END``), as an
@@ -562,7 +562,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         messages: MsgInput,
         tools: Sequence[Any] | None,
         tool_choice: Any,
-        options: ModelOptions | dict | None,
+        options: ModelOptions | dict[str, Any] | None,
         reply_id: str,
     ) -> AsyncGenerator[AgentEvent, None]:
         call = await self._prepare(messages, tools, tool_choice, options)
@@ -607,7 +607,11 @@ class HTTPModel(Pricing, Failures, Resumption):
                 call.trace.end(error=asyncio.CancelledError("the call was closed before it ended"))
 
     async def _prepare(
-        self, messages: MsgInput, tools: Sequence[Any] | None, tool_choice: Any, options: ModelOptions | dict | None
+        self,
+        messages: MsgInput,
+        tools: Sequence[Any] | None,
+        tool_choice: Any,
+        options: ModelOptions | dict[str, Any] | None,
     ) -> Call:
         """What a call sends: the request built for the model (its capabilities looked up
         when they matter, media fetched, a cache resource made), continued from a stored
@@ -832,7 +836,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         except ValueError:
             answer = None
         if answer is None:
-            err = E.UpstreamError(
+            err: E.ProviderError = E.UpstreamError(
                 f"the server at {self.url()} answered HTTP {response.status_code} with "
                 f"{content_type or 'no content type'},"
                 f" not a {self.wire.description} stream: {text[:300]!r}",
@@ -870,7 +874,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         *,
         tools: Sequence[Any] | None = None,
         tool_choice: Any = None,
-        options: ModelOptions | dict | None = None,
+        options: ModelOptions | dict[str, Any] | None = None,
         estimate: bool = False,
     ) -> Any:
         """The input tokens this request would send (a :class:`~modelwire.models.TokenCount`),
@@ -945,7 +949,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         *,
         tools: Sequence[Any] | None = None,
         tool_choice: Any = None,
-        options: ModelOptions | dict | None = None,
+        options: ModelOptions | dict[str, Any] | None = None,
         reply_id: str | None = None,
         name: str = "assistant",
     ) -> Msg:
@@ -973,7 +977,7 @@ async def fold_call(
         ):
             reply.append_event(event, strict=True)
     except E.ProviderError as err:
-        err.partial = reply  # type: ignore[attr-defined]
+        err.partial = reply
         raise
     return reply
 
@@ -1004,7 +1008,7 @@ def account_fingerprint(api_key: str | None, endpoint: str) -> str | None:
     return "key:" + digest[:16]
 
 
-def endpoint_family(preset: Any, base_url: str | None) -> str:
+def endpoint_family(preset: Preset, base_url: str | None) -> str:
     """Which endpoints accept what this one mints: the provider's own family at its own
     base URL, else the host and port of the base URL (a proxy, a gateway, a compatible
     server: two gateways on one host are two servers), the scheme's default port left out,

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..protocols import ModelCapabilities
+from ..protocols import ModelCapabilities, WireProtocol
 
 __all__ = ["CapabilityCache", "published_capabilities", "default_cache"]
 
@@ -103,7 +103,7 @@ def default_cache() -> CapabilityCache:
 
 
 async def published_capabilities(
-    wire: Any,
+    wire: WireProtocol,
     url: str,
     model: str,
     headers: dict[str, str],

@@ -117,7 +117,7 @@ def _options_dict(options: Any) -> dict[str, Any]:
     out = {}
     for name, spec in fields.items():
         value = getattr(options, name)
-        default = spec.default if spec.default is not dataclasses.MISSING else spec.default_factory()  # type: ignore[misc]
+        default = spec.default if spec.default is not dataclasses.MISSING else spec.default_factory()
         if value != default:
             out[name] = value
     return out
@@ -263,7 +263,7 @@ class WrappedModel:
     def _streamed(self, index: int, call: ModelCall, opened: list[Any]) -> AsyncIterator[E.AgentEvent]:
         """Layer ``index``'s ``stream`` hook around the layers inside it, or the model's
         stream (``index`` past the last layer); kept to be closed when the call ends."""
-        stream: Any
+        stream: AsyncIterator[E.AgentEvent]
         if index == len(self._layers):
             stream = self.model.stream(
                 call.messages,

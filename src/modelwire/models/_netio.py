@@ -180,7 +180,7 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
             raise httpcore2.ConnectError(str(exc)) from exc
         if transport is None:  # pragma: no cover - the connection closed during the handshake
             raise httpcore2.ConnectError("the connection closed during the TLS handshake")
-        return AsyncioStream(transport, self._protocol)  # type: ignore[arg-type]
+        return AsyncioStream(transport, self._protocol)
 
     def get_extra_info(self, info: str) -> Any:
         transport = self._transport

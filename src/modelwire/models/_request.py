@@ -59,7 +59,7 @@ def conversation(
     }
 
     def message(msg: Msg) -> dict[str, Any]:
-        data = timeless(msg.to_dict())
+        data: dict[str, Any] = timeless(msg.to_dict())
         data.pop("id", None)  # made afresh for each object: not part of the conversation
         for block in data.get("content") or ():
             if isinstance(block, dict) and block.get("type") not in ("tool_call", "tool_result"):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator
 
 from .. import errors as E
 from ..event import AgentEvent
-from ..protocols import ModelOptions
+from ..protocols import ModelOptions, WireProtocol
 from ._body import http_error
 from .transport import read_chunks
 
@@ -25,7 +25,7 @@ class Resumption:
 
     if TYPE_CHECKING:  # what it reads of the model
         spec: Any
-        wire: Any
+        wire: WireProtocol
         transport: Any
         timeouts: Any
 

@@ -61,7 +61,7 @@ class RetryPolicy:
             return None
         if retry_after is not None:
             return retry_after if retry_after <= self.max_retry_after else None
-        base = min(self.max_delay, self.initial_delay * (2**attempt))
+        base: float = min(self.max_delay, self.initial_delay * (2**attempt))  # (int ** int is Any to mypy)
         return base * (1 - self.jitter * random.random())
 
     def retryable(self, err: E.ProviderError) -> bool:

@@ -45,7 +45,7 @@ from ._protocol import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..adapters import BaseAdapter
+    from ..adapters import BaseAdapter, StreamDecoder
     from ..event import AgentEvent
     from ..formatters import Formatter
 
@@ -335,7 +335,7 @@ def decode_sse(protocol: str, body: bytes, reply_id: str, **adapter_options: Any
     with ``events`` holding every event produced, closing events included.
     """
     proto = get_protocol(protocol)
-    decoder = proto.decoder(proto.adapter_class()(reply_id, **adapter_options), keep=True)
+    decoder: StreamDecoder = proto.decoder(proto.adapter_class()(reply_id, **adapter_options), keep=True)
     try:
         decoder.feed(body)
         decoder.close()

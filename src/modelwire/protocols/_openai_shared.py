@@ -135,7 +135,7 @@ class OpenAIFilesAndBatches:
     ``WireProtocol``; the protocol's ``path`` names the endpoint its batch lines go to)."""
 
     path: str
-    files_api = "openai"
+    files_api: str | None = "openai"
     batch_discount = 0.5
     batch_limit = (
         50_000  # "up to 50,000 requests" in a batch's input file (https://platform.openai.com/docs/guides/batch)

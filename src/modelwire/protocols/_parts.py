@@ -132,8 +132,9 @@ class TokenCounting:
     def counted(self, answer: Mapping[str, Any]) -> int:
         """The input tokens in the counting endpoint's answer (each provider names them its way)."""
         for key in ("input_tokens", "inputTokens", "totalTokens"):
-            if isinstance(answer.get(key), int):
-                return answer[key]
+            count = answer.get(key)
+            if isinstance(count, int):
+                return count
         raise ValueError(f"no token count in {str(dict(answer))[:200]}")
 
 
@@ -315,14 +316,14 @@ class TestSupport:
         """The base URL modelwire wants, from an SDK client's."""
         return base_url.rstrip("/")
 
-    def fake_stream(self, *blocks: tuple, **options: Any) -> bytes:
+    def fake_stream(self, *blocks: tuple[Any, ...], **options: Any) -> bytes:
         """A response body for the local test server, from neutral blocks:
         ``("think", text)``, ``("text", text)``, ``("tool", call_id, name, arguments_json)``."""
         raise NotImplementedError(
             f"the {self.name} protocol has no fake stream: it writes fake_stream(*blocks, usage=(10, 5))"
         )
 
-    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+    def fake_answer(self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
         """The whole (not streamed) answer a server gives for the same blocks as
         :meth:`fake_stream`: what :meth:`answer_events` reads (the conformance suite checks
         that both fold to one reply). Optional: a protocol without it is checked on its

@@ -145,7 +145,8 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongCont
     # -- the pure parts --------------------------------------------------------------------
 
     def adapter_class(self) -> type:
-        return _load(self.adapter)
+        cls: type = _load(self.adapter)
+        return cls
 
     def formatter_class(self) -> type[Formatter]:
         from ..formatters import Formatter

@@ -127,7 +127,7 @@ class ModelOptions:
             other = ModelOptions.from_dict(other)
         mine = asdict(self)
         theirs = asdict(other)
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in mine.items():
             new = theirs[key]
             if key in ("extra_headers", "extra_body"):

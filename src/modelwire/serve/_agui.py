@@ -15,7 +15,7 @@ external call; a ``cancelled`` entry stops the reply.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from ..event import AgentEvent
 from ..message import (
@@ -147,7 +147,7 @@ def _answer(m: JSON, calls: dict[str, Msg], where: str) -> None:
     call = next(b for b in owner.content if b.type == "tool_call" and b.id == m["toolCallId"])
     content = m.get("content")
     output = content if isinstance(content, str) else _content(content, where)
-    state = "error" if m.get("error") else "success"
+    state: Literal["error", "success"] = "error" if m.get("error") else "success"
     owner.content.append(
         ToolResultBlock(id=call.id, name=call.name, output=output or (m.get("error") or ""), state=state)
     )

@@ -34,9 +34,9 @@ class LiveReply:
         self.next = first  # the id the next frame gets
         self.bytes = 0
         self.done = False
-        self.task: asyncio.Task | None = None
-        self.publisher: asyncio.Task | None = None  # writes the stream to a shared store
-        self._checking: asyncio.Task | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.publisher: asyncio.Task[None] | None = None  # writes the stream to a shared store
+        self._checking: asyncio.Task[None] | None = None
         self.agent: Any = None
         self.reply_id: str | None = None
         self.followers = 0

@@ -89,7 +89,8 @@ class Parked:
         return len(self.state)
 
     def agent_state(self) -> dict[str, Any]:
-        return json.loads(self.state)
+        state: dict[str, Any] = json.loads(self.state)
+        return state
 
 
 class _Packed:
@@ -346,7 +347,7 @@ class RedisStore:
         async def frames() -> AsyncIterator[bytes]:
             last, batch, n = b"0-0", entries, after
             while True:
-                out = []
+                out: list[bytes] = []
                 for k, (entry_id, fields) in enumerate(batch):
                     last = entry_id
                     if b"end" in fields:

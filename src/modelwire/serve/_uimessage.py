@@ -81,7 +81,8 @@ def _is_tool(part: Any) -> bool:
 
 
 def _tool_name(part: JSON) -> str:
-    return part.get("toolName", "") if part["type"] == "dynamic-tool" else part["type"][len("tool-") :]
+    name: str = part.get("toolName", "") if part["type"] == "dynamic-tool" else part["type"][len("tool-") :]
+    return name
 
 
 def _result(part: JSON, call_id: str) -> ToolResultBlock:

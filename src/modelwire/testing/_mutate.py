@@ -40,7 +40,7 @@ def _json_span(piece: bytes) -> tuple[int, int, Any] | None:
         return None
 
 
-def _paths(value: Any, here: tuple = ()) -> Iterator[tuple]:
+def _paths(value: Any, here: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     if here:
         yield here
     if isinstance(value, dict):

@@ -189,9 +189,9 @@ def _folded(events: list[Any]) -> Any:
     return reply
 
 
-def _scripts(protocol: str) -> list[tuple]:
+def _scripts(protocol: str) -> list[tuple[Any, ...]]:
     wire = _wire(protocol)
-    scripts: list[tuple] = [
+    scripts: list[tuple[Any, ...]] = [
         (("text", "It is sunny in Paris."),),
         (("tool", "call_1", "get_weather", '{"city": "Paris"}'),),
         (("text", "Let me check."), ("tool", "call_2", "get_weather", '{"city": "Rome"}')),
@@ -266,7 +266,7 @@ def streams_decode(protocol: str) -> None:
             raise _fail(protocol, f"fake_stream{blocks!r} folds differently depending on how the body is split")
 
 
-def _holds_what_was_sent(protocol: str, reply: Any, blocks: tuple) -> None:
+def _holds_what_was_sent(protocol: str, reply: Any, blocks: tuple[Any, ...]) -> None:
     """The folded reply holds each text, tool call and thinking the stream was made from."""
     for kind, *rest in blocks:
         if kind == "text" and rest[0].strip() not in reply.get_text_content():
@@ -568,7 +568,7 @@ def whole_answers_decode(protocol: str) -> None:
             )
 
 
-def _shape(reply: Any) -> list[tuple]:
+def _shape(reply: Any) -> list[tuple[Any, ...]]:
     """What a reply holds, ids of the provider's own making and times aside."""
     out = []
     for block in reply.content:

@@ -30,7 +30,7 @@ from ..message import AssistantMsg, Msg, MsgInput, as_messages
 
 __all__ = ["FakeModel"]
 
-Blocks = Sequence[tuple]
+Blocks = Sequence[tuple[Any, ...]]
 Script = Blocks | Callable[[list[Msg], Any], Blocks]
 
 

@@ -53,7 +53,7 @@ def json_reply(body: Any, status: int = 200, headers: dict[str, str] | None = No
     )
 
 
-def answer_reply(protocol: str, *blocks: tuple, usage: tuple[int, int] = (10, 5), **kw: Any) -> Reply:
+def answer_reply(protocol: str, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5), **kw: Any) -> Reply:
     """A whole (not streamed) answer in ``protocol``'s JSON, for ``stream=False`` calls:
     ``blocks`` as for :func:`modelwire.testing.sse.body` (``("text", ...)``, ``("think", ...)``,
     ``("tool", call_id, name, arguments_json)``)."""
@@ -62,7 +62,7 @@ def answer_reply(protocol: str, *blocks: tuple, usage: tuple[int, int] = (10, 5)
     return json_reply(get_protocol(protocol).fake_answer(*blocks, usage=usage), **kw)
 
 
-def error_reply(status: int, body: dict, headers: dict[str, str] | None = None) -> Reply:
+def error_reply(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Reply:
     """A scripted error answer: ``status`` with ``body`` as JSON (and any ``headers``, such as ``retry-after``)."""
     return Reply(
         status=status, body=json.dumps(body).encode(), headers={"content-type": "application/json", **(headers or {})}

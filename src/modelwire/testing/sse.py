@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 __all__ = ["body", "encode_sse", "stream_reply"]
 
 
-def body(protocol: str, *blocks: tuple, **options: Any) -> bytes:
+def body(protocol: str, *blocks: tuple[Any, ...], **options: Any) -> bytes:
     """One body from neutral blocks: ``("think", text)``, ``("text", text)``,
     ``("tool", call_id, name, arguments_json)``; options are the protocol's own
     (``usage=(input, output)`` everywhere)."""

@@ -720,7 +720,7 @@ class AnthropicProtocol(WireProtocol):
             ("message_stop", {"type": "message_stop"}),
         ]
 
-    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+    def fake_answer(self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
         """The whole Messages answer of the same blocks as :meth:`fake_stream`."""
         content: list[dict[str, Any]] = []
         for block in blocks:
@@ -739,7 +739,12 @@ class AnthropicProtocol(WireProtocol):
         return {**message, "stop_reason": stop, "stop_sequence": None, "usage": used}
 
     def fake_stream(
-        self, *blocks: tuple, stop: str | None = None, msg_id: str = "msg_1", usage: tuple[int, int] = (10, 5), **_: Any
+        self,
+        *blocks: tuple[Any, ...],
+        stop: str | None = None,
+        msg_id: str = "msg_1",
+        usage: tuple[int, int] = (10, 5),
+        **_: Any,
     ) -> bytes:
         ev: list[tuple[str, Any]] = []
 
@@ -762,7 +767,7 @@ class AnthropicProtocol(WireProtocol):
         return encode_sse(ev)
 
 
-def _fake_block(block: tuple) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _fake_block(block: tuple[Any, ...]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A fake stream's block: how it starts, and its deltas (text a word at a time; thinking
     and arguments in halves, thinking then signed)."""
     if block[0] == "think":
@@ -818,7 +823,8 @@ def _supported(caps: dict[str, Any], path: tuple[str, ...]) -> bool | None:
         return None
     if not isinstance(node, dict) or not isinstance(node.get("supported"), bool):
         raise ValueError(f"capabilities.{'.'.join(path)}: no true/false 'supported'")
-    return node["supported"]
+    supported: bool = node["supported"]  # checked a bool just above
+    return supported
 
 
 PROTOCOL = AnthropicProtocol()

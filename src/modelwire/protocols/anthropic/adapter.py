@@ -59,14 +59,14 @@ _USAGE = {
     "cache_read_input_tokens": (int, OPTIONAL),
     "cache_creation_input_tokens": (int, OPTIONAL),
 }
-_DELTA_FIELDS = {
+_DELTA_FIELDS: dict[str, tuple[str, type]] = {  # a delta type: the field it carries, of what type
     "text_delta": ("text", str),
     "input_json_delta": ("partial_json", str),
     "thinking_delta": ("thinking", str),
     "signature_delta": ("signature", str),
     "citations_delta": ("citation", dict),
 }
-SHAPES: dict[str, dict[str, tuple]] = {
+SHAPES: dict[str, dict[str, tuple[type, ...]]] = {
     "message_start": {
         "message": (dict,),
         "message.id": (str, OPTIONAL),
@@ -155,9 +155,11 @@ class AnthropicAdapter(BaseAdapter):
         spec = SHAPES.get(data.get("type"))  # type: ignore[arg-type]
         problem = shape_problem(data, spec) if spec else None
         if problem is None and data.get("type") == "content_block_delta":
-            field, kind = _DELTA_FIELDS.get(data["delta"].get("type"), (None, None))
-            if field is not None and not isinstance(data["delta"].get(field), kind):
-                problem = f"a {data['delta']['type']} without its {field} {kind.__name__}"
+            wanted = _DELTA_FIELDS.get(data["delta"].get("type"))
+            if wanted is not None:
+                field, kind = wanted
+                if not isinstance(data["delta"].get(field), kind):
+                    problem = f"a {data['delta']['type']} without its {field} {kind.__name__}"
         return problem
 
     def handle(self, data: dict[str, Any], event: str | None) -> None:

@@ -244,7 +244,7 @@ class BedrockConverseProtocol(WireProtocol):
         if o.json_schema is not None:
             p["outputConfig"] = _output_config(o.json_schema, o.json_schema_name, preset, model, caps)
 
-    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+    def fake_answer(self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
         """The whole Converse answer of the same blocks as :meth:`fake_stream`."""
         content: list[dict[str, Any]] = []
         for block in blocks:
@@ -261,7 +261,9 @@ class BedrockConverseProtocol(WireProtocol):
         message = {"role": "assistant", "content": content}
         return {"output": {"message": message}, "stopReason": stop, "usage": used, "metrics": {"latencyMs": 1}}
 
-    def fake_stream(self, *blocks: tuple, usage: tuple[int, int] = (10, 5), stop: str | None = None, **_: Any) -> bytes:
+    def fake_stream(
+        self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5), stop: str | None = None, **_: Any
+    ) -> bytes:
         """``("think", text)`` is Claude-style reasoning with a signature."""
 
         def frame(event: str, payload: dict[str, Any]) -> bytes:

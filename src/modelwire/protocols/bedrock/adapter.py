@@ -41,7 +41,7 @@ STOP_REASONS = {
 }
 
 
-SHAPE: dict[str, tuple] = {
+SHAPE: dict[str, tuple[type, ...]] = {
     "contentBlockIndex": (int, OPTIONAL),
     "delta": (dict, OPTIONAL),
     "delta.toolUse": (dict, OPTIONAL),

@@ -74,12 +74,12 @@ class CohereProtocol(WireProtocol):
 
         return answer_events(answer)
 
-    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+    def fake_answer(self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
         from .adapter import fake_answer
 
         return fake_answer(blocks, usage)
 
-    def fake_stream(self, *blocks: tuple, usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
+    def fake_stream(self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
         """``("think", text)`` streams a thinking part; calls stream their arguments whole."""
         from .adapter import fake_stream
 

@@ -37,9 +37,9 @@ STOP_REASONS = {
     "TIMEOUT": "error",
 }
 
-_INDEXED = {"index": (int,)}
+_INDEXED: dict[str, tuple[type, ...]] = {"index": (int,)}
 _MESSAGE = {"delta": (dict,), "delta.message": (dict,)}  # where every delta's fields are
-SHAPES: dict[str, dict[str, tuple]] = {
+SHAPES: dict[str, dict[str, tuple[type, ...]]] = {
     "message-start": {"id": (str, OPTIONAL)},
     "content-start": {
         **_INDEXED,
@@ -242,7 +242,7 @@ def answer_events(answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
     return events
 
 
-def fake_stream(blocks: tuple, usage: tuple[int, int]) -> list[tuple[str | None, Any]]:
+def fake_stream(blocks: tuple[Any, ...], usage: tuple[int, int]) -> list[tuple[str | None, Any]]:
     """The events of a made-up stream: thinking and text parts a word at a time, calls whole."""
     from .._protocol import fake_words
 
@@ -277,7 +277,7 @@ def fake_stream(blocks: tuple, usage: tuple[int, int]) -> list[tuple[str | None,
     return events
 
 
-def fake_answer(blocks: tuple, usage: tuple[int, int]) -> dict[str, Any]:
+def fake_answer(blocks: tuple[Any, ...], usage: tuple[int, int]) -> dict[str, Any]:
     """The whole answer a made-up stream of these blocks would have been."""
     content: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []

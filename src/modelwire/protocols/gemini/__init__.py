@@ -467,7 +467,7 @@ class GeminiProtocol(WireProtocol):
         (256), _HIGH (google-genai's MediaResolution and GenerationConfig.media_resolution)."""
         body.setdefault("generationConfig", {})["mediaResolution"] = f"MEDIA_RESOLUTION_{resolution.upper()}"
 
-    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+    def fake_answer(self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
         """The whole generateContent answer of the same blocks as :meth:`fake_stream`: one
         candidate holding every part, a thought's signature on the part after it."""
         import json
@@ -493,7 +493,9 @@ class GeminiProtocol(WireProtocol):
         used = {"promptTokenCount": usage[0], "candidatesTokenCount": usage[1], "totalTokenCount": sum(usage)}
         return {"candidates": [candidate], "usageMetadata": used, "modelVersion": "gemini-test", "responseId": "gem-1"}
 
-    def fake_stream(self, *blocks: tuple, usage: tuple[int, int] = (10, 5), finish: str = "STOP", **_: Any) -> bytes:
+    def fake_stream(
+        self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5), finish: str = "STOP", **_: Any
+    ) -> bytes:
         """``("think", text)`` is a thought part and a signature on the next part, as
         Gemini 3 sends; calls carry server ids ``fc_<n>`` when the block's id starts so."""
         chunks: list[dict[str, Any]] = []

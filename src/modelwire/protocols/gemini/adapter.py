@@ -80,7 +80,7 @@ _CHUNK_KEYS = frozenset(
 )
 
 
-SHAPE: dict[str, tuple] = {
+SHAPE: dict[str, tuple[type, ...]] = {
     "candidates": (list, OPTIONAL),
     "candidates[]": (dict,),
     "candidates[].content": (dict, OPTIONAL),

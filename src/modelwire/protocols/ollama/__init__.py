@@ -171,7 +171,7 @@ class OllamaProtocol(WireProtocol):
     def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
         return [(None, answer)]  # a whole answer is one line with done: true
 
-    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+    def fake_answer(self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
         """The whole /api/chat answer (one object, ``done: true``) of the same blocks as
         :meth:`fake_stream`."""
         message: dict[str, Any] = {"role": "assistant", "content": "".join(b[1] for b in blocks if b[0] == "text")}
@@ -191,7 +191,7 @@ class OllamaProtocol(WireProtocol):
             "eval_count": usage[1],
         }
 
-    def fake_stream(self, *blocks: tuple, usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
+    def fake_stream(self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
         """``("think", text)`` streams ``message.thinking``; calls come whole, without ids."""
         lines: list[dict[str, Any]] = []
 

@@ -151,7 +151,7 @@ async def _tools(server: Server) -> list[Row]:
         empty_arguments_row("a call with no arguments", empty),
         ids_row(calls),
     ]
-    turn = _ASK + [
+    turn: list[dict[str, Any]] = _ASK + [
         {
             "role": "assistant",
             "content": "",

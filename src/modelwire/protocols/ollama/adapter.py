@@ -28,7 +28,7 @@ __all__ = ["OllamaAdapter", "STOP_REASONS"]
 
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}
 
-SHAPE: dict[str, tuple] = {
+SHAPE: dict[str, tuple[type, ...]] = {
     "model": (str, OPTIONAL),
     "done": (bool, OPTIONAL),
     "done_reason": (str, OPTIONAL),

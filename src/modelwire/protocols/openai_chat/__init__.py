@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ...adapters import encode_sse
 from ... import errors as E
@@ -54,6 +54,9 @@ from .._protocol import (
     fake_words,
 )
 from .presets import PRESETS
+
+if TYPE_CHECKING:
+    from ...formatters._common import ReplayScope
 
 __all__ = ["PROTOCOL", "OpenAIChatProtocol", "STRICT_RULES", "strict_format", "openai_cache"]
 
@@ -367,7 +370,7 @@ class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
     formatter = "modelwire.protocols.openai_chat.formatter:OpenAIChatFormatter"
     path = "/chat/completions"
     signature = (b'"chat.completion.chunk"', b'"object": "chat.completion"', b'"object":"chat.completion"')
-    replay_scope = "provider"
+    replay_scope: ReplayScope = "provider"  # mypy infers it from the first base (a mixin)
     replay_keys = ("reasoning_details",)
     extras_keys = ("reasoning_details", "reasoning_field", "refusal", "tool_type")
     capabilities = Capabilities(native_structured_output=True, thinking=True, server_tools=False)
@@ -516,7 +519,7 @@ class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
         chunks.append((None, "[DONE]"))
         return chunks
 
-    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+    def fake_answer(self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
         """The whole chat completion of the same blocks as :meth:`fake_stream` (the thinking
         in ``reasoning_content``, as the fake stream sends it)."""
         message: dict[str, Any] = {"role": "assistant", "content": None}
@@ -546,7 +549,7 @@ class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
 
     def fake_stream(
         self,
-        *blocks: tuple,
+        *blocks: tuple[Any, ...],
         finish: str | None = None,
         reasoning_field: str = "reasoning_content",
         usage: tuple[int, int] = (10, 5),
@@ -554,7 +557,7 @@ class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
     ) -> bytes:
         """Tool calls are streamed in parallel, their fragments interleaved."""
 
-        def chunk(delta: dict | None, fin: str | None = None, **extra: Any) -> tuple[None, dict]:
+        def chunk(delta: dict[str, Any] | None, fin: str | None = None, **extra: Any) -> tuple[None, dict[str, Any]]:
             choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": fin}]
             return (
                 None,

@@ -432,7 +432,7 @@ async def _reasoning_and_stops(server: Server) -> list[Row]:
     row = Row(
         "reasoning fields", "ok", f"reasoning arrives in {', '.join(fields)}", dialect={"reasoning_field": fields[0]}
     )
-    turn = [
+    turn: list[dict[str, Any]] = [
         {"role": "user", "content": "What is the weather in Paris? Use the tool."},
         {
             "role": "assistant",

@@ -57,7 +57,7 @@ _CHOICE_KEYS = frozenset(
 
 
 _TOOL = "choices[].delta.tool_calls[]"
-SHAPE: dict[str, tuple] = {
+SHAPE: dict[str, tuple[type, ...]] = {
     "id": (str, OPTIONAL),
     "model": (str, OPTIONAL),
     "choices": (list, OPTIONAL),
@@ -242,11 +242,11 @@ class OpenAIChatAdapter(BaseAdapter):
                 self._merge_details(value)
             elif key == "refusal":
                 self._refused = True
-                block = self.blocks.get("refusal")
-                if block is None:
-                    block = self.open_block("refusal", "text")
-                    block.extras["refusal"] = True
-                self.delta(block, value)
+                refusal = self.blocks.get("refusal")
+                if refusal is None:
+                    refusal = self.open_block("refusal", "text")
+                    refusal.extras["refusal"] = True
+                self.delta(refusal, value)
             elif key == "function_call":
                 # The legacy single function call: one call, id "call_0". A server that sends
                 # it beside tool_calls (llama.cpp's, in every fragment) repeats the same call.

@@ -321,7 +321,8 @@ class _Foreign(str):
 def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     """A user message's content: its one text as a string, else its parts."""
     if len(parts) == 1 and parts[0]["type"] == "text":
-        return parts[0]["text"]
+        text: str = parts[0]["text"]  # the formatter's own text part
+        return text
     return parts
 
 

@@ -7,7 +7,7 @@ made them (``replay_scope = "provider"``).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ...adapters import encode_sse
 from ...errors import StreamProtocolError
@@ -28,6 +28,9 @@ from .._protocol import (
 )
 from .presets import PRESETS
 from ..openai_chat import openai_rate_limits, strict_defaults, strict_format
+
+if TYPE_CHECKING:
+    from ...formatters._common import ReplayScope
 
 __all__ = ["PROTOCOL", "OpenAIResponsesProtocol"]
 
@@ -82,7 +85,7 @@ class OpenAIResponsesProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol)
     formatter = "modelwire.protocols.openai_responses.formatter:OpenAIResponsesFormatter"
     path = "/responses"
     signature = (b'"type": "response.', b'"type":"response.', b"event: response.")
-    replay_scope = "provider"
+    replay_scope: ReplayScope = "provider"  # mypy infers it from the first base (a mixin)
     replay_keys = ("encrypted_content", "reasoning_item_raw")
     extras_keys = (
         "item_id",
@@ -326,7 +329,7 @@ class OpenAIResponsesProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol)
         add(final, response=answer)
         return events
 
-    def fake_answer(self, *blocks: tuple, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+    def fake_answer(self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
         """The whole response of the same blocks as :meth:`fake_stream` (its items as the
         stream's ``output_item.done`` events give them)."""
 
@@ -348,7 +351,9 @@ class OpenAIResponsesProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol)
         asked = {"tools": [], "tool_choice": "auto", "parallel_tool_calls": True}  # what every response echoes
         return {**base, **asked, "output": output, "usage": used}
 
-    def fake_stream(self, *blocks: tuple, resp_id: str = "resp_1", usage: tuple[int, int] = (10, 5), **_: Any) -> bytes:
+    def fake_stream(
+        self, *blocks: tuple[Any, ...], resp_id: str = "resp_1", usage: tuple[int, int] = (10, 5), **_: Any
+    ) -> bytes:
         """``("think", text)`` becomes a reasoning item ``rs_<n>`` with ``encrypted_content`` ``enc-<n>``."""
         ev: list[tuple[str | None, Any]] = []
         seq = iter(range(10**6))
@@ -384,7 +389,9 @@ _SUMMARY_DELTAS = {None: ("response.reasoning_summary_text.delta", "text")}
 _REASONING_DELTAS = {None: ("response.reasoning_text.delta", "text")}
 
 
-def _answer_parts(add: Callable[..., None], oi: int, item: Mapping[str, Any], key: str, deltas: Mapping) -> None:
+def _answer_parts(
+    add: Callable[..., None], oi: int, item: Mapping[str, Any], key: str, deltas: Mapping[Any, tuple[str, str]]
+) -> None:
     """The events of one list of an item's parts (its content, or its summary), each part
     added empty, its text as one delta, and (content only) done."""
     summary = key == "summary"
@@ -405,7 +412,7 @@ def _answer_parts(add: Callable[..., None], oi: int, item: Mapping[str, Any], ke
             add("response.content_part.done", **at, part=part)
 
 
-def _fake_reasoning(add: Callable[..., None], oi: int, block: tuple) -> dict[str, Any]:
+def _fake_reasoning(add: Callable[..., None], oi: int, block: tuple[Any, ...]) -> dict[str, Any]:
     """A fake stream's reasoning item, its summary streamed in one delta."""
     rid, text = f"rs_{oi}", block[1]
     at = {"item_id": rid, "output_index": oi, "summary_index": 0}
@@ -417,7 +424,7 @@ def _fake_reasoning(add: Callable[..., None], oi: int, block: tuple) -> dict[str
     return {"id": rid, "type": "reasoning", "summary": summary, "encrypted_content": f"enc-{oi}"}
 
 
-def _fake_message(add: Callable[..., None], oi: int, block: tuple) -> dict[str, Any]:
+def _fake_message(add: Callable[..., None], oi: int, block: tuple[Any, ...]) -> dict[str, Any]:
     """A fake stream's message item, its text streamed a word at a time."""
     mid = f"msg_{oi}"
     started = {"id": mid, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
@@ -431,7 +438,7 @@ def _fake_message(add: Callable[..., None], oi: int, block: tuple) -> dict[str, 
     return dict(started, status="completed", content=[part])
 
 
-def _fake_call(add: Callable[..., None], oi: int, block: tuple) -> dict[str, Any]:
+def _fake_call(add: Callable[..., None], oi: int, block: tuple[Any, ...]) -> dict[str, Any]:
     """A fake stream's function call item, its arguments in one delta."""
     _, cid, name, args = block
     fid = f"fc_{oi}"

@@ -60,7 +60,7 @@ _CALL_ITEMS = {"function_call", "custom_tool_call"}
 _INCOMPLETE = {"max_output_tokens": "max_tokens", "content_filter": "content_filter"}
 
 
-SHAPE: dict[str, tuple] = {
+SHAPE: dict[str, tuple[type, ...]] = {
     "type": (str, OPTIONAL),
     "output_index": (int, OPTIONAL),
     "content_index": (int, OPTIONAL),
@@ -155,7 +155,7 @@ class OpenAIResponsesAdapter(BaseAdapter):
         sequence = data.get("sequence_number")
         if sequence is not None:
             self.sequence = sequence  # the cursor a broken background stream resumes from
-        if data.get("type") is not etype:
+        if "type" not in data:
             data["type"] = etype  # named by the SSE event line only: the handlers read it here
         handler = _HANDLERS.get(etype)
         if handler is not None:

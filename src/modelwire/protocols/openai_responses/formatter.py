@@ -285,8 +285,13 @@ class OpenAIResponsesFormatter(Formatter):
 
     @staticmethod
     def _output_text(
-        items: list, message: dict | None, text: str, item_id: str | None, refusal: bool, annotations: list
-    ) -> dict:
+        items: list[dict[str, Any]],
+        message: dict[str, Any] | None,
+        text: str,
+        item_id: str | None,
+        refusal: bool,
+        annotations: list[Any],
+    ) -> dict[str, Any]:
         """Add text to the assistant message being built. Output that came with its item id
         is replayed as that output message (``output_text`` / ``refusal`` parts); other text
         goes in a plain assistant message, which the API takes without an id."""
@@ -322,7 +327,7 @@ class OpenAIResponsesFormatter(Formatter):
                 break
             texts.append(p.text)  # type: ignore[union-attr]
         if texts is not None:
-            output: Any = "".join(texts)
+            output = "".join(texts)
         else:
             output = []
             for p in pieces:
