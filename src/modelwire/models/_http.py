@@ -887,7 +887,7 @@ class HTTPModel(Pricing, Failures, Resumption):
 
         return await count_tokens(self, messages, tools, tool_choice, options, estimate)
 
-    async def compact(self, messages: MsgInput, *, options: ModelOptions | dict | None = None) -> list[Msg]:
+    async def compact(self, messages: MsgInput, *, options: ModelOptions | dict[str, Any] | None = None) -> list[Msg]:
         """The conversation compacted by the provider on request, outside a turn (OpenAI
         Responses ``POST /responses/compact``): the compacted window as messages, the user
         messages the provider kept and an assistant message holding its compaction block,
