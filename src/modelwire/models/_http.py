@@ -803,13 +803,8 @@ class HTTPModel(Pricing, Failures, Resumption):
                 status_code=response.status_code,
                 body=text[:2000],
             )
-        elif (
-            isinstance(answer, dict)
-            and answer.get("error")
-            and not answer.get("choices")
-            and not answer.get("candidates")
-        ):
-            # A Responses object always carries "error" (null unless it failed): only a value is one.
+        elif isinstance(answer, dict) and adapter.is_error_frame(answer):
+            # The protocol's adapter says which objects are errors (whole or streamed alike).
             err = self.wire.error(answer, status=None)
         else:
             try:
