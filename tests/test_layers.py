@@ -108,38 +108,3 @@ def test_the_walk_sees_imports_inside_functions():
     graph = _graph()
     assert "modelwire.protocols.anthropic._body" in graph["modelwire.protocols.anthropic"]  # imported in methods
     assert "modelwire.formatters._toolids" in graph["modelwire.formatters._common"]
-
-
-# Names a second public module exports on purpose, beside their home: what a user of that
-# module needs in hand (the options and presets of load_model, the server tools an agent
-# takes, the reply's finished reason among the events that carry it).
-SECOND_HOMES = {
-    ("modelwire.models", "ModelOptions"),
-    ("modelwire.models", "Preset"),
-    ("modelwire.models", "find_preset"),
-    ("modelwire.models", "all_presets"),
-    ("modelwire.agent", "ServerTool"),
-    ("modelwire.event", "ReplyFinishedReason"),
-}
-
-
-def test_each_public_name_has_one_home():
-    """Each public class and function is exported by one public module (errors by
-    modelwire.errors, provenance by modelwire.message ...), the package root's shortcuts and
-    the second homes named above aside."""
-    import importlib
-
-    from test_docs_site import PUBLIC
-
-    homes: dict[int, list[tuple[str, str]]] = {}
-    for module_name in PUBLIC:
-        if module_name == "modelwire":
-            continue  # the root's shortcuts (modelwire.Agent, modelwire.load_model ...)
-        module = importlib.import_module(module_name)
-        for name in getattr(module, "__all__", ()):
-            value = getattr(module, name, None)
-            if isinstance(value, type) or callable(value):
-                homes.setdefault(id(value), []).append((module_name, name))
-    doubled = [places for places in homes.values() if len(places) > 1]
-    extra = [places for places in doubled if not any(place in SECOND_HOMES for place in places)]
-    assert extra == [], extra
