@@ -284,9 +284,9 @@ class HTTPModel(Pricing, Failures, Resumption):
         if self.spec.api_key or kind is None:
             return headers
         if self._credentials is None:
-            from ._credentials import for_kind
+            from ..protocols import credentials_for
 
-            self._credentials = for_kind(kind)
+            self._credentials = credentials_for(kind)
         return await asyncio.to_thread(self._credentials.apply, "POST", url, headers, body)
 
     # How many conversations' drafts a model keeps (the most recently used).

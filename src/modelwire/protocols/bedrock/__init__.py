@@ -57,6 +57,7 @@ def _is_claude(model: str) -> bool:
 
 class BedrockConverseProtocol(WireProtocol):
     name = "bedrock-converse"
+    credential_kinds = {"aws": "modelwire.protocols.bedrock._credentials:AWSCredentials"}  # SigV4
     presets = PRESETS
     error_types = {  # exception frames and x-amzn-errortype
         "throttlingexception": E.RateLimitError,
