@@ -130,9 +130,6 @@ CLOUD_WORDS_KEPT = {
     ("cli.py", "AWS event stream"): "a help text naming the framing (cli.py is being split by command)",
     ("cli.py", "bedrock-anthropic"): "a help text's example (cli.py is being split by command)",
     ("_secrets.py", "AWS4-"): "a SigV4 signature's prefix, masked in what a server echoes (to move: open)",
-    ("cassettes/_cassette.py", "AWS_SECRET_ACCESS_KEY"): "secret variables scrubbed from cassettes (to move: open)",
-    ("cassettes/_cassette.py", "AWS_SESSION_TOKEN"): "the same",
-    ("cassettes/_cassette.py", "AWS_SECURITY_TOKEN"): "the same",
     ("testing/conformance.py", "AWS_"): "variables a plugin's test must not read (to move: open)",
     ("models/capabilities.py", "amazon"): "a cross-region model id's vendor prefix (to move: open)",
 }
@@ -203,6 +200,7 @@ def test_cloud_credentials_come_from_the_protocol_that_declares_them():
 
     assert get_protocol("bedrock-converse").credential_kinds["aws"].startswith("modelwire.protocols.bedrock.")
     assert get_protocol("gemini").credential_kinds["google"].startswith("modelwire.protocols.gemini.")
+    assert "AWS_SESSION_TOKEN" in get_protocol("bedrock-converse").secret_envs
     assert get_protocol("openai-chat").credential_kinds["azure"].startswith("modelwire.protocols.openai_chat.")
     with pytest.raises(ConfigError, match=r"unknown credential kind 'kerberos'; the protocols declare: aws, azure"):
         credentials_for("kerberos")

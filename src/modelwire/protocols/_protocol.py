@@ -138,6 +138,9 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongCont
     # ``apply(method, url, headers, body)`` gives the headers signed. Declared by the protocol
     # whose provider it is; any protocol's preset may name it (see credentials_for).
     credential_kinds: Mapping[str, str] = {}
+    # Variables holding a credential of its provider beside its presets' key variables (a
+    # cloud's secret key and session token): their values never go into a cassette.
+    secret_envs: tuple[str, ...] = ()
     # ``module:attr`` of the checks ``modelwire conform`` runs against a server that says it
     # speaks this protocol (a ``modelwire.conform.Checks``); empty: it cannot be probed yet.
     conform = ""

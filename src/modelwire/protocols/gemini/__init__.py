@@ -130,6 +130,7 @@ class GeminiProtocol(WireProtocol):
     }
     dialect_keys = {"endpoint": {"vertex"}}  # Vertex AI: its URL and its credentials
     credential_kinds = {"google": "modelwire.protocols.gemini._credentials:GoogleCredentials"}  # Vertex AI
+    secret_envs = ("GOOGLE_ACCESS_TOKEN",)
     description = "Google Gemini (Gemini API and Vertex AI)"
     adapter = "modelwire.protocols.gemini.adapter:GeminiAdapter"
     formatter = "modelwire.protocols.gemini.formatter:GeminiFormatter"
