@@ -204,3 +204,18 @@ def test_cloud_credentials_come_from_the_protocol_that_declares_them():
     assert get_protocol("openai-chat").credential_kinds["azure"].startswith("modelwire.protocols.openai_chat.")
     with pytest.raises(ConfigError, match=r"unknown credential kind 'kerberos'; the protocols declare: aws, azure"):
         credentials_for("kerberos")
+
+
+def test_generic_code_reads_no_protocols_answer_fields():
+    """Whether a frame is an error is each protocol's ``is_error_frame``: no module outside
+    protocols/<name>/ reads a protocol's own answer fields (Chat's ``choices``, Gemini's
+    ``candidates``) to decide it."""
+    named = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[0] == "protocols" and len(relative.parts) > 2:
+            continue
+        strings = {n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)}
+        found = strings & {"choices", "candidates"}
+        named += [f"{relative.as_posix()}: {word}" for word in sorted(found)]
+    assert named == [], "\n".join(named)
