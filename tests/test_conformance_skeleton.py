@@ -144,8 +144,8 @@ def test_a_missing_answer_events_fails_the_suite_first(plugin):
 def test_an_adapter_without_is_error_frame_fails_the_suite_first(plugin):
     """Which frames are errors is the protocol's to say: without its own ``is_error_frame``
     the suite names the hook and the one line that writes the kit's."""
-    name = plugin(variant("    def is_error_frame(self, data):", "    def error_frame(self, data):"))
-    with pytest.raises(conformance.ConformanceError, match=r"write is_error_frame\(self, data\).*error_object"):
+    name = plugin(variant("    def is_error_frame(data):", "    def error_frame(data):"))
+    with pytest.raises(conformance.ConformanceError, match=r"write is_error_frame\(data\).*error_object"):
         conformance.required_parts_are_written(name)
 
 

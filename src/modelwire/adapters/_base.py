@@ -447,7 +447,8 @@ class BaseAdapter:
         on one it cannot read. The one hook every adapter writes."""
         raise NotImplementedError(f"{type(self).__name__} does not define handle(data, event)")
 
-    def is_error_frame(self, data: dict[str, Any]) -> bool:
+    @staticmethod
+    def is_error_frame(data: dict[str, Any]) -> bool:
         """Whether a decoded frame (or a whole answer) is an error object rather than an
         event: then ``feed`` raises the typed error of its body and ``handle`` never sees it.
         Each protocol writes its own (the conformance suite asks for it), knowing which of its

@@ -272,7 +272,7 @@ def protocol_names() -> list[str]:
 def credentials_for(kind: str) -> Any:
     """New credentials of ``kind`` (a preset's ``dialect["credentials"]``), from the protocol
     that declares it in its ``credential_kinds``."""
-    from ._protocol import _load
+    from ._records import _load
 
     kinds = {k: path for wire in _protocols() for k, path in wire.credential_kinds.items()}
     if kind not in kinds:

@@ -666,7 +666,7 @@ def _missing_parts(protocol: str) -> list[str]:
         missing.append("its adapter: write handle(self, data, event), the one hook every adapter fills")
     if adapter.is_error_frame is BaseAdapter.is_error_frame:
         missing.append(
-            "its adapter: write is_error_frame(self, data), whether a frame (or a whole answer) is an error "
+            "its adapter: write is_error_frame(data) (a staticmethod), whether a frame (or a whole answer) is an error "
             "object rather than an event; `is_error_frame = staticmethod(error_object)` (from "
             'modelwire.adapters) when a proxy\'s {"error": ...} is the only one it has'
         )

@@ -210,7 +210,8 @@ class OpenAIChatAdapter(BaseAdapter):
         self._close_calls()
         self.close_all()
 
-    def is_error_frame(self, data: dict[str, Any]) -> bool:
+    @staticmethod
+    def is_error_frame(data: dict[str, Any]) -> bool:
         """An error object with no choices. A chunk with both (OpenRouter's last chunk of a
         failed stream, https://openrouter.ai/docs/api/reference/streaming)
         is read by handle, which keeps the choices' content before raising."""
