@@ -54,6 +54,7 @@ SLOW = {
     "test_fuzz.py::test_msg_from_dict_takes_anything_and_raises_only_typed_errors": "16 s",
     "test_fuzz.py::test_formatters_raise_only_format_errors_on_odd_conversations": "14 s",
     "test_properties.py::test_generated_streams_are_valid_and_fold_to_their_content": "23 s",
+    "test_first_project.py::test_the_first_project_records_once_and_replays_with_no_key": "30 s",
 }
 
 
