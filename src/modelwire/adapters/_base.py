@@ -313,9 +313,10 @@ class BaseAdapter:
             if self.state is IDLE:
                 self.check_first(data, event)
                 self.__start(data)
-            if self.is_error_frame(data):
+            if "error" in data and self.is_error_frame(data):
                 # An error object where an event was expected (the protocol's adapter says
-                # which are: a proxy's error object comes on any route).
+                # which are: a proxy's error object comes on any route). Every error object
+                # has an "error" key: the other frames cost one lookup, not a call.
                 raise error_from_body(data, self.protocol)
             self.handle(data, event)
         except ProviderError as err:
@@ -449,12 +450,12 @@ class BaseAdapter:
 
     @staticmethod
     def is_error_frame(data: dict[str, Any]) -> bool:
-        """Whether a decoded frame (or a whole answer) is an error object rather than an
-        event: then ``feed`` raises the typed error of its body and ``handle`` never sees it.
-        Each protocol writes its own (the conformance suite asks for it), knowing which of its
-        frames carry an error beside content; the default is the kit's :func:`error_object`,
-        the object a proxy sends on any route. Called on every frame: keep it to a few
-        lookups."""
+        """Whether a decoded frame with an ``error`` key (or a whole answer) is an error object
+        rather than an event: then ``feed`` raises the typed error of its body and ``handle``
+        never sees it. Each protocol writes its own (the conformance suite asks for it),
+        knowing which of its frames carry an error beside content; the default is the kit's
+        :func:`error_object`, the object a proxy sends on any route. An error event of the
+        protocol's own without an ``error`` key is its ``handle``'s to raise."""
         return error_object(data)
 
     def check_first(self, data: dict[str, Any], event: str | None) -> None:
