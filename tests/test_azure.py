@@ -13,7 +13,7 @@ import pytest
 import sdk_params
 from modelwire.message import SystemMsg, UserMsg
 from modelwire.models import load_model
-from modelwire.models._credentials import AzureCredentials
+from modelwire.protocols.openai_chat._credentials import AzureCredentials
 from modelwire.testing import ProviderServer, Reply
 from paths import ROOT
 

@@ -592,7 +592,7 @@ botocore = pytest.importorskip("botocore", reason="the dev extra installs botoco
 def test_sigv4_matches_awss_published_test_vectors():
     from botocore.credentials import Credentials
 
-    from modelwire.models._credentials import AWSCredentials
+    from modelwire.protocols.bedrock._credentials import AWSCredentials
 
     signer = AWSCredentials(
         service="service",
@@ -619,7 +619,7 @@ def test_sigv4_matches_botocores_own_client_for_the_same_request(monkeypatch):
     import botocore.session
     from botocore.credentials import Credentials
 
-    from modelwire.models._credentials import AWSCredentials
+    from modelwire.protocols.bedrock._credentials import AWSCredentials
 
     at = datetime.datetime(2026, 11, 30, 8, 0, 0)
     monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda: at)

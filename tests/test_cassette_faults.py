@@ -285,7 +285,7 @@ def test_the_signers_debug_log_never_shows_the_session_token(caplog):
 
     from botocore.credentials import Credentials
 
-    from modelwire.models._credentials import AWSCredentials
+    from modelwire.protocols.bedrock._credentials import AWSCredentials
 
     token = "FwoGZXIvYXdzEXAMPLETOKEN0123456789"
     signer = AWSCredentials(region="eu-west-1", credentials=Credentials("AKIDTEST", "secret/key", token))

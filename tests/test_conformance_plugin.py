@@ -16,7 +16,7 @@ PLUGIN = '''
 """ndtoy: a toy chat protocol streamed as NDJSON (one JSON object per line)."""
 import json
 
-from modelwire.adapters import OPTIONAL, BaseAdapter, Delta, shape_problem
+from modelwire.adapters import OPTIONAL, BaseAdapter, Delta, error_object, shape_problem
 from modelwire.errors import FormatError, StreamProtocolError, UnsupportedOptionError
 from modelwire.formatters import (MessagesFormatter, origin_replays, parse_arguments, result_blocks, sent_source,
                                   tool_choice_name, tool_specs)
@@ -35,6 +35,7 @@ SHAPES = {
 class ToyAdapter(BaseAdapter):
     protocol = NAME
     deltas = (Delta("text", key="kind", kinds=("text", "thinking")),)  # a piece of what is open
+    is_error_frame = staticmethod(error_object)  # a proxy's error object is its only one
 
     def handle(self, data, event):
         kind = data.get("kind")

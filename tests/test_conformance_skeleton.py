@@ -141,6 +141,43 @@ def test_a_missing_answer_events_fails_the_suite_first(plugin):
         conformance.required_parts_are_written(name)
 
 
+def test_an_adapter_without_is_error_frame_fails_the_suite_first(plugin):
+    """Which frames are errors is the protocol's to say: without its own ``is_error_frame``
+    the suite names the hook and the one line that writes the kit's."""
+    name = plugin(variant("    def is_error_frame(data):", "    def error_frame(data):"))
+    with pytest.raises(conformance.ConformanceError, match=r"write is_error_frame\(data\).*error_object"):
+        conformance.required_parts_are_written(name)
+
+
+def test_an_is_error_frame_that_misses_a_proxys_error_object_fails_the_suite(plugin):
+    name = plugin(
+        variant(
+            "        return error_object(data)",
+            '        return data.get("type") == "error"',
+        )
+    )
+    with pytest.raises(conformance.ConformanceError, match=r"is_error_frame\(\{'error'.* is false: a proxy"):
+        conformance.required_parts_are_written(name)
+
+
+def test_an_error_frame_in_the_skeletons_stream_is_its_typed_error(plugin):
+    """The kit asks the protocol's hook, then raises the frame's typed error with what came
+    before it kept (the closing events of the text already streamed)."""
+    from modelwire.adapters import encode_sse
+    from modelwire.errors import OverloadedError
+    from modelwire.protocols import decode_sse
+
+    name = plugin()
+    body = encode_sse(
+        [(None, {"type": "text", "text": "Half"}), (None, {"error": {"type": "overloaded_error", "message": "busy"}})]
+    )
+    with pytest.raises(OverloadedError) as caught:
+        decode_sse(name, body, "r")
+    events = caught.value.events
+    assert [e.delta for e in events if e.type == "TEXT_BLOCK_DELTA"] == ["Half"]
+    assert events[-1].type == "MODEL_CALL_END" and "busy" in str(caught.value)
+
+
 def test_a_formatter_without_drafts_fails_the_suite(plugin):
     name = plugin(
         variant(

@@ -113,6 +113,18 @@ __all__ = [
 class ModelwireError(Exception):
     """Base class of every error modelwire raises on purpose."""
 
+    def __reduce__(self) -> Any:
+        # Pickled as what it holds (its args and attributes), not by calling __init__ again:
+        # most take other parameters than the message Exception keeps as args.
+        return (_restore, (type(self), self.args, dict(self.__dict__)))
+
+
+def _restore(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    err = cls.__new__(cls, *args)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
 
 def debug_enabled() -> bool:
     """``MODELWIRE_DEBUG=1``: a bug inside modelwire surfaces as its own exception instead

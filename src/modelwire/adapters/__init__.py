@@ -30,6 +30,7 @@ from ._base import (
     StreamDecoder,
     debug,
     decode_answer,
+    error_object,
     json_text,
     shape_problem,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "STREAMING",
     "debug",
     "decode_answer",
+    "error_object",
     "json_text",
     "shape_problem",
     "StreamDecoder",

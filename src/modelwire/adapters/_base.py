@@ -108,14 +108,13 @@ _STOP_REASONS = frozenset(E.StopReason)
 debug = debug_enabled
 
 
-def _is_error_frame(data: dict[str, Any]) -> bool:
-    """An error object rather than an event: ``{"error": {...}}`` (OpenAI's shape, sent by
-    proxies on any route) or ``{"type": "error", "error": ...}``. A chunk that also carries
-    content (OpenRouter's last chunk) is the protocol adapter's to handle."""
-    if data.get("type") not in (None, "error"):
-        return False
-    err = data.get("error")
-    return isinstance(err, (dict, str)) and not data.get("choices") and not data.get("candidates")
+def error_object(data: dict[str, Any]) -> bool:
+    """Whether ``data`` is the error object a proxy or gateway sends on any route, in place
+    of an event: ``{"error": {...}}`` or ``{"type": "error", "error": ...}``. The shared
+    part of most protocols' :meth:`BaseAdapter.is_error_frame`; a protocol adds its own
+    exceptions (a chunk that also carries content is its adapter's to read)."""
+    error = data.get("error")  # None on almost every frame: the one lookup they cost
+    return error is not None and isinstance(error, (dict, str)) and data.get("type") in (None, "error")
 
 
 _default_id = new_id
@@ -317,9 +316,10 @@ class BaseAdapter:
             if self.state is IDLE:
                 self.check_first(data, event)
                 self.__start(data)
-            if "error" in data and _is_error_frame(data):
-                # An error object where an event was expected, on any route (LiteLLM and
-                # other proxies send OpenAI's shape inside Anthropic or Responses streams).
+            if "error" in data and self.is_error_frame(data):
+                # An error object where an event was expected (the protocol's adapter says
+                # which are: a proxy's error object comes on any route). Every error object
+                # has an "error" key: the other frames cost one lookup, not a call.
                 raise error_from_body(data, self.protocol)
             self.handle(data, event)
         except ProviderError as err:
@@ -452,6 +452,16 @@ class BaseAdapter:
         ``close_block``; ``finish`` at its terminal event); raise ``StreamProtocolError``
         on one it cannot read. The one hook every adapter writes."""
         raise NotImplementedError(f"{type(self).__name__} does not define handle(data, event)")
+
+    @staticmethod
+    def is_error_frame(data: dict[str, Any]) -> bool:
+        """Whether a decoded frame with an ``error`` key (or a whole answer) is an error object
+        rather than an event: then ``feed`` raises the typed error of its body and ``handle``
+        never sees it. Each protocol writes its own (the conformance suite asks for it),
+        knowing which of its frames carry an error beside content; the default is the kit's
+        :func:`error_object`, the object a proxy sends on any route. An error event of the
+        protocol's own without an ``error`` key is its ``handle``'s to raise."""
+        return error_object(data)
 
     def check_first(self, data: dict[str, Any], event: str | None) -> None:
         """Raise :class:`StreamProtocolError` if ``data`` cannot open this protocol's stream

@@ -410,16 +410,13 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def known_secrets() -> set[str]:
     """The values of every credential variable modelwire knows, as set in the environment:
-    each preset's API-key variables, the AWS keys and session token, ``MODELWIRE_SECRETS``."""
-    from ..protocols import all_presets
+    each preset's API-key variables, each protocol's ``secret_envs`` (a cloud's secret key and
+    session token), ``MODELWIRE_SECRETS``."""
+    from ..protocols import all_presets, get_protocol, protocol_names
 
-    names = {
-        "MODELWIRE_SECRETS",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AWS_SECURITY_TOKEN",
-        "GOOGLE_ACCESS_TOKEN",
-    }
+    names = {"MODELWIRE_SECRETS"}
+    for protocol in protocol_names():
+        names |= set(get_protocol(protocol).secret_envs)
     for preset in all_presets().values():
         names |= {preset.key_env} if preset.key_env else set()
         names |= set(preset.dialect.get("key_envs") or ())

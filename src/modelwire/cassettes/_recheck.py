@@ -164,9 +164,9 @@ async def _credentials(endpoint: Any, url: str, protocol: str, body: bytes) -> d
     headers = {k: v for k, v in wire.headers(key, preset).items() if k not in ("content-type", "accept", "user-agent")}
     kind = preset.dialect.get("credentials")
     if kind and key is None:
-        from ..models._credentials import for_kind
+        from ..protocols import credentials_for
 
-        signed = await asyncio.to_thread(for_kind(kind).apply, "POST", url, dict(headers), body)
+        signed = await asyncio.to_thread(credentials_for(kind).apply, "POST", url, dict(headers), body)
         headers.update({k: v for k, v in signed.items() if k.lower() not in ("content-type", "accept", "user-agent")})
     return headers
 

@@ -309,9 +309,9 @@ class HTTPModel(Pricing, Failures, Resumption):
         if self.spec.api_key or kind is None:
             return headers
         if self._credentials is None:
-            from ._credentials import for_kind
+            from ..protocols import credentials_for
 
-            self._credentials = for_kind(kind)
+            self._credentials = credentials_for(kind)
         return await asyncio.to_thread(self._credentials.apply, "POST", url, headers, body)
 
     # How many conversations' drafts a model keeps (the most recently used).
@@ -843,13 +843,8 @@ class HTTPModel(Pricing, Failures, Resumption):
                 status_code=response.status_code,
                 body=text[:2000],
             )
-        elif (
-            isinstance(answer, dict)
-            and answer.get("error")
-            and not answer.get("choices")
-            and not answer.get("candidates")
-        ):
-            # A Responses object always carries "error" (null unless it failed): only a value is one.
+        elif isinstance(answer, dict) and adapter.is_error_frame(answer):
+            # The protocol's adapter says which objects are errors (whole or streamed alike).
             err = self.wire.error(answer, status=None)
         else:
             try:

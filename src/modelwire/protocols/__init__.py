@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-from ..errors import UnknownProtocolError, use_error_tables
+from ..errors import ConfigError, UnknownProtocolError, use_error_tables
 from ..message._provenance import add_claimer
 from ._caps import ModelCapabilities
 from ._protocol import (
@@ -57,6 +57,7 @@ __all__ = [
     "ModelOptions",
     "get_protocol",
     "protocol_names",
+    "credentials_for",
     "get_adapter",
     "get_formatter",
     "decode_sse",
@@ -266,6 +267,18 @@ def _current() -> tuple[Any, list[str], list[WireProtocol] | None]:
 def protocol_names() -> list[str]:
     """Every protocol that can be used: built in, from installed plugins, and registered."""
     return list(_current()[1])
+
+
+def credentials_for(kind: str) -> Any:
+    """New credentials of ``kind`` (a preset's ``dialect["credentials"]``), from the protocol
+    that declares it in its ``credential_kinds``."""
+    from ._records import _load
+
+    kinds = {k: path for wire in _protocols() for k, path in wire.credential_kinds.items()}
+    if kind not in kinds:
+        known = ", ".join(sorted(kinds)) or "none"
+        raise ConfigError(f"unknown credential kind {kind!r}; the protocols declare: {known}")
+    return _load(kinds[kind])()
 
 
 def _protocols() -> list[WireProtocol]:

@@ -48,6 +48,8 @@ class Row:
     """One check: its name, ``ok`` / ``quirk`` / ``unsupported``, what showed it, and the
     dialect keys or capabilities a profile sets because of it."""
 
+    __module__ = "modelwire.conform"  # its public home, which repr, pickles and the reference name
+
     check: str
     status: str
     evidence: str
@@ -59,6 +61,8 @@ class Row:
 class Checks:
     """What a protocol's probe is: its checks in order (each ``async (server) -> [Row]``),
     the preset a written profile names, and how a request is authorised."""
+
+    __module__ = "modelwire.conform"  # its public home, which repr, pickles and the reference name
 
     checks: tuple[Callable[..., Any], ...]
     preset: str
@@ -72,6 +76,8 @@ class ProbeFailed(Exception):
     """Raised by a check: the server cannot be probed further (nothing it answers can be read,
     the model is unknown, the key is refused). It ends the probe with one line."""
 
+    __module__ = "modelwire.conform"  # its public home, which repr, pickles and the reference name
+
 
 class ProbeBudget(Exception):
     """The probe's requests or time ran out (the report says so; what was found is kept)."""
@@ -79,6 +85,8 @@ class ProbeBudget(Exception):
 
 class Server:
     """The requests of one probe, counted and bounded; what a check sends through."""
+
+    __module__ = "modelwire.conform"  # its public home, which repr, pickles and the reference name
 
     def __init__(
         self,

@@ -71,8 +71,9 @@ __all__ = [
 
 
 # Dialect keys the models layer reads for any protocol: where credentials come from when
-# there is no key, and the variables a key may be in.
-COMMON_DIALECT: dict[str, Any] = {"credentials": {"google", "aws", "azure"}, "key_envs": (tuple, list)}
+# there is no key (a kind some protocol's credential_kinds declares, checked when first
+# used), and the variables a key may be in.
+COMMON_DIALECT: dict[str, Any] = {"credentials": str, "key_envs": (tuple, list)}
 
 
 class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongContext, Discovery, TestSupport, ABC):
@@ -113,6 +114,7 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongCont
         claimed_types: the block types :meth:`claims` may say yes to (asked of no other).
         presets: providers this protocol brings along (a plugin's own presets).
         sdk_package: the official SDK whose clients ``load_model(client=...)`` accepts.
+        credential_kinds: the cloud credentials it brings (see below), by kind.
     """
 
     name = ""
@@ -131,6 +133,14 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongCont
     capabilities = Capabilities()
     presets: tuple[Preset, ...] = ()
     sdk_package: str | None = None
+    # The credentials a preset names with ``dialect["credentials"]`` when it has no plain key
+    # (a cloud's own sign-in): kind -> ``"module:Class"``, made with no argument, whose
+    # ``apply(method, url, headers, body)`` gives the headers signed. Declared by the protocol
+    # whose provider it is; any protocol's preset may name it (see credentials_for).
+    credential_kinds: Mapping[str, str] = {}
+    # Variables holding a credential of its provider beside its presets' key variables (a
+    # cloud's secret key and session token): their values never go into a cassette.
+    secret_envs: tuple[str, ...] = ()
     # ``module:attr`` of the checks ``modelwire conform`` runs against a server that says it
     # speaks this protocol (a ``modelwire.conform.Checks``); empty: it cannot be probed yet.
     conform = ""

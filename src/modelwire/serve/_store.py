@@ -55,6 +55,9 @@ class Conflict(Exception):
             )
         )
 
+    def __reduce__(self) -> tuple[type[Conflict], tuple[()]]:
+        return (type(self), ())  # it takes no argument: one message for every case
+
 
 class StoreUnavailable(Exception):
     """The store cannot be reached (Redis is down or restarting), after one retry."""

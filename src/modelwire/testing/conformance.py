@@ -18,7 +18,7 @@ options), so they need no network and no recording:
 
 - ``required_parts_are_written`` (first): its ``answer_events`` and ``fake_stream`` (which
   reports the ``usage`` it is given, ``(10, 5)`` by default), its adapter's ``handle`` and
-  none of the names the adapter kit used to keep private (``_on_close`` ...), a formatter that
+  ``is_error_frame`` and none of the names the adapter kit used to keep private (``_on_close`` ...), a formatter that
   keeps drafts; each missing piece named with its fix;
 - ``presets_declare_their_dialects``: the protocol's presets use only the dialect keys it
   declares (``dialect_keys``), with values it takes;
@@ -641,6 +641,11 @@ FORMER_ADAPTER_NAMES: dict[str, str] = {
 }
 
 
+# The error object a proxy or gateway (LiteLLM ...) sends in place of an event on any route:
+# every protocol's is_error_frame says yes to it.
+PROXY_ERROR = {"error": {"message": "upstream overloaded", "type": "overloaded_error"}}
+
+
 def _missing_parts(protocol: str) -> list[str]:
     """Each part the protocol must write and does not, with the fix."""
     from ..adapters import BaseAdapter
@@ -659,6 +664,12 @@ def _missing_parts(protocol: str) -> list[str]:
     adapter = wire.adapter_class()
     if adapter.handle is BaseAdapter.handle:
         missing.append("its adapter: write handle(self, data, event), the one hook every adapter fills")
+    if adapter.is_error_frame is BaseAdapter.is_error_frame:
+        missing.append(
+            "its adapter: write is_error_frame(data) (a staticmethod), whether a frame (or a whole answer) is an error "
+            "object rather than an event; `is_error_frame = staticmethod(error_object)` (from "
+            'modelwire.adapters) when a proxy\'s {"error": ...} is the only one it has'
+        )
     for cls in adapter.__mro__[: adapter.__mro__.index(BaseAdapter)]:
         for old in sorted(FORMER_ADAPTER_NAMES.keys() & vars(cls).keys()):
             missing.append(
@@ -681,12 +692,18 @@ def _missing_parts(protocol: str) -> list[str]:
 def required_parts_are_written(protocol: str) -> None:
     """The parts every protocol writes, each named with its fix when missing: the
     protocol's ``apply_options`` (abstract), ``answer_events`` and ``fake_stream``; its
-    adapter's ``handle`` (and none of the names the adapter kit used to keep private, such
+    adapter's ``handle`` and ``is_error_frame`` (and none of the names the adapter kit used to keep private, such
     as ``_on_close``); a formatter built on the shared walk, which keeps drafts."""
     missing = _missing_parts(protocol)
     if missing:
         raise _fail(protocol, "it must still write:\n- " + "\n- ".join(missing))
     wire = _wire(protocol)
+    if not wire.adapter_class()("r").is_error_frame(PROXY_ERROR):
+        raise _fail(
+            protocol,
+            f"its adapter's is_error_frame({PROXY_ERROR}) is false: a proxy sends that object on any route, "
+            "and it would reach handle as an event; return modelwire.adapters.error_object(data) for it",
+        )
     for usage, given in (((7, 3), {"usage": (7, 3)}), ((10, 5), {})):
         events, error = _decode(protocol, [wire.fake_stream(("text", "Hi."), **given)])
         end = [e for e in events if e.type == "MODEL_CALL_END"]

@@ -34,7 +34,7 @@ from typing import Any
 
 
 from ...errors import StreamProtocolError
-from ...adapters import OPTIONAL, BaseAdapter, Delta, json_text, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Delta, error_object, json_text, shape_problem
 from ...errors import error_from_body
 
 __all__ = ["AnthropicAdapter", "STOP_REASONS"]
@@ -150,6 +150,10 @@ class AnthropicAdapter(BaseAdapter):
             raise StreamProtocolError(
                 f"an anthropic stream must begin with message_start, not {str(data.get('type'))[:40]!r}", body=data
             )
+
+    # Its errors: an ``event: error`` frame, ``{"type": "error", "error": {...}}`` (what the
+    # anthropic SDK's _streaming.py raises on), or a proxy's error object: the kit's two.
+    is_error_frame = staticmethod(error_object)
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         spec = SHAPES.get(data.get("type"))  # type: ignore[arg-type]

@@ -57,6 +57,8 @@ def _is_claude(model: str) -> bool:
 
 class BedrockConverseProtocol(WireProtocol):
     name = "bedrock-converse"
+    credential_kinds = {"aws": "modelwire.protocols.bedrock._credentials:AWSCredentials"}  # SigV4
+    secret_envs = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")  # what botocore reads
     presets = PRESETS
     error_types = {  # exception frames and x-amzn-errortype
         "throttlingexception": E.RateLimitError,

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 
-from ...adapters import OPTIONAL, BaseAdapter, Delta, json_text, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Delta, error_object, json_text, shape_problem
 from ...errors import StreamProtocolError
 
 __all__ = ["BedrockConverseAdapter", "STOP_REASONS"]
@@ -87,6 +87,10 @@ class BedrockConverseAdapter(BaseAdapter):
 
     def answered(self) -> bool:
         return self.finished or self._stopped
+
+    # Its own errors arrive as exception frames (the decoder raises them); a JSON error
+    # object in an event's place is a proxy's: the kit's shape.
+    is_error_frame = staticmethod(error_object)
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         return shape_problem(data, SHAPE)

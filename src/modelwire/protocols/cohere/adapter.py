@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...adapters import OPTIONAL, BaseAdapter, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, error_object, shape_problem
 from ...errors import StreamProtocolError, error_from_body
 
 __all__ = ["CohereAdapter", "STOP_REASONS"]
@@ -90,6 +90,10 @@ class CohereAdapter(BaseAdapter):
     def __init__(self, reply_id: str, **kwargs: Any) -> None:
         super().__init__(reply_id, **kwargs)
         self._message_started = False
+
+    # A proxy's error object; Cohere's own error event (``{"message": ...}`` with no type) is
+    # told apart from a message-start in handle, which knows the stream's state.
+    is_error_frame = staticmethod(error_object)
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         spec = SHAPES.get(data.get("type"))  # type: ignore[arg-type]

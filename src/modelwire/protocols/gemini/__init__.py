@@ -129,6 +129,8 @@ class GeminiProtocol(WireProtocol):
         "deadline_exceeded": E.UpstreamError,
     }
     dialect_keys = {"endpoint": {"vertex"}}  # Vertex AI: its URL and its credentials
+    credential_kinds = {"google": "modelwire.protocols.gemini._credentials:GoogleCredentials"}  # Vertex AI
+    secret_envs = ("GOOGLE_ACCESS_TOKEN",)
     description = "Google Gemini (Gemini API and Vertex AI)"
     adapter = "modelwire.protocols.gemini.adapter:GeminiAdapter"
     formatter = "modelwire.protocols.gemini.formatter:GeminiFormatter"

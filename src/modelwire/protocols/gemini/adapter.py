@@ -41,7 +41,7 @@ import msgspec
 from msgspec import UNSET
 
 from ... import event as E
-from ...adapters import OPTIONAL, BaseAdapter, Block, Delta, json_text, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Block, Delta, error_object, json_text, shape_problem
 from ...errors import StreamProtocolError, error_from_body
 from ...event import DataBlockDeltaEvent
 from ...message import normalize_base64
@@ -253,6 +253,11 @@ class GeminiAdapter(BaseAdapter):
     def model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("modelVersion")
         return model if isinstance(model, str) else None
+
+    # Google's error object ``{"error": {"code", "message", "status"}}``, alone in a chunk
+    # (https://ai.google.dev/gemini-api/docs/troubleshooting): the kit's shape. handle refuses
+    # an ``error`` beside candidates the same way.
+    is_error_frame = staticmethod(error_object)
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         return shape_problem(data, SHAPE)

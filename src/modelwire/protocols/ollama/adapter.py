@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 
-from ...adapters import OPTIONAL, BaseAdapter, Delta, json_text, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Delta, error_object, json_text, shape_problem
 from ...errors import StreamProtocolError
 
 __all__ = ["OllamaAdapter", "STOP_REASONS"]
@@ -80,6 +80,10 @@ class OllamaAdapter(BaseAdapter):
     def model_from(self, data: dict[str, Any]) -> str | None:
         model = data.get("model")
         return model if isinstance(model, str) else None
+
+    # Its errors are ``{"error": "..."}`` (a model that is not pulled, a load failure:
+    # https://docs.ollama.com/api/errors, mid-stream too), the kit's shape.
+    is_error_frame = staticmethod(error_object)
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         return shape_problem(data, SHAPE)

@@ -175,6 +175,7 @@ _FORMATTER_KEYS = (
 
 class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
     name = "openai-chat"
+    credential_kinds = {"azure": "modelwire.protocols.openai_chat._credentials:AzureCredentials"}  # Entra ID
     presets = PRESETS
     error_types = {
         "server_error": E.UpstreamError,

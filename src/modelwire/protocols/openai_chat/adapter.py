@@ -26,7 +26,7 @@ from typing import Any
 
 from msgspec import UNSET
 
-from ...adapters import OPTIONAL, BaseAdapter, Block, Delta, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Block, Delta, error_object, shape_problem
 from ...errors import StreamProtocolError
 from ...errors import error_from_body
 from .._openai_errors import with_upstream_reason
@@ -209,6 +209,13 @@ class OpenAIChatAdapter(BaseAdapter):
         self.stop_reason = "refusal" if self._refused else STOP_REASONS.get(reason, "other")
         self._close_calls()
         self.close_all()
+
+    @staticmethod
+    def is_error_frame(data: dict[str, Any]) -> bool:
+        """An error object with no choices. A chunk with both (OpenRouter's last chunk of a
+        failed stream, https://openrouter.ai/docs/api/reference/streaming)
+        is read by handle, which keeps the choices' content before raising."""
+        return error_object(data) and not data.get("choices")
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         return shape_problem(data, SHAPE)

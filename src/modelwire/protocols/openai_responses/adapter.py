@@ -30,7 +30,7 @@ from typing import Any
 
 
 from ...errors import IncompleteStreamError, StreamProtocolError
-from ...adapters import OPTIONAL, BaseAdapter, Const, Delta, json_text, shape_problem
+from ...adapters import OPTIONAL, BaseAdapter, Const, Delta, error_object, json_text, shape_problem
 from ...errors import error_from_body
 
 __all__ = ["OpenAIResponsesAdapter"]
@@ -128,6 +128,10 @@ class OpenAIResponsesAdapter(BaseAdapter):
         return model if isinstance(model, str) else None
 
     # -- dispatch ---------------------------------------------------------------------
+
+    # A proxy's error object, or a whole answer whose ``error`` is set (a Response always
+    # carries the field, null unless it failed); its own ``error`` event is a handler's.
+    is_error_frame = staticmethod(error_object)
 
     def shape_problem(self, data: dict[str, Any], event: str | None) -> str | None:
         problem = shape_problem(data, SHAPE)
