@@ -138,8 +138,6 @@ CLOUD_WORDS_KEPT = {
     ("adapters/_base.py", "AWSStreamDecoder"): "the same",
     ("cassettes/_drift.py", "aws-eventstream"): "the same framing's name",
     ("testing/conformance.py", "aws-eventstream"): "the same framing's name",
-    ("cli.py", "AWS event stream"): "a help text naming the framing (cli.py is being split by command)",
-    ("cli.py", "bedrock-anthropic"): "a help text's example (cli.py is being split by command)",
     ("_secrets.py", "AWS4-"): "a SigV4 signature's prefix, masked in what a server echoes (to move: open)",
     ("testing/conformance.py", "AWS_"): "variables a plugin's test must not read (to move: open)",
     ("models/capabilities.py", "amazon"): "a cross-region model id's vendor prefix (to move: open)",

@@ -20,8 +20,8 @@ def _decode_command(decode: argparse.ArgumentParser) -> None:
     decode.add_argument(
         "--preset",
         help=(
-            "the provider whose endpoint framed the body, where it frames the protocol's events its "
-            "own way (bedrock-anthropic); found from the body when not given"
+            "the preset whose endpoint framed the body, where it frames the protocol's events its "
+            "own way (`modelwire models` lists the presets); found from the body when not given"
         ),
     )
     decode.add_argument("--events", action="store_true", help="print the events as JSON lines instead of the message")

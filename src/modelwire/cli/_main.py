@@ -119,7 +119,7 @@ _COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None]], ...
     ),
     (
         "decode",
-        "decode a raw response body (SSE, or AWS event stream) into the assistant message it carries",
+        "decode a raw response body (SSE, NDJSON or binary event frames) into the assistant message it carries",
         _decode_command,
     ),
     (
