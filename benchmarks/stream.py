@@ -449,6 +449,16 @@ def ollama_stream(tools: bool) -> list[bytes]:
 
 EXPECTED_TEXT = "".join(WORDS[i % 10] for i in range(N))
 EXPECTED_ARGS = {"text": "".join(WORDS[i % 10] for i in range(1, N // 4))}
+
+
+def use_events(n: int) -> None:
+    """The streams made from now on, and their checks, of ``n`` events (``N`` by default)."""
+    global N, EXPECTED_TEXT, EXPECTED_ARGS
+    N = n
+    EXPECTED_TEXT = "".join(WORDS[i % 10] for i in range(N))
+    EXPECTED_ARGS = {"text": "".join(WORDS[i % 10] for i in range(1, N // 4))}
+
+
 SPECS = {
     "anthropic": "anthropic:claude-bench",
     "openai-chat": "openai:gpt-bench",
