@@ -13,8 +13,15 @@ own ratio), each body checked equal to the cold build's before its time counts:
   memory, its system message built afresh, as AgentScope's agent does) / the cold build:
   target at most 0.25x at 50 messages and more;
 - the cold build / AgentScope 2.x's formatter + ``json.dumps`` on the same history (no
-  tools on either side), at 50 and 1,000 messages: target at most 0.6x;
+  tools on either side), at 50 and 1,000 messages: target at most 0.6x; beside it, the
+  body's encoding alone (modelwire's encoder on the same payload) / AgentScope's;
 - the cold build with 4,000 tools / with 1,000 tools (10 messages): target at most 4x.
+
+Beside the next turn, its floor in the same rounds: a call of the appended round alone on a
+model that served another conversation / the cold build (what the round costs to format plus
+the call's fixed work, with no history at all): where it is over 0.1x, no next turn at that
+size can meet the target. A build is timed from inside a running loop, as a call awaits it
+(the loop's start and stop, the harness's, are not counted).
 
     python benchmarks/request_build.py [--rounds N] [--check]
 """
@@ -67,9 +74,15 @@ def new_model(protocol: str) -> Any:
     return load_model(MODELS[protocol], api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
 
 
+async def build(model: Any, msgs: list, tools: list | None) -> bytes:
+    """The body a call of ``model`` sends for ``msgs``: what its ``_prepare`` builds, awaited
+    in a running loop as a call awaits it."""
+    return (await model._prepare(msgs, tools, "auto" if tools else None, None)).body  # type: ignore[no-any-return]
+
+
 def prepare(model: Any, msgs: list, tools: list | None) -> bytes:
-    """The body a call of ``model`` sends for ``msgs``: what its ``_prepare`` builds."""
-    return LOOP.run_until_complete(model._prepare(msgs, tools, "auto" if tools else None, None)).body  # type: ignore[no-any-return]
+    """:func:`build` run to its end (untimed: a setup, an expected body)."""
+    return LOOP.run_until_complete(build(model, msgs, tools))
 
 
 def from_json(msgs: list) -> list:
@@ -101,14 +114,21 @@ class FromAgentScope:
 
 
 def timed(fn: Callable[..., Any], given: Any) -> tuple[float, Any]:
-    gc.collect()  # each run starts from the same heap, and no collection lands in one
-    gc.disable()
-    try:
-        t0 = time.process_time()  # CPU time: another guest's share of the machine is not counted
-        out = fn() if given is None else fn(given)
-        return time.process_time() - t0, out
-    finally:
-        gc.enable()
+    """``fn`` (on ``given``) awaited inside a running loop, timed from its start to its end:
+    what starting and stopping the loop costs the harness is not counted (a call's build
+    runs in the loop the call runs in)."""
+
+    async def inside() -> tuple[float, Any]:
+        gc.collect()  # each run starts from the same heap, and no collection lands in one
+        gc.disable()
+        try:
+            t0 = time.process_time()  # CPU time: another guest's share of the machine is not counted
+            out = await (fn() if given is None else fn(given))
+            return time.process_time() - t0, out
+        finally:
+            gc.enable()
+
+    return LOOP.run_until_complete(inside())
 
 
 def run(contenders: dict[str, tuple[Any, Any]], expected: dict[str, Any], rounds: int) -> dict[str, list[float]]:
@@ -144,14 +164,18 @@ def turns(protocol: str, n: int, t: int, rounds: int, agentscope: bool) -> tuple
         return model
 
     contenders: dict[str, tuple[Any, Any]] = {
-        "cold": (lambda: new_model(protocol), lambda model: prepare(model, msgs, tools)),
-        "next": (lambda: primed(msgs[:cut]), lambda model: prepare(model, msgs, tools)),
+        "cold": (lambda: new_model(protocol), lambda model: build(model, msgs, tools)),
+        "next": (lambda: primed(msgs[:cut]), lambda model: build(model, msgs, tools)),
         "json": (
             # Two requests before: a conversation some turns in (the first one is always cold).
             lambda: (primed(from_json(msgs[: cut - 2]), from_json(msgs[:cut])), from_json(msgs)),
-            lambda given: prepare(given[0], given[1], tools),
+            lambda given: build(given[0], given[1], tools),
         ),
     }
+    # The floor beside the next turn: a call of the appended round alone, on a model that
+    # served another conversation (the round formatted and the call's fixed work, no history).
+    alone = msgs[cut:]
+    contenders["alone"] = (lambda: primed(history(4)), lambda model: build(model, alone, tools))
     if agentscope:
         memory = FromAgentScope(msgs, protocol)
 
@@ -161,8 +185,9 @@ def turns(protocol: str, n: int, t: int, rounds: int, agentscope: bool) -> tuple
             prepare(model, memory.messages(cut), tools)
             return model, memory.messages(n)
 
-        contenders["agentscope"] = (converted, lambda given: prepare(given[0], given[1], tools))
+        contenders["agentscope"] = (converted, lambda given: build(given[0], given[1], tools))
     expected: dict[str, Any] = {name: cold for name in contenders}
+    expected["alone"] = prepare(new_model(protocol), alone, tools)
     if agentscope:  # its own conversion: the body it gives cold, checked the same way
         expected["agentscope"] = prepare(new_model(protocol), memory.messages(n), tools)
     times = run(contenders, expected, rounds)
@@ -175,7 +200,7 @@ def turns(protocol: str, n: int, t: int, rounds: int, agentscope: bool) -> tuple
         counted = n >= 50
         ok &= ratio <= target or not counted
         line += f"   {label} {ratio:.3f}x" + (f" {verdict(ratio, target)}" if counted else "")
-    return line, ok
+    return line + f"   floor: the round alone {paired(times, 'alone', 'cold'):.3f}x", ok
 
 
 def against_agentscope(protocol: str, n: int, rounds: int) -> tuple[str, bool]:
@@ -185,23 +210,30 @@ def against_agentscope(protocol: str, n: int, rounds: int) -> tuple[str, bool]:
         return f"  {protocol:<17} {n:>5} msgs: AgentScope not installed", True
     formatter, their_msgs = theirs
 
-    def their_build() -> bytes:
-        return json.dumps(
-            LOOP.run_until_complete(formatter.format(their_msgs)), ensure_ascii=False, default=str
-        ).encode()
+    async def their_build() -> bytes:
+        return json.dumps(await formatter.format(their_msgs), ensure_ascii=False, default=str).encode()
 
-    their_len = len(their_build())
+    async def encoded(payload: dict[str, Any]) -> bytes:
+        from modelwire.models._body import encode_body
+
+        return encode_body(payload)
+
+    their_len = len(LOOP.run_until_complete(their_build()))
     contenders = {
-        "cold": (lambda: new_model(protocol), lambda model: prepare(model, msgs, None)),
+        "cold": (lambda: new_model(protocol), lambda model: build(model, msgs, None)),
         "AgentScope": (None, their_build),
+        # The floor: the cold build's own body encoded, and nothing else (its payload made untimed).
+        "encode": (lambda: new_model(protocol).build_request(msgs)[0], encoded),
     }
-    expected = {"cold": prepare(new_model(protocol), msgs, None), "AgentScope": lambda body: len(body) == their_len}
+    body = prepare(new_model(protocol), msgs, None)
+    expected = {"cold": body, "AgentScope": lambda got: len(got) == their_len, "encode": body}
     times = run(contenders, expected, rounds)
     ratio = paired(times, "cold", "AgentScope")
     return (
         f"  {protocol:<17} {n:>5} msgs  cold {statistics.median(times['cold']) * 1000:7.2f} ms   AgentScope "
         f"format + json.dumps {statistics.median(times['AgentScope']) * 1000:7.2f} ms   {ratio:.2f}x "
-        f"{verdict(ratio, AGENTSCOPE_TARGET)}"
+        f"{verdict(ratio, AGENTSCOPE_TARGET)}   floor: the body's encoding alone "
+        f"{paired(times, 'encode', 'AgentScope'):.2f}x"
     ), ratio <= AGENTSCOPE_TARGET
 
 
@@ -209,8 +241,8 @@ def many_tools(protocol: str, rounds: int) -> tuple[str, bool]:
     msgs = history(10)
     small, large = tools_of(1000), tools_of(4000)
     contenders = {
-        "1000": (lambda: new_model(protocol), lambda model: prepare(model, msgs, small)),
-        "4000": (lambda: new_model(protocol), lambda model: prepare(model, msgs, large)),
+        "1000": (lambda: new_model(protocol), lambda model: build(model, msgs, small)),
+        "4000": (lambda: new_model(protocol), lambda model: build(model, msgs, large)),
     }
     expected = {"1000": prepare(new_model(protocol), msgs, small), "4000": prepare(new_model(protocol), msgs, large)}
     times = run(contenders, expected, rounds)

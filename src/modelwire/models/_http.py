@@ -421,7 +421,7 @@ class HTTPModel(Pricing, Failures, Resumption):
             drafts[slot] = (key, draft, plain_prefix(draft.fed, plain))
             while len(drafts) > self.drafts_kept:
                 drafts.popitem(last=False)
-        drafted[:] = [draft, payload[draft.key]]
+        drafted[:] = [draft, payload[draft.key], given]  # the tools' key too: computed once per call
         return payload
 
     def _kept_draft(self, messages: Sequence[Msg], key: Any) -> tuple[Any, Any, int] | None:
@@ -441,15 +441,16 @@ class HTTPModel(Pricing, Failures, Resumption):
                 return other
         return None
 
-    def _name_map(self, tools: Sequence[Any] | None) -> dict[str, str]:
+    def _name_map(self, tools: Sequence[Any] | None, tool_choice: Any, given: Any = None) -> dict[str, str]:
         """``name_map`` of the tools, kept while the tools and the name rules are the same
-        (an agent gives the same tools on every call)."""
+        (an agent gives the same tools on every call). ``given``: the tools' key this call's
+        draft took (``tools_key(tools, tool_choice)``), so they are not encoded twice."""
         rules = getattr(self.formatter, "tool_name_rules", None)
         if rules is None or not tools:
             return {}
         from ..formatters._incremental import tools_key
 
-        key = (tools_key(tools, None), rules)
+        key = (given if given is not None else tools_key(tools, tool_choice), rules)
         kept = self._names
         if key[0] is None or kept is None or kept[0] != key:
             kept = self._names = (key, name_map(tools, rules))
@@ -634,7 +635,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         drafted: list[Any] = []
         payload, opts = self.build_request(messages, tools, tool_choice, options, drafts=drafted)
         payload = await self._with_cache_resource(payload, opts)
-        call = Call(payload, opts, self._name_map(tools))
+        call = Call(payload, opts, self._name_map(tools, tool_choice, drafted[2] if drafted else None))
         call.carried = open_provider_calls(messages)
         chained = (
             self.wire.chain(payload, self._chains) if opts.chain and self.wire.keeps_state and self._chains else None
@@ -785,7 +786,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         headers = self.wire.request_headers(payload, self.headers(opts.extra_headers), self.spec.preset)
         if opts.stream is False:
             headers["accept"] = "application/json"
-        return body, await self._signed(self.url(opts), headers, body)
+        return body, (await self._signed(self.url(opts), headers, body) if self._signs_body() else headers)
 
     def _drafted_body(
         self, payload: dict[str, Any], opts: ModelOptions, drafted: tuple[Any, list[Any]]
