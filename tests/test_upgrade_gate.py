@@ -118,9 +118,17 @@ def test_live_a_400_is_a_refusal_and_the_same_answer_passes(tmp_path, capsys):
         assert len(server.requests) == 2
 
 
-def test_live_without_gate_is_a_usage_error(tmp_path):
+def test_live_without_gate_is_a_usage_error(tmp_path, capsys):
     path = record(tmp_path / "c.json")
-    with pytest.raises(UsageError, match="--live goes with --gate"):  # one line, exit 2, without MODELWIRE_DEBUG
+    assert main(["cassette", "transpose", str(path), "-m", "anthropic:claude-sonnet-5-5", "--live"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--live goes with --gate" in err[0], err  # one line, exit 2
+
+
+@pytest.mark.debug
+def test_live_without_gate_raises_its_usage_error_in_debug_mode(tmp_path):
+    path = record(tmp_path / "c.json")
+    with pytest.raises(UsageError, match="--live goes with --gate"):
         main(["cassette", "transpose", str(path), "-m", "anthropic:claude-sonnet-5-5", "--live"])
 
 
