@@ -137,9 +137,9 @@ CLOUD_WORDS_KEPT = {
     ("adapters/__init__.py", "AWSStreamDecoder"): "that framing's decoder, a public name of the kit",
     ("adapters/_base.py", "AWSStreamDecoder"): "the same",
     ("cassettes/_drift.py", "aws-eventstream"): "the same framing's name",
-    ("testing/conformance.py", "aws-eventstream"): "the same framing's name",
+    ("testing/_conformance_parts.py", "aws-eventstream"): "the same framing's name",
     ("_secrets.py", "AWS4-"): "a SigV4 signature's prefix, masked in what a server echoes (to move: open)",
-    ("testing/conformance.py", "AWS_"): "variables a plugin's test must not read (to move: open)",
+    ("testing/_conformance_streams.py", "AWS_"): "variables a plugin's test must not read (to move: open)",
     ("models/capabilities.py", "amazon"): "a cross-region model id's vendor prefix (to move: open)",
 }
 
