@@ -166,6 +166,18 @@ def test_by_default_a_container_under_256_characters_shows_once_whole():
     assert big.value == {"note": "x" * 300, "items": [{"a": 1}, {"b": 2}] + [{"n": 0}] * 30}
 
 
+def test_open_strings_show_as_they_grow_in_a_small_object_by_default():
+    """``partial_strings=True`` is asked for to see text as it comes: its default shows every
+    container as it opens, or a short answer would show nothing until it closed."""
+    parser = PartialJSON(partial_strings=True)
+    assert parser.feed('{"answer": "Hel') is True and parser.value == {"answer": "Hel"}
+    calls = PartialToolCalls(partial_strings=True)
+    calls.see(E.ToolCallStartEvent(reply_id="r", tool_call_id="c1", tool_call_name="say"))
+    partial = calls.see(E.ToolCallDeltaEvent(reply_id="r", tool_call_id="c1", delta='{"text": "Hi th'))
+    assert partial is not None and partial.value == {"text": "Hi th"}
+    assert PartialJSON(partial_strings=True, whole_under=256).feed('{"answer": "Hel') is False
+
+
 def test_a_small_container_shows_once_whole_with_whole_under():
     parser = PartialJSON(whole_under=100)
     assert parser.feed('[{"a": 1, "b"') is False and not parser.has_value

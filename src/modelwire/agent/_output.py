@@ -46,7 +46,7 @@ class PartialOutput:
         native: bool,
         tool_name: str,
         partial_strings: bool = False,
-        whole_under: int = 256,
+        whole_under: int | None = None,
     ) -> None:
         self.structured_model = structured_model
         self._native = native

@@ -11,8 +11,9 @@ a piece.
 
 What the value so far shows:
 
-- objects and arrays as far as they go: by default a container whose text so far is shorter
-  than ``whole_under`` (256) characters shows once it is whole, read by the C scanner in one
+- objects and arrays as far as they go: by default (but with ``partial_strings=True``, whose
+  point is to show text as it comes) a container whose text so far is shorter than
+  ``whole_under`` (256) characters shows once it is whole, read by the C scanner in one
   step, and a longer one shows as it goes, each entry once it is whole (a 100 KB output of
   records in 1,000 pieces costs about 3 ``json.loads`` of the whole, see
   ``benchmarks/partial_json.py``). A UI sees a small container at most 256 characters late.
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
         """A :class:`PartialJSON`'s options, kept to make one parser per value."""
 
         partial_strings: bool
-        whole_under: int
+        whole_under: int | None
 
 
 __all__ = ["PartialJSON"]
@@ -128,9 +129,11 @@ class PartialJSON:
         "_failed",
     )
 
-    def __init__(self, *, partial_strings: bool = False, whole_under: int = 256) -> None:
+    def __init__(self, *, partial_strings: bool = False, whole_under: int | None = None) -> None:
         self.partial_strings = partial_strings
         """Whether an open string shows the text it has so far (else only closed strings show)."""
+        if whole_under is None:  # an open string shows as it grows only in a container that shows
+            whole_under = 0 if partial_strings else 256
         self.whole_under = whole_under
         """A container whose text so far is shorter than this shows once it is whole."""
         self._buf = ""  # text not consumed yet: an unfinished number, literal, escape or small container

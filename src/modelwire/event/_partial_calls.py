@@ -47,7 +47,7 @@ class PartialToolCalls:
 
     __slots__ = ("_options", "_calls")
 
-    def __init__(self, *, partial_strings: bool = False, whole_under: int = 256) -> None:
+    def __init__(self, *, partial_strings: bool = False, whole_under: int | None = None) -> None:
         self._options: PartialOptions = {"partial_strings": partial_strings, "whole_under": whole_under}
         self._calls: dict[str, tuple[str, PartialJSON]] = {}
 
