@@ -91,3 +91,26 @@ def test_an_account_named_by_the_user_binds_instead_of_the_keys_hash(server):
 def test_thinking_not_bound_to_an_account_records_none(server):
     reply = thought(server, "claude-sonnet-5-5")  # bound to its model and the conversation, not the account
     assert origin(reply.get_content_blocks("thinking")[0]).account is None
+
+
+def test_the_offline_check_does_not_call_the_users_own_account_foreign(server, tmp_path, capsys):
+    """``modelwire check`` (and transpose, and a cassette's replay) load the model with a
+    placeholder key: no account is known there, so thinking made under the user's own key is
+    not reported as another account's."""
+    import json
+
+    from modelwire.cli import main
+
+    server.script(sse_reply(fake.body("anthropic", ("think", "Paris is in France.", "sig-haiku"), ("text", "Sunny."))))
+    mine = server.model(  # the server stands in for Anthropic's own endpoint
+        "anthropic", "claude-haiku-5-5", api_key="sk-ant-mine-0123456789", endpoint_family="anthropic"
+    )
+    reply = asyncio.run(mine.complete([UserMsg("user", "weather in Paris?")]))
+    assert origin(reply.get_content_blocks("thinking")[0]).account is not None
+    history = [UserMsg("user", "weather in Paris?"), reply, UserMsg("user", "and tomorrow?")]
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps([m.to_dict() for m in history]))
+    code = main(["check", str(path), "-m", "anthropic:claude-haiku-5-5", "--json"])
+    out = capsys.readouterr().out
+    assert "foreign-thinking" not in out and "another account" not in out, out
+    assert code == 0, out

@@ -29,7 +29,7 @@ from ._call import Attempt, Call, open_provider_calls
 from ._failures import AGAIN, Failures
 from ._pricing import Pricing, pricing_option
 from ._resume import Resumption
-from .config import CONVERSATION, IN_CASSETTE, REPLAYING, ModelSpec, Preset
+from .config import CONVERSATION, IN_CASSETTE, REPLAY_KEY, REPLAYING, ModelSpec, Preset
 from ._request import check_strict_tools, conversation, depends_on_capabilities, same_as_full
 from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks
 
@@ -995,8 +995,10 @@ def _endpoint_and_account(spec: ModelSpec, options: dict[str, Any]) -> tuple[str
 def account_fingerprint(api_key: str | None, endpoint: str) -> str | None:
     """The account a key stands for, as provenance records it: a short hash of the key and
     its endpoint family (``key:`` and 16 hex digits), never the key itself; None without a
-    plain key (cloud credentials: the account is not known)."""
-    if not api_key:
+    plain key (cloud credentials: the account is not known) and with the placeholder key of
+    a cassette's replay and of the offline checks (``check``, ``transpose``): no account is
+    known there, and thinking made under the user's own must not look foreign."""
+    if not api_key or api_key == REPLAY_KEY:
         return None
     import hashlib
 
