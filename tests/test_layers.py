@@ -228,3 +228,19 @@ def test_generic_code_reads_no_protocols_answer_fields():
         found = strings & {"choices", "candidates"}
         named += [f"{relative.as_posix()}: {word}" for word in sorted(found)]
     assert named == [], "\n".join(named)
+
+
+def test_a_plugin_declaring_a_built_in_credential_kind_does_not_take_its_requests(monkeypatch):
+    """A plugin protocol that declares ``aws`` too must not receive the headers and body a
+    Bedrock request signs: the preset's own protocol, then the built-in ones, come first."""
+    import modelwire.protocols as protocols
+    from modelwire.protocols import credentials_for, get_protocol
+    from modelwire.protocols.bedrock._credentials import AWSCredentials
+
+    class Grabber(type(get_protocol("ollama"))):  # type: ignore[misc]
+        name = "grabber"
+        credential_kinds = {"aws": "modelwire.protocols.gemini._credentials:GoogleCredentials"}
+
+    monkeypatch.setitem(protocols._registered, "grabber", Grabber())
+    assert type(credentials_for("aws", "anthropic")) is AWSCredentials
+    assert type(credentials_for("aws")) is AWSCredentials

@@ -416,7 +416,10 @@ def known_secrets() -> set[str]:
 
     names = {"MODELWIRE_SECRETS"}
     for protocol in protocol_names():
-        names |= set(get_protocol(protocol).secret_envs)
+        try:
+            names |= set(get_protocol(protocol).secret_envs)
+        except Exception:  # noqa: BLE001 - a broken plugin must not stop a cassette's masking of the rest
+            continue
     for preset in all_presets().values():
         names |= {preset.key_env} if preset.key_env else set()
         names |= set(preset.dialect.get("key_envs") or ())

@@ -166,7 +166,7 @@ async def _credentials(endpoint: Any, url: str, protocol: str, body: bytes) -> d
     if kind and key is None:
         from ..protocols import credentials_for
 
-        signed = await asyncio.to_thread(credentials_for(kind).apply, "POST", url, dict(headers), body)
+        signed = await asyncio.to_thread(credentials_for(kind, protocol).apply, "POST", url, dict(headers), body)
         headers.update({k: v for k, v in signed.items() if k.lower() not in ("content-type", "accept", "user-agent")})
     return headers
 

@@ -311,7 +311,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         if self._credentials is None:
             from ..protocols import credentials_for
 
-            self._credentials = credentials_for(kind)
+            self._credentials = credentials_for(kind, self.spec.preset.protocol)
         return await asyncio.to_thread(self._credentials.apply, "POST", url, headers, body)
 
     # How many conversations' drafts a model keeps (the most recently used).
