@@ -269,16 +269,27 @@ def protocol_names() -> list[str]:
     return list(_current()[1])
 
 
-def credentials_for(kind: str) -> Any:
+def credentials_for(kind: str, protocol: str | None = None) -> Any:
     """New credentials of ``kind`` (a preset's ``dialect["credentials"]``), from the protocol
-    that declares it in its ``credential_kinds``."""
+    that declares it in its ``credential_kinds``: the preset's own ``protocol`` first, then the
+    built-in protocols, then plugins (a plugin never takes a built-in kind, nor the headers
+    and body it signs). A protocol that cannot be loaded declares nothing."""
     from ._records import _load
 
-    kinds = {k: path for wire in _protocols() for k, path in wire.credential_kinds.items()}
-    if kind not in kinds:
-        known = ", ".join(sorted(kinds)) or "none"
-        raise ConfigError(f"unknown credential kind {kind!r}; the protocols declare: {known}")
-    return _load(kinds[kind])()
+    declared: set[str] = set()
+    names = [protocol] if protocol else []
+    names += [*_own(ENTRY_POINT_GROUP), *protocol_names()]
+    for name in dict.fromkeys(names):
+        try:
+            wire = get_protocol(name)
+        except Exception:  # noqa: BLE001 - a broken plugin must not break another's signing
+            continue
+        path = wire.credential_kinds.get(kind)
+        if path is not None:
+            return _load(path)()
+        declared.update(wire.credential_kinds)
+    known = ", ".join(sorted(declared)) or "none"
+    raise ConfigError(f"unknown credential kind {kind!r}; the protocols declare: {known}")
 
 
 def _protocols() -> list[WireProtocol]:
