@@ -54,7 +54,6 @@ LONG_MODULES = {
     "errors.py",
     "formatters/_common.py",
     "models/_http.py",
-    "protocols/anthropic/__init__.py",
     "protocols/gemini/__init__.py",
     "protocols/gemini/adapter.py",
     "protocols/openai_chat/__init__.py",
