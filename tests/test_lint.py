@@ -56,7 +56,6 @@ LONG_MODULES = {
     "models/_http.py",
     "protocols/gemini/__init__.py",
     "protocols/gemini/adapter.py",
-    "protocols/openai_chat/__init__.py",
     "testing/conformance.py",
 }
 
