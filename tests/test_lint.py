@@ -54,7 +54,6 @@ LONG_MODULES = {
     "errors.py",
     "formatters/_common.py",
     "models/_http.py",
-    "protocols/gemini/adapter.py",
     "testing/conformance.py",
 }
 
