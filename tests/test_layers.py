@@ -139,7 +139,6 @@ CLOUD_WORDS_KEPT = {
     ("cassettes/_drift.py", "aws-eventstream"): "the same framing's name",
     ("testing/conformance.py", "aws-eventstream"): "the same framing's name",
     ("_secrets.py", "AWS4-"): "a SigV4 signature's prefix, masked in what a server echoes (to move: open)",
-    ("testing/conformance.py", "AWS_"): "variables a plugin's test must not read (to move: open)",
     ("models/capabilities.py", "amazon"): "a cross-region model id's vendor prefix (to move: open)",
 }
 
@@ -210,6 +209,10 @@ def test_cloud_credentials_come_from_the_protocol_that_declares_them():
     assert get_protocol("bedrock-converse").credential_kinds["aws"].startswith("modelwire.protocols.bedrock.")
     assert get_protocol("gemini").credential_kinds["google"].startswith("modelwire.protocols.gemini.")
     assert "AWS_SESSION_TOKEN" in get_protocol("bedrock-converse").secret_envs
+    from modelwire.protocols import environ_prefixes
+
+    assert get_protocol("bedrock-converse").environ_prefixes == ("AWS_",)
+    assert {"AWS_", "GOOGLE_"} <= set(environ_prefixes())  # cleared while a plugin's cassette test runs
     assert get_protocol("openai-chat").credential_kinds["azure"].startswith("modelwire.protocols.openai_chat.")
     with pytest.raises(ConfigError, match=r"unknown credential kind 'kerberos'; the protocols declare: aws, azure"):
         credentials_for("kerberos")

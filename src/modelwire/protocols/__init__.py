@@ -312,6 +312,12 @@ def replay_keys() -> frozenset[str]:
     return frozenset(key for protocol in _protocols() for key in protocol.replay_keys)
 
 
+def environ_prefixes() -> tuple[str, ...]:
+    """Every protocol's ``environ_prefixes``: the variables a provider's own sign-in reads,
+    which a test meant to reach only a local server runs without."""
+    return tuple(dict.fromkeys(prefix for protocol in _protocols() for prefix in protocol.environ_prefixes))
+
+
 def sniff(body: bytes) -> str | None:
     """The protocol whose stream this body looks like (the first few KiB are enough), to
     name the mistake when a body is read with the wrong protocol."""

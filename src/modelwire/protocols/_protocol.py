@@ -141,6 +141,9 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongCont
     # Variables holding a credential of its provider beside its presets' key variables (a
     # cloud's secret key and session token): their values never go into a cassette.
     secret_envs: tuple[str, ...] = ()
+    # Prefixes of the variables its provider's own sign-in and SDKs read (a cloud's region,
+    # project, credential chain): a test meant to reach only a local server runs without them.
+    environ_prefixes: tuple[str, ...] = ()
     # ``module:attr`` of the checks ``modelwire conform`` runs against a server that says it
     # speaks this protocol (a ``modelwire.conform.Checks``); empty: it cannot be probed yet.
     conform = ""

@@ -59,6 +59,9 @@ class BedrockConverseProtocol(WireProtocol):
     name = "bedrock-converse"
     credential_kinds = {"aws": "modelwire.protocols.bedrock._credentials:AWSCredentials"}  # SigV4
     secret_envs = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")  # what botocore reads
+    # botocore's region, profile and credential chain (AWS_REGION, AWS_PROFILE, AWS_ACCESS_KEY_ID ...:
+    # https://docs.aws.amazon.com/cli/latest/userguide/cli-configure-envvars.html), the Bedrock API key.
+    environ_prefixes = ("AWS_",)
     presets = PRESETS
     error_types = {  # exception frames and x-amzn-errortype
         "throttlingexception": E.RateLimitError,

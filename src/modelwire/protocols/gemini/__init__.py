@@ -129,6 +129,9 @@ class GeminiProtocol(GeminiFilesAndBatches, GeminiTestSupport, WireProtocol):
     dialect_keys = {"endpoint": {"vertex"}}  # Vertex AI: its URL and its credentials
     credential_kinds = {"google": "modelwire.protocols.gemini._credentials:GoogleCredentials"}  # Vertex AI
     secret_envs = ("GOOGLE_ACCESS_TOKEN",)
+    # Vertex AI's project, location and token (vertex_place, GoogleCredentials) and google-auth's
+    # GOOGLE_APPLICATION_CREDENTIALS (https://cloud.google.com/docs/authentication/application-default-credentials).
+    environ_prefixes = ("GOOGLE_",)
     description = "Google Gemini (Gemini API and Vertex AI)"
     adapter = "modelwire.protocols.gemini.adapter:GeminiAdapter"
     formatter = "modelwire.protocols.gemini.formatter:GeminiFormatter"
