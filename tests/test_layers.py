@@ -139,7 +139,6 @@ CLOUD_WORDS_KEPT = {
     ("cassettes/_drift.py", "aws-eventstream"): "the same framing's name",
     ("testing/conformance.py", "aws-eventstream"): "the same framing's name",
     ("_secrets.py", "AWS4-"): "a SigV4 signature's prefix, masked in what a server echoes (to move: open)",
-    ("models/capabilities.py", "amazon"): "a cross-region model id's vendor prefix (to move: open)",
 }
 
 
@@ -231,3 +230,25 @@ def test_generic_code_reads_no_protocols_answer_fields():
         found = strings & {"choices", "candidates"}
         named += [f"{relative.as_posix()}: {word}" for word in sorted(found)]
     assert named == [], "\n".join(named)
+
+
+def test_a_model_ids_cloud_prefix_comes_from_the_protocol_that_declares_it(monkeypatch):
+    """``normalize`` strips what a protocol's ``model_id_prefix`` says its ids put before the
+    model's own name: Bedrock's region and vendor, and a protocol registered at run time's."""
+    from modelwire import protocols
+    from modelwire.models.capabilities import normalize
+    from modelwire.protocols import WireProtocol
+
+    assert normalize("us-gov.anthropic.claude-sonnet-4-5-v1:0") == "claude-sonnet-4-5"
+    assert normalize("acme.claude-sonnet-4-5") == "acme.claude-sonnet-4-5"  # no protocol declares it yet
+
+    class Acme(WireProtocol):
+        name = "toy-acme"
+        model_id_prefix = r"(?:eu\.)?acme\."
+
+        def apply_options(self, body, options, /, preset, model="", caps=None):
+            raise NotImplementedError  # a toy: it builds no request
+
+    monkeypatch.setitem(protocols._registered, "toy-acme", Acme())
+    assert normalize("eu.acme.claude-sonnet-4-5") == "claude-sonnet-4-5"
+    assert normalize("gpt-5.1") == "gpt-5-1"  # no dot before a digit: no prefix looked for

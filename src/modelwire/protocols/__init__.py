@@ -318,6 +318,11 @@ def environ_prefixes() -> tuple[str, ...]:
     return tuple(dict.fromkeys(prefix for protocol in _protocols() for prefix in protocol.environ_prefixes))
 
 
+def model_id_prefixes() -> tuple[str, ...]:
+    """Every protocol's ``model_id_prefix`` (a regular expression), those that can be loaded."""
+    return tuple(dict.fromkeys(p.model_id_prefix for p in reading_order(None) if p.model_id_prefix))
+
+
 def sniff(body: bytes) -> str | None:
     """The protocol whose stream this body looks like (the first few KiB are enough), to
     name the mistake when a body is read with the wrong protocol."""

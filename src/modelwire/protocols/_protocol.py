@@ -144,6 +144,10 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongCont
     # Prefixes of the variables its provider's own sign-in and SDKs read (a cloud's region,
     # project, credential chain): a test meant to reach only a local server runs without them.
     environ_prefixes: tuple[str, ...] = ()
+    # A regular expression of what its provider's model ids put before the model's own name
+    # (a cloud's region and vendor), which the capability table's patterns leave out: words
+    # ending in a dot, no digit in them (see models.capabilities.normalize).
+    model_id_prefix = ""
     # ``module:attr`` of the checks ``modelwire conform`` runs against a server that says it
     # speaks this protocol (a ``modelwire.conform.Checks``); empty: it cannot be probed yet.
     conform = ""

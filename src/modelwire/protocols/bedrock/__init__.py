@@ -62,6 +62,13 @@ class BedrockConverseProtocol(WireProtocol):
     # botocore's region, profile and credential chain (AWS_REGION, AWS_PROFILE, AWS_ACCESS_KEY_ID ...:
     # https://docs.aws.amazon.com/cli/latest/userguide/cli-configure-envvars.html), the Bedrock API key.
     environ_prefixes = ("AWS_",)
+    # A model id's vendor ("anthropic.claude-...") and a cross-region inference profile's
+    # geography before it ("us.", "global."): https://docs.aws.amazon.com/bedrock/latest/userguide/models-supported.html,
+    # https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-support.html
+    model_id_prefix = (
+        r"(?:(?:us|eu|apac|au|jp|global|us-gov)\.)?"
+        r"(?:anthropic|amazon|meta|mistral|openai|deepseek|qwen|google|moonshot|cohere)\."
+    )
     presets = PRESETS
     error_types = {  # exception frames and x-amzn-errortype
         "throttlingexception": E.RateLimitError,
