@@ -138,7 +138,6 @@ CLOUD_WORDS_KEPT = {
     ("adapters/_base.py", "AWSStreamDecoder"): "the same",
     ("cassettes/_drift.py", "aws-eventstream"): "the same framing's name",
     ("testing/conformance.py", "aws-eventstream"): "the same framing's name",
-    ("_secrets.py", "AWS4-"): "a SigV4 signature's prefix, masked in what a server echoes (to move: open)",
 }
 
 
@@ -252,3 +251,34 @@ def test_a_model_ids_cloud_prefix_comes_from_the_protocol_that_declares_it(monke
     monkeypatch.setitem(protocols._registered, "toy-acme", Acme())
     assert normalize("eu.acme.claude-sonnet-4-5") == "claude-sonnet-4-5"
     assert normalize("gpt-5.1") == "gpt-5-1"  # no dot before a digit: no prefix looked for
+
+
+def test_a_signatures_credential_is_found_through_the_protocol_that_declares_it(monkeypatch):
+    """The key id a signature scheme names inside its header is a sent secret because a
+    protocol declares the scheme (SigV4's, on bedrock-converse); without ``schemes`` only the
+    whole header is, and a plain key header never asks the protocols."""
+    from modelwire import protocols
+    from modelwire._secrets import sent_secrets
+    from modelwire.protocols import WireProtocol, signed_schemes
+
+    sigv4 = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/bedrock/aws4_request, Signature=abc"
+    assert "AKIDEXAMPLE" in sent_secrets("https://h/x", [("authorization", sigv4)], signed_schemes)
+    assert sent_secrets("https://h/x", [("authorization", sigv4)]) == {sigv4}
+    asked: list[int] = []
+
+    def counted() -> dict:
+        asked.append(1)
+        return signed_schemes()
+
+    assert sent_secrets("https://h/x?key=k-123456", [("x-api-key", "sk-123456")], counted) == {"sk-123456", "k-123456"}
+    assert asked == []
+
+    class Toy(WireProtocol):
+        name = "toy-signed"
+        signed_schemes = {"toy-sig": r"KeyId=(\w+)"}
+
+        def apply_options(self, body, options, /, preset, model="", caps=None):
+            raise NotImplementedError  # a toy: it builds no request
+
+    monkeypatch.setitem(protocols._registered, "toy-signed", Toy())
+    assert "K123" in sent_secrets("https://h/", [("authorization", "TOY-SIG KeyId=K123,Sig=1")], signed_schemes)

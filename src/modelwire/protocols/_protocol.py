@@ -148,6 +148,10 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongCont
     # (a cloud's region and vendor), which the capability table's patterns leave out: words
     # ending in a dot, no digit in them (see models.capabilities.normalize).
     model_id_prefix = ""
+    # Authorization schemes of its provider's own signing whose header names a credential
+    # beside the signature (a key id): scheme prefix -> a regular expression whose group is
+    # that credential, masked wherever a server echoes it (see _secrets.sent_secrets).
+    signed_schemes: Mapping[str, str] = {}
     # ``module:attr`` of the checks ``modelwire conform`` runs against a server that says it
     # speaks this protocol (a ``modelwire.conform.Checks``); empty: it cannot be probed yet.
     conform = ""

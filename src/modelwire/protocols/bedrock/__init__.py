@@ -65,6 +65,9 @@ class BedrockConverseProtocol(WireProtocol):
     # A model id's vendor ("anthropic.claude-...") and a cross-region inference profile's
     # geography before it ("us.", "global."): https://docs.aws.amazon.com/bedrock/latest/userguide/models-supported.html,
     # https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-support.html
+    # SigV4's "Authorization: AWS4-HMAC-SHA256 Credential=AKIA.../20150830/us-east-1/..."
+    # names the access key id (https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html).
+    signed_schemes = {"AWS4-": r"Credential=([^/,\s]+)/"}
     model_id_prefix = (
         r"(?:(?:us|eu|apac|au|jp|global|us-gov)\.)?"
         r"(?:anthropic|amazon|meta|mistral|openai|deepseek|qwen|google|moonshot|cohere)\."
