@@ -138,9 +138,6 @@ CLOUD_WORDS_KEPT = {
     ("adapters/_base.py", "AWSStreamDecoder"): "the same",
     ("cassettes/_drift.py", "aws-eventstream"): "the same framing's name",
     ("testing/_conformance_parts.py", "aws-eventstream"): "the same framing's name",
-    ("_secrets.py", "AWS4-"): "a SigV4 signature's prefix, masked in what a server echoes (to move: open)",
-    ("testing/_conformance_streams.py", "AWS_"): "variables a plugin's test must not read (to move: open)",
-    ("models/capabilities.py", "amazon"): "a cross-region model id's vendor prefix (to move: open)",
 }
 
 
@@ -210,6 +207,10 @@ def test_cloud_credentials_come_from_the_protocol_that_declares_them():
     assert get_protocol("bedrock-converse").credential_kinds["aws"].startswith("modelwire.protocols.bedrock.")
     assert get_protocol("gemini").credential_kinds["google"].startswith("modelwire.protocols.gemini.")
     assert "AWS_SESSION_TOKEN" in get_protocol("bedrock-converse").secret_envs
+    from modelwire.protocols import environ_prefixes
+
+    assert get_protocol("bedrock-converse").environ_prefixes == ("AWS_",)
+    assert {"AWS_", "GOOGLE_"} <= set(environ_prefixes())  # cleared while a plugin's cassette test runs
     assert get_protocol("openai-chat").credential_kinds["azure"].startswith("modelwire.protocols.openai_chat.")
     with pytest.raises(ConfigError, match=r"unknown credential kind 'kerberos'; the protocols declare: aws, azure"):
         credentials_for("kerberos")
@@ -244,3 +245,56 @@ def test_a_plugin_declaring_a_built_in_credential_kind_does_not_take_its_request
     monkeypatch.setitem(protocols._registered, "grabber", Grabber())
     assert type(credentials_for("aws", "anthropic")) is AWSCredentials
     assert type(credentials_for("aws")) is AWSCredentials
+
+
+def test_a_model_ids_cloud_prefix_comes_from_the_protocol_that_declares_it(monkeypatch):
+    """``normalize`` strips what a protocol's ``model_id_prefix`` says its ids put before the
+    model's own name: Bedrock's region and vendor, and a protocol registered at run time's."""
+    from modelwire import protocols
+    from modelwire.models.capabilities import normalize
+    from modelwire.protocols import WireProtocol
+
+    assert normalize("us-gov.anthropic.claude-sonnet-4-5-v1:0") == "claude-sonnet-4-5"
+    assert normalize("acme.claude-sonnet-4-5") == "acme.claude-sonnet-4-5"  # no protocol declares it yet
+
+    class Acme(WireProtocol):
+        name = "toy-acme"
+        model_id_prefix = r"(?:eu\.)?acme\."
+
+        def apply_options(self, body, options, /, preset, model="", caps=None):
+            raise NotImplementedError  # a toy: it builds no request
+
+    monkeypatch.setitem(protocols._registered, "toy-acme", Acme())
+    assert normalize("eu.acme.claude-sonnet-4-5") == "claude-sonnet-4-5"
+    assert normalize("gpt-5.1") == "gpt-5-1"  # no dot before a digit: no prefix looked for
+
+
+def test_a_signatures_credential_is_found_through_the_protocol_that_declares_it(monkeypatch):
+    """The key id a signature scheme names inside its header is a sent secret because a
+    protocol declares the scheme (SigV4's, on bedrock-converse); without ``schemes`` only the
+    whole header is, and a plain key header never asks the protocols."""
+    from modelwire import protocols
+    from modelwire._secrets import sent_secrets
+    from modelwire.protocols import WireProtocol, signed_schemes
+
+    sigv4 = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/bedrock/aws4_request, Signature=abc"
+    assert "AKIDEXAMPLE" in sent_secrets("https://h/x", [("authorization", sigv4)], signed_schemes)
+    assert sent_secrets("https://h/x", [("authorization", sigv4)]) == {sigv4}
+    asked: list[int] = []
+
+    def counted() -> dict:
+        asked.append(1)
+        return signed_schemes()
+
+    assert sent_secrets("https://h/x?key=k-123456", [("x-api-key", "sk-123456")], counted) == {"sk-123456", "k-123456"}
+    assert asked == []
+
+    class Toy(WireProtocol):
+        name = "toy-signed"
+        signed_schemes = {"toy-sig": r"KeyId=(\w+)"}
+
+        def apply_options(self, body, options, /, preset, model="", caps=None):
+            raise NotImplementedError  # a toy: it builds no request
+
+    monkeypatch.setitem(protocols._registered, "toy-signed", Toy())
+    assert "K123" in sent_secrets("https://h/", [("authorization", "TOY-SIG KeyId=K123,Sig=1")], signed_schemes)

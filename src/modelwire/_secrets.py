@@ -10,7 +10,7 @@ helpers know what was sent, and mask it wherever it is kept.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Mapping
 from urllib.parse import parse_qsl, urlsplit
 
 __all__ = ["SECRET_HEADERS", "SECRET_QUERY", "MASK", "sent_secrets", "masked", "masked_text", "holds"]
@@ -34,12 +34,18 @@ MASK = "***"
 # Shorter values are not masked: "k" in a test, a one-letter key, would mask every k.
 _SHORTEST = 6
 _SHORTEST_PIECE = 8  # and at least half of the credential (see masked_text)
-_SIGV4_KEY_ID = re.compile(r"Credential=([^/,\s]+)/")
 
 
-def sent_secrets(url: str, headers: Iterable[tuple[str, str]]) -> set[str]:
-    """The credentials a request carries (secret headers, ``Bearer`` tokens, the key id of a
-    SigV4 signature, secret query parameters)."""
+def sent_secrets(
+    url: str,
+    headers: Iterable[tuple[str, str]],
+    schemes: Callable[[], Mapping[str, re.Pattern[str]]] | None = None,
+) -> set[str]:
+    """The credentials a request carries (secret headers, ``Bearer`` tokens, secret query
+    parameters), and the credential a signature scheme names inside its header: ``schemes``
+    gives each scheme's prefix (upper case) and the pattern of that credential, asked only
+    for a scheme that is not ``Bearer``, ``Basic`` or ``Token`` (the protocols declare them:
+    ``modelwire.protocols.signed_schemes``)."""
     found: set[str] = set()
     for key, value in headers:
         if key.lower() in SECRET_HEADERS and value:
@@ -47,8 +53,13 @@ def sent_secrets(url: str, headers: Iterable[tuple[str, str]]) -> set[str]:
             scheme, _, rest = value.partition(" ")
             if rest and scheme.lower() in ("bearer", "basic", "token"):
                 found.add(rest.strip())
-            elif scheme.upper().startswith("AWS4-"):
-                found.update(_SIGV4_KEY_ID.findall(rest))
+            elif rest and schemes is not None:  # a scheme of its own, with its parameters
+                found.update(
+                    credential
+                    for prefix, pattern in schemes().items()
+                    if scheme.upper().startswith(prefix)
+                    for credential in pattern.findall(rest)
+                )
     query = urlsplit(url).query
     if query:
         found |= {v for k, v in parse_qsl(query, keep_blank_values=True) if k.lower() in SECRET_QUERY and v}

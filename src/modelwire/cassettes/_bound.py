@@ -97,8 +97,9 @@ class Destinations:
     def remember(self, url: str, headers: Mapping[str, str]) -> None:
         """The credentials a request to ``url`` with ``headers`` carries, kept in :attr:`sent`."""
         from .._secrets import sent_secrets
+        from ..protocols import signed_schemes
 
-        self.sent |= sent_secrets(url, headers.items())
+        self.sent |= sent_secrets(url, headers.items(), signed_schemes)
 
     def target(self, url: str) -> str:
         """``url`` sent to ``base_url``'s origin when one was given (its path and query kept)."""

@@ -78,8 +78,10 @@ def _request_parts(request: Any) -> tuple[str, str, list[tuple[str, str]], bytes
 
 
 def _match(session: CassetteSession, request: Any) -> Any:
+    from ..protocols import signed_schemes
+
     method, url, headers, content = _request_parts(request)
-    session.secrets |= sent_secrets(url, headers)
+    session.secrets |= sent_secrets(url, headers, signed_schemes)
     record = request_record(method, url, headers, content)
     from ..models.config import CONVERSATION
 

@@ -80,8 +80,11 @@ class Failures:
         credentials that signed it) masked in its error: what a server echoes is shown to
         people and browsers, never the key."""
         from .._secrets import sent_secrets
+        from ..protocols import signed_schemes
 
-        secrets = sent_secrets(url or self.url(), headers.items() if hasattr(headers, "items") else headers)
+        secrets = sent_secrets(
+            url or self.url(), headers.items() if hasattr(headers, "items") else headers, signed_schemes
+        )
         if self.spec.api_key:
             secrets.add(self.spec.api_key)
         held = getattr(self._credentials, "secrets", None)

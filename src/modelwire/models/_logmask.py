@@ -50,9 +50,10 @@ class CredentialFilter(logging.Filter):
         if sending is None:
             return True
         from .._secrets import masked, sent_secrets
+        from ..protocols import signed_schemes
 
         url, headers = sending
-        secrets = sent_secrets(url, headers.items())
+        secrets = sent_secrets(url, headers.items(), signed_schemes)
         if not secrets:
             return True
         try:

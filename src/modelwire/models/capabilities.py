@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
-from ..protocols import ModelCapabilities
+from ..protocols import ModelCapabilities, model_id_prefixes
 
 __all__ = [
     "ModelCapabilities",
@@ -38,14 +38,14 @@ __all__ = [
 
 _TABLE = Path(__file__).with_name("capabilities.toml")
 _COMPILED = _TABLE.with_suffix(".json")  # the same entries, as JSON: read without a TOML parser
-# A cloud's prefixes and suffixes around the model's own name.
-_PREFIX = re.compile(
-    r"^(?:(?:us|eu|apac|au|jp|global|us-gov)\.)?(?:anthropic|amazon|meta|mistral|openai|deepseek|qwen|google|moonshot|cohere)\."
-)
-# Bedrock's "-v1:0" (and a provisioned-throughput context after it: ":0:200k"), Vertex's
+# A cloud's prefixes (each protocol's model_id_prefix) and suffixes around the model's own
+# name: Bedrock's "-v1:0" (and a provisioned-throughput context after it: ":0:200k"), Vertex's
 # "@20250805", a tag (":latest", ":1m").
 _SUFFIX = re.compile(r"(?:-v\d+:\d+(?::\w+)?|@[\w.-]+|:\w+)$")
 _DOT = re.compile(r"(?<=\d)\.(?=\d)")
+# A model id's text before its first digit: a prefix holds no digit and ends in a dot, so an
+# id with no dot there ("gpt-5.1", "gemini-2.5-pro") loads no protocol to find one.
+_BEFORE_DIGITS = re.compile(r"\D*")
 
 
 def normalize(model: str) -> str:
@@ -54,13 +54,19 @@ def normalize(model: str) -> str:
     are all ``claude-opus-4-7``; ``gpt-5.1`` is ``gpt-5-1``."""
     name = model.strip().lower()
     name = name.rsplit("/", 1)[-1]  # gateways: "anthropic/claude-...", "models/gemini-..."
-    name = _PREFIX.sub("", name)
+    if "." in _BEFORE_DIGITS.match(name).group():  # type: ignore[union-attr]  # it matches every text
+        name = _prefix(model_id_prefixes()).sub("", name)
     name = _SUFFIX.sub("", name)
     if name.endswith("-v1") and any(c.isdigit() for c in name[:-3]):
         # Bedrock's id without its ":0", as users write it: the first version of a versioned
         # name is that model ("deepseek-v1" names no other; a "-v2" is a version of its own).
         name = name[:-3]
     return _DOT.sub("-", name)
+
+
+@lru_cache(maxsize=8)
+def _prefix(prefixes: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("^(?:" + "|".join(prefixes) + ")" if prefixes else "(?!)")
 
 
 def table_entries() -> tuple[tuple[tuple[str, ...], ModelCapabilities, str], ...]:

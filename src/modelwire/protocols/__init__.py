@@ -26,6 +26,8 @@ works (its protocol is loaded to look). :func:`register` adds one at run time.
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from ..errors import ConfigError, UnknownProtocolError, use_error_tables
@@ -321,6 +323,30 @@ use_error_tables(reading_order)
 def replay_keys() -> frozenset[str]:
     """Every protocol's ``replay_keys``: the block extras that only their maker can check."""
     return frozenset(key for protocol in _protocols() for key in protocol.replay_keys)
+
+
+def environ_prefixes() -> tuple[str, ...]:
+    """Every protocol's ``environ_prefixes``: the variables a provider's own sign-in reads,
+    which a test meant to reach only a local server runs without."""
+    return tuple(dict.fromkeys(prefix for protocol in _protocols() for prefix in protocol.environ_prefixes))
+
+
+def model_id_prefixes() -> tuple[str, ...]:
+    """Every protocol's ``model_id_prefix`` (a regular expression), those that can be loaded."""
+    return tuple(dict.fromkeys(p.model_id_prefix for p in reading_order(None) if p.model_id_prefix))
+
+
+def signed_schemes() -> dict[str, re.Pattern[str]]:
+    """Every protocol's ``signed_schemes`` (those that can be loaded), each scheme prefix
+    upper-cased with its pattern compiled: what :func:`modelwire._secrets.sent_secrets`
+    reads in an ``Authorization`` header of a scheme it does not know."""
+    declared = tuple((k.upper(), v) for p in reading_order(None) for k, v in p.signed_schemes.items())
+    return _compiled_schemes(declared)
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled_schemes(declared: tuple[tuple[str, str], ...]) -> dict[str, re.Pattern[str]]:
+    return {scheme: re.compile(pattern) for scheme, pattern in declared}
 
 
 def sniff(body: bytes) -> str | None:

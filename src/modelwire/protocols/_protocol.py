@@ -141,6 +141,17 @@ class WireProtocol(Files, Batches, TokenCounting, StoredState, Caching, LongCont
     # Variables holding a credential of its provider beside its presets' key variables (a
     # cloud's secret key and session token): their values never go into a cassette.
     secret_envs: tuple[str, ...] = ()
+    # Prefixes of the variables its provider's own sign-in and SDKs read (a cloud's region,
+    # project, credential chain): a test meant to reach only a local server runs without them.
+    environ_prefixes: tuple[str, ...] = ()
+    # A regular expression of what its provider's model ids put before the model's own name
+    # (a cloud's region and vendor), which the capability table's patterns leave out: words
+    # ending in a dot, no digit in them (see models.capabilities.normalize).
+    model_id_prefix = ""
+    # Authorization schemes of its provider's own signing whose header names a credential
+    # beside the signature (a key id): scheme prefix -> a regular expression whose group is
+    # that credential, masked wherever a server echoes it (see _secrets.sent_secrets).
+    signed_schemes: Mapping[str, str] = {}
     # ``module:attr`` of the checks ``modelwire conform`` runs against a server that says it
     # speaks this protocol (a ``modelwire.conform.Checks``); empty: it cannot be probed yet.
     conform = ""

@@ -263,11 +263,12 @@ def cassettes_replay(protocol: str) -> None:
     from ..cassettes import use_cassette
     from ..message import UserMsg
     from ..models import load_model
+    from ..protocols import environ_prefixes
     from .server import ProviderServer, Reply
 
     wire, preset = _wire(protocol), _preset(protocol)
     body = wire.fake_stream(("text", "Recorded answer."))
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(("AWS_", "GOOGLE_"))}
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(environ_prefixes())}
     try:
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "call.json"

@@ -1,9 +1,11 @@
 """The Anthropic Messages protocol (``POST /v1/messages``, streamed).
 
 Its adapter is :mod:`.adapter`, its formatter :mod:`.formatter`; this module says how a
-request is built, how options map onto it, what it can do, and how the test server fakes
-it. Thinking it produced is valid on every server that speaks it (``replay_scope =
-"protocol"``), unless the endpoint family it was minted by says otherwise.
+request is built, how options map onto it and what it can do. Its parts beside the core are
+their own modules: the Files and Batches APIs (:mod:`._files`), the Models API
+(:mod:`._discovery`) and how the test server fakes it (:mod:`._fakes`). Thinking it
+produced is valid on every server that speaks it (``replay_scope = "protocol"``), unless the
+endpoint family it was minted by says otherwise.
 
 Claude is also reached through two clouds with the same messages and events and their own
 request (a preset's ``dialect["endpoint"]``):
@@ -18,36 +20,32 @@ request (a preset's ``dialect["endpoint"]``):
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in, levels_up_to
-from .._claude import EFFORTS as _EFFORTS, MIN_BUDGET, claude_fields, claude_schema
+from .._claude import MIN_BUDGET, claude_fields, claude_schema
 from .._protocol import (
-    FileBody,
     DEFAULT_MAX_TOKENS,
-    BatchResult,
-    BatchState,
-    batch_lines,
     CachePlan,
     Capabilities,
     CompactionPlan,
-    HTTPCall,
     ModelCapabilities,
     ModelOptions,
     Preset,
-    UploadedFile,
     WireProtocol,
-    fake_words,
-    multipart,
     rate_limit_shape,
     refuse,
     sampling,
 )
+from ._discovery import AnthropicDiscovery
+from ._fakes import AnthropicTestSupport
+from ._files import AnthropicFilesAndBatches
 from .presets import PRESETS
+
+if TYPE_CHECKING:
+    from ...formatters._common import ReplayScope
 
 __all__ = ["PROTOCOL", "AnthropicProtocol", "ENDPOINT_VERSIONS"]
 
@@ -75,7 +73,7 @@ _EVENTSTREAM = "application/vnd.amazon.eventstream"
 log = logging.getLogger("modelwire.protocols.anthropic")
 
 
-class AnthropicProtocol(WireProtocol):
+class AnthropicProtocol(AnthropicFilesAndBatches, AnthropicDiscovery, AnthropicTestSupport, WireProtocol):
     name = "anthropic"
     presets = PRESETS
     error_types = {
@@ -223,7 +221,7 @@ class AnthropicProtocol(WireProtocol):
         b'"type":"message_start"',
         b'"content_block_delta"',
     )
-    replay_scope = "protocol"
+    replay_scope: ReplayScope = "protocol"  # mypy infers it from the first base (a mixin)
     replay_keys = ("signature", "redacted_thinking_data")
     extras_keys = ("signature", "redacted_thinking_data", "citations", "server_name", "caller")
     capabilities = Capabilities(native_structured_output=False, thinking=True, server_tools=True)
@@ -258,144 +256,6 @@ class AnthropicProtocol(WireProtocol):
             if path.endswith(streamed):
                 return path[: -len(streamed)] + whole + sep + query
         return url
-
-    # -- files (https://docs.anthropic.com/en/docs/build-with-claude/files; the anthropic SDK's
-    # files.upload and FileMetadata): POST /v1/files, multipart ``file``; GET lists; a file is
-    # sent as {"type": "file", "file_id"} in an image or document block.
-
-    files_api = "anthropic"
-
-    def file_upload(
-        self, base_url: str, preset: Preset, data: "bytes | FileBody", media_type: str, name: str
-    ) -> HTTPCall:
-        endpoint = preset.dialect.get("endpoint")
-        if endpoint in ("vertex", "bedrock"):
-            cloud = "Vertex AI" if endpoint == "vertex" else "Bedrock"
-            raise E.UnsupportedOptionError(
-                "upload_file",
-                preset.name,
-                f"Claude on {cloud} has no Files API: send the data inline (a path or bytes as a base64 source)",
-            )
-        body, content_type = multipart({}, "file", name, media_type, data)
-        return HTTPCall(
-            "POST", self.files_url(base_url, preset), {"content-type": content_type, "accept": "application/json"}, body
-        )
-
-    def file_uploaded(
-        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: "bytes | FileBody"
-    ) -> UploadedFile | HTTPCall:
-        file_id = answer.get("id")
-        if not isinstance(file_id, str) or not file_id:
-            return UploadedFile("", "", "", "")  # no usable id: refused by the models layer, typed
-        return UploadedFile(
-            file_id,
-            call.url.rstrip("/") + "/" + file_id,
-            answer.get("mime_type") or "",
-            answer.get("filename") or "",
-            answer.get("size_bytes"),
-        )
-
-    def files_url(self, base_url: str, preset: Preset) -> str:
-        if preset.dialect.get("endpoint") in ("vertex", "bedrock"):
-            raise E.UnsupportedOptionError("list_files", preset.name, "Claude on the clouds has no Files API")
-        return base_url.rstrip("/") + "/v1/files"
-
-    def files_listed(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
-        url = self.files_url(base_url, preset)
-        items = [i for i in answer.get("data") or () if isinstance(i, dict) and isinstance(i.get("id"), str)]
-        return [
-            UploadedFile(
-                i["id"], url + "/" + i["id"], i.get("mime_type") or "", i.get("filename") or "", i.get("size_bytes")
-            )
-            for i in items
-        ]
-
-    def takes_file_ref(self, media_type: str) -> bool:
-        from ._body import IMAGE_TYPES
-
-        base = media_type.split(";")[0].strip().lower()
-        return base in IMAGE_TYPES or base in ("application/pdf", "text/plain")
-
-    # -- batches (https://docs.anthropic.com/en/docs/build-with-claude/batch-processing: "50%
-    # of standard API prices"; the anthropic SDK's messages.batches, MessageBatch and
-    # MessageBatchIndividualResponse). Results are JSONL at the batch's results_url.
-
-    batch_discount = 0.5
-    batch_limit = 100_000  # "limited to either 100,000 Message requests or 256 MB" (the batch-processing page above)
-
-    def _batches_url(self, base_url: str, preset: Preset) -> str:
-        if preset.dialect.get("endpoint") in ("vertex", "bedrock"):
-            raise E.UnsupportedOptionError(
-                "batch",
-                preset.name,
-                (
-                    "Claude on the clouds takes batches as jobs over cloud storage (Vertex AI batch "
-                    "prediction, Bedrock batch inference), not this API"
-                ),
-            )
-        return base_url.rstrip("/") + "/v1/messages/batches"
-
-    def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Any) -> HTTPCall:
-        requests = [
-            {"custom_id": f"request-{n}", "params": {k: v for k, v in b.items() if k != "stream"}}
-            for n, b in enumerate(bodies)
-        ]
-        return HTTPCall(
-            "POST",
-            self._batches_url(base_url, preset),
-            {"accept": "application/json"},
-            json.dumps({"requests": requests}).encode(),
-        )
-
-    def batch_call(self, base_url: str, preset: Preset, batch_id: str, action: str) -> HTTPCall:
-        url = self._batches_url(base_url, preset) + "/" + batch_id
-        return (
-            HTTPCall("POST", url + "/cancel", {"accept": "application/json"})
-            if action == "cancel"
-            else HTTPCall("GET", url, {"accept": "application/json"})
-        )
-
-    def batch_state(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> BatchState:
-        status = str(answer.get("processing_status") or "")
-        ended = status == "ended"
-        results = answer.get("results_url")
-        reads = (
-            (HTTPCall("GET", results, {"accept": "application/binary"}),) if ended and isinstance(results, str) else ()
-        )
-        counts = {k: v for k, v in (answer.get("request_counts") or {}).items() if isinstance(v, int)}
-        return BatchState(
-            str(answer.get("id") or ""), status, ended, counts, reads, sum(counts.values()) if counts else None
-        )
-
-    def batch_results(self, text: str) -> list[BatchResult]:
-        out: list[BatchResult] = []
-        for index, item in batch_lines(text):
-            if not isinstance(item, dict):
-                out.append((index, None, item))  # a line that could not be read: its typed error
-                continue
-            result = item.get("result")
-            if not isinstance(result, dict):
-                result = {}
-            kind = result.get("type")
-            if kind == "succeeded":
-                out.append((index, result.get("message"), None))
-            elif kind == "errored":
-                out.append((index, None, result.get("error")))
-            else:  # canceled, expired: no answer, and Anthropic's words for why
-                out.append(
-                    (
-                        index,
-                        None,
-                        {
-                            "type": "error",
-                            "error": {
-                                "type": f"{kind}_error",
-                                "message": f"the batch request was {kind} before it was answered",
-                            },
-                        },
-                    )
-                )
-        return out
 
     def count_request(
         self, url: str, body: dict[str, Any], model: str, preset: Preset
@@ -496,67 +356,6 @@ class AnthropicProtocol(WireProtocol):
         return ModelCapabilities(
             structured_output=False, sources={"structured_output": "the anthropic protocol (not known for this model)"}
         )
-
-    def model_info_url(self, base_url: str, model: str, preset: Preset) -> str | None:
-        # Anthropic's Models API; Anthropic-compatible servers publish no capabilities.
-        if preset.dialect.get("model_info") != "anthropic":
-            return None
-        from urllib.parse import quote
-
-        return f"{self.sdk_base_url(base_url)}/v1/models/{quote(model, safe='')}"
-
-    def capabilities_from_info(self, data: Any, model: str) -> ModelCapabilities | None:
-        """The Models API's ``ModelInfo`` (``GET /v1/models/{id}``): ``capabilities``,
-        ``max_tokens``, ``max_input_tokens``."""
-        if not isinstance(data, dict) or data.get("type") != "model" or not isinstance(data.get("capabilities"), dict):
-            return None
-        caps = data["capabilities"]
-
-        def on(*path: str) -> bool | None:
-            return _supported(caps, path)
-
-        values: dict[str, Any] = _thinking_info(caps)
-        effort = on("effort")
-        if effort is not None:
-            values["effort"] = [level for level in _EFFORTS if on("effort", level)] if effort else []
-        for name, key in (
-            ("structured_output", "structured_outputs"),
-            ("strict_tools", "structured_outputs"),
-            ("image_input", "image_input"),
-            ("pdf_input", "pdf_input"),
-        ):
-            if on(key) is not None:
-                values[name] = on(key)
-        if on("server_tools") is not None:
-            values["server_tools"] = [tool for tool in ("web_search", "code_execution") if on("server_tools", tool)]
-        for name, key in (("max_output_tokens", "max_tokens"), ("context_window", "max_input_tokens")):
-            if isinstance(data.get(key), int) and not isinstance(data.get(key), bool) and data[key] > 0:
-                values[name] = data[key]
-        return ModelCapabilities.from_mapping(values, "provider: GET /v1/models")
-
-    # ModelInfo.capabilities speaks of these levels and server tools only (the anthropic SDK's
-    # EffortCapability and ServerToolsCapability).
-    listed_names = {"effort": _EFFORTS, "server_tools": ("web_search", "code_execution")}
-
-    def model_list_url(self, base_url: str, preset: Preset, page: str | None = None) -> str | None:
-        # GET /v1/models pages with limit (at most 1000) and after_id
-        # (https://platform.claude.com/docs/en/api/models/list).
-        if preset.dialect.get("model_info") != "anthropic":
-            return None
-        from urllib.parse import urlencode
-
-        query = {"limit": "1000", **({"after_id": page} if page else {})}
-        return f"{self.sdk_base_url(base_url)}/v1/models?{urlencode(query)}"
-
-    def models_listed(self, data: Any, preset: Preset) -> tuple[list[tuple[str, ModelCapabilities]], str | None]:
-        """``{data: [ModelInfo], has_more, last_id}``: each ModelInfo read as
-        :meth:`capabilities_from_info` reads one."""
-        rows = data.get("data") if isinstance(data, dict) else None
-        if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("id"), str) for r in rows):
-            raise ValueError("not a model list: no data of models with ids")
-        listed = [(row["id"], self.capabilities_from_info(row, row["id"]) or ModelCapabilities()) for row in rows]
-        more = data.get("has_more") is True and isinstance(data.get("last_id"), str)
-        return listed, (data["last_id"] if more else None)
 
     def apply_options(
         self,
@@ -707,124 +506,6 @@ class AnthropicProtocol(WireProtocol):
                 edit[key] = given[key]
         context = body.setdefault("context_management", {})
         context.setdefault("edits", []).insert(0, edit)  # before a compaction edit, which sees what is left
-
-    def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
-        message = {k: v for k, v in answer.items() if k not in ("stop_reason", "stop_sequence", "context_management")}
-        delta = {"stop_reason": answer.get("stop_reason"), "stop_sequence": answer.get("stop_sequence")}
-        ended: dict[str, Any] = {"type": "message_delta", "delta": delta, "usage": answer.get("usage") or {}}
-        if answer.get("context_management") is not None:  # what the server cleared, as a stream says it
-            ended["context_management"] = answer["context_management"]
-        return [
-            ("message_start", {"type": "message_start", "message": message}),  # its content: complete blocks
-            ("message_delta", ended),
-            ("message_stop", {"type": "message_stop"}),
-        ]
-
-    def fake_answer(self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
-        """The whole Messages answer of the same blocks as :meth:`fake_stream`."""
-        content: list[dict[str, Any]] = []
-        for block in blocks:
-            if block[0] == "think":
-                text, *signed = block[1:]
-                signature = signed[0] if signed else f"sig-{text[:8]}"
-                content.append({"type": "thinking", "thinking": text, "signature": signature})
-            elif block[0] == "text":
-                content.append({"type": "text", "text": block[1]})
-            else:
-                arguments = json.loads(block[3] or "{}")
-                content.append({"type": "tool_use", "id": block[1], "name": block[2], "input": arguments})
-        stop = "tool_use" if any(b[0] == "tool" for b in blocks) else "end_turn"
-        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": content}
-        used = {"input_tokens": usage[0], "output_tokens": usage[1]}
-        return {**message, "stop_reason": stop, "stop_sequence": None, "usage": used}
-
-    def fake_stream(
-        self,
-        *blocks: tuple[Any, ...],
-        stop: str | None = None,
-        msg_id: str = "msg_1",
-        usage: tuple[int, int] = (10, 5),
-        **_: Any,
-    ) -> bytes:
-        ev: list[tuple[str, Any]] = []
-
-        def add(kind: str, **data: Any) -> None:
-            ev.append((kind, {"type": kind, **data}))
-
-        started = {"input_tokens": usage[0], "output_tokens": 1}
-        message = {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-test", "content": []}
-        add("message_start", message={**message, "stop_reason": None, "usage": started})
-        for i, block in enumerate(blocks):
-            start, deltas = _fake_block(block)
-            add("content_block_start", index=i, content_block=start)
-            for delta in deltas:
-                add("content_block_delta", index=i, delta=delta)
-            add("content_block_stop", index=i)
-        if stop is None:
-            stop = "tool_use" if any(b[0] == "tool" for b in blocks) else "end_turn"
-        add("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage={"output_tokens": usage[1]})
-        add("message_stop")
-        return encode_sse(ev)
-
-
-def _fake_block(block: tuple[Any, ...]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A fake stream's block: how it starts, and its deltas (text a word at a time; thinking
-    and arguments in halves, thinking then signed)."""
-    if block[0] == "think":
-        text = block[1]
-        signature = block[2] if len(block) > 2 else f"sig-{text[:8]}"
-        halves = [
-            {"type": "thinking_delta", "thinking": piece} for piece in (text[: len(text) // 2], text[len(text) // 2 :])
-        ]
-        return {"type": "thinking", "thinking": "", "signature": ""}, [
-            *halves,
-            {"type": "signature_delta", "signature": signature},
-        ]
-    if block[0] == "text":
-        return {"type": "text", "text": ""}, [{"type": "text_delta", "text": word} for word in fake_words(block[1])]
-    args = block[3]
-    pieces = ("", args[: len(args) // 2], args[len(args) // 2 :])
-    start = {"type": "tool_use", "id": block[1], "name": block[2], "input": {}}
-    return start, [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
-
-
-def _thinking_info(caps: dict[str, Any]) -> dict[str, Any]:
-    """What a ModelInfo says of thinking: the forms it takes, and whether it can be off."""
-    thinking = _supported(caps, ("thinking",))
-    if thinking is None:
-        return {}
-    modes = [
-        mode
-        for mode, key in (("adaptive", "adaptive"), ("budget", "enabled"))
-        if _supported(caps, ("thinking", "types", key))
-    ]
-    values: dict[str, Any] = {"thinking": modes if thinking else []}
-    off = _supported(caps, ("thinking", "types", "disabled"))
-    between = _supported(caps, ("thinking", "types", "between_tools"))
-    if off is False and between:
-        # Sonnet 5.5's way: thinking turned down to between tool calls is its off
-        # (the anthropic SDK's ModelInfo: thinking.types.between_tools).
-        values["thinking_off"], values["thinking_off_as"] = True, "between_tools"
-    elif off is not None:
-        values["thinking_off"] = off
-    return values
-
-
-def _supported(caps: dict[str, Any], path: tuple[str, ...]) -> bool | None:
-    """``supported`` at ``path`` of a ModelInfo's capabilities; None where the answer leaves
-    it out, and an error where it says something else than the documented shape (the whole
-    answer is then not trusted)."""
-    node: Any = caps
-    for key in path:
-        if not isinstance(node, dict):
-            raise ValueError(f"capabilities.{'.'.join(path)}: not an object")
-        node = node.get(key)
-    if node is None:
-        return None
-    if not isinstance(node, dict) or not isinstance(node.get("supported"), bool):
-        raise ValueError(f"capabilities.{'.'.join(path)}: no true/false 'supported'")
-    supported: bool = node["supported"]  # checked a bool just above
-    return supported
 
 
 PROTOCOL = AnthropicProtocol()

@@ -59,6 +59,19 @@ class BedrockConverseProtocol(WireProtocol):
     name = "bedrock-converse"
     credential_kinds = {"aws": "modelwire.protocols.bedrock._credentials:AWSCredentials"}  # SigV4
     secret_envs = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")  # what botocore reads
+    # botocore's region, profile and credential chain (AWS_REGION, AWS_PROFILE, AWS_ACCESS_KEY_ID ...:
+    # https://docs.aws.amazon.com/cli/latest/userguide/cli-configure-envvars.html), the Bedrock API key.
+    environ_prefixes = ("AWS_",)
+    # A model id's vendor ("anthropic.claude-...") and a cross-region inference profile's
+    # geography before it ("us.", "global."): https://docs.aws.amazon.com/bedrock/latest/userguide/models-supported.html,
+    # https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-support.html
+    # SigV4's "Authorization: AWS4-HMAC-SHA256 Credential=AKIA.../20150830/us-east-1/..."
+    # names the access key id (https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html).
+    signed_schemes = {"AWS4-": r"Credential=([^/,\s]+)/"}
+    model_id_prefix = (
+        r"(?:(?:us|eu|apac|au|jp|global|us-gov)\.)?"
+        r"(?:anthropic|amazon|meta|mistral|openai|deepseek|qwen|google|moonshot|cohere)\."
+    )
     presets = PRESETS
     error_types = {  # exception frames and x-amzn-errortype
         "throttlingexception": E.RateLimitError,

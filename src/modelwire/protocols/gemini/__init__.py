@@ -13,24 +13,18 @@ native one. The two endpoints differ only in URL and auth, which the presets car
 
 ``model`` is in the URL and ``stream`` is the endpoint, so neither goes in the body.
 Signatures are replayed only to the provider that made them (``replay_scope = "provider"``).
+The Files and Batch APIs are :mod:`._files`, the test server's fakes :mod:`._fakes`.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from ...adapters import encode_sse
-from ...errors import ConfigError, UnsupportedOptionError, UpstreamError
+from ...errors import ConfigError
 from ... import errors as E
 from .._caps import Refusal
 from .._protocol import (
-    FileBody,
-    BatchResult,
-    BatchState,
-    HTTPCall,
-    UploadedFile,
     CachePlan,
     Capabilities,
     ModelCapabilities,
@@ -39,10 +33,14 @@ from .._protocol import (
     WireProtocol,
     check_effort,
     refuse,
-    request_index,
     sampling,
 )
+from ._fakes import GeminiTestSupport
+from ._files import GeminiFilesAndBatches
 from .presets import PRESETS
+
+if TYPE_CHECKING:
+    from ...formatters._common import ReplayScope
 
 # An effort level as a thinking budget, for models that take only a budget (Gemini 2.5):
 # within every 2.5 model's range (Pro 128..32768, Flash 0..24576).
@@ -73,7 +71,7 @@ _VERTEX_PATH = "/v1/projects/{project}/locations/{location}/publishers/google/mo
 GEMINI_TS = "gemini_ts:"
 
 
-class GeminiProtocol(WireProtocol):
+class GeminiProtocol(GeminiFilesAndBatches, GeminiTestSupport, WireProtocol):
     name = "gemini"
     presets = PRESETS
     refusals = (
@@ -131,6 +129,9 @@ class GeminiProtocol(WireProtocol):
     dialect_keys = {"endpoint": {"vertex"}}  # Vertex AI: its URL and its credentials
     credential_kinds = {"google": "modelwire.protocols.gemini._credentials:GoogleCredentials"}  # Vertex AI
     secret_envs = ("GOOGLE_ACCESS_TOKEN",)
+    # Vertex AI's project, location and token (vertex_place, GoogleCredentials) and google-auth's
+    # GOOGLE_APPLICATION_CREDENTIALS (https://cloud.google.com/docs/authentication/application-default-credentials).
+    environ_prefixes = ("GOOGLE_",)
     description = "Google Gemini (Gemini API and Vertex AI)"
     adapter = "modelwire.protocols.gemini.adapter:GeminiAdapter"
     formatter = "modelwire.protocols.gemini.formatter:GeminiFormatter"
@@ -138,7 +139,7 @@ class GeminiProtocol(WireProtocol):
     model_in_body = False
     stream_in_body = False
     signature = (b'"candidates"', b'"usageMetadata"', b'"promptFeedback"')
-    replay_scope = "provider"
+    replay_scope: ReplayScope = "provider"  # mypy infers it from the first base (a mixin)
     replay_keys = ("thought_signature",)
     extras_keys = ("thought_signature", "server_call_id")
     capabilities = Capabilities(
@@ -202,131 +203,6 @@ class GeminiProtocol(WireProtocol):
                 except ValueError:
                     return None
         return None
-
-    # -- files (https://ai.google.dev/api/files; google-genai's files.upload, a resumable
-    # upload: a start request answered with X-Goog-Upload-URL, then the bytes). A file is
-    # sent as {"fileData": {"mimeType", "fileUri"}}, any media type.
-
-    files_api = "gemini"
-
-    def file_upload(
-        self, base_url: str, preset: Preset, data: "bytes | FileBody", media_type: str, name: str
-    ) -> HTTPCall:
-        if preset.dialect.get("endpoint") == "vertex":
-            raise UnsupportedOptionError(
-                "upload_file",
-                preset.name,
-                "Gemini on Vertex AI has no Files API: send a gs:// URL (a URL source) or the data inline",
-            )
-        from urllib.parse import quote
-
-        size = len(data)
-        body = json.dumps(
-            {"file": {"display_name": name, "mime_type": media_type, "size_bytes": size}}
-        ).encode()  # as google-genai writes it
-        headers = {
-            "content-type": "application/json",
-            "x-goog-upload-protocol": "resumable",
-            "x-goog-upload-command": "start",
-            "x-goog-upload-header-content-length": str(size),
-            "x-goog-upload-header-content-type": media_type,
-            "x-goog-upload-file-name": quote(name, safe=" .-_()"),
-        }
-        return HTTPCall("POST", base_url.rstrip("/") + "/upload/v1beta/files", headers, body)
-
-    def file_uploaded(
-        self, answer: Mapping[str, Any], headers: Mapping[str, str], call: HTTPCall, data: "bytes | FileBody"
-    ) -> UploadedFile | HTTPCall:
-        if call.headers.get("x-goog-upload-command") == "start":
-            url = headers.get("x-goog-upload-url")
-            if not url:
-                raise UpstreamError(
-                    "Gemini did not start the upload: its answer has no X-Goog-Upload-URL", body=dict(answer)
-                )
-            return HTTPCall(
-                "POST", url, {"x-goog-upload-command": "upload, finalize", "x-goog-upload-offset": "0"}, data
-            )
-        held = answer.get("file")
-        return _file(held if isinstance(held, Mapping) else {})
-
-    def files_url(self, base_url: str, preset: Preset) -> str:
-        if preset.dialect.get("endpoint") == "vertex":
-            raise UnsupportedOptionError("list_files", preset.name, "Gemini on Vertex AI has no Files API")
-        return base_url.rstrip("/") + "/v1beta/files"
-
-    def files_listed(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> list[UploadedFile]:
-        return [_file(f) for f in answer.get("files") or () if isinstance(f, dict) and isinstance(f.get("uri"), str)]
-
-    def takes_file_ref(self, media_type: str) -> bool:
-        return True
-
-    # -- batches (https://ai.google.dev/gemini-api/docs/batch-mode: "50% of the standard
-    # cost"; google-genai's batches.create with inlined requests, and its BatchJob): POST
-    # models/{model}:batchGenerateContent, the state and the inlined answers at batches/{id}.
-
-    batch_discount = 0.5
-    _BATCH_ENDED = ("BATCH_STATE_SUCCEEDED", "BATCH_STATE_FAILED", "BATCH_STATE_CANCELLED", "BATCH_STATE_EXPIRED")
-
-    def _batches(self, base_url: str, preset: Preset) -> str:
-        if preset.dialect.get("endpoint") == "vertex":
-            raise UnsupportedOptionError(
-                "batch",
-                preset.name,
-                "Vertex AI takes batches as batch prediction jobs over Cloud Storage or BigQuery, not this API",
-            )
-        return base_url.rstrip("/") + "/v1beta"
-
-    def batch_submit(self, base_url: str, preset: Preset, model: str, bodies: Any) -> HTTPCall:
-        requests = [
-            {"request": dict(body), "metadata": {"key": f"request-{n}"}} for n, body in enumerate(bodies)
-        ]  # the model is the URL's
-        url = f"{self._batches(base_url, preset)}/models/{model}:batchGenerateContent"
-        return HTTPCall(
-            "POST",
-            url,
-            {"accept": "application/json"},
-            json.dumps(
-                {"batch": {"displayName": "modelwire", "inputConfig": {"requests": {"requests": requests}}}}
-            ).encode(),
-        )
-
-    def batch_call(self, base_url: str, preset: Preset, batch_id: str, action: str) -> HTTPCall:
-        url = f"{self._batches(base_url, preset)}/batches/{batch_id}"
-        return (
-            HTTPCall("POST", url + ":cancel", {"accept": "application/json"})
-            if action == "cancel"
-            else HTTPCall("GET", url, {"accept": "application/json"})
-        )
-
-    def batch_state(self, answer: Mapping[str, Any], base_url: str, preset: Preset) -> BatchState:
-        meta = answer.get("metadata") or {}
-        name = str(answer.get("name") or meta.get("name") or "")
-        status = str(meta.get("state") or "")
-        ended = status in self._BATCH_ENDED
-        batch_id = name.removeprefix("batches/")
-        stats = meta.get("batchStats") or {}
-        counts = {k: int(v) for k, v in stats.items() if str(v).isdigit()}
-        reads = (self.batch_call(base_url, preset, batch_id, "status"),) if ended and batch_id else ()
-        return BatchState(batch_id, status, ended, counts, reads, counts.get("requestCount"))
-
-    def batch_results(self, text: str) -> list[BatchResult]:
-        answer = json.loads(text)
-        output = (answer.get("metadata") or {}).get("output") or (answer.get("response") or {})
-        items = (output.get("inlinedResponses") or {}).get("inlinedResponses") or []
-        out: list[BatchResult] = []
-        for n, item in enumerate(items):
-            if not isinstance(item, dict):
-                out.append((-1, None, E.StreamProtocolError(f"answer {n} of the batch is not an object", body=item)))
-                continue
-            metadata = item.get("metadata")
-            if not isinstance(metadata, dict):
-                metadata = {}
-            index = request_index(metadata["key"]) if "key" in metadata else n
-            if item.get("error"):
-                out.append((index, None, {"error": item["error"]}))
-            else:
-                out.append((index, item.get("response") or {}, None))
-        return out
 
     def count_request(
         self, url: str, body: dict[str, Any], model: str, preset: Preset
@@ -469,91 +345,6 @@ class GeminiProtocol(WireProtocol):
         (256), _HIGH (google-genai's MediaResolution and GenerationConfig.media_resolution)."""
         body.setdefault("generationConfig", {})["mediaResolution"] = f"MEDIA_RESOLUTION_{resolution.upper()}"
 
-    def fake_answer(self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
-        """The whole generateContent answer of the same blocks as :meth:`fake_stream`: one
-        candidate holding every part, a thought's signature on the part after it."""
-        import json
-
-        parts: list[dict[str, Any]] = []
-        signature: str | None = None
-        for block in blocks:
-            if block[0] == "think":
-                parts.append({"text": block[1], "thought": True})
-                signature = f"sig-{block[1][:8]}"
-                continue
-            if block[0] == "text":
-                part: dict[str, Any] = {"text": block[1]}
-            else:
-                call: dict[str, Any] = {"name": block[2], "args": json.loads(block[3] or "{}")}
-                if block[1].startswith("fc_"):
-                    call["id"] = block[1]
-                part = {"functionCall": call}
-            if signature:
-                part["thoughtSignature"], signature = signature, None
-            parts.append(part)
-        candidate = {"content": {"role": "model", "parts": parts}, "index": 0, "finishReason": "STOP"}
-        used = {"promptTokenCount": usage[0], "candidatesTokenCount": usage[1], "totalTokenCount": sum(usage)}
-        return {"candidates": [candidate], "usageMetadata": used, "modelVersion": "gemini-test", "responseId": "gem-1"}
-
-    def fake_stream(
-        self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5), finish: str = "STOP", **_: Any
-    ) -> bytes:
-        """``("think", text)`` is a thought part and a signature on the next part, as
-        Gemini 3 sends; calls carry server ids ``fc_<n>`` when the block's id starts so."""
-        chunks: list[dict[str, Any]] = []
-        signature: str | None = None
-        for n, block in enumerate(blocks):
-            if block[0] == "think":
-                chunks.append({"parts": [{"text": block[1], "thought": True}]})
-                signature = f"sig-{block[1][:8]}"
-            elif block[0] == "text":
-                words = block[1].split(" ")
-                for i, word in enumerate(words):
-                    part: dict[str, Any] = {"text": word + (" " if i < len(words) - 1 else "")}
-                    if signature and i == 0:
-                        part["thoughtSignature"], signature = signature, None
-                    chunks.append({"parts": [part]})
-            else:
-                _, call_id, name, args = block
-                import json
-
-                call: dict[str, Any] = {"name": name, "args": json.loads(args or "{}")}
-                if call_id.startswith("fc_"):
-                    call["id"] = call_id
-                part = {"functionCall": call}
-                if signature:
-                    part["thoughtSignature"], signature = signature, None
-                chunks.append({"parts": [part]})
-        events = []
-        for i, chunk in enumerate(chunks):
-            body: dict[str, Any] = {
-                "candidates": [{"content": {"role": "model", "parts": chunk["parts"]}, "index": 0}],
-                "modelVersion": "gemini-test",
-                "responseId": "gem-1",
-            }
-            last = i == len(chunks) - 1
-            body["usageMetadata"] = {
-                "promptTokenCount": usage[0],
-                "candidatesTokenCount": usage[1] if last else 1,
-                "totalTokenCount": usage[0] + usage[1],
-            }
-            if last:
-                body["candidates"][0]["finishReason"] = finish
-            events.append((None, body))
-        if not chunks:
-            events.append(
-                (
-                    None,
-                    {
-                        "candidates": [
-                            {"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": finish, "index": 0}
-                        ],
-                        "usageMetadata": {"promptTokenCount": usage[0]},
-                    },
-                )
-            )
-        return encode_sse(events)
-
 
 def _thinking_off(o: ModelOptions, preset: Preset, model: str, caps: ModelCapabilities) -> dict[str, Any]:
     """``thinking=False``: a budget of 0 (Gemini 2.5 Flash: off; models that must think
@@ -612,18 +403,6 @@ def _thinking_config(o: ModelOptions, preset: Preset, model: str, caps: ModelCap
 
 
 PROTOCOL = GeminiProtocol()
-
-
-def _file(data: Mapping[str, Any]) -> UploadedFile:
-    """A Gemini ``File`` (``name`` ``files/ID``, ``uri``, ``mimeType``, ``displayName``, ``sizeBytes``)."""
-    size, name, uri = data.get("sizeBytes"), data.get("name"), data.get("uri")
-    return UploadedFile(
-        name.removeprefix("files/") if isinstance(name, str) else "",
-        uri if isinstance(uri, str) else "",
-        data.get("mimeType") or "",
-        data.get("displayName") or "",
-        int(str(size)) if str(size).isdigit() else None,
-    )
 
 
 def _per_day(body: Any) -> bool:

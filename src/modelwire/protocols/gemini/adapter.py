@@ -45,6 +45,7 @@ from ...adapters import OPTIONAL, BaseAdapter, Block, Delta, error_object, json_
 from ...errors import StreamProtocolError, error_from_body
 from ...event import DataBlockDeltaEvent
 from ...message import normalize_base64
+from ._partial_args import set_path, StreamedCall
 
 __all__ = ["GeminiAdapter", "FINISH_REASONS"]
 
@@ -148,26 +149,6 @@ _NO_USAGE = msgspec.Raw()  # a chunk without usage
 _decode_usage = msgspec.json.Decoder(dict[str, Any]).decode
 
 
-class _StreamedCall:
-    """A function call whose arguments arrive as ``partialArgs`` (Vertex)."""
-
-    __slots__ = ("key", "args", "open_string", "pieces", "slot")
-
-    def __init__(self, key: Any) -> None:
-        self.key = key
-        self.args: dict[str, Any] = {}
-        self.open_string: str | None = None  # the jsonPath of a string still being continued
-        self.pieces: list[str] = []  # its pieces so far, joined once (a long string is linear)
-        self.slot: tuple[Any, str | int] | None = None  # where the joined string goes
-
-    def flush(self) -> None:
-        """Write the string still being continued into the arguments."""
-        if self.slot is not None:
-            container, last = self.slot
-            _put(container, last, "".join(self.pieces))
-        self.open_string, self.pieces, self.slot = None, [], None
-
-
 class GeminiAdapter(BaseAdapter):
     protocol = "gemini"
     deltas = DELTAS
@@ -177,7 +158,7 @@ class GeminiAdapter(BaseAdapter):
         self._usage: dict[str, Any] = {}
         self._usage_raw = _NO_USAGE  # the usage the short path last kept, as sent
         self._current: Any = None  # key of the open text / thinking block
-        self._streamed: _StreamedCall | None = None
+        self._streamed: StreamedCall | None = None
         self._parts = 0  # a counter for block keys
         self._client_calls = 0
         self._server_calls: dict[str, str] = {}  # server calls waiting for their result: id -> tool name
@@ -191,12 +172,12 @@ class GeminiAdapter(BaseAdapter):
         """The text block the short path's text continues (none while a call streams)."""
         return self.blocks.get(self._current) if self._streamed is None else None
 
-    def _open_string(self, json_path: Any) -> _StreamedCall | None:
+    def _open_string(self, json_path: Any) -> StreamedCall | None:
         """The call streaming the string at ``json_path`` (Vertex's partialArgs), if any."""
         streamed = self._streamed
         return streamed if streamed is not None and streamed.open_string == json_path else None
 
-    def _add_piece(self, streamed: _StreamedCall, text: str) -> list[E.AgentEvent]:
+    def _add_piece(self, streamed: StreamedCall, text: str) -> list[E.AgentEvent]:
         """One more piece of the string ``streamed`` continues, kept as _continue_call keeps
         it: no event until the call ends (so no stamp: every entry point takes its own)."""
         streamed.pieces.append(text)
@@ -374,7 +355,7 @@ class GeminiAdapter(BaseAdapter):
             raise StreamProtocolError("a functionCall without a name", body={"functionCall": call})
         if call.get("willContinue") or call.get("partialArgs"):
             block = self._open_call(name, call.get("id"), signature)
-            self._streamed = _StreamedCall(block.key)
+            self._streamed = StreamedCall(block.key)
             self._continue_call(self._streamed, {k: v for k, v in call.items() if k != "name"}, None)
             return
         args = call.get("args")
@@ -412,7 +393,7 @@ class GeminiAdapter(BaseAdapter):
             extras["thought_signature"] = signature
         return call_id, extras
 
-    def _continue_call(self, streamed: _StreamedCall, call: dict[str, Any], signature: str | None) -> None:
+    def _continue_call(self, streamed: StreamedCall, call: dict[str, Any], signature: str | None) -> None:
         block = self.blocks[streamed.key]
         if signature and "thought_signature" not in block.extras:
             block.extras["thought_signature"] = signature
@@ -420,7 +401,7 @@ class GeminiAdapter(BaseAdapter):
         if not isinstance(partial, list):
             raise StreamProtocolError("partialArgs is not a list", body={"functionCall": call})
         for arg in partial:
-            _set_path(streamed, arg)
+            set_path(streamed, arg)
         if not call.get("willContinue"):
             self._end_streamed_call()  # `{}` (or a last piece without willContinue) ends it
 
@@ -551,122 +532,3 @@ def _describe(body: dict[str, Any]) -> str:
     if response is None:
         return ""
     return response if isinstance(response, str) else json_text(response)
-
-
-_VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
-
-
-_VALUE_TYPES: dict[str, Any] = {"stringValue": str, "numberValue": (int, float), "boolValue": bool, "nullValue": object}
-
-
-def _set_path(streamed: _StreamedCall, arg: Any) -> None:
-    """Put one ``partialArgs`` entry into the arguments being built."""
-    if not isinstance(arg, dict) or not isinstance(arg.get("jsonPath"), str):
-        raise StreamProtocolError("a partialArgs entry without a jsonPath", body={"partialArgs": arg})
-    path = arg["jsonPath"]
-    steps = _steps(path)
-    present = [k for k in _VALUE_KEYS if k in arg]
-    if not present:
-        if arg.get("willContinue"):
-            return
-        raise StreamProtocolError(f"partialArgs entry for {path} has no value", body={"partialArgs": arg})
-    kind = present[0]
-    value = _typed_value(arg, kind, path)
-    more = bool(arg.get("willContinue"))
-    if kind == "stringValue" and isinstance(value, str) and streamed.open_string == path:
-        streamed.pieces.append(value)  # a string continued across pieces
-        if not more:
-            streamed.flush()
-        return
-    streamed.flush()
-    target: Any = streamed.args
-    for step, following in zip(steps, steps[1:]):
-        target = _child(target, step, {} if isinstance(following, str) else [])
-    last = steps[-1]
-    _put(target, last, value)
-    if kind == "stringValue" and isinstance(value, str) and more:
-        streamed.open_string, streamed.pieces, streamed.slot = path, [value], (target, last)
-
-
-_PATHS: dict[str, tuple[str | int, ...]] = {}  # jsonPaths read so far (a call repeats its few paths)
-
-
-def _steps(path: str) -> tuple[str | int, ...]:
-    """A jsonPath's steps (keys and indexes), read once per path."""
-    steps = _PATHS.get(path)
-    if steps is None:
-        steps = tuple(_parse_path(path))
-        if len(_PATHS) < 4096:
-            _PATHS[path] = steps
-    return steps
-
-
-def _typed_value(arg: dict[str, Any], kind: str, path: str) -> Any:
-    """An entry's value, of the type its key says (``stringValue`` a string ...)."""
-    value = None if kind == "nullValue" else arg[kind]
-    if not isinstance(value, _VALUE_TYPES[kind]) or (kind != "boolValue" and isinstance(value, bool)):
-        raise StreamProtocolError(
-            f"partialArgs entry for {path}: {kind} holds {type(value).__name__}", body={"partialArgs": arg}
-        )
-    return value
-
-
-def _parse_path(path: str) -> list[str | int]:
-    if not path.startswith("$"):
-        raise StreamProtocolError(f"jsonPath {path!r} does not start at $")
-    steps: list[str | int] = []
-    i = 1
-    while i < len(path):
-        if path[i] == ".":
-            j = i + 1
-            while j < len(path) and path[j] not in ".[":
-                j += 1
-            steps.append(path[i + 1 : j])
-            i = j
-        elif path[i] == "[":
-            j = path.find("]", i)
-            if j < 0:
-                raise StreamProtocolError(f"cannot read jsonPath {path!r}: a [ without its ]")
-            inner = path[i + 1 : j]
-            steps.append(int(inner) if inner.isdigit() else inner.strip("'\""))
-            i = j + 1
-        else:
-            raise StreamProtocolError(f"cannot read jsonPath {path!r}")
-    if not steps:
-        raise StreamProtocolError(f"jsonPath {path!r} names no field")
-    return steps
-
-
-def _child(container: Any, step: str | int, empty: Any) -> Any:
-    if isinstance(step, int):
-        if not isinstance(container, list):
-            raise StreamProtocolError("a jsonPath index into something that is not a list")
-        if step > len(container) + 1024:
-            # Elements arrive in order: an index far past the end would only fill memory.
-            raise StreamProtocolError(f"a jsonPath index {step} far past the {len(container)} elements so far")
-        while len(container) <= step:
-            container.append(None)
-        if container[step] is None:
-            container[step] = empty
-        return container[step]
-    if not isinstance(container, dict):
-        raise StreamProtocolError("a jsonPath field of something that is not an object")
-    if container.get(step) is None:
-        container[step] = empty
-    return container[step]
-
-
-def _put(container: Any, step: str | int, value: Any) -> None:
-    if isinstance(step, int):
-        if not isinstance(container, list):
-            raise StreamProtocolError("a jsonPath index into something that is not a list")
-        if step > len(container) + 1024:
-            # Elements arrive in order: an index far past the end would only fill memory.
-            raise StreamProtocolError(f"a jsonPath index {step} far past the {len(container)} elements so far")
-        while len(container) <= step:
-            container.append(None)
-        container[step] = value
-    else:
-        if not isinstance(container, dict):
-            raise StreamProtocolError("a jsonPath field of something that is not an object")
-        container[step] = value

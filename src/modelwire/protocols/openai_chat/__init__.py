@@ -27,15 +27,17 @@ Servers differ in a few documented ways; a preset's ``dialect`` says which:
 
 Reasoning one provider produced is replayed only to that provider (``replay_scope =
 "provider"``): DeepSeek's reasoning is not Groq's.
+
+Beside this module: the strict-mode schema rules (:mod:`._strict`) and the rate-limit headers
+(:mod:`._rate_limits`) the Responses API shares, and the test server's fakes (:mod:`._fakes`).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping
 
-from ...adapters import encode_sse
 from ... import errors as E
 from .._caps import Refusal, levels_in
 from .._openai_errors import OpenAIErrors
@@ -48,120 +50,28 @@ from .._protocol import (
     Preset,
     WireProtocol,
     check_effort,
-    rate_limit_shape,
     refuse,
     sampling,
-    fake_words,
 )
+from ._fakes import OpenAIChatTestSupport
+from ._rate_limits import openai_rate_limits
+from ._strict import STRICT_RULES, strict_defaults, strict_format
 from .presets import PRESETS
 
 if TYPE_CHECKING:
     from ...formatters._common import ReplayScope
 
-__all__ = ["PROTOCOL", "OpenAIChatProtocol", "STRICT_RULES", "strict_format", "openai_cache"]
+__all__ = [
+    "PROTOCOL",
+    "OpenAIChatProtocol",
+    "STRICT_RULES",
+    "strict_format",
+    "strict_defaults",
+    "openai_cache",
+    "openai_rate_limits",
+]
 
 log = logging.getLogger("modelwire.protocols.openai")
-
-# OpenAI's strict mode (Structured Outputs): every object closed and every property
-# required; the keywords below kept, others moved into the description. The openai SDK's
-# to_strict_json_schema writes pydantic schemas the same way.
-STRICT_RULES: dict[str, Any] = dict(
-    keywords=frozenset(
-        {
-            "default",
-            "pattern",
-            "format",
-            "minimum",
-            "maximum",
-            "exclusiveMinimum",
-            "exclusiveMaximum",
-            "multipleOf",
-            "minItems",
-            "maxItems",
-            "prefixItems",
-        }
-    ),
-    formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}),
-)
-
-
-# Where OpenAI-compatible servers put reasoning in a message (DeepSeek, vLLM, llama.cpp:
-# reasoning_content; OpenRouter, Groq: reasoning and reasoning_details).
-_REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_details")
-
-
-def openai_rate_limits(headers: Mapping[str, str]) -> dict[str, Any] | None:
-    """``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` (the reset a wait, "6m0s") and
-    ``retry-after``, as OpenAI, Azure OpenAI and Groq send them
-    (https://platform.openai.com/docs/guides/rate-limits#rate-limits-in-headers)."""
-    names = {
-        kind: (f"x-ratelimit-limit-{kind}", f"x-ratelimit-remaining-{kind}", f"x-ratelimit-reset-{kind}")
-        for kind in ("requests", "tokens")
-    }
-    found = rate_limit_shape(headers, names, reset_is_duration=True)
-    if found is None or not ({"requests", "tokens"} & set(found)):
-        # Mistral's per-minute names, without a reset (mistralai/client-ts#169, 2026-02-12).
-        mistral = {
-            "requests": ("x-ratelimit-limit-req-minute", "x-ratelimit-remaining-req-minute", ""),
-            "tokens": ("x-ratelimit-limit-tokens-minute", "x-ratelimit-remaining-tokens-minute", ""),
-        }
-        found = rate_limit_shape(headers, mistral, reset_is_duration=True) or found
-    if found is None or "requests" not in found:
-        # OpenRouter's X-RateLimit-{Limit,Remaining,Reset} on a 429 (https://openrouter.ai/docs/api-reference/limits),
-        # requests per interval, the reset an epoch time in milliseconds.
-        generic = rate_limit_shape(
-            headers, {"requests": ("x-ratelimit-limit", "x-ratelimit-remaining", "")}, reset_is_duration=True
-        )
-        reset = _epoch_reset({k.lower(): v for k, v in headers.items()}.get("x-ratelimit-reset"))
-        if generic and "requests" in generic:
-            found = {**(found or {}), "requests": {**generic["requests"], **({"reset": reset} if reset else {})}}
-    return found
-
-
-def _epoch_reset(value: str | None) -> str | None:
-    """An epoch time (seconds, or milliseconds) as an ISO-8601 UTC time."""
-    import time
-
-    if not value or not value.strip().isdigit():
-        return None
-    seconds = int(value) / (1000 if int(value) > 10**11 else 1)
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-def strict_defaults(caps: ModelCapabilities, preset: Preset) -> ModelCapabilities:
-    """``caps`` with ``default`` among the keywords strict mode refuses, on a server whose
-    strict mode refuses it (``dialect["strict_default"] = False``: Azure OpenAI), so a strict
-    tool holding one is refused before it is sent rather than answered with a 400."""
-    if preset.dialect.get("strict_default") is not False:
-        return caps
-    where = f"the {preset.name} preset (strict mode refuses a non-null default)"
-    return replace(caps, strict_refused=("default",), sources={**caps.sources, "strict_refused": where})
-
-
-def strict_format(
-    schema: dict[str, Any], model: str, dialect: Mapping[str, Any] | None = None, refused: Sequence[str] | None = None
-) -> tuple[dict[str, Any], bool]:
-    """The schema to send and whether it can go with ``strict: true``: in the strict subset
-    where it can be written so; else as given, unenforced (said in the debug log). A server
-    whose strict mode refuses ``default`` (``dialect["strict_default"] = False``, or a
-    keyword in ``refused``: what the model's refusals taught) gets it in the description
-    instead."""
-    from ...formatters._schema import NotStrict, SchemaRules, strict_schema
-
-    rules = STRICT_RULES
-    gone = set(refused or ())
-    if dialect is not None and dialect.get("strict_default") is False:
-        gone.add("default")
-    if gone:
-        rules = {**STRICT_RULES, "keywords": STRICT_RULES["keywords"] - gone}
-    try:
-        strict, notes = strict_schema(schema, SchemaRules(**rules))
-    except NotStrict as exc:
-        log.debug("json_schema for %s goes with strict: false: %s", model, exc)
-        return schema, False
-    for note in notes:
-        log.debug("json_schema for %s: %s", model, note)
-    return strict, True
 
 
 _FORMATTER_KEYS = (
@@ -173,7 +83,7 @@ _FORMATTER_KEYS = (
 )
 
 
-class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
+class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, OpenAIChatTestSupport, WireProtocol):
     name = "openai-chat"
     credential_kinds = {"azure": "modelwire.protocols.openai_chat._credentials:AzureCredentials"}  # Entra ID
     presets = PRESETS
@@ -493,112 +403,6 @@ class OpenAIChatProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol):
             raise refuse("parallel_tool_calls", preset, "it needs tools in the request")
         if o.json_schema is not None:
             p["response_format"] = _response_format(o.json_schema, o.json_schema_name, preset, model, caps)
-
-    def answer_events(self, answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
-        # The reasoning first, in a chunk of its own (as a stream sends it, before the text),
-        # then the rest with the finish reason and the usage.
-        head = {k: v for k, v in answer.items() if k not in ("choices", "usage")}
-        thinking, choices = [], []
-        for choice in answer.get("choices") or []:
-            message = dict(choice.get("message") or {})
-            index = choice.get("index", 0)
-            reasoning = {k: message.pop(k) for k in _REASONING_FIELDS if message.get(k)}
-            if reasoning:
-                thinking.append(
-                    {
-                        "index": index,
-                        "delta": {"role": message.get("role", "assistant"), **reasoning},
-                        "finish_reason": None,
-                    }
-                )
-            calls = message.pop("tool_calls", None)
-            if calls:
-                message["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
-            choices.append({"index": index, "delta": message, "finish_reason": choice.get("finish_reason")})
-        chunks: list[tuple[str | None, Any]] = [(None, {**head, "choices": thinking})] if thinking else []
-        chunks.append((None, {**head, **({"usage": answer["usage"]} if "usage" in answer else {}), "choices": choices}))
-        chunks.append((None, "[DONE]"))
-        return chunks
-
-    def fake_answer(self, *blocks: tuple[Any, ...], usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
-        """The whole chat completion of the same blocks as :meth:`fake_stream` (the thinking
-        in ``reasoning_content``, as the fake stream sends it)."""
-        message: dict[str, Any] = {"role": "assistant", "content": None}
-        texts = [b[1] for b in blocks if b[0] == "text"]
-        thoughts = [b[1] for b in blocks if b[0] == "think"]
-        calls = [
-            {"id": b[1], "type": "function", "function": {"name": b[2], "arguments": b[3]}}
-            for b in blocks
-            if b[0] == "tool"
-        ]
-        if texts:
-            message["content"] = "".join(texts)
-        if thoughts:
-            message["reasoning_content"] = "".join(thoughts)
-        if calls:
-            message["tool_calls"] = calls
-        choice = {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
-        used = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
-        return {
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "chat-test",
-            "choices": [choice],
-            "usage": used,
-        }
-
-    def fake_stream(
-        self,
-        *blocks: tuple[Any, ...],
-        finish: str | None = None,
-        reasoning_field: str = "reasoning_content",
-        usage: tuple[int, int] = (10, 5),
-        **_: Any,
-    ) -> bytes:
-        """Tool calls are streamed in parallel, their fragments interleaved."""
-
-        def chunk(delta: dict[str, Any] | None, fin: str | None = None, **extra: Any) -> tuple[None, dict[str, Any]]:
-            choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": fin}]
-            return (
-                None,
-                {
-                    "id": "chatcmpl-1",
-                    "object": "chat.completion.chunk",
-                    "model": "chat-test",
-                    "choices": choices,
-                    **extra,
-                },
-            )
-
-        ev: list[tuple[str | None, Any]] = [chunk({"role": "assistant", "content": ""})]
-        tools = [b for b in blocks if b[0] == "tool"]
-        for block in blocks:
-            if block[0] in ("think", "text"):
-                field = reasoning_field if block[0] == "think" else "content"
-                for word in fake_words(block[1]):
-                    ev.append(chunk({field: word}))
-        for k, (_, cid, name, _args) in enumerate(tools):
-            ev.append(
-                chunk(
-                    {
-                        "tool_calls": [
-                            {"index": k, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}
-                        ]
-                    }
-                )
-            )
-        halves = [(k, t[3][: len(t[3]) // 2], t[3][len(t[3]) // 2 :]) for k, t in enumerate(tools)]
-        for k, first, _ in halves:
-            ev.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": first}}]}))
-        for k, _, second in halves:
-            ev.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": second}}]}))
-        ev.append(chunk({}, finish or ("tool_calls" if tools else "stop")))
-        ev.append(
-            chunk(None, usage={"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)})
-        )
-        ev.append((None, "[DONE]"))
-        return encode_sse(ev)
 
 
 def _switch(p: dict[str, Any], o: ModelOptions, preset: Preset, switch: str, on: bool) -> None:
