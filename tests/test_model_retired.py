@@ -65,6 +65,17 @@ def test_a_retirement_is_the_providers_own_not_the_clouds():
     assert from_table("magistral-medium-2509").retired is None  # the model's row: no endpoint's dates
 
 
+def test_a_retirement_is_the_providers_own_endpoints_not_a_proxys():
+    # An Anthropic-compatible proxy may serve claude-sonnet-4-0 still: Anthropic's date is its API's.
+    proxy = load_model("anthropic:claude-sonnet-4-0", api_key="sk-test", base_url="http://127.0.0.1:9")
+    assert proxy.capabilities.retired is None
+    assert proxy.preflight([UserMsg("user", "hi")]) == []
+    declared = load_model(
+        "anthropic:claude-sonnet-4-0", api_key="sk-test", base_url="http://127.0.0.1:9", endpoint_family="anthropic"
+    )
+    assert declared.capabilities.retired == "2026-06-15"  # a proxy a profile counts as Anthropic's own
+
+
 def test_a_model_in_service_is_not_retired():
     for spec in ("mistral:mistral-medium-3-5", "mistral:mistral-small-latest", "openai:gpt-6-sol"):
         assert load_model(spec, api_key="sk-test").capabilities.retired is None
@@ -93,7 +104,7 @@ def test_a_day_to_come_is_a_deprecation():
 
 def test_the_refusal_of_a_retired_id_names_the_successor_and_the_first_call_logs_it(server, caplog):
     server.script(json_reply(INVALID, status=400))
-    model = server.model("openai-chat", "magistral-medium-2509", preset="mistral")
+    model = server.model("openai-chat", "magistral-medium-2509", preset="mistral", endpoint_family="mistral")
 
     async def call():
         async for _ in model.stream([UserMsg("user", "hi")]):

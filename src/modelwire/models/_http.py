@@ -142,10 +142,21 @@ class HTTPModel(Pricing, Failures, Resumption):
                 published=self._published,
                 learned=learned,
                 overrides=self._capability_overrides,
-                provider=self.provider,
+                provider=self.provider if self.at_own_endpoint else None,
             )
             self._fit_tool_rules(self._capabilities)
         return self._capabilities
+
+    @property
+    def at_own_endpoint(self) -> bool:
+        """Whether this model is reached at its provider's own endpoint (the preset's base
+        URL, or one a profile counts in its family with ``endpoint_family``), where what the
+        capability table says of that endpoint holds (its ``[[endpoint]]`` entries: a tool
+        limit, a retirement day). A proxy, a gateway or a local server named by ``base_url``
+        is not: it gets the model's row alone. A preset without a URL of its own (Azure: each
+        resource has its own) is at its own endpoint at whatever URL it is given."""
+        preset = self.spec.preset
+        return not preset.base_url or self.endpoint == (preset.endpoint_family or preset.name)
 
     @property
     def assumed_from(self) -> str | None:

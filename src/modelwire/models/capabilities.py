@@ -227,7 +227,8 @@ def resolve_capabilities(
     provider: str | None = None,
 ) -> ModelCapabilities:
     """The record for ``model``: the protocol's ``defaults``, then the table (its row for the
-    model, then what it says of the model on ``provider``'s endpoint), then what the provider
+    model, then what it says of the model on ``provider``'s own endpoint: None for a model
+    reached elsewhere, a proxy or a local server), then what the provider
     published, then what its refusals taught (``learned``), then the user's ``overrides``
     (each laid over the last)."""
     caps = defaults
