@@ -187,16 +187,17 @@ class HTTPModel(Pricing, Failures, Resumption):
             log.warning("%s", self.assumption())
 
     def _say_retired(self) -> None:
-        """That the provider retired this model (and which it names instead), logged once per
-        endpoint and model in a process: a retired id may be answered by another model."""
-        key = (self.endpoint, f"retired:{self.name}")
+        """That the provider retired this model, or retires it on a day to come (and which it
+        names instead), logged once per endpoint and model in a process: a retired id may be
+        answered by another model (a deprecation and, once its day has come, the retirement:
+        each once)."""
+        from ._preflight import retirement
+
+        said = retirement(self.provider, self.name, self.capabilities)
+        key = (self.endpoint, said)
         if key not in _SAID_ASSUMED:
             _SAID_ASSUMED.add(key)
-            caps = self.capabilities
-            instead = f"; it names {self.provider}:{caps.successor} in its place" if caps.successor else ""
-            log.warning(
-                "%s:%s: the provider retired this model on %s%s", self.provider, self.name, caps.retired, instead
-            )
+            log.warning("%s", said)
 
     def _fit_tool_rules(self, caps: ModelCapabilities) -> None:
         """Tool-call ids and tool names sent in the form the provider said it takes (the

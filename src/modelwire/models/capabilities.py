@@ -14,6 +14,7 @@ time; only the entry a model matches is made a record then.
 
 from __future__ import annotations
 
+import contextvars
 import fnmatch
 import re
 from dataclasses import replace
@@ -34,6 +35,8 @@ __all__ = [
     "endpoint_entries",
     "endpoint_rules",
     "resolve_capabilities",
+    "TODAY",
+    "has_come",
 ]
 
 _TABLE = Path(__file__).with_name("capabilities.toml")
@@ -215,6 +218,22 @@ def _stands_for_a_version(name: str, pattern: str) -> bool:
     if found is None:
         return False
     return any(_VERSION.search(_DATE.sub("", wild)) for wild in found.groups())
+
+
+# The day a retirement is read against ("YYYY-MM-DD"); None: the date today. Set it (a test,
+# a report written for another day) to read the table as of that day.
+TODAY: contextvars.ContextVar[str | None] = contextvars.ContextVar("modelwire_today", default=None)
+
+
+def has_come(day: str) -> bool:
+    """Whether ``day`` (a ``retired`` field's "YYYY-MM-DD") is today or past: the model was
+    retired, rather than retires on a day to come."""
+    today = TODAY.get()
+    if today is None:
+        import datetime
+
+        today = datetime.date.today().isoformat()
+    return day <= today
 
 
 def resolve_capabilities(
