@@ -198,3 +198,27 @@ def test_a_not_found_of_a_model_retiring_later_keeps_the_near_names_hint(server)
         call(anthropics(server, "claude-sonet-4-6", capabilities={"retired": "2999-01-01"}))
     said = str(info.value)
     assert "did you mean anthropic:claude-sonnet-4-6?" in said and "retired" not in said
+
+
+# DeepSeek's 400s, one to a model id it does not serve (langbot-app/LangBot#1643, 2025-09-02), one to
+# a request it cannot take (JohnnyZ93/oai-compatible-copilot#202, 2026-04-24): the same type and code.
+@pytest.mark.parametrize(
+    "words,told",
+    [
+        ("Model Not Exist", True),
+        ("The model `deepseek-v3.1` does not exist or you do not have access to it.", True),
+        ("The reasoning_content in the thinking mode must be passed back to the API.", False),
+    ],
+)
+def test_a_400_is_told_of_the_retirement_by_its_words_when_its_type_says_nothing(server, words, told):
+    body = {
+        "error": {"message": words, "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}
+    }
+    server.script(json_reply(body, status=400))
+    retired = {"retired": "2026-01-01", "successor": "deepseek-chat"}
+    model = server.model("openai-chat", "deepseek-v3.1", preset="deepseek", capabilities=retired)
+    with pytest.raises(E.InvalidRequestError) as info:
+        call(model)
+    said = str(info.value)
+    assert words in said
+    assert ("was retired on 2026-01-01" in said and "deepseek:deepseek-chat in its place" in said) is told

@@ -49,7 +49,7 @@ def _say_wait(err: E.ProviderError, why: str) -> None:
 # "The model `x` does not exist", "Model Not Exist", "The provided model identifier is invalid").
 _MODEL_TYPE = re.compile(r"model_?not_?(?:found|exist)|(?:invalid|unknown)_?model\b")
 _MODEL_WORDS = re.compile(
-    r"\b(?:invalid|unknown) model\b|\bmodel\b[^.]*\b(?:not found|(?:does )?not exist|is invalid|is not valid)"
+    r"\b(?:invalid|unknown) model\b|\bmodel\b.{0,80}?\b(?:not found|(?:does )?not exist|is invalid|is not valid)"
 )
 
 
