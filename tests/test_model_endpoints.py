@@ -12,6 +12,8 @@ naming the model and the endpoint, and ``check`` reports it.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 import sdk_params
@@ -20,6 +22,8 @@ from modelwire.formatters import ToolSpec
 from modelwire.message import UserMsg
 from modelwire.models import load_model
 from modelwire.models.capabilities import endpoint_entries, endpoint_rules
+from modelwire.testing import sse_reply
+from modelwire.testing.sse import body as sse_body
 
 TOOLS = [
     ToolSpec(
@@ -158,3 +162,52 @@ def test_every_endpoint_entry_that_matches_adds_its_fields():
     caps = endpoint_rules("gpt-6.1-sol", "openai")
     assert caps is not None and caps.effort == ("low", "medium", "high", "xhigh") and caps.max_tools == 128
     assert endpoint_rules("gpt-6-sol", "openai-responses").max_tools is None  # not stated there
+
+
+# -- the provider's own endpoint only ------------------------------------------------------------
+#
+# An [[endpoint]] entry states what the provider's own endpoint does: a proxy, a gateway or a local
+# server named by base_url (vLLM, an Anthropic-compatible proxy) keeps the model's row without them.
+
+
+def stream(model, tools) -> None:
+    async def call():
+        async for _ in model.stream([UserMsg("user", "Weather in Paris?")], tools=tools):
+            pass
+
+    asyncio.run(call())
+
+
+def test_a_local_server_at_openais_preset_is_not_given_openais_tool_limit(server):
+    local = load_model("openai:my-local-model", api_key="sk-test", base_url="http://127.0.0.1:8000/v1")
+    assert local.capabilities.max_tools is None
+    assert len(local.build_request([UserMsg("user", "hi")], many_tools(130), None)[0]["tools"]) == 130
+    server.script(sse_reply(sse_body("openai-chat", ("text", "Sunny."))))
+    stream(server.model("openai-chat", "my-local-model", preset="openai"), many_tools(130))
+    assert len(server.requests[-1]["json"]["tools"]) == 130  # all of them reached the server
+    # The same server standing for OpenAI's own endpoint (a profile says so): OpenAI's limit holds.
+    own = server.model("openai-chat", "my-local-model", preset="openai", endpoint_family="openai")
+    assert own.capabilities.max_tools == 128
+    with pytest.raises(UnsupportedOptionError, match="at most 128 tools"):
+        stream(own, many_tools(130))
+    assert len(server.requests) == 1  # refused before it was sent
+
+
+def test_a_local_server_is_not_given_openais_rule_on_tools_while_reasoning(server):
+    local = load_model("openai:gpt-6-sol", api_key="sk-test", base_url="http://127.0.0.1:8000/v1")
+    assert local.capabilities.tool_use_thinking is not False
+    server.script(sse_reply(sse_body("openai-chat", ("text", "Sunny."))))
+    stream(server.model("openai-chat", "gpt-6-sol", preset="openai", reasoning_effort="high"), TOOLS)
+    sent = server.requests[-1]["json"]
+    assert sent["reasoning_effort"] == "high" and sent["tools"][0]["function"]["name"] == "get_weather"
+    own = server.model("openai-chat", "gpt-6-sol", preset="openai", endpoint_family="openai")
+    with pytest.raises(UnsupportedOptionError, match="openai-responses:gpt-6-sol"):
+        stream(own, TOOLS)
+    assert len(server.requests) == 1
+
+
+def test_the_presets_own_url_keeps_the_rule_and_azure_its_resource():
+    own = load_model("openai:gpt-4.1", api_key="sk-test", base_url="https://api.openai.com/v1/")
+    assert own.capabilities.max_tools == 128
+    # Azure has no URL of its own: the resource the user names is Azure's endpoint.
+    assert load_model("azure:gpt-6-sol", api_key="sk-test", **AZURE).capabilities.tool_use_thinking is False

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Awaitable, Callable
 
 from .. import errors as E
@@ -41,6 +42,26 @@ def _say_wait(err: E.ProviderError, why: str) -> None:
         return
     err._wait_said = True  # type: ignore[attr-defined]
     err.message += f" (the provider asks to wait {float(wait):g} s" + (f"; {why})" if why else ")")
+
+
+# A refusal of the model id itself where it is not a 404: the provider's error type or code
+# ("invalid_model", "model_not_found"), else its words ("Invalid model: magistral-medium-2509",
+# "The model `x` does not exist", "Model Not Exist", "The provided model identifier is invalid").
+_MODEL_TYPE = re.compile(r"model_?not_?(?:found|exist)|(?:invalid|unknown)_?model\b")
+_MODEL_WORDS = re.compile(
+    r"\b(?:invalid|unknown) model\b|\bmodel\b.{0,80}?\b(?:not found|(?:does )?not exist|is invalid|is not valid)"
+)
+
+
+def _refuses_the_model(err: E.ProviderError) -> bool:
+    """Whether ``err`` says the provider does not serve the model asked for (a 400 about a bad
+    schema or any other part of the request does not)."""
+    if err.status_code == 404:
+        return True
+    if err.status_code not in (None, 400, 422):
+        return False
+    kind = (err.provider_type or "").lower()
+    return bool(_MODEL_TYPE.search(kind) or _MODEL_WORDS.search(err.message.lower()))
 
 
 class Failures:
@@ -130,20 +151,8 @@ class Failures:
             err.rate_limits = self.wire.rate_limits(attempt.response.headers)
         if self.rate_limiter is not None and err.rate_limits:
             self.rate_limiter.learn(self._limit_key(), err.rate_limits)
-        retired = self.capabilities.retired if err.status_code in (400, 404) else None
-        if retired is not None and "retired" not in err.message:
-            successor = self.capabilities.successor
-            err.message += f" ({self.provider}:{self.name} was retired on {retired}" + (
-                f"; its provider names {self.provider}:{successor} in its place)" if successor else ")"
-            )
-        elif err.status_code == 404 and "did you mean" not in err.message:
-            from .capabilities import near_names
-
-            near = near_names(self.name)
-            if near:
-                err.message += (
-                    f" (did you mean {self.provider}:{near[0]}? the model {self.name!r} is unknown to modelwire)"
-                )
+        if isinstance(err, E.InvalidRequestError) and _refuses_the_model(err):
+            self._say_model_refused(err)
         if isinstance(err, E.StreamProtocolError) and attempt.head:
             from ..protocols import sniff
 
@@ -152,6 +161,28 @@ class Failures:
                 err.message = (
                     f"the server at {self.url().split('?')[0]} answered in another protocol ({other}), not "
                     f"{self.protocol}: {err.message}"
+                )
+
+    def _say_model_refused(self, err: E.ProviderError) -> None:
+        """What the error to a model id the provider does not serve adds: the day the provider
+        retired it (once that day has come) and the model it names instead, and names close to
+        one modelwire knows (a misspelt id)."""
+        retired = self.capabilities.retired
+        if retired is not None and "retired" not in err.message:
+            from .capabilities import has_come
+
+            if has_come(retired):
+                successor = self.capabilities.successor
+                err.message += f" ({self.provider}:{self.name} was retired on {retired}" + (
+                    f"; its provider names {self.provider}:{successor} in its place)" if successor else ")"
+                )
+        if err.status_code == 404 and "did you mean" not in err.message:
+            from .capabilities import near_names
+
+            near = near_names(self.name)
+            if near:
+                err.message += (
+                    f" (did you mean {self.provider}:{near[0]}? the model {self.name!r} is unknown to modelwire)"
                 )
 
     async def _after_error(self, err: E.ProviderError, attempt: Attempt, call: Call) -> Any:

@@ -142,10 +142,21 @@ class HTTPModel(Pricing, Failures, Resumption):
                 published=self._published,
                 learned=learned,
                 overrides=self._capability_overrides,
-                provider=self.provider,
+                provider=self.provider if self.at_own_endpoint else None,
             )
             self._fit_tool_rules(self._capabilities)
         return self._capabilities
+
+    @property
+    def at_own_endpoint(self) -> bool:
+        """Whether this model is reached at its provider's own endpoint (the preset's base
+        URL, or one a profile counts in its family with ``endpoint_family``), where what the
+        capability table says of that endpoint holds (its ``[[endpoint]]`` entries: a tool
+        limit, a retirement day). A proxy, a gateway or a local server named by ``base_url``
+        is not: it gets the model's row alone. A preset without a URL of its own (Azure: each
+        resource has its own) is at its own endpoint at whatever URL it is given."""
+        preset = self.spec.preset
+        return not preset.base_url or self.endpoint == (preset.endpoint_family or preset.name)
 
     @property
     def assumed_from(self) -> str | None:
@@ -176,16 +187,17 @@ class HTTPModel(Pricing, Failures, Resumption):
             log.warning("%s", self.assumption())
 
     def _say_retired(self) -> None:
-        """That the provider retired this model (and which it names instead), logged once per
-        endpoint and model in a process: a retired id may be answered by another model."""
-        key = (self.endpoint, f"retired:{self.name}")
+        """That the provider retired this model, or retires it on a day to come (and which it
+        names instead), logged once per endpoint and model in a process: a retired id may be
+        answered by another model (a deprecation and, once its day has come, the retirement:
+        each once)."""
+        from ._preflight import retirement
+
+        said = retirement(self.provider, self.name, self.capabilities)
+        key = (self.endpoint, said)
         if key not in _SAID_ASSUMED:
             _SAID_ASSUMED.add(key)
-            caps = self.capabilities
-            instead = f"; it names {self.provider}:{caps.successor} in its place" if caps.successor else ""
-            log.warning(
-                "%s:%s: the provider retired this model on %s%s", self.provider, self.name, caps.retired, instead
-            )
+            log.warning("%s", said)
 
     def _fit_tool_rules(self, caps: ModelCapabilities) -> None:
         """Tool-call ids and tool names sent in the form the provider said it takes (the

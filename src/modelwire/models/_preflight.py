@@ -108,15 +108,21 @@ def _retired_findings(model: Any, caps: Any) -> list[Finding]:
     """A model its provider retired, or retires on a day to come, and the one it names instead."""
     if caps.retired is None:
         return []
-    import datetime
+    return [Finding("retired", None, retirement(model.provider, model.name, caps), None)]
 
-    target = f"{model.provider}:{model.name}"
-    if caps.retired <= datetime.date.today().isoformat():
+
+def retirement(provider: str, name: str, caps: Any) -> str:
+    """What the table says of the retirement of ``provider:name`` (``caps.retired`` is set):
+    retired, or deprecated where the day is still to come (read against
+    :data:`~modelwire.models.capabilities.TODAY`), and the model the provider names instead."""
+    from .capabilities import has_come
+
+    if has_come(caps.retired):
         when = f"was retired on {caps.retired}: its calls may be refused, or answered by another model"
     else:
         when = f"is deprecated: its provider retires it on {caps.retired}"
-    instead = f"; the provider names {model.provider}:{caps.successor} in its place" if caps.successor else ""
-    return [Finding("retired", None, f"{target} {when}{instead}", None)]
+    instead = f"; the provider names {provider}:{caps.successor} in its place" if caps.successor else ""
+    return f"{provider}:{name} {when}{instead}"
 
 
 def _file_findings(model: Any, messages: Sequence[Any]) -> tuple[list[Finding], Sequence[Any]]:

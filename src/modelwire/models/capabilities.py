@@ -14,6 +14,7 @@ time; only the entry a model matches is made a record then.
 
 from __future__ import annotations
 
+import contextvars
 import fnmatch
 import re
 from dataclasses import replace
@@ -34,6 +35,8 @@ __all__ = [
     "endpoint_entries",
     "endpoint_rules",
     "resolve_capabilities",
+    "TODAY",
+    "has_come",
 ]
 
 _TABLE = Path(__file__).with_name("capabilities.toml")
@@ -223,6 +226,22 @@ def _stands_for_a_version(name: str, pattern: str) -> bool:
     return any(_VERSION.search(_DATE.sub("", wild)) for wild in found.groups())
 
 
+# The day a retirement is read against ("YYYY-MM-DD"); None: the date today. Set it (a test,
+# a report written for another day) to read the table as of that day.
+TODAY: contextvars.ContextVar[str | None] = contextvars.ContextVar("modelwire_today", default=None)
+
+
+def has_come(day: str) -> bool:
+    """Whether ``day`` (a ``retired`` field's "YYYY-MM-DD") is today or past: the model was
+    retired, rather than retires on a day to come."""
+    today = TODAY.get()
+    if today is None:
+        import datetime
+
+        today = datetime.date.today().isoformat()
+    return day <= today
+
+
 def resolve_capabilities(
     defaults: ModelCapabilities,
     model: str,
@@ -233,7 +252,8 @@ def resolve_capabilities(
     provider: str | None = None,
 ) -> ModelCapabilities:
     """The record for ``model``: the protocol's ``defaults``, then the table (its row for the
-    model, then what it says of the model on ``provider``'s endpoint), then what the provider
+    model, then what it says of the model on ``provider``'s own endpoint: None for a model
+    reached elsewhere, a proxy or a local server), then what the provider
     published, then what its refusals taught (``learned``), then the user's ``overrides``
     (each laid over the last)."""
     caps = defaults
