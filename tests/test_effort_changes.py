@@ -103,6 +103,31 @@ def test_an_effort_change_is_refused_naming_the_model_where_it_is_not_taken(spec
     assert target in str(err.value) and "reasoning_effort" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "bedrock:us.anthropic.claude-opus-5-5-v1:0",  # the table's row says Claude takes one; Converse has no field
+        "google:gemini-4-argon",
+        "ollama:llama3",
+        "cohere:command-a-03-2025",
+    ],
+)
+def test_an_effort_change_is_refused_where_the_protocol_has_no_place_for_it_whatever_the_model_takes(spec):
+    from modelwire.models import load_model
+
+    model = load_model(
+        spec,
+        api_key="k",
+        base_url="http://127.0.0.1:9",
+        capability_lookup=False,
+        capabilities={"effort_per_message": True},
+    )
+    with pytest.raises(FormatError) as err:
+        model.build_request(history(), None)
+    assert err.value.code == "effort-change" and err.value.index == 2
+    assert spec.split(":", 1)[1] in str(err.value) and "reasoning_effort" in str(err.value)
+
+
 def test_check_reports_the_effort_change_a_model_does_not_take():
     from modelwire.models import load_model
 
@@ -123,12 +148,20 @@ def test_a_level_the_provider_does_not_take_is_refused(level, words):
         model.build_request(history(level), None)
 
 
-def test_an_effort_change_before_the_first_turn_is_refused():
+@pytest.mark.parametrize(
+    "spec", ["anthropic:claude-sonnet-5-5", "anthropic:claude-sonnet-4-6", "openai:gpt-4.1", "ollama:llama3"]
+)
+def test_the_key_on_the_opening_system_prompt_names_the_request_option_on_every_model(spec):
     from modelwire.models import load_model
 
-    model = load_model("anthropic:claude-sonnet-5-5", api_key="k", base_url="http://127.0.0.1:9")
-    with pytest.raises(FormatError, match="before the first turn: set reasoning_effort"):
-        model.build_request([effort_change("low"), UserMsg("user", "hi")], None)
+    model = load_model(spec, api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
+    opening = [SystemMsg("system", "Be brief.", {"reasoning_effort": "low"}), effort_change("high")]
+    for turns in ([effort_change("low"), UserMsg("user", "hi")], [*opening, UserMsg("user", "hi")]):
+        with pytest.raises(FormatError) as err:
+            model.build_request(turns, None)
+        assert err.value.code == "effort-change" and err.value.index == 0
+        assert "set reasoning_effort on the request's options for the start of the conversation" in str(err.value)
+        assert "mid-conversation" not in str(err.value)
 
 
 def test_drafts_build_on_an_effort_change_like_a_fresh_request(server):

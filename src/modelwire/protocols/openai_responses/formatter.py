@@ -64,6 +64,7 @@ class OpenAIResponsesFormatter(Formatter):
     protocol = PROTOCOL
     tool_id_rules: IdRules | None = TOOL_IDS
     tool_name_rules: IdRules | None = TOOL_NAMES
+    takes_effort_change = True  # a configuration_update item (see _configuration_update)
 
     @staticmethod
     def needs_inline(media_type: str) -> bool:
