@@ -177,3 +177,33 @@ def test_drafts_build_on_an_effort_change_like_a_fresh_request(server):
     second = server.requests[1]["json"]["messages"]
     assert second[2] == {"role": "system", "content": [], "output_config": {"effort": "low"}}
     assert second == model.build_request(turns, None)[0]["messages"]
+
+
+def test_claude_on_bedrock_gets_the_effort_change_beta_in_the_body_where_bedrock_reads_betas(server, monkeypatch):
+    from modelwire.protocols.anthropic._invoke import wrap_event
+    from modelwire.testing import Reply
+
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    sse = fake.body("anthropic", ("text", "Migrate."))
+    raw = b"".join(wrap_event(json.loads(line[6:])) for line in sse.decode().splitlines() if line.startswith("data: "))
+    server.script(Reply(body=raw, headers={"content-type": "application/vnd.amazon.eventstream"}))
+    model = server.model("anthropic", "us.anthropic.claude-opus-5-5-v1:0", preset="bedrock-anthropic")
+    reply = asyncio.run(model.complete(history()))
+    assert reply.get_text_content() == "Migrate."
+    sent = server.requests[0]
+    assert sent["json"]["messages"][2] == {"role": "system", "content": [], "output_config": {"effort": "low"}}
+    assert sent["json"]["anthropic_beta"] == ["mid-conversation-output-config-2026-07-01"]
+    assert not any(name.lower() == "anthropic-beta" for name in sent["headers"])
+
+
+def test_claude_on_vertex_refuses_an_effort_change_naming_the_model_and_the_endpoint():
+    from modelwire.errors import UnsupportedOptionError
+    from modelwire.models import load_model
+
+    model = load_model(
+        "vertex-anthropic:claude-opus-5-5", api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False
+    )
+    with pytest.raises(UnsupportedOptionError) as err:
+        model.build_request(history(), None)
+    assert err.value.model == "claude-opus-5-5" and err.value.provider == "vertex-anthropic"
+    assert "Vertex AI" in str(err.value) and "set reasoning_effort for the call" in str(err.value)
