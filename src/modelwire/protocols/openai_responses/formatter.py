@@ -156,6 +156,15 @@ class OpenAIResponsesFormatter(Formatter):
         if block.type == "text":
             return [{"type": "input_text", "text": block.text}] if block.text else []
         if block.type == "data":
+            if is_raw_provider_block(block):  # a part a compacted window kept whole
+                raw = raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
+                if raw is None:
+                    raise FormatError(
+                        index,
+                        f"a user part another endpoint kept ({block.provider_block_type}) cannot go here",
+                        PROTOCOL,
+                    )
+                return [raw]
             return [input_media(block, index, self.endpoint)]
         raise FormatError(index, f"a {block.type!r} block cannot be sent as user input", PROTOCOL)
 
