@@ -82,9 +82,8 @@ def _kept(raw: dict[str, Any], model: Any) -> Any:
     from ..message import Base64Source, DataBlock, provenance
 
     data = base64.b64encode(json.dumps(raw, ensure_ascii=False, separators=(",", ":")).encode()).decode("ascii")
-    made = provenance(model.provider, model.wire.name, model.endpoint)
-    return DataBlock(
-        source=Base64Source(data=data, media_type="application/json"),
-        provider_metadata=made,
-        provider_block_type=raw.get("type"),
-    )
+    extras: dict[str, Any] = {
+        "provider_metadata": provenance(model.provider, model.wire.name, model.endpoint),
+        "provider_block_type": raw.get("type"),
+    }
+    return DataBlock(source=Base64Source(data=data, media_type="application/json"), **extras)
