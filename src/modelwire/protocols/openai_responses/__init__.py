@@ -52,7 +52,7 @@ _COMPACTED = frozenset(
 )
 
 
-def _user_content(item: dict[str, Any]) -> str | list[Any]:
+def _user_content(item: dict[str, Any], formatter: Any) -> str | list[Any]:
     """The content of a user message a compacted response kept, every part of it: text as
     text blocks, an image or a file as the data block this protocol's formatter writes back as
     the same part, and any other part (a file id, a ``detail`` other than auto ...) as the part
@@ -72,16 +72,15 @@ def _user_content(item: dict[str, Any]) -> str | list[Any]:
         if part.get("type") == "input_text" and isinstance(text, str) and text and len(part) == 2:
             blocks.append(TextBlock(text=text))
         else:
-            blocks.append(_media_block(part) or part)
+            blocks.append(_media_block(part, formatter) or part)
     return blocks
 
 
-def _media_block(part: dict[str, Any]) -> Any:
-    """The data block the formatter sends back as exactly ``part`` (an ``input_image`` or an
+def _media_block(part: dict[str, Any], formatter: Any) -> Any:
+    """The data block ``formatter`` sends back as exactly ``part`` (an ``input_image`` or an
     ``input_file`` with its data inline or by URL), or None."""
     from ...errors import FormatError
-    from ...message import Base64Source, DataBlock, URLSource
-    from .formatter import input_media
+    from ...message import Base64Source, DataBlock, URLSource, UserMsg
 
     kind = part.get("type")
     url = part.get("image_url") if kind == "input_image" else part.get("file_data") or part.get("file_url")
@@ -97,7 +96,8 @@ def _media_block(part: dict[str, Any]) -> Any:
 
             media_type = mimetypes.guess_type(url.split("?")[0])[0] or ""
             block = DataBlock(source=URLSource(url=url, media_type=media_type), name=name)
-        return block if input_media(block, 0) == part else None
+        sent = formatter.format([UserMsg("user", [block])])["input"][0]["content"]
+        return block if sent == [part] else None
     except (FormatError, ValueError):  # a part the formatter writes otherwise: kept whole
         return None
 
@@ -338,9 +338,10 @@ class OpenAIResponsesProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol)
         if not isinstance(items, list):
             raise StreamProtocolError(f"a compacted response without its output: {str(answer)[:200]!r}")
         window: list[tuple[str, Any]] = []
+        formatter = self.formatter_class()()
         for n, item in enumerate(items):
             if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user":
-                window.append(("user", _user_content(item)))
+                window.append(("user", _user_content(item, formatter)))
             else:
                 last = n == len(items) - 1
                 whole = {"id": answer.get("id"), "object": "response", "status": "completed", "output": [item]}
