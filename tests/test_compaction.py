@@ -476,3 +476,50 @@ def test_a_compact_answer_that_is_not_a_window_is_a_typed_error(server):
     model = server.model("openai-responses", "gpt-5.5")
     with pytest.raises(StreamProtocolError, match="without its output"):
         asyncio.run(model.compact([UserMsg("user", "hi")]))
+
+
+def test_a_compacted_window_keeps_every_part_of_a_user_message_and_sends_it_back_unchanged(server):
+    """Images and files a compacted window kept go back in the next request as they came,
+    whether the formatter writes them from a data block or sends the part kept whole."""
+    from openai.types.responses import ResponseInputMessageItem
+
+    from modelwire.testing import json_reply
+
+    png = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n-tiny").decode()
+    pdf = "data:application/pdf;base64," + base64.b64encode(b"%PDF-1.4 tiny").decode()
+    parts = [
+        {"type": "input_text", "text": "what do these say?"},
+        {"type": "input_image", "image_url": png, "detail": "auto"},
+        {"type": "input_file", "filename": "notes.pdf", "file_data": pdf},
+        {"type": "input_image", "image_url": "https://example.com/chart.png", "detail": "high"},
+        {"type": "input_file", "file_id": "file-abc123"},
+    ]
+    image_only = [{"type": "input_image", "image_url": png, "detail": "auto"}]
+    kept = [
+        {"id": f"msg_{n}", "type": "message", "role": "user", "status": "completed", "content": content}
+        for n, content in enumerate([parts, image_only])
+    ]
+    for item in kept:
+        ResponseInputMessageItem.model_validate(item)
+    answer = {
+        "id": "resp_cmp",
+        "object": "response.compaction",
+        "created_at": 1_765_000_000,
+        "output": [*kept, {"id": "cmp_9", "type": "compaction", "encrypted_content": "gAAA-window"}],
+        "usage": {"input_tokens": 900, "output_tokens": 120, "total_tokens": 1020},
+    }
+    server.script(json_reply(answer))
+    model = server.model("openai-responses", "gpt-5.5", extra_body={"store": False, "prompt_cache_key": "k1"})
+    window = asyncio.run(model.compact([UserMsg("user", "what do these say?"), AssistantMsg("bot", "Two pages.")]))
+    sent = server.requests[0]["json"]
+    assert sent["store"] is False and sent["prompt_cache_key"] == "k1"  # extra_body goes where the user sent it
+    assert "stream" not in sent and "tools" not in sent  # the request's own fields the endpoint does not take
+    assert [m.role for m in window] == ["user", "user", "assistant"]
+    assert [b.type for b in window[1].content] == ["data"]  # no empty text where the message had none
+
+    server.script(sse_reply(fake.body("openai-responses", ("text", "Notes."))))
+    asyncio.run(model.complete([*window, UserMsg("user", "and now?")]))
+    items = server.requests[1]["json"]["input"]
+    users = [item["content"] for item in items if item.get("role") == "user"]
+    assert users[0] == parts + image_only  # the two kept messages, joined as one user turn
+    sdk_params.streaming_request("openai-responses", server.requests[1]["json"])

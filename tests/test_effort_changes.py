@@ -103,6 +103,31 @@ def test_an_effort_change_is_refused_naming_the_model_where_it_is_not_taken(spec
     assert target in str(err.value) and "reasoning_effort" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "bedrock:us.anthropic.claude-opus-5-5-v1:0",  # the table's row says Claude takes one; Converse has no field
+        "google:gemini-4-argon",
+        "ollama:llama3",
+        "cohere:command-a-03-2025",
+    ],
+)
+def test_an_effort_change_is_refused_where_the_protocol_has_no_place_for_it_whatever_the_model_takes(spec):
+    from modelwire.models import load_model
+
+    model = load_model(
+        spec,
+        api_key="k",
+        base_url="http://127.0.0.1:9",
+        capability_lookup=False,
+        capabilities={"effort_per_message": True},
+    )
+    with pytest.raises(FormatError) as err:
+        model.build_request(history(), None)
+    assert err.value.code == "effort-change" and err.value.index == 2
+    assert spec.split(":", 1)[1] in str(err.value) and "reasoning_effort" in str(err.value)
+
+
 def test_check_reports_the_effort_change_a_model_does_not_take():
     from modelwire.models import load_model
 
@@ -123,12 +148,20 @@ def test_a_level_the_provider_does_not_take_is_refused(level, words):
         model.build_request(history(level), None)
 
 
-def test_an_effort_change_before_the_first_turn_is_refused():
+@pytest.mark.parametrize(
+    "spec", ["anthropic:claude-sonnet-5-5", "anthropic:claude-sonnet-4-6", "openai:gpt-4.1", "ollama:llama3"]
+)
+def test_the_key_on_the_opening_system_prompt_names_the_request_option_on_every_model(spec):
     from modelwire.models import load_model
 
-    model = load_model("anthropic:claude-sonnet-5-5", api_key="k", base_url="http://127.0.0.1:9")
-    with pytest.raises(FormatError, match="before the first turn: set reasoning_effort"):
-        model.build_request([effort_change("low"), UserMsg("user", "hi")], None)
+    model = load_model(spec, api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
+    opening = [SystemMsg("system", "Be brief.", {"reasoning_effort": "low"}), effort_change("high")]
+    for turns in ([effort_change("low"), UserMsg("user", "hi")], [*opening, UserMsg("user", "hi")]):
+        with pytest.raises(FormatError) as err:
+            model.build_request(turns, None)
+        assert err.value.code == "effort-change" and err.value.index == 0
+        assert "set reasoning_effort on the request's options for the start of the conversation" in str(err.value)
+        assert "mid-conversation" not in str(err.value)
 
 
 def test_drafts_build_on_an_effort_change_like_a_fresh_request(server):
@@ -144,3 +177,33 @@ def test_drafts_build_on_an_effort_change_like_a_fresh_request(server):
     second = server.requests[1]["json"]["messages"]
     assert second[2] == {"role": "system", "content": [], "output_config": {"effort": "low"}}
     assert second == model.build_request(turns, None)[0]["messages"]
+
+
+def test_claude_on_bedrock_gets_the_effort_change_beta_in_the_body_where_bedrock_reads_betas(server, monkeypatch):
+    from modelwire.protocols.anthropic._invoke import wrap_event
+    from modelwire.testing import Reply
+
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    sse = fake.body("anthropic", ("text", "Migrate."))
+    raw = b"".join(wrap_event(json.loads(line[6:])) for line in sse.decode().splitlines() if line.startswith("data: "))
+    server.script(Reply(body=raw, headers={"content-type": "application/vnd.amazon.eventstream"}))
+    model = server.model("anthropic", "us.anthropic.claude-opus-5-5-v1:0", preset="bedrock-anthropic")
+    reply = asyncio.run(model.complete(history()))
+    assert reply.get_text_content() == "Migrate."
+    sent = server.requests[0]
+    assert sent["json"]["messages"][2] == {"role": "system", "content": [], "output_config": {"effort": "low"}}
+    assert sent["json"]["anthropic_beta"] == ["mid-conversation-output-config-2026-07-01"]
+    assert not any(name.lower() == "anthropic-beta" for name in sent["headers"])
+
+
+def test_claude_on_vertex_refuses_an_effort_change_naming_the_model_and_the_endpoint():
+    from modelwire.errors import UnsupportedOptionError
+    from modelwire.models import load_model
+
+    model = load_model(
+        "vertex-anthropic:claude-opus-5-5", api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False
+    )
+    with pytest.raises(UnsupportedOptionError) as err:
+        model.build_request(history(), None)
+    assert err.value.model == "claude-opus-5-5" and err.value.provider == "vertex-anthropic"
+    assert "Vertex AI" in str(err.value) and "set reasoning_effort for the call" in str(err.value)

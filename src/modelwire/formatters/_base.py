@@ -52,9 +52,13 @@ class Formatter:
     # Whether a system message in mid-conversation stays where it is (False: the target has
     # one system prompt at the top, and every system message joins it; ``check`` says so).
     system_in_place: bool = True
-    # Whether an effort change in mid-conversation is taken where it is (see EffortChange;
-    # set by the models layer from the capability ``effort_per_message``); else refused.
+    # Whether the model takes an effort change in mid-conversation (see EffortChange; set by
+    # the models layer from the capability ``effort_per_message``, which follows a model onto
+    # any protocol) ...
     effort_in_place: bool = False
+    # ... and whether this formatter writes one (a protocol with such an item or message
+    # says so). Only both together take it where it is; else it is refused, never dropped.
+    takes_effort_change: ClassVar[bool] = False
     payload_turns: ClassVar[str | None] = None
     turn_content: ClassVar[str | None] = None
 
@@ -111,7 +115,8 @@ class Formatter:
 
         walk = Walk(self.protocol, speaker_names=self.speaker_names, assistant_name=self.assistant_name)
         walk.stand_in = self.compaction_stand_in
-        walk.effort_target = None if self.effort_in_place else (self.model or self.protocol)
+        taken = self.effort_in_place and self.takes_effort_change
+        walk.effort_target = None if taken else (self.model or self.protocol)
         return walk
 
     def compaction_stand_in(self, block: Any) -> Any:

@@ -232,6 +232,14 @@ class Walk:
             self.add("system", index, self._effort_change(index, msg.metadata[EFFORT_KEY]), msg.name)
 
     def _effort_change(self, index: int, level: Any) -> "EffortChange":
+        if all(seg.kind == "system" for seg in self.out):  # the opening prompt: nothing to change yet
+            raise FormatError(
+                index,
+                f"metadata {EFFORT_KEY!r} on a system message before the first turn is not an effort change: "
+                "set reasoning_effort on the request's options for the start of the conversation",
+                self.protocol,
+                code="effort-change",
+            )
         if self.effort_target is not None:
             raise FormatError(
                 index,

@@ -38,6 +38,9 @@ async def compact(model: Any, messages: Any, options: Any) -> list[Msg]:
             model=model.name,
         )
     url, body = found
+    # What the caller put in extra_body goes too, as the provider's SDK sends its extra_body:
+    # the endpoint takes it or says why not; never dropped because the request's fields are.
+    body.update((key, payload[key]) for key in opts.extra_body or () if key in payload and key not in body)
     headers = {**(opts.extra_headers or {}), "accept": "application/json"}
     _, text = await send_call(model, HTTPCall("POST", url, headers, encode_body(body)), _LIMIT)
     try:
@@ -55,6 +58,8 @@ def _message(model: Any, kind: str, part: Any) -> Msg:
     """One message of the window: a user message it kept, or an answer decoded by the
     protocol's adapter (its blocks recording where they came from, as a reply's do)."""
     if kind == "user":
+        if isinstance(part, list):  # a part the protocol keeps whole: a provider block, from here
+            part = [_kept(p, model) if isinstance(p, dict) else p for p in part]
         return UserMsg("user", part)
     from ..adapters import decode_answer
     from .._ids import new_id
@@ -67,3 +72,18 @@ def _message(model: Any, kind: str, part: Any) -> Msg:
     for event in decode_answer(adapter, model.wire.answer_events(part)):
         msg.append_event(event, strict=True)
     return msg
+
+
+def _kept(raw: dict[str, Any], model: Any) -> Any:
+    """A user message's part the protocol has no block for, kept whole as a JSON data block
+    bound to where it was made (what an adapter's ``provider_block`` keeps of an answer's)."""
+    import base64
+
+    from ..message import Base64Source, DataBlock, provenance
+
+    data = base64.b64encode(json.dumps(raw, ensure_ascii=False, separators=(",", ":")).encode()).decode("ascii")
+    extras: dict[str, Any] = {
+        "provider_metadata": provenance(model.provider, model.wire.name, model.endpoint),
+        "provider_block_type": raw.get("type"),
+    }
+    return DataBlock(source=Base64Source(data=data, media_type="application/json"), **extras)

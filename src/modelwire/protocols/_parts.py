@@ -254,8 +254,9 @@ class LongContext:
         return None
 
     def compacted_window(self, answer: dict[str, Any]) -> list[tuple[str, Any]]:
-        """What a compact endpoint's ``answer`` holds, in order: ``("user", text)`` for a user
-        message it kept, ``("answer", whole_answer)`` for the rest, which this protocol's
+        """What a compact endpoint's ``answer`` holds, in order: ``("user", content)`` for a user
+        message it kept (its text, or its blocks, where a dict is a part kept whole as a
+        provider block), ``("answer", whole_answer)`` for the rest, which this protocol's
         adapter decodes (:meth:`answer_events`) into an assistant message."""
         raise NotImplementedError
 

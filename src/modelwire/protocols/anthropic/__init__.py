@@ -302,6 +302,8 @@ class AnthropicProtocol(AnthropicFilesAndBatches, AnthropicDiscovery, AnthropicT
         preset: Preset,
         caps: ModelCapabilities | None = None,
     ) -> dict[str, Any]:
+        from ._body import MESSAGE_EFFORT_BETA, betas_for
+
         endpoint = preset.dialect.get("endpoint")
         body = super().body(model, payload, options, preset, caps)
         if endpoint in ENDPOINT_VERSIONS and body.get("mcp_servers"):
@@ -313,11 +315,24 @@ class AnthropicProtocol(AnthropicFilesAndBatches, AnthropicDiscovery, AnthropicT
             )
         if endpoint in ENDPOINT_VERSIONS:
             body.pop("model", None)  # in the URL
+            if endpoint == "vertex" and MESSAGE_EFFORT_BETA in betas_for(body):
+                raise refuse(
+                    "reasoning_effort",
+                    preset,
+                    "Claude on Vertex AI is not known to take an effort change in mid-conversation (metadata "
+                    "'reasoning_effort' on a system message); set reasoning_effort for the call instead",
+                    model=model,
+                )
             if endpoint == "bedrock":
                 body.pop("stream", None)  # the endpoint streams
                 beta = {k.lower(): v for k, v in options.extra_headers.items()}.get("anthropic-beta")
-                if beta:  # Bedrock takes the betas in the body, not as a header
-                    body.setdefault("anthropic_beta", [b.strip() for b in beta.split(",") if b.strip()])
+                given = [b.strip() for b in beta.split(",") if b.strip()] if beta else []
+                # What the body needs goes there too: "With the Amazon Bedrock InvokeModel API, send the
+                # beta value in the request body's anthropic_beta array, not as a header"
+                # (https://platform.claude.com/docs/zh-CN/build-with-claude/effort-per-message, in translation).
+                given += [b for b in betas_for(body) if b not in given]
+                if given:  # Bedrock takes the betas in the body, not as a header
+                    body.setdefault("anthropic_beta", given)
             body = {"anthropic_version": ENDPOINT_VERSIONS[endpoint], **body}
         return body
 
@@ -333,7 +348,7 @@ class AnthropicProtocol(AnthropicFilesAndBatches, AnthropicDiscovery, AnthropicT
         from ._body import betas_for
 
         needed = betas_for(body)
-        if not needed:
+        if not needed or preset.dialect.get("endpoint") == "bedrock":  # in the body there (see body())
             return headers
         key = next((k for k in headers if k.lower() == "anthropic-beta"), "anthropic-beta")
         given = [b.strip() for b in headers.get(key, "").split(",") if b.strip()]

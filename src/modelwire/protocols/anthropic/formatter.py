@@ -76,6 +76,7 @@ TOOL_NAMES = IdRules(allowed="A-Za-z0-9_-", max_len=64)
 
 class AnthropicFormatter(Formatter):
     system_in_place = False  # system messages join the top-level system prompt
+    takes_effort_change = True  # a system message with its output_config (see _system)
     tool_id_rules: IdRules | None = TOOL_IDS
     tool_name_rules: IdRules | None = TOOL_NAMES
     protocol = PROTOCOL

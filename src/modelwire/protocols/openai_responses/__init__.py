@@ -52,13 +52,54 @@ _COMPACTED = frozenset(
 )
 
 
-def _user_text(item: dict[str, Any]) -> str:
-    """The text of a user message a compacted response kept (its ``input_text`` parts)."""
+def _user_content(item: dict[str, Any], formatter: Any) -> str | list[Any]:
+    """The content of a user message a compacted response kept, every part of it: text as
+    text blocks, an image or a file as the data block this protocol's formatter writes back as
+    the same part, and any other part (a file id, a ``detail`` other than auto ...) as the part
+    itself, a dict the models layer keeps whole as a provider block (see compacted_window)."""
     content = item.get("content")
     if isinstance(content, str):
         return content
-    parts = content if isinstance(content, list) else []
-    return "".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+    if not isinstance(content, list):
+        raise StreamProtocolError(f"a compacted user message without its content: {str(item)[:200]!r}")
+    from ...message import TextBlock
+
+    blocks: list[Any] = []
+    for part in content:
+        if not isinstance(part, dict):
+            raise StreamProtocolError(f"a compacted user message with a part that is no object: {str(part)[:200]!r}")
+        text = part.get("text")
+        if part.get("type") == "input_text" and isinstance(text, str) and text and len(part) == 2:
+            blocks.append(TextBlock(text=text))
+        else:
+            blocks.append(_media_block(part, formatter) or part)
+    return blocks
+
+
+def _media_block(part: dict[str, Any], formatter: Any) -> Any:
+    """The data block ``formatter`` sends back as exactly ``part`` (an ``input_image`` or an
+    ``input_file`` with its data inline or by URL), or None."""
+    from ...errors import FormatError
+    from ...message import Base64Source, DataBlock, URLSource, UserMsg
+
+    kind = part.get("type")
+    url = part.get("image_url") if kind == "input_image" else part.get("file_data") or part.get("file_url")
+    if kind not in ("input_image", "input_file") or not isinstance(url, str):
+        return None
+    name = part.get("filename") if isinstance(part.get("filename"), str) else None
+    try:
+        if url.startswith("data:"):
+            media_type, _, data = url[5:].partition(";base64,")
+            block = DataBlock(source=Base64Source(data=data, media_type=media_type), name=name)
+        else:
+            import mimetypes
+
+            media_type = mimetypes.guess_type(url.split("?")[0])[0] or ""
+            block = DataBlock(source=URLSource(url=url, media_type=media_type), name=name)
+        sent = formatter.format([UserMsg("user", [block])])["input"][0]["content"]
+        return block if sent == [part] else None
+    except (FormatError, ValueError):  # a part the formatter writes otherwise: kept whole
+        return None
 
 
 _COUNTED = frozenset(
@@ -290,15 +331,17 @@ class OpenAIResponsesProtocol(OpenAIErrors, OpenAIFilesAndBatches, WireProtocol)
 
     def compacted_window(self, answer: dict[str, Any]) -> list[tuple[str, Any]]:
         """A compacted response's ``output``: "all user messages, followed by a single
-        compaction item" (the openai SDK's CompactedResponse.output); each item that is not a
-        user message is decoded as an answer of its own, its usage on the last."""
+        compaction item" (the openai SDK's CompactedResponse.output), each user message with
+        every part it kept (see _user_content); each item that is not a user message is
+        decoded as an answer of its own, its usage on the last."""
         items = answer.get("output")
         if not isinstance(items, list):
             raise StreamProtocolError(f"a compacted response without its output: {str(answer)[:200]!r}")
         window: list[tuple[str, Any]] = []
+        formatter = self.formatter_class()()
         for n, item in enumerate(items):
             if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user":
-                window.append(("user", _user_text(item)))
+                window.append(("user", _user_content(item, formatter)))
             else:
                 last = n == len(items) - 1
                 whole = {"id": answer.get("id"), "object": "response", "status": "completed", "output": [item]}

@@ -64,6 +64,7 @@ class OpenAIResponsesFormatter(Formatter):
     protocol = PROTOCOL
     tool_id_rules: IdRules | None = TOOL_IDS
     tool_name_rules: IdRules | None = TOOL_NAMES
+    takes_effort_change = True  # a configuration_update item (see _configuration_update)
 
     @staticmethod
     def needs_inline(media_type: str) -> bool:
@@ -155,6 +156,15 @@ class OpenAIResponsesFormatter(Formatter):
         if block.type == "text":
             return [{"type": "input_text", "text": block.text}] if block.text else []
         if block.type == "data":
+            if is_raw_provider_block(block):  # a part a compacted window kept whole
+                raw = raw_provider_block(block, PROTOCOL, self.provider, scope=SCOPE, endpoint=self.endpoint)
+                if raw is None:
+                    raise FormatError(
+                        index,
+                        f"a user part another endpoint kept ({block.provider_block_type}) cannot go here",
+                        PROTOCOL,
+                    )
+                return [raw]
             return [input_media(block, index, self.endpoint)]
         raise FormatError(index, f"a {block.type!r} block cannot be sent as user input", PROTOCOL)
 
