@@ -250,13 +250,18 @@ class PartialJSON:
                 if c == "," and self._stack:
                     self._state = _KEY if type(self._stack[-1]) is dict else _VALUE
                     pos += 1
+                    if pos < n and buf[pos] == " ":  # ", " between entries, as json.dumps writes
+                        pos += 1
                 else:
                     pos = self._after(c, pos)
             elif state == _VALUE or state == _ARRAY_FIRST:
                 if c == "]" and state == _ARRAY_FIRST:
                     pos = self._close(c, pos)
                     continue
-                end = self._value(buf, pos, c, final)
+                if c == "{" or c == "[":  # the most frequent value of a long text: one call less
+                    end = self._container(buf, pos, c, final)
+                else:
+                    end = self._value(buf, pos, c, final)
                 if end < 0:  # unfinished: wait for more
                     break
                 pos = end
