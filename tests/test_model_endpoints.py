@@ -211,3 +211,27 @@ def test_the_presets_own_url_keeps_the_rule_and_azure_its_resource():
     assert own.capabilities.max_tools == 128
     # Azure has no URL of its own: the resource the user names is Azure's endpoint.
     assert load_model("azure:gpt-6-sol", api_key="sk-test", **AZURE).capabilities.tool_use_thinking is False
+
+
+def test_claude_5_5_on_its_own_endpoint_refuses_the_old_computer_tool_naming_the_toolset(server):
+    """The Claude API answers Claude 5.5 with a 400 for ``computer_20251124`` (its computer use
+    is the ``computer_toolset_20260801`` toolset): refused before sending, saying which to send;
+    the toolset goes, an earlier model takes the old tool, and Bedrock's copy keeps it."""
+    from modelwire.formatters import ServerTool
+
+    old = ServerTool(raw={"type": "computer_20251124", "name": "computer", "display_width_px": 1024})
+    toolset = ServerTool(raw={"type": "computer_toolset_20260801"})
+    own = server.model("anthropic", "claude-sonnet-5-5", endpoint_family="anthropic")
+    with pytest.raises(UnsupportedOptionError, match="computer_20251124") as info:
+        stream(own, [old])
+    assert "computer_toolset_20260801" in str(info.value) and "claude-sonnet-5-5" in str(info.value)
+    assert server.requests == []  # refused before it was sent
+    server.script(sse_reply(sse_body("anthropic", ("text", "Done."))))
+    stream(own, [toolset])
+    assert server.requests[-1]["json"]["tools"] == [{"type": "computer_toolset_20260801"}]
+    server.script(sse_reply(sse_body("anthropic", ("text", "Done."))))
+    stream(server.model("anthropic", "claude-sonnet-4-6", endpoint_family="anthropic"), [old])
+    assert server.requests[-1]["json"]["tools"][0]["type"] == "computer_20251124"
+    assert load_model("bedrock-anthropic:claude-sonnet-5-5").capabilities.refused_tool_types is None
+    (finding,) = [f for f in own.preflight([UserMsg("user", "click OK")], [old]) if f.rule == "tool-use"]
+    assert "computer_toolset_20260801" in finding.message

@@ -344,7 +344,7 @@ class HTTPModel(Pricing, Failures, Resumption):
         opts = self.options.merged(options)
         caps = self.capabilities
         if tools:
-            self._check_tool_use(caps, opts, len(tools))
+            self._check_tool_use(caps, opts, tools)
         if tools and tool_choice not in (None, "auto", "none"):
             if caps.forced_tool is False:
                 raise UnsupportedOptionError(
@@ -376,9 +376,12 @@ class HTTPModel(Pricing, Failures, Resumption):
             payload = self._drafted(messages, tools, tool_choice, refused, drafts)
         return self.wire.body(self.name, payload, opts, self.spec.preset, caps), opts
 
-    def _check_tool_use(self, caps: ModelCapabilities, opts: ModelOptions, count: int) -> None:
-        """Refuse tools the model does not take: at all, in a streamed request, or more of
-        them than a request may hold."""
+    def _check_tool_use(self, caps: ModelCapabilities, opts: ModelOptions, tools: Sequence[Any]) -> None:
+        """Refuse tools the model does not take: at all, in a streamed request, more of them
+        than a request may hold, or a provider-defined tool type it refuses."""
+        count = len(tools)
+        if caps.refused_tool_types:
+            _check_tool_types(tools, caps, self.provider, self.name)
         if caps.max_tools is not None and count > caps.max_tools:
             raise UnsupportedOptionError(
                 "tools",
@@ -1002,6 +1005,23 @@ def _endpoint_and_account(spec: ModelSpec, options: dict[str, Any]) -> tuple[str
     if account is not None and (not isinstance(account, str) or not account):
         raise E.ConfigError(f"account={account!r} must be a name (a profile's, say)")
     return endpoint, f"name:{account}" if account else account_fingerprint(spec.api_key, endpoint)
+
+
+def _check_tool_types(tools: Sequence[Any], caps: ModelCapabilities, provider: str, model: str) -> None:
+    """A raw tool definition (``ServerTool(raw=...)`` or a dict) whose ``type`` the model
+    refuses, refused before sending, with what the table's source says to send instead."""
+    refused = caps.refused_tool_types or ()
+    for tool in tools:
+        raw = tool if isinstance(tool, dict) else getattr(tool, "raw", None)
+        kind = raw.get("type") if isinstance(raw, dict) else None
+        if kind in refused:
+            source = caps.sources.get("refused_tool_types", "")
+            raise UnsupportedOptionError(
+                "tools",
+                provider,
+                f"the model refuses the tool type {kind!r}" + (f"; its provider says: {source}" if source else ""),
+                model=model,
+            )
 
 
 def account_fingerprint(api_key: str | None, endpoint: str) -> str | None:

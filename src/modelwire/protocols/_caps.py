@@ -72,6 +72,10 @@ class ModelCapabilities:
         image_input / pdf_input / audio_input: media the model takes in.
         max_output_tokens / context_window: token limits.
         server_tools: the provider's own tools the model can run (``web_search`` ...).
+        refused_tool_types: provider-defined tool types (a raw tool definition's ``type``) the
+            model refuses where its provider says so, its source naming what to send instead
+            (Claude 5.5 on the Claude API: ``computer_20251124``, for the toolset
+            ``computer_toolset_20260801``).
         cache_ttls: the prompt-cache lifetimes the model takes, as the provider names them
             (Claude ``5m`` ``1h``; GPT-5.6 ``30m`` ``12h``).
         thinking_bound: what the model's signed thinking is bound to beyond its endpoint
@@ -123,6 +127,7 @@ class ModelCapabilities:
     max_output_tokens: int | None = None
     context_window: int | None = None
     server_tools: tuple[str, ...] | None = None
+    refused_tool_types: tuple[str, ...] | None = None
     cache_ttls: tuple[str, ...] | None = None
     thinking_bound: tuple[str, ...] | None = None
     task_budget: bool | None = None
@@ -190,6 +195,7 @@ _NAMES = (
     "effort",
     "thinking_off_effort",
     "server_tools",
+    "refused_tool_types",
     "cache_ttls",
     "refused_fields",
     "strict_refused",
