@@ -183,9 +183,8 @@ class PartialJSON:
             if self._buf:  # the backslash the last piece ended with escapes this one's first character
                 text = self._buf + text
                 self._buf = ""
-            quotes = text.count('"')
-            if not quotes or (quotes == text.count('\\"') and "\\\\" not in text):
-                if text[-1:] == "\\" and (len(text) - len(text.rstrip("\\"))) % 2:
+            if text.count('"') == text.count('\\"') and "\\\\" not in text:
+                if text.endswith("\\") and (len(text) - len(text.rstrip("\\"))) % 2:
                     self._buf = "\\"
                     text = text[:-1]
                 if self._shown_live:
