@@ -161,8 +161,12 @@ __all__ = [
 
 # Each error's home is this package, wherever its code sits: ``repr``, pickles and the API
 # reference name ``modelwire.errors.RateLimitError``, the place a user imports it from.
-for _name in __all__:
-    _value = globals()[_name]
-    if isinstance(_value, type):
-        _value.__module__ = __name__
-del _name, _value
+def _homed_here() -> None:
+    for name in __all__:
+        value = globals()[name]
+        if isinstance(value, type):
+            value.__module__ = __name__
+
+
+_homed_here()
+del _homed_here
