@@ -211,19 +211,7 @@ def _show_capabilities(name: str) -> int:
         if f.name == "sources":
             continue
         value = getattr(caps, f.name)
-        shown = (
-            "not known"
-            if value is None
-            else (
-                "none"
-                if value == ()
-                else ", ".join(value)
-                if isinstance(value, tuple)
-                else str(value).lower()
-                if isinstance(value, bool)
-                else str(value)
-            )
-        )
+        shown = "not known" if value is None else _shown(value)
         rows.append((f.name, shown, caps.sources.get(f.name, "")))
     width = [max(len(r[i]) for r in rows) + 2 for i in range(2)]
     for row in rows:

@@ -116,15 +116,20 @@ def _parse_path(path: str) -> list[str | int]:
     return steps
 
 
+def _reach(container: Any, step: int) -> None:
+    """Make ``container`` (a list) long enough to hold index ``step``."""
+    if not isinstance(container, list):
+        raise StreamProtocolError("a jsonPath index into something that is not a list")
+    if step > len(container) + 1024:
+        # Elements arrive in order: an index far past the end would only fill memory.
+        raise StreamProtocolError(f"a jsonPath index {step} far past the {len(container)} elements so far")
+    while len(container) <= step:
+        container.append(None)
+
+
 def _child(container: Any, step: str | int, empty: Any) -> Any:
     if isinstance(step, int):
-        if not isinstance(container, list):
-            raise StreamProtocolError("a jsonPath index into something that is not a list")
-        if step > len(container) + 1024:
-            # Elements arrive in order: an index far past the end would only fill memory.
-            raise StreamProtocolError(f"a jsonPath index {step} far past the {len(container)} elements so far")
-        while len(container) <= step:
-            container.append(None)
+        _reach(container, step)
         if container[step] is None:
             container[step] = empty
         return container[step]
@@ -137,13 +142,7 @@ def _child(container: Any, step: str | int, empty: Any) -> Any:
 
 def _put(container: Any, step: str | int, value: Any) -> None:
     if isinstance(step, int):
-        if not isinstance(container, list):
-            raise StreamProtocolError("a jsonPath index into something that is not a list")
-        if step > len(container) + 1024:
-            # Elements arrive in order: an index far past the end would only fill memory.
-            raise StreamProtocolError(f"a jsonPath index {step} far past the {len(container)} elements so far")
-        while len(container) <= step:
-            container.append(None)
+        _reach(container, step)
         container[step] = value
     else:
         if not isinstance(container, dict):
