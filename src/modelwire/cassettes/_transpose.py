@@ -242,12 +242,9 @@ async def _send_all(
 
 def _offline_model(target: str, base_url: str | None) -> Any:
     """The target as ``modelwire check`` loads it: its rules, no key, nothing to send to."""
-    from ..models import load_model
-    from ..models.config import REPLAY_KEY, resolve
+    from ..models import _offline_model as offline
 
-    spec = resolve(target, api_key=REPLAY_KEY)
-    url = base_url or spec.base_url or "http://offline.invalid"
-    return load_model(target, api_key=REPLAY_KEY, base_url=url, capability_lookup=False)
+    return offline(target, base_url)
 
 
 def _gate_offline(index: int, conversation: dict[str, Any], model: Any) -> list[GateFinding]:

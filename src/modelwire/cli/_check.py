@@ -53,9 +53,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     """A conversation -> every reason the next request to a model would be refused or
     would lose something (0: none, 1: findings, 2: bad input; with ``--fix``, of the fixed
     conversation)."""
-    from ..models import load_model
+    from ..models import _offline_model
     from ..models._preflight import repair
-    from ..models.config import REPLAY_KEY, resolve
 
     messages = _load_messages(args.file)
     tools = _load_tools(args.tools)
@@ -68,14 +67,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             options[key] = json.loads(raw)
         except ValueError:
             options[key] = raw
-    spec = resolve(args.model, api_key=REPLAY_KEY)  # offline: no key is needed, none is sent
-    model = load_model(
-        args.model,
-        api_key=REPLAY_KEY,
-        base_url=spec.base_url or "http://offline.invalid",
-        capability_lookup=False,
-        **options,
-    )
+    model = _offline_model(args.model, **options)  # offline: no key is needed, none is sent
     findings = model.preflight(messages, tools, args.tool_choice)
     assumed = model.assumption()
     if assumed is not None:

@@ -187,7 +187,7 @@ def _show_capabilities(name: str) -> int:
     from dataclasses import fields
 
     from ..errors import MissingKeyError
-    from ..models import load_model
+    from ..models import _offline_model, load_model
     from ..models.config import REPLAY_KEY, resolve
     from ..protocols import ModelCapabilities
 
@@ -200,7 +200,7 @@ def _show_capabilities(name: str) -> int:
         model = keyed
         caps = asyncio.run(keyed.lookup_capabilities())
     else:  # no key needed to read the table
-        model = load_model(name, api_key=REPLAY_KEY, base_url=spec.base_url or "http://unused")
+        model = _offline_model(name)
         caps = model.capabilities
     print(f"{spec.preset.name}:{spec.model} ({spec.preset.protocol})")
     assumed = model.assumed_from

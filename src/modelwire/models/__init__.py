@@ -170,6 +170,17 @@ def load_model(
     return HTTPModel(spec, transport=transport, retry=retry)
 
 
+def _offline_model(name: str, base_url: str | None = None, **options: Any) -> "HTTPModel":
+    """``name`` with its rules and capabilities and no key, for what reads them without a call
+    (``modelwire check``, ``models --capabilities``, ``cassette transpose``): no key is needed
+    or sent, no capability is looked up, and its URL is the one named, the preset's, or one
+    that resolves nowhere."""
+    from .config import REPLAY_KEY
+
+    url = base_url or resolve(name, api_key=REPLAY_KEY).base_url or "http://offline.invalid"
+    return load_model(name, api_key=REPLAY_KEY, base_url=url, capability_lookup=False, **options)
+
+
 def _profile_fallback(
     name: Any, spec: Any, fallback: Any, client: Any, timeouts: Any, retry: Any, max_connections: int
 ) -> FallbackModel:
