@@ -136,6 +136,7 @@ CLOUD_WORDS_KEPT = {
     ("adapters/__init__.py", "aws-eventstream"): "a framing's name (the format is AWS's), as sse and ndjson are",
     ("adapters/__init__.py", "AWSStreamDecoder"): "that framing's decoder, a public name of the kit",
     ("adapters/_base.py", "AWSStreamDecoder"): "the same",
+    ("adapters/_decoders.py", "AWSStreamDecoder"): "the same (its home)",
     ("cassettes/_drift.py", "aws-eventstream"): "the same framing's name",
     ("testing/_conformance_parts.py", "aws-eventstream"): "the same framing's name",
 }

@@ -12,28 +12,18 @@
 
 Each adapter lives with its wire protocol (``modelwire.protocols.<name>.adapter``). They
 are pure and synchronous: no I/O, no clock of their own beyond the one you pass in. See
-``_base.BaseAdapter`` for the contract, errors included.
+``BaseAdapter`` for the contract, errors included.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from ._base import (
-    COMMON_EXTRAS,
-    DELTA_MAKERS,
-    OPTIONAL,
-    STREAMING,
-    AWSStreamDecoder,
-    BaseAdapter,
-    Block,
-    StreamDecoder,
-    debug,
-    decode_answer,
-    error_object,
-    json_text,
-    shape_problem,
-)
+from ._adapter import BaseAdapter, debug
+from ._decoders import AWSStreamDecoder, StreamDecoder, decode_answer
+from ._makers import COMMON_EXTRAS, DELTA_MAKERS, error_object, json_text
+from ._shapes import OPTIONAL, shape_problem
+from ._state import STREAMING, Block
 from ._eventstream import EventStreamDecoder, Frame, encode_frame
 from ._fast import Const, Delta, fast_path_source
 from ._sse import SSEDecoder, SSEEvent, encode_sse, split_sse

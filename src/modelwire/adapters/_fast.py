@@ -31,7 +31,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 if TYPE_CHECKING:
-    from ._base import BaseAdapter
+    from ._adapter import BaseAdapter
 
 __all__ = ["Delta", "Const", "compile_fast_path", "fast_path_source"]
 

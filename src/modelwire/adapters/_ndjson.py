@@ -11,7 +11,8 @@ from msgspec.json import decode as from_json
 
 from .. import event as E
 from ..errors import ProviderError, StreamProtocolError
-from ._base import BaseAdapter, StreamDecoder, _refuse, short_path
+from ._adapter import BaseAdapter
+from ._decoders import StreamDecoder, _refuse, short_path
 from ._sse import LF
 
 __all__ = ["NDJSONDecoder", "MAX_LINE"]
