@@ -47,13 +47,6 @@ def test_no_function_in_the_package_is_longer_than_60_lines():
     assert long == [], "\n".join(long)
 
 
-# The modules still over 600 lines, each to be split along its own seams (issue 72). The list
-# only shrinks: no module joins it, and one split under the limit must leave it.
-LONG_MODULES = {
-    "models/_http.py",
-}
-
-
 def test_no_module_in_the_package_is_longer_than_600_lines():
     """A module a reader can hold: split by what changes together (a CLI by command, a class
     by its parts) before it passes 600 lines."""
@@ -63,10 +56,7 @@ def test_no_module_in_the_package_is_longer_than_600_lines():
         lines = len(path.read_text(encoding="utf-8").splitlines())
         if lines > 600:
             long[path.relative_to(package).as_posix()] = lines
-    grown = {name: lines for name, lines in long.items() if name not in LONG_MODULES}
-    assert grown == {}, f"over 600 lines: {grown}; split them"
-    split = sorted(LONG_MODULES - set(long))
-    assert split == [], f"{split} are 600 lines or under now: take them off LONG_MODULES"
+    assert long == {}, f"over 600 lines: {long}; split them"
 
 
 def test_no_function_in_the_package_ranks_d_or_worse():

@@ -199,6 +199,10 @@ PROTOCOL_NAMES = re.compile(r"[\"'](" + "|".join(re.escape(n) for n in [*protoco
     [
         "models/options.py",
         "models/_http.py",
+        "models/_capable.py",
+        "models/_building.py",
+        "models/_services.py",
+        "models/_endpoint.py",
         "models/transport.py",
         "models/__init__.py",
         "models/_fallback.py",
