@@ -17,6 +17,10 @@ from modelwire.testing import ProviderServer, sse_reply
 from modelwire.testing.server import Reply, error_reply
 from modelwire.testing.sse import body as sse_body
 
+# How long a call here waits for the provider's published capabilities: long enough for a
+# loaded machine, so that a test of what the answer does never depends on how fast it came.
+WAIT = 30.0
+
 
 @pytest.fixture(autouse=True)
 def cache_dir(tmp_path, monkeypatch):
@@ -102,7 +106,13 @@ def call(model, **options):
 def test_what_anthropic_publishes_shapes_the_request_and_is_asked_once(cache_dir):
     with ProviderServer() as server:
         answer(server, json_reply(anthropic_info("claude-next", adaptive=True, budget=False, levels=("low", "high"))))
-        model = load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True)
+        model = load_model(
+            "anthropic:claude-next",
+            api_key="sk-test",
+            base_url=server.url,
+            capability_lookup=True,
+            capability_lookup_seconds=WAIT,
+        )
         call(model, thinking=True, reasoning_effort="high")
         call(model, thinking=True)
         (lookup,) = gets(server)
@@ -123,6 +133,7 @@ def test_what_anthropic_publishes_shapes_the_request_and_is_asked_once(cache_dir
             api_key="sk-test",
             base_url=server.url.replace("127.0.0.1", "localhost"),
             capability_lookup=True,
+            capability_lookup_seconds=WAIT,
         )
         # A different base URL is a different endpoint: asked again (and here it says 404).
         call(again, thinking=True)
@@ -133,11 +144,23 @@ def test_the_disk_cache_answers_a_new_model_object(cache_dir):
     with ProviderServer() as server:
         answer(server, json_reply(anthropic_info("claude-next", adaptive=True, budget=False, levels=())))
         call(
-            load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True),
+            load_model(
+                "anthropic:claude-next",
+                api_key="sk-test",
+                base_url=server.url,
+                capability_lookup=True,
+                capability_lookup_seconds=WAIT,
+            ),
             thinking=True,
         )
         call(
-            load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True),
+            load_model(
+                "anthropic:claude-next",
+                api_key="sk-test",
+                base_url=server.url,
+                capability_lookup=True,
+                capability_lookup_seconds=WAIT,
+            ),
             thinking=True,
         )
         assert len(gets(server)) == 1
@@ -170,7 +193,13 @@ def test_the_disk_cache_answers_a_new_model_object(cache_dir):
 def test_a_failing_or_malformed_answer_changes_nothing(bad, cache_dir):
     with ProviderServer() as server:
         answer(server, bad)
-        model = load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True)
+        model = load_model(
+            "anthropic:claude-next",
+            api_key="sk-test",
+            base_url=server.url,
+            capability_lookup=True,
+            capability_lookup_seconds=WAIT,
+        )
         reply = call(model, thinking=True)
         assert reply.get_text_content().strip() == "Four."
         assert posts(server)[0]["thinking"]["type"] == "enabled"  # the protocol's own form
@@ -190,8 +219,13 @@ def test_a_slow_answer_is_abandoned_and_the_call_goes_on(cache_dir):
                 stall=30,
             ),
         )
-        model = load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True)
-        call(model, thinking=True)  # within wait_for's bound: the 30 s stall was not waited for
+        model = load_model(
+            "anthropic:claude-next",
+            api_key="sk-test",
+            base_url=server.url,
+            capability_lookup=True,
+        )
+        call(model, thinking=True)  # the default half second's bound: the 30 s stall was not waited for
         assert posts(server)[0]["thinking"]["type"] == "enabled"
 
 
@@ -209,7 +243,13 @@ def test_auto_asks_only_the_providers_own_endpoint_and_never_under_a_cassette(tm
 
         with use_cassette(tmp_path / "c.json", "all"):
             call(
-                load_model("anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True),
+                load_model(
+                    "anthropic:claude-next",
+                    api_key="sk-test",
+                    base_url=server.url,
+                    capability_lookup=True,
+                    capability_lookup_seconds=WAIT,
+                ),
                 thinking=True,
             )
         assert not gets(server) and len(posts(server)) == 3
@@ -224,7 +264,12 @@ def test_no_lookup_when_no_option_depends_on_it():
         answer(server, json_reply(anthropic_info("claude-next", adaptive=True, budget=False, levels=())))
         call(
             load_model(
-                "anthropic:claude-next", api_key="sk-test", base_url=server.url, capability_lookup=True, max_tokens=100
+                "anthropic:claude-next",
+                api_key="sk-test",
+                base_url=server.url,
+                capability_lookup=True,
+                capability_lookup_seconds=WAIT,
+                max_tokens=100,
             )
         )
         assert not gets(server)
@@ -247,7 +292,13 @@ def test_gemini_models_get():
         server.respond = lambda request: (
             json_reply(info) if request["method"] == "GET" else sse_reply(sse_body("gemini", ("text", "Hi.")))
         )
-        model = load_model("google:gemini-next", api_key="g-key", base_url=server.url, capability_lookup=True)
+        model = load_model(
+            "google:gemini-next",
+            api_key="g-key",
+            base_url=server.url,
+            capability_lookup=True,
+            capability_lookup_seconds=WAIT,
+        )
         with pytest.raises(Exception, match="does not think"):
             call(model, thinking=True)
         (lookup,) = gets(server)
@@ -277,7 +328,11 @@ def test_openrouter_model_list():
             json_reply(listing) if request["method"] == "GET" else sse_reply(sse_body("openai-chat", ("text", "Hi.")))
         )
         model = load_model(
-            "openrouter:acme/strict-model", api_key="or-key", base_url=server.url + "/v1", capability_lookup=True
+            "openrouter:acme/strict-model",
+            api_key="or-key",
+            base_url=server.url + "/v1",
+            capability_lookup=True,
+            capability_lookup_seconds=WAIT,
         )
         with pytest.raises(Exception, match="temperature"):
             call(model, temperature=0.3)  # the model lists no sampling parameters
@@ -454,7 +509,11 @@ def test_a_model_no_row_names_is_looked_up_on_its_first_call_and_the_assumption_
     with ProviderServer() as server:
         answer(server, json_reply(info))
         model = load_model(
-            "anthropic:claude-sonnet-5-7", api_key="sk-test", base_url=server.url, capability_lookup=True
+            "anthropic:claude-sonnet-5-7",
+            api_key="sk-test",
+            base_url=server.url,
+            capability_lookup=True,
+            capability_lookup_seconds=WAIT,
         )
         with caplog.at_level("WARNING", logger="modelwire.models"):
             call(model)
@@ -464,3 +523,9 @@ def test_a_model_no_row_names_is_looked_up_on_its_first_call_and_the_assumption_
         assert len(said) == 1 and "Claude Sonnet 5" in said[0] and "the provider publishes" in said[0]
         assert posts(server)[1]["thinking"] == {"type": "between_tools"}
         assert model.capabilities.sources["thinking_off_as"] == "provider: GET /v1/models"
+
+
+def test_the_lookup_budget_is_a_number_of_seconds():
+    for wrong in (0, -1, "soon", True):
+        with pytest.raises(Exception, match="capability_lookup_seconds"):
+            load_model("anthropic:claude-next", api_key="sk-test", capability_lookup_seconds=wrong)

@@ -28,6 +28,10 @@ from modelwire.testing import ProviderServer, Reply
 from modelwire.testing.server import error_reply
 from paths import ROOT
 
+# How long a call here waits for the provider's published capabilities: long enough for a
+# loaded machine, so that a test of what the answer does never depends on how fast it came.
+WAIT = 30.0
+
 OLLAMA = ROOT / "ollama"
 NDJSON = "application/x-ndjson"
 WIRE = get_protocol("ollama")
@@ -219,7 +223,9 @@ def test_num_ctx_comes_from_api_show_and_an_unknown_one_is_said(caplog):
     body = WIRE.fake_stream(("text", "Hi there."))
     with ProviderServer() as server:
         server.script(show(40960), ndjson(body), ndjson(body))
-        model = load_model("ollama:qwen3:8b", base_url=server.url, capability_lookup=True)
+        model = load_model(
+            "ollama:qwen3:8b", base_url=server.url, capability_lookup=True, capability_lookup_seconds=WAIT
+        )
         asyncio.run(model.complete("hi"))
         asyncio.run(model.complete("again"))
         lookup, first, second = server.requests
@@ -230,7 +236,9 @@ def test_num_ctx_comes_from_api_show_and_an_unknown_one_is_said(caplog):
             {"modelfile": "FROM x", "capabilities": ["completion"]}
         ).encode()  # an answer with no context length
         server.script(Reply(body=silent, headers={"content-type": "application/json"}), ndjson(body))
-        model = load_model("ollama:never-seen-model", base_url=server.url, capability_lookup=True)
+        model = load_model(
+            "ollama:never-seen-model", base_url=server.url, capability_lookup=True, capability_lookup_seconds=WAIT
+        )
         asyncio.run(model.complete("hi"))
         sent = server.requests[-1]["json"]
     assert "num_ctx" not in sent.get("options", {})
@@ -254,6 +262,7 @@ def test_a_server_that_is_not_running_is_said_first(caplog):
         "ollama:not-running-model",
         base_url=f"http://127.0.0.1:{port}",
         capability_lookup=True,
+        capability_lookup_seconds=WAIT,
         retry=RetryPolicy(max_retries=0),
     )
     with (
@@ -305,7 +314,13 @@ def test_an_agent_runs_a_tool_and_answers():
         )
         agent = Agent(
             "a",
-            load_model("ollama:qwen3:8b", base_url=server.url, capability_lookup=True, thinking=True),
+            load_model(
+                "ollama:qwen3:8b",
+                base_url=server.url,
+                capability_lookup=True,
+                capability_lookup_seconds=WAIT,
+                thinking=True,
+            ),
             tools=[weather],
         )
         reply = asyncio.run(agent.reply("Weather in Oslo?"))
@@ -324,7 +339,11 @@ def test_a_cassette_replays_an_ollama_call(tmp_path):
     with ProviderServer() as server:
         server.script(ndjson(raw))
         with use_cassette(path, "all"):
-            first = asyncio.run(load_model("ollama:m", base_url=server.url, capability_lookup=True).complete("hi"))
+            first = asyncio.run(
+                load_model(
+                    "ollama:m", base_url=server.url, capability_lookup=True, capability_lookup_seconds=WAIT
+                ).complete("hi")
+            )
         url = server.url
     with use_cassette(path, "none"):
         again = asyncio.run(load_model("ollama:m", base_url=url).complete("hi"))

@@ -9,6 +9,10 @@ from typing import Any
 
 from ._common import ENVIRONMENT, UsageError
 
+# How long `models --capabilities` waits for what the provider publishes: the answer is what the
+# user asked for, so it waits as an HTTP read does, not the half second a call gives it.
+ASKED_SECONDS = 30.0
+
 
 def _models_command(models: argparse.ArgumentParser) -> None:
     models.epilog = ENVIRONMENT
@@ -113,7 +117,8 @@ def _live_drift(name: str) -> int:
     from ..models.capabilities import from_table
 
     model = load_model(name)  # the key is needed: the provider is asked
-    published = asyncio.run(model.provider_capabilities(cache=CapabilityCache(None)))  # afresh, not the cached answer
+    # afresh, not the cached answer, and waited for as a command's answer is (not a call's half second)
+    published = asyncio.run(model.provider_capabilities(cache=CapabilityCache(None), budget=ASKED_SECONDS))
     if published is None:
         raise UsageError(
             (
@@ -198,7 +203,7 @@ def _show_capabilities(name: str) -> int:
         keyed = None
     if keyed is not None:
         model = keyed
-        caps = asyncio.run(keyed.lookup_capabilities())
+        caps = asyncio.run(keyed.lookup_capabilities(budget=ASKED_SECONDS))
     else:  # no key needed to read the table
         model = _offline_model(name)
         caps = model.capabilities

@@ -36,6 +36,7 @@ class Capable:
         formatter: Formatter
         transport: HTTPTransport
         capability_lookup: Any
+        capability_lookup_seconds: float | None
         _capability_overrides: ModelCapabilities
         _capabilities: ModelCapabilities | None
         _published: ModelCapabilities | None
@@ -139,11 +140,14 @@ class Capable:
             fmt.effort_in_place = bool(caps.effort_per_message)  # and effort changes where they are
             self._drafts.clear()
 
-    async def lookup_capabilities(self, *, cache: Any = None) -> ModelCapabilities:
+    async def lookup_capabilities(self, *, cache: Any = None, budget: float | None = None) -> ModelCapabilities:
         """Ask the provider what this model accepts, once (where it publishes it, and where
         ``capability_lookup`` allows: ``"auto"`` asks only the provider's own endpoint, never
         a gateway or a local server, and never while a cassette is in use). The answer joins
-        :attr:`capabilities`; a slow, failing or strange answer changes nothing."""
+        :attr:`capabilities`; a slow, failing or strange answer changes nothing. ``budget``:
+        the seconds the answer may take (the model's ``capability_lookup_seconds``, half a
+        second by default, as a call waits on it; a command that asks for the answer itself
+        waits longer)."""
         if self._looked_up:
             return self.capabilities
         self._looked_up = True
@@ -152,25 +156,35 @@ class Capable:
             self.capability_lookup == "auto" and base_url.rstrip("/") == self.spec.preset.base_url.rstrip("/")
         )
         if allowed and not IN_CASSETTE.get():
-            published = await self.provider_capabilities(cache=cache)
+            wait = self.capability_lookup_seconds if budget is None else budget
+            published = await self.provider_capabilities(cache=cache, budget=wait)
             if published is not None:
                 self._published, self._capabilities = published, None
         return self.capabilities
 
-    async def provider_capabilities(self, *, cache: Any = None) -> ModelCapabilities | None:
+    async def provider_capabilities(
+        self, *, cache: Any = None, budget: float | None = None
+    ) -> ModelCapabilities | None:
         """What the provider itself publishes about this model at this base URL (its models
         endpoint, read by the protocol), or None: it publishes nothing, or the answer did not
-        come or could not be read. ``cache``: where answers are kept (a
-        ``CapabilityCache(None)`` asks afresh)."""
+        come in ``budget`` seconds (see :meth:`lookup_capabilities`) or could not be read.
+        ``cache``: where answers are kept (a ``CapabilityCache(None)`` asks afresh)."""
         url = self.wire.model_info_url(self.spec.base_url or "", self.name, self.spec.preset)
         if url is None:
             return None
-        from ._lookup import published_capabilities
+        from ._lookup import LOOKUP_SECONDS, published_capabilities
 
         headers = self.wire.headers(self.spec.api_key, self.spec.preset)
         headers.pop("content-type", None)
         return await published_capabilities(
-            self.wire, url, self.name, headers, self.transport, cache=cache, body=self.wire.model_info_body(self.name)
+            self.wire,
+            url,
+            self.name,
+            headers,
+            self.transport,
+            cache=cache,
+            budget=LOOKUP_SECONDS if budget is None else budget,
+            body=self.wire.model_info_body(self.name),
         )
 
     @property

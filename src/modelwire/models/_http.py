@@ -90,6 +90,10 @@ class HTTPModel(Capable, Building, Services, Pricing, Failures, Resumption):
         if lookup not in ("auto", True, False):
             raise E.ConfigError(f"capability_lookup={lookup!r} must be 'auto', True or False")
         self.capability_lookup = lookup
+        wait = options.pop("capability_lookup_seconds", None)
+        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait <= 0):
+            raise E.ConfigError(f"capability_lookup_seconds={wait!r} must be a number of seconds above 0")
+        self.capability_lookup_seconds: float | None = None if wait is None else float(wait)
         self.max_concurrent, self.rate_limiter = _pacing(options)
         self.pricing = pricing_option(options)
         if self.pricing:

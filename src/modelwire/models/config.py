@@ -140,6 +140,7 @@ def _check_profile(profile: dict[str, Any], name: str, path: Path | None) -> Non
         "formatter",
         "capabilities",
         "capability_lookup",
+        "capability_lookup_seconds",
         "endpoint_family",
         "account",
         "on_unsupported_media",
