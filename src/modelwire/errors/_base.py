@@ -3,7 +3,10 @@ and every error but a provider's (see the package's docstring for the tree)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..message import Msg
 
 
 class ModelwireError(Exception):
@@ -251,7 +254,7 @@ class StructuredOutputError(ModelwireError, ValueError):
     """A reply asked for a structure (``structured_model=``) whose answer did not validate.
     The reply ends with the error on its message; ``partial`` is that message."""
 
-    partial: Any = None
+    partial: Msg | None = None
 
 
 class ToolArgumentsError(ModelwireError, ValueError):
