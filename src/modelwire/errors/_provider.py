@@ -34,6 +34,12 @@ class ProviderError(ModelwireError):
     """
 
     error_type = "unknown"
+    message: str
+    provider_type: str | None
+    status_code: int | None
+    request_id: str | None
+    body: Any
+    args: tuple[Any, ...]  # masked, as the message and body are, when the request's secrets are known
     rate_limits: dict[str, Any] | None = None
     """What the response's headers said of the caller's rate limits (see
     ``WireProtocol.rate_limits``), when it came with any."""
