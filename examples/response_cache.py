@@ -9,7 +9,7 @@ tokens, since none were spent.
 import asyncio
 import hashlib
 import json
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, cast
 
 import modelwire
 from modelwire.event import AgentEvent
@@ -20,9 +20,9 @@ VOLATILE = {"id", "created_at", "finished_at"}  # differ between two askings of 
 
 def plain(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items() if k not in VOLATILE}
+        return {k: plain(v) for k, v in cast("dict[str, object]", value).items() if k not in VOLATILE}
     if isinstance(value, list):
-        return [plain(v) for v in value]
+        return [plain(v) for v in cast("list[object]", value)]
     return value
 
 

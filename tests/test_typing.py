@@ -1,6 +1,7 @@
 """modelwire is a typed package: the README's Python examples, written as a user's
 scripts, pass ``mypy --strict`` and ``pyright`` (reading modelwire's own annotations
-through its ``py.typed``), and ``event.type`` narrows an event to its class."""
+through its ``py.typed``), pyright's strict mode finds no type it does not know in them
+or in a user's code over the public API, and ``event.type`` narrows an event to its class."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from docs_blocks import blocks
 
 BLOCKS = [code for _, code in blocks("python")]  # the README's and the docs pages' examples
+USER_CODE = Path(__file__).with_name("strict_user_code.py")  # a user's calls across the public API
 NARROWING = """
 from modelwire.agent import Agent
 from modelwire.testing import FakeModel
@@ -44,6 +46,7 @@ def scripts(tmp_path_factory):
         named = re.fullmatch(r"# (\w+\.py)", code.splitlines()[0]) if code.strip() else None
         (folder / (named.group(1) if named else f"readme_block_{n:02d}.py")).write_text(code)
     (folder / "narrowing.py").write_text(NARROWING)
+    shutil.copy(USER_CODE, folder / "user_code.py")
     return folder
 
 
@@ -57,7 +60,7 @@ def test_the_readme_examples_pass_mypy_strict(scripts):
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert f"no issues found in {len(BLOCKS) + 1} source files" in done.stdout
+    assert f"no issues found in {len(BLOCKS) + 2} source files" in done.stdout
 
 
 def test_the_readme_examples_pass_pyright(scripts):
@@ -68,6 +71,33 @@ def test_the_readme_examples_pass_pyright(scripts):
         [pyright, "--pythonpath", sys.executable, "."], cwd=scripts, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0 and "0 errors" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_user_code_passes_pyright_strict(scripts, tmp_path):
+    """A project whose own pyright runs in strict mode sees every value that comes from
+    modelwire with a known type: no "partially unknown" ``load_model``, ``reply_sync`` or event,
+    in the docs' examples or in a user's code over the public API (strict_user_code.py)."""
+    pyright = shutil.which("pyright", path=str(Path(sys.executable).parent))
+    if pyright is None:
+        pytest.skip("the dev extra installs pyright")
+    import json
+
+    project = shutil.copytree(scripts, tmp_path / "strict_project")
+    (project / "pyrightconfig.json").write_text('{"typeCheckingMode": "strict"}')
+    done = subprocess.run(
+        [pyright, "--pythonpath", sys.executable, "--outputjson", "."],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    report = json.loads(done.stdout)
+    errors = [
+        f"{Path(d['file']).name}:{d['range']['start']['line'] + 1}: {d['message']} ({d.get('rule', '')})"
+        for d in report["generalDiagnostics"]
+        if d["severity"] == "error"
+    ]
+    assert report["summary"]["filesAnalyzed"] == len(BLOCKS) + 2 and not errors, "\n".join(errors[:40])
 
 
 def test_pyright_finds_no_errors_in_the_package():

@@ -260,7 +260,7 @@ class Record(metaclass=_RecordMeta):
                 return False
         return getattr(self, "__dict__", None) == getattr(other, "__dict__", None)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__: ClassVar[None] = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         parts = [f"{n}={getattr(self, n, MISSING)!r}" for n in self.__record_fields__]

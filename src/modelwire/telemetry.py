@@ -114,11 +114,11 @@ class ModelCallTrace:
     __slots__ = ("span", "started", "first", "attrs", "ended")
 
     def __init__(self, span: Any, attrs: dict[str, Any]) -> None:
-        self.span = span
-        self.started = time.monotonic()
+        self.span: Any = span
+        self.started: float = time.monotonic()
         self.first: float | None = None
-        self.attrs = attrs
-        self.ended = False
+        self.attrs: dict[str, Any] = attrs
+        self.ended: bool = False
 
     def first_token(self) -> None:
         if self.first is None:

@@ -105,8 +105,8 @@ class Agent(_Asking, _Ending):
             self.tools[t.name] = t
         self._active: dict[str, Tool] = self.tools  # the tools of the current model call (with the toolsets')
         self.max_iters = max_iters
-        self.session_id = session_id or new_id()
-        self.model_options = model_options or {}
+        self.session_id: str = session_id or new_id()
+        self.model_options: dict[str, Any] = model_options or {}
         self.context: list[Msg] = []
         self._states: dict[str, _ReplyState] = {}
         self._interrupted = False  # interrupt() was called for the running reply (a flag: nothing waits on it)

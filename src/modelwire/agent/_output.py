@@ -48,7 +48,7 @@ class PartialOutput:
         partial_strings: bool = False,
         whole_under: int | None = None,
     ) -> None:
-        self.structured_model = structured_model
+        self.structured_model: Any = structured_model
         self._native = native
         self._tool_name = tool_name
         self._options: PartialOptions = {"partial_strings": partial_strings, "whole_under": whole_under}

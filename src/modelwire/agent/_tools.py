@@ -13,7 +13,7 @@ import functools
 import inspect
 import json
 import re
-from typing import TYPE_CHECKING, Any, Callable, get_type_hints
+from typing import TYPE_CHECKING, Any, Callable, get_type_hints, overload
 
 from ..formatters import ToolSpec
 
@@ -84,9 +84,10 @@ class Tool:
         doc_description, param_docs = _parse_docstring(getattr(named, "__doc__", "") or "")
         own = getattr(named, "__name__", None)
         qualname = getattr(named, "__qualname__", "") or ""
-        self.name = name or (qualname.split(".")[-2] if own == "__call__" and "." in qualname else own) or "tool"
-        self.description = description if description is not None else doc_description
+        self.name: str = name or (qualname.split(".")[-2] if own == "__call__" and "." in qualname else own) or "tool"
+        self.description: str = description if description is not None else doc_description
         self._model: type[BaseModel] | None = None
+        self.parameters: dict[str, Any]
         if parameters is not None:
             self.parameters = parameters
         elif func is not None:
@@ -160,7 +161,15 @@ class Toolset:
         await self.aclose()
 
 
-def tool(func: Callable[..., Any] | None = None, **options: Any) -> Any:
+@overload
+def tool(func: Callable[..., Any], **options: Any) -> Tool: ...
+
+
+@overload
+def tool(func: None = None, **options: Any) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(func: Callable[..., Any] | None = None, **options: Any) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Decorator form: ``@tool`` or ``@tool(requires_confirmation=True)``."""
     if func is None:
         return lambda f: Tool(f, **options)

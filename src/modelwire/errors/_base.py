@@ -3,7 +3,10 @@ and every error but a provider's (see the package's docstring for the tree)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..message import Msg
 
 
 class ModelwireError(Exception):
@@ -37,8 +40,10 @@ class ValidationError(ModelwireError, ValueError):
     (``loc``, a tuple of field names and list indexes), a message (``msg``) and a short
     kind (``type``, such as ``missing`` or ``string_type``)."""
 
+    args: tuple[Any, ...]  # rewritten when the error is located or titled after it was raised
+
     def __init__(self, title: str | None, errors: list[dict[str, Any]]) -> None:
-        self.title = title
+        self.title: str | None = title
         self._errors = errors
         super().__init__(self._text())
 
@@ -216,9 +221,9 @@ class UnsupportedOptionError(ModelwireError, ValueError):
     """An option the chosen provider cannot honour (never dropped silently)."""
 
     def __init__(self, option: str, provider: str, hint: str = "", model: str | None = None) -> None:
-        self.option = option
-        self.provider = provider
-        self.model = model
+        self.option: str = option
+        self.provider: str = provider
+        self.model: str | None = model
         who = f"{provider}:{model}" if model else provider
         super().__init__(f"{who} does not take {option!r}" + (f": {hint}" if hint else ""))
 
@@ -251,7 +256,7 @@ class StructuredOutputError(ModelwireError, ValueError):
     """A reply asked for a structure (``structured_model=``) whose answer did not validate.
     The reply ends with the error on its message; ``partial`` is that message."""
 
-    partial: Any = None
+    partial: Msg | None = None
 
 
 class ToolArgumentsError(ModelwireError, ValueError):
@@ -290,6 +295,11 @@ class SourceRefusedError(ModelwireError, ValueError):
         rule: a stable name for the rule (``files``, ``scheme``, ``host``, ``address``,
             ``redirects``, ``size``, ``timeout``, ``provider-files``).
     """
+
+    index: int | None
+    block: str
+    url: str
+    rule: str
 
     def __init__(self, index: int | None, block: str, url: str, rule: str, reason: str) -> None:
         self.index, self.block, self.url, self.rule = index, block, url, rule

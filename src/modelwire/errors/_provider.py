@@ -9,6 +9,7 @@ from ._base import ModelwireError, UnsupportedOptionError
 
 if TYPE_CHECKING:
     from ..event import AgentEvent
+    from ..message import Msg
 
 
 # -- provider errors ---------------------------------------------------------------------------
@@ -33,12 +34,20 @@ class ProviderError(ModelwireError):
     """
 
     error_type = "unknown"
+    message: str
+    provider_type: str | None
+    status_code: int | None
+    request_id: str | None
+    body: Any
+    args: tuple[Any, ...]  # masked, as the message and body are, when the request's secrets are known
     rate_limits: dict[str, Any] | None = None
     """What the response's headers said of the caller's rate limits (see
     ``WireProtocol.rate_limits``), when it came with any."""
-    partial: Any = None
-    """The reply as far as it got (a ``Msg``), when the error ended an agent's reply or a
-    ``complete()``."""
+    partial: Msg | None = None
+    """The reply as far as it got, when the error ended an agent's reply or a ``complete()``."""
+    retry_after: float | None = None
+    """The seconds the provider asked to wait before trying again (its ``Retry-After`` header,
+    or the same in its error body), when it said."""
 
     def __init__(
         self,

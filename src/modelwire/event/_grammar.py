@@ -39,10 +39,10 @@ class StreamChecker:
     """Incremental form of :func:`check_stream`: ``feed`` events one by one, then ``close``."""
 
     def __init__(self) -> None:
-        self.index = -1
+        self.index: int = -1
         self.reply_id: str | None = None
-        self.ended = False
-        self.in_call = False
+        self.ended: bool = False
+        self.in_call: bool = False
         self.block_ids: set[str] = set()
         self.open_blocks: dict[str, str] = {}  # block_id -> kind
         self.call_blocks: set[str] = set()  # opened inside the current model call

@@ -130,11 +130,11 @@ class PartialJSON:
     )
 
     def __init__(self, *, partial_strings: bool = False, whole_under: int | None = None) -> None:
-        self.partial_strings = partial_strings
+        self.partial_strings: bool = partial_strings
         """Whether an open string shows the text it has so far (else only closed strings show)."""
         if whole_under is None:  # an open string shows as it grows only in a container that shows
             whole_under = 0 if partial_strings else 256
-        self.whole_under = whole_under
+        self.whole_under: int = whole_under
         """A container whose text so far is shorter than this shows once it is whole."""
         self._buf = ""  # text not consumed yet: an unfinished number, literal, escape or small container
         self._offset = 0  # where _buf starts in the whole text (for error positions)

@@ -103,9 +103,9 @@ class ServerTool:
             raise ValueError(
                 "a ServerTool needs a kind (web_search, code_execution, web_fetch) or the provider's raw definition"
             )
-        self.kind = kind or "raw"
-        self.config = config
-        self.raw = raw
+        self.kind: str = kind or "raw"
+        self.config: dict[str, Any] = config
+        self.raw: dict[str, Any] | None = raw
 
     def __repr__(self) -> str:
         raw = ", raw" if self.raw is not None else ""

@@ -35,7 +35,7 @@ class Batch:
 
     def __init__(self, model: Any, state: BatchState, size: int | None = None) -> None:
         self.model = model
-        self.state = state
+        self.state: BatchState = state
         self.size = size  # how many requests were submitted, where this process submitted them
         self.unplaced: list[E.ProviderError] = []
         """Results :meth:`results` read last that name no request of the batch (an id the

@@ -122,5 +122,5 @@ async def http_error(response: Any, wire: WireProtocol) -> E.ProviderError:
         wait = wire.retry_after_in(body)
         if wait is not None and err.rate_limits is None:
             err.rate_limits = {"retry_after": wait}
-    err.retry_after = wait  # type: ignore[attr-defined]
+    err.retry_after = wait
     return err

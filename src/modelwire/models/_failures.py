@@ -138,7 +138,7 @@ class Failures:
             request_id=err.request_id,
             body=err.body,
         )
-        refused.events, refused.retry_after = err.events, getattr(err, "retry_after", None)  # type: ignore[attr-defined]
+        refused.events, refused.retry_after = err.events, err.retry_after
         refused.rate_limits = err.rate_limits
         return refused
 

@@ -54,12 +54,12 @@ class FallbackModel:
     ) -> None:
         if len(models) < 1:
             raise E.ConfigError("a FallbackModel needs at least one model")
-        self.models = list(models)
+        self.models: list[Any] = list(models)
         self.cooldown = cooldown
         self.continue_after_output = continue_after_output
         self._clock = clock
         self._out_until: dict[int, float] = {}  # index -> when the model may be first again
-        self.name = getattr(self.models[0], "name", "fallback")
+        self.name: str = getattr(self.models[0], "name", "fallback")
 
     def __repr__(self) -> str:
         return f"FallbackModel({', '.join(_label(m) for m in self.models)})"

@@ -146,7 +146,7 @@ class WrappedModel:
         if not callable(getattr(model, "stream", None)):
             raise ConfigError(f"wrap() takes a model (with a stream method), not {type(model).__name__}")
         self.model = model
-        self.middleware = tuple(middleware)
+        self.middleware: tuple[Middleware, ...] = tuple(middleware)
         self._layers = tuple(_Layer(m) for m in self.middleware)
         self._inner: dict[int, Any] = {}  # index -> the layers from there on and the model, as one model
         # index -> whether a request hook runs before the next stream hook (or the model) from there
@@ -398,9 +398,10 @@ class StreamStop:
     __slots__ = ("call", "by", "started", "ended", "blocks", "tool_calls", "results", "end")
 
     def __init__(self, call: ModelCall, by: str = "middleware") -> None:
-        self.call = call
-        self.by = by
-        self.started = self.ended = False
+        self.call: ModelCall = call
+        self.by: str = by
+        self.started: bool = False
+        self.ended: bool = False
         self.blocks: dict[str, str] = {}  # open block id -> kind ("text", "thinking", "data")
         self.tool_calls: dict[str, str] = {}  # open tool call id -> name
         self.results: set[str] = set()  # open tool result ids

@@ -106,12 +106,15 @@ class RateLimiter:
                 raise E.ConfigError(f"RateLimiter({name}={value!r}): a limit is a whole number, at least 1")
         if not period > 0:
             raise E.ConfigError(f"RateLimiter(period={period!r}): seconds, more than 0")
-        self.rpm, self.tpm, self.period = rpm, tpm, float(period)
+        self.rpm: int | None = rpm
+        self.tpm: int | None = tpm
+        self.period: float = float(period)
         self.clock = clock
         self._learned: dict[str, dict[str, int]] = {}  # endpoint -> limits the headers gave
         self._local: dict[str, dict[str, _Bucket]] = {}  # endpoint -> "requests"/"tokens" -> bucket
         self._paused: dict[str, float] = {}  # endpoint -> wall time until which nothing is sent
-        self._redis_url, self.key = redis, key
+        self._redis_url = redis
+        self.key: str = key
         self._client: Any = None
         self._tasks: set[Any] = set()  # Redis writes under way (answered, settle, pause)
 

@@ -149,7 +149,7 @@ class HTTPTransport:
     """One connection pool; ``open()`` sends a request and returns the streaming response."""
 
     def __init__(self, client: Any = None, *, timeouts: Timeouts | None = None, max_connections: int = 20) -> None:
-        self.timeouts = timeouts or Timeouts()
+        self.timeouts: Timeouts = timeouts or Timeouts()
         self._client = client
         self._owned = client is None
         self._max_connections = max_connections

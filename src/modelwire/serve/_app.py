@@ -89,25 +89,26 @@ class EventStreamApp:
         # A request body must arrive whole within this many seconds: a client that trickles
         # it holds a connection (and a file descriptor) for nothing.
         self.body_timeout = body_timeout
-        self.store = store if store is not None else MemoryStore()
+        self.store: ReplyStore = store if store is not None else MemoryStore()
         self.wrap_reply = wrap_reply
         self.history = history
-        self.page_config = page_config or {}
+        self.page_config: dict[str, Any] = page_config or {}
         # Host names this app answers to ("*": any): a page on another name that resolves
         # here (DNS rebinding) is refused.
-        self.allowed_hosts = {h.lower().strip("[]") for h in allowed_hosts}
+        self.allowed_hosts: set[str] = {h.lower().strip("[]") for h in allowed_hosts}
         # Origins other than the app's own whose pages may call it (CORS); "*": any.
-        self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
+        self.allowed_origins: set[str] = {o.rstrip("/").lower() for o in allowed_origins}
         self.auth_token = auth_token
         # A reply whose client left goes on for ``grace`` seconds, waiting to be taken up
         # again; a finished one stays ``linger`` seconds for a client that reconnects late.
-        self.grace, self.linger = grace, linger
+        self.grace: float = grace
+        self.linger: float = linger
         self.live: dict[str, LiveReply] = {}  # running replies of this worker, by token hash
         self.chats: dict[str, str] = {}  # useChat chat id -> the token hash of its latest reply
-        self.image_origins = tuple(o.rstrip("/") for o in image_origins)
+        self.image_origins: tuple[str, ...] = tuple(o.rstrip("/") for o in image_origins)
         page = STATIC["/"][0].read_text(encoding="utf-8")
         images = " ".join(("data:", *self.image_origins))
-        self.csp = (
+        self.csp: str = (
             f"default-src 'self'; script-src 'self' {_hashes(page, 'script')}; style-src 'self' "
             f"{_hashes(page, 'style')}; "
             f"img-src 'self' {images}; connect-src 'self'; object-src 'none'; base-uri 'none'; "

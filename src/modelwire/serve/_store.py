@@ -138,9 +138,11 @@ class MemoryStore:
     shared = False  # a running reply's stream is kept by the worker running it (LiveReply)
 
     def __init__(self, limit: int = 1000, ttl: float = 1800.0, max_bytes: int = 256 * 1024 * 1024) -> None:
-        self.limit, self.ttl, self.max_bytes = limit, ttl, max_bytes
+        self.limit: int = limit
+        self.ttl: float = ttl
+        self.max_bytes: int = max_bytes
         self._entries: OrderedDict[str, Parked] = OrderedDict()
-        self.bytes = 0
+        self.bytes: int = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -198,7 +200,8 @@ class RedisStore:
     shared = True
     # The worker running a reply says it is alive every ``beat`` seconds; a follower elsewhere
     # that hears nothing for ``beat_timeout`` seconds ends its stream with an error.
-    beat, beat_timeout = 1.0, 3.0
+    beat: float = 1.0
+    beat_timeout: float = 3.0
 
     def __init__(
         self,
@@ -211,8 +214,12 @@ class RedisStore:
         linger: float = 300.0,
         client: Any = None,
     ) -> None:
-        self.url, self.ttl, self.prefix, self.max_reply_bytes = url, ttl, prefix, max_reply_bytes
-        self.max_frames, self.linger = max_frames, linger
+        self.url: str = url
+        self.ttl: float = ttl
+        self.prefix: str = prefix
+        self.max_reply_bytes: int = max_reply_bytes
+        self.max_frames: int = max_frames
+        self.linger: float = linger
         self._client = client
         self._take: Any = None
 

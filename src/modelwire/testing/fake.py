@@ -22,11 +22,15 @@ conversation the provider would refuse fails here as it would there.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncGenerator, Callable, Sequence
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Sequence
 
 from .._ids import new_id
 from .._sync import run_sync
 from ..message import AssistantMsg, Msg, MsgInput, as_messages
+
+if TYPE_CHECKING:
+    from ..formatters import Formatter
+    from ..protocols import WireProtocol
 
 __all__ = ["FakeModel"]
 
@@ -82,7 +86,7 @@ class FakeModel:
         from ..protocols import get_protocol, protocol_names
 
         protocol = protocol or protocol_names()[0]  # the first registered protocol by default
-        self.wire = get_protocol(protocol)
+        self.wire: WireProtocol = get_protocol(protocol)
         self.name = name
         self.usage = usage
         self._replies = replies
@@ -91,7 +95,7 @@ class FakeModel:
         if preset is None:
             raise ValueError(f"no provider preset speaks {protocol!r}")
         self.preset = preset
-        self.formatter = self.wire.new_formatter(preset, name)
+        self.formatter: Formatter = self.wire.new_formatter(preset, name)
         self.requests: list[dict[str, Any]] = []  # each call's request payload, as the formatter made it
 
     def __repr__(self) -> str:

@@ -185,13 +185,13 @@ class ProviderServer:
         self.requests: list[dict[str, Any]] = []
         self.keep_requests = True  # soak tests turn this off: the server then keeps nothing
         self.disconnects: list[float] = []
-        self.lock = threading.Lock()
-        self.httpd = _Server(("127.0.0.1", port), _Handler)
+        self.lock: threading.Lock = threading.Lock()
+        self.httpd: _Server = _Server(("127.0.0.1", port), _Handler)
         self.httpd.owner = self
         self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.port: int = self.httpd.server_address[1]
+        self.url: str = f"http://127.0.0.1:{self.port}"
+        self.thread: threading.Thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def _reply_for(self, request: dict[str, Any]) -> Reply:
         """The next scripted reply, else ``respond``'s answer; a 400 when its check fails."""
