@@ -11,7 +11,7 @@ import asyncio
 import collections
 import json
 from contextlib import aclosing
-from typing import Any, AsyncGenerator, Sequence
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Sequence
 
 from .. import errors as E
 from .. import telemetry
@@ -35,6 +35,9 @@ from ._services import Services
 from .config import CONVERSATION, IN_CASSETTE, REPLAYING, ModelSpec
 from ._request import conversation, depends_on_capabilities
 from .transport import HTTPTransport, RetryPolicy, Timeouts, read_chunks
+
+if TYPE_CHECKING:
+    from ..formatters import Formatter
 
 _CHAIN_RECORDS = 16  # stored responses kept per model for ``chain`` (the latest conversations)
 
@@ -71,13 +74,13 @@ class HTTPModel(Capable, Building, Services, Pricing, Failures, Resumption):
         max_source_bytes: int = 20 * 1024 * 1024,
     ) -> None:
         self.spec = spec
-        self.name = spec.model
-        self.provider = spec.preset.name
-        self.protocol = spec.preset.protocol
+        self.name: str = spec.model
+        self.provider: str = spec.preset.name
+        self.protocol: str = spec.preset.protocol
         self.wire: WireProtocol = get_protocol(self.protocol)
         options = dict(spec.options)
         timeouts = options.pop("timeouts", None)
-        self.timeouts = Timeouts(**timeouts) if isinstance(timeouts, dict) else (timeouts or Timeouts())
+        self.timeouts: Timeouts = Timeouts(**timeouts) if isinstance(timeouts, dict) else (timeouts or Timeouts())
         formatter_options = options.pop("formatter", {})
         overrides = options.pop("capabilities", None) or {}
         if not isinstance(overrides, ModelCapabilities):
@@ -94,8 +97,10 @@ class HTTPModel(Capable, Building, Services, Pricing, Failures, Resumption):
         if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait <= 0):
             raise E.ConfigError(f"capability_lookup_seconds={wait!r} must be a number of seconds above 0")
         self.capability_lookup_seconds: float | None = None if wait is None else float(wait)
-        self.max_concurrent, self.rate_limiter = _pacing(options)
-        self.pricing = pricing_option(options)
+        max_concurrent, rate_limiter = _pacing(options)
+        self.max_concurrent: int | None = max_concurrent
+        self.rate_limiter: Any = rate_limiter  # a RateLimiter, or any object with its acquire()
+        self.pricing: bool | None = pricing_option(options)
         if self.pricing:
             self._preload_prices()  # asked for: the catalogue loads in a thread from now on
         self._slots: Any = None  # loop -> asyncio.Semaphore (a semaphore belongs to one loop)
@@ -103,15 +108,17 @@ class HTTPModel(Capable, Building, Services, Pricing, Failures, Resumption):
         if media not in ("refuse", "note"):
             raise E.ConfigError(f"on_unsupported_media={media!r} must be 'refuse' or 'note'")
         self.on_unsupported_media = media
-        self.endpoint, self.account = endpoint_and_account(spec, options)
-        self.options = ModelOptions.from_dict(options)
-        self.formatter = self.wire.new_formatter(spec.preset, spec.model, **formatter_options)
+        endpoint, account = endpoint_and_account(spec, options)
+        self.endpoint: str = endpoint
+        self.account: str | None = account
+        self.options: ModelOptions = ModelOptions.from_dict(options)
+        self.formatter: Formatter = self.wire.new_formatter(spec.preset, spec.model, **formatter_options)
         self.formatter.endpoint, self.formatter.model = self.endpoint, spec.model
         self.formatter.account = self.account
         # The formatter's own id and name rules, for when a refusal's pattern is forgotten.
         self._own_tool_rules = (self.formatter.tool_id_rules, self.formatter.tool_name_rules)
-        self.transport = transport or HTTPTransport(timeouts=self.timeouts)
-        self.retry = retry or RetryPolicy()
+        self.transport: HTTPTransport = transport or HTTPTransport(timeouts=self.timeouts)
+        self.retry: RetryPolicy = retry or RetryPolicy()
         self._sleep = sleep or asyncio.sleep
         self.max_source_bytes = max_source_bytes
         self._credentials: Any = None

@@ -11,7 +11,7 @@ from .. import errors as E
 from ..event import AgentEvent
 from ..protocols import ModelOptions, WireProtocol
 from ._body import http_error
-from .transport import read_chunks
+from .transport import HTTPTransport, Timeouts, read_chunks
 
 __all__ = ["Resumption"]
 
@@ -26,8 +26,8 @@ class Resumption:
     if TYPE_CHECKING:  # what it reads of the model
         spec: Any
         wire: WireProtocol
-        transport: Any
-        timeouts: Any
+        transport: HTTPTransport
+        timeouts: Timeouts
 
         def headers(self, extra: dict[str, str]) -> dict[str, str]: ...
         async def _signed(self, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]: ...
