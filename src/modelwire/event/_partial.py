@@ -71,6 +71,11 @@ _EXPECTING = {_VALUE: "a value", _ARRAY_FIRST: "a value or ']'", _OBJECT_FIRST: 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _NUMBERISH = re.compile(r"[-+0-9.eE]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+# A quote in a piece of a string's text that may end it: all but one with a backslash before it
+# and something else before that backslash (escaped whatever came before the piece). One C search
+# a piece, where counting quotes and escaped quotes was two passes and escaped backslashes a third.
+_maybe_closing_quote = re.compile(r'"(?<![^\\]\\")').search
+_ITEM_GAP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*(?=[\[{])")
 _LITERALS = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
 _CLOSER = {"{": "}", "[": "]"}
 
@@ -179,22 +184,21 @@ class PartialJSON:
     def feed(self, text: str) -> bool:
         """Take the next piece of the text; whether the value parsed so far changed."""
         waiting = self._waiting
-        if waiting == '"':  # an open string: if every quote of this piece is escaped, it is all text
-            if self._buf:  # the backslash the last piece ended with escapes this one's first character
-                text = self._buf + text
-                self._buf = ""
-            if text.count('"') == text.count('\\"') and "\\\\" not in text:
-                if text.endswith("\\") and (len(text) - len(text.rstrip("\\"))) % 2:
-                    self._buf = "\\"
-                    text = text[:-1]
+        if waiting == '"':  # an open string: a piece whose every quote is escaped is all text
+            if _maybe_closing_quote(text) is None:
+                self._offset += len(text)
                 if self._shown_live:
                     return self._take_string_text(text)
                 self._raw.append(text)  # decoded once, when the string closes
                 return False
+            text = self._escaping_backslash() + text
         elif waiting:  # a small container: nothing changes before its closing character comes
-            if waiting not in text and len(self._buf) + len(text) < self.whole_under:
-                self._buf += text
-                return False
+            if waiting not in text:
+                if len(self._buf) + len(text) < self.whole_under:
+                    self._buf += text
+                    return False
+            elif self._stack and type(self._stack[-1]) is list:
+                return self._list_items(self._buf + text)
         elif self._failed is not None:
             raise self._failed
         self._waiting = ""
@@ -341,6 +345,59 @@ class PartialJSON:
                 return -1
         raise self._fail(f"expected {_EXPECTING.get(self._state, 'a value')}, got {c!r}", pos)
 
+    def _list_items(self, buf: str) -> bool:
+        """A list's small item that waited for its closing character, and the items after it:
+        each read whole by the C scanner, with only the comma between them read in Python (a
+        long list of records: most pieces end one and begin the next). Anything else (the
+        list's end, an item too long to wait for or not JSON) goes on in :meth:`_parse`."""
+        items = self._stack[-1]
+        pos = 0
+        while True:
+            try:
+                item, end = _scan_once(buf, pos)
+            except StopIteration as exc:
+                return self._item_not_whole(buf, pos, exc.value)
+            except ValueError as exc:
+                return self._item_not_whole(buf, pos, getattr(exc, "pos", 0))
+            items.append(item)
+            if buf.startswith(", {", end):
+                pos = end + 2
+            else:
+                gap = _ITEM_GAP.match(buf, end)  # a comma and the next item's opening
+                if gap is None:
+                    self._state = _AFTER
+                    return self._resume(buf, end, True)
+                pos = gap.end()
+            closer = "}" if buf[pos] == "{" else "]"
+            if buf.find(closer, pos) < 0:
+                self._state = _VALUE
+                if len(buf) - pos >= self.whole_under:
+                    return self._resume(buf, pos, True)
+                self._waiting = closer
+                self._offset += pos
+                self._buf = buf[pos:]
+                return True
+
+    def _item_not_whole(self, buf: str, pos: int, at: int) -> bool:
+        """The item at ``pos`` is not whole: it waits on if it may still become JSON and is
+        small, else it is read piece by piece (which says where it is not JSON)."""
+        if at >= len(buf) and len(buf) - pos < self.whole_under:
+            if pos:
+                self._state = _VALUE
+                self._waiting = _CLOSER[buf[pos]]
+            self._offset += pos
+            self._buf = buf[pos:]
+            return pos > 0  # an item before it came whole
+        return self._resume(buf, pos, pos > 0)
+
+    def _resume(self, buf: str, pos: int, grew: bool) -> bool:
+        self._waiting = ""
+        self._offset += pos
+        self._buf = buf[pos:]
+        self._changed = grew
+        self._parse()
+        return self._changed
+
     def _container(self, buf: str, pos: int, c: str, final: bool) -> int:
         """A container at ``pos``: read whole if it is, waited for if it is small, else opened."""
         closer = _CLOSER[c]
@@ -387,18 +444,36 @@ class PartialJSON:
 
     def _string_text(self, buf: str, pos: int) -> int:
         """The open string's text from ``pos``: up to its closing quote (where the text goes
-        on after it), or all of it (``-(end + 1)``, but a backslash at the very end kept)."""
+        on after it), or all of it (``-(end + 1)``)."""
         quote = _closing_quote(buf, pos)
         if quote < 0:
-            end = len(buf)
-            if (end - len(buf.rstrip("\\"))) % 2:  # an escape cut in two: its backslash waits
-                end -= 1
             self._waiting = '"'
-            self._changed |= self._take_string_text(buf[pos:end])
-            return -end - 1
+            self._changed |= self._take_string_text(buf[pos:])
+            return -len(buf) - 1
         self._raw.append(buf[pos:quote])
         self._close_string(quote)
         return quote + 1
+
+    def _escaping_backslash(self) -> str:
+        """The backslash the open string's text so far ends with, taken back from it if it
+        escapes the next character (a piece with a quote is read in :meth:`_parse`, which
+        needs it; a run of backslashes may span pieces). A piece with no quote that may end
+        the string never needs it: a quote at its start or after one backslash there is read
+        as one that may (see ``_maybe_closing_quote``)."""
+        raw = self._raw
+        while raw and not raw[-1]:
+            raw.pop()
+        run = 0
+        for piece in reversed(raw):
+            kept = piece.rstrip("\\")
+            run += len(piece) - len(kept)
+            if kept:
+                break
+        if run % 2 == 0:
+            return ""
+        raw[-1] = raw[-1][:-1]
+        self._offset -= 1
+        return "\\"
 
     def _take_string_text(self, text: str) -> bool:
         """Keep a piece of the open string's text; whether the value shows more of it."""
@@ -408,13 +483,14 @@ class PartialJSON:
         if not self.partial_strings or self._in_key:
             return False
         before = len(self._shown)
-        self._decode_shown(end=False)
+        self._decode_shown(end=False, at=len(self._buf))
         return len(self._shown) > before
 
-    def _decode_shown(self, end: bool) -> None:
+    def _decode_shown(self, end: bool, at: int) -> None:
         """Decode the open string's text kept so far onto ``_shown``: all of it at its end,
         else all but half an escape or a high surrogate whose low half has not come (either
-        would not be a prefix of the final string). The rest stays in ``_raw``."""
+        would not be a prefix of the final string). The rest stays in ``_raw``. The text
+        kept so far ends at ``at`` in ``_buf`` (a fault's position is counted from there)."""
         raw = "".join(self._raw)
         self._raw = []
         whole = end or ("\\" not in raw[-12:] and not "\ud800" <= raw[-1:] <= "\udbff")
@@ -435,20 +511,23 @@ class PartialJSON:
         try:
             _scanstring(raw + '"', 0)
         except ValueError as exc:
-            raise self._fail(f"not a valid JSON string: {getattr(exc, 'msg', exc)}", len(self._buf)) from None
+            at += getattr(exc, "pos", len(raw)) - len(raw)
+            raise self._fail(f"not a valid JSON string: {getattr(exc, 'msg', exc)}", at) from None
 
     def _close_string(self, pos: int) -> None:
         grew = False
         if self.partial_strings and not self._in_key:
             before = len(self._shown)
-            self._decode_shown(end=True)  # what was held back (half an escape) shows now
+            self._decode_shown(end=True, at=pos)  # what was held back (half an escape) shows now
             grew = len(self._shown) > before
             text = "".join(self._shown)
         else:
+            raw = "".join(self._raw)
             try:
-                text = _scanstring("".join(self._raw) + '"', 0)[0]
+                text = _scanstring(raw + '"', 0)[0]
             except ValueError as exc:
-                raise self._fail(f"not a valid JSON string: {getattr(exc, 'msg', exc)}", pos) from None
+                at = pos + getattr(exc, "pos", len(raw)) - len(raw)  # the text ends at its closing quote
+                raise self._fail(f"not a valid JSON string: {getattr(exc, 'msg', exc)}", at) from None
         self._raw = []
         self._shown = []
         if self._in_key:
