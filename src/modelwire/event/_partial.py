@@ -5,9 +5,11 @@ the object as it grows. Parsing every prefix again is quadratic in the text; :cl
 keeps the stack of containers it is in and what it expects next, and never reads again what
 it has taken, so the work is linear in the text whatever the pieces. Values that are whole in
 a piece (a record of a list, a string) are read by the C scanner ``json.loads`` itself uses,
-in one step; the inside of a long string costs a ``str.count`` a piece. A small container
-waits, and is read again for each piece that may close it: at most ``whole_under`` characters
-a piece.
+in one step, and the items of a list one after the other with only the comma between them
+read in Python; a piece inside a long string costs one regular-expression search for a quote
+that may end it, and the string is decoded once, when it closes. A small container waits,
+and is read again for each piece that may close it: at most ``whole_under`` characters a
+piece.
 
 What the value so far shows:
 
@@ -15,7 +17,7 @@ What the value so far shows:
   point is to show text as it comes) a container whose text so far is shorter than
   ``whole_under`` (256) characters shows once it is whole, read by the C scanner in one
   step, and a longer one shows as it goes, each entry once it is whole (a 100 KB output of
-  records in 1,000 pieces costs about 3 ``json.loads`` of the whole, see
+  records in 1,000 pieces costs about 2.5 ``json.loads`` of the whole, see
   ``benchmarks/partial_json.py``). A UI sees a small container at most 256 characters late.
   ``whole_under=0`` shows every container as soon as it opens; each piece then costs a
   Python step per token of it that lands inside an unfinished container, about 20 to 50
@@ -33,7 +35,8 @@ What the value so far shows:
 The value grows in place: the object one read returns is the one the next piece extends
 (copy one you keep). The JSON is strict (RFC 8259: no ``NaN``, no trailing comma, no
 control character in a string); text that cannot become JSON raises
-:class:`~modelwire.errors.PartialJSONError`, which keeps the value parsed before it.
+:class:`~modelwire.errors.PartialJSONError`, which keeps the value parsed before it and the
+position of the fault in the whole text.
 """
 
 from __future__ import annotations
@@ -125,6 +128,7 @@ class PartialJSON:
         "_key",
         "_in_key",
         "_raw",
+        "_taken",
         "_shown",
         "_shown_live",
         "_waiting",
@@ -148,6 +152,7 @@ class PartialJSON:
         self._key: str | None = None  # the key whose value comes next in the innermost object
         self._in_key = False  # the open string is a key
         self._raw: list[str] = []  # the open string's text not decoded yet (escapes as written)
+        self._taken: list[str] = []  # pieces of it taken whole, not counted in _offset yet (see feed)
         self._shown: list[str] = []  # the open string's text decoded so far (partial_strings)
         self._shown_live = False  # the open string shows as it comes (a value, with partial_strings)
         self._waiting = ""  # a character no piece can change the value without (see feed)
@@ -186,11 +191,12 @@ class PartialJSON:
         waiting = self._waiting
         if waiting == '"':  # an open string: a piece whose every quote is escaped is all text
             if _maybe_closing_quote(text) is None:
-                self._offset += len(text)
                 if self._shown_live:
+                    self._offset += len(text)
                     return self._take_string_text(text)
-                self._raw.append(text)  # decoded once, when the string closes
+                self._taken.append(text)  # decoded once, when the string closes
                 return False
+            self._count_taken()
             text = self._escaping_backslash() + text
         elif waiting:  # a small container: nothing changes before its closing character comes
             if waiting not in text:
@@ -216,6 +222,7 @@ class PartialJSON:
             self._parse(final=True)
         if not self.done:
             if self._state == _STRING:
+                self._count_taken()
                 what = "the text ends inside a string"
             elif self._stack:
                 what = "the text ends inside an unclosed " + ("object" if type(self._stack[-1]) is dict else "array")
@@ -475,6 +482,15 @@ class PartialJSON:
         self._offset -= 1
         return "\\"
 
+    def _count_taken(self) -> None:
+        """Count the pieces a hidden string took whole into where ``_buf`` starts (kept apart
+        until something needs it: a piece whose quote may end the string, or the end)."""
+        taken = self._taken
+        if taken:
+            self._offset += sum(map(len, taken))
+            self._raw += taken
+            taken.clear()
+
     def _take_string_text(self, text: str) -> bool:
         """Keep a piece of the open string's text; whether the value shows more of it."""
         if not text:
@@ -522,11 +538,12 @@ class PartialJSON:
             grew = len(self._shown) > before
             text = "".join(self._shown)
         else:
+            self._raw.append('"')  # its closing quote, for the decoder
             raw = "".join(self._raw)
             try:
-                text = _scanstring(raw + '"', 0)[0]
+                text = _scanstring(raw, 0)[0]
             except ValueError as exc:
-                at = pos + getattr(exc, "pos", len(raw)) - len(raw)  # the text ends at its closing quote
+                at = pos + getattr(exc, "pos", 0) - len(raw) + 1  # the text ends at its closing quote
                 raise self._fail(f"not a valid JSON string: {getattr(exc, 'msg', exc)}", at) from None
         self._raw = []
         self._shown = []
