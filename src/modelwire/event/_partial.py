@@ -367,15 +367,16 @@ class PartialJSON:
             except ValueError as exc:
                 return self._item_not_whole(buf, pos, getattr(exc, "pos", 0))
             items.append(item)
-            if buf.startswith(", {", end):
+            if buf.startswith(", {", end):  # as json.dumps writes them
                 pos = end + 2
+                closer = "}"
             else:
                 gap = _ITEM_GAP.match(buf, end)  # a comma and the next item's opening
                 if gap is None:
                     self._state = _AFTER
                     return self._resume(buf, end, True)
                 pos = gap.end()
-            closer = "}" if buf[pos] == "{" else "]"
+                closer = _CLOSER[buf[pos]]
             if buf.find(closer, pos) < 0:
                 self._state = _VALUE
                 if len(buf) - pos >= self.whole_under:
