@@ -77,7 +77,7 @@ _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 # A quote in a piece of a string's text that may end it: all but one with a backslash before it
 # and something else before that backslash (escaped whatever came before the piece). One C search
 # a piece, where counting quotes and escaped quotes was two passes and escaped backslashes a third.
-_maybe_closing_quote = re.compile(r'"(?<![^\\]\\")').search
+_maybe_closing_quote = re.compile(r'"(?<![^\\]\\")').search  # its lookbehind sees before a start
 _ITEM_GAP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*(?=[\[{])")
 _LITERALS = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
 _CLOSER = {"{": "}", "[": "]"}
@@ -190,7 +190,10 @@ class PartialJSON:
         """Take the next piece of the text; whether the value parsed so far changed."""
         waiting = self._waiting
         if waiting == '"':  # an open string: a piece whose every quote is escaped is all text
-            if _maybe_closing_quote(text) is None:
+            quote = _maybe_closing_quote(text)
+            if quote is not None and not self._shown_live:
+                quote = self._past_escaped_quotes(text, quote)
+            if quote is None:
                 if self._shown_live:
                     self._offset += len(text)
                     return self._take_string_text(text)
@@ -387,8 +390,7 @@ class PartialJSON:
                 return True
 
     def _item_not_whole(self, buf: str, pos: int, at: int) -> bool:
-        """The item at ``pos`` is not whole: it waits on if it may still become JSON and is
-        small, else it is read piece by piece (which says where it is not JSON)."""
+        """The item at ``pos`` is not whole: it waits if small and may become JSON, else is read in _parse."""
         if at >= len(buf) and len(buf) - pos < self.whole_under:
             if pos:
                 self._state = _VALUE
@@ -483,9 +485,26 @@ class PartialJSON:
         self._offset -= 1
         return "\\"
 
+    def _past_escaped_quotes(self, text: str, quote: re.Match[str] | None) -> re.Match[str] | None:
+        """The first quote from ``quote`` on that may end a hidden string, the backslashes
+        before it counted (with the ones the pieces taken whole end with, when the run starts
+        this piece): a piece that begins with an escaped quote is still all text."""
+        while quote is not None:
+            at = quote.start()
+            run = at - len(text[:at].rstrip("\\"))
+            if run == at:  # the run may go on in the text before this piece
+                last = self._taken[-1] if self._taken else ""
+                kept = last.rstrip("\\")
+                if not kept:
+                    return quote  # not known here: read in _parse, which counts it all
+                run += len(last) - len(kept)
+            if run % 2 == 0:
+                return quote
+            quote = _maybe_closing_quote(text, at + 1)
+        return None
+
     def _count_taken(self) -> None:
-        """Count the pieces a hidden string took whole into where ``_buf`` starts (kept apart
-        until something needs it: a piece whose quote may end the string, or the end)."""
+        """Count the pieces a hidden string took whole (kept apart until needed) in ``_offset``."""
         taken = self._taken
         if taken:
             self._offset += sum(map(len, taken))
