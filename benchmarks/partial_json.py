@@ -15,7 +15,10 @@ contenders, in interleaved rounds:
 
 Each round times ``json.loads`` and the linear contenders 5 times and keeps the best of them
 (the quadratic ones once): a shared machine preempts long runs, and 5 tries in a row see the
-same load as the unit's.
+same load as the unit's. The verdict is on the wall clock; the same tries are also timed on the
+process's CPU clock, which does not run while the process is preempted, and printed beside it
+(a run three times as long as the unit is preempted more often, so under load the wall-clock
+ratio grows where the CPU one does not).
 
 Two texts: a structured output (``{"items": [...]}``, records of numbers, short strings and a
 list) and a tool call writing a file (``{"path": ..., "content": ...}``: one long string with
@@ -128,18 +131,20 @@ def is_prefix(partial: Any, final: Any) -> bool:
 LINEAR_REPEATS = 5  # a round times each linear contender this many times and keeps its best
 
 
-def timed(run: Callable[[], Any], whole: Any, repeats: int) -> float:
-    """The best of ``repeats`` runs, each one's output checked (and dropped before the next:
-    a re-parse keeps a whole tree per prefix, which alive would slow the next collections)."""
-    best = float("inf")
+def timed(run: Callable[[], Any], whole: Any, repeats: int) -> tuple[float, float]:
+    """The best of ``repeats`` runs on the wall clock and on the CPU clock, each one's output
+    checked (and dropped before the next: a re-parse keeps a whole tree per prefix, which alive
+    would slow the next collections)."""
+    best = cpu = float("inf")
     for _ in range(repeats):
         gc.collect()
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         got = run()
-        best = min(best, time.perf_counter() - t0)
+        t1, c1 = time.perf_counter(), time.process_time()
+        best, cpu = min(best, t1 - t0), min(cpu, c1 - c0)
         assert got == whole, "the last value is not the whole text's"
         del got
-    return best
+    return best, cpu
 
 
 def check(label: str, seen: list[Any], whole: Any) -> None:
@@ -185,18 +190,23 @@ def measure(name: str, text: str, count: int, rounds: int) -> list[str]:
         check(label, fn(pieces), whole)
     views = prefix_views_hold(pieces, whole)
     times: dict[str, list[float]] = {"json.loads(whole text)": [], **{k: [] for k in runs}}
+    cpu_times: dict[str, list[float]] = {k: [] for k in times}
     for _ in range(rounds):  # interleaved rounds, outputs checked every time
-        times["json.loads(whole text)"].append(timed(lambda: json.loads(text), whole, LINEAR_REPEATS))
-        for label, fn in runs.items():
+        for label, fn in {"json.loads(whole text)": None, **runs}.items():
             repeats = 1 if label.startswith(("re-parse", "pydantic")) else LINEAR_REPEATS
-            times[label].append(timed(lambda: fn(pieces)[-1], whole, repeats))
+            work = (lambda: json.loads(text)) if fn is None else (lambda: fn(pieces)[-1])
+            wall, cpu = timed(work, whole, repeats)
+            times[label].append(wall)
+            cpu_times[label].append(cpu)
     unit, best = statistics.median(times["json.loads(whole text)"]), min(times["json.loads(whole text)"])
+    cpu_unit = statistics.median(cpu_times["json.loads(whole text)"])
     print(f"{name}: {len(text):,} characters in {len(pieces)} deltas ({views} partial views checked)")
-    print(f"  {'':<54} {'ms median':>10} {'x json.loads':>13} {'(best round)':>13}")
+    print(f"  {'':<54} {'ms median':>10} {'x json.loads':>13} {'(best round)':>13} {'(CPU clock)':>12}")
     for label, values in times.items():
         ms = statistics.median(values) * 1e3
         ratio = statistics.median(values) / unit
-        print(f"  {label:<54} {ms:10.3f} {ratio:13.2f} {min(values) / best:13.2f}")
+        on_cpu = statistics.median(cpu_times[label]) / cpu_unit
+        print(f"  {label:<54} {ms:10.3f} {ratio:13.2f} {min(values) / best:13.2f} {on_cpu:12.2f}")
     # The verdict is on the medians: each round's figure is already the best of its tries.
     ratio = statistics.median(times["PartialJSON().feed()"]) / unit
     if ratio > TARGET:

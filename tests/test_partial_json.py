@@ -126,6 +126,72 @@ def test_escapes_and_surrogate_pairs_cut_at_every_place(mode):
         check_views(text, list(text), **mode)  # one character a piece
 
 
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: ",".join(f"{k}={v}" for k, v in m.items()) or "default")
+def test_backslash_runs_cut_anywhere_escape_the_right_quote(mode):
+    """A piece of a string's text is taken whole unless a quote in it may end the string; a
+    backslash at the end of one piece escapes the next one's first character, and a run of
+    them may span pieces (an escaped backslash before the closing quote, code that quotes)."""
+    value = ["x\\", "\\\\\\", 'say("\\"hi\\"")', "\\" * 9 + '"', {"k\\": "v\\\\"}, "end"]
+    pad = "p" * 300  # past whole_under: the list opens and its strings stream
+    for text in (json.dumps([pad, *value]), json.dumps({"a": pad, "b": value}, indent=1)):
+        for a in range(len(pad), len(text) + 1):
+            for b in range(a, min(len(text), a + 7) + 1):
+                check_views(text, [text[:a], text[a:b], text[b:]], **mode)
+        check_views(text, list(text), **mode)
+
+
+def test_a_list_of_records_comes_item_by_item_whatever_the_commas():
+    """Each record of a long list shows once whole, read in one step by the C scanner,
+    with ``, ``, ``,`` or a new line and spaces between them; an item that cannot become
+    JSON is refused where json.loads refuses it, the records before it kept."""
+    records = [
+        {"id": i, "tags": ["a", "b"][: i % 3], "sub": {"n": [i, {"m": None}]}, "s": "}]" * (i % 2)} for i in range(16)
+    ]
+    texts = [
+        json.dumps({"items": records}),
+        json.dumps({"items": records}, separators=(",", ":")),
+        json.dumps({"items": records}, indent=2),
+        json.dumps([[r] for r in records]),
+    ]
+    rnd = random.Random(70)
+    for text in texts:
+        for mode in MODES:
+            for size in (3, 40, 137):
+                check_views(text, [text[i : i + size] for i in range(0, len(text), size)], **mode)
+            check_views(text, split(text, [rnd.randrange(len(text)) for _ in range(30)]), **mode)
+    faults = [('"id": 9,', '"id": NaN,', "N", 9), ('"id": 9,', '"id" 9,', "9", 9), ("}, {", "} {", "{", 1)]
+    for bad, fault, where, whole in faults:
+        broken = texts[0].replace(bad, fault, 1)
+        at = broken.index(fault) + fault.index(where)
+        for mode in MODES:
+            parser = PartialJSON(**mode)
+            with pytest.raises(PartialJSONError) as info:
+                for i in range(0, len(broken), 100):
+                    parser.feed(broken[i : i + 100])
+                parser.finish()
+            assert info.value.position == at, (fault, mode, info.value)
+            items = info.value.value["items"]
+            assert items[:whole] == records[:whole] and len(items) <= whole + 1, (fault, mode)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: ",".join(f"{k}={v}" for k, v in m.items()) or "default")
+def test_an_error_after_a_long_string_says_where_json_loads_does(mode):
+    long = 'ab\\c"d é ' * 60
+    for broken in (
+        json.dumps({"a": long, "b": 1})[:-8] + ", x}",  # a key that is not a string
+        json.dumps([long, long])[:-1] + " 2]",  # a missing comma
+        json.dumps({"a": long})[:-2] + "\\q" + '"}',  # a bad escape at the end of a long string
+    ):
+        with pytest.raises(ValueError) as want:
+            json.loads(broken)
+        parser = PartialJSON(**mode)
+        with pytest.raises(PartialJSONError) as got:
+            for i in range(0, len(broken), 50):
+                parser.feed(broken[i : i + 50])
+            parser.finish()
+        assert got.value.position == want.value.pos, (got.value, want.value)
+
+
 def test_an_open_string_shows_only_whole_characters():
     parser = PartialJSON(partial_strings=True)
     shown = []

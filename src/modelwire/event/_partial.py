@@ -5,9 +5,11 @@ the object as it grows. Parsing every prefix again is quadratic in the text; :cl
 keeps the stack of containers it is in and what it expects next, and never reads again what
 it has taken, so the work is linear in the text whatever the pieces. Values that are whole in
 a piece (a record of a list, a string) are read by the C scanner ``json.loads`` itself uses,
-in one step; the inside of a long string costs a ``str.count`` a piece. A small container
-waits, and is read again for each piece that may close it: at most ``whole_under`` characters
-a piece.
+in one step, and the items of a list one after the other with only the comma between them
+read in Python; a piece inside a long string costs one regular-expression search for a quote
+that may end it, and the string is decoded once, when it closes. A small container waits,
+and is read again for each piece that may close it: at most ``whole_under`` characters a
+piece.
 
 What the value so far shows:
 
@@ -15,7 +17,7 @@ What the value so far shows:
   point is to show text as it comes) a container whose text so far is shorter than
   ``whole_under`` (256) characters shows once it is whole, read by the C scanner in one
   step, and a longer one shows as it goes, each entry once it is whole (a 100 KB output of
-  records in 1,000 pieces costs about 3 ``json.loads`` of the whole, see
+  records in 1,000 pieces costs about 2.5 ``json.loads`` of the whole, see
   ``benchmarks/partial_json.py``). A UI sees a small container at most 256 characters late.
   ``whole_under=0`` shows every container as soon as it opens; each piece then costs a
   Python step per token of it that lands inside an unfinished container, about 20 to 50
@@ -33,7 +35,8 @@ What the value so far shows:
 The value grows in place: the object one read returns is the one the next piece extends
 (copy one you keep). The JSON is strict (RFC 8259: no ``NaN``, no trailing comma, no
 control character in a string); text that cannot become JSON raises
-:class:`~modelwire.errors.PartialJSONError`, which keeps the value parsed before it.
+:class:`~modelwire.errors.PartialJSONError`, which keeps the value parsed before it and the
+position of the fault in the whole text.
 """
 
 from __future__ import annotations
@@ -71,6 +74,11 @@ _EXPECTING = {_VALUE: "a value", _ARRAY_FIRST: "a value or ']'", _OBJECT_FIRST: 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _NUMBERISH = re.compile(r"[-+0-9.eE]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+# A quote in a piece of a string's text that may end it: all but one with a backslash before it
+# and something else before that backslash (escaped whatever came before the piece). One C search
+# a piece, where counting quotes and escaped quotes was two passes and escaped backslashes a third.
+_maybe_closing_quote = re.compile(r'"(?<![^\\]\\")').search  # its lookbehind sees before a start
+_ITEM_GAP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*(?=[\[{])")
 _LITERALS = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
 _CLOSER = {"{": "}", "[": "]"}
 
@@ -120,6 +128,7 @@ class PartialJSON:
         "_key",
         "_in_key",
         "_raw",
+        "_taken",
         "_shown",
         "_shown_live",
         "_waiting",
@@ -143,6 +152,7 @@ class PartialJSON:
         self._key: str | None = None  # the key whose value comes next in the innermost object
         self._in_key = False  # the open string is a key
         self._raw: list[str] = []  # the open string's text not decoded yet (escapes as written)
+        self._taken: list[str] = []  # pieces of it taken whole, not counted in _offset yet (see feed)
         self._shown: list[str] = []  # the open string's text decoded so far (partial_strings)
         self._shown_live = False  # the open string shows as it comes (a value, with partial_strings)
         self._waiting = ""  # a character no piece can change the value without (see feed)
@@ -179,22 +189,25 @@ class PartialJSON:
     def feed(self, text: str) -> bool:
         """Take the next piece of the text; whether the value parsed so far changed."""
         waiting = self._waiting
-        if waiting == '"':  # an open string: if every quote of this piece is escaped, it is all text
-            if self._buf:  # the backslash the last piece ended with escapes this one's first character
-                text = self._buf + text
-                self._buf = ""
-            if text.count('"') == text.count('\\"') and "\\\\" not in text:
-                if text.endswith("\\") and (len(text) - len(text.rstrip("\\"))) % 2:
-                    self._buf = "\\"
-                    text = text[:-1]
+        if waiting == '"':  # an open string: a piece whose every quote is escaped is all text
+            quote = _maybe_closing_quote(text)
+            if quote is not None and not self._shown_live:
+                quote = self._past_escaped_quotes(text, quote)
+            if quote is None:
                 if self._shown_live:
+                    self._offset += len(text)
                     return self._take_string_text(text)
-                self._raw.append(text)  # decoded once, when the string closes
+                self._taken.append(text)  # decoded once, when the string closes
                 return False
+            self._count_taken()
+            text = self._escaping_backslash() + text
         elif waiting:  # a small container: nothing changes before its closing character comes
-            if waiting not in text and len(self._buf) + len(text) < self.whole_under:
-                self._buf += text
-                return False
+            if waiting not in text:
+                if len(self._buf) + len(text) < self.whole_under:
+                    self._buf += text
+                    return False
+            elif self._stack and type(self._stack[-1]) is list:
+                return self._list_items(self._buf + text)
         elif self._failed is not None:
             raise self._failed
         self._waiting = ""
@@ -212,6 +225,7 @@ class PartialJSON:
             self._parse(final=True)
         if not self.done:
             if self._state == _STRING:
+                self._count_taken()
                 what = "the text ends inside a string"
             elif self._stack:
                 what = "the text ends inside an unclosed " + ("object" if type(self._stack[-1]) is dict else "array")
@@ -341,6 +355,59 @@ class PartialJSON:
                 return -1
         raise self._fail(f"expected {_EXPECTING.get(self._state, 'a value')}, got {c!r}", pos)
 
+    def _list_items(self, buf: str) -> bool:
+        """A list's small item that waited for its closing character, and the items after it:
+        each read whole by the C scanner, with only the comma between them read in Python (a
+        long list of records: most pieces end one and begin the next). Anything else (the
+        list's end, an item too long to wait for or not JSON) goes on in :meth:`_parse`."""
+        items = self._stack[-1]
+        pos = 0
+        while True:
+            try:
+                item, end = _scan_once(buf, pos)
+            except StopIteration as exc:
+                return self._item_not_whole(buf, pos, exc.value)
+            except ValueError as exc:
+                return self._item_not_whole(buf, pos, getattr(exc, "pos", 0))
+            items.append(item)
+            if buf.startswith(", {", end):  # as json.dumps writes them
+                pos = end + 2
+                closer = "}"
+            else:
+                gap = _ITEM_GAP.match(buf, end)  # a comma and the next item's opening
+                if gap is None:
+                    self._state = _AFTER
+                    return self._resume(buf, end, True)
+                pos = gap.end()
+                closer = _CLOSER[buf[pos]]
+            if buf.find(closer, pos) < 0:
+                self._state = _VALUE
+                if len(buf) - pos >= self.whole_under:
+                    return self._resume(buf, pos, True)
+                self._waiting = closer
+                self._offset += pos
+                self._buf = buf[pos:]
+                return True
+
+    def _item_not_whole(self, buf: str, pos: int, at: int) -> bool:
+        """The item at ``pos`` is not whole: it waits if small and may become JSON, else is read in _parse."""
+        if at >= len(buf) and len(buf) - pos < self.whole_under:
+            if pos:
+                self._state = _VALUE
+                self._waiting = _CLOSER[buf[pos]]
+            self._offset += pos
+            self._buf = buf[pos:]
+            return pos > 0  # an item before it came whole
+        return self._resume(buf, pos, pos > 0)
+
+    def _resume(self, buf: str, pos: int, grew: bool) -> bool:
+        self._waiting = ""
+        self._offset += pos
+        self._buf = buf[pos:]
+        self._changed = grew
+        self._parse()
+        return self._changed
+
     def _container(self, buf: str, pos: int, c: str, final: bool) -> int:
         """A container at ``pos``: read whole if it is, waited for if it is small, else opened."""
         closer = _CLOSER[c]
@@ -387,18 +454,62 @@ class PartialJSON:
 
     def _string_text(self, buf: str, pos: int) -> int:
         """The open string's text from ``pos``: up to its closing quote (where the text goes
-        on after it), or all of it (``-(end + 1)``, but a backslash at the very end kept)."""
+        on after it), or all of it (``-(end + 1)``)."""
         quote = _closing_quote(buf, pos)
         if quote < 0:
-            end = len(buf)
-            if (end - len(buf.rstrip("\\"))) % 2:  # an escape cut in two: its backslash waits
-                end -= 1
             self._waiting = '"'
-            self._changed |= self._take_string_text(buf[pos:end])
-            return -end - 1
+            self._changed |= self._take_string_text(buf[pos:])
+            return -len(buf) - 1
         self._raw.append(buf[pos:quote])
         self._close_string(quote)
         return quote + 1
+
+    def _escaping_backslash(self) -> str:
+        """The backslash the open string's text so far ends with, taken back from it if it
+        escapes the next character (a piece with a quote is read in :meth:`_parse`, which
+        needs it; a run of backslashes may span pieces). A piece with no quote that may end
+        the string never needs it: a quote at its start or after one backslash there is read
+        as one that may (see ``_maybe_closing_quote``)."""
+        raw = self._raw
+        while raw and not raw[-1]:
+            raw.pop()
+        run = 0
+        for piece in reversed(raw):
+            kept = piece.rstrip("\\")
+            run += len(piece) - len(kept)
+            if kept:
+                break
+        if run % 2 == 0:
+            return ""
+        raw[-1] = raw[-1][:-1]
+        self._offset -= 1
+        return "\\"
+
+    def _past_escaped_quotes(self, text: str, quote: re.Match[str] | None) -> re.Match[str] | None:
+        """The first quote from ``quote`` on that may end a hidden string, the backslashes
+        before it counted (with the ones the pieces taken whole end with, when the run starts
+        this piece): a piece that begins with an escaped quote is still all text."""
+        while quote is not None:
+            at = quote.start()
+            run = at - len(text[:at].rstrip("\\"))
+            if run == at:  # the run may go on in the text before this piece
+                last = self._taken[-1] if self._taken else ""
+                kept = last.rstrip("\\")
+                if not kept:
+                    return quote  # not known here: read in _parse, which counts it all
+                run += len(last) - len(kept)
+            if run % 2 == 0:
+                return quote
+            quote = _maybe_closing_quote(text, at + 1)
+        return None
+
+    def _count_taken(self) -> None:
+        """Count the pieces a hidden string took whole (kept apart until needed) in ``_offset``."""
+        taken = self._taken
+        if taken:
+            self._offset += sum(map(len, taken))
+            self._raw += taken
+            taken.clear()
 
     def _take_string_text(self, text: str) -> bool:
         """Keep a piece of the open string's text; whether the value shows more of it."""
@@ -408,13 +519,14 @@ class PartialJSON:
         if not self.partial_strings or self._in_key:
             return False
         before = len(self._shown)
-        self._decode_shown(end=False)
+        self._decode_shown(end=False, at=len(self._buf))
         return len(self._shown) > before
 
-    def _decode_shown(self, end: bool) -> None:
+    def _decode_shown(self, end: bool, at: int) -> None:
         """Decode the open string's text kept so far onto ``_shown``: all of it at its end,
         else all but half an escape or a high surrogate whose low half has not come (either
-        would not be a prefix of the final string). The rest stays in ``_raw``."""
+        would not be a prefix of the final string). The rest stays in ``_raw``. The text
+        kept so far ends at ``at`` in ``_buf`` (a fault's position is counted from there)."""
         raw = "".join(self._raw)
         self._raw = []
         whole = end or ("\\" not in raw[-12:] and not "\ud800" <= raw[-1:] <= "\udbff")
@@ -435,20 +547,24 @@ class PartialJSON:
         try:
             _scanstring(raw + '"', 0)
         except ValueError as exc:
-            raise self._fail(f"not a valid JSON string: {getattr(exc, 'msg', exc)}", len(self._buf)) from None
+            at += getattr(exc, "pos", len(raw)) - len(raw)
+            raise self._fail(f"not a valid JSON string: {getattr(exc, 'msg', exc)}", at) from None
 
     def _close_string(self, pos: int) -> None:
         grew = False
         if self.partial_strings and not self._in_key:
             before = len(self._shown)
-            self._decode_shown(end=True)  # what was held back (half an escape) shows now
+            self._decode_shown(end=True, at=pos)  # what was held back (half an escape) shows now
             grew = len(self._shown) > before
             text = "".join(self._shown)
         else:
+            self._raw.append('"')  # its closing quote, for the decoder
+            raw = "".join(self._raw)
             try:
-                text = _scanstring("".join(self._raw) + '"', 0)[0]
+                text = _scanstring(raw, 0)[0]
             except ValueError as exc:
-                raise self._fail(f"not a valid JSON string: {getattr(exc, 'msg', exc)}", pos) from None
+                at = pos + getattr(exc, "pos", 0) - len(raw) + 1  # the text ends at its closing quote
+                raise self._fail(f"not a valid JSON string: {getattr(exc, 'msg', exc)}", at) from None
         self._raw = []
         self._shown = []
         if self._in_key:
