@@ -151,6 +151,7 @@ class Draft:
         "raws",
         "tail",
         "keys",
+        "fields",
     )
 
     def __init__(self, formatter: Any, tools: Sequence[Any] | None = None, tool_choice: Any = None) -> None:
@@ -174,6 +175,7 @@ class Draft:
         self.raws: list[Raw] = []  # the finished turns, encoded
         self.tail: Sequence[Any] = ()  # the messages from the first still streaming on: never kept
         self.keys: list[bytes] = []  # the content keys of the first messages fed, taken when first asked for
+        self.fields: dict[str, Any] | None = None  # the tools' fields in a payload, made once (see _finished)
 
     def matches(self, messages: Sequence[Any]) -> bool:
         """Whether ``messages`` begin with the ones this draft was built from, unchanged."""
@@ -271,7 +273,21 @@ class Draft:
             taken = _feed(fmt, walk, acc, self.tail, len(self.fed), taken)
         for seg in walk.pending(taken):
             fmt.take(acc, seg)
-        return fmt.finish(acc, self.tools, self.tool_choice)  # type: ignore[no-any-return]
+        return self._finished(acc)
+
+    def _finished(self, acc: Turns) -> dict[str, Any]:
+        """The payload from ``acc``, with the tools' fields the formatter made for this draft's
+        first payload (the tools are the same: a draft is kept for one key of them, see
+        :func:`tools_key`), each payload with its own copy of their dicts and lists; so a
+        next turn converts and checks no tool. A formatter that makes no tool fields
+        (:meth:`~modelwire.formatters.Formatter.tool_fields`): its ``finish()``."""
+        fmt, fields = self.formatter, self.fields
+        if fields is None:
+            fields = fmt.tool_fields(self.tools, self.tool_choice)
+            if fields is None:
+                return fmt.finish(acc, self.tools, self.tool_choice)  # type: ignore[no-any-return]
+            self.fields = fields
+        return fmt.assemble(acc, _own(fields))  # type: ignore[no-any-return]
 
     def turns_encoded(self, turns: list[Any]) -> list[Any]:
         """``turns`` (a payload's, from :meth:`payload`) with each finished turn of this draft
@@ -290,6 +306,18 @@ class Draft:
             return [*turns[:at], *raws[:k], *turns[at + k :]]
         # Some finished turns were replaced in the payload (a cache mark on a copy): those as they are.
         return [*turns[:at], *(r if t is c else t for t, c, r in zip(window, closed, raws)), *turns[at + len(window) :]]
+
+
+def _own(value: Any) -> Any:
+    """``value`` with every dict reached through dicts copied, and every list one level (a
+    new list of the same items): what a request's body changes in place (``extra_body`` is
+    merged into its dicts, a cache mark appended to a list) is then the payload's own, not
+    the draft's. The items of a list are shared: what marks one puts the mark on a copy."""
+    if type(value) is dict:
+        return {k: _own(v) for k, v in value.items()}
+    if type(value) is list:
+        return list(value)
+    return value
 
 
 def tools_key(tools: Sequence[Any] | None, tool_choice: Any) -> Any:
