@@ -510,3 +510,23 @@ def test_a_draft_converts_its_tools_once_and_no_request_changes_the_next(spec):
         assert body == expected, i
     assert "marked" not in json.dumps(body) and "cache" not in json.dumps(body)
     assert "marked" not in json.dumps(fields) and "cache" not in json.dumps(fields)
+
+
+def test_the_content_key_tells_apart_values_equal_in_python_that_format_apart():
+    """1, True and 1.0 are equal in Python and not in JSON; a subclass's own field is read
+    too (each record class packs its own fields, never a base's reader)."""
+    from modelwire.formatters._incremental import content_key
+
+    def keyed(**extras) -> bytes | None:
+        return content_key(AssistantMsg("agent", [TextBlock(text="Hi.", **extras)]))
+
+    keys = [keyed(score=1), keyed(score=True), keyed(score=1.0), keyed(score=-0.0), keyed(score=0.0)]
+    assert None not in keys and len(set(keys)) == len(keys)
+    assert keyed(score=1) == keyed(score=1)
+
+    class Noted(TextBlock):
+        note: str = ""
+
+    one, other = (AssistantMsg("agent", [Noted(text="Hi.", note=n)]) for n in ("a", "b"))
+    assert content_key(AssistantMsg("agent", [TextBlock(text="Hi.")])) is not None  # the base's reader made first
+    assert None not in (content_key(one), content_key(other)) and content_key(one) != content_key(other)

@@ -26,8 +26,8 @@ from a copy of what is still open.
 
 from __future__ import annotations
 
-from hashlib import blake2b
-from operator import attrgetter, is_
+from hashlib import sha256
+from operator import attrgetter, eq, is_
 from typing import TYPE_CHECKING, Any, Sequence, cast
 
 from msgspec import Raw
@@ -91,22 +91,29 @@ def _feed(fmt: Any, walk: Walk, acc: Turns, messages: Sequence[Any], start: int,
 # message from its prompt). Everything else, extras and provenance included, is in the key.
 _UNREAD = {"created_at", "finished_at"}
 _UNREAD_BY_TYPE = {"text": {"id"}}
-_GETTERS: dict[type, Any] = {}
+
+# A record's values as the content key packs them: its class's name, its fields but those
+# above, and its extras. Read by a property each record class is given when first packed (its
+# getter an attrgetter: C code), so that packing a message calls no Python per block.
+_read = attrgetter("__record_reader__")
 
 
-def _fields(obj: Any) -> Any:
-    """A record's fields as a tuple (and its extras), for the content key's encoder."""
+def _reader_installed(obj: Any) -> Any:
+    """``obj``'s values (see ``_read``), its class given its reader first where it has none."""
+    try:
+        return _read(obj)
+    except AttributeError:
+        pass
     cls = type(obj)
-    getter = _GETTERS.get(cls)
-    if getter is None:
-        stored = getattr(cls, "__record_stored__", None)
-        if stored is None:
-            raise TypeError(f"no content key for {cls.__name__}")
-        skip = _UNREAD | _UNREAD_BY_TYPE.get(getattr(cls, "type", ""), set())
-        getter = _GETTERS[cls] = attrgetter(*(n for n in stored if n not in skip))
-    values = getter(obj)
-    extras = getattr(obj, "__dict__", None)
-    return (cls.__name__, values, extras) if extras else (cls.__name__, values)
+    stored = getattr(cls, "__record_stored__", None)
+    if stored is None:
+        raise TypeError(f"no content key for {cls.__name__}")
+    skip = _UNREAD | _UNREAD_BY_TYPE.get(getattr(cls, "type", ""), set())
+    names = ["__class__.__name__", *(n for n in stored if n not in skip)]
+    if cls.__record_extra__:
+        names.append("__dict__")
+    type.__setattr__(cls, "__record_reader__", property(attrgetter(*names)))
+    return _read(obj)
 
 
 def content_key(msg: Any) -> bytes | None:
@@ -115,11 +122,17 @@ def content_key(msg: Any) -> bytes | None:
     message that cannot be told this way (it is then never taken for another)."""
     if not isinstance(msg, Msg) or _streaming(msg):
         return None
+    value = (msg.role, msg.name, msg.content)
     try:
-        encoded = _pack((msg.role, msg.name, msg.content), enc_hook=_fields)
+        encoded = _pack(value, enc_hook=_read)
+    except AttributeError:  # a class packed for the first time, or an object that is no record
+        try:
+            encoded = _pack(value, enc_hook=_reader_installed)
+        except (TypeError, ValueError, AttributeError):
+            return None
     except (TypeError, ValueError):
         return None
-    return blake2b(encoded, digest_size=16).digest()
+    return sha256(encoded).digest()
 
 
 # A message's count of changes and the fold streaming into it (one C call per message); a
@@ -127,8 +140,14 @@ def content_key(msg: Any) -> bytes | None:
 _mark = attrgetter("_version", "_fold")
 
 
+_fold_of = attrgetter("_fold")
+
+
 def _applied(messages: Sequence[Any], start: int) -> dict[int, int]:
-    return {k: msg._fold.applied for k, msg in enumerate(messages, start) if msg._fold is not None}
+    folds = list(map(_fold_of, messages))
+    if folds.count(None) == len(folds):  # the usual: no fold (one C pass)
+        return {}
+    return {k: fold.applied for k, fold in enumerate(folds, start) if fold is not None}
 
 
 class Draft:
@@ -207,12 +226,11 @@ class Draft:
         if len(messages) < n or not self._keyed():
             return False
         head = messages[:n]
-        fresh = EDITS[0] == self.edits
-        keys = self.keys
-        for k in range(n):
-            msg = head[k]
-            if not (fresh and msg is fed[k] and self._unchanged(k, msg)) and content_key(msg) != keys[k]:
-                return False
+        # One call per message, the comparisons in C; a draft of another conversation (most
+        # of those tried) is told by its first message. The same objects are keyed too: one
+        # changed inside a value since (which its marks do not show) is then not taken.
+        if not all(map(eq, map(content_key, head), self.keys)):
+            return False
         self.fed[:n], self.marks[:n], self.edits = head, list(map(_mark, head)), EDITS[0]
         self.applied = _applied(head, 0)
         return True
