@@ -122,7 +122,9 @@ def content_key(msg: Any) -> bytes | None:
     message that cannot be told this way (it is then never taken for another)."""
     if not isinstance(msg, Msg) or _streaming(msg):
         return None
-    value = (msg.role, msg.name, msg.content)
+    # A message no stream folds into holds its blocks as they are (``content`` would first
+    # write a fold's buffered pieces into them, in a Python call).
+    value = (msg.role, msg.name, msg._content if msg._fold is None else msg.content)
     try:
         encoded = _pack(value, enc_hook=_read)
     except AttributeError:  # a class packed for the first time, or an object that is no record

@@ -113,7 +113,8 @@ class CompactionCut:
             self.scanned, self.cut, self.prefix = 0, None, []
         for index in range(self.scanned, count):
             msg = messages[index]
-            if "data" not in map(_block_type, msg.content):  # the usual message: one C pass, no call per block
+            # The usual message, unfolded (its blocks as they are) and holding no data: one C pass.
+            if "data" not in map(_block_type, msg._content if msg._fold is None else msg.content):
                 continue
             for at, block in enumerate(msg.content):
                 if block.type == "data" and extra(block, "provider_block_type") == "compaction":
