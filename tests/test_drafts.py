@@ -477,3 +477,56 @@ def test_a_tool_object_changed_in_place_is_sent_as_it_is_now():
         again = model.build_request(msgs, [tool], drafts=drafts)[0]
         fresh = load_model("anthropic:claude-test", api_key="k", capability_lookup=False).build_request(msgs, [tool])[0]
         assert again["tools"][0]["description"] == fresh["tools"][0]["description"] == "CHANGED"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "anthropic:claude-sonnet-4-5",
+        "openai:gpt-4.1",
+        "openai-responses:gpt-5",
+        "google:gemini-2.5-flash",
+        "bedrock:us.anthropic.claude-sonnet-4-5-v1:0",
+    ],
+)
+def test_a_draft_converts_its_tools_once_and_no_request_changes_the_next(spec):
+    """The tools are converted and checked once per draft, and each payload gets its own
+    dicts and lists of them: what one request's body puts in them (``extra_body`` merged
+    into the tool choice, a cache mark on the tools) is not in the next request."""
+    model = load_model(spec, api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
+    messages: list = [SystemMsg("system", "Be brief.")] + turn(0)
+    drafted: list = []
+    model.build_request(messages, TOOLS, "get_time", drafts=drafted)
+    draft, fields = drafted[0], drafted[0].fields
+    assert fields, "the tools' fields are kept with the draft"
+    marked = {key: {"marked": True} for key, value in fields.items() if isinstance(value, dict)}
+    assert marked, fields
+    for i in (1, 2):
+        messages += turn(i)
+        options = {"cache": True, "extra_body": marked} if i == 1 else None
+        body, _ = model.build_request(messages, TOOLS, "get_time", options, drafts=drafted)
+        assert drafted[0] is draft and draft.fields is fields  # not converted again
+        expected, _ = model.build_request(messages, TOOLS, "get_time", options)
+        assert body == expected, i
+    assert "marked" not in json.dumps(body) and "cache" not in json.dumps(body)
+    assert "marked" not in json.dumps(fields) and "cache" not in json.dumps(fields)
+
+
+def test_the_content_key_tells_apart_values_equal_in_python_that_format_apart():
+    """1, True and 1.0 are equal in Python and not in JSON; a subclass's own field is read
+    too (each record class packs its own fields, never a base's reader)."""
+    from modelwire.formatters._incremental import content_key
+
+    def keyed(**extras) -> bytes | None:
+        return content_key(AssistantMsg("agent", [TextBlock(text="Hi.", **extras)]))
+
+    keys = [keyed(score=1), keyed(score=True), keyed(score=1.0), keyed(score=-0.0), keyed(score=0.0)]
+    assert None not in keys and len(set(keys)) == len(keys)
+    assert keyed(score=1) == keyed(score=1)
+
+    class Noted(TextBlock):
+        note: str = ""
+
+    one, other = (AssistantMsg("agent", [Noted(text="Hi.", note=n)]) for n in ("a", "b"))
+    assert content_key(AssistantMsg("agent", [TextBlock(text="Hi.")])) is not None  # the base's reader made first
+    assert None not in (content_key(one), content_key(other)) and content_key(one) != content_key(other)

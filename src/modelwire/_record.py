@@ -126,6 +126,8 @@ class _RecordMeta(type):
         ns["__slots__"] = tuple(slots)
         ns.setdefault("__init__", _lazy_init)
         ns.setdefault("to_dict", _lazy_to_dict)
+        # Each class its own, never a base's (a subclass may hold more): see _no_reader.
+        ns["__record_reader__"] = _NO_READER
         cls = super().__new__(mcls, name, bases, ns, **kw)
         for n in slots:
             spec = specs.get(n)
@@ -140,6 +142,16 @@ class _RecordMeta(type):
         cls.__record_stored__ = tuple(f for f in fields if not (has_tag and f == "type"))
         cls.__record_keys__ = frozenset(fields)
         return cls
+
+
+def _no_reader(self: Any) -> Any:
+    raise AttributeError("__record_reader__")
+
+
+# A class's reader of its values: a property whose getter is C code (an attrgetter), put
+# on the class by whoever reads records in bulk (``formatters._incremental`` keys messages
+# by their content with it, in one C pass); until then reading it raises AttributeError.
+_NO_READER = property(_no_reader)
 
 
 def _lazy_init(self: Any, **kwargs: Any) -> None:

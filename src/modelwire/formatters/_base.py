@@ -138,7 +138,24 @@ class Formatter:
 
     def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         """The payload from ``acc`` (a copy, see :meth:`Turns.fork`: change no turn but its
-        last, nor any list's items)."""
+        last, nor any list's items). By default, :meth:`assemble` of ``acc`` and the
+        :meth:`tool_fields` of the tools: a formatter writes those two, or this one."""
+        fields = self.tool_fields(tools, tool_choice)
+        if fields is None:
+            raise NotImplementedError
+        return self.assemble(acc, fields)
+
+    def tool_fields(self, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any] | None:
+        """The payload's fields for these tools and this tool choice, in the payload's order,
+        made from them and this formatter's settings alone: a draft makes them once and
+        reuses them for every request it builds with the same tools (an agent sends the same
+        tools on every turn). None: this formatter puts its tools in at :meth:`finish`."""
+        return None
+
+    def assemble(self, acc: Turns, fields: dict[str, Any]) -> dict[str, Any]:
+        """The payload from ``acc`` (as :meth:`finish` has it) and the tools' ``fields`` (from
+        :meth:`tool_fields`: the dicts and lists in them are this payload's own, but not
+        the items of a list, which other payloads share: put a change on a copy)."""
         raise NotImplementedError
 
 

@@ -26,8 +26,8 @@ from a copy of what is still open.
 
 from __future__ import annotations
 
-from hashlib import blake2b
-from operator import attrgetter, is_
+from hashlib import sha256
+from operator import attrgetter, eq, is_
 from typing import TYPE_CHECKING, Any, Sequence, cast
 
 from msgspec import Raw
@@ -91,22 +91,29 @@ def _feed(fmt: Any, walk: Walk, acc: Turns, messages: Sequence[Any], start: int,
 # message from its prompt). Everything else, extras and provenance included, is in the key.
 _UNREAD = {"created_at", "finished_at"}
 _UNREAD_BY_TYPE = {"text": {"id"}}
-_GETTERS: dict[type, Any] = {}
+
+# A record's values as the content key packs them: its class's name, its fields but those
+# above, and its extras. Read by a property each record class is given when first packed (its
+# getter an attrgetter: C code), so that packing a message calls no Python per block.
+_read = attrgetter("__record_reader__")
 
 
-def _fields(obj: Any) -> Any:
-    """A record's fields as a tuple (and its extras), for the content key's encoder."""
+def _reader_installed(obj: Any) -> Any:
+    """``obj``'s values (see ``_read``), its class given its reader first where it has none."""
+    try:
+        return _read(obj)
+    except AttributeError:
+        pass
     cls = type(obj)
-    getter = _GETTERS.get(cls)
-    if getter is None:
-        stored = getattr(cls, "__record_stored__", None)
-        if stored is None:
-            raise TypeError(f"no content key for {cls.__name__}")
-        skip = _UNREAD | _UNREAD_BY_TYPE.get(getattr(cls, "type", ""), set())
-        getter = _GETTERS[cls] = attrgetter(*(n for n in stored if n not in skip))
-    values = getter(obj)
-    extras = getattr(obj, "__dict__", None)
-    return (cls.__name__, values, extras) if extras else (cls.__name__, values)
+    stored = getattr(cls, "__record_stored__", None)
+    if stored is None:
+        raise TypeError(f"no content key for {cls.__name__}")
+    skip = _UNREAD | _UNREAD_BY_TYPE.get(getattr(cls, "type", ""), set())
+    names = ["__class__.__name__", *(n for n in stored if n not in skip)]
+    if cls.__record_extra__:
+        names.append("__dict__")
+    type.__setattr__(cls, "__record_reader__", property(attrgetter(*names)))
+    return _read(obj)
 
 
 def content_key(msg: Any) -> bytes | None:
@@ -115,11 +122,19 @@ def content_key(msg: Any) -> bytes | None:
     message that cannot be told this way (it is then never taken for another)."""
     if not isinstance(msg, Msg) or _streaming(msg):
         return None
+    # A message no stream folds into holds its blocks as they are (``content`` would first
+    # write a fold's buffered pieces into them, in a Python call).
+    value = (msg.role, msg.name, msg._content if msg._fold is None else msg.content)
     try:
-        encoded = _pack((msg.role, msg.name, msg.content), enc_hook=_fields)
+        encoded = _pack(value, enc_hook=_read)
+    except AttributeError:  # a class packed for the first time, or an object that is no record
+        try:
+            encoded = _pack(value, enc_hook=_reader_installed)
+        except (TypeError, ValueError, AttributeError):
+            return None
     except (TypeError, ValueError):
         return None
-    return blake2b(encoded, digest_size=16).digest()
+    return sha256(encoded).digest()
 
 
 # A message's count of changes and the fold streaming into it (one C call per message); a
@@ -127,8 +142,14 @@ def content_key(msg: Any) -> bytes | None:
 _mark = attrgetter("_version", "_fold")
 
 
+_fold_of = attrgetter("_fold")
+
+
 def _applied(messages: Sequence[Any], start: int) -> dict[int, int]:
-    return {k: msg._fold.applied for k, msg in enumerate(messages, start) if msg._fold is not None}
+    folds = list(map(_fold_of, messages))
+    if folds.count(None) == len(folds):  # the usual: no fold (one C pass)
+        return {}
+    return {k: fold.applied for k, fold in enumerate(folds, start) if fold is not None}
 
 
 class Draft:
@@ -151,6 +172,7 @@ class Draft:
         "raws",
         "tail",
         "keys",
+        "fields",
     )
 
     def __init__(self, formatter: Any, tools: Sequence[Any] | None = None, tool_choice: Any = None) -> None:
@@ -174,6 +196,7 @@ class Draft:
         self.raws: list[Raw] = []  # the finished turns, encoded
         self.tail: Sequence[Any] = ()  # the messages from the first still streaming on: never kept
         self.keys: list[bytes] = []  # the content keys of the first messages fed, taken when first asked for
+        self.fields: dict[str, Any] | None = None  # the tools' fields in a payload, made once (see _finished)
 
     def matches(self, messages: Sequence[Any]) -> bool:
         """Whether ``messages`` begin with the ones this draft was built from, unchanged."""
@@ -205,12 +228,11 @@ class Draft:
         if len(messages) < n or not self._keyed():
             return False
         head = messages[:n]
-        fresh = EDITS[0] == self.edits
-        keys = self.keys
-        for k in range(n):
-            msg = head[k]
-            if not (fresh and msg is fed[k] and self._unchanged(k, msg)) and content_key(msg) != keys[k]:
-                return False
+        # One call per message, the comparisons in C; a draft of another conversation (most
+        # of those tried) is told by its first message. The same objects are keyed too: one
+        # changed inside a value since (which its marks do not show) is then not taken.
+        if not all(map(eq, map(content_key, head), self.keys)):
+            return False
         self.fed[:n], self.marks[:n], self.edits = head, list(map(_mark, head)), EDITS[0]
         self.applied = _applied(head, 0)
         return True
@@ -271,7 +293,21 @@ class Draft:
             taken = _feed(fmt, walk, acc, self.tail, len(self.fed), taken)
         for seg in walk.pending(taken):
             fmt.take(acc, seg)
-        return fmt.finish(acc, self.tools, self.tool_choice)  # type: ignore[no-any-return]
+        return self._finished(acc)
+
+    def _finished(self, acc: Turns) -> dict[str, Any]:
+        """The payload from ``acc``, with the tools' fields the formatter made for this draft's
+        first payload (the tools are the same: a draft is kept for one key of them, see
+        :func:`tools_key`), each payload with its own copy of their dicts and lists; so a
+        next turn converts and checks no tool. A formatter that makes no tool fields
+        (:meth:`~modelwire.formatters.Formatter.tool_fields`): its ``finish()``."""
+        fmt, fields = self.formatter, self.fields
+        if fields is None:
+            fields = fmt.tool_fields(self.tools, self.tool_choice)
+            if fields is None:
+                return fmt.finish(acc, self.tools, self.tool_choice)  # type: ignore[no-any-return]
+            self.fields = fields
+        return fmt.assemble(acc, _own(fields))  # type: ignore[no-any-return]
 
     def turns_encoded(self, turns: list[Any]) -> list[Any]:
         """``turns`` (a payload's, from :meth:`payload`) with each finished turn of this draft
@@ -290,6 +326,18 @@ class Draft:
             return [*turns[:at], *raws[:k], *turns[at + k :]]
         # Some finished turns were replaced in the payload (a cache mark on a copy): those as they are.
         return [*turns[:at], *(r if t is c else t for t, c, r in zip(window, closed, raws)), *turns[at + len(window) :]]
+
+
+def _own(value: Any) -> Any:
+    """``value`` with every dict reached through dicts copied, and every list one level (a
+    new list of the same items): what a request's body changes in place (``extra_body`` is
+    merged into its dicts, a cache mark appended to a list) is then the payload's own, not
+    the draft's. The items of a list are shared: what marks one puts the mark on a copy."""
+    if type(value) is dict:
+        return {k: _own(v) for k, v in value.items()}
+    if type(value) is list:
+        return list(value)
+    return value
 
 
 def tools_key(tools: Sequence[Any] | None, tool_choice: Any) -> Any:

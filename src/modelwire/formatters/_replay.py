@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+from operator import attrgetter
 from typing import Any, Callable, Literal, Sequence
 
 from ..errors import FormatError
@@ -87,6 +88,9 @@ def compaction_stand_in(block: Any, protocol: str, provider: str | None, endpoin
     return None
 
 
+_block_type = attrgetter("type")
+
+
 class CompactionCut:
     """Where a conversation starts for a target that cannot read its last compaction window
     but gets the summary it carries: the system messages before it, the summary as a user
@@ -109,6 +113,9 @@ class CompactionCut:
             self.scanned, self.cut, self.prefix = 0, None, []
         for index in range(self.scanned, count):
             msg = messages[index]
+            # The usual message, unfolded (its blocks as they are) and holding no data: one C pass.
+            if "data" not in map(_block_type, msg._content if msg._fold is None else msg.content):
+                continue
             for at, block in enumerate(msg.content):
                 if block.type == "data" and extra(block, "provider_block_type") == "compaction":
                     sent = stand_in(block)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy as _copy
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import unquote, urlparse
@@ -120,7 +121,7 @@ async def resolve_sources(
     out: list[Msg] = list(messages[:start])
     for index in range(start, len(messages)):
         msg = messages[index]
-        if not any(map(_has_url, msg.content)):  # nothing to fetch: no await per block
+        if not _may_hold_url(msg) or not any(map(_has_url, msg.content)):  # nothing to fetch: no await per block
             out.append(msg)
             continue
         if sources is None:
@@ -145,9 +146,20 @@ def plain_prefix(messages: Sequence[Msg], start: int) -> int:
     (the first ``start`` known to hold none): what :func:`resolve_sources` need not walk
     again while they stay the same objects, unchanged."""
     count = len(messages)
-    while start < count and not any(map(_has_url, messages[start].content)):
+    while start < count and not (_may_hold_url(messages[start]) and any(map(_has_url, messages[start].content))):
         start += 1
     return start
+
+
+_block_type = attrgetter("type")
+_HOLDERS = frozenset({"data", "tool_result", "hint"})  # the blocks _has_url looks into
+
+
+def _may_hold_url(msg: Msg) -> bool:
+    """Whether a block of ``msg`` is of a type that can hold a source (one C pass: a message
+    of text, thinking and tool calls needs no call per block; one no stream folds into is
+    read as it is, without ``content``'s flush of a fold's buffered pieces)."""
+    return not _HOLDERS.isdisjoint(map(_block_type, msg._content if msg._fold is None else msg.content))
 
 
 def _has_url(block: Any) -> bool:

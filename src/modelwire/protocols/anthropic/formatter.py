@@ -173,15 +173,18 @@ class AnthropicFormatter(Formatter):
         else:
             acc.system += parts
 
-    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
+    def tool_fields(self, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
-        specs = tool_specs(tools)
-        turns = acc.turns
+        fields: dict[str, Any] = {}
+        _tools(fields, tool_specs(tools), server, tool_choice)
+        return fields
+
+    def assemble(self, acc: Turns, fields: dict[str, Any]) -> dict[str, Any]:
         payload: dict[str, Any] = {}
         if acc.system:
             payload["system"] = acc.system
-        payload["messages"] = turns
-        _tools(payload, specs, server, tool_choice)
+        payload["messages"] = acc.turns
+        payload.update(fields)
         self._cache(payload)
         return payload
 
@@ -286,7 +289,8 @@ class AnthropicFormatter(Formatter):
             system = payload["system"] = list(payload["system"])
             system[-1] = {**system[-1], "cache_control": dict(_EPHEMERAL)}
         if self.cache_tools and payload.get("tools"):
-            payload["tools"][-1]["cache_control"] = dict(_EPHEMERAL)
+            tools = payload["tools"]  # the payload's own list; its items a draft's, for every request
+            tools[-1] = {**tools[-1], "cache_control": dict(_EPHEMERAL)}
         if last:
             turns = payload["messages"] = list(turns)
             for k in marked:

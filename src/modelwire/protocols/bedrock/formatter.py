@@ -124,7 +124,7 @@ class BedrockConverseFormatter(Formatter):
             role, content = "user", [c for b in seg.blocks for c in self._user(b, seg.index_of(b))]
         merge_turn(acc.turns, role, content, after_results=_after_results if seg.kind == "results" else None)
 
-    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
+    def tool_fields(self, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(
             tools,
             PROTOCOL,
@@ -135,6 +135,12 @@ class BedrockConverseFormatter(Formatter):
         )
         specs = tool_specs(tools)
         sent_undeferred(specs, PROTOCOL)
+        mode, name = tool_choice_name(tool_choice, specs) if specs or raw else (None, None)
+        if (specs or raw) and mode != "none":
+            return {"toolConfig": self._tool_config(specs, raw, mode, name)}
+        return {}
+
+    def assemble(self, acc: Turns, fields: dict[str, Any]) -> dict[str, Any]:
         turns, system = acc.turns, acc.system
         if turns and turns[0]["role"] == "assistant":
             turns.insert(0, {"role": "user", "content": [{"text": "(the conversation continues)"}]})
@@ -143,9 +149,8 @@ class BedrockConverseFormatter(Formatter):
             if self.cache_system:
                 system.append({"cachePoint": {"type": "default"}})
             payload["system"] = system
-        mode, name = tool_choice_name(tool_choice, specs) if specs or raw else (None, None)
-        if (specs or raw) and mode != "none":
-            payload["toolConfig"] = self._tool_config(specs, raw, mode, name)
+        if fields:
+            payload.update(fields)
         elif _holds_tool_blocks(turns):
             payload["toolConfig"] = {"tools": [NO_TOOLS]}
         return payload

@@ -62,11 +62,11 @@ class CohereFormatter(MessagesFormatter):
         super().__init__(provider=provider, speaker_names=speaker_names, assistant_name=assistant_name)
         self.thinking_as_text = thinking_as_text
 
-    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
+    def tool_fields(self, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "Cohere runs no server tools")
         specs = tool_specs(tools)
         sent_undeferred(specs, PROTOCOL)
-        payload: dict[str, Any] = {"messages": acc.turns}
+        fields: dict[str, Any] = {}
         mode, name = tool_choice_name(tool_choice, specs)
         if mode == "tool":
             raise FormatError(
@@ -76,10 +76,13 @@ class CohereFormatter(MessagesFormatter):
                 code="unsupported-option",
             )
         if specs or raw:
-            payload["tools"] = [function_tool(s) for s in specs] + raw
+            fields["tools"] = [function_tool(s) for s in specs] + raw
             if mode in ("required", "none"):
-                payload["tool_choice"] = mode.upper()
-        return payload
+                fields["tool_choice"] = mode.upper()
+        return fields
+
+    def assemble(self, acc: Turns, fields: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": acc.turns, **fields}
 
     def _user(self, seg: Segment) -> dict[str, Any] | None:
         parts: list[dict[str, Any]] = []

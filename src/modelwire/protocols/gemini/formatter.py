@@ -156,15 +156,20 @@ class GeminiFormatter(Formatter):
                     parts += self._user_part(b, seg.index_of(b))
         merge_turn(acc.turns, role, parts, key="parts", after_results=_after_results if seg.kind == "results" else None)
 
-    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
+    def tool_fields(self, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         specs, server_tools = _split_tools(tools)
+        fields: dict[str, Any] = {}
+        _tools(fields, specs, server_tools, tool_choice)
+        return fields
+
+    def assemble(self, acc: Turns, fields: dict[str, Any]) -> dict[str, Any]:
         contents = acc.turns
         if contents and contents[0]["role"] == "model":
             contents.insert(0, {"role": "user", "parts": [{"text": ""}]})
         payload: dict[str, Any] = {"contents": contents}
         if acc.system:
             payload["systemInstruction"] = {"parts": acc.system}
-        _tools(payload, specs, server_tools, tool_choice)
+        payload.update(fields)
         return payload
 
     # -- parts ------------------------------------------------------------------------------

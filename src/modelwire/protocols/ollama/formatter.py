@@ -65,11 +65,11 @@ class OllamaFormatter(MessagesFormatter):
         super().__init__(provider=provider, speaker_names=speaker_names, assistant_name=assistant_name)
         self.thinking_as_text = thinking_as_text
 
-    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
+    def tool_fields(self, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(tools, PROTOCOL, "this protocol runs no server tools")
         specs = tool_specs(tools)
         sent_undeferred(specs, PROTOCOL)
-        payload: dict[str, Any] = {"messages": acc.turns}
+        fields: dict[str, Any] = {}
         mode, _name = tool_choice_name(tool_choice, specs)
         if mode in ("required", "tool"):
             raise FormatError(
@@ -79,8 +79,11 @@ class OllamaFormatter(MessagesFormatter):
                 code="unsupported-option",
             )
         if (specs or raw) and mode != "none":
-            payload["tools"] = [function_tool(s) for s in specs] + raw
-        return payload
+            fields["tools"] = [function_tool(s) for s in specs] + raw
+        return fields
+
+    def assemble(self, acc: Turns, fields: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": acc.turns, **fields}
 
     def _user(self, seg: Any) -> dict[str, Any] | None:
         texts: list[str] = []

@@ -143,7 +143,7 @@ class OpenAIChatFormatter(Formatter):
                     msg["name"] = sanitize_name(seg.name)
                 out.append(msg)
 
-    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
+    def tool_fields(self, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         raw, tools = raw_server_tools(
             tools,
             PROTOCOL,
@@ -151,13 +151,16 @@ class OpenAIChatFormatter(Formatter):
         )
         specs = tool_specs(tools)
         sent_undeferred(specs, PROTOCOL)
-        payload: dict[str, Any] = {"messages": acc.turns}
+        fields: dict[str, Any] = {}
         if specs or raw:
-            payload["tools"] = [_tool(s) for s in specs] + raw
+            fields["tools"] = [_tool(s) for s in specs] + raw
         mode, name = tool_choice_name(tool_choice, specs)
         if mode is not None:
-            payload["tool_choice"] = {"type": "function", "function": {"name": name}} if mode == "tool" else mode
-        return payload
+            fields["tool_choice"] = {"type": "function", "function": {"name": name}} if mode == "tool" else mode
+        return fields
+
+    def assemble(self, acc: Turns, fields: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": acc.turns, **fields}
 
     def _user_content(self, seg: Any) -> str | list[dict[str, Any]]:
         parts: list[dict[str, Any]] = []

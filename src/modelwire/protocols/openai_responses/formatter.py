@@ -142,14 +142,18 @@ class OpenAIResponsesFormatter(Formatter):
             )
         return {"type": "configuration_update", "reasoning": {"effort": level}}
 
-    def finish(self, acc: Turns, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
+    def tool_fields(self, tools: Sequence[Any] | None, tool_choice: Any) -> dict[str, Any]:
         server, tools = split_server_tools(tools)
-        specs = tool_specs(tools)
+        fields: dict[str, Any] = {}
+        _tools(fields, tool_specs(tools), server, tool_choice)
+        return fields
+
+    def assemble(self, acc: Turns, fields: dict[str, Any]) -> dict[str, Any]:
         payload: dict[str, Any] = {}
         if acc.system:
             payload["instructions"] = "\n\n".join(acc.system)
         payload["input"] = acc.turns
-        _tools(payload, specs, server, tool_choice)
+        payload.update(fields)
         return payload
 
     def _input_part(self, block: Any, index: int) -> list[dict[str, Any]]:
