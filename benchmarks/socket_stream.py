@@ -17,14 +17,20 @@ contender reads it through its own HTTP stack:
 
 Beside them, the asyncio floor: a bare ``asyncio.Protocol`` reading the same response, one
 future per socket read and nothing parsed, the least any asyncio client pays to be woken for
-a read (a synchronous client such as botocore's blocks in ``recv`` instead).
+a read (a synchronous client such as botocore's blocks in ``recv`` instead). And on paced
+streams the decoding floor: the same reads, each parsed by h11 and its body pieces split and
+parsed as ``stream.py``'s floor does (SSE data lines, NDJSON lines or AWS frames with their
+CRCs, the fastest JSON parser here), the least any asyncio client that decodes the stream
+pays per read. Where modelwire misses the floor target, its row shows this floor over the
+asyncio floor: a target below it is one no decoding client can meet.
 
 Every stream is read at 400 and at 4,000 events (``--events``). Rounds are interleaved;
 each run's output is checked (modelwire's message against the stream's content, the SDK's
-event count, the floor's byte count and the body's end) before its time counts. Targets,
-each printed MET or MISSED on its row: in a burst, modelwire at most 0.5x the SDK's plain
-iteration; paced, modelwire at most 1.3x the asyncio floor per read (every size), and at
-most 0.6x the async SDK on 400-event streams. A ratio is the median of each round's own.
+event count, the floor's byte count and the body's end, the decoding floor's event count)
+before its time counts. Targets, each printed MET or MISSED on its row: in a burst,
+modelwire at most 0.5x the SDK's plain iteration; paced, modelwire at most 1.3x the asyncio
+floor per read (every size), and at most 0.6x the async SDK on 400-event streams. A ratio is
+the median of each round's own.
 
     python benchmarks/socket_stream.py [--rounds N] [--events 400,4000] [--check]
 """
@@ -38,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import time
+import zlib
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -227,6 +234,101 @@ def floor(where: str) -> Any:
     return run
 
 
+class Splitter:
+    """``stream.py``'s split-and-parse floor for pieces cut anywhere (``floor_carried``: SSE
+    data lines, NDJSON lines, or AWS frames by their length prefix with both CRCs checked,
+    each parsed with the fastest JSON parser here), its carry kept from one read to the next."""
+
+    def __init__(self, protocol: str, parse: Any) -> None:
+        self.protocol, self.parse = protocol, parse
+        self.carry = b""
+        self.buffer = bytearray()
+        self.events = 0
+
+    def feed(self, piece: bytes) -> None:
+        parse = self.parse
+        if self.protocol == "bedrock-converse":
+            buffer = self.buffer
+            buffer += piece
+            while len(buffer) >= 12 and len(buffer) >= int.from_bytes(buffer[:4], "big"):
+                total = int.from_bytes(buffer[:4], "big")
+                frame = bytes(buffer[:total])
+                del buffer[:total]
+                assert zlib.crc32(frame[:8]) == int.from_bytes(frame[8:12], "big")
+                assert zlib.crc32(frame[:-4]) == int.from_bytes(frame[-4:], "big")
+                parse(frame[12 + int.from_bytes(frame[4:8], "big") : -4])
+                self.events += 1
+            return
+        lines = (self.carry + piece).split(b"\n")
+        self.carry = lines.pop()
+        ndjson = self.protocol == "ollama"
+        for line in lines:
+            if ndjson:
+                if line:
+                    parse(line)
+                    self.events += 1
+            elif line.startswith(b"data: ") and line != b"data: [DONE]":
+                parse(line[6:])
+                self.events += 1
+
+
+PARSER: list[Any] = []  # the fastest JSON parser here, measured once
+
+
+def fastest_parser() -> Any:
+    if not PARSER:
+        PARSER.append(S.fastest_parser()[1])
+    return PARSER[0]
+
+
+def decode_floor(where: str, protocol: str) -> Any:
+    """The decoding floor: the asyncio floor's reads, each read's bytes parsed by h11 (the
+    HTTP/1.1 response, its chunked body) and every body piece split and parsed as
+    :class:`Splitter` does; the least any asyncio client that decodes the stream does per
+    read. Its output is the events parsed, checked against the stream's."""
+    import h11
+
+    host, _, rest = where.removeprefix("http://").partition("/")
+    address, port = host.split(":")
+    request = h11.Request(method="POST", target="/" + rest, headers=[("host", host), ("content-length", "0")])
+    parse = fastest_parser()
+
+    class Reader(asyncio.Protocol):
+        def __init__(self) -> None:
+            self.pieces: list[bytes] = []
+            self.waiter: Any = None
+
+        def data_received(self, data: bytes) -> None:
+            self.pieces.append(data)
+            if self.waiter is not None and not self.waiter.done():
+                self.waiter.set_result(None)
+
+    async def run() -> int:
+        loop = asyncio.get_running_loop()
+        transport, reader = await loop.create_connection(Reader, address, int(port))
+        conn = h11.Connection(h11.CLIENT)
+        transport.write(conn.send(request) + conn.send(h11.EndOfMessage()))
+        split = Splitter(protocol, parse)
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                if not reader.pieces:
+                    reader.waiter = loop.create_future()
+                    await reader.waiter
+                conn.receive_data(b"".join(reader.pieces))
+                reader.pieces.clear()
+            elif type(event) is h11.Data:
+                split.feed(event.data)
+            elif type(event) is h11.EndOfMessage:
+                break
+            else:
+                assert type(event) is h11.Response and event.status_code == 200, event
+        transport.close()
+        return split.events
+
+    return run
+
+
 def cpu(loop: asyncio.AbstractEventLoop, fn: Any) -> tuple[float, Any]:
     started = time.process_time()
     out = loop.run_until_complete(fn())
@@ -242,6 +344,10 @@ class Row:
         self.med = {k: statistics.median(v) for k, v in times.items()}
         self.to_sdk = statistics.median(a / b for a, b in zip(times["modelwire"], times["SDK"]))
         self.to_floor = statistics.median(a / b for a, b in zip(times["modelwire"], times["floor"]))
+        decoded = times.get("decode floor")
+        self.decode_to_floor = (
+            statistics.median(a / b for a, b in zip(decoded, times["floor"])) if decoded else float("nan")
+        )
 
     def verdicts(self) -> list[tuple[str, float, float]]:
         """(what, ratio, target) of every target counted on this row."""
@@ -261,6 +367,8 @@ def measure(loop: Any, base: str, protocol: str, make: Any, tools: bool, way: st
     n = len(make(tools))
     where = f"{base}/{protocol}/{kind}/{way}/{events}"
     contenders = {"modelwire": ours(protocol, where), "SDK": sdk(protocol, where), "floor": floor(where)}
+    if way == "paced":  # where the floor target counts
+        contenders["decode floor"] = decode_floor(where, protocol)
     size = sum(len(piece) for piece in make(tools))
 
     def check(name: str, out: Any) -> None:
@@ -268,6 +376,8 @@ def measure(loop: Any, base: str, protocol: str, make: Any, tools: bool, way: st
             S.check_message(protocol, tools, out)
         elif name == "floor":
             assert len(out) > size and out.endswith(b"\r\n0\r\n\r\n"), f"the floor read {len(out)} of {size}"
+        elif name == "decode floor":
+            assert n - 2 <= out <= n, f"{protocol} {kind}: the decoding floor parsed {out} events of {n}"
         else:
             assert out >= n - 2, f"{protocol} {kind}: the SDK saw {out} events of {n}"
 
@@ -284,28 +394,48 @@ def measure(loop: Any, base: str, protocol: str, make: Any, tools: bool, way: st
     return Row(f"{protocol} {'tool calls' if tools else 'text'}", events, n, way, times)
 
 
+def verdict(row: Row, what: str, ratio: float, target: float) -> str:
+    """MET, or MISSED with, for the floor target, what decoding alone costs over the same floor
+    (a target below it is one no client that decodes the stream can meet)."""
+    if ratio <= target:
+        return f"{what} MET"
+    if what != "x asyncio floor":
+        return f"{what} MISSED (target {target}x)"
+    below = "below what decoding alone costs" if row.decode_to_floor > target else "above it"
+    return f"{what} MISSED (target {target}x; floor: {row.decode_to_floor:.2f}x, the target {below})"
+
+
 def report(rows: list[Row], args: Any) -> int:
     bedrock = "aiobotocore" if aiobotocore_client() is not None else "botocore (synchronous: aiobotocore not installed)"
     print(f"client CPU us per chunk over a real local socket, median of {args.rounds} interleaved rounds")
     print(f"paced: {PACE * 1e3:.1f} ms after each event (about one event per read); bedrock's SDK: {bedrock}")
-    print(f"{'stream':<30}{'chunks':>7}{'way':>7}{'modelwire':>11}{'SDK':>10}{'floor':>9}{'x SDK':>8}{'x floor':>9}")
+    print(
+        f"{'stream':<30}{'chunks':>7}{'way':>7}{'modelwire':>11}{'SDK':>10}{'floor':>9}{'decode':>9}"
+        f"{'x SDK':>8}{'x floor':>9}{'decode x floor':>16}"
+    )
     missed = []
     for row in rows:
         med = row.med
+        decoded = "decode floor" in med
+        decode = f"{med['decode floor']:>9.2f}" if decoded else f"{'-':>9}"
+        decode_ratio = f"{row.decode_to_floor:>15.2f}x" if decoded else f"{'-':>16}"
         print(
             f"{row.label:<30}{row.chunks:>7}{row.way:>7}{med['modelwire']:>11.2f}{med['SDK']:>10.2f}"
-            f"{med['floor']:>9.2f}{row.to_sdk:>7.2f}x{row.to_floor:>8.2f}x   "
-            + "; ".join(
-                f"{what} {'MET' if ratio <= target else f'MISSED (target {target}x)'}"
-                for what, ratio, target in row.verdicts()
-            )
+            f"{med['floor']:>9.2f}{decode}{row.to_sdk:>7.2f}x{row.to_floor:>8.2f}x{decode_ratio}   "
+            + "; ".join(verdict(row, *one) for one in row.verdicts())
         )
         missed += [
-            f"{row.label} {row.chunks} {row.way}: {ratio:.2f}{what} (target {target}x)"
+            f"{row.label} {row.chunks} {row.way}: {ratio:.2f}{what} (target {target}x"
+            + (f"; floor: {row.decode_to_floor:.2f}x)" if what == "x asyncio floor" else ")")
             for what, ratio, target in row.verdicts()
             if ratio > target
         ]
     print("asyncio floor: one future per socket read and nothing parsed, the least an asyncio client pays")
+    print(
+        "decode floor: the asyncio floor's reads, h11's parse of them and stream.py's split-and-parse of the "
+        "events (fastest JSON parser here), the least an asyncio client that decodes the stream pays; "
+        "'floor: N x' is it over the asyncio floor"
+    )
     print("every target met" if not missed else "MISSED: " + "; ".join(missed))
     return 0
 
@@ -339,7 +469,7 @@ def main() -> int:
         proc.wait(10)
     if args.check:
         print(
-            f"checked: modelwire, each SDK and the floor read all {len(S.MAKERS) * 2} streams "
+            f"checked: modelwire, each SDK and both floors read all {len(S.MAKERS) * 2} streams "
             f"over a real socket, both ways, at {args.events} events"
         )
         return 0

@@ -340,3 +340,62 @@ def test_through_a_connect_proxy_tls_is_started_on_the_tunnel(tls):
             relay.close()
 
     assert asyncio.run(run(True)) == asyncio.run(run(False)) == (b"".join(pieces), [b"CONNECT"])
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["read directly", "read by httpcore2"])
+def test_a_read_that_waits_past_its_deadline_times_out_after_many_quick_reads(direct):
+    # The read timeout is one timer per connection, re-armed lazily: forty quick reads, which
+    # together take longer than the timeout, each move the deadline on without a timer of
+    # their own, and the read that then waits past it fails as on the default sockets.
+    pieces = [b"%02d" % i for i in range(40)]
+    script: list = [HEAD]
+    for piece in pieces:
+        script += [b"%x\r\n%s\r\n" % (len(piece), piece), 0.02]
+    script.append(5.0)
+
+    async def run(ours: bool) -> tuple:
+        async with RawServer() as server, client(ours, timeout=httpx2.Timeout(5, read=0.5)) as c:
+            server.scripts = [list(script)]
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            got: list[bytes] = []
+            async with c.stream("POST", server.url, content=b"{}") as response:
+                take_whole_chunks(response.stream)
+                iterator = read_directly(response.stream) if ours and direct else response.stream
+                assert iterator is not None
+                try:
+                    async for piece in iterator:
+                        got.append(piece)
+                except Exception as exc:  # noqa: BLE001 - compared below
+                    return b"".join(got), kind(exc), loop.time() - started
+            return b"".join(got), None, loop.time() - started
+
+    theirs, ours = asyncio.run(run(False)), asyncio.run(run(True))
+    assert ours[:2] == theirs[:2] == (b"".join(pieces), kind(httpx2.ReadTimeout("")))
+    assert ours[2] >= 40 * 0.02 + 0.5  # every piece, then the whole timeout: none expired early
+
+
+def test_the_read_timer_is_gone_when_the_connection_closes():
+    async def run() -> None:
+        async with RawServer() as server, client(True, timeout=httpx2.Timeout(5, read=30)) as c:
+            server.scripts = [[HEAD + chunked([b"first"])[:-5], 5.0]]
+            async with c.stream("POST", server.url, content=b"{}") as response:
+                found = _connection_of(response.stream)
+                assert found is not None
+                protocol = found[0]._network_stream._protocol
+                take_whole_chunks(response.stream)
+                iterator = read_directly(response.stream)
+                assert iterator is not None
+                assert await iterator.__anext__() == b"first"
+                waiting = asyncio.ensure_future(iterator.__anext__())
+                while protocol.waiter is None or protocol.waiter.done():  # the next read waits
+                    await asyncio.sleep(0)
+                timer = protocol.timer
+                assert timer is not None and not timer.cancelled()
+                waiting.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await waiting
+            # The body was left mid-way: the connection is closed, and its timer with it.
+            assert protocol.timer is None and timer.cancelled()
+
+    asyncio.run(run())

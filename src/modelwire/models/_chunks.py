@@ -15,11 +15,12 @@ own errors, in the same place. Timeouts, cancellation, closing and the connectio
 are httpcore2's, untouched.
 
 Where the connection reads through modelwire's own socket stream (:mod:`._netio`),
-:func:`read_directly` goes one step further: the body is read by the loop httpcore2's own
+:class:`DirectBody` goes one step further: the body is read by the loop httpcore2's own
 receive loop runs (h11's events, the socket read when h11 needs data), without the
 generators, exception maps and trace scope of the response stream's four layers on every
-read, which a model sending a token per read pays once per token. Errors are raised as the
-client raises them; closing the response closes or returns the connection, as before.
+read, which a model sending a token per read pays once per token; the transport's reader
+awaits the socket's own future (no frame between them). Errors are raised as the client
+raises them; closing the response closes or returns the connection, as before.
 
 The reader lives below the public interfaces of httpx2, httpcore2 and h11 (the response
 stream's layers, h11's reader and receive buffer), so it is installed only where every layer
@@ -28,26 +29,29 @@ is exactly what it expects, and otherwise the body is read as before.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Any
 
-__all__ = ["read_directly", "take_whole_chunks"]
+__all__ = ["DirectBody", "client_error", "direct_body", "read_directly", "take_whole_chunks"]
 
 _READER: Any = None  # the reader class, made on first use
 _HEADER: Any = None  # h11's chunk header pattern, found with it
+_H11: Any = None  # the h11 module, imported with it
 
 
-def _whole_chunks(reader: Any, buf: Any) -> bytes | None:
-    """Every whole chunk at the start of h11's receive buffer, taken out of it as one piece,
-    where h11's chunked ``reader`` stands at a chunk boundary; None where there is none
-    (then h11's own reader decides: more bytes needed, the last chunk, an error)."""
+def _scan(reader: Any, data: Any) -> tuple[bytes | None, int]:
+    """Every whole chunk at the start of ``data`` (the bytes after where h11's chunked
+    ``reader`` stands at a chunk boundary) as one piece, and where they end; None where there
+    is none (then h11's own reader decides: more bytes needed, the last chunk, an error)."""
     if reader._reading_trailer or reader._bytes_in_chunk:
-        return None
-    data = buf._data
+        return None, 0
     pos = 0
     footer = reader._bytes_to_discard  # the end of a chunk h11 read
     if footer:
         if data[: len(footer)] != footer:
-            return None  # not here yet, or malformed
+            return None, 0  # not here yet, or malformed
         pos = len(footer)
     size_all = len(data)
     parts = []
@@ -66,19 +70,28 @@ def _whole_chunks(reader: Any, buf: Any) -> bytes | None:
         parts.append(data[start:stop])
         pos = stop + 2
     if not parts:
-        return None
+        return None, 0
     reader._bytes_to_discard = b""
-    buf._extract(pos)
-    return bytes(parts[0]) if len(parts) == 1 else b"".join(parts)
+    return bytes(parts[0]) if len(parts) == 1 else b"".join(parts), pos
+
+
+def _whole_chunks(reader: Any, buf: Any) -> bytes | None:
+    """Every whole chunk at the start of h11's receive buffer, taken out of it as one piece
+    (see :func:`_scan`)."""
+    piece, end = _scan(reader, buf._data)
+    if piece is not None:
+        buf._extract(end)
+    return piece
 
 
 def _reader_class() -> Any:
-    global _READER, _HEADER
+    global _READER, _HEADER, _H11
     if _READER is None:
+        import h11
         from h11._events import Data
         from h11._readers import ChunkedReader, chunk_header_re
 
-        _HEADER = chunk_header_re
+        _HEADER, _H11 = chunk_header_re, h11
 
         class WholeChunks(ChunkedReader):
             """h11's chunked reader, taking every whole chunk in the buffer at once."""
@@ -121,13 +134,10 @@ def _h11_of(stream: Any) -> Any:
     return conn if type(conn) is Connection else None
 
 
-def read_directly(stream: Any) -> Any:
-    """The body of a response whose connection reads through modelwire's own socket
-    stream (:mod:`._netio`), as an async iterator that asks h11 and the socket directly:
-    the same pieces, errors and connection state as iterating the stream itself, without
-    the four layers of generators, the exception maps and the trace scope between them
-    on every read. None where the layers are not the expected ones (then iterate the
-    stream). Closing the response closes or returns the connection, as before."""
+def direct_body(stream: Any) -> DirectBody | None:
+    """The body of a response whose connection reads through modelwire's own socket stream
+    (:mod:`._netio`), read by :class:`DirectBody`; None where the layers are not the
+    expected ones (then iterate the stream)."""
     try:
         found = _connection_of(stream)
         if found is None:
@@ -140,50 +150,111 @@ def read_directly(stream: Any) -> Any:
         if type(network) is not AsyncioStream or not hasattr(h11, "_receive_buffer_closed"):
             return None
         timeout = (request.extensions.get("timeout") or {}).get("read") if request is not None else None
-        return _direct(h11, network, timeout, connection.READ_NUM_BYTES)
+        return DirectBody(h11, network._protocol, timeout, connection.READ_NUM_BYTES)
     except AttributeError:  # pragma: no cover - a version that moved its parts
         return None
 
 
-async def _direct(h11: Any, network: Any, timeout: float | None, size: int) -> Any:
-    """The loop of httpcore2's ``_receive_response_body``: h11's events, the socket read
-    when h11 needs data; every whole chunk in the buffer taken at once."""
-    import h11 as H
+class DirectBody:
+    """A body read by the loop httpcore2's own ``_receive_response_body`` runs (h11's events,
+    the socket read when h11 needs data; every whole chunk in the buffer taken at once),
+    without the generators, exception maps and trace scope of the response stream's four
+    layers on every read, which a model sending a token per read pays once per token.
 
-    whole = _reader_class()
-    data: Any
-    try:
-        while True:
-            reader = h11._reader
-            if type(reader) is whole:
-                buf = h11._receive_buffer
-                if not buf._data and not h11._receive_buffer_closed:  # h11 would say NEED_DATA
-                    h11.receive_data(await network.read(size, timeout))
-                data = _whole_chunks(reader, buf)
-                if data is not None:
-                    yield data
-                    continue
-            event = h11.next_event()
-            if event is H.NEED_DATA:
-                h11.receive_data(await network.read(size, timeout))
-            elif type(event) is H.Data:
-                yield bytes(event.data)
-            else:  # EndOfMessage (or PAUSED): the body is over
-                return
-    except H.RemoteProtocolError as exc:
-        import httpcore2
+    It is synchronous: :meth:`take` hands on what is here, and where the socket must be
+    waited on first, the reader awaits the future ``wait()`` returns itself (no frame between
+    it and the socket): it is done when the socket received data or closed, and fails where
+    nothing came within the read timeout (raise what it raises through :func:`client_error`).
+    The pieces, errors and connection state are those of iterating the stream; closing the
+    response closes or returns the connection, as before."""
 
-        _client_error(httpcore2.RemoteProtocolError(exc))
-    except Exception as exc:
-        _client_error(exc)
+    __slots__ = ("_h11", "_protocol", "_size", "_whole", "wait")
+
+    def __init__(self, h11: Any, protocol: Any, timeout: float | None, size: int) -> None:
+        self._h11, self._protocol, self._size = h11, protocol, size
+        self._whole = _reader_class()
+        self.wait: Callable[[], asyncio.Future[None]] = partial(protocol.wait, timeout)  # no frame of its own
+
+    def take(self) -> bytes | None:
+        """The body's next piece where it is here; ``b""`` where the socket must be waited
+        on first (await ``wait()``, then take again); None at the body's end. Errors are
+        raised as the client (httpx2) raises them from a response's stream."""
+        h11 = self._h11
+        try:
+            while True:
+                reader = h11._reader
+                if type(reader) is self._whole:
+                    buf = h11._receive_buffer
+                    if not buf._data and not h11._receive_buffer_closed:  # h11 would say NEED_DATA
+                        protocol = self._protocol
+                        if not protocol.chunks:
+                            if not protocol.eof:
+                                return b""  # and the socket holds nothing yet
+                        else:  # the whole chunks of this read are taken where they lie
+                            data = protocol.take(self._size)
+                            piece, end = _scan(reader, data)
+                            if end < len(data):
+                                h11.receive_data(data[end:] if end else data)
+                            if piece is not None:
+                                return piece
+                    data = _whole_chunks(reader, buf)
+                    if data is not None:
+                        return data
+                event = h11.next_event()
+                if event is _H11.NEED_DATA:
+                    if not self._received():
+                        return b""
+                elif type(event) is _H11.Data:
+                    if event.data:
+                        return bytes(event.data)
+                else:  # EndOfMessage (or PAUSED): the body is over
+                    return None
+        except _H11.RemoteProtocolError as exc:
+            import httpcore2
+
+            raise client_error(httpcore2.RemoteProtocolError(exc))  # noqa: B904 - httpx2 sets its cause
+        except Exception as exc:
+            raise client_error(exc)  # noqa: B904 - httpx2 sets its cause
+
+    def _received(self) -> bool:
+        """Give h11 what the socket received (its close too); whether there was any."""
+        data = self._protocol.read_now(self._size)
+        if data is None:
+            return False
+        self._h11.receive_data(data)
+        return True
 
 
-def _client_error(exc: Exception) -> None:
-    """Raise ``exc`` as the client (httpx2) raises it from a response's stream."""
+async def _pieces(body: DirectBody) -> AsyncIterator[bytes]:
+    while True:
+        piece = body.take()
+        if piece is None:
+            return
+        if piece:
+            yield piece
+            continue
+        try:
+            await body.wait()
+        except Exception as exc:
+            raise client_error(exc)  # noqa: B904 - httpx2 sets its cause
+
+
+def read_directly(stream: Any) -> AsyncIterator[bytes] | None:
+    """:func:`direct_body`'s body as an async iterator of its pieces (None where it is None)."""
+    body = direct_body(stream)
+    return None if body is None else _pieces(body)
+
+
+def client_error(exc: Exception) -> Exception:
+    """``exc`` as the client (httpx2) raises it from a response's stream."""
     from httpx2._transports.default import map_httpcore_exceptions
 
-    with map_httpcore_exceptions():
-        raise exc
+    try:
+        with map_httpcore_exceptions():
+            raise exc
+    except Exception as mapped:  # noqa: BLE001 - the mapped one is the answer
+        return mapped
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def take_whole_chunks(stream: Any) -> bool:

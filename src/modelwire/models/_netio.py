@@ -10,7 +10,8 @@ for a model that sends one token per read, that was most of what a read cost mod
 ``HIGH_WATER`` bytes wait unread), and a read that has to wait waits on one future. Errors
 are httpcore2's own (``ConnectError``, ``ReadError``, ``WriteTimeout`` ...), raised where
 anyio's would be, so httpx2 maps them as before; TLS is ``loop.start_tls``. Timeouts that
-httpcore2 passes (connect, write, and read where one is set) are one timer each.
+httpcore2 passes (connect, write) are one timer each; a read's is one timer per connection,
+re-armed lazily (see :meth:`_Protocol.wait`), since a stream makes a read per token.
 
 :func:`use_asyncio_streams` gives the pools of a client modelwire made itself this backend;
 a client the user passes is left as it is.
@@ -44,6 +45,8 @@ class _Protocol(asyncio.Protocol):
         self.error: BaseException | None = None
         self.lost = False
         self.paused = False
+        self.deadline: float | None = None  # when the read waiting now times out (None: never)
+        self.timer: asyncio.TimerHandle | None = None  # the read timeout's one timer, if armed
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
@@ -51,7 +54,9 @@ class _Protocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.chunks.append(bytes(data))
         self.size += len(data)
-        self._wake()
+        waiter = self.waiter  # _wake, written out: this runs once per read
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
         if self.size > HIGH_WATER and not self.paused:
             self.paused = True
             self.transport.pause_reading()
@@ -66,6 +71,7 @@ class _Protocol(asyncio.Protocol):
         if exc is not None:
             self.error = exc
         self._wake()
+        self.stop_timer()
         drained = self.drained
         if drained is not None and not drained.done():
             drained.set_result(None)
@@ -82,6 +88,54 @@ class _Protocol(asyncio.Protocol):
         waiter = self.waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def read_now(self, max_bytes: int) -> bytes | None:
+        """What a read returns without waiting: up to ``max_bytes`` received, ``b""`` where
+        the peer closed the connection (``ReadError`` where it failed); None where a read must
+        wait (:meth:`wait`) first."""
+        if self.chunks:
+            return self.take(max_bytes)
+        if not self.eof:
+            return None
+        if self.error is not None:
+            raise httpcore2.ReadError(str(self.error) or type(self.error).__name__) from self.error
+        return b""
+
+    def wait(self, timeout: float | None) -> asyncio.Future[None]:
+        """The future a read awaits until data, the peer's close or an error comes; it fails
+        with ``ReadTimeout`` after ``timeout`` seconds. A timer per read (``call_later`` and
+        its ``cancel``: a handle and a heap push each) is paid per token by a model that sends
+        a token per read: the deadline is noted here, and the connection's one timer is set
+        only where none runs or it would fire too late; firing early, it re-arms itself at the
+        deadline (:meth:`_expire`)."""
+        loop = asyncio.get_running_loop()
+        waiter = self.waiter = loop.create_future()
+        if timeout is None:
+            self.deadline = None
+            return waiter
+        deadline = self.deadline = loop.time() + timeout
+        timer = self.timer
+        if timer is None or timer.when() > deadline:
+            if timer is not None:
+                timer.cancel()
+            self.timer = loop.call_at(deadline, self._expire)
+        return waiter
+
+    def _expire(self) -> None:
+        self.timer = None
+        waiter, deadline = self.waiter, self.deadline
+        if waiter is None or waiter.done() or deadline is None:
+            return  # no timed read waits: the next one arms the timer again
+        loop = waiter.get_loop()
+        if loop.time() >= deadline:
+            waiter.set_exception(httpcore2.ReadTimeout())
+        else:
+            self.timer = loop.call_at(deadline, self._expire)
+
+    def stop_timer(self) -> None:
+        timer, self.timer = self.timer, None
+        if timer is not None:
+            timer.cancel()
 
     def take(self, max_bytes: int) -> bytes:
         """Up to ``max_bytes`` of what was received, in one piece."""
@@ -123,21 +177,14 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         protocol = self._protocol
-        if not protocol.chunks and not protocol.eof:
-            loop = asyncio.get_running_loop()
-            waiter = protocol.waiter = loop.create_future()
-            timer = None if timeout is None else loop.call_later(timeout, _expire, waiter, httpcore2.ReadTimeout)
+        data = protocol.read_now(max_bytes)
+        while data is None:
             try:
-                await waiter
+                await protocol.wait(timeout)
             finally:
                 protocol.waiter = None
-                if timer is not None:
-                    timer.cancel()
-        if protocol.chunks:
-            return protocol.take(max_bytes)
-        if protocol.error is not None:
-            raise httpcore2.ReadError(str(protocol.error) or type(protocol.error).__name__) from protocol.error
-        return b""  # the peer closed the connection
+            data = protocol.read_now(max_bytes)
+        return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if not buffer:
@@ -161,6 +208,7 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
             raise _closed(protocol)
 
     async def aclose(self) -> None:
+        self._protocol.stop_timer()
         self._transport.close()
 
     async def start_tls(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator, AsyncIterator
 
 from .. import errors as E
-from ._chunks import read_directly, take_whole_chunks
+from ._chunks import DirectBody, client_error, direct_body, take_whole_chunks
 from ._logmask import SENDING, install as install_log_filter
 
 __all__ = ["Timeouts", "RetryPolicy", "HTTPTransport", "retry_after_seconds", "transport_error"]
@@ -391,11 +391,12 @@ class _Watchdog:
             self.handle.cancel()
 
 
-def _pieces(response: Any) -> Any:
-    """The body's pieces as they come: where the body is not content-encoded, the client's
-    own byte stream (which maps the connection's errors to the client's), without the two
-    generators and the chunkers that ``aiter_bytes`` puts around it for every piece; else
-    ``aiter_bytes``, which decodes."""
+def _pieces(response: Any) -> tuple[DirectBody | None, Any]:
+    """The body's pieces as they come: on modelwire's own sockets a :class:`DirectBody`
+    (h11 and the socket asked directly, see ``_chunks``); else, where the body is not
+    content-encoded, the client's own byte stream (which maps the connection's errors to the
+    client's), without the two generators and the chunkers that ``aiter_bytes`` puts around
+    it for every piece; else ``aiter_bytes``, which decodes."""
     stream: Any = getattr(response, "stream", None)
     encoding = response.headers.get("content-encoding", "")
     if (
@@ -406,43 +407,62 @@ def _pieces(response: Any) -> Any:
     ):
         response.is_stream_consumed = True  # as aiter_raw marks it: a second read is refused
         take_whole_chunks(stream)  # a chunked body a socket read at a time (see _chunks)
-        direct = read_directly(stream)  # on modelwire's own sockets, without the layers between
-        return direct if direct is not None else stream.__aiter__()
-    return response.aiter_bytes().__aiter__()
+        body = direct_body(stream)  # on modelwire's own sockets, without the layers between
+        return body, None if body is not None else stream.__aiter__()
+    return None, response.aiter_bytes().__aiter__()
+
+
+def _timed_out(watch: _Watchdog) -> E.TimeoutError | None:
+    """The timeout the watchdog fired (its cancel taken back), or None where the task was
+    cancelled by someone else."""
+    if watch.fired is None:
+        return None
+    if watch.task is not None:
+        watch.task.uncancel()
+    which, seconds = watch.fired
+    what = {
+        "first_byte": "nothing came for the first byte of the body",
+        "chunk": "nothing came between two pieces of the body",
+        "total": "while reading the body",
+    }[which]
+    return E.TimeoutError(f"the {which} timeout ({seconds:g} s) fired: {what}", which=which, seconds=seconds)
 
 
 async def read_chunks(
     response: Any, timeouts: Timeouts, deadline: float | None, first_deadline: float
 ) -> AsyncIterator[bytes]:
-    """The response body piece by piece, with the first-byte, gap and total timeouts."""
-    iterator = _pieces(response)
+    """The response body piece by piece, with the first-byte, gap and total timeouts. On a
+    :class:`DirectBody` this generator awaits the socket's own future: a paced stream's read
+    goes through no other frame of modelwire's."""
+    body, iterator = _pieces(response)
     watch = _Watchdog(timeouts, deadline, first_deadline)
     loop = watch.loop
     try:
         while True:
             watch.begin_read()
             try:
-                chunk = await iterator.__anext__()
+                if body is not None:
+                    chunk = body.take()
+                    while not chunk:
+                        if chunk is None:
+                            return
+                        await body.wait()
+                        chunk = body.take()
+                else:
+                    chunk = await iterator.__anext__()
             except StopAsyncIteration:
                 return
             except asyncio.CancelledError:
-                if watch.fired is None:
+                fired = _timed_out(watch)
+                if fired is None:
                     raise
-                if watch.task is not None:
-                    watch.task.uncancel()
-                which, seconds = watch.fired
-                what = {
-                    "first_byte": "nothing came for the first byte of the body",
-                    "chunk": "nothing came between two pieces of the body",
-                    "total": "while reading the body",
-                }[which]
-                raise E.TimeoutError(
-                    f"the {which} timeout ({seconds:g} s) fired: {what}", which=which, seconds=seconds
-                ) from None
+                raise fired from None
             except Exception as exc:
+                if body is not None:
+                    exc = client_error(exc)  # what the socket's future raised, as httpx2 raises it
                 if _is_transport_exception(exc):
                     raise transport_error(exc, timeouts) from exc
-                raise
+                raise exc  # noqa: TRY201 - the client's form of it
             finally:
                 watch.reading = False
             if watch.first:
