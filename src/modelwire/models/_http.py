@@ -55,6 +55,17 @@ def _pacing(options: dict[str, Any]) -> tuple[int | None, Any]:
     return limit, limiter
 
 
+def _lookup_options(options: dict[str, Any]) -> tuple[Any, float | None]:
+    """``capability_lookup`` and ``capability_lookup_seconds`` taken out of a model's options, checked."""
+    lookup = options.pop("capability_lookup", "auto")
+    if lookup not in ("auto", True, False):
+        raise E.ConfigError(f"capability_lookup={lookup!r} must be 'auto', True or False")
+    wait = options.pop("capability_lookup_seconds", None)
+    if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait <= 0):
+        raise E.ConfigError(f"capability_lookup_seconds={wait!r} must be a number of seconds above 0")
+    return lookup, None if wait is None else float(wait)
+
+
 class HTTPModel(Capable, Building, Services, Pricing, Failures, Resumption):
     """One provider model. ``stream()`` yields the events of one model call, ``complete()``
     folds them into the assistant message.
@@ -89,14 +100,7 @@ class HTTPModel(Capable, Building, Services, Pricing, Failures, Resumption):
         self._capabilities: ModelCapabilities | None = None
         self._published: ModelCapabilities | None = None
         self._looked_up = False
-        lookup = options.pop("capability_lookup", "auto")
-        if lookup not in ("auto", True, False):
-            raise E.ConfigError(f"capability_lookup={lookup!r} must be 'auto', True or False")
-        self.capability_lookup = lookup
-        wait = options.pop("capability_lookup_seconds", None)
-        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait <= 0):
-            raise E.ConfigError(f"capability_lookup_seconds={wait!r} must be a number of seconds above 0")
-        self.capability_lookup_seconds: float | None = None if wait is None else float(wait)
+        self.capability_lookup, self.capability_lookup_seconds = _lookup_options(options)
         max_concurrent, rate_limiter = _pacing(options)
         self.max_concurrent: int | None = max_concurrent
         self.rate_limiter: Any = rate_limiter  # a RateLimiter, or any object with its acquire()
