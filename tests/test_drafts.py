@@ -479,6 +479,46 @@ def test_a_tool_object_changed_in_place_is_sent_as_it_is_now():
         assert again["tools"][0]["description"] == fresh["tools"][0]["description"] == "CHANGED"
 
 
+def test_a_server_tool_changed_in_place_is_sent_as_it_is_now():
+    """A provider-run tool's settings changed between two calls of one model: the second
+    request carries the change, as a fresh model's would (the draft keeps its tools'
+    converted fields only while they say the same; found by an independent review)."""
+    from modelwire.formatters import ServerTool
+    from modelwire.message import UserMsg
+    from modelwire.models import load_model
+
+    search = ServerTool("web_search", max_uses=3)
+    model = load_model("anthropic:claude-test", api_key="k", capability_lookup=False)
+    msgs = [UserMsg("u", "News?")]
+    drafts: list = []
+    first = model.build_request(msgs, [search], drafts=drafts)[0]
+    assert first["tools"][0]["max_uses"] == 3 and drafts
+    search.config["max_uses"] = 9
+    again = model.build_request(msgs, [search], drafts=drafts)[0]
+    fresh = load_model("anthropic:claude-test", api_key="k", capability_lookup=False).build_request(msgs, [search])[0]
+    assert again["tools"][0]["max_uses"] == fresh["tools"][0]["max_uses"] == 9
+
+
+def test_a_formatter_subclass_that_writes_its_own_finish_is_heard_on_the_model_path():
+    """A shipped formatter subclassed to add a field in ``finish()``: a model's requests (a
+    kept draft's payloads) carry it, as ``format()`` does."""
+    from modelwire.message import UserMsg
+    from modelwire.models import load_model
+    from modelwire.protocols.openai_chat.formatter import OpenAIChatFormatter
+
+    class Tagged(OpenAIChatFormatter):
+        def finish(self, acc, tools, tool_choice):
+            return {**super().finish(acc, tools, tool_choice), "metadata": {"tag": "x"}}
+
+    model = load_model("openai:gpt-4.1", api_key="k", capability_lookup=False)
+    model.formatter.__class__ = Tagged  # the model's own formatter, as configured, now the subclass
+    msgs = [UserMsg("u", "hi")]
+    drafts: list = []
+    assert model.formatter.format(msgs)["metadata"] == {"tag": "x"}
+    for _ in range(2):  # the draft's first payload, then a kept draft's
+        assert model.build_request(msgs, None, drafts=drafts)[0]["metadata"] == {"tag": "x"}
+
+
 @pytest.mark.parametrize(
     "spec",
     [

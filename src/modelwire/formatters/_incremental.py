@@ -36,7 +36,7 @@ from msgspec.msgpack import encode as _pack
 
 from ..message import Msg
 from ..message._blocks import EDITS
-from ._common import Walk
+from ._common import ServerTool, Walk
 
 if TYPE_CHECKING:
     from ..message._fold import FoldState
@@ -303,6 +303,8 @@ class Draft:
         (:meth:`~modelwire.formatters.Formatter.tool_fields`): its ``finish()``."""
         fmt, fields = self.formatter, self.fields
         if fields is None:
+            if not _splits_finish(type(fmt)):
+                return fmt.finish(acc, self.tools, self.tool_choice)  # type: ignore[no-any-return]
             fields = fmt.tool_fields(self.tools, self.tool_choice)
             if fields is None:
                 return fmt.finish(acc, self.tools, self.tool_choice)  # type: ignore[no-any-return]
@@ -326,6 +328,21 @@ class Draft:
             return [*turns[:at], *raws[:k], *turns[at + k :]]
         # Some finished turns were replaced in the payload (a cache mark on a copy): those as they are.
         return [*turns[:at], *(r if t is c else t for t, c, r in zip(window, closed, raws)), *turns[at + len(window) :]]
+
+
+_SPLITS: dict[type, bool] = {}
+
+
+def _splits_finish(cls: type) -> bool:
+    """Whether ``cls`` makes its payloads with :meth:`tool_fields` and :meth:`assemble`: its
+    ``finish`` is the one a class above its ``tool_fields`` has. A subclass that writes its
+    own ``finish()`` (a shipped formatter with a field of its own added) has it called."""
+    known = _SPLITS.get(cls)
+    if known is None:
+        finish = next(c for c in cls.__mro__ if "finish" in c.__dict__)
+        fields = next((c for c in cls.__mro__ if "tool_fields" in c.__dict__), finish)
+        known = _SPLITS[cls] = fields is not finish and issubclass(fields, finish)
+    return known
 
 
 def _own(value: Any) -> Any:
@@ -353,6 +370,8 @@ def tools_key(tools: Sequence[Any] | None, tool_choice: Any) -> Any:
         to_dict = getattr(obj, "to_dict", None)
         if callable(to_dict):
             return to_dict()
+        if type(obj) is ServerTool:  # by what it says now: its config can be changed in place
+            return {"server_tool": obj.kind, "config": obj.config, "raw": obj.raw}
         spec = getattr(obj, "tool_spec", None)
         if callable(spec):
             return spec()
