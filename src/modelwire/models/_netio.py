@@ -20,11 +20,14 @@ a client the user passes is left as it is.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterable
 from typing import Any
 
 import httpcore2
 from httpcore2._utils import is_socket_readable
+
+_RESOLUTION = time.get_clock_info("monotonic").resolution
 
 __all__ = ["AsyncioBackend", "use_asyncio_streams"]
 
@@ -127,7 +130,7 @@ class _Protocol(asyncio.Protocol):
         if waiter is None or waiter.done() or deadline is None:
             return  # no timed read waits: the next one arms the timer again
         loop = waiter.get_loop()
-        if loop.time() >= deadline:
+        if loop.time() + _RESOLUTION >= deadline:  # the loop runs a timer up to a clock tick early
             waiter.set_exception(httpcore2.ReadTimeout())
         else:
             self.timer = loop.call_at(deadline, self._expire)
