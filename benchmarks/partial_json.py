@@ -15,10 +15,10 @@ contenders, in interleaved rounds:
 
 Each round times ``json.loads`` and the linear contenders 5 times and keeps the best of them
 (the quadratic ones once): a shared machine preempts long runs, and 5 tries in a row see the
-same load as the unit's. The verdict is on the wall clock; the same tries are also timed on the
-process's CPU clock, which does not run while the process is preempted, and printed beside it
-(a run three times as long as the unit is preempted more often, so under load the wall-clock
-ratio grows where the CPU one does not).
+same load as the unit's. Each try is timed on the wall clock and on the process's CPU clock,
+which does not run while the process is preempted; the verdict is on the CPU clock, what the
+parsing costs (a run three times as long as the unit is preempted more often, so on a shared
+machine the wall-clock ratio grows where the CPU one does not), and both are printed.
 
 Two texts: a structured output (``{"items": [...]}``, records of numbers, short strings and a
 list) and a tool call writing a file (``{"path": ..., "content": ...}``: one long string with
@@ -207,10 +207,15 @@ def measure(name: str, text: str, count: int, rounds: int) -> list[str]:
         ratio = statistics.median(values) / unit
         on_cpu = statistics.median(cpu_times[label]) / cpu_unit
         print(f"  {label:<54} {ms:10.3f} {ratio:13.2f} {min(values) / best:13.2f} {on_cpu:12.2f}")
-    # The verdict is on the medians: each round's figure is already the best of its tries.
-    ratio = statistics.median(times["PartialJSON().feed()"]) / unit
+    # The verdict is on the CPU clock's medians (what the parsing costs the process; each
+    # round's figure is already the best of its tries), the wall clock's printed beside it.
+    ratio = statistics.median(cpu_times["PartialJSON().feed()"]) / cpu_unit
+    wall = statistics.median(times["PartialJSON().feed()"]) / unit
     if ratio > TARGET:
-        return [f"{name}: PartialJSON() {ratio:.2f}x one json.loads (over {TARGET}x by {ratio - TARGET:.2f})"]
+        return [
+            f"{name}: PartialJSON() {ratio:.2f}x one json.loads on the CPU clock (over {TARGET}x by "
+            f"{ratio - TARGET:.2f}; {wall:.2f}x on the wall clock)"
+        ]
     return []
 
 
@@ -232,7 +237,11 @@ def main() -> int:
     missed = []
     for name, text in texts.items():
         missed += measure(name, text, count, args.rounds)
-    print("MET: PartialJSON() at most 3x one json.loads" if not missed else "\n".join("MISSED: " + m for m in missed))
+    print(
+        "MET: PartialJSON() at most 3x one json.loads (CPU clock)"
+        if not missed
+        else "\n".join("MISSED: " + m for m in missed)
+    )
     return 0
 
 
