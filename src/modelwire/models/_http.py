@@ -513,7 +513,19 @@ class HTTPModel(Capable, Building, Services, Pricing, Failures, Resumption):
     ) -> Msg:
         """The assistant message of one model call (the folded stream). On failure the typed
         error is raised with ``partial`` set to the message received so far."""
-        return await fold_call(self, messages, tools, tool_choice, options, reply_id, name)
+        # fold_call's loop, here: awaiting it would put a frame of its own under every read
+        # a paced stream waits on.
+        reply = AssistantMsg(name, [], id=reply_id or new_id())
+        append = reply.append_event
+        try:
+            async for event in self.stream(
+                messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id
+            ):
+                append(event, strict=True)
+        except E.ProviderError as err:
+            err.partial = reply
+            raise
+        return reply
 
     def complete_sync(self, messages: MsgInput, **kwargs: Any) -> Msg:
         """:meth:`complete` for scripts and notebooks without an event loop of their own."""
@@ -529,11 +541,12 @@ async def fold_call(
     """A model's ``complete()``: the folded events of one ``stream()`` call; on failure the
     typed error with ``partial`` set to the message received so far."""
     reply = AssistantMsg(name, [], id=reply_id or new_id())
+    append = reply.append_event
     try:
         async for event in model.stream(
             messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id
         ):
-            reply.append_event(event, strict=True)
+            append(event, strict=True)
     except E.ProviderError as err:
         err.partial = reply
         raise
