@@ -197,46 +197,91 @@ class HTTPModel(Capable, Building, Services, Pricing, Failures, Resumption):
         options: ModelOptions | dict[str, Any] | None,
         reply_id: str,
     ) -> AsyncGenerator[AgentEvent, None]:
+        # A streamed body is read here, in this generator's own loop: a paced stream resumes
+        # it once per socket read, so a generator between it and the body would cost a frame
+        # resumed twice a read.
         call = await self._prepare(messages, tools, tool_choice, options)
         try:
             while True:
-                attempt = Attempt(
-                    self.wire.decoder_for(
-                        self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name), self.spec.preset
-                    )
-                )
-                attempt.decoder.adapter.endpoint = self.endpoint
-                attempt.decoder.adapter.carried_calls = call.carried
-                attempt.decoder.adapter.bound_model = self._bound_model
-                attempt.decoder.adapter.bound_account = self._bound_account
-                if call.renamed:
-                    attempt.decoder.adapter.tool_names = call.renamed
+                attempt = self._attempt(call, reply_id)
                 try:
                     try:
-                        async with aclosing(self._read(attempt, call)) as reading:  # closed now if the caller stops
-                            async for event in reading:
+                        chunks = await self._begin(attempt, call)
+                        if type(chunks) is list:  # a whole answer's events
+                            for event in chunks:
                                 yield event
+                            return
+                        feed = attempt.decoder.feed
+                        async with aclosing(chunks):  # closed now if the caller stops
+                            async for chunk in chunks:
+                                head = attempt.head
+                                if head is not None and len(head) < 4096:
+                                    # Kept to name a server that answers in another protocol; once
+                                    # the answer began in this one, a stream's 4 KiB is let go.
+                                    attempt.head = None if attempt.passed_on else head + chunk[:4096]
+                                events = feed(chunk)
+                                if not events:
+                                    continue
+                                # The usual piece (the answer under way, not ending) is passed on as it is.
+                                for event in (
+                                    events
+                                    if attempt.passed_on and events[-1].type != "MODEL_CALL_END"
+                                    else await self._passed(events, attempt, call)
+                                ):
+                                    yield event
+                        async for event in self._body_ended(attempt, call):
+                            yield event
                         return
                     except E.ProviderError as err:
-                        self._explain(err, attempt)
-                        self._mask(err, call.headers)
-                        err = self._learned(err)
+                        err = self._described(err, attempt, call)
                         resumed = await self._after_error(err, attempt, call)
                         if resumed is AGAIN:
                             continue
-                        if resumed is not None:
-                            for event in attempt.held:
-                                yield event
-                            async for event in resumed:
-                                yield event
-                            return
-                        async for event in self._failed(err, attempt, call.trace):
+                        async for event in self._resumed_or_failed(err, resumed, attempt, call):
                             yield event
+                        return
                 finally:
                     await attempt.close()
         finally:
             if call.trace is not None and not call.trace.ended:
                 call.trace.end(error=asyncio.CancelledError("the call was closed before it ended"))
+
+    def _attempt(self, call: Call, reply_id: str) -> Attempt:
+        """A request of ``call``: its decoder, with the adapter told what the call carries."""
+        attempt = Attempt(
+            self.wire.decoder_for(
+                self.wire.new_adapter(reply_id, self.spec.preset, model_name=self.name), self.spec.preset
+            )
+        )
+        adapter = attempt.decoder.adapter
+        adapter.endpoint = self.endpoint
+        adapter.carried_calls = call.carried
+        adapter.bound_model = self._bound_model
+        adapter.bound_account = self._bound_account
+        if call.renamed:
+            adapter.tool_names = call.renamed
+        return attempt
+
+    def _described(self, err: E.ProviderError, attempt: Attempt, call: Call) -> E.ProviderError:
+        """A failed request's error, with where it came from, its credentials masked, and
+        as a rule learned from it where it states one."""
+        self._explain(err, attempt)
+        self._mask(err, call.headers)
+        return self._learned(err)
+
+    async def _resumed_or_failed(
+        self, err: E.ProviderError, resumed: Any, attempt: Attempt, call: Call
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """After a failed request that is not sent again: the rest of a background response
+        read again (the events held back first), or the call's closing events, then ``err``."""
+        if resumed is not None:
+            for event in attempt.held:
+                yield event
+            async for event in resumed:
+                yield event
+            return
+        async for event in self._failed(err, attempt, call.trace):
+            yield event
 
     async def _prepare(
         self,
@@ -286,49 +331,40 @@ class HTTPModel(Capable, Building, Services, Pricing, Failures, Resumption):
             call.conversation = conversation(messages, tools, tool_choice, opts)
         return call
 
-    async def _read(self, attempt: Attempt, call: Call) -> AsyncGenerator[AgentEvent, None]:
-        """One request of a call, sent and read to its end. Events are held back until one
-        that is not MODEL_CALL_START arrives: until then a retry may still replace them."""
+    async def _begin(self, attempt: Attempt, call: Call) -> Any:
+        """One request of a call sent, and its answer begun: the body's pieces as they come
+        (with the first-byte, gap and total timeouts), or a whole answer's events, to pass
+        on. Events are held back until one that is not MODEL_CALL_START arrives: until then
+        a retry may still replace them."""
         loop = asyncio.get_running_loop()
-        decoder, opts, trace = attempt.decoder, call.opts, call.trace
         attempt.response = response = await self._open(call)
         self._preload_prices()  # in a thread, while the answer streams (the connection's own imports done)
         first_deadline = loop.time() + self.timeouts.first_byte
         if response.status_code >= 400:
             raise await http_error(response, self.wire)
-        self._note_limits(response, decoder.adapter, call)
+        self._note_limits(response, attempt.decoder.adapter, call)
         if not _is_stream(response, self.wire.stream_content_type(self.spec.preset)):
             # The whole answer (asked for with stream=False, or sent where a stream was asked
             # for), its error, or something else (an HTML page from a proxy): the server
             # answered, so this is never retried and never a connection error. Its events
             # end the call as a stream's do (priced, traced, remembered for a chain).
-            events = await self._decode_whole(response, decoder.adapter, call.deadline)
-            for event in await self._passed(events, attempt, call) + attempt.held:
-                yield event
+            events = await self._decode_whole(response, attempt.decoder.adapter, call.deadline)
+            out = await self._passed(events, attempt, call) + attempt.held
             attempt.held = []
-            return
-        async for chunk in read_chunks(response, self.timeouts, call.deadline, first_deadline):
-            head = attempt.head
-            if head is not None and len(head) < 4096:
-                # Kept to name a server that answers in another protocol; once the answer
-                # began in this one, a stream's lifetime of 4 KiB per reply is let go.
-                attempt.head = None if attempt.passed_on else head + chunk[:4096]
-            events = decoder.feed(chunk)
-            if not events:
-                continue
-            # The usual piece (the answer under way, not ending) is passed on as it is.
-            for event in (
-                events
-                if attempt.passed_on and events[-1].type != "MODEL_CALL_END"
-                else await self._passed(events, attempt, call)
-            ):
-                yield event
+            return out
+        return read_chunks(response, self.timeouts, call.deadline, first_deadline)
+
+    async def _body_ended(self, attempt: Attempt, call: Call) -> AsyncGenerator[AgentEvent, None]:
+        """The events after a streamed body's last piece: the rest of a background response
+        read again where the body ended before it, else the decoder's last and those still
+        held back."""
+        decoder, opts = attempt.decoder, call.opts
         if opts.background and decoder.adapter.started and not decoder.adapter.finished:
             # The body ended before the response did: read the rest.
             resumed = self._resumed(
                 decoder.adapter,
                 opts,
-                trace,
+                call.trace,
                 call.full,
                 E.IncompleteStreamError("the background stream ended before its response"),
             )
@@ -477,7 +513,19 @@ class HTTPModel(Capable, Building, Services, Pricing, Failures, Resumption):
     ) -> Msg:
         """The assistant message of one model call (the folded stream). On failure the typed
         error is raised with ``partial`` set to the message received so far."""
-        return await fold_call(self, messages, tools, tool_choice, options, reply_id, name)
+        # fold_call's loop, here: awaiting it would put a frame of its own under every read
+        # a paced stream waits on.
+        reply = AssistantMsg(name, [], id=reply_id or new_id())
+        append = reply.append_event
+        try:
+            async for event in self.stream(
+                messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id
+            ):
+                append(event, strict=True)
+        except E.ProviderError as err:
+            err.partial = reply
+            raise
+        return reply
 
     def complete_sync(self, messages: MsgInput, **kwargs: Any) -> Msg:
         """:meth:`complete` for scripts and notebooks without an event loop of their own."""
@@ -493,11 +541,12 @@ async def fold_call(
     """A model's ``complete()``: the folded events of one ``stream()`` call; on failure the
     typed error with ``partial`` set to the message received so far."""
     reply = AssistantMsg(name, [], id=reply_id or new_id())
+    append = reply.append_event
     try:
         async for event in model.stream(
             messages, tools=tools, tool_choice=tool_choice, options=options, reply_id=reply.id
         ):
-            reply.append_event(event, strict=True)
+            append(event, strict=True)
     except E.ProviderError as err:
         err.partial = reply
         raise
