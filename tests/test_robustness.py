@@ -479,10 +479,9 @@ def test_the_key_is_in_no_repr():
 def test_first_byte_is_honoured_and_named(server):
     server.script(sse_reply(body("openai-chat", ("text", "hi")), stall_after=0, stall=30))
     m = model(server, "openai-chat", timeouts={"first_byte": 0.3, "chunk": 30})
-    t0 = time.monotonic()
     _, err = asyncio.run(collect(m))
     assert isinstance(err, E.TimeoutError) and err.which == "first_byte" and "first_byte timeout (0.3 s)" in err.message
-    assert time.monotonic() - t0 < 15  # not the stall's 30 s
+    assert not server.disconnects  # the server is still in its 30 s stall: it notes the close at its next write
 
 
 def test_the_total_timeout_ends_a_never_ending_stream_of_keepalives(server):
