@@ -559,16 +559,17 @@ def test_cassettes_in_concurrent_tasks_do_not_see_each_other(tmp_path):
                 asyncio.run(collect(model(srv, "openai-chat")))
         url = srv.url
 
-    async def replay(name):
+    async def replay(name, inside):
         with use_cassette(paths[name]) as session:
-            await asyncio.sleep(0.01)  # the other task enters its own cassette meanwhile
+            await inside.wait()  # the other task is in its own cassette too
             events, err = await collect(
                 load_model("openai:gpt-test", api_key="k", base_url=url + "/v1", retry=NO_RETRY)
             )
-            await asyncio.sleep(0.01)
+            await inside.wait()  # and still is
         return session.replayed, "".join(e.delta for e in events if e.type == "TEXT_BLOCK_DELTA")
 
     async def both():
-        return await asyncio.gather(replay("a"), replay("b"))
+        inside = asyncio.Barrier(2)
+        return await asyncio.gather(replay("a", inside), replay("b", inside))
 
     assert asyncio.run(both()) == [(1, "for a"), (1, "for b")]
