@@ -68,7 +68,7 @@ class ServeProcess:
         )
 
     def __enter__(self) -> str:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while True:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()

@@ -41,7 +41,7 @@ def free_port() -> int:
 
 
 def wait_for(port: int, proc: subprocess.Popen, what: str) -> None:
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
