@@ -10,7 +10,6 @@ import asyncio
 import copy
 import json
 import threading
-import time
 
 import pytest
 from modelwire.testing import sse as sse_bodies
@@ -690,12 +689,10 @@ def test_interrupt_while_waiting_for_a_slow_model_takes_effect_at_once(server):
 
     async def interrupt_once_asked():
         await _until(lambda: server.requests)
-        times.append(time.monotonic())
         agent.interrupt()
 
-    times: list[float] = []
     events = run(go())
-    assert time.monotonic() - times[0] < 15  # not the stall's 30 s
+    assert not server.disconnects  # the server is still in its 30 s stall: it notes the close at its next write
     reply = check_invariant(agent, events)
     assert reply.finished_reason == "interrupted"
 
@@ -704,7 +701,10 @@ def test_interrupt_while_tools_run(server):
     async def slow(x: int) -> str:
         """Takes a while."""
         await asyncio.sleep(60)
+        ended.append(x)
         return "never"
+
+    ended: list[int] = []
 
     server.script(sse_reply(sse_bodies.body("openai-chat", ("tool", "c1", "slow", '{"x": 1}'))))
     agent = Agent("Buddy", make_model(server, "openai-chat"), tools=[slow])
@@ -717,9 +717,8 @@ def test_interrupt_while_tools_run(server):
                 asyncio.get_running_loop().call_soon(agent.interrupt)
         return events
 
-    t0 = time.monotonic()
     events = run(go())
-    assert time.monotonic() - t0 < 30  # not the tool's 60 s
+    assert ended == []  # the tool was cancelled in its 60 s sleep, not waited for
     reply = check_invariant(agent, events)
     (result,) = reply.get_content_blocks("tool_result")
     assert result.state == "interrupted" and reply.finished_reason == "interrupted"

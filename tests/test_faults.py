@@ -345,13 +345,13 @@ def test_total_bounds_the_call_across_retries(silent_server):
         "openai:gpt-4o",
         api_key="k",
         base_url=url,
-        timeouts={"total": 1.0, "first_byte": 10},
+        timeouts={"total": 1.0, "first_byte": 60},
         retry=RetryPolicy(max_retries=3, initial_delay=0.01),
     )
     err, took = _timed(model.complete(QUESTION))
     assert isinstance(err, E.TimeoutError) and (err.which, err.seconds) == ("total", 1.0)
     assert "(1 s)" in err.message and "-" not in err.message.split("fired")[0]
-    assert took < 5.0 and len(accepted) == 1  # not the first byte's 10 s, nor a retry's
+    assert took < 30 and len(accepted) == 1  # not the first byte's 60 s, nor a retry's
 
 
 def test_first_byte_is_counted_from_sending_not_from_the_pool_wait(silent_server):
@@ -367,8 +367,8 @@ def test_first_byte_is_counted_from_sending_not_from_the_pool_wait(silent_server
     assert isinstance(err, E.TimeoutError) and (err.which, err.seconds) == ("first_byte", 0.4)
     # The time it says is the time it fired: 0.4 s, or more on a loaded machine; never the pool's 30 s more.
     after = re.search(r"([\d.]+) s after the request was sent", err.message)
-    assert after is not None and 0.4 <= float(after.group(1)) < 10, err.message
-    assert took < 10  # first_byte + pool would be 30.4 s
+    assert after is not None and 0.4 <= float(after.group(1)) < 20, err.message
+    assert took < 20  # first_byte + pool would be 30.4 s
 
 
 def test_a_retry_after_longer_than_what_is_left_raises_the_rate_limit_error(server):
@@ -388,18 +388,19 @@ def test_a_retry_after_longer_than_what_is_left_raises_the_rate_limit_error(serv
     assert isinstance(err, E.RateLimitError) and err.message == (
         "slow down (the provider asks to wait 50 s; not waited: that would pass the call's total timeout (30 s))"
     )
-    assert took < 15 and len(server.requests) == 1  # raised at once, not after waiting into the total
+    assert took < 25 and len(server.requests) == 1  # raised at once, not after waiting into the total (30 s)
 
 
 def test_a_total_timeout_while_the_body_streams_says_so(server):
     whole = fake_body("openai-chat", ("text", "one two three four five six seven eight"))
-    # The headers and the first piece at once, then a piece a second: the total fires mid-body.
-    server.script(Reply(body=whole, headers={"content-type": "text/event-stream"}, delay=1.0))
+    # The headers and the first piece at once, then a piece every 2 s: the total fires mid-body
+    # (and leaves a loaded machine seconds to send the headers).
+    server.script(Reply(body=whole, headers={"content-type": "text/event-stream"}, delay=2.0))
     model = load_model(
         "openai:gpt-4o",
         api_key="k",
         base_url=server.url + "/v1",
-        timeouts={"total": 2.0},
+        timeouts={"total": 4.0},
         retry=RetryPolicy(max_retries=0),
     )
     err, _ = _timed(model.complete(QUESTION))

@@ -236,21 +236,21 @@ def test_nothing_is_retried_after_output_was_passed_on(server):
 
 def test_a_stalled_stream_times_out(server):
     server.script(sse_reply(CHAT_BODY, stall_after=5, stall=30))
-    model = model_for(server, "openai:gpt-4o", timeouts={"chunk": 0.3, "first_byte": 5})
-    t0 = time.monotonic()
+    # The five pieces before the stall come at once: a second between two is room for a loaded machine.
+    model = model_for(server, "openai:gpt-4o", timeouts={"chunk": 1.0, "first_byte": 5})
     events, err = run(collect(model))
     assert (
         isinstance(err, E.TimeoutError)
-        and (err.which, err.seconds) == ("chunk", 0.3)
-        and "chunk timeout (0.3 s)" in err.message
+        and (err.which, err.seconds) == ("chunk", 1.0)
+        and "chunk timeout (1 s)" in err.message
     )
-    assert time.monotonic() - t0 < 15  # not the stall's 30 s
+    assert not server.disconnects  # the server is still in its 30 s stall: it notes the close at its next write
     assert fold(events).content[0].type == "tool_call"
 
 
 def test_a_consumer_slower_than_the_chunk_timeout_is_not_cut_and_no_timer_spins(server):
     server.script(sse_reply(CHAT_BODY))
-    model = model_for(server, "openai:gpt-4o", timeouts={"chunk": 0.5})
+    model = model_for(server, "openai:gpt-4o", timeouts={"chunk": 1.0})
 
     async def go():
         events, spent = [], None
@@ -258,19 +258,19 @@ def test_a_consumer_slower_than_the_chunk_timeout_is_not_cut_and_no_timer_spins(
             events.append(event)
             if len(events) == 3:
                 cpu = time.process_time()
-                await asyncio.sleep(2.0)  # the consumer works four times the gap limit
+                await asyncio.sleep(4.0)  # the consumer works four times the gap limit
                 spent = time.process_time() - cpu
         return events, spent
 
     events, spent = run(go())
     assert events[-1].type == "MODEL_CALL_END" and events[-1].stop_reason != "error"
-    # only waiting for the server counts; a timer re-armed in the past would burn the 2 s
+    # only waiting for the server counts; a timer re-armed in the past would burn the 4 s
     assert spent < 0.25, f"{spent:.2f} s of CPU while the consumer slept"
 
 
 def test_first_byte_timeout_before_any_output_is_retried(server):
     server.script(sse_reply(CHAT_BODY, stall_after=0, stall=30), sse_reply(CHAT_BODY))
-    model = model_for(server, "openai:gpt-4o", timeouts={"first_byte": 1.0})
+    model = model_for(server, "openai:gpt-4o", timeouts={"first_byte": 3.0})  # the retry's must come in time
     events, err = run(collect(model))
     assert err is None and len(server.requests) == 2
 
@@ -309,17 +309,15 @@ def test_cancelling_the_consumer_closes_the_connection(server):
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    t0 = time.monotonic()
     assert run(consume_some()) == 5
     server.script(sse_reply(ANTHROPIC_BODY, delay=0.25))
-    t1 = time.monotonic()
     run(cancel_task())
     deadline = time.monotonic() + 30
     while len(server.disconnects) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
+    # The server notes a disconnect only when one of its writes fails: each connection was
+    # closed while pieces were still to come, not drained or kept to its stream's end.
     assert len(server.disconnects) == 2
-    # The server noticed each within a few pieces, not at its stream's end (5 s).
-    assert server.disconnects[0] - t0 < 4.5 and server.disconnects[1] - t1 < 4.5
 
 
 def test_an_official_sdk_client_can_be_used(server):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 
 import pytest
 
@@ -202,6 +201,7 @@ def test_max_concurrent_holds_calls_to_n_and_a_cancelled_call_frees_its_slot():
     changed = threading.Condition()
     active = [0]
     most = [0]
+    cancelled = threading.Event()  # set once the client has cancelled its calls
 
     def respond(request):
         text = request["json"]["messages"][0]["content"][0]["text"]
@@ -211,9 +211,9 @@ def test_max_concurrent_holds_calls_to_n_and_a_cancelled_call_frees_its_slot():
             changed.notify_all()
             # The first call stays in flight until a second one is (as max_concurrent=2 lets it
             # be), so that two run together however slowly the calls come.
-            changed.wait_for(lambda: most[0] >= 2, timeout=10)
+            changed.wait_for(lambda: most[0] >= 2, timeout=60)
         if text.startswith("cancelled"):
-            time.sleep(2)  # still in flight when the client cancels it, once it has arrived
+            cancelled.wait(60)  # still in flight when the client cancels it, however long that takes
         with changed:
             active[0] -= 1
         return sse_reply(body("anthropic", ("text", text)))
@@ -233,6 +233,7 @@ def test_max_concurrent_holds_calls_to_n_and_a_cancelled_call_frees_its_slot():
             for task in waiting:
                 task.cancel()
             await asyncio.gather(*waiting, return_exceptions=True)
+            cancelled.set()
             assert model.in_flight == 0
             after = await asyncio.gather(*(model.complete(f"after {n}") for n in range(2)))
             return answers, after

@@ -193,7 +193,7 @@ def test_a_wait_past_the_deadline_is_refused_before_sending(monkeypatch):
             "openai:gpt-4.1",
             base_url=server.url + "/v1",
             rate_limiter=limiter,
-            timeouts={"total": 2.0},
+            timeouts={"total": 10.0},  # the first call must come through; the second would wait ~30 s
             retry=RetryPolicy(max_retries=0),
         )
         asyncio.run(model.complete(PROMPT))

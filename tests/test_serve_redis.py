@@ -41,7 +41,7 @@ def free_port() -> int:
 
 
 def wait_for(port: int, proc: subprocess.Popen, what: str) -> None:
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -252,10 +252,12 @@ def test_a_lost_stream_is_taken_up_on_another_worker_and_the_reply_is_not_abando
     made_a: list = []
     made_b: list = []
     with ProviderServer() as provider:
-        provider.replies = [sse_reply(body("anthropic", ("text", " ".join(words)), usage=(5, 250)), delay=0.008)]
+        provider.replies = [sse_reply(body("anthropic", ("text", " ".join(words)), usage=(5, 250)), delay=0.02)]
         app_a, app_b = agent_app(provider, made=made_a), agent_app(provider, made=made_b)
         app_a.store, app_b.store = RedisStore(redis_url), RedisStore(redis_url)
-        app_a.grace = 0.3  # the first worker gives up on a reply nobody follows after 0.3 s
+        # The first worker gives up on a reply nobody follows after 1.5 s (the stream takes 5 s
+        # at least): time for a loaded machine to take it up on the second.
+        app_a.grace = 1.5
         with Served(app_a) as url_a, Served(app_b) as url_b, httpx.Client(timeout=30) as client:
             with client.stream("POST", url_a + "/reply", json={"input": "count"}) as resp:
                 last, first = _read(resp, until=15)  # then the connection is lost

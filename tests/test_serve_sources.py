@@ -356,10 +356,11 @@ def test_a_fetch_that_never_answers_or_redirects_forever_ends_within_the_policys
         silent.listen()  # connections complete, nothing ever answers
         media.routes["/loop"] = (302, {"location": "/loop"}, b"")
         table = {"media.test": ["127.0.0.1"]}
-        policy = SourcePolicy(hosts=("media.test",), timeout=0.5, max_redirects=2, resolver=resolver(table))
-        app = app_with(provider, policy)
-        stuck = post_each_dialect(app, f"http://media.test:{silent.getsockname()[1]}/doc.txt")
-        looping = post_each_dialect(app, f"http://media.test:{media.port}/loop")
+        hasty = SourcePolicy(hosts=("media.test",), timeout=0.5, max_redirects=2, resolver=resolver(table))
+        # The redirects are answered, so their policy leaves a loaded machine time to answer them.
+        patient = SourcePolicy(hosts=("media.test",), timeout=30, max_redirects=2, resolver=resolver(table))
+        stuck = post_each_dialect(app_with(provider, hasty), f"http://media.test:{silent.getsockname()[1]}/doc.txt")
+        looping = post_each_dialect(app_with(provider, patient), f"http://media.test:{media.port}/loop")
     assert_refused(stuck, "timeout")
     assert_refused(looping, "redirects")
     assert len(media.requests) == 3 * 3 and provider.requests == []

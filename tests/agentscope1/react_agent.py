@@ -111,10 +111,9 @@ async def interrupted(protocol: str, preset: str) -> dict:
         await printed.wait()
         await agent.interrupt()
         reply = await task
-        for _ in range(300):  # until the server sees the client go (it writes a piece every 10 ms)
-            if server.disconnects:
-                break
-            await asyncio.sleep(0.01)
+        deadline = asyncio.get_running_loop().time() + 30
+        while not server.disconnects and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)  # until the server sees the client go (it writes a piece every 10 ms)
         memory = [m.to_dict() for m in await agent.memory.get_memory()]
         return {"disconnects": len(server.disconnects), "reply": reply.to_dict(), "memory": memory}
 
