@@ -570,3 +570,19 @@ def test_the_content_key_tells_apart_values_equal_in_python_that_format_apart():
     one, other = (AssistantMsg("agent", [Noted(text="Hi.", note=n)]) for n in ("a", "b"))
     assert content_key(AssistantMsg("agent", [TextBlock(text="Hi.")])) is not None  # the base's reader made first
     assert None not in (content_key(one), content_key(other)) and content_key(one) != content_key(other)
+
+
+def test_a_number_too_big_for_the_content_key_still_builds_every_turn():
+    """A block holding an int of 2**64 or more (msgpack, which the content key packs with, has
+    no form for it): the message gets no key, so it is never taken for another, and every
+    request is built as a fresh one (it raised OverflowError from the request build)."""
+    from modelwire.formatters._incremental import content_key
+    from modelwire.models import load_model
+
+    message = UserMsg("u", [TextBlock.from_dict({"type": "text", "text": "Count.", "n": 2**70})])
+    assert content_key(message) is None
+    model = load_model("openai:gpt-4.1", api_key="k", capability_lookup=False)
+    drafts: list = []
+    for _ in range(2):
+        sent = model.build_request([message], None, drafts=drafts)[0]
+        assert sent["messages"] == [{"role": "user", "content": "Count."}]

@@ -130,9 +130,9 @@ def content_key(msg: Any) -> bytes | None:
     except AttributeError:  # a class packed for the first time, or an object that is no record
         try:
             encoded = _pack(value, enc_hook=_reader_installed)
-        except (TypeError, ValueError, AttributeError):
+        except (TypeError, ValueError, AttributeError, OverflowError):
             return None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int msgpack has no form for
         return None
     return sha256(encoded).digest()
 
