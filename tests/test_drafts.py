@@ -560,9 +560,10 @@ def cold(spec: str, messages, tools, options=None) -> bytes:
 
 
 def tool_list() -> list:
+    """Tools, one of them of a name some targets refuse (sent rewritten, mapped back)."""
     return [
-        ToolSpec(f"tool_{i}", f"Tool {i}.", {"type": "object", "properties": {"n": {"type": "integer"}}})
-        for i in range(6)
+        ToolSpec(name, f"Tool {name}.", {"type": "object", "properties": {"n": {"type": "integer"}}})
+        for name in ["fs/read_file", *(f"tool_{i}" for i in range(5))]
     ]
 
 
@@ -607,13 +608,18 @@ def test_a_new_conversation_with_the_same_tools_takes_their_fields_and_bytes(spe
     other = [UserMsg("user", "Another conversation.")]
     assert sent(model, other, tool_list()) == cold(spec, other, tools)
     assert model._drafts[id(other[0])][1].fields is fields
+    from modelwire.formatters._toolids import name_map
+
+    rules = model.formatter.tool_name_rules
+    assert model._name_map(tools, "auto") == name_map(tools, rules)
+    assert rules is None or list(name_map(tools, rules).values()) == ["fs/read_file"]
     tools[0].description = "CHANGED"
     third = [UserMsg("user", "A third one.")]
     body = sent(model, third, tools)
     assert body == cold(spec, third, tools) and b"CHANGED" in body
     assert model._drafts[id(third[0])][1].fields is not fields
     kept = model._tool_fields
-    assert len(kept) == 2 and kept[-1][1] is not fields
+    assert len(kept) == 2 and kept[-1][1][3] is not fields
     for n in range(model.tool_fields_kept + 2):  # bounded: the most recently used are kept
         more = [UserMsg("user", f"Conversation {n}.")]
         sent(model, more, [ToolSpec(f"only_{n}", "One.")])

@@ -174,6 +174,7 @@ class Draft:
         "keys",
         "fields",
         "fields_raw",
+        "names",
     )
 
     def __init__(self, formatter: Any, tools: Sequence[Any] | None = None, tool_choice: Any = None) -> None:
@@ -182,8 +183,10 @@ class Draft:
         self.formatter = formatter
         self.key: str = formatter.payload_turns  # where a payload holds the turns
         ids, names = formatter.tool_id_rules, formatter.tool_name_rules
+        self.names: dict[str, str] | None = None  # {name sent: tool's own name}, as ``name_map`` gives it
         if names is not None and tools:
-            tools, tool_choice = _renamed(tools, tool_choice, names)
+            self.names = {}
+            tools, tool_choice = _renamed(tools, tool_choice, names, self.names)
         self.tools, self.tool_choice = tools, tool_choice
         self.walk: Walk = formatter.walk()
         if ids is not None or names is not None:
@@ -353,7 +356,8 @@ class Draft:
 def _swapped(given: Any, mine: Any, raws: dict[int, Any]) -> Any:
     """``given`` (a body's value, made by :func:`_own` of ``mine``, then perhaps changed) with
     each list that holds ``mine``'s items, the same objects, as bytes: the whole list where it
-    holds them alone, else each of those items (``raws``: the bytes made so far, by list)."""
+    holds them alone, else each of those items (``raws``: the bytes made so far, by list; a
+    list's are made from its second request on, so that a single build encodes it once)."""
     if type(given) is dict and type(mine) is dict:
         out: dict[str, Any] | None = None
         for key, value in mine.items():
@@ -367,10 +371,13 @@ def _swapped(given: Any, mine: Any, raws: dict[int, Any]) -> Any:
     if type(given) is not list or type(mine) is not list or not mine:
         return given
     kept = raws.get(id(mine))
-    if kept is None:
-        kept = raws[id(mine)] = [Raw(_encode(mine)), None]
+    if kept is None:  # the first request with these tools: no bytes made for it alone
+        raws[id(mine)] = [None, None]
+        return given
     n = len(mine)
     if len(given) == n and all(map(is_, given, mine)):
+        if kept[0] is None:
+            kept[0] = Raw(_encode(mine))
         return kept[0]
     if kept[1] is None:
         kept[1] = [Raw(_encode(item)) for item in mine]

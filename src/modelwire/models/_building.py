@@ -224,31 +224,36 @@ class Building:
     tool_fields_kept = 4
 
     def _new_draft(self, tools: Sequence[Any] | None, tool_choice: Any, given: Any) -> Any:
-        """A draft for a conversation not seen before, given the tools' fields (and their bytes)
-        a draft of another conversation made of the same tools (the same key, ``given``: see
-        ``tools_key``), so a new conversation converts and checks no tool the model has
-        converted lately."""
-        draft = self.formatter.draft(tools, tool_choice)
+        """A draft for a conversation not seen before, given the tools as sent, their name map
+        and their fields (and bytes) a draft of another conversation made of the same tools
+        (the same key, ``given``: see ``tools_key``), so a new conversation converts and
+        checks no tool the model has converted lately."""
         if given is not None and tools:
             made = self._tool_fields
-            for k, (other, fields, raws) in enumerate(made):
+            for k, (other, kept) in enumerate(made):
                 if other == given:
-                    draft.fields, draft.fields_raw = fields, raws
+                    draft = self.formatter.draft()
+                    draft.tools, draft.tool_choice, draft.names, draft.fields, draft.fields_raw = kept
                     made.append(made.pop(k))
-                    break
-        return draft
+                    return draft
+        return self.formatter.draft(tools, tool_choice)
 
     def _keep_tool_fields(self, given: Any, draft: Any) -> None:
-        """The tools' fields ``draft`` made (its first payload made them), kept by the tools'
-        key for the model's next new conversation (see :meth:`_new_draft`)."""
-        made = self._tool_fields
-        if given is None or draft.fields is None or any(fields is draft.fields for _, fields, _ in made):
+        """The tools as ``draft`` sends them (its first payload made their fields), kept by the
+        tools' key for the model's next new conversation (see :meth:`_new_draft`), and its
+        name map for this call's (see :meth:`_name_map`)."""
+        if given is None or draft.fields is None:
             return
-        made.append((given, draft.fields, draft.fields_raw))
+        if draft.names is not None and (self._names is None or self._names[1] is not draft.names):
+            self._names = ((given, self.formatter.tool_name_rules), draft.names)
+        made = self._tool_fields
+        if any(kept[3] is draft.fields for _, kept in made):
+            return
+        made.append((given, (draft.tools, draft.tool_choice, draft.names, draft.fields, draft.fields_raw)))
         del made[: -self.tool_fields_kept]
 
     @property
-    def _tool_fields(self) -> list[tuple[Any, dict[str, Any], dict[int, Any]]]:
+    def _tool_fields(self) -> list[tuple[Any, tuple[Any, ...]]]:
         """The tools' fields the model's drafts made lately, by the tools' key, the most
         recently used last."""
         made = self.__dict__.get("_tools_made")
