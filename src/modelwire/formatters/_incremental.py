@@ -356,8 +356,7 @@ class Draft:
 def _swapped(given: Any, mine: Any, raws: dict[int, Any]) -> Any:
     """``given`` (a body's value, made by :func:`_own` of ``mine``, then perhaps changed) with
     each list that holds ``mine``'s items, the same objects, as bytes: the whole list where it
-    holds them alone, else each of those items (``raws``: the bytes made so far, by list; a
-    list's are made from its second request on, so that a single build encodes it once)."""
+    holds them alone, else each of those items (``raws``: the bytes made so far, by list)."""
     if type(given) is dict and type(mine) is dict:
         out: dict[str, Any] | None = None
         for key, value in mine.items():
@@ -371,12 +370,11 @@ def _swapped(given: Any, mine: Any, raws: dict[int, Any]) -> Any:
     if type(given) is not list or type(mine) is not list or not mine:
         return given
     kept = raws.get(id(mine))
-    if kept is None:  # the first request with these tools: no bytes made for it alone
-        raws[id(mine)] = [None, None]
-        return given
+    if kept is None:
+        kept = raws[id(mine)] = [None, None]
     n = len(mine)
     if len(given) == n and all(map(is_, given, mine)):
-        if kept[0] is None:
+        if kept[0] is None:  # encoded once; the body then copies the bytes
             kept[0] = Raw(_encode(mine))
         return kept[0]
     if kept[1] is None:
