@@ -231,9 +231,9 @@ class Building:
         if given is not None and tools:
             made = self._tool_fields
             for k, (other, kept) in enumerate(made):
-                if other == given:
+                if other == given and kept[5] == self.formatter.tool_name_rules:  # rules a lookup may change
                     draft = self.formatter.draft()
-                    draft.tools, draft.tool_choice, draft.names, draft.fields, draft.fields_raw = kept
+                    draft.tools, draft.tool_choice, draft.names, draft.fields, draft.fields_raw = kept[:5]
                     made.append(made.pop(k))
                     return draft
         return self.formatter.draft(tools, tool_choice)
@@ -249,7 +249,8 @@ class Building:
         made = self._tool_fields
         if any(kept[3] is draft.fields for _, kept in made):
             return
-        made.append((given, (draft.tools, draft.tool_choice, draft.names, draft.fields, draft.fields_raw)))
+        rules = self.formatter.tool_name_rules
+        made.append((given, (draft.tools, draft.tool_choice, draft.names, draft.fields, draft.fields_raw, rules)))
         del made[: -self.tool_fields_kept]
 
     @property
