@@ -586,3 +586,97 @@ def test_a_number_too_big_for_the_content_key_still_builds_every_turn():
     for _ in range(2):
         sent = model.build_request([message], None, drafts=drafts)[0]
         assert sent["messages"] == [{"role": "user", "content": "Count."}]
+
+
+TOOL_SPECS = [
+    "anthropic:claude-sonnet-4-5",
+    "openai:gpt-4.1",
+    "openai-responses:gpt-5",
+    "google:gemini-2.5-flash",
+    "bedrock:us.anthropic.claude-sonnet-4-5-v1:0",
+]
+
+
+def fresh(spec: str):
+    return load_model(spec, api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False)
+
+
+def sent(model, messages, tools, options=None) -> bytes:
+    """The bytes a call of ``model`` would send (its draft's turns and tools as kept bytes)."""
+
+    async def prepared() -> bytes:
+        return (await model._prepare(messages, tools, "auto", options)).body  # type: ignore[no-any-return]
+
+    return asyncio.run(prepared())
+
+
+def cold(spec: str, messages, tools, options=None) -> bytes:
+    """What a model that never saw these messages nor these tools encodes for them."""
+    return encode_body(fresh(spec).build_request(messages, tools, "auto", options)[0])
+
+
+def tool_list() -> list:
+    """Tools, one of them of a name some targets refuse (sent rewritten, mapped back)."""
+    return [
+        ToolSpec(name, f"Tool {name}.", {"type": "object", "properties": {"n": {"type": "integer"}}})
+        for name in ["fs/read_file", *(f"tool_{i}" for i in range(5))]
+    ]
+
+
+@pytest.mark.parametrize("spec", TOOL_SPECS)
+def test_the_tools_bytes_a_draft_keeps_follow_a_change_in_place_extra_body_and_cache_marks(spec):
+    """A draft's tools go into the body as bytes encoded once; each request is still the
+    bytes a cold build sends: after a tool changed in place, with ``extra_body`` that puts a
+    list of its own in place of a tools' list (the draft's first item kept in it) or merges
+    into their dicts, after that ``extra_body`` is gone again, and with cache marks."""
+    model, tools = fresh(spec), tool_list()
+    messages: list = [SystemMsg("system", "Be brief.")] + turn(0)
+    assert sent(model, messages, tools) == cold(spec, messages, tools)
+    fields = model._drafts[id(messages[0])][1].fields
+    assert fields and model._drafts[id(messages[0])][1].fields_raw, "the tools are kept as bytes"
+    for i, step in enumerate(["changed in place", "extra_body's list", "extra_body merged", "as before", "cached"], 1):
+        messages += turn(i)
+        now = model._drafts[id(messages[0])][1].fields
+        options = {
+            "extra_body's list": {
+                "extra_body": {k: [*v[:1], {"marked": True}] for k, v in now.items() if type(v) is list}
+            },
+            "extra_body merged": {"extra_body": {k: {"marked": True} for k, v in now.items() if type(v) is dict}},
+            "cached": {"cache": True},
+        }.get(step)
+        if step == "changed in place":
+            tools[0].description = "CHANGED"
+        body = sent(model, messages, tools, options)
+        assert body == cold(spec, messages, tools, options), step
+        assert b"CHANGED" in body and (b"marked" in body) == bool((options or {}).get("extra_body")), step
+    assert model._drafts[id(messages[0])][1].fields is not fields  # the tool changed: converted again
+
+
+@pytest.mark.parametrize("spec", TOOL_SPECS)
+def test_a_new_conversation_with_the_same_tools_takes_their_fields_and_bytes(spec):
+    """A model keeps the tools' fields (and bytes) its drafts made by the tools' key: a new
+    conversation with equal tools (other objects) converts none of them, and its body is a
+    cold build's; one whose tool was changed in place since is converted afresh."""
+    model, tools = fresh(spec), tool_list()
+    first: list = [SystemMsg("system", "Be brief.")] + turn(0)
+    sent(model, first, tools)
+    fields = model._drafts[id(first[0])][1].fields
+    other = [UserMsg("user", "Another conversation.")]
+    assert sent(model, other, tool_list()) == cold(spec, other, tools)
+    assert model._drafts[id(other[0])][1].fields is fields
+    from modelwire.formatters._toolids import name_map
+
+    rules = model.formatter.tool_name_rules
+    assert model._name_map(tools, "auto") == name_map(tools, rules)
+    assert rules is None or list(name_map(tools, rules).values()) == ["fs/read_file"]
+    tools[0].description = "CHANGED"
+    third = [UserMsg("user", "A third one.")]
+    body = sent(model, third, tools)
+    assert body == cold(spec, third, tools) and b"CHANGED" in body
+    assert model._drafts[id(third[0])][1].fields is not fields
+    kept = model._tool_fields
+    assert len(kept) == 2 and kept[-1][1][3] is not fields
+    for n in range(model.tool_fields_kept + 2):  # bounded: the most recently used are kept
+        more = [UserMsg("user", f"Conversation {n}.")]
+        sent(model, more, [ToolSpec(f"only_{n}", "One.")])
+    assert len(model._tool_fields) == model.tool_fields_kept

@@ -173,6 +173,8 @@ class Draft:
         "tail",
         "keys",
         "fields",
+        "fields_raw",
+        "names",
     )
 
     def __init__(self, formatter: Any, tools: Sequence[Any] | None = None, tool_choice: Any = None) -> None:
@@ -181,8 +183,10 @@ class Draft:
         self.formatter = formatter
         self.key: str = formatter.payload_turns  # where a payload holds the turns
         ids, names = formatter.tool_id_rules, formatter.tool_name_rules
+        self.names: dict[str, str] | None = None  # {name sent: tool's own name}, as ``name_map`` gives it
         if names is not None and tools:
-            tools, tool_choice = _renamed(tools, tool_choice, names)
+            self.names = {}
+            tools, tool_choice = _renamed(tools, tool_choice, names, self.names)
         self.tools, self.tool_choice = tools, tool_choice
         self.walk: Walk = formatter.walk()
         if ids is not None or names is not None:
@@ -197,6 +201,7 @@ class Draft:
         self.tail: Sequence[Any] = ()  # the messages from the first still streaming on: never kept
         self.keys: list[bytes] = []  # the content keys of the first messages fed, taken when first asked for
         self.fields: dict[str, Any] | None = None  # the tools' fields in a payload, made once (see _finished)
+        self.fields_raw: dict[int, Any] = {}  # their lists as bytes, by list (see fields_encoded)
 
     def matches(self, messages: Sequence[Any]) -> bool:
         """Whether ``messages`` begin with the ones this draft was built from, unchanged."""
@@ -328,6 +333,55 @@ class Draft:
             return [*turns[:at], *raws[:k], *turns[at + k :]]
         # Some finished turns were replaced in the payload (a cache mark on a copy): those as they are.
         return [*turns[:at], *(r if t is c else t for t, c, r in zip(window, closed, raws)), *turns[at + len(window) :]]
+
+    def fields_encoded(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` (a request's, built on :meth:`payload`) with each of the tools' lists that
+        is still this draft's as its bytes (a ``msgspec.Raw``, encoded once for every request
+        with these tools), and each item of a list that is not (a cache mark appended or put
+        on a copy of an item) that still is; the rest as it is: encoding the result gives
+        the bytes ``body`` would. What ``extra_body`` or a protocol put in place of a list or
+        an item is not the draft's, and so is encoded as it is."""
+        fields = self.fields
+        if not fields:
+            return body
+        out: dict[str, Any] | None = None
+        for name, mine in fields.items():
+            given = body.get(name)
+            swapped = _swapped(given, mine, self.fields_raw)
+            if swapped is not given:
+                if out is None:
+                    out = dict(body)
+                out[name] = swapped
+        return body if out is None else out
+
+
+def _swapped(given: Any, mine: Any, raws: dict[int, Any]) -> Any:
+    """``given`` (a body's value, made by :func:`_own` of ``mine``, then perhaps changed) with
+    each list that holds ``mine``'s items, the same objects, as bytes: the whole list where it
+    holds them alone, else each of those items (``raws``: the bytes made so far, by list)."""
+    if type(given) is dict and type(mine) is dict:
+        out: dict[str, Any] | None = None
+        for key, value in mine.items():
+            was = given.get(key)
+            now = _swapped(was, value, raws)
+            if now is not was:
+                if out is None:
+                    out = dict(given)
+                out[key] = now
+        return given if out is None else out
+    if type(given) is not list or type(mine) is not list or not mine:
+        return given
+    kept = raws.get(id(mine))
+    if kept is None:
+        kept = raws[id(mine)] = [None, None]
+    n = len(mine)
+    if len(given) == n and all(map(is_, given, mine)):
+        if kept[0] is None:  # encoded once; the body then copies the bytes
+            kept[0] = Raw(_encode(mine))
+        return kept[0]
+    if kept[1] is None:
+        kept[1] = [Raw(_encode(item)) for item in mine]
+    return [r if g is m else g for g, m, r in zip(given, mine, kept[1])] + given[n:]
 
 
 _SPLITS: dict[type, bool] = {}

@@ -268,8 +268,11 @@ def conform(
     return (out if out is not None else messages), tools, tool_choice
 
 
-def _renamed(tools: Sequence[Any], tool_choice: Any, names: IdRules) -> tuple[list[Any], Any]:
-    """The tools, and a tool choice naming one, with each name the target refuses rewritten."""
+def _renamed(
+    tools: Sequence[Any], tool_choice: Any, names: IdRules, sent_names: dict[str, str] | None = None
+) -> tuple[list[Any], Any]:
+    """The tools, and a tool choice naming one, with each name the target refuses rewritten
+    (``sent_names``, where given, filled in as :func:`name_map` would be)."""
     renamed = []
     for tool in tools:
         try:
@@ -278,7 +281,12 @@ def _renamed(tools: Sequence[Any], tool_choice: Any, names: IdRules) -> tuple[li
             renamed.append(tool)
             continue
         sent = wire_name(spec.name, names)
-        renamed.append(spec if sent == spec.name else ToolSpec(sent, spec.description, spec.parameters, spec.strict))
+        if sent == spec.name:
+            renamed.append(spec)
+            continue
+        renamed.append(ToolSpec(sent, spec.description, spec.parameters, spec.strict))
+        if sent_names is not None:
+            sent_names[sent] = spec.name
     if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required", "any"):
         tool_choice = wire_name(tool_choice, names)
     elif isinstance(tool_choice, dict):

@@ -204,13 +204,14 @@ class Building:
         given = tools_key(tools, tool_choice)
         key = None if given is None else (given, refused)
         kept = self._kept_draft(messages, key)
-        draft = kept[1] if kept is not None else fmt.draft(tools, tool_choice)
+        draft = kept[1] if kept is not None else self._new_draft(tools, tool_choice, given)
         # The messages the draft holds passed this check, unchanged, with the same refusals.
         messages = self._media_checked(messages, refused, start=len(draft.fed))
         with format_errors(fmt.protocol, messages):
             payload = draft.extend(messages).payload()  # a draft that raised is not kept
         if debug_enabled():
             same_as_full(payload, fmt, messages, tools, tool_choice)
+        self._keep_tool_fields(given, draft)
         if key is not None:
             plain = kept[2] if kept is not None and kept[1] is draft else 0
             drafts[slot] = (key, draft, plain_prefix(draft.fed, plain))
@@ -218,6 +219,48 @@ class Building:
                 drafts.popitem(last=False)
         drafted[:] = [draft, payload[draft.key], given]  # the tools' key too: computed once per call
         return payload
+
+    # How many sets of tools a model keeps converted for a new conversation (the most recently used).
+    tool_fields_kept = 4
+
+    def _new_draft(self, tools: Sequence[Any] | None, tool_choice: Any, given: Any) -> Any:
+        """A draft for a conversation not seen before, given the tools as sent, their name map
+        and their fields (and bytes) a draft of another conversation made of the same tools
+        (the same key, ``given``: see ``tools_key``), so a new conversation converts and
+        checks no tool the model has converted lately."""
+        if given is not None and tools:
+            made = self._tool_fields
+            for k, (other, kept) in enumerate(made):
+                if other == given and kept[5] == self.formatter.tool_name_rules:  # rules a lookup may change
+                    draft = self.formatter.draft()
+                    draft.tools, draft.tool_choice, draft.names, draft.fields, draft.fields_raw = kept[:5]
+                    made.append(made.pop(k))
+                    return draft
+        return self.formatter.draft(tools, tool_choice)
+
+    def _keep_tool_fields(self, given: Any, draft: Any) -> None:
+        """The tools as ``draft`` sends them (its first payload made their fields), kept by the
+        tools' key for the model's next new conversation (see :meth:`_new_draft`), and its
+        name map for this call's (see :meth:`_name_map`)."""
+        if given is None or draft.fields is None:
+            return
+        if draft.names is not None and (self._names is None or self._names[1] is not draft.names):
+            self._names = ((given, self.formatter.tool_name_rules), draft.names)
+        made = self._tool_fields
+        if any(kept[3] is draft.fields for _, kept in made):
+            return
+        rules = self.formatter.tool_name_rules
+        made.append((given, (draft.tools, draft.tool_choice, draft.names, draft.fields, draft.fields_raw, rules)))
+        del made[: -self.tool_fields_kept]
+
+    @property
+    def _tool_fields(self) -> list[tuple[Any, tuple[Any, ...]]]:
+        """The tools' fields the model's drafts made lately, by the tools' key, the most
+        recently used last."""
+        made = self.__dict__.get("_tools_made")
+        if made is None:
+            made = self.__dict__["_tools_made"] = []
+        return made  # type: ignore[no-any-return]
 
     def _kept_draft(self, messages: Sequence[Msg], key: Any) -> tuple[Any, Any, int] | None:
         """The draft kept for this conversation, with these tools and refusals, taken out (a
@@ -320,17 +363,21 @@ class Building:
         self, payload: dict[str, Any], opts: ModelOptions, drafted: tuple[Any, list[Any]]
     ) -> bytes | None:
         """The body with the draft's finished turns as their bytes, where the turns are the
-        ones the draft made (None otherwise: the plain encoding then), and not given in
-        ``extra_body``. (What the protocol adds to the body, cache marks included, goes on
-        copies in the body's own lists, never on a draft's turns.)"""
+        ones the draft made and not given in ``extra_body``, and the tools' lists the draft
+        made as theirs (see ``Draft.fields_encoded``); None where neither is (the plain
+        encoding then). (What the protocol adds to the body, cache marks included, goes on
+        copies in the body's own lists, never on a draft's turns or tools.)"""
         draft, turns = drafted
         key = self.formatter.payload_turns
-        if key is None or payload.get(key) is not turns or key in (opts.extra_body or {}):
+        body = draft.fields_encoded(payload)
+        if key is not None and payload.get(key) is turns and key not in (opts.extra_body or {}):
+            body = {**body, key: draft.turns_encoded(turns)}
+        if body is payload:
             return None
-        body = encode_body({**payload, key: draft.turns_encoded(turns)})
-        if debug_enabled() and body != encode_body(payload):
-            raise AssertionError("a draft's encoded turns differ from the payload's")  # a bug here
-        return body
+        encoded = encode_body(body)
+        if debug_enabled() and encoded != encode_body(payload):
+            raise AssertionError("a draft's encoded turns or tools differ from the payload's")  # a bug here
+        return encoded
 
 
 def _check_tool_types(tools: Sequence[Any], caps: ModelCapabilities, provider: str, model: str) -> None:
