@@ -36,7 +36,12 @@ from modelwire.models.capabilities import assumed_from, entries_of, from_table, 
 from modelwire.testing import ProviderServer
 from modelwire.testing.server import error_reply, json_reply
 
-TODAY = datetime.now(timezone.utc).date().isoformat()
+
+def _today() -> str:
+    return datetime.now(timezone.utc).date().isoformat()
+
+
+TODAY = _today()  # the day the last verify() ran on (set by it: a run may cross midnight)
 
 
 @pytest.fixture(autouse=True)
@@ -47,8 +52,12 @@ def quiet_env(tmp_path, monkeypatch):
 
 
 def verify(provider: str, patch: Path, capsys) -> tuple[int, str]:
+    global TODAY
+    before = _today()
     code = main(["models", "--verify", provider, "--write-patch", str(patch)])
     out = capsys.readouterr()
+    after = _today()
+    TODAY = after if after != before and after in out.out + out.err else before
     return code, out.out + out.err
 
 
