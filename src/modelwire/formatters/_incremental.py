@@ -371,9 +371,10 @@ def _swapped(given: Any, mine: Any, raws: dict[int, Any]) -> Any:
         return given if out is None else out
     if type(given) is not list or type(mine) is not list or not mine:
         return given
-    kept = raws.get(id(mine))
+    kept: list[Any] | None = raws.get(id(mine))
     if kept is None:
-        kept = raws[id(mine)] = [None, None]
+        kept = [None, None]  # the whole list's bytes, each item's
+        raws[id(mine)] = kept
     n = len(mine)
     if len(given) == n and all(map(is_, given, mine)):
         if kept[0] is None:  # encoded once; the body then copies the bytes

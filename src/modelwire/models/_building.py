@@ -208,7 +208,7 @@ class Building:
         # The messages the draft holds passed this check, unchanged, with the same refusals.
         messages = self._media_checked(messages, refused, start=len(draft.fed))
         with format_errors(fmt.protocol, messages):
-            payload = draft.extend(messages).payload()  # a draft that raised is not kept
+            payload: dict[str, Any] = draft.extend(messages).payload()  # a draft that raised is not kept
         if debug_enabled():
             same_as_full(payload, fmt, messages, tools, tool_choice)
         self._keep_tool_fields(given, draft)
@@ -260,7 +260,7 @@ class Building:
         made = self.__dict__.get("_tools_made")
         if made is None:
             made = self.__dict__["_tools_made"] = []
-        return made  # type: ignore[no-any-return]
+        return made
 
     def _kept_draft(self, messages: Sequence[Msg], key: Any) -> tuple[Any, Any, int] | None:
         """The draft kept for this conversation, with these tools and refusals, taken out (a
