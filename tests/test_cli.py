@@ -365,9 +365,6 @@ def test_interactive_chat_ctrl_c_stops_the_reply_not_the_program():
 
 def test_serve_without_the_key_serves_the_demo_and_says_why():
     import socket
-    import time
-
-    import httpx2 as httpx
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -379,14 +376,7 @@ def test_serve_without_the_key_serves_the_demo_and_says_why():
         env=env,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                config = httpx.get(f"http://127.0.0.1:{port}/config.json").json()
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline and proc.poll() is None
-                time.sleep(0.05)
+        config = _served_config(port, proc)
     finally:
         proc.terminate()
         err = proc.communicate(timeout=10)[1].decode()
@@ -737,7 +727,6 @@ SERVE_TOKEN = "serve-token-0123456789-abcdef"
 @pytest.mark.parametrize("form", ["variable", "file", "flag"])
 def test_serve_takes_its_token_from_the_environment_or_a_file_and_never_prints_it(tmp_path, form):
     import socket
-    import time
 
     import httpx2 as httpx
 
@@ -755,14 +744,7 @@ def test_serve_takes_its_token_from_the_environment_or_a_file_and_never_prints_i
         args += ["--token", SERVE_TOKEN]
     proc = subprocess.Popen([sys.executable, "-m", "modelwire.cli", *args], stderr=subprocess.PIPE, env=env)
     try:
-        deadline = time.monotonic() + 60
-        while True:  # until it answers (or has ended)
-            try:
-                config = httpx.get(f"http://127.0.0.1:{port}/config.json").json()
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline and proc.poll() is None
-                time.sleep(0.05)
+        config = _served_config(port, proc)
         turn = {"messages": [{"role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
         refused = httpx.post(f"http://127.0.0.1:{port}/reply", json=turn)
         wrong = httpx.post(f"http://127.0.0.1:{port}/reply", json=turn, headers={"authorization": "Bearer nope"})
@@ -785,3 +767,17 @@ def test_serve_refuses_an_empty_token_file_and_two_tokens_in_one_line(tmp_path):
         out = run("serve", "--port", "1", *extra)
         err = out.stderr.decode()
         assert out.returncode == 2 and err.count("\n") == 1 and "token" in err, err
+
+
+def _served_config(port: int, proc: subprocess.Popen) -> dict:
+    """``/config.json`` of the ``serve`` process on ``port``, polled until it answers (within
+    60 s, and while the process runs)."""
+    import httpx2 as httpx
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/config.json").json()
+        except httpx.TransportError:
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
