@@ -56,6 +56,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def opened(page, url: str) -> None:
+    """``url`` loaded and the chat ready to use: the page keeps its form disabled until it has
+    its settings and its handlers (a key pressed before would be lost)."""
+    page.goto(url)
+    page.wait_for_selector("#input:enabled", timeout=60000)
+
+
 class ServeProcess:
     """``modelwire serve`` in a subprocess, as a user starts it."""
 
@@ -110,7 +117,7 @@ def test_modelwire_serve_replays_the_demo_into_the_page_from_the_keyboard(browse
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("console", lambda m: m.type == "error" and errors.append(m.text))  # a CSP violation shows here
-        page.goto(url)
+        opened(page, url)
         assert page.locator("#banner").is_visible() and "Demo replay" in page.inner_text("#banner")
         page.focus("#input")
         page.keyboard.press("Enter")  # the demo question is filled in
@@ -140,7 +147,7 @@ def test_the_stop_button_ends_the_reply_and_closes_the_provider_connection(brows
             "--model", "anthropic:claude-sonnet-4-5", "--base-url", provider.url, env={"ANTHROPIC_API_KEY": "sk-test"}
         ) as url:
             page = browser.new_page()
-            page.goto(url)
+            opened(page, url)
             assert page.locator("#banner").is_hidden()
             page.fill("#input", "Talk for a long time.")
             page.click("#send")
@@ -191,7 +198,7 @@ def test_a_confirmation_prompt_runs_or_denies_the_tool_and_an_image_result_is_sh
 
         with Served(agent_app(provider, Tool(photo, requires_confirmation=True))) as url:
             page = browser.new_page()
-            page.goto(url + "/")
+            opened(page, url + "/")
             page.fill("#input", "Show me Oslo.")
             page.keyboard.press("Enter")
             page.wait_for_selector(".confirm button", timeout=60000)
@@ -225,7 +232,7 @@ def test_the_demo_asks_before_its_tool_and_answers_a_second_question_too(browser
         page = browser.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(url)
+        opened(page, url)
         page.focus("#input")
         page.keyboard.press("Enter")
         page.wait_for_selector(".confirm button", timeout=60000)
@@ -258,7 +265,7 @@ def test_an_external_tool_is_answered_from_the_page_and_the_reply_goes_on(browse
         )
         with Served(agent_app(provider, lookup)) as url:
             page = browser.new_page()
-            page.goto(url + "/")
+            opened(page, url + "/")
             page.fill("#input", "When do they open?")
             page.keyboard.press("Enter")
             page.wait_for_selector(".confirm input", timeout=60000)
@@ -311,7 +318,7 @@ def test_events_in_the_same_read_as_an_error_event_are_shown(browser):
 
     with Served(page_with_stream(one_read)) as url:
         page = browser.new_page()
-        page.goto(url + "/")
+        opened(page, url + "/")
         page.fill("#input", "Hi")
         page.keyboard.press("Enter")
         page.wait_for_selector("article.assistant .failure", timeout=60000)
@@ -319,6 +326,50 @@ def test_events_in_the_same_read_as_an_error_event_are_shown(browser):
         failure = page.inner_text("article.assistant .failure")
     assert text.strip() == "a partial answer"
     assert "the server broke" in failure
+
+
+def test_the_form_is_disabled_until_the_page_has_its_settings_then_it_sends(browser):
+    """The page reads its settings (``config.json``) before it sets its handlers: until they
+    come its form is disabled (an Enter pressed before only added a line to the box, and the
+    message was never sent); then it is enabled, focused, and sends."""
+    import threading
+
+    from modelwire.serve import EventStreamApp
+
+    asked, released, posted = threading.Event(), threading.Event(), []
+    page_app = EventStreamApp(lambda: None)
+    failure = b'event: error\ndata: {"type": "ERROR", "message": "no model here"}\n\n'
+
+    async def app(scope, receive, send):
+        if scope["type"] == "http" and scope["path"] == "/config.json":
+            asked.set()
+            await asyncio.get_running_loop().run_in_executor(None, released.wait, 60)
+        if scope["type"] == "http" and scope["method"] == "POST":
+            chunks = [await receive()]
+            while chunks[-1].get("more_body"):
+                chunks.append(await receive())
+            posted.append(json.loads(b"".join(c.get("body", b"") for c in chunks)))
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
+            )
+            await send({"type": "http.response.body", "body": failure})
+            return
+        await page_app(scope, receive, send)
+
+    with Served(app) as url:
+        page = browser.new_page()
+        page.goto(url + "/", wait_until="commit")  # (the settings are held: the page is not ready)
+        assert asked.wait(60), "the page never asked for its settings"
+        before = page.is_disabled("#input"), page.is_disabled("#send")
+        released.set()
+        page.wait_for_selector("#input:enabled", timeout=60000)
+        focused = page.evaluate("document.activeElement.id")
+        page.keyboard.type("Hi")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("article.assistant .failure", timeout=60000)
+    assert before == (True, True)
+    assert focused == "input"
+    assert [m["content"] for m in posted[0]["messages"]] == [[{"type": "text", "text": "Hi"}]]
 
 
 def test_a_reload_in_the_middle_of_a_reply_takes_it_up_again(browser):
@@ -331,7 +382,7 @@ def test_a_reload_in_the_middle_of_a_reply_takes_it_up_again(browser):
             page = browser.new_page()
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(url + "/")
+            opened(page, url + "/")
             page.fill("#input", "Count for me.")
             page.keyboard.press("Enter")
             page.wait_for_function(
@@ -385,7 +436,7 @@ def test_tool_output_images_load_only_from_data_urls(browser):
         page = browser.new_page()
         asked: list[str] = []
         page.on("request", lambda req: asked.append(req.url))
-        page.goto(url + "/")
+        opened(page, url + "/")
         page.fill("#input", "A photo?")
         page.keyboard.press("Enter")
         page.wait_for_selector(".tool .result img", timeout=60000)
