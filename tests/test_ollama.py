@@ -299,6 +299,41 @@ def test_broken_streams_are_typed_and_keep_what_came():
     assert msg.get_text_content().strip() == "one two three"
 
 
+@pytest.mark.parametrize("size", [1, 2, 5, 37, 16384])
+def test_lines_split_anywhere_with_crlf_and_blank_lines_read_as_whole_lines(size):
+    words = " ".join(f"w{i}" for i in range(300))
+    good = WIRE.fake_stream(("text", words))
+    raw = good.replace(b"\n", b"\r\n\n").rstrip(b"\n")  # CRLF, a blank line after each, no last newline
+    adapter = WIRE.new_adapter("r")
+    decoder = WIRE.decoder(adapter, keep=True)
+    for i in range(0, len(raw), size):
+        decoder.feed(raw[i : i + size])
+    decoder.close()
+    msg = AssistantMsg("a", [], id="r")
+    for event in decoder.events:
+        msg.append_event(event)
+    assert msg.get_text_content().strip() == words
+    whole = WIRE.decoder(WIRE.new_adapter("r"), keep=True)
+    whole.feed(good)
+    whole.close()
+    shape = lambda events: [(e.type, getattr(e, "delta", None)) for e in events]  # noqa: E731
+    assert shape(decoder.events) == shape(whole.events)
+    assert decoder.events[-1].type == whole.events[-1].type != "TEXT_BLOCK_DELTA"  # its end came
+
+
+def test_a_line_longer_than_the_limit_is_refused_and_what_came_before_is_kept():
+    from modelwire.adapters._ndjson import NDJSONDecoder
+
+    first = WIRE.fake_stream(("text", "kept"))
+    decoder = NDJSONDecoder(WIRE.new_adapter("r"), max_line=1000)
+    events = decoder.feed(first.split(b"\n")[0] + b"\n" + b'{"message": "')
+    for _ in range(9):
+        assert decoder.feed(b"x" * 100) == []  # 9 pieces in: 913 bytes held, under the limit
+    with pytest.raises(StreamProtocolError, match="longer than 1000") as info:
+        decoder.feed(b"x" * 100)
+    assert any(e.type == "TEXT_BLOCK_DELTA" and e.delta == "kept" for e in events + info.value.events)
+
+
 def test_an_agent_runs_a_tool_and_answers():
     from modelwire.agent import Agent
 

@@ -60,21 +60,25 @@ class NDJSONDecoder(StreamDecoder):
         out: list[E.AgentEvent] = []
         try:
             buffer = self._buffer
-            buffer += chunk
-            lines: list[bytes] = []
-            start = 0
-            while True:
-                newline = buffer.find(b"\n", start)
-                if newline < 0:
-                    break
-                lines.append(bytes(buffer[start:newline]))
-                start = newline + 1
-            del buffer[:start]
+            lines = chunk.split(b"\n")  # only the new bytes are searched: a line across many reads costs its length
+            if len(lines) == 1:  # no newline: the line goes on
+                buffer += chunk
+                lines = []
+            else:
+                if buffer:  # the line the last read left open ends here
+                    buffer += lines[0]
+                    lines[0] = bytes(buffer)
+                    buffer.clear()
+                buffer += lines.pop()
             if end and buffer.strip():
                 lines.append(bytes(buffer))  # a last line without its newline
                 buffer.clear()
+            quick = self._quick
             for line in lines:
-                out += self._line(line)
+                line = line.strip()
+                if line:
+                    got = quick(line, None) if quick is not None else None
+                    out += got if got is not None else self._parsed(line)
             if len(buffer) > self._max:
                 buffer.clear()
                 _refuse(adapter, StreamProtocolError(f"an NDJSON line longer than {self._max} bytes"))
@@ -95,6 +99,10 @@ class NDJSONDecoder(StreamDecoder):
             out = self._quick(line, None)
             if out is not None:
                 return out
+        return self._parsed(line)
+
+    def _parsed(self, line: bytes) -> list[E.AgentEvent]:
+        """A stripped line the short path did not take: parsed, and fed or refused."""
         try:
             obj: Any = from_json(line)
         except (ValueError, RecursionError) as exc:
