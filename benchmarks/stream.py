@@ -782,7 +782,7 @@ def _event_makers() -> tuple[Any, Any, Any, Any]:
     )
 
 
-def event_floor(protocol: str, pieces: list[bytes], parse: Any, whole: bool = False) -> int:
+def event_floor(protocol: str, pieces: list[bytes], parse: Any, whole: bool = False, carried: bool = False) -> int:
     """The floor plus the least the event contract asks of any adapter: for each parsed
     provider event, one validated event (a record) stamped with the time, or, where each
     provider event is a whole tool call (``whole``), the three a call is in the contract (its
@@ -790,7 +790,8 @@ def event_floor(protocol: str, pieces: list[bytes], parse: Any, whole: bool = Fa
     them (:func:`_event_makers`). What an adapter spends beyond this is its own. The loop is
     the floor's, written out again so no extra call is timed (the events are made in it, not
     in a helper); like the adapter's, each event is dropped after its piece, and the count
-    and the last event are checked."""
+    and the last event are checked. With ``carried`` (pieces cut anywhere), the lines and frames
+    are found as :func:`floor_carried` finds them."""
     from modelwire._ids import coarse_now_iso
     from modelwire._record import MISSING
 
@@ -799,6 +800,24 @@ def event_floor(protocol: str, pieces: list[bytes], parse: Any, whole: bool = Fa
     if protocol == "bedrock-converse":  # (its streams have no whole calls)
         import zlib
 
+        if carried:  # the frames found as floor_carried finds them
+            buffer = bytearray()
+            frames = []
+            for piece in pieces:
+                buffer += piece
+                while len(buffer) >= 12 and len(buffer) >= int.from_bytes(buffer[:4], "big"):
+                    total = int.from_bytes(buffer[:4], "big")
+                    frames.append(bytes(buffer[:total]))
+                    del buffer[:total]
+                for frame in frames:
+                    assert zlib.crc32(frame[:8]) == int.from_bytes(frame[8:12], "big")
+                    assert zlib.crc32(frame[:-4]) == int.from_bytes(frame[-4:], "big")
+                    parse(frame[12 + int.from_bytes(frame[4:8], "big") : -4])
+                    event = text(MISSING, coarse_now_iso(), "r", "b", "x")
+                    n += 1
+                frames.clear()
+            assert event is not None and event.delta == "x"
+            return n
         for piece in pieces:
             assert zlib.crc32(piece[:8]) == int.from_bytes(piece[8:12], "big")
             assert zlib.crc32(piece[:-4]) == int.from_bytes(piece[-4:], "big")
@@ -809,8 +828,14 @@ def event_floor(protocol: str, pieces: list[bytes], parse: Any, whole: bool = Fa
         assert event is not None and event.delta == "x"
         return n
     ndjson = protocol == "ollama"
+    carry = b""
     for piece in pieces:
-        for line in piece.split(b"\n"):
+        if carried:
+            lines = (carry + piece).split(b"\n")
+            carry = lines.pop()
+        else:
+            lines = piece.split(b"\n")
+        for line in lines:
             if line if ndjson else line.startswith(b"data: ") and line != b"data: [DONE]":
                 parse(line if ndjson else line[6:])
                 if whole:
@@ -900,7 +925,7 @@ def main() -> int:
             assert (floor_carried if args.piece_size else floor)(protocol, pieces, parse) >= n - 2
 
         def run_event_floor() -> None:
-            assert event_floor(protocol, pieces, parse, whole=tools == "whole") >= n - 2
+            assert event_floor(protocol, pieces, parse, whole=tools == "whole", carried=bool(args.piece_size)) >= n - 2
 
         contenders = {
             "ours": run_ours,
@@ -908,8 +933,7 @@ def main() -> int:
             "adapter": run_adapter,
             "floor": run_floor,
         }
-        if not args.piece_size:  # (its loop reads one event a piece)
-            contenders["event_floor"] = run_event_floor
+        contenders["event_floor"] = run_event_floor
         if acc_run is not None:
             contenders["acc"] = run_acc
         for fn in contenders.values():
@@ -967,7 +991,7 @@ def main() -> int:
                 + (
                     f"; the event floor alone is {contract:.2f}x, leaving {max(0.0, 2.5 - contract):.2f}x for "
                     "decoding SSE, state and checks"
-                    if contract == contract  # not measured (nan) in pieces cut anywhere
+                    if contract == contract  # (nan: not measured)
                     else ""
                 )
             )
