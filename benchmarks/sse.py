@@ -9,7 +9,12 @@
 The stream is the 4,000-chunk Anthropic text stream of benchmarks/stream.py, one SSE event
 per piece. Prints microseconds per event, best of N.
 
-    python benchmarks/sse.py [--repeat N]
+Then one long line (8 MiB of data) fed in 1 KiB pieces and in 1 MiB pieces, each run's
+event checked: a decoder that buffers linearly pays per piece, not per byte already held.
+Target: the small pieces at most 20x the large ones (a decoder that copies or searches what
+it holds again for each piece is hundreds of times slower).
+
+    python benchmarks/sse.py [--rounds N] [--check]
 """
 
 from __future__ import annotations
@@ -96,7 +101,41 @@ def main() -> int:
     print(f"us per decoded event, {len(expected)} events, median of {args.rounds} interleaved rounds (min):")
     for label, values in times.items():
         print(f"  {label:<32} {statistics.median(values):6.2f} ({min(values):.2f})")
-    return 0
+    return 0 if long_line(args.rounds) else 1
+
+
+LONG, LINEAR_TARGET = 8 * 1024 * 1024, 20.0
+
+
+def one_long_line(piece_size: int) -> float:
+    """CPU seconds to decode one event of ``LONG`` bytes of data fed in ``piece_size`` pieces;
+    the event checked."""
+    decoder = SSEDecoder(max_line=64 * 1024 * 1024)
+    pieces = [b"x" * piece_size] * (LONG // piece_size)
+    gc.collect()
+    t0 = time.process_time()
+    decoder.feed(b"data: ")
+    for piece in pieces:
+        decoder.feed(piece)
+    (event,) = decoder.feed(b"\n\n")
+    took = time.process_time() - t0
+    assert len(event.data) == LONG
+    return took
+
+
+def long_line(rounds: int) -> bool:
+    small, large = [], []
+    for _ in range(rounds):  # interleaved
+        small.append(one_long_line(1024))
+        large.append(one_long_line(1024 * 1024))
+    ratio = statistics.median(a / b for a, b in zip(small, large))
+    met = ratio <= LINEAR_TARGET
+    print(
+        f"one 8 MiB line: 1 KiB pieces {statistics.median(small) * 1000:.1f} ms, 1 MiB pieces "
+        f"{statistics.median(large) * 1000:.1f} ms = {ratio:.1f}x "
+        + ("MET" if met else f"MISSED (target {LINEAR_TARGET}x)")
+    )
+    return met
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ import asyncio
 import builtins
 import gc
 import json
-import time
 import warnings
 
 import pytest
@@ -445,20 +444,14 @@ def test_the_sse_decoder_limits_a_line_and_buffers_it_linearly():
     with pytest.raises(SSELineTooLongError):
         decoder.feed(b"x" * 100)
 
-    # Many small pieces of one long line cost the same per byte as few large ones.
-    def cost(piece_size: int) -> float:
-        d = SSEDecoder(max_line=64 * 1024 * 1024)
-        pieces = [b"x" * piece_size] * (8 * 1024 * 1024 // piece_size)
-        t0 = time.perf_counter()
-        d.feed(b"data: ")
-        for p in pieces:
-            d.feed(p)
-        (event,) = d.feed(b"\n\n")
-        assert len(event.data) == 8 * 1024 * 1024
-        return time.perf_counter() - t0
-
-    small, large = cost(1024), cost(1024 * 1024)
-    assert small < large * 20 + 0.5  # linear: no re-copying of the whole line per piece
+    # Many small pieces of one long line make the same event as one piece (what it costs per
+    # piece, linear or not, is benchmarks/sse.py's: no timing here).
+    d = SSEDecoder(max_line=64 * 1024 * 1024)
+    d.feed(b"data: ")
+    for _ in range(2048):
+        assert d.feed(b"x" * 1024) == []
+    (event,) = d.feed(b"\n\n")
+    assert event.data == "x" * (2 * 1024 * 1024)
 
 
 @pytest.mark.parametrize("key", ["sk-abc\n", " sk-abc", "sk-ab\u00e7", "sk-a\x00b"])
