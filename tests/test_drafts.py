@@ -680,3 +680,27 @@ def test_a_new_conversation_with_the_same_tools_takes_their_fields_and_bytes(spe
         more = [UserMsg("user", f"Conversation {n}.")]
         sent(model, more, [ToolSpec(f"only_{n}", "One.")])
     assert len(model._tool_fields) == model.tool_fields_kept
+
+
+def test_a_formatter_setting_changed_between_requests_is_in_the_next_one():
+    """Bedrock's ``cache_tools`` turned on after a request: the next one, in the same
+    conversation and in a new one with the same tools, has the cache point after the tools,
+    as a cold build with it on does (the tools' fields kept by the draft and by the model
+    are made from the tools alone)."""
+    spec, tools = "bedrock:us.anthropic.claude-sonnet-4-5-v1:0", tool_list()
+    model = fresh(spec)
+    first: list = [SystemMsg("system", "Be brief.")] + turn(0)
+    assert b"cachePoint" not in sent(model, first, tools)
+    model.formatter.cache_tools = True
+
+    def cold_cached(messages: list) -> bytes:
+        other = fresh(spec)
+        other.formatter.cache_tools = True
+        return encode_body(other.build_request(messages, tools, "auto")[0])
+
+    another = [UserMsg("user", "Another conversation.")]
+    body = sent(model, another, tool_list())
+    assert body == cold_cached(another) and b"cachePoint" in body
+    first += turn(1)
+    body = sent(model, first, tools)
+    assert body == cold_cached(first) and b"cachePoint" in body

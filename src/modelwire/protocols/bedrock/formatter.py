@@ -151,6 +151,8 @@ class BedrockConverseFormatter(Formatter):
             payload["system"] = system
         if fields:
             payload.update(fields)
+            if self.cache_tools:  # here, not in tool_fields: fields made once outlive a change of it
+                payload["toolConfig"]["tools"].append({"cachePoint": {"type": "default"}})
         elif _holds_tool_blocks(turns):
             payload["toolConfig"] = {"tools": [NO_TOOLS]}
         return payload
@@ -158,11 +160,9 @@ class BedrockConverseFormatter(Formatter):
     def _tool_config(
         self, specs: list[Any], raw: list[dict[str, Any]], mode: str | None, name: str | None
     ) -> dict[str, Any]:
-        """``toolConfig``: the tools (a cache point after them with ``cache_tools``) and the
-        tool choice."""
+        """``toolConfig``: the tools and the tool choice (the cache point ``cache_tools`` puts
+        after the tools is :meth:`assemble`'s)."""
         tool_list: list[dict[str, Any]] = [{"toolSpec": _tool(s)} for s in specs] + raw
-        if self.cache_tools:
-            tool_list.append({"cachePoint": {"type": "default"}})
         config: dict[str, Any] = {"tools": tool_list}
         if mode is not None:
             config["toolChoice"] = (
