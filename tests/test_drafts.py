@@ -704,3 +704,28 @@ def test_a_formatter_setting_changed_between_requests_is_in_the_next_one():
     first += turn(1)
     body = sent(model, first, tools)
     assert body == cold_cached(first) and b"cachePoint" in body
+
+
+@pytest.mark.parametrize("spec", TOOL_SPECS)
+def test_tool_names_follow_rules_a_lookup_changed_in_a_new_conversation(spec):
+    """The tools' fields a model keeps are taken only under the name rules they were made
+    with: after the capabilities changed the rules (a name pattern the provider published or
+    its refusal taught; here as a lookup leaves them, resolved again), a new conversation
+    with the same tools sends the names the new rules give, as a cold build with them does."""
+    wider = {"tool_name_pattern": "^[a-zA-Z0-9_\\.-]{1,64}$"}  # (as a refusal states it)
+
+    def dotted() -> list:
+        return [ToolSpec(name, "A tool.", {"type": "object"}) for name in ("fs.read", "tool_0")]
+
+    model, tools = fresh(spec), dotted()
+    if model.formatter.tool_name_rules is None or model.formatter.tool_name_rules.fits("fs.read"):
+        pytest.skip("this protocol sends the name as it is under its own rules")
+    first = [UserMsg("user", "One conversation.")]
+    assert b'"name":"fs.read"' not in sent(model, first, tools)  # rewritten under the formatter's own rules
+    expected = load_model(spec, api_key="k", base_url="http://127.0.0.1:9", capability_lookup=False, capabilities=wider)
+    model._capability_overrides, model._capabilities = expected._capability_overrides, None  # what a lookup does
+
+    other = [UserMsg("user", "Another conversation.")]
+    body = sent(model, other, dotted())
+    assert body == sent(expected, other, tools)
+    assert b'"name":"fs.read"' in body
