@@ -261,14 +261,20 @@ def test_a_flood_of_large_parked_replies_stays_within_the_byte_bound():
 
 
 def test_a_refused_answer_does_not_make_a_parked_reply_younger():
+    """A reply's age counts from when it parked: an answer refused at 60 s of a 100 s ttl
+    does not start it again, so at 110 s it is gone (were it restarted, 50 s old). The
+    store's clock is moved on rather than slept: the real seconds a loaded machine adds
+    (under 40 here) change no outcome."""
     made: list = []
+    shift = [0.0]
+    store = MemoryStore(ttl=100.0, clock=lambda: time.time() + shift[0])
     with ProviderServer() as provider:
         provider.replies = tool_turns(1)
-        app = asking_app(provider, made, store=MemoryStore(ttl=1.0))
+        app = asking_app(provider, made, store=store)
         with Served(app) as url, httpx.Client() as client:
             events, token = park(client, url)
             rid = events[0].reply_id
-            time.sleep(0.6)
+            shift[0] = 60.0
             wrong_call = {
                 "type": "USER_CONFIRM_RESULT",
                 "reply_id": rid,
@@ -280,11 +286,13 @@ def test_a_refused_answer_does_not_make_a_parked_reply_younger():
                 ],
             }
             refused = client.post(url + "/reply", json={"resume": wrong_call, "resume_token": token})
-            time.sleep(0.5)  # 1.1 s after parking, 0.5 s after the refused answer
+            still_parked = len(store)
+            shift[0] = 110.0
             late = client.post(
                 url + "/reply", json={"resume": {"type": "USER_INTERRUPT", "reply_id": rid}, "resume_token": token}
             )
-    assert refused.status_code == 409 and late.status_code == 409  # expired: counted from parking
+    assert refused.status_code == 409 and still_parked == 1  # refused for what it said, the reply kept
+    assert late.status_code == 409 and len(store) == 0  # expired: counted from parking
 
 
 def test_the_store_takes_a_reply_once_and_only_by_its_token():

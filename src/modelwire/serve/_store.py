@@ -26,7 +26,7 @@ import time
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Protocol
+from typing import Any, AsyncIterator, Callable, Protocol
 
 __all__ = [
     "Conflict",
@@ -133,14 +133,23 @@ class MemoryStore:
     """Parked replies in this process, their JSON kept compressed: bounded by count
     (``limit``), by the compressed size of what waits (``max_bytes``; the oldest go first)
     and by age (``ttl`` seconds from when the reply parked: an answer that is refused does
-    not make it younger)."""
+    not make it younger). ``clock``: the time an age is counted to (``time.time``, as a
+    reply's ``parked_at`` is stamped; a test moves it on instead of sleeping)."""
 
     shared = False  # a running reply's stream is kept by the worker running it (LiveReply)
 
-    def __init__(self, limit: int = 1000, ttl: float = 1800.0, max_bytes: int = 256 * 1024 * 1024) -> None:
+    def __init__(
+        self,
+        limit: int = 1000,
+        ttl: float = 1800.0,
+        max_bytes: int = 256 * 1024 * 1024,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.limit: int = limit
         self.ttl: float = ttl
         self.max_bytes: int = max_bytes
+        self.clock: Callable[[], float] = clock
         self._entries: OrderedDict[str, Parked] = OrderedDict()
         self.bytes: int = 0
 
@@ -160,7 +169,7 @@ class MemoryStore:
             self.bytes -= self._entries.popitem(last=False)[1].size
 
     async def take(self, token: str | None, reply_id: str | None) -> Parked:
-        now = time.time()
+        now = self.clock()
         for key in [k for k, p in self._entries.items() if now - p.parked_at > self.ttl]:
             self.bytes -= self._entries.pop(key).size
         if not token:
