@@ -20,8 +20,11 @@ own ratio), each body checked equal to the cold build's before its time counts:
 Beside the next turn, its floor in the same rounds: a call of the appended round alone on a
 model that served another conversation / the cold build (what the round costs to format plus
 the call's fixed work, with no history at all): where it is over 0.1x, no next turn at that
-size can meet the target. A build is timed from inside a running loop, as a call awaits it
-(the loop's start and stop, the harness's, are not counted).
+size can meet the target. Beside the same content as new objects, the content keys alone
+(each message's, what telling a message from one of other content reads) / the cold build:
+a next turn of new objects pays the round alone and the keys. A build is timed from inside
+a running loop, as a call awaits it (the loop's start and stop, the harness's, are not
+counted).
 
     python benchmarks/request_build.py [--rounds N] [--check]
 """
@@ -83,6 +86,13 @@ async def build(model: Any, msgs: list, tools: list | None) -> bytes:
 def prepare(model: Any, msgs: list, tools: list | None) -> bytes:
     """:func:`build` run to its end (untimed: a setup, an expected body)."""
     return LOOP.run_until_complete(build(model, msgs, tools))
+
+
+async def content_keys(msgs: list) -> list:
+    """Each message's content key: what recognising a message as one sent before reads."""
+    from modelwire.formatters._incremental import content_key
+
+    return list(map(content_key, msgs))
 
 
 def from_json(msgs: list) -> list:
@@ -176,6 +186,9 @@ def turns(protocol: str, n: int, t: int, rounds: int, agentscope: bool) -> tuple
     # served another conversation (the round formatted and the call's fixed work, no history).
     alone = msgs[cut:]
     contenders["alone"] = (lambda: primed(history(4)), lambda model: build(model, alone, tools))
+    # The floor beside the same content as new objects: telling them apart from other content
+    # at all, each message's content key (what it reads of a message, packed and hashed in C).
+    contenders["keys"] = (lambda: from_json(msgs), content_keys)
     if agentscope:
         memory = FromAgentScope(msgs, protocol)
 
@@ -188,6 +201,7 @@ def turns(protocol: str, n: int, t: int, rounds: int, agentscope: bool) -> tuple
         contenders["agentscope"] = (converted, lambda given: build(given[0], given[1], tools))
     expected: dict[str, Any] = {name: cold for name in contenders}
     expected["alone"] = prepare(new_model(protocol), alone, tools)
+    expected["keys"] = lambda keys: len(keys) == n and None not in keys
     if agentscope:  # its own conversion: the body it gives cold, checked the same way
         expected["agentscope"] = prepare(new_model(protocol), memory.messages(n), tools)
     times = run(contenders, expected, rounds)
@@ -200,7 +214,10 @@ def turns(protocol: str, n: int, t: int, rounds: int, agentscope: bool) -> tuple
         counted = n >= 50
         ok &= ratio <= target or not counted
         line += f"   {label} {ratio:.3f}x" + (f" {verdict(ratio, target)}" if counted else "")
-    return line + f"   floor: the round alone {paired(times, 'alone', 'cold'):.3f}x", ok
+    return (
+        line + f"   floor: the round alone {paired(times, 'alone', 'cold'):.3f}x, the content keys alone "
+        f"{paired(times, 'keys', 'cold'):.3f}x"
+    ), ok
 
 
 def against_agentscope(protocol: str, n: int, rounds: int) -> tuple[str, bool]:

@@ -729,3 +729,56 @@ def test_tool_names_follow_rules_a_lookup_changed_in_a_new_conversation(spec):
     body = sent(model, other, dotted())
     assert body == sent(expected, other, tools)
     assert b'"name":"fs.read"' in body
+
+
+def test_a_history_loaded_again_each_turn_walks_only_what_may_hold_a_source(tmp_path):
+    """New objects of the content a request sent (a history loaded from JSON per request) go
+    on from the draft on the model path, so the messages before the first URL source are not
+    walked again; one holding a URL source still is, under the call's policy, and every body
+    is a cold build's."""
+    from modelwire.errors import SourceRefusedError
+    from modelwire.message import URLSource
+    from modelwire.sources import SourcePolicy, use_source_policy
+
+    note = tmp_path / "pixel.png"
+    note.write_bytes(base64.b64decode(PNG))
+    spec = "anthropic:claude-sonnet-4-5"
+    model = fresh(spec)
+    messages: list = [SystemMsg("system", "Hi.")] + turn(1) + turn(2)
+    sent(model, as_new_objects(messages), TOOLS)
+    before = len(messages)
+    messages += turn(3)
+    given = as_new_objects(messages)
+    assert model._plain(given) == before  # recognised: all but the new round
+    assert sent(model, given, TOOLS) == cold(spec, given, TOOLS)
+    source_at = len(messages)
+    messages += [UserMsg("user", [DataBlock(source=URLSource(url=note.as_uri(), media_type="image/png"))])]
+    assert PNG in sent(model, as_new_objects(messages), TOOLS).decode()
+    messages += turn(5)
+    given = as_new_objects(messages)
+    assert model._plain(given) <= source_at  # never past the message with a source
+    with use_source_policy(SourcePolicy()), pytest.raises(SourceRefusedError):
+        sent(model, given, TOOLS)  # that one is walked again: the file read is refused for input from outside
+    assert sent(model, given, TOOLS) == sent(fresh(spec), given, TOOLS)  # a model that never saw them
+
+
+def test_a_history_loaded_again_with_a_compaction_window_elsewhere_is_cut_the_same():
+    """A history holding Anthropic's compaction window, sent to OpenAI (its summary in place
+    of what came before), loaded as new objects for each request: each body is a cold
+    build's."""
+    from test_compaction import SUMMARY, anthropic_compacting_stream
+
+    from modelwire.testing import sse_reply
+
+    with ProviderServer() as server:
+        server.script(sse_reply(anthropic_compacting_stream(stop="end_turn")))
+        reply = asyncio.run(server.model("anthropic", "claude-sonnet-4-6").complete([UserMsg("user", "weather?")]))
+    messages: list = [SystemMsg("system", "Hi."), UserMsg("user", "weather?"), reply, UserMsg("user", "tomorrow?")]
+    spec = "openai:gpt-4.1"
+    model = fresh(spec)
+    for i in range(4):
+        given = as_new_objects(messages)
+        body = sent(model, given, TOOLS)
+        assert body == cold(spec, given, TOOLS), i
+        assert SUMMARY.encode() in body and b"weather?" not in body, i
+        messages += turn(10 + i)

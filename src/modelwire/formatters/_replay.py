@@ -107,6 +107,14 @@ class CompactionCut:
         self.cut: tuple[int, int, Any] | None = None  # (message, block, summary block)
         self.prefix: list[Msg] = []
 
+    def recognised(self, messages: Sequence[Msg], count: int) -> None:
+        """The first ``count`` of ``messages`` are other objects of the same content as the
+        messages scanned last (a draft recognised them: a history loaded again): the scan
+        goes on from where it was, as for the same objects. (Where a cut was found, a draft
+        holds the cut messages, never recognised as the whole history: nothing is kept.)"""
+        if self.cut is None and 0 < self.scanned <= count:
+            self.last = messages[self.scanned - 1]
+
     def apply(self, messages: Sequence[Msg], stand_in: Callable[[Any], Any]) -> Sequence[Msg]:
         count = len(messages)
         if self.scanned > count or (self.scanned and messages[self.scanned - 1] is not self.last):

@@ -296,10 +296,23 @@ class Building:
 
     def _plain(self, messages: Sequence[Msg]) -> int:
         """How many of the first messages need no walk for sources: ones this conversation's
-        last request sent, the same objects and unchanged (its draft matches), that held no
-        URL source."""
-        kept = self._drafts.get(id(messages[0])) if messages else None
-        return kept[2] if kept is not None and kept[1].matches(messages) else 0
+        last request sent that held no URL source, the same objects and unchanged (its draft
+        matches), or other objects of the same content (a history loaded from JSON: the
+        draft that recognises them is kept under their first message from here on, so the
+        build takes it as it takes one that matches, keyed once)."""
+        if not messages:
+            return 0
+        drafts = self._drafts
+        kept = drafts.get(id(messages[0]))
+        if kept is not None and kept[1].matches(messages):
+            return kept[2]
+        for slot, other in list(drafts.items()):
+            if slot != id(messages[0]) and other[1].recognise(messages):
+                del drafts[slot]
+                drafts[id(messages[0])] = other
+                self._compaction_cut.recognised(messages, other[2])  # (the objects sent as given)
+                return other[2]
+        return 0
 
     async def _with_cache_resource(self, payload: dict[str, Any], opts: ModelOptions) -> dict[str, Any]:
         """``payload`` naming a prompt cache created for it first, where the provider's
