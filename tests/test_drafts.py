@@ -782,3 +782,26 @@ def test_a_history_loaded_again_with_a_compaction_window_elsewhere_is_cut_the_sa
         assert body == cold(spec, given, TOOLS), i
         assert SUMMARY.encode() in body and b"weather?" not in body, i
         messages += turn(10 + i)
+
+
+def test_a_compaction_window_after_a_history_loaded_again_is_cut_whatever_was_scanned_last():
+    """A conversation loaded again after the model served another: the scan for compaction
+    windows goes on past what the draft holds, and a window in the new messages (Anthropic's,
+    sent to OpenAI) cuts the history as a cold build does."""
+    from test_compaction import SUMMARY, anthropic_compacting_stream
+
+    from modelwire.testing import sse_reply
+
+    with ProviderServer() as server:
+        server.script(sse_reply(anthropic_compacting_stream(stop="end_turn")))
+        reply = asyncio.run(server.model("anthropic", "claude-sonnet-4-6").complete([UserMsg("user", "weather?")]))
+    spec = "openai:gpt-4.1"
+    model = fresh(spec)
+    first: list = [SystemMsg("system", "Hi.")] + turn(1) + turn(2)
+    sent(model, as_new_objects(first), TOOLS)
+    sent(model, [SystemMsg("system", "Other."), UserMsg("user", "b"), UserMsg("user", "c")], TOOLS)
+    first += [UserMsg("user", "weather?"), reply, UserMsg("user", "tomorrow?")]
+    given = as_new_objects(first)
+    body = sent(model, given, TOOLS)
+    assert body == cold(spec, given, TOOLS)
+    assert SUMMARY.encode() in body and b"weather?" not in body

@@ -108,10 +108,11 @@ class CompactionCut:
         self.prefix: list[Msg] = []
 
     def recognised(self, messages: Sequence[Msg], count: int) -> None:
-        """The first ``count`` of ``messages`` are other objects of the same content as the
-        messages scanned last (a draft recognised them: a history loaded again): the scan
-        goes on from where it was, as for the same objects. (Where a cut was found, a draft
-        holds the cut messages, never recognised as the whole history: nothing is kept.)"""
+        """The first ``count`` of ``messages`` are other objects of the content a draft holds
+        as it was sent (a draft recognised them: a history loaded again). A draft holds a
+        history whole only where it was not cut, so none of them starts a cut: with no cut
+        found so far, the scan goes on from where it was, as for the same objects, whatever
+        conversation it read last. (Where a cut was found, nothing is kept.)"""
         if self.cut is None and 0 < self.scanned <= count:
             self.last = messages[self.scanned - 1]
 
