@@ -786,13 +786,16 @@ def event_floor(protocol: str, pieces: list[bytes], parse: Any, whole: bool = Fa
     """The floor plus the least the event contract asks of any adapter: for each parsed
     provider event, one validated event (a record) stamped with the time, or, where each
     provider event is a whole tool call (``whole``), the three a call is in the contract (its
-    start with its name, its arguments, its end), made as cheaply as the record kit makes
-    them (:func:`_event_makers`). What an adapter spends beyond this is its own. The loop is
+    start with its name, its arguments as JSON text, its end, under an id made for it: the
+    Gemini API sends the arguments as an object and the call without an id), made as cheaply
+    as the record kit makes them (:func:`_event_makers`). What an adapter spends beyond this is its own. The loop is
     the floor's, written out again so no extra call is timed (the events are made in it, not
     in a helper); like the adapter's, each event is dropped after its piece, and the count
     and the last event are checked. With ``carried`` (pieces cut anywhere), the lines and frames
     are found as :func:`floor_carried` finds them."""
-    from modelwire._ids import coarse_now_iso
+    from msgspec.json import encode as to_json
+
+    from modelwire._ids import coarse_now_iso, new_id
     from modelwire._record import MISSING
 
     text, start, arguments, end = _event_makers()
@@ -837,12 +840,14 @@ def event_floor(protocol: str, pieces: list[bytes], parse: Any, whole: bool = Fa
             lines = piece.split(b"\n")
         for line in lines:
             if line if ndjson else line.startswith(b"data: ") and line != b"data: [DONE]":
-                parse(line if ndjson else line[6:])
-                if whole:
-                    now = coarse_now_iso()
-                    start(MISSING, now, "r", "c", "f")
-                    arguments(MISSING, now, "r", "c", "{}")
-                    event = end(MISSING, now, "r", "c", None)
+                obj = parse(line if ndjson else line[6:])
+                if whole:  # (Gemini's: the arguments an object, the call without an id)
+                    call = obj["candidates"][0]["content"]["parts"][0].get("functionCall")
+                    if call is not None:
+                        now, call_id = coarse_now_iso(), new_id()
+                        start(MISSING, now, "r", call_id, call["name"])
+                        arguments(MISSING, now, "r", call_id, to_json(call["args"]).decode())
+                        event = end(MISSING, now, "r", call_id, None)
                 else:
                     event = text(MISSING, coarse_now_iso(), "r", "b", "x")
                 n += 1
