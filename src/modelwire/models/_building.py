@@ -273,10 +273,16 @@ class Building:
             return None
         if kept is not None and kept[0] == key and kept[1].matches(messages):
             return kept
-        for slot, other in list(drafts.items()):
-            if other[0] == key and other[1].recognise(messages):
-                del drafts[slot]
-                return other
+        slot = self._recognising(messages, key)
+        return drafts.pop(slot) if slot is not None else None
+
+    def _recognising(self, messages: Sequence[Msg], key: Any = None) -> int | None:
+        """The slot of a kept draft (with the tools and refusals ``key``, where given) whose
+        messages ``messages`` begin with as other objects of the same content; that draft
+        then holds them (see ``Draft.recognise``). None: no draft does."""
+        for slot, other in list(self._drafts.items()):
+            if (key is None or other[0] == key) and other[1].recognise(messages):
+                return slot
         return None
 
     def _name_map(self, tools: Sequence[Any] | None, tool_choice: Any, given: Any = None) -> dict[str, str]:
@@ -306,13 +312,12 @@ class Building:
         kept = drafts.get(id(messages[0]))
         if kept is not None and kept[1].matches(messages):
             return kept[2]
-        for slot, other in list(drafts.items()):
-            if slot != id(messages[0]) and other[1].recognise(messages):
-                del drafts[slot]
-                drafts[id(messages[0])] = other
-                self._compaction_cut.recognised(messages, other[2])  # (the objects sent as given)
-                return other[2]
-        return 0
+        slot = self._recognising(messages)
+        if slot is None:
+            return 0
+        other = drafts[id(messages[0])] = drafts.pop(slot)
+        self._compaction_cut.recognised(messages, other[2])  # (the objects sent as given)
+        return other[2]
 
     async def _with_cache_resource(self, payload: dict[str, Any], opts: ModelOptions) -> dict[str, Any]:
         """``payload`` naming a prompt cache created for it first, where the provider's
